@@ -1,0 +1,184 @@
+"""The driver contract (ARCHITECTURE.md §4): one object per data-plane instance.
+
+A driver package registers a class under the entry-point group ``sliceportal.drivers``.
+The class is constructed with the backend's options (a plain mapping from the portal's
+Backend record) and must satisfy ``Driver``. Drivers import this module and
+``sliceportal.rules.ir`` only, never the portal's database layer.
+
+Guarantees every driver gives (checked by ``sliceportal.drivers.conformance``):
+
+* ``lower`` is pure: it never touches the data plane; whatever does not fit raises
+  ``CapacityError`` / ``UnsupportedMatchError`` with the numbers.
+* ``apply`` is all-or-nothing as the data plane's packets see it. If it fails part-way it
+  restores the state that was there before and raises ``PushError(rolled_back=True)``;
+  only if even that fails does it raise ``PushError(rolled_back=False)``.
+* ``read_state().tables`` equals ``lower(ir).tables`` when the data plane holds exactly
+  that plan, so the reconcile loop can compare them; ``read_state().version`` is the
+  ``NativePlan.version`` last applied, or None for an empty / restarted data plane.
+* ``counters()`` are monotonic since the data plane started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sliceportal.rules.ir import RuleIR
+
+# A native table entry, JSON-serialisable, in a normal form the driver defines
+# (e.g. {"key": {...}, "mask": {...}, "action": {...}, "priority": 3}).
+NativeEntry = dict[str, Any]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Capabilities(_Frozen):
+    driver: str
+    lanes: int = Field(description="priority lanes per path on this data plane")
+    paths: int = Field(description="round-robin paths (first-level queues)")
+    match_fields: frozenset[str] = Field(description="IR match fields the classifier can key on")
+    capacity: dict[str, int] = Field(description="table name -> maximum entries")
+    rate_limit: bool = Field(description="per-slice rate / burst limits (Qos) are enforced")
+    ecn: bool = Field(description="ECN marking above Qos.ecn_ms is supported")
+
+
+class TableUsage(_Frozen):
+    used: int
+    capacity: int
+
+
+class NativePlan(_Frozen):
+    """What ``lower`` produced: the native entries per table, ready to push."""
+
+    driver: str
+    version: str = Field(description="the IR digest this plan realises")
+    tables: dict[str, list[NativeEntry]]
+    usage: dict[str, TableUsage]
+
+
+class ProgressEvent(_Frozen):
+    phase: str  # "diff", "write", "verify", "commit", "rollback"
+    done: int
+    total: int
+    message: str = ""
+
+
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+class ApplyResult(_Frozen):
+    version: str
+    added: int
+    removed: int
+    modified: int
+    duration_s: float
+
+
+class DataPlaneState(_Frozen):
+    version: str | None
+    tables: dict[str, list[NativeEntry]]
+
+
+class LaneCounters(_Frozen):
+    packets: int = 0
+    bytes: int = 0
+    drops: dict[str, int] = Field(default_factory=dict)  # reason -> packets
+    ecn_marks: int = 0
+    alt_forwarded: int = 0  # seed 001: sent to the alternative node
+
+
+class Counters(_Frozen):
+    """Monotonic counters. Keys are strings so they survive JSON: lanes as "path/lane"."""
+
+    timestamp: float
+    rules: dict[int, LaneCounters] = Field(default_factory=dict)  # rule index -> hits
+    lanes: dict[str, LaneCounters] = Field(default_factory=dict)
+    slices: dict[int, LaneCounters] = Field(default_factory=dict)  # IR slice_id -> totals
+    misses: LaneCounters = Field(default_factory=LaneCounters)
+    malformed: int = 0
+
+
+class Health(_Frozen):
+    ok: bool
+    detail: str
+    version: str | None = None
+
+
+# ---- errors a user can act on ------------------------------------------------------
+
+
+class DriverError(Exception):
+    """Base of every error a driver raises; ``str()`` is the user-facing message."""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class CapacityError(DriverError):
+    def __init__(self, table: str, needed: int, available: int) -> None:
+        super().__init__(
+            f"table {table!r} needs {needed} entries but the data plane holds {available}",
+            hint="merge subscribers into prefixes, reduce services, or deploy on a larger backend",
+        )
+        self.table, self.needed, self.available = table, needed, available
+
+
+class UnsupportedMatchError(DriverError):
+    def __init__(self, field: str, driver: str) -> None:
+        super().__init__(f"the {driver} data plane cannot match on {field!r}")
+        self.field = field
+
+
+class GeometryError(DriverError):
+    """The IR was compiled for another lane / path geometry than the data plane has."""
+
+
+class UnreachableError(DriverError):
+    """The data plane does not answer (process gone, socket refused, interface missing)."""
+
+
+class PushError(DriverError):
+    def __init__(self, message: str, *, rolled_back: bool, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.rolled_back = rolled_back
+
+
+@runtime_checkable
+class Driver(Protocol):
+    name: ClassVar[str]
+
+    def __init__(self, options: Mapping[str, Any]) -> None: ...
+
+    def capabilities(self) -> Capabilities: ...
+
+    def lower(self, ir: RuleIR) -> NativePlan: ...
+
+    def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult: ...
+
+    def read_state(self) -> DataPlaneState: ...
+
+    def counters(self) -> Counters: ...
+
+    def health(self) -> Health: ...
+
+    def close(self) -> None: ...
+
+
+def check_fits(ir: RuleIR, caps: Capabilities) -> None:
+    """Shared pre-write checks every ``lower`` starts with: geometry and match fields."""
+    if (ir.lanes, ir.paths) != (caps.lanes, caps.paths):
+        raise GeometryError(
+            f"rules were compiled for {ir.paths} paths x {ir.lanes} lanes but the "
+            f"{caps.driver} data plane has {caps.paths} x {caps.lanes}",
+            hint="recompile for this backend",
+        )
+    for rule in ir.rules:
+        for name, _ in rule.match.items():
+            if name not in caps.match_fields:
+                raise UnsupportedMatchError(name, caps.driver)

@@ -1,0 +1,1 @@
+"""sliceportal driver plugin for the xdp data plane."""

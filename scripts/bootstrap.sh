@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Idempotent set-up of everything the portal and the test suite need on a fresh
+# Debian 12 machine: system packages (when root), the uv workspace, data-plane builds
+# and the frontend. Each step is skipped when its output is already current.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  postgresql                                   # embedded cluster (initdb / pg_ctl)
+  clang llvm libbpf-dev bpftool iproute2 xdp-tools  # XDP data plane
+  iverilog verilator                           # NetFPGA RTL: cocotb tests / running model
+  libpcap-dev tcpdump                          # packet I/O for the simulators
+  chromium                                     # end-to-end UI tests
+  make g++
+)
+
+log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    log "missing system packages: ${missing[*]} (run as root or install them: apt-get install ${missing[*]})"
+    exit 1
+  fi
+  log "installing system packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v uv >/dev/null 2>&1; then
+  log "installing uv"
+  python3 -m pip install -q uv
+fi
+log "syncing the Python workspace (uv.lock)"
+uv sync --locked --all-packages --quiet
+
+for d in dataplane/*/; do
+  if [[ -f "$d/Makefile" ]]; then
+    log "building $d"
+    make -s -C "$d" all
+  fi
+done
+
+if [[ -f frontend/package.json ]]; then
+  stamp=frontend/node_modules/.lock-stamp
+  if [[ ! -f $stamp ]] || ! cmp -s frontend/package-lock.json "$stamp"; then
+    log "installing frontend packages"
+    (cd frontend && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+    cp frontend/package-lock.json "$stamp"
+  fi
+  log "building the frontend"
+  (cd frontend && npm run -s build)
+fi
+log "ready"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, types, unit + integration tests (real PostgreSQL, real
+# kernel XDP, RTL under a simulator, P4Runtime over gRPC) and the end-to-end UI tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+export PATH="$PWD/.venv/bin:$PATH"
+
+echo "== ruff"; ruff check .
+echo "== mypy"; mypy backend/src drivers/*/src
+echo "== pytest"; pytest "$@"
