@@ -1,0 +1,17 @@
+"""The domain model (ARCHITECTURE.md §3). Importing this package registers every table."""
+
+from sliceportal.models.audit import AuditLog
+from sliceportal.models.auth import ApiKey, LoginAttempt, RefreshToken, Role, Scope, User
+from sliceportal.models.base import Base
+from sliceportal.models.catalogue import SliceType
+from sliceportal.models.deployments import Deployment, DeploymentKind, DeploymentStatus, RuleSet
+from sliceportal.models.kpi import KpiSample, SlaViolation
+from sliceportal.models.slicing import Backend, PathMode, ServiceClass, Slice, SliceState
+from sliceportal.models.subscribers import Subscriber
+from sliceportal.models.tenancy import Tenant
+
+__all__ = [
+    "ApiKey", "AuditLog", "Backend", "Base", "Deployment", "DeploymentKind", "DeploymentStatus",
+    "KpiSample", "LoginAttempt", "PathMode", "RefreshToken", "Role", "RuleSet", "Scope",
+    "ServiceClass", "Slice", "SliceState", "SliceType", "SlaViolation", "Subscriber", "Tenant", "User",
+]
