@@ -1,0 +1,82 @@
+"""Generic resource helpers: tenant scoping, paging / sorting / search, versions, changes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from fastapi import Response
+from sqlalchemy import ColumnElement, Select, func, or_, select
+from sqlalchemy.orm import Session
+
+from sliceportal.api.errors import ApiError, not_found
+from sliceportal.schemas.common import ListParams
+
+M = TypeVar("M")
+
+
+def scoped(stmt: Select[Any], model: type[Any], tenant_scope: int | None) -> Select[Any]:
+    """Restrict a query to one tenant's rows; other tenants' objects simply do not exist."""
+    if tenant_scope is None:
+        return stmt
+    column = getattr(model, "tenant_column", None)
+    if column is None:
+        raise ApiError(403, "Forbidden", "tenants cannot see this")
+    return stmt.where(getattr(model, column) == tenant_scope)
+
+
+def page(session: Session, stmt: Select[Any], params: ListParams,
+         sortable: Mapping[str, ColumnElement[Any]], search: Iterable[ColumnElement[Any]] = ()) -> tuple[list[Any], int]:
+    if params.q:
+        escaped = params.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = f"%{escaped}%"
+        stmt = stmt.where(or_(*(col.ilike(pattern) for col in search)))
+    count = session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
+    order: list[ColumnElement[Any]] = []
+    if params.sort:
+        key = params.sort.lstrip("-")
+        if key not in sortable:
+            raise ApiError(422, "Validation failed", f"cannot sort by {key!r}; one of {sorted(sortable)}",
+                           field="sort")
+        order.append(sortable[key].desc() if params.sort.startswith("-") else sortable[key].asc())
+    order.append(sortable["id"].asc())
+    rows = session.scalars(stmt.order_by(*order).offset(params.offset).limit(params.limit)).unique().all()
+    return list(rows), count
+
+
+def get_scoped(session: Session, model: type[M], ident: int, tenant_scope: int | None, what: str) -> M:
+    obj = session.scalar(scoped(select(model).where(model.id == ident), model, tenant_scope))  # type: ignore[attr-defined]
+    if obj is None:
+        raise not_found(what, ident)
+    return obj
+
+
+def etag(response: Response, obj: Any) -> None:
+    response.headers["ETag"] = f'"{obj.version}"'
+
+
+def check_version(obj: Any, if_match: str | None, body_version: int | None) -> None:
+    """Optimistic concurrency: an update must name the version it was based on."""
+    if if_match is not None:
+        wanted = if_match.strip().removeprefix("W/").strip('"')
+        if not wanted.isdigit():
+            raise ApiError(400, "Bad request", "If-Match must be an ETag returned by this API", field="If-Match")
+        expected: int | None = int(wanted)
+    else:
+        expected = body_version
+    if expected is None:
+        raise ApiError(428, "Precondition required",
+                       "send the version you read (field 'version' or an If-Match header) with every update",
+                       field="version")
+    if expected != obj.version:
+        raise ApiError(412, "Precondition failed",
+                       f"the object is at version {obj.version}, your change was based on {expected}; "
+                       "reload it and apply your change again", field="version")
+
+
+def apply_changes(obj: Any, changes: Mapping[str, Any], not_null: Iterable[str]) -> None:
+    for key in not_null:
+        if key in changes and changes[key] is None:
+            raise ApiError(422, "Validation failed", f"{key} cannot be null", field=key)
+    for key, value in changes.items():
+        setattr(obj, key, value)

@@ -1,0 +1,97 @@
+"""One error format for every failure: RFC 9457 problem+json, naming the offending field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.exc import StaleDataError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class FieldError(BaseModel):
+    field: str
+    message: str
+    line: int | None = None  # CSV imports: the line of the file
+
+
+class Problem(BaseModel):
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str = ""
+    instance: str = ""
+    errors: list[FieldError] = []
+
+
+class ApiError(Exception):
+    """Raise from anywhere below the API to answer with a problem."""
+
+    def __init__(self, status: int, title: str, detail: str = "", *, field: str | None = None,
+                 errors: list[FieldError] | None = None, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail or title)
+        self.status, self.title, self.detail, self.headers = status, title, detail, headers
+        self.errors = errors or ([FieldError(field=field, message=detail or title)] if field else [])
+
+
+def not_found(what: str, ident: object) -> ApiError:
+    return ApiError(404, "Not found", f"{what} {ident} does not exist")
+
+
+# Unique / check / foreign-key constraint name -> the field a client must change.
+CONSTRAINT_FIELDS = {
+    "uq_tenant_name": "name", "uq_tenant_vni": "vni", "uq_tenant_vlan": "vlan",
+    "ck_tenant_vni_range": "vni", "ck_tenant_vlan_range": "vlan",
+    "uq_slice_tenant_id_name": "name", "uq_service_class_slice_id_name": "name",
+    "uq_subscriber_tenant_id_imsi": "imsi", "uq_subscriber_tenant_id_ue_ip": "ue_ip",
+    "uq_backend_name": "name", "uq_user_account_username": "username",
+    "fk_slice_tenant_id_tenant": "tenant_id", "fk_subscriber_tenant_id_tenant": "tenant_id",
+}
+
+
+def _problem(request: Request, status: int, title: str, detail: str, errors: list[FieldError],
+             headers: dict[str, str] | None = None) -> JSONResponse:
+    body = Problem(title=title, status=status, detail=detail, instance=request.url.path, errors=errors)
+    return JSONResponse(body.model_dump(), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _loc_to_field(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return _problem(request, exc.status, exc.title, exc.detail, exc.errors, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [FieldError(field=_loc_to_field(tuple(e["loc"])), message=e["msg"]) for e in exc.errors()]
+        detail = "; ".join(f"{e.field}: {e.message}" for e in errors)
+        return _problem(request, 422, "Validation failed", detail, errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _problem(request, exc.status_code, str(exc.detail), "", [], getattr(exc, "headers", None))
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity(request: Request, exc: IntegrityError) -> JSONResponse:
+        diag = getattr(exc.orig, "diag", None)
+        name = getattr(diag, "constraint_name", None) or ""
+        field = CONSTRAINT_FIELDS.get(name, name.rsplit("_", 1)[-1] if name else "body")
+        detail = getattr(diag, "message_detail", None) or "conflicts with an existing object"
+        return _problem(request, 409, "Conflict", detail, [FieldError(field=field, message=detail)])
+
+    @app.exception_handler(StaleDataError)
+    async def _stale(request: Request, exc: StaleDataError) -> JSONResponse:
+        detail = "the object was changed by someone else; reload it and apply your change again"
+        return _problem(request, 412, "Precondition failed", detail, [FieldError(field="version", message=detail)])

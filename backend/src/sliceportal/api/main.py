@@ -1,0 +1,58 @@
+"""The FastAPI application: every router of API v1, the error format, the built frontend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from sliceportal import __version__
+from sliceportal.api import errors
+from sliceportal.api.routes import audit, backends, health, login, slice_types, slices, subscribers, tenants, users
+from sliceportal.core.config import REPO_ROOT, Settings
+from sliceportal.core.db import session_factory
+
+API_PREFIX = "/api/v1"
+FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
+
+
+def api_router() -> APIRouter:
+    router = APIRouter(prefix=API_PREFIX)
+    for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, audit):
+        router.include_router(module.router)
+    router.include_router(users.keys)
+    return router
+
+
+def create_app(settings: Settings, database_url: str) -> FastAPI:
+    app = FastAPI(
+        title="sliceportal",
+        version=__version__,
+        summary="QoS-aware network slicing on programmable data planes",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.database_url = database_url
+    app.state.sessionmaker = session_factory(database_url)
+    errors.install(app)
+    app.include_router(api_router())
+    _serve_frontend(app, FRONTEND_DIST)
+    return app
+
+
+def _serve_frontend(app: FastAPI, dist: Path) -> None:
+    if not (dist / "index.html").exists():
+        return
+    app.mount("/assets", StaticFiles(directory=dist / "assets"), name="assets")
+
+    @app.get("/{path:path}", include_in_schema=False)
+    def spa(path: str) -> FileResponse:
+        # Client-side routes all load the single page; real files are served as they are.
+        candidate = (dist / path).resolve()
+        if path and candidate.is_file() and dist.resolve() in candidate.parents:
+            return FileResponse(candidate)
+        return FileResponse(dist / "index.html")

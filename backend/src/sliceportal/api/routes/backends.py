@@ -1,0 +1,67 @@
+"""Data-plane backends: operators register them with a driver name and options."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Response
+from sqlalchemy import exists, select
+
+from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
+from sliceportal.api.deps import NotTenant, SessionDep, Writer
+from sliceportal.api.errors import ApiError
+from sliceportal.models import Backend, Deployment
+from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
+from sliceportal.schemas.common import ListQuery, Page
+
+router = APIRouter(prefix="/backends", tags=["backends"])
+SORTABLE = {"id": Backend.id, "name": Backend.name, "driver": Backend.driver, "health": Backend.health}
+
+
+@router.get("", response_model=Page[BackendPublic])
+def list_backends(_: NotTenant, session: SessionDep, params: ListQuery) -> Page[BackendPublic]:
+    rows, count = page(session, select(Backend), params, SORTABLE, [Backend.name, Backend.driver])
+    return Page(data=[BackendPublic.model_validate(b) for b in rows], count=count)
+
+
+@router.get("/{backend_id}", response_model=BackendPublic)
+def read_backend(backend_id: int, _: NotTenant, session: SessionDep, response: Response) -> Backend:
+    b = get_scoped(session, Backend, backend_id, None, "backend")
+    etag(response, b)
+    return b
+
+
+@router.post("", response_model=BackendPublic, status_code=201)
+def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, response: Response) -> Backend:
+    from sliceportal.services.backends import describe
+
+    b = Backend(name=body.name, driver=body.driver, options=body.options)
+    describe(b)  # validates the driver name and learns geometry / capacity, before any write
+    session.add(b)
+    session.commit()
+    etag(response, b)
+    return b
+
+
+@router.patch("/{backend_id}", response_model=BackendPublic)
+def update_backend(backend_id: int, body: BackendUpdate, principal: Writer, session: SessionDep,
+                   response: Response, if_match: Annotated[str | None, Header()] = None) -> Backend:
+    from sliceportal.services.backends import describe
+
+    b = get_scoped(session, Backend, backend_id, None, "backend")
+    check_version(b, if_match, body.version)
+    apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}), not_null=("name", "options"))
+    if "options" in body.model_fields_set:
+        describe(b)
+    session.commit()
+    etag(response, b)
+    return b
+
+
+@router.delete("/{backend_id}", status_code=204)
+def delete_backend(backend_id: int, principal: Writer, session: SessionDep) -> None:
+    b = get_scoped(session, Backend, backend_id, None, "backend")
+    if session.scalar(select(exists().where(Deployment.backend_id == b.id, Deployment.status == "running"))):
+        raise ApiError(409, "Conflict", "a deployment to this backend is running", field="id")
+    session.delete(b)
+    session.commit()

@@ -1,0 +1,177 @@
+"""Slices and the service classes inside them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
+from sliceportal.api.deps import Reader, SessionDep, Writer
+from sliceportal.api.errors import ApiError, FieldError, not_found
+from sliceportal.models import Backend, ServiceClass, Slice, SliceType, Tenant
+from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.slices import (
+    ServiceClassCreate,
+    ServiceClassPublic,
+    ServiceClassUpdate,
+    SliceCreate,
+    SlicePublic,
+    SliceUpdate,
+    Sla,
+)
+
+router = APIRouter(prefix="/slices", tags=["slices"])
+SORTABLE = {"id": Slice.id, "name": Slice.name, "tenant_id": Slice.tenant_id, "state": Slice.state,
+            "slice_type_id": Slice.slice_type_id}
+SLA_FIELDS = tuple(Sla.model_fields)
+
+
+def to_public(s: Slice) -> SlicePublic:
+    return SlicePublic(
+        id=s.id, name=s.name, tenant_id=s.tenant_id, slice_type_id=s.slice_type_id,
+        slice_type_name=s.slice_type.name, lanes=list(s.slice_type.lanes), description=s.description,
+        sla=Sla(**{f: getattr(s, f) for f in SLA_FIELDS}), path_mode=s.path_mode, state=s.state,
+        backend_ids=[b.id for b in s.backends],
+        services=[ServiceClassPublic.model_validate(c) for c in s.services],
+        version=s.version, created_at=s.created_at, updated_at=s.updated_at,
+    )
+
+
+def _slice_type(session: Session, slice_type_id: int) -> SliceType:
+    st = session.get(SliceType, slice_type_id)
+    if st is None:
+        raise ApiError(422, "Validation failed", f"slice type {slice_type_id} does not exist; "
+                       "see GET /api/v1/slice-types", field="slice_type_id")
+    return st
+
+
+def _backends(session: Session, ids: list[int]) -> list[Backend]:
+    found = list(session.scalars(select(Backend).where(Backend.id.in_(ids))))
+    missing = sorted(set(ids) - {b.id for b in found})
+    if missing:
+        raise ApiError(422, "Validation failed", f"backends {missing} do not exist", field="backend_ids")
+    return found
+
+
+def _check_lanes(lanes: list[int], services: list[tuple[str, int]]) -> None:
+    bad = [FieldError(field=f"{path}.lane", message=f"lane {lane} is not one of the slice type's lanes {lanes}")
+           for path, lane in services if lane not in lanes]
+    if bad:
+        raise ApiError(422, "Validation failed", "; ".join(e.message for e in bad), errors=bad)
+
+
+def _service_row(body: ServiceClassCreate | dict[str, Any]) -> dict[str, Any]:
+    data = body.model_dump() if isinstance(body, ServiceClassCreate) else dict(body)
+    if "dst_ports" in data and data["dst_ports"] is not None:
+        data["dst_ports"] = [[r["lo"], r["hi"]] for r in data["dst_ports"]]
+    return data
+
+
+@router.get("", response_model=Page[SlicePublic])
+def list_slices(principal: Reader, session: SessionDep, params: ListQuery,
+                tenant_id: int | None = None, state: str | None = None) -> Page[SlicePublic]:
+    stmt = scoped(select(Slice), Slice, principal.tenant_scope)
+    if tenant_id is not None:
+        stmt = stmt.where(Slice.tenant_id == tenant_id)
+    if state is not None:
+        stmt = stmt.where(Slice.state == state)
+    rows, count = page(session, stmt, params, SORTABLE, [Slice.name, Slice.description])
+    return Page(data=[to_public(s) for s in rows], count=count)
+
+
+@router.get("/{slice_id}", response_model=SlicePublic)
+def read_slice(slice_id: int, principal: Reader, session: SessionDep, response: Response) -> SlicePublic:
+    s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    etag(response, s)
+    return to_public(s)
+
+
+@router.post("", response_model=SlicePublic, status_code=201)
+def create_slice(body: SliceCreate, _: Writer, session: SessionDep, response: Response) -> SlicePublic:
+    if session.get(Tenant, body.tenant_id) is None:
+        raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
+    st = _slice_type(session, body.slice_type_id)
+    _check_lanes(st.lanes, [(f"services.{i}", svc.lane) for i, svc in enumerate(body.services)])
+    s = Slice(tenant_id=body.tenant_id, slice_type_id=st.id, name=body.name, description=body.description,
+              path_mode=body.path_mode, backends=_backends(session, body.backend_ids),
+              services=[ServiceClass(**_service_row(svc)) for svc in body.services],
+              **body.sla.model_dump())
+    session.add(s)
+    session.commit()
+    etag(response, s)
+    return to_public(s)
+
+
+@router.patch("/{slice_id}", response_model=SlicePublic)
+def update_slice(slice_id: int, body: SliceUpdate, principal: Writer, session: SessionDep, response: Response,
+                 if_match: Annotated[str | None, Header()] = None) -> SlicePublic:
+    s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    check_version(s, if_match, body.version)
+    changes = body.model_dump(exclude_unset=True, exclude={"version", "sla", "backend_ids"})
+    if body.slice_type_id is not None:
+        st = _slice_type(session, body.slice_type_id)
+        _check_lanes(st.lanes, [(f"services.{c.id}", c.lane) for c in s.services])
+    if "sla" in body.model_fields_set and body.sla is not None:
+        changes.update(body.sla.model_dump())
+    if body.backend_ids is not None:
+        s.backends = _backends(session, body.backend_ids)
+    apply_changes(s, changes, not_null=("name", "slice_type_id", "description", "path_mode"))
+    session.commit()
+    session.refresh(s)
+    etag(response, s)
+    return to_public(s)
+
+
+@router.delete("/{slice_id}", status_code=204)
+def delete_slice(slice_id: int, principal: Writer, session: SessionDep) -> None:
+    s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    session.delete(s)
+    session.commit()
+
+
+# ---- service classes, nested under their slice -----------------------------------
+
+@router.get("/{slice_id}/services", response_model=list[ServiceClassPublic])
+def list_services(slice_id: int, principal: Reader, session: SessionDep) -> list[ServiceClass]:
+    return list(get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice").services)
+
+
+@router.post("/{slice_id}/services", response_model=ServiceClassPublic, status_code=201)
+def create_service(slice_id: int, body: ServiceClassCreate, principal: Writer, session: SessionDep) -> ServiceClass:
+    s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    _check_lanes(s.slice_type.lanes, [("lane", body.lane)])
+    svc = ServiceClass(slice_id=s.id, **_service_row(body))
+    session.add(svc)
+    session.commit()
+    return svc
+
+
+def _service(session: Session, slice_id: int, service_id: int, tenant_scope: int | None) -> ServiceClass:
+    s = get_scoped(session, Slice, slice_id, tenant_scope, "slice")
+    for svc in s.services:
+        if svc.id == service_id:
+            return svc
+    raise not_found("service class", service_id)
+
+
+@router.patch("/{slice_id}/services/{service_id}", response_model=ServiceClassPublic)
+def update_service(slice_id: int, service_id: int, body: ServiceClassUpdate, principal: Writer,
+                   session: SessionDep, if_match: Annotated[str | None, Header()] = None) -> ServiceClass:
+    svc = _service(session, slice_id, service_id, principal.tenant_scope)
+    check_version(svc, if_match, body.version)
+    changes = _service_row(body.model_dump(exclude_unset=True, exclude={"version"}))
+    if changes.get("lane") is not None:
+        s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+        _check_lanes(s.slice_type.lanes, [("lane", changes["lane"])])
+    apply_changes(svc, changes, not_null=("name", "lane", "dst_ports", "dscp", "protocol"))
+    session.commit()
+    return svc
+
+
+@router.delete("/{slice_id}/services/{service_id}", status_code=204)
+def delete_service(slice_id: int, service_id: int, principal: Writer, session: SessionDep) -> None:
+    session.delete(_service(session, slice_id, service_id, principal.tenant_scope))
+    session.commit()

@@ -1,0 +1,134 @@
+"""Subscribers: server-side paged list, CRUD, and bulk CSV import."""
+
+from __future__ import annotations
+
+import codecs
+from ipaddress import IPv4Address, IPv4Network
+from typing import Annotated
+
+from fastapi import APIRouter, File, Header, Response, UploadFile
+from sqlalchemy import cast, func, select, text
+from sqlalchemy.dialects.postgresql import INET
+from sqlalchemy.orm import Session
+from sqlalchemy.types import String
+
+from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
+from sliceportal.api.deps import Reader, SessionDep, Writer
+from sliceportal.api.errors import ApiError
+from sliceportal.models import Slice, Subscriber, Tenant
+from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.subscribers import (
+    ImportReport,
+    SubscriberCreate,
+    SubscriberPublic,
+    SubscriberUpdate,
+)
+from sliceportal.services.subscriber_import import import_csv
+
+router = APIRouter(prefix="/subscribers", tags=["subscribers"])
+SORTABLE = {"id": Subscriber.id, "imsi": Subscriber.imsi, "ue_ip": Subscriber.ue_ip,
+            "tenant_id": Subscriber.tenant_id, "created_at": Subscriber.created_at}
+
+
+def to_public(s: Subscriber) -> SubscriberPublic:
+    return SubscriberPublic(id=s.id, tenant_id=s.tenant_id, imsi=s.imsi, ue_ip=IPv4Address(str(s.ue_ip)),
+                            teids=list(s.teids), slice_ids=[x.id for x in s.slices], version=s.version,
+                            created_at=s.created_at)
+
+
+def _lock_tenant(session: Session, tenant_id: int) -> None:
+    # Serialises writers of one tenant's subscribers: TEID uniqueness is checked, not constrained.
+    session.execute(text("SELECT pg_advisory_xact_lock(7401, CAST(:t AS int))"), {"t": tenant_id})
+
+
+def _validate(session: Session, tenant: Tenant, ue_ip: IPv4Address | None, teids: list[int] | None,
+              slice_ids: list[int] | None, own_id: int | None) -> list[Slice] | None:
+    if ue_ip is not None and tenant.ue_pool is not None and ue_ip not in IPv4Network(tenant.ue_pool):
+        raise ApiError(422, "Validation failed", f"{ue_ip} is outside the tenant's UE pool {tenant.ue_pool}",
+                       field="ue_ip")
+    if teids:
+        clash = session.scalar(select(Subscriber.id).where(
+            Subscriber.tenant_id == tenant.id, Subscriber.teids.overlap(teids),
+            Subscriber.id != (own_id or 0)).limit(1))
+        if clash is not None:
+            raise ApiError(409, "Conflict", f"a TEID of {teids} is already used by subscriber {clash}",
+                           field="teids")
+    if slice_ids is None:
+        return None
+    found = list(session.scalars(select(Slice).where(Slice.id.in_(slice_ids), Slice.tenant_id == tenant.id)))
+    missing = sorted(set(slice_ids) - {s.id for s in found})
+    if missing:
+        raise ApiError(422, "Validation failed", f"the tenant has no slices {missing}", field="slice_ids")
+    return found
+
+
+@router.get("", response_model=Page[SubscriberPublic])
+def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
+                     tenant_id: int | None = None, slice_id: int | None = None) -> Page[SubscriberPublic]:
+    stmt = scoped(select(Subscriber), Subscriber, principal.tenant_scope)
+    if tenant_id is not None:
+        stmt = stmt.where(Subscriber.tenant_id == tenant_id)
+    if slice_id is not None:
+        stmt = stmt.where(Subscriber.slices.any(Slice.id == slice_id))
+    rows, count = page(session, stmt, params, SORTABLE,
+                       [Subscriber.imsi, func.host(cast(Subscriber.ue_ip, INET)).cast(String)])
+    return Page(data=[to_public(s) for s in rows], count=count)
+
+
+@router.get("/{subscriber_id}", response_model=SubscriberPublic)
+def read_subscriber(subscriber_id: int, principal: Reader, session: SessionDep, response: Response) -> SubscriberPublic:
+    s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
+    etag(response, s)
+    return to_public(s)
+
+
+@router.post("", response_model=SubscriberPublic, status_code=201)
+def create_subscriber(body: SubscriberCreate, principal: Writer, session: SessionDep,
+                      response: Response) -> SubscriberPublic:
+    tenant = session.get(Tenant, body.tenant_id)
+    if tenant is None:
+        raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
+    _lock_tenant(session, tenant.id)
+    slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, None) or []
+    s = Subscriber(tenant_id=tenant.id, imsi=body.imsi, ue_ip=body.ue_ip, teids=body.teids, slices=slices)
+    session.add(s)
+    session.commit()
+    etag(response, s)
+    return to_public(s)
+
+
+@router.patch("/{subscriber_id}", response_model=SubscriberPublic)
+def update_subscriber(subscriber_id: int, body: SubscriberUpdate, principal: Writer, session: SessionDep,
+                      response: Response, if_match: Annotated[str | None, Header()] = None) -> SubscriberPublic:
+    s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
+    check_version(s, if_match, body.version)
+    tenant = session.get(Tenant, s.tenant_id)
+    assert tenant is not None
+    _lock_tenant(session, tenant.id)
+    slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, s.id)
+    changes = body.model_dump(exclude_unset=True, exclude={"version", "slice_ids"})
+    apply_changes(s, changes, not_null=("imsi", "ue_ip", "teids"))
+    if slices is not None:
+        s.slices = slices
+    session.commit()
+    etag(response, s)
+    return to_public(s)
+
+
+@router.delete("/{subscriber_id}", status_code=204)
+def delete_subscriber(subscriber_id: int, principal: Writer, session: SessionDep) -> None:
+    session.delete(get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber"))
+    session.commit()
+
+
+@router.post("/import", response_model=ImportReport, status_code=201,
+             summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices); all or nothing")
+def import_subscribers(principal: Writer, session: SessionDep,
+                       file: Annotated[UploadFile, File(description="CSV with a header row")]) -> ImportReport:
+    lines = codecs.iterdecode(file.file, "utf-8-sig")
+    try:
+        result = import_csv(session, lines, tenant_scope=principal.tenant_scope)
+    except UnicodeDecodeError as exc:
+        session.rollback()
+        raise ApiError(422, "Validation failed", f"the file is not UTF-8 text: {exc.reason}", field="file") from exc
+    return ImportReport(imported=result.imported, rows=result.rows, duration_s=result.duration_s)

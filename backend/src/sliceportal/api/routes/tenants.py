@@ -1,0 +1,65 @@
+"""Tenants: operators manage them; a tenant user sees only its own."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Response
+from sqlalchemy import exists, select
+
+from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
+from sliceportal.api.deps import Reader, SessionDep, Writer
+from sliceportal.api.errors import ApiError
+from sliceportal.models import Slice, Subscriber, Tenant
+from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.tenants import TenantCreate, TenantPublic, TenantUpdate
+
+router = APIRouter(prefix="/tenants", tags=["tenants"])
+SORTABLE = {"id": Tenant.id, "name": Tenant.name, "vni": Tenant.vni, "vlan": Tenant.vlan}
+
+
+@router.get("", response_model=Page[TenantPublic])
+def list_tenants(principal: Reader, session: SessionDep, params: ListQuery) -> Page[TenantPublic]:
+    stmt = scoped(select(Tenant), Tenant, principal.tenant_scope)
+    rows, count = page(session, stmt, params, SORTABLE, [Tenant.name, Tenant.contact])
+    return Page(data=[TenantPublic.model_validate(r) for r in rows], count=count)
+
+
+@router.get("/{tenant_id}", response_model=TenantPublic)
+def read_tenant(tenant_id: int, principal: Reader, session: SessionDep, response: Response) -> Tenant:
+    tenant = get_scoped(session, Tenant, tenant_id, principal.tenant_scope, "tenant")
+    etag(response, tenant)
+    return tenant
+
+
+@router.post("", response_model=TenantPublic, status_code=201)
+def create_tenant(body: TenantCreate, _: Writer, session: SessionDep, response: Response) -> Tenant:
+    tenant = Tenant(**body.model_dump(exclude_none=True))
+    session.add(tenant)
+    session.commit()
+    etag(response, tenant)
+    return tenant
+
+
+@router.patch("/{tenant_id}", response_model=TenantPublic)
+def update_tenant(tenant_id: int, body: TenantUpdate, principal: Writer, session: SessionDep, response: Response,
+                  if_match: Annotated[str | None, Header()] = None) -> Tenant:
+    tenant = get_scoped(session, Tenant, tenant_id, principal.tenant_scope, "tenant")
+    check_version(tenant, if_match, body.version)
+    changes = body.model_dump(exclude_unset=True, exclude={"version"})
+    if changes.get("contact", "") is None or changes.get("description", "") is None:
+        changes = {k: ("" if v is None and k in ("contact", "description") else v) for k, v in changes.items()}
+    apply_changes(tenant, changes, not_null=("name", "vni"))
+    session.commit()
+    etag(response, tenant)
+    return tenant
+
+
+@router.delete("/{tenant_id}", status_code=204)
+def delete_tenant(tenant_id: int, principal: Writer, session: SessionDep) -> None:
+    tenant = get_scoped(session, Tenant, tenant_id, principal.tenant_scope, "tenant")
+    for model, what in ((Slice, "slices"), (Subscriber, "subscribers")):
+        if session.scalar(select(exists().where(model.tenant_id == tenant_id))):
+            raise ApiError(409, "Conflict", f"the tenant still has {what}; delete them first", field="id")
+    session.delete(tenant)
+    session.commit()

@@ -1,0 +1,76 @@
+"""The ``sliceportal`` command: run the portal, manage the database, drive traffic."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from sliceportal.core.config import get_settings
+from sliceportal.core.db import session_scope
+from sliceportal.core.migrate import upgrade
+from sliceportal.core.pgembed import EmbeddedPostgres
+
+app = typer.Typer(help="QoS-aware network slicing portal", no_args_is_help=True)
+db = typer.Typer(help="database: migrate, embedded cluster")
+app.add_typer(db, name="db")
+
+
+def database_url(start_embedded: bool = True) -> str:
+    """DATABASE_URL, or the embedded cluster under the data directory (started on demand)."""
+    settings = get_settings()
+    if settings.database_url:
+        return settings.database_url
+    pg = EmbeddedPostgres(Path(settings.data_dir) / "postgres")
+    if start_embedded:
+        pg.start()
+    return pg.url()
+
+
+@db.command("migrate")
+def db_migrate() -> None:
+    """Apply every migration to the database."""
+    upgrade(database_url())
+    typer.echo("database migrated")
+
+
+@db.command("stop")
+def db_stop() -> None:
+    """Stop the embedded PostgreSQL cluster."""
+    EmbeddedPostgres(Path(get_settings().data_dir) / "postgres").stop()
+
+
+@app.command()
+def run(
+    host: Annotated[str | None, typer.Option(help="address to serve on")] = None,
+    port: Annotated[int | None, typer.Option(help="port to serve on")] = None,
+    demo: Annotated[bool, typer.Option(help="seed demo tenants, slices and subscribers")] = True,
+) -> None:
+    """Run the portal: database, migrations, first operator, demo data, API and UI."""
+    from sliceportal.services.bootstrap_data import ensure_operator, seed_demo
+
+    settings = get_settings()
+    url = database_url()
+    upgrade(url)
+    with session_scope(url) as session:
+        password = ensure_operator(session)
+    if password:
+        secret_file = Path(settings.data_dir) / "operator-password.txt"
+        secret_file.write_text(f"admin {password}\n")
+        os.chmod(secret_file, 0o600)
+        typer.secho(f"First operator created: user 'admin', password '{password}' "
+                    f"(shown once; also in {secret_file}, delete it after reading)", fg="green", bold=True)
+    if demo:
+        with session_scope(url) as session:
+            if seed_demo(session):
+                typer.echo("demo tenants, slices and subscribers created")
+    os.environ["SLICEPORTAL_DATABASE_URL_RESOLVED"] = url
+    uvicorn.run("sliceportal.asgi:app", host=host or settings.host, port=port or settings.port,
+                log_level="info")
+
+
+def main() -> None:
+    app()

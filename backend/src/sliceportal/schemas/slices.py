@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+from datetime import datetime
+from ipaddress import IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sliceportal.models.slicing import PathMode, SliceState
+from sliceportal.schemas.common import Name, ORMModel, Version
+
+Mbps = Annotated[float, Field(gt=0, le=1_000_000)]
+Ms = Annotated[float, Field(gt=0, le=60_000)]
+Lane = Annotated[int, Field(ge=0, le=7, description="catalogue priority lane (seed 000 Table 1), 7 highest")]
+Port = Annotated[int, Field(ge=0, le=65535)]
+Dscp = Annotated[int, Field(ge=0, le=63)]
+
+
+class PortRange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    lo: Port
+    hi: Port
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PortRange:
+        if self.lo > self.hi:
+            raise ValueError(f"lo {self.lo} is above hi {self.hi}")
+        return self
+
+
+class ServiceClassBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    lane: Lane
+    dst_ports: list[PortRange] = Field(default_factory=list, max_length=64, description="empty = any port")
+    dscp: list[Dscp] = Field(default_factory=list, max_length=64, description="empty = any DSCP")
+    protocol: Literal["any", "udp", "tcp"] = "any"
+    dst_prefix: IPv4Network | None = Field(None, description="service addresses (CIDR); empty = any")
+
+
+class ServiceClassCreate(ServiceClassBase):
+    pass
+
+
+class ServiceClassUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name | None = None
+    lane: Lane | None = None
+    dst_ports: list[PortRange] | None = Field(None, max_length=64)
+    dscp: list[Dscp] | None = Field(None, max_length=64)
+    protocol: Literal["any", "udp", "tcp"] | None = None
+    dst_prefix: IPv4Network | None = None
+    version: Version = None
+
+
+class ServiceClassPublic(ORMModel):
+    id: int
+    slice_id: int
+    name: str
+    lane: int
+    dst_ports: list[PortRange]
+    dscp: list[int]
+    protocol: str
+    dst_prefix: IPv4Network | None
+    version: int
+
+    @field_validator("dst_ports", mode="before")
+    @classmethod
+    def _pairs(cls, v: object) -> object:
+        # stored as [[lo, hi], ...] (JSONB)
+        if isinstance(v, list):
+            return [{"lo": r[0], "hi": r[1]} if isinstance(r, list | tuple) else r for r in v]
+        return v
+
+
+class Sla(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    guaranteed_mbps: Mbps | None = None
+    rate_limit_mbps: Mbps | None = None
+    max_delay_ms: Ms | None = Field(None, description="burst limit: drop above this queueing delay")
+    ecn_delay_ms: Ms | None = Field(None, description="ECN-mark above this queueing delay")
+    max_loss_pct: Annotated[float, Field(ge=0, le=100)] | None = None
+    max_jitter_ms: Ms | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Sla:
+        if self.guaranteed_mbps and self.rate_limit_mbps and self.guaranteed_mbps > self.rate_limit_mbps:
+            raise ValueError("guaranteed_mbps cannot exceed rate_limit_mbps")
+        if self.ecn_delay_ms and self.max_delay_ms and self.ecn_delay_ms > self.max_delay_ms:
+            raise ValueError("ecn_delay_ms cannot exceed max_delay_ms")
+        return self
+
+
+class SliceBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    tenant_id: int = Field(ge=1)
+    slice_type_id: int = Field(ge=1)
+    description: str = Field("", max_length=2000)
+    sla: Sla = Field(default_factory=Sla)
+    path_mode: PathMode = PathMode.PER_SLICE
+    backend_ids: list[int] = Field(default_factory=list, max_length=16)
+
+
+class SliceCreate(SliceBase):
+    services: list[ServiceClassCreate] = Field(default_factory=list, max_length=64)
+
+
+class SliceUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name | None = None
+    slice_type_id: int | None = Field(None, ge=1)
+    description: str | None = Field(None, max_length=2000)
+    sla: Sla | None = None
+    path_mode: PathMode | None = None
+    backend_ids: list[int] | None = Field(None, max_length=16)
+    version: Version = None
+
+
+class SlicePublic(ORMModel):
+    id: int
+    name: str
+    tenant_id: int
+    slice_type_id: int
+    slice_type_name: str
+    lanes: list[int]
+    description: str
+    sla: Sla
+    path_mode: PathMode
+    state: SliceState
+    backend_ids: list[int]
+    services: list[ServiceClassPublic]
+    version: int
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from datetime import datetime
+from ipaddress import IPv4Address
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sliceportal.schemas.common import ORMModel, Version
+
+# 3-digit MCC + 2/3-digit MNC + MSIN: 14 or 15 digits in all (3GPP TS 23.003).
+Imsi = Annotated[str, Field(pattern=r"^[0-9]{14,15}$", description="14-15 digit IMSI")]
+Teid = Annotated[int, Field(ge=1, le=4_294_967_295, description="GTP-U tunnel endpoint id (32 bit, 0 reserved)")]
+
+
+def _unique(values: list[int]) -> list[int]:
+    if len(set(values)) != len(values):
+        raise ValueError("contains the same TEID twice")
+    return values
+
+
+class SubscriberBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    imsi: Imsi
+    ue_ip: IPv4Address = Field(description="UE address: the innermost source address of its packets")
+    teids: list[Teid] = Field(default_factory=list, max_length=16)
+    slice_ids: list[int] = Field(default_factory=list, max_length=16)
+
+    _teids_unique = field_validator("teids")(_unique)
+
+
+class SubscriberCreate(SubscriberBase):
+    tenant_id: int = Field(ge=1)
+
+
+class SubscriberUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    imsi: Imsi | None = None
+    ue_ip: IPv4Address | None = None
+    teids: list[Teid] | None = Field(None, max_length=16)
+    slice_ids: list[int] | None = Field(None, max_length=16)
+    version: Version = None
+
+    @field_validator("teids")
+    @classmethod
+    def _teids(cls, v: list[int] | None) -> list[int] | None:
+        return None if v is None else _unique(v)
+
+
+class SubscriberPublic(ORMModel):
+    id: int
+    tenant_id: int
+    imsi: str
+    ue_ip: IPv4Address
+    teids: list[int]
+    slice_ids: list[int]
+    version: int
+    created_at: datetime
+
+
+class ImportReport(BaseModel):
+    imported: int
+    rows: int
+    duration_s: float

@@ -1,0 +1,165 @@
+"""Bulk subscriber import from CSV: streamed, all-or-nothing, every bad row reported.
+
+Rows are validated one by one while they stream from the upload into a staging table
+(PostgreSQL COPY), so memory holds only the duplicate-detection sets, not the file.
+Conflicts with rows already in the database are found with set queries against the
+staging table; only a file without a single bad row is inserted.
+
+CSV columns (header required): ``imsi,ue_ip,teids,tenant,slices`` — ``teids`` and
+``slices`` are ';'-separated (may be empty); ``tenant`` and ``slices`` are names or ids.
+"""
+
+from __future__ import annotations
+
+import csv
+import ipaddress
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from sliceportal.api.errors import ApiError, FieldError
+from sliceportal.models import Slice, Tenant
+from sliceportal.models.audit import record
+
+IMSI = re.compile(r"^[0-9]{14,15}$")
+REQUIRED = ("imsi", "ue_ip", "tenant")
+MAX_REPORTED = 1000  # errors listed in the response; the count is always exact
+TEID_MAX = 4_294_967_295
+
+
+@dataclass
+class _Seen:
+    imsi: set[tuple[int, str]] = field(default_factory=set)
+    ue_ip: set[tuple[int, int]] = field(default_factory=set)
+    teid: set[tuple[int, int]] = field(default_factory=set)
+
+
+@dataclass
+class ImportResult:
+    rows: int
+    imported: int
+    duration_s: float
+
+
+def _resolver(session: Session) -> tuple[dict[str, Tenant], dict[tuple[int, str], int]]:
+    tenants = {t.name: t for t in session.scalars(select(Tenant))}
+    tenants.update({str(t.id): t for t in list(tenants.values())})
+    slices: dict[tuple[int, str], int] = {}
+    for sid, tid, name in session.execute(select(Slice.id, Slice.tenant_id, Slice.name)):
+        slices[(tid, name)] = sid
+        slices[(tid, str(sid))] = sid
+    return tenants, slices
+
+
+def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | None = None) -> ImportResult:
+    started = time.perf_counter()
+    reader = csv.DictReader(lines)
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ApiError(422, "Validation failed", f"CSV header lacks column(s) {missing}; expected "
+                       "imsi,ue_ip,teids,tenant,slices", errors=[FieldError(field="file", message="bad header", line=1)])
+    reader.fieldnames = header
+    tenants, slices = _resolver(session)
+    errors: list[FieldError] = []
+    error_count = 0
+    seen = _Seen()
+    conn = session.connection().connection.driver_connection
+    assert conn is not None
+    conn.execute("CREATE TEMP TABLE subscriber_stage (line int, tenant_id bigint, imsi text, ue_ip inet, "
+                 "teids bigint[], slice_ids bigint[]) ON COMMIT DROP")
+
+    def bad(line: int, column: str, message: str) -> None:
+        nonlocal error_count
+        error_count += 1
+        if len(errors) < MAX_REPORTED:
+            errors.append(FieldError(field=column, message=message, line=line))
+
+    rows = 0
+    with conn.cursor().copy("COPY subscriber_stage FROM STDIN") as copy:
+        for row in reader:
+            rows += 1
+            line = reader.line_num
+            tenant = tenants.get((row.get("tenant") or "").strip())
+            if tenant is None:
+                bad(line, "tenant", f"unknown tenant {row.get('tenant')!r}")
+                continue
+            if tenant_scope is not None and tenant.id != tenant_scope:
+                bad(line, "tenant", f"unknown tenant {row.get('tenant')!r}")
+                continue
+            ok = True
+            imsi = (row.get("imsi") or "").strip()
+            if not IMSI.match(imsi):
+                bad(line, "imsi", f"IMSI {imsi!r} is not 14-15 digits")
+                ok = False
+            elif (tenant.id, imsi) in seen.imsi:
+                bad(line, "imsi", f"IMSI {imsi} appears twice in the file")
+                ok = False
+            try:
+                ip = ipaddress.IPv4Address((row.get("ue_ip") or "").strip())
+                if tenant.ue_pool is not None and ip not in ipaddress.IPv4Network(tenant.ue_pool):
+                    bad(line, "ue_ip", f"{ip} is outside tenant {tenant.name}'s UE pool {tenant.ue_pool}")
+                    ok = False
+                elif (tenant.id, int(ip)) in seen.ue_ip:
+                    bad(line, "ue_ip", f"UE address {ip} appears twice in the file for tenant {tenant.name}")
+                    ok = False
+            except ipaddress.AddressValueError:
+                bad(line, "ue_ip", f"{row.get('ue_ip')!r} is not an IPv4 address")
+                ok = False
+                ip = None  # type: ignore[assignment]
+            teids: list[int] = []
+            for part in filter(None, (p.strip() for p in (row.get("teids") or "").split(";"))):
+                if not part.isdigit() or not 1 <= int(part) <= TEID_MAX:
+                    bad(line, "teids", f"TEID {part!r} is not in 1..{TEID_MAX}")
+                    ok = False
+                elif (tenant.id, int(part)) in seen.teid or int(part) in teids:
+                    bad(line, "teids", f"TEID {part} is used twice in the file for tenant {tenant.name}")
+                    ok = False
+                else:
+                    teids.append(int(part))
+            slice_ids: list[int] = []
+            for part in filter(None, (p.strip() for p in (row.get("slices") or "").split(";"))):
+                sid = slices.get((tenant.id, part))
+                if sid is None:
+                    bad(line, "slices", f"tenant {tenant.name} has no slice {part!r}")
+                    ok = False
+                else:
+                    slice_ids.append(sid)
+            if not ok:
+                continue
+            seen.imsi.add((tenant.id, imsi))
+            seen.ue_ip.add((tenant.id, int(ip)))
+            seen.teid.update((tenant.id, t) for t in teids)
+            if error_count == 0:
+                copy.write_row((line, tenant.id, imsi, str(ip), teids, sorted(set(slice_ids))))
+
+    if error_count == 0:
+        conflicts = conn.execute("""
+            SELECT st.line, CASE WHEN s.imsi = st.imsi THEN 'imsi' WHEN s.ue_ip = st.ue_ip THEN 'ue_ip'
+                   ELSE 'teids' END, s.id
+            FROM subscriber_stage st JOIN subscriber s ON s.tenant_id = st.tenant_id
+             AND (s.imsi = st.imsi OR s.ue_ip = st.ue_ip OR s.teids && st.teids)
+            ORDER BY st.line LIMIT %s""", (MAX_REPORTED,)).fetchall()
+        for line, column, existing in conflicts:
+            bad(line, column, f"{column} is already used by subscriber {existing} of the same tenant")
+    if error_count:
+        session.rollback()
+        raise ApiError(422, "Import refused", f"{error_count} bad row(s) of {rows}; nothing was imported",
+                       errors=errors)
+    if rows == 0:
+        raise ApiError(422, "Validation failed", "the file has no rows", field="file")
+    session.execute(text("""
+        WITH inserted AS (
+            INSERT INTO subscriber (tenant_id, imsi, ue_ip, teids, version)
+            SELECT tenant_id, imsi, ue_ip, teids, 1 FROM subscriber_stage ORDER BY line
+            RETURNING id, tenant_id, imsi)
+        INSERT INTO subscriber_slice (subscriber_id, slice_id)
+        SELECT i.id, unnest(st.slice_ids) FROM inserted i
+        JOIN subscriber_stage st ON st.tenant_id = i.tenant_id AND st.imsi = i.imsi"""))
+    record(session, "import", "subscriber", None, after={"rows": rows}, tenant_id=tenant_scope)
+    session.commit()
+    return ImportResult(rows=rows, imported=rows, duration_s=time.perf_counter() - started)
