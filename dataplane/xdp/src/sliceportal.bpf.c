@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0
+/* sliceportal XDP data plane (seed 001 Algorithm 1 on an exact classifier).
+ *
+ * parse (outer Ethernet / VLAN / IPv4 / UDP 4789 / VXLAN / Ethernet / IPv4 / UDP 2152 /
+ * GTP-U + extension headers / IPv4 / UDP|TCP, any prefix of that stack being allowed)
+ * -> bit-vector classification equal to RuleIR.classify (one lookup per field, AND of
+ *    the candidate-rule bitmaps, lowest set bit = first matching rule)
+ * -> per-slice token bucket
+ * -> steer: prioritised lane -> cpumap redirect to the lane's CPU; miss, alt lane or
+ *    overloaded CPU -> rewrite outer MAC/IP from the alt map and XDP_TX.
+ * Rule tables exist twice (_a/_b); config.active selects the live copy, so a push
+ * fills the idle copy and flips one word. Layouts: sliceportal.h. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <linux/tcp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sliceportal.h"
+
+#define VXLAN_PORT 4789
+#define GTPU_PORT 2152
+#define NSEC 1000000000ULL
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* ---- maps --------------------------------------------------------------------- */
+
+#define ARRAY(name, n, V)                                  \
+	struct {                                           \
+		__uint(type, BPF_MAP_TYPE_ARRAY);          \
+		__uint(max_entries, n);                    \
+		__type(key, __u32);                        \
+		__type(value, V);                          \
+	} name SEC(".maps")
+
+#define PERCPU(name, n, V)                                 \
+	struct {                                           \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);   \
+		__uint(max_entries, n);                    \
+		__type(key, __u32);                        \
+		__type(value, V);                          \
+	} name SEC(".maps")
+
+#define LPM(name)                                          \
+	struct {                                           \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);       \
+		__uint(max_entries, SP_IP_PREFIXES);       \
+		__uint(map_flags, BPF_F_NO_PREALLOC);      \
+		__type(key, struct sp_lpm_key);            \
+		__type(value, struct sp_bitmap);           \
+	} name SEC(".maps")
+
+#define HASH(name)                                         \
+	struct {                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);           \
+		__uint(max_entries, SP_TUNNEL_KEYS);       \
+		__type(key, __u32);                        \
+		__type(value, struct sp_bitmap);           \
+	} name SEC(".maps")
+
+/* One full copy of the rule tables. */
+#define VERSION_MAPS(s)                                    \
+	LPM(src_lpm_##s);                                  \
+	LPM(dst_lpm_##s);                                  \
+	ARRAY(port_##s, 65536, struct sp_bitmap);          \
+	ARRAY(dscp_##s, 64, struct sp_bitmap);             \
+	HASH(vni_##s);                                     \
+	HASH(teid_##s);                                    \
+	HASH(vlan_##s);                                    \
+	ARRAY(special_##s, SP_SPECIAL_N, struct sp_bitmap); \
+	ARRAY(actions_##s, SP_MAX_RULES, struct sp_action); \
+	ARRAY(qos_##s, SP_MAX_SLICES, struct sp_slice_qos); \
+	ARRAY(meta_##s, 1, struct sp_meta)
+
+VERSION_MAPS(a);
+VERSION_MAPS(b);
+
+ARRAY(config, 1, struct sp_config);
+ARRAY(lane_cfg, SP_MAX_LANES, struct sp_lane_cfg);
+ARRAY(overload, SP_MAX_CPUS, __u32);
+ARRAY(alt, 1, struct sp_alt);
+ARRAY(buckets, SP_MAX_SLICES, struct sp_bucket);
+ARRAY(last, 1, struct sp_last);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, SP_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} cpu_map SEC(".maps");
+
+PERCPU(rule_stats, SP_MAX_RULES + 1, struct sp_counter); /* [SP_MAX_RULES] = misses */
+PERCPU(lane_stats, SP_MAX_LANE_SLOTS, struct sp_counter);
+PERCPU(slice_stats, SP_MAX_SLICES, struct sp_counter);
+PERCPU(global_stats, SP_G_N, __u64);
+
+/* ---- parsing ------------------------------------------------------------------- */
+
+struct flow {
+	__u32 src_ip, dst_ip; /* network order */
+	__u32 vni, teid, vlan;
+	__u16 dst_port;
+	__u8 dscp;
+	__u8 present; /* bit 0 vni, 1 teid, 2 vlan */
+	/* where the alt rewrite writes: offsets of the outermost IPv4 and L4 headers
+	 * (offsets, not pointers: parse() is a global function, verified on its own) */
+	__u16 ip1_off;
+	__u16 l4_1_off;
+};
+
+#define P_VNI 1
+#define P_TEID 2
+#define P_VLAN 4
+
+#define PARSE_OK 0
+#define PARSE_MALFORMED 1
+#define PARSE_UNPARSED 2
+
+struct vxlanhdr {
+	__u8 flags;
+	__u8 rsvd[3];
+	__u8 vni[3];
+	__u8 rsvd2;
+};
+
+struct gtphdr {
+	__u8 flags;
+	__u8 type;
+	__be16 length;
+	__be32 teid;
+};
+
+struct vlanhdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* An IPv4 header whose IHL and total length fit in the packet; returns the header or
+ * NULL. Total length beyond the buffer means the packet was truncated. */
+static __always_inline struct iphdr *parse_ipv4(void **pos, void *end)
+{
+	struct iphdr *ip = *pos;
+	if ((void *)(ip + 1) > end)
+		return NULL;
+	if (ip->version != 4 || ip->ihl < 5)
+		return NULL;
+	__u32 hlen = ip->ihl * 4;
+	__u32 tot = bpf_ntohs(ip->tot_len);
+	if (tot < hlen || (void *)ip + tot > end || (void *)ip + hlen > end)
+		return NULL;
+	*pos = (void *)ip + hlen;
+	return ip;
+}
+
+static __always_inline int is_fragment(struct iphdr *ip)
+{
+	return ip->frag_off & bpf_htons(0x1fff);
+}
+
+/* The UDP header after `ip` if it is UDP with destination `port` (and not a later
+ * fragment); -1 when it should be there but is cut. */
+static __always_inline int udp_to(struct iphdr *ip, void *pos, void *end, __u16 port)
+{
+	if (ip->protocol != IPPROTO_UDP || is_fragment(ip))
+		return 0;
+	struct udphdr *udp = pos;
+	if ((void *)(udp + 1) > end)
+		return -1;
+	return udp->dest == bpf_htons(port);
+}
+
+static __always_inline int parse_gtp(void **pos, void *end, struct flow *f)
+{
+	struct gtphdr *g = *pos;
+	if ((void *)(g + 1) > end)
+		return PARSE_MALFORMED;
+	if ((g->flags >> 5) != 1 || !(g->flags & 0x10))
+		return PARSE_MALFORMED;
+	if (g->type != 255) /* signalling (echo, error indication): not user plane */
+		return PARSE_UNPARSED;
+	void *p = (void *)(g + 1);
+	if (g->flags & 0x07) {
+		__u8 *opt = p;
+		if ((void *)(opt + 4) > end)
+			return PARSE_MALFORMED;
+		__u8 next = (g->flags & 0x04) ? opt[3] : 0;
+		p = opt + 4;
+#pragma unroll
+		for (int i = 0; i < SP_GTP_MAX_EXT; i++) {
+			if (!next)
+				break;
+			__u8 *ext = p;
+			if ((void *)(ext + 1) > end)
+				return PARSE_MALFORMED;
+			__u32 elen = (__u32)ext[0] * 4;
+			if (!elen)
+				return PARSE_MALFORMED;
+			__u8 *tail = ext + elen - 1;
+			if ((void *)(tail + 1) > end)
+				return PARSE_MALFORMED;
+			next = *tail;
+			p = tail + 1;
+		}
+		if (next)
+			return PARSE_MALFORMED; /* more extension headers than we follow */
+	}
+	f->teid = bpf_ntohl(g->teid);
+	f->present |= P_TEID;
+	*pos = p;
+	return PARSE_OK;
+}
+
+__attribute__((noinline)) int parse(struct xdp_md *ctx, struct flow *f)
+{
+	if (!f)
+		return PARSE_MALFORMED;
+	void *end = (void *)(long)ctx->data_end;
+	void *pos = (void *)(long)ctx->data;
+	struct ethhdr *eth = pos;
+	int r;
+
+	if ((void *)(eth + 1) > end)
+		return PARSE_MALFORMED;
+	__be16 proto = eth->h_proto;
+	pos = eth + 1;
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
+			break;
+		struct vlanhdr *vh = pos;
+		if ((void *)(vh + 1) > end)
+			return PARSE_MALFORMED;
+		if (!(f->present & P_VLAN)) {
+			f->vlan = bpf_ntohs(vh->tci) & 0x0fff;
+			f->present |= P_VLAN;
+		}
+		proto = vh->proto;
+		pos = vh + 1;
+	}
+	if (proto != bpf_htons(ETH_P_IP))
+		return PARSE_UNPARSED;
+
+	struct iphdr *ip = parse_ipv4(&pos, end);
+	if (!ip)
+		return PARSE_MALFORMED;
+	f->ip1_off = (void *)ip - (void *)eth;
+	f->l4_1_off = pos - (void *)eth;
+
+	r = udp_to(ip, pos, end, VXLAN_PORT);
+	if (r < 0)
+		return PARSE_MALFORMED;
+	if (r) {
+		struct vxlanhdr *vx = pos + sizeof(struct udphdr);
+		if ((void *)(vx + 1) > end)
+			return PARSE_MALFORMED;
+		if (!(vx->flags & 0x08))
+			return PARSE_MALFORMED;
+		f->vni = ((__u32)vx->vni[0] << 16) | ((__u32)vx->vni[1] << 8) | vx->vni[2];
+		f->present |= P_VNI;
+		struct ethhdr *ieth = (void *)(vx + 1);
+		if ((void *)(ieth + 1) > end)
+			return PARSE_MALFORMED;
+		if (ieth->h_proto != bpf_htons(ETH_P_IP))
+			return PARSE_UNPARSED;
+		pos = ieth + 1;
+		ip = parse_ipv4(&pos, end);
+		if (!ip)
+			return PARSE_MALFORMED;
+	}
+
+	r = udp_to(ip, pos, end, GTPU_PORT);
+	if (r < 0)
+		return PARSE_MALFORMED;
+	if (r) {
+		pos += sizeof(struct udphdr);
+		r = parse_gtp(&pos, end, f);
+		if (r != PARSE_OK)
+			return r;
+		__u8 *ver = pos;
+		if ((void *)(ver + 1) > end)
+			return PARSE_MALFORMED;
+		if ((*ver >> 4) != 4)
+			return PARSE_UNPARSED; /* IPv6 UE */
+		ip = parse_ipv4(&pos, end);
+		if (!ip)
+			return PARSE_MALFORMED;
+	}
+
+	/* innermost IPv4 and its L4 */
+	f->src_ip = ip->saddr;
+	f->dst_ip = ip->daddr;
+	f->dscp = ip->tos >> 2;
+	f->dst_port = 0;
+	if (!is_fragment(ip)) {
+		if (ip->protocol == IPPROTO_UDP) {
+			struct udphdr *udp = pos;
+			if ((void *)(udp + 1) > end)
+				return PARSE_MALFORMED;
+			f->dst_port = bpf_ntohs(udp->dest);
+		} else if (ip->protocol == IPPROTO_TCP) {
+			struct tcphdr *tcp = pos;
+			if ((void *)(tcp + 1) > end)
+				return PARSE_MALFORMED;
+			f->dst_port = bpf_ntohs(tcp->dest);
+		}
+	}
+	return PARSE_OK;
+}
+
+/* ---- classification ------------------------------------------------------------ */
+
+static __always_inline __u32 ctz64(__u64 x)
+{
+	__u32 n = 0;
+	if (!(x & 0xffffffffULL)) { n += 32; x >>= 32; }
+	if (!(x & 0xffffULL)) { n += 16; x >>= 16; }
+	if (!(x & 0xffULL)) { n += 8; x >>= 8; }
+	if (!(x & 0xfULL)) { n += 4; x >>= 4; }
+	if (!(x & 0x3ULL)) { n += 2; x >>= 2; }
+	if (!(x & 0x1ULL)) { n += 1; }
+	return n;
+}
+
+struct decision {
+	__u32 rule; /* SP_MAX_RULES on a miss */
+	__u16 slice_id;
+	__u8 lane;
+	__u8 rr_path;
+};
+
+static __always_inline struct sp_bitmap *tunnel_bits(void *hash, void *special, __u32 value,
+						     int present, __u32 idx_present)
+{
+	struct sp_bitmap *bm = NULL;
+	__u32 idx = idx_present + 1; /* the matching ..._ABSENT slot */
+	if (present) {
+		bm = bpf_map_lookup_elem(hash, &value);
+		if (bm)
+			return bm;
+		idx = idx_present;
+	}
+	return bpf_map_lookup_elem(special, &idx);
+}
+
+static __always_inline void classify_in(struct flow *f, struct decision *d, void *src_lpm, void *dst_lpm,
+				     void *port, void *dscp, void *vni, void *teid, void *vlan,
+				     void *special, void *actions, void *meta)
+{
+	__u32 zero = 0;
+	struct sp_meta *m = bpf_map_lookup_elem(meta, &zero);
+	d->rule = SP_MAX_RULES;
+	if (!m)
+		return;
+
+	struct sp_lpm_key sk = { .prefixlen = 32, .addr = f->src_ip };
+	struct sp_lpm_key dk = { .prefixlen = 32, .addr = f->dst_ip };
+	__u32 pk = f->dst_port, dsk = f->dscp;
+	struct sp_bitmap *bs = bpf_map_lookup_elem(src_lpm, &sk);
+	struct sp_bitmap *bd = bpf_map_lookup_elem(dst_lpm, &dk);
+	struct sp_bitmap *bp = bpf_map_lookup_elem(port, &pk);
+	struct sp_bitmap *bq = bpf_map_lookup_elem(dscp, &dsk);
+	struct sp_bitmap *bv = tunnel_bits(vni, special, f->vni, f->present & P_VNI, SP_VNI_PRESENT);
+	struct sp_bitmap *bt = tunnel_bits(teid, special, f->teid, f->present & P_TEID, SP_TEID_PRESENT);
+	struct sp_bitmap *bl = tunnel_bits(vlan, special, f->vlan, f->present & P_VLAN, SP_VLAN_PRESENT);
+
+	if (bs && bd && bp && bq && bv && bt && bl) {
+		__u32 words = m->words;
+		for (__u32 i = 0; i < SP_WORDS; i++) {
+			if (i >= words)
+				break;
+			__u64 x = bs->w[i] & bd->w[i] & bp->w[i] & bq->w[i] & bv->w[i] & bt->w[i] & bl->w[i];
+			if (x) {
+				d->rule = i * 64 + ctz64(x);
+				break;
+			}
+		}
+	}
+
+	if (d->rule < m->rules && d->rule < SP_MAX_RULES) {
+		__u32 r = d->rule;
+		struct sp_action *a = bpf_map_lookup_elem(actions, &r);
+		if (a) {
+			d->slice_id = a->slice_id;
+			d->lane = a->lane;
+			d->rr_path = a->rr_path;
+			return;
+		}
+	}
+	d->rule = SP_MAX_RULES;
+	d->slice_id = 0;
+	if (m->miss_mode == SP_MISS_FIXED) {
+		d->lane = m->miss_lane;
+		d->rr_path = m->miss_path;
+	} else {
+		/* seed 000 Algorithm 1, as RuleIR.miss_decision: fold DSCP bits 2:0 onto the
+		 * lanes, path from the UE address (paths is a power of two) */
+		d->lane = ((f->dscp & 7) * m->lanes) / 8;
+		d->rr_path = bpf_ntohl(f->src_ip) & (m->paths - 1);
+	}
+}
+
+/* Verified once on its own (a global function), not once per parse outcome. */
+__attribute__((noinline)) int classify(struct flow *f, struct decision *d, __u32 active)
+{
+	if (!f || !d)
+		return 0;
+	if (active)
+		classify_in(f, d, &src_lpm_b, &dst_lpm_b, &port_b, &dscp_b, &vni_b, &teid_b, &vlan_b,
+			    &special_b, &actions_b, &meta_b);
+	else
+		classify_in(f, d, &src_lpm_a, &dst_lpm_a, &port_a, &dscp_a, &vni_a, &teid_a, &vlan_a,
+			    &special_a, &actions_a, &meta_a);
+	return 0;
+}
+
+/* ---- actions ------------------------------------------------------------------- */
+
+static __always_inline void csum_replace4(__u16 *sum, __u32 from, __u32 to, int udp)
+{
+	/* RFC 1624 incremental update: HC' = ~(~HC + ~m + m') */
+	__u32 s = (__u16)~*sum;
+	s += (__u16)~(from >> 16) + (__u16)~(from & 0xffff);
+	s += (to >> 16) + (to & 0xffff);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	__u16 r = ~s;
+	if (udp && !r)
+		r = 0xffff;
+	*sum = r;
+}
+
+static __always_inline int to_alt(struct xdp_md *ctx, struct flow *f)
+{
+	__u32 zero = 0;
+	struct sp_alt *a = bpf_map_lookup_elem(&alt, &zero);
+	if (!a || !a->valid)
+		return -1;
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 ip_off = f->ip1_off, l4_off = f->l4_1_off;
+	if (ip_off > 64 || l4_off > 128)
+		return -1;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = data + ip_off;
+	if ((void *)(eth + 1) > end || (void *)(ip + 1) > end)
+		return -1;
+	__builtin_memcpy(eth->h_dest, a->dst_mac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, a->src_mac, ETH_ALEN);
+	__u32 from = ip->daddr, to = a->dst_ip;
+	if (from == to)
+		return 0;
+	ip->daddr = to;
+	csum_replace4(&ip->check, from, to, 0);
+	if (!is_fragment(ip)) {
+		/* the L4 checksum covers the pseudo-header's destination address */
+		if (ip->protocol == IPPROTO_UDP) {
+			struct udphdr *udp = data + l4_off;
+			if ((void *)(udp + 1) <= end && udp->check)
+				csum_replace4(&udp->check, from, to, 1);
+		} else if (ip->protocol == IPPROTO_TCP) {
+			struct tcphdr *tcp = data + l4_off;
+			if ((void *)(tcp + 1) <= end)
+				csum_replace4(&tcp->check, from, to, 0);
+		}
+	}
+	return 0;
+}
+
+static __always_inline int rate_ok(__u32 slice, struct sp_slice_qos *q, __u64 len)
+{
+	if (!q || !q->rate_Bps)
+		return 1;
+	struct sp_bucket *b = bpf_map_lookup_elem(&buckets, &slice);
+	if (!b)
+		return 1;
+	__u64 rate = q->rate_Bps;
+	__u64 cap = q->burst_bytes * NSEC;
+	__u64 cost = len * NSEC;
+	/* refilling longer than this only overflows the bucket (and the product) */
+	__u64 max_el = cap / rate + 1;
+	__u64 now = bpf_ktime_get_ns();
+	int ok;
+
+	bpf_spin_lock(&b->lock);
+	__u64 el = now > b->last_ns ? now - b->last_ns : 0;
+	if (el > max_el)
+		el = max_el;
+	__u64 tokens = b->tokens + el * rate;
+	if (tokens > cap)
+		tokens = cap;
+	b->last_ns = now;
+	ok = tokens >= cost;
+	if (ok)
+		tokens -= cost;
+	b->tokens = tokens;
+	bpf_spin_unlock(&b->lock);
+	return ok;
+}
+
+static __always_inline void count(void *map, __u32 idx, __u64 len, int verdict, int alt_sent, int dropped)
+{
+	struct sp_counter *c = bpf_map_lookup_elem(map, &idx);
+	if (!c)
+		return;
+	c->packets++;
+	c->bytes += len;
+	if (alt_sent)
+		c->alt++;
+	if (dropped)
+		c->drop_rate++;
+	if (verdict == XDP_REDIRECT)
+		c->steered++;
+	if (verdict == XDP_PASS)
+		c->passed++;
+}
+
+static __always_inline void global_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&global_stats, &idx);
+	if (v)
+		(*v)++;
+}
+
+SEC("xdp")
+int sliceportal_xdp(struct xdp_md *ctx)
+{
+	__u64 len = ctx->data_end - ctx->data;
+	struct flow f = {};
+	struct decision d = { .rule = SP_MAX_RULES };
+	__u32 zero = 0;
+	int verdict = XDP_PASS, parsed = 0, alt_sent = 0, dropped = 0;
+
+	global_inc(SP_G_PACKETS);
+	struct sp_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg)
+		goto out;
+
+	int r = parse(ctx, &f);
+	if (r != PARSE_OK) {
+		global_inc(r == PARSE_MALFORMED ? SP_G_MALFORMED : SP_G_UNPARSED);
+		goto out; /* the default path: the local stack decides */
+	}
+	parsed = 1;
+
+	__u32 active = cfg->active;
+	classify(&f, &d, active);
+
+	__u32 sid = d.slice_id;
+	struct sp_slice_qos *qos = bpf_map_lookup_elem(active ? (void *)&qos_b : (void *)&qos_a, &sid);
+	if (d.rule != SP_MAX_RULES && !rate_ok(sid, qos, len)) {
+		verdict = XDP_DROP;
+		dropped = 1;
+		goto account;
+	}
+
+	/* seed 001 Algorithm 1: prioritised and not overloaded -> its CPU; else alt */
+	__u32 lane = d.lane;
+	struct sp_lane_cfg *lc = bpf_map_lookup_elem(&lane_cfg, &lane);
+	int prio = lc && !(lc->flags & SP_LANE_ALT) &&
+		   !(d.rule == SP_MAX_RULES && (cfg->flags & SP_CFG_MISS_TO_ALT));
+	if (prio) {
+		__u32 cpu = lc->cpu;
+		__u32 *over = bpf_map_lookup_elem(&overload, &cpu);
+		if (over && *over)
+			prio = 0;
+	}
+	if (prio) {
+		if (lc->flags & SP_LANE_STEER)
+			verdict = bpf_redirect_map(&cpu_map, lc->cpu, XDP_PASS);
+	} else if (to_alt(ctx, &f) == 0) {
+		verdict = XDP_TX;
+		alt_sent = 1;
+	} else {
+		global_inc(SP_G_TX_NO_ALT);
+	}
+
+account:
+	count(&rule_stats, d.rule, len, verdict, alt_sent, dropped);
+	count(&lane_stats, (__u32)d.rr_path * SP_MAX_LANES + d.lane, len, verdict, alt_sent, dropped);
+	count(&slice_stats, d.slice_id, len, verdict, alt_sent, dropped);
+out:
+	if (cfg && (cfg->flags & SP_CFG_RECORD_LAST)) {
+		struct sp_last *l = bpf_map_lookup_elem(&last, &zero);
+		if (l) {
+			l->rule = d.rule;
+			l->slice_id = d.slice_id;
+			l->lane = d.lane;
+			l->rr_path = d.rr_path;
+			l->verdict = verdict;
+			l->parsed = parsed;
+			l->src_ip = bpf_ntohl(f.src_ip);
+			l->dst_ip = bpf_ntohl(f.dst_ip);
+			l->vni = f.vni;
+			l->teid = f.teid;
+			l->vlan = f.vlan;
+			l->dst_port = f.dst_port;
+			l->dscp = f.dscp;
+			l->present = f.present;
+		}
+	}
+	return verdict;
+}

@@ -1,0 +1,134 @@
+/* Structures shared by the XDP program (sliceportal.bpf.c) and its Python driver
+ * (drivers/xdp/src/sliceportal_xdp/layout.py mirrors every struct here byte for byte). */
+#ifndef SLICEPORTAL_H
+#define SLICEPORTAL_H
+
+#define SP_MAX_RULES 1024                 /* classifier width: rules per version */
+#define SP_WORDS (SP_MAX_RULES / 64)      /* u64 words in a rule bitmap */
+#define SP_MAX_LANE_SLOTS 256             /* rr_path * lanes + lane */
+#define SP_MAX_LANES 8
+#define SP_MAX_SLICES 256                 /* slice ids 0 (misses) .. 255 */
+#define SP_MAX_CPUS 64
+#define SP_GTP_MAX_EXT 4                  /* GTP-U extension headers followed */
+
+/* Capacities (max_entries) of the per-version lookup maps; the driver may override. */
+#define SP_IP_PREFIXES 16384
+#define SP_TUNNEL_KEYS 16384
+
+/* Indices into the per-version `special` array: bitmaps for packets that carry the
+ * header but whose value is not in the hash map, and for packets lacking the header. */
+enum sp_special {
+	SP_VNI_PRESENT = 0,
+	SP_VNI_ABSENT,
+	SP_TEID_PRESENT,
+	SP_TEID_ABSENT,
+	SP_VLAN_PRESENT,
+	SP_VLAN_ABSENT,
+	SP_SPECIAL_N,
+};
+
+struct sp_bitmap {
+	__u64 w[SP_WORDS];
+};
+
+struct sp_lpm_key {
+	__u32 prefixlen;
+	__u32 addr; /* network byte order */
+};
+
+/* One classifier decision; `rule` = SP_MAX_RULES on a miss. */
+struct sp_action {
+	__u16 slice_id;
+	__u8 lane;
+	__u8 rr_path;
+};
+
+#define SP_MISS_ALGORITHM1 0
+#define SP_MISS_FIXED 1
+
+/* Per-version metadata (index 0 of the meta_a / meta_b arrays). */
+struct sp_meta {
+	__u32 words;      /* bitmap words in use: ceil(rules / 64), at least 1 */
+	__u32 rules;
+	__u32 lanes;
+	__u32 paths;
+	__u32 miss_mode;
+	__u32 miss_lane;
+	__u32 miss_path;
+	__u32 pad;
+	char version[32]; /* NativePlan.version, NUL padded */
+};
+
+/* Per-version per-slice QoS; rate_Bps = 0 means unlimited. */
+struct sp_slice_qos {
+	__u64 rate_Bps;
+	__u64 burst_bytes;
+};
+
+/* Token bucket state, shared by all CPUs under the lock (per-CPU buckets would let
+ * each CPU send the full rate). Tokens are kept in byte*1e9 units so that refills of a
+ * fraction of a byte are not lost. */
+struct sp_bucket {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 tokens;
+	__u64 last_ns;
+};
+
+#define SP_LANE_STEER 1 /* cpumap-redirect this lane to its CPU */
+#define SP_LANE_ALT 2   /* this lane is not prioritised: send to the alt node */
+
+struct sp_lane_cfg {
+	__u32 cpu;
+	__u32 flags;
+};
+
+struct sp_alt {
+	__u8 dst_mac[6];
+	__u8 src_mac[6];
+	__u32 dst_ip; /* network byte order */
+	__u32 valid;
+};
+
+/* Global configuration (index 0 of `config`). */
+#define SP_CFG_RECORD_LAST 1 /* write every decision into `last` (tests) */
+#define SP_CFG_MISS_TO_ALT 2 /* misses are not prioritised (seed 001 Algorithm 1) */
+
+struct sp_config {
+	__u32 active;     /* 0 = tables _a live, 1 = tables _b live */
+	__u32 flags;
+};
+
+struct sp_counter {
+	__u64 packets;
+	__u64 bytes;
+	__u64 alt;            /* forwarded to the alternative node (XDP_TX) */
+	__u64 drop_rate;      /* dropped by the slice rate limit */
+	__u64 steered;        /* redirected to the lane's CPU */
+	__u64 passed;         /* XDP_PASS to the local stack */
+};
+
+enum sp_global {
+	SP_G_PACKETS = 0,
+	SP_G_MALFORMED,  /* truncated / inconsistent headers: default path (XDP_PASS) */
+	SP_G_UNPARSED,   /* not IPv4 user plane at some layer (ARP, IPv6, GTP signalling): default path */
+	SP_G_TX_NO_ALT,  /* wanted the alt node but none is configured: passed */
+	SP_G_N,
+};
+
+/* Verdict record for tests (only written when SP_CFG_RECORD_LAST is set). */
+struct sp_last {
+	__u32 rule;
+	__u16 slice_id;
+	__u8 lane;
+	__u8 rr_path;
+	__u32 verdict;
+	__u32 parsed;     /* 1 when classified, 0 on the default path */
+	__u32 src_ip, dst_ip;
+	__u32 vni, teid, vlan;
+	__u16 dst_port;
+	__u8 dscp;
+	__u8 present;     /* bit 0 vni, 1 teid, 2 vlan */
+};
+
+#endif

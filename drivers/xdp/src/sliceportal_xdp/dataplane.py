@@ -1,0 +1,335 @@
+"""The loaded XDP object: its maps, the A/B table copies, counters and test runs.
+
+Everything here speaks the tables' normal form (see ``lowering``) on one side and map
+bytes on the other; the driver adds options, attach and the contract around it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sliceportal.drivers.contract import NativeEntry
+
+from . import layout as L
+from .libbpf import BpfObject, Map, TestRun, test_run
+from .lowering import TUNNEL_FIELDS, rle, rules_bits, rules_list
+
+Tables = dict[str, list[NativeEntry]]
+PROGRAM = "sliceportal_xdp"
+
+
+@dataclass
+class Counter:
+    packets: int = 0
+    bytes: int = 0
+    alt: int = 0
+    drop_rate: int = 0
+    steered: int = 0
+    passed: int = 0
+
+
+@dataclass
+class RawCounters:
+    rules: dict[int, Counter] = field(default_factory=dict)
+    lanes: dict[int, Counter] = field(default_factory=dict)  # rr_path * MAX_LANES + lane
+    slices: dict[int, Counter] = field(default_factory=dict)
+    globals: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class LastDecision:
+    rule: int
+    slice_id: int
+    lane: int
+    rr_path: int
+    verdict: int
+    parsed: bool
+    src_ip: int
+    dst_ip: int
+    vni: int | None
+    teid: int | None
+    vlan: int | None
+    dst_port: int
+    dscp: int
+
+
+class VersionMaps:
+    """One copy (``a`` or ``b``) of the rule tables."""
+
+    def __init__(self, obj: BpfObject, s: str) -> None:
+        bm = L.BITMAP_BYTES
+        self.src_ip = obj.map(f"src_lpm_{s}", L.LPM_KEY.size, bm)
+        self.dst_ip = obj.map(f"dst_lpm_{s}", L.LPM_KEY.size, bm)
+        self.dst_port = obj.map(f"port_{s}", 4, bm)
+        self.dscp = obj.map(f"dscp_{s}", 4, bm)
+        self.vni = obj.map(f"vni_{s}", 4, bm)
+        self.teid = obj.map(f"teid_{s}", 4, bm)
+        self.vlan = obj.map(f"vlan_{s}", 4, bm)
+        self.special = obj.map(f"special_{s}", 4, bm)
+        self.actions = obj.map(f"actions_{s}", 4, L.ACTION.size)
+        self.qos = obj.map(f"qos_{s}", 4, L.QOS.size)
+        self.meta = obj.map(f"meta_{s}", 4, L.META.size)
+
+    def tunnel(self, f: str) -> Map:
+        m: Map = getattr(self, f)
+        return m
+
+
+def _u32s(n: int, start: int = 0) -> bytes:
+    return b"".join(L.U32.pack(i) for i in range(start, start + n))
+
+
+def _lpm_key(prefix: str) -> bytes:
+    net = ipaddress.IPv4Network(prefix)
+    return L.LPM_KEY.pack(net.prefixlen, net.network_address.packed)
+
+
+def _array_from_rle(entries: list[NativeEntry], size: int) -> bytes:
+    chunks = []
+    for e in entries:
+        chunks.append(L.bitmap_bytes(rules_bits(e["rules"])) * (e["last"] - e["first"] + 1))
+    data = b"".join(chunks)
+    if len(data) != size * L.BITMAP_BYTES:
+        raise ValueError(f"run-length table covers {len(data) // L.BITMAP_BYTES} of {size} entries")
+    return data
+
+
+def _rle_from_array(pairs: list[tuple[bytes, bytes]], size: int) -> list[NativeEntry]:
+    values = [0] * size
+    for k, v in pairs:
+        values[L.U32.unpack(k)[0]] = L.bitmap_int(v)
+    return rle(values)
+
+
+class DataPlane:
+    """The object file loaded into the kernel (not yet attached anywhere)."""
+
+    def __init__(self, path: str, capacity: dict[str, int]) -> None:
+        sizes = {}
+        for s in ("a", "b"):
+            sizes[f"src_lpm_{s}"] = capacity["src_ip"]
+            sizes[f"dst_lpm_{s}"] = capacity["dst_ip"]
+            for f in TUNNEL_FIELDS:
+                sizes[f"{f}_{s}"] = capacity[f]
+        self.obj = BpfObject(path, sizes)
+        self.prog_fd = self.obj.program_fd(PROGRAM)
+        self.versions = (VersionMaps(self.obj, "a"), VersionMaps(self.obj, "b"))
+        o = self.obj
+        self.config = o.map("config", 4, L.CONFIG.size)
+        self.lane_cfg = o.map("lane_cfg", 4, L.LANE_CFG.size)
+        self.overload = o.map("overload", 4, 4)
+        self.alt = o.map("alt", 4, L.ALT.size)
+        self.buckets = o.map("buckets", 4, L.BUCKET_SIZE)
+        self.last = o.map("last", 4, L.LAST.size)
+        self.cpu_map = o.map("cpu_map", 4, L.CPUMAP_VAL.size)
+        self.rule_stats = o.map("rule_stats", 4, L.COUNTER.size, percpu=True)
+        self.lane_stats = o.map("lane_stats", 4, L.COUNTER.size, percpu=True)
+        self.slice_stats = o.map("slice_stats", 4, L.COUNTER.size, percpu=True)
+        self.global_stats = o.map("global_stats", 4, 8, percpu=True)
+
+    def close(self) -> None:
+        self.obj.close()
+
+    # ---- global configuration ------------------------------------------------------
+
+    def read_config(self) -> tuple[int, int]:
+        raw = self.config.lookup(L.U32.pack(0))
+        assert raw is not None  # an array always has index 0
+        active, flags = L.CONFIG.unpack(raw)
+        return active, flags
+
+    def write_config(self, active: int, flags: int) -> None:
+        self.config.update(L.U32.pack(0), L.CONFIG.pack(active, flags))
+
+    def set_lane(self, lane: int, cpu: int, flags: int) -> None:
+        self.lane_cfg.update(L.U32.pack(lane), L.LANE_CFG.pack(cpu, flags))
+
+    def set_overloaded(self, cpus: set[int]) -> None:
+        keys = _u32s(L.MAX_CPUS)
+        vals = b"".join(L.U32.pack(1 if c in cpus else 0) for c in range(L.MAX_CPUS))
+        self.overload.update_batch(keys, vals)
+
+    def overloaded(self) -> set[int]:
+        return {L.U32.unpack(k)[0] for k, v in self.overload.lookup_all() if L.U32.unpack(v)[0]}
+
+    def set_alt(self, dst_mac: bytes, src_mac: bytes, dst_ip: bytes) -> None:
+        self.alt.update(L.U32.pack(0), L.ALT.pack(dst_mac, src_mac, int.from_bytes(dst_ip, "little"), 1))
+
+    def enable_cpu(self, cpu: int, qsize: int) -> None:
+        self.cpu_map.update(L.U32.pack(cpu), L.CPUMAP_VAL.pack(qsize, 0))
+
+    # ---- the rule tables -------------------------------------------------------------
+
+    def clear(self, v: VersionMaps) -> None:
+        for m in (v.src_ip, v.dst_ip, v.vni, v.teid, v.vlan):
+            m.delete_many(m.keys())
+
+    def write(self, v: VersionMaps, tables: Tables, progress: Callable[[int], None]) -> int:
+        """Fill an idle copy with ``tables``; returns the entries written."""
+        written = 0
+
+        def put(m: Map, keys: bytes, vals: bytes) -> None:
+            nonlocal written
+            m.update_batch(keys, vals)
+            written += len(keys) // m.key_size
+            progress(written)
+
+        for f in ("src_ip", "dst_ip"):
+            es = tables[f]
+            put(
+                getattr(v, f),
+                b"".join(_lpm_key(e["prefix"]) for e in es),
+                b"".join(L.bitmap_bytes(rules_bits(e["rules"])) for e in es),
+            )
+        put(v.dst_port, _u32s(L.PORTS), _array_from_rle(tables["dst_port"], L.PORTS))
+        put(v.dscp, _u32s(L.DSCPS), _array_from_rle(tables["dscp"], L.DSCPS))
+        for f in TUNNEL_FIELDS:
+            es = tables[f]
+            put(
+                v.tunnel(f),
+                b"".join(L.U32.pack(e["value"]) for e in es),
+                b"".join(L.bitmap_bytes(rules_bits(e["rules"])) for e in es),
+            )
+        slots = {e["slot"]: rules_bits(e["rules"]) for e in tables["special"]}
+        put(
+            v.special,
+            _u32s(len(L.SPECIAL_SLOTS)),
+            b"".join(L.bitmap_bytes(slots[s]) for s in L.SPECIAL_SLOTS),
+        )
+        acts = tables["actions"]
+        put(
+            v.actions,
+            b"".join(L.U32.pack(a["rule"]) for a in acts),
+            b"".join(L.ACTION.pack(a["slice_id"], a["lane"], a["rr_path"]) for a in acts),
+        )
+        qos = {q["slice_id"]: q for q in tables["qos"]}
+        put(
+            v.qos,
+            _u32s(L.MAX_SLICES),
+            b"".join(
+                L.QOS.pack(qos[i]["rate_Bps"], qos[i]["burst_bytes"]) if i in qos else L.QOS.pack(0, 0)
+                for i in range(L.MAX_SLICES)
+            ),
+        )
+        m = tables["meta"][0]
+        words = max(1, (m["rules"] + 63) // 64)
+        mode = L.MISS_FIXED if m["miss_mode"] == "fixed" else L.MISS_ALGORITHM1
+        put(
+            v.meta,
+            L.U32.pack(0),
+            L.META.pack(
+                words,
+                m["rules"],
+                m["lanes"],
+                m["paths"],
+                mode,
+                m["miss_lane"],
+                m["miss_path"],
+                0,
+                m["version"].encode(),
+            ),
+        )
+        return written
+
+    def read(self, v: VersionMaps) -> Tables | None:
+        """The tables a copy holds, in normal form; None when it was never filled."""
+        raw = v.meta.lookup(L.U32.pack(0))
+        assert raw is not None
+        words, rules, lanes, paths, mode, miss_lane, miss_path, _, ver = L.META.unpack(raw)
+        if words == 0:
+            return None
+        t: Tables = {}
+        for f in ("src_ip", "dst_ip"):
+            es = []
+            for k, val in getattr(v, f).lookup_all():
+                plen, addr = L.LPM_KEY.unpack(k)
+                es.append((plen, int.from_bytes(addr, "big"), rules_list(L.bitmap_int(val))))
+            es.sort()
+            t[f] = [{"prefix": f"{ipaddress.IPv4Address(a)}/{p}", "rules": r} for p, a, r in es]
+        t["dst_port"] = _rle_from_array(v.dst_port.lookup_all(), L.PORTS)
+        t["dscp"] = _rle_from_array(v.dscp.lookup_all(), L.DSCPS)
+        special_raw = dict(v.special.lookup_all())
+        t["special"] = []
+        for f in TUNNEL_FIELDS:
+            vals = sorted((L.U32.unpack(k)[0], L.bitmap_int(b)) for k, b in v.tunnel(f).lookup_all())
+            t[f] = [{"value": k, "rules": rules_list(b)} for k, b in vals]
+        for i, slot in enumerate(L.SPECIAL_SLOTS):
+            bits = L.bitmap_int(special_raw[L.U32.pack(i)])
+            t["special"].append({"slot": slot, "rules": rules_list(bits)})
+        acts = dict(v.actions.lookup_all())
+        t["actions"] = []
+        for i in range(rules):
+            sid, lane, path = L.ACTION.unpack(acts[L.U32.pack(i)])
+            t["actions"].append({"rule": i, "slice_id": sid, "lane": lane, "rr_path": path})
+        t["qos"] = []
+        for k, val in sorted(v.qos.lookup_all(), key=lambda kv: L.U32.unpack(kv[0])[0]):
+            rate, burst = L.QOS.unpack(val)
+            if rate:
+                t["qos"].append({"slice_id": L.U32.unpack(k)[0], "rate_Bps": rate, "burst_bytes": burst})
+        t["meta"] = [
+            {
+                "version": ver.rstrip(b"\0").decode(),
+                "rules": rules,
+                "lanes": lanes,
+                "paths": paths,
+                "miss_mode": "fixed" if mode == L.MISS_FIXED else "algorithm1",
+                "miss_lane": miss_lane,
+                "miss_path": miss_path,
+            }
+        ]
+        return t
+
+    # ---- statistics ------------------------------------------------------------------
+
+    @staticmethod
+    def _sum_counters(m: Map) -> dict[int, Counter]:
+        out: dict[int, Counter] = {}
+        for k, val in m.lookup_all():
+            tot = [0] * 6
+            for off in range(0, len(val), m.slot):
+                for i, x in enumerate(L.COUNTER.unpack_from(val, off)):
+                    tot[i] += x
+            if any(tot):
+                out[L.U32.unpack(k)[0]] = Counter(*tot)
+        return out
+
+    def counters(self) -> RawCounters:
+        g = [0] * L.G_TX_NO_ALT + [0]
+        for k, val in self.global_stats.lookup_all():
+            idx = L.U32.unpack(k)[0]
+            g[idx] = sum(int.from_bytes(val[o : o + 8], "little") for o in range(0, len(val), 8))
+        return RawCounters(
+            rules=self._sum_counters(self.rule_stats),
+            lanes=self._sum_counters(self.lane_stats),
+            slices=self._sum_counters(self.slice_stats),
+            globals=g,
+        )
+
+    # ---- test runs -------------------------------------------------------------------
+
+    def run(self, packet: bytes, repeat: int = 1) -> TestRun:
+        return test_run(self.prog_fd, packet, repeat)
+
+    def last_decision(self) -> LastDecision:
+        raw = self.last.lookup(L.U32.pack(0))
+        assert raw is not None
+        (rule, sid, lane, path, verdict, parsed, src, dst, vni, teid, vlan, port, dscp, present) = (
+            L.LAST.unpack(raw)
+        )
+        return LastDecision(
+            rule=rule,
+            slice_id=sid,
+            lane=lane,
+            rr_path=path,
+            verdict=verdict,
+            parsed=bool(parsed),
+            src_ip=src,
+            dst_ip=dst,
+            vni=vni if present & L.P_VNI else None,
+            teid=teid if present & L.P_TEID else None,
+            vlan=vlan if present & L.P_VLAN else None,
+            dst_port=port,
+            dscp=dscp,
+        )

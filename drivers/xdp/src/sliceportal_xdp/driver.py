@@ -1,0 +1,383 @@
+"""The ``xdp`` driver plugin: the seed 001 XDP data plane behind the driver contract.
+
+Lifecycle: construction only validates options (``capabilities`` and ``lower`` are pure
+and need no privileges); the first call that needs the kernel loads the object, writes
+the steering configuration and attaches it to ``options.interface``. A push fills the
+idle table copy, reads it back, then flips ``config.active``: packets see the old or the
+new version, never a mixture. See docs/xdp.md.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+from sliceportal.drivers.contract import (
+    ApplyResult,
+    Capabilities,
+    Counters,
+    DataPlaneState,
+    DriverError,
+    Health,
+    LaneCounters,
+    NativeEntry,
+    NativePlan,
+    ProgressCallback,
+    ProgressEvent,
+    PushError,
+    TableUsage,
+    UnreachableError,
+    check_fits,
+)
+from sliceportal.rules.ir import RuleIR
+
+from . import layout as L
+from . import libbpf, overload
+from .dataplane import Counter, DataPlane, LastDecision, RawCounters, Tables
+from .libbpf import BpfError, TestRun
+from .lowering import lower_tables, usage_counts
+from .netns import if_index, if_mac, netns
+from .options import XdpOptions
+
+MATCH_FIELDS = frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan"})
+TABLES = ("src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan", "special", "actions", "qos", "meta")
+_ENTRY_KEY = {
+    "src_ip": ("prefix",),
+    "dst_ip": ("prefix",),
+    "dst_port": ("first", "last"),
+    "dscp": ("first", "last"),
+    "vni": ("value",),
+    "teid": ("value",),
+    "vlan": ("value",),
+    "special": ("slot",),
+    "actions": ("rule",),
+    "qos": ("slice_id",),
+    "meta": (),
+}
+
+
+def find_object() -> Path:
+    """The built object: $SLICEPORTAL_XDP_OBJECT, else dataplane/xdp/build in the repo
+    (built on demand with make when the sources are there)."""
+    env = os.environ.get("SLICEPORTAL_XDP_OBJECT")
+    if env:
+        return Path(env)
+    for parent in Path(__file__).resolve().parents:
+        src = parent / "dataplane" / "xdp"
+        if (src / "Makefile").exists():
+            obj = src / "build" / "sliceportal.bpf.o"
+            if not obj.exists():
+                subprocess.run(["make", "-C", str(src), "all"], check=True, capture_output=True)
+            return obj
+    raise DriverError(
+        "sliceportal.bpf.o not found", hint="run make -C dataplane/xdp or set SLICEPORTAL_XDP_OBJECT"
+    )
+
+
+def _diff(old: Tables, new: Tables) -> tuple[int, int, int]:
+    added = removed = modified = 0
+    for t in TABLES:
+        key = _ENTRY_KEY[t]
+        o = {tuple(e[k] for k in key): e for e in old.get(t, [])}
+        n = {tuple(e[k] for k in key): e for e in new.get(t, [])}
+        added += len(n.keys() - o.keys())
+        removed += len(o.keys() - n.keys())
+        modified += sum(1 for k in n.keys() & o.keys() if n[k] != o[k])
+    return added, removed, modified
+
+
+def _lane_counters(c: Counter | None) -> LaneCounters:
+    if c is None:
+        return LaneCounters()
+    drops = {"rate_limit": c.drop_rate} if c.drop_rate else {}
+    return LaneCounters(packets=c.packets, bytes=c.bytes, drops=drops, alt_forwarded=c.alt)
+
+
+class Driver:
+    name: ClassVar[str] = "xdp"
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        try:
+            self.options = XdpOptions.model_validate(dict(options))
+        except ValidationError as e:
+            raise DriverError(f"invalid xdp backend options: {e}", hint="fix the backend's options") from e
+        self._dp: DataPlane | None = None
+        self._ifindex: int | None = None
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        self._manual_overload = False
+        self._last_slices: set[int] = set()
+
+    # ---- pure -------------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            driver=self.name,
+            lanes=self.options.lanes,
+            paths=self.options.paths,
+            match_fields=MATCH_FIELDS,
+            capacity=self.options.table_capacity(),
+            rate_limit=True,
+            ecn=False,
+        )
+
+    def lower(self, ir: RuleIR) -> NativePlan:
+        caps = self.capabilities()
+        check_fits(ir, caps)
+        version = ir.digest()
+        tables = lower_tables(ir, version, caps.capacity)
+        usage = {k: TableUsage(used=n, capacity=caps.capacity[k]) for k, n in usage_counts(tables).items()}
+        return NativePlan(driver=self.name, version=version, tables=tables, usage=usage)
+
+    # ---- the kernel side ----------------------------------------------------------------
+
+    @property
+    def dataplane(self) -> DataPlane:
+        """The loaded object (loaded, configured and attached on first use)."""
+        with self._lock:
+            if self._dp is None:
+                self._dp = self._load()
+            return self._dp
+
+    def _load(self) -> DataPlane:
+        o = self.options
+        path = Path(o.object) if o.object else find_object()
+        cap = o.table_capacity()
+        try:
+            dp = DataPlane(str(path), cap)
+        except (BpfError, KeyError) as e:
+            raise UnreachableError(
+                f"cannot load the XDP program {path}: {e}",
+                hint="needs root (CAP_BPF + CAP_NET_ADMIN) and a built object",
+            ) from e
+        try:
+            ncpu = os.cpu_count() or 1
+            flags = (L.CFG_MISS_TO_ALT if o.misses_to_alt else 0) | (
+                L.CFG_RECORD_LAST if o.record_last else 0
+            )
+            dp.write_config(0, flags)
+            for lane in range(L.MAX_LANES):
+                cpu = o.lane_cpus.get(lane, lane % ncpu)
+                if not 0 <= cpu < min(ncpu, L.MAX_CPUS):
+                    raise DriverError(f"lane {lane}: CPU {cpu} does not exist (0..{ncpu - 1})")
+                if lane in o.alt_lanes:
+                    lflags = L.LANE_ALT
+                else:
+                    lflags = L.LANE_STEER if o.steer == "cpumap" else 0
+                    if o.steer == "cpumap":
+                        dp.enable_cpu(cpu, o.cpumap_qsize)
+                dp.set_lane(lane, cpu, lflags)
+            if o.interface is not None:
+                self._ifindex = if_index(o.interface, o.netns)
+                if o.alt_mac and o.alt_ip:
+                    src = o.src_mac or if_mac(o.interface, o.netns)
+                    dp.set_alt(
+                        bytes.fromhex(o.alt_mac.replace(":", "")),
+                        bytes.fromhex(src.replace(":", "")),
+                        o.alt_ip.packed,
+                    )
+                mode = libbpf.XDP_FLAGS_DRV_MODE if o.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
+                with netns(o.netns):
+                    libbpf.xdp_attach(self._ifindex, dp.prog_fd, mode)
+                if o.overload_poll_s > 0:
+                    self._poller = threading.Thread(
+                        target=self._poll_overload, daemon=True, name=f"xdp-overload-{o.interface}"
+                    )
+                    self._poller.start()
+            elif o.alt_mac and o.alt_ip:
+                dp.set_alt(
+                    bytes.fromhex(o.alt_mac.replace(":", "")),
+                    bytes.fromhex((o.src_mac or "02:00:00:00:00:00").replace(":", "")),
+                    o.alt_ip.packed,
+                )
+        except (OSError, DriverError) as e:
+            dp.close()
+            self._ifindex = None
+            if isinstance(e, DriverError):
+                raise
+            raise UnreachableError(
+                f"cannot attach the XDP program to {o.interface}: {e}",
+                hint="check the interface and namespace names",
+            ) from e
+        return dp
+
+    def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
+        t0 = time.monotonic()
+        if plan.driver != self.name:
+            raise DriverError(f"plan is for the {plan.driver} driver, not {self.name}")
+        missing = [t for t in TABLES if t not in plan.tables]
+        if missing:
+            raise DriverError(f"plan lacks tables {missing}", hint="lower the IR with this driver")
+        with self._lock:
+            dp = self.dataplane
+            active, flags = dp.read_config()
+            old = dp.read(dp.versions[active]) or {}
+            added, removed, modified = _diff(old, plan.tables)
+            progress(
+                ProgressEvent(
+                    phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} entries"
+                )
+            )
+            idle = dp.versions[1 - active]
+            total = sum(len(v) for v in plan.tables.values())
+            try:
+                dp.clear(idle)
+                dp.write(
+                    idle,
+                    plan.tables,
+                    lambda n: progress(ProgressEvent(phase="write", done=n, total=max(n, total))),
+                )
+                back = dp.read(idle)
+                progress(ProgressEvent(phase="verify", done=1, total=1))
+                if back != plan.tables:
+                    bad = [t for t in TABLES if (back or {}).get(t) != plan.tables.get(t)]
+                    raise PushError(f"read-back of the new tables differs in {bad}", rolled_back=True)
+            except (BpfError, ValueError, KeyError, TypeError) as e:
+                # the live copy was never touched: the old version is still what packets see
+                progress(ProgressEvent(phase="rollback", done=1, total=1, message=str(e)))
+                raise PushError(
+                    f"push of {plan.version} failed while writing the idle tables: {e}",
+                    rolled_back=True,
+                    hint="the previous version stays active",
+                ) from e
+            try:
+                dp.write_config(1 - active, flags)
+            except BpfError as e:
+                now, _ = dp.read_config()
+                raise PushError(f"switching to {plan.version} failed: {e}", rolled_back=now == active) from e
+            progress(ProgressEvent(phase="commit", done=1, total=1, message=plan.version))
+            self._last_slices = {int(a["slice_id"]) for a in plan.tables["actions"]}
+        return ApplyResult(
+            version=plan.version,
+            added=added,
+            removed=removed,
+            modified=modified,
+            duration_s=time.monotonic() - t0,
+        )
+
+    def read_state(self) -> DataPlaneState:
+        with self._lock:
+            dp = self.dataplane
+            active, _ = dp.read_config()
+            tables = dp.read(dp.versions[active])
+        if tables is None:
+            return DataPlaneState(version=None, tables={})
+        return DataPlaneState(version=str(tables["meta"][0]["version"]), tables=tables)
+
+    def raw_counters(self) -> RawCounters:
+        with self._lock:
+            return self.dataplane.counters()
+
+    def counters(self) -> Counters:
+        raw = self.raw_counters()
+        state = self.read_state()
+        meta: list[NativeEntry] = state.tables.get(
+            "meta", [{"rules": 0, "lanes": self.options.lanes, "paths": self.options.paths}]
+        )
+        m = meta[0]
+        lanes: dict[str, LaneCounters] = {}
+        for path in range(int(m["paths"])):
+            for lane in range(int(m["lanes"])):
+                lanes[f"{path}/{lane}"] = _lane_counters(raw.lanes.get(path * L.MAX_LANES + lane))
+        for slot, c in raw.lanes.items():
+            lanes.setdefault(f"{slot // L.MAX_LANES}/{slot % L.MAX_LANES}", _lane_counters(c))
+        rule_ids = set(range(int(m["rules"]))) | {r for r in raw.rules if r != L.MISS_INDEX}
+        slice_ids = self._last_slices | {s for s in raw.slices if s != 0}
+        return Counters(
+            timestamp=time.time(),
+            rules={r: _lane_counters(raw.rules.get(r)) for r in sorted(rule_ids)},
+            lanes=lanes,
+            slices={s: _lane_counters(raw.slices.get(s)) for s in sorted(slice_ids)},
+            misses=_lane_counters(raw.rules.get(L.MISS_INDEX)),
+            malformed=raw.globals[L.G_MALFORMED],
+        )
+
+    def health(self) -> Health:
+        try:
+            state = self.read_state()
+        except DriverError as e:
+            return Health(ok=False, detail=e.message)
+        if self._ifindex is None:
+            return Health(
+                ok=True, detail="loaded, not attached (no interface configured)", version=state.version
+            )
+        try:
+            with netns(self.options.netns):
+                attached = libbpf.xdp_query_id(self._ifindex, 0)
+            ours = libbpf.prog_id(self.dataplane.prog_fd)
+        except OSError as e:
+            return Health(ok=False, detail=f"{self.options.interface}: {e}", version=state.version)
+        if attached != ours:
+            return Health(
+                ok=False, detail=f"program not attached to {self.options.interface}", version=state.version
+            )
+        hot = sorted(self.dataplane.overloaded())
+        detail = f"attached to {self.options.interface} ({self.options.mode})"
+        return Health(
+            ok=True, detail=detail + (f"; overloaded CPUs {hot}" if hot else ""), version=state.version
+        )
+
+    # ---- overload (seed 001 Algorithm 1, cpu_overloaded()) -------------------------------
+
+    def set_overloaded(self, cpus: set[int]) -> None:
+        """Pin the overload marks (and stop automatic detection)."""
+        self._manual_overload = True
+        with self._lock:
+            self.dataplane.set_overloaded(cpus)
+
+    def detect_overload(self, period_s: float) -> set[int]:
+        """Sample CPU load and softnet drops over ``period_s`` and write the marks."""
+        before = overload.read_sample()
+        time.sleep(period_s)
+        hot = overload.overloaded(before, overload.read_sample(), self.options.overload_busy)
+        hot = {c for c in hot if c < L.MAX_CPUS}
+        with self._lock:
+            if self._dp is not None and not self._manual_overload:
+                self._dp.set_overloaded(hot)
+        return hot
+
+    def _poll_overload(self) -> None:
+        while not self._stop.is_set() and not self._manual_overload:
+            try:
+                self.detect_overload(self.options.overload_poll_s)
+            except OSError:
+                self._stop.wait(self.options.overload_poll_s)
+
+    # ---- test access ---------------------------------------------------------------------
+
+    def run(self, packet: bytes, repeat: int = 1) -> TestRun:
+        """BPF_PROG_TEST_RUN of the loaded program on ``packet``."""
+        return self.dataplane.run(packet, repeat)
+
+    def last_decision(self) -> LastDecision:
+        if not self.options.record_last:
+            raise DriverError("decisions are recorded only with the record_last option")
+        return self.dataplane.last_decision()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=5)
+            self._poller = None
+        with self._lock:
+            if self._dp is None:
+                return
+            if self._ifindex is not None:
+                mode = (
+                    libbpf.XDP_FLAGS_DRV_MODE if self.options.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
+                )
+                try:
+                    with netns(self.options.netns):
+                        libbpf.xdp_detach(self._ifindex, mode)
+                except OSError:
+                    pass  # the interface (or its namespace) is already gone
+                self._ifindex = None
+            self._dp.close()
+            self._dp = None

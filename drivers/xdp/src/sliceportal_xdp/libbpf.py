@@ -1,0 +1,286 @@
+"""A thin typed ctypes layer over ``libbpf.so.1``: objects, maps, XDP attach, test runs.
+
+Only what the XDP driver uses is bound. Every call that fails raises ``BpfError`` with
+the errno, so callers never see a bare negative return code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+from dataclasses import dataclass
+from typing import Any
+
+XDP_FLAGS_SKB_MODE = 1 << 1
+XDP_FLAGS_DRV_MODE = 1 << 2
+
+XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = range(5)
+VERDICTS = {
+    XDP_ABORTED: "aborted",
+    XDP_DROP: "drop",
+    XDP_PASS: "pass",
+    XDP_TX: "tx",
+    XDP_REDIRECT: "redirect",
+}
+
+
+class BpfError(OSError):
+    """A libbpf / bpf(2) call failed; ``errno`` holds the reason."""
+
+
+class _BatchOpts(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("elem_flags", ctypes.c_uint64), ("flags", ctypes.c_uint64)]
+
+
+class _TestRunOpts(ctypes.Structure):
+    # mirrors struct bpf_test_run_opts in /usr/include/bpf/bpf.h (libbpf 1.1)
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("data_in", ctypes.c_void_p),
+        ("data_out", ctypes.c_void_p),
+        ("data_size_in", ctypes.c_uint32),
+        ("data_size_out", ctypes.c_uint32),
+        ("ctx_in", ctypes.c_void_p),
+        ("ctx_out", ctypes.c_void_p),
+        ("ctx_size_in", ctypes.c_uint32),
+        ("ctx_size_out", ctypes.c_uint32),
+        ("retval", ctypes.c_uint32),
+        ("repeat", ctypes.c_int),
+        ("duration", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("cpu", ctypes.c_uint32),
+        ("batch_size", ctypes.c_uint32),
+    ]
+
+
+def _load() -> ctypes.CDLL:
+    name = ctypes.util.find_library("bpf") or "libbpf.so.1"
+    try:
+        lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
+    except OSError:
+        lib = ctypes.CDLL(name, use_errno=True)
+    vp, i, u32, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_size_t
+    sigs: dict[str, tuple[Any, list[Any]]] = {
+        "bpf_object__open_file": (vp, [ctypes.c_char_p, vp]),
+        "bpf_object__load": (i, [vp]),
+        "bpf_object__close": (None, [vp]),
+        "bpf_object__find_map_by_name": (vp, [vp, ctypes.c_char_p]),
+        "bpf_object__find_program_by_name": (vp, [vp, ctypes.c_char_p]),
+        "bpf_map__fd": (i, [vp]),
+        "bpf_map__set_max_entries": (i, [vp, u32]),
+        "bpf_map__max_entries": (u32, [vp]),
+        "bpf_program__fd": (i, [vp]),
+        "bpf_map_update_elem": (i, [i, vp, vp, ctypes.c_uint64]),
+        "bpf_map_lookup_elem": (i, [i, vp, vp]),
+        "bpf_map_delete_elem": (i, [i, vp]),
+        "bpf_map_get_next_key": (i, [i, vp, vp]),
+        "bpf_map_update_batch": (i, [i, vp, vp, ctypes.POINTER(u32), vp]),
+        "bpf_map_lookup_batch": (i, [i, vp, vp, vp, vp, ctypes.POINTER(u32), vp]),
+        "bpf_map_delete_batch": (i, [i, vp, ctypes.POINTER(u32), vp]),
+        "bpf_xdp_attach": (i, [i, i, u32, vp]),
+        "bpf_xdp_detach": (i, [i, u32, vp]),
+        "bpf_xdp_query_id": (i, [i, i, ctypes.POINTER(u32)]),
+        "bpf_prog_test_run_opts": (i, [i, vp]),
+        "libbpf_num_possible_cpus": (i, []),
+        "bpf_obj_get_info_by_fd": (i, [i, vp, ctypes.POINTER(u32)]),
+        "libbpf_get_error": (ctypes.c_long, [vp]),
+    }
+    for fn, (res, args) in sigs.items():
+        f = getattr(lib, fn)
+        f.restype, f.argtypes = res, args
+    del sz
+    return lib
+
+
+_lib = _load()
+
+
+def _check(rc: int, what: str) -> int:
+    if rc < 0:
+        err = -rc if rc != -1 else (ctypes.get_errno() or errno.EIO)
+        raise BpfError(err, f"{what}: {os.strerror(err)}")
+    return rc
+
+
+def num_possible_cpus() -> int:
+    return _check(_lib.libbpf_num_possible_cpus(), "libbpf_num_possible_cpus")
+
+
+@dataclass(frozen=True, slots=True)
+class TestRun:
+    retval: int
+    data: bytes
+    duration_ns: int  # mean per repetition
+
+
+class Map:
+    """A loaded map: fixed key / value sizes, byte-level access."""
+
+    def __init__(self, name: str, fd: int, key_size: int, value_size: int, max_entries: int, percpu: bool):
+        self.name, self.fd = name, fd
+        self.key_size, self.max_entries, self.percpu = key_size, max_entries, percpu
+        # per-CPU maps exchange one 8-byte aligned slot per possible CPU
+        self.slot = (value_size + 7) & ~7 if percpu else value_size
+        self.value_size = self.slot * num_possible_cpus() if percpu else value_size
+
+    def update(self, key: bytes, value: bytes) -> None:
+        _check(_lib.bpf_map_update_elem(self.fd, key, value, 0), f"update {self.name}")
+
+    def lookup(self, key: bytes) -> bytes | None:
+        buf = ctypes.create_string_buffer(self.value_size)
+        rc = _lib.bpf_map_lookup_elem(self.fd, key, buf)
+        if rc < 0 and ctypes.get_errno() == errno.ENOENT:
+            return None
+        _check(rc, f"lookup {self.name}")
+        return buf.raw
+
+    def delete(self, key: bytes) -> None:
+        rc = _lib.bpf_map_delete_elem(self.fd, key)
+        if rc < 0 and ctypes.get_errno() == errno.ENOENT:
+            return
+        _check(rc, f"delete {self.name}")
+
+    def keys(self) -> list[bytes]:
+        out: list[bytes] = []
+        nxt = ctypes.create_string_buffer(self.key_size)
+        prev: bytes | None = None
+        while True:
+            rc = _lib.bpf_map_get_next_key(self.fd, prev, nxt)
+            if rc < 0:
+                if ctypes.get_errno() == errno.ENOENT:
+                    return out
+                _check(rc, f"next key {self.name}")
+            prev = nxt.raw
+            out.append(prev)
+
+    def update_batch(self, keys: bytes, values: bytes) -> None:
+        """Write len(keys) / key_size entries; falls back to single updates where the
+        kernel has no batch operation for this map type."""
+        n = len(keys) // self.key_size
+        if n == 0:
+            return
+        if len(values) != n * self.value_size:
+            raise ValueError(f"{self.name}: {n} keys but {len(values)} value bytes")
+        count = ctypes.c_uint32(n)
+        opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
+        rc = _lib.bpf_map_update_batch(self.fd, keys, values, ctypes.byref(count), ctypes.byref(opts))
+        if rc >= 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP) or count.value:
+            _check(rc, f"batch update {self.name} ({count.value}/{n} written)")
+        ks, vs = self.key_size, self.value_size
+        for i in range(n):
+            self.update(keys[i * ks : (i + 1) * ks], values[i * vs : (i + 1) * vs])
+
+    def delete_many(self, keys: list[bytes]) -> None:
+        for k in keys:
+            self.delete(k)
+
+    def lookup_all(self) -> list[tuple[bytes, bytes]]:
+        """Every (key, value) pair, by batch where supported, else key by key."""
+        n = self.max_entries
+        keys = ctypes.create_string_buffer(self.key_size * n)
+        vals = ctypes.create_string_buffer(self.value_size * n)
+        out_batch = ctypes.create_string_buffer(max(self.key_size, 8))
+        count = ctypes.c_uint32(n)
+        opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
+        rc = _lib.bpf_map_lookup_batch(
+            self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts)
+        )
+        if rc >= 0 or ctypes.get_errno() == errno.ENOENT:
+            ks, vs, got = self.key_size, self.value_size, count.value
+            kr, vr = keys.raw, vals.raw
+            return [(kr[i * ks : (i + 1) * ks], vr[i * vs : (i + 1) * vs]) for i in range(got)]
+        if ctypes.get_errno() not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+            _check(rc, f"batch lookup {self.name}")
+        pairs = []
+        for k in self.keys():
+            v = self.lookup(k)
+            if v is not None:
+                pairs.append((k, v))
+        return pairs
+
+
+class BpfObject:
+    """An opened and loaded BPF object file; maps and programs by name."""
+
+    def __init__(self, path: str, max_entries: dict[str, int] | None = None) -> None:
+        obj = _lib.bpf_object__open_file(path.encode(), None)
+        if not obj or _lib.libbpf_get_error(obj):
+            raise BpfError(ctypes.get_errno() or errno.ENOENT, f"cannot open BPF object {path}")
+        self._obj: int | None = obj
+        try:
+            for name, n in (max_entries or {}).items():
+                _check(_lib.bpf_map__set_max_entries(self._map_ptr(name), n), f"resize {name}")
+            _check(_lib.bpf_object__load(obj), f"load {path} (needs root / CAP_BPF; see dmesg)")
+        except Exception:
+            self.close()
+            raise
+
+    def _map_ptr(self, name: str) -> int:
+        p = _lib.bpf_object__find_map_by_name(self._obj, name.encode())
+        if not p:
+            raise KeyError(f"no map {name!r} in the BPF object")
+        return int(p)
+
+    def map(self, name: str, key_size: int, value_size: int, percpu: bool = False) -> Map:
+        p = self._map_ptr(name)
+        return Map(
+            name,
+            _check(_lib.bpf_map__fd(p), f"fd of {name}"),
+            key_size,
+            value_size,
+            int(_lib.bpf_map__max_entries(p)),
+            percpu,
+        )
+
+    def program_fd(self, name: str) -> int:
+        p = _lib.bpf_object__find_program_by_name(self._obj, name.encode())
+        if not p:
+            raise KeyError(f"no program {name!r} in the BPF object")
+        return _check(_lib.bpf_program__fd(p), f"fd of {name}")
+
+    def close(self) -> None:
+        if self._obj:
+            _lib.bpf_object__close(self._obj)
+            self._obj = None
+
+
+def test_run(prog_fd: int, data: bytes, repeat: int = 1) -> TestRun:
+    """BPF_PROG_TEST_RUN: run the program on ``data`` (``repeat`` times)."""
+    out = ctypes.create_string_buffer(len(data) + 512)
+    opts = _TestRunOpts()
+    opts.sz = ctypes.sizeof(_TestRunOpts)
+    inbuf = ctypes.create_string_buffer(data, len(data))
+    opts.data_in = ctypes.cast(inbuf, ctypes.c_void_p)
+    opts.data_size_in = len(data)
+    opts.data_out = ctypes.cast(out, ctypes.c_void_p)
+    opts.data_size_out = len(out)
+    opts.repeat = repeat
+    _check(_lib.bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), "BPF_PROG_TEST_RUN")
+    return TestRun(opts.retval, out.raw[: opts.data_size_out], opts.duration)
+
+
+def prog_id(prog_fd: int) -> int:
+    """The kernel's id of a loaded program (what ``xdp_query_id`` reports when attached)."""
+    info = ctypes.create_string_buffer(256)
+    n = ctypes.c_uint32(len(info))
+    _check(_lib.bpf_obj_get_info_by_fd(prog_fd, info, ctypes.byref(n)), "program info")
+    return int.from_bytes(info.raw[4:8], "little")  # struct bpf_prog_info: type, id, ...
+
+
+def xdp_attach(ifindex: int, prog_fd: int, flags: int = XDP_FLAGS_DRV_MODE) -> None:
+    _check(_lib.bpf_xdp_attach(ifindex, prog_fd, flags, None), f"attach XDP to ifindex {ifindex}")
+
+
+def xdp_detach(ifindex: int, flags: int = XDP_FLAGS_DRV_MODE) -> None:
+    _check(_lib.bpf_xdp_detach(ifindex, flags, None), f"detach XDP from ifindex {ifindex}")
+
+
+def xdp_query_id(ifindex: int, flags: int = XDP_FLAGS_DRV_MODE) -> int:
+    pid = ctypes.c_uint32(0)
+    _check(_lib.bpf_xdp_query_id(ifindex, flags, ctypes.byref(pid)), f"query XDP on ifindex {ifindex}")
+    return pid.value

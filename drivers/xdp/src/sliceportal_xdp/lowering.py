@@ -1,0 +1,245 @@
+"""IR -> the XDP classifier's tables, in the normal form ``read_state`` reads back.
+
+The data plane is a bit-vector classifier: every match field has one lookup structure
+that maps a packet's value to the set of rules (a bitmap, bit i = rule i) whose ternary
+on that field holds; the AND of the seven sets, lowest bit first, is the first matching
+rule, exactly ``RuleIR.classify``. Per field:
+
+* ``src_ip`` / ``dst_ip``: LPM tries. A ternary whose mask is a prefix is one trie entry;
+  a mask with holes is expanded into its prefixes (at most ``MAX_EXPANSION``, else
+  ``NonPrefixMaskError``). Each entry's set also holds every rule of every shorter prefix
+  covering it, and a /0 entry holds the wildcard rules, so the longest match is the
+  whole answer.
+* ``dst_port`` (65 536 entries) and ``dscp`` (64): arrays, any mask.
+* ``vni`` / ``teid`` / ``vlan``: hash maps of exact values (masks expanded as above; mask
+  0 means "header present, any value") plus two sets per field for "present, value not
+  in the map" and "header absent" (only wildcard rules match packets without it).
+
+Tables are lists of JSON-able dicts; rule sets are sorted lists of rule indices, and the
+arrays are run-length encoded as ``{"first", "last", "rules"}``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+
+from sliceportal.drivers.contract import CapacityError, NativeEntry, UnsupportedMatchError
+from sliceportal.rules.ir import MissMode, RuleIR, Ternary
+
+from . import layout
+
+MAX_EXPANSION = 256  # prefixes / values one non-prefix ternary may expand into
+DEFAULT_BURST_MS = 10.0
+MIN_BURST_BYTES = 2 * 1518  # a bucket shallower than a frame would never pass one
+MAX_BURST_BYTES = 10**10  # tokens are kept in byte*1e9 units in a u64
+
+TUNNEL_FIELDS = ("vni", "teid", "vlan")
+TUNNEL_WIDTHS = {"vni": 24, "teid": 32, "vlan": 12}
+
+
+class NonPrefixMaskError(UnsupportedMatchError):
+    """A ternary mask with holes expands into more entries than we accept."""
+
+    def __init__(self, field: str, rule: int, t: Ternary, needed: int) -> None:
+        super().__init__(field, "xdp")
+        self.message = (
+            f"rule {rule}: the {field} mask {t.mask:#x} is not a prefix and would expand into "
+            f"{needed} entries (at most {MAX_EXPANSION})"
+        )
+        self.args = (self.message,)
+        self.hint = "use prefix masks for addresses and exact values or mask 0 for tunnel ids"
+
+
+def rules_list(bits: int) -> list[int]:
+    out = []
+    i = 0
+    while bits:
+        if bits & 1:
+            out.append(i)
+        bits >>= 1
+        i += 1
+    return out
+
+
+def rules_bits(rules: Iterable[int]) -> int:
+    bits = 0
+    for r in rules:
+        bits |= 1 << r
+    return bits
+
+
+def _hole_bits(mask: int, width: int) -> list[int]:
+    """Bits above the mask's lowest set bit that the mask leaves open."""
+    if mask == 0:
+        return []
+    low = (mask & -mask).bit_length() - 1
+    return [b for b in range(low, width) if not mask >> b & 1]
+
+
+def _expand(field: str, rule: int, t: Ternary, width: int) -> Iterator[tuple[int, int]]:
+    """(value, prefix length) pairs whose union is exactly the ternary's match set."""
+    holes = _hole_bits(t.mask, width)
+    if 1 << len(holes) > MAX_EXPANSION:
+        raise NonPrefixMaskError(field, rule, t, 1 << len(holes))
+    plen = width - ((t.mask & -t.mask).bit_length() - 1) if t.mask else 0
+    for combo in range(1 << len(holes)):
+        v = t.value
+        for i, b in enumerate(holes):
+            if combo >> i & 1:
+                v |= 1 << b
+        yield v, plen
+
+
+def _ip_table(ir: RuleIR, field: str) -> list[NativeEntry]:
+    wild = 0
+    direct: dict[tuple[int, int], int] = defaultdict(int)
+    for i, rule in enumerate(ir.rules):
+        t: Ternary | None = getattr(rule.match, field)
+        if t is None:
+            wild |= 1 << i
+            continue
+        for v, plen in _expand(field, i, t, 32):
+            direct[(v, plen)] |= 1 << i
+    direct[(0, 0)] |= wild
+    entries = []
+    for (v, plen), _ in sorted(direct.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        # the longest match must also answer for every covering shorter prefix
+        bits = 0
+        for anc in range(plen + 1):
+            m = ((1 << anc) - 1) << (32 - anc) if anc else 0
+            bits |= direct.get((v & m, anc), 0)
+        entries.append({"prefix": f"{ipaddress.IPv4Address(v)}/{plen}", "rules": rules_list(bits)})
+    return entries
+
+
+def rle(values: list[int]) -> list[NativeEntry]:
+    out: list[NativeEntry] = []
+    start = 0
+    for i in range(1, len(values) + 1):
+        if i == len(values) or values[i] != values[start]:
+            out.append({"first": start, "last": i - 1, "rules": rules_list(values[start])})
+            start = i
+    return out
+
+
+def _array_bits(ir: RuleIR, field: str, size: int) -> list[int]:
+    by_ternary: dict[Ternary | None, int] = defaultdict(int)
+    for i, rule in enumerate(ir.rules):
+        by_ternary[getattr(rule.match, field)] |= 1 << i
+    wild = by_ternary.pop(None, 0)
+    values = [wild] * size
+    full = size - 1
+    for t, bits in by_ternary.items():
+        assert t is not None  # the wildcard group was popped above
+        free = ~t.mask & full
+        sub = 0
+        while True:  # every x with x & mask == value: value | each subset of the free bits
+            values[t.value | sub] |= bits
+            if sub == free:
+                break
+            sub = (sub - free) & free
+    return values
+
+
+def _tunnel_table(ir: RuleIR, field: str) -> tuple[list[NativeEntry], int, int]:
+    """Exact-value entries, and the "present, not listed" / "absent" sets."""
+    wild = anyval = 0
+    exact: dict[int, int] = defaultdict(int)
+    for i, rule in enumerate(ir.rules):
+        t: Ternary | None = getattr(rule.match, field)
+        if t is None:
+            wild |= 1 << i
+        elif t.mask == 0:
+            anyval |= 1 << i
+        else:
+            holes = _hole_bits(t.mask, TUNNEL_WIDTHS[field])
+            low = (t.mask & -t.mask).bit_length() - 1
+            free_low = (1 << low) - 1
+            n = (1 << len(holes)) * (1 << low)
+            if n > MAX_EXPANSION:
+                raise NonPrefixMaskError(field, i, t, n)
+            for v, _ in _expand(field, i, t, TUNNEL_WIDTHS[field]):
+                for lowbits in range(free_low + 1):
+                    exact[v | lowbits] |= 1 << i
+    present = wild | anyval
+    entries = [{"value": v, "rules": rules_list(present | bits)} for v, bits in sorted(exact.items())]
+    return entries, present, wild
+
+
+def qos_entries(ir: RuleIR) -> list[NativeEntry]:
+    out = []
+    for s in sorted(ir.slices, key=lambda s: s.slice_id):
+        if s.qos.rate_bps is None:
+            continue
+        rate_Bps = max(1, s.qos.rate_bps // 8)
+        burst_ms = s.qos.burst_ms if s.qos.burst_ms is not None else DEFAULT_BURST_MS
+        burst = min(MAX_BURST_BYTES, max(MIN_BURST_BYTES, int(rate_Bps * burst_ms / 1000)))
+        out.append({"slice_id": s.slice_id, "rate_Bps": rate_Bps, "burst_bytes": burst})
+    return out
+
+
+def lower_tables(ir: RuleIR, version: str, capacity: dict[str, int]) -> dict[str, list[NativeEntry]]:
+    """The tables of ``ir``; raises ``CapacityError`` / ``NonPrefixMaskError`` first."""
+    n = len(ir.rules)
+    if n > capacity["rules"]:
+        raise CapacityError("rules", n, capacity["rules"])
+    for s in ir.slices:
+        if not 0 < s.slice_id < layout.MAX_SLICES:
+            raise CapacityError("slices", s.slice_id + 1, layout.MAX_SLICES)
+    for r in ir.rules:
+        if not 0 <= r.action.slice_id < layout.MAX_SLICES:
+            raise CapacityError("slices", r.action.slice_id + 1, layout.MAX_SLICES)
+    if ir.paths * layout.MAX_LANES > layout.MAX_LANE_SLOTS:
+        raise CapacityError("lanes", ir.paths * layout.MAX_LANES, layout.MAX_LANE_SLOTS)
+    if len(version.encode()) > 32:
+        raise ValueError(f"version {version!r} longer than 32 bytes")
+
+    tables: dict[str, list[NativeEntry]] = {}
+    for f in ("src_ip", "dst_ip"):
+        tables[f] = _ip_table(ir, f)
+        if len(tables[f]) > capacity[f]:
+            raise CapacityError(f, len(tables[f]), capacity[f])
+    tables["dst_port"] = rle(_array_bits(ir, "dst_port", layout.PORTS))
+    tables["dscp"] = rle(_array_bits(ir, "dscp", layout.DSCPS))
+    special: list[NativeEntry] = []
+    for f in TUNNEL_FIELDS:
+        entries, present, absent = _tunnel_table(ir, f)
+        if len(entries) > capacity[f]:
+            raise CapacityError(f, len(entries), capacity[f])
+        tables[f] = entries
+        special += [
+            {"slot": f"{f}_present", "rules": rules_list(present)},
+            {"slot": f"{f}_absent", "rules": rules_list(absent)},
+        ]
+    tables["special"] = special
+    tables["actions"] = [
+        {"rule": i, "slice_id": r.action.slice_id, "lane": r.action.lane, "rr_path": r.action.rr_path}
+        for i, r in enumerate(ir.rules)
+    ]
+    tables["qos"] = qos_entries(ir)
+    tables["meta"] = [
+        {
+            "version": version,
+            "rules": n,
+            "lanes": ir.lanes,
+            "paths": ir.paths,
+            "miss_mode": ir.miss.mode.value,
+            "miss_lane": ir.miss.lane if ir.miss.mode is MissMode.FIXED else 0,
+            "miss_path": ir.miss.rr_path if ir.miss.mode is MissMode.FIXED else 0,
+        }
+    ]
+    return tables
+
+
+def usage_counts(tables: dict[str, list[NativeEntry]]) -> dict[str, int]:
+    return {
+        "rules": len(tables["actions"]),
+        "src_ip": len(tables["src_ip"]),
+        "dst_ip": len(tables["dst_ip"]),
+        "vni": len(tables["vni"]),
+        "teid": len(tables["teid"]),
+        "vlan": len(tables["vlan"]),
+        "slices": len(tables["qos"]),
+    }

@@ -1,0 +1,53 @@
+"""Run a block of code inside a named network namespace (``ip netns`` names).
+
+``setns`` switches only the calling thread, and sockets / netlink handles opened inside
+keep their namespace afterwards, which is all attach and interface queries need.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+@contextmanager
+def netns(name: str | None) -> Iterator[None]:
+    if name is None:
+        yield
+        return
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    except FileNotFoundError:
+        os.close(own)
+        raise
+    try:
+        _setns(target)
+        try:
+            yield
+        finally:
+            _setns(own)
+    finally:
+        os.close(target)
+        os.close(own)
+
+
+def if_index(name: str, ns: str | None) -> int:
+    with netns(ns):
+        return int(open(f"/sys/class/net/{name}/ifindex").read())
+
+
+def if_mac(name: str, ns: str | None) -> str:
+    with netns(ns):
+        return open(f"/sys/class/net/{name}/address").read().strip()

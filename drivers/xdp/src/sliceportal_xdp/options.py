@@ -1,0 +1,85 @@
+"""The options of one XDP backend (the portal's Backend record), validated at the edge."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, field_validator
+
+from . import layout
+
+
+class XdpOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    interface: str | None = Field(None, description="device to attach to; None = load only (test runs)")
+    netns: str | None = Field(None, description="network namespace of the interface (ip netns name)")
+    mode: Literal["native", "generic"] = "native"
+    object: str | None = Field(None, description="path of sliceportal.bpf.o; default: the repo build")
+    lanes: int = Field(4, description="priority lanes the IR is compiled for")
+    paths: int = Field(8, description="RR paths the IR is compiled for")
+    lane_cpus: dict[int, int] = Field(default_factory=dict, description="lane -> CPU; default lane % CPUs")
+    alt_lanes: frozenset[int] = Field(frozenset(), description="lanes that are not prioritised")
+    misses_to_alt: bool = Field(True, description="rule misses are not prioritised (seed 001)")
+    steer: Literal["cpumap", "pass"] = Field("cpumap", description="how a prioritised lane reaches its CPU")
+    cpumap_qsize: int = Field(2048, ge=1, le=16384)
+    alt_mac: str | None = Field(None, description="MAC of the alternative node")
+    alt_ip: IPvAnyAddress | None = Field(None, description="IPv4 of the alternative node")
+    src_mac: str | None = Field(None, description="source MAC for XDP_TX; default: the interface's")
+    capacity: dict[str, int] = Field(default_factory=dict, description="src_ip/dst_ip/vni/teid/vlan sizes")
+    overload_poll_s: float = Field(0.5, ge=0, description="overload detection period; 0 = off")
+    overload_busy: float = Field(0.9, gt=0, le=1, description="CPU busy fraction that marks overload")
+    record_last: bool = Field(False, description="record every decision (tests only; costs ~2 ns)")
+
+    @field_validator("lanes", "paths")
+    @classmethod
+    def _power_of_two(cls, v: int) -> int:
+        if v < 1 or v & (v - 1):
+            raise ValueError("must be a power of two")
+        return v
+
+    @field_validator("lanes")
+    @classmethod
+    def _lanes(cls, v: int) -> int:
+        if v > layout.MAX_LANES:
+            raise ValueError(f"at most {layout.MAX_LANES} lanes")
+        return v
+
+    @field_validator("paths")
+    @classmethod
+    def _paths(cls, v: int) -> int:
+        if v * layout.MAX_LANES > layout.MAX_LANE_SLOTS:
+            raise ValueError(f"at most {layout.MAX_LANE_SLOTS // layout.MAX_LANES} paths")
+        return v
+
+    @field_validator("alt_mac", "src_mac")
+    @classmethod
+    def _mac(cls, v: str | None) -> str | None:
+        if v is not None:
+            parts = v.split(":")
+            if len(parts) != 6 or not all(len(p) == 2 and int(p, 16) >= 0 for p in parts):
+                raise ValueError(f"not a MAC address: {v!r}")
+        return v
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity(cls, v: dict[str, int]) -> dict[str, int]:
+        allowed = {"src_ip", "dst_ip", "vni", "teid", "vlan"}
+        for k, n in v.items():
+            if k not in allowed:
+                raise ValueError(f"unknown table {k!r}; sizable: {sorted(allowed)}")
+            if not 1 <= n <= 1 << 20:
+                raise ValueError(f"{k}: size {n} outside 1..{1 << 20}")
+        return v
+
+    def table_capacity(self) -> dict[str, int]:
+        base = {
+            "rules": layout.MAX_RULES,
+            "src_ip": layout.IP_PREFIXES,
+            "dst_ip": layout.IP_PREFIXES,
+            "vni": layout.TUNNEL_KEYS,
+            "teid": layout.TUNNEL_KEYS,
+            "vlan": layout.TUNNEL_KEYS,
+            "slices": layout.MAX_SLICES - 1,
+        }
+        return base | self.capacity
