@@ -1,0 +1,395 @@
+// Header parser for the nested 5G format (ARCHITECTURE.md §5, seed 000 §3):
+// Ethernet [802.1Q] / IPv4 [/ UDP 4789 / VXLAN / Ethernet [802.1Q] / IPv4]
+// [/ UDP 2152 / GTP-U [ext headers] / IPv4] / UDP|TCP. Extracts the innermost IPv4 src,
+// dst, DSCP and the L4 destination port (0 when the innermost IPv4 carries neither UDP
+// nor TCP, or is a non-first fragment).
+//
+// Packets are buffered (store-and-forward) while the first HDR_BYTES bytes are captured
+// into a window; a walker FSM then visits one header per cycle. Input stalls only when a
+// new packet starts while the previous window is still being walked. The key and flags
+// come out as a sideband held stable for the whole packet:
+//   m_key = {src_ip[85:54], dst_ip[53:22], dst_port[21:6]... } see sp_tcam (key layout
+//   {src_ip, dst_ip, dscp, dst_port} = bits [85:54] [53:22] [21:16] [15:0]);
+//   m_key_valid: an innermost IPv4 header was found; tuser[SP_MALFORMED]: the packet is
+//   truncated, has a bad IPv4 header / GTP-U header, or nests deeper than HDR_BYTES.
+// Non-IPv4 and malformed packets pass unchanged (the next stage sends them to the
+// default path) and are counted.
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+`include "sp_defs.vh"
+
+module sp_parser #(
+    // AXI4-Stream data width in bits (multiple of 8).
+    parameter DATA_W = 256,
+    parameter KEEP_W = DATA_W / 8,
+    parameter USER_W = `SP_TUSER_W,
+    // Bytes of header inspected; a multiple of KEEP_W. 192 covers the full format with
+    // VLAN tags, GTP-U extension headers and some IPv4 options.
+    parameter HDR_BYTES = 192,
+    // Packet buffer in beats (power of two); must hold one maximum-size packet.
+    parameter FIFO_BEATS = 64
+) (
+    input  wire              clk,
+    input  wire              rst,
+
+    input  wire [DATA_W-1:0] s_axis_tdata,
+    input  wire [KEEP_W-1:0] s_axis_tkeep,
+    input  wire              s_axis_tvalid,
+    output wire              s_axis_tready,
+    input  wire              s_axis_tlast,
+    input  wire [USER_W-1:0] s_axis_tuser,
+
+    output wire [DATA_W-1:0] m_axis_tdata,
+    output wire [KEEP_W-1:0] m_axis_tkeep,
+    output wire              m_axis_tvalid,
+    input  wire              m_axis_tready,
+    output wire              m_axis_tlast,
+    output reg  [USER_W-1:0] m_axis_tuser,
+    output wire [85:0]       m_key,
+    output wire              m_key_valid,
+
+    // Live counters.
+    output reg  [63:0]       cnt_packets,
+    output reg  [63:0]       cnt_malformed,
+    output reg  [63:0]       cnt_non_ipv4
+);
+
+localparam HDR_BEATS = HDR_BYTES / KEEP_W;
+localparam F_W = $clog2(FIFO_BEATS);
+localparam B_W = $clog2(HDR_BEATS + 1);
+localparam META_DEPTH = 8;
+
+initial begin
+    if (HDR_BYTES % KEEP_W != 0 || HDR_BYTES < 64 || HDR_BYTES > 1024) begin
+        $error("sp_parser: HDR_BYTES must be a multiple of KEEP_W in 64..1024 (got %0d)", HDR_BYTES);
+        $finish;
+    end
+    if (FIFO_BEATS < 2 || (FIFO_BEATS & (FIFO_BEATS - 1)) != 0) begin
+        $error("sp_parser: FIFO_BEATS must be a power of two >= 2 (got %0d)", FIFO_BEATS);
+        $finish;
+    end
+end
+
+// ---- packet buffer -------------------------------------------------------------------------
+reg [DATA_W-1:0] f_data [0:FIFO_BEATS-1];
+reg [KEEP_W-1:0] f_keep [0:FIFO_BEATS-1];
+reg              f_last [0:FIFO_BEATS-1];
+reg [USER_W-1:0] f_user [0:FIFO_BEATS-1];
+reg [F_W:0]      f_wr, f_rd;
+wire             f_full = (f_wr - f_rd) == FIFO_BEATS[F_W:0];
+wire             f_empty = f_wr == f_rd;
+
+// ---- per-packet results ------------------------------------------------------------------------
+reg [85:0] meta_key [0:META_DEPTH-1];
+reg        meta_kv [0:META_DEPTH-1];
+reg        meta_bad [0:META_DEPTH-1];
+reg [3:0]  meta_wr, meta_rd;
+wire       meta_full = (meta_wr - meta_rd) == 4'd8;
+wire       meta_empty = meta_wr == meta_rd;
+
+// ---- header window ---------------------------------------------------------------------------
+reg [HDR_BYTES*8-1:0] win;
+reg [15:0]  win_len;      // bytes captured so far for the current packet
+reg [B_W-1:0] in_beat;    // beat index inside the current packet, saturating at HDR_BEATS
+reg         walk_busy;
+reg         win_done;     // the current packet's window has been handed to the walker
+
+wire in_window = in_beat < HDR_BEATS[B_W-1:0];
+assign s_axis_tready = !f_full && !((walk_busy || start_walk) && in_window);
+wire s_fire = s_axis_tvalid && s_axis_tready;
+
+function [15:0] popcount(input [KEEP_W-1:0] keep);
+    integer n;
+    begin
+        popcount = 16'd0;
+        for (n = 0; n < KEEP_W; n = n + 1) begin
+            popcount = popcount + {15'd0, keep[n]};
+        end
+    end
+endfunction
+
+wire [15:0] beat_bytes = popcount(s_axis_tkeep);
+wire        win_complete = s_fire && !win_done &&
+    (s_axis_tlast || in_beat == HDR_BEATS[B_W-1:0] - 1'b1);
+reg         start_walk;
+reg [15:0]  walk_len;      // bytes of the window the walker may read
+
+always @(posedge clk) begin
+    start_walk <= 1'b0;
+    if (s_fire) begin
+        f_data[f_wr[F_W-1:0]] <= s_axis_tdata;
+        f_keep[f_wr[F_W-1:0]] <= s_axis_tkeep;
+        f_last[f_wr[F_W-1:0]] <= s_axis_tlast;
+        f_user[f_wr[F_W-1:0]] <= s_axis_tuser;
+        f_wr <= f_wr + 1'b1;
+        if (in_window) begin
+            win[in_beat * DATA_W +: DATA_W] <= s_axis_tdata;
+            win_len <= win_len + beat_bytes;
+        end
+        if (s_axis_tlast) begin
+            win_len <= 16'd0;
+        end
+        if (win_complete) begin
+            start_walk <= 1'b1;
+            win_done <= 1'b1;
+            walk_len <= win_len + beat_bytes;
+        end
+        if (s_axis_tlast) begin
+            in_beat <= {B_W{1'b0}};
+            win_done <= 1'b0;
+        end else if (in_window) begin
+            in_beat <= in_beat + 1'b1;
+        end
+    end
+    if (rst) begin
+        f_wr <= {(F_W+1){1'b0}};
+        in_beat <= {B_W{1'b0}};
+        win_len <= 16'd0;
+        win_done <= 1'b0;
+        start_walk <= 1'b0;
+        walk_len <= 16'd0;
+    end
+end
+
+// ---- walker -------------------------------------------------------------------------------------
+localparam W_ETH = 3'd0, W_IP = 3'd1, W_L4 = 3'd2, W_GTP = 3'd3, W_GTPX = 3'd4, W_DONE = 3'd5;
+reg [2:0]  w_state;
+reg [15:0] off;
+reg [31:0] k_src, k_dst;
+reg [15:0] k_port;
+reg [5:0]  k_dscp;
+reg [7:0]  k_proto;
+reg        k_ip, k_bad, k_nonip, k_l4;
+reg        seen_vxlan, seen_gtp;
+reg [2:0]  ext_count;
+
+function [7:0] byte_at(input [15:0] idx);
+    begin
+        byte_at = (idx < HDR_BYTES) ? win[idx * 8 +: 8] : 8'd0;
+    end
+endfunction
+
+function [15:0] be16(input [15:0] idx);
+    begin
+        be16 = {byte_at(idx), byte_at(idx + 16'd1)};
+    end
+endfunction
+
+function [31:0] be32(input [15:0] idx);
+    begin
+        be32 = {be16(idx), be16(idx + 16'd2)};
+    end
+endfunction
+
+// Bytes [off, off+n) are in the window (which the packet may end before).
+function has(input [15:0] from, input [15:0] n);
+    begin
+        has = ({1'b0, from} + {1'b0, n}) <= {1'b0, walk_len};
+    end
+endfunction
+
+wire [7:0]  ip_vihl = byte_at(off);
+wire [15:0] ip_hlen = {10'd0, ip_vihl[3:0], 2'b00};
+wire [15:0] eth_type = be16(off + 16'd12);
+wire [15:0] vlan_type = be16(off + 16'd16);
+wire [15:0] l4_dport = be16(off + 16'd2);
+wire [7:0]  ip_tos = byte_at(off + 16'd1);
+// GTP-U flags: version [7:5], PT [4], E [2], S [1], PN [0].
+wire [7:0]  gtp_flags = byte_at(off);
+wire [7:0]  gtp_type = byte_at(off + 16'd1);
+/* verilator lint_off UNUSEDSIGNAL */
+wire unused_ok = &{1'b0, gtp_flags[4:3], frag_word[15:13], ip_tos[1:0]};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [7:0]  gtp_next = byte_at(off + 16'd11);
+wire [15:0] ext_len = {6'd0, byte_at(off), 2'b00};
+wire [7:0]  ext_next = byte_at(off + ext_len - 16'd1);
+wire [15:0] frag_word = be16(off + 16'd6);
+wire [12:0] frag_off = frag_word[12:0];
+
+always @(posedge clk) begin
+    case (w_state)
+        W_ETH: if (walk_busy) begin
+            if (!has(off, 16'd14)) begin
+                k_bad <= 1'b1;
+                w_state <= W_DONE;
+            end else if (eth_type == 16'h8100) begin
+                if (!has(off, 16'd18)) begin
+                    k_bad <= 1'b1;
+                    w_state <= W_DONE;
+                end else if (vlan_type == 16'h0800) begin
+                    off <= off + 16'd18;
+                    w_state <= W_IP;
+                end else begin
+                    k_nonip <= 1'b1;
+                    w_state <= W_DONE;
+                end
+            end else if (eth_type == 16'h0800) begin
+                off <= off + 16'd14;
+                w_state <= W_IP;
+            end else begin
+                k_nonip <= 1'b1;
+                w_state <= W_DONE;
+            end
+        end
+        W_IP: begin
+            if (!has(off, 16'd20)) begin
+                k_bad <= 1'b1;
+                w_state <= W_DONE;
+            end else if (ip_vihl[7:4] != 4'd4) begin
+                k_nonip <= 1'b1;
+                w_state <= W_DONE;
+            end else if (ip_vihl[3:0] < 4'd5 || !has(off, ip_hlen)) begin
+                k_bad <= 1'b1;
+                w_state <= W_DONE;
+            end else begin
+                k_ip <= 1'b1;
+                k_src <= be32(off + 16'd12);
+                k_dst <= be32(off + 16'd16);
+                k_dscp <= ip_tos[7:2];
+                k_proto <= byte_at(off + 16'd9);
+                k_port <= 16'd0;
+                off <= off + ip_hlen;
+                k_l4 <= 1'b0;
+                if ((byte_at(off + 16'd9) == 8'd17 || byte_at(off + 16'd9) == 8'd6) && frag_off == 13'd0) begin
+                    w_state <= W_L4;
+                end else begin
+                    w_state <= W_DONE;
+                end
+            end
+        end
+        W_L4: begin
+            if (!has(off, 16'd4)) begin
+                k_bad <= 1'b1;
+                w_state <= W_DONE;
+            end else begin
+                k_port <= l4_dport;
+                k_l4 <= 1'b1;
+                w_state <= W_DONE;
+                if (k_proto == 8'd17 && l4_dport == 16'd4789 && !seen_vxlan && !seen_gtp) begin
+                    // UDP (8) + VXLAN (8), then the inner Ethernet frame.
+                    seen_vxlan <= 1'b1;
+                    off <= off + 16'd16;
+                    w_state <= has(off, 16'd16) ? W_ETH : W_DONE;
+                    k_bad <= !has(off, 16'd16);
+                end else if (k_proto == 8'd17 && l4_dport == 16'd2152 && !seen_gtp) begin
+                    seen_gtp <= 1'b1;
+                    off <= off + 16'd8;
+                    w_state <= has(off, 16'd8) ? W_GTP : W_DONE;
+                    k_bad <= !has(off, 16'd8);
+                end
+            end
+        end
+        W_GTP: begin
+            if (!has(off, 16'd8) || gtp_flags[7:5] != 3'd1) begin
+                k_bad <= 1'b1;
+                w_state <= W_DONE;
+            end else if (gtp_type != 8'd255) begin
+                // Signalling (echo, end marker): no user packet inside; the tunnel's own
+                // IPv4 / UDP 2152 stays the innermost key.
+                w_state <= W_DONE;
+            end else if (gtp_flags[2:0] != 3'd0) begin
+                if (!has(off, 16'd12)) begin
+                    k_bad <= 1'b1;
+                    w_state <= W_DONE;
+                end else begin
+                    off <= off + 16'd12;
+                    w_state <= (gtp_flags[2] && gtp_next != 8'd0) ? W_GTPX : W_IP;
+                end
+            end else begin
+                off <= off + 16'd8;
+                w_state <= W_IP;
+            end
+        end
+        W_GTPX: begin
+            // Extension headers: length in 4-byte units, next type in the last byte.
+            if (!has(off, 16'd1) || ext_len == 16'd0 || !has(off, ext_len) || ext_count == 3'd4) begin
+                k_bad <= 1'b1;
+                w_state <= W_DONE;
+            end else begin
+                off <= off + ext_len;
+                ext_count <= ext_count + 3'd1;
+                w_state <= ext_next == 8'd0 ? W_IP : W_GTPX;
+            end
+        end
+        default: ;  // W_DONE: wait below for room in the result FIFO
+    endcase
+    if (w_state == W_DONE && walk_busy && !meta_full) begin
+        walk_busy <= 1'b0;
+        w_state <= W_ETH;
+    end
+    if (start_walk) begin
+        walk_busy <= 1'b1;
+        w_state <= W_ETH;
+        off <= 16'd0;
+        k_ip <= 1'b0;
+        k_bad <= 1'b0;
+        k_nonip <= 1'b0;
+        k_l4 <= 1'b0;
+        seen_vxlan <= 1'b0;
+        seen_gtp <= 1'b0;
+        ext_count <= 3'd0;
+    end
+    if (rst) begin
+        walk_busy <= 1'b0;
+        w_state <= W_ETH;
+    end
+end
+
+wire        walk_done = w_state == W_DONE && walk_busy && !meta_full;
+// A header cut by the window end rather than the packet end ("too deep") counts as
+// malformed too: the walker cannot tell what the innermost header is.
+wire        w_bad = k_bad;
+
+always @(posedge clk) begin
+    if (walk_done) begin
+        meta_key[meta_wr[2:0]] <= {k_src, k_dst, k_dscp, k_l4 ? k_port : 16'd0};
+        meta_kv[meta_wr[2:0]] <= k_ip && !w_bad && !k_nonip;
+        meta_bad[meta_wr[2:0]] <= w_bad;
+        meta_wr <= meta_wr + 4'd1;
+        cnt_packets <= cnt_packets + 64'd1;
+        if (w_bad) begin
+            cnt_malformed <= cnt_malformed + 64'd1;
+        end else if (k_nonip || !k_ip) begin
+            cnt_non_ipv4 <= cnt_non_ipv4 + 64'd1;
+        end
+    end
+    if (rst) begin
+        meta_wr <= 4'd0;
+        cnt_packets <= 64'd0;
+        cnt_malformed <= 64'd0;
+        cnt_non_ipv4 <= 64'd0;
+    end
+end
+
+// ---- output --------------------------------------------------------------------------------------
+assign m_axis_tvalid = !f_empty && !meta_empty;
+assign m_axis_tdata = f_data[f_rd[F_W-1:0]];
+assign m_axis_tkeep = f_keep[f_rd[F_W-1:0]];
+assign m_axis_tlast = f_last[f_rd[F_W-1:0]];
+assign m_key = meta_key[meta_rd[2:0]];
+assign m_key_valid = meta_kv[meta_rd[2:0]];
+always @* begin
+    m_axis_tuser = f_user[f_rd[F_W-1:0]];
+    m_axis_tuser[`SP_MALFORMED] = meta_bad[meta_rd[2:0]];
+end
+wire m_fire = m_axis_tvalid && m_axis_tready;
+
+always @(posedge clk) begin
+    if (m_fire) begin
+        f_rd <= f_rd + 1'b1;
+        if (m_axis_tlast) begin
+            meta_rd <= meta_rd + 4'd1;
+        end
+    end
+    if (rst) begin
+        f_rd <= {(F_W+1){1'b0}};
+        meta_rd <= 4'd0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,179 @@
+"""sp_tcam: ternary semantics, lowest index wins, entry count, shadow-bank writes, bank flip."""
+
+from __future__ import annotations
+
+import ast
+import os
+import random
+from dataclasses import dataclass
+
+import cocotb
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ReadOnly, RisingEdge
+
+KEY_W = 86
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: int
+    mask: int
+    action: int
+
+    def words(self) -> list[int]:
+        k, m = self.key, self.mask
+        return [k >> 54, (k >> 22) & 0xFFFFFFFF, k & 0x3FFFFF, m >> 54, (m >> 22) & 0xFFFFFFFF, m & 0x3FFFFF,
+                self.action]
+
+
+def entry_addr(bank: int, index: int, word: int) -> int:
+    return 0x10000 + 0x8000 * bank + 0x20 * index + 4 * word
+
+
+class TB:
+    def __init__(self, dut: object) -> None:
+        self.dut = dut
+        self.entries = int(ast.literal_eval(os.environ.get("SP_PARAMS", "{}")).get("ENTRIES", 64))
+        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
+
+    async def reset(self) -> None:
+        d = self.dut
+        d.rst.value = 1
+        d.reg_wr_en.value = 0
+        d.reg_rd_en.value = 0
+        d.lookup_key.value = 0
+        for _ in range(3):
+            await RisingEdge(d.clk)
+        d.rst.value = 0
+        await RisingEdge(d.clk)
+
+    async def write(self, addr: int, data: int) -> None:
+        d = self.dut
+        d.reg_wr_en.value = 1
+        d.reg_wr_addr.value = addr
+        d.reg_wr_data.value = data
+        await RisingEdge(d.clk)
+        d.reg_wr_en.value = 0
+
+    async def read(self, addr: int) -> int:
+        d = self.dut
+        d.reg_rd_en.value = 1
+        d.reg_rd_addr.value = addr
+        await RisingEdge(d.clk)
+        d.reg_rd_en.value = 0
+        await ReadOnly()
+        value = int(d.reg_rd_data.value)
+        await RisingEdge(d.clk)
+        return value
+
+    async def load(self, bank: int, entries: list[Entry]) -> None:
+        for i, e in enumerate(entries):
+            for w, v in enumerate(e.words()):
+                await self.write(entry_addr(bank, i, w), v)
+        await self.write(0x20 + 0x10 * bank, len(entries))
+
+    async def lookup(self, key: int) -> tuple[bool, int, int]:
+        self.dut.lookup_key.value = key
+        await ReadOnly()
+        out = (bool(self.dut.lookup_hit.value), int(self.dut.lookup_index.value),
+               int(self.dut.lookup_action.value))
+        await RisingEdge(self.dut.clk)
+        return out
+
+
+def model(entries: list[Entry], key: int) -> tuple[bool, int, int]:
+    for i, e in enumerate(entries):
+        if key & e.mask == e.key:
+            return True, i, e.action
+    return False, 0, 0
+
+
+def random_entry(rng: random.Random) -> Entry:
+    # Prefix-like masks per field plus fully random ones, so both shapes are exercised.
+    mask = 0
+    for lo, width in ((54, 32), (22, 32), (16, 6), (0, 16)):
+        kind = rng.random()
+        if kind < 0.3:
+            m = 0
+        elif kind < 0.7:
+            n = rng.randint(0, width)
+            m = ((1 << n) - 1) << (width - n)
+        else:
+            m = rng.getrandbits(width)
+        mask |= m << lo
+    return Entry(rng.getrandbits(KEY_W) & mask, mask, rng.getrandbits(24))
+
+
+def key_near(rng: random.Random, entries: list[Entry]) -> int:
+    """A key that matches some entry's care bits, perturbed now and then."""
+    if not entries or rng.random() < 0.2:
+        return rng.getrandbits(KEY_W)
+    e = rng.choice(entries)
+    key = e.key | (rng.getrandbits(KEY_W) & ~e.mask & ((1 << KEY_W) - 1))
+    if rng.random() < 0.3:
+        key ^= 1 << rng.randrange(KEY_W)
+    return key
+
+
+@cocotb.test()
+async def ternary_random_against_model(dut: object) -> None:
+    tb = TB(dut)
+    await tb.reset()
+    rng = random.Random(5)
+    entries = [random_entry(rng) for _ in range(tb.entries)]
+    await tb.load(1, entries)
+    await tb.write(0x0, 1)
+    for _ in range(400):
+        key = key_near(rng, entries)
+        assert await tb.lookup(key) == model(entries, key), hex(key)
+
+
+@cocotb.test()
+async def lowest_index_wins_and_count_limits(dut: object) -> None:
+    tb = TB(dut)
+    await tb.reset()
+    wildcard = Entry(0, 0, 0xAAAAAA)
+    exact_key = (0x0A000001 << 54) | (0x0A000002 << 22) | (46 << 16) | 5000
+    exact = Entry(exact_key, (1 << KEY_W) - 1, 0x010203)
+    await tb.load(1, [exact, wildcard])
+    await tb.write(0x0, 1)
+    assert await tb.lookup(exact_key) == (True, 0, 0x010203)
+    assert await tb.lookup(exact_key ^ 1) == (True, 1, 0xAAAAAA)
+    # Entries at index >= COUNT are ignored: shrink the table to the exact entry only.
+    await tb.load(0, [exact, wildcard])
+    await tb.write(0x20, 1)
+    await tb.write(0x0, 0)
+    assert await tb.lookup(exact_key ^ 1) == (False, 0, 0)
+    assert await tb.lookup(exact_key) == (True, 0, 0x010203)
+
+
+@cocotb.test()
+async def active_bank_is_write_protected(dut: object) -> None:
+    tb = TB(dut)
+    await tb.reset()
+    entry = Entry(0, 0, 0x000301)
+    await tb.load(1, [entry])
+    await tb.write(0x24 + 0x10, 0xDEADBEEF)  # version lo of bank 1
+    await tb.write(0x0, 1)
+    assert await tb.read(0x0) == 1
+    # A write into the active bank is refused and counted; lookups never see it.
+    await tb.write(entry_addr(1, 0, 6), 0x0000FF)
+    assert await tb.read(0x4) == 1
+    assert await tb.lookup(123) == (True, 0, 0x000301)
+    assert await tb.read(entry_addr(1, 0, 6)) == 0x000301
+    assert await tb.read(0x34) == 0xDEADBEEF
+    assert await tb.read(0x30) == 1
+    # Read-back returns what was written, field by field.
+    other = Entry((0x0A000001 << 54) | 7, ((1 << 32) - 1) << 54 | 0xFFFF, 0x050607)
+    await tb.load(0, [other])
+    assert [await tb.read(entry_addr(0, 0, w)) for w in range(7)] == other.words()
+    # Flipping banks switches the table in one write.
+    await tb.write(0x0, 0)
+    assert await tb.lookup((0x0A000001 << 54) | 7) == (True, 0, 0x050607)
+    assert await tb.lookup(7) == (False, 0, 0)
+
+
+@pytest.mark.parametrize("entries", [64, 4])
+def test_sp_tcam(cocotb_run, entries: int) -> None:  # type: ignore[no-untyped-def]
+    cocotb_run("sp_tcam", __file__, {"ENTRIES": entries})
