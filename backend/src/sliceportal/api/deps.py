@@ -17,7 +17,7 @@ from sliceportal.api.errors import ApiError
 from sliceportal.core.config import Settings
 from sliceportal.core.security import api_key_prefix, decode_access_token, sha256
 from sliceportal.models import ApiKey, Role, Scope, User
-from sliceportal.models.audit import Actor, current_actor
+from sliceportal.models.audit import Actor, set_actor
 
 oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/login/access-token", auto_error=False)
 
@@ -100,7 +100,7 @@ def get_principal(
             raise _unauthorized("user disabled or removed")
         principal = Principal(user.id, user.username, Role(user.role), user.tenant_id,
                               ROLE_SCOPES[Role(user.role)], "token")
-    current_actor.set(Actor(principal.user_id, principal.username, principal.via))
+    set_actor(session, Actor(principal.user_id, principal.username, principal.via))
     return principal
 
 

@@ -2,12 +2,12 @@
 
 Change logging lives here, in the model layer, not in the views: a ``after_flush``
 listener records every insert, update and delete of an ``AuditedMixin`` row, so no API
-route can forget it. The actor comes from a context variable the API sets per request.
+route can forget it. The actor is carried by the session (``set_actor``), which the API
+does once per request when it authenticates the caller.
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,7 +27,15 @@ class Actor:
 
 
 SYSTEM = Actor(None, "system", "system")
-current_actor: ContextVar[Actor] = ContextVar("current_actor", default=SYSTEM)
+
+
+def set_actor(session: Session, actor: Actor) -> None:
+    session.info["actor"] = actor
+
+
+def actor_of(session: Session) -> Actor:
+    actor: Actor = session.info.get("actor", SYSTEM)
+    return actor
 
 
 class AuditLog(IdMixin, Base):
@@ -55,7 +63,7 @@ def record(session: Session, action: str, object_type: str, object_id: int | Non
            before: dict[str, Any] | None = None, after: dict[str, Any] | None = None,
            tenant_id: int | None = None) -> None:
     """Log an action that is not a plain row change (deploy, import, login ...)."""
-    actor = current_actor.get()
+    actor = actor_of(session)
     session.execute(insert(AuditLog).values(
         actor_id=actor.user_id, actor=actor.name, via=actor.via, action=action,
         object_type=object_type, object_id=object_id, tenant_id=tenant_id,
@@ -84,7 +92,7 @@ def _capture_before(session: Session, _ctx: Any, _instances: Any) -> None:
 @event.listens_for(Session, "after_flush")
 def _write_audit(session: Session, _ctx: Any) -> None:
     pending: dict[int, dict[str, Any]] = session.info.pop("audit_before", {})
-    actor = current_actor.get()
+    actor = actor_of(session)
     rows: list[dict[str, Any]] = []
 
     def add(action: str, obj: AuditedMixin, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:

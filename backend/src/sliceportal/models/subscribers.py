@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
-from sqlalchemy import ARRAY, BigInteger, Column, ForeignKey, Index, String, Table, UniqueConstraint
-from sqlalchemy.dialects.postgresql import INET
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, String, Table, UniqueConstraint
+from sqlalchemy.dialects.postgresql import ARRAY, INET
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from sliceportal.models.base import AuditedMixin, Base, IdMixin, TimestampMixin

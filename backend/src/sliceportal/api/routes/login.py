@@ -19,7 +19,7 @@ from sliceportal.core.security import (
     verify_password,
 )
 from sliceportal.models import LoginAttempt, RefreshToken, User
-from sliceportal.models.audit import Actor, current_actor, record
+from sliceportal.models.audit import Actor, record, set_actor
 from sliceportal.schemas.auth import RefreshRequest, Token
 
 router = APIRouter(prefix="/login", tags=["login"])
@@ -51,7 +51,7 @@ def login(request: Request, session: SessionDep, settings: SettingsDep,
         session.commit()
         raise ApiError(401, "Login failed", "wrong username or password",
                        headers={"WWW-Authenticate": "Bearer"})
-    current_actor.set(Actor(user.id, user.username, "login"))
+    set_actor(session, Actor(user.id, user.username, "login"))
     record(session, "login", "user_account", user.id, tenant_id=user.tenant_id)
     token = _issue(session, settings, user)
     session.commit()

@@ -1,0 +1,230 @@
+"""Network namespaces ``<prefix>edge``, ``<prefix>core`` and ``<prefix>alt`` on one bridge.
+
+::
+
+      <prefix>edge                        <prefix>core
+     br0 10.77.0.1 ── p-core ═══ veth ═══ eth0 10.77.0.2   (data planes attach here)
+          └────────── p-alt  ═══ veth ═══ eth0 10.77.0.3
+                                          <prefix>alt
+
+The bridge in ``edge`` plays the switch of seed 001 Fig. 3: a frame the core sends back
+out of its port (XDP_TX) with the alt node's MAC reaches ``alt``. Every veth end has GRO
+on, which gives veth a NAPI context: frames sent back with XDP_TX / redirect are dropped
+by a veth peer without one (a real NIC always has it).
+
+``Testbed(prefix)`` is a context manager; entering removes any leftovers of an earlier
+run with the same prefix (a crashed test), leaving tears everything down. Needs root.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+
+ROLES = ("edge", "core", "alt")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class TestbedError(RuntimeError):
+    """A namespace / link operation failed; the message holds the command and its error."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    role: str
+    netns: str
+    ifname: str  # the interface traffic enters / leaves through
+    mac: str
+    ip: str
+    prefix_len: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStats:
+    rx_packets: int
+    rx_bytes: int
+    rx_dropped: int
+    tx_packets: int
+    tx_bytes: int
+    tx_dropped: int
+
+
+def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise TestbedError(f"{' '.join(argv)}: {p.stderr.strip() or p.stdout.strip()}")
+    return p
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise TestbedError(f"setns: {os.strerror(err)}")
+
+
+@contextmanager
+def in_netns(name: str) -> Iterator[None]:
+    """Run the block in namespace ``name`` (this thread only); sockets opened inside stay
+    in it afterwards."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    except FileNotFoundError as e:
+        os.close(own)
+        raise TestbedError(f"no network namespace {name!r}") from e
+    try:
+        _setns(target)
+        try:
+            yield
+        finally:
+            _setns(own)
+    finally:
+        os.close(target)
+        os.close(own)
+
+
+def namespaces(prefix: str) -> list[str]:
+    return [f"{prefix}{r}" for r in ROLES]
+
+
+def cleanup(prefix: str) -> list[str]:
+    """Remove every namespace this prefix's testbed creates; returns those removed."""
+    existing = set(_run(["ip", "netns", "list"]).stdout.split())
+    removed = []
+    for ns in namespaces(prefix):
+        if ns in existing:
+            _run(["ip", "netns", "del", ns])
+            removed.append(ns)
+    return removed
+
+
+class Testbed:
+    def __init__(self, prefix: str = "sp-", subnet: str = "10.77.0.0/24") -> None:
+        if not prefix or len(prefix) > 20 or not all(c.isalnum() or c in "-_" for c in prefix):
+            raise ValueError(f"bad namespace prefix {prefix!r}")
+        net = ipaddress.IPv4Network(subnet)
+        if net.num_addresses < 8:
+            raise ValueError(f"subnet {subnet} too small")
+        self.prefix = prefix
+        hosts = list(net.hosts())[:3]
+        self.nodes: dict[str, Node] = {
+            role: Node(
+                role=role,
+                netns=f"{prefix}{role}",
+                ifname="br0" if role == "edge" else "eth0",
+                mac=f"02:53:50:00:00:{i + 1:02x}",
+                ip=str(hosts[i]),
+                prefix_len=net.prefixlen,
+            )
+            for i, role in enumerate(ROLES)
+        }
+        self._up = False
+
+    def __getitem__(self, role: str) -> Node:
+        return self.nodes[role]
+
+    def __enter__(self) -> Testbed:
+        cleanup(self.prefix)
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.down()
+
+    def up(self) -> None:
+        edge, core, alt = (self.nodes[r] for r in ROLES)
+        for n in self.nodes.values():
+            _run(["ip", "netns", "add", n.netns])
+            _run(["ip", "-n", n.netns, "link", "set", "lo", "up"])
+        e = edge.netns
+        _run(
+            [
+                "ip",
+                "-n",
+                e,
+                "link",
+                "add",
+                "br0",
+                "address",
+                edge.mac,
+                "type",
+                "bridge",
+                "stp_state",
+                "0",
+                "forward_delay",
+                "0",
+            ]
+        )
+        for port, peer in (("p-core", core), ("p-alt", alt)):
+            _run(["ip", "link", "add", port, "netns", e, "type", "veth", "peer", "eth0", "netns", peer.netns])
+            _run(["ip", "-n", peer.netns, "link", "set", "eth0", "address", peer.mac])
+            _run(["ip", "-n", e, "link", "set", port, "master", "br0"])
+            for ns, dev in ((e, port), (peer.netns, "eth0")):
+                _run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "gro", "on"])
+                _run(["ip", "-n", ns, "link", "set", dev, "up"])
+            _run(["ip", "-n", peer.netns, "addr", "add", f"{peer.ip}/{peer.prefix_len}", "dev", "eth0"])
+        _run(["ip", "-n", e, "addr", "add", f"{edge.ip}/{edge.prefix_len}", "dev", "br0"])
+        _run(["ip", "-n", e, "link", "set", "br0", "up"])
+        # static neighbours: no ARP races in the first packets of a test
+        for a in self.nodes.values():
+            for b in self.nodes.values():
+                if a is not b:
+                    _run(
+                        [
+                            "ip",
+                            "-n",
+                            a.netns,
+                            "neigh",
+                            "replace",
+                            b.ip,
+                            "lladdr",
+                            b.mac,
+                            "dev",
+                            a.ifname,
+                            "nud",
+                            "permanent",
+                        ]
+                    )
+        self._up = True
+
+    def down(self) -> None:
+        cleanup(self.prefix)
+        self._up = False
+
+    def exec(self, role: str, argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+        return _run(["ip", "netns", "exec", self.nodes[role].netns, *argv], check=check)
+
+    def link_stats(self, role: str, ifname: str | None = None) -> LinkStats:
+        n = self.nodes[role]
+        out = _run(["ip", "-n", n.netns, "-s", "-j", "link", "show", "dev", ifname or n.ifname]).stdout
+        s = json.loads(out)[0]["stats64"]
+        rx, tx = s["rx"], s["tx"]
+        return LinkStats(rx["packets"], rx["bytes"], rx["dropped"], tx["packets"], tx["bytes"], tx["dropped"])
+
+    def send(self, role: str, frames: Iterable[bytes], ifname: str | None = None) -> int:
+        """Send raw Ethernet frames out of a node's interface; returns how many."""
+        n = self.nodes[role]
+        with in_netns(n.netns):
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        sent = 0
+        with s:
+            s.bind((ifname or n.ifname, 0))
+            for f in frames:
+                s.send(f)
+                sent += 1
+        return sent

@@ -1,0 +1,155 @@
+"""Feed a ``Meter`` from a pcap file or live from an interface (AF_PACKET).
+
+Receive times: a pcap's record time (ns or µs resolution, as the file says); live, the
+kernel's receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME), taken when the frame entered
+the stack, so time spent queued in our socket buffer is not counted as network delay.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scapy.error import Scapy_Exception
+from scapy.utils import RawPcapNgReader, RawPcapReader
+
+from sliceportal.traffic import netns
+from sliceportal.traffic.meter import Meter
+from sliceportal.traffic.wire import locate
+
+ETH_P_ALL = 0x0003
+SO_TIMESTAMPNS = 35  # also the SCM type of the ancillary message
+SO_RCVBUFFORCE = 33  # not exported by the socket module
+PACKET_OUTGOING = 4
+_TIMESPEC = struct.Struct("@qq")
+_MAX_FRAME = 65536
+RCVBUF_BYTES = 64 << 20
+
+
+class CaptureError(OSError):
+    """An interface or file the meter cannot read."""
+
+
+def measure_pcap(path: Path, meter: Meter) -> int:
+    """Add every frame of a pcap / pcapng file to ``meter``; returns the frames read."""
+    try:
+        reader = RawPcapReader(str(path))
+    except (OSError, Scapy_Exception) as exc:
+        raise CaptureError(f"cannot read capture {path}: {exc}") from exc
+    frames = 0
+    add, foreign = meter.add, meter.add_foreign
+    with reader:
+        if isinstance(reader, RawPcapNgReader):
+            for frame, meta in reader:
+                frames += 1
+                found = locate(frame)
+                if found is None:
+                    foreign()
+                    continue
+                ng: Any = meta  # scapy types it as the pcap metadata; pcapng's has other fields
+                ticks = (ng.tshigh << 32) | ng.tslow
+                recv_ns = ticks * 1_000_000_000 // ng.tsresol
+                add(found[0], found[1], found[2], recv_ns, len(frame))
+        else:
+            scale = 1 if getattr(reader, "nano", False) else 1000
+            for frame, meta in reader:
+                frames += 1
+                found = locate(frame)
+                if found is None:
+                    foreign()
+                    continue
+                add(found[0], found[1], found[2], meta.sec * 1_000_000_000 + meta.usec * scale, len(frame))
+    return frames
+
+
+def open_capture(iface: str, namespace: str | None = None) -> socket.socket:
+    """A raw AF_PACKET socket on ``iface`` with kernel receive timestamps and a large buffer.
+
+    Open it before the sender starts so that no early packet is missed.
+    """
+    try:
+        with netns.entered(namespace):
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                try:  # beyond rmem_max needs CAP_NET_ADMIN; fall back quietly
+                    sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES)
+                except PermissionError:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
+                sock.bind((iface, ETH_P_ALL))
+            except OSError:
+                sock.close()
+                raise
+    except OSError as exc:
+        raise CaptureError(f"cannot capture on {iface!r} (namespace {namespace}): {exc}") from exc
+    return sock
+
+
+@dataclass(slots=True)
+class CaptureStats:
+    frames: int = 0
+    outgoing_skipped: int = 0
+
+
+def run_capture(
+    sock: socket.socket,
+    meter: Meter,
+    *,
+    duration_s: float | None = None,
+    idle_s: float | None = None,
+    stop: threading.Event | None = None,
+) -> CaptureStats:
+    """Read ``sock`` into ``meter`` until ``duration_s`` passes, ``idle_s`` passes without a
+    frame after the first one, or ``stop`` is set. Frames we sent ourselves are skipped.
+    """
+    stats = CaptureStats()
+    buf = bytearray(_MAX_FRAME)
+    view = memoryview(buf)
+    anc = socket.CMSG_SPACE(_TIMESPEC.size)
+    deadline = None if duration_s is None else time.monotonic() + duration_s
+    last_frame = time.monotonic()
+    add, foreign = meter.add, meter.add_foreign
+    sock.setblocking(False)
+    while True:
+        now = time.monotonic()
+        if stop is not None and stop.is_set():
+            break
+        if deadline is not None and now >= deadline:
+            break
+        if idle_s is not None and stats.frames and now - last_frame >= idle_s:
+            break
+        ready, _, _ = select.select([sock], [], [], 0.05)
+        if not ready:
+            continue
+        while True:  # drain everything queued before looking at the clocks again
+            try:
+                n, ancdata, _, addr = sock.recvmsg_into([buf], anc)
+            except BlockingIOError:
+                break
+            if addr[2] == PACKET_OUTGOING:
+                stats.outgoing_skipped += 1
+                continue
+            stats.frames += 1
+            recv_ns = _kernel_time(ancdata)
+            frame = bytes(view[:n])
+            found = locate(frame)
+            if found is None:
+                foreign()
+            else:
+                add(found[0], found[1], found[2], recv_ns, n)
+        last_frame = time.monotonic()
+    return stats
+
+
+def _kernel_time(ancdata: list[tuple[int, int, bytes]]) -> int:
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            return int(sec * 1_000_000_000 + nsec)
+    return time.time_ns()  # the kernel gave no stamp: the best we have is now

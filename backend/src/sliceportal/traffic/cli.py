@@ -1,0 +1,158 @@
+"""``sliceportal traffic …``: generate scenarios to pcap, send them live, measure them.
+
+sliceportal traffic pcap out.pcap --scenario table3 --slices 4 --rate 100000 --packets 200000
+sliceportal traffic send tx0 --netns edge --scenario table1 --size 512 --rate 50000 --duration 5
+sliceportal traffic measure --pcap out.pcap --scenario table3 --slices 4 --sent out.sent.json
+sliceportal traffic measure --iface rx0 --netns core --duration 6 --scenario table3 --slices 4
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from sliceportal.traffic import capture, scenarios
+from sliceportal.traffic.meter import Meter, MeterReport
+from sliceportal.traffic.netns import NetnsError
+from sliceportal.traffic.pcapgen import SentReport, write_pcap
+from sliceportal.traffic.profiles import Bursts, ConstantRate, Profile, ProfileError
+from sliceportal.traffic.scenarios import ScenarioError, ScenarioFlow
+
+app = typer.Typer(help="Traffic of the papers' scenarios: to pcap, onto an interface, and measured.")
+
+
+class Scenario(StrEnum):
+    TABLE3 = "table3"  # seed 000 Table 3
+    TABLE1 = "table1"  # seed 001 Table 1
+
+
+ScenarioOpt = Annotated[Scenario, typer.Option(help="table3: seed 000 Table 3; table1: seed 001 Table 1")]
+SlicesOpt = Annotated[int, typer.Option(help="table3: slices (1, 2, 4, 8, 16)")]
+UsersOpt = Annotated[int, typer.Option(help="table3: users per slice")]
+SizeOpt = Annotated[int, typer.Option(help="frame size in bytes (table1: 1500 … 132)")]
+LanesOpt = Annotated[int, typer.Option(help="lanes of the backend results are folded onto (8, 4, 2, 1)")]
+
+
+def _flows(scenario: Scenario, slices: int, users: int, size: int) -> list[ScenarioFlow]:
+    if scenario is Scenario.TABLE3:
+        return scenarios.table3(slices, users, size)
+    return scenarios.table1(size)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+def _dump(model: SentReport | MeterReport, out: Path | None) -> None:
+    text = model.model_dump_json(indent=2)
+    if out is None:
+        sys.stdout.write(text + "\n")
+    else:
+        out.write_text(text + "\n")
+
+
+@app.command()
+def pcap(
+    out: Annotated[Path, typer.Argument(help="pcap file to write (nanosecond timestamps)")],
+    scenario: ScenarioOpt = Scenario.TABLE3,
+    slices: SlicesOpt = 1,
+    users: UsersOpt = scenarios.USERS_PER_SLICE,
+    size: SizeOpt = scenarios.TABLE3_FRAME_SIZE,
+    rate: Annotated[float, typer.Option(help="average packets/s of the schedule")] = 100_000.0,
+    packets: Annotated[int | None, typer.Option(help="stop after this many packets")] = None,
+    duration: Annotated[float | None, typer.Option(help="stop after this many seconds of schedule")] = None,
+    burst: Annotated[int, typer.Option(help="packets per burst (1: constant rate)")] = 1,
+    peak_rate: Annotated[float | None, typer.Option(help="packets/s inside a burst")] = None,
+    sent_json: Annotated[Path | None, typer.Option(help="write per-flow sent counts here")] = None,
+) -> None:
+    """Write a scenario to a pcap; each record's time is its scheduled send time."""
+    try:
+        flows = _flows(scenario, slices, users, size)
+        profile: Profile = (
+            ConstantRate(rate) if burst <= 1 else Bursts(rate, burst, peak_rate if peak_rate else rate * 10)
+        )
+        if packets is None and duration is None:
+            packets = len(flows) * 10
+        report = write_pcap(out, flows, profile, packets=packets, duration_s=duration)
+    except (ScenarioError, ProfileError, OSError) as exc:
+        _fail(str(exc))
+        return
+    _dump(report, sent_json)
+    typer.echo(f"wrote {report.packets} packets of {len(flows)} flows to {out}", err=True)
+
+
+@app.command()
+def send(
+    iface: Annotated[str, typer.Argument(help="interface to send on")],
+    netns: Annotated[str | None, typer.Option(help="network namespace of the interface")] = None,
+    scenario: ScenarioOpt = Scenario.TABLE3,
+    slices: SlicesOpt = 1,
+    users: UsersOpt = scenarios.USERS_PER_SLICE,
+    size: SizeOpt = scenarios.TABLE3_FRAME_SIZE,
+    rate: Annotated[float | None, typer.Option(help="packets/s (omit: as fast as possible)")] = None,
+    packets: Annotated[int | None, typer.Option(help="stop after this many packets")] = None,
+    duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
+    sent_json: Annotated[Path | None, typer.Option(help="write the send report here")] = None,
+) -> None:
+    """Send a scenario live onto an interface at a set rate (needs CAP_NET_RAW)."""
+    from sliceportal.traffic.sender import SendError, open_sender
+    from sliceportal.traffic.sender import send as send_flows
+
+    if packets is None and duration is None:
+        duration = 1.0
+    try:
+        flows = _flows(scenario, slices, users, size)
+        with open_sender(iface, netns) as sock:
+            report = send_flows(sock, flows, rate_pps=rate, packets=packets, duration_s=duration)
+    except (ScenarioError, SendError, NetnsError) as exc:
+        _fail(str(exc))
+        return
+    _dump(report, sent_json)
+    typer.echo(
+        f"sent {report.packets} packets at {report.packets / max(report.duration_s, 1e-9):.0f} pps", err=True
+    )
+
+
+@app.command()
+def measure(
+    pcap_file: Annotated[Path | None, typer.Option("--pcap", help="read this capture")] = None,
+    iface: Annotated[str | None, typer.Option(help="capture live on this interface")] = None,
+    netns: Annotated[str | None, typer.Option(help="network namespace of the interface")] = None,
+    duration: Annotated[float, typer.Option(help="live: capture this many seconds")] = 5.0,
+    idle: Annotated[float | None, typer.Option(help="live: stop after this many idle seconds")] = None,
+    scenario: ScenarioOpt = Scenario.TABLE3,
+    slices: SlicesOpt = 1,
+    users: UsersOpt = scenarios.USERS_PER_SLICE,
+    size: SizeOpt = scenarios.TABLE3_FRAME_SIZE,
+    lanes: LanesOpt = 8,
+    sent: Annotated[Path | None, typer.Option(help="sender report (JSON) with per-flow counts")] = None,
+    out: Annotated[Path | None, typer.Option(help="write the JSON report here (default stdout)")] = None,
+) -> None:
+    """Measure loss, delay, jitter and reordering per flow, slice and lane (JSON report)."""
+    if (pcap_file is None) == (iface is None):
+        _fail("give exactly one of --pcap or --iface")
+        return
+    if lanes not in (1, 2, 4, 8):
+        _fail(f"--lanes must be 1, 2, 4 or 8, got {lanes}")
+        return
+    try:
+        flows = _flows(scenario, slices, users, size)
+        places = {sf.flow_id: (sf.slice_index, sf.lane(lanes)) for sf in flows}
+        counts = SentReport.model_validate(json.loads(sent.read_text())).sent if sent else None
+        meter = Meter(places, counts)
+        if pcap_file is not None:
+            capture.measure_pcap(pcap_file, meter)
+        elif iface is not None:
+            with capture.open_capture(iface, netns) as sock:
+                capture.run_capture(sock, meter, duration_s=duration, idle_s=idle)
+    except (ScenarioError, capture.CaptureError, NetnsError, ValidationError, ValueError, OSError) as exc:
+        _fail(str(exc))
+        return
+    _dump(meter.report(), out)
