@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-
 from sliceportal.traffic import scenarios
 from sliceportal.traffic.scenarios import ScenarioError, table1, table3
 

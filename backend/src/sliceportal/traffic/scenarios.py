@@ -20,6 +20,7 @@ packet rate, at the frame sizes of the table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sliceportal.rules.ir import CATALOGUE_LANES, fold_lane
 from sliceportal.traffic.packets import PAYLOAD_HEADER, Encap, Flow, Underlay, build
@@ -148,9 +149,21 @@ def table1(
     return flows
 
 
+@lru_cache(maxsize=64)
+def _header_len(encap: Encap, proto: str, has_vlan: bool, underlay: Underlay) -> int:
+    # Header bytes depend only on which layers are present, not on the field values.
+    probe = Flow("10.0.0.1", "10.0.0.2", 1, proto=proto, vlan=1 if has_vlan else None, encap=encap)
+    return len(build(probe, b"", underlay))
+
+
+def header_len(flow: Flow, underlay: Underlay = DEFAULT_UNDERLAY) -> int:
+    """Bytes of ``flow``'s frames before the innermost payload."""
+    return _header_len(flow.encap, flow.proto, flow.vlan is not None, underlay)
+
+
 def min_frame_size(flow: Flow, underlay: Underlay = DEFAULT_UNDERLAY) -> int:
     """The smallest frame of ``flow`` that still carries the flow id / seq / timestamp header."""
-    return len(build(flow, bytes(PAYLOAD_HEADER.size), underlay))
+    return header_len(flow, underlay) + PAYLOAD_HEADER.size
 
 
 def check_frame_sizes(flows: list[ScenarioFlow]) -> None:

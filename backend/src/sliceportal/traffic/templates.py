@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
 
-from sliceportal.traffic.packets import PAYLOAD_HEADER, Encap, Flow, Underlay, build, build_bytes, payload
+from sliceportal.traffic.packets import PAYLOAD_HEADER, Underlay, build_bytes, payload
 from sliceportal.traffic.scenarios import DEFAULT_UNDERLAY, ScenarioError, ScenarioFlow
+from sliceportal.traffic.scenarios import header_len as scenario_header_len
 
 # Offsets inside the payload header "!HIQQ": magic, flow id, sequence, send time.
 SEQ_OFFSET = 6
@@ -65,15 +65,8 @@ class Template:
         return b"".join(self.parts_at(seq, send_ns))
 
 
-@lru_cache(maxsize=64)
-def _header_len(encap: str, proto: str, has_vlan: bool, underlay: Underlay) -> int:
-    # Header bytes depend only on which layers are present, not on the field values.
-    probe = Flow("10.0.0.1", "10.0.0.2", 1, proto=proto, vlan=1 if has_vlan else None, encap=Encap(encap))
-    return len(build(probe, b"", underlay))
-
-
 def make_template(sf: ScenarioFlow, underlay: Underlay = DEFAULT_UNDERLAY) -> Template:
-    header_len = _header_len(sf.flow.encap, sf.flow.proto, sf.flow.vlan is not None, underlay)
+    header_len = scenario_header_len(sf.flow, underlay)
     size = sf.frame_size - header_len
     if size < PAYLOAD_HEADER.size:
         raise ScenarioError(f"frame size {sf.frame_size} B leaves no room for the payload header")
