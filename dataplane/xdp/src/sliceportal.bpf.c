@@ -604,3 +604,11 @@ out:
 	}
 	return verdict;
 }
+
+/* Attached to the veth peer of the data-plane interface (driver option tx_peer): veth
+ * delivers XDP_TX frames only to a peer that runs an XDP program itself. */
+SEC("xdp")
+int sliceportal_peer_pass(struct xdp_md *ctx)
+{
+	return XDP_PASS;
+}

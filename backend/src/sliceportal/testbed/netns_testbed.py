@@ -8,9 +8,9 @@
                                           <prefix>alt
 
 The bridge in ``edge`` plays the switch of seed 001 Fig. 3: a frame the core sends back
-out of its port (XDP_TX) with the alt node's MAC reaches ``alt``. Every veth end has GRO
-on, which gives veth a NAPI context: frames sent back with XDP_TX / redirect are dropped
-by a veth peer without one (a real NIC always has it).
+out of its port (XDP_TX) with the alt node's MAC reaches ``alt``. (On veth, frames sent
+back with XDP_TX only arrive when the peer end — ``p-core`` — runs an XDP program too; a
+data plane that needs that attaches one itself: the testbed stays generic.)
 
 ``Testbed(prefix)`` is a context manager; entering removes any leftovers of an earlier
 run with the same prefix (a crashed test), leaving tears everything down. Needs root.
@@ -129,6 +129,10 @@ class Testbed:
         }
         self._up = False
 
+    def peer_port(self, role: str) -> str:
+        """The bridge port in ``edge`` facing ``role``'s interface."""
+        return f"p-{role}"
+
     def __getitem__(self, role: str) -> Node:
         return self.nodes[role]
 
@@ -175,7 +179,6 @@ class Testbed:
             _run(["ip", "-n", peer.netns, "link", "set", "eth0", "address", peer.mac])
             _run(["ip", "-n", e, "link", "set", port, "master", "br0"])
             for ns, dev in ((e, port), (peer.netns, "eth0")):
-                _run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "gro", "on"])
                 _run(["ip", "-n", ns, "link", "set", dev, "up"])
             _run(["ip", "-n", peer.netns, "addr", "add", f"{peer.ip}/{peer.prefix_len}", "dev", "eth0"])
         _run(["ip", "-n", e, "addr", "add", f"{edge.ip}/{edge.prefix_len}", "dev", "br0"])

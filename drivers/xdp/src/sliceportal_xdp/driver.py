@@ -109,6 +109,7 @@ class Driver:
             raise DriverError(f"invalid xdp backend options: {e}", hint="fix the backend's options") from e
         self._dp: DataPlane | None = None
         self._ifindex: int | None = None
+        self._peer: tuple[str | None, int] | None = None
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -186,6 +187,12 @@ class Driver:
                 mode = libbpf.XDP_FLAGS_DRV_MODE if o.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
                 with netns(o.netns):
                     libbpf.xdp_attach(self._ifindex, dp.prog_fd, mode)
+                if o.tx_peer:
+                    pns, _, pif = o.tx_peer.rpartition("/")
+                    peer = (pns or None, if_index(pif, pns or None))
+                    with netns(peer[0]):
+                        libbpf.xdp_attach(peer[1], dp.obj.program_fd("sliceportal_peer_pass"), mode)
+                    self._peer = peer
                 if o.overload_poll_s > 0:
                     self._poller = threading.Thread(
                         target=self._poll_overload, daemon=True, name=f"xdp-overload-{o.interface}"
@@ -198,8 +205,8 @@ class Driver:
                     o.alt_ip.packed,
                 )
         except (OSError, DriverError) as e:
+            self._detach()
             dp.close()
-            self._ifindex = None
             if isinstance(e, DriverError):
                 raise
             raise UnreachableError(
@@ -349,6 +356,18 @@ class Driver:
                 self.detect_overload(self.options.overload_poll_s)
             except OSError:
                 self._stop.wait(self.options.overload_poll_s)
+
+    def _detach(self) -> None:
+        mode = libbpf.XDP_FLAGS_DRV_MODE if self.options.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
+        for ns, ifindex in ((self.options.netns, self._ifindex), self._peer or (None, None)):
+            if ifindex is None:
+                continue
+            try:
+                with netns(ns):
+                    libbpf.xdp_detach(ifindex, mode)
+            except OSError:
+                pass  # the interface (or its namespace) is already gone
+        self._ifindex = self._peer = None
 
     # ---- test access ---------------------------------------------------------------------
 

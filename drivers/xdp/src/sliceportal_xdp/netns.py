@@ -7,7 +7,10 @@ keep their namespace afterwards, which is all attach and interface queries need.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
+import socket
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -43,11 +46,18 @@ def netns(name: str | None) -> Iterator[None]:
         os.close(own)
 
 
+SIOCGIFHWADDR = 0x8927
+
+
+# /sys/class/net shows the namespace sysfs was mounted in, so ask a socket instead
 def if_index(name: str, ns: str | None) -> int:
     with netns(ns):
-        return int(open(f"/sys/class/net/{name}/ifindex").read())
+        return socket.if_nametoindex(name)
 
 
 def if_mac(name: str, ns: str | None) -> str:
     with netns(ns):
-        return open(f"/sys/class/net/{name}/address").read().strip()
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with s:
+        ifr = fcntl.ioctl(s.fileno(), SIOCGIFHWADDR, struct.pack("16s16x", name.encode()))
+    return ":".join(f"{b:02x}" for b in ifr[18:24])

@@ -15,6 +15,11 @@ class XdpOptions(BaseModel):
     interface: str | None = Field(None, description="device to attach to; None = load only (test runs)")
     netns: str | None = Field(None, description="network namespace of the interface (ip netns name)")
     mode: Literal["native", "generic"] = "native"
+    tx_peer: str | None = Field(
+        None,
+        description="veth only: the peer of `interface` as 'netns/ifname' (or 'ifname'); gets an "
+        "XDP_PASS program, without which veth drops XDP_TX frames",
+    )
     object: str | None = Field(None, description="path of sliceportal.bpf.o; default: the repo build")
     lanes: int = Field(4, description="priority lanes the IR is compiled for")
     paths: int = Field(8, description="RR paths the IR is compiled for")
