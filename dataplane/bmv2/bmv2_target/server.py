@@ -1,0 +1,369 @@
+"""The P4Runtime gRPC service of the bundled target (p4.v1.P4Runtime), plus a small
+``sliceportal.bmv2.Dataplane`` service that replays pcaps through the pipeline.
+
+Arbitration follows the P4Runtime spec as PI implements it: the stream with the highest
+election id is primary and alone may write; every Write / SetForwardingPipelineConfig
+from anyone else is PERMISSION_DENIED. Writes are CONTINUE_ON_ERROR (PI's only mode);
+a batch with failures answers UNKNOWN with one p4.v1.Error per update in the details.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import text_format
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from .errors import P4RTError, invalid, not_found
+from .p4info_index import P4InfoIndex
+from .switch import Switch
+from .tables import decode, encode
+
+Update = p4runtime_pb2.Update
+
+
+@dataclass
+class Faults:
+    """Fault injection for framework tests: which Write RPC (1-based) misbehaves."""
+
+    fail_write: int = 0  # answer UNAVAILABLE without applying anything
+    exit_on_write: int = 0  # the process dies on receiving it (a switch crash mid-push)
+    writes_seen: int = 0
+
+
+@dataclass
+class Arbitration:
+    device_id: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    streams: dict[int, tuple[int, queue.Queue[p4runtime_pb2.StreamMessageResponse | None]]] = field(
+        default_factory=dict)  # stream key -> (election id, outbox)
+
+    def primary(self) -> int | None:
+        with self.lock:
+            return max((e for e, _ in self.streams.values()), default=None)
+
+
+def _election(msg: p4runtime_pb2.Uint128) -> int:
+    return (msg.high << 64) | msg.low
+
+
+class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
+    def __init__(self, switch: Switch, device_id: int, faults: Faults) -> None:
+        self.switch = switch
+        self.arb = Arbitration(device_id)
+        self.faults = faults
+        self.cookie = 0
+        self.device_config = b""
+
+    # ---- arbitration ------------------------------------------------------------------
+
+    def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
+                      context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
+        outbox: queue.Queue[p4runtime_pb2.StreamMessageResponse | None] = queue.Queue()
+        key = id(outbox)
+
+        def reader() -> None:
+            try:
+                for req in request_iterator:
+                    if req.HasField("arbitration"):
+                        self._arbitrate(key, req.arbitration, outbox)
+            except grpc.RpcError:
+                pass
+            finally:
+                with self.arb.lock:
+                    self.arb.streams.pop(key, None)
+                outbox.put(None)
+
+        threading.Thread(target=reader, daemon=True).start()
+        while True:
+            msg = outbox.get()
+            if msg is None:
+                return
+            yield msg
+
+    def _arbitrate(self, key: int, arb: p4runtime_pb2.MasterArbitrationUpdate,
+                   outbox: queue.Queue[p4runtime_pb2.StreamMessageResponse | None]) -> None:
+        resp = p4runtime_pb2.StreamMessageResponse()
+        resp.arbitration.CopyFrom(arb)
+        if arb.device_id != self.arb.device_id:
+            resp.arbitration.status.code = code_pb2.NOT_FOUND
+            resp.arbitration.status.message = f"unknown device id {arb.device_id}"
+            outbox.put(resp)
+            return
+        election = _election(arb.election_id)
+        with self.arb.lock:
+            if any(e == election and k != key for k, (e, _) in self.arb.streams.items()):
+                resp.arbitration.status.code = code_pb2.INVALID_ARGUMENT
+                resp.arbitration.status.message = "election id already in use"
+                outbox.put(resp)
+                return
+            self.arb.streams[key] = (election, outbox)
+            primary = max(e for e, _ in self.arb.streams.values())
+        resp.arbitration.election_id.high, resp.arbitration.election_id.low = primary >> 64, primary & (
+            (1 << 64) - 1)
+        resp.arbitration.status.code = code_pb2.OK if election == primary else code_pb2.ALREADY_EXISTS
+        outbox.put(resp)
+
+    def _check_primary(self, device_id: int, election_id: p4runtime_pb2.Uint128) -> None:
+        if device_id != self.arb.device_id:
+            raise not_found(f"unknown device id {device_id}")
+        primary = self.arb.primary()
+        if primary is None or _election(election_id) != primary:
+            raise P4RTError(grpc.StatusCode.PERMISSION_DENIED, "not the primary controller")
+
+    # ---- pipeline config ----------------------------------------------------------------
+
+    def SetForwardingPipelineConfig(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+                                    context: grpc.ServicerContext
+                                    ) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
+        try:
+            self._check_primary(request.device_id, request.election_id)
+            A = p4runtime_pb2.SetForwardingPipelineConfigRequest
+            if request.action not in (A.VERIFY, A.VERIFY_AND_SAVE, A.VERIFY_AND_COMMIT, A.COMMIT,
+                                      A.RECONCILE_AND_COMMIT):
+                raise invalid("unspecified action")
+            if request.action == A.COMMIT:
+                return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+            index = P4InfoIndex.of(request.config.p4info)
+            if request.action == A.VERIFY:
+                Switch(self.switch.config).load(index)
+                return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+            self.switch.load(index)
+            self.cookie = request.config.cookie.cookie
+            self.device_config = request.config.p4_device_config
+        except P4RTError as e:
+            context.abort(e.code, e.message)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest,
+                                    context: grpc.ServicerContext
+                                    ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
+        resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        if self.switch.index is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        R = p4runtime_pb2.GetForwardingPipelineConfigRequest
+        if request.response_type in (R.ALL, R.P4INFO_AND_COOKIE):
+            resp.config.p4info.CopyFrom(self.switch.index.info)  # type: ignore[union-attr]
+        if request.response_type in (R.ALL, R.DEVICE_CONFIG_AND_COOKIE):
+            resp.config.p4_device_config = self.device_config
+        resp.config.cookie.cookie = self.cookie
+        return resp
+
+    def Capabilities(self, request: p4runtime_pb2.CapabilitiesRequest,
+                     context: grpc.ServicerContext) -> p4runtime_pb2.CapabilitiesResponse:
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version="1.3.0")
+
+    # ---- write --------------------------------------------------------------------------
+
+    def Write(self, request: p4runtime_pb2.WriteRequest,
+              context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
+        try:
+            self._check_primary(request.device_id, request.election_id)
+            if self.switch.tables is None:
+                raise P4RTError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
+        except P4RTError as e:
+            context.abort(e.code, e.message)
+        self.faults.writes_seen += 1
+        if self.faults.exit_on_write and self.faults.writes_seen == self.faults.exit_on_write:
+            os._exit(17)
+        if self.faults.fail_write and self.faults.writes_seen == self.faults.fail_write:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "injected failure")
+        errors: list[p4runtime_pb2.Error] = []
+        with self.switch.lock:
+            for update in request.updates:
+                try:
+                    self._apply(update)
+                    errors.append(p4runtime_pb2.Error(canonical_code=code_pb2.OK))
+                except P4RTError as e:
+                    errors.append(p4runtime_pb2.Error(canonical_code=e.code.value[0], message=e.message))
+        failed = [e for e in errors if e.canonical_code != code_pb2.OK]
+        if failed:
+            status = status_pb2.Status(code=code_pb2.UNKNOWN, message=f"{len(failed)} update(s) failed")
+            for e in errors:
+                status.details.add().Pack(e)
+            context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+            context.set_code(grpc.StatusCode.UNKNOWN)
+            context.set_details(status.message + ": " + failed[0].message)
+        return p4runtime_pb2.WriteResponse()
+
+    def _apply(self, update: p4runtime_pb2.Update) -> None:
+        assert self.switch.tables is not None and self.switch.ext is not None
+        ent = update.entity
+        which = ent.WhichOneof("entity")
+        if which == "table_entry":
+            self.switch.tables.write(update.type, ent.table_entry)
+            return
+        if update.type != Update.MODIFY:
+            raise invalid(f"{which} can only be modified")
+        index = self.switch.index
+        ext = self.switch.ext
+        assert index is not None
+        if which == "register_entry":
+            r = ent.register_entry
+            if r.register_id not in index.registers:
+                raise not_found(f"unknown register id {r.register_id}")
+            cells = ext.registers[r.register_id]
+            width = ext.register_widths[r.register_id]
+            if r.data.WhichOneof("data") != "bitstring":
+                raise invalid("register data must be a bitstring")
+            value = decode(r.data.bitstring, width, "register value")
+            for i in self._indices(r, len(cells)):
+                cells[i] = value
+        elif which == "counter_entry":
+            c = ent.counter_entry
+            if c.counter_id not in index.counters:
+                raise not_found(f"unknown counter id {c.counter_id}")
+            cells2 = ext.counters[c.counter_id]
+            for i in self._indices(c, len(cells2)):
+                cells2[i] = [c.data.packet_count, c.data.byte_count]
+        elif which == "meter_entry":
+            m = ent.meter_entry
+            if m.meter_id not in index.meters:
+                raise not_found(f"unknown meter id {m.meter_id}")
+            cfg = m.config
+            if cfg.cir > cfg.pir:
+                raise invalid("meter cir must not exceed pir")
+            for i in self._indices(m, len(ext.meters[m.meter_id])):
+                cell = ext.meters[m.meter_id][i]
+                cell.cir, cell.cburst, cell.pir, cell.pburst = cfg.cir, cfg.cburst, cfg.pir, cfg.pburst
+                cell.configured = m.HasField("config")
+                cell.last_us = -1
+        elif which == "direct_counter_entry":
+            d = ent.direct_counter_entry
+            hits = self.switch.tables.read(d.table_entry)
+            if not hits or hits[0][1] is None:
+                raise not_found("no such entry for the direct counter")
+            e = hits[0][1]
+            e.packets, e.bytes = d.data.packet_count, d.data.byte_count
+        else:
+            raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"{which} writes are not supported")
+
+    @staticmethod
+    def _indices(entry: Any, size: int) -> range:
+        if not entry.HasField("index"):
+            return range(size)
+        i = entry.index.index
+        if not 0 <= i < size:
+            raise P4RTError(grpc.StatusCode.OUT_OF_RANGE, f"index {i} outside 0..{size - 1}")
+        return range(i, i + 1)
+
+    # ---- read ---------------------------------------------------------------------------
+
+    def Read(self, request: p4runtime_pb2.ReadRequest,
+             context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.ReadResponse]:
+        try:
+            if request.device_id != self.arb.device_id:
+                raise not_found(f"unknown device id {request.device_id}")
+            if self.switch.tables is None:
+                raise P4RTError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+            with self.switch.lock:
+                resp = p4runtime_pb2.ReadResponse()
+                for ent in request.entities:
+                    for out in self._read(ent):
+                        resp.entities.append(out)
+        except P4RTError as e:
+            context.abort(e.code, e.message)
+        yield resp
+
+    def _read(self, ent: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+        tables, ext, index = self.switch.tables, self.switch.ext, self.switch.index
+        assert tables is not None and ext is not None and index is not None
+        which = ent.WhichOneof("entity")
+        if which == "table_entry":
+            want_counter = ent.table_entry.HasField("counter_data")
+            for table, e in tables.read(ent.table_entry):
+                te = tables.default_proto(table) if e is None else tables.to_proto(table, e)
+                if want_counter and e is not None and table.info.direct_resource_ids:
+                    te.counter_data.packet_count, te.counter_data.byte_count = e.packets, e.bytes
+                yield p4runtime_pb2.Entity(table_entry=te)
+        elif which == "counter_entry":
+            c = ent.counter_entry
+            ids = [c.counter_id] if c.counter_id else list(index.counters)
+            for cid in ids:
+                if cid not in index.counters:
+                    raise not_found(f"unknown counter id {cid}")
+                cells = ext.counters[cid]
+                for i in self._indices(c, len(cells)):
+                    out = p4runtime_pb2.Entity()
+                    out.counter_entry.counter_id = cid
+                    out.counter_entry.index.index = i
+                    out.counter_entry.data.packet_count, out.counter_entry.data.byte_count = cells[i]
+                    yield out
+        elif which == "register_entry":
+            r = ent.register_entry
+            ids = [r.register_id] if r.register_id else list(index.registers)
+            for rid in ids:
+                if rid not in index.registers:
+                    raise not_found(f"unknown register id {rid}")
+                regs = ext.registers[rid]
+                for i in self._indices(r, len(regs)):
+                    out = p4runtime_pb2.Entity()
+                    out.register_entry.register_id = rid
+                    out.register_entry.index.index = i
+                    out.register_entry.data.bitstring = encode(regs[i])
+                    yield out
+        elif which == "meter_entry":
+            m = ent.meter_entry
+            ids = [m.meter_id] if m.meter_id else list(index.meters)
+            for mid in ids:
+                if mid not in index.meters:
+                    raise not_found(f"unknown meter id {mid}")
+                for i in self._indices(m, len(ext.meters[mid])):
+                    cell = ext.meters[mid][i]
+                    out = p4runtime_pb2.Entity()
+                    out.meter_entry.meter_id = mid
+                    out.meter_entry.index.index = i
+                    if cell.configured:
+                        cfg = out.meter_entry.config
+                        cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = cell.cir, cell.cburst, cell.pir, cell.pburst
+                    yield out
+        elif which == "direct_counter_entry":
+            for table, e in tables.read(ent.direct_counter_entry.table_entry):
+                if e is None or not table.info.direct_resource_ids:
+                    continue
+                out = p4runtime_pb2.Entity()
+                out.direct_counter_entry.table_entry.CopyFrom(tables.to_proto(table, e))
+                out.direct_counter_entry.data.packet_count = e.packets
+                out.direct_counter_entry.data.byte_count = e.bytes
+                yield out
+        else:
+            raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which} is not supported")
+
+
+class DataplaneService:
+    """``/sliceportal.bmv2.Dataplane/RunPcaps``: JSON {"inputs": {port: path}, "out_dir": dir}
+    -> {"written": {port: n}, "processed": n}. Test and demo traffic without root."""
+
+    def __init__(self, switch: Switch) -> None:
+        self.switch = switch
+
+    def run_pcaps(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        try:
+            req = json.loads(request)
+            inputs = {int(p): Path(f) for p, f in req["inputs"].items()}
+            written = self.switch.run_pcaps(inputs, Path(req["out_dir"]))
+        except (ValueError, KeyError, TypeError, OSError, RuntimeError) as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad RunPcaps request: {e}")
+        return json.dumps({"written": written, "processed": self.switch.processed}).encode()
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler("sliceportal.bmv2.Dataplane", {
+            "RunPcaps": grpc.unary_unary_rpc_method_handler(
+                self.run_pcaps, request_deserializer=None, response_serializer=None),
+        })
+
+
+def load_p4info_text(path: Path) -> p4info_pb2.P4Info:
+    return text_format.Parse(path.read_text(), p4info_pb2.P4Info())

@@ -1,0 +1,264 @@
+"""Table entries: validation against the P4Info exactly as PI/BMv2 does it, and storage.
+
+Error codes follow PI's P4Runtime server: unknown table / action ids NOT_FOUND; a bad
+field id, wrong match kind, bytestring wider than the field, ternary value bits outside
+the mask, a zero mask, a missing exact field, a wrong priority, an action the table
+does not list or a bad parameter INVALID_ARGUMENT; duplicate insert ALREADY_EXISTS;
+modify / delete of a missing entry NOT_FOUND; a full table RESOURCE_EXHAUSTED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import grpc
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from .errors import P4RTError, invalid, not_found
+from .p4info_index import P4InfoIndex
+
+MF = p4info_pb2.MatchField
+Update = p4runtime_pb2.Update
+
+
+def decode(data: bytes, bitwidth: int, what: str) -> int:
+    """A P4Runtime bytestring as an int, rejecting what PI rejects."""
+    if not data:
+        raise invalid(f"{what}: empty bytestring")
+    if len(data) > (bitwidth + 7) // 8:
+        raise invalid(f"{what}: bytestring of {len(data)} bytes is too long for bitwidth {bitwidth}")
+    value = int.from_bytes(data, "big")
+    if value >> bitwidth:
+        raise invalid(f"{what}: value {value:#x} does not fit in {bitwidth} bits")
+    return value
+
+
+def encode(value: int) -> bytes:
+    """The canonical bytestring of P4Runtime 1.x: no leading zero bytes, at least one byte."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+# A key: per match field (in P4Info order) a (value, mask) pair; (0, 0) = wildcard.
+Key = tuple[tuple[int, int], ...]
+
+
+@dataclass
+class Entry:
+    key: Key
+    priority: int
+    action_id: int
+    params: tuple[int, ...]  # in P4Info parameter order
+    metadata: bytes = b""
+    controller_metadata: int = 0
+    packets: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class Table:
+    info: p4info_pb2.Table
+    fields: list[p4info_pb2.MatchField]
+    needs_priority: bool
+    entries: dict[tuple[Key, int], Entry] = field(default_factory=dict)
+    default_action_id: int = 0
+    default_params: tuple[int, ...] = ()
+    # Kept sorted by priority, highest first, for ternary lookup; rebuilt on change.
+    ordered: list[Entry] = field(default_factory=list)
+
+    def reorder(self) -> None:
+        self.ordered = sorted(self.entries.values(), key=lambda e: -e.priority)
+
+
+class TableStore:
+    def __init__(self, index: P4InfoIndex) -> None:
+        self.index = index
+        self.tables: dict[int, Table] = {}
+        for tid, t in index.tables.items():
+            fields = list(t.match_fields)
+            needs_priority = any(f.match_type in (MF.TERNARY, MF.RANGE, MF.OPTIONAL) for f in fields)
+            table = Table(t, fields, needs_priority)
+            if t.const_default_action_id:
+                table.default_action_id = t.const_default_action_id
+            self.tables[tid] = table
+        self.initial_defaults: dict[int, tuple[int, tuple[int, ...]]] = {}
+
+    def table(self, table_id: int) -> Table:
+        try:
+            return self.tables[table_id]
+        except KeyError:
+            raise not_found(f"unknown table id {table_id}") from None
+
+    # ---- validation -------------------------------------------------------------
+
+    def _key(self, table: Table, te: p4runtime_pb2.TableEntry) -> Key:
+        by_id = {f.id: f for f in table.fields}
+        given: dict[int, tuple[int, int]] = {}
+        for m in te.match:
+            f = by_id.get(m.field_id)
+            if f is None:
+                raise invalid(f"table {table.info.preamble.name}: unknown match field id {m.field_id}")
+            if m.field_id in given:
+                raise invalid(f"match field {f.name} given twice")
+            which = m.WhichOneof("field_match_type")
+            full = (1 << f.bitwidth) - 1
+            if f.match_type == MF.EXACT:
+                if which != "exact":
+                    raise invalid(f"match field {f.name} is EXACT, got {which}")
+                given[m.field_id] = (decode(m.exact.value, f.bitwidth, f.name), full)
+            elif f.match_type == MF.TERNARY:
+                if which != "ternary":
+                    raise invalid(f"match field {f.name} is TERNARY, got {which}")
+                value = decode(m.ternary.value, f.bitwidth, f.name)
+                mask = decode(m.ternary.mask, f.bitwidth, f.name + " mask")
+                if mask == 0:
+                    raise invalid(f"match field {f.name}: a zero mask must be omitted (don't care)")
+                if value & ~mask:
+                    raise invalid(f"match field {f.name}: value {value:#x} has bits outside mask {mask:#x}")
+                given[m.field_id] = (value, mask)
+            elif f.match_type == MF.LPM:
+                if which != "lpm":
+                    raise invalid(f"match field {f.name} is LPM, got {which}")
+                plen = m.lpm.prefix_len
+                if not 0 < plen <= f.bitwidth:
+                    raise invalid(f"match field {f.name}: bad prefix length {plen}")
+                mask = full ^ ((1 << (f.bitwidth - plen)) - 1)
+                value = decode(m.lpm.value, f.bitwidth, f.name)
+                if value & ~mask:
+                    raise invalid(f"match field {f.name}: value has bits outside the prefix")
+                given[m.field_id] = (value, mask)
+            else:
+                raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"match kind of {f.name} not supported")
+        key = []
+        for f in table.fields:
+            if f.id in given:
+                key.append(given[f.id])
+            elif f.match_type == MF.EXACT:
+                raise invalid(f"exact match field {f.name} is missing")
+            else:
+                key.append((0, 0))
+        return tuple(key)
+
+    def _action(self, table: Table, action: p4runtime_pb2.Action, default: bool) -> tuple[int, tuple[int, ...]]:
+        a = self.index.actions.get(action.action_id)
+        if a is None:
+            raise not_found(f"unknown action id {action.action_id}")
+        ref = next((r for r in table.info.action_refs if r.id == action.action_id), None)
+        if ref is None:
+            raise invalid(f"action {a.preamble.name} is not an action of table {table.info.preamble.name}")
+        if not default and ref.scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
+            raise invalid(f"action {a.preamble.name} is default-only in {table.info.preamble.name}")
+        if default and ref.scope == p4info_pb2.ActionRef.TABLE_ONLY:
+            raise invalid(f"action {a.preamble.name} cannot be a default action")
+        by_id = {p.id: p for p in a.params}
+        values: dict[int, int] = {}
+        for p in action.params:
+            spec = by_id.get(p.param_id)
+            if spec is None:
+                raise invalid(f"action {a.preamble.name}: unknown parameter id {p.param_id}")
+            if p.param_id in values:
+                raise invalid(f"action {a.preamble.name}: parameter {spec.name} given twice")
+            values[p.param_id] = decode(p.value, spec.bitwidth, f"{a.preamble.name}.{spec.name}")
+        missing = [p.name for p in a.params if p.id not in values]
+        if missing:
+            raise invalid(f"action {a.preamble.name}: missing parameters {missing}")
+        return action.action_id, tuple(values[p.id] for p in a.params)
+
+    # ---- writes -----------------------------------------------------------------
+
+    def write(self, utype: int, te: p4runtime_pb2.TableEntry) -> None:
+        table = self.table(te.table_id)
+        if te.is_default_action:
+            self._write_default(table, utype, te)
+            return
+        key = self._key(table, te)
+        if table.needs_priority and te.priority <= 0:
+            raise invalid(f"table {table.info.preamble.name} needs a priority > 0")
+        if not table.needs_priority and te.priority != 0:
+            raise invalid(f"table {table.info.preamble.name} takes no priority")
+        slot = (key, te.priority)
+        if utype == Update.DELETE:
+            if slot not in table.entries:
+                raise not_found(f"no such entry in {table.info.preamble.name}")
+            del table.entries[slot]
+            table.reorder()
+            return
+        if te.action.WhichOneof("type") != "action":
+            raise invalid("only direct actions are supported (no action profiles in this program)")
+        action_id, params = self._action(table, te.action.action, default=False)
+        if utype == Update.INSERT:
+            if slot in table.entries:
+                raise P4RTError(grpc.StatusCode.ALREADY_EXISTS,
+                                f"entry already exists in {table.info.preamble.name}")
+            if table.info.size and len(table.entries) >= table.info.size:
+                raise P4RTError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"table {table.info.preamble.name} is full ({table.info.size})")
+            table.entries[slot] = Entry(key, te.priority, action_id, params, te.metadata,
+                                        te.controller_metadata)
+        elif utype == Update.MODIFY:
+            old = table.entries.get(slot)
+            if old is None:
+                raise not_found(f"no such entry in {table.info.preamble.name}")
+            old.action_id, old.params = action_id, params
+            old.metadata, old.controller_metadata = te.metadata, te.controller_metadata
+        else:
+            raise invalid("unspecified update type")
+        table.reorder()
+
+    def _write_default(self, table: Table, utype: int, te: p4runtime_pb2.TableEntry) -> None:
+        if te.match or te.priority:
+            raise invalid("a default entry has no match and no priority")
+        if utype != Update.MODIFY:
+            raise invalid("the default entry can only be modified")
+        if table.info.const_default_action_id:
+            raise P4RTError(grpc.StatusCode.PERMISSION_DENIED,
+                            f"the default action of {table.info.preamble.name} is const")
+        if te.HasField("action"):
+            table.default_action_id, table.default_params = self._action(table, te.action.action, True)
+        else:
+            table.default_action_id, table.default_params = self.initial_defaults.get(
+                table.info.preamble.id, (0, ()))
+
+    # ---- reads ------------------------------------------------------------------
+
+    def to_proto(self, table: Table, e: Entry) -> p4runtime_pb2.TableEntry:
+        te = p4runtime_pb2.TableEntry(table_id=table.info.preamble.id, priority=e.priority,
+                                      metadata=e.metadata, controller_metadata=e.controller_metadata)
+        for f, (value, mask) in zip(table.fields, e.key, strict=True):
+            if mask == 0:
+                continue
+            m = te.match.add(field_id=f.id)
+            if f.match_type == MF.EXACT:
+                m.exact.value = encode(value)
+            elif f.match_type == MF.TERNARY:
+                m.ternary.value, m.ternary.mask = encode(value), encode(mask)
+            else:
+                m.lpm.value, m.lpm.prefix_len = encode(value), bin(mask).count("1")
+        self._set_action(te.action.action, e.action_id, e.params)
+        return te
+
+    def _set_action(self, msg: p4runtime_pb2.Action, action_id: int, params: tuple[int, ...]) -> None:
+        msg.action_id = action_id
+        for spec, v in zip(self.index.actions[action_id].params, params, strict=True):
+            msg.params.add(param_id=spec.id, value=encode(v))
+
+    def read(self, te: p4runtime_pb2.TableEntry) -> list[tuple[Table, Entry | None]]:
+        """Entries a read request selects; (table, None) stands for a default entry."""
+        tables = [self.table(te.table_id)] if te.table_id else list(self.tables.values())
+        out: list[tuple[Table, Entry | None]] = []
+        for table in tables:
+            if te.is_default_action:
+                out.append((table, None))
+            elif te.match:
+                e = table.entries.get((self._key(table, te), te.priority))
+                if e is not None:
+                    out.append((table, e))
+            else:
+                out.extend((table, e) for e in table.entries.values())
+        return out
+
+    def default_proto(self, table: Table) -> p4runtime_pb2.TableEntry:
+        te = p4runtime_pb2.TableEntry(table_id=table.info.preamble.id, is_default_action=True)
+        if table.default_action_id:
+            self._set_action(te.action.action, table.default_action_id, table.default_params)
+        return te

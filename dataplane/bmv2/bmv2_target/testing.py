@@ -1,0 +1,34 @@
+"""Start the bundled target as a subprocess for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent  # dataplane/bmv2
+P4INFO = HERE / "slicing.p4info.txt"
+
+
+class Target:
+    def __init__(self, *args: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bmv2_target", "--grpc-port", "0", *args],
+            stdout=subprocess.PIPE, text=True, env=env)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            self.proc.kill()
+            raise RuntimeError(f"target did not start: {line!r}")
+        self.address = line.rsplit(" ", 1)[1].strip()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -1,0 +1,145 @@
+"""A P4Runtime session: the stream channel held open for arbitration, batched writes with
+per-update errors decoded, and reads."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import grpc
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from sliceportal.drivers.contract import DriverError, UnreachableError
+
+
+@dataclass
+class UpdateError:
+    index: int
+    code: int
+    message: str
+
+
+class WriteFailed(Exception):
+    """A Write RPC failed: ``errors`` per failed update (empty when the whole RPC failed)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, errors: list[UpdateError]) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code, self.message, self.errors = code, message, errors
+
+
+class Session:
+    def __init__(self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0) -> None:
+        self.device_id, self.election_id, self.timeout = device_id, election_id, timeout_s
+        self.channel = grpc.insecure_channel(address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self._outbox: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
+        self._arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | Exception] = queue.Queue()
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
+        except grpc.FutureTimeoutError:
+            self.channel.close()
+            raise UnreachableError(f"no P4Runtime server answers at {address}",
+                                   hint="start the switch (simple_switch_grpc or the bundled target)") from None
+        self._stream = self.stub.StreamChannel(self._requests())
+        threading.Thread(target=self._responses, daemon=True).start()
+        self._outbox.put(self._arbitration_request())
+        try:
+            reply = self._arbitration.get(timeout=timeout_s)
+        except queue.Empty:
+            self.close()
+            raise UnreachableError(f"{address} did not answer the arbitration request") from None
+        if isinstance(reply, Exception):
+            self.close()
+            raise UnreachableError(f"stream channel to {address} failed: {reply}")
+        if reply.status.code != code_pb2.OK:
+            self.close()
+            raise DriverError(f"not the primary controller of device {device_id}: {reply.status.message}",
+                              hint="another controller holds a higher election id; raise 'election_id'")
+
+    def _arbitration_request(self) -> p4runtime_pb2.StreamMessageRequest:
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.arbitration.device_id = self.device_id
+        req.arbitration.election_id.high = self.election_id >> 64
+        req.arbitration.election_id.low = self.election_id & ((1 << 64) - 1)
+        return req
+
+    def _requests(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+        while True:
+            msg = self._outbox.get()
+            if msg is None:
+                return
+            yield msg
+
+    def _responses(self) -> None:
+        try:
+            for resp in self._stream:
+                if resp.HasField("arbitration"):
+                    self._arbitration.put(resp.arbitration)
+        except grpc.RpcError as e:
+            self._arbitration.put(e)
+
+    def close(self) -> None:
+        self._outbox.put(None)
+        self.channel.close()
+
+    def _election(self, msg: p4runtime_pb2.Uint128) -> None:
+        msg.high, msg.low = self.election_id >> 64, self.election_id & ((1 << 64) - 1)
+
+    # ---- pipeline ---------------------------------------------------------------------
+
+    def get_p4info(self) -> p4info_pb2.P4Info | None:
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        try:
+            resp = self.stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            raise
+        return resp.config.p4info if resp.config.HasField("p4info") else None
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int) -> None:
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        self._election(req.election_id)
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        req.config.cookie.cookie = cookie
+        self.stub.SetForwardingPipelineConfig(req, timeout=self.timeout)
+
+    # ---- write / read -----------------------------------------------------------------
+
+    def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=updates)
+        self._election(req.election_id)
+        try:
+            self.stub.Write(req, timeout=self.timeout)
+        except grpc.RpcError as e:
+            raise WriteFailed(e.code(), e.details() or "", _update_errors(e)) from None
+
+    def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=entities)
+        out: list[p4runtime_pb2.Entity] = []
+        for resp in self.stub.Read(req, timeout=self.timeout):
+            out.extend(resp.entities)
+        return out
+
+
+def _update_errors(e: grpc.RpcError) -> list[UpdateError]:
+    """The p4.v1.Error list PI puts in grpc-status-details-bin for a failed batch."""
+    for key, value in (e.trailing_metadata() or ()):  # type: ignore[attr-defined]
+        if key == "grpc-status-details-bin":
+            status = status_pb2.Status.FromString(value)
+            out = []
+            for i, detail in enumerate(status.details):
+                err = p4runtime_pb2.Error()
+                detail.Unpack(err)
+                if err.canonical_code != code_pb2.OK:
+                    out.append(UpdateError(i, err.canonical_code, err.message))
+            return out
+    return []

@@ -1,0 +1,399 @@
+"""The p4rt driver: slicing.p4 on BMv2 / the bundled target over P4Runtime.
+
+Options (the Backend record's mapping; all optional):
+  address "127.0.0.1:9559", device_id 1, election_id 1, p4info (path; default the
+  checked-in slicing.p4info.txt), device_config (path to the p4c BMv2 JSON; empty for the
+  bundled target), set_pipeline true, lanes 8 (queues simple_switch_grpc was started
+  with via --priority-queues), batch_size 500, qos_mode "vqueue" | "meter",
+  access_ports {port: vid}, trunk_ports [..], uplink_port, owner "sliceportal".
+
+It owns only the entries it wrote: each carries ``metadata = owner tag``, reads keep only
+those, and nothing else is ever modified or deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import grpc
+from p4.v1 import p4runtime_pb2
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sliceportal.drivers.contract import (
+    ApplyResult,
+    Capabilities,
+    Counters,
+    DataPlaneState,
+    DriverError,
+    Health,
+    LaneCounters,
+    NativeEntry,
+    NativePlan,
+    ProgressCallback,
+    ProgressEvent,
+    PushError,
+    TableUsage,
+    UnreachableError,
+    check_fits,
+)
+from sliceportal.rules.ir import RuleIR
+
+from .client import Session, WriteFailed
+from .lowering import PRIORITY_BASE, PortPlan, entry_sort_key, lower_ir, with_full_masks
+from .p4info import (
+    CLASSIFIER,
+    EGR,
+    ING,
+    SLICE_METER,
+    SLICE_QOS,
+    VQUEUE_REGISTERS,
+    P4Info,
+    default_p4info_path,
+)
+
+Update = p4runtime_pb2.Update
+MATCH_FIELDS = frozenset({"vni", "teid", "src_ip", "dst_ip", "dst_port", "dscp", "vlan"})
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    address: str = "127.0.0.1:9559"
+    device_id: int = Field(1, ge=0)
+    election_id: int = Field(1, ge=1, lt=1 << 128)
+    p4info: Path | None = None
+    device_config: Path | None = None
+    set_pipeline: bool = True
+    lanes: int = Field(8, ge=1, le=8)
+    batch_size: int = Field(500, ge=1)
+    qos_mode: str = Field("vqueue", pattern="^(vqueue|meter)$")
+    access_ports: dict[int, int] = Field(default_factory=dict)
+    trunk_ports: list[int] = Field(default_factory=lambda: [1, 2])
+    uplink_port: int | None = 2
+    owner: str = "sliceportal"
+    timeout_s: float = 10.0
+
+
+def _enc(value: int) -> bytes:
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+class Driver:
+    name: ClassVar[str] = "p4rt"
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        try:
+            self.opts = Options.model_validate(dict(options))
+        except ValidationError as e:
+            raise DriverError(f"invalid p4rt backend options: {e}") from None
+        path = self.opts.p4info or default_p4info_path()
+        try:
+            self.p4info = P4Info.load(path)
+        except (OSError, ValueError) as e:
+            raise DriverError(f"cannot load P4Info {path}: {e}") from None
+        if self.opts.lanes & (self.opts.lanes - 1):
+            raise DriverError(f"lanes must be a power of two, got {self.opts.lanes}")
+        self.tag = self.opts.owner.encode()
+        self.widths = {t.preamble.name: {f.name: f.bitwidth for f in t.match_fields}
+                       for t in self.p4info.proto.tables}
+        self.sizes = {t.preamble.name: int(t.size) for t in self.p4info.proto.tables}
+        self.sizes[SLICE_METER] = int(self.p4info.meter(SLICE_METER).size)
+        self.sizes["slices"] = self.sizes[SLICE_METER]
+        self._session: Session | None = None
+        self._version: str | None = None
+
+    # ---- pure --------------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            driver=self.name, lanes=self.opts.lanes, paths=1, match_fields=MATCH_FIELDS,
+            capacity={CLASSIFIER: self.sizes[CLASSIFIER], SLICE_QOS: self.sizes[SLICE_QOS]},
+            rate_limit=True, ecn=self.opts.qos_mode == "vqueue")
+
+    def lower(self, ir: RuleIR) -> NativePlan:
+        check_fits(ir, self.capabilities())
+        ports = PortPlan(dict(self.opts.access_ports), tuple(self.opts.trunk_ports), self.opts.uplink_port)
+        tables = with_full_masks(lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes),
+                                 self.widths)
+        usage = {name: TableUsage(used=sum(1 for e in lst if not e.get("default")),
+                                  capacity=self.sizes[name]) for name, lst in tables.items()}
+        return NativePlan(driver=self.name, version=ir.digest(), tables=tables, usage=usage)
+
+    # ---- session -----------------------------------------------------------------------
+
+    def _connect(self) -> Session:
+        if self._session is not None:
+            return self._session
+        s = Session(self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s)
+        try:
+            if self.opts.set_pipeline and s.get_p4info() != self.p4info.proto:
+                # Only when the switch runs another program: a new pipeline wipes all state,
+                # including other controllers' entries.
+                config = self.opts.device_config.read_bytes() if self.opts.device_config else b""
+                s.set_pipeline(self.p4info.proto, config, cookie=0x51CE)
+                self._version = None
+        except (grpc.RpcError, OSError) as e:
+            s.close()
+            raise UnreachableError(f"cannot set the forwarding pipeline: {e}") from None
+        self._session = s
+        return s
+
+    def _drop_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def close(self) -> None:
+        self._drop_session()
+
+    # ---- entries <-> protobuf -----------------------------------------------------------
+
+    def _update(self, utype: int, table: str, e: NativeEntry) -> p4runtime_pb2.Update:
+        u = Update(type=utype)
+        if table == SLICE_METER:
+            m = u.entity.meter_entry
+            m.meter_id = self.p4info.meter(table).preamble.id
+            m.index.index = e["index"]
+            if utype != Update.DELETE:
+                m.config.cir, m.config.cburst = e["cir"], e["cburst"]
+                m.config.pir, m.config.pburst = e["pir"], e["pburst"]
+            else:
+                u.type = Update.MODIFY  # a meter cell is never deleted, only unconfigured
+            return u
+        t = self.p4info.table(table)
+        te = u.entity.table_entry
+        te.table_id = t.preamble.id
+        if e.get("default"):
+            te.is_default_action = True
+            u.type = Update.MODIFY
+            if utype == Update.DELETE:
+                return u  # an empty MODIFY restores the program's own default action
+        else:
+            te.priority = e["priority"]
+            te.metadata = self.tag
+            by_name = {f.name: f for f in t.match_fields}
+            for name, (value, mask) in e["match"].items():
+                f = by_name[name]
+                fm = te.match.add(field_id=f.id)
+                if f.match_type == f.EXACT:
+                    fm.exact.value = _enc(value)
+                else:
+                    fm.ternary.value, fm.ternary.mask = _enc(value), _enc(mask)
+            if utype == Update.DELETE:
+                return u
+        a = self.p4info.action(e["action"])
+        te.action.action.action_id = a.preamble.id
+        for p in a.params:
+            te.action.action.params.add(param_id=p.id, value=_enc(e["params"][p.name]))
+        return u
+
+    def _entry(self, te: p4runtime_pb2.TableEntry) -> tuple[str, NativeEntry]:
+        t = self.p4info.table_by_id(te.table_id)
+        name = t.preamble.name
+        action = self.p4info.action_by_id(te.action.action.action_id)
+        params = {p.name: int.from_bytes(v.value, "big")
+                  for p, v in zip(action.params, te.action.action.params, strict=True)}
+        if te.is_default_action:
+            return name, {"default": True, "action": action.preamble.name, "params": params}
+        by_id = {f.id: f for f in t.match_fields}
+        match: dict[str, list[int]] = {}
+        for fm in te.match:
+            f = by_id[fm.field_id]
+            if fm.HasField("exact"):
+                match[f.name] = [int.from_bytes(fm.exact.value, "big"), (1 << f.bitwidth) - 1]
+            else:
+                match[f.name] = [int.from_bytes(fm.ternary.value, "big"),
+                                 int.from_bytes(fm.ternary.mask, "big")]
+        return name, {"match": match, "priority": te.priority, "action": action.preamble.name,
+                      "params": params}
+
+    # ---- read ----------------------------------------------------------------------------
+
+    def _read_tables(self, s: Session) -> dict[str, list[NativeEntry]]:
+        out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths if not n.startswith(EGR) or True}
+        out[SLICE_METER] = []
+        ents = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]
+        for t in self.p4info.proto.tables:
+            if not t.const_default_action_id:
+                ents.append(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
+                    table_id=t.preamble.id, is_default_action=True)))
+        meter = p4runtime_pb2.Entity()
+        meter.meter_entry.meter_id = self.p4info.meter(SLICE_METER).preamble.id
+        ents.append(meter)
+        for ent in s.read(ents):
+            if ent.HasField("meter_entry"):
+                m = ent.meter_entry
+                if m.HasField("config") and m.config.pir:
+                    out[SLICE_METER].append({"index": m.index.index, "cir": m.config.cir,
+                                             "cburst": m.config.cburst, "pir": m.config.pir,
+                                             "pburst": m.config.pburst})
+                continue
+            te = ent.table_entry
+            if te.is_default_action:
+                name, e = self._entry(te)
+                # The program's own default (miss_fixed(0)) is not ours to report.
+                if not (e["action"] == f"{ING}.classifier.miss_fixed" and e["params"] == {"lane": 0}):
+                    out[name].append(e)
+            elif te.metadata == self.tag:
+                name, e = self._entry(te)
+                out[name].append(e)
+        return {k: sorted(v, key=entry_sort_key) for k, v in out.items()}
+
+    def read_state(self) -> DataPlaneState:
+        try:
+            tables = self._read_tables(self._connect())
+        except grpc.RpcError as e:
+            self._drop_session()
+            raise UnreachableError(f"reading the switch failed: {e.code().name}") from None
+        empty = not any(tables.values())
+        return DataPlaneState(version=None if empty else self._version, tables=tables)
+
+    # ---- apply ---------------------------------------------------------------------------
+
+    def _diff(self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]
+              ) -> list[p4runtime_pb2.Update]:
+        def ident(e: NativeEntry) -> str:
+            if e.get("default"):
+                return "default"
+            if "index" in e:
+                return f"index:{e['index']}"
+            return entry_sort_key({"match": e["match"], "priority": e["priority"]})
+
+        deletes, modifies, inserts = [], [], []
+        for table in sorted(set(have) | set(want)):
+            old = {ident(e): e for e in have.get(table, [])}
+            new = {ident(e): e for e in want.get(table, [])}
+            for k, e in old.items():
+                if k not in new:
+                    deletes.append(self._update(Update.DELETE, table, e))
+            for k, e in new.items():
+                if k not in old:
+                    u = Update.MODIFY if e.get("default") or "index" in e else Update.INSERT
+                    inserts.append(self._update(u, table, e))
+                elif old[k] != e:
+                    modifies.append(self._update(Update.MODIFY, table, e))
+        # Deletes first so that capacity freed is available to the inserts.
+        return deletes + modifies + inserts
+
+    def _register_resets(self, plan: NativePlan, have: dict[str, list[NativeEntry]]
+                         ) -> list[p4runtime_pb2.Update]:
+        """Zero the vQueue registers of slices whose queue parameters change."""
+        old = {e["match"]["slice_id"][0]: e for e in have.get(SLICE_QOS, [])}
+        out = []
+        for e in plan.tables.get(SLICE_QOS, []):
+            sid = e["match"]["slice_id"][0]
+            if old.get(sid) == e:
+                continue
+            for reg in VQUEUE_REGISTERS:
+                u = Update(type=Update.MODIFY)
+                r = u.entity.register_entry
+                r.register_id = self.p4info.register(reg).preamble.id
+                r.index.index = sid
+                r.data.bitstring = b"\x00"
+                out.append(u)
+        return out
+
+    def _write_all(self, s: Session, updates: list[p4runtime_pb2.Update], phase: str,
+                   progress: ProgressCallback) -> None:
+        n = self.opts.batch_size
+        for i in range(0, len(updates), n):
+            s.write(updates[i : i + n])
+            progress(ProgressEvent(phase=phase, done=min(i + n, len(updates)), total=len(updates)))
+
+    def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
+        if plan.driver != self.name:
+            raise DriverError(f"plan was lowered by {plan.driver!r}, not {self.name!r}")
+        started = time.monotonic()
+        s = self._connect()
+        try:
+            before = self._read_tables(s)
+        except grpc.RpcError as e:
+            self._drop_session()
+            raise UnreachableError(f"reading the switch failed: {e.code().name}") from None
+        updates = self._diff(before, plan.tables)
+        progress(ProgressEvent(phase="diff", done=0, total=len(updates)))
+        counts = {t: sum(1 for u in updates if u.type == t) for t in (Update.INSERT, Update.DELETE, Update.MODIFY)}
+        try:
+            self._write_all(s, updates, "write", progress)
+            self._write_all(s, self._register_resets(plan, before), "write", progress)
+        except WriteFailed as e:
+            reason = e.errors[0].message if e.errors else e.message
+            self._rollback(before, progress, reason)
+        self._version = plan.version
+        progress(ProgressEvent(phase="commit", done=len(updates), total=len(updates)))
+        return ApplyResult(version=plan.version, added=counts[Update.INSERT], removed=counts[Update.DELETE],
+                           modified=counts[Update.MODIFY], duration_s=time.monotonic() - started)
+
+    def _rollback(self, before: dict[str, list[NativeEntry]], progress: ProgressCallback, reason: str) -> None:
+        try:
+            s = self._connect()
+            now = self._read_tables(s)
+            undo = self._diff(now, before)
+            progress(ProgressEvent(phase="rollback", done=0, total=len(undo), message=reason))
+            self._write_all(s, undo, "rollback", progress)
+        except (WriteFailed, grpc.RpcError, UnreachableError, DriverError) as e:
+            self._drop_session()
+            raise PushError(f"push failed ({reason}) and so did the rollback ({e})", rolled_back=False,
+                            hint="the switch holds a partial rule set; reconcile once it answers") from None
+        raise PushError(f"push failed and was rolled back: {reason}", rolled_back=True)
+
+    # ---- counters / health -----------------------------------------------------------------
+
+    def counters(self) -> Counters:
+        s = self._connect()
+        ids = {self.p4info.counter_id(n): n for n in (
+            f"{ING}.classifier.slice_rx", f"{ING}.classifier.malformed", f"{ING}.vqueue.slice_drops",
+            f"{ING}.vqueue.slice_ecn_marks", f"{EGR}.vlan_tag.lane_tx", f"{EGR}.vlan_tag.slice_tx")}
+        ents = []
+        for cid in ids:
+            e = p4runtime_pb2.Entity()
+            e.counter_entry.counter_id = cid
+            ents.append(e)
+        hits = p4runtime_pb2.Entity()
+        hits.direct_counter_entry.table_entry.table_id = self.p4info.table(CLASSIFIER).preamble.id
+        ents.append(hits)
+        try:
+            got = s.read(ents)
+        except grpc.RpcError as e:
+            self._drop_session()
+            raise UnreachableError(f"reading counters failed: {e.code().name}") from None
+        cells: dict[str, dict[int, tuple[int, int]]] = {n: {} for n in ids.values()}
+        rules: dict[int, LaneCounters] = {}
+        for ent in got:
+            if ent.HasField("counter_entry"):
+                c = ent.counter_entry
+                cells[ids[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
+            elif ent.direct_counter_entry.table_entry.metadata == self.tag:
+                d = ent.direct_counter_entry
+                rules[PRIORITY_BASE - d.table_entry.priority] = LaneCounters(
+                    packets=d.data.packet_count, bytes=d.data.byte_count)
+        rx, tx = cells[f"{ING}.classifier.slice_rx"], cells[f"{EGR}.vlan_tag.slice_tx"]
+        drops, marks = cells[f"{ING}.vqueue.slice_drops"], cells[f"{ING}.vqueue.slice_ecn_marks"]
+        reason = "vqueue_burst" if self.opts.qos_mode == "vqueue" else "meter_red"
+        slices = {}
+        for sid, (pk, by) in tx.items():
+            if sid == 0 or not (pk or rx.get(sid, (0, 0))[0]):
+                continue
+            d = drops.get(sid, (0, 0))[0]
+            slices[sid] = LaneCounters(packets=pk, bytes=by, drops={reason: d} if d else {},
+                                       ecn_marks=marks.get(sid, (0, 0))[0])
+        lanes = {f"0/{i}": LaneCounters(packets=pk, bytes=by)
+                 for i, (pk, by) in cells[f"{EGR}.vlan_tag.lane_tx"].items() if i < self.opts.lanes}
+        miss = rx.get(0, (0, 0))
+        return Counters(timestamp=time.time(), rules=rules, lanes=lanes, slices=slices,
+                        misses=LaneCounters(packets=miss[0], bytes=miss[1]),
+                        malformed=cells[f"{ING}.classifier.malformed"].get(0, (0, 0))[0])
+
+    def health(self) -> Health:
+        try:
+            s = self._connect()
+            info = s.get_p4info()
+        except (DriverError, grpc.RpcError) as e:
+            self._drop_session()
+            return Health(ok=False, detail=str(e))
+        if info != self.p4info.proto:
+            return Health(ok=False, detail="the switch runs another P4 program", version=None)
+        return Health(ok=True, detail=f"primary controller of device {self.opts.device_id} at "
+                      f"{self.opts.address}", version=self._version)
