@@ -1,69 +1,66 @@
 """Traffic scenarios of the papers as lists of flows, each tagged with its slice and lane.
 
-Address plan (shared with ``rules/scenarios.py``, which builds the configurations for the
-same scenarios; keep the two in step through the constants below):
+Seed 000 Table 3 uses the address plan of the rule compiler's ``rules/scenarios.py`` (which
+builds the configurations for the same scenarios), imported from there so the two cannot
+drift apart:
 
-- slice ``s`` (0-based) is the UE subnet ``10.45.s.0/24``; its users are ``10.45.s.1`` …
-  ``10.45.s.32`` (user ``u`` is 1-based);
-- tenant VNI ``1000 + s``; GTP-U TEID ``(s << 16) | u``;
-- every user reaches the same service host ``10.46.0.1`` on 16 services: UDP dst ports
+- one tenant, VXLAN VNI 0x445 (seed 001 Listing 1); slice ``k`` (0-based) is the UE subnet
+  ``10.0.k.0/24`` and its 32 users (0-based ``u``) are the aligned /27 ``10.0.k.32`` …
+  ``10.0.k.63``; GTP-U TEID ``0x10000 + k * users + u``;
+- every user reaches the service host ``10.100.0.1`` on 16 services: UDP dst ports
   5000 … 5030 step 2, DSCP assigned round robin 0-7 over the services (seed 000 §5.3);
-- service ``k`` (0-based) has catalogue priority ``k // 2`` (8 QoS requirements, seed 000
-  §6.1) which folds onto the 4-lane prototype as ``k // 4`` — exactly seed 000 Table 2
-  (ports 5000-5006 → queue 0 … 5024-5030 → queue 3).
+- the services' catalogue lanes are the Flexible Slice's 0/2/4/6, four ports each, which
+  fold onto the 4-lane prototype as seed 000 Table 2 (5000-5006 -> queue 0 … 5024-5030 -> 3).
 
-Seed 001 Table 1 loads: one slice, 16 users each with one service, the users with the 8
-lowest TEIDs prioritised (seed 001 selects prioritised services by TEID), all at the same
-packet rate, at the frame sizes of the table.
+Seed 001 Table 1 loads: one slice of the same plan, 16 users each with one service, the
+users with the 8 lowest TEIDs prioritised (seed 001 selects prioritised services by TEID),
+all at the same packet rate, at the frame sizes of the table.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sliceportal.rules import scenarios as rules_scenarios
 from sliceportal.rules.ir import CATALOGUE_LANES, fold_lane
 from sliceportal.traffic.packets import PAYLOAD_HEADER, Encap, Flow, Underlay, build
 
-UE_NET_PREFIX = "10.45"  # slice s users: 10.45.s.1 … 10.45.s.USERS_PER_SLICE
-SERVICE_HOST = "10.46.0.1"
-USERS_PER_SLICE = 32
-SERVICES = 16
-BASE_PORT = 5000
-PORT_STEP = 2
-DSCP_VALUES = 8  # round robin 0 … 7 over the services
-VNI_BASE = 1000
-TABLE3_SLICES = (1, 2, 4, 8, 16)
+USERS_PER_SLICE = rules_scenarios.USERS_PER_SLICE
+SERVICE_PORTS = rules_scenarios.SERVICE_PORTS
+SERVICES = len(SERVICE_PORTS)
+TENANT_VNI = rules_scenarios.TENANT_VNI
+SERVICE_HOST = str(ipaddress.IPv4Address(rules_scenarios.SERVER_IP))
+TEID_BASE = 0x10000
+TABLE3_SLICES = rules_scenarios.TABLE3_SLICES
 TABLE3_FRAME_SIZE = 1500
 # Seed 001 Table 1: frame size (bytes) -> offered load (Mpps) in the paper.
 TABLE1_LOADS: dict[int, float] = {1500: 2.2, 1280: 2.6, 1024: 3.2, 512: 6.5, 256: 12.0, 132: 18.0}
 TABLE1_PRIO_SERVICES = 8
 DEFAULT_UNDERLAY = Underlay()
+MAX_FRAME_SIZE = 9216  # jumbo frames; veth MTU must be raised to send above 1514
 
 
 def user_ip(slice_index: int, user: int) -> str:
-    return f"{UE_NET_PREFIX}.{slice_index}.{user}"
+    return str(ipaddress.IPv4Address(rules_scenarios.ue_ip(slice_index, user)))
 
 
-def slice_vni(slice_index: int) -> int:
-    return VNI_BASE + slice_index
-
-
-def user_teid(slice_index: int, user: int) -> int:
-    return (slice_index << 16) | user
+def user_teid(slice_index: int, user: int, users: int = USERS_PER_SLICE) -> int:
+    return TEID_BASE + slice_index * users + user
 
 
 def service_port(service: int) -> int:
-    return BASE_PORT + PORT_STEP * service
+    return SERVICE_PORTS[service]
 
 
 def service_dscp(service: int) -> int:
-    return service % DSCP_VALUES
+    return rules_scenarios.service_dscp(SERVICE_PORTS[service])
 
 
 def service_priority(service: int) -> int:
-    """Catalogue priority (0-7) of a Table 3 service: 16 services in 8 QoS requirements."""
-    return service * CATALOGUE_LANES // SERVICES
+    """Catalogue lane (0-7) of a Table 3 service: the Flexible Slice's 0/2/4/6 by port group."""
+    return rules_scenarios.service_lane(SERVICE_PORTS[service])
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,19 +91,19 @@ def table3(
     """Seed 000 Table 3: ``slices`` x ``users`` x 16 services, flow ids 0 … n-1."""
     if not 1 <= slices <= 256:
         raise ScenarioError(f"slices must be 1 … 256 (Table 3 uses {TABLE3_SLICES}), got {slices}")
-    if not 1 <= users <= 254:
-        raise ScenarioError(f"users per slice must be 1 … 254, got {users}")
+    if not 1 <= users <= 32:
+        raise ScenarioError(f"users per slice must be 1 … 32 (one /27 per slice), got {users}")
     flows: list[ScenarioFlow] = []
     for s in range(slices):
-        for u in range(1, users + 1):
+        for u in range(users):
             for k in range(SERVICES):
                 flow = Flow(
                     src_ip=user_ip(s, u),
                     dst_ip=SERVICE_HOST,
                     dst_port=service_port(k),
                     dscp=service_dscp(k),
-                    vni=slice_vni(s),
-                    teid=user_teid(s, u),
+                    vni=TENANT_VNI,
+                    teid=user_teid(s, u, users),
                     encap=Encap.VXLAN_GTP,
                 )
                 flows.append(
@@ -127,19 +124,19 @@ def table1(
     Prioritised flows are expected in lane 7 (the top catalogue lane), the rest in lane 0;
     a data plane that follows seed 001 accepts the former and sends the latter to the alt node.
     """
-    if not 1 <= prio_services <= services <= 254:
-        raise ScenarioError(f"need 1 <= prio_services <= services <= 254, got {prio_services}/{services}")
+    if not 1 <= prio_services <= services <= USERS_PER_SLICE:
+        raise ScenarioError(f"need 1 <= prio_services <= services <= 32, got {prio_services}/{services}")
     frame = table1_frame_size(frame_size)
     flows: list[ScenarioFlow] = []
     for k in range(services):
-        u = k + 1
+        u = k
         prioritised = k < prio_services
         flow = Flow(
             src_ip=user_ip(0, u),
             dst_ip=SERVICE_HOST,
             dst_port=service_port(k % SERVICES),
             dscp=service_dscp(k),
-            vni=slice_vni(0),
+            vni=TENANT_VNI,
             teid=user_teid(0, u),
             encap=Encap.VXLAN_GTP,
         )
@@ -172,6 +169,8 @@ def check_frame_sizes(flows: list[ScenarioFlow]) -> None:
     Seed 001's smallest load (132 B) is below that; ``table1_frame_size`` maps it up.
     """
     for sf in flows:
+        if sf.frame_size > MAX_FRAME_SIZE:
+            raise ScenarioError(f"frame size {sf.frame_size} B is above the {MAX_FRAME_SIZE} B jumbo limit")
         floor = min_frame_size(sf.flow)
         if sf.frame_size < floor:
             raise ScenarioError(
@@ -182,9 +181,5 @@ def check_frame_sizes(flows: list[ScenarioFlow]) -> None:
 
 def table1_frame_size(paper_size: int) -> int:
     """The frame size we send for a seed 001 load: the paper's, raised to what our stamp needs."""
-    probe = table1_flows_probe()
+    probe = Flow(user_ip(0, 0), SERVICE_HOST, SERVICE_PORTS[0], vni=TENANT_VNI, teid=user_teid(0, 0))
     return max(paper_size, min_frame_size(probe))
-
-
-def table1_flows_probe() -> Flow:
-    return Flow(user_ip(0, 1), SERVICE_HOST, BASE_PORT, vni=slice_vni(0), teid=user_teid(0, 1))
