@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 from scapy.utils import RawPcapReader, RawPcapWriter
-from typer.testing import CliRunner
-
 from sliceportal.traffic.capture import CaptureError, measure_pcap
 from sliceportal.traffic.cli import app
 from sliceportal.traffic.meter import Meter
 from sliceportal.traffic.pcapgen import write_pcap
 from sliceportal.traffic.profiles import Bursts, ConstantRate, PerFlowRates, ProfileError, per_service_rates
 from sliceportal.traffic.scenarios import ScenarioError, table1, table3
+from typer.testing import CliRunner
 
 START = 1_700_000_000_000_000_000
 
