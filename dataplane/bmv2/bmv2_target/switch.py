@@ -93,7 +93,9 @@ class Switch:
             for o in outputs:
                 w = writers.get(o.port)
                 if w is None:
-                    w = writers[o.port] = PcapWriter(str(out_dir / f"port{o.port}.pcap"), linktype=1, sync=False)
+                    w = writers[o.port] = PcapWriter(str(out_dir / f"port{o.port}.pcap"), linktype=1,
+                                                     sync=False)
+                    w.write_header(None)
                 sec, ns = divmod(o.time_ns, 1_000_000_000)
                 w.write_packet(o.data, sec=sec, usec=ns // 1000)
                 counts[o.port] = counts.get(o.port, 0) + 1

@@ -38,7 +38,7 @@ def two_tenants(lanes: int = 8, qos: Qos | None = None) -> RuleIR:
         Rule(Match(vni=Ternary.exact(1001, 24), src_ip=Ternary.prefix(ip("10.1.0.0"), 16, 32)),
              Action(2, 2, 0), "embb"),
         Rule(Match(vni=Ternary.exact(1002, 24), dscp=Ternary(0b101000, 0b111000)), Action(3, 4, 0), "b"),
-        Rule(Match(teid=Ternary(0x100, 0xF00)), Action(3, 5, 0), "b by teid"),
+        Rule(Match(vni=Ternary.exact(1002, 24), teid=Ternary(0x100, 0xF00)), Action(3, 5, 0), "b by teid"),
     )
     return RuleIR(lanes=lanes, paths=1, rules=rules, slices=slices, tenants=(TENANT_A, TENANT_B),
                   miss=MissPolicy())
