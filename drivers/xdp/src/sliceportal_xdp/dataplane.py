@@ -7,6 +7,7 @@ bytes on the other; the driver adds options, attach and the contract around it.
 from __future__ import annotations
 
 import ipaddress
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -14,7 +15,7 @@ from sliceportal.drivers.contract import NativeEntry
 
 from . import layout as L
 from .libbpf import BpfObject, Map, TestRun, test_run
-from .lowering import TUNNEL_FIELDS, rle, rules_bits, rules_list
+from .lowering import TUNNEL_FIELDS, rules_bits, rules_list
 
 Tables = dict[str, list[NativeEntry]]
 PROGRAM = "sliceportal_xdp"
@@ -77,8 +78,8 @@ class VersionMaps:
         return m
 
 
-def _u32s(n: int, start: int = 0) -> bytes:
-    return b"".join(L.U32.pack(i) for i in range(start, start + n))
+def _u32s(n: int) -> bytes:
+    return struct.pack(f"<{n}I", *range(n))
 
 
 def _lpm_key(prefix: str) -> bytes:
@@ -96,11 +97,24 @@ def _array_from_rle(entries: list[NativeEntry], size: int) -> bytes:
     return data
 
 
-def _rle_from_array(pairs: list[tuple[bytes, bytes]], size: int) -> list[NativeEntry]:
-    values = [0] * size
-    for k, v in pairs:
-        values[L.U32.unpack(k)[0]] = L.bitmap_int(v)
-    return rle(values)
+def _rle_from_array(raw: bytes, size: int) -> list[NativeEntry]:
+    # compare raw chunks (cheap) and decode a bitmap only where a run starts
+    bm = L.BITMAP_BYTES
+    out: list[NativeEntry] = []
+    start = 0
+    cur = raw[:bm]
+    for i in range(1, size + 1):
+        if i == size or raw[i * bm : (i + 1) * bm] != cur:
+            out.append(
+                {
+                    "first": start,
+                    "last": i - 1,
+                    "rules": rules_list(L.bitmap_int(raw[start * bm : (start + 1) * bm])),
+                }
+            )
+            start = i
+            cur = raw[i * bm : (i + 1) * bm]
+    return out
 
 
 class DataPlane:
@@ -248,8 +262,8 @@ class DataPlane:
                 es.append((plen, int.from_bytes(addr, "big"), rules_list(L.bitmap_int(val))))
             es.sort()
             t[f] = [{"prefix": f"{ipaddress.IPv4Address(a)}/{p}", "rules": r} for p, a, r in es]
-        t["dst_port"] = _rle_from_array(v.dst_port.lookup_all(), L.PORTS)
-        t["dscp"] = _rle_from_array(v.dscp.lookup_all(), L.DSCPS)
+        t["dst_port"] = _rle_from_array(v.dst_port.array_values(), L.PORTS)
+        t["dscp"] = _rle_from_array(v.dscp.array_values(), L.DSCPS)
         special_raw = dict(v.special.lookup_all())
         t["special"] = []
         for f in TUNNEL_FIELDS:

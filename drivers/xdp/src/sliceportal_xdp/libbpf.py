@@ -179,6 +179,23 @@ class Map:
         for k in keys:
             self.delete(k)
 
+    def array_values(self) -> bytes:
+        """All values of an array map, index order, as one buffer (one batch call)."""
+        n = self.max_entries
+        keys = ctypes.create_string_buffer(self.key_size * n)
+        vals = ctypes.create_string_buffer(self.value_size * n)
+        out_batch = ctypes.create_string_buffer(8)
+        count = ctypes.c_uint32(n)
+        opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
+        rc = _lib.bpf_map_lookup_batch(
+            self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts)
+        )
+        if rc < 0 and ctypes.get_errno() != errno.ENOENT:
+            _check(rc, f"batch lookup {self.name}")
+        if count.value != n:
+            raise BpfError(errno.EIO, f"batch lookup {self.name}: {count.value} of {n} entries")
+        return vals.raw
+
     def lookup_all(self) -> list[tuple[bytes, bytes]]:
         """Every (key, value) pair, by batch where supported, else key by key."""
         n = self.max_entries

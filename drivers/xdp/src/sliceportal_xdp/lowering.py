@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 from sliceportal.drivers.contract import CapacityError, NativeEntry, UnsupportedMatchError
-from sliceportal.rules.ir import MissMode, RuleIR, Ternary
+from sliceportal.rules.ir import FlowKey, MissMode, RuleIR, Ternary
 
 from . import layout
 
@@ -243,3 +243,28 @@ def usage_counts(tables: dict[str, list[NativeEntry]]) -> dict[str, int]:
         "vlan": len(tables["vlan"]),
         "slices": len(tables["qos"]),
     }
+
+
+def first_rule(tables: dict[str, list[NativeEntry]], key: FlowKey) -> int | None:
+    """What the data plane computes from ``tables`` for ``key``: the lowest rule in the
+    AND of the per-field sets, or None on a miss. A model for previews and tests."""
+    bits = (1 << len(tables["actions"])) - 1
+    for f in ("src_ip", "dst_ip"):
+        best: tuple[int, list[int]] = (-1, [])
+        addr = getattr(key, f)
+        for e in tables[f]:
+            net = ipaddress.IPv4Network(e["prefix"])
+            if net.prefixlen > best[0] and int(net.network_address) == addr & int(net.netmask):
+                best = (net.prefixlen, e["rules"])
+        bits &= rules_bits(best[1])
+    for f, value in (("dst_port", key.dst_port), ("dscp", key.dscp)):
+        bits &= next(rules_bits(e["rules"]) for e in tables[f] if e["first"] <= value <= e["last"])
+    special = {e["slot"]: rules_bits(e["rules"]) for e in tables["special"]}
+    for f in TUNNEL_FIELDS:
+        v = getattr(key, f)
+        if v is None:
+            bits &= special[f"{f}_absent"]
+        else:
+            hit = [e for e in tables[f] if e["value"] == v]
+            bits &= rules_bits(hit[0]["rules"]) if hit else special[f"{f}_present"]
+    return (bits & -bits).bit_length() - 1 if bits else None
