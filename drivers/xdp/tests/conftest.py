@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from sliceportal_xdp.driver import Driver
 
 ALT_MAC = "02:00:00:00:aa:01"
@@ -32,6 +31,6 @@ def driver() -> Iterator[Driver]:
             "overload_poll_s": 0,
         }
     )
-    d.dataplane  # load now, so a missing privilege fails here with a clear message
+    assert d.dataplane is not None  # load now, so a missing privilege fails here with a clear message
     yield d
     d.close()

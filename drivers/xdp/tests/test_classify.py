@@ -8,8 +8,7 @@ import ipaddress
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from sliceportal.rules.ir import Action, MissMode, MissPolicy, Match, Rule, RuleIR, Ternary
+from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
 from sliceportal.traffic.packets import Encap, Flow, build_bytes
 from sliceportal_xdp import layout
 from sliceportal_xdp.driver import Driver

@@ -12,7 +12,6 @@ from scapy.layers.inet import IP, UDP, IPOption_RR
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
-
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, Ternary
 from sliceportal.traffic.packets import Encap, Flow, build, build_bytes
 from sliceportal_xdp import layout

@@ -7,7 +7,6 @@ import ipaddress
 import threading
 
 import pytest
-
 from sliceportal.drivers.contract import CapacityError, DriverError, NativePlan, ProgressEvent, PushError
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, SliceEntry, Ternary
 from sliceportal.traffic.packets import Flow, build_bytes
@@ -56,7 +55,7 @@ def test_read_state_returns_what_lower_produced(driver: Driver) -> None:
         state = driver.read_state()
         assert state.version == plan.version == ir.digest() == res.version
         assert state.tables == plan.tables
-        assert [e.phase for e in events][0] == "diff" and events[-1].phase == "commit"
+        assert events[0].phase == "diff" and events[-1].phase == "commit"
         assert driver.health().version == plan.version
 
 
