@@ -166,47 +166,50 @@ reg        k_ip, k_bad, k_nonip, k_l4;
 reg        seen_vxlan, seen_gtp;
 reg [2:0]  ext_count;
 
-function [7:0] byte_at(input [15:0] idx);
+// The window is passed explicitly: a continuous assignment is only re-evaluated when its
+// operands change, and a function's reads of module signals are not operands.
+function [7:0] byte_at(input [HDR_BYTES*8-1:0] w, input [15:0] idx);
     begin
-        byte_at = (idx < HDR_BYTES) ? win[idx * 8 +: 8] : 8'd0;
+        byte_at = (idx < HDR_BYTES) ? w[idx * 8 +: 8] : 8'd0;
     end
 endfunction
 
-function [15:0] be16(input [15:0] idx);
+function [15:0] be16(input [HDR_BYTES*8-1:0] w, input [15:0] idx);
     begin
-        be16 = {byte_at(idx), byte_at(idx + 16'd1)};
+        be16 = {byte_at(w, idx), byte_at(w, idx + 16'd1)};
     end
 endfunction
 
-function [31:0] be32(input [15:0] idx);
+function [31:0] be32(input [HDR_BYTES*8-1:0] w, input [15:0] idx);
     begin
-        be32 = {be16(idx), be16(idx + 16'd2)};
+        be32 = {be16(w, idx), be16(w, idx + 16'd2)};
     end
 endfunction
 
 // Bytes [off, off+n) are in the window (which the packet may end before).
 function has(input [15:0] from, input [15:0] n);
     begin
+        // Called only from the clocked walker, so reading walk_len here is safe.
         has = ({1'b0, from} + {1'b0, n}) <= {1'b0, walk_len};
     end
 endfunction
 
-wire [7:0]  ip_vihl = byte_at(off);
+wire [7:0]  ip_vihl = byte_at(win, off);
 wire [15:0] ip_hlen = {10'd0, ip_vihl[3:0], 2'b00};
-wire [15:0] eth_type = be16(off + 16'd12);
-wire [15:0] vlan_type = be16(off + 16'd16);
-wire [15:0] l4_dport = be16(off + 16'd2);
-wire [7:0]  ip_tos = byte_at(off + 16'd1);
+wire [15:0] eth_type = be16(win, off + 16'd12);
+wire [15:0] vlan_type = be16(win, off + 16'd16);
+wire [15:0] l4_dport = be16(win, off + 16'd2);
+wire [7:0]  ip_tos = byte_at(win, off + 16'd1);
 // GTP-U flags: version [7:5], PT [4], E [2], S [1], PN [0].
-wire [7:0]  gtp_flags = byte_at(off);
-wire [7:0]  gtp_type = byte_at(off + 16'd1);
+wire [7:0]  gtp_flags = byte_at(win, off);
+wire [7:0]  gtp_type = byte_at(win, off + 16'd1);
 /* verilator lint_off UNUSEDSIGNAL */
 wire unused_ok = &{1'b0, gtp_flags[4:3], frag_word[15:13], ip_tos[1:0]};
 /* verilator lint_on UNUSEDSIGNAL */
-wire [7:0]  gtp_next = byte_at(off + 16'd11);
-wire [15:0] ext_len = {6'd0, byte_at(off), 2'b00};
-wire [7:0]  ext_next = byte_at(off + ext_len - 16'd1);
-wire [15:0] frag_word = be16(off + 16'd6);
+wire [7:0]  gtp_next = byte_at(win, off + 16'd11);
+wire [15:0] ext_len = {6'd0, byte_at(win, off), 2'b00};
+wire [7:0]  ext_next = byte_at(win, off + ext_len - 16'd1);
+wire [15:0] frag_word = be16(win, off + 16'd6);
 wire [12:0] frag_off = frag_word[12:0];
 
 always @(posedge clk) begin
@@ -246,14 +249,14 @@ always @(posedge clk) begin
                 w_state <= W_DONE;
             end else begin
                 k_ip <= 1'b1;
-                k_src <= be32(off + 16'd12);
-                k_dst <= be32(off + 16'd16);
+                k_src <= be32(win, off + 16'd12);
+                k_dst <= be32(win, off + 16'd16);
                 k_dscp <= ip_tos[7:2];
-                k_proto <= byte_at(off + 16'd9);
+                k_proto <= byte_at(win, off + 16'd9);
                 k_port <= 16'd0;
                 off <= off + ip_hlen;
                 k_l4 <= 1'b0;
-                if ((byte_at(off + 16'd9) == 8'd17 || byte_at(off + 16'd9) == 8'd6) && frag_off == 13'd0) begin
+                if ((byte_at(win, off + 16'd9) == 8'd17 || byte_at(win, off + 16'd9) == 8'd6) && frag_off == 13'd0) begin
                     w_state <= W_L4;
                 end else begin
                     w_state <= W_DONE;
