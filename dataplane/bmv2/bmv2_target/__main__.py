@@ -21,10 +21,10 @@ def _live_ports(switch: Switch, spec: list[str]) -> None:
     """Ports N@ifname over AF_PACKET (needs root); receive time is the packet clock."""
     socks: dict[int, socket.socket] = {}
     for item in spec:
-        port, _, ifname = item.partition("@")
+        port_text, _, ifname = item.partition("@")
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
         s.bind((ifname, 0))
-        socks[int(port)] = s
+        socks[int(port_text)] = s
 
     def pump(port: int, s: socket.socket) -> None:
         while True:
@@ -46,8 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bmv2_target", description=__doc__)
     ap.add_argument("--grpc-port", type=int, default=9559, help="0 = any free port (printed)")
     ap.add_argument("--device-id", type=int, default=1)
-    ap.add_argument("--priority-queues", type=int, default=1,
-                    help="strict-priority queues per port (BMv2 default 1: priority > 0 drops)")
+    ap.add_argument(
+        "--priority-queues",
+        type=int,
+        default=1,
+        help="strict-priority queues per port (BMv2 default 1: priority > 0 drops)",
+    )
     ap.add_argument("--queue-depth", type=int, default=64, help="packets per queue (BMv2 default 64)")
     ap.add_argument("--link-rate-bps", type=int, default=None, help="egress link rate; default unlimited")
     ap.add_argument("--interface", "-i", action="append", default=[], metavar="PORT@IFNAME")
@@ -58,10 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--priority-queues must be 1..8 (standard_metadata.priority is 3 bits)")
 
     switch = Switch(SwitchConfig(args.priority_queues, args.queue_depth, args.link_rate_bps))
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
-                         options=[("grpc.max_receive_message_length", 64 << 20)])
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8), options=[("grpc.max_receive_message_length", 64 << 20)]
+    )
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(
-        P4RuntimeServicer(switch, args.device_id, Faults(args.fail_write, args.exit_on_write)), server)
+        P4RuntimeServicer(switch, args.device_id, Faults(args.fail_write, args.exit_on_write)), server
+    )
     server.add_generic_rpc_handlers((DataplaneService(switch).handler(),))
     port = server.add_insecure_port(f"127.0.0.1:{args.grpc_port}")
     server.start()

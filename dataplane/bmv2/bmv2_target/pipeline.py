@@ -46,10 +46,20 @@ class Pipeline:
             self.slice_qos = tables.tables[t(f"{ING}.vqueue.slice_qos")]
             self.tenant_forward = tables.tables[t(f"{ING}.fwd.tenant_forward")]
             self.egress_vlan = tables.tables[t(f"{EGR}.vlan_tag.egress_vlan")]
-            self.a = {name: t(f"{ING}.{name}") for name in (
-                "tenant.set_access_tenant", "tenant.set_trunk", "tenant.set_vlan_tenant",
-                "classifier.set_slice", "classifier.miss_algorithm1", "classifier.miss_fixed",
-                "vqueue.queue_manage", "vqueue.meter_police", "fwd.forward")}
+            self.a = {
+                name: t(f"{ING}.{name}")
+                for name in (
+                    "tenant.set_access_tenant",
+                    "tenant.set_trunk",
+                    "tenant.set_vlan_tenant",
+                    "classifier.set_slice",
+                    "classifier.miss_algorithm1",
+                    "classifier.miss_fixed",
+                    "vqueue.queue_manage",
+                    "vqueue.meter_police",
+                    "fwd.forward",
+                )
+            }
             self.a["push_tenant_vlan"] = t(f"{EGR}.vlan_tag.push_tenant_vlan")
             self.a["pop_vlan"] = t(f"{EGR}.vlan_tag.pop_vlan")
             c = ext.counters
@@ -66,8 +76,10 @@ class Pipeline:
             self.slice_delay_max = r[t(f"{ING}.vqueue.slice_delay_max")]
             self.slice_meter = ext.meters[t(f"{ING}.vqueue.slice_meter")]
         except KeyError as e:
-            raise P4RTError(grpc.StatusCode.INVALID_ARGUMENT,
-                            f"this target executes slicing.p4 only; the P4Info lacks {e}") from None
+            raise P4RTError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"this target executes slicing.p4 only; the P4Info lacks {e}",
+            ) from None
         # classifier: `default_action = miss_fixed(0)` (not const, so not in the P4Info).
         cid = self.classifier.info.preamble.id
         tables.initial_defaults[cid] = (self.a["classifier.miss_fixed"], (0,))
@@ -85,8 +97,19 @@ class Pipeline:
         return e.action_id, e.params
 
     def _classify(self, tenant_id: int, k: Key, length: int) -> tuple[int, tuple[int, ...]]:
-        values = (tenant_id, k.has_vni, k.vni, k.has_teid, k.teid, k.src_ip, k.dst_ip,
-                  k.dst_port, k.dscp, k.has_vlan, k.vlan)
+        values = (
+            tenant_id,
+            k.has_vni,
+            k.vni,
+            k.has_teid,
+            k.teid,
+            k.src_ip,
+            k.dst_ip,
+            k.dst_port,
+            k.dscp,
+            k.has_vlan,
+            k.vlan,
+        )
         for e in self.classifier.ordered:
             for v, (ev, em) in zip(values, e.key, strict=True):
                 if v & em != ev:

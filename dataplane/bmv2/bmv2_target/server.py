@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from google.protobuf import text_format
+from google.protobuf import text_format  # type: ignore[import-untyped]
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
@@ -46,7 +46,8 @@ class Arbitration:
     device_id: int
     lock: threading.Lock = field(default_factory=threading.Lock)
     streams: dict[int, tuple[int, queue.Queue[p4runtime_pb2.StreamMessageResponse | None]]] = field(
-        default_factory=dict)  # stream key -> (election id, outbox)
+        default_factory=dict
+    )  # stream key -> (election id, outbox)
 
     def primary(self) -> int | None:
         with self.lock:
@@ -54,10 +55,10 @@ class Arbitration:
 
 
 def _election(msg: p4runtime_pb2.Uint128) -> int:
-    return (msg.high << 64) | msg.low
+    return int((msg.high << 64) | msg.low)
 
 
-class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
+class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def __init__(self, switch: Switch, device_id: int, faults: Faults) -> None:
         self.switch = switch
         self.arb = Arbitration(device_id)
@@ -67,8 +68,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # ---- arbitration ------------------------------------------------------------------
 
-    def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
-                      context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
+    def StreamChannel(
+        self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest], context: grpc.ServicerContext
+    ) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         outbox: queue.Queue[p4runtime_pb2.StreamMessageResponse | None] = queue.Queue()
         key = id(outbox)
 
@@ -91,8 +93,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 return
             yield msg
 
-    def _arbitrate(self, key: int, arb: p4runtime_pb2.MasterArbitrationUpdate,
-                   outbox: queue.Queue[p4runtime_pb2.StreamMessageResponse | None]) -> None:
+    def _arbitrate(
+        self,
+        key: int,
+        arb: p4runtime_pb2.MasterArbitrationUpdate,
+        outbox: queue.Queue[p4runtime_pb2.StreamMessageResponse | None],
+    ) -> None:
         resp = p4runtime_pb2.StreamMessageResponse()
         resp.arbitration.CopyFrom(arb)
         if arb.device_id != self.arb.device_id:
@@ -109,8 +115,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 return
             self.arb.streams[key] = (election, outbox)
             primary = max(e for e, _ in self.arb.streams.values())
-        resp.arbitration.election_id.high, resp.arbitration.election_id.low = primary >> 64, primary & (
-            (1 << 64) - 1)
+        resp.arbitration.election_id.high, resp.arbitration.election_id.low = (
+            primary >> 64,
+            primary & ((1 << 64) - 1),
+        )
         resp.arbitration.status.code = code_pb2.OK if election == primary else code_pb2.ALREADY_EXISTS
         outbox.put(resp)
 
@@ -123,14 +131,19 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # ---- pipeline config ----------------------------------------------------------------
 
-    def SetForwardingPipelineConfig(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
-                                    context: grpc.ServicerContext
-                                    ) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
+    def SetForwardingPipelineConfig(
+        self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest, context: grpc.ServicerContext
+    ) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
         try:
             self._check_primary(request.device_id, request.election_id)
             A = p4runtime_pb2.SetForwardingPipelineConfigRequest
-            if request.action not in (A.VERIFY, A.VERIFY_AND_SAVE, A.VERIFY_AND_COMMIT, A.COMMIT,
-                                      A.RECONCILE_AND_COMMIT):
+            if request.action not in (
+                A.VERIFY,
+                A.VERIFY_AND_SAVE,
+                A.VERIFY_AND_COMMIT,
+                A.COMMIT,
+                A.RECONCILE_AND_COMMIT,
+            ):
                 raise invalid("unspecified action")
             if request.action == A.COMMIT:
                 return p4runtime_pb2.SetForwardingPipelineConfigResponse()
@@ -145,9 +158,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort(e.code, e.message)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
-    def GetForwardingPipelineConfig(self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest,
-                                    context: grpc.ServicerContext
-                                    ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
+    def GetForwardingPipelineConfig(
+        self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
+    ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
         if self.switch.index is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
@@ -159,22 +172,24 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         resp.config.cookie.cookie = self.cookie
         return resp
 
-    def Capabilities(self, request: p4runtime_pb2.CapabilitiesRequest,
-                     context: grpc.ServicerContext) -> p4runtime_pb2.CapabilitiesResponse:
+    def Capabilities(
+        self, request: p4runtime_pb2.CapabilitiesRequest, context: grpc.ServicerContext
+    ) -> p4runtime_pb2.CapabilitiesResponse:
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version="1.3.0")
 
     # ---- write --------------------------------------------------------------------------
 
-    def Write(self, request: p4runtime_pb2.WriteRequest,
-              context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
+    def Write(
+        self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext
+    ) -> p4runtime_pb2.WriteResponse:
         try:
             self._check_primary(request.device_id, request.election_id)
             if self.switch.tables is None:
                 raise P4RTError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
             if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
-        except P4RTError as e:
-            context.abort(e.code, e.message)
+        except P4RTError as err:
+            context.abort(err.code, err.message)
         self.faults.writes_seen += 1
         if self.faults.exit_on_write and self.faults.writes_seen == self.faults.exit_on_write:
             os._exit(17)
@@ -186,8 +201,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 try:
                     self._apply(update)
                     errors.append(p4runtime_pb2.Error(canonical_code=code_pb2.OK))
-                except P4RTError as e:
-                    errors.append(p4runtime_pb2.Error(canonical_code=e.code.value[0], message=e.message))
+                except P4RTError as err:
+                    errors.append(p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message))
         failed = [e for e in errors if e.canonical_code != code_pb2.OK]
         if failed:
             status = status_pb2.Status(code=code_pb2.UNKNOWN, message=f"{len(failed)} update(s) failed")
@@ -261,8 +276,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # ---- read ---------------------------------------------------------------------------
 
-    def Read(self, request: p4runtime_pb2.ReadRequest,
-             context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.ReadResponse]:
+    def Read(
+        self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext
+    ) -> Iterator[p4runtime_pb2.ReadResponse]:
         try:
             if request.device_id != self.arb.device_id:
                 raise not_found(f"unknown device id {request.device_id}")
@@ -327,7 +343,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     out.meter_entry.index.index = i
                     if cell.configured:
                         cfg = out.meter_entry.config
-                        cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = cell.cir, cell.cburst, cell.pir, cell.pburst
+                        cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = (
+                            cell.cir,
+                            cell.cburst,
+                            cell.pir,
+                            cell.pburst,
+                        )
                     yield out
         elif which == "direct_counter_entry":
             for table, e in tables.read(ent.direct_counter_entry.table_entry):
@@ -359,10 +380,14 @@ class DataplaneService:
         return json.dumps({"written": written, "processed": self.switch.processed}).encode()
 
     def handler(self) -> grpc.GenericRpcHandler:
-        return grpc.method_handlers_generic_handler("sliceportal.bmv2.Dataplane", {
-            "RunPcaps": grpc.unary_unary_rpc_method_handler(
-                self.run_pcaps, request_deserializer=None, response_serializer=None),
-        })
+        return grpc.method_handlers_generic_handler(
+            "sliceportal.bmv2.Dataplane",
+            {
+                "RunPcaps": grpc.unary_unary_rpc_method_handler(
+                    self.run_pcaps, request_deserializer=None, response_serializer=None
+                ),
+            },
+        )
 
 
 def load_p4info_text(path: Path) -> p4info_pb2.P4Info:

@@ -63,8 +63,9 @@ class Switch:
         with self.lock:
             if self.pipeline is None:
                 raise RuntimeError("no forwarding pipeline config set")
-            tm = TrafficManager(self.config.priority_queues, self.config.queue_depth,
-                                self.config.link_bps, deliver)
+            tm = TrafficManager(
+                self.config.priority_queues, self.config.queue_depth, self.config.link_bps, deliver
+            )
             for t_ns, port, data in packets:
                 if self.config.link_bps is not None:
                     tm.advance(t_ns)
@@ -93,8 +94,9 @@ class Switch:
             for o in outputs:
                 w = writers.get(o.port)
                 if w is None:
-                    w = writers[o.port] = PcapWriter(str(out_dir / f"port{o.port}.pcap"), linktype=1,
-                                                     sync=False)
+                    w = writers[o.port] = PcapWriter(
+                        str(out_dir / f"port{o.port}.pcap"), linktype=1, sync=False
+                    )
                     w.write_header(None)
                 sec, ns = divmod(o.time_ns, 1_000_000_000)
                 w.write_packet(o.data, sec=sec, usec=ns // 1000)

@@ -139,7 +139,9 @@ class TableStore:
                 key.append((0, 0))
         return tuple(key)
 
-    def _action(self, table: Table, action: p4runtime_pb2.Action, default: bool) -> tuple[int, tuple[int, ...]]:
+    def _action(
+        self, table: Table, action: p4runtime_pb2.Action, default: bool
+    ) -> tuple[int, tuple[int, ...]]:
         a = self.index.actions.get(action.action_id)
         if a is None:
             raise not_found(f"unknown action id {action.action_id}")
@@ -188,13 +190,17 @@ class TableStore:
         action_id, params = self._action(table, te.action.action, default=False)
         if utype == Update.INSERT:
             if slot in table.entries:
-                raise P4RTError(grpc.StatusCode.ALREADY_EXISTS,
-                                f"entry already exists in {table.info.preamble.name}")
+                raise P4RTError(
+                    grpc.StatusCode.ALREADY_EXISTS, f"entry already exists in {table.info.preamble.name}"
+                )
             if table.info.size and len(table.entries) >= table.info.size:
-                raise P4RTError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"table {table.info.preamble.name} is full ({table.info.size})")
-            table.entries[slot] = Entry(key, te.priority, action_id, params, te.metadata,
-                                        te.controller_metadata)
+                raise P4RTError(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"table {table.info.preamble.name} is full ({table.info.size})",
+                )
+            table.entries[slot] = Entry(
+                key, te.priority, action_id, params, te.metadata, te.controller_metadata
+            )
         elif utype == Update.MODIFY:
             old = table.entries.get(slot)
             if old is None:
@@ -211,19 +217,26 @@ class TableStore:
         if utype != Update.MODIFY:
             raise invalid("the default entry can only be modified")
         if table.info.const_default_action_id:
-            raise P4RTError(grpc.StatusCode.PERMISSION_DENIED,
-                            f"the default action of {table.info.preamble.name} is const")
+            raise P4RTError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"the default action of {table.info.preamble.name} is const",
+            )
         if te.HasField("action"):
             table.default_action_id, table.default_params = self._action(table, te.action.action, True)
         else:
             table.default_action_id, table.default_params = self.initial_defaults.get(
-                table.info.preamble.id, (0, ()))
+                table.info.preamble.id, (0, ())
+            )
 
     # ---- reads ------------------------------------------------------------------
 
     def to_proto(self, table: Table, e: Entry) -> p4runtime_pb2.TableEntry:
-        te = p4runtime_pb2.TableEntry(table_id=table.info.preamble.id, priority=e.priority,
-                                      metadata=e.metadata, controller_metadata=e.controller_metadata)
+        te = p4runtime_pb2.TableEntry(
+            table_id=table.info.preamble.id,
+            priority=e.priority,
+            metadata=e.metadata,
+            controller_metadata=e.controller_metadata,
+        )
         for f, (value, mask) in zip(table.fields, e.key, strict=True):
             if mask == 0:
                 continue

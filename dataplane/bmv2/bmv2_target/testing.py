@@ -16,7 +16,10 @@ class Target:
         env = dict(os.environ, PYTHONPATH=str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bmv2_target", "--grpc-port", "0", *args],
-            stdout=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "listening on" not in line:

@@ -41,25 +41,72 @@ ACTIONS: list[tuple[str, list[tuple[str, int]]]] = [
 E, T = p4info_pb2.MatchField.EXACT, p4info_pb2.MatchField.TERNARY
 # (name, [(field, bitwidth, kind)], [actions], default-only actions, const default, size, direct)
 TABLES = [
-    (f"{ING}.tenant.port_tenant", [("ingress_port", 9, E)],
-     [f"{ING}.tenant.set_access_tenant", f"{ING}.tenant.set_trunk"],
-     [f"{ING}.tenant.drop_unallocated_port"], f"{ING}.tenant.drop_unallocated_port", 64, None),
-    (f"{ING}.tenant.vlan_tenant", [("ingress_port", 9, E), ("vlan_valid", 1, E), ("vid", 12, E)],
-     [f"{ING}.tenant.set_vlan_tenant"], [f"{ING}.tenant.drop_unknown_vid"],
-     f"{ING}.tenant.drop_unknown_vid", 1024, None),
-    (f"{ING}.classifier.classifier",
-     [("tenant_id", 8, E), ("has_vni", 1, T), ("vni", 24, T), ("has_teid", 1, T), ("teid", 32, T),
-      ("src_ip", 32, T), ("dst_ip", 32, T), ("dst_port", 16, T), ("dscp", 6, T), ("has_vlan", 1, T),
-      ("vlan", 12, T)],
-     [f"{ING}.classifier.set_slice"],
-     [f"{ING}.classifier.miss_algorithm1", f"{ING}.classifier.miss_fixed"], None, 4096,
-     f"{ING}.classifier.classifier_hits"),
-    (f"{ING}.vqueue.slice_qos", [("slice_id", 8, E)],
-     [f"{ING}.vqueue.queue_manage", f"{ING}.vqueue.meter_police"], ["NoAction"], "NoAction", 256, None),
-    (f"{ING}.fwd.tenant_forward", [("tenant_id", 8, E), ("ingress_port", 9, E)],
-     [f"{ING}.fwd.forward"], [f"{ING}.fwd.drop"], f"{ING}.fwd.drop", 1024, None),
-    (f"{EGR}.vlan_tag.egress_vlan", [("egress_port", 9, E)],
-     [f"{EGR}.vlan_tag.push_tenant_vlan", f"{EGR}.vlan_tag.pop_vlan"], ["NoAction"], "NoAction", 64, None),
+    (
+        f"{ING}.tenant.port_tenant",
+        [("ingress_port", 9, E)],
+        [f"{ING}.tenant.set_access_tenant", f"{ING}.tenant.set_trunk"],
+        [f"{ING}.tenant.drop_unallocated_port"],
+        f"{ING}.tenant.drop_unallocated_port",
+        64,
+        None,
+    ),
+    (
+        f"{ING}.tenant.vlan_tenant",
+        [("ingress_port", 9, E), ("vlan_valid", 1, E), ("vid", 12, E)],
+        [f"{ING}.tenant.set_vlan_tenant"],
+        [f"{ING}.tenant.drop_unknown_vid"],
+        f"{ING}.tenant.drop_unknown_vid",
+        1024,
+        None,
+    ),
+    (
+        f"{ING}.classifier.classifier",
+        [
+            ("tenant_id", 8, E),
+            ("has_vni", 1, T),
+            ("vni", 24, T),
+            ("has_teid", 1, T),
+            ("teid", 32, T),
+            ("src_ip", 32, T),
+            ("dst_ip", 32, T),
+            ("dst_port", 16, T),
+            ("dscp", 6, T),
+            ("has_vlan", 1, T),
+            ("vlan", 12, T),
+        ],
+        [f"{ING}.classifier.set_slice"],
+        [f"{ING}.classifier.miss_algorithm1", f"{ING}.classifier.miss_fixed"],
+        None,
+        4096,
+        f"{ING}.classifier.classifier_hits",
+    ),
+    (
+        f"{ING}.vqueue.slice_qos",
+        [("slice_id", 8, E)],
+        [f"{ING}.vqueue.queue_manage", f"{ING}.vqueue.meter_police"],
+        ["NoAction"],
+        "NoAction",
+        256,
+        None,
+    ),
+    (
+        f"{ING}.fwd.tenant_forward",
+        [("tenant_id", 8, E), ("ingress_port", 9, E)],
+        [f"{ING}.fwd.forward"],
+        [f"{ING}.fwd.drop"],
+        f"{ING}.fwd.drop",
+        1024,
+        None,
+    ),
+    (
+        f"{EGR}.vlan_tag.egress_vlan",
+        [("egress_port", 9, E)],
+        [f"{EGR}.vlan_tag.push_tenant_vlan", f"{EGR}.vlan_tag.pop_vlan"],
+        ["NoAction"],
+        "NoAction",
+        64,
+        None,
+    ),
 ]
 
 C = p4info_pb2.CounterSpec
@@ -109,8 +156,14 @@ def aliases(names: list[str]) -> dict[str, str]:
 
 
 def build() -> p4info_pb2.P4Info:
-    every = ([a for a, _ in ACTIONS] + [t[0] for t in TABLES] + [c[0] for c in COUNTERS]
-             + [d[0] for d in DIRECT_COUNTERS] + [m[0] for m in METERS] + [r[0] for r in REGISTERS])
+    every = (
+        [a for a, _ in ACTIONS]
+        + [t[0] for t in TABLES]
+        + [c[0] for c in COUNTERS]
+        + [d[0] for d in DIRECT_COUNTERS]
+        + [m[0] for m in METERS]
+        + [r[0] for r in REGISTERS]
+    )
     alias = aliases(every)
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
@@ -126,8 +179,9 @@ def build() -> p4info_pb2.P4Info:
         for a in actions:
             t.action_refs.add(id=p4c_id(P.ACTION, a))
         for a in default_only:
-            t.action_refs.add(id=p4c_id(P.ACTION, a), annotations=["@defaultonly"],
-                              scope=p4info_pb2.ActionRef.DEFAULT_ONLY)
+            t.action_refs.add(
+                id=p4c_id(P.ACTION, a), annotations=["@defaultonly"], scope=p4info_pb2.ActionRef.DEFAULT_ONLY
+            )
         if const_default:
             t.const_default_action_id = p4c_id(P.ACTION, const_default)
         if direct:

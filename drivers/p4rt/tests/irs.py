@@ -35,10 +35,14 @@ def two_tenants(lanes: int = 8, qos: Qos | None = None) -> RuleIR:
     )
     rules = (
         Rule(Match(vni=Ternary.exact(1001, 24), dst_port=Ternary.exact(5000, 16)), Action(1, 6, 0), "urllc"),
-        Rule(Match(vni=Ternary.exact(1001, 24), src_ip=Ternary.prefix(ip("10.1.0.0"), 16, 32)),
-             Action(2, 2, 0), "embb"),
+        Rule(
+            Match(vni=Ternary.exact(1001, 24), src_ip=Ternary.prefix(ip("10.1.0.0"), 16, 32)),
+            Action(2, 2, 0),
+            "embb",
+        ),
         Rule(Match(vni=Ternary.exact(1002, 24), dscp=Ternary(0b101000, 0b111000)), Action(3, 4, 0), "b"),
         Rule(Match(vni=Ternary.exact(1002, 24), teid=Ternary(0x100, 0xF00)), Action(3, 5, 0), "b by teid"),
     )
-    return RuleIR(lanes=lanes, paths=1, rules=rules, slices=slices, tenants=(TENANT_A, TENANT_B),
-                  miss=MissPolicy())
+    return RuleIR(
+        lanes=lanes, paths=1, rules=rules, slices=slices, tenants=(TENANT_A, TENANT_B), miss=MissPolicy()
+    )

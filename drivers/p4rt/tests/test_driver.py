@@ -9,7 +9,6 @@ import grpc
 import pytest
 from irs import TENANT_A, TENANT_B, ip, two_tenants
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-
 from sliceportal.drivers.contract import (
     CapacityError,
     Driver,
@@ -144,7 +143,8 @@ def test_injected_mid_push_failure_rolls_back(start_target) -> None:
     d.apply(d.lower(first), lambda e: None)  # 30 updates -> writes 1..3 (no register resets)
     before = d.read_state().tables
     bigger_rules = first.rules + tuple(
-        Rule(Match(src_ip=Ternary.exact(ip("10.9.0.0") + i, 32)), Action(3, 1, 0)) for i in range(40))
+        Rule(Match(src_ip=Ternary.exact(ip("10.9.0.0") + i, 32)), Action(3, 1, 0)) for i in range(40)
+    )
     bigger = RuleIR(lanes=8, paths=1, rules=bigger_rules, slices=first.slices, tenants=first.tenants)
     seen, cb = events()
     with pytest.raises(PushError) as err:

@@ -11,11 +11,20 @@ import grpc
 import pytest
 from irs import TENANT_A, TENANT_B, ip, two_tenants
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from traffic import cbr, frame, read_pcap, run_pcaps, write_pcap
-
-from sliceportal.rules.ir import Action, Match, MissPolicy, Qos, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
+from sliceportal.rules.ir import (
+    Action,
+    Match,
+    MissPolicy,
+    Qos,
+    Rule,
+    RuleIR,
+    SliceEntry,
+    TenantEntry,
+    Ternary,
+)
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal_p4rt.driver import Driver
+from traffic import cbr, frame, read_pcap, run_pcaps, write_pcap
 
 # Seed 004 Table II (BMv2 column): rate, burst limit, ECN target.
 SLICES = {"DC": (48e6, 20.0, 5.0), "Enterprise": (12e6, 10.0, None), "Peering": (240e6, 30.0, None)}
@@ -39,8 +48,11 @@ def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
     tenant = TenantEntry(1, "operator", 1001, 100)
     slices, rules, flows = [], [], {}
     for sid, (name, (rate, burst, ecn)) in enumerate(SLICES.items(), start=1):
-        slices.append(SliceEntry(sid, sid, name, 1001, 100, (7 - sid,),
-                                 Qos(rate_bps=int(rate), burst_ms=burst, ecn_ms=ecn)))
+        slices.append(
+            SliceEntry(
+                sid, sid, name, 1001, 100, (7 - sid,), Qos(rate_bps=int(rate), burst_ms=burst, ecn_ms=ecn)
+            )
+        )
         dst = f"192.168.{sid}.1"  # seed 004: a slice is the flows to one destination
         rules.append(Rule(Match(dst_ip=Ternary.exact(ip(dst), 32)), Action(sid, 7 - sid, 0), name))
         flows[sid] = Flow("10.1.0.1", dst, 5001, vni=1001, teid=7, vlan=100, encap=Encap.VXLAN_GTP)
@@ -81,11 +93,14 @@ def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
 def test_seed002_tenant_vlan_isolation(target, tmp_path: Path) -> None:
     """Ports 1 / 2 exclusive to tenants A (VID 100) / B (VID 200), port 3 the shared trunk."""
     ir = two_tenants()
-    d = Driver({"address": target.address, "access_ports": {1: 100, 2: 200}, "trunk_ports": [3],
-                "uplink_port": 3})
+    d = Driver(
+        {"address": target.address, "access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3}
+    )
     d.apply(d.lower(ir), lambda e: None)
-    mk = {vid: frame(Flow("10.1.0.1", "10.2.0.1", 5000, vni=1001, vlan=vid, encap=Encap.VXLAN), 200)[0]
-          for vid in (100, 200, 300)}
+    mk = {
+        vid: frame(Flow("10.1.0.1", "10.2.0.1", 5000, vni=1001, vlan=vid, encap=Encap.VXLAN), 200)[0]
+        for vid in (100, 200, 300)
+    }
     untagged = frame(Flow("10.1.0.1", "10.2.0.1", 5000, vni=1001, encap=Encap.VXLAN), 200)[0]
     trunk = [(10**9 + i * 1000, mk[(100, 200, 300)[i % 3]]) for i in range(30)]
     trunk.append((10**9 + 50_000, untagged))  # untagged on a trunk: no tenant
@@ -95,6 +110,7 @@ def test_seed002_tenant_vlan_isolation(target, tmp_path: Path) -> None:
     p1 = read_pcap(tmp_path / "out" / "port1.pcap")
     p2 = read_pcap(tmp_path / "out" / "port2.pcap")
     p3 = read_pcap(tmp_path / "out" / "port3.pcap")
+
     # VID 100 reaches only tenant A's port, untagged; VID 200 only tenant B's.
     def popped(vid: int) -> bytes:
         return mk[vid][:12] + mk[vid][16:]
@@ -107,8 +123,11 @@ def test_seed002_tenant_vlan_isolation(target, tmp_path: Path) -> None:
     stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
     req = p4runtime_pb2.ReadRequest(device_id=1)
     req.entities.add().counter_entry.counter_id = d.p4info.counter_id("SlicingIngress.tenant.tenant_drops")
-    drops = {e.counter_entry.index.index: e.counter_entry.data.packet_count
-             for r in stub.Read(req) for e in r.entities}
+    drops = {
+        e.counter_entry.index.index: e.counter_entry.data.packet_count
+        for r in stub.Read(req)
+        for e in r.entities
+    }
     ch.close()
     assert drops == {0: 0, 1: 11}  # 10 unknown VID 300 + 1 untagged on the trunk
     assert TENANT_A.vlan == 100 and TENANT_B.vlan == 200
@@ -127,10 +146,16 @@ def test_classification_matches_the_ir_reference(target, tmp_path: Path) -> None
     packets = []
     for i in range(300):
         vni, vlan = rng.choice([(1001, 100), (1002, 200)])
-        flow = Flow(f"10.{rng.choice([1, 3])}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
-                    "10.2.0.1", rng.choice([5000, 5002, 80]), dscp=rng.randrange(64), vni=vni,
-                    teid=rng.choice([0x100, 0x1F0, 0x200]), vlan=vlan,
-                    encap=rng.choice([Encap.VXLAN, Encap.VXLAN_GTP]))
+        flow = Flow(
+            f"10.{rng.choice([1, 3])}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+            "10.2.0.1",
+            rng.choice([5000, 5002, 80]),
+            dscp=rng.randrange(64),
+            vni=vni,
+            teid=rng.choice([0x100, 0x1F0, 0x200]),
+            vlan=vlan,
+            encap=rng.choice([Encap.VXLAN, Encap.VXLAN_GTP]),
+        )
         decision = ir.classify(flow.key())
         if decision.rule_index is not None:
             expect_rules[decision.rule_index] += 1
@@ -149,8 +174,14 @@ def test_priority_beyond_the_switch_queues_is_dropped(start_target, tmp_path: Pa
     """BMv2 without --priority-queues drops packets whose priority is > 0."""
     t = start_target()  # one queue per port, as simple_switch_grpc's default
     s = SliceEntry(1, 1, "s", 1001, 100, (5,))
-    ir = RuleIR(lanes=8, paths=1, rules=(Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 5, 0)),),
-                slices=(s,), tenants=(TenantEntry(1, "t", 1001, 100),), miss=MissPolicy())
+    ir = RuleIR(
+        lanes=8,
+        paths=1,
+        rules=(Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 5, 0)),),
+        slices=(s,),
+        tenants=(TenantEntry(1, "t", 1001, 100),),
+        miss=MissPolicy(),
+    )
     d = Driver({"address": t.address, "trunk_ports": [1, 2], "uplink_port": 2})
     d.apply(d.lower(ir), lambda e: None)
     hi = frame(Flow("10.1.0.1", "10.2.0.1", 5000, vni=1001, vlan=100, encap=Encap.VXLAN), 128)[0]

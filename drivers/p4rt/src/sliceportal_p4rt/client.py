@@ -41,8 +41,10 @@ class Session:
             grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
         except grpc.FutureTimeoutError:
             self.channel.close()
-            raise UnreachableError(f"no P4Runtime server answers at {address}",
-                                   hint="start the switch (simple_switch_grpc or the bundled target)") from None
+            raise UnreachableError(
+                f"no P4Runtime server answers at {address}",
+                hint="start the switch (simple_switch_grpc or the bundled target)",
+            ) from None
         self._stream = self.stub.StreamChannel(self._requests())
         threading.Thread(target=self._responses, daemon=True).start()
         self._outbox.put(self._arbitration_request())
@@ -56,8 +58,10 @@ class Session:
             raise UnreachableError(f"stream channel to {address} failed: {reply}")
         if reply.status.code != code_pb2.OK:
             self.close()
-            raise DriverError(f"not the primary controller of device {device_id}: {reply.status.message}",
-                              hint="another controller holds a higher election id; raise 'election_id'")
+            raise DriverError(
+                f"not the primary controller of device {device_id}: {reply.status.message}",
+                hint="another controller holds a higher election id; raise 'election_id'",
+            )
 
     def _arbitration_request(self) -> p4runtime_pb2.StreamMessageRequest:
         req = p4runtime_pb2.StreamMessageRequest()
@@ -93,7 +97,8 @@ class Session:
     def get_p4info(self) -> p4info_pb2.P4Info | None:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id,
-            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE,
+        )
         try:
             resp = self.stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
         except grpc.RpcError as e:
@@ -105,7 +110,8 @@ class Session:
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int) -> None:
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id,
-            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
+        )
         self._election(req.election_id)
         req.config.p4info.CopyFrom(p4info)
         req.config.p4_device_config = device_config
@@ -132,7 +138,7 @@ class Session:
 
 def _update_errors(e: grpc.RpcError) -> list[UpdateError]:
     """The p4.v1.Error list PI puts in grpc-status-details-bin for a failed batch."""
-    for key, value in (e.trailing_metadata() or ()):  # type: ignore[attr-defined]
+    for key, value in e.trailing_metadata() or ():
         if key == "grpc-status-details-bin":
             status = status_pb2.Status.FromString(value)
             out = []

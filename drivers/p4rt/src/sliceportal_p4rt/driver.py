@@ -96,8 +96,9 @@ class Driver:
         if self.opts.lanes & (self.opts.lanes - 1):
             raise DriverError(f"lanes must be a power of two, got {self.opts.lanes}")
         self.tag = self.opts.owner.encode()
-        self.widths = {t.preamble.name: {f.name: f.bitwidth for f in t.match_fields}
-                       for t in self.p4info.proto.tables}
+        self.widths = {
+            t.preamble.name: {f.name: f.bitwidth for f in t.match_fields} for t in self.p4info.proto.tables
+        }
         self.sizes = {t.preamble.name: int(t.size) for t in self.p4info.proto.tables}
         self.sizes[SLICE_METER] = int(self.p4info.meter(SLICE_METER).size)
         self.sizes["slices"] = self.sizes[SLICE_METER]
@@ -108,17 +109,25 @@ class Driver:
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
-            driver=self.name, lanes=self.opts.lanes, paths=1, match_fields=MATCH_FIELDS,
+            driver=self.name,
+            lanes=self.opts.lanes,
+            paths=1,
+            match_fields=MATCH_FIELDS,
             capacity={CLASSIFIER: self.sizes[CLASSIFIER], SLICE_QOS: self.sizes[SLICE_QOS]},
-            rate_limit=True, ecn=self.opts.qos_mode == "vqueue")
+            rate_limit=True,
+            ecn=self.opts.qos_mode == "vqueue",
+        )
 
     def lower(self, ir: RuleIR) -> NativePlan:
         check_fits(ir, self.capabilities())
         ports = PortPlan(dict(self.opts.access_ports), tuple(self.opts.trunk_ports), self.opts.uplink_port)
-        tables = with_full_masks(lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes),
-                                 self.widths)
-        usage = {name: TableUsage(used=sum(1 for e in lst if not e.get("default")),
-                                  capacity=self.sizes[name]) for name, lst in tables.items()}
+        tables = with_full_masks(
+            lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes), self.widths
+        )
+        usage = {
+            name: TableUsage(used=sum(1 for e in lst if not e.get("default")), capacity=self.sizes[name])
+            for name, lst in tables.items()
+        }
         return NativePlan(driver=self.name, version=ir.digest(), tables=tables, usage=usage)
 
     # ---- session -----------------------------------------------------------------------
@@ -193,8 +202,10 @@ class Driver:
         t = self.p4info.table_by_id(te.table_id)
         name = t.preamble.name
         action = self.p4info.action_by_id(te.action.action.action_id)
-        params = {p.name: int.from_bytes(v.value, "big")
-                  for p, v in zip(action.params, te.action.action.params, strict=True)}
+        params = {
+            p.name: int.from_bytes(v.value, "big")
+            for p, v in zip(action.params, te.action.action.params, strict=True)
+        }
         if te.is_default_action:
             return name, {"default": True, "action": action.preamble.name, "params": params}
         by_id = {f.id: f for f in t.match_fields}
@@ -204,21 +215,30 @@ class Driver:
             if fm.HasField("exact"):
                 match[f.name] = [int.from_bytes(fm.exact.value, "big"), (1 << f.bitwidth) - 1]
             else:
-                match[f.name] = [int.from_bytes(fm.ternary.value, "big"),
-                                 int.from_bytes(fm.ternary.mask, "big")]
-        return name, {"match": match, "priority": te.priority, "action": action.preamble.name,
-                      "params": params}
+                match[f.name] = [
+                    int.from_bytes(fm.ternary.value, "big"),
+                    int.from_bytes(fm.ternary.mask, "big"),
+                ]
+        return name, {
+            "match": match,
+            "priority": te.priority,
+            "action": action.preamble.name,
+            "params": params,
+        }
 
     # ---- read ----------------------------------------------------------------------------
 
     def _read_tables(self, s: Session) -> dict[str, list[NativeEntry]]:
-        out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths if not n.startswith(EGR) or True}
+        out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths}
         out[SLICE_METER] = []
         ents = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]
         for t in self.p4info.proto.tables:
             if not t.const_default_action_id:
-                ents.append(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
-                    table_id=t.preamble.id, is_default_action=True)))
+                ents.append(
+                    p4runtime_pb2.Entity(
+                        table_entry=p4runtime_pb2.TableEntry(table_id=t.preamble.id, is_default_action=True)
+                    )
+                )
         meter = p4runtime_pb2.Entity()
         meter.meter_entry.meter_id = self.p4info.meter(SLICE_METER).preamble.id
         ents.append(meter)
@@ -226,9 +246,15 @@ class Driver:
             if ent.HasField("meter_entry"):
                 m = ent.meter_entry
                 if m.HasField("config") and m.config.pir:
-                    out[SLICE_METER].append({"index": m.index.index, "cir": m.config.cir,
-                                             "cburst": m.config.cburst, "pir": m.config.pir,
-                                             "pburst": m.config.pburst})
+                    out[SLICE_METER].append(
+                        {
+                            "index": m.index.index,
+                            "cir": m.config.cir,
+                            "cburst": m.config.cburst,
+                            "pir": m.config.pir,
+                            "pburst": m.config.pburst,
+                        }
+                    )
                 continue
             te = ent.table_entry
             if te.is_default_action:
@@ -252,8 +278,9 @@ class Driver:
 
     # ---- apply ---------------------------------------------------------------------------
 
-    def _diff(self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]
-              ) -> list[p4runtime_pb2.Update]:
+    def _diff(
+        self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]
+    ) -> list[p4runtime_pb2.Update]:
         def ident(e: NativeEntry) -> str:
             if e.get("default"):
                 return "default"
@@ -277,8 +304,9 @@ class Driver:
         # Deletes first so that capacity freed is available to the inserts.
         return deletes + modifies + inserts
 
-    def _register_resets(self, plan: NativePlan, have: dict[str, list[NativeEntry]]
-                         ) -> list[p4runtime_pb2.Update]:
+    def _register_resets(
+        self, plan: NativePlan, have: dict[str, list[NativeEntry]]
+    ) -> list[p4runtime_pb2.Update]:
         """Zero the vQueue registers of slices whose queue parameters change."""
         old = {e["match"]["slice_id"][0]: e for e in have.get(SLICE_QOS, [])}
         out = []
@@ -295,8 +323,9 @@ class Driver:
                 out.append(u)
         return out
 
-    def _write_all(self, s: Session, updates: list[p4runtime_pb2.Update], phase: str,
-                   progress: ProgressCallback) -> None:
+    def _write_all(
+        self, s: Session, updates: list[p4runtime_pb2.Update], phase: str, progress: ProgressCallback
+    ) -> None:
         n = self.opts.batch_size
         for i in range(0, len(updates), n):
             s.write(updates[i : i + n])
@@ -314,7 +343,8 @@ class Driver:
             raise UnreachableError(f"reading the switch failed: {e.code().name}") from None
         updates = self._diff(before, plan.tables)
         progress(ProgressEvent(phase="diff", done=0, total=len(updates)))
-        counts = {t: sum(1 for u in updates if u.type == t) for t in (Update.INSERT, Update.DELETE, Update.MODIFY)}
+        kinds = (Update.INSERT, Update.DELETE, Update.MODIFY)
+        counts = {t: sum(1 for u in updates if u.type == t) for t in kinds}
         try:
             self._write_all(s, updates, "write", progress)
             self._write_all(s, self._register_resets(plan, before), "write", progress)
@@ -323,10 +353,17 @@ class Driver:
             self._rollback(before, progress, reason)
         self._version = plan.version
         progress(ProgressEvent(phase="commit", done=len(updates), total=len(updates)))
-        return ApplyResult(version=plan.version, added=counts[Update.INSERT], removed=counts[Update.DELETE],
-                           modified=counts[Update.MODIFY], duration_s=time.monotonic() - started)
+        return ApplyResult(
+            version=plan.version,
+            added=counts[Update.INSERT],
+            removed=counts[Update.DELETE],
+            modified=counts[Update.MODIFY],
+            duration_s=time.monotonic() - started,
+        )
 
-    def _rollback(self, before: dict[str, list[NativeEntry]], progress: ProgressCallback, reason: str) -> None:
+    def _rollback(
+        self, before: dict[str, list[NativeEntry]], progress: ProgressCallback, reason: str
+    ) -> None:
         try:
             s = self._connect()
             now = self._read_tables(s)
@@ -335,17 +372,28 @@ class Driver:
             self._write_all(s, undo, "rollback", progress)
         except (WriteFailed, grpc.RpcError, UnreachableError, DriverError) as e:
             self._drop_session()
-            raise PushError(f"push failed ({reason}) and so did the rollback ({e})", rolled_back=False,
-                            hint="the switch holds a partial rule set; reconcile once it answers") from None
+            raise PushError(
+                f"push failed ({reason}) and so did the rollback ({e})",
+                rolled_back=False,
+                hint="the switch holds a partial rule set; reconcile once it answers",
+            ) from None
         raise PushError(f"push failed and was rolled back: {reason}", rolled_back=True)
 
     # ---- counters / health -----------------------------------------------------------------
 
     def counters(self) -> Counters:
         s = self._connect()
-        ids = {self.p4info.counter_id(n): n for n in (
-            f"{ING}.classifier.slice_rx", f"{ING}.classifier.malformed", f"{ING}.vqueue.slice_drops",
-            f"{ING}.vqueue.slice_ecn_marks", f"{EGR}.vlan_tag.lane_tx", f"{EGR}.vlan_tag.slice_tx")}
+        ids = {
+            self.p4info.counter_id(n): n
+            for n in (
+                f"{ING}.classifier.slice_rx",
+                f"{ING}.classifier.malformed",
+                f"{ING}.vqueue.slice_drops",
+                f"{ING}.vqueue.slice_ecn_marks",
+                f"{EGR}.vlan_tag.lane_tx",
+                f"{EGR}.vlan_tag.slice_tx",
+            )
+        }
         ents = []
         for cid in ids:
             e = p4runtime_pb2.Entity()
@@ -368,7 +416,8 @@ class Driver:
             elif ent.direct_counter_entry.table_entry.metadata == self.tag:
                 d = ent.direct_counter_entry
                 rules[PRIORITY_BASE - d.table_entry.priority] = LaneCounters(
-                    packets=d.data.packet_count, bytes=d.data.byte_count)
+                    packets=d.data.packet_count, bytes=d.data.byte_count
+                )
         rx, tx = cells[f"{ING}.classifier.slice_rx"], cells[f"{EGR}.vlan_tag.slice_tx"]
         drops, marks = cells[f"{ING}.vqueue.slice_drops"], cells[f"{ING}.vqueue.slice_ecn_marks"]
         reason = "vqueue_burst" if self.opts.qos_mode == "vqueue" else "meter_red"
@@ -377,14 +426,23 @@ class Driver:
             if sid == 0 or not (pk or rx.get(sid, (0, 0))[0]):
                 continue
             d = drops.get(sid, (0, 0))[0]
-            slices[sid] = LaneCounters(packets=pk, bytes=by, drops={reason: d} if d else {},
-                                       ecn_marks=marks.get(sid, (0, 0))[0])
-        lanes = {f"0/{i}": LaneCounters(packets=pk, bytes=by)
-                 for i, (pk, by) in cells[f"{EGR}.vlan_tag.lane_tx"].items() if i < self.opts.lanes}
+            slices[sid] = LaneCounters(
+                packets=pk, bytes=by, drops={reason: d} if d else {}, ecn_marks=marks.get(sid, (0, 0))[0]
+            )
+        lanes = {
+            f"0/{i}": LaneCounters(packets=pk, bytes=by)
+            for i, (pk, by) in cells[f"{EGR}.vlan_tag.lane_tx"].items()
+            if i < self.opts.lanes
+        }
         miss = rx.get(0, (0, 0))
-        return Counters(timestamp=time.time(), rules=rules, lanes=lanes, slices=slices,
-                        misses=LaneCounters(packets=miss[0], bytes=miss[1]),
-                        malformed=cells[f"{ING}.classifier.malformed"].get(0, (0, 0))[0])
+        return Counters(
+            timestamp=time.time(),
+            rules=rules,
+            lanes=lanes,
+            slices=slices,
+            misses=LaneCounters(packets=miss[0], bytes=miss[1]),
+            malformed=cells[f"{ING}.classifier.malformed"].get(0, (0, 0))[0],
+        )
 
     def health(self) -> Health:
         try:
@@ -395,5 +453,8 @@ class Driver:
             return Health(ok=False, detail=str(e))
         if info != self.p4info.proto:
             return Health(ok=False, detail="the switch runs another P4 program", version=None)
-        return Health(ok=True, detail=f"primary controller of device {self.opts.device_id} at "
-                      f"{self.opts.address}", version=self._version)
+        return Health(
+            ok=True,
+            detail=f"primary controller of device {self.opts.device_id} at {self.opts.address}",
+            version=self._version,
+        )
