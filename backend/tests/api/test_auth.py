@@ -68,7 +68,7 @@ def test_tenant_sees_only_its_own_objects(client: TestClient, session: Session) 
 
 
 def test_integrator_key_scopes(client: TestClient, session: Session) -> None:
-    op, a, _, _ = _two_tenants(client, session)
+    _two_tenants(client, session)
     make_user(session, "integ", Role.INTEGRATOR)
     it = login(client, "integ")
     created = client.post("/api/v1/api-keys", json={"name": "ro", "scopes": ["read"]}, headers=it)

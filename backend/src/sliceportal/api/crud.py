@@ -7,12 +7,13 @@ from typing import Any, TypeVar
 
 from fastapi import Response
 from sqlalchemy import ColumnElement, Select, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.schemas.common import ListParams
 
 M = TypeVar("M")
+Column = ColumnElement[Any] | QueryableAttribute[Any]
 
 
 def scoped(stmt: Select[Any], model: type[Any], tenant_scope: int | None) -> Select[Any]:
@@ -26,13 +27,13 @@ def scoped(stmt: Select[Any], model: type[Any], tenant_scope: int | None) -> Sel
 
 
 def page(session: Session, stmt: Select[Any], params: ListParams,
-         sortable: Mapping[str, ColumnElement[Any]], search: Iterable[ColumnElement[Any]] = ()) -> tuple[list[Any], int]:
+         sortable: Mapping[str, Column], search: Iterable[Column] = ()) -> tuple[list[Any], int]:
     if params.q:
         escaped = params.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         pattern = f"%{escaped}%"
         stmt = stmt.where(or_(*(col.ilike(pattern) for col in search)))
     count = session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
-    order: list[ColumnElement[Any]] = []
+    order: list[Any] = []
     if params.sort:
         key = params.sort.lstrip("-")
         if key not in sortable:
@@ -45,7 +46,8 @@ def page(session: Session, stmt: Select[Any], params: ListParams,
 
 
 def get_scoped(session: Session, model: type[M], ident: int, tenant_scope: int | None, what: str) -> M:
-    obj = session.scalar(scoped(select(model).where(model.id == ident), model, tenant_scope))  # type: ignore[attr-defined]
+    obj: M | None = session.scalar(
+        scoped(select(model).where(model.id == ident), model, tenant_scope))  # type: ignore[attr-defined]
     if obj is None:
         raise not_found(what, ident)
     return obj

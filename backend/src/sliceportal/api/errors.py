@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -90,6 +90,12 @@ def install(app: FastAPI) -> None:
         field = CONSTRAINT_FIELDS.get(name, name.rsplit("_", 1)[-1] if name else "body")
         detail = getattr(diag, "message_detail", None) or "conflicts with an existing object"
         return _problem(request, 409, "Conflict", detail, [FieldError(field=field, message=detail)])
+
+    @app.exception_handler(DataError)
+    async def _data(request: Request, exc: DataError) -> JSONResponse:
+        # A value the schema let through but PostgreSQL cannot store (e.g. a NUL character).
+        detail = str(exc.orig).splitlines()[0] if exc.orig else "a value cannot be stored"
+        return _problem(request, 422, "Validation failed", detail, [FieldError(field="body", message=detail)])
 
     @app.exception_handler(StaleDataError)
     async def _stale(request: Request, exc: StaleDataError) -> JSONResponse:

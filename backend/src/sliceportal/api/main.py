@@ -10,7 +10,17 @@ from fastapi.staticfiles import StaticFiles
 
 from sliceportal import __version__
 from sliceportal.api import errors
-from sliceportal.api.routes import audit, backends, health, login, slice_types, slices, subscribers, tenants, users
+from sliceportal.api.routes import (
+    audit,
+    backends,
+    health,
+    login,
+    slice_types,
+    slices,
+    subscribers,
+    tenants,
+    users,
+)
 from sliceportal.core.config import REPO_ROOT, Settings
 from sliceportal.core.db import session_factory
 

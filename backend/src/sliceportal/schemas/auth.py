@@ -6,7 +6,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sliceportal.models.auth import Role, Scope
-from sliceportal.schemas.common import Name, ORMModel, Version
+from sliceportal.schemas.common import DbId, Name, ORMModel, Version
 
 Username = Annotated[str, Field(min_length=2, max_length=80, pattern=r"^[A-Za-z0-9_.@-]+$")]
 Password = Annotated[str, Field(min_length=10, max_length=256)]
@@ -28,7 +28,7 @@ class UserCreate(BaseModel):
     username: Username
     password: Password
     role: Role
-    tenant_id: int | None = Field(None, ge=1)
+    tenant_id: DbId | None = None
     full_name: str = Field("", max_length=120)
 
     @model_validator(mode="after")

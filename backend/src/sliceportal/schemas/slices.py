@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sliceportal.models.slicing import PathMode, SliceState
-from sliceportal.schemas.common import Name, ORMModel, Version
+from sliceportal.schemas.common import DbId, Name, ORMModel, Version
 
 Mbps = Annotated[float, Field(gt=0, le=1_000_000)]
 Ms = Annotated[float, Field(gt=0, le=60_000)]
@@ -94,12 +94,12 @@ class Sla(BaseModel):
 class SliceBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
-    tenant_id: int = Field(ge=1)
-    slice_type_id: int = Field(ge=1)
+    tenant_id: DbId
+    slice_type_id: DbId
     description: str = Field("", max_length=2000)
     sla: Sla = Field(default_factory=Sla)
     path_mode: PathMode = PathMode.PER_SLICE
-    backend_ids: list[int] = Field(default_factory=list, max_length=16)
+    backend_ids: list[DbId] = Field(default_factory=list, max_length=16)
 
 
 class SliceCreate(SliceBase):
@@ -109,11 +109,11 @@ class SliceCreate(SliceBase):
 class SliceUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name | None = None
-    slice_type_id: int | None = Field(None, ge=1)
+    slice_type_id: DbId | None = None
     description: str | None = Field(None, max_length=2000)
     sla: Sla | None = None
     path_mode: PathMode | None = None
-    backend_ids: list[int] | None = Field(None, max_length=16)
+    backend_ids: list[DbId] | None = Field(None, max_length=16)
     version: Version = None
 
 
@@ -128,7 +128,7 @@ class SlicePublic(ORMModel):
     sla: Sla
     path_mode: PathMode
     state: SliceState
-    backend_ids: list[int]
+    backend_ids: list[DbId]
     services: list[ServiceClassPublic]
     version: int
     created_at: datetime

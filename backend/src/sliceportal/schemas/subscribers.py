@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sliceportal.schemas.common import ORMModel, Version
+from sliceportal.schemas.common import DbId, ORMModel, Version
 
 # 3-digit MCC + 2/3-digit MNC + MSIN: 14 or 15 digits in all (3GPP TS 23.003).
 Imsi = Annotated[str, Field(pattern=r"^[0-9]{14,15}$", description="14-15 digit IMSI")]
@@ -24,13 +24,13 @@ class SubscriberBase(BaseModel):
     imsi: Imsi
     ue_ip: IPv4Address = Field(description="UE address: the innermost source address of its packets")
     teids: list[Teid] = Field(default_factory=list, max_length=16)
-    slice_ids: list[int] = Field(default_factory=list, max_length=16)
+    slice_ids: list[DbId] = Field(default_factory=list, max_length=16)
 
     _teids_unique = field_validator("teids")(_unique)
 
 
 class SubscriberCreate(SubscriberBase):
-    tenant_id: int = Field(ge=1)
+    tenant_id: DbId
 
 
 class SubscriberUpdate(BaseModel):
@@ -38,7 +38,7 @@ class SubscriberUpdate(BaseModel):
     imsi: Imsi | None = None
     ue_ip: IPv4Address | None = None
     teids: list[Teid] | None = Field(None, max_length=16)
-    slice_ids: list[int] | None = Field(None, max_length=16)
+    slice_ids: list[DbId] | None = Field(None, max_length=16)
     version: Version = None
 
     @field_validator("teids")

@@ -8,9 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from sliceportal.schemas.common import Name, ORMModel, Version
 
 
-
-
-
 class TenantBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name

@@ -62,7 +62,8 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ApiError(422, "Validation failed", f"CSV header lacks column(s) {missing}; expected "
-                       "imsi,ue_ip,teids,tenant,slices", errors=[FieldError(field="file", message="bad header", line=1)])
+                       "imsi,ue_ip,teids,tenant,slices",
+                       errors=[FieldError(field="file", message="bad header", line=1)])
     reader.fieldnames = header
     tenants, slices = _resolver(session)
     errors: list[FieldError] = []
@@ -99,6 +100,7 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
             elif (tenant.id, imsi) in seen.imsi:
                 bad(line, "imsi", f"IMSI {imsi} appears twice in the file")
                 ok = False
+            ip: ipaddress.IPv4Address | None = None
             try:
                 ip = ipaddress.IPv4Address((row.get("ue_ip") or "").strip())
                 if tenant.ue_pool is not None and ip not in ipaddress.IPv4Network(tenant.ue_pool):
@@ -110,7 +112,6 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
             except ipaddress.AddressValueError:
                 bad(line, "ue_ip", f"{row.get('ue_ip')!r} is not an IPv4 address")
                 ok = False
-                ip = None  # type: ignore[assignment]
             teids: list[int] = []
             for part in filter(None, (p.strip() for p in (row.get("teids") or "").split(";"))):
                 if not part.isdigit() or not 1 <= int(part) <= TEID_MAX:
@@ -129,7 +130,7 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
                     ok = False
                 else:
                     slice_ids.append(sid)
-            if not ok:
+            if not ok or ip is None:
                 continue
             seen.imsi.add((tenant.id, imsi))
             seen.ue_ip.add((tenant.id, int(ip)))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from fastapi import APIRouter
+from sqlalchemy import select
 
 from sliceportal.api.crud import page
 from sliceportal.api.deps import NotTenant, SessionDep
 from sliceportal.models import AuditLog
 from sliceportal.schemas.auth import AuditEntryPublic
-from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.common import ListQuery, Page, QueryId
 
 router = APIRouter(prefix="/audit", tags=["audit"])
 SORTABLE = {"id": AuditLog.id, "ts": AuditLog.ts, "actor": AuditLog.actor, "object_type": AuditLog.object_type}
@@ -18,7 +17,7 @@ SORTABLE = {"id": AuditLog.id, "ts": AuditLog.ts, "actor": AuditLog.actor, "obje
 
 @router.get("", response_model=Page[AuditEntryPublic])
 def list_audit(_: NotTenant, session: SessionDep, params: ListQuery, object_type: str | None = None,
-               object_id: int | None = None, actor: str | None = None) -> Page[AuditEntryPublic]:
+               object_id: QueryId = None, actor: str | None = None) -> Page[AuditEntryPublic]:
     stmt = select(AuditLog)
     if object_type is not None:
         stmt = stmt.where(AuditLog.object_type == object_type)

@@ -12,7 +12,7 @@ from sliceportal.api.deps import NotTenant, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Backend, Deployment
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
-from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.common import ListQuery, Page, PathId
 
 router = APIRouter(prefix="/backends", tags=["backends"])
 SORTABLE = {"id": Backend.id, "name": Backend.name, "driver": Backend.driver, "health": Backend.health}
@@ -25,7 +25,7 @@ def list_backends(_: NotTenant, session: SessionDep, params: ListQuery) -> Page[
 
 
 @router.get("/{backend_id}", response_model=BackendPublic)
-def read_backend(backend_id: int, _: NotTenant, session: SessionDep, response: Response) -> Backend:
+def read_backend(backend_id: PathId, _: NotTenant, session: SessionDep, response: Response) -> Backend:
     b = get_scoped(session, Backend, backend_id, None, "backend")
     etag(response, b)
     return b
@@ -44,7 +44,7 @@ def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, 
 
 
 @router.patch("/{backend_id}", response_model=BackendPublic)
-def update_backend(backend_id: int, body: BackendUpdate, principal: Writer, session: SessionDep,
+def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, session: SessionDep,
                    response: Response, if_match: Annotated[str | None, Header()] = None) -> Backend:
     from sliceportal.services.backends import describe
 
@@ -59,7 +59,7 @@ def update_backend(backend_id: int, body: BackendUpdate, principal: Writer, sess
 
 
 @router.delete("/{backend_id}", status_code=204)
-def delete_backend(backend_id: int, principal: Writer, session: SessionDep) -> None:
+def delete_backend(backend_id: PathId, principal: Writer, session: SessionDep) -> None:
     b = get_scoped(session, Backend, backend_id, None, "backend")
     if session.scalar(select(exists().where(Deployment.backend_id == b.id, Deployment.status == "running"))):
         raise ApiError(409, "Conflict", "a deployment to this backend is running", field="id")

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from fastapi import APIRouter
+from sqlalchemy import select
 
 from sliceportal.api.crud import page
 from sliceportal.api.deps import Reader, SessionDep
 from sliceportal.api.errors import not_found
 from sliceportal.models import SliceType
 from sliceportal.schemas.catalogue import SliceTypePublic
-from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.common import ListQuery, Page, PathId
 
 router = APIRouter(prefix="/slice-types", tags=["slice-types"])
 SORTABLE = {"id": SliceType.id, "name": SliceType.name, "position": SliceType.position,
@@ -26,7 +25,7 @@ def list_slice_types(_: Reader, session: SessionDep, params: ListQuery) -> Page[
 
 
 @router.get("/{slice_type_id}", response_model=SliceTypePublic)
-def read_slice_type(slice_type_id: int, _: Reader, session: SessionDep) -> SliceType:
+def read_slice_type(slice_type_id: PathId, _: Reader, session: SessionDep) -> SliceType:
     row = session.get(SliceType, slice_type_id)
     if row is None:
         raise not_found("slice type", slice_type_id)

@@ -12,15 +12,15 @@ from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped,
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError, FieldError, not_found
 from sliceportal.models import Backend, ServiceClass, Slice, SliceType, Tenant
-from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
 from sliceportal.schemas.slices import (
     ServiceClassCreate,
     ServiceClassPublic,
     ServiceClassUpdate,
+    Sla,
     SliceCreate,
     SlicePublic,
     SliceUpdate,
-    Sla,
 )
 
 router = APIRouter(prefix="/slices", tags=["slices"])
@@ -40,7 +40,7 @@ def to_public(s: Slice) -> SlicePublic:
     )
 
 
-def _slice_type(session: Session, slice_type_id: int) -> SliceType:
+def _slice_type(session: Session, slice_type_id: PathId) -> SliceType:
     st = session.get(SliceType, slice_type_id)
     if st is None:
         raise ApiError(422, "Validation failed", f"slice type {slice_type_id} does not exist; "
@@ -72,7 +72,7 @@ def _service_row(body: ServiceClassCreate | dict[str, Any]) -> dict[str, Any]:
 
 @router.get("", response_model=Page[SlicePublic])
 def list_slices(principal: Reader, session: SessionDep, params: ListQuery,
-                tenant_id: int | None = None, state: str | None = None) -> Page[SlicePublic]:
+                tenant_id: QueryId = None, state: str | None = None) -> Page[SlicePublic]:
     stmt = scoped(select(Slice), Slice, principal.tenant_scope)
     if tenant_id is not None:
         stmt = stmt.where(Slice.tenant_id == tenant_id)
@@ -83,7 +83,7 @@ def list_slices(principal: Reader, session: SessionDep, params: ListQuery,
 
 
 @router.get("/{slice_id}", response_model=SlicePublic)
-def read_slice(slice_id: int, principal: Reader, session: SessionDep, response: Response) -> SlicePublic:
+def read_slice(slice_id: PathId, principal: Reader, session: SessionDep, response: Response) -> SlicePublic:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     etag(response, s)
     return to_public(s)
@@ -106,7 +106,7 @@ def create_slice(body: SliceCreate, _: Writer, session: SessionDep, response: Re
 
 
 @router.patch("/{slice_id}", response_model=SlicePublic)
-def update_slice(slice_id: int, body: SliceUpdate, principal: Writer, session: SessionDep, response: Response,
+def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session: SessionDep, response: Response,
                  if_match: Annotated[str | None, Header()] = None) -> SlicePublic:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     check_version(s, if_match, body.version)
@@ -126,7 +126,7 @@ def update_slice(slice_id: int, body: SliceUpdate, principal: Writer, session: S
 
 
 @router.delete("/{slice_id}", status_code=204)
-def delete_slice(slice_id: int, principal: Writer, session: SessionDep) -> None:
+def delete_slice(slice_id: PathId, principal: Writer, session: SessionDep) -> None:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     session.delete(s)
     session.commit()
@@ -135,12 +135,12 @@ def delete_slice(slice_id: int, principal: Writer, session: SessionDep) -> None:
 # ---- service classes, nested under their slice -----------------------------------
 
 @router.get("/{slice_id}/services", response_model=list[ServiceClassPublic])
-def list_services(slice_id: int, principal: Reader, session: SessionDep) -> list[ServiceClass]:
+def list_services(slice_id: PathId, principal: Reader, session: SessionDep) -> list[ServiceClass]:
     return list(get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice").services)
 
 
 @router.post("/{slice_id}/services", response_model=ServiceClassPublic, status_code=201)
-def create_service(slice_id: int, body: ServiceClassCreate, principal: Writer, session: SessionDep) -> ServiceClass:
+def create_service(slice_id: PathId, body: ServiceClassCreate, principal: Writer, session: SessionDep) -> ServiceClass:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     _check_lanes(s.slice_type.lanes, [("lane", body.lane)])
     svc = ServiceClass(slice_id=s.id, **_service_row(body))
@@ -149,7 +149,7 @@ def create_service(slice_id: int, body: ServiceClassCreate, principal: Writer, s
     return svc
 
 
-def _service(session: Session, slice_id: int, service_id: int, tenant_scope: int | None) -> ServiceClass:
+def _service(session: Session, slice_id: PathId, service_id: PathId, tenant_scope: int | None) -> ServiceClass:
     s = get_scoped(session, Slice, slice_id, tenant_scope, "slice")
     for svc in s.services:
         if svc.id == service_id:
@@ -158,7 +158,7 @@ def _service(session: Session, slice_id: int, service_id: int, tenant_scope: int
 
 
 @router.patch("/{slice_id}/services/{service_id}", response_model=ServiceClassPublic)
-def update_service(slice_id: int, service_id: int, body: ServiceClassUpdate, principal: Writer,
+def update_service(slice_id: PathId, service_id: PathId, body: ServiceClassUpdate, principal: Writer,
                    session: SessionDep, if_match: Annotated[str | None, Header()] = None) -> ServiceClass:
     svc = _service(session, slice_id, service_id, principal.tenant_scope)
     check_version(svc, if_match, body.version)
@@ -172,6 +172,6 @@ def update_service(slice_id: int, service_id: int, body: ServiceClassUpdate, pri
 
 
 @router.delete("/{slice_id}/services/{service_id}", status_code=204)
-def delete_service(slice_id: int, service_id: int, principal: Writer, session: SessionDep) -> None:
+def delete_service(slice_id: PathId, service_id: PathId, principal: Writer, session: SessionDep) -> None:
     session.delete(_service(session, slice_id, service_id, principal.tenant_scope))
     session.commit()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import codecs
+import csv
+import io
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated
 
@@ -16,7 +17,7 @@ from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped,
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Slice, Subscriber, Tenant
-from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
 from sliceportal.schemas.subscribers import (
     ImportReport,
     SubscriberCreate,
@@ -36,7 +37,7 @@ def to_public(s: Subscriber) -> SubscriberPublic:
                             created_at=s.created_at)
 
 
-def _lock_tenant(session: Session, tenant_id: int) -> None:
+def _lock_tenant(session: Session, tenant_id: PathId) -> None:
     # Serialises writers of one tenant's subscribers: TEID uniqueness is checked, not constrained.
     session.execute(text("SELECT pg_advisory_xact_lock(7401, CAST(:t AS int))"), {"t": tenant_id})
 
@@ -64,7 +65,7 @@ def _validate(session: Session, tenant: Tenant, ue_ip: IPv4Address | None, teids
 
 @router.get("", response_model=Page[SubscriberPublic])
 def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
-                     tenant_id: int | None = None, slice_id: int | None = None) -> Page[SubscriberPublic]:
+                     tenant_id: QueryId = None, slice_id: QueryId = None) -> Page[SubscriberPublic]:
     stmt = scoped(select(Subscriber), Subscriber, principal.tenant_scope)
     if tenant_id is not None:
         stmt = stmt.where(Subscriber.tenant_id == tenant_id)
@@ -76,7 +77,8 @@ def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
 
 
 @router.get("/{subscriber_id}", response_model=SubscriberPublic)
-def read_subscriber(subscriber_id: int, principal: Reader, session: SessionDep, response: Response) -> SubscriberPublic:
+def read_subscriber(subscriber_id: PathId, principal: Reader, session: SessionDep,
+                    response: Response) -> SubscriberPublic:
     s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
     etag(response, s)
     return to_public(s)
@@ -98,7 +100,7 @@ def create_subscriber(body: SubscriberCreate, principal: Writer, session: Sessio
 
 
 @router.patch("/{subscriber_id}", response_model=SubscriberPublic)
-def update_subscriber(subscriber_id: int, body: SubscriberUpdate, principal: Writer, session: SessionDep,
+def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: Writer, session: SessionDep,
                       response: Response, if_match: Annotated[str | None, Header()] = None) -> SubscriberPublic:
     s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
     check_version(s, if_match, body.version)
@@ -116,7 +118,7 @@ def update_subscriber(subscriber_id: int, body: SubscriberUpdate, principal: Wri
 
 
 @router.delete("/{subscriber_id}", status_code=204)
-def delete_subscriber(subscriber_id: int, principal: Writer, session: SessionDep) -> None:
+def delete_subscriber(subscriber_id: PathId, principal: Writer, session: SessionDep) -> None:
     session.delete(get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber"))
     session.commit()
 
@@ -125,10 +127,16 @@ def delete_subscriber(subscriber_id: int, principal: Writer, session: SessionDep
              summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices); all or nothing")
 def import_subscribers(principal: Writer, session: SessionDep,
                        file: Annotated[UploadFile, File(description="CSV with a header row")]) -> ImportReport:
-    lines = codecs.iterdecode(file.file, "utf-8-sig")
+    # newline="" lets the csv module see quoted line breaks and stray carriage returns itself
+    lines = io.TextIOWrapper(file.file, encoding="utf-8-sig", newline="")
     try:
         result = import_csv(session, lines, tenant_scope=principal.tenant_scope)
     except UnicodeDecodeError as exc:
         session.rollback()
         raise ApiError(422, "Validation failed", f"the file is not UTF-8 text: {exc.reason}", field="file") from exc
+    except csv.Error as exc:
+        session.rollback()
+        raise ApiError(422, "Validation failed", f"the file is not valid CSV: {exc}", field="file") from exc
+    finally:
+        lines.detach()
     return ImportReport(imported=result.imported, rows=result.rows, duration_s=result.duration_s)

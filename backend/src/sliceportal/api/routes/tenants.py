@@ -11,7 +11,7 @@ from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped,
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Slice, Subscriber, Tenant
-from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.tenants import TenantCreate, TenantPublic, TenantUpdate
 
 router = APIRouter(prefix="/tenants", tags=["tenants"])
@@ -26,7 +26,7 @@ def list_tenants(principal: Reader, session: SessionDep, params: ListQuery) -> P
 
 
 @router.get("/{tenant_id}", response_model=TenantPublic)
-def read_tenant(tenant_id: int, principal: Reader, session: SessionDep, response: Response) -> Tenant:
+def read_tenant(tenant_id: PathId, principal: Reader, session: SessionDep, response: Response) -> Tenant:
     tenant = get_scoped(session, Tenant, tenant_id, principal.tenant_scope, "tenant")
     etag(response, tenant)
     return tenant
@@ -42,7 +42,7 @@ def create_tenant(body: TenantCreate, _: Writer, session: SessionDep, response: 
 
 
 @router.patch("/{tenant_id}", response_model=TenantPublic)
-def update_tenant(tenant_id: int, body: TenantUpdate, principal: Writer, session: SessionDep, response: Response,
+def update_tenant(tenant_id: PathId, body: TenantUpdate, principal: Writer, session: SessionDep, response: Response,
                   if_match: Annotated[str | None, Header()] = None) -> Tenant:
     tenant = get_scoped(session, Tenant, tenant_id, principal.tenant_scope, "tenant")
     check_version(tenant, if_match, body.version)
@@ -56,7 +56,7 @@ def update_tenant(tenant_id: int, body: TenantUpdate, principal: Writer, session
 
 
 @router.delete("/{tenant_id}", status_code=204)
-def delete_tenant(tenant_id: int, principal: Writer, session: SessionDep) -> None:
+def delete_tenant(tenant_id: PathId, principal: Writer, session: SessionDep) -> None:
     tenant = get_scoped(session, Tenant, tenant_id, principal.tenant_scope, "tenant")
     for model, what in ((Slice, "slices"), (Subscriber, "subscribers")):
         if session.scalar(select(exists().where(model.tenant_id == tenant_id))):

@@ -13,8 +13,15 @@ from sliceportal.api.deps import CurrentUser, NotTenant, SessionDep
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.core.security import hash_password, new_api_key, sha256
 from sliceportal.models import ApiKey, Role, Tenant, User
-from sliceportal.schemas.auth import ApiKeyCreate, ApiKeyCreated, ApiKeyPublic, UserCreate, UserPublic, UserUpdate
-from sliceportal.schemas.common import ListQuery, Page
+from sliceportal.schemas.auth import (
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyPublic,
+    UserCreate,
+    UserPublic,
+    UserUpdate,
+)
+from sliceportal.schemas.common import ListQuery, Page, PathId
 
 router = APIRouter(prefix="/users", tags=["users"])
 keys = APIRouter(prefix="/api-keys", tags=["api-keys"])
@@ -53,7 +60,7 @@ def create_user(body: UserCreate, principal: CurrentUser, session: SessionDep) -
 
 
 @router.patch("/{user_id}", response_model=UserPublic)
-def update_user(user_id: int, body: UserUpdate, principal: CurrentUser, session: SessionDep, response: Response,
+def update_user(user_id: PathId, body: UserUpdate, principal: CurrentUser, session: SessionDep, response: Response,
                 if_match: Annotated[str | None, Header()] = None) -> User:
     _operator(principal)
     user = get_scoped(session, User, user_id, None, "user")
@@ -85,7 +92,7 @@ def create_key(body: ApiKeyCreate, principal: NotTenant, session: SessionDep) ->
 
 
 @keys.delete("/{key_id}", status_code=204)
-def revoke_key(key_id: int, principal: NotTenant, session: SessionDep) -> None:
+def revoke_key(key_id: PathId, principal: NotTenant, session: SessionDep) -> None:
     key = session.get(ApiKey, key_id)
     if key is None or key.user_id != principal.user_id:
         raise not_found("API key", key_id)
