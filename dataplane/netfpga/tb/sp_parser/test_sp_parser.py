@@ -20,6 +20,7 @@ from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
+
 from sliceportal.rules.ir import FlowKey
 from sliceportal.traffic.packets import Encap, Flow, build_bytes
 

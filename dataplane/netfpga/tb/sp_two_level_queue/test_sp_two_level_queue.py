@@ -121,7 +121,7 @@ async def round_robin_across_paths(dut: object) -> None:
     assert got[0] == ident(first)
     # After the first pick (path 0), paths are served in turn: 1, 2, ..., P-1, 0, 1, ...
     order = [g[0] for g in got[1:]]
-    expected_paths = cycle(list(range(1, tb.paths)) + [0])
+    expected_paths = cycle([*list(range(1, tb.paths)), 0])
     remaining = {p: per_path - (1 if p == 0 else 0) for p in range(tb.paths)}
     expected = []
     while any(remaining.values()):

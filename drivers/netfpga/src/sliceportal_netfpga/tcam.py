@@ -1,0 +1,108 @@
+"""IR rules -> TCAM entries of the RTL, and back (the driver's native normal form).
+
+The key is the innermost {src_ip, dst_ip, dscp, dst_port} (86 bits; seed 000 counts 83
+because it keeps 3 DSCP bits, we keep all 6 so any IR DSCP mask is exact). A wildcard
+field is value 0 / mask 0. The entry index is the IR rule order: lowest index wins in
+the RTL exactly as the first matching rule wins in ``RuleIR.classify``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sliceportal.rules.ir import FIELD_WIDTHS, RuleIR
+
+KEY_FIELDS = ("src_ip", "dst_ip", "dst_port", "dscp")
+
+
+class FieldValues(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    src_ip: int = Field(0, ge=0, lt=1 << 32)
+    dst_ip: int = Field(0, ge=0, lt=1 << 32)
+    dst_port: int = Field(0, ge=0, lt=1 << 16)
+    dscp: int = Field(0, ge=0, lt=1 << 6)
+
+
+class EntryAction(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    slice_id: int = Field(ge=0, lt=256)
+    lane: int = Field(ge=0, lt=256)
+    rr_path: int = Field(ge=0, lt=256)
+
+
+class TcamEntry(BaseModel):
+    """One TCAM entry; ``value & ~mask == 0`` in every field (checked)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: FieldValues
+    mask: FieldValues
+    action: EntryAction
+
+    def model_post_init(self, _: Any) -> None:
+        for name in KEY_FIELDS:
+            if getattr(self.key, name) & ~getattr(self.mask, name):
+                raise ValueError(f"{name}: value has bits outside its mask")
+
+    def words(self) -> list[int]:
+        """The seven 32-bit register words of this entry (sp_tcam layout)."""
+        k, m, a = self.key, self.mask, self.action
+        return [
+            k.src_ip,
+            k.dst_ip,
+            (k.dscp << 16) | k.dst_port,
+            m.src_ip,
+            m.dst_ip,
+            (m.dscp << 16) | m.dst_port,
+            (a.slice_id << 16) | (a.lane << 8) | a.rr_path,
+        ]
+
+    @classmethod
+    def from_words(cls, words: list[int]) -> TcamEntry:
+        def fields(src: int, dst: int, low: int) -> FieldValues:
+            return FieldValues(src_ip=src, dst_ip=dst, dscp=(low >> 16) & 0x3F, dst_port=low & 0xFFFF)
+
+        action = words[6]
+        return cls(
+            key=fields(*words[0:3]),
+            mask=fields(*words[3:6]),
+            action=EntryAction(slice_id=(action >> 16) & 0xFF, lane=(action >> 8) & 0xFF, rr_path=action & 0xFF),
+        )
+
+    def native(self) -> dict[str, Any]:
+        return self.model_dump()
+
+    def key_bits(self) -> tuple[int, int]:
+        """(value, mask) as the RTL's 86-bit key."""
+        return pack_key(self.key), pack_key(self.mask)
+
+
+def pack_key(v: FieldValues) -> int:
+    return (v.src_ip << 54) | (v.dst_ip << 22) | (v.dscp << 16) | v.dst_port
+
+
+def lower_rules(ir: RuleIR) -> list[TcamEntry]:
+    """One entry per rule, in rule order. Callers check capacity and match fields first."""
+    entries = []
+    for rule in ir.rules:
+        key: dict[str, int] = {}
+        mask: dict[str, int] = {}
+        for name, t in rule.match.items():
+            if name not in KEY_FIELDS:
+                raise ValueError(f"field {name!r} is not part of the TCAM key")
+            if t.mask >> FIELD_WIDTHS[name]:
+                raise ValueError(f"field {name!r}: mask wider than {FIELD_WIDTHS[name]} bits")
+            key[name], mask[name] = t.value, t.mask
+        a = rule.action
+        entries.append(
+            TcamEntry(
+                key=FieldValues(**key),
+                mask=FieldValues(**mask),
+                action=EntryAction(slice_id=a.slice_id, lane=a.lane, rr_path=a.rr_path),
+            )
+        )
+    return entries
