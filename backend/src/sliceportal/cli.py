@@ -72,5 +72,17 @@ def run(
                 log_level="info")
 
 
+@app.command()
+def openapi() -> None:
+    """Print the OpenAPI document (the frontend generates its client from it)."""
+    import json
+
+    from sliceportal.api.main import create_app
+
+    # No database is touched: engines connect lazily.
+    spec = create_app(get_settings(), "postgresql+psycopg://unused@/unused").openapi()
+    typer.echo(json.dumps(spec, indent=1, sort_keys=True))
+
+
 def main() -> None:
     app()
