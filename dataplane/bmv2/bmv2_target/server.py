@@ -203,6 +203,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                     errors.append(p4runtime_pb2.Error(canonical_code=code_pb2.OK))
                 except P4RTError as err:
                     errors.append(p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message))
+            assert self.switch.tables is not None
+            self.switch.tables.commit()
         failed = [e for e in errors if e.canonical_code != code_pb2.OK]
         if failed:
             status = status_pb2.Status(code=code_pb2.UNKNOWN, message=f"{len(failed)} update(s) failed")

@@ -65,9 +65,12 @@ class Table:
     default_params: tuple[int, ...] = ()
     # Kept sorted by priority, highest first, for ternary lookup; rebuilt on change.
     ordered: list[Entry] = field(default_factory=list)
+    dirty: bool = False
 
     def reorder(self) -> None:
-        self.ordered = sorted(self.entries.values(), key=lambda e: -e.priority)
+        # Deferred to the end of a Write batch (TableStore.commit): sorting per update
+        # made batches quadratic.
+        self.dirty = True
 
 
 class TableStore:
@@ -82,6 +85,13 @@ class TableStore:
                 table.default_action_id = t.const_default_action_id
             self.tables[tid] = table
         self.initial_defaults: dict[int, tuple[int, tuple[int, ...]]] = {}
+
+    def commit(self) -> None:
+        """Rebuild the lookup order of tables changed by the last batch."""
+        for t in self.tables.values():
+            if t.dirty:
+                t.ordered = sorted(t.entries.values(), key=lambda e: -e.priority)
+                t.dirty = False
 
     def table(self, table_id: int) -> Table:
         try:

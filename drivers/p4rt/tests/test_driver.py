@@ -9,6 +9,7 @@ import grpc
 import pytest
 from irs import TENANT_A, TENANT_B, ip, two_tenants
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
 from sliceportal.drivers.contract import (
     CapacityError,
     Driver,

@@ -11,6 +11,8 @@ import grpc
 import pytest
 from irs import TENANT_A, TENANT_B, ip, two_tenants
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from traffic import cbr, frame, read_pcap, run_pcaps, write_pcap
+
 from sliceportal.rules.ir import (
     Action,
     Match,
@@ -24,7 +26,6 @@ from sliceportal.rules.ir import (
 )
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal_p4rt.driver import Driver
-from traffic import cbr, frame, read_pcap, run_pcaps, write_pcap
 
 # Seed 004 Table II (BMv2 column): rate, burst limit, ECN target.
 SLICES = {"DC": (48e6, 20.0, 5.0), "Enterprise": (12e6, 10.0, None), "Peering": (240e6, 30.0, None)}

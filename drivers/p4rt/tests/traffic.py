@@ -9,6 +9,7 @@ from pathlib import Path
 import grpc
 from scapy.layers.inet import IP
 from scapy.utils import PcapWriter, RawPcapReader
+
 from sliceportal.traffic.packets import Flow, build
 
 

@@ -12,6 +12,7 @@ import grpc
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
 from sliceportal.drivers.contract import DriverError, UnreachableError
 
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import grpc
 from p4.v1 import p4runtime_pb2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from sliceportal.drivers.contract import (
     ApplyResult,
     Capabilities,
