@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from sliceportal.traffic.meter import Meter, percentile, rfc3550_jitter
 
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 from scapy.utils import RawPcapReader, RawPcapWriter
+from typer.testing import CliRunner
+
 from sliceportal.traffic.capture import CaptureError, measure_pcap
 from sliceportal.traffic.cli import app
 from sliceportal.traffic.meter import Meter
 from sliceportal.traffic.pcapgen import write_pcap
 from sliceportal.traffic.profiles import Bursts, ConstantRate, PerFlowRates, ProfileError, per_service_rates
 from sliceportal.traffic.scenarios import ScenarioError, table1, table3
-from typer.testing import CliRunner
 
 START = 1_700_000_000_000_000_000
 
@@ -122,9 +123,7 @@ def test_measure_survives_garbage_and_refuses_unreadable_files(tmp_path: Path) -
 def test_cli_pcap_then_measure(tmp_path: Path) -> None:
     runner = CliRunner()
     pcap, sent, out = tmp_path / "t.pcap", tmp_path / "sent.json", tmp_path / "report.json"
-    res = runner.invoke(
-        app, ["pcap", str(pcap), "--slices", "1", "--packets", "2048", "--sent-json", str(sent)]
-    )
+    res = runner.invoke(app, ["pcap", str(pcap), "--slices", "1", "--packets", "2048", "--sent-json", str(sent)])
     assert res.exit_code == 0, res.output
     res = runner.invoke(
         app,
@@ -160,9 +159,7 @@ def test_cli_pcap_then_measure(tmp_path: Path) -> None:
         ["pcap", "out.pcap", "--scenario", "table1", "--size", "100000"],
     ],
 )
-def test_cli_bad_input_is_a_clear_error(
-    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cli_bad_input_is_a_clear_error(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+
 from sliceportal.rules.scenarios import service_lane, table3_flows
 from sliceportal.traffic import scenarios
 from sliceportal.traffic.scenarios import ScenarioError, table1, table3

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
+
 from sliceportal.traffic import packets
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal.traffic.scenarios import ScenarioFlow
@@ -79,15 +80,11 @@ def test_stamped_frames_are_what_scapy_builds(
 ) -> None:
     flow = _flow(*shape)
     floor = len(packets.build_bytes(flow, bytes(packets.PAYLOAD_HEADER.size)))
-    sf = ScenarioFlow(
-        flow_id=42, flow=flow, slice_index=3, user=7, service=5, priority=2, frame_size=floor + size
-    )
+    sf = ScenarioFlow(flow_id=42, flow=flow, slice_index=3, user=7, service=5, priority=2, frame_size=floor + size)
     tpl = make_template(sf)
     frame = tpl.frame_at(seq, send_ns)
     # scapy builds the same packet from scratch, computing every checksum itself
-    expected = packets.build_bytes(
-        flow, packets.payload(42, seq, send_ns, size + packets.PAYLOAD_HEADER.size)
-    )
+    expected = packets.build_bytes(flow, packets.payload(42, seq, send_ns, size + packets.PAYLOAD_HEADER.size))
     assert frame == expected
     assert len(frame) == sf.frame_size
     assert locate(frame) == (42, seq, send_ns)

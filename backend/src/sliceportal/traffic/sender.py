@@ -28,7 +28,7 @@ from sliceportal.traffic.templates import make_template
 
 SNDBUF_BYTES = 16 << 20
 SO_SNDBUFFORCE = 32  # not exported by the socket module
-SPIN_BELOW_NS = 200_000  # shorter waits spin: time.sleep overshoots by ~60-100 µs
+SPIN_BELOW_NS = 20_000  # shorter waits spin; longer ones sleep (and free the GIL and the CPU)
 
 
 class SendError(OSError):
@@ -80,8 +80,9 @@ def send(
     if rate_pps is not None and not rate_pps > 0:
         raise ScenarioError(f"rate must be > 0 packets/s, got {rate_pps}")
     if burst is None:
-        # 10 ms of tokens: rides out a GIL hand-over or a scheduler tick without losing rate.
-        burst = max(32, int((rate_pps or 0) * 0.01))
+        # 20 ms of tokens: rides out sleep overshoot, a GIL hand-over or a scheduler tick
+        # on a busy machine without losing rate (at the price of a burst after a stall).
+        burst = max(32, int((rate_pps or 0) * 0.02))
     if burst < 1:
         raise ScenarioError(f"burst must be >= 1, got {burst}")
     templates = [make_template(sf, underlay) for sf in flows]
@@ -113,7 +114,8 @@ def send(
             if tokens < 1.0:
                 wait = (1.0 - tokens) / per_ns
                 if wait > SPIN_BELOW_NS:
-                    time.sleep((wait - SPIN_BELOW_NS / 2) / 1e9)
+                    # sleep overshoots by ~60-100 µs; the bucket's tokens make up for it
+                    time.sleep(wait / 1e9)
                 continue
             allowed = int(tokens)
             tokens -= allowed
