@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from sliceportal_xdp.driver import Driver
 
 ALT_MAC = "02:00:00:00:aa:01"

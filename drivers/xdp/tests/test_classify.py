@@ -8,6 +8,7 @@ import ipaddress
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
 from sliceportal.traffic.packets import Encap, Flow, build_bytes
 from sliceportal_xdp import layout
@@ -18,9 +19,7 @@ from .conftest import noop
 
 LANES, PATHS = 4, 8
 # small pools so that random rules and random packets actually meet
-IPS = [
-    int(ipaddress.IPv4Address(a)) for a in ("10.0.0.1", "10.0.0.2", "10.0.1.7", "10.128.0.1", "192.168.5.9")
-]
+IPS = [int(ipaddress.IPv4Address(a)) for a in ("10.0.0.1", "10.0.0.2", "10.0.1.7", "10.128.0.1", "192.168.5.9")]
 PORTS = [5000, 5002, 5003, 5004, 80, 443]
 TUNNEL = [0, 1, 2, 3, 7, 100]
 VLANS = [1, 2, 100]
@@ -134,9 +133,7 @@ def test_kernel_classification_equals_classify(driver: Driver, ir: RuleIR, packe
 
 def test_many_holes_in_an_address_mask_are_refused() -> None:
     mask = 0xFFFFFFFF & ~0x0F0F0000  # 8 holes -> 256 prefixes is the limit; 9 is too many
-    ir = RuleIR(
-        lanes=LANES, paths=PATHS, rules=(Rule(Match(src_ip=Ternary(0, mask & ~0x100)), Action(1, 0, 0)),)
-    )
+    ir = RuleIR(lanes=LANES, paths=PATHS, rules=(Rule(Match(src_ip=Ternary(0, mask & ~0x100)), Action(1, 0, 0)),))
     with pytest.raises(NonPrefixMaskError) as e:
         Driver({}).lower(ir)
     assert "src_ip" in str(e.value) and "512" in str(e.value)

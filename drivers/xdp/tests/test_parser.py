@@ -12,6 +12,7 @@ from scapy.layers.inet import IP, UDP, IPOption_RR
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
+
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, Ternary
 from sliceportal.traffic.packets import Encap, Flow, build, build_bytes
 from sliceportal_xdp import layout
@@ -56,9 +57,7 @@ COMBOS = list(itertools.product(list(Encap), [None, 100], ["udp", "tcp"]))
 
 
 @pytest.mark.parametrize(("encap", "vlan", "proto"), COMBOS)
-def test_every_encapsulation_parses_to_the_flow_key(
-    driver: Driver, encap: Encap, vlan: int | None, proto: str
-) -> None:
+def test_every_encapsulation_parses_to_the_flow_key(driver: Driver, encap: Encap, vlan: int | None, proto: str) -> None:
     flow = Flow(
         FLOW.src_ip,
         FLOW.dst_ip,

@@ -7,6 +7,7 @@ import ipaddress
 import threading
 
 import pytest
+
 from sliceportal.drivers.contract import CapacityError, DriverError, NativePlan, ProgressEvent, PushError
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, SliceEntry, Ternary
 from sliceportal.traffic.packets import Flow, build_bytes

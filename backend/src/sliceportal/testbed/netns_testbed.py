@@ -37,6 +37,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 class TestbedError(RuntimeError):
     """A namespace / link operation failed; the message holds the command and its error."""
 
+    __test__ = False
+
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -108,6 +110,8 @@ def cleanup(prefix: str) -> list[str]:
 
 
 class Testbed:
+    __test__ = False  # not a pytest test class despite the name
+
     def __init__(self, prefix: str = "sp-", subnet: str = "10.77.0.0/24") -> None:
         if not prefix or len(prefix) > 20 or not all(c.isalnum() or c in "-_" for c in prefix):
             raise ValueError(f"bad namespace prefix {prefix!r}")
@@ -145,9 +149,7 @@ class Testbed:
             raise
         return self
 
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.down()
 
     def up(self) -> None:

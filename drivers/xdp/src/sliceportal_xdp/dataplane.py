@@ -329,9 +329,7 @@ class DataPlane:
     def last_decision(self) -> LastDecision:
         raw = self.last.lookup(L.U32.pack(0))
         assert raw is not None
-        (rule, sid, lane, path, verdict, parsed, src, dst, vni, teid, vlan, port, dscp, present) = (
-            L.LAST.unpack(raw)
-        )
+        (rule, sid, lane, path, verdict, parsed, src, dst, vni, teid, vlan, port, dscp, present) = L.LAST.unpack(raw)
         return LastDecision(
             rule=rule,
             slice_id=sid,

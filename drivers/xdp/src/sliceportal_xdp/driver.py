@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
+
 from sliceportal.drivers.contract import (
     ApplyResult,
     Capabilities,
@@ -75,9 +76,7 @@ def find_object() -> Path:
             if not obj.exists():
                 subprocess.run(["make", "-C", str(src), "all"], check=True, capture_output=True)
             return obj
-    raise DriverError(
-        "sliceportal.bpf.o not found", hint="run make -C dataplane/xdp or set SLICEPORTAL_XDP_OBJECT"
-    )
+    raise DriverError("sliceportal.bpf.o not found", hint="run make -C dataplane/xdp or set SLICEPORTAL_XDP_OBJECT")
 
 
 def _diff(old: Tables, new: Tables) -> tuple[int, int, int]:
@@ -160,9 +159,7 @@ class Driver:
             ) from e
         try:
             ncpu = os.cpu_count() or 1
-            flags = (L.CFG_MISS_TO_ALT if o.misses_to_alt else 0) | (
-                L.CFG_RECORD_LAST if o.record_last else 0
-            )
+            flags = (L.CFG_MISS_TO_ALT if o.misses_to_alt else 0) | (L.CFG_RECORD_LAST if o.record_last else 0)
             dp.write_config(0, flags)
             for lane in range(L.MAX_LANES):
                 cpu = o.lane_cpus.get(lane, lane % ncpu)
@@ -227,11 +224,7 @@ class Driver:
             active, flags = dp.read_config()
             old = dp.read(dp.versions[active]) or {}
             added, removed, modified = _diff(old, plan.tables)
-            progress(
-                ProgressEvent(
-                    phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} entries"
-                )
-            )
+            progress(ProgressEvent(phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} entries"))
             idle = dp.versions[1 - active]
             total = sum(len(v) for v in plan.tables.values())
             try:
@@ -312,9 +305,7 @@ class Driver:
         except DriverError as e:
             return Health(ok=False, detail=e.message)
         if self._ifindex is None:
-            return Health(
-                ok=True, detail="loaded, not attached (no interface configured)", version=state.version
-            )
+            return Health(ok=True, detail="loaded, not attached (no interface configured)", version=state.version)
         try:
             with netns(self.options.netns):
                 attached = libbpf.xdp_query_id(self._ifindex, 0)
@@ -322,14 +313,10 @@ class Driver:
         except OSError as e:
             return Health(ok=False, detail=f"{self.options.interface}: {e}", version=state.version)
         if attached != ours:
-            return Health(
-                ok=False, detail=f"program not attached to {self.options.interface}", version=state.version
-            )
+            return Health(ok=False, detail=f"program not attached to {self.options.interface}", version=state.version)
         hot = sorted(self.dataplane.overloaded())
         detail = f"attached to {self.options.interface} ({self.options.mode})"
-        return Health(
-            ok=True, detail=detail + (f"; overloaded CPUs {hot}" if hot else ""), version=state.version
-        )
+        return Health(ok=True, detail=detail + (f"; overloaded CPUs {hot}" if hot else ""), version=state.version)
 
     # ---- overload (seed 001 Algorithm 1, cpu_overloaded()) -------------------------------
 
@@ -389,9 +376,7 @@ class Driver:
             if self._dp is None:
                 return
             if self._ifindex is not None:
-                mode = (
-                    libbpf.XDP_FLAGS_DRV_MODE if self.options.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
-                )
+                mode = libbpf.XDP_FLAGS_DRV_MODE if self.options.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
                 try:
                     with netns(self.options.netns):
                         libbpf.xdp_detach(self._ifindex, mode)

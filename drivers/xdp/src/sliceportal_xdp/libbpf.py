@@ -187,9 +187,7 @@ class Map:
         out_batch = ctypes.create_string_buffer(8)
         count = ctypes.c_uint32(n)
         opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
-        rc = _lib.bpf_map_lookup_batch(
-            self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts)
-        )
+        rc = _lib.bpf_map_lookup_batch(self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts))
         if rc < 0 and ctypes.get_errno() != errno.ENOENT:
             _check(rc, f"batch lookup {self.name}")
         if count.value != n:
@@ -204,9 +202,7 @@ class Map:
         out_batch = ctypes.create_string_buffer(max(self.key_size, 8))
         count = ctypes.c_uint32(n)
         opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
-        rc = _lib.bpf_map_lookup_batch(
-            self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts)
-        )
+        rc = _lib.bpf_map_lookup_batch(self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts))
         if rc >= 0 or ctypes.get_errno() == errno.ENOENT:
             ks, vs, got = self.key_size, self.value_size, count.value
             kr, vr = keys.raw, vals.raw
