@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import pytest
+
 from sliceportal.drivers.contract import (
     ApplyResult,
     Capabilities,
@@ -89,10 +90,7 @@ class MemoryDataPlane:
     def send(self, key: FlowKey) -> None:
         """Classify one packet against what the tables hold, counting the hit."""
         for e in sorted(self.tables[CLASSIFIER], key=lambda e: e["priority"]):
-            if all(
-                getattr(key, f) is not None and getattr(key, f) & e["mask"][f] == v
-                for f, v in e["key"].items()
-            ):
+            if all(getattr(key, f) is not None and getattr(key, f) & e["mask"][f] == v for f, v in e["key"].items()):
                 self.hits[e["priority"]] = self.hits.get(e["priority"], 0) + 1
                 return
         self.misses += 1
@@ -130,9 +128,7 @@ class MemoryDriver:
             }
             for i, r in enumerate(ir.rules)
         ]
-        slices = [
-            {"key": {"slice_id": s.slice_id}, "action": {"rate_bps": s.qos.rate_bps}} for s in ir.slices
-        ]
+        slices = [{"key": {"slice_id": s.slice_id}, "action": {"rate_bps": s.qos.rate_bps}} for s in ir.slices]
         tables = {CLASSIFIER: classifier, SLICES: slices}
         for table, rows in tables.items():
             if len(rows) > caps.capacity[table]:

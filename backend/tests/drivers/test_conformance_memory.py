@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+
 from sliceportal.drivers.conformance import DriverConformance, overflowing_ir
 from sliceportal.drivers.contract import Driver
 from sliceportal.rules.scenarios import table3_flows
@@ -53,9 +54,7 @@ class TestBrokenDriversFailTheSuite:
         with pytest.raises(AssertionError, match="must not touch"):
             suite.test_lower_is_pure_and_deterministic(d, factory)
 
-    def test_a_driver_without_rollback_is_caught(
-        self, make_driver: Callable[..., Driver], plane: object
-    ) -> None:
+    def test_a_driver_without_rollback_is_caught(self, make_driver: Callable[..., Driver], plane: object) -> None:
         d = make_driver()
         plane.fail_rollback = True  # type: ignore[attr-defined]
         suite = DriverConformance()

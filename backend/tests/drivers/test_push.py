@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+
 from sliceportal.drivers.contract import CapacityError, GeometryError, ProgressEvent, UnsupportedMatchError
 from sliceportal.drivers.push import PlanMismatchError, diff_tables, plan_for, push, reconcile_once
 from sliceportal.rules.compiler import compile_rules
@@ -74,9 +75,7 @@ def test_failed_rollback_is_reported_as_such(memory_driver: object, plane: objec
     assert "rollback failed" in (out.error or "")
 
 
-def test_a_driver_claiming_success_wrongly_is_caught_and_rolled_back(
-    make_driver: MakeDriver, plane: object
-) -> None:
+def test_a_driver_claiming_success_wrongly_is_caught_and_rolled_back(make_driver: MakeDriver, plane: object) -> None:
     honest = make_driver()
     old = plan_for(honest, table3(1))  # type: ignore[arg-type]
     push(honest, old)  # type: ignore[arg-type]
@@ -135,3 +134,19 @@ def test_diff_tables_added_removed_modified_and_duplicates() -> None:
     assert d.tables["gone"].removed == [c] and d.tables["new"].added == [c]
     assert d.counts() == {"added": 2, "removed": 2, "modified": 1}
     assert diff_tables({"t": [a, b]}, {"t": [b, a]}).empty  # order does not matter
+
+
+def test_target_spec_from_capabilities_compiles_what_plan_for_accepts(memory_driver: object) -> None:
+    from sliceportal.drivers.push import target_spec
+
+    caps = memory_driver.capabilities()  # type: ignore[attr-defined]
+    target = target_spec(caps, classifier_table="classifier")
+    assert (target.lanes, target.paths, target.max_rules) == (4, 8, 64)
+    result = compile_rules(*table3_config(16), target)
+    assert result.fits
+    plan = plan_for(memory_driver, result.ir)  # type: ignore[arg-type]
+    assert plan.usage["classifier"].used == 64
+    assert not compile_rules(
+        *table3_config(16),
+        target_spec(caps.model_copy(update={"capacity": {"classifier": 63}}), classifier_table="classifier"),
+    ).fits

@@ -8,6 +8,7 @@ from importlib.metadata import EntryPoint
 from typing import Any, ClassVar
 
 import pytest
+
 from sliceportal.drivers.contract import Health
 from sliceportal.drivers.registry import (
     ENTRY_POINT_GROUP,

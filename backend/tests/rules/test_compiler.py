@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from sliceportal.rules.compiler import compile_rules
 from sliceportal.rules.errors import AmbiguousMatchError, CompileError, MissingMatchFieldError, SpecError
 from sliceportal.rules.ir import FlowKey, MissMode, MissPolicy
@@ -226,9 +227,7 @@ def test_unknown_tenant_and_duplicate_refs() -> None:
         lambda: TenantSpec(1, "t", vni=1, vlan=4095),
         lambda: TargetSpec(lanes=3, paths=8, match_fields=frozenset()),
         lambda: TargetSpec(lanes=4, paths=8, match_fields=frozenset({"ttl"})),
-        lambda: TargetSpec(
-            lanes=4, paths=8, match_fields=frozenset(), miss=MissPolicy(MissMode.FIXED, lane=4)
-        ),
+        lambda: TargetSpec(lanes=4, paths=8, match_fields=frozenset(), miss=MissPolicy(MissMode.FIXED, lane=4)),
         lambda: a_slice(type_lanes=()),
         lambda: a_slice(path_mode="random"),
         lambda: a_slice(services=(ServiceSpec("x", 0), ServiceSpec("x", 2))),
@@ -237,3 +236,12 @@ def test_unknown_tenant_and_duplicate_refs() -> None:
 def test_bad_specs_raise_spec_error(build: object) -> None:
     with pytest.raises(SpecError):
         build()  # type: ignore[operator]
+
+
+def test_explanation_is_json_ready() -> None:
+    import json
+
+    r = compile_rules([TENANT], [a_slice()], T4)
+    doc = json.loads(json.dumps(r.explain()))
+    assert doc["version"] == r.ir.digest() and doc["rules_after"] == len(r.ir.rules)
+    assert doc["slices"][0]["path_reason"] and doc["miss"]["mode"] == "algorithm1"

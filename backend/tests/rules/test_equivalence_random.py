@@ -6,6 +6,7 @@ import itertools
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from sliceportal.rules.compiler import compile_rules
 from sliceportal.rules.ir import Action, FlowKey, Match, Rule, RuleIR, Ternary
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
@@ -48,8 +49,7 @@ def configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], TargetS
     )
     n = draw(st.integers(1, 3))
     tenants = [
-        TenantSpec(ref=i + 1, name=f"t{i}", vni=100 + i, vlan=draw(st.sampled_from([None, 10 + i])))
-        for i in range(n)
+        TenantSpec(ref=i + 1, name=f"t{i}", vni=100 + i, vlan=draw(st.sampled_from([None, 10 + i]))) for i in range(n)
     ]
     slices = []
     ref = 0
@@ -106,9 +106,7 @@ def test_minimised_equals_unminimised(
     assert big.rules_after == big.rules_before  # the count the preview shows is the real baseline
     tss = TupleSpaceClassifier(big.ir)
     # every corner of every subscriber block, with every service's edge ports
-    corners = [s.first for sl in slices for s in sl.subscribers] + [
-        s.last for sl in slices for s in sl.subscribers
-    ]
+    corners = [s.first for sl in slices for s in sl.subscribers] + [s.last for sl in slices for s in sl.subscribers]
     for key in data.draw(st.lists(packets(len(slices)), min_size=100, max_size=100)) + [
         FlowKey(src_ip=a, dst_ip=0, dst_port=p, dscp=d, vni=100 + i, vlan=10 + i)
         for a in corners[:20]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from sliceportal.rules.ir import Ternary
 from sliceportal.rules.minimise import (
     merge_disjoint,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from sliceportal.rules.compiler import compile_rules
 from sliceportal.rules.ir import FlowKey, RuleIR
 from sliceportal.rules.scenarios import (

@@ -42,25 +42,15 @@ from sliceportal.drivers.contract import (
     LaneCounters,
     ProgressEvent,
 )
-from sliceportal.drivers.push import diff_tables, plan_for, push, reconcile_once
+from sliceportal.drivers.push import diff_tables, plan_for, push, reconcile_once, target_spec
 from sliceportal.drivers.registry import validate_driver_class
 from sliceportal.rules.compiler import compile_rules
 from sliceportal.rules.ir import FIELD_WIDTHS, Action, Match, Rule, RuleIR, SliceEntry, Ternary
 from sliceportal.rules.scenarios import table3_config
-from sliceportal.rules.spec import TargetSpec
 
 IrFactory = Callable[[int], RuleIR]
 # Beyond this many entries, building an overflowing IR in a unit test is too slow.
 MAX_OVERFLOW_RULES = 300_000
-
-
-def target_for(caps: Capabilities, max_rules: int | None = None) -> TargetSpec:
-    return TargetSpec(
-        lanes=caps.lanes,
-        paths=caps.paths,
-        match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
-        max_rules=max_rules,
-    )
 
 
 def overflowing_ir(caps: Capabilities, n_rules: int) -> RuleIR:
@@ -112,7 +102,7 @@ class DriverConformance:
 
         def make(n_slices: int) -> RuleIR:
             tenants, slices = table3_config(n_slices)
-            return compile_rules(tenants, slices, target_for(caps)).ir
+            return compile_rules(tenants, slices, target_spec(caps)).ir
 
         return make
 
@@ -163,9 +153,7 @@ class DriverConformance:
         assert first == second
         assert driver.read_state() == before, "lower must not touch the data plane"
 
-    def test_plan_realises_the_ir_version_and_reports_usage(
-        self, driver: Driver, ir_factory: IrFactory
-    ) -> None:
+    def test_plan_realises_the_ir_version_and_reports_usage(self, driver: Driver, ir_factory: IrFactory) -> None:
         ir = ir_factory(2)
         plan = driver.lower(ir)
         assert plan.driver == type(driver).name
@@ -184,9 +172,7 @@ class DriverConformance:
             plan_for(driver, other)
         assert driver.read_state() == before
 
-    def test_capacity_refused_before_write_with_the_numbers(
-        self, driver: Driver, overflow_ir: RuleIR
-    ) -> None:
+    def test_capacity_refused_before_write_with_the_numbers(self, driver: Driver, overflow_ir: RuleIR) -> None:
         before = driver.read_state()
         with pytest.raises(CapacityError) as e:
             plan_for(driver, overflow_ir)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sliceportal.drivers.contract import (
     ApplyResult,
+    Capabilities,
     CapacityError,
     DataPlaneState,
     Driver,
@@ -37,7 +38,8 @@ from sliceportal.drivers.contract import (
     PushError,
     check_fits,
 )
-from sliceportal.rules.ir import RuleIR
+from sliceportal.rules.ir import CATALOGUE_LANES, FIELD_WIDTHS, MissPolicy, RuleIR
+from sliceportal.rules.spec import TargetSpec
 
 # Members that identify a native entry (the contract's suggested normal form); entries with
 # the same identity but other members are "modified", as a TCAM rewrite in place would be.
@@ -59,6 +61,24 @@ def _canonical(entry: NativeEntry) -> str:
 def _identity(entry: NativeEntry) -> str:
     ident = {k: entry[k] for k in IDENTITY_MEMBERS if k in entry}
     return _canonical(ident) if ident else _canonical(entry)
+
+
+def target_spec(
+    caps: Capabilities, *, miss: MissPolicy | None = None, classifier_table: str | None = None
+) -> TargetSpec:
+    """The compiler's view of a backend: geometry, match fields, rule capacity, miss policy.
+
+    ``classifier_table`` names the table that holds one entry per IR rule (if the driver
+    has one) so the compile preview can say early whether the rules fit; the binding
+    capacity check stays in ``plan_for``.
+    """
+    return TargetSpec(
+        lanes=min(caps.lanes, CATALOGUE_LANES),
+        paths=caps.paths,
+        match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
+        max_rules=caps.capacity.get(classifier_table) if classifier_table else None,
+        miss=miss or MissPolicy(),
+    )
 
 
 def check_capacity(plan: NativePlan, capacity: Mapping[str, int]) -> None:
@@ -139,9 +159,7 @@ def _take(common: Counter[str], entry: NativeEntry) -> bool:
     return True
 
 
-def diff_tables(
-    old: Mapping[str, Sequence[NativeEntry]], new: Mapping[str, Sequence[NativeEntry]]
-) -> PlanDiff:
+def diff_tables(old: Mapping[str, Sequence[NativeEntry]], new: Mapping[str, Sequence[NativeEntry]]) -> PlanDiff:
     """Entries added, removed and modified per table, order-insensitive within a table."""
     out: dict[str, TableDiff] = {}
     for table in sorted(set(old) | set(new)):
@@ -200,9 +218,7 @@ def push(
         before = driver.read_state()
     except DriverError as e:
         # Nothing was written, so there is nothing to roll back.
-        return done(
-            ok=False, previous_version=None, version_after=None, error=f"before any write: {e}", hint=e.hint
-        )
+        return done(ok=False, previous_version=None, version_after=None, error=f"before any write: {e}", hint=e.hint)
     base["previous_version"] = before.version
     diff = diff_tables(before.tables, plan.tables)
     counts = diff.counts()
@@ -211,8 +227,7 @@ def push(
             phase="diff",
             done=0,
             total=sum(counts.values()),
-            message=f"{counts['added']} to add, {counts['removed']} to remove, "
-            f"{counts['modified']} to modify",
+            message=f"{counts['added']} to add, {counts['removed']} to remove, {counts['modified']} to modify",
         )
     )
     if diff.empty and before.version == plan.version:
@@ -224,11 +239,7 @@ def push(
         result = driver.apply(plan, emit)
     except PushError as e:
         after = _read_or_none(driver)
-        restored = (
-            after is not None
-            and after.version == before.version
-            and _same_tables(after.tables, before.tables)
-        )
+        restored = after is not None and after.version == before.version and _same_tables(after.tables, before.tables)
         return done(
             ok=False,
             version_after=after.version if after else None,
@@ -240,11 +251,7 @@ def push(
     except DriverError as e:
         # Not a PushError (e.g. the data plane vanished): find out by reading back.
         after = _read_or_none(driver)
-        restored = (
-            after is not None
-            and after.version == before.version
-            and _same_tables(after.tables, before.tables)
-        )
+        restored = after is not None and after.version == before.version and _same_tables(after.tables, before.tables)
         return done(
             ok=False,
             version_after=after.version if after else None,
@@ -310,9 +317,7 @@ class ReconcileReport(_Model):
     error: str | None = None
 
 
-def reconcile_once(
-    driver: Driver, expected: NativePlan, progress: ProgressCallback | None = None
-) -> ReconcileReport:
+def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallback | None = None) -> ReconcileReport:
     """Read the data plane back, report any drift from ``expected`` and repair it."""
     base: dict[str, Any] = {"driver": expected.driver, "expected_version": expected.version}
     try:
@@ -324,9 +329,7 @@ def reconcile_once(
     diff = diff_tables(state.tables, expected.tables)
     restarted = state.version is None and not any(state.tables.values())
     if diff.empty and state.version == expected.version:
-        return ReconcileReport(
-            **base, found_version=state.version, reachable=True, in_sync=True, restarted_empty=False
-        )
+        return ReconcileReport(**base, found_version=state.version, reachable=True, in_sync=True, restarted_empty=False)
     outcome = push(driver, expected, progress)
     return ReconcileReport(
         **base,

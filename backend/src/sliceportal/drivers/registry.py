@@ -117,9 +117,7 @@ def _check_method(cls: type, name: str, plugin: str) -> None:
         return
     ok = got == expected or (inspect.isclass(got) and inspect.isclass(expected) and issubclass(got, expected))
     if not ok:
-        raise DriverPluginError(
-            plugin, f"{cls.__qualname__}.{name} returns {got!r}, the contract says {expected!r}"
-        )
+        raise DriverPluginError(plugin, f"{cls.__qualname__}.{name} returns {got!r}, the contract says {expected!r}")
 
 
 def validate_driver_class(obj: object, plugin: str) -> type[Driver]:
@@ -130,9 +128,7 @@ def validate_driver_class(obj: object, plugin: str) -> type[Driver]:
     if not isinstance(name, str) or not name:
         raise DriverPluginError(plugin, f"{obj.__qualname__} lacks a non-empty `name: ClassVar[str]`")
     if name != plugin:
-        raise DriverPluginError(
-            plugin, f"{obj.__qualname__}.name is {name!r}, but it is registered as {plugin!r}"
-        )
+        raise DriverPluginError(plugin, f"{obj.__qualname__}.name is {name!r}, but it is registered as {plugin!r}")
     if inspect.isabstract(obj):
         missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))
         raise DriverPluginError(plugin, f"{obj.__qualname__} is abstract (unimplemented: {missing})")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from sliceportal.rules.errors import AmbiguousMatchError, CompileError, MissingMatchFieldError
 from sliceportal.rules.ir import (
@@ -87,6 +87,22 @@ class CompileResult:
     def fits(self) -> bool:
         return self.max_rules is None or len(self.ir.rules) <= self.max_rules
 
+    def explain(self) -> dict[str, object]:
+        """The preview's explanation, JSON-ready (the IR itself is ``self.ir.to_json()``)."""
+        return {
+            "version": self.ir.digest(),
+            "lanes": self.ir.lanes,
+            "paths": self.ir.paths,
+            "flows": self.flows,
+            "rules_before": self.rules_before,
+            "rules_after": self.rules_after,
+            "max_rules": self.max_rules,
+            "fits": self.fits,
+            "minimised": self.minimised,
+            "miss": asdict(self.ir.miss),
+            "slices": [asdict(e) for e in self.slices],
+        }
+
 
 @dataclass(slots=True)
 class _Prepared:
@@ -129,9 +145,7 @@ def _check_services(spec: SliceSpec) -> tuple[ServiceSpec, ...]:
         for b in services[i + 1 :]:
             if a.lane == b.lane:
                 continue  # overlapping services of one lane agree on the action
-            if _service_dscp(a) & _service_dscp(b) and intersect_intervals(
-                _service_ports(a), _service_ports(b)
-            ):
+            if _service_dscp(a) & _service_dscp(b) and intersect_intervals(_service_ports(a), _service_ports(b)):
                 raise AmbiguousMatchError(
                     f"slice {spec.name!r}: services {a.name!r} (lane {a.lane}) and {b.name!r} "
                     f"(lane {b.lane}) match the same ports and DSCP values",
@@ -319,11 +333,7 @@ def _src_groups(p: _Prepared, paths: int, minimise: bool) -> dict[int, list[Tern
 def _subscriber_pieces(s: SubscriberSpec, paths: int) -> list[tuple[int, Ternary]]:
     pref = Ternary.prefix(s.ue_ip, s.prefix_len, 32)
     low = paths - 1
-    return [
-        (g, Ternary(pref.value | g, pref.mask | low))
-        for g in range(paths)
-        if not (g ^ s.ue_ip) & pref.mask & low
-    ]
+    return [(g, Ternary(pref.value | g, pref.mask | low)) for g in range(paths) if not (g ^ s.ue_ip) & pref.mask & low]
 
 
 def _service_rects_unminimised(s: ServiceSpec) -> list[Rectangle]:
@@ -347,9 +357,7 @@ def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetS
         if "vni" in target.match_fields:
             tunnel["vni"] = tenant.vni
         else:
-            warnings.append(
-                "the target cannot key on the tenant VNI; the slice is selected by UE address only"
-            )
+            warnings.append("the target cannot key on the tenant VNI; the slice is selected by UE address only")
         if tenant.vlan is not None and "vlan" in target.match_fields:
             tunnel["vlan"] = tenant.vlan
     if any(s.protocol for s in services):
