@@ -55,8 +55,7 @@ def table3_config(
         raise ValueError("users must be within 1..32 (one /27 per slice)")
     tenant = TenantSpec(ref=1, name="tenant-a", vni=TENANT_VNI)
     services = tuple(
-        ServiceSpec(name=f"udp-{p}", lane=service_lane(p), dst_ports=((p, p),), protocol="udp")
-        for p in SERVICE_PORTS
+        ServiceSpec(name=f"udp-{p}", lane=service_lane(p), dst_ports=((p, p),), protocol="udp") for p in SERVICE_PORTS
     )
     slices = tuple(
         SliceSpec(

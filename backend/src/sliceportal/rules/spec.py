@@ -67,9 +67,7 @@ class ServiceSpec:
                 )
         for d in self.dscp:
             if not 0 <= d < 64:
-                raise SpecError(
-                    f"service {self.name!r}: DSCP {d} outside 0..63", service=self.name, field="dscp"
-                )
+                raise SpecError(f"service {self.name!r}: DSCP {d} outside 0..63", service=self.name, field="dscp")
 
 
 @dataclass(frozen=True, slots=True)
