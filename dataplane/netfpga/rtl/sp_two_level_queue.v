@@ -123,7 +123,7 @@ wire [D_W:0]   cur_cnt = in_first ? {(D_W+1){1'b0}} : in_cnt;
 wire           cur_drop = in_first ? 1'b0 : in_drop;
 wire [15:0]    cur_len = in_first ? s_axis_tuser[`SP_LEN] : in_len;
 wire [D_W+1:0] after = {1'b0, used[cur_q]} + {1'b0, cur_cnt} + 1;
-wire           fits = !cur_drop && after <= DEPTH;
+wire           fits = !cur_drop && after <= DEPTH[D_W+1:0];
 
 assign s_axis_tready = 1'b1;
 wire s_fire = s_axis_tvalid;

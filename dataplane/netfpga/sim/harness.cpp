@@ -1,0 +1,200 @@
+// See harness.h.
+#include "harness.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "Vsp_datapath.h"
+#include "verilated.h"
+
+namespace {
+constexpr int kBeatBytes = 32;
+
+void put_bytes(VlWide<8>& w, const uint8_t* src, size_t n) {
+    for (int i = 0; i < 8; i++) w[i] = 0;
+    for (size_t i = 0; i < n; i++) w[i / 4] |= static_cast<uint32_t>(src[i]) << (8 * (i % 4));
+}
+
+void get_bytes(const VlWide<8>& w, uint32_t keep, std::vector<uint8_t>& out) {
+    for (int i = 0; i < kBeatBytes; i++)
+        if (keep & (1u << i)) out.push_back(static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4))));
+}
+}  // namespace
+
+Harness::Harness(double ingress_bytes_per_cycle, double drain_bytes_per_cycle)
+    : ingress_rate(ingress_bytes_per_cycle), drain_rate(drain_bytes_per_cycle), top_(new Vsp_datapath) {
+    top_->rst = 1;
+    for (int i = 0; i < 4; i++) tick();
+    top_->rst = 0;
+    tick();
+}
+
+Harness::~Harness() { top_->final(); }
+
+void Harness::inject(Packet p, uint32_t gap_cycles) {
+    if (p.data.empty() || p.data.size() > 0xFFFF) throw std::invalid_argument("packet size out of range");
+    ingress_.emplace_back(std::move(p), gap_cycles);
+    injected++;
+}
+
+bool Harness::busy() const { return !ingress_.empty() || in_active_; }
+
+void Harness::drive_ingress() {
+    auto* t = top_.get();
+    if (!in_active_ && !ingress_.empty() && cycle_ >= next_start_) {
+        in_active_ = true;
+        in_offset_ = 0;
+        ingress_.front().first.in_cycle = cycle_;
+    }
+    if (!in_active_) {
+        t->s_axis_tvalid = 0;
+        return;
+    }
+    // Pace the link: a beat goes only when the port has delivered its bytes.
+    in_credit_ = std::min(in_credit_ + ingress_rate, 2.0 * kBeatBytes);
+    const Packet& p = ingress_.front().first;
+    size_t n = std::min<size_t>(kBeatBytes, p.data.size() - in_offset_);
+    t->s_axis_tvalid = in_credit_ >= static_cast<double>(n);
+    put_bytes(t->s_axis_tdata, p.data.data() + in_offset_, n);
+    t->s_axis_tkeep = n == 32 ? 0xFFFFFFFFu : ((1u << n) - 1);
+    t->s_axis_tlast = in_offset_ + n == p.data.size();
+    t->s_axis_tuser[0] = static_cast<uint32_t>(p.data.size()) | (static_cast<uint32_t>(p.src_port) << 16);
+    t->s_axis_tuser[1] = 0;
+    t->s_axis_tuser[2] = 0;
+    t->s_axis_tuser[3] = static_cast<uint32_t>(p.in_cycle);  // [127:96]: ingress cycle
+}
+
+void Harness::tick() {
+    auto* t = top_.get();
+    drive_ingress();
+    drain_credit_ = std::min(drain_credit_ + drain_rate, 2.0 * kBeatBytes);
+    t->m_axis_dma_tready = drain_credit_ >= kBeatBytes;
+    t->m_axis_phys_tready = 1;
+    t->clk = 0;
+    t->eval();
+
+    bool in_fire = t->s_axis_tvalid && t->s_axis_tready;
+    bool dma_fire = t->m_axis_dma_tvalid && t->m_axis_dma_tready;
+    bool phys_fire = t->m_axis_phys_tvalid && t->m_axis_phys_tready;
+    if (in_fire) {
+        size_t n = std::min<size_t>(kBeatBytes, ingress_.front().first.data.size() - in_offset_);
+        in_credit_ -= static_cast<double>(n);
+        in_offset_ += n;
+        if (t->s_axis_tlast) {
+            next_start_ = cycle_ + 1 + ingress_.front().second;
+            ingress_.pop_front();
+            in_active_ = false;
+        }
+    }
+    if (dma_fire) {
+        drain_credit_ -= kBeatBytes;
+        if (dma_first_) {
+            dma_cur_ = Packet();
+            const auto& u = t->m_axis_dma_tuser;
+            dma_cur_.dst_port = static_cast<uint8_t>(u[0] >> 24);
+            dma_cur_.rr_path = static_cast<uint8_t>(u[1]);
+            dma_cur_.lane = static_cast<uint8_t>(u[1] >> 8);
+            dma_cur_.slice_id = static_cast<uint8_t>(u[1] >> 16);
+            // The 32-bit ingress stamp is extended against the current cycle.
+            uint32_t stamp = u[3];
+            dma_cur_.in_cycle = cycle_ - static_cast<uint32_t>(static_cast<uint32_t>(cycle_) - stamp);
+            dma_cur_.src_port = static_cast<uint8_t>(u[0] >> 16);
+        }
+        get_bytes(t->m_axis_dma_tdata, t->m_axis_dma_tkeep, dma_cur_.data);
+        dma_first_ = t->m_axis_dma_tlast;
+        if (t->m_axis_dma_tlast) {
+            dma_cur_.out_cycle = cycle_;
+            dma_out.push_back(std::move(dma_cur_));
+            dma_count++;
+        }
+    }
+    if (phys_fire) {
+        if (phys_first_) {
+            phys_cur_ = Packet();
+            phys_cur_.dst_port = static_cast<uint8_t>(t->m_axis_phys_tuser[0] >> 24);
+            uint32_t stamp = t->m_axis_phys_tuser[3];
+            phys_cur_.in_cycle = cycle_ - static_cast<uint32_t>(static_cast<uint32_t>(cycle_) - stamp);
+        }
+        get_bytes(t->m_axis_phys_tdata, t->m_axis_phys_tkeep, phys_cur_.data);
+        phys_first_ = t->m_axis_phys_tlast;
+        if (t->m_axis_phys_tlast) {
+            phys_cur_.out_cycle = cycle_;
+            phys_out.push_back(std::move(phys_cur_));
+            phys_count++;
+        }
+    }
+    if (in_fire || dma_fire || phys_fire) last_activity_ = cycle_;
+
+    t->clk = 1;
+    t->eval();
+    cycle_++;
+}
+
+void Harness::run_until_idle(uint64_t max_cycles, uint32_t quiet) {
+    // A slow drain moves a beat only every 32 / drain_rate cycles; do not call that idle.
+    quiet = std::max<uint32_t>(quiet, static_cast<uint32_t>(4 * kBeatBytes / std::max(drain_rate, 0.01)));
+    uint64_t end = cycle_ + max_cycles;
+    while (cycle_ < end) {
+        tick();
+        if (!busy() && cycle_ - last_activity_ > quiet && !top_->m_axis_dma_tvalid) break;
+    }
+}
+
+// AXI4-Lite transactions, one at a time, clocking the whole model meanwhile.
+void Harness::csr_write(uint32_t addr, uint32_t value) {
+    auto* t = top_.get();
+    t->s_axil_awaddr = addr;
+    t->s_axil_wdata = value;
+    t->s_axil_wstrb = 0xF;
+    t->s_axil_awvalid = 1;
+    t->s_axil_wvalid = 1;
+    t->s_axil_bready = 1;
+    for (int guard = 0;; guard++) {
+        t->clk = 0;
+        t->eval();
+        bool accepted = t->s_axil_awready;
+        tick();
+        if (accepted) break;
+        if (guard > 1000) throw std::runtime_error("AXI4-Lite write not accepted");
+    }
+    t->s_axil_awvalid = 0;
+    t->s_axil_wvalid = 0;
+    for (int guard = 0;; guard++) {
+        t->clk = 0;
+        t->eval();
+        bool done = t->s_axil_bvalid;
+        tick();
+        if (done) break;
+        if (guard > 1000) throw std::runtime_error("AXI4-Lite write response missing");
+    }
+    t->s_axil_bready = 0;
+}
+
+uint32_t Harness::csr_read(uint32_t addr) {
+    auto* t = top_.get();
+    t->s_axil_araddr = addr;
+    t->s_axil_arvalid = 1;
+    t->s_axil_rready = 1;
+    for (int guard = 0;; guard++) {
+        t->clk = 0;
+        t->eval();
+        bool accepted = t->s_axil_arready;
+        tick();
+        if (accepted) break;
+        if (guard > 1000) throw std::runtime_error("AXI4-Lite read not accepted");
+    }
+    t->s_axil_arvalid = 0;
+    for (int guard = 0;; guard++) {
+        t->clk = 0;
+        t->eval();
+        bool done = t->s_axil_rvalid;
+        uint32_t value = t->s_axil_rdata;
+        tick();
+        if (done) {
+            t->s_axil_rready = 0;
+            return value;
+        }
+        if (guard > 1000) throw std::runtime_error("AXI4-Lite read response missing");
+    }
+}

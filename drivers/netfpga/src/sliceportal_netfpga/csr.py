@@ -1,0 +1,95 @@
+"""Client of the simulator's control socket (text lines, see dataplane/netfpga/sim/main.cpp).
+
+A real NetFPGA SUME exposes the same AXI4-Lite registers through its driver's register
+ioctl; only this transport would change. Every failure surfaces as ``UnreachableError``.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable, Sequence
+
+from sliceportal.drivers.contract import DriverError, UnreachableError
+
+
+class CsrError(DriverError):
+    """The data plane answered, but with an error."""
+
+
+def _connect(address: str, timeout: float) -> socket.socket:
+    try:
+        if address.startswith("tcp:"):
+            host, _, port = address[4:].rpartition(":")
+            return socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
+        path = address.removeprefix("unix:")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(path)
+        return s
+    except (OSError, ValueError) as e:
+        raise UnreachableError(
+            f"cannot reach the NetFPGA data plane at {address!r}: {e}",
+            hint="start the simulator (sp_sim --socket PATH) or check the backend's address",
+        ) from e
+
+
+class CsrClient:
+    """Register reads and writes; batches are pipelined (all lines sent, then all replies)."""
+
+    def __init__(self, address: str, timeout: float = 30.0) -> None:
+        self.address = address
+        self._sock = _connect(address, timeout)
+        self._buf = b""
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _lost(self, e: Exception | None = None) -> UnreachableError:
+        return UnreachableError(f"the NetFPGA data plane at {self.address!r} dropped the connection: {e or 'EOF'}")
+
+    def _readline(self) -> str:
+        while b"\n" not in self._buf:
+            try:
+                chunk = self._sock.recv(65536)
+            except OSError as e:
+                raise self._lost(e) from e
+            if not chunk:
+                raise self._lost()
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode()
+
+    def commands(self, lines: Sequence[str]) -> list[str]:
+        """Send ``lines``; return the payload of each ``OK`` reply (raise on ``ERR``)."""
+        if not lines:
+            return []
+        try:
+            self._sock.sendall(("\n".join(lines) + "\n").encode())
+        except OSError as e:
+            raise self._lost(e) from e
+        out = []
+        for line in lines:
+            reply = self._readline()
+            if not reply.startswith("OK"):
+                raise CsrError(f"data plane refused {line.split()[0]!r}: {reply}")
+            out.append(reply[3:])
+        return out
+
+    def command(self, line: str) -> str:
+        return self.commands([line])[0]
+
+    def read(self, addr: int) -> int:
+        return int(self.command(f"R {addr:#x}"))
+
+    def read_many(self, addrs: Iterable[int]) -> list[int]:
+        return [int(v) for v in self.commands([f"R {a:#x}" for a in addrs])]
+
+    def read64(self, addr: int) -> int:
+        lo, hi = self.read_many([addr, addr + 4])
+        return lo | hi << 32
+
+    def write(self, addr: int, value: int) -> None:
+        self.command(f"W {addr:#x} {value:#x}")
+
+    def write_many(self, writes: Iterable[tuple[int, int]]) -> None:
+        self.commands([f"W {a:#x} {v:#x}" for a, v in writes])

@@ -1,0 +1,317 @@
+"""The NetFPGA driver: IR -> TCAM entries, written over CSR into the shadow bank and
+made live by one ACTIVE_BANK write (all-or-nothing as packets see it).
+
+Push protocol (docs/netfpga.md): read ACTIVE_BANK; write every entry, the entry count and
+the plan version into the other bank (the RTL refuses writes into the active one);
+read it all back and compare; write ACTIVE_BANK. Until that last write the previous table
+stays live, so any failure before it leaves the data plane as it was. If the connection
+is lost around the flip, the driver reconnects and puts the previous bank back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from sliceportal.drivers.contract import (
+    ApplyResult,
+    Capabilities,
+    CapacityError,
+    Counters,
+    DataPlaneState,
+    DriverError,
+    GeometryError,
+    Health,
+    LaneCounters,
+    NativePlan,
+    ProgressCallback,
+    ProgressEvent,
+    PushError,
+    TableUsage,
+    check_fits,
+)
+from sliceportal.rules.ir import MissMode, RuleIR
+
+from . import regmap
+from .csr import CsrClient
+from .options import NetfpgaOptions
+from .tcam import KEY_FIELDS, EntryAction, FieldValues, TcamEntry, lower_rules
+
+TABLE = "tcam"
+
+
+def _version_int(version: str) -> int:
+    try:
+        value = int(version, 16)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 1 << 64 or len(version) > 16:
+        raise PushError(f"plan version {version!r} is not a 64-bit hex digest", rolled_back=True)
+    return value
+
+
+class Driver:
+    name: ClassVar[str] = "netfpga"
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self.options = NetfpgaOptions.parse(options)
+        self._csr: CsrClient | None = None
+
+    # ---- connection -------------------------------------------------------------------
+    def _client(self) -> CsrClient:
+        if self._csr is None:
+            self._csr = CsrClient(self.options.address, self.options.timeout_s)
+        return self._csr
+
+    def _drop(self) -> None:
+        if self._csr is not None:
+            self._csr.close()
+            self._csr = None
+
+    def close(self) -> None:
+        self._drop()
+
+    # ---- contract -----------------------------------------------------------------------
+    def capabilities(self) -> Capabilities:
+        o = self.options
+        return Capabilities(
+            driver=self.name,
+            lanes=o.lanes,
+            paths=o.paths,
+            match_fields=frozenset(KEY_FIELDS),
+            capacity={TABLE: o.capacity},
+            rate_limit=False,
+            ecn=False,
+        )
+
+    def lower(self, ir: RuleIR) -> NativePlan:
+        caps = self.capabilities()
+        check_fits(ir, caps)
+        needed = len(ir.rules) + (1 if ir.miss.mode is MissMode.FIXED else 0)
+        if needed > self.options.capacity:
+            raise CapacityError(TABLE, needed, self.options.capacity)
+        entries = lower_rules(ir)
+        if ir.miss.mode is MissMode.FIXED:
+            # The RTL's miss path is Algorithm 1; a fixed miss policy is a last catch-all entry.
+            if not (0 <= ir.miss.lane < ir.lanes and 0 <= ir.miss.rr_path < ir.paths):
+                raise GeometryError(f"miss policy lane {ir.miss.lane} / path {ir.miss.rr_path} outside the geometry")
+            entries.append(
+                TcamEntry(
+                    key=FieldValues(),
+                    mask=FieldValues(),
+                    action=EntryAction(slice_id=0, lane=ir.miss.lane, rr_path=ir.miss.rr_path),
+                )
+            )
+        return NativePlan(
+            driver=self.name,
+            version=ir.digest(),
+            tables={TABLE: [e.native() for e in entries]},
+            usage={TABLE: TableUsage(used=len(entries), capacity=self.options.capacity)},
+        )
+
+    def _plan_entries(self, plan: NativePlan) -> list[TcamEntry]:
+        if plan.driver != self.name:
+            raise PushError(f"plan was lowered for {plan.driver!r}, not netfpga", rolled_back=True)
+        if set(plan.tables) != {TABLE}:
+            raise PushError(f"plan tables {sorted(plan.tables)} are not [{TABLE!r}]", rolled_back=True)
+        try:
+            entries = [TcamEntry.model_validate(e) for e in plan.tables[TABLE]]
+        except (ValidationError, ValueError) as err:
+            raise PushError(f"plan holds an invalid TCAM entry: {err}", rolled_back=True) from err
+        for entry in entries:
+            a = entry.action
+            if a.lane >= self.options.lanes or a.rr_path >= self.options.paths:
+                raise GeometryError(f"entry action {a} outside {self.options.paths} x {self.options.lanes}")
+        if len(entries) > self.options.capacity:
+            raise CapacityError(TABLE, len(entries), self.options.capacity)
+        return entries
+
+    def _check_hardware(self, csr: CsrClient) -> None:
+        ident, paths, lanes, entries = csr.read_many(
+            [regmap.ID, regmap.PATHS, regmap.LANES, regmap.TCAM_ENTRIES]
+        )
+        if ident != regmap.ID_VALUE:
+            raise DriverError(f"the device at {self.options.address!r} is not a sliceportal NetFPGA (id {ident:#x})")
+        o = self.options
+        if (paths, lanes) != (o.paths, o.lanes) or entries < o.capacity:
+            raise GeometryError(
+                f"the bitstream has {paths} paths x {lanes} lanes and {entries} TCAM entries, the backend "
+                f"is configured for {o.paths} x {o.lanes} with {o.capacity}",
+                hint="fix the backend's geometry options",
+            )
+
+    def _read_bank(self, csr: CsrClient, bank: int) -> tuple[int, int, list[TcamEntry]]:
+        count, v_lo, v_hi = csr.read_many(
+            [regmap.bank_count(bank), regmap.bank_version(bank), regmap.bank_version(bank) + 4]
+        )
+        count = min(count, self.options.capacity)
+        words = csr.read_many(
+            regmap.entry(bank, i, w) for i in range(count) for w in range(regmap.ENTRY_WORDS)
+        )
+        step = regmap.ENTRY_WORDS
+        entries = [TcamEntry.from_words(words[i * step : (i + 1) * step]) for i in range(count)]
+        return count, v_lo | v_hi << 32, entries
+
+    def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
+        started = time.monotonic()
+        entries = self._plan_entries(plan)
+        version = _version_int(plan.version)
+        csr = self._client()
+        try:
+            self._check_hardware(csr)
+            active = csr.read(regmap.ACTIVE_BANK) & 1
+            _, _, current = self._read_bank(csr, active)
+        except DriverError:
+            self._drop()
+            raise
+        shadow = 1 - active
+        added = max(0, len(entries) - len(current))
+        removed = max(0, len(current) - len(entries))
+        modified = sum(1 for a, b in zip(current, entries, strict=False) if a != b)
+        progress(ProgressEvent(phase="diff", done=1, total=1,
+                               message=f"+{added} -{removed} ~{modified} against bank {active}"))
+
+        writes = [(regmap.entry(shadow, i, w), v) for i, e in enumerate(entries) for w, v in enumerate(e.words())]
+        writes += [
+            (regmap.bank_count(shadow), len(entries)),
+            (regmap.bank_version(shadow), version & 0xFFFFFFFF),
+            (regmap.bank_version(shadow) + 4, version >> 32),
+        ]
+        try:
+            batch = self.options.batch
+            for start in range(0, len(writes), batch):
+                csr.write_many(writes[start : start + batch])
+                done = min(start + batch, len(writes))
+                progress(ProgressEvent(phase="write", done=done, total=len(writes)))
+            count, got_version, got = self._read_bank(csr, shadow)
+            if count != len(entries) or got_version != version or got != entries:
+                raise PushError(
+                    f"read-back of bank {shadow} differs from what was written", rolled_back=True,
+                    hint="the data plane may be faulty; the previous table is still active",
+                )
+            progress(ProgressEvent(phase="verify", done=len(entries), total=len(entries)))
+        except PushError:
+            raise
+        except DriverError as e:
+            self._drop()
+            raise PushError(f"push failed before the switch-over, previous table kept: {e}",
+                            rolled_back=True) from e
+        try:
+            csr.write(regmap.ACTIVE_BANK, shadow)
+            if csr.read(regmap.ACTIVE_BANK) != shadow:
+                raise PushError("ACTIVE_BANK did not take the new bank", rolled_back=True)
+        except DriverError as e:
+            self._drop()
+            self._restore_bank(active, e)
+        progress(ProgressEvent(phase="commit", done=1, total=1, message=f"bank {shadow} active"))
+        return ApplyResult(version=plan.version, added=added, removed=removed, modified=modified,
+                           duration_s=time.monotonic() - started)
+
+    def _restore_bank(self, previous: int, cause: Exception) -> None:
+        """The flip may or may not have happened: make sure the previous bank is live."""
+        try:
+            csr = self._client()
+            csr.write(regmap.ACTIVE_BANK, previous)
+            ok = csr.read(regmap.ACTIVE_BANK) == previous
+        except DriverError as e:
+            self._drop()
+            raise PushError(f"switch-over failed ({cause}) and the previous table could not be "
+                            f"confirmed: {e}", rolled_back=False) from e
+        if not ok:
+            raise PushError(f"switch-over failed ({cause}); previous bank not restored", rolled_back=False)
+        raise PushError(f"switch-over failed, previous table restored: {cause}", rolled_back=True)
+
+    def read_state(self) -> DataPlaneState:
+        csr = self._client()
+        try:
+            active = csr.read(regmap.ACTIVE_BANK) & 1
+            _, version, entries = self._read_bank(csr, active)
+        except DriverError:
+            self._drop()
+            raise
+        return DataPlaneState(
+            version=f"{version:016x}" if version else None,
+            tables={TABLE: [e.native() for e in entries]},
+        )
+
+    def queue_counters(self) -> dict[tuple[int, int], dict[str, int]]:
+        """Per (rr_path, lane): the raw queue counters incl. sojourn sum / max in cycles."""
+        csr = self._client()
+        o = self.options
+        try:
+            csr.write(regmap.SNAPSHOT, 1)
+            addrs = [
+                regmap.queue_counter(q, f) + half
+                for q in range(o.paths * o.lanes)
+                for f in range(len(regmap.QUEUE_FIELDS))
+                for half in (0, 4)
+            ]
+            words = csr.read_many(addrs)
+        except DriverError:
+            self._drop()
+            raise
+        out: dict[tuple[int, int], dict[str, int]] = {}
+        n = len(regmap.QUEUE_FIELDS)
+        for q in range(o.paths * o.lanes):
+            vals = [words[2 * (q * n + f)] | words[2 * (q * n + f) + 1] << 32 for f in range(n)]
+            out[(q // o.lanes, q % o.lanes)] = dict(zip(regmap.QUEUE_FIELDS, vals, strict=True))
+        return out
+
+    def counters(self) -> Counters:
+        queues = self.queue_counters()  # takes the snapshot the reads below use
+        csr = self._client()
+        try:
+            active = csr.read(regmap.ACTIVE_BANK) & 1
+            _, _, entries = self._read_bank(csr, active)
+            rule_words = csr.read_many(
+                regmap.rule_counter(i) + off for i in range(len(entries)) for off in (0, 4, 8, 12)
+            )
+            m_lo, m_hi, mb_lo, mb_hi, bad_lo, bad_hi = csr.read_many(
+                [regmap.MISS_COUNTER, regmap.MISS_COUNTER + 4, regmap.MISS_COUNTER + 8,
+                 regmap.MISS_COUNTER + 12, regmap.MALFORMED_PACKETS, regmap.MALFORMED_PACKETS + 4]
+            )
+        except DriverError:
+            self._drop()
+            raise
+        rules: dict[int, LaneCounters] = {}
+        slices: dict[int, tuple[int, int]] = {}
+        for i, e in enumerate(entries):
+            w = rule_words[4 * i : 4 * i + 4]
+            pkts, nbytes = w[0] | w[1] << 32, w[2] | w[3] << 32
+            rules[i] = LaneCounters(packets=pkts, bytes=nbytes)
+            if e.action.slice_id:
+                p, b = slices.get(e.action.slice_id, (0, 0))
+                slices[e.action.slice_id] = (p + pkts, b + nbytes)
+        lanes = {
+            f"{path}/{lane}": LaneCounters(
+                packets=c["deq_packets"], bytes=c["deq_bytes"], drops={"queue_full": c["drop_packets"]}
+            )
+            for (path, lane), c in queues.items()
+        }
+        return Counters(
+            timestamp=time.time(),
+            rules=rules,
+            lanes=lanes,
+            slices={s: LaneCounters(packets=p, bytes=b) for s, (p, b) in slices.items()},
+            misses=LaneCounters(packets=m_lo | m_hi << 32, bytes=mb_lo | mb_hi << 32),
+            malformed=bad_lo | bad_hi << 32,
+        )
+
+    def health(self) -> Health:
+        try:
+            csr = self._client()
+            self._check_hardware(csr)
+            version = self.read_state().version
+        except DriverError as e:
+            self._drop()
+            return Health(ok=False, detail=e.message)
+        return Health(ok=True, detail=f"NetFPGA at {self.options.address}", version=version)
+
+    def export_p4_commands(self, plan: NativePlan) -> str:
+        """The plan as P4-NetFPGA table-CLI commands (for hardware built with that flow)."""
+        from .p4cli import export_commands
+
+        return export_commands(self._plan_entries(plan))
