@@ -24,6 +24,7 @@
 #define VXLAN_PORT 4789
 #define GTPU_PORT 2152
 #define NSEC 1000000000ULL
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -79,7 +80,20 @@ char LICENSE[] SEC("license") = "GPL";
 VERSION_MAPS(a);
 VERSION_MAPS(b);
 
-ARRAY(config, 1, struct sp_config);
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sp_config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SP_FLOW_CACHE);
+	__type(key, struct sp_flow_key);
+	__type(value, struct sp_flow_val);
+} flow_cache SEC(".maps");
 ARRAY(lane_cfg, SP_MAX_LANES, struct sp_lane_cfg);
 ARRAY(overload, SP_MAX_CPUS, __u32);
 ARRAY(alt, 1, struct sp_alt);
@@ -330,6 +344,7 @@ struct decision {
 	__u16 slice_id;
 	__u8 lane;
 	__u8 rr_path;
+	__u32 flags; /* SP_ACT_* */
 };
 
 static __always_inline struct sp_bitmap *tunnel_bits(void *hash, void *special, __u32 value,
@@ -387,11 +402,13 @@ static __always_inline void classify_in(struct flow *f, struct decision *d, void
 			d->slice_id = a->slice_id;
 			d->lane = a->lane;
 			d->rr_path = a->rr_path;
+			d->flags = a->flags;
 			return;
 		}
 	}
 	d->rule = SP_MAX_RULES;
 	d->slice_id = 0;
+	d->flags = 0;
 	if (m->miss_mode == SP_MISS_FIXED) {
 		d->lane = m->miss_lane;
 		d->rr_path = m->miss_path;
@@ -546,15 +563,40 @@ int sliceportal_xdp(struct xdp_md *ctx)
 	}
 	parsed = 1;
 
-	__u32 active = cfg->active;
-	classify(&f, &d, active);
+	__u32 gen = READ_ONCE(cfg->generation);
+	__u32 active = gen & 1;
+	if (cfg->flags & SP_CFG_NO_CACHE) {
+		classify(&f, &d, active);
+	} else {
+		struct sp_flow_key k = {
+			.src_ip = f.src_ip, .dst_ip = f.dst_ip, .vni = f.vni, .teid = f.teid, .vlan = f.vlan,
+			.dst_port = f.dst_port, .dscp = f.dscp, .present = f.present,
+		};
+		struct sp_flow_val *c = bpf_map_lookup_elem(&flow_cache, &k);
+		if (c && c->generation == gen) {
+			d.rule = c->rule;
+			d.slice_id = c->slice_id;
+			d.lane = c->lane;
+			d.rr_path = c->rr_path;
+			d.flags = c->flags;
+		} else {
+			classify(&f, &d, active);
+			struct sp_flow_val v = {
+				.generation = gen, .rule = d.rule, .flags = d.flags, .slice_id = d.slice_id,
+				.lane = d.lane, .rr_path = d.rr_path,
+			};
+			bpf_map_update_elem(&flow_cache, &k, &v, BPF_ANY);
+		}
+	}
 
-	__u32 sid = d.slice_id;
-	struct sp_slice_qos *qos = bpf_map_lookup_elem(active ? (void *)&qos_b : (void *)&qos_a, &sid);
-	if (d.rule != SP_MAX_RULES && !rate_ok(sid, qos, len)) {
-		verdict = XDP_DROP;
-		dropped = 1;
-		goto account;
+	if (d.flags & SP_ACT_LIMITED) {
+		__u32 sid = d.slice_id;
+		struct sp_slice_qos *qos = active ? bpf_map_lookup_elem(&qos_b, &sid) : bpf_map_lookup_elem(&qos_a, &sid);
+		if (!rate_ok(sid, qos, len)) {
+			verdict = XDP_DROP;
+			dropped = 1;
+			goto account;
+		}
 	}
 
 	/* seed 001 Algorithm 1: prioritised and not overloaded -> its CPU; else alt */

@@ -36,11 +36,14 @@ struct sp_lpm_key {
 	__u32 addr; /* network byte order */
 };
 
-/* One classifier decision; `rule` = SP_MAX_RULES on a miss. */
+#define SP_ACT_LIMITED 1 /* the slice has a rate limit: look up its bucket */
+
+/* What a rule does (per version, indexed by rule). */
 struct sp_action {
 	__u16 slice_id;
 	__u8 lane;
 	__u8 rr_path;
+	__u32 flags;
 };
 
 #define SP_MISS_ALGORITHM1 0
@@ -90,13 +93,35 @@ struct sp_alt {
 	__u32 valid;
 };
 
-/* Global configuration (index 0 of `config`). */
+/* Global configuration (index 0 of `config`, a mmapable array: the driver flips the
+ * version with one aligned 4-byte store, which no reader can see half-done). */
 #define SP_CFG_RECORD_LAST 1 /* write every decision into `last` (tests) */
 #define SP_CFG_MISS_TO_ALT 2 /* misses are not prioritised (seed 001 Algorithm 1) */
+#define SP_CFG_NO_CACHE 4    /* classify every packet (bypass the flow cache) */
 
 struct sp_config {
-	__u32 active;     /* 0 = tables _a live, 1 = tables _b live */
+	__u32 generation; /* bumped by every push; tables _a live when even, _b when odd */
 	__u32 flags;
+};
+
+/* Exact-match flow cache: the full innermost key -> the decision of one generation. */
+#define SP_FLOW_CACHE 65536
+
+struct sp_flow_key {
+	__u32 src_ip, dst_ip; /* network order */
+	__u32 vni, teid, vlan;
+	__u16 dst_port;
+	__u8 dscp;
+	__u8 present;
+};
+
+struct sp_flow_val {
+	__u32 generation;
+	__u16 rule;
+	__u16 flags;
+	__u16 slice_id;
+	__u8 lane;
+	__u8 rr_path;
 };
 
 struct sp_counter {

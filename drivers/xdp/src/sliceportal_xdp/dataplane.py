@@ -6,6 +6,7 @@ bytes on the other; the driver adds options, attach and the contract around it.
 
 from __future__ import annotations
 
+import ctypes
 import ipaddress
 import struct
 from collections.abc import Callable
@@ -132,6 +133,7 @@ class DataPlane:
         self.versions = (VersionMaps(self.obj, "a"), VersionMaps(self.obj, "b"))
         o = self.obj
         self.config = o.map("config", 4, L.CONFIG.size)
+        self._config_mem = self.config.mmap()
         self.lane_cfg = o.map("lane_cfg", 4, L.LANE_CFG.size)
         self.overload = o.map("overload", 4, 4)
         self.alt = o.map("alt", 4, L.ALT.size)
@@ -144,18 +146,25 @@ class DataPlane:
         self.global_stats = o.map("global_stats", 4, 8, percpu=True)
 
     def close(self) -> None:
+        self._config_mem.close()
         self.obj.close()
 
     # ---- global configuration ------------------------------------------------------
 
     def read_config(self) -> tuple[int, int]:
+        """(generation, flags); the live table copy is ``generation & 1``."""
         raw = self.config.lookup(L.U32.pack(0))
         assert raw is not None  # an array always has index 0
-        active, flags = L.CONFIG.unpack(raw)
-        return active, flags
+        generation, flags = L.CONFIG.unpack(raw)
+        return generation, flags
 
-    def write_config(self, active: int, flags: int) -> None:
-        self.config.update(L.U32.pack(0), L.CONFIG.pack(active, flags))
+    def write_config(self, generation: int, flags: int) -> None:
+        self.config.update(L.U32.pack(0), L.CONFIG.pack(generation, flags))
+
+    def set_generation(self, generation: int) -> None:
+        """Switch versions: one aligned 4-byte store into the mmapped config, so every
+        packet reads the old or the new generation, never a torn one."""
+        ctypes.c_uint32.from_buffer(self._config_mem, 0).value = generation & 0xFFFFFFFF
 
     def set_lane(self, lane: int, cpu: int, flags: int) -> None:
         self.lane_cfg.update(L.U32.pack(lane), L.LANE_CFG.pack(cpu, flags))
@@ -213,12 +222,15 @@ class DataPlane:
             b"".join(L.bitmap_bytes(slots[s]) for s in L.SPECIAL_SLOTS),
         )
         acts = tables["actions"]
+        qos = {q["slice_id"]: q for q in tables["qos"]}
         put(
             v.actions,
             b"".join(L.U32.pack(a["rule"]) for a in acts),
-            b"".join(L.ACTION.pack(a["slice_id"], a["lane"], a["rr_path"]) for a in acts),
+            b"".join(
+                L.ACTION.pack(a["slice_id"], a["lane"], a["rr_path"], L.ACT_LIMITED if a["slice_id"] in qos else 0)
+                for a in acts
+            ),
         )
-        qos = {q["slice_id"]: q for q in tables["qos"]}
         put(
             v.qos,
             _u32s(L.MAX_SLICES),
@@ -275,7 +287,7 @@ class DataPlane:
         acts = dict(v.actions.lookup_all())
         t["actions"] = []
         for i in range(rules):
-            sid, lane, path = L.ACTION.unpack(acts[L.U32.pack(i)])
+            sid, lane, path, _ = L.ACTION.unpack(acts[L.U32.pack(i)])  # flags follow from qos
             t["actions"].append({"rule": i, "slice_id": sid, "lane": lane, "rr_path": path})
         t["qos"] = []
         for k, val in sorted(v.qos.lookup_all(), key=lambda kv: L.U32.unpack(kv[0])[0]):

@@ -159,7 +159,11 @@ class Driver:
             ) from e
         try:
             ncpu = os.cpu_count() or 1
-            flags = (L.CFG_MISS_TO_ALT if o.misses_to_alt else 0) | (L.CFG_RECORD_LAST if o.record_last else 0)
+            flags = (
+                (L.CFG_MISS_TO_ALT if o.misses_to_alt else 0)
+                | (L.CFG_RECORD_LAST if o.record_last else 0)
+                | (0 if o.flow_cache else L.CFG_NO_CACHE)
+            )
             dp.write_config(0, flags)
             for lane in range(L.MAX_LANES):
                 cpu = o.lane_cpus.get(lane, lane % ncpu)
@@ -221,7 +225,8 @@ class Driver:
             raise DriverError(f"plan lacks tables {missing}", hint="lower the IR with this driver")
         with self._lock:
             dp = self.dataplane
-            active, flags = dp.read_config()
+            generation, _ = dp.read_config()
+            active = generation & 1
             old = dp.read(dp.versions[active]) or {}
             added, removed, modified = _diff(old, plan.tables)
             progress(ProgressEvent(phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} entries"))
@@ -247,11 +252,7 @@ class Driver:
                     rolled_back=True,
                     hint="the previous version stays active",
                 ) from e
-            try:
-                dp.write_config(1 - active, flags)
-            except BpfError as e:
-                now, _ = dp.read_config()
-                raise PushError(f"switching to {plan.version} failed: {e}", rolled_back=now == active) from e
+            dp.set_generation(generation + 1)  # the switch: one store, cannot fail half-way
             progress(ProgressEvent(phase="commit", done=1, total=1, message=plan.version))
             self._last_slices = {int(a["slice_id"]) for a in plan.tables["actions"]}
         return ApplyResult(
@@ -265,8 +266,8 @@ class Driver:
     def read_state(self) -> DataPlaneState:
         with self._lock:
             dp = self.dataplane
-            active, _ = dp.read_config()
-            tables = dp.read(dp.versions[active])
+            generation, _ = dp.read_config()
+            tables = dp.read(dp.versions[generation & 1])
         if tables is None:
             return DataPlaneState(version=None, tables={})
         return DataPlaneState(version=str(tables["meta"][0]["version"]), tables=tables)

@@ -23,12 +23,13 @@ SPECIAL_SLOTS = ("vni_present", "vni_absent", "teid_present", "teid_absent", "vl
 
 U32 = struct.Struct("<I")
 LPM_KEY = struct.Struct("<I4s")  # prefixlen (host order), address (network order)
-ACTION = struct.Struct("<HBB")  # slice_id, lane, rr_path
+ACTION = struct.Struct("<HBBI")  # slice_id, lane, rr_path, flags
+ACT_LIMITED = 1
 META = struct.Struct("<8I32s")  # words rules lanes paths miss_mode miss_lane miss_path pad version
 QOS = struct.Struct("<QQ")  # rate_Bps, burst_bytes
 LANE_CFG = struct.Struct("<II")  # cpu, flags
 ALT = struct.Struct("<6s6sII")  # dst_mac, src_mac, dst_ip (network order), valid
-CONFIG = struct.Struct("<II")  # active, flags
+CONFIG = struct.Struct("<II")  # generation (bit 0 = live copy), flags
 COUNTER = struct.Struct("<6Q")  # packets bytes alt drop_rate steered passed
 CPUMAP_VAL = struct.Struct("<II")  # qsize, prog fd (0 = none)
 LAST = struct.Struct("<IHBBII5IHBB")
@@ -36,7 +37,7 @@ BUCKET_SIZE = 24
 
 MISS_ALGORITHM1, MISS_FIXED = 0, 1
 LANE_STEER, LANE_ALT = 1, 2
-CFG_RECORD_LAST, CFG_MISS_TO_ALT = 1, 2
+CFG_RECORD_LAST, CFG_MISS_TO_ALT, CFG_NO_CACHE = 1, 2, 4
 G_PACKETS, G_MALFORMED, G_UNPARSED, G_TX_NO_ALT = range(4)
 P_VNI, P_TEID, P_VLAN = 1, 2, 4
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import mmap
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +125,11 @@ class Map:
         # per-CPU maps exchange one 8-byte aligned slot per possible CPU
         self.slot = (value_size + 7) & ~7 if percpu else value_size
         self.value_size = self.slot * num_possible_cpus() if percpu else value_size
+
+    def mmap(self) -> mmap.mmap:
+        """The values of a BPF_F_MMAPABLE array, shared with the kernel."""
+        size = -(-self.value_size * self.max_entries // mmap.PAGESIZE) * mmap.PAGESIZE
+        return mmap.mmap(self.fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
 
     def update(self, key: bytes, value: bytes) -> None:
         _check(_lib.bpf_map_update_elem(self.fd, key, value, 0), f"update {self.name}")

@@ -34,6 +34,7 @@ class XdpOptions(BaseModel):
     capacity: dict[str, int] = Field(default_factory=dict, description="src_ip/dst_ip/vni/teid/vlan sizes")
     overload_poll_s: float = Field(0.5, ge=0, description="overload detection period; 0 = off")
     overload_busy: float = Field(0.9, gt=0, le=1, description="CPU busy fraction that marks overload")
+    flow_cache: bool = Field(True, description="exact-match flow cache in front of the classifier")
     record_last: bool = Field(False, description="record every decision (tests only; costs ~2 ns)")
 
     @field_validator("lanes", "paths")
