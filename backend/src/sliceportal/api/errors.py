@@ -12,6 +12,8 @@ from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from sliceportal.drivers.contract import DriverError, UnreachableError
+
 PROBLEM_JSON = "application/problem+json"
 
 
@@ -90,6 +92,13 @@ def install(app: FastAPI) -> None:
         field = CONSTRAINT_FIELDS.get(name, name.rsplit("_", 1)[-1] if name else "body")
         detail = getattr(diag, "message_detail", None) or "conflicts with an existing object"
         return _problem(request, 409, "Conflict", detail, [FieldError(field=field, message=detail)])
+
+    @app.exception_handler(DriverError)
+    async def _driver(request: Request, exc: DriverError) -> JSONResponse:
+        # The data plane refused or did not answer; nothing was changed by this request.
+        status = 503 if isinstance(exc, UnreachableError) else 502
+        detail = f"{exc.message}{'; ' + exc.hint if exc.hint else ''}"
+        return _problem(request, status, "Data plane error", detail, [])
 
     @app.exception_handler(DataError)
     async def _data(request: Request, exc: DataError) -> JSONResponse:

@@ -13,6 +13,7 @@ from sliceportal.api import errors
 from sliceportal.api.routes import (
     audit,
     backends,
+    deployments,
     health,
     login,
     slice_types,
@@ -30,7 +31,7 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX)
-    for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, audit):
+    for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, audit):
         router.include_router(module.router)
     router.include_router(users.keys)
     return router

@@ -135,6 +135,10 @@ class UnsupportedMatchError(DriverError):
         self.field = field
 
 
+class OptionsError(DriverError):
+    """The backend's options are invalid (raised by the constructor; nothing is touched)."""
+
+
 class GeometryError(DriverError):
     """The IR was compiled for another lane / path geometry than the data plane has."""
 

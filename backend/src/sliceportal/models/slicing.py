@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from ipaddress import IPv4Network
 from typing import Any
 
 from sqlalchemy import (
@@ -19,7 +18,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.dialects.postgresql import CIDR, JSONB
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from sliceportal.models.base import AuditedMixin, Base, IdMixin, TimestampMixin
@@ -106,6 +105,5 @@ class ServiceClass(IdMixin, TimestampMixin, AuditedMixin, Base):
     dst_ports: Mapped[list[list[int]]] = mapped_column(JSONB, default=list)  # [[lo, hi], ...]; [] = any
     dscp: Mapped[list[int]] = mapped_column(ARRAY(Integer), default=list)  # [] = any
     protocol: Mapped[str] = mapped_column(String(8), default="any")
-    dst_prefix: Mapped[IPv4Network | None] = mapped_column(CIDR)  # where the service lives; None = any
 
     slice: Mapped[Slice] = relationship(back_populates="services", lazy="raise")

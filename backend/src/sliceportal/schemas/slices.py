@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -35,7 +34,6 @@ class ServiceClassBase(BaseModel):
     dst_ports: list[PortRange] = Field(default_factory=list, max_length=64, description="empty = any port")
     dscp: list[Dscp] = Field(default_factory=list, max_length=64, description="empty = any DSCP")
     protocol: Literal["any", "udp", "tcp"] = "any"
-    dst_prefix: IPv4Network | None = Field(None, description="service addresses (CIDR); empty = any")
 
 
 class ServiceClassCreate(ServiceClassBase):
@@ -49,7 +47,6 @@ class ServiceClassUpdate(BaseModel):
     dst_ports: list[PortRange] | None = Field(None, max_length=64)
     dscp: list[Dscp] | None = Field(None, max_length=64)
     protocol: Literal["any", "udp", "tcp"] | None = None
-    dst_prefix: IPv4Network | None = None
     version: Version = None
 
 
@@ -61,7 +58,6 @@ class ServiceClassPublic(ORMModel):
     dst_ports: list[PortRange]
     dscp: list[int]
     protocol: str
-    dst_prefix: IPv4Network | None
     version: int
 
     @field_validator("dst_ports", mode="before")

@@ -1,12 +1,26 @@
-"""Backend records ↔ driver plugins: construct a backend's driver and learn its geometry."""
+"""Backend records ↔ driver plugins: one long-lived driver per backend, used one at a time.
+
+A driver holds a session with its data plane (a P4Runtime stream with mastership, a CSR
+connection, loaded BPF maps) and what it last applied, as a controller does; so drivers are
+kept in a pool rather than opened per request. Each backend's driver is used under its own
+lock, which also serialises deployments and reconciles of one backend. A driver that
+failed is dropped and reopened on next use.
+"""
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from sliceportal.api.errors import ApiError
-from sliceportal.drivers.contract import Driver, DriverError
+from sliceportal.drivers.contract import Driver, DriverError, OptionsError
 from sliceportal.models import Backend
 
 
@@ -23,26 +37,81 @@ def driver_class(name: str) -> type[Driver]:
                    field="driver")
 
 
-def open_driver(backend: Backend) -> Driver:
-    return driver_class(backend.driver)(backend.options)
-
-
-def describe(backend: Backend) -> None:
-    """Fill geometry, capacity and health from the driver; refuse an unknown driver."""
-    cls = driver_class(backend.driver)
+def _construct(backend: Backend) -> Driver:
     try:
-        driver = cls(backend.options)
-        try:
-            caps = driver.capabilities()
-            health = driver.health()
-        finally:
-            driver.close()
+        return driver_class(backend.driver)(backend.options)
+    except OptionsError as exc:
+        raise ApiError(422, "Validation failed", f"options rejected by the {backend.driver} driver: {exc.message}",
+                       field="options") from exc
+
+
+@dataclass
+class _Slot:
+    key: str
+    driver: Driver
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class DriverPool:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: dict[tuple[str, int], _Slot] = {}
+
+    @staticmethod
+    def _ident(session: Session, backend: Backend) -> tuple[tuple[str, int], str]:
+        # keyed by database too: one process may serve several databases (tests do)
+        bind = session.get_bind()
+        where = (str(bind.engine.url), backend.id)
+        return where, json.dumps([backend.driver, backend.options], sort_keys=True, default=str)
+
+    @contextmanager
+    def use(self, session: Session, backend: Backend) -> Iterator[Driver]:
+        where, key = self._ident(session, backend)
+        with self._lock:
+            slot = self._slots.get(where)
+            if slot is None or slot.key != key:
+                if slot is not None:
+                    slot.driver.close()
+                slot = self._slots[where] = _Slot(key, _construct(backend))
+        with slot.lock:
+            try:
+                yield slot.driver
+            except DriverError:
+                self.discard(session, backend)
+                raise
+
+    def discard(self, session: Session, backend: Backend) -> None:
+        where, _ = self._ident(session, backend)
+        with self._lock:
+            slot = self._slots.pop(where, None)
+        if slot is not None:
+            slot.driver.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            slots, self._slots = list(self._slots.values()), {}
+        for slot in slots:
+            slot.driver.close()
+
+
+POOL = DriverPool()
+
+
+def describe(session: Session, backend: Backend) -> None:
+    """Fill geometry, capacity and health from the driver; refuse an unknown driver or bad options."""
+    try:
+        probe = _construct(backend)  # not pooled: the record may not be saved
     except DriverError as exc:
         backend.health, backend.health_detail = "unreachable", exc.message
         return
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ApiError(422, "Validation failed", f"options rejected by the {backend.driver} driver: {exc}",
-                       field="options") from exc
+    try:
+        caps = probe.capabilities()
+        health = probe.health()
+    except DriverError as exc:
+        backend.health, backend.health_detail = "unreachable", exc.message
+        return
+    finally:
+        probe.close()
     backend.paths, backend.lanes, backend.capacity = caps.paths, caps.lanes, dict(caps.capacity)
     backend.health = "ok" if health.ok else "down"
     backend.health_detail = health.detail

@@ -11,12 +11,14 @@ from sqlalchemy.orm import Session
 from sliceportal.core.security import hash_password
 from sliceportal.models import Role, ServiceClass, Slice, SliceType, Subscriber, Tenant, User
 
-# seed 000 Table 2: inner UDP destination ports → lanes of a Flexible Slice (0/2/4/6)
+# seed 000 Table 2: inner UDP destination ports → lanes of a Flexible Slice (0/2/4/6). The
+# paper's ports are the even ones (5000, 5002 ...); the aligned ranges 5000-5007 ... hold them
+# and are one ternary entry each.
 TABLE_2_SERVICES = [
-    ("best-effort", 0, 5000, 5006),
-    ("streaming", 2, 5008, 5014),
-    ("interactive", 4, 5016, 5022),
-    ("critical", 6, 5024, 5030),
+    ("best-effort", 0, 5000, 5007),
+    ("streaming", 2, 5008, 5015),
+    ("interactive", 4, 5016, 5023),
+    ("critical", 6, 5024, 5031),
 ]
 
 
@@ -57,7 +59,7 @@ def seed_demo(session: Session, users_per_slice: int = 32) -> bool:
             session.flush()
             net = ipaddress.IPv4Network(pool)
             for u in range(users_per_slice):
-                ip = net.network_address + (s_index << 8) + u + 1
+                ip = net.network_address + (s_index << 8) + u  # a slice's users form one /27
                 imsi = f"00101{t_index:02d}{s_index:02d}{u:06d}"
                 session.add(Subscriber(tenant_id=tenant.id, imsi=imsi, ue_ip=ip,
                                        teids=[(vni << 12) + (s_index << 8) + u + 1], slices=[sl]))

@@ -32,6 +32,7 @@ from sliceportal.drivers.contract import (
     LaneCounters,
     NativeEntry,
     NativePlan,
+    OptionsError,
     ProgressCallback,
     ProgressEvent,
     PushError,
@@ -88,7 +89,7 @@ class Driver:
         try:
             self.opts = Options.model_validate(dict(options))
         except ValidationError as e:
-            raise DriverError(f"invalid p4rt backend options: {e}") from None
+            raise OptionsError(f"invalid p4rt backend options: {e}") from None
         path = self.opts.p4info or default_p4info_path()
         try:
             self.p4info = P4Info.load(path)

@@ -13,6 +13,7 @@ from sliceportal.api.errors import ApiError
 from sliceportal.models import Backend, Deployment
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
 from sliceportal.schemas.common import ListQuery, Page, PathId
+from sliceportal.services.backends import POOL, describe
 
 router = APIRouter(prefix="/backends", tags=["backends"])
 SORTABLE = {"id": Backend.id, "name": Backend.name, "driver": Backend.driver, "health": Backend.health}
@@ -33,10 +34,8 @@ def read_backend(backend_id: PathId, _: NotTenant, session: SessionDep, response
 
 @router.post("", response_model=BackendPublic, status_code=201)
 def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, response: Response) -> Backend:
-    from sliceportal.services.backends import describe
-
     b = Backend(name=body.name, driver=body.driver, options=body.options)
-    describe(b)  # validates the driver name and learns geometry / capacity, before any write
+    describe(session, b)  # validates the driver and its options, learns geometry / capacity
     session.add(b)
     session.commit()
     etag(response, b)
@@ -46,13 +45,11 @@ def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, 
 @router.patch("/{backend_id}", response_model=BackendPublic)
 def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, session: SessionDep,
                    response: Response, if_match: Annotated[str | None, Header()] = None) -> Backend:
-    from sliceportal.services.backends import describe
-
     b = get_scoped(session, Backend, backend_id, None, "backend")
     check_version(b, if_match, body.version)
     apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}), not_null=("name", "options"))
     if "options" in body.model_fields_set:
-        describe(b)
+        describe(session, b)
     session.commit()
     etag(response, b)
     return b
@@ -63,5 +60,6 @@ def delete_backend(backend_id: PathId, principal: Writer, session: SessionDep) -
     b = get_scoped(session, Backend, backend_id, None, "backend")
     if session.scalar(select(exists().where(Deployment.backend_id == b.id, Deployment.status == "running"))):
         raise ApiError(409, "Conflict", "a deployment to this backend is running", field="id")
+    POOL.discard(session, b)
     session.delete(b)
     session.commit()

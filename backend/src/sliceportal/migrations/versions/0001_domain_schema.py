@@ -234,7 +234,6 @@ def upgrade() -> None:
     sa.Column('dst_ports', postgresql.JSONB(astext_type=sa.Text()), nullable=False),
     sa.Column('dscp', sa.ARRAY(sa.Integer()), nullable=False),
     sa.Column('protocol', sa.String(length=8), nullable=False),
-    sa.Column('dst_prefix', postgresql.CIDR(), nullable=True),
     sa.Column('id', sa.BigInteger(), autoincrement=True, nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
     sa.Column('updated_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),

@@ -1,0 +1,130 @@
+"""Rule preview, deployment (with streamed progress), history, rollback and reconcile."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import StreamingResponse
+from sqlalchemy import select
+
+from sliceportal.api.crud import get_scoped, page
+from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep
+from sliceportal.api.errors import ApiError, not_found
+from sliceportal.models import Backend, Deployment, RuleSet
+from sliceportal.models.audit import Actor, set_actor
+from sliceportal.schemas.common import ListQuery, Page, PathId
+from sliceportal.schemas.deployments import (
+    DeploymentPublic,
+    PreviewPublic,
+    RollbackRequest,
+    RuleSetPublic,
+    TableUsagePublic,
+)
+from sliceportal.services import deployments as svc
+
+router = APIRouter(prefix="/backends/{backend_id}", tags=["deployments"])
+NDJSON = "application/x-ndjson"
+
+
+@router.get("/preview", response_model=PreviewPublic)
+def preview(backend_id: PathId, _: NotTenant, session: SessionDep) -> PreviewPublic:
+    backend = get_scoped(session, Backend, backend_id, None, "backend")
+    p = svc.preview(session, backend)
+    c = p.compiled
+    return PreviewPublic(
+        backend_id=backend.id, driver=backend.driver, version=p.plan.version, lanes=c.ir.lanes, paths=c.ir.paths,
+        flows=c.flows, rules_before=c.rules_before, rules_after=c.rules_after,
+        usage={t: TableUsagePublic(used=u.used, capacity=u.capacity) for t, u in p.plan.usage.items()},
+        slices=[json.loads(json.dumps(asdict(s))) for s in c.slices],
+        ir=c.ir.to_json(), tables=p.plan.tables,
+    )
+
+
+def _stream(request: Request, backend_id: int, principal: Principal, rollback_to: int | None) -> StreamingResponse:
+    """Run the push in a worker with its own session; stream progress, then the outcome."""
+    events: queue.Queue[str | None] = queue.Queue()
+
+    def work() -> None:
+        with request.app.state.sessionmaker() as session:
+            set_actor(session, Actor(principal.user_id, principal.username, principal.via))
+            try:
+                backend = get_scoped(session, Backend, backend_id, None, "backend")
+
+                def progress(e: object) -> None:
+                    events.put(json.dumps({"event": "progress", **e.model_dump()}))  # type: ignore[attr-defined]
+                dep = (svc.deploy(session, backend, principal.username, progress) if rollback_to is None
+                       else svc.rollback(session, backend, rollback_to, principal.username, progress))
+                events.put(json.dumps({"event": "result", **DeploymentPublic.model_validate(dep)
+                                       .model_dump(mode="json")}))
+            except ApiError as exc:
+                events.put(json.dumps({"event": "error", "status": exc.status, "title": exc.title,
+                                       "detail": exc.detail}))
+            finally:
+                events.put(None)
+
+    threading.Thread(target=work, name=f"deploy-{backend_id}", daemon=True).start()
+
+    def body() -> Iterator[str]:
+        while (item := events.get()) is not None:
+            yield item + "\n"
+    return StreamingResponse(body(), media_type=NDJSON)
+
+
+@router.post("/deployments", response_model=DeploymentPublic, status_code=201,
+             responses={200: {"content": {NDJSON: {}}, "description": "progress events, then the result"}})
+def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request: Request,
+           accept: Annotated[str | None, Header()] = None) -> Deployment | StreamingResponse:
+    """Compile, lower and push every slice assigned to the backend, all or nothing.
+
+    With ``Accept: application/x-ndjson`` the progress events stream as they happen.
+    """
+    backend = get_scoped(session, Backend, backend_id, None, "backend")
+    if accept and NDJSON in accept:
+        svc.preview(session, backend)  # refusals (compile, capacity) answer 4xx before streaming
+        return _stream(request, backend_id, principal, None)
+    return svc.deploy(session, backend, principal.username)
+
+
+@router.get("/deployments", response_model=Page[DeploymentPublic])
+def list_deployments(backend_id: PathId, _: NotTenant, session: SessionDep,
+                     params: ListQuery) -> Page[DeploymentPublic]:
+    get_scoped(session, Backend, backend_id, None, "backend")
+    params = params.model_copy(update={"sort": params.sort or "-id"})
+    rows, count = page(session, select(Deployment).where(Deployment.backend_id == backend_id), params,
+                       {"id": Deployment.id, "created_at": Deployment.created_at, "status": Deployment.status})
+    return Page(data=[DeploymentPublic.model_validate(d) for d in rows], count=count)
+
+
+@router.get("/rule-sets/{number}", response_model=RuleSetPublic)
+def read_rule_set(backend_id: PathId, number: PathId, _: NotTenant, session: SessionDep) -> RuleSet:
+    rs = session.scalar(select(RuleSet).where(RuleSet.backend_id == backend_id, RuleSet.number == number))
+    if rs is None:
+        raise not_found("rule set", number)
+    return rs
+
+
+@router.post("/rollback", response_model=DeploymentPublic, status_code=201)
+def rollback(backend_id: PathId, body: RollbackRequest, principal: Deployer, session: SessionDep,
+             request: Request, accept: Annotated[str | None, Header()] = None) -> Deployment | StreamingResponse:
+    """Push an earlier rule set again (a new deployment of kind ``rollback``)."""
+    backend = get_scoped(session, Backend, backend_id, None, "backend")
+    if accept and NDJSON in accept:
+        return _stream(request, backend_id, principal, body.rule_set)
+    return svc.rollback(session, backend, body.rule_set, principal.username)
+
+
+@router.post("/reconcile", response_model=dict[str, object])
+def reconcile(backend_id: PathId, _: Deployer, session: SessionDep) -> dict[str, object]:
+    """Read the data plane back now; report and repair drift from the last good rule set."""
+    backend = get_scoped(session, Backend, backend_id, None, "backend")
+    report = svc.reconcile(session, backend)
+    if report is None:
+        return {"in_sync": None, "detail": "nothing deployed yet, or the data plane is unreachable",
+                "health": backend.health, "health_detail": backend.health_detail}
+    return report.model_dump(mode="json", exclude={"outcome"})
