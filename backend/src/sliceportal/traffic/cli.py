@@ -115,9 +115,7 @@ def send(
         _fail(str(exc))
         return
     _dump(report, sent_json)
-    typer.echo(
-        f"sent {report.packets} packets at {report.packets / max(report.duration_s, 1e-9):.0f} pps", err=True
-    )
+    typer.echo(f"sent {report.packets} packets at {report.packets / max(report.duration_s, 1e-9):.0f} pps", err=True)
 
 
 @app.command()
@@ -151,6 +149,8 @@ def measure(
             capture.measure_pcap(pcap_file, meter)
         elif iface is not None:
             with capture.open_capture(iface, netns) as sock:
+                # scripts wait for this line before they start sending
+                typer.echo(f"capturing on {iface}", err=True)
                 capture.run_capture(sock, meter, duration_s=duration, idle_s=idle)
     except (ScenarioError, capture.CaptureError, NetnsError, ValidationError, ValueError, OSError) as exc:
         _fail(str(exc))

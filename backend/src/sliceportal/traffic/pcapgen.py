@@ -8,6 +8,7 @@ shows zero delay and zero loss.
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ LINKTYPE_ETHERNET = 1
 # pcap with nanosecond timestamps (magic 0xa1b23c4d), version 2.4, snaplen 262144.
 _GLOBAL_HEADER = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, LINKTYPE_ETHERNET)
 _RECORD = struct.Struct("<IIII")  # seconds, nanoseconds, captured length, wire length
+_IOV_BATCH = 1020  # below IOV_MAX (1024)
 
 
 class SentReport(BaseModel):
@@ -64,11 +66,13 @@ def write_pcap(
     last = start
     n = 0
     chunk: list[bytes] = []
-    # Records are assembled here rather than through scapy's writer: one join and one
-    # write per 4096 packets instead of a Python call chain per packet (3x faster).
+    # Records are assembled here rather than through scapy's writer, and handed to the
+    # kernel as a gather list (writev) so the frame bytes are copied once, into the page
+    # cache; a Python call chain per packet would be 3x slower.
     record = _RECORD.pack
-    with path.open("wb") as out:
-        out.write(_GLOBAL_HEADER)
+    with path.open("wb", buffering=0) as out:
+        fd = out.fileno()
+        _write_all(fd, [_GLOBAL_HEADER])
         for i, offset in profile.schedule(len(flows)):
             if n == budget or (limit_ns is not None and offset >= limit_ns):
                 break
@@ -81,10 +85,10 @@ def write_pcap(
             total_bytes += size
             last = t
             n += 1
-            if len(chunk) >= 24576:
-                out.write(b"".join(chunk))
+            if len(chunk) >= _IOV_BATCH:
+                _write_all(fd, chunk)
                 chunk.clear()
-        out.write(b"".join(chunk))
+        _write_all(fd, chunk)
     return SentReport(
         packets=n,
         bytes=total_bytes,
@@ -92,3 +96,20 @@ def write_pcap(
         last_ns=last,
         sent={sf.flow_id: seqs[i] for i, sf in enumerate(flows) if seqs[i]},
     )
+
+
+def _write_all(fd: int, buffers: list[bytes]) -> None:
+    """writev every buffer, resuming after short writes."""
+    pending = [b for b in buffers if b]
+    while pending:
+        batch = pending[:_IOV_BATCH]
+        written = os.writev(fd, batch)
+        consumed = 0
+        for b in batch:
+            if written >= len(b):
+                written -= len(b)
+                consumed += 1
+            else:
+                pending[consumed] = b[written:]
+                break
+        del pending[:consumed]
