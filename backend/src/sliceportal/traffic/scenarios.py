@@ -85,9 +85,7 @@ class ScenarioError(ValueError):
     """A scenario that cannot be built as asked (bad slice count, frame too small …)."""
 
 
-def table3(
-    slices: int, users: int = USERS_PER_SLICE, frame_size: int = TABLE3_FRAME_SIZE
-) -> list[ScenarioFlow]:
+def table3(slices: int, users: int = USERS_PER_SLICE, frame_size: int = TABLE3_FRAME_SIZE) -> list[ScenarioFlow]:
     """Seed 000 Table 3: ``slices`` x ``users`` x 16 services, flow ids 0 … n-1."""
     if not 1 <= slices <= 256:
         raise ScenarioError(f"slices must be 1 … 256 (Table 3 uses {TABLE3_SLICES}), got {slices}")
@@ -106,16 +104,12 @@ def table3(
                     teid=user_teid(s, u, users),
                     encap=Encap.VXLAN_GTP,
                 )
-                flows.append(
-                    ScenarioFlow(len(flows), flow, s, u, k, service_priority(k), frame_size=frame_size)
-                )
+                flows.append(ScenarioFlow(len(flows), flow, s, u, k, service_priority(k), frame_size=frame_size))
     check_frame_sizes(flows)
     return flows
 
 
-def table1(
-    frame_size: int, services: int = SERVICES, prio_services: int = TABLE1_PRIO_SERVICES
-) -> list[ScenarioFlow]:
+def table1(frame_size: int, services: int = SERVICES, prio_services: int = TABLE1_PRIO_SERVICES) -> list[ScenarioFlow]:
     """Seed 001 Table 1 load at ``frame_size``: 16 users/services, the first 8 TEIDs prioritised.
 
     Frames below what the payload header needs are raised to it (132 B -> 150 B, see
