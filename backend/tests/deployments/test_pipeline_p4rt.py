@@ -180,3 +180,34 @@ def test_unknown_driver_and_bad_options(client: TestClient, op: dict[str, str]) 
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "driver"
     r = client.post("/api/v1/backends", json={"name": "x", "driver": "p4rt", "options": {"lanes": 99}}, headers=op)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "options"
+
+
+def test_intent_listing_1(client: TestClient, op: dict[str, str], start_target: Callable[..., Target]) -> None:
+    target = start_target()
+    bid, sid = _setup(client, op, target.address)
+    tenant_vni = client.get("/api/v1/tenants", headers=op).json()["data"][0]["vni"]
+    intent = {
+        "Resources": [
+            {"resourceId": "F8A4C949", "encapsulationID1": f"{tenant_vni:08X}", "encapsulationType1": "vxlan"},
+            {"resourceId": "B6E6B2B3", "encapsulationID2": "00000003", "encapsulationType2": "gtp"},
+            {"resourceId": "5A07C580", "srcIP": "10.45.0.2", "dstPort": "6000"},
+        ],
+        "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "flow_hash": "E918D704", "rx_queue": "6"},
+        "Params": [{"paramName": "interfaceName", "paramValue": "eth0"}],
+    }
+    r = client.post("/api/v1/intents", json=intent, headers=op)
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["slice_id"] == sid and body["lane"] == 6 and body["deployments"][0]["status"] == "succeeded"
+    services = client.get(f"/api/v1/slices/{sid}/services", headers=op).json()
+    assert any(s["lane"] == 6 and s["dst_ports"] == [{"lo": 6000, "hi": 6000}] for s in services)
+    deleted = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "actionType": "DELETE"}},
+                          headers=op)
+    assert deleted.status_code == 201 and len(client.get(f"/api/v1/slices/{sid}/services", headers=op).json()) == 4
+    bad = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "rx_queue": "zz"}},
+                      headers=op)
+    assert bad.status_code == 422 and bad.json()["errors"]
+    unknown_tenant = {**intent, "Resources": [{**intent["Resources"][0], "encapsulationID1": "00FFFFFF"},
+                                              *intent["Resources"][1:]]}
+    r = client.post("/api/v1/intents", json=unknown_tenant, headers=op)
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "tenant_vni"

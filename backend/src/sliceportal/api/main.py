@@ -15,6 +15,7 @@ from sliceportal.api.routes import (
     backends,
     deployments,
     health,
+    intents,
     login,
     slice_types,
     slices,
@@ -31,7 +32,8 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX)
-    for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, audit):
+    for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
+                   audit):
         router.include_router(module.router)
     router.include_router(users.keys)
     return router
