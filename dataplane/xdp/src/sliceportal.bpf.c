@@ -88,12 +88,7 @@ struct {
 	__type(value, struct sp_config);
 } config SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SP_FLOW_CACHE);
-	__type(key, struct sp_flow_key);
-	__type(value, struct sp_flow_val);
-} flow_cache SEC(".maps");
+PERCPU(flow_cache, SP_FLOW_CACHE, struct sp_cache_slot);
 ARRAY(lane_cfg, SP_MAX_LANES, struct sp_lane_cfg);
 ARRAY(overload, SP_MAX_CPUS, __u32);
 ARRAY(alt, 1, struct sp_alt);
@@ -434,6 +429,26 @@ __attribute__((noinline)) int classify(struct flow *f, struct decision *d, __u32
 	return 0;
 }
 
+/* ---- flow cache ---------------------------------------------------------------- */
+
+static __always_inline __u32 flow_slot(struct sp_flow_key *k)
+{
+	/* multiply-xorshift mixing: only picks the slot, the key is compared in full */
+	__u32 h = k->src_ip * 0x9E3779B1u;
+	h = (h ^ k->dst_ip) * 0x85EBCA6Bu;
+	h = (h ^ k->teid) * 0xC2B2AE35u;
+	h = (h ^ k->vni ^ (k->vlan << 20)) * 0x9E3779B1u;
+	h = (h ^ k->dst_port ^ ((__u32)k->dscp << 16) ^ ((__u32)k->present << 24)) * 0x85EBCA6Bu;
+	h ^= h >> 15;
+	return h & (SP_FLOW_CACHE - 1);
+}
+
+static __always_inline int same_key(struct sp_flow_key *a, struct sp_flow_key *b)
+{
+	__u64 *x = (__u64 *)a, *y = (__u64 *)b;
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+}
+
 /* ---- actions ------------------------------------------------------------------- */
 
 static __always_inline void csum_replace4(__u16 *sum, __u32 from, __u32 to, int udp)
@@ -572,20 +587,25 @@ int sliceportal_xdp(struct xdp_md *ctx)
 			.src_ip = f.src_ip, .dst_ip = f.dst_ip, .vni = f.vni, .teid = f.teid, .vlan = f.vlan,
 			.dst_port = f.dst_port, .dscp = f.dscp, .present = f.present,
 		};
-		struct sp_flow_val *c = bpf_map_lookup_elem(&flow_cache, &k);
-		if (c && c->generation == gen) {
-			d.rule = c->rule;
-			d.slice_id = c->slice_id;
-			d.lane = c->lane;
-			d.rr_path = c->rr_path;
-			d.flags = c->flags;
+		__u32 idx = flow_slot(&k);
+		struct sp_cache_slot *c = bpf_map_lookup_elem(&flow_cache, &idx);
+		if (c && c->val.generation == gen && same_key(&c->key, &k)) {
+			d.rule = c->val.rule;
+			d.slice_id = c->val.slice_id;
+			d.lane = c->val.lane;
+			d.rr_path = c->val.rr_path;
+			d.flags = c->val.flags;
 		} else {
 			classify(&f, &d, active);
-			struct sp_flow_val v = {
-				.generation = gen, .rule = d.rule, .flags = d.flags, .slice_id = d.slice_id,
-				.lane = d.lane, .rr_path = d.rr_path,
-			};
-			bpf_map_update_elem(&flow_cache, &k, &v, BPF_ANY);
+			if (c) {
+				c->key = k;
+				c->val.generation = gen;
+				c->val.rule = d.rule;
+				c->val.flags = d.flags;
+				c->val.slice_id = d.slice_id;
+				c->val.lane = d.lane;
+				c->val.rr_path = d.rr_path;
+			}
 		}
 	}
 

@@ -104,8 +104,10 @@ struct sp_config {
 	__u32 flags;
 };
 
-/* Exact-match flow cache: the full innermost key -> the decision of one generation. */
-#define SP_FLOW_CACHE 65536
+/* Exact-match flow cache: a direct-mapped per-CPU array; a slot holds the full
+ * innermost key (compared in full, so a hash collision only costs a classification)
+ * and the decision of one generation. Per CPU, so no reader sees a half-written slot. */
+#define SP_FLOW_CACHE 16384 /* slots per CPU, a power of two */
 
 struct sp_flow_key {
 	__u32 src_ip, dst_ip; /* network order */
@@ -122,6 +124,11 @@ struct sp_flow_val {
 	__u16 slice_id;
 	__u8 lane;
 	__u8 rr_path;
+};
+
+struct sp_cache_slot {
+	struct sp_flow_key key;
+	struct sp_flow_val val;
 };
 
 struct sp_counter {

@@ -4,6 +4,7 @@ against the lowering's model (no privileges) and against the kernel (BPF_PROG_TE
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -129,6 +130,22 @@ def test_kernel_classification_equals_classify(driver: Driver, ir: RuleIR, packe
             want.lane,
             want.rr_path,
         ), f
+
+
+@pytest.fixture(scope="module")
+def uncached() -> Iterator[Driver]:
+    d = Driver({"record_last": True, "flow_cache": False, "overload_poll_s": 0})
+    yield d
+    d.close()
+
+
+@pytest.mark.needs_root
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(ir=irs, packets=st.lists(flows, min_size=1, max_size=16))
+def test_kernel_classification_without_the_flow_cache(uncached: Driver, ir: RuleIR, packets: list[Flow]) -> None:
+    test_kernel_classification_equals_classify.hypothesis.inner_test(uncached, ir, packets)  # type: ignore[attr-defined]
 
 
 def test_many_holes_in_an_address_mask_are_refused() -> None:

@@ -60,6 +60,15 @@ def test_read_state_returns_what_lower_produced(driver: Driver) -> None:
         assert driver.health().version == plan.version
 
 
+def test_a_push_invalidates_cached_decisions(driver: Driver) -> None:
+    for _ in range(3):
+        driver.apply(driver.lower(ir_v1()), noop)
+        assert decision(driver) == (0, 1, 1, 1)
+        assert decision(driver) == (0, 1, 1, 1)  # now from the flow cache
+        driver.apply(driver.lower(ir_v2()), noop)
+        assert decision(driver) == (1, 3, 3, 3)
+
+
 def test_diff_counts_between_versions(driver: Driver) -> None:
     driver.apply(driver.lower(ir_v1()), noop)
     res = driver.apply(driver.lower(ir_v2()), noop)
