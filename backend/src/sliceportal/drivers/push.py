@@ -82,13 +82,17 @@ def target_spec(
 
 
 def check_capacity(plan: NativePlan, capacity: Mapping[str, int]) -> None:
-    """Refuse a plan that overflows any table, naming it with needed vs. available."""
+    """Refuse a plan that overflows any table, naming it with needed vs. available.
+
+    A table's need is the plan's reported usage where it has one (a default / miss entry
+    takes no slot), else its entry count; the conformance suite checks usage is honest.
+    """
     for table, entries in sorted(plan.tables.items()):
-        available = capacity.get(table)
-        if available is None and table in plan.usage:
-            available = plan.usage[table].capacity
-        if available is not None and len(entries) > available:
-            raise CapacityError(table, len(entries), available)
+        usage = plan.usage.get(table)
+        available = capacity.get(table, usage.capacity if usage else None)
+        needed = usage.used if usage else len(entries)
+        if available is not None and needed > available:
+            raise CapacityError(table, needed, available)
 
 
 def plan_for(driver: Driver, ir: RuleIR) -> NativePlan:
@@ -309,7 +313,7 @@ class ReconcileReport(_Model):
     found_version: str | None
     reachable: bool
     in_sync: bool
-    restarted_empty: bool  # the data plane came back with nothing in it
+    restarted_empty: bool  # the data plane reports no version: it came back without our plan
     drift: dict[str, int] = Field(default_factory=dict)  # added / removed / modified to repair
     drift_tables: list[str] = Field(default_factory=list)
     repaired: bool = False
@@ -317,17 +321,28 @@ class ReconcileReport(_Model):
     error: str | None = None
 
 
+def _read_with_one_retry(driver: Driver) -> DataPlaneState:
+    # A driver whose session died with a restarted data plane typically notices on the
+    # first failed call and reconnects on the next; one retry saves a whole period.
+    try:
+        return driver.read_state()
+    except DriverError:
+        return driver.read_state()
+
+
 def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallback | None = None) -> ReconcileReport:
     """Read the data plane back, report any drift from ``expected`` and repair it."""
     base: dict[str, Any] = {"driver": expected.driver, "expected_version": expected.version}
     try:
-        state = driver.read_state()
+        state = _read_with_one_retry(driver)
     except DriverError as e:
         return ReconcileReport(
             **base, found_version=None, reachable=False, in_sync=False, restarted_empty=False, error=str(e)
         )
     diff = diff_tables(state.tables, expected.tables)
-    restarted = state.version is None and not any(state.tables.values())
+    # No version means nothing the portal pushed is there: a restarted (or never filled)
+    # data plane; it may still hold its own default entries.
+    restarted = state.version is None
     if diff.empty and state.version == expected.version:
         return ReconcileReport(**base, found_version=state.version, reachable=True, in_sync=True, restarted_empty=False)
     outcome = push(driver, expected, progress)

@@ -1,0 +1,67 @@
+"""The conformance suite against the real drivers that can run here without root.
+
+p4rt runs against the bundled P4Runtime target (a real gRPC subprocess from
+dataplane/bmv2). The XDP driver needs root and namespaces and the NetFPGA driver the RTL
+simulator; their own test folders are the place to subclass ``DriverConformance`` (see
+docs/drivers.md). Skipped, with the reason, when a driver package does not load yet.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sliceportal.drivers.conformance import DriverConformance
+from sliceportal.drivers.contract import Driver
+
+BMV2 = Path(__file__).resolve().parents[3] / "dataplane" / "bmv2"
+
+
+def _bmv2_target() -> Any:
+    if str(BMV2) not in sys.path:
+        sys.path.insert(0, str(BMV2))
+    try:
+        from bmv2_target.testing import Target
+    except ImportError as e:
+        pytest.skip(f"the bundled P4Runtime target does not import: {e}")
+    return Target
+
+
+class _Running:
+    """The target process, replaceable so ``restart`` can bring it back empty on its port."""
+
+    def __init__(self, target_cls: Any) -> None:
+        self.cls = target_cls
+        self.proc = target_cls("--priority-queues", "8")
+        self.address: str = self.proc.address
+
+    def restart(self) -> None:
+        port = self.address.rsplit(":", 1)[1]
+        self.proc.stop()
+        self.proc = self.cls("--priority-queues", "8", "--grpc-port", port)
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+class TestP4rtConformance(DriverConformance):
+    @pytest.fixture
+    def running(self) -> Iterator[_Running]:
+        r = _Running(_bmv2_target())
+        yield r
+        r.stop()
+
+    @pytest.fixture
+    def driver(self, running: _Running) -> Iterator[Driver]:
+        p4rt = pytest.importorskip("sliceportal_p4rt.driver")
+        d = p4rt.Driver({"address": running.address, "timeout_s": 5})
+        yield d
+        d.close()
+
+    @pytest.fixture
+    def restart(self, running: _Running) -> Callable[[], None]:
+        return running.restart
