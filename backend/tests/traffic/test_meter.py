@@ -107,3 +107,37 @@ def test_aggregation_per_slice_and_lane_pools_packets() -> None:
     assert r.unexpected_flows == [99]
     assert r.foreign == 2
     assert r.total.flows == 5 and r.total.received == 6
+
+
+def test_intervals_count_loss_per_interval_and_carry_jitter() -> None:
+    m = Meter(places={1: (0, 0)}, sent={1: 100})
+    for seq in (0, 1, 2, 4):  # 3 missing so far
+        m.add(1, seq, 0, 1000 + 100 * seq)
+    first = m.interval_report().flows[0]
+    assert (first.expected, first.received, first.lost) == (5, 4, 1)
+    jitter_after_first = first.jitter_us
+    m.add(1, 3, 0, 5000)  # late: reordered, and not counted against the new interval
+    for seq in (5, 8):  # 6 and 7 missing
+        m.add(1, seq, 0, 1000)
+    second = m.interval_report().flows[0]
+    assert (second.expected, second.received, second.lost) == (4, 3, 2)  # seqs 5..8
+    assert second.reordered == 1
+    assert second.sent is None  # whole-run counts do not apply to an interval
+    assert second.jitter_us > jitter_after_first  # the late packet's 4000 ns transit swing
+    m.add(1, 8, 0, 1000)  # a duplicate of the previous interval's packet
+    third = m.interval_report().flows[0]
+    assert (third.expected, third.received, third.duplicates, third.lost) == (0, 0, 1, 0)
+
+
+def test_explicit_times_from_simulated_cycles() -> None:
+    from sliceportal.traffic import packets
+    from sliceportal.traffic.meter import cycles_to_ns
+
+    assert cycles_to_ns(3, 200e6) == 15  # NetFPGA SUME datapath clock: 5 ns per cycle
+    frame = packets.build_bytes(packets.Flow("10.0.0.33", "10.100.0.1", 5000), packets.payload(9, 0, 123, 40))
+    m = Meter()
+    assert m.add_frame(frame, recv_ns=cycles_to_ns(1300, 200e6), send_ns=cycles_to_ns(1000, 200e6))
+    assert not m.add_frame(b"\x00" * 20, recv_ns=0)
+    r = m.report()
+    assert r.flows[0].delay is not None and r.flows[0].delay.mean_us == pytest.approx(1.5)  # 300 cycles
+    assert r.foreign == 1

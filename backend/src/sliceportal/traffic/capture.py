@@ -114,7 +114,6 @@ def run_capture(
     anc = socket.CMSG_SPACE(_TIMESPEC.size)
     deadline = None if duration_s is None else time.monotonic() + duration_s
     last_frame = time.monotonic()
-    add, foreign = meter.add, meter.add_foreign
     sock.setblocking(False)
     while True:
         now = time.monotonic()
@@ -137,12 +136,7 @@ def run_capture(
                 continue
             stats.frames += 1
             recv_ns = _kernel_time(ancdata)
-            frame = bytes(view[:n])
-            found = locate(frame)
-            if found is None:
-                foreign()
-            else:
-                add(found[0], found[1], found[2], recv_ns, n)
+            meter.add_frame(bytes(view[:n]), recv_ns)
         last_frame = time.monotonic()
     return stats
 

@@ -12,7 +12,8 @@ comes out; where they come from (a pcap, a live socket, a simulator's cycle coun
 - duplicate = a sequence number already received (excluded from every other figure);
 - reordered = a packet whose sequence number is below the highest already received;
 - lost = expected - unique received, where expected is the sender's count when known and
-  otherwise highest sequence + 1 (sequences start at 0).
+  otherwise highest sequence + 1 (sequences start at 0); per interval (``interval_report``)
+  expected is the advance of the highest sequence during the interval.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
+
+from sliceportal.traffic.wire import locate
 
 
 def percentile(sorted_values: Sequence[int], p: float) -> int:
@@ -51,6 +54,8 @@ class FlowAccumulator:
     """Running state of one flow; ``add`` is the per-packet hot path."""
 
     received: int = 0  # unique packets
+    base_seq: int = -1  # highest sequence before this interval (-1: from the start)
+    fresh: int = 0  # unique packets above base_seq (what loss is counted against)
     duplicates: int = 0
     reordered: int = 0
     bytes: int = 0
@@ -70,10 +75,12 @@ class FlowAccumulator:
         transit = recv_ns - send_ns
         if self.received == 0:
             self.first_rx_ns = recv_ns
-        else:
-            self.jitter += (abs(transit - self.prev_transit) - self.jitter) / 16  # type: ignore[operator]
+        if self.prev_transit is not None:
+            self.jitter += (abs(transit - self.prev_transit) - self.jitter) / 16
         self.prev_transit = transit
         self.received += 1
+        if seq > self.base_seq:
+            self.fresh += 1
         self.bytes += size
         self.last_rx_ns = max(self.last_rx_ns, recv_ns)
         if seq < self.max_seq:
@@ -81,6 +88,12 @@ class FlowAccumulator:
         else:
             self.max_seq = seq
         self.transits.append(transit)
+
+    def rolled_over(self, keep_seen: int) -> FlowAccumulator:
+        """A fresh interval that continues this one's sequence, jitter and duplicate state."""
+        top = max(self.max_seq, self.base_seq)
+        seen = {q for q in self.seen if q > top - keep_seen} if len(self.seen) > keep_seen else self.seen
+        return FlowAccumulator(base_seq=top, max_seq=top, jitter=self.jitter, prev_transit=self.prev_transit, seen=seen)
 
 
 class DelayStats(BaseModel):
@@ -177,6 +190,34 @@ class Meter:
     def add_foreign(self, count: int = 1) -> None:
         self.foreign += count
 
+    def add_frame(self, frame: bytes, recv_ns: int, send_ns: int | None = None) -> bool:
+        """Parse ``frame`` and add it; False (and counted foreign) when it is not ours.
+
+        ``send_ns`` overrides the payload's send time: the NetFPGA simulator knows both the
+        input and the output cycle of a frame (see ``cycles_to_ns``).
+        """
+        found = locate(frame)
+        if found is None:
+            self.foreign += 1
+            return False
+        flow_id, seq, stamped = found
+        self.add(flow_id, seq, stamped if send_ns is None else send_ns, recv_ns, len(frame))
+        return True
+
+    def interval_report(self, keep_seen: int = 65536) -> MeterReport:
+        """The report of the packets since the previous call, then start the next interval.
+
+        For the KPI service's per-interval samples: loss in an interval counts the sequence
+        numbers above the highest one of the previous interval that did not arrive (a packet
+        arriving after its interval closed is reordered, not un-lost); jitter and duplicate
+        detection carry over. The sender's whole-run counts do not apply to intervals and are dropped.
+        """
+        self.sent = {}
+        report = self.report()
+        self.flows = {f: acc.rolled_over(keep_seen) for f, acc in self.flows.items()}
+        self.foreign = 0
+        return report
+
     def report(self) -> MeterReport:
         flow_ids = sorted(set(self.flows) | set(self.sent))
         empty = FlowAccumulator()
@@ -197,12 +238,15 @@ class Meter:
         )
 
     def _expected(self, flow_id: int, acc: FlowAccumulator) -> int:
-        return self.sent.get(flow_id, acc.max_seq + 1)
+        return self.sent.get(flow_id, acc.max_seq - acc.base_seq)
+
+    def _lost(self, flow_id: int, acc: FlowAccumulator) -> int:
+        return max(self._expected(flow_id, acc) - acc.fresh, 0)
 
     def _flow_stats(self, flow_id: int, acc: FlowAccumulator) -> FlowStats:
         s, lane = self.places.get(flow_id, (None, None))
         expected = self._expected(flow_id, acc)
-        lost = max(expected - acc.received, 0)
+        lost = self._lost(flow_id, acc)
         return FlowStats(
             flow_id=flow_id,
             slice_index=s,
@@ -225,7 +269,7 @@ class Meter:
         accs = [(f, self.flows.get(f, empty)) for f in flow_ids]
         expected = sum(self._expected(f, a) for f, a in accs)
         received = sum(a.received for _, a in accs)
-        lost = sum(max(self._expected(f, a) - a.received, 0) for f, a in accs)
+        lost = sum(self._lost(f, a) for f, a in accs)
         pooled: array[int] = array("q")
         for _, a in accs:
             pooled.extend(a.transits)
@@ -251,6 +295,11 @@ class Meter:
             rx_pps=_rate(received, first, last),
             rx_bps=8 * total_bytes / span if span > 0 else 0.0,
         )
+
+
+def cycles_to_ns(cycles: int, clock_hz: float) -> int:
+    """A simulated clock-cycle count as ns (NetFPGA SUME's datapath clock is 200 MHz: 5 ns)."""
+    return round(cycles * 1e9 / clock_hz)
 
 
 def _rate(count: int, first_ns: int, last_ns: int) -> float:
