@@ -22,9 +22,7 @@ PACKET_BYTES = 160  # TOOLCHAIN.md reference size
 
 
 def seed001_ir() -> RuleIR:
-    rules = tuple(
-        Rule(Match(teid=Ternary.exact(100 + s, 32)), Action(1, 3 if s < 8 else 2, s % 8)) for s in range(16)
-    )
+    rules = tuple(Rule(Match(teid=Ternary.exact(100 + s, 32)), Action(1, 3 if s < 8 else 2, s % 8)) for s in range(16))
     return RuleIR(lanes=4, paths=8, rules=rules)
 
 

@@ -54,12 +54,10 @@ class NonPrefixMaskError(UnsupportedMatchError):
 
 def rules_list(bits: int) -> list[int]:
     out = []
-    i = 0
-    while bits:
-        if bits & 1:
-            out.append(i)
-        bits >>= 1
-        i += 1
+    while bits:  # one step per set bit, not per bit position
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
     return out
 
 
