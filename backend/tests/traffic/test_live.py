@@ -74,3 +74,34 @@ def test_live_injected_loss_and_queueing_delay(wire: Wire) -> None:
     assert 6_000 < delay.p50_us < 12_000 + 10_000  # a full queue most of the time
     assert delay.max_us < 12_000 + 10_000
     assert report.total.jitter_us < delay.p50_us
+
+
+def test_live_interval_reports(wire: Wire) -> None:
+    """Per-interval reports (the KPI service's samples) add up to the whole run."""
+    flows = table3(1)
+    rx = open_capture(wire.rx, wire.netns)
+    tx = open_sender(wire.tx, wire.netns)
+    samples: list[MeterReport] = []
+    stop = threading.Event()
+    meter = Meter({sf.flow_id: (sf.slice_index, sf.lane(4)) for sf in flows})
+    reader = threading.Thread(
+        target=run_capture,
+        args=(rx, meter),
+        kwargs={"stop": stop, "interval_s": 0.5, "on_interval": samples.append},
+    )
+    reader.start()
+    try:
+        result = send(tx, flows, rate_pps=10_000, duration_s=2.0)
+        threading.Event().wait(0.3)
+    finally:
+        stop.set()
+        reader.join()
+        rx.close()
+        tx.close()
+    samples.append(meter.interval_report())  # the partial interval at the end
+    assert sum(s.total.received for s in samples) == result.packets
+    assert sum(s.total.lost for s in samples) == 0
+    full = [s for s in samples if s.total.received > 4000]
+    assert len(full) >= 3  # 2 s at 10 kpps in 0.5 s intervals: ~5000 packets each
+    for s in full[1:-1]:
+        assert s.total.rx_pps == pytest.approx(10_000, rel=0.1)

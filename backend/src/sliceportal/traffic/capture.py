@@ -12,6 +12,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from scapy.error import Scapy_Exception
 from scapy.utils import RawPcapNgReader, RawPcapReader
 
 from sliceportal.traffic import netns
-from sliceportal.traffic.meter import Meter
+from sliceportal.traffic.meter import Meter, MeterReport
 from sliceportal.traffic.wire import locate
 
 ETH_P_ALL = 0x0003
@@ -30,6 +31,7 @@ PACKET_OUTGOING = 4
 _TIMESPEC = struct.Struct("@qq")
 _MAX_FRAME = 65536
 RCVBUF_BYTES = 64 << 20
+DRAIN_BATCH = 4096
 
 
 class CaptureError(OSError):
@@ -104,19 +106,35 @@ def run_capture(
     duration_s: float | None = None,
     idle_s: float | None = None,
     stop: threading.Event | None = None,
+    interval_s: float | None = None,
+    on_interval: Callable[[MeterReport], None] | None = None,
 ) -> CaptureStats:
     """Read ``sock`` into ``meter`` until ``duration_s`` passes, ``idle_s`` passes without a
     frame after the first one, or ``stop`` is set. Frames we sent ourselves are skipped.
+
+    With ``interval_s`` and ``on_interval``, every ``interval_s`` the meter's
+    ``interval_report`` goes to ``on_interval`` (the KPI service's per-second samples); the
+    callback runs on this thread, so it must hand the report off rather than block.
     """
+    if (interval_s is None) != (on_interval is None):
+        raise ValueError("give both interval_s and on_interval, or neither")
+    if interval_s is not None and not interval_s > 0:
+        raise ValueError(f"interval_s must be > 0, got {interval_s}")
     stats = CaptureStats()
     buf = bytearray(_MAX_FRAME)
     view = memoryview(buf)
     anc = socket.CMSG_SPACE(_TIMESPEC.size)
     deadline = None if duration_s is None else time.monotonic() + duration_s
     last_frame = time.monotonic()
+    next_interval = None if interval_s is None else last_frame + interval_s
     sock.setblocking(False)
     while True:
         now = time.monotonic()
+        if next_interval is not None and on_interval is not None and interval_s is not None and now >= next_interval:
+            on_interval(meter.interval_report())
+            next_interval += interval_s
+            if next_interval < now:  # a slow callback: skip the intervals it overran
+                next_interval = now + interval_s
         if stop is not None and stop.is_set():
             break
         if deadline is not None and now >= deadline:
@@ -126,7 +144,7 @@ def run_capture(
         ready, _, _ = select.select([sock], [], [], 0.05)
         if not ready:
             continue
-        while True:  # drain everything queued before looking at the clocks again
+        for _ in range(DRAIN_BATCH):  # drain what is queued, but look at the clocks now and then
             try:
                 n, ancdata, _, addr = sock.recvmsg_into([buf], anc)
             except BlockingIOError:
