@@ -65,3 +65,21 @@ class TestP4rtConformance(DriverConformance):
     @pytest.fixture
     def restart(self, running: _Running) -> Callable[[], None]:
         return running.restart
+
+
+@pytest.mark.needs_root
+class TestXdpConformance(DriverConformance):
+    """The XDP data plane loaded into the kernel (not attached: no traffic needed)."""
+
+    @pytest.fixture
+    def driver(self) -> Iterator[Driver]:
+        xdp = pytest.importorskip("sliceportal_xdp.driver")
+        d = xdp.Driver({"lanes": 4, "paths": 8, "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 0}, "overload_poll_s": 0})
+        yield d
+        d.close()
+
+    @pytest.fixture
+    def restart(self, driver: Driver) -> Callable[[], None]:
+        # close() unloads the BPF object; the next call loads a fresh one with empty maps,
+        # which is what a restarted XDP data plane is.
+        return driver.close

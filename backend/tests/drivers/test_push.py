@@ -150,3 +150,23 @@ def test_target_spec_from_capabilities_compiles_what_plan_for_accepts(memory_dri
         *table3_config(16),
         target_spec(caps.model_copy(update={"capacity": {"classifier": 63}}), classifier_table="classifier"),
     ).fits
+
+
+def test_check_capacity_reads_usage_of_resources_that_are_not_entry_lists() -> None:
+    from sliceportal.drivers.contract import NativePlan, TableUsage
+    from sliceportal.drivers.push import check_capacity
+
+    # e.g. an XDP driver's "rules" bit positions: counted in usage, no table of entries
+    plan = NativePlan(driver="x", version="v", tables={"ports": []}, usage={"rules": TableUsage(used=9, capacity=8)})
+    with pytest.raises(CapacityError) as e:
+        check_capacity(plan, {})
+    assert (e.value.table, e.value.needed, e.value.available) == ("rules", 9, 8)
+    check_capacity(plan, {"rules": 16})  # the declared capacity is what counts
+    # a default entry listed in a table but not counted in usage does not take a slot
+    full = NativePlan(
+        driver="x",
+        version="v",
+        tables={"t": [{"default": True}, {"k": 1}]},
+        usage={"t": TableUsage(used=1, capacity=1)},
+    )
+    check_capacity(full, {"t": 1})

@@ -168,10 +168,13 @@ class DriverConformance:
         plan = driver.lower(ir)
         assert plan.driver == type(driver).name
         assert plan.version == ir.digest()
-        for table, entries in plan.tables.items():
-            assert table in plan.usage, f"no usage for table {table}"
-            # A table's default (miss) entry may be listed without taking a slot.
-            assert 0 <= plan.usage[table].used <= len(entries), (table, plan.usage[table], len(entries))
+        caps = driver.capabilities()
+        for table in caps.capacity:
+            # The framework's capacity check reads usage; a table it cannot see is unchecked.
+            assert table in plan.usage, f"capacity of {table!r} is declared but the plan reports no usage"
+            assert plan.usage[table].capacity == caps.capacity[table], table
+        for table, usage in plan.usage.items():
+            assert 0 <= usage.used <= usage.capacity, (table, usage)
 
     def test_geometry_mismatch_refused_before_write(self, driver: Driver) -> None:
         caps = driver.capabilities()

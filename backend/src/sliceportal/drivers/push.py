@@ -85,12 +85,13 @@ def check_capacity(plan: NativePlan, capacity: Mapping[str, int]) -> None:
     """Refuse a plan that overflows any table, naming it with needed vs. available.
 
     A table's need is the plan's reported usage where it has one (a default / miss entry
-    takes no slot), else its entry count; the conformance suite checks usage is honest.
+    takes no slot; a driver may count resources that are not entry lists), else its
+    entry count; its room is the declared capacity, else the plan's own.
     """
-    for table, entries in sorted(plan.tables.items()):
+    for table in sorted(set(plan.tables) | set(plan.usage)):
         usage = plan.usage.get(table)
+        needed = usage.used if usage else len(plan.tables[table])
         available = capacity.get(table, usage.capacity if usage else None)
-        needed = usage.used if usage else len(entries)
         if available is not None and needed > available:
             raise CapacityError(table, needed, available)
 
