@@ -9,6 +9,7 @@ new version, never a mixture. See docs/xdp.md.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import threading
@@ -114,6 +115,7 @@ class Driver:
         self._poller: threading.Thread | None = None
         self._manual_overload = False
         self._last_slices: set[int] = set()
+        self._fail_after: int | None = None
 
     # ---- pure -------------------------------------------------------------------------
 
@@ -232,13 +234,16 @@ class Driver:
             progress(ProgressEvent(phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} entries"))
             idle = dp.versions[1 - active]
             total = sum(len(v) for v in plan.tables.values())
+            fail_after, self._fail_after = self._fail_after, None
+
+            def wrote(n: int) -> None:
+                if fail_after is not None and n >= fail_after:
+                    raise BpfError(errno.EIO, f"injected failure after {n} entries")
+                progress(ProgressEvent(phase="write", done=n, total=max(n, total)))
+
             try:
                 dp.clear(idle)
-                dp.write(
-                    idle,
-                    plan.tables,
-                    lambda n: progress(ProgressEvent(phase="write", done=n, total=max(n, total))),
-                )
+                dp.write(idle, plan.tables, wrote)
                 back = dp.read(idle)
                 progress(ProgressEvent(phase="verify", done=1, total=1))
                 if back != plan.tables:
@@ -358,6 +363,11 @@ class Driver:
         self._ifindex = self._peer = None
 
     # ---- test access ---------------------------------------------------------------------
+
+    def inject_write_failure(self, after_entries: int = 1) -> None:
+        """Fault injection for tests: the next ``apply`` fails once it has written
+        ``after_entries`` entries, as a kernel refusing an update would."""
+        self._fail_after = after_entries
 
     def run(self, packet: bytes, repeat: int = 1) -> TestRun:
         """BPF_PROG_TEST_RUN of the loaded program on ``packet``."""
