@@ -358,8 +358,11 @@ def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetS
             tunnel["vni"] = tenant.vni
         else:
             warnings.append("the target cannot key on the tenant VNI; the slice is selected by UE address only")
-        if tenant.vlan is not None and "vlan" in target.match_fields:
-            tunnel["vlan"] = tenant.vlan
+        if tenant.vlan is not None:
+            if "vlan" in target.match_fields:
+                tunnel["vlan"] = tenant.vlan
+            else:
+                warnings.append("the target cannot key on the tenant VLAN")
     if any(s.protocol for s in services):
         warnings.append("the rule IR has no L4 protocol field: services match UDP and TCP alike")
     return _Prepared(
