@@ -71,8 +71,9 @@ def test_live_injected_loss_and_queueing_delay(wire: Wire) -> None:
     assert report.total.received == result.packets - dropped
     delay = report.total.delay
     assert delay is not None
-    assert 6_000 < delay.p50_us < 12_000 + 10_000  # a full queue most of the time
-    assert delay.max_us < 12_000 + 10_000
+    # a full queue most of the time: near the 12 ms bound (seen: p50 11.98 ms, max 12.1 ms)
+    assert 9_000 < delay.p50_us < 12_000 + 4_000
+    assert delay.max_us < 12_000 + 4_000
     assert report.total.jitter_us < delay.p50_us
 
 
