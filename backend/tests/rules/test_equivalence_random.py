@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from sliceportal.rules.compiler import compile_rules
+from sliceportal.rules.errors import AmbiguousMatchError
 from sliceportal.rules.ir import Action, FlowKey, Match, Rule, RuleIR, Ternary
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
 from sliceportal.rules.tuplespace import TupleSpaceClassifier
@@ -147,3 +148,52 @@ def test_tuple_space_classifier_is_first_match(
     for src, vni, present in keys:
         key = FlowKey(src_ip=src, dst_ip=0, dst_port=0, dscp=0, vni=vni if present else None)
         assert tss.classify(key) == ir.classify(key)
+
+
+@st.composite
+def overlapping_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], TargetSpec]:
+    """Slices share one address window and tenants, so many configurations are ambiguous."""
+    target = TargetSpec(lanes=4, paths=draw(st.sampled_from([1, 8])), match_fields=FIELDS)
+    tenants = [TenantSpec(ref=1, name="t1", vni=100, vlan=10), TenantSpec(ref=2, name="t2", vni=101, vlan=None)]
+    slices = []
+    for i in range(draw(st.integers(2, 3))):
+        lanes = draw(st.sampled_from(SLICE_TYPE_LANES))
+        subs = [
+            SubscriberSpec(ref=i * 100 + j, imsi=f"{i}-{j}", ue_ip=BASE + draw(st.integers(0, 15)))
+            for j in range(draw(st.integers(1, 4)))
+        ]
+        slices.append(
+            SliceSpec(
+                ref=i + 1,
+                name=f"slice{i}",
+                tenant_ref=draw(st.sampled_from([1, 2])),
+                type_lanes=lanes,
+                services=draw(services(lanes)),
+                subscribers=tuple(subs),
+                path_mode=draw(st.sampled_from(["per_slice", "per_user_group"])),
+                match_tunnel=draw(st.booleans()),
+            )
+        )
+    return tenants, slices, target
+
+
+@settings(max_examples=150, deadline=None)
+@given(overlapping_configs(), st.data())
+def test_a_compiled_configuration_never_gives_one_packet_two_actions(
+    config: tuple[list[TenantSpec], list[SliceSpec], TargetSpec], data: st.DataObject
+) -> None:
+    # The minimiser relies on it: rules of different actions are disjoint, so order is free.
+    tenants, slices, target = config
+    try:
+        ir = compile_rules(tenants, slices, target, minimise=False).ir
+    except AmbiguousMatchError:
+        event("refused as ambiguous")
+        return
+    event("compiled")
+    for key in data.draw(st.lists(packets(1), min_size=150, max_size=150)):
+        actions = {r.action for r in ir.rules if r.match.matches(key)}
+        assert len(actions) <= 1, (key, actions)
+    small = compile_rules(tenants, slices, target).ir
+    reversed_ir = RuleIR(lanes=small.lanes, paths=small.paths, rules=small.rules[::-1], miss=small.miss)
+    for key in data.draw(st.lists(packets(1), min_size=50, max_size=50)):
+        assert triple(small, key) == triple(reversed_ir, key) == triple(ir, key)
