@@ -15,7 +15,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from sliceportal.core.db import session_factory
 from sliceportal.models import AuditLog, Role
+from sliceportal.services.reconciler import Reconciler
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 BMV2 = Path(__file__).resolve().parents[3] / "dataplane" / "bmv2"
@@ -158,8 +160,8 @@ def test_failed_push_leaves_the_previous_version(client: TestClient, op: dict[st
         assert rec["found_version"] == expected
 
 
-def test_reconcile_refills_a_restarted_data_plane(client: TestClient, op: dict[str, str],
-                                                  start_target: Callable[..., Target]) -> None:
+def test_reconcile_loop_refills_a_restarted_data_plane(client: TestClient, op: dict[str, str], db_url: str,
+                                                       start_target: Callable[..., Target]) -> None:
     port = _free_port()
     target = start_target("--grpc-port", str(port))
     bid, _ = _setup(client, op, target.address)
@@ -167,8 +169,10 @@ def test_reconcile_refills_a_restarted_data_plane(client: TestClient, op: dict[s
     assert version["status"] == "succeeded"
     target.stop()
     start_target("--grpc-port", str(port))  # comes back empty
-    rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
-    assert rec["restarted_empty"] is True and rec["repaired"] is True
+    Reconciler(session_factory(db_url), interval_s=1).run_once()  # what the loop does each interval
+    repair = client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]
+    assert repair["kind"] == "reconcile" and repair["status"] == "succeeded"
+    assert repair["diff"]["restarted_empty"] is True
     again = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
     assert again["in_sync"] is True
     kinds = [d["kind"] for d in client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"]]

@@ -26,6 +26,9 @@ class Subscriber(IdMixin, TimestampMixin, AuditedMixin, Base):
         UniqueConstraint("tenant_id", "imsi"),
         UniqueConstraint("tenant_id", "ue_ip"),
         Index("ix_subscriber_teids", "teids", postgresql_using="gin"),
+        # the paged table sorts by these (ORDER BY col, id LIMIT / OFFSET)
+        Index("ix_subscriber_imsi_id", "imsi", "id"),
+        Index("ix_subscriber_ue_ip_id", "ue_ip", "id"),
     )
     tenant_column = "tenant_id"
 

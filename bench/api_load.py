@@ -1,0 +1,164 @@
+"""Bench: 50 000-subscriber CSV import, and list / create latency under concurrent load.
+
+Run: .venv/bin/python bench/api_load.py [--rows 50000] [--clients 16] [--requests 1500]
+
+The real stack: a private PostgreSQL, the API under uvicorn (one worker, real HTTP on
+loopback), httpx clients. Baselines measured in the same run:
+  * import: a bare psycopg COPY of the same rows into a scratch table (the floor any
+    import into PostgreSQL pays), so the ratio is the cost of validation, duplicate checks,
+    membership rows and the audit on top of raw COPY;
+  * latency: GET /api/v1/health under the same concurrency (authentication-free, one
+    trivial query), so the ratios are what paging / creating subscribers adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from sliceportal.core.migrate import upgrade
+from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.core.security import hash_password
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def csv_rows(n: int, start: int = 0) -> str:
+    lines = ["imsi,ue_ip,teids,tenant,slices"]
+    for i in range(start, start + n):
+        lines.append(f"{1010000000000 + i:015d},10.{40 + i // 65536}.{(i // 256) % 256}.{i % 256},{i + 1},bench,bulk")
+    return "\n".join(lines) + "\n"
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+async def load(base: str, headers: dict[str, str], clients: int, requests: int, make: object) -> list[float]:
+    latencies: list[float] = []
+    counter = iter(range(requests))
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        for i in counter:
+            method, url, body = make(i)  # type: ignore[operator]
+            t0 = time.perf_counter()
+            r = await client.request(method, url, json=body, headers=headers)
+            latencies.append(time.perf_counter() - t0)
+            if r.status_code >= 400:
+                raise RuntimeError(f"{method} {url}: {r.status_code} {r.text[:200]}")
+
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        await asyncio.gather(*(worker(client) for _ in range(clients)))
+    return latencies
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=50_000)
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--requests", type=int, default=1500)
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="sliceportal-bench-"))
+    pg = EmbeddedPostgres(root, port=free_port(), dbname="bench")
+    pg.start()
+    url = pg.url()
+    upgrade(url)
+    dsn = {"host": str(pg.sock), "port": pg.port, "user": "postgres", "dbname": "bench"}
+    with psycopg.connect(**dsn, autocommit=True) as conn:  # type: ignore[arg-type]
+        conn.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
+                     "VALUES ('bench', %s, 'operator', '', true, 1)", (hash_password("bench-password"),))
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--port", str(port), "--log-level", "warning"],
+        env={**os.environ, "DATABASE_URL": url, "RECONCILE_INTERVAL_S": "0", "SECRET_KEY": "bench-" + "x" * 32})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if httpx.get(f"{base}/api/v1/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        token = httpx.post(f"{base}/api/v1/login/access-token",
+                           data={"username": "bench", "password": "bench-password"}).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        tenant = httpx.post(f"{base}/api/v1/tenants", headers=headers,
+                            json={"name": "bench", "vni": 4242, "ue_pool": "10.0.0.0/8"}).json()
+        types = httpx.get(f"{base}/api/v1/slice-types", headers=headers).json()["data"]
+        httpx.post(f"{base}/api/v1/slices", headers=headers,
+                   json={"name": "bulk", "tenant_id": tenant["id"], "slice_type_id": types[0]["id"]})
+
+        body = csv_rows(args.rows).encode()
+        t0 = time.perf_counter()
+        r = httpx.post(f"{base}/api/v1/subscribers/import", headers=headers, timeout=600,
+                       files={"file": ("subs.csv", body, "text/csv")})
+        import_s = time.perf_counter() - t0
+        assert r.status_code == 201, r.text[:500]
+
+        with psycopg.connect(**dsn) as conn:  # type: ignore[arg-type]
+            conn.execute("CREATE TEMP TABLE raw (imsi text, ue_ip inet, teids bigint[])")
+            t0 = time.perf_counter()
+            with conn.cursor().copy("COPY raw FROM STDIN") as copy:
+                for i in range(args.rows):
+                    copy.write_row((f"{1010000000000 + i:015d}",
+                                    f"10.{40 + i // 65536}.{(i // 256) % 256}.{i % 256}", [i + 1]))
+            copy_s = time.perf_counter() - t0
+
+        print(f"import of {args.rows} subscribers over HTTP: {import_s:.2f} s "
+              f"({args.rows / import_s:,.0f} rows/s); raw COPY baseline {copy_s:.2f} s; "
+              f"ratio {import_s / copy_s:.1f}x")
+
+        rng = random.Random(1)
+        count = args.rows
+
+        def health(_: int) -> tuple[str, str, None]:
+            return "GET", "/api/v1/health", None
+
+        def listing(_: int) -> tuple[str, str, None]:
+            return "GET", f"/api/v1/subscribers?limit=50&offset={rng.randrange(count - 50)}&sort=imsi", None
+
+        def create(i: int) -> tuple[str, str, dict[str, object]]:
+            n = 10_000_000 + i
+            return "POST", "/api/v1/subscribers", {"tenant_id": tenant["id"], "imsi": f"{n:015d}",
+                                                   "ue_ip": f"10.200.{(i // 256) % 256}.{i % 256}",
+                                                   "teids": [n]}
+
+        results = {}
+        for name, make in (("health (baseline)", health), ("list subscribers", listing),
+                           ("create subscriber", create)):
+            lat = asyncio.run(load(base, headers, args.clients, args.requests, make))
+            results[name] = (statistics.median(lat), pct(lat, 99))
+        base50, base99 = results["health (baseline)"]
+        print(f"{args.clients} concurrent clients, {args.requests} requests each kind, "
+              f"{count:,}+ subscribers in the database:")
+        for name, (p50, p99) in results.items():
+            print(f"  {name:18s} p50 {p50 * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms   "
+                  f"(x{p50 / base50:.1f} / x{p99 / base99:.1f} of the baseline)")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
