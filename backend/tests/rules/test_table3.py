@@ -98,3 +98,28 @@ def test_per_user_group_paths_follow_ue_address_bits() -> None:
     assert result.rules_after == 2 * 4 * 8  # one entry per slice x lane x path
     for f in table3_flows(2):
         assert result.ir.classify(f.key()).rr_path == f.ue_ip % 8
+
+
+def test_scenario_flows_are_what_the_packet_builders_send() -> None:
+    import ipaddress
+
+    from scapy.layers.inet import IP, UDP
+
+    from sliceportal.rules.scenarios import SERVER_IP, TENANT_VNI
+    from sliceportal.traffic.packets import Flow, build
+
+    tenants, slices = table3_config(2)
+    ir = compile_rules(tenants, slices, NETFPGA_TARGET).ir
+    for f in table3_flows(2)[::61]:
+        pf = Flow(
+            src_ip=str(ipaddress.IPv4Address(f.ue_ip)),
+            dst_ip=str(ipaddress.IPv4Address(SERVER_IP)),
+            dst_port=f.dst_port,
+            dscp=f.dscp,
+            vni=TENANT_VNI,
+            teid=f.teid,
+        )
+        assert pf.key() == f.key()
+        inner = build(pf).getlayer(IP, 3)  # outer, VXLAN-inner, innermost (UE)
+        assert inner is not None and inner.src == pf.src_ip and inner[UDP].dport == f.dst_port
+        assert ir.classify(pf.key()).slice_id == f.slice_index + 1
