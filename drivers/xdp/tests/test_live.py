@@ -5,6 +5,7 @@ on alt (forwarded with XDP_TX)."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import socket
 import time
@@ -16,6 +17,7 @@ from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, Rule
 from sliceportal.testbed import Testbed, in_netns
 from sliceportal.traffic.packets import VXLAN_PORT, Flow, Underlay, build_bytes, parse_payload, payload
 from sliceportal_xdp.driver import Driver
+from sliceportal_xdp.libbpf import XDP_TX
 
 from .conftest import noop
 
@@ -130,12 +132,37 @@ def test_overloaded_cpu_moves_its_lane_to_alt(bed: tuple[Testbed, Driver]) -> No
         send_load(tb, [100, 101])
         core_got, alt_got = drain(on_core), drain(on_alt)
     finally:
-        d.set_overloaded(set())
+        d.set_overloaded(None)
         on_core.close()
         on_alt.close()
     assert core_got == set()
     assert len(alt_got) == 2 * PER_SERVICE
     assert "overloaded" not in d.health().detail
+
+
+def _spin(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_overload_is_detected_from_a_busy_cpu(bed: tuple[Testbed, Driver]) -> None:
+    _, d = bed
+    cpu = 1 % (os.cpu_count() or 1)
+    ctx = mp.get_context("fork")
+    spinner = ctx.Process(target=_spin, args=(2.5,))
+    spinner.start()
+    try:
+        os.sched_setaffinity(spinner.pid, {cpu})
+        time.sleep(0.3)
+        hot = d.detect_overload(1.0)
+        assert cpu in hot
+        assert cpu in d.dataplane.overloaded()
+        pkt = build_bytes(Flow("10.45.0.1", "10.60.0.1", 5000, teid=100, vni=7))
+        assert d.run(pkt).retval == XDP_TX  # its prioritised lane now goes to alt
+    finally:
+        spinner.join()
+        d.set_overloaded(None)
 
 
 def test_close_detaches_and_the_testbed_cleans_up() -> None:

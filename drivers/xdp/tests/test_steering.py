@@ -112,7 +112,7 @@ def test_overloaded_cpu_sends_its_prioritised_lane_to_alt(steering: Driver) -> N
         steering.set_overloaded({0})  # another CPU: lane 3 is on CPU 1
         assert steering.run(pkt).retval == XDP_REDIRECT
     finally:
-        steering.set_overloaded(set())
+        steering.set_overloaded(None)
     assert steering.run(pkt).retval == XDP_REDIRECT
 
 

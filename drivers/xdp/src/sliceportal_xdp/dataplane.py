@@ -259,6 +259,13 @@ class DataPlane:
         )
         return written
 
+    def read_meta(self, v: VersionMaps) -> NativeEntry | None:
+        """Just the meta row of a copy (cheap: counters need only the geometry)."""
+        raw = v.meta.lookup(L.U32.pack(0))
+        assert raw is not None
+        words, rules, lanes, paths, *_ = L.META.unpack(raw)
+        return {"rules": rules, "lanes": lanes, "paths": paths} if words else None
+
     def read(self, v: VersionMaps) -> Tables | None:
         """The tables a copy holds, in normal form; None when it was never filled."""
         raw = v.meta.lookup(L.U32.pack(0))

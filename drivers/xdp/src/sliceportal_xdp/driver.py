@@ -28,7 +28,6 @@ from sliceportal.drivers.contract import (
     DriverError,
     Health,
     LaneCounters,
-    NativeEntry,
     NativePlan,
     ProgressCallback,
     ProgressEvent,
@@ -282,12 +281,14 @@ class Driver:
             return self.dataplane.counters()
 
     def counters(self) -> Counters:
-        raw = self.raw_counters()
-        state = self.read_state()
-        meta: list[NativeEntry] = state.tables.get(
-            "meta", [{"rules": 0, "lanes": self.options.lanes, "paths": self.options.paths}]
-        )
-        m = meta[0]
+        with self._lock:
+            raw = self.raw_counters()
+            dp = self.dataplane
+            m = dp.read_meta(dp.versions[dp.read_config()[0] & 1]) or {
+                "rules": 0,
+                "lanes": self.options.lanes,
+                "paths": self.options.paths,
+            }
         lanes: dict[str, LaneCounters] = {}
         for path in range(int(m["paths"])):
             for lane in range(int(m["lanes"])):
@@ -326,11 +327,12 @@ class Driver:
 
     # ---- overload (seed 001 Algorithm 1, cpu_overloaded()) -------------------------------
 
-    def set_overloaded(self, cpus: set[int]) -> None:
-        """Pin the overload marks (and stop automatic detection)."""
-        self._manual_overload = True
+    def set_overloaded(self, cpus: set[int] | None) -> None:
+        """Pin the overload marks to ``cpus`` (automatic detection pauses); None clears
+        them and hands the marks back to detection."""
+        self._manual_overload = cpus is not None
         with self._lock:
-            self.dataplane.set_overloaded(cpus)
+            self.dataplane.set_overloaded(cpus or set())
 
     def detect_overload(self, period_s: float) -> set[int]:
         """Sample CPU load and softnet drops over ``period_s`` and write the marks."""
