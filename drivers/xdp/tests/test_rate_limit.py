@@ -2,12 +2,13 @@
 
 Packets are fed through BPF_PROG_TEST_RUN far faster than the limit (millions per
 second) from two threads at once, so two CPUs share each bucket; the bytes the slice
-let through over the measured wall time must equal rate x time + bucket depth.
+let through, less the bucket depth it started with, over the measured wall time is the
+rate, and must be within 5 % of the configured one.
 
-The bucket is 100 ms deep here because each BPF_PROG_TEST_RUN call with repeat > 1
-pauses for ~25 ms while the kernel swaps its XDP dispatcher; a shallower bucket would
-overflow during those pauses (correct token-bucket behaviour, but then the harness, not
-the limiter, would decide the figure)."""
+The bucket is 300 ms deep here because each BPF_PROG_TEST_RUN call with repeat > 1
+pauses for ~25 ms while the kernel swaps its XDP dispatcher, and a loaded 2-core machine
+adds scheduling gaps; a shallower bucket would overflow during those pauses (correct
+token-bucket behaviour, but then the harness, not the limiter, would decide the figure)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from .conftest import noop
 
 pytestmark = pytest.mark.needs_root
 
-DURATION_S = 2.0
+DURATION_S = 3.0
+BURST_MS = 300
 
 
 def limited(rate_bps: int, burst_ms: float) -> RuleIR:
@@ -39,12 +41,12 @@ def limited(rate_bps: int, burst_ms: float) -> RuleIR:
 
 @pytest.mark.parametrize("rate_bps", [20_000_000, 1_000_000_000])
 def test_rate_limit_within_five_percent(driver: Driver, rate_bps: int) -> None:
-    ir = limited(rate_bps, burst_ms=100)
+    ir = limited(rate_bps, burst_ms=BURST_MS)
     driver.apply(driver.lower(ir), noop)
     burst = qos_entries(ir)[0]["burst_bytes"]
     pkt = build_bytes(Flow("10.1.0.1", "10.2.0.1", 5000, teid=5), bytes(1000))
     # let the bucket fill, then measure from a known (full) state
-    time.sleep(0.2)
+    time.sleep(BURST_MS / 1000 + 0.1)
     before = driver.raw_counters().slices.get(1)
     stop = threading.Event()
 
@@ -65,9 +67,9 @@ def test_rate_limit_within_five_percent(driver: Driver, rate_bps: int) -> None:
     offered = after.packets - (before.packets if before else 0)
     dropped = after.drop_rate - (before.drop_rate if before else 0)
     passed_bytes = (offered - dropped) * len(pkt)
-    expected = rate_bps / 8 * elapsed + burst
     assert dropped > offered / 2, "the offered load must exceed the limit for the test to mean anything"
-    assert abs(passed_bytes - expected) / expected < 0.05, (passed_bytes, expected, offered, dropped)
+    measured_bps = (passed_bytes - burst) * 8 / elapsed
+    assert abs(measured_bps - rate_bps) / rate_bps < 0.05, (measured_bps, rate_bps, offered, dropped)
 
 
 def test_unlimited_slices_drop_nothing(driver: Driver) -> None:
