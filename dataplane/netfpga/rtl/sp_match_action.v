@@ -3,7 +3,7 @@
 // From a physical port: a TCAM hit gives lane (PRIO), rr_path (RR) and slice id from
 // the entry; a miss takes lane = innermost DSCP bits 2:0 folded onto LANES (DSCP 2:1
 // on the 4-lane prototype) and rr_path = innermost source address bits; the packet goes
-// to the DMA port. From DMA: to the physical port of the same pair, untouched.
+// to the DMA port of the pair (nfN -> dmaN). From DMA: to the physical port of the same pair, untouched.
 // Packets without a parsable innermost IPv4 header (non-IP, malformed) take the default
 // path: lane 0, rr_path 0, slice 0.
 //
@@ -117,7 +117,7 @@ always @* begin
     dec_hit = 1'b0;
     dec_default = 1'b0;
     if (from_phys) begin
-        dec_dst = 8'h02;  // dma0
+        dec_dst = (src_port & 8'b0101_0101) << 1;  // nfN -> dmaN
         if (!s_key_valid) begin
             dec_default = 1'b1;
         end else if (hit) begin
