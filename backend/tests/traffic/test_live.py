@@ -14,7 +14,7 @@ import pytest
 
 from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
-from sliceportal.traffic.scenarios import table3
+from sliceportal.traffic.scenarios import table1, table3
 from sliceportal.traffic.sender import SendResult, open_sender, send
 
 from .conftest import Wire
@@ -106,3 +106,34 @@ def test_live_interval_reports(wire: Wire) -> None:
     assert len(full) >= 3  # 2 s at 10 kpps in 0.5 s intervals: ~5000 packets each
     for s in full[1:-1]:
         assert s.total.rx_pps == pytest.approx(10_000, rel=0.1)
+
+
+def test_cli_streams_interval_lines_from_its_own_process(wire: Wire, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``sliceportal traffic measure --interval``: one JSON line per interval on stdout."""
+    import subprocess
+    import sys
+
+    final = tmp_path / "final.json"
+    cmd = [sys.executable, "-c", "from sliceportal.traffic.cli import app; app()", "measure",
+           "--iface", wire.rx, "--netns", wire.netns, "--duration", "3.5", "--interval", "0.5",
+           "--scenario", "table1", "--size", "256", "--out", str(final)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("capturing on"):
+                break
+        tx = open_sender(wire.tx, wire.netns)
+        result = send(tx, table1(256), rate_pps=5_000, duration_s=1.5)
+        tx.close()
+        stdout, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    lines = [MeterReport.model_validate_json(x) for x in stdout.splitlines() if x.strip()]
+    assert len(lines) >= 5  # 3.5 s in 0.5 s intervals
+    last = MeterReport.model_validate_json(final.read_text())
+    assert sum(r.total.received for r in lines) + last.total.received == result.packets
+    assert all(r.total.lost == 0 for r in [*lines, last])
+    assert {g.lane for g in lines[-1].lanes} <= {0, 7}

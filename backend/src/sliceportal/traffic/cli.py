@@ -58,6 +58,11 @@ def _dump(model: SentReport | MeterReport, out: Path | None) -> None:
         out.write_text(text + "\n")
 
 
+def _print_line(report: MeterReport) -> None:
+    sys.stdout.write(report.model_dump_json() + "\n")
+    sys.stdout.flush()
+
+
 @app.command()
 def pcap(
     out: Annotated[Path, typer.Argument(help="pcap file to write (nanosecond timestamps)")],
@@ -132,13 +137,24 @@ def measure(
     lanes: LanesOpt = 8,
     sent: Annotated[Path | None, typer.Option(help="sender report (JSON) with per-flow counts")] = None,
     out: Annotated[Path | None, typer.Option(help="write the JSON report here (default stdout)")] = None,
+    interval: Annotated[
+        float | None, typer.Option(help="live: also print one JSON line per interval of this many seconds")
+    ] = None,
 ) -> None:
-    """Measure loss, delay, jitter and reordering per flow, slice and lane (JSON report)."""
+    """Measure loss, delay, jitter and reordering per flow, slice and lane (JSON report).
+
+    With ``--interval``, each interval's report is printed to stdout as one JSON line as it
+    closes (a KPI collector reads them from a pipe); the final report then covers only the
+    last, partial interval.
+    """
     if (pcap_file is None) == (iface is None):
         _fail("give exactly one of --pcap or --iface")
         return
     if lanes not in (1, 2, 4, 8):
         _fail(f"--lanes must be 1, 2, 4 or 8, got {lanes}")
+        return
+    if interval is not None and (iface is None or not interval > 0):
+        _fail("--interval needs --iface and a value > 0")
         return
     try:
         flows = _flows(scenario, slices, users, size)
@@ -151,7 +167,14 @@ def measure(
             with capture.open_capture(iface, netns) as sock:
                 # scripts wait for this line before they start sending
                 typer.echo(f"capturing on {iface}", err=True)
-                capture.run_capture(sock, meter, duration_s=duration, idle_s=idle)
+                capture.run_capture(
+                    sock,
+                    meter,
+                    duration_s=duration,
+                    idle_s=idle,
+                    interval_s=interval,
+                    on_interval=_print_line if interval is not None else None,
+                )
     except (ScenarioError, capture.CaptureError, NetnsError, ValidationError, ValueError, OSError) as exc:
         _fail(str(exc))
         return
