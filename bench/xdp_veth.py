@@ -1,8 +1,8 @@
 """Packets per second through the veth testbed with the XDP data plane attached to core,
 against an XDP_PASS-only program on the same interface in the same run.
 
-A sender process in ``edge`` writes seed 001's load (16 TEID services, 8 prioritised,
-132-byte frames, seed 001 Table 1's smallest size) with AF_PACKET for a fixed time;
+A sender process in ``edge`` writes seed 001's load (16 TEID services, 8 prioritised)
+at the frame sizes of seed 001 Table 1 with AF_PACKET for a fixed time;
 the figure is what the program on core processed per second, and where it went.
 Both run on this machine's 2 shared cores, so the sender is the bottleneck: read the
 ratio, not the absolute rate. Needs root. Usage: .venv/bin/python bench/xdp_veth.py [seconds]
@@ -24,17 +24,17 @@ from sliceportal_xdp import libbpf
 from sliceportal_xdp.driver import Driver
 
 ROOT = Path(__file__).resolve().parents[1]
-FRAME = 132
+SIZES = (1500, 1024, 512, 256, 132)  # seed 001 Table 1
 
 
-def frames(tb: Testbed) -> list[bytes]:
+def frames(tb: Testbed, size: int) -> list[bytes]:
     edge, core = tb["edge"], tb["core"]
     u = Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip)
     out = []
     for s in range(16):
         f = Flow("10.45.0.1", "10.60.0.1", 5000 + 2 * s, teid=100 + s, vni=7)
         bare = len(build_bytes(f, b"", u))
-        out.append(build_bytes(f, bytes(max(0, FRAME - bare)), u))
+        out.append(build_bytes(f, bytes(max(0, size - bare)), u))
     return out
 
 
@@ -53,9 +53,9 @@ def sender(ns: str, ifname: str, pkts: list[bytes], seconds: float, result: mp.Q
     result.put(n)
 
 
-def blast(tb: Testbed, seconds: float) -> int:
+def blast(tb: Testbed, seconds: float, size: int) -> int:
     q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
-    p = mp.get_context("fork").Process(target=sender, args=(tb["edge"].netns, "br0", frames(tb), seconds, q))
+    p = mp.get_context("fork").Process(target=sender, args=(tb["edge"].netns, "br0", frames(tb, size), seconds, q))
     p.start()
     n = int(q.get())
     p.join()
@@ -63,22 +63,22 @@ def blast(tb: Testbed, seconds: float) -> int:
 
 
 def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
     with Testbed(f"spb{os.getpid() % 100000}-") as tb:
         core, alt = tb["core"], tb["alt"]
-        ifindex = 0
         with in_netns(core.netns):
             ifindex = socket.if_nametoindex(core.ifname)
         base = libbpf.BpfObject(str(ROOT / "dataplane/xdp/build/pass.bpf.o"))
+        base_pps = {}
         with in_netns(core.netns):
             libbpf.xdp_attach(ifindex, base.program_fd("xdp_pass"))
-        rx0 = tb.link_stats("core").rx_packets
-        sent = blast(tb, seconds)
-        base_pps = (tb.link_stats("core").rx_packets - rx0) / seconds
+        for size in SIZES:
+            rx0 = tb.link_stats("core").rx_packets
+            blast(tb, seconds, size)
+            base_pps[size] = (tb.link_stats("core").rx_packets - rx0) / seconds
         with in_netns(core.netns):
             libbpf.xdp_detach(ifindex)
         base.close()
-        print(f"XDP_PASS-only: sent {sent / seconds:10.0f} pps, processed {base_pps:10.0f} pps")
 
         rules = tuple(Rule(Match(teid=Ternary.exact(100 + s, 32)), Action(1, 3 if s < 8 else 2, 0)) for s in range(16))
         d = Driver(
@@ -93,21 +93,22 @@ def main() -> None:
             }
         )
         d.apply(d.lower(RuleIR(lanes=4, paths=8, rules=rules)), lambda e: None)
-        c0, a0 = d.raw_counters(), tb.link_stats("alt").rx_packets
-        sent = blast(tb, seconds)
-        time.sleep(0.2)
-        c1, a1 = d.raw_counters(), tb.link_stats("alt").rx_packets
-        processed = (c1.globals[0] - c0.globals[0]) / seconds
-        steered = sum(c.steered for c in c1.lanes.values()) - sum(c.steered for c in c0.lanes.values())
-        to_alt = sum(c.alt for c in c1.lanes.values()) - sum(c.alt for c in c0.lanes.values())
         print(
-            f"sliceportal:   sent {sent / seconds:10.0f} pps, processed {processed:10.0f} pps "
-            f"({processed / base_pps:.2f} x XDP_PASS-only)"
+            f"{'bytes':>5} {'pass-only pps':>13} {'sliceportal pps':>15} {'ratio':>6} {'-> cpumap':>10} "
+            f"{'-> alt':>10} {'alt rx':>10}"
         )
-        print(
-            f"  prioritised -> cpumap: {steered / seconds:10.0f} pps; to alt (XDP_TX): {to_alt / seconds:10.0f} pps, "
-            f"alt received {(a1 - a0) / seconds:10.0f} pps"
-        )
+        for size in SIZES:
+            c0, a0 = d.raw_counters(), tb.link_stats("alt").rx_packets
+            blast(tb, seconds, size)
+            time.sleep(0.2)
+            c1, a1 = d.raw_counters(), tb.link_stats("alt").rx_packets
+            processed = (c1.globals[0] - c0.globals[0]) / seconds
+            steered = sum(c.steered for c in c1.lanes.values()) - sum(c.steered for c in c0.lanes.values())
+            to_alt = sum(c.alt for c in c1.lanes.values()) - sum(c.alt for c in c0.lanes.values())
+            print(
+                f"{size:5d} {base_pps[size]:13.0f} {processed:15.0f} {processed / base_pps[size]:6.2f} "
+                f"{steered / seconds:10.0f} {to_alt / seconds:10.0f} {(a1 - a0) / seconds:10.0f}"
+            )
         d.close()
 
 
