@@ -188,7 +188,7 @@ def test_unknown_driver_and_bad_options(client: TestClient, op: dict[str, str]) 
 
 def test_intent_listing_1(client: TestClient, op: dict[str, str], start_target: Callable[..., Target]) -> None:
     target = start_target()
-    bid, sid = _setup(client, op, target.address)
+    _, sid = _setup(client, op, target.address)
     tenant_vni = client.get("/api/v1/tenants", headers=op).json()["data"][0]["vni"]
     intent = {
         "Resources": [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
@@ -16,7 +18,9 @@ from sliceportal.api.routes import (
     deployments,
     health,
     intents,
+    kpis,
     login,
+    metrics,
     slice_types,
     slices,
     subscribers,
@@ -25,6 +29,9 @@ from sliceportal.api.routes import (
 )
 from sliceportal.core.config import REPO_ROOT, Settings
 from sliceportal.core.db import session_factory
+from sliceportal.kpi.hub import KpiHub
+from sliceportal.services.backends import POOL
+from sliceportal.services.reconciler import Reconciler
 
 API_PREFIX = "/api/v1"
 FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
@@ -33,14 +40,26 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX)
     for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
-                   audit):
+                   kpis, audit):
         router.include_router(module.router)
     router.include_router(users.keys)
     return router
 
 
 def create_app(settings: Settings, database_url: str) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reconciler = None
+        if settings.reconcile_interval_s > 0:
+            reconciler = Reconciler(app.state.sessionmaker, settings.reconcile_interval_s)
+            reconciler.start()
+        yield
+        if reconciler is not None:
+            reconciler.stop()
+        POOL.close_all()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="sliceportal",
         version=__version__,
         summary="QoS-aware network slicing on programmable data planes",
@@ -51,8 +70,10 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     app.state.settings = settings
     app.state.database_url = database_url
     app.state.sessionmaker = session_factory(database_url)
+    app.state.kpi_hub = KpiHub()
     errors.install(app)
     app.include_router(api_router())
+    app.include_router(metrics.router)
     _serve_frontend(app, FRONTEND_DIST)
     return app
 

@@ -1,0 +1,53 @@
+"""Prometheus exposition of the latest KPI per slice and lane, labelled by tenant."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from sqlalchemy import func, select
+
+from sliceportal.api.deps import NotTenant, SessionDep
+from sliceportal.models import KpiSample, SlaViolation, Slice, Tenant
+
+router = APIRouter(tags=["kpis"])
+LABELS = ("tenant", "slice", "slice_id", "lane")
+GAUGES = {
+    "throughput_bps": "Received throughput in bits per second over the last interval",
+    "loss_pct": "Packets lost in the last interval, percent",
+    "delay_p99_ms": "99th percentile one-way delay in the last interval, ms",
+    "delay_mean_ms": "Mean one-way delay in the last interval, ms",
+    "jitter_ms": "RFC 3550 interarrival jitter, ms",
+    "ecn_marks": "ECN-marked packets in the last interval",
+}
+
+
+@router.get("/metrics", response_class=PlainTextResponse, include_in_schema=True)
+def metrics(_: NotTenant, session: SessionDep) -> PlainTextResponse:
+    """Scrape with an API key (``Authorization: Bearer spk_...``) of scope read."""
+    registry = CollectorRegistry()
+    gauges = {name: Gauge(f"sliceportal_slice_{name}", help_, LABELS, registry=registry)
+              for name, help_ in GAUGES.items()}
+    violations = Gauge("sliceportal_slice_sla_violations_open", "Open SLA violations", ("tenant", "slice", "slice_id"),
+                       registry=registry)
+    newest = (select(KpiSample.slice_id, KpiSample.lane, func.max(KpiSample.ts).label("ts"))
+              .group_by(KpiSample.slice_id, KpiSample.lane).subquery())
+    rows = session.execute(
+        select(KpiSample, Slice.name, Tenant.name)
+        .join(newest, (KpiSample.slice_id == newest.c.slice_id) & (KpiSample.lane == newest.c.lane)
+              & (KpiSample.ts == newest.c.ts))
+        .join(Slice, Slice.id == KpiSample.slice_id).join(Tenant, Tenant.id == Slice.tenant_id))
+    for sample, slice_name, tenant_name in rows:
+        labels = (tenant_name, slice_name, str(sample.slice_id), str(sample.lane))
+        for name, gauge in gauges.items():
+            value = getattr(sample, name)
+            if value is not None:
+                gauge.labels(*labels).set(value)
+    open_counts = session.execute(
+        select(Tenant.name, Slice.name, Slice.id, func.count(SlaViolation.id))
+        .join(Slice, Slice.tenant_id == Tenant.id).join(SlaViolation, SlaViolation.slice_id == Slice.id)
+        .where(SlaViolation.ended_at.is_(None)).group_by(Tenant.name, Slice.name, Slice.id))
+    for tenant_name, slice_name, sid, n in open_counts:
+        violations.labels(tenant_name, slice_name, str(sid)).set(n)
+    return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,145 @@
+"""KPI storage, SLA evaluation, tenant-scoped queries, Prometheus exposition and the live hub."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from sliceportal.kpi.hub import KpiHub
+from sliceportal.kpi.points import KpiPoint
+from sliceportal.kpi.retention import apply_retention
+from sliceportal.kpi.store import ingest
+from sliceportal.models import KpiSample, Role, SlaViolation
+from tests.factories import login, make_user, slice_type_id, tenant_body
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def world(client: TestClient, session: Session) -> dict[str, object]:
+    make_user(session, "op", Role.OPERATOR)
+    op = login(client, "op")
+    st = slice_type_id(client, op, "Dual Best Effort + Low Latency")
+    ids = {}
+    for name, vni, vlan in (("red", 1, 1), ("blue", 2, 2)):
+        t = client.post("/api/v1/tenants", json=tenant_body(name, vni, vlan), headers=op).json()["id"]
+        s = client.post("/api/v1/slices", json={"name": f"{name}-s", "tenant_id": t, "slice_type_id": st,
+                                                "sla": {"max_loss_pct": 1, "max_delay_ms": 10}}, headers=op)
+        ids[name] = (t, s.json()["id"])
+    make_user(session, "red-view", Role.TENANT, tenant_id=ids["red"][0])
+    return {"op": op, "red": login(client, "red-view"), "ids": ids}
+
+
+def _point(slice_id: int, lane: int, second: int, loss: float = 0.0, delay: float = 1.0) -> KpiPoint:
+    return KpiPoint(slice_id=slice_id, lane=lane, ts=T0 + timedelta(seconds=second), tx_packets=1000,
+                    rx_packets=int(1000 * (1 - loss / 100)), rx_bytes=1_000_000, throughput_bps=8e6,
+                    loss_pct=loss, delay_mean_ms=delay / 2, delay_p50_ms=delay / 2, delay_p99_ms=delay, jitter_ms=0.1)
+
+
+def test_range_current_and_isolation(client: TestClient, session: Session, world: dict[str, object]) -> None:
+    ids = world["ids"]  # type: ignore[assignment]
+    red_slice, blue_slice = ids["red"][1], ids["blue"][1]  # type: ignore[index]
+    ingest(session, [_point(red_slice, lane, s) for s in range(10) for lane in (0, 2)]
+           + [_point(blue_slice, 0, s) for s in range(10)])
+    op, red = world["op"], world["red"]
+    since, until = (T0 + timedelta(seconds=4)).isoformat(), (T0 + timedelta(seconds=9)).isoformat()
+    r = client.get(f"/api/v1/slices/{red_slice}/kpis", params={"since": since, "until": until}, headers=red)
+    assert r.status_code == 200 and len(r.json()) == 5 * 2  # seconds 5..9, two lanes
+    lane2 = client.get(f"/api/v1/slices/{red_slice}/kpis", params={"since": since, "until": until, "lane": 2},
+                       headers=op).json()
+    assert {p["lane"] for p in lane2} == {2}
+    current = client.get(f"/api/v1/slices/{red_slice}/kpis/current", headers=red).json()
+    assert [(p["lane"], p["ts"][:19]) for p in current] == [(0, "2026-11-22T12:00:09"), (2, "2026-11-22T12:00:09")]
+    # the other tenant's KPIs do not exist for red
+    assert client.get(f"/api/v1/slices/{blue_slice}/kpis", headers=red).status_code == 404
+    assert client.get(f"/api/v1/slices/{blue_slice}/kpis/current", headers=red).status_code == 404
+    # an interval reported twice overwrites
+    ingest(session, [_point(red_slice, 0, 9, loss=0.5)])
+    assert session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == red_slice)) == 20
+
+
+def test_sla_violations_open_and_close(client: TestClient, session: Session, world: dict[str, object]) -> None:
+    ids = world["ids"]  # type: ignore[assignment]
+    red_slice, blue_slice = ids["red"][1], ids["blue"][1]  # type: ignore[index]
+    ingest(session, [_point(red_slice, 0, 0), _point(red_slice, 0, 1, loss=5), _point(red_slice, 0, 2, loss=9),
+                     _point(red_slice, 0, 3), _point(blue_slice, 2, 0, delay=25)])
+    v = session.scalars(select(SlaViolation).order_by(SlaViolation.slice_id)).all()
+    assert [(x.slice_id, x.lane, x.metric, x.worst) for x in v] == [
+        (red_slice, 0, "loss_pct", 9.0), (blue_slice, 2, "delay_p99_ms", 25.0)]
+    assert v[0].started_at == T0 + timedelta(seconds=1) and v[0].ended_at == T0 + timedelta(seconds=3)
+    assert v[1].ended_at is None
+    red = client.get("/api/v1/violations", headers=world["red"]).json()  # type: ignore[arg-type]
+    assert [x["slice_id"] for x in red["data"]] == [red_slice]
+    everyone = client.get("/api/v1/violations", params={"open_only": True}, headers=world["op"]).json()  # type: ignore[arg-type]
+    assert [x["metric"] for x in everyone["data"]] == ["delay_p99_ms"]
+
+
+def test_prometheus_metrics(client: TestClient, session: Session, world: dict[str, object]) -> None:
+    ids = world["ids"]  # type: ignore[assignment]
+    ingest(session, [_point(ids["red"][1], 2, 0, delay=25), _point(ids["red"][1], 2, 1, delay=3)])  # type: ignore[index]
+    r = client.get("/metrics", headers=world["op"])  # type: ignore[arg-type]
+    assert r.status_code == 200
+    line = next(x for x in r.text.splitlines() if x.startswith("sliceportal_slice_delay_p99_ms{"))
+    assert 'tenant="red"' in line and 'slice="red-s"' in line and 'lane="2"' in line and line.endswith(" 3.0")
+    assert "sliceportal_slice_sla_violations_open" in r.text
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers=world["red"]).status_code == 403  # type: ignore[arg-type]
+
+
+def test_retention_downsamples_and_expires(session: Session, world: dict[str, object]) -> None:
+    slice_id = world["ids"]["red"][1]  # type: ignore[index]
+    ingest(session, [_point(slice_id, 0, s) for s in range(120)])
+    apply_retention(session, now=T0 + timedelta(hours=2))
+    rows = session.scalars(select(KpiSample).order_by(KpiSample.ts)).all()
+    assert [(r.interval_s, r.tx_packets) for r in rows] == [(60, 60_000), (60, 60_000)]
+    apply_retention(session, now=T0 + timedelta(days=8))
+    assert session.scalar(select(func.count()).select_from(KpiSample)) == 0
+
+
+def test_hub_filters_per_tenant() -> None:
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        hub = KpiHub()
+        red = hub.subscribe(tenant_scope=1, slice_ids=None)
+        operator = hub.subscribe(tenant_scope=None, slice_ids=None)
+        only_20 = hub.subscribe(tenant_scope=None, slice_ids=frozenset({20}))
+        hub.publish([_point(10, 0, 0), _point(20, 0, 0)], tenant_of={10: 1, 20: 2})
+        await asyncio.sleep(0)
+        got = [[p.slice_id for p in (await s.queue.get())] for s in (red, operator, only_20)]
+        assert red.queue.empty()
+        return got[0], got[1], got[2]
+
+    assert asyncio.run(run()) == ([10], [10, 20], [20])
+
+
+@pytest.mark.timeout(60)
+def test_live_stream_is_filtered_on_the_server(client: TestClient, session: Session,
+                                               world: dict[str, object]) -> None:
+    import json
+    import threading
+    import time
+
+    ids = world["ids"]  # type: ignore[assignment]
+    red_slice, blue_slice = ids["red"][1], ids["blue"][1]  # type: ignore[index]
+    hub: KpiHub = client.app.state.kpi_hub  # type: ignore[attr-defined]
+
+    def publish_when_subscribed() -> None:
+        for _ in range(200):
+            if hub.subscribers:
+                break
+            time.sleep(0.05)
+        ingest(session, [_point(blue_slice, 0, 0), _point(red_slice, 2, 0)], hub)
+
+    threading.Thread(target=publish_when_subscribed, daemon=True).start()
+    with client.stream("GET", "/api/v1/kpis/stream", headers=world["red"]) as r:  # type: ignore[arg-type]
+        assert r.headers["content-type"].startswith("text/event-stream")
+        data = None
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                data = json.loads(line[len("data: "):])
+                break
+    assert data is not None and [(p["slice_id"], p["lane"]) for p in data] == [(red_slice, 2)]
