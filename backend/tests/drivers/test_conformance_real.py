@@ -31,12 +31,17 @@ def _bmv2_target() -> Any:
     return Target
 
 
+# With one update per Write RPC, the first push of the 1-slice plan takes about 13 writes
+# and the 4-slice plan that follows about 12 more: write 20 fails in the middle of it.
+FAILING_WRITE = 20
+
+
 class _Running:
     """The target process, replaceable so ``restart`` can bring it back empty on its port."""
 
-    def __init__(self, target_cls: Any) -> None:
+    def __init__(self, target_cls: Any, *extra: str) -> None:
         self.cls = target_cls
-        self.proc = target_cls("--priority-queues", "8")
+        self.proc = target_cls("--priority-queues", "8", *extra)
         self.address: str = self.proc.address
 
     def restart(self) -> None:
@@ -50,17 +55,28 @@ class _Running:
 
 class TestP4rtConformance(DriverConformance):
     @pytest.fixture
-    def running(self) -> Iterator[_Running]:
-        r = _Running(_bmv2_target())
+    def failing(self, request: pytest.FixtureRequest) -> bool:
+        # The target's fault injector is armed at start (--fail-write), so the rollback
+        # test gets its own target whose FAILING_WRITE-th Write RPC fails.
+        return "mid_push_failure" in request.node.name
+
+    @pytest.fixture
+    def running(self, failing: bool) -> Iterator[_Running]:
+        r = _Running(_bmv2_target(), *(("--fail-write", str(FAILING_WRITE)) if failing else ()))
         yield r
         r.stop()
 
     @pytest.fixture
-    def driver(self, running: _Running) -> Iterator[Driver]:
+    def driver(self, running: _Running, failing: bool) -> Iterator[Driver]:
         p4rt = pytest.importorskip("sliceportal_p4rt.driver")
-        d = p4rt.Driver({"address": running.address, "timeout_s": 5})
+        d = p4rt.Driver({"address": running.address, "timeout_s": 5, **({"batch_size": 1} if failing else {})})
         yield d
         d.close()
+
+    @pytest.fixture
+    def inject_apply_failure(self, failing: bool) -> Callable[[], None]:
+        assert failing
+        return lambda: None  # already armed in the target
 
     @pytest.fixture
     def restart(self, running: _Running) -> Callable[[], None]:
