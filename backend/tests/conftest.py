@@ -66,7 +66,7 @@ def db_url(pg: EmbeddedPostgres) -> Iterator[str]:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings(secret_key="test-secret-" + "x" * 20, login_max_failures=3)
+    return Settings(secret_key="test-secret-" + "x" * 20, login_max_failures=3, reconcile_interval_s=0)
 
 
 @pytest.fixture

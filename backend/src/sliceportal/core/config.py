@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     cors_origins: list[str] = []
+    reconcile_interval_s: float = Field(15.0, ge=0, description="0 disables the reconcile loop")
 
     @model_validator(mode="after")
     def _refuse_default_secret(self) -> Settings:
