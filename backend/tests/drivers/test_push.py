@@ -9,7 +9,7 @@ import pytest
 from sliceportal.drivers.contract import CapacityError, GeometryError, ProgressEvent, UnsupportedMatchError
 from sliceportal.drivers.push import PlanMismatchError, diff_tables, plan_for, push, reconcile_once
 from sliceportal.rules.compiler import compile_rules
-from sliceportal.rules.ir import Action, Match, Rule, RuleIR, Ternary
+from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
 from sliceportal.rules.scenarios import NETFPGA_TARGET, table3_config
 
 MakeDriver = Callable[..., object]
@@ -170,3 +170,19 @@ def test_check_capacity_reads_usage_of_resources_that_are_not_entry_lists() -> N
         usage={"t": TableUsage(used=1, capacity=1)},
     )
     check_capacity(full, {"t": 1})
+
+
+def test_ir_level_diff_between_two_deployments() -> None:
+    from sliceportal.drivers.push import ir_tables
+    from sliceportal.rules.spec import TargetSpec
+
+    tenants, slices = table3_config(2)
+    old = table3(2)
+    again = compile_rules(tenants, slices, NETFPGA_TARGET).ir  # a recompile changes nothing
+    assert diff_tables(ir_tables(old), ir_tables(again)).empty
+    four = table3(4)
+    d = diff_tables(ir_tables(old), ir_tables(four))
+    assert d.counts() == {"added": 8 + 2, "removed": 0, "modified": 0}  # 2 slices x 4 lanes, 2 slice entries
+    fixed = TargetSpec(lanes=4, paths=8, match_fields=NETFPGA_TARGET.match_fields, miss=MissPolicy(MissMode.FIXED))
+    d = diff_tables(ir_tables(old), ir_tables(compile_rules(tenants, slices, fixed).ir))
+    assert d.counts() == {"added": 0, "removed": 0, "modified": 1} and list(d.tables) == ["miss"]

@@ -20,6 +20,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -172,6 +173,18 @@ def diff_tables(old: Mapping[str, Sequence[NativeEntry]], new: Mapping[str, Sequ
         if d.changes:
             out[table] = d
     return PlanDiff(tables=out)
+
+
+def ir_tables(ir: RuleIR) -> dict[str, list[NativeEntry]]:
+    """The IR as tables, so ``diff_tables`` also diffs two deployments backend-neutrally.
+
+    A rule's identity is its match: the same match with another action is "modified".
+    """
+    return {
+        "rules": [{"match": asdict(r.match), "action": asdict(r.action)} for r in ir.rules],
+        "slices": [{"key": s.slice_id, **asdict(s)} for s in ir.slices],
+        "miss": [{"key": "miss", **asdict(ir.miss)}],
+    }
 
 
 def _same_tables(a: Mapping[str, Sequence[NativeEntry]], b: Mapping[str, Sequence[NativeEntry]]) -> bool:
