@@ -19,12 +19,17 @@ db = typer.Typer(help="database: migrate, embedded cluster")
 app.add_typer(db, name="db")
 
 
+def embedded() -> EmbeddedPostgres | None:
+    """The embedded cluster, unless DATABASE_URL points elsewhere."""
+    settings = get_settings()
+    return None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir) / "postgres")
+
+
 def database_url(start_embedded: bool = True) -> str:
     """DATABASE_URL, or the embedded cluster under the data directory (started on demand)."""
-    settings = get_settings()
-    if settings.database_url:
-        return settings.database_url
-    pg = EmbeddedPostgres(Path(settings.data_dir) / "postgres")
+    pg = embedded()
+    if pg is None:
+        return get_settings().database_url or ""
     if start_embedded:
         pg.start()
     return pg.url()
@@ -68,8 +73,13 @@ def run(
             if seed_demo(session):
                 typer.echo("demo tenants, slices and subscribers created")
     os.environ["SLICEPORTAL_DATABASE_URL_RESOLVED"] = url
-    uvicorn.run("sliceportal.asgi:app", host=host or settings.host, port=port or settings.port,
-                log_level="info")
+    try:
+        uvicorn.run("sliceportal.asgi:app", host=host or settings.host, port=port or settings.port,
+                    log_level="info")
+    finally:
+        pg = embedded()
+        if pg is not None:
+            pg.stop()
 
 
 @app.command()
