@@ -66,6 +66,17 @@ class Driver:
             self._csr = CsrClient(self.options.address, self.options.timeout_s)
         return self._csr
 
+    def _fresh(self) -> CsrClient:
+        """A client whose connection answers: a kept connection may have died with a
+        restarted data plane, so it is probed and replaced once."""
+        if self._csr is not None:
+            try:
+                self._csr.read(regmap.ID)
+                return self._csr
+            except DriverError:
+                self._drop()
+        return self._client()
+
     def _drop(self) -> None:
         if self._csr is not None:
             self._csr.close()
@@ -159,7 +170,7 @@ class Driver:
         started = time.monotonic()
         entries = self._plan_entries(plan)
         version = _version_int(plan.version)
-        csr = self._client()
+        csr = self._fresh()
         try:
             self._check_hardware(csr)
             active = csr.read(regmap.ACTIVE_BANK) & 1
@@ -225,7 +236,7 @@ class Driver:
         raise PushError(f"switch-over failed, previous table restored: {cause}", rolled_back=True)
 
     def read_state(self) -> DataPlaneState:
-        csr = self._client()
+        csr = self._fresh()
         try:
             active = csr.read(regmap.ACTIVE_BANK) & 1
             _, version, entries = self._read_bank(csr, active)
@@ -239,7 +250,7 @@ class Driver:
 
     def queue_counters(self) -> dict[tuple[int, int], dict[str, int]]:
         """Per (rr_path, lane): the raw queue counters incl. sojourn sum / max in cycles."""
-        csr = self._client()
+        csr = self._fresh()
         o = self.options
         try:
             csr.write(regmap.SNAPSHOT, 1)
@@ -302,7 +313,7 @@ class Driver:
 
     def health(self) -> Health:
         try:
-            csr = self._client()
+            csr = self._fresh()
             self._check_hardware(csr)
             version = self.read_state().version
         except DriverError as e:
