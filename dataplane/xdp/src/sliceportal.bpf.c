@@ -106,6 +106,7 @@ PERCPU(rule_stats, SP_MAX_RULES + 1, struct sp_counter); /* [SP_MAX_RULES] = mis
 PERCPU(lane_stats, SP_MAX_LANE_SLOTS, struct sp_counter);
 PERCPU(slice_stats, SP_MAX_SLICES, struct sp_counter);
 PERCPU(global_stats, SP_G_N, __u64);
+PERCPU(cpumap_drops, SP_MAX_CPUS, __u64); /* by target CPU: its cpumap queue was full */
 
 /* ---- parsing ------------------------------------------------------------------- */
 
@@ -665,6 +666,22 @@ out:
 		}
 	}
 	return verdict;
+}
+
+/* Overload signal: frames the cpumap could not queue for a CPU (its kthread is behind).
+ * tp_btf arguments of xdp_cpumap_enqueue: map_id, processed, drops, to_cpu. */
+SEC("tp_btf/xdp_cpumap_enqueue")
+int sliceportal_cpumap_enqueue(unsigned long long *ctx)
+{
+	__u32 zero = 0;
+	__u32 map_id = ctx[0], drops = ctx[2], cpu = ctx[3];
+	struct sp_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!drops || !cfg || map_id != cfg->cpu_map_id)
+		return 0;
+	__u64 *v = bpf_map_lookup_elem(&cpumap_drops, &cpu);
+	if (v)
+		*v += drops;
+	return 0;
 }
 
 /* Attached to the veth peer of the data-plane interface (driver option tx_peer): veth

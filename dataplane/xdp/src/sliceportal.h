@@ -102,6 +102,8 @@ struct sp_alt {
 struct sp_config {
 	__u32 generation; /* bumped by every push; tables _a live when even, _b when odd */
 	__u32 flags;
+	__u32 cpu_map_id; /* kernel id of our cpu_map: the tracepoint counts only its drops */
+	__u32 pad;
 };
 
 /* Exact-match flow cache: a direct-mapped per-CPU array; a slot holds the full

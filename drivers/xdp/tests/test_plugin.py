@@ -90,3 +90,11 @@ def test_overload_from_cpu_busy_and_softnet_drops() -> None:
 def test_real_proc_files_parse() -> None:
     s = overload.read_sample()
     assert s and all(v.total >= v.busy >= 0 for v in s.values())
+
+
+def test_cpumap_drops_alone_mark_a_cpu() -> None:
+    t0 = overload.sample(STAT_T0, SOFTNET_T0)
+    quiet = overload.sample(STAT_T0, SOFTNET_T0)  # no time passed: no busy share, no softnet drops
+    assert overload.overloaded(t0, quiet, 0.9, {1: 5}, {1: 5}) == set()
+    assert overload.overloaded(t0, quiet, 0.9, {1: 5}, {1: 9, 0: 0}) == {1}
+    assert overload.overloaded(t0, quiet, 0.9, None, {0: 1}) == {0}

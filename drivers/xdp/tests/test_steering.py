@@ -4,6 +4,8 @@ back with XDP_TX (checksums still valid), and every packet is counted where it w
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -114,6 +116,38 @@ def test_overloaded_cpu_sends_its_prioritised_lane_to_alt(steering: Driver) -> N
     finally:
         steering.set_overloaded(None)
     assert steering.run(pkt).retval == XDP_REDIRECT
+
+
+def test_cpumap_queue_drops_mark_the_cpu_overloaded() -> None:
+    # a tiny cpumap queue on CPU 1 and live test runs (redirects really happen): the
+    # queue overflows, the tracepoint program counts it, detection marks the CPU
+    cpu = 1 % (os.cpu_count() or 1)
+    d = Driver(
+        {
+            "record_last": True,
+            "overload_poll_s": 0,
+            "cpumap_qsize": 8,
+            "lane_cpus": {3: cpu},
+            "overload_busy": 1.0,
+            "alt_mac": ALT_MAC,
+            "alt_ip": ALT_IP,
+        }
+    )
+    try:
+        d.apply(d.lower(ir()), noop)
+        if not d.dataplane.traces_cpumap:
+            pytest.skip("no kernel BTF (/sys/kernel/btf/vmlinux): the cpumap tracepoint cannot load")
+        pkt = build_bytes(flow(PRIO_TEID))
+        before = d.raw_counters().cpumap_drops.get(cpu, 0)
+        t = threading.Thread(target=lambda: d.run(pkt, repeat=200_000, live=True))
+        t.start()
+        hot = d.detect_overload(0.3)
+        t.join()
+        assert d.raw_counters().cpumap_drops.get(cpu, 0) > before
+        assert cpu in hot
+        assert d.run(pkt).retval == XDP_TX  # its prioritised lane now goes to alt
+    finally:
+        d.close()
 
 
 def test_counters_follow_the_decisions(steering: Driver) -> None:

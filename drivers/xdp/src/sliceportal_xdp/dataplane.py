@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import ipaddress
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,11 +16,12 @@ from dataclasses import dataclass, field
 from sliceportal.drivers.contract import NativeEntry
 
 from . import layout as L
-from .libbpf import BpfObject, Map, TestRun, test_run
+from .libbpf import BpfObject, Map, TestRun, obj_id, test_run
 from .lowering import TUNNEL_FIELDS, rules_bits, rules_list
 
 Tables = dict[str, list[NativeEntry]]
 PROGRAM = "sliceportal_xdp"
+TRACE_PROGRAM = "sliceportal_cpumap_enqueue"
 
 
 @dataclass
@@ -38,6 +40,7 @@ class RawCounters:
     lanes: dict[int, Counter] = field(default_factory=dict)  # rr_path * MAX_LANES + lane
     slices: dict[int, Counter] = field(default_factory=dict)
     globals: list[int] = field(default_factory=list)
+    cpumap_drops: dict[int, int] = field(default_factory=dict)  # target CPU -> frames
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +125,21 @@ class DataPlane:
     """The object file loaded into the kernel (not yet attached anywhere)."""
 
     def __init__(self, path: str, capacity: dict[str, int]) -> None:
+        # the cpumap-drop tracepoint needs kernel BTF; without it that signal is absent
+        self.traces_cpumap = os.path.exists("/sys/kernel/btf/vmlinux")
         sizes = {}
         for s in ("a", "b"):
             sizes[f"src_lpm_{s}"] = capacity["src_ip"]
             sizes[f"dst_lpm_{s}"] = capacity["dst_ip"]
             for f in TUNNEL_FIELDS:
                 sizes[f"{f}_{s}"] = capacity[f]
-        self.obj = BpfObject(path, sizes)
+        self.obj = BpfObject(path, sizes, () if self.traces_cpumap else (TRACE_PROGRAM,))
         self.prog_fd = self.obj.program_fd(PROGRAM)
         self.versions = (VersionMaps(self.obj, "a"), VersionMaps(self.obj, "b"))
         o = self.obj
         self.config = o.map("config", 4, L.CONFIG.size)
         self._config_mem = self.config.mmap()
+        self._tracing = False
         self.lane_cfg = o.map("lane_cfg", 4, L.LANE_CFG.size)
         self.overload = o.map("overload", 4, 4)
         self.alt = o.map("alt", 4, L.ALT.size)
@@ -144,6 +150,7 @@ class DataPlane:
         self.lane_stats = o.map("lane_stats", 4, L.COUNTER.size, percpu=True)
         self.slice_stats = o.map("slice_stats", 4, L.COUNTER.size, percpu=True)
         self.global_stats = o.map("global_stats", 4, 8, percpu=True)
+        self.cpumap_drops = o.map("cpumap_drops", 4, 8, percpu=True)
 
     def close(self) -> None:
         self._config_mem.close()
@@ -155,11 +162,14 @@ class DataPlane:
         """(generation, flags); the live table copy is ``generation & 1``."""
         raw = self.config.lookup(L.U32.pack(0))
         assert raw is not None  # an array always has index 0
-        generation, flags = L.CONFIG.unpack(raw)
+        generation, flags, _, _ = L.CONFIG.unpack(raw)
         return generation, flags
 
     def write_config(self, generation: int, flags: int) -> None:
-        self.config.update(L.U32.pack(0), L.CONFIG.pack(generation, flags))
+        self.config.update(L.U32.pack(0), L.CONFIG.pack(generation, flags, obj_id(self.cpu_map.fd), 0))
+        if self.traces_cpumap and not self._tracing:
+            self.obj.attach(TRACE_PROGRAM)
+            self._tracing = True
 
     def set_generation(self, generation: int) -> None:
         """Switch versions: one aligned 4-byte store into the mmapped config, so every
@@ -328,6 +338,15 @@ class DataPlane:
                 out[L.U32.unpack(k)[0]] = Counter(*tot)
         return out
 
+    def cpumap_drop_counts(self) -> dict[int, int]:
+        """Target CPU -> frames its cpumap queue refused (monotonic)."""
+        out = {}
+        for k, val in self.cpumap_drops.lookup_all():
+            n = sum(int.from_bytes(val[o : o + 8], "little") for o in range(0, len(val), 8))
+            if n:
+                out[L.U32.unpack(k)[0]] = n
+        return out
+
     def counters(self) -> RawCounters:
         g = [0] * L.G_TX_NO_ALT + [0]
         for k, val in self.global_stats.lookup_all():
@@ -338,12 +357,13 @@ class DataPlane:
             lanes=self._sum_counters(self.lane_stats),
             slices=self._sum_counters(self.slice_stats),
             globals=g,
+            cpumap_drops=self.cpumap_drop_counts(),
         )
 
     # ---- test runs -------------------------------------------------------------------
 
-    def run(self, packet: bytes, repeat: int = 1) -> TestRun:
-        return test_run(self.prog_fd, packet, repeat)
+    def run(self, packet: bytes, repeat: int = 1, live: bool = False) -> TestRun:
+        return test_run(self.prog_fd, packet, repeat, live)
 
     def last_decision(self) -> LastDecision:
         raw = self.last.lookup(L.U32.pack(0))

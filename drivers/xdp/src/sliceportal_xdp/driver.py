@@ -316,7 +316,7 @@ class Driver:
         try:
             with netns(self.options.netns):
                 attached = libbpf.xdp_query_id(self._ifindex, 0)
-            ours = libbpf.prog_id(self.dataplane.prog_fd)
+            ours = libbpf.obj_id(self.dataplane.prog_fd)
         except OSError as e:
             return Health(ok=False, detail=f"{self.options.interface}: {e}", version=state.version)
         if attached != ours:
@@ -336,9 +336,12 @@ class Driver:
 
     def detect_overload(self, period_s: float) -> set[int]:
         """Sample CPU load and softnet drops over ``period_s`` and write the marks."""
-        before = overload.read_sample()
+        dp = self.dataplane
+        before, drops_before = overload.read_sample(), dp.cpumap_drop_counts()
         time.sleep(period_s)
-        hot = overload.overloaded(before, overload.read_sample(), self.options.overload_busy)
+        hot = overload.overloaded(
+            before, overload.read_sample(), self.options.overload_busy, drops_before, dp.cpumap_drop_counts()
+        )
         hot = {c for c in hot if c < L.MAX_CPUS}
         with self._lock:
             if self._dp is not None and not self._manual_overload:
@@ -371,9 +374,10 @@ class Driver:
         ``after_entries`` entries, as a kernel refusing an update would."""
         self._fail_after = after_entries
 
-    def run(self, packet: bytes, repeat: int = 1) -> TestRun:
-        """BPF_PROG_TEST_RUN of the loaded program on ``packet``."""
-        return self.dataplane.run(packet, repeat)
+    def run(self, packet: bytes, repeat: int = 1, live: bool = False) -> TestRun:
+        """BPF_PROG_TEST_RUN of the loaded program on ``packet`` (``live``: the verdicts
+        are carried out, e.g. frames really enter the cpumap)."""
+        return self.dataplane.run(packet, repeat, live)
 
     def last_decision(self) -> LastDecision:
         if not self.options.record_last:

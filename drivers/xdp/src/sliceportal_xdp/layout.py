@@ -29,7 +29,7 @@ META = struct.Struct("<8I32s")  # words rules lanes paths miss_mode miss_lane mi
 QOS = struct.Struct("<QQ")  # rate_Bps, burst_bytes
 LANE_CFG = struct.Struct("<II")  # cpu, flags
 ALT = struct.Struct("<6s6sII")  # dst_mac, src_mac, dst_ip (network order), valid
-CONFIG = struct.Struct("<II")  # generation (bit 0 = live copy), flags
+CONFIG = struct.Struct("<IIII")  # generation (bit 0 = live copy), flags, cpu_map_id, pad
 COUNTER = struct.Struct("<6Q")  # packets bytes alt drop_rate steered passed
 CPUMAP_VAL = struct.Struct("<II")  # qsize, prog fd (0 = none)
 LAST = struct.Struct("<IHBBII5IHBB")

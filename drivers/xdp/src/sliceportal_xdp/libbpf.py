@@ -73,6 +73,9 @@ def _load() -> ctypes.CDLL:
         "bpf_map__set_max_entries": (i, [vp, u32]),
         "bpf_map__max_entries": (u32, [vp]),
         "bpf_program__fd": (i, [vp]),
+        "bpf_program__set_autoload": (i, [vp, ctypes.c_bool]),
+        "bpf_program__attach": (vp, [vp]),
+        "bpf_link__destroy": (i, [vp]),
         "bpf_map_update_elem": (i, [i, vp, vp, ctypes.c_uint64]),
         "bpf_map_lookup_elem": (i, [i, vp, vp]),
         "bpf_map_delete_elem": (i, [i, vp]),
@@ -226,14 +229,19 @@ class Map:
 class BpfObject:
     """An opened and loaded BPF object file; maps and programs by name."""
 
-    def __init__(self, path: str, max_entries: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, path: str, max_entries: dict[str, int] | None = None, skip_programs: tuple[str, ...] = ()
+    ) -> None:
         obj = _lib.bpf_object__open_file(path.encode(), None)
         if not obj or _lib.libbpf_get_error(obj):
             raise BpfError(ctypes.get_errno() or errno.ENOENT, f"cannot open BPF object {path}")
         self._obj: int | None = obj
+        self._links: list[int] = []
         try:
             for name, n in (max_entries or {}).items():
                 _check(_lib.bpf_map__set_max_entries(self._map_ptr(name), n), f"resize {name}")
+            for prog in skip_programs:
+                _check(_lib.bpf_program__set_autoload(self._prog_ptr(prog), False), f"skip {prog}")
             _check(_lib.bpf_object__load(obj), f"load {path} (needs root / CAP_BPF; see dmesg)")
         except Exception:
             self.close()
@@ -256,20 +264,37 @@ class BpfObject:
             percpu,
         )
 
-    def program_fd(self, name: str) -> int:
+    def _prog_ptr(self, name: str) -> int:
         p = _lib.bpf_object__find_program_by_name(self._obj, name.encode())
         if not p:
             raise KeyError(f"no program {name!r} in the BPF object")
-        return _check(_lib.bpf_program__fd(p), f"fd of {name}")
+        return int(p)
+
+    def program_fd(self, name: str) -> int:
+        return _check(_lib.bpf_program__fd(self._prog_ptr(name)), f"fd of {name}")
+
+    def attach(self, name: str) -> None:
+        """Attach a tracing program where its section says (kept until ``close``)."""
+        link = _lib.bpf_program__attach(self._prog_ptr(name))
+        if not link or _lib.libbpf_get_error(link):
+            raise BpfError(ctypes.get_errno() or errno.EINVAL, f"attach {name}")
+        self._links.append(int(link))
 
     def close(self) -> None:
+        for link in self._links:
+            _lib.bpf_link__destroy(link)
+        self._links = []
         if self._obj:
             _lib.bpf_object__close(self._obj)
             self._obj = None
 
 
-def test_run(prog_fd: int, data: bytes, repeat: int = 1) -> TestRun:
-    """BPF_PROG_TEST_RUN: run the program on ``data`` (``repeat`` times)."""
+BPF_F_TEST_XDP_LIVE_FRAMES = 1 << 1
+
+
+def test_run(prog_fd: int, data: bytes, repeat: int = 1, live: bool = False) -> TestRun:
+    """BPF_PROG_TEST_RUN: run the program on ``data`` (``repeat`` times). ``live`` carries
+    out the verdicts (XDP_TX / redirects really happen; no output data)."""
     out = ctypes.create_string_buffer(len(data) + 512)
     opts = _TestRunOpts()
     opts.sz = ctypes.sizeof(_TestRunOpts)
@@ -279,16 +304,20 @@ def test_run(prog_fd: int, data: bytes, repeat: int = 1) -> TestRun:
     opts.data_out = ctypes.cast(out, ctypes.c_void_p)
     opts.data_size_out = len(out)
     opts.repeat = repeat
+    if live:
+        opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES
+        opts.data_out = None
+        opts.data_size_out = 0
     _check(_lib.bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), "BPF_PROG_TEST_RUN")
-    return TestRun(opts.retval, out.raw[: opts.data_size_out], opts.duration)
+    return TestRun(opts.retval, b"" if live else out.raw[: opts.data_size_out], opts.duration)
 
 
-def prog_id(prog_fd: int) -> int:
-    """The kernel's id of a loaded program (what ``xdp_query_id`` reports when attached)."""
+def obj_id(fd: int) -> int:
+    """The kernel's id of a loaded program or map (``xdp_query_id`` reports program ids)."""
     info = ctypes.create_string_buffer(256)
     n = ctypes.c_uint32(len(info))
-    _check(_lib.bpf_obj_get_info_by_fd(prog_fd, info, ctypes.byref(n)), "program info")
-    return int.from_bytes(info.raw[4:8], "little")  # struct bpf_prog_info: type, id, ...
+    _check(_lib.bpf_obj_get_info_by_fd(fd, info, ctypes.byref(n)), "object info")
+    return int.from_bytes(info.raw[4:8], "little")  # bpf_prog_info / bpf_map_info: type, id, ...
 
 
 def xdp_attach(ifindex: int, prog_fd: int, flags: int = XDP_FLAGS_DRV_MODE) -> None:

@@ -1,9 +1,10 @@
 """CPU overload detection from real signals (seed 001 §6: mpstat and softnet_stat).
 
 A CPU counts as overloaded over a sampling period when it was busy (not idle / iowait)
-for at least ``busy`` of the period, or when its softnet backlog dropped packets or ran
-out of budget (time_squeeze) during it — the symptoms of a CPU that can no longer take
-what the steering sends it.
+for at least ``busy`` of the period, when its softnet backlog dropped packets or ran
+out of budget (time_squeeze) during it, or when the cpumap could not queue frames for
+it (counted by the data plane's xdp_cpumap_enqueue tracepoint program) — the symptoms
+of a CPU that can no longer take what the steering sends it.
 """
 
 from __future__ import annotations
@@ -51,8 +52,14 @@ def sample(stat_text: str, softnet_text: str) -> dict[int, CpuSample]:
     return {cpu: CpuSample(b, t, *sn.get(cpu, (0, 0))) for cpu, (b, t) in st.items()}
 
 
-def overloaded(before: dict[int, CpuSample], after: dict[int, CpuSample], busy: float) -> set[int]:
-    hot = set()
+def overloaded(
+    before: dict[int, CpuSample],
+    after: dict[int, CpuSample],
+    busy: float,
+    cpumap_before: dict[int, int] | None = None,
+    cpumap_after: dict[int, int] | None = None,
+) -> set[int]:
+    hot = {cpu for cpu, n in (cpumap_after or {}).items() if n > (cpumap_before or {}).get(cpu, 0)}
     for cpu, a in after.items():
         b = before.get(cpu)
         if b is None:
