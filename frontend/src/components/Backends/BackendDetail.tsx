@@ -1,0 +1,154 @@
+// One backend: rule preview (native entries, usage against capacity), deploy with live progress,
+// and the deployment history with diffs and rollback.
+import { useState } from "react";
+import {
+  Alert, Badge, Button, Code, Group, NumberInput, Paper, Progress, SimpleGrid, Stack, Table, Text, Title,
+} from "@mantine/core";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useParams } from "react-router";
+import { api, ApiProblem, unwrap } from "../../api/client";
+import { PageTitle } from "../common/PageTitle";
+import { ProblemAlert, QueryView } from "../common/QueryView";
+import { streamDeploy, type Deployment, type ProgressEvent } from "./deployStream";
+
+function Preview({ backendId }: { backendId: number }) {
+  const preview = useQuery({
+    queryKey: ["preview", { backendId }],
+    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/preview", { params: { path: { backend_id: backendId } } })),
+  });
+  return (
+    <QueryView query={preview} what="preview">
+      {(p) => (
+        <Stack>
+          <Group gap="xl">
+            <Text>Driver <b>{p.driver}</b></Text>
+            <Text data-testid="preview-rules">Rules: {p.rules_before} IR → <b>{p.rules_after}</b> native</Text>
+            <Text>Flows {p.flows}</Text><Text>{p.paths} paths × {p.lanes} lanes</Text>
+          </Group>
+          <SimpleGrid cols={{ base: 1, sm: 2 }}>
+            {Object.entries(p.usage).map(([table, u]) => {
+              const pct = u.capacity > 0 ? (100 * u.used) / u.capacity : 0;
+              return (
+                <div key={table}>
+                  <Text size="sm">{table}: {u.used} / {u.capacity} ({pct.toFixed(1)} %)</Text>
+                  <Progress value={pct} color={pct > 90 ? "red" : pct > 70 ? "orange" : "blue"} aria-label={`${table} usage`} />
+                </div>
+              );
+            })}
+          </SimpleGrid>
+          {Object.entries(p.tables).map(([table, entries]) => (
+            <details key={table}>
+              <summary>{table}: {Array.isArray(entries) ? entries.length : 0} native entries</summary>
+              <Code block mah={300} style={{ overflow: "auto" }}>{JSON.stringify(entries, null, 1).slice(0, 20000)}</Code>
+            </details>
+          ))}
+        </Stack>
+      )}
+    </QueryView>
+  );
+}
+
+function diffSummary(diff: Record<string, unknown>): string {
+  const tables = (diff.tables ?? diff) as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const [name, t] of Object.entries(tables)) {
+    if (typeof t !== "object" || t === null) continue;
+    const d = t as { added?: unknown[]; removed?: unknown[]; modified?: unknown[] };
+    if (!Array.isArray(d.added) && !Array.isArray(d.removed)) continue;
+    parts.push(`${name}: +${d.added?.length ?? 0} −${d.removed?.length ?? 0} ~${d.modified?.length ?? 0}`);
+  }
+  return parts.join(", ") || "no changes";
+}
+
+export function BackendDetail() {
+  const id = Number(useParams().backendId);
+  const qc = useQueryClient();
+  const backend = useQuery({
+    queryKey: ["backends", { id }],
+    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}", { params: { path: { backend_id: id } } })),
+  });
+  const history = useQuery({
+    queryKey: ["deployments", { id }],
+    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/deployments", { params: { path: { backend_id: id }, query: { sort: "-id", limit: 20 } } })),
+  });
+  const [progress, setProgress] = useState<ProgressEvent | null>(null);
+  const [outcome, setOutcome] = useState<Deployment | null>(null);
+  const [failure, setFailure] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const [rollbackTo, setRollbackTo] = useState<number | string>("");
+
+  async function run(url: string, body?: unknown) {
+    setBusy(true); setOutcome(null); setFailure(null); setProgress(null);
+    try {
+      setOutcome(await streamDeploy(url, body, setProgress));
+    } catch (e) {
+      setFailure(e);
+    } finally {
+      setBusy(false);
+      await qc.invalidateQueries({ queryKey: ["deployments"] });
+      await qc.invalidateQueries({ queryKey: ["slices"] });
+      await qc.invalidateQueries({ queryKey: ["preview"] });
+    }
+  }
+
+  return (
+    <QueryView query={backend} what="backend">
+      {(b) => (
+        <Stack>
+          <PageTitle actions={<Badge>{b.health}</Badge>}>Backend {b.name}</PageTitle>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Rule preview</Title>
+            <Preview backendId={b.id} />
+          </Paper>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Deploy</Title>
+            <Group>
+              <Button onClick={() => run(`/api/v1/backends/${b.id}/deployments`)} loading={busy}>Deploy now</Button>
+              <NumberInput aria-label="Rule set number to roll back to" placeholder="rule set #" min={1} w={140}
+                value={rollbackTo} onChange={setRollbackTo} />
+              <Button variant="light" color="orange" disabled={busy || rollbackTo === ""}
+                onClick={() => run(`/api/v1/backends/${b.id}/rollback`, { rule_set: Number(rollbackTo) })}>Roll back</Button>
+            </Group>
+            {progress && (
+              <Stack gap={4} mt="sm">
+                <Text size="sm" data-testid="deploy-phase">{progress.phase}: {progress.done}/{progress.total} {progress.message}</Text>
+                <Progress value={progress.total ? (100 * progress.done) / progress.total : 100} aria-label="Deploy progress" animated={busy} />
+              </Stack>
+            )}
+            {outcome && (
+              <Alert mt="sm" color={outcome.status === "succeeded" || outcome.status === "success" ? "green" : "orange"}
+                title={`Deployment ${outcome.status}`} data-testid="deploy-outcome">
+                {diffSummary(outcome.diff)}{outcome.duration_s != null && ` in ${outcome.duration_s.toFixed(2)} s`}
+                {outcome.error && <Text c="red">{outcome.error}</Text>}
+              </Alert>
+            )}
+            {failure !== null && <ProblemAlert error={failure instanceof ApiProblem ? failure : String(failure)} />}
+          </Paper>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Deployment history</Title>
+            <QueryView query={history}>
+              {(page) => (
+                <Table.ScrollContainer minWidth={700}>
+                  <Table striped aria-label="Deployments">
+                    <Table.Thead><Table.Tr><Table.Th>#</Table.Th><Table.Th>When</Table.Th><Table.Th>Kind</Table.Th>
+                      <Table.Th>Status</Table.Th><Table.Th>Who</Table.Th><Table.Th>Diff</Table.Th><Table.Th>Duration</Table.Th></Table.Tr></Table.Thead>
+                    <Table.Tbody>
+                      {page.data.map((d) => (
+                        <Table.Tr key={d.id}>
+                          <Table.Td>{d.id}</Table.Td><Table.Td>{new Date(d.created_at).toLocaleString()}</Table.Td>
+                          <Table.Td>{d.kind}</Table.Td><Table.Td>{d.status}{d.rolled_back ? " (rolled back)" : ""}</Table.Td>
+                          <Table.Td>{d.actor}</Table.Td><Table.Td>{diffSummary(d.diff)}{d.error && <Text c="red" size="xs">{d.error}</Text>}</Table.Td>
+                          <Table.Td>{d.duration_s != null ? `${d.duration_s.toFixed(2)} s` : "—"}</Table.Td>
+                        </Table.Tr>
+                      ))}
+                    </Table.Tbody>
+                  </Table>
+                </Table.ScrollContainer>
+              )}
+            </QueryView>
+          </Paper>
+        </Stack>
+      )}
+    </QueryView>
+  );
+}

@@ -1,0 +1,56 @@
+// Operator overview: backends and their health, slices by state.
+import { Anchor, Badge, Card, Group, SimpleGrid, Stack, Text, Title } from "@mantine/core";
+import { useQueries } from "@tanstack/react-query";
+import { Link } from "react-router";
+import { api, unwrap } from "../../api/client";
+import { PageTitle } from "../common/PageTitle";
+import { QueryView } from "../common/QueryView";
+import { useBackends } from "../Slices/queries";
+import { StateBadge } from "../Slices/StateBadge";
+
+const STATES = ["draft", "compiled", "deployed", "degraded", "failed"] as const;
+const HEALTH: Record<string, string> = { ok: "green", healthy: "green", degraded: "orange", down: "red", unreachable: "red" };
+
+export function OverviewPage() {
+  const backends = useBackends();
+  const counts = useQueries({
+    queries: STATES.map((state) => {
+      const query = { state, limit: 1 };
+      return { queryKey: ["slices", query], queryFn: () => unwrap(api.GET("/api/v1/slices", { params: { query } })) };
+    }),
+  });
+  return (
+    <>
+      <PageTitle>Overview</PageTitle>
+      <Title order={2} size="h4" mb="sm">Slices by state</Title>
+      <SimpleGrid cols={{ base: 2, sm: 3, lg: 5 }} mb="lg">
+        {STATES.map((state, i) => (
+          <Card key={state} withBorder component={Link} to={`/slices`} aria-label={`${counts[i]?.data?.count ?? "…"} slices ${state}`}>
+            <StateBadge state={state} />
+            <Text fz={28} fw={700} data-testid={`slices-${state}`}>{counts[i]?.data?.count ?? "…"}</Text>
+          </Card>
+        ))}
+      </SimpleGrid>
+      <Title order={2} size="h4" mb="sm">Backends</Title>
+      <QueryView query={backends}>
+        {(page) => (
+          <SimpleGrid cols={{ base: 1, sm: 2, lg: 3 }}>
+            {page.count === 0 && <Text c="dimmed">No backends registered.</Text>}
+            {page.data.map((b) => (
+              <Card key={b.id} withBorder>
+                <Stack gap={4}>
+                  <Group justify="space-between">
+                    <Anchor component={Link} to={`/backends/${b.id}`} fw={600}>{b.name}</Anchor>
+                    <Badge color={HEALTH[b.health] ?? "gray"}>{b.health}</Badge>
+                  </Group>
+                  <Text size="sm">{b.driver} · {b.paths} paths × {b.lanes} lanes</Text>
+                  {b.health_detail && <Text size="xs" c="dimmed">{b.health_detail}</Text>}
+                </Stack>
+              </Card>
+            ))}
+          </SimpleGrid>
+        )}
+      </QueryView>
+    </>
+  );
+}

@@ -1,0 +1,81 @@
+// One slice: its SLA (editable by operators), services and live KPIs.
+import { useState } from "react";
+import { Button, Group, Paper, Stack, Table, Text, Title } from "@mantine/core";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useParams } from "react-router";
+import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
+import { useSession } from "../../auth/session";
+import { LaneStrip } from "../common/LaneStrip";
+import { PageTitle } from "../common/PageTitle";
+import { ProblemAlert, QueryView } from "../common/QueryView";
+import { SliceKpis } from "../Kpis/SliceKpis";
+import { useSlice } from "./queries";
+import { SlaFields, SLA_FIELDS, type Sla } from "./SlaFields";
+import { StateBadge } from "./StateBadge";
+
+type Slice = Schemas["SlicePublic"];
+
+function SlaEditor({ slice }: { slice: Slice }) {
+  const qc = useQueryClient();
+  const [sla, setSla] = useState<Sla>(slice.sla);
+  const save = useMutation({
+    mutationFn: () => unwrap(api.PATCH("/api/v1/slices/{slice_id}", {
+      params: { path: { slice_id: slice.id } }, body: { sla, version: slice.version },
+    })),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ["slices"] }),
+  });
+  const problem = save.error instanceof ApiProblem ? save.error : null;
+  return (
+    <Stack>
+      {save.isError && <ProblemAlert error={save.error} />}
+      <SlaFields value={sla} onChange={setSla} error={(f) => problem?.fieldMessage(f)} />
+      <Group justify="flex-end"><Button loading={save.isPending} onClick={() => save.mutate()}>Save SLA</Button></Group>
+    </Stack>
+  );
+}
+
+export function SliceDetail() {
+  const id = Number(useParams().sliceId);
+  const slice = useSlice(id);
+  const { me } = useSession();
+  if (!Number.isSafeInteger(id) || id <= 0) return <QueryView query={{ ...slice, isPending: false, isError: true, error: new ApiProblem(404, "Not Found") } as typeof slice} what="slice">{() => null}</QueryView>;
+  return (
+    <QueryView query={slice} what="slice">
+      {(s) => (
+        <Stack>
+          <PageTitle actions={<StateBadge state={s.state} />}>Slice {s.name}</PageTitle>
+          <Group><Text>{s.slice_type_name}</Text><LaneStrip lanes={s.lanes} label={s.slice_type_name} /></Group>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Live KPIs</Title>
+            <SliceKpis slice={s} />
+          </Paper>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">SLA</Title>
+            {me?.role === "operator" ? <SlaEditor key={s.version} slice={s} /> : (
+              <Table aria-label="SLA"><Table.Tbody>
+                {SLA_FIELDS.map((f) => (
+                  <Table.Tr key={f.key}><Table.Th>{f.label}</Table.Th><Table.Td>{s.sla[f.key] ?? "—"} {s.sla[f.key] != null && f.unit}</Table.Td></Table.Tr>
+                ))}
+              </Table.Tbody></Table>
+            )}
+          </Paper>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Services</Title>
+            <Table aria-label="Services">
+              <Table.Thead><Table.Tr><Table.Th>Service</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Dst ports</Table.Th><Table.Th>DSCP</Table.Th></Table.Tr></Table.Thead>
+              <Table.Tbody>
+                {s.services.map((svc) => (
+                  <Table.Tr key={svc.id}>
+                    <Table.Td>{svc.name}</Table.Td><Table.Td>{svc.lane}</Table.Td>
+                    <Table.Td>{svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}</Table.Td>
+                    <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Paper>
+        </Stack>
+      )}
+    </QueryView>
+  );
+}

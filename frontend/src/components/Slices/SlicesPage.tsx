@@ -1,0 +1,60 @@
+import { Anchor, Button, Group, Select, Table, TextInput } from "@mantine/core";
+import { useState } from "react";
+import { Link } from "react-router";
+import { useSession } from "../../auth/session";
+import { LaneStrip } from "../common/LaneStrip";
+import { PageTitle } from "../common/PageTitle";
+import { Pager } from "../common/Pager";
+import { QueryView } from "../common/QueryView";
+import { usePageParams } from "../common/usePaged";
+import { useSlices } from "./queries";
+import { StateBadge } from "./StateBadge";
+
+const STATES = ["draft", "compiled", "deployed", "degraded", "failed"];
+
+export function SlicesPage() {
+  const { me } = useSession();
+  const [params, setParams] = usePageParams({ sort: "name" });
+  const [state, setState] = useState<string | null>(null);
+  const slices = useSlices(params, state ?? undefined);
+  return (
+    <>
+      <PageTitle actions={me?.role === "operator" && <Button component={Link} to="/slices/new">New slice</Button>}>
+        Slices
+      </PageTitle>
+      <Group mb="sm" align="end">
+        <TextInput label="Search slices" maw={280} value={params.q} onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })} />
+        <Select label="State" clearable data={STATES} value={state} onChange={(v) => { setState(v); setParams({ page: 1 }); }} w={160} />
+      </Group>
+      <QueryView query={slices}>
+        {(page) => (
+          <>
+            <Table.ScrollContainer minWidth={700}>
+              <Table striped highlightOnHover aria-label="Slices">
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Name</Table.Th><Table.Th>Type</Table.Th><Table.Th>Lanes</Table.Th>
+                    <Table.Th>State</Table.Th><Table.Th>Rate limit</Table.Th><Table.Th>Max delay</Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
+                <Table.Tbody>
+                  {page.data.map((s) => (
+                    <Table.Tr key={s.id}>
+                      <Table.Td><Anchor component={Link} to={`/slices/${s.id}`} fw={600}>{s.name}</Anchor></Table.Td>
+                      <Table.Td>{s.slice_type_name}</Table.Td>
+                      <Table.Td><LaneStrip lanes={s.lanes} label={s.name} /></Table.Td>
+                      <Table.Td><StateBadge state={s.state} /></Table.Td>
+                      <Table.Td>{s.sla.rate_limit_mbps != null ? `${s.sla.rate_limit_mbps} Mbit/s` : "—"}</Table.Td>
+                      <Table.Td>{s.sla.max_delay_ms != null ? `${s.sla.max_delay_ms} ms` : "—"}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Table.ScrollContainer>
+            <Pager count={page.count} params={params} onPage={(p) => setParams({ page: p })} />
+          </>
+        )}
+      </QueryView>
+    </>
+  );
+}

@@ -1,0 +1,29 @@
+import { StrictMode } from "react";
+import { createRoot } from "react-dom/client";
+import { MantineProvider } from "@mantine/core";
+import { QueryClientProvider } from "@tanstack/react-query";
+import { BrowserRouter } from "react-router";
+import "@mantine/core/styles.css";
+import "uplot/dist/uPlot.min.css";
+import { App } from "./App";
+import { SessionProvider } from "./auth/session";
+import { queryClient } from "./components/common/queryClient";
+import { Notes } from "./components/common/Notes";
+
+const root = document.getElementById("root");
+if (!root) throw new Error("#root missing from index.html");
+
+createRoot(root).render(
+  <StrictMode>
+    <MantineProvider>
+      <QueryClientProvider client={queryClient}>
+        <BrowserRouter>
+          <SessionProvider>
+            <App />
+            <Notes />
+          </SessionProvider>
+        </BrowserRouter>
+      </QueryClientProvider>
+    </MantineProvider>
+  </StrictMode>,
+);
