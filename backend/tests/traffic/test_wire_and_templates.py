@@ -12,7 +12,7 @@ from scapy.layers.l2 import Ether
 from sliceportal.traffic import packets
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal.traffic.scenarios import ScenarioFlow
-from sliceportal.traffic.templates import make_template
+from sliceportal.traffic.templates import make_template, make_templates
 from sliceportal.traffic.wire import locate
 
 SHAPES = [(e, v, p) for e in Encap for v in (None, 42) for p in ("udp", "tcp")]
@@ -98,3 +98,39 @@ def test_stamped_checksums_verify_in_scapy() -> None:
     stored = l4.chksum
     del l4.chksum
     assert Ether(bytes(pkt)).getlayer(TCP).chksum == stored
+
+
+_ip = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
+
+
+@st.composite
+def _random_flows(draw: st.DrawFn) -> list[ScenarioFlow]:
+    """Flows of mixed shapes and sizes with random field values, as one scenario."""
+    out = []
+    for i in range(draw(st.integers(1, 12))):
+        encap, vlan, proto = draw(st.sampled_from(SHAPES))
+        flow = Flow(
+            draw(_ip),
+            draw(_ip),
+            draw(st.integers(0, 65535)),
+            dscp=draw(st.integers(0, 63)),
+            src_port=draw(st.integers(0, 65535)),
+            proto=proto,
+            vni=draw(st.integers(0, 2**24 - 1)),
+            teid=draw(st.integers(0, 2**32 - 1)),
+            vlan=None if vlan is None else draw(st.integers(0, 4095)),
+            encap=encap,
+        )
+        floor = len(packets.build_bytes(flow, bytes(packets.PAYLOAD_HEADER.size)))
+        size = floor + draw(st.sampled_from([0, 1, 2, 3, 100, 1001]))
+        out.append(ScenarioFlow(draw(st.integers(0, 2**32 - 1)), flow, 0, i, 0, 0, frame_size=size))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(_random_flows())
+def test_patched_templates_are_byte_identical_to_scapy(flows: list[ScenarioFlow]) -> None:
+    fast = make_templates(flows)
+    for sf, tpl in zip(flows, fast, strict=True):
+        assert tpl.frame == make_template(sf).frame, sf
+        assert tpl.frame_at(5, 77) == make_template(sf).frame_at(5, 77)

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from sliceportal.traffic.packets import Underlay
 from sliceportal.traffic.profiles import Profile
 from sliceportal.traffic.scenarios import DEFAULT_UNDERLAY, ScenarioError, ScenarioFlow
-from sliceportal.traffic.templates import make_template
+from sliceportal.traffic.templates import make_templates
 
 LINKTYPE_ETHERNET = 1
 # pcap with nanosecond timestamps (magic 0xa1b23c4d), version 2.4, snaplen 262144.
@@ -57,7 +57,7 @@ def write_pcap(
         raise ScenarioError("no flows to write")
     if packets is None and duration_s is None:
         raise ScenarioError("give packets and/or duration_s, or the file never ends")
-    templates = [make_template(sf, underlay) for sf in flows]
+    templates = make_templates(flows, underlay)
     seqs = [0] * len(flows)
     start = time.time_ns() if start_ns is None else start_ns
     limit_ns = None if duration_s is None else int(duration_s * 1e9)

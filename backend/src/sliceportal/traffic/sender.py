@@ -24,7 +24,7 @@ from sliceportal.traffic import netns
 from sliceportal.traffic.packets import Underlay
 from sliceportal.traffic.pcapgen import SentReport
 from sliceportal.traffic.scenarios import DEFAULT_UNDERLAY, ScenarioError, ScenarioFlow
-from sliceportal.traffic.templates import make_template
+from sliceportal.traffic.templates import make_templates
 
 SNDBUF_BYTES = 16 << 20
 SO_SNDBUFFORCE = 32  # not exported by the socket module
@@ -85,7 +85,7 @@ def send(
         burst = max(32, int((rate_pps or 0) * 0.02))
     if burst < 1:
         raise ScenarioError(f"burst must be >= 1, got {burst}")
-    templates = [make_template(sf, underlay) for sf in flows]
+    templates = make_templates(flows, underlay)
     seqs = [0] * len(flows)
     budget = packets if packets is not None else -1
     n = refused = total_bytes = 0

@@ -10,8 +10,10 @@ complement sum of 16-bit words of an integer is that integer modulo 0xFFFF.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sliceportal.traffic.framepatch import zero_stamp_frames
 from sliceportal.traffic.packets import PAYLOAD_HEADER, Underlay, build_bytes, payload
 from sliceportal.traffic.scenarios import DEFAULT_UNDERLAY, ScenarioError, ScenarioFlow
 from sliceportal.traffic.scenarios import header_len as scenario_header_len
@@ -66,11 +68,24 @@ class Template:
 
 
 def make_template(sf: ScenarioFlow, underlay: Underlay = DEFAULT_UNDERLAY) -> Template:
-    header_len = scenario_header_len(sf.flow, underlay)
-    size = sf.frame_size - header_len
+    """One flow's template, built by scapy (the reference; ``make_templates`` for many)."""
+    size = sf.frame_size - scenario_header_len(sf.flow, underlay)
     if size < PAYLOAD_HEADER.size:
         raise ScenarioError(f"frame size {sf.frame_size} B leaves no room for the payload header")
-    frame = build_bytes(sf.flow, payload(sf.flow_id, 0, 0, size), underlay)
+    return _from_frame(sf, build_bytes(sf.flow, payload(sf.flow_id, 0, 0, size), underlay), underlay)
+
+
+def make_templates(flows: Sequence[ScenarioFlow], underlay: Underlay = DEFAULT_UNDERLAY) -> list[Template]:
+    """Templates of many flows: one scapy build per shape, the rest patched (``framepatch``)."""
+    for sf in flows:
+        if sf.frame_size - scenario_header_len(sf.flow, underlay) < PAYLOAD_HEADER.size:
+            raise ScenarioError(f"frame size {sf.frame_size} B leaves no room for the payload header")
+    frames = zero_stamp_frames(flows, underlay)
+    return [_from_frame(sf, frame, underlay) for sf, frame in zip(flows, frames, strict=True)]
+
+
+def _from_frame(sf: ScenarioFlow, frame: bytes, underlay: Underlay) -> Template:
+    header_len = scenario_header_len(sf.flow, underlay)
     is_udp = sf.flow.proto != "tcp"
     # build() ends in a UDP (8 B) or option-less TCP (20 B) header right before the payload.
     l4_offset = header_len - (8 if is_udp else 20)
