@@ -175,3 +175,24 @@ def test_close_detaches_and_the_testbed_cleans_up() -> None:
         out = tb.exec("core", ["ip", "-j", "link", "show", "eth0"]).stdout
         assert '"xdp"' not in out
     assert not any(ns.startswith(prefix) for ns in os.listdir("/run/netns"))
+
+
+def test_the_overload_poller_marks_a_busy_cpu_and_respects_pins() -> None:
+    cpu = 1 % (os.cpu_count() or 1)
+    with Testbed(f"spo{os.getpid() % 100000}-") as tb:
+        d = Driver({"interface": "eth0", "netns": tb["core"].netns, "overload_poll_s": 0.3})
+        spinner = mp.get_context("fork").Process(target=_spin, args=(3.0,))
+        try:
+            d.apply(d.lower(seed001_ir()), noop)
+            spinner.start()
+            os.sched_setaffinity(spinner.pid, {cpu})
+            deadline = time.monotonic() + 2.5
+            while cpu not in d.dataplane.overloaded() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert cpu in d.dataplane.overloaded()
+            d.set_overloaded(set())  # pinned: the poller must leave the marks alone
+            time.sleep(0.8)
+            assert d.dataplane.overloaded() == set()
+        finally:
+            spinner.join()
+            d.close()

@@ -159,53 +159,9 @@ class Driver:
                 hint="needs root (CAP_BPF + CAP_NET_ADMIN) and a built object",
             ) from e
         try:
-            ncpu = os.cpu_count() or 1
-            flags = (
-                (L.CFG_MISS_TO_ALT if o.misses_to_alt else 0)
-                | (L.CFG_RECORD_LAST if o.record_last else 0)
-                | (0 if o.flow_cache else L.CFG_NO_CACHE)
-            )
-            dp.write_config(0, flags)
-            for lane in range(L.MAX_LANES):
-                cpu = o.lane_cpus.get(lane, lane % ncpu)
-                if not 0 <= cpu < min(ncpu, L.MAX_CPUS):
-                    raise DriverError(f"lane {lane}: CPU {cpu} does not exist (0..{ncpu - 1})")
-                if lane in o.alt_lanes:
-                    lflags = L.LANE_ALT
-                else:
-                    lflags = L.LANE_STEER if o.steer == "cpumap" else 0
-                    if o.steer == "cpumap":
-                        dp.enable_cpu(cpu, o.cpumap_qsize)
-                dp.set_lane(lane, cpu, lflags)
+            self._configure(dp)
             if o.interface is not None:
-                self._ifindex = if_index(o.interface, o.netns)
-                if o.alt_mac and o.alt_ip:
-                    src = o.src_mac or if_mac(o.interface, o.netns)
-                    dp.set_alt(
-                        bytes.fromhex(o.alt_mac.replace(":", "")),
-                        bytes.fromhex(src.replace(":", "")),
-                        o.alt_ip.packed,
-                    )
-                mode = libbpf.XDP_FLAGS_DRV_MODE if o.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
-                with netns(o.netns):
-                    libbpf.xdp_attach(self._ifindex, dp.prog_fd, mode)
-                if o.tx_peer:
-                    pns, _, pif = o.tx_peer.rpartition("/")
-                    peer = (pns or None, if_index(pif, pns or None))
-                    with netns(peer[0]):
-                        libbpf.xdp_attach(peer[1], dp.obj.program_fd("sliceportal_peer_pass"), mode)
-                    self._peer = peer
-                if o.overload_poll_s > 0:
-                    self._poller = threading.Thread(
-                        target=self._poll_overload, daemon=True, name=f"xdp-overload-{o.interface}"
-                    )
-                    self._poller.start()
-            elif o.alt_mac and o.alt_ip:
-                dp.set_alt(
-                    bytes.fromhex(o.alt_mac.replace(":", "")),
-                    bytes.fromhex((o.src_mac or "02:00:00:00:00:00").replace(":", "")),
-                    o.alt_ip.packed,
-                )
+                self._attach(dp, o.interface)
         except (OSError, DriverError) as e:
             self._detach()
             dp.close()
@@ -216,6 +172,50 @@ class Driver:
                 hint="check the interface and namespace names",
             ) from e
         return dp
+
+    def _configure(self, dp: DataPlane) -> None:
+        """Global flags, lanes -> CPUs (cpumap entries) and the alt node."""
+        o = self.options
+        ncpu = os.cpu_count() or 1
+        flags = (
+            (L.CFG_MISS_TO_ALT if o.misses_to_alt else 0)
+            | (L.CFG_RECORD_LAST if o.record_last else 0)
+            | (0 if o.flow_cache else L.CFG_NO_CACHE)
+        )
+        dp.write_config(0, flags)
+        for lane in range(L.MAX_LANES):
+            cpu = o.lane_cpus.get(lane, lane % ncpu)
+            if not 0 <= cpu < min(ncpu, L.MAX_CPUS):
+                raise DriverError(f"lane {lane}: CPU {cpu} does not exist (0..{ncpu - 1})")
+            if lane in o.alt_lanes:
+                lane_flags = L.LANE_ALT
+            elif o.steer == "cpumap":
+                lane_flags = L.LANE_STEER
+                dp.enable_cpu(cpu, o.cpumap_qsize)
+            else:
+                lane_flags = 0
+            dp.set_lane(lane, cpu, lane_flags)
+        if o.alt_mac and o.alt_ip:
+            # XDP_TX frames leave with the interface's own MAC as source
+            src = o.src_mac or (if_mac(o.interface, o.netns) if o.interface else "02:00:00:00:00:00")
+            mac = bytes.fromhex
+            dp.set_alt(mac(o.alt_mac.replace(":", "")), mac(src.replace(":", "")), o.alt_ip.packed)
+
+    def _attach(self, dp: DataPlane, interface: str) -> None:
+        o = self.options
+        self._ifindex = if_index(interface, o.netns)
+        mode = libbpf.XDP_FLAGS_DRV_MODE if o.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
+        with netns(o.netns):
+            libbpf.xdp_attach(self._ifindex, dp.prog_fd, mode)
+        if o.tx_peer:
+            pns, _, pif = o.tx_peer.rpartition("/")
+            peer = (pns or None, if_index(pif, pns or None))
+            with netns(peer[0]):
+                libbpf.xdp_attach(peer[1], dp.obj.program_fd("sliceportal_peer_pass"), mode)
+            self._peer = peer
+        if o.overload_poll_s > 0:
+            self._poller = threading.Thread(target=self._poll_overload, daemon=True, name=f"xdp-overload-{interface}")
+            self._poller.start()
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         t0 = time.monotonic()
@@ -349,11 +349,15 @@ class Driver:
         return hot
 
     def _poll_overload(self) -> None:
-        while not self._stop.is_set() and not self._manual_overload:
+        period = self.options.overload_poll_s
+        while not self._stop.is_set():
+            if self._manual_overload:  # pinned by set_overloaded(); wait for None
+                self._stop.wait(period)
+                continue
             try:
-                self.detect_overload(self.options.overload_poll_s)
-            except OSError:
-                self._stop.wait(self.options.overload_poll_s)
+                self.detect_overload(period)
+            except (OSError, DriverError):
+                self._stop.wait(period)
 
     def _detach(self) -> None:
         mode = libbpf.XDP_FLAGS_DRV_MODE if self.options.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
