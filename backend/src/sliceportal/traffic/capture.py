@@ -7,6 +7,7 @@ the stack, so time spent queued in our socket buffer is not counted as network d
 
 from __future__ import annotations
 
+import csv
 import select
 import socket
 import struct
@@ -21,7 +22,7 @@ from scapy.error import Scapy_Exception
 from scapy.utils import RawPcapNgReader, RawPcapReader
 
 from sliceportal.traffic import netns
-from sliceportal.traffic.meter import Meter, MeterReport
+from sliceportal.traffic.meter import Meter, MeterReport, cycles_to_ns
 from sliceportal.traffic.wire import locate
 
 ETH_P_ALL = 0x0003
@@ -67,6 +68,32 @@ def measure_pcap(path: Path, meter: Meter) -> int:
                     foreign()
                     continue
                 add(found[0], found[1], found[2], meta.sec * 1_000_000_000 + meta.usec * scale, len(frame))
+    return frames
+
+
+def measure_cycle_capture(pcap: Path, cycles_csv: Path, meter: Meter, clock_hz: float = 200e6) -> int:
+    """Add a NetFPGA simulator capture to ``meter`` with delays from simulated clock cycles.
+
+    ``sp_sim``'s ``CAPTURE out.pcap`` writes the DMA-side frames and ``out.pcap.csv`` with one
+    row per frame, in the same order (in_cycle, out_cycle, len, rr_path, lane, slice_id); a
+    frame's one-way delay is (out_cycle - in_cycle) / clock_hz. Returns the frames read.
+    """
+    try:
+        with cycles_csv.open(newline="") as fh:
+            rows = [(int(r["in_cycle"]), int(r["out_cycle"])) for r in csv.DictReader(fh)]
+        reader = RawPcapReader(str(pcap))
+    except (OSError, KeyError, ValueError, TypeError, Scapy_Exception) as exc:
+        raise CaptureError(f"cannot read simulator capture {pcap} / {cycles_csv}: {exc}") from exc
+    frames = 0
+    with reader:
+        for frame, _meta in reader:
+            if frames >= len(rows):
+                raise CaptureError(f"{pcap} has more frames than {cycles_csv} has rows ({len(rows)})")
+            in_cycle, out_cycle = rows[frames]
+            meter.add_frame(frame, recv_ns=cycles_to_ns(out_cycle, clock_hz), send_ns=cycles_to_ns(in_cycle, clock_hz))
+            frames += 1
+    if frames != len(rows):
+        raise CaptureError(f"{cycles_csv} has {len(rows)} rows for {frames} frames in {pcap}")
     return frames
 
 
