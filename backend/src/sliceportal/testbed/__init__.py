@@ -5,6 +5,8 @@ interface, traffic generators send from ``edge``, and ``alt`` is the alternative
 of seed 001. See ``netns_testbed`` for the topology.
 """
 
-from .netns_testbed import LinkStats, Node, Testbed, TestbedError, cleanup, in_netns
+from sliceportal.traffic.netns import entered as in_netns
+
+from .netns_testbed import LinkStats, Node, Testbed, TestbedError, cleanup
 
 __all__ = ["LinkStats", "Node", "Testbed", "TestbedError", "cleanup", "in_netns"]

@@ -18,20 +18,17 @@ run with the same prefix (a crashed test), leaving tears everything down. Needs 
 
 from __future__ import annotations
 
-import ctypes
 import ipaddress
 import json
-import os
 import socket
 import subprocess
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
+from sliceportal.traffic.netns import entered
+
 ROLES = ("edge", "core", "alt")
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class TestbedError(RuntimeError):
@@ -65,33 +62,6 @@ def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str
     if check and p.returncode != 0:
         raise TestbedError(f"{' '.join(argv)}: {p.stderr.strip() or p.stdout.strip()}")
     return p
-
-
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise TestbedError(f"setns: {os.strerror(err)}")
-
-
-@contextmanager
-def in_netns(name: str) -> Iterator[None]:
-    """Run the block in namespace ``name`` (this thread only); sockets opened inside stay
-    in it afterwards."""
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    try:
-        target = os.open(f"/run/netns/{name}", os.O_RDONLY)
-    except FileNotFoundError as e:
-        os.close(own)
-        raise TestbedError(f"no network namespace {name!r}") from e
-    try:
-        _setns(target)
-        try:
-            yield
-        finally:
-            _setns(own)
-    finally:
-        os.close(target)
-        os.close(own)
 
 
 def namespaces(prefix: str) -> list[str]:
@@ -224,7 +194,7 @@ class Testbed:
     def send(self, role: str, frames: Iterable[bytes], ifname: str | None = None) -> int:
         """Send raw Ethernet frames out of a node's interface; returns how many."""
         n = self.nodes[role]
-        with in_netns(n.netns):
+        with entered(n.netns):
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         sent = 0
         with s:

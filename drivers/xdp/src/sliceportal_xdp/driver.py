@@ -29,6 +29,7 @@ from sliceportal.drivers.contract import (
     Health,
     LaneCounters,
     NativePlan,
+    OptionsError,
     ProgressCallback,
     ProgressEvent,
     PushError,
@@ -105,7 +106,7 @@ class Driver:
         try:
             self.options = XdpOptions.model_validate(dict(options))
         except ValidationError as e:
-            raise DriverError(f"invalid xdp backend options: {e}", hint="fix the backend's options") from e
+            raise OptionsError(f"invalid xdp backend options: {e}", hint="fix the backend's options") from e
         self._dp: DataPlane | None = None
         self._ifindex: int | None = None
         self._peer: tuple[str | None, int] | None = None
