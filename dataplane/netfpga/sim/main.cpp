@@ -187,6 +187,13 @@ struct Server {
         return n;
     }
 
+    static uint32_t u32(const std::string& text) {
+        size_t used = 0;
+        unsigned long long v = std::stoull(text, &used, 0);
+        if (used != text.size() || v > 0xFFFFFFFFull) throw std::invalid_argument("not a 32-bit number: " + text);
+        return static_cast<uint32_t>(v);
+    }
+
     // Returns the reply, or an empty string when the connection must be dropped.
     std::string execute(const std::string& line) {
         std::istringstream in(line);
@@ -197,7 +204,7 @@ struct Server {
             if (cmd == "R") {
                 std::string a;
                 in >> a;
-                uint32_t v = h.csr_read(static_cast<uint32_t>(std::stoul(a, nullptr, 0)));
+                uint32_t v = h.csr_read(u32(a));
                 return "OK " + std::to_string(v);
             }
             if (cmd == "W") {
@@ -208,8 +215,8 @@ struct Server {
                     return "";
                 }
                 if (fault_writes > 0) fault_writes--;
-                h.csr_write(static_cast<uint32_t>(std::stoul(a, nullptr, 0)),
-                            static_cast<uint32_t>(std::stoul(v, nullptr, 0)));
+                uint32_t addr = u32(a), value = u32(v);
+                h.csr_write(addr, value);
                 return "OK";
             }
             if (cmd == "INJECT" || cmd == "INJECT_DMA") {
@@ -267,7 +274,7 @@ struct Server {
     // Commands of one client run to completion before the next client's (the model is
     // single-threaded, like the register bus it stands for).
     void on_readable(int client) {
-        std::string* in = nullptr;
+        std::string* in = nullptr;  // this client's unparsed input
         for (auto& c : clients)
             if (c.first == client) in = &c.second;
         if (!in) return;

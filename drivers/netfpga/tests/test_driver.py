@@ -170,3 +170,13 @@ def test_export_p4_netfpga_commands(tmp_path: Path) -> None:
                         "0x1390/0xfff8 0x0/0x0 => 0 1 1")
     with pytest.raises(PushError):
         d.export_p4_commands(d.lower(table2_ir(1)).model_copy(update={"driver": "xdp"}))
+
+
+def test_bad_control_input_is_refused_and_changes_nothing(sim: SimProcess, tmp_path: Path) -> None:
+    (tmp_path / "junk.pcap").write_bytes(b"not a pcap")
+    for line in ("W 0x100000000 1", "W 0x48 0x1ffffffff", "R zz", "R", "INJECT /nonexistent.pcap",
+                 f"INJECT {tmp_path / 'junk.pcap'}", "RATES 0 1", "BOGUS"):
+        with pytest.raises(DriverError):
+            sim.command(line)
+    assert sim.command("R 0x48") == "0"
+    assert sim.command("STATS").startswith("cycle=")

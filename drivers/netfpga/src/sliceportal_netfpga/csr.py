@@ -67,13 +67,12 @@ class CsrClient:
             self._sock.sendall(("\n".join(lines) + "\n").encode())
         except OSError as e:
             raise self._lost(e) from e
-        out = []
-        for line in lines:
-            reply = self._readline()
+        # Every reply is read before raising, so the connection stays in step.
+        replies = [self._readline() for _ in lines]
+        for line, reply in zip(lines, replies, strict=True):
             if not reply.startswith("OK"):
                 raise CsrError(f"data plane refused {line.split()[0]!r}: {reply}")
-            out.append(reply[3:])
-        return out
+        return [r[3:] for r in replies]
 
     def command(self, line: str) -> str:
         return self.commands([line])[0]
