@@ -141,3 +141,29 @@ def test_explicit_times_from_simulated_cycles() -> None:
     r = m.report()
     assert r.flows[0].delay is not None and r.flows[0].delay.mean_us == pytest.approx(1.5)  # 300 cycles
     assert r.foreign == 1
+
+
+def test_seqset_bitmap_duplicates_growth_and_hostile_numbers() -> None:
+    from sliceportal.traffic.meter import SeqSet
+
+    seen = SeqSet()
+    assert seen.add(0) and seen.add(7) and seen.add(8) and seen.add(1000)
+    assert not seen.add(7) and not seen.add(1000)
+    assert len(seen.bits) < 1000  # one bit per number, grown by doubling
+    huge = 2**64 - 1  # a corrupt header must not make the bitmap allocate up to it
+    assert seen.add(huge) and not seen.add(huge)
+    assert len(seen.bits) < 1000
+    for q in range(SeqSet.MAX_FAR + 10):  # the outlier set stays bounded
+        seen.add(2**40 + q * 2**30)
+    assert len(seen.far) <= SeqSet.MAX_FAR
+    seen.forget_below(512)
+    assert seen.base == 512 and not seen.add(1000)  # still remembered
+    assert seen.add(7)  # forgotten: cannot be told from a new packet
+
+
+def test_meter_survives_hostile_sequence_numbers() -> None:
+    m = Meter()
+    m.add(1, 0, 0, 10)
+    m.add(1, 2**64 - 1, 0, 10)
+    flow = m.report().flows[0]
+    assert flow.received == 2 and flow.lost == 2**64 - 2  # reported, not a crash

@@ -9,7 +9,8 @@ comes out; where they come from (a pcap, a live socket, a simulator's cycle coun
 - p50 / p99 = nearest-rank percentiles: the ceil(p/100 * n)-th smallest delay;
 - jitter = RFC 3550 §6.4.1 interarrival jitter in arrival order: with transit time
   T = receive - send and D = T_i - T_(i-1), J += (|D| - J) / 16, reported after the last packet;
-- duplicate = a sequence number already received (excluded from every other figure);
+- duplicate = a sequence number already received (excluded from every other figure); with
+  ``interval_report`` only the last 65536 numbers of a flow are remembered;
 - reordered = a packet whose sequence number is below the highest already received;
 - lost = expected - unique received, where expected is the sender's count when known and
   otherwise highest sequence + 1 (sequences start at 0); per interval (``interval_report``)
@@ -49,6 +50,53 @@ def rfc3550_jitter(transits: Iterable[int]) -> float:
     return jitter
 
 
+class SeqSet:
+    """The sequence numbers a flow has delivered: one bit each, from ``base`` up.
+
+    A set of ints costs ~70 bytes per packet (600 MB for a full Table 3 capture); a bitmap
+    costs one bit. A number far above the bitmap (a corrupt or hostile header) goes to a
+    small bounded set instead of growing the bitmap to it, and numbers below ``base``
+    (forgotten by ``forget_below`` on long runs) cannot be recognised as duplicates.
+    """
+
+    __slots__ = ("base", "bits", "far")
+    MAX_GROW_BYTES = 1 << 17  # grow the bitmap by at most 1 Mi sequence numbers at once
+    MAX_FAR = 4096
+
+    def __init__(self, base: int = 0) -> None:
+        self.base = base - base % 8
+        self.bits = bytearray()
+        self.far: set[int] = set()
+
+    def add(self, seq: int) -> bool:
+        """Record ``seq``; False when it was already recorded (a duplicate)."""
+        i = seq - self.base
+        if i < 0:
+            return True
+        byte = i >> 3
+        if byte >= len(self.bits):
+            if byte >= len(self.bits) + self.MAX_GROW_BYTES:
+                if seq in self.far:
+                    return False
+                if len(self.far) >= self.MAX_FAR:
+                    self.far.clear()  # bounded memory beats perfect duplicate detection here
+                self.far.add(seq)
+                return True
+            self.bits.extend(bytes(max(byte + 1 - len(self.bits), len(self.bits))))
+        bit = 1 << (i & 7)
+        if self.bits[byte] & bit:
+            return False
+        self.bits[byte] |= bit
+        return True
+
+    def forget_below(self, seq: int) -> None:
+        drop = min(max(seq - self.base, 0) >> 3, len(self.bits))
+        if drop:
+            del self.bits[:drop]
+            self.base += drop * 8
+        self.far = {q for q in self.far if q >= self.base}
+
+
 @dataclass(slots=True)
 class FlowAccumulator:
     """Running state of one flow; ``add`` is the per-packet hot path."""
@@ -64,14 +112,13 @@ class FlowAccumulator:
     prev_transit: int | None = None
     first_rx_ns: int = 0
     last_rx_ns: int = 0
-    seen: set[int] = field(default_factory=set)
+    seen: SeqSet = field(default_factory=SeqSet)
     transits: array[int] = field(default_factory=lambda: array("q"))
 
     def add(self, seq: int, send_ns: int, recv_ns: int, size: int) -> None:
-        if seq in self.seen:
+        if not self.seen.add(seq):
             self.duplicates += 1
             return
-        self.seen.add(seq)
         transit = recv_ns - send_ns
         if self.received == 0:
             self.first_rx_ns = recv_ns
@@ -92,7 +139,8 @@ class FlowAccumulator:
     def rolled_over(self, keep_seen: int) -> FlowAccumulator:
         """A fresh interval that continues this one's sequence, jitter and duplicate state."""
         top = max(self.max_seq, self.base_seq)
-        seen = {q for q in self.seen if q > top - keep_seen} if len(self.seen) > keep_seen else self.seen
+        self.seen.forget_below(top - keep_seen)
+        seen = self.seen
         return FlowAccumulator(base_seq=top, max_seq=top, jitter=self.jitter, prev_transit=self.prev_transit, seen=seen)
 
 
