@@ -32,6 +32,9 @@ PACKET_OUTGOING = 4
 _TIMESPEC = struct.Struct("@qq")
 _MAX_FRAME = 65536
 RCVBUF_BYTES = 64 << 20
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+_TPACKET_STATS = struct.Struct("@II")  # tp_packets, tp_drops (reset by each read)
 DRAIN_BATCH = 4096
 
 
@@ -124,6 +127,18 @@ def open_capture(iface: str, namespace: str | None = None) -> socket.socket:
 class CaptureStats:
     frames: int = 0
     outgoing_skipped: int = 0
+    socket_drops: int = 0  # frames the kernel dropped because our socket buffer was full
+
+
+def socket_drops(sock: socket.socket) -> int:
+    """Frames dropped at this AF_PACKET socket since the last call (PACKET_STATISTICS).
+
+    These are the meter's own losses, not the network's: a report with socket drops
+    overstates loss by up to that many packets.
+    """
+    raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TPACKET_STATS.size)
+    _packets, drops = _TPACKET_STATS.unpack(raw)
+    return int(drops)
 
 
 def run_capture(
@@ -183,6 +198,7 @@ def run_capture(
             recv_ns = _kernel_time(ancdata)
             meter.add_frame(bytes(view[:n]), recv_ns)
         last_frame = time.monotonic()
+    stats.socket_drops = socket_drops(sock)
     return stats
 
 

@@ -156,6 +156,7 @@ def measure(
     if interval is not None and (iface is None or not interval > 0):
         _fail("--interval needs --iface and a value > 0")
         return
+    captured = capture.CaptureStats()
     try:
         flows = _flows(scenario, slices, users, size)
         places = {sf.flow_id: (sf.slice_index, sf.lane(lanes)) for sf in flows}
@@ -167,7 +168,7 @@ def measure(
             with capture.open_capture(iface, netns) as sock:
                 # scripts wait for this line before they start sending
                 typer.echo(f"capturing on {iface}", err=True)
-                capture.run_capture(
+                captured = capture.run_capture(
                     sock,
                     meter,
                     duration_s=duration,
@@ -178,4 +179,7 @@ def measure(
     except (ScenarioError, capture.CaptureError, NetnsError, ValidationError, ValueError, OSError) as exc:
         _fail(str(exc))
         return
-    _dump(meter.report(), out)
+    report = meter.report()
+    if iface is not None:
+        report.capture_drops = captured.socket_drops
+    _dump(report, out)

@@ -198,6 +198,8 @@ class MeterReport(BaseModel):
     total: GroupStats
     foreign: int  # frames that were not ours (other protocols, malformed, truncated)
     unexpected_flows: list[int]  # flow ids received that the mapping does not know
+    # frames the capture socket itself dropped (live only): loss above this is the network's
+    capture_drops: int = 0
 
 
 def _delay_stats(transits: Sequence[int]) -> DelayStats | None:
