@@ -37,7 +37,7 @@ def test_no_server_errors(client: TestClient, session: Session) -> None:
             continue
 
         @given(case=op.as_strategy())
-        @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         def run(case: schemathesis.Case) -> None:
             case.call_and_validate(headers=headers, checks=[not_a_server_error])
 

@@ -99,3 +99,8 @@ class TestXdpConformance(DriverConformance):
         # close() unloads the BPF object; the next call loads a fresh one with empty maps,
         # which is what a restarted XDP data plane is.
         return driver.close
+
+    @pytest.fixture
+    def inject_apply_failure(self, driver: Driver) -> Callable[[], None]:
+        # the driver's own fault hook: the kernel refuses a map update part-way through
+        return lambda: driver.inject_write_failure(after_entries=1)  # type: ignore[attr-defined]
