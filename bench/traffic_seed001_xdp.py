@@ -121,7 +121,7 @@ def plot(rows: list[tuple], out: Path) -> None:  # type: ignore[type-arg]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot(offered, [r[2] for r in rows], "o-", label="accepted on core (prio throughput)")
     ax.plot(offered, [r[4] for r in rows], "s-", label="forwarded to alt (XDP_TX)")
-    ax.plot(offered, [r[5] for r in rows], "x-", label="lost")
+    ax.plot(offered, [r[5] for r in rows], "x-", color="red", label="lost")
     ax.axhline(50, color="green", linestyle="--", label="desired throughput (50 %)")
     ax.set_xlabel("offered load (k packets/s)")
     ax.set_ylabel("% of offered packets")
