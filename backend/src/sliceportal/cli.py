@@ -53,6 +53,7 @@ def run(
     host: Annotated[str | None, typer.Option(help="address to serve on")] = None,
     port: Annotated[int | None, typer.Option(help="port to serve on")] = None,
     demo: Annotated[bool, typer.Option(help="seed demo tenants, slices and subscribers")] = True,
+    testbed: Annotated[bool, typer.Option(help="emulated testbed: data planes, live traffic, KPIs (root)")] = True,
 ) -> None:
     """Run the portal: database, migrations, first operator, demo data, API and UI."""
     from sliceportal.services.bootstrap_data import ensure_operator, seed_demo
@@ -73,6 +74,8 @@ def run(
             if seed_demo(session):
                 typer.echo("demo tenants, slices and subscribers created")
     os.environ["SLICEPORTAL_DATABASE_URL_RESOLVED"] = url
+    os.environ["TESTBED"] = "true" if testbed else "false"
+    get_settings.cache_clear()
     try:
         uvicorn.run("sliceportal.asgi:app", host=host or settings.host, port=port or settings.port,
                     log_level="info")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,6 +33,7 @@ from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.services.backends import POOL
 from sliceportal.services.reconciler import Reconciler
+from sliceportal.testbed.live import LiveTestbed
 
 API_PREFIX = "/api/v1"
 FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
@@ -49,13 +51,18 @@ def api_router() -> APIRouter:
 def create_app(settings: Settings, database_url: str) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        reconciler = None
+        reconciler = testbed = None
+        if settings.testbed:
+            testbed = LiveTestbed(app.state.sessionmaker, app.state.kpi_hub, rate_pps=settings.testbed_rate_pps)
+            await asyncio.to_thread(testbed.start)
         if settings.reconcile_interval_s > 0:
             reconciler = Reconciler(app.state.sessionmaker, settings.reconcile_interval_s)
             reconciler.start()
         yield
         if reconciler is not None:
             reconciler.stop()
+        if testbed is not None:
+            await asyncio.to_thread(testbed.stop)
         POOL.close_all()
 
     app = FastAPI(

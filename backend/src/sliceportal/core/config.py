@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     port: int = 8000
     cors_origins: list[str] = []
     reconcile_interval_s: float = Field(15.0, ge=0, description="0 disables the reconcile loop")
+    testbed: bool = Field(False, description="start the emulated testbed with live traffic (run command)")
+    testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
 
     @model_validator(mode="after")
     def _refuse_default_secret(self) -> Settings:

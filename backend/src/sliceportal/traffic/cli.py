@@ -8,6 +8,7 @@ sliceportal traffic measure --iface rx0 --netns core --duration 6 --scenario tab
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import sys
 from enum import StrEnum
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 from sliceportal.traffic import capture, scenarios
 from sliceportal.traffic.meter import Meter, MeterReport
 from sliceportal.traffic.netns import NetnsError
+from sliceportal.traffic.packets import Underlay
 from sliceportal.traffic.pcapgen import SentReport, write_pcap
 from sliceportal.traffic.profiles import Bursts, ConstantRate, Profile, ProfileError
 from sliceportal.traffic.scenarios import ScenarioError, ScenarioFlow
@@ -37,6 +39,25 @@ SlicesOpt = Annotated[int, typer.Option(help="table3: slices (1, 2, 4, 8, 16)")]
 UsersOpt = Annotated[int, typer.Option(help="table3: users per slice")]
 SizeOpt = Annotated[int, typer.Option(help="frame size in bytes (table1: 1500 … 132)")]
 LanesOpt = Annotated[int, typer.Option(help="lanes of the backend results are folded onto (8, 4, 2, 1)")]
+_U = scenarios.DEFAULT_UNDERLAY
+SrcMacOpt = Annotated[str, typer.Option(help="outer source MAC (the sending node)")]
+DstMacOpt = Annotated[str, typer.Option(help="outer destination MAC (the data plane's port)")]
+OuterSrcOpt = Annotated[str, typer.Option(help="outer source IPv4 (VXLAN tunnel)")]
+OuterDstOpt = Annotated[str, typer.Option(help="outer destination IPv4 (VXLAN tunnel)")]
+
+
+def _underlay(src_mac: str, dst_mac: str, outer_src: str, outer_dst: str) -> Underlay:
+    """The outer addresses, validated: a typo must not become a frame nobody receives."""
+    for mac in (src_mac, dst_mac):
+        parts = mac.split(":")
+        if len(parts) != 6 or not all(len(p) == 2 and all(c in "0123456789abcdefABCDEF" for c in p) for p in parts):
+            raise ScenarioError(f"not a MAC address: {mac!r}")
+    for ip in (outer_src, outer_dst):
+        try:
+            ipaddress.IPv4Address(ip)
+        except ValueError as exc:
+            raise ScenarioError(f"not an IPv4 address: {ip!r}") from exc
+    return Underlay(src_mac=src_mac, dst_mac=dst_mac, outer_src=outer_src, outer_dst=outer_dst)
 
 
 def _flows(scenario: Scenario, slices: int, users: int, size: int) -> list[ScenarioFlow]:
@@ -76,6 +97,10 @@ def pcap(
     burst: Annotated[int, typer.Option(help="packets per burst (1: constant rate)")] = 1,
     peak_rate: Annotated[float | None, typer.Option(help="packets/s inside a burst")] = None,
     sent_json: Annotated[Path | None, typer.Option(help="write per-flow sent counts here")] = None,
+    src_mac: SrcMacOpt = _U.src_mac,
+    dst_mac: DstMacOpt = _U.dst_mac,
+    outer_src: OuterSrcOpt = _U.outer_src,
+    outer_dst: OuterDstOpt = _U.outer_dst,
 ) -> None:
     """Write a scenario to a pcap; each record's time is its scheduled send time."""
     try:
@@ -85,7 +110,8 @@ def pcap(
         )
         if packets is None and duration is None:
             packets = len(flows) * 10
-        report = write_pcap(out, flows, profile, packets=packets, duration_s=duration)
+        underlay = _underlay(src_mac, dst_mac, outer_src, outer_dst)
+        report = write_pcap(out, flows, profile, packets=packets, duration_s=duration, underlay=underlay)
     except (ScenarioError, ProfileError, OSError) as exc:
         _fail(str(exc))
         return
@@ -105,6 +131,10 @@ def send(
     packets: Annotated[int | None, typer.Option(help="stop after this many packets")] = None,
     duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
     sent_json: Annotated[Path | None, typer.Option(help="write the send report here")] = None,
+    src_mac: SrcMacOpt = _U.src_mac,
+    dst_mac: DstMacOpt = _U.dst_mac,
+    outer_src: OuterSrcOpt = _U.outer_src,
+    outer_dst: OuterDstOpt = _U.outer_dst,
 ) -> None:
     """Send a scenario live onto an interface at a set rate (needs CAP_NET_RAW)."""
     from sliceportal.traffic.sender import SendError, open_sender
@@ -114,8 +144,9 @@ def send(
         duration = 1.0
     try:
         flows = _flows(scenario, slices, users, size)
+        underlay = _underlay(src_mac, dst_mac, outer_src, outer_dst)
         with open_sender(iface, netns) as sock:
-            report = send_flows(sock, flows, rate_pps=rate, packets=packets, duration_s=duration)
+            report = send_flows(sock, flows, rate_pps=rate, packets=packets, duration_s=duration, underlay=underlay)
     except (ScenarioError, SendError, NetnsError) as exc:
         _fail(str(exc))
         return

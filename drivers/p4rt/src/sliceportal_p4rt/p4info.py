@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from google.protobuf import text_format  # type: ignore[import-untyped]
+from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 ING, EGR = "SlicingIngress", "SlicingEgress"
