@@ -157,6 +157,8 @@ def test_cli_pcap_then_measure(tmp_path: Path) -> None:
         ["pcap", "out.pcap", "--slices", "0"],
         ["pcap", "out.pcap", "--rate", "-5"],
         ["pcap", "out.pcap", "--scenario", "table1", "--size", "100000"],
+        ["pcap", "out.pcap", "--dst-mac", "02:00:00:00:00"],
+        ["pcap", "out.pcap", "--outer-dst", "10.0.0.300"],
     ],
 )
 def test_cli_bad_input_is_a_clear_error(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,3 +166,18 @@ def test_cli_bad_input_is_a_clear_error(args: list[str], tmp_path: Path, monkeyp
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2
     assert "Traceback" not in res.output
+
+
+def test_cli_underlay_addresses_reach_the_frames(tmp_path: Path) -> None:
+    pcap = tmp_path / "u.pcap"
+    args = ["pcap", str(pcap), "--scenario", "table1", "--size", "256", "--packets", "16",
+            "--dst-mac", "0a:bb:cc:dd:ee:ff", "--outer-dst", "10.77.0.2"]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    frames = [frame for frame, _ in RawPcapReader(str(pcap))]
+    assert len(frames) == 16
+    assert all(f[:6] == bytes.fromhex("0abbccddeeff") for f in frames)
+    assert all(f[30:34] == bytes([10, 77, 0, 2]) for f in frames)  # outer IPv4 destination
+    meter = Meter()
+    measure_pcap(pcap, meter)
+    assert meter.report().total.received == 16
