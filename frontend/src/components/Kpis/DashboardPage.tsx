@@ -7,10 +7,12 @@ import { QueryView } from "../common/QueryView";
 import { useSlices } from "../Slices/queries";
 import { StateBadge } from "../Slices/StateBadge";
 import { SliceKpis } from "./SliceKpis";
+import { useKpiStream } from "./kpiStream";
 
 export function DashboardPage() {
   const { me } = useSession();
   const slices = useSlices({ page: 1, q: "", sort: "name", limit: 20 });
+  useKpiStream(slices.data?.data.map((s) => s.id) ?? []);
   return (
     <>
       <PageTitle>SLA dashboard</PageTitle>

@@ -34,7 +34,8 @@ export function LaneChart({ title, unit, series, threshold, width }: {
     const opts: uPlot.Options = {
       width,
       height: 200,
-      scales: { x: { time: true } },
+      // KPIs are never negative: start the y axis at 0 so a flat line reads as its value.
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
       axes: [{}, { label: unit, size: 60 }],
       series: [
         {},

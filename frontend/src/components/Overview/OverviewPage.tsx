@@ -7,6 +7,7 @@ import { PageTitle } from "../common/PageTitle";
 import { QueryView } from "../common/QueryView";
 import { useBackends } from "../Slices/queries";
 import { StateBadge } from "../Slices/StateBadge";
+import { ViolationsTable } from "../Kpis/ViolationsTable";
 
 const STATES = ["draft", "compiled", "deployed", "degraded", "failed"] as const;
 const HEALTH: Record<string, string> = { ok: "green", healthy: "green", degraded: "orange", down: "red", unreachable: "red" };
@@ -31,7 +32,9 @@ export function OverviewPage() {
           </Card>
         ))}
       </SimpleGrid>
-      <Title order={2} size="h4" mb="sm">Backends</Title>
+      <Title order={2} size="h4" mb="sm">SLA violations now</Title>
+      <ViolationsTable />
+      <Title order={2} size="h4" mb="sm" mt="lg">Backends</Title>
       <QueryView query={backends}>
         {(page) => (
           <SimpleGrid cols={{ base: 1, sm: 2, lg: 3 }}>

@@ -7,8 +7,9 @@ import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
 import { useSession } from "../../auth/session";
 import { LaneStrip } from "../common/LaneStrip";
 import { PageTitle } from "../common/PageTitle";
-import { ProblemAlert, QueryView } from "../common/QueryView";
+import { NotFound, ProblemAlert, QueryView } from "../common/QueryView";
 import { SliceKpis } from "../Kpis/SliceKpis";
+import { useKpiStream } from "../Kpis/kpiStream";
 import { useSlice } from "./queries";
 import { SlaFields, SLA_FIELDS, type Sla } from "./SlaFields";
 import { StateBadge } from "./StateBadge";
@@ -38,7 +39,8 @@ export function SliceDetail() {
   const id = Number(useParams().sliceId);
   const slice = useSlice(id);
   const { me } = useSession();
-  if (!Number.isSafeInteger(id) || id <= 0) return <QueryView query={{ ...slice, isPending: false, isError: true, error: new ApiProblem(404, "Not Found") } as typeof slice} what="slice">{() => null}</QueryView>;
+  useKpiStream(slice.data ? [slice.data.id] : []);
+  if (!Number.isSafeInteger(id) || id <= 0) return <NotFound what="slice" />;
   return (
     <QueryView query={slice} what="slice">
       {(s) => (

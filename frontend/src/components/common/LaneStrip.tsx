@@ -5,7 +5,7 @@ export const PRIORITY_LANES = [0, 1, 2, 3, 4, 5, 6, 7] as const;
 
 export function LaneStrip({ lanes, label }: { lanes: number[]; label: string }) {
   return (
-    <Group gap={3} wrap="nowrap" role="img" aria-label={`${label}: lanes ${lanes.join(", ")} of 0–7`}>
+    <Group gap={3} wrap="nowrap" role="img" aria-label={`${label}: lanes ${lanes.join(", ")} of 0 to 7`}>
       {PRIORITY_LANES.map((lane) => {
         const used = lanes.includes(lane);
         return (

@@ -31,11 +31,11 @@ export function Shell() {
   const items = NAV.filter((n) => me && n.roles.includes(me.role));
 
   return (
-    <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: "sm", collapsed: { mobile: !opened } }} padding="md">
+    <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: "md", collapsed: { mobile: !opened } }} padding="md">
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
-            <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Toggle navigation" />
+            <Burger opened={opened} onClick={toggle} hiddenFrom="md" size="sm" aria-label="Toggle navigation" />
             <Title order={2} size="h4">sliceportal</Title>
           </Group>
           <Group gap="sm" wrap="nowrap">

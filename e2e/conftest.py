@@ -1,0 +1,202 @@
+"""End-to-end fixtures: the real stack, started by the test run.
+
+A private PostgreSQL cluster (migrated, with an operator, an integrator and the demo tenants),
+the bundled P4Runtime data plane, and uvicorn serving the API and the built frontend
+(frontend/dist) as a subprocess; the tests drive Debian's Chromium through Playwright.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from sqlalchemy import create_engine, select
+from sqlalchemy.orm import sessionmaker
+
+from sliceportal.core.migrate import upgrade
+from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.core.security import hash_password
+from sliceportal.kpi.points import KpiPoint
+from sliceportal.kpi.store import ingest
+from sliceportal.models import Role, Slice, User
+from sliceportal.services.bootstrap_data import seed_demo
+
+REPO = Path(__file__).resolve().parents[1]
+DIST = REPO / "frontend" / "dist"
+SCREENSHOTS = REPO / "docs" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+OPERATOR = ("e2e-operator", "operator-e2e-pass")
+INTEGRATOR = ("e2e-integrator", "integrator-e2e-pass")
+RED = ("mvno-red-viewer", "mvno-red-demo-pass")
+
+sys.path.insert(0, str(REPO / "dataplane" / "bmv2"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Stack:
+    base_url: str
+    p4rt_address: str
+    database_url: str
+
+
+@pytest.fixture(scope="session")
+def frontend_dist() -> Path:
+    # bootstrap.sh builds it; build here too so the e2e run works straight from a checkout.
+    if not (DIST / "index.html").exists():
+        if shutil.which("npm") is None:
+            pytest.fail("frontend/dist is missing and npm is not installed to build it")
+        subprocess.run(["npm", "ci"], cwd=REPO / "frontend", check=True)
+        subprocess.run(["npm", "run", "build"], cwd=REPO / "frontend", check=True)
+    return DIST
+
+
+@pytest.fixture(scope="session")
+def stack(frontend_dist: Path) -> Iterator[Stack]:
+    root = Path(tempfile.mkdtemp(prefix="sliceportal-e2e-pg-"))
+    root.chmod(0o755)  # the server runs as the postgres user
+    pg = EmbeddedPostgres(root, port=_free_port(), dbname="sliceportal_e2e")
+    pg.start()
+    url = pg.url("sliceportal_e2e")
+    upgrade(url)
+    engine = create_engine(url)
+    with sessionmaker(engine)() as session:
+        session.add(User(username=OPERATOR[0], password_hash=hash_password(OPERATOR[1]), role=Role.OPERATOR,
+                         full_name="e2e operator"))
+        session.add(User(username=INTEGRATOR[0], password_hash=hash_password(INTEGRATOR[1]), role=Role.INTEGRATOR,
+                         full_name="e2e integrator"))
+        session.commit()
+        seed_demo(session, users_per_slice=8)
+    engine.dispose()
+
+    from bmv2_target.testing import Target
+
+    target = Target("--priority-queues", "8")
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": url, "SLICEPORTAL_DATABASE_URL_RESOLVED": url,
+           "SECRET_KEY": "e2e-secret-" + "x" * 24, "RECONCILE_INTERVAL_S": "0"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning"], env=env, cwd=REPO)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/api/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"uvicorn did not come up (exit code {server.poll()})")
+            time.sleep(0.2)
+        yield Stack(base, target.address, url)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        target.stop()
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def playwright_session() -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_session: Playwright) -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing (apt-get install chromium)")
+    b = playwright_session.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def page(browser: Browser, stack: Stack) -> Iterator[Page]:
+    # A laptop-sized window; the tablet test resizes its own.
+    context = browser.new_context(base_url=stack.base_url, viewport={"width": 1366, "height": 900})
+    context.set_default_timeout(15_000)
+    p = context.new_page()
+    yield p
+    context.close()
+
+
+def login(page: Page, username: str, password: str) -> None:
+    page.goto("/login")
+    page.get_by_role("textbox", name="Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_test_id("whoami").wait_for()
+
+
+def shot(page: Page, name: str, full_page: bool = True) -> None:
+    """A screenshot for docs/ (docs/portal.md shows them)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
+
+
+def _points(session_slices: list[Slice], tick: int, ts: datetime) -> list[KpiPoint]:
+    points = []
+    for s in session_slices:
+        lanes = list(s.slice_type.lanes)
+        for i, lane in enumerate(lanes):
+            delay = 2.0 + lane + (tick % 5) * 0.4
+            if s.name == "red-iot" and lane == lanes[-1]:
+                delay = (s.max_delay_ms or 50.0) * 1.6  # one lane over its SLA: a violation to show
+            mbps = 5.0 + 3.0 * i + (tick % 10)
+            points.append(KpiPoint(
+                slice_id=s.id, lane=lane, ts=ts, tx_packets=1000, rx_packets=995, rx_bytes=int(mbps * 1e6 / 8),
+                throughput_bps=mbps * 1e6, loss_pct=0.5, delay_mean_ms=delay * 0.7, delay_p50_ms=delay * 0.6,
+                delay_p99_ms=delay, jitter_ms=0.3 + 0.1 * (tick % 3)))
+    return points
+
+
+@pytest.fixture(scope="session")
+def kpi_feed(stack: Stack) -> Iterator[None]:
+    """One KPI point per slice and lane every second, stored through the real KPI store (which
+    also evaluates the SLAs). It stands in for the traffic collector, which the run command does
+    not start yet; the UI reads the points through the API exactly as it will read collected ones."""
+    stop = threading.Event()
+    engine = create_engine(stack.database_url)
+
+    def feed() -> None:
+        tick = 0
+        while not stop.is_set():
+            with sessionmaker(engine, expire_on_commit=False)() as session:
+                slices = list(session.scalars(select(Slice)))
+                ingest(session, _points(slices, tick, datetime.now(UTC)))
+            tick += 1
+            stop.wait(1.0)
+
+    thread = threading.Thread(target=feed, name="kpi-feed", daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(5)
+    engine.dispose()

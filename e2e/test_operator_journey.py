@@ -1,0 +1,141 @@
+"""Operator journey in Chromium: log in → register a data plane → create a tenant → create a
+slice with the wizard → import subscribers (a bad file first) → preview → deploy → KPIs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from e2e.conftest import OPERATOR, Stack, login, shot
+
+
+def _has_kpis(stack: Stack) -> bool:
+    paths = httpx.get(f"{stack.base_url}/api/v1/openapi.json").json()["paths"]
+    return "/api/v1/slices/{slice_id}/kpis" in paths
+
+
+def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Path) -> None:
+    login(page, *OPERATOR)
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    nav = page.get_by_role("navigation", name="Main navigation")
+    for item in ("Tenants", "Slices", "Subscribers", "Backends & deploy", "Audit log"):
+        expect(nav.get_by_role("link", name=item)).to_be_visible()
+
+    nav.get_by_role("link", name="Slice types").click()
+    expect(page.get_by_role("cell", name="Reliable Flexible Slice", exact=True)).to_be_visible()
+    # Seed 000 Table 1: a Flexible Slice uses lanes 0/2/4/6 of the eight.
+    expect(page.get_by_role("img", name="Flexible Slice: lanes 0, 2, 4, 6 of 0 to 7")).to_be_visible()
+    shot(page, "catalogue")
+
+    # A data plane: the bundled P4Runtime target started by the test run.
+    nav.get_by_role("link", name="Backends & deploy").click()
+    page.get_by_role("button", name="New backend").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Name").fill("bmv2-e2e")
+    dialog.get_by_label("Driver").fill("p4rt")
+    dialog.get_by_label("Options (JSON)").fill(json.dumps({"address": stack.p4rt_address}))
+    dialog.get_by_role("button", name="Register backend").click()
+    expect(page.get_by_role("link", name="bmv2-e2e")).to_be_visible()
+
+    # Tenant: a field error from the API is shown next to its field, then the fixed form saves.
+    nav.get_by_role("link", name="Tenants").click()
+    page.get_by_role("button", name="New tenant").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Name").fill("mvno-green")
+    dialog.get_by_label("VXLAN VNI").fill("1003")
+    dialog.get_by_label("VLAN ID").fill("300")
+    dialog.get_by_label("UE address pool").fill("not-a-network")
+    dialog.get_by_role("button", name="Create tenant").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("Validation failed")
+    dialog.get_by_label("UE address pool").fill("10.47.0.0/16")
+    dialog.get_by_role("button", name="Create tenant").click()
+    expect(page.get_by_role("cell", name="mvno-green", exact=True)).to_be_visible()
+    shot(page, "tenants")
+
+    # Slice creation wizard: tenant → type → SLA → services → subscribers → backend.
+    nav.get_by_role("link", name="Slices").click()
+    page.get_by_role("link", name="New slice").click()
+    page.get_by_role("combobox", name="Tenant").click()
+    page.get_by_role("option", name="mvno-green").click()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label("Flexible Slice", exact=True).check()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label("Slice name").fill("green-embb")
+    page.get_by_label("Max delay (ms)").fill("20")
+    page.get_by_role("button", name="Next").click()
+    # Only the type's lanes can be chosen for a service.
+    page.get_by_role("combobox", name="Service 1 lane").click()
+    expect(page.get_by_role("listbox", name="Service 1 lane").get_by_role("option")).to_have_text(["0", "2", "4", "6"])
+    page.keyboard.press("Escape")
+    shot(page, "slice-wizard-services")
+    page.get_by_role("button", name="Next").click()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label(re.compile(r"^bmv2-e2e \(p4rt")).check()
+    page.get_by_role("button", name="Create slice").click()
+    expect(page.get_by_role("heading", name="Slice green-embb")).to_be_visible()
+    slice_url = page.url
+
+    # Subscribers: a file with bad rows is refused with line numbers, nothing imported.
+    bad = tmp_path / "bad.csv"
+    bad.write_text("imsi,ue_ip,teids,tenant,slices\n001010000000001,10.47.0.1,1,mvno-green,green-embb\n"
+                   "001010000000002,192.168.9.9,2,mvno-green,green-embb\n001010000000003,10.47.0.3,3,nobody,\n")
+    nav.get_by_role("link", name="Subscribers").click()
+    page.locator("input[type=file]").set_input_files(str(bad))
+    page.get_by_role("button", name="Import").click()
+    errors = page.get_by_role("table", name="Import errors")
+    expect(errors).to_be_visible()
+    expect(errors.get_by_role("row")).to_have_count(3)  # header + lines 3 and 4
+    expect(errors).to_contain_text("outside tenant mvno-green")
+    expect(errors.get_by_role("cell", name="3", exact=True)).to_be_visible()
+    expect(errors.get_by_role("cell", name="4", exact=True)).to_be_visible()
+    shot(page, "subscribers-import-errors")
+
+    good = tmp_path / "good.csv"
+    good.write_text("imsi,ue_ip,teids,tenant,slices\n" + "".join(
+        f"0010199{u:08d},10.47.0.{u + 1},{7000 + u},mvno-green,green-embb\n" for u in range(32)))
+    page.locator("input[type=file]").set_input_files(str(good))
+    page.get_by_role("button", name="Import").click()
+    expect(page.get_by_role("status")).to_contain_text("32 of 32 rows")
+    expect(page.get_by_label("Upload progress")).to_be_visible()
+    page.get_by_label("Search subscribers (IMSI or address)").fill("10.47.0.")
+    expect(page.get_by_test_id("row-count")).to_have_text("32 rows")
+    shot(page, "subscribers")
+
+    # Preview → deploy with live progress → history.
+    nav.get_by_role("link", name="Backends & deploy").click()
+    page.get_by_role("link", name="bmv2-e2e").click()
+    expect(page.get_by_test_id("preview-rules")).to_contain_text("native")
+    page.get_by_role("button", name="Deploy now").click()
+    outcome = page.get_by_test_id("deploy-outcome")
+    expect(outcome).to_be_visible(timeout=60_000)
+    expect(outcome).to_contain_text("Deployment")
+    expect(page.get_by_role("table", name="Deployments").get_by_role("row")).to_have_count(2)
+    shot(page, "deploy")
+
+    page.goto(slice_url)
+    expect(page.get_by_role("heading", name="Slice green-embb")).to_be_visible()
+    assert _has_kpis(stack)
+    # The KPIs move: the sample count and the points drawn grow while the page is open.
+    samples = page.get_by_test_id("kpi-samples")
+    expect(samples).not_to_have_text("0 samples in the last 2 minutes")
+    first = samples.inner_text()
+    expect(samples).not_to_have_text(first, timeout=5_000)
+    chart = page.get_by_test_id("chart-Throughput")
+    before = int(chart.get_attribute("data-points") or "0")
+    page.wait_for_timeout(2500)
+    assert int(chart.get_attribute("data-points") or "0") > before
+    expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 20 ms")).to_be_visible()
+    shot(page, "slice-detail")
+
+    nav.get_by_role("link", name="Overview").click()
+    expect(page.get_by_role("table", name="SLA violations")).to_contain_text("delay_p99_ms")
+    expect(page.get_by_test_id("slices-deployed")).not_to_have_text("0")
+    shot(page, "overview")
+
+    nav.get_by_role("link", name="Audit log").click()
+    expect(page.get_by_role("table", name="Audit log")).to_contain_text("mvno-green")
+    shot(page, "audit", full_page=False)

@@ -1,0 +1,68 @@
+"""Tenant journey: own dashboard only; another tenant's slice URL shows "not found"; tablet width."""
+
+from __future__ import annotations
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from e2e.conftest import OPERATOR, RED, Stack, login, shot
+
+
+def _slice_id(stack: Stack, name: str) -> int:
+    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
+                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
+    page = httpx.get(f"{stack.base_url}/api/v1/slices", params={"q": name},
+                     headers={"Authorization": f"Bearer {token}"}).json()
+    return int(next(s["id"] for s in page["data"] if s["name"] == name))
+
+
+def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -> None:
+    login(page, *RED)
+    expect(page.get_by_role("heading", name="SLA dashboard")).to_be_visible()
+    nav = page.get_by_role("navigation", name="Main navigation")
+    expect(nav.get_by_role("link", name="Tenants")).to_have_count(0)  # operator-only pages are not offered
+    cards = page.get_by_test_id("dashboard-slice")
+    expect(cards).to_have_count(2)
+    expect(cards.filter(has_text="red-embb")).to_have_count(1)
+    expect(cards.filter(has_text="blue-urllc")).to_have_count(0)
+    # Thresholds are drawn: each chart names its SLA limit.
+    expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 20 ms")).to_be_visible()
+    # Live: the red-embb charts gain points while the page is open.
+    chart = cards.filter(has_text="red-embb").get_by_test_id("chart-Throughput")
+    expect(chart).not_to_have_attribute("data-points", "0")
+    before = int(chart.get_attribute("data-points") or "0")
+    page.wait_for_timeout(2500)
+    assert int(chart.get_attribute("data-points") or "0") > before
+    # red-iot's last lane runs over its delay SLA: the violation is listed on its card.
+    iot = cards.filter(has_text="red-iot")
+    expect(iot.get_by_role("table", name="SLA violations")).to_contain_text("delay_p99_ms")
+    expect(cards.filter(has_text="red-embb").get_by_test_id("no-violations")).to_be_visible()
+    shot(page, "tenant-dashboard")
+
+    page.goto(f"/slices/{_slice_id(stack, 'blue-urllc')}")
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    expect(page.get_by_text("blue-urllc")).to_have_count(0)
+    shot(page, "tenant-not-found")
+
+    page.goto(f"/slices/{_slice_id(stack, 'red-embb')}")
+    expect(page.get_by_role("heading", name="Slice red-embb")).to_be_visible()
+
+
+def test_tablet_width_and_keyboard(page: Page, stack: Stack) -> None:
+    page.set_viewport_size({"width": 820, "height": 1180})
+    page.goto("/login")
+    expect(page.get_by_role("textbox", name="Username")).to_be_focused()
+    # Keyboard only: the username field has focus, Tab moves to the password, Enter submits.
+    page.keyboard.type(RED[0])
+    page.keyboard.press("Tab")
+    page.keyboard.type(RED[1])
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="SLA dashboard")).to_be_visible()
+    burger = page.get_by_role("button", name="Toggle navigation")
+    expect(burger).to_be_visible()
+    burger.click()
+    page.get_by_role("navigation", name="Main navigation").get_by_role("link", name="Slice types").click()
+    expect(page.get_by_role("heading", name="Slice-type catalogue")).to_be_visible()
+    shot(page, "tablet-catalogue")
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_role("heading", name="sliceportal — log in")).to_be_visible()

@@ -1,0 +1,45 @@
+// SLA violations (open ones by default) from the KPI service's SLA evaluation; tenant-scoped by the API.
+import { Badge, Table, Text } from "@mantine/core";
+import { useQuery } from "@tanstack/react-query";
+import { api, unwrap } from "../../api/client";
+import { useHasPath } from "../../api/features";
+import { ProblemAlert } from "../common/QueryView";
+
+export function useOpenViolations(sliceId?: number) {
+  const available = useHasPath("/api/v1/violations");
+  const query = { open_only: true, limit: 100, ...(sliceId ? { slice_id: sliceId } : {}) };
+  return useQuery({
+    queryKey: ["violations", query],
+    queryFn: () => unwrap(api.GET("/api/v1/violations", { params: { query } })),
+    enabled: available === true,
+    refetchInterval: 2000,
+  });
+}
+
+export function ViolationsTable({ sliceId, names }: { sliceId?: number; names?: Map<number, string> }) {
+  const violations = useOpenViolations(sliceId);
+  if (violations.isError) return <ProblemAlert error={violations.error} />;
+  const rows = violations.data?.data ?? [];
+  if (rows.length === 0) return <Text size="sm" c="dimmed" data-testid="no-violations">No SLA violations now.</Text>;
+  return (
+    <Table aria-label="SLA violations" striped>
+      <Table.Thead>
+        <Table.Tr>
+          {!sliceId && <Table.Th>Slice</Table.Th>}
+          <Table.Th>Lane</Table.Th><Table.Th>Metric</Table.Th><Table.Th>Worst</Table.Th><Table.Th>SLA</Table.Th><Table.Th>Since</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {rows.map((v) => (
+          <Table.Tr key={v.id}>
+            {!sliceId && <Table.Td>{names?.get(v.slice_id) ?? `#${v.slice_id}`}</Table.Td>}
+            <Table.Td>{v.lane ?? "all"}</Table.Td>
+            <Table.Td><Badge color="red" variant="light">{v.metric}</Badge></Table.Td>
+            <Table.Td>{v.worst.toFixed(2)}</Table.Td><Table.Td>{v.threshold}</Table.Td>
+            <Table.Td>{new Date(v.started_at).toLocaleTimeString()}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
