@@ -160,3 +160,31 @@ def test_the_meters_own_drops_are_counted_not_blamed_on_the_network(wire: Wire) 
     assert stats.socket_drops > 0
     assert report.total.received + stats.socket_drops == result.packets  # every frame accounted for
     assert report.total.lost == stats.socket_drops
+
+
+def test_live_bursts_follow_the_profile(wire: Wire) -> None:
+    from sliceportal.traffic.profiles import Bursts
+    from sliceportal.traffic.sender import send_profile
+
+    flows = table1(512)
+    rx = open_capture(wire.rx, wire.netns)
+    tx = open_sender(wire.tx, wire.netns)
+    meter = Meter()
+    stop = threading.Event()
+    reader = threading.Thread(target=run_capture, args=(rx, meter), kwargs={"stop": stop})
+    reader.start()
+    try:
+        # bursts of 100 packets at 200 kpps every 20 ms: 5 kpps on average, 50 bursts in 1 s
+        result = send_profile(tx, flows, Bursts(5_000, 100, 200_000), duration_s=1.0)
+        threading.Event().wait(0.3)
+    finally:
+        stop.set()
+        reader.join()
+        rx.close()
+        tx.close()
+    assert result.packets == 5000 and sum(result.sent.values()) == 5000
+    expected_span = 49 * 0.020 + 99 / 200_000
+    assert result.duration_s == pytest.approx(expected_span, rel=0.02)
+    meter.sent = dict(result.sent)
+    report = meter.report()
+    assert report.total.received == 5000 and report.total.lost == 0

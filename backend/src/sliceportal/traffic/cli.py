@@ -131,13 +131,15 @@ def send(
     packets: Annotated[int | None, typer.Option(help="stop after this many packets")] = None,
     duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
     sent_json: Annotated[Path | None, typer.Option(help="write the send report here")] = None,
+    burst: Annotated[int, typer.Option(help="packets per burst (1: paced by a token bucket)")] = 1,
+    peak_rate: Annotated[float | None, typer.Option(help="packets/s inside a burst")] = None,
     src_mac: SrcMacOpt = _U.src_mac,
     dst_mac: DstMacOpt = _U.dst_mac,
     outer_src: OuterSrcOpt = _U.outer_src,
     outer_dst: OuterDstOpt = _U.outer_dst,
 ) -> None:
     """Send a scenario live onto an interface at a set rate (needs CAP_NET_RAW)."""
-    from sliceportal.traffic.sender import SendError, open_sender
+    from sliceportal.traffic.sender import SendError, open_sender, send_profile
     from sliceportal.traffic.sender import send as send_flows
 
     if packets is None and duration is None:
@@ -146,8 +148,14 @@ def send(
         flows = _flows(scenario, slices, users, size)
         underlay = _underlay(src_mac, dst_mac, outer_src, outer_dst)
         with open_sender(iface, netns) as sock:
-            report = send_flows(sock, flows, rate_pps=rate, packets=packets, duration_s=duration, underlay=underlay)
-    except (ScenarioError, SendError, NetnsError) as exc:
+            if burst > 1:
+                if rate is None:
+                    raise ScenarioError("bursts need --rate (the average packets/s)")
+                profile = Bursts(rate, burst, peak_rate if peak_rate else rate * 10)
+                report = send_profile(sock, flows, profile, packets=packets, duration_s=duration, underlay=underlay)
+            else:
+                report = send_flows(sock, flows, rate_pps=rate, packets=packets, duration_s=duration, underlay=underlay)
+    except (ScenarioError, ProfileError, SendError, NetnsError) as exc:
         _fail(str(exc))
         return
     _dump(report, sent_json)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from sliceportal.traffic import netns
 from sliceportal.traffic.packets import Underlay
 from sliceportal.traffic.pcapgen import SentReport
+from sliceportal.traffic.profiles import Profile
 from sliceportal.traffic.scenarios import DEFAULT_UNDERLAY, ScenarioError, ScenarioFlow
 from sliceportal.traffic.templates import make_templates
 
@@ -148,4 +149,67 @@ def send(
         sent={sf.flow_id: seqs[i] for i, sf in enumerate(flows) if seqs[i]},
         tx_refused=refused,
         rate_pps=rate_pps,
+    )
+
+
+def send_profile(
+    sock: socket.socket,
+    flows: Sequence[ScenarioFlow],
+    profile: Profile,
+    *,
+    packets: int | None = None,
+    duration_s: float | None = None,
+    stop: threading.Event | None = None,
+    underlay: Underlay = DEFAULT_UNDERLAY,
+) -> SendResult:
+    """Send ``flows`` on a profile's schedule (bursts, per-service rates) live.
+
+    Each packet leaves when its scheduled offset from the start comes (sleeping or spinning
+    until then) and is stamped when it leaves; a sender that fell behind sends at once, so
+    a burst stays a burst. The schedule ends at ``packets`` or at offset ``duration_s``.
+    """
+    if not flows:
+        raise ScenarioError("no flows to send")
+    if packets is None and duration_s is None:
+        raise ScenarioError("give packets and/or duration_s, or the sender never ends")
+    templates = make_templates(flows, underlay)
+    seqs = [0] * len(flows)
+    budget = packets if packets is not None else -1
+    limit_ns = None if duration_s is None else int(duration_s * 1e9)
+    n = refused = total_bytes = 0
+    first_ns = last_ns = 0
+    wall, mono, write = time.time_ns, time.monotonic_ns, sock.send
+    start = mono()
+    for i, offset in profile.schedule(len(flows)):
+        if n == budget or (limit_ns is not None and offset >= limit_ns):
+            break
+        if stop is not None and stop.is_set():
+            break
+        wait = start + offset - mono()
+        if wait > SPIN_BELOW_NS:
+            time.sleep((wait - SPIN_BELOW_NS) / 1e9)
+        while mono() < start + offset:
+            pass
+        t = wall()
+        frame = templates[i].frame_at(seqs[i], t)
+        try:
+            write(frame)
+        except OSError as exc:
+            if exc.errno != errno.ENOBUFS:
+                raise SendError(f"send failed after {n} packets: {exc}") from exc
+            refused += 1
+        if n == 0:
+            first_ns = t
+        last_ns = t
+        seqs[i] += 1
+        total_bytes += len(frame)
+        n += 1
+    return SendResult(
+        packets=n,
+        bytes=total_bytes,
+        first_ns=first_ns,
+        last_ns=last_ns,
+        sent={sf.flow_id: seqs[i] for i, sf in enumerate(flows) if seqs[i]},
+        tx_refused=refused,
+        rate_pps=None,
     )
