@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Annotated
@@ -58,6 +59,7 @@ def run(
     """Run the portal: database, migrations, first operator, demo data, API and UI."""
     from sliceportal.services.bootstrap_data import ensure_operator, seed_demo
 
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     settings = get_settings()
     url = database_url()
     upgrade(url)
@@ -76,13 +78,13 @@ def run(
     os.environ["SLICEPORTAL_DATABASE_URL_RESOLVED"] = url
     os.environ["TESTBED"] = "true" if testbed else "false"
     get_settings.cache_clear()
-    try:
-        uvicorn.run("sliceportal.asgi:app", host=host or settings.host, port=port or settings.port,
-                    log_level="info")
-    finally:
-        pg = embedded()
-        if pg is not None:
-            pg.stop()
+    from sliceportal import asgi
+
+    pg = embedded()
+    if pg is not None:
+        # uvicorn re-raises SIGTERM after its graceful shutdown, so no code after run() is reached
+        asgi.app.state.on_shutdown.append(pg.stop)
+    uvicorn.run(asgi.app, host=host or settings.host, port=port or settings.port, log_level="info")
 
 
 @app.command()

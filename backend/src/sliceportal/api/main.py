@@ -64,6 +64,8 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
         if testbed is not None:
             await asyncio.to_thread(testbed.stop)
         POOL.close_all()
+        for hook in app.state.on_shutdown:
+            hook()
 
     app = FastAPI(
         lifespan=lifespan,
@@ -78,6 +80,8 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     app.state.database_url = database_url
     app.state.sessionmaker = session_factory(database_url)
     app.state.kpi_hub = KpiHub()
+    # what the process that serves the app must release last (the run command's embedded cluster)
+    app.state.on_shutdown = []
     errors.install(app)
     app.include_router(api_router())
     app.include_router(metrics.router)

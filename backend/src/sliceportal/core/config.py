@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-_DEV_SECRET = "dev-only-secret-change-me"
+_DEV_SECRET = "dev-only-secret-change-me-not-for-production"
 
 
 class Environment(StrEnum):
