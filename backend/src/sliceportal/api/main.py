@@ -53,7 +53,8 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         reconciler = testbed = None
         if settings.testbed:
-            testbed = LiveTestbed(app.state.sessionmaker, app.state.kpi_hub, rate_pps=settings.testbed_rate_pps)
+            testbed = LiveTestbed(app.state.sessionmaker, app.state.kpi_hub, prefix=settings.testbed_prefix,
+                                  rate_pps=settings.testbed_rate_pps)
             await asyncio.to_thread(testbed.start)
         if settings.reconcile_interval_s > 0:
             reconciler = Reconciler(app.state.sessionmaker, settings.reconcile_interval_s)

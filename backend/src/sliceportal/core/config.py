@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     reconcile_interval_s: float = Field(15.0, ge=0, description="0 disables the reconcile loop")
     testbed: bool = Field(False, description="start the emulated testbed with live traffic (run command)")
     testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
+    testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")
 
     @model_validator(mode="after")
     def _refuse_default_secret(self) -> Settings:
