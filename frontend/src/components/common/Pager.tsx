@@ -6,8 +6,9 @@ export function Pager({ count, params, onPage }: { count: number; params: PagePa
   return (
     <Group justify="space-between" mt="sm">
       <Text size="sm" c="dimmed" data-testid="row-count">{count.toLocaleString("en")} rows</Text>
-      <Pagination total={pages} value={Math.min(params.page, pages)} onChange={onPage}
-        getControlProps={(c) => ({ "aria-label": `${c} page` })} aria-label="Pages" />
+      <Pagination total={pages} value={Math.min(params.page, pages)} onChange={onPage} withEdges
+        getControlProps={(c) => ({ "aria-label": `${c} page` })}
+        getItemProps={(p) => ({ "aria-label": `Page ${p}` })} aria-label="Pages" />
     </Group>
   );
 }
