@@ -1,7 +1,8 @@
 // One KPI (e.g. delay) for every lane of a slice over time, with the SLA threshold as a dashed line.
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
-import { Paper, Text } from "@mantine/core";
+import { Box, Paper, Text } from "@mantine/core";
+import { useElementSize } from "@mantine/hooks";
 
 const LANE_COLORS = ["#868e96", "#4263eb", "#1098ad", "#37b24d", "#f59f00", "#f76707", "#d6336c", "#7048e8"];
 
@@ -10,14 +11,16 @@ export interface LaneSeries {
   points: [number, number | null][]; // [unix seconds, value]
 }
 
-export function LaneChart({ title, unit, series, threshold, width }: {
+export function LaneChart({ title, unit, series, threshold }: {
   title: string;
   unit: string;
   series: LaneSeries[];
   threshold: number | null | undefined;
-  width: number;
 }) {
   const el = useRef<HTMLDivElement>(null);
+  // The chart follows its container's width (laptop: two columns, tablet: one).
+  const { ref: box, width: boxWidth } = useElementSize();
+  const width = Math.max(240, Math.floor(boxWidth));
   const plot = useRef<uPlot | null>(null);
   const lanesKey = series.map((s) => s.lane).join(",") + `|${threshold ?? ""}`;
 
@@ -48,9 +51,14 @@ export function LaneChart({ title, unit, series, threshold, width }: {
       plot.current?.destroy();
       plot.current = null;
     };
-    // Rebuilt only when the lanes or the threshold change; data updates go through setData below.
+    // Rebuilt only when the lanes or the threshold change; data and size updates go through
+    // setData / setSize below.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [lanesKey, width, unit]);
+  }, [lanesKey, unit]);
+
+  useEffect(() => {
+    plot.current?.setSize({ width, height: 200 });
+  }, [width]);
 
   useEffect(() => {
     plot.current?.setData(data);
@@ -59,7 +67,9 @@ export function LaneChart({ title, unit, series, threshold, width }: {
   return (
     <Paper withBorder p="xs" role="figure" aria-label={`${title} per lane${threshold != null ? `, SLA ${threshold} ${unit}` : ""}`}>
       <Text fw={600} size="sm">{title}{threshold != null && <Text span c="red" size="xs"> — SLA {threshold} {unit}</Text>}</Text>
-      <div ref={el} data-testid={`chart-${title}`} data-points={times.length} />
+      <Box ref={box}>
+        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} />
+      </Box>
     </Paper>
   );
 }

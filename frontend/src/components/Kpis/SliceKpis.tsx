@@ -1,6 +1,5 @@
 // Live per-lane throughput / loss / delay / jitter of one slice, against its SLA.
 import { Alert, Badge, Group, SimpleGrid, Stack, Text } from "@mantine/core";
-import { useElementSize } from "@mantine/hooks";
 import type { Schemas } from "../../api/client";
 import { ProblemAlert } from "../common/QueryView";
 import { LaneChart, type LaneSeries } from "./LaneChart";
@@ -18,16 +17,14 @@ function seriesOf(samples: KpiSample[], lanes: number[], pick: (s: KpiSample) =>
 
 export function SliceKpis({ slice }: { slice: Slice }) {
   const kpis = useKpis(slice.id);
-  const { ref, width } = useElementSize();
   const samples = kpis.data ?? [];
   const lanes = [...new Set([...slice.lanes, ...samples.map((s) => s.lane)])].sort((a, b) => a - b);
-  const chartWidth = Math.max(260, (width >= 900 ? width / 2 : width) - 24);
   const open = useOpenViolations(slice.id);
   const openCount = open.data?.count ?? 0;
   const rateLimit = slice.sla.rate_limit_mbps;
 
   return (
-    <Stack ref={ref}>
+    <Stack>
       {kpis.available === false && (
         <Alert color="gray" title="Live KPIs not available yet">
           This backend does not serve KPI samples; the charts fill in once it does.
@@ -38,18 +35,16 @@ export function SliceKpis({ slice }: { slice: Slice }) {
         <Text size="sm" c="dimmed" data-testid="kpi-samples">{samples.length} samples in the last 2 minutes</Text>
         {openCount === 0 ? <Badge color="green">SLA met</Badge> : <Badge color="red">{openCount} SLA violations now</Badge>}
       </Group>
-      {width > 0 && (
-        <SimpleGrid cols={{ base: 1, md: 2 }}>
-          <LaneChart title="Throughput" unit="Mbit/s" width={chartWidth} threshold={rateLimit}
+      <SimpleGrid cols={{ base: 1, md: 2 }}>
+          <LaneChart title="Throughput" unit="Mbit/s" threshold={rateLimit}
             series={seriesOf(samples, lanes, (s) => s.throughput_bps / 1e6)} />
-          <LaneChart title="Loss" unit="%" width={chartWidth} threshold={slice.sla.max_loss_pct}
+          <LaneChart title="Loss" unit="%" threshold={slice.sla.max_loss_pct}
             series={seriesOf(samples, lanes, (s) => s.loss_pct)} />
-          <LaneChart title="Delay (p99)" unit="ms" width={chartWidth} threshold={slice.sla.max_delay_ms}
+          <LaneChart title="Delay (p99)" unit="ms" threshold={slice.sla.max_delay_ms}
             series={seriesOf(samples, lanes, (s) => s.delay_p99_ms)} />
-          <LaneChart title="Jitter" unit="ms" width={chartWidth} threshold={slice.sla.max_jitter_ms}
+          <LaneChart title="Jitter" unit="ms" threshold={slice.sla.max_jitter_ms}
             series={seriesOf(samples, lanes, (s) => s.jitter_ms)} />
-        </SimpleGrid>
-      )}
+      </SimpleGrid>
       <ViolationsTable sliceId={slice.id} />
     </Stack>
   );
