@@ -14,10 +14,12 @@ from sliceportal.core.config import get_settings
 from sliceportal.core.db import session_scope
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.traffic import cli as traffic_cli
 
 app = typer.Typer(help="QoS-aware network slicing portal", no_args_is_help=True)
 db = typer.Typer(help="database: migrate, embedded cluster")
 app.add_typer(db, name="db")
+app.add_typer(traffic_cli.app, name="traffic", help="traffic generation and measurement (docs/traffic.md)")
 
 
 def embedded() -> EmbeddedPostgres | None:

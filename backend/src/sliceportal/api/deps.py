@@ -80,11 +80,7 @@ def _from_api_key(session: Session, secret: str) -> Principal:
     return Principal(user.id, user.username, user.role, user.tenant_id, scopes, f"api_key:{key.prefix}")
 
 
-def get_principal(
-    session: SessionDep, settings: SettingsDep,
-    token: Annotated[str | None, Depends(oauth2)],
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> Principal:
+def _authenticate(session: Session, settings: Settings, token: str | None, x_api_key: str | None) -> Principal:
     secret = x_api_key or (token if token and api_key_prefix(token) else None)
     if secret:
         principal = _from_api_key(session, secret)
@@ -100,11 +96,35 @@ def get_principal(
             raise _unauthorized("user disabled or removed")
         principal = Principal(user.id, user.username, Role(user.role), user.tenant_id,
                               ROLE_SCOPES[Role(user.role)], "token")
+    return principal
+
+
+def get_principal(
+    session: SessionDep, settings: SettingsDep,
+    token: Annotated[str | None, Depends(oauth2)],
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Principal:
+    principal = _authenticate(session, settings, token, x_api_key)
     set_actor(session, Actor(principal.user_id, principal.username, principal.via))
     return principal
 
 
+def get_stream_principal(
+    request: Request, settings: SettingsDep,
+    token: Annotated[str | None, Depends(oauth2)],
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Principal:
+    """For long-lived streams: authenticate with a session of its own, returned at once,
+    rather than holding a pooled connection for the stream's whole life."""
+    with request.app.state.sessionmaker() as session:
+        principal = _authenticate(session, settings, token, x_api_key)
+    if Scope.READ not in principal.scopes:
+        raise ApiError(403, "Forbidden", "this needs the 'read' scope")
+    return principal
+
+
 CurrentUser = Annotated[Principal, Depends(get_principal)]
+StreamReader = Annotated[Principal, Depends(get_stream_principal)]
 
 
 def require(scope: Scope) -> object:

@@ -13,7 +13,7 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy import func, select
 
 from sliceportal.api.crud import get_scoped, page, scoped
-from sliceportal.api.deps import Reader, SessionDep
+from sliceportal.api.deps import Reader, SessionDep, StreamReader
 from sliceportal.api.errors import ApiError
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import KpiSample, SlaViolation, Slice
@@ -68,7 +68,7 @@ def violations(principal: Reader, session: SessionDep, params: ListQuery, slice_
 
 @router.get("/kpis/stream", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}})
-async def stream(request: Request, principal: Reader,
+async def stream(request: Request, principal: StreamReader,
                  slice_id: Annotated[list[int] | None, Query(description="only these slices")] = None
                  ) -> StreamingResponse:
     """Live KPI points as server-sent events (``event: kpi``), each a JSON list of points.
