@@ -4,9 +4,10 @@
 // dst, DSCP and the L4 destination port (0 when the innermost IPv4 carries neither UDP
 // nor TCP, or is a non-first fragment).
 //
-// Packets are buffered (store-and-forward) while the first HDR_BYTES bytes are captured
-// into a window; a walker FSM then visits one header per cycle. Input stalls only when a
-// new packet starts while the previous window is still being walked. The key and flags
+// Packets are buffered (store-and-forward) while the first HDR_BYTES bytes are captured;
+// the completed capture is handed to a walker FSM that visits one header per cycle while
+// the next packet is already being captured. Input stalls only on the beat that would
+// complete the next window while the walker is still busy. The key and flags
 // come out as a sideband held stable for the whole packet:
 //   m_key = {src_ip[85:54], dst_ip[53:22], dst_port[21:6]... } see sp_tcam (key layout
 //   {src_ip, dst_ip, dscp, dst_port} = bits [85:54] [53:22] [21:16] [15:0]);
@@ -91,14 +92,22 @@ wire       meta_full = (meta_wr - meta_rd) == 4'd8;
 wire       meta_empty = meta_wr == meta_rd;
 
 // ---- header window ---------------------------------------------------------------------------
-reg [HDR_BYTES*8-1:0] win;
+reg [HDR_BYTES*8-1:0] cap;    // being captured from the input
+reg [HDR_BYTES*8-1:0] cap_merged;
+reg [HDR_BYTES*8-1:0] win;    // handed to the walker
 reg [15:0]  win_len;      // bytes captured so far for the current packet
 reg [B_W-1:0] in_beat;    // beat index inside the current packet, saturating at HDR_BEATS
 reg         walk_busy;
 reg         win_done;     // the current packet's window has been handed to the walker
 
 wire in_window = in_beat < HDR_BEATS[B_W-1:0];
-assign s_axis_tready = !f_full && !((walk_busy || start_walk) && in_window);
+wire walk_done;
+reg  start_walk;
+// This beat completes the window (the packet ends, or the window is full). Allowed to
+// depend on tlast: an AXI4-Stream slave may wait for TVALID before raising TREADY.
+wire completes = in_window && !win_done && (s_axis_tlast || in_beat == HDR_BEATS[B_W-1:0] - 1'b1);
+wire walker_free = !(walk_busy || start_walk) || walk_done;
+assign s_axis_tready = !f_full && (!completes || walker_free);
 wire s_fire = s_axis_tvalid && s_axis_tready;
 
 function [15:0] popcount(input [KEEP_W-1:0] keep);
@@ -112,9 +121,14 @@ function [15:0] popcount(input [KEEP_W-1:0] keep);
 endfunction
 
 wire [15:0] beat_bytes = popcount(s_axis_tkeep);
-wire        win_complete = s_fire && !win_done &&
-    (s_axis_tlast || in_beat == HDR_BEATS[B_W-1:0] - 1'b1);
-reg         start_walk;
+wire        win_complete = s_fire && completes;
+
+always @* begin
+    cap_merged = cap;
+    if (in_window) begin
+        cap_merged[in_beat * DATA_W +: DATA_W] = s_axis_tdata;
+    end
+end
 reg [15:0]  walk_len;      // bytes of the window the walker may read
 
 always @(posedge clk) begin
@@ -126,7 +140,7 @@ always @(posedge clk) begin
         f_user[f_wr[F_W-1:0]] <= s_axis_tuser;
         f_wr <= f_wr + 1'b1;
         if (in_window) begin
-            win[in_beat * DATA_W +: DATA_W] <= s_axis_tdata;
+            cap[in_beat * DATA_W +: DATA_W] <= s_axis_tdata;
             win_len <= win_len + beat_bytes;
         end
         if (s_axis_tlast) begin
@@ -135,6 +149,7 @@ always @(posedge clk) begin
         if (win_complete) begin
             start_walk <= 1'b1;
             win_done <= 1'b1;
+            win <= cap_merged;
             walk_len <= win_len + beat_bytes;
         end
         if (s_axis_tlast) begin
@@ -341,7 +356,7 @@ always @(posedge clk) begin
     end
 end
 
-wire        walk_done = w_state == W_DONE && walk_busy && !meta_full;
+assign walk_done = w_state == W_DONE && walk_busy && !meta_full;
 // A header cut by the window end rather than the packet end ("too deep") counts as
 // malformed too: the walker cannot tell what the innermost header is.
 wire        w_bad = k_bad;

@@ -175,6 +175,8 @@ reg [15:0] p_idx;
 /* verilator lint_off UNUSEDSIGNAL */
 reg [15:0] q_idx;
 /* verilator lint_on UNUSEDSIGNAL */
+// Picked in the cycle the previous packet's last beat leaves, so back-to-back packets
+// leave without an idle cycle; that packet no longer counts in its queue.
 always @* begin
     pick_valid = 1'b0;
     pick_q = {Q_W{1'b0}};
@@ -186,7 +188,7 @@ always @* begin
         p_idx = ({{(16 - P_W){1'b0}}, rr_next} + pi[15:0]) & (PATHS[15:0] - 16'd1);
         for (li = 0; li < LANES; li = li + 1) begin
             q_idx = p_idx * LANES[15:0] + li[15:0];
-            if (pkts[q_idx[Q_W-1:0]] != 16'd0) begin
+            if (pkts[q_idx[Q_W-1:0]] > ((dequeue_done && out_q == q_idx[Q_W-1:0]) ? 16'd1 : 16'd0)) begin
                 pick_valid = 1'b1;
                 pick_q = q_idx[Q_W-1:0];
                 pick_path = p_idx[P_W-1:0];
@@ -197,12 +199,11 @@ end
 
 always @(posedge clk) begin
     if (!out_active || dequeue_done) begin
-        // A packet committed this cycle is seen next cycle; one idle cycle between picks.
-        out_active <= !out_active && pick_valid;
-        if (!out_active && pick_valid) begin
+        // A packet committed this cycle is seen from the next cycle on.
+        out_active <= pick_valid;
+        if (pick_valid) begin
             out_q <= pick_q;
             rr_next <= pick_path + 1;
-            out_first <= 1'b1;
         end
     end
     if (m_fire) begin

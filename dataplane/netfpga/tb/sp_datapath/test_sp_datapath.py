@@ -100,7 +100,7 @@ def random_flow(rng: random.Random, ir: RuleIR) -> Flow:
     )
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def algorithm1_matches_reference(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -133,7 +133,7 @@ async def algorithm1_matches_reference(dut: object) -> None:
     assert await tb.read64(regmap.PARSED_PACKETS) == len(flows)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def dma_to_phys_untouched_and_default_path(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -155,7 +155,7 @@ async def dma_to_phys_untouched_and_default_path(dut: object) -> None:
     assert await tb.read64(regmap.NON_IPV4_PACKETS) == 1
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def bank_flip_is_atomic_under_traffic(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -193,5 +193,5 @@ async def bank_flip_is_atomic_under_traffic(dut: object) -> None:
 @pytest.mark.parametrize("geometry", [(8, 4), (32, 8)], ids=["prototype-8x4", "production-32x8"])
 def test_sp_datapath(cocotb_run, geometry: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
     paths, lanes = geometry
-    depth = 64 if paths == 8 else 16
+    depth = 64 if paths == 8 else 32
     cocotb_run("sp_datapath", __file__, {"PATHS": paths, "LANES": lanes, "QUEUE_DEPTH": depth})

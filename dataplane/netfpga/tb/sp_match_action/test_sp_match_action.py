@@ -83,7 +83,7 @@ def random_key(rng: random.Random) -> FlowKey:
         [5000, 5008, 5016, 5024, rng.getrandbits(16)]), dscp=rng.getrandbits(6))
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def algorithm1_against_reference(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -109,7 +109,7 @@ async def algorithm1_against_reference(dut: object) -> None:
         assert g == (DMA0, d.rr_path, d.lane, d.slice_id), (k, d)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def dma_to_phys_and_default_path(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()

@@ -92,7 +92,7 @@ def flows() -> list[Flow]:
     return out
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def every_header_combination(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -102,7 +102,7 @@ async def every_header_combination(dut: object) -> None:
         assert s == Seen(key_of(f.key()), True, False), f
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def options_and_gtp_extension_headers(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -119,7 +119,7 @@ async def options_and_gtp_extension_headers(dut: object) -> None:
     assert seen[1] == Seen((0x0A140001 << 54) | (0x0A140002 << 22) | 2152, True, False)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def non_ipv4_and_too_deep(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -143,7 +143,7 @@ async def non_ipv4_and_too_deep(dut: object) -> None:
     assert await tb.counters() == (3, 1, 1)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def every_truncation_point(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -159,7 +159,7 @@ async def every_truncation_point(dut: object) -> None:
                 assert (s.key_valid, s.malformed) == (False, True), (f, n)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def back_pressure_and_idle(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()

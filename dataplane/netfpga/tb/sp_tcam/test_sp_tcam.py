@@ -116,7 +116,7 @@ def key_near(rng: random.Random, entries: list[Entry]) -> int:
     return key
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def ternary_random_against_model(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -129,7 +129,7 @@ async def ternary_random_against_model(dut: object) -> None:
         assert await tb.lookup(key) == model(entries, key), hex(key)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def lowest_index_wins_and_count_limits(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -148,7 +148,7 @@ async def lowest_index_wins_and_count_limits(dut: object) -> None:
     assert await tb.lookup(exact_key) == (True, 0, 0x010203)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def active_bank_is_write_protected(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()

@@ -90,7 +90,7 @@ class TB:
         return [await self.sink.recv() for _ in range(n)]
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def strict_priority_inside_a_path(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -107,7 +107,7 @@ async def strict_priority_inside_a_path(dut: object) -> None:
     assert got == [(0, 0, 0), *rest]
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def round_robin_across_paths(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -136,7 +136,7 @@ async def round_robin_across_paths(dut: object) -> None:
         assert lanes == sorted(lanes, reverse=True)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def full_queue_drops_whole_packets(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
@@ -166,7 +166,7 @@ async def full_queue_drops_whole_packets(dut: object) -> None:
     assert ident(await tb.sink.recv())[2] == 999
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
 async def back_pressure_keeps_packets_intact(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
