@@ -79,6 +79,33 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(page.get_by_role("heading", name="Slice green-embb")).to_be_visible()
     slice_url = page.url
 
+    # Editing: a service added on one of the type's lanes appears; a stale save is refused with 412.
+    page.get_by_label("New service").fill("voice")
+    page.get_by_role("combobox", name="Lane").click()
+    page.get_by_role("option", name="6", exact=True).click()
+    page.get_by_label("Dst port from").fill("5100")
+    page.get_by_role("button", name="Add service").click()
+    expect(page.get_by_role("cell", name="voice", exact=True)).to_be_visible()
+    slice_id = int(slice_url.rsplit("/", 1)[1])
+    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
+                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    current = httpx.get(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth).json()
+    # Someone else changes the slice behind this page's back ...
+    r = httpx.patch(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth,
+                    json={"description": "changed elsewhere", "version": current["version"]})
+    assert r.status_code == 200, r.text
+    page.get_by_label("Max jitter (ms)").fill("8")
+    page.get_by_role("button", name="Save SLA").click()
+    expect(page.get_by_role("alert")).to_contain_text("reload")
+    page.reload()
+    page.get_by_label("Max jitter (ms)").fill("8")
+    with page.expect_response(lambda r: r.request.method == "PATCH" and r.url.endswith(f"/slices/{slice_id}")) as saved:
+        page.get_by_role("button", name="Save SLA").click()
+    assert saved.value.status == 200
+    expect(page.get_by_role("alert")).to_have_count(0)
+    assert httpx.get(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth).json()["sla"]["max_jitter_ms"] == 8
+
     # Subscribers: a file with bad rows is refused with line numbers, nothing imported.
     bad = tmp_path / "bad.csv"
     bad.write_text("imsi,ue_ip,teids,tenant,slices\n001010000000001,10.47.0.1,1,mvno-green,green-embb\n"

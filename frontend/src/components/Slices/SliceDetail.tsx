@@ -13,6 +13,7 @@ import { useKpiStream } from "../Kpis/kpiStream";
 import { useSlice } from "./queries";
 import { SlaFields, SLA_FIELDS, type Sla } from "./SlaFields";
 import { StateBadge } from "./StateBadge";
+import { BackendsEditor, ServicesEdit } from "./SliceEdit";
 
 type Slice = Schemas["SlicePublic"];
 
@@ -63,19 +64,27 @@ export function SliceDetail() {
           </Paper>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Services</Title>
-            <Table aria-label="Services">
-              <Table.Thead><Table.Tr><Table.Th>Service</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Dst ports</Table.Th><Table.Th>DSCP</Table.Th></Table.Tr></Table.Thead>
-              <Table.Tbody>
-                {s.services.map((svc) => (
-                  <Table.Tr key={svc.id}>
-                    <Table.Td>{svc.name}</Table.Td><Table.Td>{svc.lane}</Table.Td>
-                    <Table.Td>{svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}</Table.Td>
-                    <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
+            {me?.role === "operator" ? <ServicesEdit slice={s} /> : (
+              <Table aria-label="Services">
+                <Table.Thead><Table.Tr><Table.Th>Service</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Dst ports</Table.Th><Table.Th>DSCP</Table.Th></Table.Tr></Table.Thead>
+                <Table.Tbody>
+                  {s.services.map((svc) => (
+                    <Table.Tr key={svc.id}>
+                      <Table.Td>{svc.name}</Table.Td><Table.Td>{svc.lane}</Table.Td>
+                      <Table.Td>{svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}</Table.Td>
+                      <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            )}
           </Paper>
+          {me?.role === "operator" && (
+            <Paper withBorder p="md">
+              <Title order={2} size="h4" mb="sm">Backends</Title>
+              <BackendsEditor key={s.version} slice={s} />
+            </Paper>
+          )}
         </Stack>
       )}
     </QueryView>
