@@ -30,7 +30,7 @@ def test_live_kpis_per_lane(db_url: str, session: Session) -> None:
     with TestClient(create_app(settings, db_url)) as client:
         op = login(client, "op")
         backends = client.get("/api/v1/backends", headers=op).json()["data"]
-        assert {b["driver"] for b in backends} == {"xdp", "p4rt"}
+        assert {b["driver"] for b in backends} == {"xdp", "p4rt", "netfpga"}
         assert all(b["health"] == "ok" for b in backends), backends
         slices = client.get("/api/v1/slices", headers=op).json()["data"]
         assert {s["state"] for s in slices} == {"deployed"}

@@ -2,9 +2,11 @@
 
 Namespaces edge / core / alt (``Testbed``); the XDP data plane attached to core's link
 (seed 001: prioritised lanes steered to their CPU and passed up, the rest rewritten and
-sent to alt with XDP_TX); the bundled P4Runtime target as a second backend. Every demo
+sent to alt with XDP_TX); the bundled P4Runtime target as a second backend; Every demo
 slice is deployed through the same API pipeline an operator uses. A sender in edge plays
 the slices' subscribers (VXLAN / GTP-U encapsulated, seq + timestamp in each payload);
+the Verilator model of the NetFPGA card as a third backend (rules and counters; no live
+traffic through it here: its own tests and bench drive it with pcaps);
 meters on core and alt measure each flow; every second their reports become KPI
 samples per slice and lane, stored, checked against the SLAs and streamed.
 """
@@ -16,14 +18,17 @@ import ipaddress
 import logging
 import os
 import queue
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sliceportal.drivers.contract import DriverError
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import points_from_meter
 from sliceportal.kpi.store import ingest
@@ -69,6 +74,9 @@ class LiveTestbed:
             bmv2 = self._start_bmv2()
             if bmv2 is not None:
                 backends.append(self._backend(session, "bmv2", "p4rt", {"address": bmv2}))
+            netfpga = self._start_netfpga()
+            if netfpga is not None:
+                backends.append(self._backend(session, "netfpga-sim", "netfpga", {"address": netfpga}))
             for s in session.scalars(select(Slice)):
                 s.backends = backends
             session.commit()
@@ -125,6 +133,22 @@ class LiveTestbed:
             return None
         self._stack.callback(target.stop)
         return target.address
+
+    def _start_netfpga(self) -> str | None:
+        """The Verilator model of the NetFPGA card, its register server on a Unix socket."""
+        try:
+            from sliceportal_netfpga.simulator import start
+        except ImportError as exc:
+            log.warning("no NetFPGA backend: %s", exc)
+            return None
+        sock = Path(tempfile.gettempdir()) / f"{self.prefix}netfpga.sock"
+        try:
+            sim = start(sock)
+        except DriverError as exc:
+            log.warning("no NetFPGA backend: %s", exc.message)
+            return None
+        self._stack.callback(sim.stop)
+        return sim.address
 
     @staticmethod
     def _backend(session: Session, name: str, driver: str, options: dict[str, Any]) -> Backend:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sliceportal.drivers.contract import DriverError
+from sliceportal.drivers.contract import OptionsError
 
 
 class NetfpgaOptions(BaseModel):
@@ -32,4 +32,4 @@ class NetfpgaOptions(BaseModel):
         try:
             return cls.model_validate(dict(options))
         except ValidationError as e:
-            raise DriverError(f"invalid netfpga backend options: {e}", hint="fix the backend's options") from e
+            raise OptionsError(f"invalid netfpga backend options: {e}", hint="fix the backend's options") from e
