@@ -18,6 +18,12 @@ def _has_kpis(stack: Stack) -> bool:
     return "/api/v1/slices/{slice_id}/kpis" in paths
 
 
+def _classifier_change(text: str) -> tuple[int, int]:
+    m = re.search(r"classifier\.classifier: (\d+) added, (\d+) removed", text)
+    assert m, text
+    return int(m.group(1)), int(m.group(2))
+
+
 def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Path) -> None:
     login(page, *OPERATOR)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
@@ -140,8 +146,28 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     outcome = page.get_by_test_id("deploy-outcome")
     expect(outcome).to_be_visible(timeout=60_000)
     expect(outcome).to_contain_text("Deployment")
-    expect(page.get_by_role("table", name="Deployments").get_by_role("row")).to_have_count(2)
+    history = page.get_by_role("table", name="Deployments")
+    expect(history.get_by_role("row")).to_have_count(2)
     shot(page, "deploy")
+
+    # A second rule set without the voice service, then a rollback to the first one.
+    voice = next(s for s in httpx.get(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth).json()["services"]
+                 if s["name"] == "voice")
+    assert httpx.delete(f"{stack.base_url}/api/v1/slices/{slice_id}/services/{voice['id']}",
+                        headers=auth).status_code == 204
+    page.get_by_role("button", name="Deploy now").click()
+    expect(history.get_by_role("row")).to_have_count(3, timeout=60_000)
+    # the deleted service's classifier entries go: fewer come than go (minimisation reorders the rest)
+    expect(outcome).to_contain_text("classifier")
+    added, removed = _classifier_change(outcome.inner_text())
+    assert removed > added
+    page.get_by_label("Rule set number to roll back to").fill("1")
+    page.get_by_role("button", name="Roll back").click()
+    expect(history.get_by_role("row")).to_have_count(4, timeout=60_000)
+    expect(history.get_by_role("row").nth(1)).to_contain_text("rollback")
+    expect(outcome).to_contain_text("classifier")
+    added, removed = _classifier_change(outcome.inner_text())
+    assert added > removed
 
     page.goto(slice_url)
     expect(page.get_by_role("heading", name="Slice green-embb")).to_be_visible()

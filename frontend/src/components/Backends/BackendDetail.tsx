@@ -55,7 +55,8 @@ function diffSummary(diff: Record<string, unknown>): string {
     if (typeof t !== "object" || t === null) continue;
     const d = t as { added?: unknown[]; removed?: unknown[]; modified?: unknown[] };
     if (!Array.isArray(d.added) && !Array.isArray(d.removed)) continue;
-    parts.push(`${name}: +${d.added?.length ?? 0} −${d.removed?.length ?? 0} ~${d.modified?.length ?? 0}`);
+    const [a, r, m] = [d.added?.length ?? 0, d.removed?.length ?? 0, d.modified?.length ?? 0];
+    if (a + r + m > 0) parts.push(`${name}: ${a} added, ${r} removed, ${m} changed`);
   }
   return parts.join(", ") || "no changes";
 }
