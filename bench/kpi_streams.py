@@ -65,17 +65,17 @@ def free_port() -> int:
 
 async def listen(base: str, headers: dict[str, str], seconds: float, delays: list[float]) -> int:
     updates = 0
-    async with httpx.AsyncClient(base_url=base, timeout=None) as client:
-        async with client.stream("GET", "/api/v1/kpis/stream", headers=headers) as r:
-            end = time.time() + seconds
-            async for line in r.aiter_lines():
-                if line.startswith("data: "):
-                    points = json.loads(line[6:])
-                    closed = datetime.fromisoformat(points[0]["ts"]).timestamp()
-                    delays.append(time.time() - closed)
-                    updates += 1
-                if time.time() > end:
-                    break
+    async with (httpx.AsyncClient(base_url=base, timeout=None) as client,
+                client.stream("GET", "/api/v1/kpis/stream", headers=headers) as r):
+        end = time.time() + seconds
+        async for line in r.aiter_lines():
+            if line.startswith("data: "):
+                points = json.loads(line[6:])
+                closed = datetime.fromisoformat(points[0]["ts"]).timestamp()
+                delays.append(time.time() - closed)
+                updates += 1
+            if time.time() > end:
+                break
     return updates
 
 
