@@ -1,29 +1,32 @@
 // Routes. Everything but /login needs a session; /home sends each role to its start page.
+import { lazy, Suspense } from "react";
 import { Center, Loader } from "@mantine/core";
 import { Navigate, Route, Routes, useLocation } from "react-router";
 import { useSession } from "./auth/session";
 import { Shell } from "./components/common/Shell";
 import { NotFound } from "./components/common/QueryView";
 import { LoginPage } from "./components/Login/LoginPage";
-import { CataloguePage } from "./components/SliceTypes/CataloguePage";
-import { TenantsPage } from "./components/Tenants/TenantsPage";
-import { SlicesPage } from "./components/Slices/SlicesPage";
-import { SliceWizard } from "./components/Slices/SliceWizard";
-import { SliceDetail } from "./components/Slices/SliceDetail";
-import { SubscribersPage } from "./components/Subscribers/SubscribersPage";
-import { ApiKeysPage } from "./components/ApiKeys/ApiKeysPage";
-import { DashboardPage } from "./components/Kpis/DashboardPage";
-import { OverviewPage } from "./components/Overview/OverviewPage";
-import { BackendsPage } from "./components/Backends/BackendsPage";
-import { BackendDetail } from "./components/Backends/BackendDetail";
-import { AuditPage } from "./components/Audit/AuditPage";
+
+// Pages load on first visit: the login page does not wait for the chart library.
+const CataloguePage = lazy(() => import("./components/SliceTypes/CataloguePage").then((m) => ({ default: m.CataloguePage })));
+const TenantsPage = lazy(() => import("./components/Tenants/TenantsPage").then((m) => ({ default: m.TenantsPage })));
+const SlicesPage = lazy(() => import("./components/Slices/SlicesPage").then((m) => ({ default: m.SlicesPage })));
+const SliceWizard = lazy(() => import("./components/Slices/SliceWizard").then((m) => ({ default: m.SliceWizard })));
+const SliceDetail = lazy(() => import("./components/Slices/SliceDetail").then((m) => ({ default: m.SliceDetail })));
+const SubscribersPage = lazy(() => import("./components/Subscribers/SubscribersPage").then((m) => ({ default: m.SubscribersPage })));
+const ApiKeysPage = lazy(() => import("./components/ApiKeys/ApiKeysPage").then((m) => ({ default: m.ApiKeysPage })));
+const DashboardPage = lazy(() => import("./components/Kpis/DashboardPage").then((m) => ({ default: m.DashboardPage })));
+const OverviewPage = lazy(() => import("./components/Overview/OverviewPage").then((m) => ({ default: m.OverviewPage })));
+const BackendsPage = lazy(() => import("./components/Backends/BackendsPage").then((m) => ({ default: m.BackendsPage })));
+const BackendDetail = lazy(() => import("./components/Backends/BackendDetail").then((m) => ({ default: m.BackendDetail })));
+const AuditPage = lazy(() => import("./components/Audit/AuditPage").then((m) => ({ default: m.AuditPage })));
 
 function RequireSession({ children }: { children: React.ReactNode }) {
   const { loggedIn, loading, me } = useSession();
   const location = useLocation();
   if (!loggedIn) return <Navigate to="/login" replace state={{ from: location.pathname }} />;
   if (loading || !me) return <Center mih="50vh"><Loader aria-label="Loading" /></Center>;
-  return <>{children}</>;
+  return <Suspense fallback={<Center mih="50vh"><Loader aria-label="Loading" /></Center>}>{children}</Suspense>;
 }
 
 function Home() {

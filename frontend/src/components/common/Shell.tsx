@@ -1,6 +1,7 @@
 // The application frame: header, role-aware navigation (collapses to a burger below tablet
 // width), and the page outlet.
-import { AppShell, Burger, Button, Group, NavLink, Text, Title } from "@mantine/core";
+import { Suspense } from "react";
+import { AppShell, Burger, Button, Group, Loader, NavLink, Text, Title } from "@mantine/core";
 import { useDisclosure } from "@mantine/hooks";
 import { Link, Outlet, useLocation, useNavigate } from "react-router";
 import { useSession, type Role } from "../../auth/session";
@@ -70,7 +71,9 @@ export function Shell() {
         ))}
       </AppShell.Navbar>
       <AppShell.Main>
-        <Outlet />
+        <Suspense fallback={<Loader aria-label="Loading" />}>
+          <Outlet />
+        </Suspense>
       </AppShell.Main>
     </AppShell>
   );
