@@ -169,9 +169,11 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     added, removed = _classifier_change(outcome.inner_text())
     assert added > removed
 
-    page.goto(slice_url)
-    expect(page.get_by_role("heading", name="Slice green-embb")).to_be_visible()
+    # KPIs of a slice with traffic (the demo's red-embb: the testbed's subscribers send on it).
     assert _has_kpis(stack)
+    nav.get_by_role("link", name="Slices").click()
+    page.get_by_role("link", name="red-embb").click()
+    expect(page.get_by_role("heading", name="Slice red-embb")).to_be_visible()
     # The KPIs move: the sample count and the points drawn grow while the page is open.
     samples = page.get_by_test_id("kpi-samples")
     expect(samples).not_to_have_text("0 samples in the last 2 minutes")
@@ -184,8 +186,16 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 20 ms")).to_be_visible()
     shot(page, "slice-detail")
 
+    # Tighten red-iot's delay bound below what its traffic gets: the overview lists the violation.
+    nav.get_by_role("link", name="Slices").click()
+    page.get_by_role("link", name="red-iot").click()
+    page.get_by_label("Max delay (ms)").fill("0.001")
+    page.get_by_label("ECN target delay (ms)").fill("0.001")  # may not exceed the max delay
+    with page.expect_response(lambda r: r.request.method == "PATCH") as saved:
+        page.get_by_role("button", name="Save SLA").click()
+    assert saved.value.status == 200
     nav.get_by_role("link", name="Overview").click()
-    expect(page.get_by_role("table", name="SLA violations")).to_contain_text("delay_p99_ms")
+    expect(page.get_by_role("table", name="SLA violations")).to_contain_text("delay_p99_ms", timeout=10_000)
     expect(page.get_by_test_id("slices-deployed")).not_to_have_text("0")
     shot(page, "overview")
 
