@@ -195,7 +195,9 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
         page.get_by_role("button", name="Save SLA").click()
     assert saved.value.status == 200
     nav.get_by_role("link", name="Overview").click()
-    expect(page.get_by_role("table", name="SLA violations")).to_contain_text("delay_p99_ms", timeout=10_000)
+    violations = page.get_by_role("table", name="SLA violations")
+    expect(violations).to_contain_text("delay_p99_ms", timeout=10_000)
+    expect(violations.get_by_role("link", name="red-iot")).to_be_visible()
     expect(page.get_by_test_id("slices-deployed")).not_to_have_text("0")
     shot(page, "overview")
 

@@ -1,5 +1,6 @@
 // SLA violations (open ones by default) from the KPI service's SLA evaluation; tenant-scoped by the API.
-import { Badge, Table, Text } from "@mantine/core";
+import { Anchor, Badge, Table, Text } from "@mantine/core";
+import { Link } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { api, unwrap } from "../../api/client";
 import { useHasPath } from "../../api/features";
@@ -16,8 +17,19 @@ export function useOpenViolations(sliceId?: number) {
   });
 }
 
-export function ViolationsTable({ sliceId, names }: { sliceId?: number; names?: Map<number, string> }) {
+function useSliceNames(enabled: boolean) {
+  const query = { limit: 500, sort: "name" };
+  const slices = useQuery({
+    queryKey: ["slices", query],
+    queryFn: () => unwrap(api.GET("/api/v1/slices", { params: { query } })),
+    enabled,
+  });
+  return new Map((slices.data?.data ?? []).map((s) => [s.id, s.name]));
+}
+
+export function ViolationsTable({ sliceId }: { sliceId?: number }) {
   const violations = useOpenViolations(sliceId);
+  const names = useSliceNames(!sliceId && (violations.data?.count ?? 0) > 0);
   if (violations.isError) return <ProblemAlert error={violations.error} />;
   const rows = violations.data?.data ?? [];
   if (rows.length === 0) return <Text size="sm" c="dimmed" data-testid="no-violations">No SLA violations now.</Text>;
@@ -32,7 +44,9 @@ export function ViolationsTable({ sliceId, names }: { sliceId?: number; names?: 
       <Table.Tbody>
         {rows.map((v) => (
           <Table.Tr key={v.id}>
-            {!sliceId && <Table.Td>{names?.get(v.slice_id) ?? `#${v.slice_id}`}</Table.Td>}
+            {!sliceId && (
+              <Table.Td><Anchor component={Link} to={`/slices/${v.slice_id}`}>{names.get(v.slice_id) ?? `#${v.slice_id}`}</Anchor></Table.Td>
+            )}
             <Table.Td>{v.lane ?? "all"}</Table.Td>
             <Table.Td><Badge color="red" variant="light">{v.metric}</Badge></Table.Td>
             <Table.Td>{v.worst.toFixed(2)}</Table.Td><Table.Td>{v.threshold}</Table.Td>
