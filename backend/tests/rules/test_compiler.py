@@ -102,7 +102,15 @@ def test_tunnel_keys_let_two_tenants_reuse_ue_addresses() -> None:
     assert r.ir.classify(FlowKey(**key, vni=100, vlan=10)).slice_id == 1
     assert r.ir.classify(FlowKey(**key, vni=200, vlan=20)).slice_id == 2
     assert r.ir.classify(FlowKey(**key)).slice_id == 0  # no VXLAN: neither tenant's rule
-    assert r.slices[0].keyed_on[-2:] == ("vni", "vlan")
+    # the VNI is the tenant's key: its VXLAN traffic matches whether or not a trunk tagged it
+    assert r.ir.classify(FlowKey(**key, vni=100)).slice_id == 1
+    assert r.slices[0].keyed_on[-1] == "vni" and "vlan" not in r.slices[0].keyed_on
+
+
+def test_tunnel_key_falls_back_to_the_vlan() -> None:
+    target = TargetSpec(lanes=4, paths=8, match_fields=frozenset({"src_ip", "dst_port", "dscp", "vlan"}))
+    r = compile_rules([TENANT], [a_slice(match_tunnel=True)], target)
+    assert r.slices[0].keyed_on[-1] == "vlan"
 
 
 def test_tunnel_key_skipped_with_a_warning_where_the_target_cannot() -> None:

@@ -9,11 +9,12 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
-from sliceportal.models import Role
+from sliceportal.models import Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.netns_testbed import namespaces
 from tests.factories import login, make_user
@@ -23,6 +24,11 @@ pytestmark = pytest.mark.needs_root
 
 def test_live_kpis_per_lane(db_url: str, session: Session) -> None:
     seed_demo(session, users_per_slice=8)
+    # one slice limited far below what its subscribers send: the data plane drops the excess
+    limited = session.scalar(select(Slice).where(Slice.name == "red-iot"))
+    assert limited is not None
+    limited.rate_limit_mbps, limited.guaranteed_mbps = 0.2, None
+    session.commit()
     make_user(session, "op", Role.OPERATOR)
     prefix = f"t{os.getpid() % 10000}-"
     settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
@@ -48,5 +54,14 @@ def test_live_kpis_per_lane(db_url: str, session: Session) -> None:
             assert float(p["throughput_bps"]) > 0  # type: ignore[arg-type]
         series = client.get(f"/api/v1/slices/{flexible['id']}/kpis", headers=op).json()
         assert len(series) >= 4
+        # the rate limiter's drops, counted per rule by the data plane, reach the slice's samples
+        deadline = time.monotonic() + 20
+        dropped = 0
+        while time.monotonic() < deadline and not dropped:
+            samples = client.get(f"/api/v1/slices/{limited.id}/kpis", headers=op).json()
+            dropped = sum(int(p["drops"].get("rate_limit", 0)) for p in samples)
+            time.sleep(1)
+        assert dropped > 0
+        assert all(not p["drops"] for p in series)  # the unlimited slice lost nothing to the limiter
     # the namespaces are gone with the app
     assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())

@@ -354,15 +354,16 @@ def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetS
     tunnel: dict[str, int] = {}
     warnings: list[str] = []
     if spec.match_tunnel:
+        # One tenant key: the VNI its packets carry on the wire (seed 001), else the VLAN a
+        # trunk tags them with (seed 002). Keying both would miss a tenant's untagged
+        # VXLAN traffic on a target that can parse 802.1Q.
         if "vni" in target.match_fields:
             tunnel["vni"] = tenant.vni
+        elif tenant.vlan is not None and "vlan" in target.match_fields:
+            tunnel["vlan"] = tenant.vlan
         else:
-            warnings.append("the target cannot key on the tenant VNI; the slice is selected by UE address only")
-        if tenant.vlan is not None:
-            if "vlan" in target.match_fields:
-                tunnel["vlan"] = tenant.vlan
-            else:
-                warnings.append("the target cannot key on the tenant VLAN")
+            warnings.append("the target cannot key on the tenant VNI or VLAN; the slice is selected by UE "
+                            "address only")
     if any(s.protocol for s in services):
         warnings.append("the rule IR has no L4 protocol field: services match UDP and TCP alike")
     return _Prepared(

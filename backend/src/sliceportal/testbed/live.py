@@ -20,6 +20,7 @@ import os
 import queue
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.drivers.contract import DriverError
+from sliceportal.kpi.counters import CounterCollector, DropTotals
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import points_from_meter
 from sliceportal.kpi.store import ingest
@@ -185,14 +187,32 @@ class LiveTestbed:
         return flows, places
 
     def _write_kpis(self) -> None:
-        """One thread stores what both meters report, so captures never wait on the database."""
+        """One thread stores what both meters report, so captures never wait on the database.
+
+        The data planes' own counters (drops by reason, ECN marks) are read once an
+        interval and added to the next sample of the same slice and lane.
+        """
+        collector = CounterCollector()
+        pending: dict[tuple[int, int], DropTotals] = {}
+        last_poll = 0.0
         while not self._stop.is_set():
             try:
                 report = self._reports.get(timeout=0.5)
             except queue.Empty:
                 continue
             points = points_from_meter(report, self._slice_ids, datetime.now(UTC), self.interval_s)
-            if not points:
-                continue
             with self.sessions() as session:
-                ingest(session, points, self.hub)
+                if time.monotonic() - last_poll >= self.interval_s:
+                    last_poll = time.monotonic()
+                    backends = list(session.scalars(select(Backend)))
+                    for place, totals in collector.collect(session, backends).items():
+                        merged = pending.setdefault(place, DropTotals())
+                        for reason, n in totals.drops.items():
+                            merged.drops[reason] = merged.drops.get(reason, 0) + n
+                        merged.ecn_marks += totals.ecn_marks
+                for p in points:
+                    if (p.slice_id, p.lane) in pending:
+                        totals = pending.pop((p.slice_id, p.lane))
+                        p.drops, p.ecn_marks = totals.drops, totals.ecn_marks
+                if points:
+                    ingest(session, points, self.hub)
