@@ -18,6 +18,13 @@ def _has_kpis(stack: Stack) -> bool:
     return "/api/v1/slices/{slice_id}/kpis" in paths
 
 
+def _count(stack: Stack, state: str) -> int:
+    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
+                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
+    return int(httpx.get(f"{stack.base_url}/api/v1/slices", params={"state": state},
+                         headers={"Authorization": f"Bearer {token}"}).json()["count"])
+
+
 def _classifier_change(text: str) -> tuple[int, int]:
     m = re.search(r"classifier\.classifier: (\d+) added, (\d+) removed", text)
     assert m, text
@@ -200,6 +207,12 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(violations.get_by_role("link", name="red-iot")).to_be_visible()
     expect(page.get_by_test_id("slices-deployed")).not_to_have_text("0")
     shot(page, "overview")
+    page.get_by_role("link", name=re.compile(r"^\d+ slices deployed$")).click()
+    expect(page).to_have_url(re.compile(r"/slices\?state=deployed$"))
+    table = page.get_by_role("table", name="Slices")
+    expect(table.get_by_role("row")).to_have_count(1 + _count(stack, "deployed"))
+    assert _count(stack, "deployed") >= 1
+    expect(table.get_by_text("draft", exact=True)).to_have_count(0)
 
     nav.get_by_role("link", name="Audit log").click()
     expect(page.get_by_role("table", name="Audit log")).to_contain_text("mvno-green")

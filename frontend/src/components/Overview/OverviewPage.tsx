@@ -26,7 +26,7 @@ export function OverviewPage() {
       <Title order={2} size="h4" mb="sm">Slices by state</Title>
       <SimpleGrid cols={{ base: 2, sm: 3, lg: 5 }} mb="lg">
         {STATES.map((state, i) => (
-          <Card key={state} withBorder component={Link} to={`/slices`} aria-label={`${counts[i]?.data?.count ?? "…"} slices ${state}`}>
+          <Card key={state} withBorder component={Link} to={`/slices?state=${state}`} aria-label={`${counts[i]?.data?.count ?? "…"} slices ${state}`}>
             <StateBadge state={state} />
             <Text fz={28} fw={700} data-testid={`slices-${state}`}>{counts[i]?.data?.count ?? "…"}</Text>
           </Card>

@@ -1,6 +1,5 @@
 import { Anchor, Button, Group, Select, Table, TextInput } from "@mantine/core";
-import { useState } from "react";
-import { Link } from "react-router";
+import { Link, useSearchParams } from "react-router";
 import { useSession } from "../../auth/session";
 import { LaneStrip } from "../common/LaneStrip";
 import { PageTitle } from "../common/PageTitle";
@@ -15,7 +14,15 @@ const STATES = ["draft", "compiled", "deployed", "degraded", "failed"];
 export function SlicesPage() {
   const { me } = useSession();
   const [params, setParams] = usePageParams({ sort: "name" });
-  const [state, setState] = useState<string | null>(null);
+  const [search, setSearch] = useSearchParams();
+  const stateParam = search.get("state");
+  const state = stateParam && STATES.includes(stateParam) ? stateParam : null;
+  const setState = (v: string | null) => {
+    const next = new URLSearchParams(search);
+    if (v) next.set("state", v); else next.delete("state");
+    next.delete("page");
+    setSearch(next, { replace: true });
+  };
   const slices = useSlices(params, state ?? undefined);
   return (
     <>
@@ -24,7 +31,7 @@ export function SlicesPage() {
       </PageTitle>
       <Group mb="sm" align="end">
         <TextInput label="Search slices" maw={280} value={params.q} onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })} />
-        <Select label="State" clearable data={STATES} value={state} onChange={(v) => { setState(v); setParams({ page: 1 }); }} w={160} />
+        <Select label="State" clearable data={STATES} value={state} onChange={setState} w={160} />
       </Group>
       <QueryView query={slices}>
         {(page) => (

@@ -19,10 +19,11 @@ export function usePageParams(defaults: { sort: string; limit?: number }) {
   const value: PageParams = { page, q, sort, limit };
   const update = (next: Partial<PageParams>) => {
     const merged = { ...value, ...next };
-    const out = new URLSearchParams();
-    if (merged.page > 1) out.set("page", String(merged.page));
-    if (merged.q) out.set("q", merged.q);
-    if (merged.sort !== defaults.sort) out.set("sort", merged.sort);
+    const out = new URLSearchParams(params); // other filters of the page (e.g. state) stay
+    const put = (key: string, value: string, keep: boolean) => (keep ? out.set(key, value) : out.delete(key));
+    put("page", String(merged.page), merged.page > 1);
+    put("q", merged.q, merged.q !== "");
+    put("sort", merged.sort, merged.sort !== defaults.sort);
     setParams(out, { replace: true });
   };
   return [value, update] as const;
