@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from fastapi import Response
-from sqlalchemy import ColumnElement, Select, func, or_, select
+from sqlalchemy import ColumnElement, Select, false, func, or_, select
 from sqlalchemy.orm import QueryableAttribute, Session
 
 from sliceportal.api.errors import ApiError, not_found
@@ -31,7 +31,7 @@ def page(session: Session, stmt: Select[Any], params: ListParams,
     if params.q:
         escaped = params.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         pattern = f"%{escaped}%"
-        stmt = stmt.where(or_(*(col.ilike(pattern) for col in search)))
+        stmt = stmt.where(or_(false(), *(col.ilike(pattern) for col in search)))
     count = session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
     order: list[Any] = []
     if params.sort:

@@ -26,7 +26,7 @@ def ingest(session: Session, points: Sequence[KpiPoint], hub: KpiHub | None = No
     session.execute(stmt)
     changed = evaluate(session, points)
     tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(
-        Slice.id.in_({p.slice_id for p in points}))).tuples().all())
+        Slice.id.in_({p.slice_id for p in points}))).all())
     session.commit()
     if hub is not None:
         hub.publish(list(points), tenant_of)

@@ -56,10 +56,22 @@ def start(sock: Path, *args: str, binary: Path = DEFAULT_BINARY, timeout: float 
     sock.unlink(missing_ok=True)
     proc = subprocess.Popen([str(binary), "--socket", str(sock), *args], stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout
-    while not sock.exists():
+    # the socket file appears at bind(), before listen(): wait until a connection is accepted
+    while not _accepts(sock):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
             raise DriverError(f"sp_sim did not start: {err.strip()}")
         time.sleep(0.02)
     return SimProcess(str(sock), proc)
+
+
+def _accepts(sock: Path) -> bool:
+    if not sock.exists():
+        return False
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(sock))
+        except OSError:
+            return False
+    return True

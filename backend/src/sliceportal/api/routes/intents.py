@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import any_, literal, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.deps import Deployer, SessionDep
@@ -67,7 +67,7 @@ def _slice_for(session: Session, change: IntentChange) -> Slice:
     if tenant is not None:
         subs = subs.where(Subscriber.tenant_id == tenant.id)
     if change.teid is not None:
-        subs = subs.where(Subscriber.teids.any(change.teid))  # type: ignore[arg-type]
+        subs = subs.where(literal(change.teid) == any_(Subscriber.teids))
     if change.ue is not None:
         subs = subs.where(Subscriber.ue_ip.op("<<=")(str(IPv4Network(change.ue))))
     if change.teid is None and change.ue is None:
