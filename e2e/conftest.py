@@ -117,7 +117,8 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
             except httpx.HTTPError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"uvicorn did not come up (exit code {server.poll()})")
+                hint = "; as root the emulated testbed starts with it (E2E_TESTBED=false skips it)" if live else ""
+                pytest.fail(f"uvicorn did not come up (exit code {server.poll()}){hint}")
             time.sleep(0.2)
         yield Stack(base, target.address, url, live)
     finally:
