@@ -83,8 +83,10 @@ class Switch:
         packets: list[tuple[int, int, bytes]] = []
         for port, path in inputs.items():
             with RawPcapReader(str(path)) as reader:
+                # nanosecond pcaps (our generator writes them) carry ns in the usec field
+                scale = 1 if getattr(reader, "nano", False) else 1000
                 for data, meta in reader:
-                    packets.append((meta.sec * 1_000_000_000 + meta.usec * 1000, port, data))
+                    packets.append((meta.sec * 1_000_000_000 + meta.usec * scale, port, data))
         packets.sort(key=lambda p: p[0])
         outputs = self.run(packets)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -95,11 +97,11 @@ class Switch:
                 w = writers.get(o.port)
                 if w is None:
                     w = writers[o.port] = PcapWriter(
-                        str(out_dir / f"port{o.port}.pcap"), linktype=1, sync=False
+                        str(out_dir / f"port{o.port}.pcap"), linktype=1, sync=False, nano=True
                     )
                     w.write_header(None)
                 sec, ns = divmod(o.time_ns, 1_000_000_000)
-                w.write_packet(o.data, sec=sec, usec=ns // 1000)
+                w.write_packet(o.data, sec=sec, usec=ns)  # nano=True: the field holds ns
                 counts[o.port] = counts.get(o.port, 0) + 1
         finally:
             for w in writers.values():

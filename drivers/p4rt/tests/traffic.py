@@ -48,7 +48,8 @@ def read_pcap(path: Path) -> list[tuple[int, bytes]]:
     if not path.exists():
         return []
     with RawPcapReader(str(path)) as r:
-        return [(m.sec * 1_000_000_000 + m.usec * 1000, d) for d, m in r]
+        scale = 1 if getattr(r, "nano", False) else 1000  # the target writes nanosecond pcaps
+        return [(m.sec * 1_000_000_000 + m.usec * scale, d) for d, m in r]
 
 
 def run_pcaps(address: str, inputs: dict[int, Path], out_dir: Path) -> dict[str, object]:
