@@ -1,4 +1,4 @@
-.PHONY: run test bootstrap bench
+.PHONY: run test bootstrap bench screenshots
 run:        ## the portal with embedded PostgreSQL, testbed, demo data and live traffic
 	bash scripts/run.sh
 test:       ## the whole test suite
@@ -7,3 +7,5 @@ bootstrap:  ## install / build everything, idempotent
 	bash scripts/bootstrap.sh
 bench:      ## benchmarks (figures as ratios against a baseline of the same run)
 	bash scripts/bootstrap.sh && .venv/bin/python -m bench
+screenshots: ## re-take the screenshots docs/ uses (the e2e run, against the real stack)
+	bash scripts/bootstrap.sh && UPDATE_SCREENSHOTS=1 .venv/bin/pytest e2e
