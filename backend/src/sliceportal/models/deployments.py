@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from sliceportal.models.base import Base, IdMixin, TimestampMixin
 
@@ -52,3 +52,14 @@ class Deployment(IdMixin, TimestampMixin, Base):
     rolled_back: Mapped[bool | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column()
     duration_s: Mapped[float | None] = mapped_column(Float)
+
+    rule_set: Mapped[RuleSet] = relationship(foreign_keys=[rule_set_id], lazy="joined")
+    previous_rule_set: Mapped[RuleSet | None] = relationship(foreign_keys=[previous_rule_set_id], lazy="joined")
+
+    @property
+    def rule_set_number(self) -> int:
+        return self.rule_set.number
+
+    @property
+    def previous_rule_set_number(self) -> int | None:
+        return self.previous_rule_set.number if self.previous_rule_set else None

@@ -33,6 +33,8 @@ class DeploymentPublic(ORMModel):
     backend_id: int
     rule_set_id: int
     previous_rule_set_id: int | None
+    rule_set_number: int = Field(description="the rule set's number on this backend (what rollback takes)")
+    previous_rule_set_number: int | None
     kind: str
     status: str
     actor: str
