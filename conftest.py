@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 
 import pytest
+
+from sliceportal.testbed.processes import RunningTarget, start_p4runtime_target
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -23,3 +26,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def _fail_not_root() -> None:
     pytest.fail("this test needs root and CI runs as root: the environment is wrong")
+
+
+@pytest.fixture
+def start_target() -> Iterator[Callable[..., RunningTarget]]:
+    """Start bundled P4Runtime targets (``dataplane/bmv2``) as subprocesses; all stop afterwards."""
+    started: list[RunningTarget] = []
+
+    def start(*args: str) -> RunningTarget:
+        t = start_p4runtime_target(*args)
+        started.append(t)
+        return t
+
+    yield start
+    for t in started:
+        t.stop()

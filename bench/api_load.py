@@ -15,29 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
-import shutil
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 import psycopg
-
-from sliceportal.core.migrate import upgrade
-from sliceportal.core.pgembed import EmbeddedPostgres
-from sliceportal.core.security import hash_password
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from stack_common import stack
 
 
 def csv_rows(n: int, start: int = 0) -> str:
@@ -77,30 +61,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=1500)
     args = ap.parse_args()
 
-    root = Path(tempfile.mkdtemp(prefix="sliceportal-bench-"))
-    pg = EmbeddedPostgres(root, port=free_port(), dbname="bench")
-    pg.start()
-    url = pg.url()
-    upgrade(url)
-    dsn = {"host": str(pg.sock), "port": pg.port, "user": "postgres", "dbname": "bench"}
-    with psycopg.connect(**dsn, autocommit=True) as conn:  # type: ignore[arg-type]
-        conn.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
-                     "VALUES ('bench', %s, 'operator', '', true, 1)", (hash_password("bench-password"),))
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--port", str(port), "--log-level", "warning"],
-        env={**os.environ, "DATABASE_URL": url, "RECONCILE_INTERVAL_S": "0", "SECRET_KEY": "bench-" + "x" * 32})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/api/v1/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        token = httpx.post(f"{base}/api/v1/login/access-token",
-                           data={"username": "bench", "password": "bench-password"}).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+    with stack() as st:
+        base, headers = st.base, st.headers
         tenant = httpx.post(f"{base}/api/v1/tenants", headers=headers,
                             json={"name": "bench", "vni": 4242, "ue_pool": "10.0.0.0/8"}).json()
         types = httpx.get(f"{base}/api/v1/slice-types", headers=headers).json()["data"]
@@ -114,7 +76,7 @@ def main() -> None:
         import_s = time.perf_counter() - t0
         assert r.status_code == 201, r.text[:500]
 
-        with psycopg.connect(**dsn) as conn:  # type: ignore[arg-type]
+        with psycopg.connect(host=str(st.pg.sock), port=st.pg.port, user="postgres", dbname="bench") as conn:
             conn.execute("CREATE TEMP TABLE raw (imsi text, ue_ip inet, teids bigint[])")
             t0 = time.perf_counter()
             with conn.cursor().copy("COPY raw FROM STDIN") as copy:
@@ -153,11 +115,6 @@ def main() -> None:
         for name, (p50, p99) in results.items():
             print(f"  {name:18s} p50 {p50 * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms   "
                   f"(x{p50 / base50:.1f} / x{p99 / base99:.1f} of the baseline)")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        pg.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

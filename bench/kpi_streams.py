@@ -15,24 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shutil
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import textwrap
 import time
 from datetime import datetime
-from pathlib import Path
 
 import httpx
-import psycopg
-
-from sliceportal.core.migrate import upgrade
-from sliceportal.core.pgembed import EmbeddedPostgres
-from sliceportal.core.security import hash_password
+from stack_common import stack
 
 SLICES, LANES = 16, 8
 
@@ -55,12 +44,6 @@ PRODUCER = textwrap.dedent("""
 
     threading.Thread(target=produce, daemon=True).start()
 """).format(slices=SLICES, lanes=LANES)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def listen(base: str, headers: dict[str, str], seconds: float, delays: list[float]) -> int:
@@ -90,33 +73,12 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=15)
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="sliceportal-bench-"))
-    pg = EmbeddedPostgres(root, port=free_port(), dbname="bench")
-    pg.start()
-    upgrade(pg.url())
-    with psycopg.connect(host=str(pg.sock), port=pg.port, user="postgres", dbname="bench", autocommit=True) as c:
-        c.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
-                  "VALUES ('bench', %s, 'operator', '', true, 1)", (hash_password("bench-password"),))
-        c.execute("INSERT INTO tenant (name, vni, contact, description, version) VALUES ('t', 1, '', '', 1)")
-        for s in range(1, SLICES + 1):
-            c.execute("INSERT INTO slice (tenant_id, slice_type_id, name, description, path_mode, state, version) "
-                      "VALUES (1, 1, %s, '', 'per_slice', 'deployed', 1)", (f"s{s}",))
-    port = free_port()
-    code = PRODUCER + f"\nimport uvicorn\nuvicorn.run(app, port={port}, log_level='warning')\n"
-    server = subprocess.Popen([sys.executable, "-c", code],
-                              env={**os.environ, "DATABASE_URL": pg.url(), "RECONCILE_INTERVAL_S": "0",
-                                   "SECRET_KEY": "bench-" + "x" * 32})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                httpx.get(f"{base}/api/v1/health")
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        token = httpx.post(f"{base}/api/v1/login/access-token",
-                           data={"username": "bench", "password": "bench-password"}).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+    prepare = ("INSERT INTO tenant (name, vni, contact, description, version) VALUES ('t', 1, '', '', 1)",
+               *(f"INSERT INTO slice (tenant_id, slice_type_id, name, description, path_mode, state, version) "
+                 f"VALUES (1, 1, 's{s}', '', 'per_slice', 'deployed', 1)" for s in range(1, SLICES + 1)))
+    code = PRODUCER + "\nimport os, uvicorn\nuvicorn.run(app, port=int(os.environ['PORT']), log_level='warning')\n"
+    with stack(server_code=code, prepare_sql=prepare) as st:
+        base, headers = st.base, st.headers
         results = {}
         for n in (1, args.streams):
             delays, updates = asyncio.run(run_streams(base, headers, n, args.seconds))
@@ -128,11 +90,6 @@ def main() -> None:
             print(f"  {n:4d} stream(s): {updates} updates, delay after the interval closed p50 {p50 * 1000:6.1f} ms, "
                   f"p99 {p99 * 1000:6.1f} ms, max {worst * 1000:6.1f} ms  (p50 x{p50 / b50:.1f} of one stream)")
         print(f"  every update within 1 s: {results[args.streams][2] < 1.0}")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        pg.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

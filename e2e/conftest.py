@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Role, Slice, User
 from sliceportal.services.bootstrap_data import seed_demo
+from sliceportal.testbed.processes import free_port, start_p4runtime_target
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = REPO / "frontend" / "dist"
@@ -51,14 +51,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 OPERATOR = ("e2e-operator", "operator-e2e-pass")
 INTEGRATOR = ("e2e-integrator", "integrator-e2e-pass")
 RED = ("mvno-red-viewer", "mvno-red-demo-pass")
-
-sys.path.insert(0, str(REPO / "dataplane" / "bmv2"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -84,7 +76,7 @@ def frontend_dist() -> Path:
 def stack(frontend_dist: Path) -> Iterator[Stack]:
     root = Path(tempfile.mkdtemp(prefix="sliceportal-e2e-pg-"))
     root.chmod(0o755)  # the server runs as the postgres user
-    pg = EmbeddedPostgres(root, port=_free_port(), dbname="sliceportal_e2e")
+    pg = EmbeddedPostgres(root, port=free_port(), dbname="sliceportal_e2e")
     pg.start()
     url = pg.url("sliceportal_e2e")
     upgrade(url)
@@ -98,10 +90,8 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
         seed_demo(session, users_per_slice=8)
     engine.dispose()
 
-    from bmv2_target.testing import Target
-
-    target = Target("--priority-queues", "8")
-    port = _free_port()
+    target = start_p4runtime_target("--priority-queues", "8")
+    port = free_port()
     live = os.geteuid() == 0 and os.environ.get("E2E_TESTBED", "true") != "false"
     env = {**os.environ, "DATABASE_URL": url, "SLICEPORTAL_DATABASE_URL_RESOLVED": url,
            "SECRET_KEY": "e2e-secret-" + "x" * 24, "RECONCILE_INTERVAL_S": "0",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,22 +22,17 @@ from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.testbed.processes import free_port
 
 TEMPLATE = "sp_template"
 _counter = itertools.count()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
 def pg() -> Iterator[EmbeddedPostgres]:
     # Not under pytest's tmp dir: that is private to root, and the server runs as postgres.
     root = Path(tempfile.mkdtemp(prefix="sliceportal-test-pg-"))
-    server = EmbeddedPostgres(root, port=_free_port(), dbname=TEMPLATE)
+    server = EmbeddedPostgres(root, port=free_port(), dbname=TEMPLATE)
     server.start()
     upgrade(server.url(TEMPLATE))
     engine = create_engine(server.url("postgres"), isolation_level="AUTOCOMMIT")

@@ -4,10 +4,7 @@ failure mid-push, reconcile after a restart."""
 
 from __future__ import annotations
 
-import socket
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,31 +15,10 @@ from sqlalchemy.orm import Session
 from sliceportal.core.db import session_factory
 from sliceportal.models import AuditLog, Role
 from sliceportal.services.reconciler import Reconciler
+from sliceportal.testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
-BMV2 = Path(__file__).resolve().parents[3] / "dataplane" / "bmv2"
-sys.path.insert(0, str(BMV2))
-from bmv2_target.testing import Target  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def start_target() -> Iterator[Callable[..., Target]]:
-    started: list[Target] = []
-
-    def start(*args: str) -> Target:
-        t = Target("--priority-queues", "8", *args)
-        started.append(t)
-        return t
-
-    yield start
-    for t in started:
-        t.stop()
+EIGHT_QUEUES = ("--priority-queues", "8")
 
 
 @pytest.fixture
@@ -81,8 +57,8 @@ def _deploy(client: TestClient, op: dict[str, str], bid: int) -> dict[str, Any]:
 
 
 def test_preview_deploy_and_audit(client: TestClient, session: Session, op: dict[str, str],
-                                  start_target: Callable[..., Target]) -> None:
-    target = start_target()
+                                  start_target: Callable[..., RunningTarget]) -> None:
+    target = start_target(*EIGHT_QUEUES)
     bid, sid = _setup(client, op, target.address)
     p = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()
     # 32 users (one /27) x 4 services (one aligned port range each): one rule per lane once minimised
@@ -105,8 +81,8 @@ def test_preview_deploy_and_audit(client: TestClient, session: Session, op: dict
     assert history["count"] == 2 and history["data"][0]["id"] == again["id"]
 
 
-def test_streamed_progress(client: TestClient, op: dict[str, str], start_target: Callable[..., Target]) -> None:
-    target = start_target()
+def test_streamed_progress(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:
+    target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address)
     with client.stream("POST", f"/api/v1/backends/{bid}/deployments",
                        headers={**op, "Accept": "application/x-ndjson"}) as r:
@@ -118,8 +94,8 @@ def test_streamed_progress(client: TestClient, op: dict[str, str], start_target:
 
 
 def test_rollback_to_an_earlier_rule_set(client: TestClient, op: dict[str, str],
-                                         start_target: Callable[..., Target]) -> None:
-    target = start_target()
+                                         start_target: Callable[..., RunningTarget]) -> None:
+    target = start_target(*EIGHT_QUEUES)
     bid, sid = _setup(client, op, target.address)
     first = _deploy(client, op, bid)
     v1 = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()["version"]
@@ -138,9 +114,9 @@ def test_rollback_to_an_earlier_rule_set(client: TestClient, op: dict[str, str],
 
 
 def test_failed_push_leaves_the_previous_version(client: TestClient, op: dict[str, str],
-                                                 start_target: Callable[..., Target]) -> None:
+                                                 start_target: Callable[..., RunningTarget]) -> None:
     # Write RPCs: pipeline/initial writes succeed; the 3rd Write of the session fails
-    target = start_target("--fail-write", "3")
+    target = start_target(*EIGHT_QUEUES, "--fail-write", "3")
     bid, sid = _setup(client, op, target.address, users=8)
     first = client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()
     if first["status"] == "succeeded":
@@ -161,14 +137,14 @@ def test_failed_push_leaves_the_previous_version(client: TestClient, op: dict[st
 
 
 def test_reconcile_loop_refills_a_restarted_data_plane(client: TestClient, op: dict[str, str], db_url: str,
-                                                       start_target: Callable[..., Target]) -> None:
-    port = _free_port()
-    target = start_target("--grpc-port", str(port))
+                                                       start_target: Callable[..., RunningTarget]) -> None:
+    port = free_port()
+    target = start_target(*EIGHT_QUEUES, "--grpc-port", str(port))
     bid, _ = _setup(client, op, target.address)
     version = _deploy(client, op, bid)
     assert version["status"] == "succeeded"
     target.stop()
-    start_target("--grpc-port", str(port))  # comes back empty
+    start_target(*EIGHT_QUEUES, "--grpc-port", str(port))  # comes back empty
     Reconciler(session_factory(db_url), interval_s=1).run_once()  # what the loop does each interval
     repair = client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]
     assert repair["kind"] == "reconcile" and repair["status"] == "succeeded"
@@ -186,8 +162,8 @@ def test_unknown_driver_and_bad_options(client: TestClient, op: dict[str, str]) 
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "options"
 
 
-def test_intent_listing_1(client: TestClient, op: dict[str, str], start_target: Callable[..., Target]) -> None:
-    target = start_target()
+def test_intent_listing_1(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:
+    target = start_target(*EIGHT_QUEUES)
     _, sid = _setup(client, op, target.address)
     tenant_vni = client.get("/api/v1/tenants", headers=op).json()["data"][0]["vni"]
     intent = {

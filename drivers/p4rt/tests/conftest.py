@@ -1,9 +1,10 @@
-"""Fixtures: the bundled P4Runtime target as a real subprocess on a free port."""
+"""Fixtures: the bundled P4Runtime target as a real subprocess on a free port (the
+``start_target`` factory is the repository's, in the root conftest)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,20 +16,6 @@ for extra in (BMV2, Path(__file__).resolve().parent):
         sys.path.insert(0, str(extra))
 
 from bmv2_target.testing import Target  # noqa: E402
-
-
-@pytest.fixture
-def start_target() -> Iterator[Callable[..., Target]]:
-    started: list[Target] = []
-
-    def start(*args: str) -> Target:
-        t = Target(*args)
-        started.append(t)
-        return t
-
-    yield start
-    for t in started:
-        t.stop()
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from sliceportal.testbed.processes import free_port
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal_p4rt.driver import Driver
 
@@ -38,12 +39,6 @@ pytestmark = [
     pytest.mark.needs_root,
     pytest.mark.skipif(not (P4C and BMV2), reason="needs p4c and simple_switch_grpc on PATH (real BMv2)"),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +60,7 @@ def bmv2(compiled: tuple[Path, Path]) -> Iterator[tuple[str, dict[int, str]]]:
         for dev in (s, t):
             subprocess.run(["ip", "link", "set", dev, "up"], check=True)
             subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
-    grpc_port = _free_port()
+    grpc_port = free_port()
     args = [BMV2, "--no-p4", "--device-id", "1", "--log-level", "warn"]
     for p, (s, _) in ends.items():
         args += ["-i", f"{p}@{s}"]

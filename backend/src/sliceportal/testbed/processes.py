@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 from typing import Protocol
 
 from sliceportal.core.config import REPO_ROOT
 
 BMV2_DIR = REPO_ROOT / "dataplane" / "bmv2"
+
+
+def free_port() -> int:
+    """A TCP port on loopback nobody listens on now (for a server the caller starts next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class RunningTarget(Protocol):

@@ -1,0 +1,73 @@
+"""The real stack for API benchmarks: a private PostgreSQL with an operator, the API served
+by uvicorn in its own process, and a logged-in client's headers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from sliceportal.core.migrate import upgrade
+from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.core.security import hash_password
+from sliceportal.testbed.processes import free_port
+
+USER, PASSWORD = "bench", "bench-password"
+
+
+@dataclass(frozen=True)
+class Stack:
+    pg: EmbeddedPostgres
+    base: str
+    headers: dict[str, str]
+
+    def sql(self, statement: str, params: tuple[object, ...] = ()) -> None:
+        with psycopg.connect(host=str(self.pg.sock), port=self.pg.port, user="postgres", dbname=self.pg.dbname,
+                             autocommit=True) as conn:
+            conn.execute(statement, params)  # type: ignore[arg-type]
+
+
+@contextmanager
+def stack(server_code: str | None = None, prepare_sql: tuple[str, ...] = ()) -> Iterator[Stack]:
+    """``server_code``: Python run as the server process instead of plain uvicorn (it gets
+    ``PORT`` in its environment); ``prepare_sql`` runs before the server starts."""
+    root = Path(tempfile.mkdtemp(prefix="sliceportal-bench-"))
+    pg = EmbeddedPostgres(root, port=free_port(), dbname="bench")
+    pg.start()
+    upgrade(pg.url())
+    with psycopg.connect(host=str(pg.sock), port=pg.port, user="postgres", dbname="bench", autocommit=True) as c:
+        c.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
+                  "VALUES (%s, %s, 'operator', '', true, 1)", (USER, hash_password(PASSWORD)))
+        for statement in prepare_sql:
+            c.execute(statement)  # type: ignore[arg-type]
+    port = free_port()
+    argv = ([sys.executable, "-c", server_code] if server_code else
+            [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--port", str(port), "--log-level", "warning"])
+    server = subprocess.Popen(argv, env={**os.environ, "DATABASE_URL": pg.url(), "RECONCILE_INTERVAL_S": "0",
+                                         "SECRET_KEY": "bench-" + "x" * 32, "PORT": str(port)})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"{base}/api/v1/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        token = httpx.post(f"{base}/api/v1/login/access-token",
+                           data={"username": USER, "password": PASSWORD}).json()["access_token"]
+        yield Stack(pg, base, {"Authorization": f"Bearer {token}"})
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
