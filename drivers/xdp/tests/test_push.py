@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import threading
+import time
 
 import pytest
 
@@ -91,8 +92,14 @@ def test_packets_see_one_version_or_the_other_never_a_mix(driver: Driver) -> Non
     t.start()
     try:
         plans = [driver.lower(ir_v1()), driver.lower(ir_v2())]
-        for i in range(10):
+        # at least 10 switches, and on until the classifying thread has met both versions
+        # (on a loaded machine it may not get the CPU between the first few)
+        deadline = time.monotonic() + 30
+        i = 0
+        while i < 10 or (seen != allowed and time.monotonic() < deadline):
             driver.apply(plans[i % 2], noop)
+            i += 1
+            time.sleep(0.002)
     finally:
         stop.set()
         t.join()
