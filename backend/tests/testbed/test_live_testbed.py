@@ -63,5 +63,24 @@ def test_live_kpis_per_lane(db_url: str, session: Session) -> None:
             time.sleep(1)
         assert dropped > 0
         assert all(not p["drops"] for p in series)  # the unlimited slice lost nothing to the limiter
+
+        # a slice created while the testbed runs gets traffic too, once it has subscribers
+        red = client.get("/api/v1/tenants", params={"q": "mvno-red"}, headers=op).json()["data"][0]
+        st = next(t["id"] for t in client.get("/api/v1/slice-types", params={"q": "Low Latency"}, headers=op)
+                  .json()["data"] if t["name"] == "Low Latency")
+        new = client.post("/api/v1/slices", json={"name": "late", "tenant_id": red["id"], "slice_type_id": st,
+                                                  "services": [{"name": "ll", "lane": 2,
+                                                                "dst_ports": [{"lo": 7000, "hi": 7000}]}]},
+                          headers=op).json()
+        r = client.post("/api/v1/subscribers", json={"tenant_id": red["id"], "imsi": "001019999999999",
+                                                     "ue_ip": "10.45.9.1", "teids": [999999],
+                                                     "slice_ids": [new["id"]]}, headers=op)
+        assert r.status_code == 201, r.text
+        deadline = time.monotonic() + 30
+        late: list[dict[str, object]] = []
+        while time.monotonic() < deadline and not late:
+            late = client.get(f"/api/v1/slices/{new['id']}/kpis/current", headers=op).json()
+            time.sleep(1)
+        assert late and int(late[0]["rx_packets"]) > 0 and late[0]["lane"] == 2  # type: ignore[call-overload]
     # the namespaces are gone with the app
     assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())

@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 SERVICE_HOST = "10.99.0.1"
 USERS_PER_SLICE = 4  # flows per slice = users x services; enough to fill every lane
 BEST_EFFORT_LANE = 0  # folded lane the XDP backend sends to the alt node (seed 001)
+FLOW_REFRESH_S = 5.0  # how often the traffic follows new slices / subscribers
+FLOW_ID_GENERATION = 1_000_000  # flow ids of successive traffic generations never collide
 
 
 @dataclass
@@ -65,6 +67,9 @@ class LiveTestbed:
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _reports: queue.Queue[MeterReport] = field(default_factory=queue.Queue)
     _slice_ids: dict[int, int] = field(default_factory=dict)  # the flows' slice index is the slice id
+    _meters: list[Meter] = field(default_factory=list)
+    _sender: threading.Thread = field(default_factory=threading.Thread)
+    _sender_stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
         if os.geteuid() != 0:
@@ -85,22 +90,42 @@ class LiveTestbed:
             for b in backends:
                 dep = deployments.deploy(session, b, "testbed")
                 log.info("deployed %s on %s: %s %s", dep.rule_set_id, b.name, dep.status, dep.error)
-            flows, places = self._flows(session)
-        self._slice_ids = {sid: sid for sid, _ in places.values()}
-        if not flows:
-            log.warning("no slice with subscribers and services: no traffic")
-            return
-        meters = [Meter(places), Meter(places)]
-        for meter, role in zip(meters, ("core", "alt"), strict=True):
+        self._meters = [Meter(), Meter()]
+        for meter, role in zip(self._meters, ("core", "alt"), strict=True):
             sock = open_capture(tb[role].ifname, tb[role].netns)
             self._spawn(f"meter-{role}", run_capture, sock, meter, stop=self._stop, interval_s=self.interval_s,
                         on_interval=self._reports.put)
+        self._spawn("kpi-writer", self._write_kpis)
+        self._spawn("traffic", self._traffic, tb)
+
+    def _traffic(self, tb: Testbed) -> None:
+        """Send the current slices' traffic; when slices or their subscribers change (an
+        operator created one), start again with the new flows under fresh flow ids."""
         edge, core = tb["edge"], tb["core"]
         underlay = Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip)
         out = open_sender(tb.peer_port("core"), edge.netns)
-        self._spawn("sender", send, out, flows, rate_pps=self.rate_pps, stop=self._stop, underlay=underlay)
-        self._spawn("kpi-writer", self._write_kpis)
-        log.info("testbed live: %d flows at %.0f packets/s", len(flows), self.rate_pps)
+        generation, current = 0, None
+        while not self._stop.is_set():
+            with self.sessions() as session:
+                flows, places = self._flows(session, first_id=generation * FLOW_ID_GENERATION)
+            shape = frozenset((sf.slice_index, sf.priority, sf.flow) for sf in flows)
+            if shape != current:
+                if current is not None:
+                    self._sender_stop.set()
+                    self._sender.join(timeout=5)
+                current, generation = shape, generation + 1
+                for meter in self._meters:
+                    meter.places.update(places)
+                self._slice_ids = {sid: sid for sid, _ in places.values()}
+                self._sender_stop = threading.Event()
+                if flows:
+                    self._sender = threading.Thread(
+                        target=send, args=(out, flows), name="testbed-sender", daemon=True,
+                        kwargs={"rate_pps": self.rate_pps, "stop": self._sender_stop, "underlay": underlay})
+                    self._sender.start()
+                log.info("testbed traffic: %d flows at %.0f packets/s", len(flows), self.rate_pps)
+            self._stop.wait(FLOW_REFRESH_S)
+        self._sender_stop.set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -165,7 +190,7 @@ class LiveTestbed:
         return b
 
     @staticmethod
-    def _flows(session: Session) -> tuple[list[ScenarioFlow], dict[int, tuple[int, int]]]:
+    def _flows(session: Session, first_id: int = 0) -> tuple[list[ScenarioFlow], dict[int, tuple[int, int]]]:
         """The demo's traffic: a few subscribers of every slice on each of its services."""
         flows: list[ScenarioFlow] = []
         places: dict[int, tuple[int, int]] = {}
@@ -177,7 +202,7 @@ class LiveTestbed:
             for u_index, u in enumerate(users):
                 for svc_index, svc in enumerate(s.services):
                     port = svc.dst_ports[0][0] if svc.dst_ports else 5000
-                    flow_id = len(flows)
+                    flow_id = first_id + len(flows)
                     flow = Flow(src_ip=str(ipaddress.IPv4Address(str(u.ue_ip))), dst_ip=SERVICE_HOST, dst_port=port,
                                 dscp=svc.dscp[0] if svc.dscp else 0, vni=tenant.vni,
                                 teid=u.teids[0] if u.teids else 0, encap=Encap.VXLAN_GTP)
