@@ -168,8 +168,8 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(outcome).to_contain_text("classifier")
     added, removed = _classifier_change(outcome.inner_text())
     assert removed > added
-    page.get_by_label("Rule set number to roll back to").fill("1")
-    page.get_by_role("button", name="Roll back").click()
+    # each successful deployment in the history offers a rollback to its rule set
+    history.get_by_role("button", name="Roll back to rule set 1").click()
     expect(history.get_by_role("row")).to_have_count(4, timeout=60_000)
     expect(history.get_by_role("row").nth(1)).to_contain_text("rollback")
     expect(outcome).to_contain_text("classifier")

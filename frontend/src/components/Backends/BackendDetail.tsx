@@ -131,12 +131,23 @@ export function BackendDetail() {
               {(page) => (
                 <Table.ScrollContainer minWidth={700}>
                   <Table striped aria-label="Deployments">
-                    <Table.Thead><Table.Tr><Table.Th>#</Table.Th><Table.Th>When</Table.Th><Table.Th>Kind</Table.Th>
+                    <Table.Thead><Table.Tr><Table.Th>#</Table.Th><Table.Th>Rule set</Table.Th><Table.Th>When</Table.Th><Table.Th>Kind</Table.Th>
                       <Table.Th>Status</Table.Th><Table.Th>Who</Table.Th><Table.Th>Diff</Table.Th><Table.Th>Duration</Table.Th></Table.Tr></Table.Thead>
                     <Table.Tbody>
                       {page.data.map((d) => (
                         <Table.Tr key={d.id}>
-                          <Table.Td>{d.id}</Table.Td><Table.Td>{new Date(d.created_at).toLocaleString()}</Table.Td>
+                          <Table.Td>{d.id}</Table.Td>
+                          <Table.Td>
+                            {d.rule_set_number}
+                            {d.status === "succeeded" && (
+                              <Button size="compact-xs" variant="subtle" color="orange" ml="xs" disabled={busy}
+                                aria-label={`Roll back to rule set ${d.rule_set_number}`}
+                                onClick={() => run(`/api/v1/backends/${b.id}/rollback`, { rule_set: d.rule_set_number })}>
+                                roll back
+                              </Button>
+                            )}
+                          </Table.Td>
+                          <Table.Td>{new Date(d.created_at).toLocaleString()}</Table.Td>
                           <Table.Td>{d.kind}</Table.Td><Table.Td>{d.status}{d.rolled_back ? " (rolled back)" : ""}</Table.Td>
                           <Table.Td>{d.actor}</Table.Td><Table.Td>{diffSummary(d.diff)}{d.error && <Text c="red" size="xs">{d.error}</Text>}</Table.Td>
                           <Table.Td>{d.duration_s != null ? `${d.duration_s.toFixed(2)} s` : "—"}</Table.Td>
