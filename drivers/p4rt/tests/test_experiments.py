@@ -191,3 +191,43 @@ def test_priority_beyond_the_switch_queues_is_dropped(start_target, tmp_path: Pa
     run_pcaps(t.address, {1: tmp_path / "in.pcap"}, tmp_path / "out")
     assert [data for _, data in read_pcap(tmp_path / "out" / "port2.pcap")] == [lo]
     d.close()
+
+
+def test_seed004_meter_mode_for_comparison(target, tmp_path: Path) -> None:
+    """The same three slices policed by trTCM meters instead of virtual queues (seed 004
+    compares the two): the long-run rate still holds the limit, but a meter neither
+    queues nor marks — the excess is dropped red, and no packet is ECN-marked."""
+    tenant = TenantEntry(1, "operator", 1001, 100)
+    slices, rules, flows = [], [], {}
+    for sid, (name, (rate, burst, ecn)) in enumerate(SLICES.items(), start=1):
+        slices.append(SliceEntry(sid, sid, name, 1001, 100, (7 - sid,),
+                                 Qos(rate_bps=int(rate), guaranteed_bps=int(rate / 2), burst_ms=burst, ecn_ms=ecn)))
+        dst = f"192.168.{sid}.1"
+        rules.append(Rule(Match(dst_ip=Ternary.exact(ip(dst), 32)), Action(sid, 7 - sid, 0), name))
+        flows[sid] = Flow("10.1.0.1", dst, 5001, vni=1001, teid=7, vlan=100, encap=Encap.VXLAN_GTP)
+    ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(tenant,))
+    d = Driver({"address": target.address, "trunk_ports": [1, 2], "uplink_port": 2, "qos_mode": "meter"})
+    d.apply(d.lower(ir), lambda e: None)
+    packets, ip_offset = [], {}
+    for sid, (name, (rate, _, _)) in enumerate(SLICES.items(), start=1):
+        data, ip_offset[sid] = frame(flows[sid], 1400, ect=name == "DC")
+        packets += cbr(data, rate * OVERLOAD, 1.0 + sid * 1e-4, DURATION_S)
+    write_pcap(tmp_path / "in.pcap", packets)
+    run_pcaps(target.address, {1: tmp_path / "in.pcap"}, tmp_path / "out")
+    out = read_pcap(tmp_path / "out" / "port2.pcap")
+    by_dst = {ip(f"192.168.{sid}.1").to_bytes(4, "big"): sid for sid in flows}
+    tx_bytes: Histogram[int] = Histogram()
+    marks = 0
+    start, end = int((1.0 + WARMUP_S) * 1e9), int((1.0 + DURATION_S) * 1e9)
+    for t, data in out:
+        sid = by_dst[data[ip_offset[1] + 16 : ip_offset[1] + 20]]
+        marks += data[ip_offset[sid] + 1] & 0b11 == 0b11
+        if start <= t < end:
+            tx_bytes[sid] += len(data)
+    counters = d.counters()
+    for sid, (name, (rate, _, _)) in enumerate(SLICES.items(), start=1):
+        measured = tx_bytes[sid] * 8 / (DURATION_S - WARMUP_S)
+        assert measured == pytest.approx(rate, rel=0.05), name
+        assert sum(counters.slices[sid].drops.values()) > 0, name
+    assert marks == 0 and all(c.ecn_marks == 0 for c in counters.slices.values())
+    d.close()
