@@ -13,6 +13,7 @@ from concurrent import futures
 import grpc
 from p4.v1 import p4runtime_pb2_grpc
 
+from .packet_io import open_port, receive
 from .server import DataplaneService, Faults, P4RuntimeServicer
 from .switch import Switch, SwitchConfig
 
@@ -22,14 +23,12 @@ def _live_ports(switch: Switch, spec: list[str]) -> None:
     socks: dict[int, socket.socket] = {}
     for item in spec:
         port_text, _, ifname = item.partition("@")
-        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-        s.bind((ifname, 0))
-        socks[int(port_text)] = s
+        socks[int(port_text)] = open_port(ifname)
 
     def pump(port: int, s: socket.socket) -> None:
         while True:
-            data, addr = s.recvfrom(65535)
-            if addr[2] == socket.PACKET_OUTGOING:
+            data = receive(s)
+            if data is None:
                 continue
             if switch.pipeline is None:
                 continue

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bmv2_target.packet_io import open_port, receive
 
 from sliceportal.testbed.processes import free_port
 from sliceportal.traffic.packets import Encap, Flow
@@ -95,10 +96,8 @@ def _packets() -> dict[int, list[tuple[int, bytes]]]:
 def _capture(ifaces: dict[int, str]) -> dict[int, socket.socket]:
     socks = {}
     for p, dev in ifaces.items():
-        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-        s.bind((dev, 0))
-        s.setblocking(False)
-        socks[p] = s
+        socks[p] = open_port(dev)  # frames with their VLAN tags (the kernel strips them into metadata)
+        socks[p].setblocking(False)
     return socks
 
 
@@ -124,10 +123,10 @@ def test_bundled_target_equals_bmv2(bmv2: tuple[str, dict[int, str]], compiled: 
     for p, s in socks.items():
         while True:
             try:
-                data, addr = s.recvfrom(65536)
+                data = receive(s)
             except BlockingIOError:
                 break
-            if addr[2] != socket.PACKET_OUTGOING:  # the capture also sees what we sent on that end
+            if data is not None:  # None: what we sent ourselves on that end
                 got_real[p][data] += 1
         s.close()
     for s in senders.values():
