@@ -14,27 +14,27 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from typing import Any
+from functools import lru_cache
 
 from sqlalchemy.orm import Session
 
 from sliceportal.api.errors import ApiError
 from sliceportal.drivers.contract import Driver, DriverError, OptionsError
+from sliceportal.drivers.registry import DriverRegistry, UnknownDriverError, discover
 from sliceportal.models import Backend
 
 
-def driver_names() -> list[str]:
-    return sorted(ep.name for ep in entry_points(group="sliceportal.drivers"))
+@lru_cache(maxsize=1)
+def registry() -> DriverRegistry:
+    """The installed driver plugins, each checked against the contract once per process."""
+    return discover()
 
 
 def driver_class(name: str) -> type[Driver]:
-    for ep in entry_points(group="sliceportal.drivers"):
-        if ep.name == name:
-            cls: Any = ep.load()
-            return cls  # type: ignore[no-any-return]
-    raise ApiError(422, "Validation failed", f"no driver {name!r} is installed; installed: {driver_names()}",
-                   field="driver")
+    try:
+        return registry().get(name)
+    except UnknownDriverError as exc:
+        raise ApiError(422, "Validation failed", exc.message, field="driver") from exc
 
 
 def _construct(backend: Backend) -> Driver:
