@@ -13,7 +13,6 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -227,7 +226,3 @@ def reconcile(session: Session, backend: Backend) -> ReconcileReport | None:
         record(session, "reconcile", "backend", backend.id, after=report.model_dump(mode="json", exclude={"outcome"}))
     session.commit()
     return report
-
-
-def plan_summary(plan: NativePlan) -> dict[str, Any]:
-    return {t: {"used": u.used, "capacity": u.capacity} for t, u in plan.usage.items()}
