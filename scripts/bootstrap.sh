@@ -30,6 +30,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The reference P4 toolchain (p4c, simple_switch_grpc) ships beside the repository in shared/;
+# it is what CI compiles slicing.p4 with and what the differential tests run against.
+P4TOOLS=${P4TOOLS:-$PWD/../shared/p4tools}
+if [[ -x $P4TOOLS/install.sh && $(id -u) -eq 0 ]]; then
+  log "installing the reference P4 toolchain from $P4TOOLS"
+  bash "$P4TOOLS/install.sh" /usr/local >/dev/null
+elif ! command -v p4c >/dev/null 2>&1; then
+  log "no P4 toolchain (p4c, simple_switch_grpc): the P4 checks against BMv2 will be skipped locally"
+fi
+
 if ! command -v uv >/dev/null 2>&1; then
   log "installing uv"
   python3 -m pip install -q uv

@@ -17,5 +17,6 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+def upgrade(url: str, revision: str = "heads") -> None:
+    # "heads": independent migration branches (one per feature) are applied together
     command.upgrade(alembic_config(url), revision)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -60,6 +61,11 @@ class Backend(IdMixin, TimestampMixin, AuditedMixin, Base):
     capacity: Mapped[dict[str, int]] = mapped_column(JSONB, default=dict)
     health: Mapped[str] = mapped_column(String(20), default="unknown")
     health_detail: Mapped[str] = mapped_column(Text, default="")
+    # What the last reconcile read back from the data plane (a fact, not an intention):
+    # unknown (never checked) / in_sync / out_of_sync (drift, see detail) / unreachable.
+    sync_state: Mapped[str] = mapped_column(String(20), default="unknown", server_default="unknown")
+    sync_detail: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict, server_default="{}")
+    synced_at: Mapped[datetime | None] = mapped_column()
 
 
 class Slice(IdMixin, TimestampMixin, AuditedMixin, Base):
