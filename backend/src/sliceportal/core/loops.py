@@ -1,0 +1,129 @@
+"""Background loops that survive their failures, and the liveness record ``/health`` shows.
+
+Every periodic job of the portal (reconciler, KPI collector / writer, traffic, health
+probes) runs as a :class:`SupervisedLoop`: one iteration per period; an iteration that
+raises is logged and retried with exponential backoff (a database blip must not end the
+loop); a thread that dies anyway is restarted by the next :meth:`LoopRegistry.check`.
+The registry is per process and holds facts only: when each loop last succeeded, its
+last error, how many iterations failed in a row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+
+
+@dataclass
+class LoopStatus:
+    name: str
+    period_s: float
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    last_success: datetime | None = None
+    last_error: str = ""
+    last_error_at: datetime | None = None
+    consecutive_failures: int = 0
+    restarts: int = 0
+
+    def alive(self, now: datetime | None = None) -> bool:
+        """Succeeded within three periods (plus the backoff it is allowed), or just started."""
+        now = now or datetime.now(UTC)
+        since = self.last_success or self.started_at
+        return (now - since).total_seconds() <= 3 * self.period_s + MAX_BACKOFF_S
+
+
+class SupervisedLoop:
+    """Runs ``step`` every ``period_s`` seconds in a daemon thread until stopped."""
+
+    def __init__(self, name: str, period_s: float, step: Callable[[], None],
+                 registry: LoopRegistry | None = None) -> None:
+        self.name, self.period_s, self._step = name, period_s, step
+        self.status = LoopStatus(name, period_s)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        (registry or LOOPS).add(self)
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=timeout_s if timeout_s is not None else self.period_s + 5)
+        LOOPS.discard(self)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def run_once(self) -> bool:
+        """One iteration, with the failure recorded instead of raised; True when it succeeded."""
+        try:
+            self._step()
+        except Exception as exc:  # the loop outlives any one iteration's failure
+            st = self.status
+            st.consecutive_failures += 1
+            st.last_error, st.last_error_at = f"{type(exc).__name__}: {exc}"[:500], datetime.now(UTC)
+            log.warning("loop %s: iteration failed (%d in a row): %s", self.name, st.consecutive_failures,
+                        st.last_error, exc_info=st.consecutive_failures == 1)
+            return False
+        self.status.last_success, self.status.consecutive_failures = datetime.now(UTC), 0
+        return True
+
+    def _delay(self) -> float:
+        n = self.status.consecutive_failures
+        return self.period_s if n == 0 else min(MAX_BACKOFF_S, self.period_s * 2 ** min(n, 10))
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            self.run_once()
+            next_at = max(next_at + self._delay(), time.monotonic()) if self.status.consecutive_failures == 0 \
+                else time.monotonic() + self._delay()
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+
+class LoopRegistry:
+    def __init__(self) -> None:
+        self._loops: dict[str, SupervisedLoop] = {}
+        self._lock = threading.Lock()
+
+    def add(self, loop: SupervisedLoop) -> None:
+        with self._lock:
+            self._loops[loop.name] = loop
+
+    def discard(self, loop: SupervisedLoop) -> None:
+        with self._lock:
+            if self._loops.get(loop.name) is loop:
+                del self._loops[loop.name]
+
+    def check(self) -> None:
+        """Restart every loop whose thread died although nobody stopped it."""
+        with self._lock:
+            loops = list(self._loops.values())
+        for loop in loops:
+            if not loop.stopped and loop._thread is not None and not loop.running:
+                loop.status.restarts += 1
+                log.error("loop %s died; restarting it (restart %d)", loop.name, loop.status.restarts)
+                loop.start()
+
+    def statuses(self) -> list[LoopStatus]:
+        with self._lock:
+            return [loop.status for loop in self._loops.values()]
+
+
+LOOPS = LoopRegistry()
