@@ -21,6 +21,7 @@ import time
 
 import httpx
 import psycopg
+from _results import Results, quick
 from stack_common import stack
 
 
@@ -60,6 +61,9 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--requests", type=int, default=1500)
     args = ap.parse_args()
+    if quick():
+        args.rows, args.requests = min(args.rows, 10_000), min(args.requests, 300)
+    res = Results("api_load")
 
     with stack() as st:
         base, headers = st.base, st.headers
@@ -88,6 +92,8 @@ def main() -> None:
         print(f"import of {args.rows} subscribers over HTTP: {import_s:.2f} s "
               f"({args.rows / import_s:,.0f} rows/s); raw COPY baseline {copy_s:.2f} s; "
               f"ratio {import_s / copy_s:.1f}x")
+        res.figure(f"CSV import of {args.rows} subscribers over HTTP", import_s, "s", baseline=copy_s,
+                   baseline_name="raw COPY of the same rows")
 
         rng = random.Random(1)
         count = args.rows
@@ -115,6 +121,15 @@ def main() -> None:
         for name, (p50, p99) in results.items():
             print(f"  {name:18s} p50 {p50 * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms   "
                   f"(x{p50 / base50:.1f} / x{p99 / base99:.1f} of the baseline)")
+        table = res.table(f"API latency, {args.clients} concurrent clients, {count:,}+ subscribers",
+                          ["request", "p50 ms", "p99 ms", "p50 x health", "p99 x health"])
+        for name, (p50, p99) in results.items():
+            table.rows.append([name, round(p50 * 1e3, 1), round(p99 * 1e3, 1), round(p50 / base50, 1),
+                               round(p99 / base99, 1)])
+            if name != "health (baseline)":
+                res.figure(f"{name} p99", p99 * 1e3, "ms", baseline=base99 * 1e3, baseline_name="health p99",
+                           goal="<= 50 ms", met=p99 * 1e3 <= 50)
+    res.write()
 
 
 if __name__ == "__main__":

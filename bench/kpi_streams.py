@@ -21,6 +21,7 @@ import time
 from datetime import datetime
 
 import httpx
+from _results import Results, quick
 from stack_common import stack
 
 SLICES, LANES = 16, 8
@@ -73,6 +74,9 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=15)
     args = ap.parse_args()
+    if quick():
+        args.seconds = min(args.seconds, 5)
+    res = Results("kpi_streams")
     prepare = ("INSERT INTO tenant (name, vni, contact, description, version) VALUES ('t', 1, '', '', 1)",
                *(f"INSERT INTO slice (tenant_id, slice_type_id, name, description, path_mode, state, version) "
                  f"VALUES (1, 1, 's{s}', '', 'per_slice', 'deployed', 1)" for s in range(1, SLICES + 1)))
@@ -90,6 +94,15 @@ def main() -> None:
             print(f"  {n:4d} stream(s): {updates} updates, delay after the interval closed p50 {p50 * 1000:6.1f} ms, "
                   f"p99 {p99 * 1000:6.1f} ms, max {worst * 1000:6.1f} ms  (p50 x{p50 / b50:.1f} of one stream)")
         print(f"  every update within 1 s: {results[args.streams][2] < 1.0}")
+        table = res.table(f"KPI stream delay after the interval closed ({SLICES} slices x {LANES} lanes, 1 Hz)",
+                          ["streams", "updates", "p50 ms", "p99 ms", "max ms"])
+        for n, (p50, p99, worst, updates) in results.items():
+            table.rows.append([n, updates, round(p50 * 1e3, 1), round(p99 * 1e3, 1), round(worst * 1e3, 1)])
+        p50, p99, worst, _ = results[args.streams]
+        res.figure(f"{args.streams} concurrent KPI streams, update delay p99", p99 * 1e3, "ms",
+                   baseline=results[1][1] * 1e3, baseline_name="one stream p99", goal="every update within 1 s",
+                   met=worst < 1.0)
+    res.write()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from _results import Results, quick
+
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, Ternary
 from sliceportal.traffic.packets import Encap, Flow, build_bytes
 from sliceportal_xdp.driver import Driver
@@ -37,7 +39,9 @@ def best_of(fd: int, pkt: bytes, repeat: int, runs: int = 5) -> float:
 
 
 def main() -> None:
-    repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000 if quick() else 1_000_000
+    res = Results("xdp_cost")
+    table = res.table("XDP cost per path", ["path", "verdict", "ns/packet", "x XDP_PASS", "Mpps/core"])
     d = Driver(OPTIONS)
     d.apply(d.lower(seed001_ir()), lambda e: None)
     base = BpfObject(str(ROOT / "dataplane/xdp/build/pass.bpf.o"))
@@ -50,11 +54,21 @@ def main() -> None:
     }
     pass_ns = best_of(pass_fd, cases["vxlan+gtp prioritised"], repeat)
     print(f"XDP_PASS-only baseline: {pass_ns:.1f} ns/packet ({1e3 / pass_ns:.1f} Mpps per core)")
+    table.rows.append(["XDP_PASS only (baseline)", "pass", round(pass_ns, 1), 1.0, round(1e3 / pass_ns, 1)])
+    mix = []
     print(f"{'path':28} {'verdict':9} {'ns/pkt':>7} {'x pass':>7} {'Mpps/core':>10}")
     for name, pkt in cases.items():
         verdict = VERDICTS[test_run(d.dataplane.prog_fd, pkt).retval]
         ns = best_of(d.dataplane.prog_fd, pkt, repeat)
         print(f"{name:28} {verdict:9} {ns:7.1f} {ns / pass_ns:7.2f} {1e3 / ns:10.1f}")
+        table.rows.append([name, verdict, round(ns, 1), round(ns / pass_ns, 2), round(1e3 / ns, 1)])
+        mix.append(ns)
+        if name == "vxlan+gtp prioritised":
+            res.figure("flow-cache hit (GTP-in-VXLAN, prioritised), ns/packet", ns, "ns", baseline=pass_ns,
+                       baseline_name="empty XDP_PASS program", goal="<= 1.5 x baseline", met=ns / pass_ns <= 1.5)
+    avg = statistics.mean(mix)
+    res.figure("seed 001 mix (parse + classify + steer), ns/packet", avg, "ns", baseline=pass_ns,
+               baseline_name="empty XDP_PASS program", goal="<= 2.0 x baseline", met=avg / pass_ns <= 2.0)
     # the classifier itself (every packet of a new flow pays this once per generation)
     cold = Driver({**OPTIONS, "flow_cache": False})
     cold.apply(cold.lower(seed001_ir()), lambda e: None)
@@ -65,6 +79,12 @@ def main() -> None:
         f"{ns / pass_ns:7.2f} {1e3 / ns:10.1f}"
     )
     print(f"({len(pkt)}-byte packets, repeat {repeat}, median of 5 runs)")
+    table.rows.append(["vxlan+gtp prio, no cache", VERDICTS[test_run(cold.dataplane.prog_fd, pkt).retval],
+                       round(ns, 1), round(ns / pass_ns, 2), round(1e3 / ns, 1)])
+    res.figure("classifier with the flow cache off, ns/packet", ns, "ns", baseline=pass_ns,
+               baseline_name="empty XDP_PASS program")
+    table.note = f"{len(pkt)}-byte packets, BPF_PROG_TEST_RUN repeat {repeat}, median of 5 runs"
+    res.write()
     cold.close()
     base.close()
     d.close()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+from _results import Results
+
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, SliceEntry, Ternary
 from sliceportal_xdp.driver import Driver
 
@@ -52,6 +54,9 @@ def table3(slices: int = 16, services: int = 16) -> RuleIR:
 
 def main() -> None:
     d = Driver({"capacity": {"src_ip": 65536, "teid": 65536}, "overload_poll_s": 0})
+    results = Results("xdp_push")
+    table = results.table("XDP rule push", ["scenario", "entries", "lower s", "push s", "entries/s", "raw write/s",
+                                         "push/raw"])
     print(
         f"{'scenario':22} {'entries':>8} {'lower s':>8} {'push s':>7} {'entries/s':>10} "
         f"{'raw write/s':>12} {'push/raw':>9}"
@@ -72,7 +77,14 @@ def main() -> None:
             f"{name:22} {entries:8d} {t_lower:8.2f} {res.duration_s:7.2f} {entries / res.duration_s:10.0f} "
             f"{entries / t_raw:12.0f} {t_raw / res.duration_s:9.2f}"
         )
+        table.rows.append([name, entries, round(t_lower, 2), round(res.duration_s, 2),
+                           round(entries / res.duration_s), round(entries / t_raw), round(t_raw / res.duration_s, 2)])
+        if name.startswith("expanded"):
+            results.figure("XDP rule push (expanded 1024 rules)", entries / res.duration_s, "entries/s",
+                           baseline=entries / t_raw, baseline_name="raw map writes of the same entries",
+                           goal=">= 1 M entries/s", met=entries / res.duration_s >= 1e6)
     d.close()
+    results.write()
 
 
 if __name__ == "__main__":
