@@ -34,6 +34,8 @@ BLOCK = re.compile(r"(<!-- bench:(?P<spec>[\w:]+) -->\n)(?P<body>.*?)(<!-- /benc
 def _cell(v: Any) -> str:
     if v is None:
         return NONE
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        v = int(v)
     if isinstance(v, float):
         return f"{v:,.2f}" if abs(v) < 100 else f"{v:,.0f}"
     if isinstance(v, int) and not isinstance(v, bool):
