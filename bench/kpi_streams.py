@@ -38,8 +38,8 @@ PRODUCER = textwrap.dedent("""
         while True:
             time.sleep(1 - time.time() % 1)
             ts = datetime.now(UTC)
-            points = [KpiPoint(slice_id=s, lane=l, ts=ts, rx_packets=1000, throughput_bps=8e6, loss_pct=0.0,
-                               delay_p99_ms=1.0) for s in range(1, {slices} + 1) for l in range({lanes})]
+            points = [KpiPoint(slice_id=s, backend_id=1, lane=l, ts=ts, rx_packets=1000, throughput_bps=8e6,
+                               loss_pct=0.0, delay_p99_ms=1.0) for s in range(1, {slices} + 1) for l in range({lanes})]
             with app.state.sessionmaker() as session:
                 ingest(session, points, app.state.kpi_hub)
 
@@ -78,6 +78,8 @@ def main() -> None:
         args.seconds = min(args.seconds, 5)
     res = Results("kpi_streams")
     prepare = ("INSERT INTO tenant (name, vni, contact, description, version) VALUES ('t', 1, '', '', 1)",
+               "INSERT INTO backend (name, driver, options, paths, lanes, capacity, health, health_detail, version) "
+               "VALUES ('b', 'xdp', '{}', 8, 4, '{}', 'ok', '', 1)",
                *(f"INSERT INTO slice (tenant_id, slice_type_id, name, description, path_mode, state, version) "
                  f"VALUES (1, 1, 's{s}', '', 'per_slice', 'deployed', 1)" for s in range(1, SLICES + 1)))
     code = PRODUCER + "\nimport os, uvicorn\nuvicorn.run(app, port=int(os.environ['PORT']), log_level='warning')\n"

@@ -12,6 +12,7 @@ through the real KPI store instead, and says so.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -167,11 +168,12 @@ def _points(session_slices: list[Slice], tick: int, ts: datetime) -> list[KpiPoi
     points = []
     for s in session_slices:
         lanes = list(s.slice_type.lanes)
-        for i, lane in enumerate(lanes):
+        for backend, (i, lane) in itertools.product(s.backends, enumerate(lanes)):
             delay = 2.0 + lane + (tick % 5) * 0.4
             mbps = 5.0 + 3.0 * i + (tick % 10)
             points.append(KpiPoint(
-                slice_id=s.id, lane=lane, ts=ts, tx_packets=1000, rx_packets=995, rx_bytes=int(mbps * 1e6 / 8),
+                slice_id=s.id, backend_id=backend.id, lane=lane, ts=ts,
+                tx_packets=1000, rx_packets=995, rx_bytes=int(mbps * 1e6 / 8),
                 throughput_bps=mbps * 1e6, loss_pct=0.5, delay_mean_ms=delay * 0.7, delay_p50_ms=delay * 0.6,
                 delay_p99_ms=delay, jitter_ms=0.3 + 0.1 * (tick % 3)))
     return points

@@ -1,4 +1,4 @@
-"""KPI storage, SLA evaluation, tenant-scoped queries, Prometheus exposition and the live hub."""
+"""KPI storage keyed by backend, tenant-scoped queries, Prometheus exposition and the live hub."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.retention import apply_retention
 from sliceportal.kpi.store import ingest
-from sliceportal.models import KpiSample, Role, SlaViolation
+from sliceportal.models import Backend, KpiSample, Role, SlaViolation
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -32,11 +32,21 @@ def world(client: TestClient, session: Session) -> dict[str, object]:
                                                 "sla": {"max_loss_pct": 1, "max_delay_ms": 10}}, headers=op)
         ids[name] = (t, s.json()["id"])
     make_user(session, "red-view", Role.TENANT, tenant_id=ids["red"][0])
+    backends = [Backend(name=name, driver=driver) for name, driver in (("xdp-a", "xdp"), ("bmv2-a", "p4rt"))]
+    session.add_all(backends)
+    session.commit()
+    global XDP, BMV2
+    XDP, BMV2 = backends[0].id, backends[1].id
     return {"op": op, "red": login(client, "red-view"), "ids": ids}
 
 
-def _point(slice_id: int, lane: int, second: int, loss: float = 0.0, delay: float = 1.0) -> KpiPoint:
-    return KpiPoint(slice_id=slice_id, lane=lane, ts=T0 + timedelta(seconds=second), tx_packets=1000,
+XDP = BMV2 = 0  # the world's two backends' ids
+
+
+def _point(slice_id: int, lane: int, second: int, loss: float = 0.0, delay: float = 1.0,
+           backend_id: int | None = None) -> KpiPoint:
+    return KpiPoint(slice_id=slice_id, backend_id=XDP if backend_id is None else backend_id, lane=lane,
+                    ts=T0 + timedelta(seconds=second), tx_packets=1000,
                     rx_packets=int(1000 * (1 - loss / 100)), rx_bytes=1_000_000, throughput_bps=8e6,
                     loss_pct=loss, delay_mean_ms=delay / 2, delay_p50_ms=delay / 2, delay_p99_ms=delay, jitter_ms=0.1)
 
@@ -143,3 +153,77 @@ def test_live_stream_is_filtered_on_the_server(client: TestClient, session: Sess
                 data = json.loads(line[len("data: "):])
                 break
     assert data is not None and [(p["slice_id"], p["lane"]) for p in data] == [(red_slice, 2)]
+
+
+def test_samples_keyed_by_backend(client: TestClient, session: Session, world: dict[str, object]) -> None:
+    """Two data planes measured in the same interval: two samples, never one overwriting the other."""
+    red_slice = world["ids"]["red"][1]  # type: ignore[index]
+    ingest(session, [_point(red_slice, lane, s, backend_id=b, delay=d)
+                     for s in range(3) for lane in (0, 2) for b, d in ((XDP, 1.0), (BMV2, 4.0))])
+    assert session.scalar(select(func.count()).select_from(KpiSample)) == 3 * 2 * 2
+    op = world["op"]
+    window = {"since": (T0 - timedelta(seconds=1)).isoformat(), "until": (T0 + timedelta(seconds=9)).isoformat()}
+    every = client.get(f"/api/v1/slices/{red_slice}/kpis", params=window, headers=op).json()  # type: ignore[arg-type]
+    assert {(p["backend_id"], p["lane"]) for p in every} == {(XDP, 0), (XDP, 2), (BMV2, 0), (BMV2, 2)}
+    bmv2 = client.get(f"/api/v1/slices/{red_slice}/kpis", params={**window, "backend_id": BMV2},
+                      headers=op).json()  # type: ignore[arg-type]
+    assert len(bmv2) == 6 and {p["delay_p99_ms"] for p in bmv2} == {4.0}
+    grouped = client.get(f"/api/v1/slices/{red_slice}/kpis", params={**window, "group_by": "backend"},
+                         headers=op).json()  # type: ignore[arg-type]
+    # per (backend, interval): both lanes summed (2 x 8 Mbit/s), 2 x 1000 packets
+    assert [(p["backend_id"], p["lane"], p["throughput_bps"], p["tx_packets"]) for p in grouped[:2]] == [
+        (XDP, None, 16e6, 2000), (BMV2, None, 16e6, 2000)]
+    assert len(grouped) == 6
+    current = client.get(f"/api/v1/slices/{red_slice}/kpis/current", params={"backend_id": XDP},
+                         headers=op).json()  # type: ignore[arg-type]
+    assert [(p["backend_id"], p["lane"], p["ts"][:19]) for p in current] == [
+        (XDP, 0, "2026-11-22T12:00:02"), (XDP, 2, "2026-11-22T12:00:02")]
+    bad = client.get(f"/api/v1/slices/{red_slice}/kpis", params={"group_by": "tenant"}, headers=op)  # type: ignore[arg-type]
+    assert bad.status_code == 422 and "group_by" in bad.text
+    text = client.get("/metrics", headers=op).text  # type: ignore[arg-type]
+    lines = [x for x in text.splitlines() if x.startswith("sliceportal_slice_delay_p99_ms{") and 'lane="2"' in x]
+    assert sorted((('backend="xdp-a"' in x), x.rsplit(" ", 1)[1]) for x in lines) == [(False, "4.0"), (True, "1.0")]
+
+
+def test_migration_attributes_old_samples_to_the_xdp_backend(pg: object, session: Session) -> None:
+    """0006 on a database that already holds samples: with one XDP backend they become its."""
+    from sqlalchemy import create_engine, text
+
+    from sliceportal.core.migrate import upgrade
+    from sliceportal.core.pgembed import EmbeddedPostgres
+
+    assert isinstance(pg, EmbeddedPostgres)
+    name = "kpi_migration_probe"
+    pg.create_database(name)
+    url = pg.url(name)
+    try:
+        upgrade(url, "0004")
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            tenant = conn.execute(text("INSERT INTO tenant (name, vni, contact, description, version) "
+                                       "VALUES ('t', 7, '', '', 1) RETURNING id")).scalar_one()
+            st = conn.execute(text("SELECT min(id) FROM slice_type")).scalar_one()
+            sid = conn.execute(text(
+                "INSERT INTO slice (tenant_id, slice_type_id, name, description, path_mode, state, version) "
+                "VALUES (:t, :st, 's', '', 'per_slice', 'deployed', 1) RETURNING id"), {"t": tenant, "st": st}
+            ).scalar_one()
+            xdp = conn.execute(text(
+                "INSERT INTO backend (name, driver, options, paths, lanes, capacity, health, health_detail, version) "
+                "VALUES ('xdp-core', 'xdp', '{}', 8, 4, '{}', 'ok', '', 1) RETURNING id")).scalar_one()
+            conn.execute(text(
+                "INSERT INTO kpi_sample (slice_id, lane, ts, interval_s, tx_packets, rx_packets, tx_bytes, rx_bytes, "
+                "throughput_bps, loss_pct, drops, ecn_marks) VALUES (:s, 0, now(), 1, 1, 1, 1, 1, 8, 0, '{}', 0)"),
+                {"s": sid})
+            conn.execute(text(
+                "INSERT INTO sla_violation (slice_id, lane, metric, threshold, worst, started_at, detail) "
+                "VALUES (:s, 0, 'loss_pct', 1, 5, now(), '{}')"), {"s": sid})
+        upgrade(url)
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT backend_id FROM kpi_sample")).scalars().all() == [xdp]
+            assert conn.execute(text("SELECT backend_id FROM sla_violation")).scalars().all() == [xdp]
+        engine.dispose()
+    finally:
+        admin = create_engine(pg.url("postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -30,7 +30,7 @@ def evaluate(session: Session, points: Iterable[KpiPoint]) -> list[SlaViolation]
     """Open / extend / close violations for ``points``; returns those opened or closed."""
     points = list(points)
     slices = {s.id: s for s in session.scalars(select(Slice).where(Slice.id.in_({p.slice_id for p in points})))}
-    open_rows = {(v.slice_id, v.lane, v.metric): v for v in session.scalars(
+    open_rows = {(v.slice_id, v.backend_id, v.lane, v.metric): v for v in session.scalars(
         select(SlaViolation).where(SlaViolation.slice_id.in_(slices), SlaViolation.ended_at.is_(None)))}
     changed: list[SlaViolation] = []
     for p in sorted(points, key=lambda x: x.ts):
@@ -42,11 +42,12 @@ def evaluate(session: Session, points: Iterable[KpiPoint]) -> list[SlaViolation]
             value = getattr(p, check.metric)
             if limit is None or value is None:
                 continue
-            key = (p.slice_id, p.lane, check.metric)
+            key = (p.slice_id, p.backend_id, p.lane, check.metric)
             current = open_rows.get(key)
             if value > limit:
                 if current is None:
-                    current = SlaViolation(slice_id=p.slice_id, lane=p.lane, metric=check.metric,
+                    current = SlaViolation(slice_id=p.slice_id, backend_id=p.backend_id, lane=p.lane,
+                                           metric=check.metric,
                                            threshold=limit, worst=value, started_at=p.ts,
                                            detail={"first_value": value})
                     session.add(current)

@@ -13,6 +13,8 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.sla import evaluate
 from sliceportal.models import KpiSample, SlaViolation, Slice
 
+KEY = ("slice_id", "backend_id", "lane", "ts")  # one sample per key: no duplicates, no zero twins
+
 
 def ingest(session: Session, points: Sequence[KpiPoint], hub: KpiHub | None = None) -> list[SlaViolation]:
     if not points:
@@ -21,8 +23,8 @@ def ingest(session: Session, points: Sequence[KpiPoint], hub: KpiHub | None = No
     # a source that reports an interval twice (a restarted collector) overwrites, not duplicates
     stmt = insert(KpiSample).values(rows)
     stmt = stmt.on_conflict_do_update(
-        index_elements=[KpiSample.slice_id, KpiSample.lane, KpiSample.ts],
-        set_={c: stmt.excluded[c] for c in rows[0] if c not in ("slice_id", "lane", "ts")})
+        index_elements=[KpiSample.slice_id, KpiSample.backend_id, KpiSample.lane, KpiSample.ts],
+        set_={c: stmt.excluded[c] for c in rows[0] if c not in KEY})
     session.execute(stmt)
     changed = evaluate(session, points)
     tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(

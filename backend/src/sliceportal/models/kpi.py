@@ -1,4 +1,4 @@
-"""Per-slice, per-lane KPI samples and SLA violation events."""
+"""KPI samples per slice, backend, lane and interval, and SLA violations with their evidence."""
 
 from __future__ import annotations
 
@@ -14,10 +14,14 @@ from sliceportal.models.base import Base, IdMixin
 
 class KpiSample(Base):
     __tablename__ = "kpi_sample"
-    __table_args__ = (Index("ix_kpi_sample_slice_ts", "slice_id", "ts"),)
+    __table_args__ = (Index("ix_kpi_sample_slice_backend_ts", "slice_id", "backend_id", "ts"),)
 
     slice_id: Mapped[int] = mapped_column(
         BigInteger, ForeignKey("slice.id", ondelete="CASCADE"), primary_key=True
+    )
+    # the data plane whose egress was measured: one sample per (slice, backend, lane, interval)
+    backend_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("backend.id", ondelete="CASCADE"), primary_key=True
     )
     lane: Mapped[int] = mapped_column(Integer, primary_key=True)
     ts: Mapped[datetime] = mapped_column(primary_key=True)  # end of the interval
@@ -38,12 +42,16 @@ class KpiSample(Base):
 
 class SlaViolation(IdMixin, Base):
     __tablename__ = "sla_violation"
+    __table_args__ = (Index("ix_sla_violation_backend_open", "slice_id", "backend_id", "ended_at"),)
 
     slice_id: Mapped[int] = mapped_column(ForeignKey("slice.id", ondelete="CASCADE"), index=True)
-    lane: Mapped[int | None] = mapped_column(Integer)
+    backend_id: Mapped[int] = mapped_column(ForeignKey("backend.id", ondelete="CASCADE"))
+    lane: Mapped[int | None] = mapped_column(Integer)  # None: the whole slice (guaranteed rate)
     metric: Mapped[str] = mapped_column(String(40))
     threshold: Mapped[float] = mapped_column(Float)
     worst: Mapped[float] = mapped_column(Float)
     started_at: Mapped[datetime] = mapped_column()
     ended_at: Mapped[datetime | None] = mapped_column()
     detail: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    # the samples that opened / closed it, the rule set in force, the data plane's counters
+    evidence: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict, server_default="{}")

@@ -1,13 +1,19 @@
+"""KPI samples, SLA violations (with their evidence) and SLA summaries as the API shows them."""
+
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
 
 from sliceportal.schemas.common import ORMModel
 
 
 class KpiSamplePublic(ORMModel):
     slice_id: int
-    lane: int
+    backend_id: int
+    lane: int | None = Field(description="catalogue lane; null when grouped by backend (all lanes summed)")
     ts: datetime
     interval_s: float
     tx_packets: int
@@ -27,9 +33,44 @@ class KpiSamplePublic(ORMModel):
 class SlaViolationPublic(ORMModel):
     id: int
     slice_id: int
-    lane: int | None
+    backend_id: int
+    lane: int | None = Field(description="null: the whole slice (guaranteed rate)")
     metric: str
     threshold: float
     worst: float
     started_at: datetime
     ended_at: datetime | None
+
+
+class EvidenceSample(BaseModel):
+    ts: datetime
+    lane: int | None
+    value: float | None
+    offered_bps: float | None = None
+
+
+class SlaViolationExplained(SlaViolationPublic):
+    """One violation and why: the samples that opened and closed it, the hold-down in force,
+    the rule set the data plane held and its counters over the opening samples."""
+
+    opened_by: list[EvidenceSample]
+    closed_by: list[EvidenceSample]
+    hold_down: dict[str, int]
+    rule_set: dict[str, Any] | None
+    counters: dict[str, Any]
+    samples: list[KpiSamplePublic] = Field(description="the lane's samples from before the start to after the end")
+
+
+class SlaBackendSummary(BaseModel):
+    backend_id: int
+    intervals: int = Field(description="intervals with a sample in the window")
+    within_sla_pct: float | None = Field(description="intervals not inside a violation; null without samples")
+    violations: int
+    open_violations: int
+
+
+class SlaSummary(BaseModel):
+    slice_id: int
+    since: datetime
+    until: datetime
+    backends: list[SlaBackendSummary]

@@ -18,7 +18,8 @@ function seriesOf(samples: KpiSample[], lanes: number[], pick: (s: KpiSample) =>
 export function SliceKpis({ slice }: { slice: Slice }) {
   const kpis = useKpis(slice.id);
   const samples = kpis.data ?? [];
-  const lanes = [...new Set([...slice.lanes, ...samples.map((s) => s.lane)])].sort((a, b) => a - b);
+  const lanes = [...new Set([...slice.lanes, ...samples.flatMap((s) => (s.lane === null ? [] : [s.lane]))])]
+    .sort((a, b) => a - b);
   const open = useOpenViolations(slice.id);
   const openCount = open.data?.count ?? 0;
   const rateLimit = slice.sla.rate_limit_mbps;

@@ -1,4 +1,4 @@
-"""Prometheus exposition of the latest KPI per slice and lane, labelled by tenant."""
+"""Prometheus exposition of the latest KPI per slice, backend and lane, labelled by tenant."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import func, select
 
 from sliceportal.api.deps import NotTenant, SessionDep
-from sliceportal.models import KpiSample, SlaViolation, Slice, Tenant
+from sliceportal.models import Backend, KpiSample, SlaViolation, Slice, Tenant
 
 router = APIRouter(tags=["kpis"])
-LABELS = ("tenant", "slice", "slice_id", "lane")
+LABELS = ("tenant", "slice", "slice_id", "backend", "lane")
 GAUGES = {
     "throughput_bps": "Received throughput in bits per second over the last interval",
     "loss_pct": "Packets lost in the last interval, percent",
@@ -29,25 +29,27 @@ def metrics(_: NotTenant, session: SessionDep) -> PlainTextResponse:
     registry = CollectorRegistry()
     gauges = {name: Gauge(f"sliceportal_slice_{name}", help_, LABELS, registry=registry)
               for name, help_ in GAUGES.items()}
-    violations = Gauge("sliceportal_slice_sla_violations_open", "Open SLA violations", ("tenant", "slice", "slice_id"),
-                       registry=registry)
-    newest = (select(KpiSample.slice_id, KpiSample.lane, func.max(KpiSample.ts).label("ts"))
-              .group_by(KpiSample.slice_id, KpiSample.lane).subquery())
+    violations = Gauge("sliceportal_slice_sla_violations_open", "Open SLA violations",
+                       ("tenant", "slice", "slice_id", "backend"), registry=registry)
+    newest = (select(KpiSample.slice_id, KpiSample.backend_id, KpiSample.lane, func.max(KpiSample.ts).label("ts"))
+              .group_by(KpiSample.slice_id, KpiSample.backend_id, KpiSample.lane).subquery())
     rows = session.execute(
-        select(KpiSample, Slice.name, Tenant.name)
-        .join(newest, (KpiSample.slice_id == newest.c.slice_id) & (KpiSample.lane == newest.c.lane)
-              & (KpiSample.ts == newest.c.ts))
-        .join(Slice, Slice.id == KpiSample.slice_id).join(Tenant, Tenant.id == Slice.tenant_id))
-    for sample, slice_name, tenant_name in rows:
-        labels = (tenant_name, slice_name, str(sample.slice_id), str(sample.lane))
+        select(KpiSample, Slice.name, Tenant.name, Backend.name)
+        .join(newest, (KpiSample.slice_id == newest.c.slice_id) & (KpiSample.backend_id == newest.c.backend_id)
+              & (KpiSample.lane == newest.c.lane) & (KpiSample.ts == newest.c.ts))
+        .join(Slice, Slice.id == KpiSample.slice_id).join(Tenant, Tenant.id == Slice.tenant_id)
+        .join(Backend, Backend.id == KpiSample.backend_id))
+    for sample, slice_name, tenant_name, backend_name in rows:
+        labels = (tenant_name, slice_name, str(sample.slice_id), backend_name, str(sample.lane))
         for name, gauge in gauges.items():
             value = getattr(sample, name)
             if value is not None:
                 gauge.labels(*labels).set(value)
     open_counts = session.execute(
-        select(Tenant.name, Slice.name, Slice.id, func.count(SlaViolation.id))
+        select(Tenant.name, Slice.name, Slice.id, Backend.name, func.count(SlaViolation.id))
         .join(Slice, Slice.tenant_id == Tenant.id).join(SlaViolation, SlaViolation.slice_id == Slice.id)
-        .where(SlaViolation.ended_at.is_(None)).group_by(Tenant.name, Slice.name, Slice.id))
-    for tenant_name, slice_name, sid, n in open_counts:
-        violations.labels(tenant_name, slice_name, str(sid)).set(n)
+        .join(Backend, Backend.id == SlaViolation.backend_id)
+        .where(SlaViolation.ended_at.is_(None)).group_by(Tenant.name, Slice.name, Slice.id, Backend.name))
+    for tenant_name, slice_name, sid, backend_name, n in open_counts:
+        violations.labels(tenant_name, slice_name, str(sid), backend_name).set(n)
     return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
