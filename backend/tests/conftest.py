@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
+from sliceportal.core.config import Settings, random_secret
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.testbed.processes import free_port
@@ -60,7 +60,7 @@ def db_url(pg: EmbeddedPostgres) -> Iterator[str]:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings(secret_key="test-secret-" + "x" * 20, login_max_failures=3, reconcile_interval_s=0)
+    return Settings(secret_key=random_secret(), login_max_failures=3, reconcile_interval_s=0)
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,8 +17,9 @@ from sqlalchemy.orm import Session
 
 from sliceportal.api.errors import ApiError
 from sliceportal.core.config import Settings
+from sliceportal.core.secret_store import signing_secret
 from sliceportal.core.security import api_key_prefix, decode_access_token, sha256
-from sliceportal.models import ApiKey, Role, Scope, User
+from sliceportal.models import ApiKey, AuthSession, Role, Scope, User
 from sliceportal.models.audit import Actor, set_actor
 
 oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/login/access-token", auto_error=False)
@@ -32,8 +35,50 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
+_secret_lock = threading.Lock()
+
+
+def get_secret(request: Request) -> str:
+    """The token-signing secret, resolved on first use (so that commands which only build
+    the app, such as ``sliceportal openapi``, create no secret file)."""
+    state = request.app.state
+    secret: str | None = getattr(state, "signing_secret", None)
+    if secret is None:
+        with _secret_lock:
+            secret = getattr(state, "signing_secret", None) or signing_secret(state.settings)
+            state.signing_secret = secret
+    return secret
+
+
+def client_address(request: Request, settings: Settings) -> str:
+    """The client's address: the socket peer, or — only when the peer is a trusted proxy —
+    the right-most X-Forwarded-For hop that is not itself a trusted proxy."""
+    peer = request.client.host if request.client else "unknown"
+    if not settings.trusted_proxies:
+        return peer
+
+    def trusted(addr: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(addr)
+        except ValueError:
+            return False
+        return any(ip in net for net in settings.trusted_proxies)
+
+    if not trusted(peer):
+        return peer
+    hops = [h.strip() for h in ",".join(request.headers.getlist("x-forwarded-for")).split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not trusted(hop):
+            try:
+                return str(ipaddress.ip_address(hop))
+            except ValueError:
+                return peer  # a forged, unparsable hop: fall back to what we know
+    return peer
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionDep = Annotated[Session, Depends(get_session)]
+SecretDep = Annotated[str, Depends(get_secret)]
 
 ALL_SCOPES = frozenset(Scope)
 ROLE_SCOPES = {
@@ -55,11 +100,15 @@ class Principal:
     tenant_id: int | None
     scopes: frozenset[Scope]
     via: str
+    session_id: str | None = None  # the login session of a token; None for API keys
+    key_tenant_id: int | None = None  # an API key bound to one tenant
 
     @property
     def tenant_scope(self) -> int | None:
         """The tenant whose objects alone exist for this principal; None = all tenants."""
-        return self.tenant_id if self.role is Role.TENANT else None
+        if self.role is Role.TENANT:
+            return self.tenant_id
+        return self.key_tenant_id
 
 
 def _unauthorized(detail: str) -> ApiError:
@@ -77,47 +126,61 @@ def _from_api_key(session: Session, secret: str) -> Principal:
     session.execute(update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=datetime.now(UTC)))
     session.commit()
     scopes = frozenset(Scope(s) for s in key.scopes) & KEY_ROLE_SCOPES[Role(user.role)]
-    return Principal(user.id, user.username, user.role, user.tenant_id, scopes, f"api_key:{key.prefix}")
+    return Principal(user.id, user.username, Role(user.role), user.tenant_id, scopes, f"api_key:{key.prefix}",
+                     key_tenant_id=key.tenant_id)
 
 
-def _authenticate(session: Session, settings: Settings, token: str | None, x_api_key: str | None) -> Principal:
+def _from_token(session: Session, secret: str, token: str) -> Principal:
+    try:
+        claims = decode_access_token(token, secret)
+    except jwt.PyJWTError as exc:
+        raise _unauthorized(f"invalid token: {exc}") from exc
+    # One primary-key lookup joined with the user: the session must exist, belong to the
+    # token's subject and not be revoked or expired.
+    row = session.execute(
+        select(User, AuthSession.revoked_at, AuthSession.expires_at)
+        .join(AuthSession, AuthSession.user_id == User.id)
+        .where(AuthSession.id == claims["sid"], User.id == int(claims["sub"]))
+    ).first()
+    if row is None:
+        raise _unauthorized("session unknown: log in again")
+    user, revoked_at, expires_at = row
+    if revoked_at is not None or expires_at <= datetime.now(UTC):
+        raise _unauthorized("session ended (logged out, password changed or expired): log in again")
+    if not user.is_active:
+        raise _unauthorized("user disabled or removed")
+    return Principal(user.id, user.username, Role(user.role), user.tenant_id, ROLE_SCOPES[Role(user.role)],
+                     "token", session_id=claims["sid"])
+
+
+def _authenticate(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Principal:
     secret = x_api_key or (token if token and api_key_prefix(token) else None)
     if secret:
-        principal = _from_api_key(session, secret)
-    else:
-        if not token:
-            raise _unauthorized("log in (POST /api/v1/login/access-token) or send an API key")
-        try:
-            claims = decode_access_token(token, settings.secret_key)
-        except jwt.PyJWTError as exc:
-            raise _unauthorized(f"invalid token: {exc}") from exc
-        user = session.get(User, int(claims["sub"]))
-        if user is None or not user.is_active:
-            raise _unauthorized("user disabled or removed")
-        principal = Principal(user.id, user.username, Role(user.role), user.tenant_id,
-                              ROLE_SCOPES[Role(user.role)], "token")
-    return principal
+        return _from_api_key(session, secret)
+    if not token:
+        raise _unauthorized("log in (POST /api/v1/login/access-token) or send an API key")
+    return _from_token(session, signing_key, token)
 
 
 def get_principal(
-    session: SessionDep, settings: SettingsDep,
+    session: SessionDep, signing_key: SecretDep,
     token: Annotated[str | None, Depends(oauth2)],
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
-    principal = _authenticate(session, settings, token, x_api_key)
+    principal = _authenticate(session, signing_key, token, x_api_key)
     set_actor(session, Actor(principal.user_id, principal.username, principal.via))
     return principal
 
 
 def get_stream_principal(
-    request: Request, settings: SettingsDep,
+    request: Request, signing_key: SecretDep,
     token: Annotated[str | None, Depends(oauth2)],
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
     """For long-lived streams: authenticate with a session of its own, returned at once,
     rather than holding a pooled connection for the stream's whole life."""
     with request.app.state.sessionmaker() as session:
-        principal = _authenticate(session, settings, token, x_api_key)
+        principal = _authenticate(session, signing_key, token, x_api_key)
     if Scope.READ not in principal.scopes:
         raise ApiError(403, "Forbidden", "this needs the 'read' scope")
     return principal

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import secrets
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, IPvAnyNetwork, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
-_DEV_SECRET = "dev-only-secret-change-me-not-for-production"
+# loopback, and the emulated testbed's veth networks (testbed/netns_testbed.py)
+DEFAULT_BACKEND_NETWORKS = ("127.0.0.0/8", "::1/128", "10.200.0.0/16")
+# SHA-256 of secrets that were ever published (the first wave's development default): a
+# deployment still configured with one is refused, since anyone can forge its tokens.
+PUBLISHED_SECRET_DIGESTS = frozenset({
+    "534fb4d152fedfad04322b2ae774613134968d8c46d11410ad027dad76a14308",
+})
+MIN_SECRET_LENGTH = 32
 
 
 class Environment(StrEnum):
@@ -26,11 +35,28 @@ class Settings(BaseSettings):
     # Unset: the portal starts its own PostgreSQL cluster under data_dir (embedded default).
     database_url: str | None = None
     data_dir: Path = REPO_ROOT / "var"
-    secret_key: str = _DEV_SECRET
+    # Unset: a random per-install secret kept in data_dir/secret_key (mode 0600), created on
+    # first start (core/secret_store.py). SECRET_KEY in the environment wins over the file.
+    secret_key: str | None = Field(None, repr=False)
     access_token_minutes: int = 15
     refresh_token_days: int = 7
     login_max_failures: int = Field(5, description="failed logins per user+address before lock-out")
-    login_window_seconds: int = 300
+    login_window_seconds: int = Field(300, ge=1, description="failures older than this are forgotten")
+    login_lockout_seconds: int = Field(60, ge=1, description="first lock-out; doubles with each consecutive one")
+    login_lockout_max_seconds: int = Field(3600, ge=1, description="cap of the exponential backoff")
+    trusted_proxies: list[IPvAnyNetwork] = Field(
+        default_factory=list,
+        description="reverse proxies whose X-Forwarded-For is believed; empty = the socket peer is the client")
+    backend_networks: list[IPvAnyNetwork] = Field(
+        default_factory=lambda: [ipaddress.ip_network(n) for n in DEFAULT_BACKEND_NETWORKS],
+        description="networks backends may point at (driver addresses); the operator widens it")
+    run_dir: Path = Field(REPO_ROOT / "var" / "run", description="the portal's own sockets; the only place "
+                          "a unix-socket backend address may point")
+    docs_public: bool = Field(False, description="serve /api/v1/docs without login")
+    max_body_bytes: int = Field(1 << 20, ge=1024, description="request bodies larger than this → 413")
+    max_upload_bytes: int = Field(16 << 20, ge=1024, description="CSV uploads larger than this → 413")
+    rate_limit_expensive: str = Field("30/minute", description="per principal: preview, import, deploy "
+                                      "(the limits library's notation)")
     host: str = "127.0.0.1"
     port: int = 8000
     cors_origins: list[str] = []
@@ -40,9 +66,9 @@ class Settings(BaseSettings):
     testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")
 
     @model_validator(mode="after")
-    def _refuse_default_secret(self) -> Settings:
-        if self.environment is Environment.PRODUCTION and self.secret_key == _DEV_SECRET:
-            raise ValueError("SECRET_KEY must be set outside local development")
+    def _refuse_weak_secret(self) -> Settings:
+        if self.secret_key is not None:
+            check_secret(self.secret_key, "SECRET_KEY")
         return self
 
 
@@ -53,3 +79,13 @@ def get_settings() -> Settings:
 
 def random_secret() -> str:
     return secrets.token_urlsafe(32)
+
+
+def check_secret(secret: str, where: str) -> None:
+    """Refuse a signing secret anyone could know or guess."""
+    if hashlib.sha256(secret.encode()).hexdigest() in PUBLISHED_SECRET_DIGESTS:
+        raise ValueError(f"{where} is a published default secret: anyone can forge tokens with it; "
+                         "unset it (a random one is generated) or set a random value")
+    if len(secret) < MIN_SECRET_LENGTH:
+        raise ValueError(f"{where} must be at least {MIN_SECRET_LENGTH} characters of random text "
+                         "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")

@@ -31,19 +31,30 @@ def verify_password(password: str, password_hash: str) -> bool:
 DUMMY_HASH = hash_password(secrets.token_urlsafe(16))
 
 
-def create_access_token(user_id: int, role: str, secret: str, minutes: int) -> str:
+def create_access_token(user_id: int, role: str, session_id: str, secret: str, minutes: int) -> str:
     now = datetime.now(UTC)
-    claims: dict[str, Any] = {"sub": str(user_id), "role": role, "iat": now, "exp": now + timedelta(minutes=minutes),
-                              "typ": "access"}
+    claims: dict[str, Any] = {"sub": str(user_id), "sid": session_id, "role": role, "iat": now,
+                              "exp": now + timedelta(minutes=minutes), "typ": "access"}
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
 def decode_access_token(token: str, secret: str) -> dict[str, Any]:
-    """Claims of a valid access token; raises jwt.PyJWTError otherwise."""
-    claims: dict[str, Any] = jwt.decode(token, secret, algorithms=[ALGORITHM], options={"require": ["exp", "sub"]})
-    if claims.get("typ") != "access":
+    """Claims of a valid access token; raises jwt.PyJWTError otherwise.
+
+    The session id (``sid``) is required: the caller checks it against the database, which is
+    what makes logout, password change and disabling a user end the token at once.
+    """
+    claims: dict[str, Any] = jwt.decode(token, secret, algorithms=[ALGORITHM],
+                                        options={"require": ["exp", "sub", "sid"]})
+    if claims.get("typ") != "access" or not isinstance(claims.get("sid"), str):
         raise jwt.InvalidTokenError("not an access token")
+    if not str(claims["sub"]).isdigit():
+        raise jwt.InvalidTokenError("malformed subject")
     return claims
+
+
+def new_session_id() -> str:
+    return secrets.token_urlsafe(32)  # 43 characters
 
 
 def sha256(text: str) -> str:

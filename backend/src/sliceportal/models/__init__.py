@@ -1,7 +1,16 @@
 """The domain model (ARCHITECTURE.md §3). Importing this package registers every table."""
 
 from sliceportal.models.audit import AuditLog
-from sliceportal.models.auth import ApiKey, LoginAttempt, RefreshToken, Role, Scope, User
+from sliceportal.models.auth import (
+    ApiKey,
+    AuthSession,
+    LoginAttempt,
+    LoginThrottle,
+    RefreshToken,
+    Role,
+    Scope,
+    User,
+)
 from sliceportal.models.base import Base
 from sliceportal.models.catalogue import SliceType
 from sliceportal.models.deployments import Deployment, DeploymentKind, DeploymentStatus, RuleSet
@@ -13,6 +22,7 @@ from sliceportal.models.tenancy import Tenant
 __all__ = [
     "ApiKey",
     "AuditLog",
+    "AuthSession",
     "Backend",
     "Base",
     "Deployment",
@@ -20,6 +30,7 @@ __all__ = [
     "DeploymentStatus",
     "KpiSample",
     "LoginAttempt",
+    "LoginThrottle",
     "PathMode",
     "RefreshToken",
     "Role",

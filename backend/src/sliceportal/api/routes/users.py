@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Response
 from sqlalchemy import select
 
+from sliceportal.api.auth_sessions import revoke_user_sessions
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
 from sliceportal.api.deps import CurrentUser, NotTenant, SessionDep
 from sliceportal.api.errors import ApiError, not_found
@@ -69,6 +70,12 @@ def update_user(user_id: PathId, body: UserUpdate, principal: CurrentUser, sessi
     if "password" in changes:
         changes["password_hash"] = hash_password(changes.pop("password") or "")
     apply_changes(user, changes, not_null=("full_name", "is_active", "password_hash"))
+    # A new password or a disabled account ends every session at once: whoever held the old
+    # credentials (or tokens made from them) is out on their next request.
+    if "password_hash" in changes:
+        revoke_user_sessions(session, user.id, "password-changed")
+    if changes.get("is_active") is False:
+        revoke_user_sessions(session, user.id, "user-disabled")
     session.commit()
     etag(response, user)
     return user
