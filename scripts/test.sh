@@ -9,4 +9,5 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff check .
 echo "== mypy"; mypy backend/src drivers/*/src
 echo "== frontend lint + types"; (cd frontend && npm run -s lint)
+echo "== frontend unit tests (vitest)"; (cd frontend && npm run -s test)
 echo "== pytest"; pytest "$@"

@@ -4,6 +4,7 @@ import { Alert, Button, FileInput, Group, Progress, Stack, Table, Text } from "@
 import { useQueryClient } from "@tanstack/react-query";
 import { accessToken, type Schemas } from "../../api/client";
 import { ApiProblem, problemFrom } from "../../api/problem";
+import { csvRowError, problemSummary } from "../common/fieldErrors";
 
 type ImportReport = Schemas["ImportReport"];
 
@@ -52,7 +53,8 @@ export function ImportCsv() {
     <Stack>
       <Text size="sm" c="dimmed">Columns: <code>imsi,ue_ip,teids,tenant,slices</code> — teids and slices separated by “;”. All rows or none are imported.</Text>
       <Group align="end">
-        <FileInput label="Subscribers CSV" accept=".csv,text/csv" value={file} onChange={setFile} w={300} clearable />
+        <FileInput label="Subscribers CSV" accept=".csv,text/csv" value={file} onChange={setFile} w={300} maw="100%" clearable
+          clearButtonProps={{ "aria-label": "Clear the chosen file" }} />
         <Button onClick={run} disabled={!file} loading={progress !== null && progress < 100 && !report && !problem}>Import</Button>
       </Group>
       {progress !== null && (
@@ -65,17 +67,24 @@ export function ImportCsv() {
       )}
       {problem && (
         <Alert color="red" title={problem.title} role="alert">
-          <Text size="sm">{problem.errors.length ? `${problem.errors.length} rows have errors; nothing was imported.` : problem.detail}</Text>
+          <Text size="sm">
+            {problem.errors.length
+              ? `${problem.errors.length} ${problem.errors.length === 1 ? "error" : "errors"} in the file; nothing was imported. Line 1 is the header.`
+              : problemSummary(problem)}
+          </Text>
           {problem.errors.length > 0 && (
-            <Table mt="xs" aria-label="Import errors">
-              <Table.Thead><Table.Tr><Table.Th>Line</Table.Th><Table.Th>Column</Table.Th><Table.Th>Error</Table.Th></Table.Tr></Table.Thead>
-              <Table.Tbody>
-                {problem.errors.slice(0, 200).map((e, i) => (
-                  <Table.Tr key={i}><Table.Td>{e.line ?? "—"}</Table.Td><Table.Td>{e.field}</Table.Td><Table.Td>{e.message}</Table.Td></Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
+            <Table.ScrollContainer minWidth={320} mt="xs">
+              <Table aria-label="Import errors">
+                <Table.Thead><Table.Tr><Table.Th>Line</Table.Th><Table.Th>Column</Table.Th><Table.Th>Error</Table.Th></Table.Tr></Table.Thead>
+                <Table.Tbody>
+                  {problem.errors.slice(0, 200).map((e) => csvRowError(e)).map((e, i) => (
+                    <Table.Tr key={i}><Table.Td>{e.line ?? "—"}</Table.Td><Table.Td>{e.column}</Table.Td><Table.Td>{e.message}</Table.Td></Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Table.ScrollContainer>
           )}
+          {problem.errors.length > 200 && <Text size="sm">The first 200 are shown.</Text>}
         </Alert>
       )}
     </Stack>

@@ -1,8 +1,9 @@
 // Loading / not-found / error states of a query, so pages only render the happy path.
 import type { ReactNode } from "react";
-import { Alert, Center, Loader, Stack, Text, Title } from "@mantine/core";
+import { Alert, Center, List, Loader, Stack, Text, Title } from "@mantine/core";
 import type { UseQueryResult } from "@tanstack/react-query";
 import { ApiProblem } from "../../api/client";
+import { mapProblem, problemSummary } from "./fieldErrors";
 
 export function NotFound({ what = "page" }: { what?: string }) {
   return (
@@ -13,13 +14,25 @@ export function NotFound({ what = "page" }: { what?: string }) {
   );
 }
 
-export function ProblemAlert({ error }: { error: unknown }) {
+/**
+ * A failed request in words: errors of fields the form shows next to its inputs are only counted
+ * here, the others are listed with human paths; raw database text is never shown.
+ */
+export function ProblemAlert({ error, shownOnFields = [] }: { error: unknown; shownOnFields?: readonly string[] }) {
   if (!error) return null;
   const p = error instanceof ApiProblem ? error : null;
+  if (!p) {
+    return <Alert color="red" title="Something went wrong" role="alert">{String(error)}</Alert>;
+  }
+  const { byField, other } = mapProblem(p, shownOnFields);
+  const onFields = Object.keys(byField).length;
   return (
-    <Alert color="red" title={p ? p.title : "Something went wrong"} role="alert">
-      {p ? p.detail || `HTTP ${p.status}` : String(error)}
-      {p?.status === 412 && <Text size="sm">Someone else changed this object: reload the page and try again.</Text>}
+    <Alert color="red" title={p.title} role="alert">
+      {onFields > 0 && <Text size="sm">Correct the highlighted {onFields === 1 ? "field" : "fields"} below.</Text>}
+      {other.length > 0 ? (
+        <List size="sm">{other.map((m, i) => <List.Item key={i}>{m}</List.Item>)}</List>
+      ) : onFields === 0 && <Text size="sm">{problemSummary(p)}</Text>}
+      {p.status === 412 && <Text size="sm">Someone else changed this object: reload the page and try again.</Text>}
     </Alert>
   );
 }
