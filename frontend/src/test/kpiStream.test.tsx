@@ -3,10 +3,10 @@
 // reconnects when the stream ends.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { waitFor } from "@testing-library/react";
-import { setTokens } from "../../api/client";
-import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
-import { kpiKey, type KpiSample } from "./kpiSource";
-import { useKpiStream } from "./kpiStream";
+import { setTokens } from "../api/client";
+import { fakeApi, jsonResponse, renderWithApp } from "./render";
+import { kpiKey, type KpiSample } from "../components/Kpis/kpiSource";
+import { useKpiStream } from "../components/Kpis/kpiStream";
 
 function sample(sliceId: number, lane: number, secondsAgo: number, throughput: number): KpiSample {
   return {
