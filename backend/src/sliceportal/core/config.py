@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     testbed: bool = Field(False, description="start the emulated testbed with live traffic (run command)")
     testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
     testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")
+    # SLA hold-down (docs/kpis.md): a violation opens after this many consecutive intervals out
+    # of bounds and closes after that many good ones, so one noisy interval is not an event.
+    sla_open_after: int = Field(3, ge=1, le=600, description="bad intervals in a row that open a violation")
+    sla_close_after: int = Field(5, ge=1, le=600, description="good intervals in a row that close it")
+    sla_no_data_after: int = Field(5, ge=1, le=3600, description="intervals without a sample → SLA status no_data")
 
     @model_validator(mode="after")
     def _refuse_weak_secret(self) -> Settings:
