@@ -2,7 +2,7 @@
 // queues per slice, strict priority lanes through standard_metadata.priority.
 // This file only sequences the controls under include/; see docs/bmv2.md.
 //
-//   p4c --target bmv2 --arch v1model --p4runtime-files slicing.p4info.txt slicing.p4
+//   make compile   (p4c -> compiled/slicing.json + compiled/slicing.p4info.{txtpb,bin})
 //   simple_switch_grpc --priority-queues 8 ... (priority queues must be enabled at start)
 #include <core.p4>
 #include <v1model.p4>

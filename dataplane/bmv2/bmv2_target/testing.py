@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent  # dataplane/bmv2
-P4INFO = HERE / "slicing.p4info.txt"
+P4INFO = HERE / "compiled" / "slicing.p4info.txtpb"  # p4c's (make compile)
 
 
 class Target:

@@ -22,13 +22,11 @@ control Classifier(inout headers_t hdr, inout metadata_t meta,
     }
 
     // lane = DSCP bits 2:0 folded onto the switch's queues: shift = log2(8 / lanes).
-    @defaultonly
     action miss_algorithm1(bit<3> lane_shift) {
         meta.slice_id = 0;
         standard_metadata.priority = meta.key.dscp[2:0] >> lane_shift;
     }
 
-    @defaultonly
     action miss_fixed(bit<3> lane) {
         meta.slice_id = 0;
         standard_metadata.priority = lane;
@@ -50,8 +48,8 @@ control Classifier(inout headers_t hdr, inout metadata_t meta,
         }
         actions = {
             set_slice;
-            miss_algorithm1;
-            miss_fixed;
+            @defaultonly miss_algorithm1;
+            @defaultonly miss_fixed;
         }
         default_action = miss_fixed(0);
         counters = classifier_hits;

@@ -12,7 +12,6 @@ control TenantForward(inout headers_t hdr, inout metadata_t meta,
         standard_metadata.egress_spec = port;
     }
 
-    @defaultonly
     action drop() {
         mark_to_drop(standard_metadata);
     }
@@ -24,7 +23,7 @@ control TenantForward(inout headers_t hdr, inout metadata_t meta,
         }
         actions = {
             forward;
-            drop;
+            @defaultonly drop;
         }
         const default_action = drop();
         size = FORWARD_TABLE_SIZE;

@@ -19,7 +19,6 @@ control TenantMap(inout headers_t hdr, inout metadata_t meta,
         // The tenant comes from vlan_tenant below.
     }
 
-    @defaultonly
     action drop_unallocated_port() {
         meta.drop = 1;
         tenant_drops.count(DROP_UNALLOCATED_PORT);
@@ -30,7 +29,6 @@ control TenantMap(inout headers_t hdr, inout metadata_t meta,
         meta.tenant_vid = hdr.vlan.vid;
     }
 
-    @defaultonly
     action drop_unknown_vid() {
         meta.drop = 1;
         tenant_drops.count(DROP_UNKNOWN_VID);
@@ -43,7 +41,7 @@ control TenantMap(inout headers_t hdr, inout metadata_t meta,
         actions = {
             set_access_tenant;
             set_trunk;
-            drop_unallocated_port;
+            @defaultonly drop_unallocated_port;
         }
         const default_action = drop_unallocated_port();
         size = PORT_TABLE_SIZE;
@@ -59,7 +57,7 @@ control TenantMap(inout headers_t hdr, inout metadata_t meta,
         }
         actions = {
             set_vlan_tenant;
-            drop_unknown_vid;
+            @defaultonly drop_unknown_vid;
         }
         const default_action = drop_unknown_vid();
         size = VLAN_TABLE_SIZE;

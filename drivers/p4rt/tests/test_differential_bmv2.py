@@ -36,22 +36,11 @@ BMV2_DIR = Path(__file__).resolve().parents[3] / "dataplane" / "bmv2"
 PORTS = (1, 2, 3)
 OPTIONS = {"access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3}
 
-pytestmark = [
-    pytest.mark.needs_root,
-    pytest.mark.skipif(not (P4C and BMV2), reason="needs p4c and simple_switch_grpc on PATH (real BMv2)"),
-]
-
-
-@pytest.fixture(scope="module")
-def compiled() -> tuple[Path, Path]:
-    subprocess.run(["make", "-C", str(BMV2_DIR), "all"], check=True)
-    json_, p4info = BMV2_DIR / "build" / "slicing.json", BMV2_DIR / "build" / "slicing.p4info.txt"
-    assert json_.exists() and p4info.exists()
-    return json_, p4info
+pytestmark = [pytest.mark.needs_root, pytest.mark.needs_bmv2]
 
 
 @pytest.fixture
-def bmv2(compiled: tuple[Path, Path]) -> Iterator[tuple[str, dict[int, str]]]:
+def bmv2() -> Iterator[tuple[str, dict[int, str]]]:
     """simple_switch_grpc with one veth pair per port: the switch owns ``sd<pid>-<p>s``, the
     test sends and captures on ``sd<pid>-<p>t``."""
     tag = f"sd{os.getpid() % 10000}"
@@ -101,15 +90,14 @@ def _capture(ifaces: dict[int, str]) -> dict[int, socket.socket]:
     return socks
 
 
-def test_bundled_target_equals_bmv2(bmv2: tuple[str, dict[int, str]], compiled: tuple[Path, Path],
+def test_bundled_target_equals_bmv2(bmv2: tuple[str, dict[int, str]],
                                     start_target, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ir = two_tenants()
     packets = _packets()
-    json_, p4info = compiled
 
     # real BMv2: entries through the driver with p4c's P4Info, frames over the veths
     address, ifaces = bmv2
-    real = Driver({"address": address, "p4info": str(p4info), "device_config": str(json_), **OPTIONS})
+    real = Driver({"address": address, **OPTIONS})
     real.apply(real.lower(ir), lambda e: None)
     socks = _capture(ifaces)
     senders = {p: socket.socket(socket.AF_PACKET, socket.SOCK_RAW) for p in PORTS}

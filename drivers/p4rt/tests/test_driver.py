@@ -14,6 +14,7 @@ from sliceportal.drivers.contract import (
     CapacityError,
     Driver,
     GeometryError,
+    OptionsError,
     ProgressEvent,
     PushError,
     UnreachableError,
@@ -39,6 +40,37 @@ def test_satisfies_the_protocol_and_reports_p4info_sizes() -> None:
     assert (caps.lanes, caps.paths) == (8, 1)
     assert caps.capacity[CLASSIFIER] == 4096
     assert "vni" in caps.match_fields and "teid" in caps.match_fields
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"p4info": "/etc/passwd"}, "p4info"),
+        ({"device_config": "../../etc/shadow"}, "device_config"),
+        ({"address": "/var/run/p4rt.sock"}, "address"),
+        ({"address": "unix:///tmp/x:9559"}, "address"),
+        ({"address": "127.0.0.1"}, "address"),
+        ({"address": "127.0.0.1:99999"}, "address"),
+        ({"address": "::1:9559"}, "address"),
+    ],
+)
+def test_options_name_no_server_path_and_refuse_one_naming_the_field(options: dict[str, str], field: str) -> None:
+    with pytest.raises(OptionsError, match=field):
+        P4rtDriver(options)
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:9559", "bmv2:9559", "switch-1.lab.example:50001", "[::1]:9559"])
+def test_host_port_addresses_are_accepted(address: str) -> None:
+    assert P4rtDriver({"address": address}).opts.address == address
+
+
+def test_the_driver_ships_p4c_output_as_its_program() -> None:
+    d = P4rtDriver({})
+    assert d.program.device_config.startswith(b"{")  # the BMv2 JSON p4c wrote
+    assert (
+        d.p4info.table(CLASSIFIER).preamble.id
+        == {t.preamble.name: t.preamble.id for t in d.program.p4info.tables}[CLASSIFIER]
+    )
 
 
 def test_push_reads_back_the_lowered_normal_form(target) -> None:

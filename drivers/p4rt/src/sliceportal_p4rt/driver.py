@@ -1,11 +1,14 @@
 """The p4rt driver: slicing.p4 on BMv2 / the bundled target over P4Runtime.
 
-Options (the Backend record's mapping; all optional):
-  address "127.0.0.1:9559", device_id 1, election_id 1, p4info (path; default the
-  checked-in slicing.p4info.txt), device_config (path to the p4c BMv2 JSON; empty for the
-  bundled target), set_pipeline true, lanes 8 (queues simple_switch_grpc was started
-  with via --priority-queues), batch_size 500, qos_mode "vqueue" | "meter",
-  access_ports {port: vid}, trunk_ports [..], uplink_port, owner "sliceportal".
+Options (the Backend record's mapping; all optional, unknown keys refused):
+  address "127.0.0.1:9559" (host:port), device_id 1, election_id 1, set_pipeline true,
+  lanes 8 (queues simple_switch_grpc was started with via --priority-queues), batch_size
+  500, qos_mode "vqueue" | "meter", access_ports {port: vid}, trunk_ports [..],
+  uplink_port, owner "sliceportal".
+
+The program is not an option: the driver pushes p4c's compilation of slicing.p4 that ships
+with it (dataplane/bmv2/compiled/, the P4Info and the BMv2 JSON) with
+SetForwardingPipelineConfig, so no option names a file on the server.
 
 It owns only the entries it wrote: each carries ``metadata = owner tag``, reads keep only
 those, and nothing else is ever modified or deleted.
@@ -15,12 +18,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import grpc
 from p4.v1 import p4runtime_pb2
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from sliceportal.drivers.contract import (
     ApplyResult,
@@ -52,21 +54,30 @@ from .p4info import (
     SLICE_QOS,
     VQUEUE_REGISTERS,
     P4Info,
-    default_p4info_path,
+    shipped_program,
 )
 
 Update = p4runtime_pb2.Update
 MATCH_FIELDS = frozenset({"vni", "teid", "src_ip", "dst_ip", "dst_port", "dscp", "vlan"})
 
 
+def _host_port(value: str) -> str:
+    """``host:port`` (``[v6]:port`` for IPv6) as gRPC takes it; nothing path- or URL-like."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("must be host:port with a port 1-65535, e.g. 127.0.0.1:9559")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not bare or not all(c.isalnum() or c in ".-_:" for c in bare) or (":" in bare and bare == host):
+        raise ValueError("the host must be a name or an IP address (IPv6 in brackets), e.g. 127.0.0.1:9559")
+    return value
+
+
 class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    address: str = "127.0.0.1:9559"
+    address: Annotated[str, AfterValidator(_host_port)] = "127.0.0.1:9559"
     device_id: int = Field(1, ge=0)
     election_id: int = Field(1, ge=1, lt=1 << 128)
-    p4info: Path | None = None
-    device_config: Path | None = None
     set_pipeline: bool = True
     lanes: int = Field(8, ge=1, le=8)
     batch_size: int = Field(500, ge=1)
@@ -89,12 +100,18 @@ class Driver:
         try:
             self.opts = Options.model_validate(dict(options))
         except ValidationError as e:
-            raise OptionsError(f"invalid p4rt backend options: {e}") from None
-        path = self.opts.p4info or default_p4info_path()
+            fields = "; ".join(
+                f"{'.'.join(str(x) for x in err['loc']) or 'options'}: "
+                + ("unknown option (the program is the p4c build shipped with the driver; "
+                   "no option names a file)" if err["type"] == "extra_forbidden" else err["msg"])
+                for err in e.errors()
+            )
+            raise OptionsError(f"invalid p4rt backend options: {fields}") from None
         try:
-            self.p4info = P4Info.load(path)
+            self.program = shipped_program()
         except (OSError, ValueError) as e:
-            raise DriverError(f"cannot load P4Info {path}: {e}") from None
+            raise DriverError(f"cannot load the compiled slicing.p4: {e}") from None
+        self.p4info = P4Info(self.program.p4info)
         if self.opts.lanes & (self.opts.lanes - 1):
             raise DriverError(f"lanes must be a power of two, got {self.opts.lanes}")
         self.tag = self.opts.owner.encode()
@@ -142,8 +159,7 @@ class Driver:
             if self.opts.set_pipeline and s.get_p4info() != self.p4info.proto:
                 # Only when the switch runs another program: a new pipeline wipes all state,
                 # including other controllers' entries.
-                config = self.opts.device_config.read_bytes() if self.opts.device_config else b""
-                s.set_pipeline(self.p4info.proto, config, cookie=0x51CE)
+                s.set_pipeline(self.p4info.proto, self.program.device_config, cookie=0x51CE)
                 self._version = None
         except (grpc.RpcError, OSError) as e:
             s.close()

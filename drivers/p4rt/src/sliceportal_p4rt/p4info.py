@@ -1,11 +1,16 @@
-"""The P4Info the driver speaks: loaded from text, every id resolved by name."""
+"""The program the driver speaks: p4c's compilation of slicing.p4, shipped with the
+repository (dataplane/bmv2/compiled/), every id resolved by name through p4c's P4Info.
+
+There is deliberately no option to point the driver at other files: the backend record is
+user-editable, and a server path there would let a user make the portal read any file.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
-from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 ING, EGR = "SlicingIngress", "SlicingEgress"
@@ -18,47 +23,89 @@ EGRESS_VLAN = f"{EGR}.vlan_tag.egress_vlan"
 SLICE_METER = f"{ING}.vqueue.slice_meter"
 VQUEUE_REGISTERS = (f"{ING}.vqueue.slice_ts", f"{ING}.vqueue.slice_delay", f"{ING}.vqueue.slice_delay_max")
 
+P4INFO_BIN = "slicing.p4info.bin"
+BMV2_JSON = "slicing.json"
 
-def default_p4info_path() -> Path:
-    """dataplane/bmv2/slicing.p4info.txt of the checkout this package lives in."""
+
+def compiled_dir() -> Path:
+    """dataplane/bmv2/compiled of the checkout this package lives in (``make compile`` there)."""
     for parent in Path(__file__).resolve().parents:
-        candidate = parent / "dataplane" / "bmv2" / "slicing.p4info.txt"
-        if candidate.is_file():
+        candidate = parent / "dataplane" / "bmv2" / "compiled"
+        if (candidate / P4INFO_BIN).is_file():
             return candidate
-    raise FileNotFoundError("slicing.p4info.txt not found; set the backend option 'p4info'")
+    raise FileNotFoundError(
+        "dataplane/bmv2/compiled/slicing.p4info.bin not found next to the p4rt driver; "
+        "run `make -C dataplane/bmv2 compile` with p4c"
+    )
+
+
+@dataclass(frozen=True)
+class Program:
+    """What SetForwardingPipelineConfig pushes: p4c's P4Info and its BMv2 JSON."""
+
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+
+
+@cache
+def shipped_program() -> Program:
+    d = compiled_dir()
+    info = p4info_pb2.P4Info()
+    info.ParseFromString((d / P4INFO_BIN).read_bytes())
+    return Program(info, (d / BMV2_JSON).read_bytes())
 
 
 @dataclass
 class P4Info:
+    """Name and id lookups over a P4Info, indexed once (the driver's hot path uses them)."""
+
     proto: p4info_pb2.P4Info
+    _by_name: dict[tuple[str, str], object] = field(default_factory=dict, repr=False)
+    _by_id: dict[tuple[str, int], object] = field(default_factory=dict, repr=False)
 
-    @classmethod
-    def load(cls, path: Path) -> P4Info:
-        return cls(text_format.Parse(path.read_text(), p4info_pb2.P4Info()))
+    def __post_init__(self) -> None:
+        for kind in ("tables", "actions", "counters", "direct_counters", "meters", "registers"):
+            for obj in getattr(self.proto, kind):
+                self._by_name[kind, obj.preamble.name] = obj
+                self._by_id[kind, obj.preamble.id] = obj
 
-    def _find(self, kind: str, name: str) -> p4info_pb2.Table:
-        for obj in getattr(self.proto, kind):
-            if obj.preamble.name == name:
-                return obj
-        raise KeyError(f"{kind[:-1]} {name!r} is not in the P4Info")
+    def _find(self, kind: str, name: str) -> object:
+        try:
+            return self._by_name[kind, name]
+        except KeyError:
+            raise KeyError(f"{kind[:-1]} {name!r} is not in the P4Info") from None
 
     def table(self, name: str) -> p4info_pb2.Table:
-        return self._find("tables", name)
+        t = self._find("tables", name)
+        assert isinstance(t, p4info_pb2.Table)
+        return t
 
     def action(self, name: str) -> p4info_pb2.Action:
-        return self._find("actions", name)
+        a = self._find("actions", name)
+        assert isinstance(a, p4info_pb2.Action)
+        return a
 
     def action_by_id(self, action_id: int) -> p4info_pb2.Action:
-        return next(a for a in self.proto.actions if a.preamble.id == action_id)
+        a = self._by_id["actions", action_id]
+        assert isinstance(a, p4info_pb2.Action)
+        return a
 
     def table_by_id(self, table_id: int) -> p4info_pb2.Table:
-        return next(t for t in self.proto.tables if t.preamble.id == table_id)
+        t = self._by_id["tables", table_id]
+        assert isinstance(t, p4info_pb2.Table)
+        return t
 
     def counter_id(self, name: str) -> int:
-        return int(self._find("counters", name).preamble.id)
+        c = self._find("counters", name)
+        assert isinstance(c, p4info_pb2.Counter)
+        return int(c.preamble.id)
 
     def register(self, name: str) -> p4info_pb2.Register:
-        return self._find("registers", name)
+        r = self._find("registers", name)
+        assert isinstance(r, p4info_pb2.Register)
+        return r
 
     def meter(self, name: str) -> p4info_pb2.Meter:
-        return self._find("meters", name)
+        m = self._find("meters", name)
+        assert isinstance(m, p4info_pb2.Meter)
+        return m
