@@ -1,14 +1,23 @@
-// Subscribers: server-side paged, sorted and searched (the browser holds one page, however many rows exist).
-import { Paper, Table, TextInput, Title, UnstyledButton } from "@mantine/core";
+// Subscribers: server-side paged, sorted, searched and filtered by tenant (the browser holds one
+// page, however many rows exist); tenants and slices by name with links; add, edit, delete.
+import { Anchor, Button, Group, Paper, Select, Table, TextInput, Title, UnstyledButton, VisuallyHidden } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
-import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { api, unwrap } from "../../api/client";
+import { Link, useSearchParams } from "react-router";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { useConfirm } from "../common/Confirm";
+import { Dialog } from "../common/Dialog";
 import { PageTitle } from "../common/PageTitle";
 import { Pager } from "../common/Pager";
 import { QueryView } from "../common/QueryView";
+import { Time } from "../common/time";
 import { queryOf, usePageParams } from "../common/usePaged";
 import { ImportCsv } from "./ImportCsv";
+import { useNames } from "./lookups";
+import { SubscriberForm } from "./SubscriberForm";
+
+type Subscriber = Schemas["SubscriberPublic"];
 
 const COLUMNS = [
   { key: "imsi", label: "IMSI" },
@@ -18,34 +27,61 @@ const COLUMNS = [
 ];
 
 export function SubscribersPage() {
+  const qc = useQueryClient();
   const [params, setParams] = usePageParams({ sort: "imsi" });
+  const [url, setUrl] = useSearchParams();
+  const tenantFilter = /^\d+$/.test(url.get("tenant_id") ?? "") ? Number(url.get("tenant_id")) : null;
   const [search, setSearch] = useState(params.q);
   const [debounced] = useDebouncedValue(search, 250);
   useEffect(() => {
     if (debounced !== params.q) setParams({ q: debounced, page: 1 });
   }, [debounced]); // eslint-disable-line react-hooks/exhaustive-deps
-  const query = queryOf(params);
+  const query = { ...queryOf(params), ...(tenantFilter ? { tenant_id: tenantFilter } : {}) };
   const subs = useQuery({
     queryKey: ["subscribers", query],
     queryFn: () => unwrap(api.GET("/api/v1/subscribers", { params: { query } })),
     placeholderData: keepPreviousData,
   });
+  const { tenants, tenantName, sliceName } = useNames();
+  const [editing, setEditing] = useState<Subscriber | "new" | null>(null);
+  const confirm = useConfirm();
   const sortBy = (key: string) => setParams({ sort: params.sort === key ? `-${key}` : key, page: 1 });
   const ariaSort = (key: string) => (params.sort === key ? "ascending" : params.sort === `-${key}` ? "descending" : "none");
+  const setTenantFilter = (v: string | null) => {
+    const next = new URLSearchParams(url);
+    if (v) next.set("tenant_id", v); else next.delete("tenant_id");
+    next.delete("page");
+    setUrl(next, { replace: true });
+  };
+  const askDelete = (s: Subscriber) => confirm.ask({
+    title: `Delete subscriber ${s.imsi}?`,
+    message: `Subscriber ${s.imsi} (${s.ue_ip}) of tenant ${tenantName.get(s.tenant_id) ?? s.tenant_id} is removed; `
+      + "its traffic stops matching its slices after the next deploy.",
+    confirmLabel: "Delete subscriber",
+    action: async () => {
+      await unwrap(api.DELETE("/api/v1/subscribers/{subscriber_id}", { params: { path: { subscriber_id: s.id } } }));
+      await qc.invalidateQueries({ queryKey: ["subscribers"] });
+    },
+  });
 
   return (
     <>
-      <PageTitle>Subscribers</PageTitle>
+      <PageTitle actions={<Button onClick={() => setEditing("new")}>Add subscriber</Button>}>Subscribers</PageTitle>
       <Paper withBorder p="md" mb="md">
         <Title order={2} size="h4" mb="sm">Import CSV</Title>
         <ImportCsv />
       </Paper>
-      <TextInput label="Search subscribers (IMSI or address)" maw={360} mb="sm" value={search}
-        onChange={(e) => setSearch(e.currentTarget.value)} />
+      <Group align="end" mb="sm" wrap="wrap">
+        <TextInput label="Search subscribers (IMSI or address)" w={360} maw="100%" value={search}
+          onChange={(e) => setSearch(e.currentTarget.value)} />
+        <Select label="Tenant" placeholder="All tenants" clearable w={220} maw="100%"
+          data={tenants.map((t) => ({ value: String(t.id), label: t.name }))}
+          value={tenantFilter ? String(tenantFilter) : null} onChange={setTenantFilter} />
+      </Group>
       <QueryView query={subs}>
         {(page) => (
           <>
-            <Table.ScrollContainer minWidth={600}>
+            <Table.ScrollContainer minWidth={760}>
               <Table striped aria-label="Subscribers" style={{ opacity: subs.isPlaceholderData ? 0.6 : 1 }}>
                 <Table.Thead>
                   <Table.Tr>
@@ -57,14 +93,33 @@ export function SubscribersPage() {
                       </Table.Th>
                     ))}
                     <Table.Th>TEIDs</Table.Th><Table.Th>Slices</Table.Th>
+                    <Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th>
                   </Table.Tr>
                 </Table.Thead>
                 <Table.Tbody>
                   {page.data.map((s) => (
                     <Table.Tr key={s.id}>
                       <Table.Td ff="monospace">{s.imsi}</Table.Td><Table.Td>{s.ue_ip}</Table.Td>
-                      <Table.Td>{s.tenant_id}</Table.Td><Table.Td>{new Date(s.created_at).toLocaleString()}</Table.Td>
-                      <Table.Td>{s.teids.join(", ")}</Table.Td><Table.Td>{s.slice_ids.join(", ")}</Table.Td>
+                      <Table.Td>
+                        <Anchor component={Link} to={`/subscribers?tenant_id=${s.tenant_id}`}
+                          title="Show this tenant's subscribers">{tenantName.get(s.tenant_id) ?? `tenant ${s.tenant_id}`}</Anchor>
+                      </Table.Td>
+                      <Table.Td><Time value={s.created_at} /></Table.Td>
+                      <Table.Td>{s.teids.join(", ")}</Table.Td>
+                      <Table.Td>
+                        <Group gap={6}>
+                          {s.slice_ids.map((id) => (
+                            <Anchor key={id} component={Link} to={`/slices/${id}`}>{sliceName.get(id) ?? `slice ${id}`}</Anchor>
+                          ))}
+                        </Group>
+                      </Table.Td>
+                      <Table.Td>
+                        <Group gap={4} wrap="nowrap">
+                          <Button size="compact-xs" variant="subtle" onClick={() => setEditing(s)} aria-label={`Edit subscriber ${s.imsi}`}>Edit</Button>
+                          <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(s)}
+                            aria-label={`Delete subscriber ${s.imsi}`}>Delete</Button>
+                        </Group>
+                      </Table.Td>
                     </Table.Tr>
                   ))}
                 </Table.Tbody>
@@ -74,6 +129,11 @@ export function SubscribersPage() {
           </>
         )}
       </QueryView>
+      <Dialog opened={editing !== null} onClose={() => setEditing(null)}
+        title={editing === "new" ? "New subscriber" : "Edit subscriber"}>
+        {editing !== null && <SubscriberForm subscriber={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />}
+      </Dialog>
+      {confirm.dialog}
     </>
   );
 }

@@ -1,0 +1,61 @@
+import { describe, expect, it, vi } from "vitest";
+import { screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
+import { parseTeids } from "./SubscriberForm";
+import { SubscribersPage } from "./SubscribersPage";
+
+const SUB = { id: 11, imsi: "001010000000001", ue_ip: "10.47.0.1", teids: [7], tenant_id: 3, slice_ids: [21],
+  created_at: "2026-11-23T09:00:00Z", version: 1 };
+
+function api(extra: Parameters<typeof fakeApi>[0] = {}) {
+  return fakeApi({
+    "GET /api/v1/subscribers": () => jsonResponse({ count: 1, data: [SUB] }),
+    "GET /api/v1/tenants": () => jsonResponse({ count: 1, data: [{ id: 3, name: "acme" }] }),
+    "GET /api/v1/slices": () => jsonResponse({ count: 1, data: [{ id: 21, name: "video", tenant_id: 3 }] }),
+    ...extra,
+  });
+}
+
+describe("SubscribersPage", () => {
+  it("shows tenant and slice names with links instead of ids", async () => {
+    vi.stubGlobal("fetch", api().fetch);
+    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    const tenant = await screen.findByRole("link", { name: "acme" });
+    expect(tenant).toHaveAttribute("href", "/subscribers?tenant_id=3");
+    expect(await screen.findByRole("link", { name: "video" })).toHaveAttribute("href", "/slices/21");
+  });
+
+  it("passes the tenant filter from the URL to the API", async () => {
+    const fake = api();
+    vi.stubGlobal("fetch", fake.fetch);
+    renderWithApp(<SubscribersPage />, { url: "/subscribers?tenant_id=3" });
+    await screen.findByRole("link", { name: "acme" });
+    const call = fake.calls.find((c) => c.url.pathname === "/api/v1/subscribers");
+    expect(call?.url.searchParams.get("tenant_id")).toBe("3");
+  });
+
+  it("deletes only after a confirmation that names the subscriber", async () => {
+    const fake = api({ "DELETE /api/v1/subscribers/11": () => new Response(null, { status: 204 }) });
+    vi.stubGlobal("fetch", fake.fetch);
+    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    const user = userEvent.setup();
+    await user.click(await screen.findByRole("button", { name: "Delete subscriber 001010000000001" }));
+    const dialog = await screen.findByRole("dialog", { name: "Delete subscriber 001010000000001?" });
+    expect(within(dialog).getByText(/10\.47\.0\.1\) of tenant acme is removed/)).toBeInTheDocument();
+    expect(fake.calls.some((c) => c.method === "DELETE")).toBe(false);
+    await user.click(within(dialog).getByRole("button", { name: "Delete subscriber" }));
+    await waitFor(() => expect(fake.calls.some((c) => c.method === "DELETE" && c.url.pathname === "/api/v1/subscribers/11")).toBe(true));
+  });
+});
+
+describe("parseTeids", () => {
+  it("reads a list and explains what is wrong with a bad one", () => {
+    expect(parseTeids("1, 2;3 ")).toEqual([1, 2, 3]);
+    expect(parseTeids("")).toEqual([]);
+    expect(parseTeids("0")).toBe("TEID 0 must be between 1 and 4294967295.");
+    expect(parseTeids("4294967296")).toMatch(/between 1 and/);
+    expect(parseTeids("5,5")).toBe("TEID 5 is listed twice.");
+    expect(parseTeids("x1")).toBe("“x1” is not a whole number.");
+  });
+});
