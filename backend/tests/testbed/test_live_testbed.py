@@ -1,86 +1,136 @@
-"""The run command's live testbed end to end: namespaces, XDP and P4Runtime backends
-deployed through the pipeline, the demo subscribers' traffic measured into per-lane KPIs
-that the API serves and the SLA checks see."""
+"""The run command's live testbed end to end, on real namespaces and all three data planes:
+the demo subscribers' traffic crosses XDP, the bundled P4 target and the NetFPGA model, and
+each backend's egress meter turns what its data plane did into KPIs keyed by that backend;
+a slice taken out of a backend's rule set shows up there as default traffic, not as the
+slice's KPIs; the testbed API reports state and runs the congestion scenario."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
-from sliceportal.models import Role, Slice
+from sliceportal.models import KpiSample, Role, RuleSet, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.netns_testbed import namespaces
+from sliceportal.testbed.processes import leftovers
 from tests.factories import login, make_user
 
 pytestmark = pytest.mark.needs_root
 
 
-def test_live_kpis_per_lane(db_url: str, session: Session) -> None:
-    seed_demo(session, users_per_slice=8)
-    # one slice limited far below what its subscribers send: the data plane drops the excess
-    limited = session.scalar(select(Slice).where(Slice.name == "red-iot"))
-    assert limited is not None
-    limited.rate_limit_mbps, limited.guaranteed_mbps = 0.2, None
-    session.commit()
+def _wait(what: str, check: Callable[[], Any], timeout_s: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.5)
+    raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")
+
+
+def _prefix() -> str:
+    return f"t{os.getpid() % 10000}-"
+
+
+def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, session: Session) -> None:
+    seed_demo(session, users_per_slice=4)
     make_user(session, "op", Role.OPERATOR)
-    prefix = f"t{os.getpid() % 10000}-"
+    make_user(session, "viewer", Role.TENANT)
+    prefix = _prefix()
     settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
                         testbed_prefix=prefix)
     with TestClient(create_app(settings, db_url)) as client:
         op = login(client, "op")
-        backends = client.get("/api/v1/backends", headers=op).json()["data"]
-        assert {b["driver"] for b in backends} == {"xdp", "p4rt", "netfpga"}
-        assert all(b["health"] == "ok" for b in backends), backends
-        slices = client.get("/api/v1/slices", headers=op).json()["data"]
-        assert {s["state"] for s in slices} == {"deployed"}
-        flexible = next(s for s in slices if s["slice_type_name"] == "Flexible Slice")
-        deadline = time.monotonic() + 30
-        current: list[dict[str, object]] = []
-        while time.monotonic() < deadline:
-            current = client.get(f"/api/v1/slices/{flexible['id']}/kpis/current", headers=op).json()
-            if len(current) == 4 and all(int(p["rx_packets"]) > 0 for p in current):  # type: ignore[call-overload]
-                break
-            time.sleep(1)
-        assert sorted(int(p["lane"]) for p in current) == [0, 2, 4, 6]  # type: ignore[call-overload]
-        for p in current:
-            assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 1000  # type: ignore[arg-type]
-            assert float(p["throughput_bps"]) > 0  # type: ignore[arg-type]
-        series = client.get(f"/api/v1/slices/{flexible['id']}/kpis", headers=op).json()
-        assert len(series) >= 4
-        # the rate limiter's drops, counted per rule by the data plane, reach the slice's samples
-        deadline = time.monotonic() + 20
-        dropped = 0
-        while time.monotonic() < deadline and not dropped:
-            samples = client.get(f"/api/v1/slices/{limited.id}/kpis", headers=op).json()
-            dropped = sum(int(p["drops"].get("rate_limit", 0)) for p in samples)
-            time.sleep(1)
-        assert dropped > 0
-        assert all(not p["drops"] for p in series)  # the unlimited slice lost nothing to the limiter
+        state = client.get("/api/v1/testbed", headers=op).json()
+        planes = {b["driver"]: b for b in state["backends"]}
+        assert set(planes) == {"xdp", "p4rt", "netfpga"}
+        assert all(b["up"] and not b["reason"] for b in planes.values()), planes
+        ids = {d: b["backend_id"] for d, b in planes.items()}
+        embb = session.scalar(select(Slice).where(Slice.name == "red-embb"))
+        assert embb is not None
 
-        # a slice created while the testbed runs gets traffic too, once it has subscribers
+        # every data plane carries the slice's traffic; its KPIs are keyed by that backend
+        def lanes_per_backend() -> dict[int, set[int]] | None:
+            session.expire_all()
+            rows = session.execute(select(KpiSample.backend_id, KpiSample.lane).where(
+                KpiSample.slice_id == embb.id, KpiSample.rx_packets > 0).distinct()).all()
+            got: dict[int, set[int]] = {}
+            for b, lane in rows:
+                got.setdefault(b, set()).add(lane)
+            return got if all(got.get(i) == {0, 2, 4, 6} for i in ids.values()) else None
+
+        _wait("KPIs of every lane of red-embb from all three backends", lanes_per_backend, 45)
+        current = client.get(f"/api/v1/slices/{embb.id}/kpis/current", headers=op).json()
+        for p in current:
+            assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 2000, p
+        # one sample per (slice, backend, lane, interval): never a zero twin
+        assert not session.scalar(select(func.count()).select_from(KpiSample).where(
+            KpiSample.slice_id == embb.id, KpiSample.rx_packets == 0, KpiSample.tx_packets == 0))
+
+        # a slice deployed on the NetFPGA backend only, then rolled back out of its rule set:
+        # first its KPIs keyed by that backend; after the rollback its traffic, still sent
+        # there (the slice stays assigned), lands on the data plane's miss path and shows as
+        # that backend's default traffic, and the slice gets no new samples from it
+        nf = ids["netfpga"]
+        first_rule_set = planes["netfpga"]["rule_set_id"]
+        number = session.scalar(select(RuleSet.number).where(RuleSet.id == first_rule_set))
         red = client.get("/api/v1/tenants", params={"q": "mvno-red"}, headers=op).json()["data"][0]
         st = next(t["id"] for t in client.get("/api/v1/slice-types", params={"q": "Low Latency"}, headers=op)
                   .json()["data"] if t["name"] == "Low Latency")
-        new = client.post("/api/v1/slices", json={"name": "late", "tenant_id": red["id"], "slice_type_id": st,
-                                                  "services": [{"name": "ll", "lane": 2,
-                                                                "dst_ports": [{"lo": 7000, "hi": 7000}]}]},
-                          headers=op).json()
+        late = client.post("/api/v1/slices", json={
+            "name": "late", "tenant_id": red["id"], "slice_type_id": st, "backend_ids": [nf],
+            "services": [{"name": "ll", "lane": 2, "dst_ports": [{"lo": 7000, "hi": 7000}]}]}, headers=op).json()
         r = client.post("/api/v1/subscribers", json={"tenant_id": red["id"], "imsi": "001019999999999",
                                                      "ue_ip": "10.45.9.1", "teids": [999999],
-                                                     "slice_ids": [new["id"]]}, headers=op)
+                                                     "slice_ids": [late["id"]]}, headers=op)
         assert r.status_code == 201, r.text
-        deadline = time.monotonic() + 30
-        late: list[dict[str, object]] = []
-        while time.monotonic() < deadline and not late:
-            late = client.get(f"/api/v1/slices/{new['id']}/kpis/current", headers=op).json()
-            time.sleep(1)
-        assert late and int(late[0]["rx_packets"]) > 0 and late[0]["lane"] == 2  # type: ignore[call-overload]
-    # the namespaces are gone with the app
+        r = client.post(f"/api/v1/backends/{nf}/deployments", headers=op)
+        assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
+
+        def late_samples() -> list[tuple[int, int]]:
+            session.expire_all()
+            return [tuple(row) for row in session.execute(select(KpiSample.backend_id, KpiSample.lane).where(
+                KpiSample.slice_id == late["id"], KpiSample.rx_packets > 0).distinct())]
+
+        assert _wait("the new slice's KPIs from the NetFPGA backend", late_samples, 20) == [(nf, 2)]
+        r = client.post(f"/api/v1/backends/{nf}/rollback", json={"rule_set": number}, headers=op)
+        assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
+
+        def default_from_late() -> list[dict[str, Any]] | None:
+            st = client.get("/api/v1/testbed", headers=op).json()
+            nf_state = next(b for b in st["backends"] if b["driver"] == "netfpga")
+            lanes = [d for d in nf_state["default_traffic"] if late["id"] in d["from_slices"] and d["rx_packets"] > 0]
+            return lanes or None
+
+        _wait("the rolled-back slice's traffic as the NetFPGA backend's default traffic", default_from_late, 20)
+        time.sleep(1.5)  # an interval measured before the rollback may still be written
+        session.expire_all()
+        cut = session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == late["id"]))
+        time.sleep(2.5)
+        session.expire_all()
+        assert session.scalar(select(func.count()).select_from(KpiSample).where(
+            KpiSample.slice_id == late["id"])) == cut
+
+        # the congestion scenario: operators only, bounded, reported in the state
+        viewer = login(client, "viewer")
+        assert client.get("/api/v1/testbed", headers=viewer).status_code == 403
+        bad = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["p4rt"], "duration_s": 1},
+                          headers=op)
+        assert bad.status_code == 422 and "duration_s" in bad.text
+        r = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["p4rt"], "duration_s": 5,
+                                                             "factor": 3}, headers=op)
+        assert r.status_code == 202, r.text
+        p4 = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "p4rt")
+        assert p4["congestion_until"] is not None and p4["congestion_factor"] == 3
     assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())
+    assert leftovers(prefix) == []

@@ -28,6 +28,7 @@ from sliceportal.api.routes import (
     tenants,
     users,
 )
+from sliceportal.api.routes import testbed as testbed_routes
 from sliceportal.core.config import REPO_ROOT, Settings
 from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
@@ -42,7 +43,7 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX)
     for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
-                   kpis, audit):
+                   kpis, audit, testbed_routes):
         router.include_router(module.router)
     router.include_router(users.keys)
     return router
@@ -55,6 +56,7 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
         if settings.testbed:
             testbed = LiveTestbed(app.state.sessionmaker, app.state.kpi_hub, prefix=settings.testbed_prefix,
                                   rate_pps=settings.testbed_rate_pps)
+            app.state.testbed = testbed  # the testbed route's state and congestion scenario
             await asyncio.to_thread(testbed.start)
         if settings.reconcile_interval_s > 0:
             reconciler = Reconciler(app.state.sessionmaker, settings.reconcile_interval_s)

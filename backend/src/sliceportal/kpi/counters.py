@@ -1,4 +1,4 @@
-"""Data-plane counters into KPI samples: drops by reason and ECN marks per slice and lane.
+"""Data-plane counters into KPI samples: drops by reason and ECN marks per backend, slice and lane.
 
 Drivers report monotonic counters per rule; each rule of the deployed IR carries its
 slice and (target) lane, and the compile explanation maps target lanes back to the slice
@@ -56,9 +56,11 @@ class CounterCollector:
     def __init__(self) -> None:
         self._previous: dict[int, Counters] = {}
 
-    def collect(self, session: Session, backends: list[Backend]) -> dict[Place, DropTotals]:
-        totals: dict[Place, DropTotals] = defaultdict(DropTotals)
+    def collect(self, session: Session, backends: list[Backend]) -> dict[int, dict[Place, DropTotals]]:
+        """backend id -> (slice, lane) -> the interval's drops and ECN marks on that backend."""
+        out: dict[int, dict[Place, DropTotals]] = {}
         for backend in backends:
+            totals: dict[Place, DropTotals] = defaultdict(DropTotals)
             rule_set = current_rule_set(session, backend.id)
             if rule_set is None:
                 continue
@@ -80,4 +82,5 @@ class CounterCollector:
                 for reason, n in drops.items():
                     entry.drops[reason] = entry.drops.get(reason, 0) + n
                 entry.ecn_marks += max(0, ecn)
-        return dict(totals)
+            out[backend.id] = dict(totals)
+        return out

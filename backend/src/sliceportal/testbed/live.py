@@ -1,14 +1,30 @@
-"""The live emulated testbed of ``sliceportal run``: data planes, traffic and KPIs.
+"""The live emulated testbed of ``sliceportal run``: three data planes carrying traffic, KPIs
+from what each of them did.
 
-Namespaces edge / core / alt (``Testbed``); the XDP data plane attached to core's link
-(seed 001: prioritised lanes steered to their CPU and passed up, the rest rewritten and
-sent to alt with XDP_TX); the bundled P4Runtime target as a second backend; Every demo
-slice is deployed through the same API pipeline an operator uses. A sender in edge plays
-the slices' subscribers (VXLAN / GTP-U encapsulated, seq + timestamp in each payload);
-the Verilator model of the NetFPGA card as a third backend (rules and counters; no live
-traffic through it here: its own tests and bench drive it with pcaps);
-meters on core and alt measure each flow; every second their reports become KPI
-samples per slice and lane, stored, checked against the SLAs and streamed.
+Per backend, links of its own (see ``netns_testbed``):
+
+- **XDP** on ``<prefix>core``'s eth0 (the real kernel): the edge's bridge sends into it;
+  prioritised lanes are passed up (measured on core's eth0), the best-effort lane is
+  rewritten and sent to ``<prefix>alt`` with XDP_TX (measured there) — seed 001.
+- **P4** — the bundled P4Runtime target on live ports: port 1 ``<prefix>p4i`` (peer ``p4-in``
+  in edge, a tenant VLAN trunk), port 2 ``<prefix>p4o`` (peer ``p4-out`` in sink, the uplink).
+- **NetFPGA** — the Verilator model as a live card: ``--veth-in <prefix>nfi`` (peer ``nf-in``
+  in edge), ``--veth-out <prefix>nfo`` (peer ``nf-out`` in sink).
+
+A sender per backend plays the subscribers of the slices *assigned* to that backend
+(VXLAN / GTP-U, seq + timestamp in each payload). A meter at each egress measures every
+flow; its place (slice, lane) is where the rule set the backend holds puts it
+(``placement``), so a slice that is not deployed there shows up as that backend's default
+traffic, never as the slice's KPIs. Every interval the meters' reports become KPI points
+of (slice, backend, lane), with the data plane's per-rule drops / ECN marks added.
+
+Everything runs as supervised loops (``core.loops``): captures, traffic, KPI writer and a
+watchdog that restarts a dead data-plane process with backoff, marks its backend down
+meanwhile and reconciles it when it is back. Start-up never rewrites the operator's data
+(slice assignments are only seeded for slices without any, when the testbed's backends are
+first created), a backend that refuses is marked failed and the rest starts anyway, and
+everything started is torn down on every exit path; a crashed run's leftovers are removed
+by the next start.
 """
 
 from __future__ import annotations
@@ -18,28 +34,30 @@ import ipaddress
 import logging
 import os
 import queue
-import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
+from socket import socket
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from sliceportal.drivers.contract import DriverError
-from sliceportal.kpi.counters import CounterCollector, DropTotals
+from sliceportal.core.loops import SupervisedLoop
+from sliceportal.kpi.counters import CounterCollector
 from sliceportal.kpi.hub import KpiHub
-from sliceportal.kpi.points import points_from_meter
+from sliceportal.kpi.points import KpiPoint, points_from_meter
 from sliceportal.kpi.store import ingest
-from sliceportal.models import Backend, Slice, Subscriber, Tenant
+from sliceportal.models import Backend, DeploymentStatus, Slice, Subscriber, Tenant
 from sliceportal.models.subscribers import subscriber_slice
+from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink, TestbedState
 from sliceportal.services import deployments
-from sliceportal.services.backends import describe
+from sliceportal.services.backends import POOL, describe
 from sliceportal.testbed.netns_testbed import Testbed
-from sliceportal.testbed.processes import start_p4runtime_target
+from sliceportal.testbed.placement import DEFAULT_SLICE, flow_places
+from sliceportal.testbed.processes import ManagedProcess, ProcessError, bmv2_process, netfpga_process, reap_leftovers
 from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
 from sliceportal.traffic.packets import Encap, Flow, Underlay
@@ -51,8 +69,57 @@ log = logging.getLogger(__name__)
 SERVICE_HOST = "10.99.0.1"
 USERS_PER_SLICE = 4  # flows per slice = users x services; enough to fill every lane
 BEST_EFFORT_LANE = 0  # folded lane the XDP backend sends to the alt node (seed 001)
-FLOW_REFRESH_S = 5.0  # how often the traffic follows new slices / subscribers
+FRAME_SIZE = 1024  # bytes on the wire per frame (innermost payload + every header)
 FLOW_ID_GENERATION = 1_000_000  # flow ids of successive traffic generations never collide
+# Packets/s the bundled P4 target (Python) and the NetFPGA model (Verilator) forward on this
+# 2-core machine with room to spare (docs/testbed.md has the measurement); XDP takes the
+# configured rate. A congestion scenario multiplies these.
+PROCESS_PLANE_PPS = 300.0
+RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a dead process
+
+
+class BackendDown(RuntimeError):
+    """The backend's data plane is down; the message says why."""
+
+
+@dataclass
+class Plane:
+    """One backend of the testbed: its data plane, links, traffic and what was measured."""
+
+    name: str
+    driver: str
+    ingress: tuple[str, str]  # (netns, ifname) the sender writes to
+    captures: list[tuple[str, str]]  # (netns, ifname) where its egress is measured
+    underlay: Underlay
+    base_pps: float
+    tagged: bool = False  # frames carry the tenant's VLAN (the P4 program's trunk port)
+    options: dict[str, Any] = field(default_factory=dict)
+    process: ManagedProcess | None = None
+    backend_id: int = 0
+    up: bool = False
+    reason: str = ""
+    created: bool = False
+    rule_set_id: int | None = None
+    flows: list[ScenarioFlow] = field(default_factory=list)
+    places: dict[int, tuple[int, int]] = field(default_factory=dict)
+    meters: list[Meter] = field(default_factory=list)
+    socks: list[socket] = field(default_factory=list)
+    shape: frozenset[tuple[int, int, int]] | None = None
+    generation: int = 0
+    sender: threading.Thread | None = None
+    sender_stop: threading.Event = field(default_factory=threading.Event)
+    sending_pps: float = 0.0
+    congestion_until: datetime | None = None
+    congestion_factor: float | None = None
+    restart_failures: int = 0
+    restart_at: float = 0.0
+    last_interval_at: datetime | None = None
+    default_traffic: list[DefaultLane] = field(default_factory=list)
+
+    def offered_pps(self, now: datetime) -> float:
+        if self.congestion_until is not None and now < self.congestion_until and self.congestion_factor:
+            return self.base_pps * self.congestion_factor
+        return self.base_pps
 
 
 @dataclass
@@ -62,182 +129,370 @@ class LiveTestbed:
     prefix: str = "sp-run-"
     rate_pps: float = 2000.0
     interval_s: float = 1.0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
+    planes: list[Plane] = field(default_factory=list)
+    running: bool = False
+    error: str = ""
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    _reports: queue.Queue[MeterReport] = field(default_factory=queue.Queue)
-    _slice_ids: dict[int, int] = field(default_factory=dict)  # the flows' slice index is the slice id
-    _meters: list[Meter] = field(default_factory=list)
-    _sender: threading.Thread = field(default_factory=threading.Thread)
-    _sender_stop: threading.Event = field(default_factory=threading.Event)
+    _reports: queue.Queue[tuple[Plane, datetime, MeterReport]] = field(default_factory=queue.Queue)
+    _loops: list[SupervisedLoop] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _collector: CounterCollector = field(default_factory=CounterCollector)
+
+    # ---- life cycle ---------------------------------------------------------------
 
     def start(self) -> None:
+        """Bring the testbed up; never raises for a data plane that refuses (its backend is
+        marked so) and leaves nothing behind when something else fails (logged, ``error``)."""
         if os.geteuid() != 0:
-            log.warning("not root: no emulated testbed (network namespaces and XDP need root)")
+            self.error = "not root: no emulated testbed (network namespaces and XDP need root)"
+            log.warning(self.error)
             return
-        tb = self._stack.enter_context(Testbed(self.prefix))
-        with self.sessions() as session:
-            backends = [self._backend(session, "xdp-core", "xdp", self._xdp_options(tb))]
-            bmv2 = self._start_bmv2()
-            if bmv2 is not None:
-                backends.append(self._backend(session, "bmv2", "p4rt", {"address": bmv2}))
-            netfpga = self._start_netfpga()
-            if netfpga is not None:
-                backends.append(self._backend(session, "netfpga-sim", "netfpga", {"address": netfpga}))
-            for s in session.scalars(select(Slice)):
-                s.backends = backends
-            session.commit()
-            for b in backends:
-                dep = deployments.deploy(session, b, "testbed")
-                log.info("deployed %s on %s: %s %s", dep.rule_set_id, b.name, dep.status, dep.error)
-        self._meters = [Meter(), Meter()]
-        for meter, role in zip(self._meters, ("core", "alt"), strict=True):
-            sock = open_capture(tb[role].ifname, tb[role].netns)
-            self._spawn(f"meter-{role}", run_capture, sock, meter, stop=self._stop, interval_s=self.interval_s,
-                        on_interval=self._reports.put)
-        self._spawn("kpi-writer", self._write_kpis)
-        self._spawn("traffic", self._traffic, tb)
+        try:
+            self._start()
+        except Exception as exc:
+            log.exception("the testbed did not start; the portal runs without it")
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.stop()
+            return
+        self.running = True
 
-    def _traffic(self, tb: Testbed) -> None:
-        """Send the current slices' traffic; when slices or their subscribers change (an
-        operator created one), start again with the new flows under fresh flow ids."""
-        edge, core = tb["edge"], tb["core"]
-        underlay = Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip)
-        out = open_sender(tb.peer_port("core"), edge.netns)
-        generation, current = 0, None
-        while not self._stop.is_set():
-            with self.sessions() as session:
-                flows, places = self._flows(session, first_id=generation * FLOW_ID_GENERATION)
-            shape = frozenset((sf.slice_index, sf.priority, sf.flow) for sf in flows)
-            if shape != current:
-                if current is not None:
-                    self._sender_stop.set()
-                    self._sender.join(timeout=5)
-                current, generation = shape, generation + 1
-                for meter in self._meters:
-                    meter.places.update(places)
-                self._slice_ids = {sid: sid for sid, _ in places.values()}
-                self._sender_stop = threading.Event()
-                if flows:
-                    self._sender = threading.Thread(
-                        target=send, args=(out, flows), name="testbed-sender", daemon=True,
-                        kwargs={"rate_pps": self.rate_pps, "stop": self._sender_stop, "underlay": underlay})
-                    self._sender.start()
-                log.info("testbed traffic: %d flows at %.0f packets/s", len(flows), self.rate_pps)
-            self._stop.wait(FLOW_REFRESH_S)
-        self._sender_stop.set()
+    def _start(self) -> None:
+        reaped = reap_leftovers(self.prefix)
+        if reaped:
+            log.warning("removed data-plane processes a crashed run left behind: %s", reaped)
+        tb = self._stack.enter_context(Testbed(self.prefix))  # also removes leftover namespaces
+        self.planes = self._topology(tb)
+        for plane in self.planes:
+            self._stack.callback(self._stop_plane, plane)
+            if plane.process is not None:
+                try:
+                    plane.process.start()
+                    plane.up = True
+                except ProcessError as exc:
+                    plane.up, plane.reason = False, str(exc)
+                    log.warning("testbed backend %s: %s", plane.name, exc)
+            else:
+                plane.up = True
+        with self.sessions() as session:
+            backends = [self._backend(session, p) for p in self.planes]
+            if any(p.created for p in self.planes):
+                self._seed_assignments(session, backends)
+            for plane, backend in zip(self.planes, backends, strict=True):
+                if plane.up and not plane.reason:
+                    self._restore(session, plane, backend)
+        for plane in self.planes:
+            for i, (ns, ifname) in enumerate(plane.captures):
+                plane.meters.append(Meter())
+                plane.socks.append(sock := open_capture(ifname, ns))
+                self._stack.callback(sock.close)
+                self._loop(f"capture-{plane.name}-{i}", 0.001, self._capture_step(plane, i))
+        self._loop("traffic", 1.0, self._traffic_step)
+        self._loop("kpi-writer", 0.2, self._write_step)
+        self._loop("watchdog", 0.5, self._watchdog_step)
 
     def stop(self) -> None:
         self._stop.set()
-        for t in self._threads:
-            t.join(timeout=5)
+        for loop in self._loops:
+            loop.stop(timeout_s=5)
+        self._loops.clear()
         self._stack.close()
+        self.running = False
 
-    # ---- pieces -------------------------------------------------------------------
+    def _stop_plane(self, plane: Plane) -> None:
+        plane.sender_stop.set()
+        if plane.sender is not None:
+            plane.sender.join(timeout=5)
+        if plane.process is not None:
+            plane.process.stop()
 
-    def _spawn(self, name: str, target: Any, *args: Any, **kwargs: Any) -> None:
-        def run() -> None:
-            try:
-                target(*args, **kwargs)
-            except Exception:
-                log.exception("testbed %s stopped", name)
+    def _loop(self, name: str, period_s: float, step: Callable[[], None]) -> None:
+        loop = SupervisedLoop(f"testbed-{self.prefix}{name}", period_s, step)
+        self._loops.append(loop)
+        loop.start()
 
-        t = threading.Thread(target=run, name=f"testbed-{name}", daemon=True)
-        t.start()
-        self._threads.append(t)
+    # ---- topology -----------------------------------------------------------------
 
-    @staticmethod
-    def _xdp_options(tb: Testbed) -> dict[str, Any]:
-        core, alt = tb["core"], tb["alt"]
-        return {"interface": core.ifname, "netns": core.netns, "tx_peer": f"{tb['edge'].netns}/{tb.peer_port('core')}",
-                "alt_mac": alt.mac, "alt_ip": alt.ip, "alt_lanes": [BEST_EFFORT_LANE], "lanes": 4, "paths": 8}
-
-    def _start_bmv2(self) -> str | None:
+    def _topology(self, tb: Testbed) -> list[Plane]:
+        edge, core, alt = tb["edge"], tb["core"], tb["alt"]
+        sink = f"{self.prefix}sink"
+        xdp = Plane(
+            name="xdp-core", driver="xdp", ingress=(edge.netns, tb.peer_port("core")),
+            captures=[(core.netns, core.ifname), (alt.netns, alt.ifname)],
+            underlay=Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip),
+            base_pps=self.rate_pps,
+            options={"interface": core.ifname, "netns": core.netns, "tx_peer": f"{edge.netns}/{tb.peer_port('core')}",
+                     "alt_mac": alt.mac, "alt_ip": alt.ip, "alt_lanes": [BEST_EFFORT_LANE], "lanes": 4, "paths": 8})
+        p4_in, p4_out = tb.host_link("p4i", edge.netns, "p4-in"), tb.host_link("p4o", sink, "p4-out")
+        p4 = bmv2_process(self.prefix, {1: p4_in, 2: p4_out})
+        bmv2 = Plane(
+            name="bmv2", driver="p4rt", ingress=(edge.netns, "p4-in"), captures=[(sink, "p4-out")],
+            underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:01:01", outer_src=edge.ip, outer_dst="10.77.1.1"),
+            base_pps=min(PROCESS_PLANE_PPS, self.rate_pps), tagged=True, process=p4,
+            options={"address": p4.address, "lanes": 8, "trunk_ports": [1, 2], "uplink_port": 2})
+        planes = [xdp, bmv2]
+        nf_in, nf_out = tb.host_link("nfi", edge.netns, "nf-in"), tb.host_link("nfo", sink, "nf-out")
         try:
-            target = start_p4runtime_target("--priority-queues", "8")
-        except (RuntimeError, ImportError) as exc:
-            log.warning("no P4Runtime backend: %s", exc)
-            return None
-        self._stack.callback(target.stop)
-        return target.address
+            nf: ManagedProcess | None = netfpga_process(self.prefix, nf_in, nf_out)
+            nf_reason = ""
+        except ProcessError as exc:
+            nf, nf_reason = None, str(exc)
+        netfpga = Plane(
+            name="netfpga-sim", driver="netfpga", ingress=(edge.netns, "nf-in"), captures=[(sink, "nf-out")],
+            underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:02:01", outer_src=edge.ip, outer_dst="10.77.2.1"),
+            base_pps=min(PROCESS_PLANE_PPS, self.rate_pps), process=nf,
+            options={"address": nf.address if nf else ""})
+        if nf is None:
+            netfpga.reason = nf_reason
+        planes.append(netfpga)
+        return planes
 
-    def _start_netfpga(self) -> str | None:
-        """The Verilator model of the NetFPGA card, its register server on a Unix socket."""
-        try:
-            from sliceportal_netfpga.simulator import start
-        except ImportError as exc:
-            log.warning("no NetFPGA backend: %s", exc)
-            return None
-        sock = Path(tempfile.gettempdir()) / f"{self.prefix}netfpga.sock"
-        try:
-            sim = start(sock)
-        except DriverError as exc:
-            log.warning("no NetFPGA backend: %s", exc.message)
-            return None
-        self._stack.callback(sim.stop)
-        return sim.address
+    # ---- backends and their rule sets ------------------------------------------------
 
-    @staticmethod
-    def _backend(session: Session, name: str, driver: str, options: dict[str, Any]) -> Backend:
-        b = session.scalar(select(Backend).where(Backend.name == name))
+    def _backend(self, session: Session, plane: Plane) -> Backend:
+        b = session.scalar(select(Backend).where(Backend.name == plane.name))
         if b is None:
-            b = Backend(name=name, driver=driver, options=options)
+            b = Backend(name=plane.name, driver=plane.driver, options=plane.options)
             session.add(b)
+            plane.created = True
         else:
-            b.options = options
-        describe(session, b)
+            b.driver, b.options = plane.driver, plane.options
+        if plane.up:
+            try:
+                POOL.discard(session, b)  # a driver of an earlier process must not be reused
+                describe(session, b)
+            except Exception as exc:  # an unusable driver fails this backend, not the testbed
+                plane.reason = f"driver refused: {exc}"
+                b.health, b.health_detail = "failed", plane.reason[:2000]
+        else:
+            b.health, b.health_detail = "down", plane.reason or "not started"
         session.commit()
+        plane.backend_id = b.id
         return b
 
     @staticmethod
-    def _flows(session: Session, first_id: int = 0) -> tuple[list[ScenarioFlow], dict[int, tuple[int, int]]]:
-        """The demo's traffic: a few subscribers of every slice on each of its services."""
+    def _seed_assignments(session: Session, backends: list[Backend]) -> None:
+        """The demo assignment, once: when the testbed's backends are first created, slices
+        that are on no backend at all go on all of them. Nothing else is ever reassigned."""
+        for s in session.scalars(select(Slice)):
+            if not s.backends:
+                s.backends = list(backends)
+        session.commit()
+
+    def _restore(self, session: Session, plane: Plane, backend: Backend) -> None:
+        """A fresh data plane gets the rule set it last held (reconcile repairs it to that);
+        one that never had one gets its first deployment. A refusal marks it failed."""
+        try:
+            if deployments.current_rule_set(session, backend.id) is not None:
+                deployments.reconcile(session, backend)
+                return
+            dep = deployments.deploy(session, backend, "testbed")
+            if dep.status != DeploymentStatus.SUCCEEDED:
+                plane.reason = f"start-up deployment failed: {dep.error}"
+                backend.health, backend.health_detail = "failed", plane.reason
+                session.commit()
+        except Exception as exc:  # any refusal: this backend is failed, the others go on
+            session.rollback()
+            plane.reason = f"start-up deployment failed: {exc}"
+            log.warning("testbed backend %s: %s", plane.name, plane.reason)
+            b = session.get(Backend, backend.id)
+            if b is not None:
+                b.health, b.health_detail = "failed", plane.reason[:2000]
+                session.commit()
+
+    # ---- traffic ----------------------------------------------------------------------
+
+    def _traffic_step(self) -> None:
+        """Follow the facts every second: which slices are assigned to each backend (the
+        flows sent to it), which rule set it holds (where each flow lands) and the load."""
+        now = datetime.now(UTC)
+        with self.sessions() as session:
+            for plane in self.planes:
+                flows = self._flows(session, plane, first_id=(plane.generation + 1) * FLOW_ID_GENERATION)
+                rule_set = deployments.current_rule_set(session, plane.backend_id)
+                rs_id = rule_set.id if rule_set is not None else None
+                shape = frozenset((sf.slice_index, sf.priority, sf.service * 1000 + sf.user) for sf in flows)
+                pps = plane.offered_pps(now)
+                if plane.congestion_until is not None and now >= plane.congestion_until:
+                    plane.congestion_until = plane.congestion_factor = None
+                restart = shape != plane.shape or pps != plane.sending_pps or (
+                    plane.sender is not None and not plane.sender.is_alive() and not plane.sender_stop.is_set())
+                if restart:
+                    plane.generation += 1
+                    plane.shape = shape
+                    plane.flows = flows
+                if restart or rs_id != plane.rule_set_id:
+                    places = flow_places(rule_set.ir if rule_set else None,
+                                         rule_set.explanation if rule_set else None, plane.flows)
+                    for meter in plane.meters:
+                        meter.places.update(places)
+                    plane.places, plane.rule_set_id = places, rs_id
+                if restart:
+                    self._restart_sender(plane, pps)
+
+    def _restart_sender(self, plane: Plane, pps: float) -> None:
+        plane.sender_stop.set()
+        if plane.sender is not None:
+            plane.sender.join(timeout=5)
+        plane.sender_stop = threading.Event()
+        plane.sending_pps = pps
+        plane.sender = None
+        if not plane.flows:
+            return
+        out = open_sender(plane.ingress[1], plane.ingress[0])
+
+        def run(stop: threading.Event = plane.sender_stop, flows: list[ScenarioFlow] = plane.flows) -> None:
+            try:
+                send(out, flows, rate_pps=pps, stop=stop, underlay=plane.underlay)
+            finally:
+                out.close()
+
+        plane.sender = threading.Thread(target=run, name=f"testbed-send-{plane.name}", daemon=True)
+        plane.sender.start()
+        log.info("testbed traffic to %s: %d flows at %.0f packets/s", plane.name, len(plane.flows), pps)
+
+    @staticmethod
+    def _flows(session: Session, plane: Plane, first_id: int) -> list[ScenarioFlow]:
+        """A few subscribers of every slice assigned to this backend, on each of its services."""
         flows: list[ScenarioFlow] = []
-        places: dict[int, tuple[int, int]] = {}
-        for s in session.scalars(select(Slice).order_by(Slice.id)):
+        slices = session.scalars(select(Slice).where(Slice.backends.any(Backend.id == plane.backend_id))
+                                 .order_by(Slice.id))
+        for s in slices:
             tenant = session.get(Tenant, s.tenant_id)
             assert tenant is not None
+            if plane.tagged and tenant.vlan is None:
+                continue  # no VLAN, no traffic on the P4 program's trunk (seed 002)
             users = session.scalars(select(Subscriber).join(subscriber_slice).where(
                 subscriber_slice.c.slice_id == s.id).order_by(Subscriber.id).limit(USERS_PER_SLICE)).all()
             for u_index, u in enumerate(users):
                 for svc_index, svc in enumerate(s.services):
                     port = svc.dst_ports[0][0] if svc.dst_ports else 5000
-                    flow_id = first_id + len(flows)
                     flow = Flow(src_ip=str(ipaddress.IPv4Address(str(u.ue_ip))), dst_ip=SERVICE_HOST, dst_port=port,
                                 dscp=svc.dscp[0] if svc.dscp else 0, vni=tenant.vni,
-                                teid=u.teids[0] if u.teids else 0, encap=Encap.VXLAN_GTP)
-                    flows.append(ScenarioFlow(flow_id=flow_id, flow=flow, slice_index=s.id, user=u_index,
-                                              service=svc_index, priority=svc.lane, frame_size=512))
-                    places[flow_id] = (s.id, svc.lane)
-        return flows, places
+                                teid=u.teids[0] if u.teids else 0, encap=Encap.VXLAN_GTP,
+                                vlan=tenant.vlan if plane.tagged else None)
+                    flows.append(ScenarioFlow(flow_id=first_id + len(flows), flow=flow, slice_index=s.id, user=u_index,
+                                              service=svc_index, priority=svc.lane, frame_size=FRAME_SIZE))
+        return flows
 
-    def _write_kpis(self) -> None:
-        """One thread stores what both meters report, so captures never wait on the database.
+    def congest(self, backend_id: int, duration_s: float, factor: float) -> Plane:
+        """Raise a backend's offered load ``factor`` times for ``duration_s``: its data plane's
+        own scheduling decides which lanes lose (seed 000 Table 5: the low ones first)."""
+        plane = next((p for p in self.planes if p.backend_id == backend_id), None)
+        if plane is None:
+            raise KeyError(backend_id)
+        if not plane.up:
+            raise BackendDown(plane.reason or "not started")
+        plane.congestion_factor = factor
+        plane.congestion_until = datetime.now(UTC) + timedelta(seconds=duration_s)
+        return plane
 
-        The data planes' own counters (drops by reason, ECN marks) are read once an
-        interval and added to the next sample of the same slice and lane.
-        """
-        collector = CounterCollector()
-        pending: dict[tuple[int, int], DropTotals] = {}
-        last_poll = 0.0
-        while not self._stop.is_set():
-            try:
-                report = self._reports.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            points = points_from_meter(report, self._slice_ids, datetime.now(UTC), self.interval_s)
-            with self.sessions() as session:
-                if time.monotonic() - last_poll >= self.interval_s:
-                    last_poll = time.monotonic()
-                    backends = list(session.scalars(select(Backend)))
-                    for place, totals in collector.collect(session, backends).items():
-                        merged = pending.setdefault(place, DropTotals())
-                        for reason, n in totals.drops.items():
-                            merged.drops[reason] = merged.drops.get(reason, 0) + n
-                        merged.ecn_marks += totals.ecn_marks
-                for p in points:
-                    if (p.slice_id, p.lane) in pending:
-                        totals = pending.pop((p.slice_id, p.lane))
+    # ---- measurement ------------------------------------------------------------------
+
+    def _capture_step(self, plane: Plane, index: int) -> Callable[[], None]:
+        def step() -> None:
+            meter, sock = plane.meters[index], plane.socks[index]
+            run_capture(sock, meter, duration_s=self.interval_s, stop=self._stop)
+            # stamped where the interval ends: each capture point's points have their own ts
+            self._reports.put((plane, datetime.now(UTC), meter.interval_report()))
+        return step
+
+    def _write_step(self) -> None:
+        """Store what the meters reported (one point per slice, backend, lane and interval),
+        with the data planes' per-rule drops and ECN marks of that backend added."""
+        batch: list[tuple[Plane, datetime, MeterReport]] = []
+        with contextlib.suppress(queue.Empty):
+            while len(batch) < 64:
+                batch.append(self._reports.get_nowait())
+        if not batch:
+            return
+        points: list[KpiPoint] = []
+        with self.sessions() as session:
+            backends = [b for b in (session.get(Backend, p.backend_id) for p in self.planes if p.up) if b is not None]
+            counters = self._collector.collect(session, backends)
+            for plane, now, report in batch:
+                lanes = [g for g in report.lanes if g.received or g.expected]  # nothing crossed: no point
+                if not lanes:
+                    continue
+                plane.last_interval_at = now
+                self._note_default(plane, [g for g in lanes if g.slice_index == DEFAULT_SLICE])
+                kept = report.model_copy(update={"lanes": [g for g in lanes if g.slice_index != DEFAULT_SLICE]})
+                slice_ids = {g.slice_index: g.slice_index for g in kept.lanes if g.slice_index is not None}
+                for p in points_from_meter(kept, slice_ids, now, self.interval_s, plane.backend_id):
+                    totals = counters.get(plane.backend_id, {}).pop((p.slice_id, p.lane), None)
+                    if totals is not None:
                         p.drops, p.ecn_marks = totals.drops, totals.ecn_marks
-                if points:
-                    ingest(session, points, self.hub)
+                    points.append(p)
+            if points:
+                ingest(session, points, self.hub)
+
+    def _note_default(self, plane: Plane, groups: list[Any]) -> None:
+        by_flow = {sf.flow_id: sf.slice_index for sf in plane.flows}
+        out = []
+        for g in groups:
+            sources = sorted({by_flow[f] for f, place in plane.places.items()
+                              if place == (DEFAULT_SLICE, g.lane) and f in by_flow})
+            out.append(DefaultLane(lane=g.lane or 0, rx_packets=g.received, loss_pct=g.loss_pct,
+                                   throughput_bps=g.bytes * 8 / self.interval_s, from_slices=sources))
+        plane.default_traffic = out
+
+    # ---- supervision ------------------------------------------------------------------
+
+    def _watchdog_step(self) -> None:
+        """A dead data-plane process: its backend down at once (with the reason), the process
+        restarted with backoff, and the backend reconciled to its rule set when it is back."""
+        for plane in self.planes:
+            proc = plane.process
+            if proc is None or proc.alive:
+                continue
+            if plane.up:
+                plane.up = False
+                plane.reason = f"{proc.name} exited with code {proc.exit_code()}: {proc.last_output(200)}"
+                plane.restart_at = time.monotonic() + RESTART_BACKOFF_S[0]
+                log.error("testbed backend %s down: %s", plane.name, plane.reason)
+                self._set_health(plane, "down", plane.reason)
+            if time.monotonic() < plane.restart_at:
+                continue
+            try:
+                proc.start()
+            except ProcessError as exc:
+                plane.restart_failures += 1
+                plane.reason = str(exc)
+                wait = min(RESTART_BACKOFF_S[1], RESTART_BACKOFF_S[0] * 2 ** plane.restart_failures)
+                plane.restart_at = time.monotonic() + wait
+                self._set_health(plane, "down", f"{plane.reason} (next restart in {wait:.0f} s)")
+                continue
+            plane.restart_failures, plane.up, plane.reason = 0, True, ""
+            log.warning("testbed backend %s: %s restarted; reconciling", plane.name, proc.name)
+            with self.sessions() as session:
+                backend = session.get(Backend, plane.backend_id)
+                if backend is not None:
+                    POOL.discard(session, backend)
+                    self._restore(session, plane, backend)
+
+    def _set_health(self, plane: Plane, health: str, detail: str) -> None:
+        with self.sessions() as session:
+            backend = session.get(Backend, plane.backend_id)
+            if backend is not None:
+                backend.health, backend.health_detail = health, detail[:2000]
+                session.commit()
+
+    # ---- what the API shows ------------------------------------------------------------
+
+    def state(self) -> TestbedState:
+        now = datetime.now(UTC)
+        out = []
+        for p in self.planes:
+            pps = p.sending_pps if p.sender is not None else 0.0
+            links = [TestbedLink(role="ingress", netns=p.ingress[0], ifname=p.ingress[1])]
+            links += [TestbedLink(role="egress", netns=ns, ifname=ifn) for ns, ifn in p.captures]
+            running = p.congestion_until is not None and now < p.congestion_until
+            out.append(TestbedBackend(
+                backend_id=p.backend_id, name=p.name, driver=p.driver, up=p.up, reason=p.reason, links=links,
+                rule_set_id=p.rule_set_id, flows=len(p.flows), offered_pps=pps, offered_bps=pps * FRAME_SIZE * 8,
+                congestion_until=p.congestion_until if running else None,
+                congestion_factor=p.congestion_factor if running else None,
+                restarts=max(0, (p.process.starts - 1) if p.process else 0),
+                last_interval_at=p.last_interval_at, default_traffic=list(p.default_traffic)))
+        return TestbedState(running=self.running, error=self.error, prefix=self.prefix, backends=out)
+

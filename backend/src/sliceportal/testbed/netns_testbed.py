@@ -7,6 +7,12 @@
           └────────── p-alt  ═══ veth ═══ eth0 10.77.0.3
                                           <prefix>alt
 
+Data planes that run as processes (the bundled P4 target, the NetFPGA model) get links
+of their own (``host_link``): ``<prefix>p4i`` / ``<prefix>nfi`` in the host namespace,
+peered with ``p4-in`` / ``nf-in`` in ``edge`` (where traffic enters), and ``<prefix>p4o`` /
+``<prefix>nfo`` peered with ``p4-out`` / ``nf-out`` in ``<prefix>sink`` (where the data
+plane's egress is measured). Deleting the namespaces removes them with their peers.
+
 The bridge in ``edge`` plays the switch of seed 001 Fig. 3: a frame the core sends back
 out of its port (XDP_TX) with the alt node's MAC reaches ``alt``. (On veth, frames sent
 back with XDP_TX only arrive when the peer end — ``p-core`` — runs an XDP program too; a
@@ -29,6 +35,8 @@ from types import TracebackType
 from sliceportal.traffic.netns import entered
 
 ROLES = ("edge", "core", "alt")
+SINK = "sink"  # where the egress links of data planes that run as processes end
+HOST_LINKS = ("p4i", "p4o", "nfi", "nfo")  # their host-side interface names, after the prefix
 
 
 class TestbedError(RuntimeError):
@@ -65,7 +73,7 @@ def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str
 
 
 def namespaces(prefix: str) -> list[str]:
-    return [f"{prefix}{r}" for r in ROLES]
+    return [f"{prefix}{r}" for r in (*ROLES, SINK)]
 
 
 def cleanup(prefix: str) -> list[str]:
@@ -76,6 +84,11 @@ def cleanup(prefix: str) -> list[str]:
         if ns in existing:
             _run(["ip", "netns", "del", ns])
             removed.append(ns)
+    # a host-side veth end goes with its peer's namespace; one whose peer never got there did not
+    for tag in HOST_LINKS:
+        if _run(["ip", "link", "show", "dev", f"{prefix}{tag}"], check=False).returncode == 0:
+            _run(["ip", "link", "del", f"{prefix}{tag}"], check=False)
+            removed.append(f"{prefix}{tag}")
     return removed
 
 
@@ -127,6 +140,9 @@ class Testbed:
         for n in self.nodes.values():
             _run(["ip", "netns", "add", n.netns])
             _run(["ip", "-n", n.netns, "link", "set", "lo", "up"])
+            # no IPv6 autoconfiguration chatter on the measured links
+            _run(["ip", "netns", "exec", n.netns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+                 check=False)
         e = edge.netns
         _run(
             [
@@ -153,6 +169,10 @@ class Testbed:
             for ns, dev in ((e, port), (peer.netns, "eth0")):
                 _run(["ip", "-n", ns, "link", "set", dev, "up"])
             _run(["ip", "-n", peer.netns, "addr", "add", f"{peer.ip}/{peer.prefix_len}", "dev", "eth0"])
+        _run(["ip", "netns", "add", f"{self.prefix}{SINK}"])
+        _run(["ip", "-n", f"{self.prefix}{SINK}", "link", "set", "lo", "up"])
+        _run(["ip", "netns", "exec", f"{self.prefix}{SINK}", "sysctl", "-qw",
+              "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         _run(["ip", "-n", e, "addr", "add", f"{edge.ip}/{edge.prefix_len}", "dev", "br0"])
         _run(["ip", "-n", e, "link", "set", "br0", "up"])
         # static neighbours: no ARP races in the first packets of a test
@@ -176,6 +196,20 @@ class Testbed:
                         ]
                     )
         self._up = True
+
+    def host_link(self, tag: str, netns: str, inner: str) -> str:
+        """A veth pair from the host namespace (``<prefix><tag>``, where a data-plane process
+        opens it) to ``inner`` in ``netns`` (a testbed namespace: it goes with it)."""
+        if tag not in HOST_LINKS:
+            raise ValueError(f"unknown host link {tag!r}")
+        outer = f"{self.prefix}{tag}"
+        if len(outer) > 15:
+            raise ValueError(f"interface name {outer!r} longer than 15 characters: use a shorter prefix")
+        _run(["ip", "link", "add", outer, "type", "veth", "peer", inner, "netns", netns])
+        _run(["sysctl", "-qw", f"net.ipv6.conf.{outer}.disable_ipv6=1"], check=False)
+        _run(["ip", "link", "set", outer, "up"])
+        _run(["ip", "-n", netns, "link", "set", inner, "up"])
+        return outer
 
     def down(self) -> None:
         cleanup(self.prefix)

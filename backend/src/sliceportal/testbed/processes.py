@@ -1,14 +1,37 @@
-"""Data-plane processes the testbed starts: the bundled P4Runtime target (dataplane/bmv2)."""
+"""Data-plane processes the testbed starts, with pid files so a crashed run's leftovers can
+be found: the bundled P4Runtime target (dataplane/bmv2) and the NetFPGA Verilator model.
+
+Every process the testbed starts is a :class:`ManagedProcess`: its argv carries the
+testbed's prefix (in its interface or socket names), its pid goes to a pid file under
+``run_dir(prefix)``, and its output to a log file beside it (never a pipe nobody reads:
+a full pipe would stall the data plane). :func:`reap_leftovers` is what the next start
+runs first: it ends what a pid file names and what is still running with the prefix in
+its argv although its parent is gone.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
+import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from sliceportal.core.config import REPO_ROOT
 
 BMV2_DIR = REPO_ROOT / "dataplane" / "bmv2"
+SP_SIM = REPO_ROOT / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
+DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim")  # what a leftover's argv names
+
+
+class ProcessError(RuntimeError):
+    """A data-plane process that does not start; the message holds its last output."""
 
 
 def free_port() -> int:
@@ -33,3 +56,166 @@ def start_p4runtime_target(*args: str) -> RunningTarget:
 
     target: RunningTarget = Target(*args)
     return target
+
+
+def run_dir(prefix: str) -> Path:
+    """Where a testbed with this prefix keeps pid and log files (one per process)."""
+    d = Path(tempfile.gettempdir()) / f"sliceportal-{prefix.rstrip('-')}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+class ManagedProcess:
+    """One data-plane process: started with a pid file, checked, stopped, started again.
+
+    ``ready`` is polled after the start until it is true (the process listens), so a
+    caller never talks to a process that is not there yet.
+    """
+
+    def __init__(self, name: str, argv: list[str], prefix: str, ready: Callable[[], bool],
+                 address: str, env: dict[str, str] | None = None, timeout_s: float = 20.0) -> None:
+        self.name, self.argv, self.prefix, self.address = name, argv, prefix, address
+        self._ready, self._env, self._timeout_s = ready, env, timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        folder = run_dir(prefix)
+        self.pid_file, self.log_file = folder / f"{name}.pid", folder / f"{name}.log"
+
+    def start(self) -> None:
+        with self.log_file.open("ab") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self._env,
+                                         start_new_session=True)  # a terminal's ^C reaches the portal only
+        self.pid_file.write_text(f"{self.proc.pid}\n")
+        self.starts += 1
+        deadline = time.monotonic() + self._timeout_s
+        while not self._ready():
+            code = self.proc.poll()
+            if code is not None or time.monotonic() > deadline:
+                self.stop()
+                why = f"exited with {code}" if code is not None else f"not ready after {self._timeout_s:.0f} s"
+                raise ProcessError(f"{self.name} {why}: {self.last_output()}")
+            time.sleep(0.05)
+
+    def exit_code(self) -> int | None:
+        """None while it runs (or was never started), else how it ended."""
+        return None if self.proc is None else self.proc.poll()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def last_output(self, limit: int = 400) -> str:
+        try:
+            text = self.log_file.read_bytes()[-limit:].decode(errors="replace")
+        except OSError:
+            return ""
+        return " ".join(text.split())
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.pid_file.unlink(missing_ok=True)
+
+
+def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None) -> ManagedProcess:
+    """The bundled P4 target on live ports ``{port: ifname}`` (AF_PACKET, as BMv2's ``-i``),
+    8 priority queues, on a fixed gRPC port so a restart keeps the backend's address."""
+    port = grpc_port or free_port()
+    argv = [sys.executable, "-m", "bmv2_target", "--grpc-port", str(port), "--priority-queues", "8"]
+    for p, ifname in sorted(ports.items()):
+        argv += ["--interface", f"{p}@{ifname}"]
+    env = dict(os.environ, PYTHONPATH=str(BMV2_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}", env=env)
+
+
+def netfpga_process(prefix: str, veth_in: str, veth_out: str, binary: Path = SP_SIM) -> ManagedProcess:
+    """The NetFPGA Verilator model as a live card between two interfaces; its register
+    server on a Unix socket in the run directory."""
+    if not binary.exists():
+        raise ProcessError(f"{binary} is missing (run: make -C dataplane/netfpga all)")
+    sock = run_dir(prefix) / "netfpga.sock"
+    sock.unlink(missing_ok=True)
+    argv = [str(binary), "--socket", str(sock), "--veth-in", veth_in, "--veth-out", veth_out]
+    return ManagedProcess("netfpga", argv, prefix, lambda: _unix_accepts(sock), str(sock))
+
+
+def _tcp_accepts(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _unix_accepts(path: Path) -> bool:
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _ours(argv: list[str], prefix: str) -> bool:
+    """A data-plane program whose interfaces or socket carry this testbed's prefix."""
+    joined = " ".join(argv)
+    run = str(run_dir(prefix))
+    return any(p in joined for p in DATA_PLANE_PROGRAMS) and (f"@{prefix}" in joined or f" {prefix}" in joined
+                                                               or run in joined)
+
+
+def leftovers(prefix: str) -> list[int]:
+    """Pids of data-plane processes a crashed run with this prefix left behind: those its
+    pid files name, and orphans (parent gone: re-parented to init) with the prefix in argv."""
+    found: set[int] = set()
+    me = os.getpid()
+    for pid_file in run_dir(prefix).glob("*.pid"):
+        with contextlib.suppress(ValueError, OSError):
+            pid = int(pid_file.read_text().split()[0])
+            if _ours(_cmdline(pid), prefix) and _parent(pid) != me:
+                found.add(pid)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            pid = int(entry.name)
+            if pid != me and _parent(pid) == 1 and _ours(_cmdline(pid), prefix):
+                found.add(pid)
+    return sorted(found)
+
+
+def reap_leftovers(prefix: str) -> list[int]:
+    """End what :func:`leftovers` finds (TERM, then KILL) and remove the pid files."""
+    pids = leftovers(prefix)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    for pid in pids:
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+    for pid_file in run_dir(prefix).glob("*.pid"):
+        pid_file.unlink(missing_ok=True)
+    return pids

@@ -1,0 +1,69 @@
+"""The live testbed as the API shows it: per backend, its links, load, congestion and state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class TestbedLink(BaseModel):
+    __test__ = False
+
+    role: str = Field(description="ingress (where the subscribers' traffic enters) or egress (where it is measured)")
+    netns: str
+    ifname: str
+
+
+class DefaultLane(BaseModel):
+    """Traffic a data plane put on its miss path: no deployed slice's rule matched it."""
+
+    lane: int = Field(description="the data plane's own (target) lane its miss path chose")
+    rx_packets: int
+    throughput_bps: float
+    loss_pct: float
+    from_slices: list[int] = Field(description="portal slices whose subscribers sent it (their rules are "
+                                               "not in the rule set this data plane holds)")
+
+
+class TestbedBackend(BaseModel):
+    __test__ = False
+
+    backend_id: int
+    name: str
+    driver: str
+    up: bool = Field(description="the data plane's process / links are there and forward")
+    reason: str = Field(description="why it is down, or why its start-up deploy failed; empty when fine")
+    links: list[TestbedLink]
+    rule_set_id: int | None = Field(description="the rule set it holds (last finished deployment), which "
+                                                "decides where each flow lands")
+    flows: int = Field(description="subscriber flows sent to it (slices assigned to this backend)")
+    offered_pps: float = Field(description="packets/s sent to it now (congestion included)")
+    offered_bps: float
+    congestion_until: datetime | None = Field(description="end of a running congestion scenario")
+    congestion_factor: float | None
+    restarts: int = Field(description="times the watchdog restarted its data-plane process")
+    last_interval_at: datetime | None = Field(description="end of the last interval its egress meter saw packets")
+    default_traffic: list[DefaultLane]
+
+
+class TestbedState(BaseModel):
+    __test__ = False
+
+    running: bool
+    error: str = ""
+    prefix: str
+    backends: list[TestbedBackend]
+
+
+class CongestionCreate(BaseModel):
+    backend_id: int = Field(gt=0)
+    duration_s: float = Field(ge=5, le=600, description="how long the backend's offered load stays raised")
+    factor: float = Field(4.0, gt=1, le=50, description="offered load multiplier while it runs")
+
+
+class CongestionStarted(BaseModel):
+    backend_id: int
+    factor: float
+    offered_pps: float
+    until: datetime
