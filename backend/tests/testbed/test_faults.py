@@ -1,0 +1,102 @@
+"""Faults of the live testbed (issue #19): a killed data-plane process is noticed, restarted
+and reconciled; what a SIGKILLed run leaves behind (namespaces, host links, orphaned
+data-plane processes) is found and removed by the next start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from sliceportal.api.main import create_app
+from sliceportal.core.config import Settings
+from sliceportal.models import Backend, Deployment, DeploymentKind, Role
+from sliceportal.services.bootstrap_data import seed_demo
+from sliceportal.testbed.live import LiveTestbed
+from sliceportal.testbed.netns_testbed import Testbed, namespaces
+from sliceportal.testbed.processes import BMV2_DIR, leftovers, reap_leftovers
+from tests.factories import login, make_user
+
+pytestmark = pytest.mark.needs_root
+
+
+def _wait(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")
+
+
+def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, session: Session) -> None:
+    seed_demo(session, users_per_slice=2)
+    make_user(session, "op", Role.OPERATOR)
+    prefix = f"k{os.getpid() % 10000}-"
+    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
+                        testbed_prefix=prefix)
+    app = create_app(settings, db_url)
+    with TestClient(app) as client:
+        op = login(client, "op")
+        testbed: LiveTestbed = app.state.testbed
+        plane = next(p for p in testbed.planes if p.driver == "p4rt")
+        assert plane.up and plane.process is not None and plane.process.proc is not None
+        killed_at = time.monotonic()
+        os.kill(plane.process.proc.pid, signal.SIGKILL)
+
+        def health() -> str:
+            session.expire_all()
+            b = session.get(Backend, plane.backend_id)
+            return b.health if b is not None else ""
+
+        _wait("backend health down", lambda: health() == "down", 5)
+        assert time.monotonic() - killed_at <= 2.5  # one watchdog period plus a database round trip
+        st = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "p4rt")
+        assert not st["up"] and "exited with code -9" in st["reason"]
+        # restarted with backoff, the rule set it held written back by a reconcile
+        _wait("restarted", lambda: plane.up, 15)
+
+        def repaired() -> bool:
+            session.expire_all()
+            return session.scalar(select(Deployment).where(
+                Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE)) is not None
+
+        _wait("a reconcile of the restarted backend", repaired, 10)
+        assert health() == "ok"
+        st = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "p4rt")
+        assert st["up"] and st["restarts"] == 1
+    assert leftovers(prefix) == []
+
+
+def test_leftovers_of_a_killed_run_are_removed(tmp_path: object) -> None:
+    prefix = f"l{os.getpid() % 10000}-"
+    tb = Testbed(prefix, subnet="10.78.0.0/24")
+    tb.up()  # as a run that was SIGKILLed would leave them: never torn down
+    p4i, p4o = tb.host_link("p4i", tb["edge"].netns, "p4-in"), tb.host_link("p4o", f"{prefix}sink", "p4-out")
+    env = dict(os.environ, PYTHONPATH=str(BMV2_DIR))
+    # an orphan: started through a shell that exits at once, so its parent is gone
+    subprocess.run(["sh", "-c", f"{sys.executable} -m bmv2_target --grpc-port 0 -i 1@{p4i} -i 2@{p4o} "
+                    ">/dev/null 2>&1 &"], env=env, check=True)
+    try:
+        orphans = _wait("the orphaned target", lambda: leftovers(prefix), 10)
+        assert len(orphans) == 1
+        assert reap_leftovers(prefix) == orphans
+        assert not os.path.exists(f"/proc/{orphans[0]}")
+        with Testbed(prefix, subnet="10.78.0.0/24"):  # the next start's namespaces replace the old ones
+            pass
+        assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())
+        assert subprocess.run(["ip", "link", "show", "dev", p4i], capture_output=True).returncode != 0
+    finally:
+        reap_leftovers(prefix)
+        tb.down()
