@@ -4,6 +4,7 @@ data-plane processes) is found and removed by the next start."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
-from sliceportal.models import Backend, Deployment, DeploymentKind, Role
+from sliceportal.models import Backend, Deployment, DeploymentKind, Role, Slice, Subscriber
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.live import LiveTestbed
 from sliceportal.testbed.netns_testbed import Testbed, namespaces
@@ -100,3 +101,32 @@ def test_leftovers_of_a_killed_run_are_removed(tmp_path: object) -> None:
     finally:
         reap_leftovers(prefix)
         tb.down()
+
+
+def test_a_backend_that_refuses_at_start_is_failed_and_the_portal_starts(db_url: str, session: Session) -> None:
+    seed_demo(session, users_per_slice=2)
+    make_user(session, "op", Role.OPERATOR)
+    # 1500 subscribers on every other address of one slice: no prefix aggregates them, so the
+    # rule set exceeds the small classifiers (XDP's map, the NetFPGA TCAM) and they refuse it
+    embb = session.scalar(select(Slice).where(Slice.name == "red-embb"))
+    assert embb is not None
+    base = int(ipaddress.IPv4Address("10.45.64.0"))
+    for i in range(1500):
+        session.add(Subscriber(tenant_id=embb.tenant_id, imsi=f"0010199{i:08d}",
+                               ue_ip=ipaddress.IPv4Address(base + 2 * i), teids=[500000 + i], slices=[embb]))
+    session.commit()
+    prefix = f"r{os.getpid() % 10000}-"
+    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
+                        testbed_prefix=prefix)
+    with TestClient(create_app(settings, db_url)) as client:
+        op = login(client, "op")
+        state = client.get("/api/v1/testbed", headers=op).json()
+        assert state["running"], state
+        refused = [b for b in state["backends"] if b["reason"].startswith("start-up deployment failed")]
+        assert refused, state
+        for b in refused:
+            row = client.get(f"/api/v1/backends/{b['backend_id']}", headers=op).json()
+            assert row["health"] == "failed" and row["health_detail"] == b["reason"]
+        assert client.get("/api/v1/health").status_code == 200
+    assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())
+    assert leftovers(prefix) == []
