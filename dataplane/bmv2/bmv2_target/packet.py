@@ -26,6 +26,7 @@ class Parsed:
     ue_ipv4: int = -1
     l4: int = -1
     error: bool = False
+    end: int = 0  # bytes of the frame the parse looked at (docs/packets.md netfpga-window)
 
 
 def _ipv4(data: bytes, off: int) -> tuple[int, int] | None:

@@ -96,6 +96,9 @@ void Harness::tick() {
             dma_cur_.rr_path = static_cast<uint8_t>(u[1]);
             dma_cur_.lane = static_cast<uint8_t>(u[1] >> 8);
             dma_cur_.slice_id = static_cast<uint8_t>(u[1] >> 16);
+            dma_cur_.hit = (u[1] >> 24) & 1;           // tuser[56]
+            dma_cur_.default_path = (u[1] >> 25) & 1;  // tuser[57]
+            dma_cur_.malformed = (u[1] >> 26) & 1;     // tuser[58]
             // The 32-bit ingress stamp is extended against the current cycle.
             uint32_t stamp = u[3];
             dma_cur_.in_cycle = cycle_ - static_cast<uint32_t>(static_cast<uint32_t>(cycle_) - stamp);

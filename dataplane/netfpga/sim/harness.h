@@ -17,6 +17,7 @@ struct Packet {
     uint64_t in_cycle = 0;     // cycle the first beat was presented
     uint64_t out_cycle = 0;    // cycle the last beat left
     uint8_t rr_path = 0, lane = 0, slice_id = 0, dst_port = 0;
+    bool hit = false, default_path = false, malformed = false;  // tuser SP_HIT / SP_DEFAULT / SP_MALFORMED
 };
 
 class Harness {

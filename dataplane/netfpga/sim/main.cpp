@@ -10,7 +10,8 @@
 //   INJECT <pcap> [gap]      queue a pcap's packets on nf0 (gap idle cycles between)
 //   INJECT_DMA <pcap>        queue a pcap's packets on dma0 (host -> network)
 //   CAPTURE <pcap>           DMA-side output to <pcap> (ns timestamps = cycle * 5 ns)
-//                            and <pcap>.csv (in_cycle,out_cycle,len,rr_path,lane,slice_id)
+//                            and <pcap>.csv (in_cycle,out_cycle,len,rr_path,lane,slice_id,
+//                            hit,default,malformed: the frame's decision bits, docs/packets.md)
 //   RUN [max_cycles]         clock until idle    -> OK <cycle> <dma_packets> <phys_packets>
 //   RATES <in_gbps> <drain_gbps>
 //   STATS                    -> OK cycle=.. injected=.. dma=.. phys=..
@@ -78,7 +79,7 @@ struct Capture {
             close();
             return false;
         }
-        fprintf(csv, "in_cycle,out_cycle,len,rr_path,lane,slice_id\n");
+        fprintf(csv, "in_cycle,out_cycle,len,rr_path,lane,slice_id,hit,default,malformed\n");
         return true;
     }
     void write(const Packet& p) {
@@ -88,8 +89,9 @@ struct Capture {
         h.ts.tv_usec = static_cast<suseconds_t>(ns % 1000000000ull);  // ns precision file
         h.caplen = h.len = static_cast<bpf_u_int32>(p.data.size());
         pcap_dump(reinterpret_cast<u_char*>(dump), &h, p.data.data());
-        fprintf(csv, "%llu,%llu,%zu,%u,%u,%u\n", static_cast<unsigned long long>(p.in_cycle),
-                static_cast<unsigned long long>(p.out_cycle), p.data.size(), p.rr_path, p.lane, p.slice_id);
+        fprintf(csv, "%llu,%llu,%zu,%u,%u,%u,%d,%d,%d\n", static_cast<unsigned long long>(p.in_cycle),
+                static_cast<unsigned long long>(p.out_cycle), p.data.size(), p.rr_path, p.lane, p.slice_id,
+                p.hit ? 1 : 0, p.default_path ? 1 : 0, p.malformed ? 1 : 0);
     }
     void flush() {
         if (dump) pcap_dump_flush(dump);

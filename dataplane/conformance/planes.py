@@ -1,0 +1,238 @@
+"""Run frames through each data plane and return one normalised verdict per frame.
+
+Each plane is driven by its own driver with the same IR: XDP in the kernel through
+BPF_PROG_TEST_RUN, the NetFPGA RTL as the Verilator model ``sp_sim`` (one pcap in, one
+capture out, one process), the P4 program in the bundled target's pipeline in-process
+(pushed to over P4Runtime by the p4rt driver, packets fed straight to the pipeline).
+The verdict fields are those of docs/packets.md §3.
+"""
+
+from __future__ import annotations
+
+import csv
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+from concurrent import futures
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from scapy.utils import RawPcapWriter
+
+from sliceportal.rules.ir import RuleIR
+
+BMV2 = Path(__file__).resolve().parents[1] / "bmv2"
+if str(BMV2) not in sys.path:  # the bundled target is a folder, not an installed package
+    sys.path.insert(0, str(BMV2))
+
+CLASSIFIED, UNPARSED, MALFORMED = "classified", "unparsed", "malformed"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: str  # classified | unparsed | malformed
+    slice_id: int
+    lane: int
+    rr_path: int | None  # None: the plane has no RR paths (p4-no-paths)
+    forwarded: bool
+    rewritten: bool  # the frame left with other bytes than it came with
+    depth_ok: bool = True  # NetFPGA only: every header the spec needs ends in its window
+
+    def __str__(self) -> str:
+        path = "-" if self.rr_path is None else str(self.rr_path)
+        return (
+            f"{self.outcome:<10} slice={self.slice_id} lane={self.lane} path={path} "
+            f"{'fwd' if self.forwarded else 'DROP'}{' REWRITTEN' if self.rewritten else ''}"
+        )
+
+
+# ---- XDP ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def xdp_plane(ir: RuleIR, lanes: int) -> Iterator[object]:
+    from sliceportal_xdp import layout
+    from sliceportal_xdp.driver import Driver
+
+    # no lane CPUs and no alt node: every frame is XDP_PASSed unchanged, so what we see is
+    # the parser and the classifier alone (steering is docs/xdp.md's business)
+    d = Driver({"record_last": True, "flow_cache": False, "overload_poll_s": 0, "lanes": lanes, "paths": ir.paths})
+    try:
+        d.apply(d.lower(ir), lambda _: None)
+        yield (d, layout)
+    finally:
+        d.close()
+
+
+XDP_MIN_FRAME = 14  # BPF_PROG_TEST_RUN refuses shorter frames; no NIC delivers them (xdp-runt)
+
+
+def run_xdp(plane: object, frames: Sequence[bytes]) -> list[Verdict | None]:
+    """None for a frame the kernel does not hand to an XDP program at all."""
+    from sliceportal_xdp.libbpf import XDP_DROP
+
+    d, layout = plane  # type: ignore[misc]
+    out: list[Verdict | None] = []
+    g = d.raw_counters().globals
+    for data in frames:
+        if len(data) < XDP_MIN_FRAME:
+            out.append(None)
+            continue
+        r = d.run(data)
+        last = d.last_decision()
+        g2 = d.raw_counters().globals
+        mal = g2[layout.G_MALFORMED] - g[layout.G_MALFORMED]
+        unp = g2[layout.G_UNPARSED] - g[layout.G_UNPARSED]
+        g = g2
+        outcome = MALFORMED if mal else UNPARSED if unp else CLASSIFIED
+        assert mal + unp <= 1 and (outcome == CLASSIFIED) == last.parsed, (mal, unp, last)
+        out.append(
+            Verdict(
+                outcome,
+                last.slice_id if last.parsed else 0,
+                last.lane if last.parsed else 0,
+                last.rr_path if last.parsed else 0,
+                r.retval != XDP_DROP,
+                r.data != data,
+            )
+        )
+    return out
+
+
+# ---- NetFPGA -----------------------------------------------------------------------------
+
+NETFPGA_WINDOW = 192  # sp_parser HDR_BYTES (netfpga-window)
+
+
+@contextmanager
+def netfpga_plane(ir: RuleIR, workdir: Path) -> Iterator[object]:
+    from sliceportal_netfpga import simulator
+    from sliceportal_netfpga.driver import Driver
+
+    sim = simulator.start(workdir / "sp_sim.sock")
+    d = Driver({"address": str(workdir / "sp_sim.sock")})
+    try:
+        d.apply(d.lower(ir), lambda _: None)
+        yield (sim, workdir)
+    finally:
+        d.close()
+        sim.stop()
+
+
+def run_netfpga(plane: object, frames: Sequence[bytes]) -> list[Verdict]:
+    sim, workdir = plane  # type: ignore[misc]
+    pin, pout = workdir / "in.pcap", workdir / "out.pcap"
+    with RawPcapWriter(str(pin), linktype=1) as w:
+        for data in frames:
+            w.write(data)
+    sim.command(f"CAPTURE {pout}")
+    # idle cycles between frames: no queue ever fills, so nothing is dropped or reordered
+    sim.command(f"INJECT {pin} 400")
+    sim.command("RUN", timeout=600)
+    with open(f"{pout}.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    from scapy.utils import RawPcapReader
+
+    with RawPcapReader(str(pout)) as reader:
+        outs = [bytes(f) for f, _ in reader]
+    if len(rows) != len(frames) or len(outs) != len(frames):
+        raise AssertionError(f"sp_sim returned {len(rows)} rows / {len(outs)} frames for {len(frames)} in")
+    order = sorted(range(len(rows)), key=lambda i: int(rows[i]["in_cycle"]))
+    verdicts = []
+    for data, i in zip(frames, order, strict=True):
+        row = rows[i]
+        bad, default = row["malformed"] == "1", row["default"] == "1"
+        outcome = MALFORMED if bad else UNPARSED if default else CLASSIFIED
+        verdicts.append(
+            Verdict(outcome, int(row["slice_id"]), int(row["lane"]), int(row["rr_path"]), True, outs[i] != data)
+        )
+    return verdicts
+
+
+# ---- P4 (bundled target, in-process) -------------------------------------------------------
+
+P4_IN, P4_OUT, P4_TENANT_VID = 1, 2, 100
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def p4_plane(ir: RuleIR, lanes: int) -> Iterator[object]:
+    from bmv2_target.server import Faults, P4RuntimeServicer
+    from bmv2_target.switch import Switch, SwitchConfig
+    from p4.v1 import p4runtime_pb2_grpc
+
+    from sliceportal_p4rt.driver import Driver
+
+    switch = Switch(SwitchConfig(8, 64, None))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(switch, 1, Faults()), server)
+    port = _free_port()
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    # seed 002: frames enter on an access port of the tenant (every frame has a tenant)
+    # and leave on the trunk uplink, where the tenant's VID is written (p4-tenant-tag)
+    d = Driver(
+        {
+            "address": f"127.0.0.1:{port}",
+            "lanes": lanes,
+            "access_ports": {P4_IN: P4_TENANT_VID},
+            "trunk_ports": [P4_OUT],
+            "uplink_port": P4_OUT,
+        }
+    )
+    try:
+        d.apply(d.lower(ir), lambda _: None)
+        yield switch
+    finally:
+        d.close()
+        server.stop(grace=0)
+
+
+def _undo_p4_egress(data: bytes, out: bytes, parsed: object) -> bytes:
+    """The frame as it would be without the two documented P4 egress edits: the tenant
+    tag (p4-tenant-tag) and recomputed IPv4 checksums (p4-checksums)."""
+    b = bytearray(out)
+    p = parsed
+    if getattr(p, "vlan", -1) < 0 and len(b) == len(data) + 4 and b[12:14] == b"\x81\x00":
+        del b[12:16]  # pushed a tag
+    elif getattr(p, "vlan", -1) >= 0 and len(b) == len(data):
+        b[14:16] = data[14:16]  # rewrote the VID of the first tag
+    for name in ("ipv4", "inner_ipv4", "ue_ipv4"):
+        off = getattr(p, name)
+        if off >= 0 and len(b) == len(data):
+            b[off + 10 : off + 12] = data[off + 10 : off + 12]
+    return bytes(b)
+
+
+def run_p4(plane: object, frames: Sequence[bytes]) -> list[Verdict]:
+    switch = plane
+    pipe = switch.pipeline  # type: ignore[attr-defined]
+    out = []
+    for i, data in enumerate(frames):
+        before = pipe.malformed[0][0]
+        f = pipe.ingress(data, P4_IN, i)
+        bad = pipe.malformed[0][0] - before
+        if f is None:
+            out.append(Verdict(MALFORMED if bad else UNPARSED, 0, 0, None, False, False))
+            continue
+        classified = not bad and (f.parsed.ipv4 >= 0)
+        sent = pipe.egress(f)
+        outcome = MALFORMED if bad else CLASSIFIED if classified else UNPARSED
+        out.append(
+            Verdict(
+                outcome,
+                f.slice_id,
+                f.priority,
+                None,
+                True,
+                _undo_p4_egress(data, sent, f.parsed) != data,
+            )
+        )
+    return out
