@@ -1,18 +1,122 @@
+"""Backends at the API edge: the record's shape, and where its options may point.
+
+Driver options are validated twice: here, by the portal's policy — no option names a server
+file, and a backend's ``address`` must lie in the operator's allow-list of networks (a Unix
+socket only under the portal's run directory) — and then by the driver's own typed schema
+(``describe`` constructs the driver, whose pydantic options model forbids unknown fields).
+"""
+
 from __future__ import annotations
 
+import ipaddress
+import posixpath
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from sliceportal.core.config import DEFAULT_BACKEND_NETWORKS, REPO_ROOT, Settings
 from sliceportal.schemas.common import Name, ORMModel, Version
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True)
+class BackendPolicy:
+    """Where backends registered through the API may point (settings: backend_networks, run_dir)."""
+
+    networks: tuple[Network, ...] = field(
+        default_factory=lambda: tuple(ipaddress.ip_network(n) for n in DEFAULT_BACKEND_NETWORKS))
+    run_dir: Path = REPO_ROOT / "var" / "run"
+
+    @classmethod
+    def of(cls, settings: Settings) -> BackendPolicy:
+        return cls(tuple(settings.backend_networks), Path(settings.run_dir))
+
+
+# Set per request by the app (api/middleware.py) from its settings; the default is the
+# settings' defaults, for code that validates outside a request.
+BACKEND_POLICY: ContextVar[BackendPolicy | None] = ContextVar("backend_policy", default=None)
+
+_PATH_PREFIXES = ("/", "~", "./", "../", "file:")
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith(_PATH_PREFIXES) or "/../" in value or value == ".."
+
+
+def _address_error(value: str, policy: BackendPolicy) -> str | None:
+    """Why ``value`` may not be a backend address, or None when it may."""
+    if value.startswith(("unix:", "/")):
+        path = value.removeprefix("unix:")
+        run_dir = str(policy.run_dir)
+        if posixpath.normpath(path) != path or posixpath.commonpath([path, run_dir]) != run_dir:
+            return f"a Unix socket address must lie under the portal's run directory {run_dir}"
+        return None
+    rest = value.removeprefix("tcp:")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        return "an address is HOST:PORT (or tcp:HOST:PORT) with a port in 1..65535"
+    host = host.removeprefix("[").removesuffix("]")
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        # Names are not resolved: DNS could point an allowed name anywhere later.
+        return f"the host {host!r} must be an IP address (or localhost)"
+    if not any(ip in net for net in policy.networks):
+        allowed = ", ".join(str(n) for n in policy.networks)
+        return f"{ip} is outside the networks backends may use ({allowed}); an operator widens backend_networks"
+    return None
+
+
+def _walk(value: Any, loc: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every string in an options value, with where it is."""
+    if isinstance(value, str):
+        return [(loc, value)]
+    if isinstance(value, dict):
+        return [hit for k, v in value.items() for hit in _walk(v, (*loc, str(k)))]
+    if isinstance(value, list | tuple):
+        return [hit for i, v in enumerate(value) for hit in _walk(v, (*loc, i))]
+    return []
+
+
+def check_options(options: dict[str, Any], policy: BackendPolicy | None = None) -> dict[str, Any]:
+    """Refuse options that name server files or point outside the allow-list (422 per field)."""
+    policy = policy or BACKEND_POLICY.get() or BackendPolicy()
+    errors: list[InitErrorDetails] = []
+    for loc, text in _walk(options, ()):
+        if loc == ("address",):
+            why = _address_error(text, policy)
+        elif _looks_like_path(text):
+            why = ("server paths are not accepted in backend options: a driver uses its bundled artifacts "
+                   "(device config, P4Info, program) or content uploaded with the request")
+        else:
+            continue
+        if why:
+            errors.append(InitErrorDetails(type=PydanticCustomError("backend_option", why), loc=loc, input=text))
+    if errors:
+        raise ValidationError.from_exception_data("options", errors)
+    return options
 
 
 class BackendBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
-    driver: str = Field(min_length=1, max_length=60, description="a driver registered under sliceportal.drivers")
-    options: dict[str, Any] = Field(default_factory=dict, description="driver options (address, interface ...)")
+    driver: str = Field(min_length=1, max_length=60, pattern=r"^[a-z0-9_-]+$",
+                        description="a driver registered under sliceportal.drivers")
+    options: dict[str, Any] = Field(default_factory=dict, description="driver options (address, interface ...); "
+                                    "never server paths; addresses inside the allowed backend networks")
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return check_options(v)
 
 
 class BackendCreate(BackendBase):
@@ -24,6 +128,11 @@ class BackendUpdate(BaseModel):
     name: Name | None = None
     options: dict[str, Any] | None = None
     version: Version = None
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if v is None else check_options(v)
 
 
 class BackendPublic(ORMModel):

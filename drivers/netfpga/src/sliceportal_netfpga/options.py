@@ -1,11 +1,19 @@
-"""The backend options this driver accepts (the portal's Backend record, validated here)."""
+"""The backend options this driver accepts (the portal's Backend record, validated here).
+
+The address is typed: ``tcp:HOST:PORT`` (HOST an IP address or ``localhost``) or a Unix
+socket (``unix:/abs/path.sock`` or ``/abs/path.sock``). Where a portal lets backends point is
+its own policy (an allow-list of networks; sockets only under its run directory), applied
+where the API receives the options; this schema only fixes their form.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from sliceportal.drivers.contract import OptionsError
 
@@ -13,12 +21,38 @@ from sliceportal.drivers.contract import OptionsError
 class NetfpgaOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    address: str = Field(description="control socket: a Unix socket path, unix:PATH or tcp:HOST:PORT")
-    paths: int = Field(8, ge=1, le=256, description="round-robin paths the bitstream was built with")
-    lanes: int = Field(4, ge=1, le=8, description="priority lanes per path")
-    capacity: int = Field(64, ge=1, le=1024, description="TCAM entries per bank")
-    timeout_s: float = Field(30.0, gt=0)
-    batch: int = Field(128, ge=1, description="register writes per pipelined batch (progress granularity)")
+    address: str = Field(min_length=1, max_length=200,
+                         description="control socket: tcp:HOST:PORT, or a Unix socket unix:/PATH.sock")
+    paths: StrictInt = Field(8, ge=1, le=256, description="round-robin paths the bitstream was built with")
+    lanes: StrictInt = Field(4, ge=1, le=8, description="priority lanes per path")
+    capacity: StrictInt = Field(64, ge=1, le=1024, description="TCAM entries per bank")
+    timeout_s: float = Field(30.0, gt=0, le=60, description="per register transaction; bounded so that "
+                             "an unreachable card cannot hold a worker")
+    batch: StrictInt = Field(128, ge=1, le=4096, description="register writes per pipelined batch")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        if v.startswith("tcp:"):
+            host, sep, port = v[4:].rpartition(":")
+            if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+                raise ValueError("tcp address must be tcp:HOST:PORT with a port in 1..65535")
+            if host != "localhost":
+                try:
+                    ipaddress.ip_address(host.strip("[]"))
+                except ValueError:
+                    raise ValueError(f"tcp host {host!r} must be an IP address or localhost") from None
+            return v
+        path = v.removeprefix("unix:")
+        if not path.startswith("/") or posixpath.normpath(path) != path or "\x00" in path:
+            raise ValueError("a Unix socket address must be an absolute, normalised path (unix:/run/x.sock)")
+        if not path.endswith(".sock"):
+            raise ValueError("a Unix socket address must name a .sock file")
+        return v
+
+    def unix_socket(self) -> str | None:
+        """The socket path when the address is a Unix socket."""
+        return None if self.address.startswith("tcp:") else self.address.removeprefix("unix:")
 
     @field_validator("paths", "lanes")
     @classmethod

@@ -150,7 +150,7 @@ class Driver:
 
     def _load(self) -> DataPlane:
         o = self.options
-        path = Path(o.object) if o.object else find_object()
+        path = find_object()  # always the bundled build: options never name server files
         cap = o.table_capacity()
         try:
             dp = DataPlane(str(path), cap)

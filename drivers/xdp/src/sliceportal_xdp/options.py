@@ -1,31 +1,40 @@
-"""The options of one XDP backend (the portal's Backend record), validated at the edge."""
+"""The options of one XDP backend (the portal's Backend record), validated at the edge.
+
+No option names a file on the server: the program is always the bundled build
+(``find_object``), and interfaces / namespaces are kernel names, checked as such.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, field_validator
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, StrictBool, StrictInt, field_validator
 
 from . import layout
+
+# Kernel names: an interface name is at most 15 bytes (IFNAMSIZ - 1); a netns name is a file
+# name under /run/netns, so no slash and no leading dot (which would allow "..").
+IfName = Annotated[str, Field(min_length=1, max_length=15, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")]
+NetnsName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
 
 
 class XdpOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    interface: str | None = Field(None, description="device to attach to; None = load only (test runs)")
-    netns: str | None = Field(None, description="network namespace of the interface (ip netns name)")
+    interface: IfName | None = Field(None, description="device to attach to; None = load only (test runs)")
+    netns: NetnsName | None = Field(None, description="network namespace of the interface (ip netns name)")
     mode: Literal["native", "generic"] = "native"
     tx_peer: str | None = Field(
         None,
+        pattern=r"^([A-Za-z0-9_][A-Za-z0-9_.-]{0,63}/)?[A-Za-z0-9_][A-Za-z0-9_.:-]{0,14}$",
         description="veth only: the peer of `interface` as 'netns/ifname' (or 'ifname'); gets an "
         "XDP_PASS program, without which veth drops XDP_TX frames",
     )
-    object: str | None = Field(None, description="path of sliceportal.bpf.o; default: the repo build")
-    lanes: int = Field(4, description="priority lanes the IR is compiled for")
-    paths: int = Field(8, description="RR paths the IR is compiled for")
+    lanes: StrictInt = Field(4, description="priority lanes the IR is compiled for")
+    paths: StrictInt = Field(8, description="RR paths the IR is compiled for")
     lane_cpus: dict[int, int] = Field(default_factory=dict, description="lane -> CPU; default lane % CPUs")
     alt_lanes: frozenset[int] = Field(frozenset(), description="lanes that are not prioritised")
-    misses_to_alt: bool = Field(True, description="rule misses are not prioritised (seed 001)")
+    misses_to_alt: StrictBool = Field(True, description="rule misses are not prioritised (seed 001)")
     steer: Literal["cpumap", "pass"] = Field("cpumap", description="how a prioritised lane reaches its CPU")
     cpumap_qsize: int = Field(2048, ge=1, le=16384)
     alt_mac: str | None = Field(None, description="MAC of the alternative node")
