@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Match
 
 from sliceportal import __version__
-from sliceportal.api import errors
+from sliceportal.api import docs, errors
+from sliceportal.api.middleware import SecurityMiddleware
 from sliceportal.api.routes import (
     audit,
     backends,
@@ -28,7 +30,6 @@ from sliceportal.api.routes import (
     tenants,
     users,
 )
-from sliceportal.api.routes import testbed as testbed_routes
 from sliceportal.core.config import REPO_ROOT, Settings
 from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
@@ -43,7 +44,7 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX)
     for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
-                   kpis, audit, testbed_routes):
+                   kpis, audit):
         router.include_router(module.router)
     router.include_router(users.keys)
     return router
@@ -56,7 +57,6 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
         if settings.testbed:
             testbed = LiveTestbed(app.state.sessionmaker, app.state.kpi_hub, prefix=settings.testbed_prefix,
                                   rate_pps=settings.testbed_rate_pps)
-            app.state.testbed = testbed  # the testbed route's state and congestion scenario
             await asyncio.to_thread(testbed.start)
         if settings.reconcile_interval_s > 0:
             reconciler = Reconciler(app.state.sessionmaker, settings.reconcile_interval_s)
@@ -76,7 +76,7 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
         version=__version__,
         summary="QoS-aware network slicing on programmable data planes",
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=f"{API_PREFIX}/docs",
+        docs_url=None,  # api/docs.py: local assets, login required
         redoc_url=None,
     )
     app.state.settings = settings
@@ -86,10 +86,40 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     # what the process that serves the app must release last (the run command's embedded cluster)
     app.state.on_shutdown = []
     errors.install(app)
+    app.add_middleware(SecurityMiddleware, settings=settings)
     app.include_router(api_router())
     app.include_router(metrics.router)
+    docs.install(app, API_PREFIX)
+    _unknown_api_paths(app)
     _serve_frontend(app, FRONTEND_DIST)
     return app
+
+
+def _unknown_api_paths(app: FastAPI) -> None:
+    """Any other /api/... path is a 404 problem, for every method, not the single page; a
+    known path with a method it lacks stays a 405 with its Allow header."""
+
+    @app.api_route(f"{API_PREFIX.rsplit('/', 1)[0]}/{{path:path}}", include_in_schema=False,
+                   methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    def unknown(path: str, request: Request) -> None:
+        allow = set()
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            probe = {**request.scope, "method": method}
+            for route in app.router.routes:
+                if getattr(route, "endpoint", None) in (unknown, spa_endpoint(app)):
+                    continue
+                if route.matches(probe)[0] is Match.FULL:
+                    allow.add(method)
+                    break
+        if allow:
+            raise errors.ApiError(405, "Method Not Allowed", f"{request.method} is not allowed here",
+                                  headers={"Allow": ", ".join(sorted(allow))})
+        raise errors.ApiError(404, "Not found", f"no API endpoint /api/{path}")
+
+
+def spa_endpoint(app: FastAPI) -> object:
+    endpoint: object = getattr(app.state, "spa_endpoint", None)
+    return endpoint
 
 
 def _serve_frontend(app: FastAPI, dist: Path) -> None:
@@ -104,3 +134,5 @@ def _serve_frontend(app: FastAPI, dist: Path) -> None:
         if path and candidate.is_file() and dist.resolve() in candidate.parents:
             return FileResponse(candidate)
         return FileResponse(dist / "index.html")
+
+    app.state.spa_endpoint = spa
