@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sliceportal.drivers.contract import DriverError, UnreachableError
+from sliceportal.services.errors import (
+    BusyError,
+    ConflictError,
+    DomainError,
+    InvalidError,
+    NotFoundError,
+    UnavailableError,
+)
+
+log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -57,6 +69,33 @@ CONSTRAINT_FIELDS = {
 }
 
 
+DB_RETRY_AFTER_S = 2  # what a client waits before retrying while the database is unreachable
+
+
+def domain_status(exc: DomainError) -> int:
+    """The HTTP status of a service-layer refusal (the only place that decides it)."""
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, UnavailableError):
+        return 503
+    if isinstance(exc, ConflictError):
+        return 409
+    assert isinstance(exc, InvalidError | DomainError)
+    return 422
+
+
+def domain_headers(exc: DomainError) -> dict[str, str] | None:
+    if isinstance(exc, UnavailableError | BusyError):
+        return {"Retry-After": str(exc.retry_after_s)}
+    return None
+
+
+def domain_problem(exc: DomainError) -> ApiError:
+    return ApiError(domain_status(exc), exc.title, exc.detail,
+                    errors=[FieldError(field=i.field, message=i.message) for i in exc.issues],
+                    headers=domain_headers(exc))
+
+
 def _problem(request: Request, status: int, title: str, detail: str, errors: list[FieldError],
              headers: dict[str, str] | None = None) -> JSONResponse:
     body = Problem(title=title, status=status, detail=detail, instance=request.url.path, errors=errors)
@@ -74,6 +113,23 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return _problem(request, exc.status, exc.title, exc.detail, exc.errors, exc.headers)
+
+    @app.exception_handler(DomainError)
+    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        p = domain_problem(exc)
+        return _problem(request, p.status, p.title, p.detail, p.errors, p.headers)
+
+    async def _database_down(request: Request, exc: Exception) -> JSONResponse:
+        # The database is unreachable (stopped, restarting, connection lost): nothing was
+        # changed by this request; the client retries, the portal reconnects by itself.
+        log.warning("database unavailable during %s %s: %s", request.method, request.url.path,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return _problem(request, 503, "Database unavailable",
+                        "the portal's database is unreachable; retry shortly", [],
+                        {"Retry-After": str(DB_RETRY_AFTER_S)})
+
+    for db_down in (OperationalError, InterfaceError, PoolTimeoutError):
+        app.add_exception_handler(db_down, _database_down)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -49,7 +49,8 @@ class SupervisedLoop:
         self.status = LoopStatus(name, period_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        (registry or LOOPS).add(self)
+        self._registry = registry or LOOPS
+        self._registry.add(self)
 
     def start(self) -> None:
         self._stop.clear()
@@ -60,7 +61,7 @@ class SupervisedLoop:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=timeout_s if timeout_s is not None else self.period_s + 5)
-        LOOPS.discard(self)
+        self._registry.discard(self)
 
     @property
     def running(self) -> bool:

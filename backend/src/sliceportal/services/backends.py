@@ -2,9 +2,11 @@
 
 A driver holds a session with its data plane (a P4Runtime stream with mastership, a CSR
 connection, loaded BPF maps) and what it last applied, as a controller does; so drivers are
-kept in a pool rather than opened per request. Each backend's driver is used under its own
-lock, which also serialises deployments and reconciles of one backend. A driver that
-failed is dropped and reopened on next use.
+kept in a pool rather than opened per request. A driver object is used by one thread at a
+time (its slot's mutex: driver sessions are not thread-safe). Deployments, rollbacks and
+reconciles of one backend exclude each other across all portal workers through the
+backend's PostgreSQL advisory lock (``backend_lock``), held for the whole push or
+reconcile. A driver that failed is dropped and reopened on next use.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from functools import lru_cache
 
 from sqlalchemy.orm import Session
 
-from sliceportal.api.errors import ApiError
+from sliceportal.core.db import advisory_lock
 from sliceportal.drivers.contract import Driver, DriverError, OptionsError
 from sliceportal.drivers.registry import DriverRegistry, UnknownDriverError, discover
 from sliceportal.models import Backend
+from sliceportal.services.errors import InvalidError
 
 
 @lru_cache(maxsize=1)
@@ -34,15 +37,15 @@ def driver_class(name: str) -> type[Driver]:
     try:
         return registry().get(name)
     except UnknownDriverError as exc:
-        raise ApiError(422, "Validation failed", exc.message, field="driver") from exc
+        raise InvalidError(exc.message, field="driver") from exc
 
 
 def _construct(backend: Backend) -> Driver:
     try:
         return driver_class(backend.driver)(backend.options)
     except OptionsError as exc:
-        raise ApiError(422, "Validation failed", f"options rejected by the {backend.driver} driver: {exc.message}",
-                       field="options") from exc
+        raise InvalidError(f"options rejected by the {backend.driver} driver: {exc.message}",
+                           field="options") from exc
 
 
 @dataclass
@@ -95,6 +98,13 @@ class DriverPool:
 
 
 POOL = DriverPool()
+
+
+@contextmanager
+def backend_lock(session: Session, backend_id: int, *, wait_s: float) -> Iterator[bool]:
+    """The backend's advisory lock (deploy / rollback / reconcile exclude each other); yields got-it."""
+    with advisory_lock(session.get_bind().engine, backend_id, wait_s=wait_s) as got:
+        yield got
 
 
 def describe(session: Session, backend: Backend) -> None:

@@ -4,20 +4,27 @@ The pure parts (compiler, lowering, push, diff, reconcile) live in ``sliceportal
 and ``sliceportal.drivers.push``; this module adds what needs the database: building the
 compiler's input from the domain, versioned RuleSets, Deployment records, slice states
 and the audit trail. A deployment row is committed as ``running`` before the push starts
-and completed afterwards, so a crash mid-push leaves a visible record.
+and completed afterwards, so a crash mid-push leaves a visible record; the next holder of
+the backend's lock (or the next start-up) ends such a row as failed (interrupted).
+
+Deploy, rollback and reconcile of one backend hold the backend's PostgreSQL advisory lock
+for their whole duration (``services.backends.backend_lock``): a reconcile never reads a
+half-written data plane, and never compares it with a rule set a running push replaces.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from sliceportal.api.errors import ApiError, FieldError
 from sliceportal.drivers.contract import (
     CapacityError,
     Driver,
@@ -43,9 +50,23 @@ from sliceportal.rules.compiler import CompileResult, compile_rules
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
-from sliceportal.services.backends import POOL
+from sliceportal.services.backends import POOL, backend_lock
+from sliceportal.services.errors import (
+    BusyError,
+    ConflictError,
+    DomainError,
+    FieldIssue,
+    InvalidError,
+    NotFoundError,
+    UnavailableError,
+)
 
 MBIT = 1_000_000
+PUSH_KINDS = (DeploymentKind.DEPLOY, DeploymentKind.ROLLBACK)  # what puts a rule set in force
+INTERRUPTED = "interrupted"  # the error of a deployment whose worker died or lost the database
+DOWN = ("down", "unreachable")
+LOCK_WAIT_S = 10.0  # how long a deploy waits for a reconcile / another deploy of the backend
+FINISH_RETRY_S = 30.0  # how long a finished push retries recording its outcome
 
 
 @dataclass(frozen=True)
@@ -99,16 +120,16 @@ def _target(driver: Driver) -> TargetSpec:
                       max_rules=min(caps.capacity.values()) if caps.capacity else None)
 
 
-def _refusal(exc: Exception) -> ApiError:
+def _refusal(exc: Exception) -> DomainError:
     if isinstance(exc, CompileError):
-        return ApiError(422, "Cannot compile", exc.message, errors=[FieldError(
-            field=exc.field or "slices", message=exc.message)])
+        return InvalidError(exc.message, title="Cannot compile",
+                            issues=[FieldIssue(exc.field or "slices", exc.message)])
     if isinstance(exc, CapacityError):
-        return ApiError(409, "Does not fit", f"{exc.message}: needed {exc.needed}, available {exc.available}",
-                        errors=[FieldError(field=exc.table, message=exc.message)])
+        return ConflictError(f"{exc.message}: needed {exc.needed}, available {exc.available}", title="Does not fit",
+                             issues=[FieldIssue(exc.table, exc.message)])
     assert isinstance(exc, DriverError)
-    return ApiError(409 if not exc.hint else 422, "Refused by the data plane",
-                    f"{exc.message}{'; ' + exc.hint if exc.hint else ''}")
+    detail = f"{exc.message}{'; ' + exc.hint if exc.hint else ''}"
+    return (InvalidError if exc.hint else ConflictError)(detail, title="Refused by the data plane")
 
 
 def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
@@ -127,10 +148,17 @@ def preview(session: Session, backend: Backend) -> Preview:
 
 
 def current_rule_set(session: Session, backend_id: int) -> RuleSet | None:
-    """The rule set of the last successful deployment (what the data plane should hold)."""
+    """The rule set of the last finished successful deploy or rollback: what the data plane should hold.
+
+    A deployment still running does not count (its push may be half-way), and a reconcile
+    never counts: it only re-applies this very rule set, so no reconcile can make a rule set
+    current that no deployment committed.
+    """
     return session.scalar(select(RuleSet).join(Deployment, Deployment.rule_set_id == RuleSet.id)
                           .where(Deployment.backend_id == backend_id,
-                                 Deployment.status == DeploymentStatus.SUCCEEDED)
+                                 Deployment.status == DeploymentStatus.SUCCEEDED,
+                                 Deployment.kind.in_(PUSH_KINDS),
+                                 Deployment.finished_at.is_not(None))
                           .order_by(Deployment.id.desc()).limit(1))
 
 
@@ -145,6 +173,91 @@ def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) 
     return rs
 
 
+def interrupt_orphans(session: Session, backend_id: int) -> int:
+    """Mark this backend's ``running`` deployments failed (interrupted); the caller holds its lock.
+
+    Every push holds the backend's advisory lock from before its row exists until after it
+    is finished, and PostgreSQL drops a lock with its connection: so a running row seen
+    under the lock belongs to a worker that died or lost the database mid-push.
+    """
+    now = datetime.now(UTC)
+    orphans = list(session.scalars(select(Deployment).where(Deployment.backend_id == backend_id,
+                                                            Deployment.status == DeploymentStatus.RUNNING)))
+    for dep in orphans:
+        dep.status, dep.finished_at = DeploymentStatus.FAILED, now
+        dep.error = INTERRUPTED
+        record(session, DeploymentKind(dep.kind).value, "backend", backend_id,
+               after={"deployment": dep.id, "status": dep.status.value, "error": dep.error})
+    if orphans:
+        session.commit()
+    return len(orphans)
+
+
+def interrupt_all_orphans(sessions: sessionmaker[Session]) -> int:
+    """At start-up: end every deployment a dead process left ``running`` (skips backends in use)."""
+    count = 0
+    with sessions() as session:
+        ids = list(session.scalars(select(Deployment.backend_id).where(
+            Deployment.status == DeploymentStatus.RUNNING).distinct()))
+        for backend_id in ids:
+            with backend_lock(session, backend_id, wait_s=0) as got:
+                if got:  # a live worker holding it is still pushing: its row is not an orphan
+                    count += interrupt_orphans(session, backend_id)
+    return count
+
+
+def _mark_slices_deployed(session: Session, rule_set: RuleSet) -> None:
+    # Per-backend slice state is derived (services/slice_status.py); this only records that a
+    # slice left the draft stage once a finished deployment carried it.
+    refs = [int(s["ref"]) for s in rule_set.ir.get("slices", []) if "ref" in s]
+    if refs:
+        for s in session.scalars(select(Slice).where(Slice.id.in_(refs),
+                                                     Slice.state.in_((SliceState.DRAFT, SliceState.COMPILED)))):
+            s.state = SliceState.DEPLOYED
+
+
+def _finish(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
+            outcome: PushOutcome) -> Deployment | None:
+    """Write the outcome, its slice states and its audit row in one transaction.
+
+    Returns None when the row is no longer running: a reconcile declared it interrupted
+    while this worker had lost the database (and with it the lock); that verdict stands.
+    """
+    # the row lock orders this write against a reconcile that declares the row interrupted
+    status = session.scalar(select(Deployment.status).where(Deployment.id == dep_id).with_for_update())
+    dep = session.get(Deployment, dep_id, populate_existing=True)
+    if dep is None or status != DeploymentStatus.RUNNING:
+        session.rollback()
+        return None
+    dep.status = DeploymentStatus.SUCCEEDED if outcome.ok else DeploymentStatus.FAILED
+    dep.error = "" if outcome.ok else f"{outcome.error}{'; ' + outcome.hint if outcome.hint else ''}"
+    dep.rolled_back = outcome.rolled_back
+    dep.finished_at = datetime.now(UTC)
+    dep.duration_s = outcome.duration_s
+    rule_set = session.get_one(RuleSet, rule_set_id)
+    if outcome.ok:
+        _mark_slices_deployed(session, rule_set)
+    record(session, kind.value, "backend", backend_id,
+           after={"deployment": dep.id, "rule_set": rule_set.number, "status": dep.status.value,
+                  "diff": dict(outcome.diff), "error": dep.error})
+    session.commit()
+    return dep
+
+
+def _finish_retrying(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
+                     outcome: PushOutcome) -> Deployment:
+    # The push is done on the wire; losing its record to a database blip would leave the
+    # row running. Retry while the database comes back (bounded), then give up loudly.
+    for attempt in Retrying(stop=stop_after_delay(FINISH_RETRY_S), wait=wait_exponential(0.2, max=2),
+                            retry=retry_if_exception_type(DBAPIError), reraise=True,
+                            before_sleep=lambda _: session.rollback()):
+        with attempt:
+            dep = _finish(session, dep_id, rule_set_id, kind, backend_id, outcome)
+    if dep is None:
+        dep = session.get_one(Deployment, dep_id, populate_existing=True)
+    return dep
+
+
 def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: DeploymentKind, actor: str,
          drv: Driver, progress: Callable[[ProgressEvent], None] | None) -> Deployment:
     previous = current_rule_set(session, backend.id)
@@ -156,73 +269,123 @@ def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: Deployment
                      diff=diff.model_dump(mode="json"))
     session.add(dep)
     session.commit()  # visible as running while the push is under way
-    outcome: PushOutcome = push(drv, new_plan, progress, previous=prev_plan)
-    dep.status = DeploymentStatus.SUCCEEDED if outcome.ok else DeploymentStatus.FAILED
-    dep.error = "" if outcome.ok else f"{outcome.error}{'; ' + outcome.hint if outcome.hint else ''}"
-    dep.rolled_back = outcome.rolled_back
-    dep.finished_at = datetime.now(UTC)
-    dep.duration_s = outcome.duration_s
-    state = SliceState.DEPLOYED if outcome.ok else SliceState.FAILED
-    for s in session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id))):
-        if outcome.ok or s.state != SliceState.DEPLOYED or not outcome.rolled_back:
-            s.state = state
-    record(session, kind.value, "backend", backend.id,
-           after={"deployment": dep.id, "rule_set": rule_set.number, "status": dep.status.value,
-                  "diff": dict(outcome.diff), "error": dep.error})
-    session.commit()
-    return dep
+    dep_id, rule_set_id, backend_id = dep.id, rule_set.id, backend.id
+    try:
+        outcome: PushOutcome = push(drv, new_plan, progress, previous=prev_plan)
+    except Exception as exc:  # push reports driver failures itself; anything else still ends the row
+        outcome = PushOutcome(ok=False, driver=new_plan.driver, target_version=new_plan.version,
+                              previous_version=prev_plan.version if prev_plan else None, version_after=None,
+                              error=f"{INTERRUPTED}: {type(exc).__name__}: {exc}")
+        _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
+        raise
+    return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
+
+
+def _ensure_up(drv: Driver, backend: Backend) -> None:
+    """Refuse (503, nothing stored) a push to a data plane that is down, before any write."""
+    if backend.health in DOWN:
+        raise UnavailableError(f"backend {backend.name} is {backend.health}: {backend.health_detail or 'no detail'}; "
+                               "deploy again once its health is ok", title="Backend unavailable")
+    try:
+        health = drv.health()
+    except DriverError as exc:
+        raise UnavailableError(f"backend {backend.name} does not answer: {exc.message}",
+                               title="Backend unavailable") from exc
+    if not health.ok:
+        raise UnavailableError(f"backend {backend.name} is down: {health.detail}", title="Backend unavailable")
+
+
+@contextmanager
+def _locked(session: Session, backend: Backend, wait_s: float) -> Iterator[None]:
+    with backend_lock(session, backend.id, wait_s=wait_s) as got:
+        if not got:
+            raise BusyError(f"another deployment or reconcile of backend {backend.name} is in progress; "
+                            "retry when it has finished")
+        interrupt_orphans(session, backend.id)
+        yield
 
 
 def deploy(session: Session, backend: Backend, actor: str,
-           progress: Callable[[ProgressEvent], None] | None = None) -> Deployment:
-    with POOL.use(session, backend) as drv:
+           progress: Callable[[ProgressEvent], None] | None = None, *, lock_wait_s: float = LOCK_WAIT_S) -> Deployment:
+    with _locked(session, backend, lock_wait_s), POOL.use(session, backend) as drv:
+        _ensure_up(drv, backend)
         p = _preview(session, backend, drv)
         rule_set = _store_rule_set(session, backend, p, actor)
         return _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress)
 
 
 def rollback(session: Session, backend: Backend, rule_set_number: int, actor: str,
-             progress: Callable[[ProgressEvent], None] | None = None) -> Deployment:
+             progress: Callable[[ProgressEvent], None] | None = None, *,
+             lock_wait_s: float = LOCK_WAIT_S) -> Deployment:
     rule_set = session.scalar(select(RuleSet).where(RuleSet.backend_id == backend.id,
                                                     RuleSet.number == rule_set_number))
     if rule_set is None:
-        raise ApiError(404, "Not found", f"backend {backend.id} has no rule set {rule_set_number}",
-                       field="rule_set")
-    with POOL.use(session, backend) as drv:
+        raise NotFoundError(f"backend {backend.id} has no rule set {rule_set_number}", field="rule_set")
+    with _locked(session, backend, lock_wait_s), POOL.use(session, backend) as drv:
+        _ensure_up(drv, backend)
         return _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress)
 
 
-def reconcile(session: Session, backend: Backend) -> ReconcileReport | None:
-    """Read the backend back; report and repair drift from its last good rule set."""
-    expected = current_rule_set(session, backend.id)
-    if expected is None:
-        return None
-    plan = NativePlan.model_validate(expected.plan)
-    try:
-        for attempt in range(2):
-            with POOL.use(session, backend) as drv:
-                report = reconcile_once(drv, plan)
-                health = drv.health()
-            if report.reachable or attempt:
-                break
-            # the data plane may have restarted under a session that is now dead: reconnect once
-            POOL.discard(session, backend)
-    except DriverError as exc:
-        backend.health, backend.health_detail = "unreachable", exc.message
-        session.commit()
-        return None
-    backend.health = "ok" if health.ok and report.reachable else "down"
-    backend.health_detail = health.detail if report.reachable else (report.error or "")
-    if not report.in_sync and report.reachable:
-        now = datetime.now(UTC)
-        dep = Deployment(backend_id=backend.id, rule_set_id=expected.id, previous_rule_set_id=expected.id,
-                         kind=DeploymentKind.RECONCILE, actor="reconciler",
-                         status=DeploymentStatus.SUCCEEDED if report.repaired else DeploymentStatus.FAILED,
-                         diff={"drift": report.drift, "tables": report.drift_tables,
-                               "restarted_empty": report.restarted_empty},
-                         error=report.error or "", finished_at=now,
-                         duration_s=report.outcome.duration_s if report.outcome else 0.0)
-        session.add(dep)
-        record(session, "reconcile", "backend", backend.id, after=report.model_dump(mode="json", exclude={"outcome"}))
-    session.commit()
-    return report
+def _record_sync(backend: Backend, report: ReconcileReport) -> None:
+    """The facts of this read-back, for the per-backend slice state (services/slice_status.py)."""
+    backend.synced_at = datetime.now(UTC)
+    if not report.reachable:
+        backend.sync_state, backend.sync_detail = "unreachable", {"error": report.error or ""}
+    elif report.in_sync:
+        backend.sync_state, backend.sync_detail = "in_sync", {"version": report.found_version}
+    elif report.repaired:
+        # drift was found and repaired in this same pass: the data plane holds the rule set now
+        backend.sync_state = "in_sync"
+        backend.sync_detail = {"version": report.expected_version, "repaired": {
+            "found_version": report.found_version, "drift": report.drift, "tables": report.drift_tables,
+            "restarted_empty": report.restarted_empty}}
+    else:
+        backend.sync_state = "out_of_sync"
+        backend.sync_detail = {"expected_version": report.expected_version, "found_version": report.found_version,
+                               "drift": report.drift, "tables": report.drift_tables, "error": report.error or ""}
+
+
+def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = 0.0) -> ReconcileReport | None:
+    """Read the backend back; report and repair drift from the rule set in force.
+
+    Holds the backend's lock for the whole read-back and repair; raises ``BusyError`` when a
+    deployment holds it (its push is in flight: the data plane is half-written by design).
+    Returns None when nothing was deployed yet or the driver cannot be reached at all.
+    """
+    with _locked(session, backend, lock_wait_s):
+        expected = current_rule_set(session, backend.id)
+        if expected is None:
+            return None
+        plan = NativePlan.model_validate(expected.plan)
+        try:
+            for attempt in range(2):
+                with POOL.use(session, backend) as drv:
+                    report = reconcile_once(drv, plan)
+                    health = drv.health()
+                if report.reachable or attempt:
+                    break
+                # the data plane may have restarted under a session that is now dead: reconnect once
+                POOL.discard(session, backend)
+        except DriverError as exc:
+            backend.health, backend.health_detail = "unreachable", exc.message
+            backend.sync_state, backend.sync_detail = "unreachable", {"error": exc.message}
+            backend.synced_at = datetime.now(UTC)
+            session.commit()
+            return None
+        backend.health = "ok" if health.ok and report.reachable else "down"
+        backend.health_detail = health.detail if report.reachable else (report.error or "")
+        _record_sync(backend, report)
+        if not report.in_sync and report.reachable:
+            now = datetime.now(UTC)
+            dep = Deployment(backend_id=backend.id, rule_set_id=expected.id, previous_rule_set_id=expected.id,
+                             kind=DeploymentKind.RECONCILE, actor="reconciler",
+                             status=DeploymentStatus.SUCCEEDED if report.repaired else DeploymentStatus.FAILED,
+                             diff={"drift": report.drift, "tables": report.drift_tables,
+                                   "restarted_empty": report.restarted_empty},
+                             error=report.error or "", finished_at=now,
+                             duration_s=report.outcome.duration_s if report.outcome else 0.0)
+            session.add(dep)
+            record(session, "reconcile", "backend", backend.id,
+                   after=report.model_dump(mode="json", exclude={"outcome"}))
+        session.commit()  # the repair record, its audit row and the sync facts together
+        return report

@@ -1,48 +1,65 @@
 """The reconcile loop: every interval, read every backend back and repair drift.
 
 A data plane that restarted empty is refilled with its last good rule set without an
-operator; drift is recorded as a ``reconcile`` deployment and in the audit log.
+operator; drift is recorded as a ``reconcile`` deployment and in the audit log. The loop
+is a ``SupervisedLoop``: a failed pass (the database away) is logged, retried with
+backoff, and shown on ``/health``; it never ends the loop. A backend whose deployment is
+in flight is skipped for this pass (its lock is held), never compared half-written.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from sliceportal.core.loops import LoopRegistry, SupervisedLoop
 from sliceportal.models import Backend
 from sliceportal.services.deployments import reconcile
+from sliceportal.services.errors import BusyError
 
 log = logging.getLogger(__name__)
 
 
 class Reconciler:
-    def __init__(self, sessions: sessionmaker[Session], interval_s: float) -> None:
-        self._sessions, self._interval = sessions, interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="reconciler", daemon=True)
+    def __init__(self, sessions: sessionmaker[Session], interval_s: float,
+                 registry: LoopRegistry | None = None) -> None:
+        self._sessions, self._interval, self._registry = sessions, interval_s, registry
+        self._loop: SupervisedLoop | None = None
+        self.skipped = 0  # passes over a backend skipped because a deployment held it
 
     def start(self) -> None:
-        self._thread.start()
+        # created here, not in __init__: a Reconciler used only for run_once is no loop
+        self._loop = SupervisedLoop("reconciler", self._interval, self.run_once, self._registry)
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self._interval + 5)
+        if self._loop is not None:
+            self._loop.stop()
 
     def run_once(self) -> None:
+        """One pass over every backend; raises (so the loop backs off) when the database is away."""
         with self._sessions() as session:
-            for backend in session.scalars(select(Backend).order_by(Backend.id)):
+            ids = list(session.scalars(select(Backend.id).order_by(Backend.id)))
+            for backend_id in ids:
+                backend = session.get(Backend, backend_id)
+                if backend is None:
+                    continue
                 try:
                     report = reconcile(session, backend)
+                except BusyError:
+                    self.skipped += 1
+                    session.rollback()
+                    continue
+                except DBAPIError:
+                    session.rollback()
+                    raise  # the database, not the backend: the whole pass failed
                 except Exception:  # one broken backend must not stop the others
                     log.exception("reconcile of backend %s failed", backend.name)
                     session.rollback()
                     continue
                 if report is not None and not report.in_sync:
-                    log.warning("backend %s drifted (%s); repaired=%s", backend.name, report.drift, report.repaired)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.run_once()
+                    log.warning("backend %s drifted (%s); repaired=%s", backend.name, report.drift,
+                                report.repaired)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 from collections.abc import Iterator
@@ -12,10 +13,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import StreamingResponse
 from sqlalchemy import select
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from sliceportal.api.crud import get_scoped, page
 from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep
-from sliceportal.api.errors import ApiError, not_found
+from sliceportal.api.errors import ApiError, domain_problem, not_found
 from sliceportal.models import Backend, Deployment, RuleSet
 from sliceportal.models.audit import Actor, set_actor
 from sliceportal.schemas.common import ListQuery, Page, PathId
@@ -27,7 +29,9 @@ from sliceportal.schemas.deployments import (
     TableUsagePublic,
 )
 from sliceportal.services import deployments as svc
+from sliceportal.services.errors import DomainError
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/backends/{backend_id}", tags=["deployments"])
 NDJSON = "application/x-ndjson"
 
@@ -50,10 +54,14 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
     """Run the push in a worker with its own session; stream progress, then the outcome."""
     events: queue.Queue[str | None] = queue.Queue()
 
+    def error(status: int, title: str, detail: str) -> str:
+        return json.dumps({"event": "error", "status": status, "title": title, "detail": detail})
+
     def work() -> None:
-        with request.app.state.sessionmaker() as session:
-            set_actor(session, Actor(principal.user_id, principal.username, principal.via))
-            try:
+        # Whatever happens, the stream ends with exactly one result or error event.
+        try:
+            with request.app.state.sessionmaker() as session:
+                set_actor(session, Actor(principal.user_id, principal.username, principal.via))
                 backend = get_scoped(session, Backend, backend_id, None, "backend")
 
                 def progress(e: object) -> None:
@@ -62,11 +70,20 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
                        else svc.rollback(session, backend, rollback_to, principal.username, progress))
                 events.put(json.dumps({"event": "result", **DeploymentPublic.model_validate(dep)
                                        .model_dump(mode="json")}))
-            except ApiError as exc:
-                events.put(json.dumps({"event": "error", "status": exc.status, "title": exc.title,
-                                       "detail": exc.detail}))
-            finally:
-                events.put(None)
+        except DomainError as exc:
+            p = domain_problem(exc)
+            events.put(error(p.status, p.title, p.detail))
+        except ApiError as exc:
+            events.put(error(exc.status, exc.title, exc.detail))
+        except (OperationalError, InterfaceError) as exc:
+            events.put(error(503, "Database unavailable",
+                             f"the portal's database became unreachable: {str(exc).splitlines()[0]}; "
+                             "the deployment is recorded as failed (interrupted) once it is back"))
+        except Exception as exc:  # a bug must still end the stream, not leave the client waiting
+            log.exception("streamed deployment to backend %s failed", backend_id)
+            events.put(error(500, "Internal error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            events.put(None)
 
     threading.Thread(target=work, name=f"deploy-{backend_id}", daemon=True).start()
 
@@ -123,7 +140,7 @@ def rollback(backend_id: PathId, body: RollbackRequest, principal: Deployer, ses
 def reconcile(backend_id: PathId, _: Deployer, session: SessionDep) -> dict[str, object]:
     """Read the data plane back now; report and repair drift from the last good rule set."""
     backend = get_scoped(session, Backend, backend_id, None, "backend")
-    report = svc.reconcile(session, backend)
+    report = svc.reconcile(session, backend, lock_wait_s=svc.LOCK_WAIT_S)
     if report is None:
         return {"in_sync": None, "detail": "nothing deployed yet, or the data plane is unreachable",
                 "health": backend.health, "health_detail": backend.health_detail}
