@@ -134,3 +134,20 @@ def test_refresh_token_reuse_revokes_the_whole_chain(client: TestClient, session
     assert client.post("/api/v1/login/refresh", json={"refresh_token": first["refresh_token"]}).status_code == 401
     assert client.get("/api/v1/users/me", headers=_bearer(second["access_token"])).status_code == 401
     assert client.post("/api/v1/login/refresh", json={"refresh_token": second["refresh_token"]}).status_code == 401
+
+
+def test_browser_refresh_cookie_is_httponly_strict_and_scoped(client: TestClient, session: Session) -> None:
+    make_user(session, "op", Role.OPERATOR)
+    r = client.post("/api/v1/login/access-token", data={"username": "op", "password": PASSWORD})
+    cookie = r.headers["set-cookie"]
+    assert "sp_refresh=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert "Path=/api/v1/login" in cookie
+    # the browser refreshes with the cookie alone; the answer holds no refresh token a script could read
+    fresh = client.post("/api/v1/login/refresh")
+    assert fresh.status_code == 200 and fresh.json()["refresh_token"] is None
+    access = fresh.json()["access_token"]
+    assert client.get("/api/v1/users/me", headers=_bearer(access)).json()["username"] == "op"
+    # logout with the cookie ends the session and clears the cookie
+    assert client.post("/api/v1/login/logout").status_code == 204
+    assert client.get("/api/v1/users/me", headers=_bearer(access)).status_code == 401
+    assert client.post("/api/v1/login/refresh").status_code == 401

@@ -14,13 +14,17 @@ Password = Annotated[str, Field(min_length=10, max_length=256)]
 
 class Token(BaseModel):
     access_token: str
-    refresh_token: str
+    refresh_token: str | None = Field(
+        None, description="for API clients; browsers get it as an HttpOnly cookie instead, and a refresh made "
+        "with the cookie returns none here (scripts never see a long-lived token)")
     token_type: str = "bearer"
     expires_in: int
 
 
 class RefreshRequest(BaseModel):
-    refresh_token: str = Field(min_length=10, max_length=200)
+    model_config = ConfigDict(extra="forbid")
+    refresh_token: str | None = Field(None, min_length=10, max_length=200,
+                                      description="omit it to use the HttpOnly refresh cookie")
 
 
 class UserCreate(BaseModel):

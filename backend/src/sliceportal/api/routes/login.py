@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Cookie, Depends, Request, Response
 from fastapi.security import OAuth2PasswordRequestForm
 from sqlalchemy import func, select
 
@@ -22,6 +22,22 @@ from sliceportal.models.audit import Actor, record, set_actor
 from sliceportal.schemas.auth import RefreshRequest, Token
 
 router = APIRouter(prefix="/login", tags=["login"])
+
+# The browser keeps the refresh token where scripts cannot read it: HttpOnly, SameSite=Strict
+# (no cross-site request carries it), sent only to /api/v1/login/* (refresh and logout).
+REFRESH_COOKIE = "sp_refresh"
+COOKIE_PATH = "/api/v1/login"
+RefreshCookie = Annotated[str | None, Cookie(alias=REFRESH_COOKIE, include_in_schema=False)]
+
+
+def _set_cookie(request: Request, response: Response, settings: SettingsDep, token: str) -> None:
+    response.set_cookie(REFRESH_COOKIE, token, max_age=settings.refresh_token_days * 86400, path=COOKIE_PATH,
+                        httponly=True, samesite="strict", secure=request.url.scheme == "https")
+
+
+def _clear_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(REFRESH_COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict",
+                           secure=request.url.scheme == "https")
 
 LOGIN_RESPONSES: dict[int | str, dict[str, str]] = {
     401: {"description": "wrong user name or password"},
@@ -37,7 +53,7 @@ def _locked(db: SessionDep, username: str, address: str) -> ApiError:
 
 
 @router.post("/access-token", response_model=Token, responses=LOGIN_RESPONSES)
-def login(request: Request, session: SessionDep, settings: SettingsDep, secret: SecretDep,
+def login(request: Request, response: Response, session: SessionDep, settings: SettingsDep, secret: SecretDep,
           form: Annotated[OAuth2PasswordRequestForm, Depends()]) -> Token:
     address = client_address(request, settings)[:64]
     username = form.username.strip().lower()[:80]
@@ -62,23 +78,41 @@ def login(request: Request, session: SessionDep, settings: SettingsDep, secret: 
     auth = auth_sessions.open_session(session, settings, user, address)
     token = auth_sessions.issue_tokens(session, settings, secret, user, auth)
     session.commit()
+    assert token.refresh_token is not None
+    _set_cookie(request, response, settings, token.refresh_token)
     return token
 
 
 @router.post("/refresh", response_model=Token, responses={401: {"description": "refresh refused"}})
-def refresh(body: RefreshRequest, session: SessionDep, settings: SettingsDep, secret: SecretDep) -> Token:
+def refresh(request: Request, response: Response, session: SessionDep, settings: SettingsDep, secret: SecretDep,
+            cookie: RefreshCookie = None, body: RefreshRequest | None = None) -> Token:
+    """A new access token (and the next refresh token) for the refresh token in the body or,
+    when the body has none, in the HttpOnly cookie."""
+    presented = (body.refresh_token if body else None) or cookie
+    if not presented:
+        raise ApiError(401, "Not authenticated", "no refresh token: log in", field="refresh_token")
     try:
-        token = auth_sessions.rotate(session, settings, secret, body.refresh_token)
+        token = auth_sessions.rotate(session, settings, secret, presented)
     except auth_sessions.RefreshRefused as exc:
-        raise ApiError(401, "Not authenticated", str(exc), field="refresh_token") from exc
+        _clear_cookie(request, response)
+        raise ApiError(401, "Not authenticated", str(exc), field="refresh_token",
+                       headers={"set-cookie": response.headers["set-cookie"]}) from exc
     session.commit()
+    assert token.refresh_token is not None
+    if body is None or body.refresh_token is None:  # the browser: the new token goes into the cookie only
+        _set_cookie(request, response, settings, token.refresh_token)
+        token = token.model_copy(update={"refresh_token": None})
     return token
 
 
 @router.post("/logout", status_code=204)
-def logout(body: RefreshRequest, session: SessionDep) -> None:
-    """End the session the refresh token belongs to: its access and refresh tokens stop working."""
-    sid = auth_sessions.session_of_refresh(session, body.refresh_token)
+def logout(request: Request, response: Response, session: SessionDep, cookie: RefreshCookie = None,
+           body: RefreshRequest | None = None) -> None:
+    """End the session the refresh token (body or cookie) belongs to: its access and refresh
+    tokens stop working at once."""
+    presented = (body.refresh_token if body else None) or cookie
+    sid = auth_sessions.session_of_refresh(session, presented) if presented else None
     if sid is not None:
         auth_sessions.revoke_session(session, sid, "logout")
         session.commit()
+    _clear_cookie(request, response)
