@@ -1,10 +1,14 @@
-// Routes. Everything but /login needs a session; /home sends each role to its start page.
-import { lazy, Suspense } from "react";
-import { Center, Loader } from "@mantine/core";
-import { Navigate, Route, Routes, useLocation } from "react-router";
-import { useSession } from "./auth/session";
-import { Shell } from "./components/common/Shell";
+// Routes. Everything but /login needs a session; each section is open to the roles NAV lists
+// (Shell.tsx), so a role never reaches a page it cannot use; /home sends each role to its start
+// page, or back to the deep link that led to the login page.
+import { lazy, Suspense, useState, type ReactNode } from "react";
+import { Anchor, Center, Loader, Stack, Text, Title } from "@mantine/core";
+import { Link, Navigate, Outlet, Route, Routes, useLocation } from "react-router";
+import { useSession, type Role } from "./auth/session";
+import { useDocumentTitle } from "./components/common/documentTitle";
 import { NotFound } from "./components/common/QueryView";
+import { rememberReturnTo, takeReturnTo } from "./components/common/returnTo";
+import { navItemOf, Shell } from "./components/common/Shell";
 import { LoginPage } from "./components/Login/LoginPage";
 
 // Pages load on first visit: the login page does not wait for the chart library.
@@ -21,18 +25,48 @@ const BackendsPage = lazy(() => import("./components/Backends/BackendsPage").the
 const BackendDetail = lazy(() => import("./components/Backends/BackendDetail").then((m) => ({ default: m.BackendDetail })));
 const AuditPage = lazy(() => import("./components/Audit/AuditPage").then((m) => ({ default: m.AuditPage })));
 
-function RequireSession({ children }: { children: React.ReactNode }) {
-  const { loggedIn, loading, me } = useSession();
+const loading = <Center mih="50vh"><Loader aria-label="Loading" /></Center>;
+
+function RequireSession({ children }: { children: ReactNode }) {
+  const { loggedIn, loading: meLoading, me } = useSession();
   const location = useLocation();
-  if (!loggedIn) return <Navigate to="/login" replace state={{ from: location.pathname }} />;
-  if (loading || !me) return <Center mih="50vh"><Loader aria-label="Loading" /></Center>;
-  return <Suspense fallback={<Center mih="50vh"><Loader aria-label="Loading" /></Center>}>{children}</Suspense>;
+  if (!loggedIn) {
+    rememberReturnTo(location.pathname + location.search);
+    return <Navigate to="/login" replace state={{ from: location.pathname }} />;
+  }
+  if (meLoading || !me) return loading;
+  return <Suspense fallback={loading}>{children}</Suspense>;
+}
+
+// Pages narrower than their section (the slice list shows "New slice" to operators only).
+const PAGE_ROLES: Record<string, Role[]> = { "/slices/new": ["operator"] };
+
+/** Pages of a section only for the roles NAV allows; others get a plain explanation. */
+function RequireRole({ children }: { children: ReactNode }) {
+  const { me } = useSession();
+  const { pathname } = useLocation();
+  const item = navItemOf(pathname);
+  const roles = PAGE_ROLES[pathname] ?? item?.roles;
+  if (!item || !roles || !me || roles.includes(me.role)) return <>{children}</>;
+  return <NotForRole section={item.label} />;
+}
+
+function NotForRole({ section }: { section: string }) {
+  useDocumentTitle("Not available");
+  return (
+    <Stack align="center" mt="xl" role="alert">
+      <Title order={1} size="h2">Not available</Title>
+      <Text c="dimmed">{section} is not part of your role’s portal.</Text>
+      <Anchor component={Link} to="/home">Go to your start page</Anchor>
+    </Stack>
+  );
 }
 
 function Home() {
   const { me } = useSession();
+  const [target] = useState(() => takeReturnTo());
   const start = me?.role === "tenant" ? "/dashboard" : me?.role === "integrator" ? "/api-keys" : "/";
-  return <Navigate to={start} replace />;
+  return <Navigate to={target ?? start} replace />;
 }
 
 function OperatorHome() {
@@ -40,24 +74,31 @@ function OperatorHome() {
   return me?.role === "operator" ? <OverviewPage /> : <Home />;
 }
 
+function Login() {
+  useDocumentTitle("Log in");
+  return <LoginPage />;
+}
+
 export function App() {
   return (
     <Routes>
-      <Route path="/login" element={<LoginPage />} />
+      <Route path="/login" element={<Login />} />
       <Route element={<RequireSession><Shell /></RequireSession>}>
         <Route index element={<OperatorHome />} />
         <Route path="home" element={<Home />} />
-        <Route path="dashboard" element={<DashboardPage />} />
-        <Route path="slice-types" element={<CataloguePage />} />
-        <Route path="tenants" element={<TenantsPage />} />
-        <Route path="slices" element={<SlicesPage />} />
-        <Route path="slices/new" element={<SliceWizard />} />
-        <Route path="slices/:sliceId" element={<SliceDetail />} />
-        <Route path="subscribers" element={<SubscribersPage />} />
-        <Route path="backends" element={<BackendsPage />} />
-        <Route path="backends/:backendId" element={<BackendDetail />} />
-        <Route path="audit" element={<AuditPage />} />
-        <Route path="api-keys" element={<ApiKeysPage />} />
+        <Route element={<RequireRole><Suspense fallback={loading}><Outlet /></Suspense></RequireRole>}>
+          <Route path="dashboard" element={<DashboardPage />} />
+          <Route path="slice-types" element={<CataloguePage />} />
+          <Route path="tenants" element={<TenantsPage />} />
+          <Route path="slices" element={<SlicesPage />} />
+          <Route path="slices/new" element={<SliceWizard />} />
+          <Route path="slices/:sliceId" element={<SliceDetail />} />
+          <Route path="subscribers" element={<SubscribersPage />} />
+          <Route path="backends" element={<BackendsPage />} />
+          <Route path="backends/:backendId" element={<BackendDetail />} />
+          <Route path="audit" element={<AuditPage />} />
+          <Route path="api-keys" element={<ApiKeysPage />} />
+        </Route>
         <Route path="*" element={<NotFound />} />
       </Route>
     </Routes>

@@ -8,7 +8,7 @@ import { mapProblem, problemSummary } from "./fieldErrors";
 export function NotFound({ what = "page" }: { what?: string }) {
   return (
     <Stack align="center" mt="xl" role="alert">
-      <Title order={2}>Not found</Title>
+      <Title order={1} size="h2">Not found</Title>
       <Text c="dimmed">This {what} does not exist, or you cannot see it.</Text>
     </Stack>
   );

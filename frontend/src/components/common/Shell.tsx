@@ -1,12 +1,16 @@
-// The application frame: header, role-aware navigation (collapses to a burger below tablet
-// width), and the page outlet.
-import { Suspense } from "react";
-import { AppShell, Burger, Button, Group, Loader, NavLink, Text, Title } from "@mantine/core";
+// The application frame: skip link, header, role-aware navigation (collapses to a burger below
+// tablet width), and the page outlet inside an error boundary. NAV is the one list of pages and
+// the roles that may open them; the router's guard reads it too.
+import { Suspense, useLayoutEffect } from "react";
+import { AppShell, Burger, Button, Group, Loader, NavLink, Text } from "@mantine/core";
 import { useDisclosure } from "@mantine/hooks";
 import { Link, Outlet, useLocation, useNavigate } from "react-router";
 import { useSession, type Role } from "../../auth/session";
+import { titleFor } from "./documentTitle";
+import { ErrorBoundary } from "./ErrorBoundary";
+import classes from "./shell.module.css";
 
-interface NavItem {
+export interface NavItem {
   to: string;
   label: string;
   roles: Role[];
@@ -24,20 +28,38 @@ export const NAV: NavItem[] = [
   { to: "/api-keys", label: "API keys", roles: ["integrator", "operator"] },
 ];
 
+/** The navigation entry a path belongs to (longest prefix; "/" only matches itself). */
+export function navItemOf(pathname: string): NavItem | undefined {
+  return NAV.filter((n) => (n.to === "/" ? pathname === "/" : pathname === n.to || pathname.startsWith(`${n.to}/`)))
+    .sort((a, b) => b.to.length - a.to.length)[0];
+}
+
 export function Shell() {
   const [opened, { toggle, close }] = useDisclosure();
   const { me, logout } = useSession();
   const location = useLocation();
   const navigate = useNavigate();
   const items = NAV.filter((n) => me && n.roles.includes(me.role));
+  const current = navItemOf(location.pathname);
+
+  // The section's name until the page names itself more precisely (PageTitle, a passive effect
+  // of a child, runs after this layout effect).
+  useLayoutEffect(() => {
+    document.title = titleFor(current?.label ?? "");
+  }, [current?.label, location.pathname]);
 
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: "md", collapsed: { mobile: !opened } }} padding="md">
+      <a href="#main" className={classes.skipLink}
+        onClick={(e) => { e.preventDefault(); document.getElementById("main")?.focus(); }}>
+        Skip to main content
+      </a>
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
-            <Burger opened={opened} onClick={toggle} hiddenFrom="md" size="sm" aria-label="Toggle navigation" />
-            <Title order={2} size="h4">sliceportal</Title>
+            <Burger opened={opened} onClick={toggle} hiddenFrom="md" size="sm"
+              aria-label="Toggle navigation" aria-expanded={opened} />
+            <Text fw={700} size="lg" component={Link} to="/home" c="inherit" td="none">sliceportal</Text>
           </Group>
           <Group gap="sm" wrap="nowrap">
             {me && (
@@ -66,14 +88,17 @@ export function Shell() {
             to={item.to}
             label={item.label}
             onClick={close}
-            active={item.to === "/" ? location.pathname === "/" : location.pathname.startsWith(item.to)}
+            active={item === current}
+            aria-current={item === current ? "page" : undefined}
           />
         ))}
       </AppShell.Navbar>
-      <AppShell.Main>
-        <Suspense fallback={<Loader aria-label="Loading" />}>
-          <Outlet />
-        </Suspense>
+      <AppShell.Main id="main" tabIndex={-1} className={classes.main}>
+        <ErrorBoundary resetKey={location.pathname}>
+          <Suspense fallback={<Loader aria-label="Loading" />}>
+            <Outlet />
+          </Suspense>
+        </ErrorBoundary>
       </AppShell.Main>
     </AppShell>
   );

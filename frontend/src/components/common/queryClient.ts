@@ -1,9 +1,11 @@
-// One QueryClient; 401 / 403 are handled here once rather than in every page.
+// One QueryClient; 401 / 403 and an unreachable API are handled here once rather than in every page.
 import { MutationCache, QueryCache, QueryClient } from "@tanstack/react-query";
 import { ApiProblem, setTokens } from "../../api/client";
+import { onReconnect, reportFailure } from "./connectivity";
 import { notify } from "./notify";
 
 function handle(error: unknown): void {
+  reportFailure(error); // the offline banner decides whether the API is down
   if (!(error instanceof ApiProblem)) return;
   if (error.status === 401) {
     setTokens(null); // the router guard sends the user to /login
@@ -23,3 +25,6 @@ export const queryClient = new QueryClient({
     },
   },
 });
+
+// Back online: everything on screen may be stale, and failed queries should try again.
+onReconnect(() => void queryClient.invalidateQueries());
