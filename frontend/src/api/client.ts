@@ -1,49 +1,35 @@
 // The typed API client (generated types from openapi.json) and the token handling around it:
 // every request carries the access token; a 401 refreshes once (rotating refresh token) and
 // retries, otherwise the session ends and the app goes back to the login page.
+// No token is ever written to storage a script could read back later: the short-lived access
+// token lives in this module's memory only, and the refresh token is an HttpOnly cookie the
+// browser sends to /api/v1/login/* by itself. A reload restores the session through it.
 import createClient from "openapi-fetch";
 import type { components, paths } from "./schema.gen";
 import { ApiProblem, problemFrom } from "./problem";
 
 export type Schemas = components["schemas"];
 
-const TOKENS_KEY = "sliceportal.tokens";
-
 interface Tokens {
   access_token: string;
-  refresh_token: string;
+  // Accepted for compatibility with the login answer; never kept: the cookie holds it.
+  refresh_token?: string | null;
 }
 
-function loadTokens(): Tokens | null {
-  const raw = sessionStorage.getItem(TOKENS_KEY);
-  if (!raw) return null;
-  try {
-    const parsed = JSON.parse(raw) as Partial<Tokens>;
-    if (typeof parsed.access_token === "string" && typeof parsed.refresh_token === "string") {
-      return { access_token: parsed.access_token, refresh_token: parsed.refresh_token };
-    }
-  } catch {
-    // a corrupt entry is the same as none
-  }
-  return null;
-}
-
-let tokens: Tokens | null = loadTokens();
+let access: string | null = null;
 const sessionListeners = new Set<() => void>();
 
 export function setTokens(next: Tokens | null): void {
-  tokens = next;
-  if (next) sessionStorage.setItem(TOKENS_KEY, JSON.stringify(next));
-  else sessionStorage.removeItem(TOKENS_KEY);
+  access = next?.access_token ?? null;
   sessionListeners.forEach((fn) => fn());
 }
 
 export function hasSession(): boolean {
-  return tokens !== null;
+  return access !== null;
 }
 
 export function accessToken(): string | null {
-  return tokens?.access_token ?? null;
+  return access;
 }
 
 export function onSessionChange(fn: () => void): () => void {
@@ -52,19 +38,14 @@ export function onSessionChange(fn: () => void): () => void {
 }
 
 // One refresh in flight at a time: refresh tokens rotate, so a second concurrent refresh
-// with the same token would fail and log the user out.
+// with the same cookie would be taken for a stolen token and end the session.
 let refreshing: Promise<boolean> | null = null;
 
-async function refreshOnce(): Promise<boolean> {
-  const current = tokens;
-  if (!current) return false;
+/** A new access token from the refresh cookie; false when there is no live session. */
+export async function refreshOnce(): Promise<boolean> {
   refreshing ??= (async () => {
     try {
-      const res = await fetch("/api/v1/login/refresh", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ refresh_token: current.refresh_token }),
-      });
+      const res = await fetch("/api/v1/login/refresh", { method: "POST", credentials: "same-origin" });
       if (!res.ok) return false;
       setTokens((await res.json()) as Tokens);
       return true;
@@ -77,9 +58,15 @@ async function refreshOnce(): Promise<boolean> {
   return refreshing;
 }
 
+/** End the session server-side (the cookie names it) and locally. */
+export async function endSession(): Promise<void> {
+  await fetch("/api/v1/login/logout", { method: "POST", credentials: "same-origin" }).catch(() => undefined);
+  setTokens(null);
+}
+
 function withToken(req: Request): Request {
   const headers = new Headers(req.headers);
-  if (tokens) headers.set("Authorization", `Bearer ${tokens.access_token}`);
+  if (access) headers.set("Authorization", `Bearer ${access}`);
   return new Request(req, { headers });
 }
 
@@ -87,7 +74,7 @@ function withToken(req: Request): Request {
 export async function authFetch(input: Request): Promise<Response> {
   const retry = input.clone();
   const res = await fetch(withToken(input));
-  if (res.status !== 401 || !tokens || input.url.includes("/login/")) return res;
+  if (res.status !== 401 || !access || input.url.includes("/login/")) return res;
   if (await refreshOnce()) return fetch(withToken(retry));
   setTokens(null);
   return res;

@@ -1,7 +1,9 @@
-// Who is logged in: the token pair (api/client.ts) plus /users/me, shared through context.
+// Who is logged in: the in-memory access token (api/client.ts) plus /users/me, shared through
+// context. On start the session is restored from the HttpOnly refresh cookie, if there is one.
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
+import { Center, Loader } from "@mantine/core";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { api, hasSession, onSessionChange, setTokens, unwrap, type Schemas } from "../api/client";
+import { api, endSession, hasSession, onSessionChange, refreshOnce, setTokens, unwrap, type Schemas } from "../api/client";
 import { problemFrom } from "../api/problem";
 
 export type Me = Schemas["UserPublic"];
@@ -20,7 +22,17 @@ const SessionContext = createContext<SessionValue | null>(null);
 export function SessionProvider({ children }: { children: ReactNode }) {
   const queryClient = useQueryClient();
   const [loggedIn, setLoggedIn] = useState(hasSession());
+  // Until the cookie has been tried, nobody can tell whether a reload is logged in.
+  const [restoring, setRestoring] = useState(!hasSession());
   useEffect(() => onSessionChange(() => setLoggedIn(hasSession())), []);
+  useEffect(() => {
+    if (!restoring) return;
+    let live = true;
+    void refreshOnce().finally(() => live && setRestoring(false));
+    return () => {
+      live = false;
+    };
+  }, [restoring]);
 
   const meQuery = useQuery({
     queryKey: ["me", loggedIn],
@@ -37,6 +49,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       const body = new URLSearchParams({ username, password });
       const res = await fetch("/api/v1/login/access-token", {
         method: "POST",
+        credentials: "same-origin",
         headers: { "Content-Type": "application/x-www-form-urlencoded" },
         body,
       });
@@ -46,16 +59,12 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       setTokens(json as { access_token: string; refresh_token: string });
     },
     async logout() {
-      const raw = sessionStorage.getItem("sliceportal.tokens");
-      const refresh = raw ? (JSON.parse(raw) as { refresh_token?: string }).refresh_token : undefined;
-      if (refresh) {
-        // Revoke server-side; the session ends locally whatever the answer.
-        await api.POST("/api/v1/login/logout", { body: { refresh_token: refresh } }).catch(() => undefined);
-      }
-      setTokens(null);
+      // Revoked server-side (the cookie names the session); ends locally whatever the answer.
+      await endSession();
       queryClient.clear();
     },
   };
+  if (restoring) return <Center mih="50vh"><Loader aria-label="Loading" /></Center>;
   return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 }
 
