@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.routing import Match
 
 from sliceportal import __version__
-from sliceportal.api import docs, errors
+from sliceportal.api import docs, errors, lifecycle
 from sliceportal.api.middleware import SecurityMiddleware
 from sliceportal.api.routes import (
     audit,
@@ -30,11 +30,11 @@ from sliceportal.api.routes import (
     tenants,
     users,
 )
+from sliceportal.api.routes import testbed as testbed_routes
 from sliceportal.core.config import REPO_ROOT, Settings
 from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.services.backends import POOL
-from sliceportal.services.reconciler import Reconciler
 from sliceportal.testbed.live import LiveTestbed
 
 API_PREFIX = "/api/v1"
@@ -44,7 +44,7 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX)
     for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
-                   kpis, audit):
+                   kpis, audit, testbed_routes):
         router.include_router(module.router)
     router.include_router(users.keys)
     return router
@@ -53,22 +53,22 @@ def api_router() -> APIRouter:
 def create_app(settings: Settings, database_url: str) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        reconciler = testbed = None
+        await asyncio.to_thread(lifecycle.end_interrupted, app)
+        testbed = None
         if settings.testbed:
             testbed = LiveTestbed(app.state.sessionmaker, app.state.kpi_hub, prefix=settings.testbed_prefix,
                                   rate_pps=settings.testbed_rate_pps)
+            app.state.testbed = testbed  # the testbed route's state and congestion scenario
             await asyncio.to_thread(testbed.start)
-        if settings.reconcile_interval_s > 0:
-            reconciler = Reconciler(app.state.sessionmaker, settings.reconcile_interval_s)
-            reconciler.start()
-        yield
-        if reconciler is not None:
-            reconciler.stop()
-        if testbed is not None:
-            await asyncio.to_thread(testbed.stop)
-        POOL.close_all()
-        for hook in app.state.on_shutdown:
-            hook()
+        try:
+            async with lifecycle.control_loops(app):
+                yield
+        finally:
+            if testbed is not None:
+                await asyncio.to_thread(testbed.stop)
+            POOL.close_all()
+            for hook in app.state.on_shutdown:
+                hook()
 
     app = FastAPI(
         lifespan=lifespan,

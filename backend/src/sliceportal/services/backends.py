@@ -67,8 +67,7 @@ class DriverPool:
         where = (str(bind.engine.url), backend.id)
         return where, json.dumps([backend.driver, backend.options], sort_keys=True, default=str)
 
-    @contextmanager
-    def use(self, session: Session, backend: Backend) -> Iterator[Driver]:
+    def _slot(self, session: Session, backend: Backend) -> _Slot:
         where, key = self._ident(session, backend)
         with self._lock:
             slot = self._slots.get(where)
@@ -76,12 +75,32 @@ class DriverPool:
                 if slot is not None:
                     slot.driver.close()
                 slot = self._slots[where] = _Slot(key, _construct(backend))
+            return slot
+
+    @contextmanager
+    def use(self, session: Session, backend: Backend) -> Iterator[Driver]:
+        slot = self._slot(session, backend)
         with slot.lock:
             try:
                 yield slot.driver
             except DriverError:
                 self.discard(session, backend)
                 raise
+
+    @contextmanager
+    def try_use(self, session: Session, backend: Backend) -> Iterator[Driver | None]:
+        """Like ``use``, but yields None at once while another thread uses the driver (a push)."""
+        slot = self._slot(session, backend)
+        if not slot.lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            yield slot.driver
+        except DriverError:
+            self.discard(session, backend)
+            raise
+        finally:
+            slot.lock.release()
 
     def discard(self, session: Session, backend: Backend) -> None:
         where, _ = self._ident(session, backend)

