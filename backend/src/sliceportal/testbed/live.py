@@ -46,7 +46,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.core.loops import SupervisedLoop
-from sliceportal.kpi.counters import CounterCollector
+from sliceportal.kpi.counters import CounterCollector, DropTotals
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint, points_from_meter
 from sliceportal.kpi.store import ingest
@@ -138,6 +138,8 @@ class LiveTestbed:
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _collector: CounterCollector = field(default_factory=CounterCollector)
+    # per backend, (slice, lane) -> drops / ECN marks read from the data plane, not yet on a point
+    _pending: dict[int, dict[tuple[int, int], DropTotals]] = field(default_factory=dict)
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -188,7 +190,8 @@ class LiveTestbed:
                 self._stack.callback(sock.close)
                 self._loop(f"capture-{plane.name}-{i}", 0.001, self._capture_step(plane, i))
         self._loop("traffic", 1.0, self._traffic_step)
-        self._loop("kpi-writer", 0.2, self._write_step)
+        self._loop("kpi-writer", 0.05, self._write_step)
+        self._loop("counters", self.interval_s, self._counters_step)
         self._loop("watchdog", 0.5, self._watchdog_step)
 
     def stop(self) -> None:
@@ -408,8 +411,6 @@ class LiveTestbed:
             return
         points: list[KpiPoint] = []
         with self.sessions() as session:
-            backends = [b for b in (session.get(Backend, p.backend_id) for p in self.planes if p.up) if b is not None]
-            counters = self._collector.collect(session, backends)
             for plane, now, report in batch:
                 lanes = [g for g in report.lanes if g.received or g.expected]  # nothing crossed: no point
                 if not lanes:
@@ -419,12 +420,28 @@ class LiveTestbed:
                 kept = report.model_copy(update={"lanes": [g for g in lanes if g.slice_index != DEFAULT_SLICE]})
                 slice_ids = {g.slice_index: g.slice_index for g in kept.lanes if g.slice_index is not None}
                 for p in points_from_meter(kept, slice_ids, now, self.interval_s, plane.backend_id):
-                    totals = counters.get(plane.backend_id, {}).pop((p.slice_id, p.lane), None)
+                    with self._lock:
+                        totals = self._pending.get(plane.backend_id, {}).pop((p.slice_id, p.lane), None)
                     if totals is not None:
                         p.drops, p.ecn_marks = totals.drops, totals.ecn_marks
                     points.append(p)
             if points:
                 ingest(session, points, self.hub)
+
+    def _counters_step(self) -> None:
+        """Read the data planes' per-rule counters once an interval (apart from the KPI writer:
+        a slow data plane must not delay the points) and keep the deltas for the next points."""
+        with self.sessions() as session:
+            backends = [b for b in (session.get(Backend, p.backend_id) for p in self.planes if p.up) if b is not None]
+            deltas = self._collector.collect(session, backends)
+        with self._lock:
+            for backend_id, places in deltas.items():
+                pending = self._pending.setdefault(backend_id, {})
+                for place, totals in places.items():
+                    merged = pending.setdefault(place, DropTotals())
+                    for reason, n in totals.drops.items():
+                        merged.drops[reason] = merged.drops.get(reason, 0) + n
+                    merged.ecn_marks += totals.ecn_marks
 
     def _note_default(self, plane: Plane, groups: list[Any]) -> None:
         by_flow = {sf.flow_id: sf.slice_index for sf in plane.flows}
