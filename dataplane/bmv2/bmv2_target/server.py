@@ -27,7 +27,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from .errors import P4RTError, invalid, not_found
 from .p4info_index import P4InfoIndex
 from .switch import Switch
-from .tables import decode, encode
+from .tables import encode
 
 Update = p4runtime_pb2.Update
 
@@ -228,16 +228,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
         ext = self.switch.ext
         assert index is not None
         if which == "register_entry":
-            r = ent.register_entry
-            if r.register_id not in index.registers:
-                raise not_found(f"unknown register id {r.register_id}")
-            cells = ext.registers[r.register_id]
-            width = ext.register_widths[r.register_id]
-            if r.data.WhichOneof("data") != "bitstring":
-                raise invalid("register data must be a bitstring")
-            value = decode(r.data.bitstring, width, "register value")
-            for i in self._indices(r, len(cells)):
-                cells[i] = value
+            # PI, which simple_switch_grpc serves P4Runtime through, has no register writes.
+            raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "Register writes are not supported yet")
         elif which == "counter_entry":
             c = ent.counter_entry
             if c.counter_id not in index.counters:
@@ -248,7 +240,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
         elif which == "meter_entry":
             m = ent.meter_entry
             if m.meter_id not in index.meters:
-                raise not_found(f"unknown meter id {m.meter_id}")
+                raise invalid(f"unknown meter id {m.meter_id}")
+            if m.HasField("index") and not 0 <= m.index.index < len(ext.meters[m.meter_id]):
+                # PI answers a meter write past the array with UNKNOWN, not OUT_OF_RANGE.
+                raise P4RTError(grpc.StatusCode.UNKNOWN, f"meter index {m.index.index} out of range")
             cfg = m.config
             if cfg.cir > cfg.pir:
                 raise invalid("meter cir must not exceed pir")
@@ -357,7 +352,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 if e is None or not table.info.direct_resource_ids:
                     continue
                 out = p4runtime_pb2.Entity()
-                out.direct_counter_entry.table_entry.CopyFrom(tables.to_proto(table, e))
+                # As PI answers: the entry's key (match + priority) only, no action or metadata.
+                full = tables.to_proto(table, e)
+                key = out.direct_counter_entry.table_entry
+                key.table_id, key.priority = full.table_id, full.priority
+                key.match.extend(full.match)
                 out.direct_counter_entry.data.packet_count = e.packets
                 out.direct_counter_entry.data.byte_count = e.bytes
                 yield out

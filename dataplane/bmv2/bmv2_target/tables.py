@@ -23,11 +23,10 @@ Update = p4runtime_pb2.Update
 
 
 def decode(data: bytes, bitwidth: int, what: str) -> int:
-    """A P4Runtime bytestring as an int, rejecting what PI rejects."""
+    """A P4Runtime bytestring as an int, rejecting what PI rejects. Leading zero bytes are
+    accepted (PI canonicalises them: 00 00 01 is port 1), only the value must fit."""
     if not data:
         raise invalid(f"{what}: empty bytestring")
-    if len(data) > (bitwidth + 7) // 8:
-        raise invalid(f"{what}: bytestring of {len(data)} bytes is too long for bitwidth {bitwidth}")
     value = int.from_bytes(data, "big")
     if value >> bitwidth:
         raise invalid(f"{what}: value {value:#x} does not fit in {bitwidth} bits")
@@ -97,7 +96,7 @@ class TableStore:
         try:
             return self.tables[table_id]
         except KeyError:
-            raise not_found(f"unknown table id {table_id}") from None
+            raise invalid(f"unknown table id {table_id}") from None  # PI: INVALID_ARGUMENT
 
     # ---- validation -------------------------------------------------------------
 
@@ -154,12 +153,13 @@ class TableStore:
     ) -> tuple[int, tuple[int, ...]]:
         a = self.index.actions.get(action.action_id)
         if a is None:
-            raise not_found(f"unknown action id {action.action_id}")
+            raise invalid(f"unknown action id {action.action_id}")
         ref = next((r for r in table.info.action_refs if r.id == action.action_id), None)
         if ref is None:
             raise invalid(f"action {a.preamble.name} is not an action of table {table.info.preamble.name}")
         if not default and ref.scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
-            raise invalid(f"action {a.preamble.name} is default-only in {table.info.preamble.name}")
+            where = f"{a.preamble.name} is default-only in {table.info.preamble.name}"
+            raise P4RTError(grpc.StatusCode.PERMISSION_DENIED, f"action {where}")
         if default and ref.scope == p4info_pb2.ActionRef.TABLE_ONLY:
             raise invalid(f"action {a.preamble.name} cannot be a default action")
         by_id = {p.id: p for p in a.params}

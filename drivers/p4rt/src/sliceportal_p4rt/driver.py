@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
 import grpc
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -123,6 +124,7 @@ class Driver:
         self.sizes["slices"] = self.sizes[SLICE_METER]
         self._session: Session | None = None
         self._version: str | None = None
+        self._registers_writable = True
 
     # ---- pure --------------------------------------------------------------------------
 
@@ -349,6 +351,23 @@ class Driver:
             s.write(updates[i : i + n])
             progress(ProgressEvent(phase=phase, done=min(i + n, len(updates)), total=len(updates)))
 
+    def _reset_registers(
+        self, s: Session, updates: list[p4runtime_pb2.Update], progress: ProgressCallback
+    ) -> None:
+        """Best effort: BMv2's PI answers every register write UNIMPLEMENTED ("Register
+        writes are not supported yet"). The vQueue needs no reset to be correct (a stale
+        ``slice_ts`` drains the backlog to zero on the next packet); only the
+        ``slice_delay_max`` statistic then carries over, so such a target is written no more."""
+        if not updates or not self._registers_writable:
+            return
+        try:
+            self._write_all(s, updates, "write", progress)
+        except WriteFailed as e:
+            if e.errors and all(err.code == code_pb2.UNIMPLEMENTED for err in e.errors):
+                self._registers_writable = False
+                return
+            raise
+
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         if plan.driver != self.name:
             raise DriverError(f"plan was lowered by {plan.driver!r}, not {self.name!r}")
@@ -365,7 +384,7 @@ class Driver:
         counts = {t: sum(1 for u in updates if u.type == t) for t in kinds}
         try:
             self._write_all(s, updates, "write", progress)
-            self._write_all(s, self._register_resets(plan, before), "write", progress)
+            self._reset_registers(s, self._register_resets(plan, before), progress)
         except WriteFailed as e:
             reason = e.errors[0].message if e.errors else e.message
             self._rollback(before, progress, reason)
@@ -417,8 +436,12 @@ class Driver:
             e = p4runtime_pb2.Entity()
             e.counter_entry.counter_id = cid
             ents.append(e)
+        # Per-rule hits come with the classifier's entries (counter_data set in the read):
+        # a DirectCounterEntry read from BMv2 carries the match and priority but not the
+        # entry's metadata, so the owner tag could not tell our rules from others'.
         hits = p4runtime_pb2.Entity()
-        hits.direct_counter_entry.table_entry.table_id = self.p4info.table(CLASSIFIER).preamble.id
+        hits.table_entry.table_id = self.p4info.table(CLASSIFIER).preamble.id
+        hits.table_entry.counter_data.SetInParent()
         ents.append(hits)
         try:
             got = s.read(ents)
@@ -431,10 +454,10 @@ class Driver:
             if ent.HasField("counter_entry"):
                 c = ent.counter_entry
                 cells[ids[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
-            elif ent.direct_counter_entry.table_entry.metadata == self.tag:
-                d = ent.direct_counter_entry
-                rules[PRIORITY_BASE - d.table_entry.priority] = LaneCounters(
-                    packets=d.data.packet_count, bytes=d.data.byte_count
+            elif ent.table_entry.metadata == self.tag and not ent.table_entry.is_default_action:
+                te = ent.table_entry
+                rules[PRIORITY_BASE - te.priority] = LaneCounters(
+                    packets=te.counter_data.packet_count, bytes=te.counter_data.byte_count
                 )
         rx, tx = cells[f"{ING}.classifier.slice_rx"], cells[f"{EGR}.vlan_tag.slice_tx"]
         drops, marks = cells[f"{ING}.vqueue.slice_drops"], cells[f"{ING}.vqueue.slice_ecn_marks"]

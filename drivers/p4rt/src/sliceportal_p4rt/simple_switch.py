@@ -1,0 +1,117 @@
+"""Start the real BMv2 (``simple_switch_grpc``) for tests, benchmarks and the testbed.
+
+The switch starts empty (``--no-p4``); the p4rt driver pushes the p4c build it ships
+(dataplane/bmv2/compiled/) with SetForwardingPipelineConfig when it first connects.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+BINARY = "simple_switch_grpc"
+
+
+class SimpleSwitchError(RuntimeError):
+    """simple_switch_grpc is missing, exited, or did not answer in time."""
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class SimpleSwitch:
+    """A running simple_switch_grpc: its P4Runtime ``address`` (host:port) and ``stop()``."""
+
+    address: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    interfaces: dict[int, str] = field(default_factory=dict)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.unlink(missing_ok=True)
+
+    def __enter__(self) -> SimpleSwitch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_simple_switch_grpc(
+    interfaces: Mapping[int, str] | None = None,
+    priority_queues: int = 8,
+    *,
+    device_id: int = 1,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    cpu_port: int | None = None,
+    extra_args: Sequence[str] = (),
+    binary: str = BINARY,
+    ready_timeout_s: float = 15.0,
+) -> SimpleSwitch:
+    """Start ``simple_switch_grpc --no-p4`` with ``interfaces`` {port: ifname} and wait until
+    its P4Runtime server answers. ``port`` 0 picks a free TCP port.
+
+    ``priority_queues`` must match the driver's ``lanes``: without the option BMv2 drops
+    every packet whose standard_metadata.priority is not 0.
+    """
+    exe = shutil.which(binary)
+    if exe is None:
+        raise SimpleSwitchError(f"{binary} is not on PATH (install ../shared/p4tools with its install.sh)")
+    if not 1 <= priority_queues <= 8:
+        raise SimpleSwitchError(f"priority_queues must be 1..8, got {priority_queues}")
+    port = port or _free_port(host)
+    args = [exe, "--no-p4", "--device-id", str(device_id)]
+    for p, ifname in sorted((interfaces or {}).items()):
+        args += ["-i", f"{p}@{ifname}"]
+    args += list(extra_args)
+    args += ["--", "--grpc-server-addr", f"{host}:{port}", "--priority-queues", str(priority_queues)]
+    if cpu_port is not None:
+        args += ["--cpu-port", str(cpu_port)]
+    fd, name = tempfile.mkstemp(prefix="simple_switch_grpc.", suffix=".log")
+    log = Path(name)
+    with open(fd, "wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    switch = SimpleSwitch(f"{host}:{port}", proc, log, dict(interfaces or {}))
+    deadline = time.monotonic() + ready_timeout_s
+    channel = grpc.insecure_channel(switch.address)
+    try:
+        while True:
+            if proc.poll() is not None:
+                text = log.read_text(errors="replace")[-2000:]
+                switch.stop()
+                raise SimpleSwitchError(f"{binary} exited with {proc.returncode}: {text}")
+            try:
+                grpc.channel_ready_future(channel).result(timeout=0.2)
+                return switch
+            except grpc.FutureTimeoutError:
+                if time.monotonic() > deadline:
+                    switch.stop()
+                    raise SimpleSwitchError(
+                        f"{binary} did not open its P4Runtime server on {switch.address} "
+                        f"within {ready_timeout_s:.0f} s"
+                    ) from None
+    finally:
+        channel.close()

@@ -1,0 +1,179 @@
+"""Invalid P4Runtime writes, differentially: the bundled target and ``simple_switch_grpc``
+(the same p4c program, pushed by the driver) answer every write of the corpus with the same
+gRPC status and the same per-update canonical codes, and hold the same entries afterwards.
+
+``needs_bmv2``: a failure under CI=true without simple_switch_grpc, a skip elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from bmv2_target.testing import Target
+from p4.v1 import p4runtime_pb2
+
+from sliceportal_p4rt.client import Session, WriteFailed
+from sliceportal_p4rt.driver import Driver
+from sliceportal_p4rt.p4info import CLASSIFIER, PORT_TENANT, SLICE_METER, SLICE_QOS, VQUEUE_REGISTERS
+from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
+
+pytestmark = pytest.mark.needs_bmv2
+
+Update = p4runtime_pb2.Update
+INFO = Driver({}).p4info
+Outcome = tuple[str, tuple[tuple[int, int], ...]]  # (gRPC status, ((update index, canonical code), ...))
+
+
+def entry(
+    table: str,
+    match: dict[str, tuple[bytes, ...]],
+    action: str,
+    params: dict[str, bytes] | None = None,
+    priority: int = 0,
+) -> p4runtime_pb2.TableEntry:
+    """A table entry by names: an exact match is (value,), a ternary one (value, mask)."""
+    t = INFO.table(table)
+    te = p4runtime_pb2.TableEntry(table_id=t.preamble.id, priority=priority)
+    fields = {f.name: f for f in t.match_fields}
+    for name, value in match.items():
+        fm = te.match.add(field_id=fields[name].id)
+        if len(value) == 1:
+            fm.exact.value = value[0]
+        else:
+            fm.ternary.value, fm.ternary.mask = value
+    a = INFO.action(action)
+    te.action.action.action_id = a.preamble.id
+    ids = {p.name: p.id for p in a.params}
+    for name, value in (params or {}).items():
+        te.action.action.params.add(param_id=ids[name], value=value)
+    return te
+
+
+def ins(te: p4runtime_pb2.TableEntry, utype: int = Update.INSERT) -> Update:
+    u = Update(type=utype)
+    u.entity.table_entry.CopyFrom(te)
+    return u
+
+
+def port(p: bytes = b"\x01", action: str = "SlicingIngress.tenant.set_trunk") -> p4runtime_pb2.TableEntry:
+    return entry(PORT_TENANT, {"ingress_port": (p,)}, action)
+
+
+def slice_rule(dport: bytes = b"\x13\x88", mask: bytes = b"\xff\xff", priority: int = 10) -> p4runtime_pb2.TableEntry:
+    return entry(
+        CLASSIFIER,
+        {"tenant_id": (b"\x01",), "dst_port": (dport, mask)},
+        "SlicingIngress.classifier.set_slice",
+        {"slice_id": b"\x01", "lane": b"\x03"},
+        priority,
+    )
+
+
+def corpus() -> dict[str, list[Update]]:
+    c: dict[str, list[Update]] = {}
+    good = ins(port())
+    c["valid insert"] = [good]
+    c["duplicate insert"] = [ins(port())]
+    c["duplicate inside one batch"] = [ins(port(b"\x02")), ins(port(b"\x02"))]
+    c["delete absent"] = [ins(port(b"\x09"), Update.DELETE)]
+    c["modify absent"] = [ins(port(b"\x09"), Update.MODIFY)]
+    te = port(b"\x03")
+    te.table_id = 0x0DEAD
+    c["unknown table id"] = [ins(te)]
+    te = port(b"\x03")
+    te.action.action.action_id = 0x0BEEF
+    c["unknown action id"] = [ins(te)]
+    te = port(b"\x03")
+    te.match[0].field_id = 7
+    c["unknown match field id"] = [ins(te)]
+    te = port(b"\x03")
+    te.match[0].ClearField("exact")
+    te.match[0].ternary.value, te.match[0].ternary.mask = b"\x03", b"\xff"
+    c["ternary value for an exact field"] = [ins(te)]
+    te = slice_rule()
+    te.match[1].ClearField("ternary")
+    te.match[1].exact.value = b"\x13\x88"
+    c["exact value for a ternary field"] = [ins(te)]
+    c["value wider than the field (9-bit port)"] = [ins(port(b"\x02\x00"))]
+    c["value with more bytes than the field"] = [ins(port(b"\x00\x00\x01"))]
+    c["value bits outside the mask"] = [ins(slice_rule(b"\x13\x89", b"\xff\x00"))]
+    c["all-zero mask (a wildcard must be omitted)"] = [ins(slice_rule(b"\x00", b"\x00"))]
+    c["ternary entry without priority"] = [ins(slice_rule(priority=0))]
+    c["action of another table"] = [ins(port(b"\x04", "SlicingIngress.fwd.forward"))]
+    c["default-only action as an entry"] = [
+        ins(entry(CLASSIFIER, {"tenant_id": (b"\x01",)}, "SlicingIngress.classifier.miss_fixed", {"lane": b"\x00"}, 5))
+    ]
+    te = slice_rule(b"\x13\x8a")
+    del te.action.action.params[1]
+    c["missing action parameter"] = [ins(te)]
+    te = slice_rule(b"\x13\x8b")
+    te.action.action.params[1].value = b"\x08"
+    c["parameter wider than declared (3-bit lane = 8)"] = [ins(te)]
+    te = slice_rule(b"\x13\x8c")
+    te.action.action.params[0].param_id = 9
+    c["unknown parameter id"] = [ins(te)]
+    c["missing exact field"] = [ins(entry(PORT_TENANT, {}, "SlicingIngress.tenant.set_trunk"))]
+    d = ins(port(), Update.MODIFY)
+    d.entity.table_entry.ClearField("match")
+    d.entity.table_entry.is_default_action = True
+    d.entity.table_entry.action.action.action_id = INFO.action("SlicingIngress.tenant.set_trunk").preamble.id
+    c["modify a const default action"] = [d]
+    d = ins(slice_rule(), Update.INSERT)
+    d.entity.table_entry.ClearField("match")
+    d.entity.table_entry.priority = 0
+    d.entity.table_entry.is_default_action = True
+    c["insert (not modify) a default action"] = [d]
+    qos = entry(SLICE_QOS, {"slice_id": (b"\x01",)}, "SlicingIngress.vqueue.meter_police")
+    c["valid exact insert with no params"] = [ins(qos)]
+    m = Update(type=Update.MODIFY)
+    m.entity.meter_entry.meter_id = INFO.meter(SLICE_METER).preamble.id
+    m.entity.meter_entry.index.index = 1 << 20
+    m.entity.meter_entry.config.cir, m.entity.meter_entry.config.cburst = 1000, 100
+    m.entity.meter_entry.config.pir, m.entity.meter_entry.config.pburst = 2000, 100
+    c["meter index out of range"] = [m]
+    m2 = Update()
+    m2.CopyFrom(m)
+    m2.entity.meter_entry.meter_id = 0x0FEED
+    c["unknown meter id"] = [m2]
+    r = Update(type=Update.MODIFY)
+    r.entity.register_entry.register_id = INFO.register(VQUEUE_REGISTERS[1]).preamble.id
+    r.entity.register_entry.index.index = 1
+    r.entity.register_entry.data.bitstring = b"\x00"
+    c["register write"] = [r]
+    c["a good and a bad update in one batch"] = [ins(port(b"\x05")), ins(port(b"\x05")), ins(port(b"\x06"))]
+    c["delete then reinsert in one batch"] = [ins(port(b"\x05"), Update.DELETE), ins(port(b"\x05"))]
+    return c
+
+
+def run_corpus(address: str) -> tuple[dict[str, Outcome], list[str]]:
+    drv = Driver({"address": address})
+    s: Session = drv._connect()  # pushes the pipeline; the driver's session is the primary
+    out: dict[str, Outcome] = {}
+    for name, updates in corpus().items():
+        try:
+            s.write(updates)
+            out[name] = ("OK", ())
+        except WriteFailed as e:
+            out[name] = (e.code.name, tuple((err.index, err.code) for err in e.errors))
+    read = s.read([p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())])
+    held = sorted(ent.table_entry.SerializeToString(deterministic=True).hex() for ent in read)
+    drv.close()
+    return out, held
+
+
+@pytest.fixture
+def bmv2_address() -> Iterator[str]:
+    with start_simple_switch_grpc(priority_queues=8) as switch:
+        yield switch.address
+
+
+def test_invalid_writes_get_the_same_status_codes(
+    bmv2_address: str, start_target: Callable[..., Target]
+) -> None:
+    real, real_held = run_corpus(bmv2_address)
+    bundled, bundled_held = run_corpus(start_target("--priority-queues", "8").address)
+    assert real["valid insert"] == ("OK", ()) and real["duplicate insert"][0] != "OK"
+    differ = {name: (real[name], bundled[name]) for name in real if real[name] != bundled[name]}
+    assert not differ, f"(BMv2, bundled) differ: {differ}"
+    assert bundled_held == real_held
