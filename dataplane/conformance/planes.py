@@ -222,9 +222,9 @@ def run_p4(plane: object, frames: Sequence[bytes]) -> list[Verdict]:
         if f is None:
             out.append(Verdict(MALFORMED if bad else UNPARSED, 0, 0, None, False, False))
             continue
-        classified = not bad and (f.parsed.ipv4 >= 0)
         sent = pipe.egress(f)
-        outcome = MALFORMED if bad else CLASSIFIED if classified else UNPARSED
+        # p4-no-unparsed-counter: the parser's own mark tells unparsed from a miss
+        outcome = MALFORMED if bad else UNPARSED if f.parsed.unparsed else CLASSIFIED
         out.append(
             Verdict(
                 outcome,

@@ -220,7 +220,8 @@ class Pipeline:
             if ip >= 0 and out[ip] & 0x0F == 5:
                 out[ip + 10 : ip + 12] = ipv4_checksum(out[ip : ip + 20]).to_bytes(2, "big")
         hit = self._exact(self.egress_vlan, f.egress_port)
-        if hit is not None and hit[0] == self.a["push_tenant_vlan"]:
+        # a frame without a complete Ethernet header is never tagged (docs/packets.md)
+        if hit is not None and hit[0] == self.a["push_tenant_vlan"] and len(out) >= 14:
             if p.vlan >= 0:
                 tci = (int.from_bytes(out[14:16], "big") & 0xF000) | f.tenant_vid
                 out[14:16] = tci.to_bytes(2, "big")

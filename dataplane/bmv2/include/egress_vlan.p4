@@ -38,7 +38,7 @@ control EgressVlan(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         egress_vlan.apply();
-        if (vlan_op == 1) {
+        if (vlan_op == 1 && hdr.ethernet.isValid()) {  // never tag a runt (docs/packets.md)
             if (!hdr.vlan.isValid()) {
                 hdr.vlan.setValid();
                 hdr.vlan.pcp = 0;

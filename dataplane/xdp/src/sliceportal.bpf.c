@@ -129,6 +129,7 @@ struct flow {
 #define PARSE_OK 0
 #define PARSE_MALFORMED 1
 #define PARSE_UNPARSED 2
+#define PARSE_GTP_SIGNAL 3 /* GTP-U without a user packet: key on the carrying IPv4 */
 
 struct vxlanhdr {
 	__u8 flags;
@@ -171,16 +172,20 @@ static __always_inline int is_fragment(struct iphdr *ip)
 	return ip->frag_off & bpf_htons(0x1fff);
 }
 
-/* The UDP header after `ip` if it is UDP with destination `port` (and not a later
- * fragment); -1 when it should be there but is cut. */
+/* 1 when `ip` carries UDP to `port` (not a later fragment) with its full header; 0 when
+ * not; -1 when the ports are cut, or the header of a tunnel port is (docs/packets.md). */
 static __always_inline int udp_to(struct iphdr *ip, void *pos, void *end, __u16 port)
 {
 	if (ip->protocol != IPPROTO_UDP || is_fragment(ip))
 		return 0;
 	struct udphdr *udp = pos;
+	if (pos + 4 > end)
+		return -1;
+	if (udp->dest != bpf_htons(port))
+		return 0;
 	if ((void *)(udp + 1) > end)
 		return -1;
-	return udp->dest == bpf_htons(port);
+	return 1;
 }
 
 static __always_inline int parse_gtp(void **pos, void *end, struct flow *f)
@@ -188,10 +193,12 @@ static __always_inline int parse_gtp(void **pos, void *end, struct flow *f)
 	struct gtphdr *g = *pos;
 	if ((void *)(g + 1) > end)
 		return PARSE_MALFORMED;
-	if ((g->flags >> 5) != 1 || !(g->flags & 0x10))
+	if ((g->flags >> 5) != 1) /* the PT bit is not checked (docs/packets.md) */
 		return PARSE_MALFORMED;
-	if (g->type != 255) /* signalling (echo, error indication): not user plane */
-		return PARSE_UNPARSED;
+	f->teid = bpf_ntohl(g->teid);
+	f->present |= P_TEID;
+	if (g->type != 255) /* signalling (echo, error indication, end marker) */
+		return PARSE_GTP_SIGNAL;
 	void *p = (void *)(g + 1);
 	if (g->flags & 0x07) {
 		__u8 *opt = p;
@@ -218,8 +225,6 @@ static __always_inline int parse_gtp(void **pos, void *end, struct flow *f)
 		if (next)
 			return PARSE_MALFORMED; /* more extension headers than we follow */
 	}
-	f->teid = bpf_ntohl(g->teid);
-	f->present |= P_TEID;
 	*pos = p;
 	return PARSE_OK;
 }
@@ -267,8 +272,7 @@ __attribute__((noinline)) int parse(struct xdp_md *ctx, struct flow *f)
 		struct vxlanhdr *vx = pos + sizeof(struct udphdr);
 		if ((void *)(vx + 1) > end)
 			return PARSE_MALFORMED;
-		if (!(vx->flags & 0x08))
-			return PARSE_MALFORMED;
+		/* the I flag is not checked (docs/packets.md) */
 		f->vni = ((__u32)vx->vni[0] << 16) | ((__u32)vx->vni[1] << 8) | vx->vni[2];
 		f->present |= P_VNI;
 		struct ethhdr *ieth = (void *)(vx + 1);
@@ -286,8 +290,13 @@ __attribute__((noinline)) int parse(struct xdp_md *ctx, struct flow *f)
 	if (r < 0)
 		return PARSE_MALFORMED;
 	if (r) {
+		void *udp_pos = pos;
 		pos += sizeof(struct udphdr);
 		r = parse_gtp(&pos, end, f);
+		if (r == PARSE_GTP_SIGNAL) {
+			pos = udp_pos; /* the key is the carrying IPv4 and its UDP 2152 */
+			goto key;
+		}
 		if (r != PARSE_OK)
 			return r;
 		__u8 *ver = pos;
@@ -300,22 +309,18 @@ __attribute__((noinline)) int parse(struct xdp_md *ctx, struct flow *f)
 			return PARSE_MALFORMED;
 	}
 
-	/* innermost IPv4 and its L4 */
+key:
+	/* innermost IPv4 and its L4 ports (4 bytes are enough: only the ports are keys) */
 	f->src_ip = ip->saddr;
 	f->dst_ip = ip->daddr;
 	f->dscp = ip->tos >> 2;
 	f->dst_port = 0;
 	if (!is_fragment(ip)) {
-		if (ip->protocol == IPPROTO_UDP) {
-			struct udphdr *udp = pos;
-			if ((void *)(udp + 1) > end)
+		if (ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) {
+			__be16 *ports = pos;
+			if ((void *)(ports + 2) > end)
 				return PARSE_MALFORMED;
-			f->dst_port = bpf_ntohs(udp->dest);
-		} else if (ip->protocol == IPPROTO_TCP) {
-			struct tcphdr *tcp = pos;
-			if ((void *)(tcp + 1) > end)
-				return PARSE_MALFORMED;
-			f->dst_port = bpf_ntohs(tcp->dest);
+			f->dst_port = bpf_ntohs(ports[1]);
 		}
 	}
 	return PARSE_OK;
