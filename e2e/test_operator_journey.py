@@ -150,6 +150,8 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     page.get_by_role("link", name="bmv2-e2e").click()
     expect(page.get_by_test_id("preview-rules")).to_contain_text("native")
     page.get_by_role("button", name="Deploy now").click()
+    # traffic-affecting: the portal asks first, naming the backend
+    page.get_by_role("dialog", name="Deploy to backend bmv2-e2e?").get_by_role("button", name="Deploy now").click()
     outcome = page.get_by_test_id("deploy-outcome")
     expect(outcome).to_be_visible(timeout=60_000)
     expect(outcome).to_contain_text("Deployment")
@@ -163,6 +165,8 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     assert httpx.delete(f"{stack.base_url}/api/v1/slices/{slice_id}/services/{voice['id']}",
                         headers=auth).status_code == 204
     page.get_by_role("button", name="Deploy now").click()
+    # traffic-affecting: the portal asks first, naming the backend
+    page.get_by_role("dialog", name="Deploy to backend bmv2-e2e?").get_by_role("button", name="Deploy now").click()
     expect(history.get_by_role("row")).to_have_count(3, timeout=60_000)
     # the deleted service's classifier entries go: fewer come than go (minimisation reorders the rest)
     expect(outcome).to_contain_text("classifier")
@@ -170,6 +174,8 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     assert removed > added
     # each successful deployment in the history offers a rollback to its rule set
     history.get_by_role("button", name="Roll back to rule set 1").click()
+    page.get_by_role("dialog", name="Roll back backend bmv2-e2e to rule set 1?").get_by_role(
+        "button", name="Roll back to rule set 1").click()
     expect(history.get_by_role("row")).to_have_count(4, timeout=60_000)
     expect(history.get_by_role("row").nth(1)).to_contain_text("rollback")
     expect(outcome).to_contain_text("classifier")

@@ -7,8 +7,11 @@ import {
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useParams } from "react-router";
 import { api, ApiProblem, unwrap } from "../../api/client";
+import { useConfirm } from "../common/Confirm";
+import { NO_CLAMP, rangeError } from "../common/numberRange";
 import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
+import { Time } from "../common/time";
 import { streamDeploy, type Deployment, type ProgressEvent } from "./deployStream";
 
 function Preview({ backendId }: { backendId: number }) {
@@ -61,6 +64,10 @@ function diffSummary(diff: Record<string, unknown>): string {
   return parts.join(", ") || "no changes";
 }
 
+function isSuccess(status: string): boolean {
+  return status === "succeeded" || status === "success";
+}
+
 export function BackendDetail() {
   const id = Number(useParams().backendId);
   const qc = useQueryClient();
@@ -77,6 +84,14 @@ export function BackendDetail() {
   const [failure, setFailure] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const [rollbackTo, setRollbackTo] = useState<number | string>("");
+  const confirm = useConfirm();
+  const deployments = history.data?.data ?? [];
+  // The rule set the data plane runs: the newest deployment that succeeded (history is newest first).
+  const active = deployments.find((d) => isSuccess(d.status));
+  const known = new Set(deployments.filter((d) => isSuccess(d.status)).map((d) => d.rule_set_number));
+  const rollbackError = rangeError("Rule set", rollbackTo, 1, Number.MAX_SAFE_INTEGER)
+    ?? (rollbackTo !== "" && deployments.length > 0 && !known.has(Number(rollbackTo)) && deployments.length < 20
+      ? `Rule set ${rollbackTo} was never deployed here.` : undefined);
 
   async function run(url: string, body?: unknown) {
     setBusy(true); setOutcome(null); setFailure(null); setProgress(null);
@@ -92,10 +107,29 @@ export function BackendDetail() {
     }
   }
 
+  const askDeploy = (name: string, backendId: number) => confirm.ask({
+    title: `Deploy to backend ${name}?`,
+    message: `The rules on ${name} are replaced by what the current slices, services and subscribers need `
+      + "(see the rule preview). Traffic of every slice on this backend follows the new rules at once.",
+    confirmLabel: "Deploy now",
+    color: "blue",
+    action: async () => { void run(`/api/v1/backends/${backendId}/deployments`); },
+  });
+  const askRollback = (name: string, backendId: number, ruleSet: number) => confirm.ask({
+    title: `Roll back backend ${name} to rule set ${ruleSet}?`,
+    message: `${name} goes back to the rules of rule set ${ruleSet}`
+      + (active ? `, replacing the active rule set ${active.rule_set_number}` : "")
+      + ". Traffic of every slice on this backend follows the old rules at once.",
+    confirmLabel: `Roll back to rule set ${ruleSet}`,
+    color: "orange",
+    action: async () => { void run(`/api/v1/backends/${backendId}/rollback`, { rule_set: ruleSet }); },
+  });
+
   return (
     <QueryView query={backend} what="backend">
       {(b) => (
         <Stack>
+          {confirm.dialog}
           <PageTitle actions={<Badge>{b.health}</Badge>}>Backend {b.name}</PageTitle>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Rule preview</Title>
@@ -104,12 +138,13 @@ export function BackendDetail() {
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Deploy</Title>
             <Group>
-              <Button onClick={() => run(`/api/v1/backends/${b.id}/deployments`)} loading={busy}>Deploy now</Button>
-              <NumberInput aria-label="Rule set number to roll back to" placeholder="rule set #" min={1} w={140}
-                value={rollbackTo} onChange={setRollbackTo} />
-              <Button variant="light" color="orange" disabled={busy || rollbackTo === ""}
-                onClick={() => run(`/api/v1/backends/${b.id}/rollback`, { rule_set: Number(rollbackTo) })}>Roll back</Button>
+              <Button onClick={() => askDeploy(b.name, b.id)} loading={busy}>Deploy now</Button>
+              <NumberInput aria-label="Rule set number to roll back to" placeholder="rule set #" w={160} {...NO_CLAMP}
+                value={rollbackTo} onChange={setRollbackTo} error={rollbackError} />
+              <Button variant="light" color="orange" disabled={busy || rollbackTo === "" || rollbackError !== undefined}
+                onClick={() => askRollback(b.name, b.id, Number(rollbackTo))}>Roll back</Button>
             </Group>
+            {active && <Text size="sm" mt="xs" data-testid="active-rule-set">Active rule set: <b>{active.rule_set_number}</b></Text>}
             {progress && (
               <Stack gap={4} mt="sm">
                 <Text size="sm" data-testid="deploy-phase">{progress.phase}: {progress.done}/{progress.total} {progress.message}</Text>
@@ -117,7 +152,7 @@ export function BackendDetail() {
               </Stack>
             )}
             {outcome && (
-              <Alert mt="sm" color={outcome.status === "succeeded" || outcome.status === "success" ? "green" : "orange"}
+              <Alert mt="sm" color={isSuccess(outcome.status) ? "green" : "orange"}
                 title={`Deployment ${outcome.status}`} data-testid="deploy-outcome">
                 {diffSummary(outcome.diff)}{outcome.duration_s != null && ` in ${outcome.duration_s.toFixed(2)} s`}
                 {outcome.error && <Text c="red">{outcome.error}</Text>}
@@ -139,15 +174,16 @@ export function BackendDetail() {
                           <Table.Td>{d.id}</Table.Td>
                           <Table.Td>
                             {d.rule_set_number}
-                            {d.status === "succeeded" && (
+                            {d === active && <Badge ml="xs" size="sm" color="green" variant="light">active</Badge>}
+                            {isSuccess(d.status) && d.rule_set_number !== active?.rule_set_number && (
                               <Button size="compact-xs" variant="subtle" color="orange" ml="xs" disabled={busy}
                                 aria-label={`Roll back to rule set ${d.rule_set_number}`}
-                                onClick={() => run(`/api/v1/backends/${b.id}/rollback`, { rule_set: d.rule_set_number })}>
+                                onClick={() => askRollback(b.name, b.id, d.rule_set_number)}>
                                 roll back
                               </Button>
                             )}
                           </Table.Td>
-                          <Table.Td>{new Date(d.created_at).toLocaleString()}</Table.Td>
+                          <Table.Td><Time value={d.created_at} /></Table.Td>
                           <Table.Td>{d.kind}</Table.Td><Table.Td>{d.status}{d.rolled_back ? " (rolled back)" : ""}</Table.Td>
                           <Table.Td>{d.actor}</Table.Td><Table.Td>{diffSummary(d.diff)}{d.error && <Text c="red" size="xs">{d.error}</Text>}</Table.Td>
                           <Table.Td>{d.duration_s != null ? `${d.duration_s.toFixed(2)} s` : "—"}</Table.Td>

@@ -1,6 +1,12 @@
+// Tenants: paged list with search; create, edit, and delete with a confirmation that says what
+// goes with the tenant (the API refuses while slices or subscribers depend on it, and says why).
 import { useState } from "react";
-import { Button, Modal, Table, TextInput, VisuallyHidden } from "@mantine/core";
-import type { Schemas } from "../../api/client";
+import { Anchor, Button, Group, Table, TextInput, VisuallyHidden } from "@mantine/core";
+import { useQueryClient } from "@tanstack/react-query";
+import { Link } from "react-router";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { useConfirm } from "../common/Confirm";
+import { Dialog } from "../common/Dialog";
 import { PageTitle } from "../common/PageTitle";
 import { Pager } from "../common/Pager";
 import { QueryView } from "../common/QueryView";
@@ -14,6 +20,18 @@ export function TenantsPage() {
   const [params, setParams] = usePageParams({ sort: "name" });
   const tenants = useTenants(params);
   const [editing, setEditing] = useState<Tenant | "new" | null>(null);
+  const qc = useQueryClient();
+  const confirm = useConfirm();
+  const askDelete = (t: Tenant) => confirm.ask({
+    title: `Delete tenant ${t.name}?`,
+    message: `Tenant ${t.name} (VNI ${t.vni}) is deleted. A tenant that still has slices or subscribers cannot be `
+      + "deleted: the portal says which, and nothing changes.",
+    confirmLabel: "Delete tenant",
+    action: async () => {
+      await unwrap(api.DELETE("/api/v1/tenants/{tenant_id}", { params: { path: { tenant_id: t.id } } }));
+      await qc.invalidateQueries({ queryKey: ["tenants"] });
+    },
+  });
 
   return (
     <>
@@ -23,7 +41,7 @@ export function TenantsPage() {
       <QueryView query={tenants}>
         {(page) => (
           <>
-            <Table.ScrollContainer minWidth={600}>
+            <Table.ScrollContainer minWidth={720}>
               <Table striped highlightOnHover aria-label="Tenants">
                 <Table.Thead>
                   <Table.Tr>
@@ -40,7 +58,13 @@ export function TenantsPage() {
                       <Table.Td>{t.ue_pool ?? "—"}</Table.Td>
                       <Table.Td>{t.contact}</Table.Td>
                       <Table.Td>
-                        <Button size="xs" variant="subtle" onClick={() => setEditing(t)} aria-label={`Edit ${t.name}`}>Edit</Button>
+                        <Group gap={4} wrap="nowrap">
+                          <Anchor component={Link} size="sm" to={`/subscribers?tenant_id=${t.id}`}
+                            aria-label={`Subscribers of ${t.name}`}>Subscribers</Anchor>
+                          <Button size="compact-xs" variant="subtle" onClick={() => setEditing(t)} aria-label={`Edit ${t.name}`}>Edit</Button>
+                          <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(t)}
+                            aria-label={`Delete tenant ${t.name}`}>Delete</Button>
+                        </Group>
                       </Table.Td>
                     </Table.Tr>
                   ))}
@@ -51,12 +75,13 @@ export function TenantsPage() {
           </>
         )}
       </QueryView>
-      <Modal opened={editing !== null} onClose={() => setEditing(null)}
-        title={editing === "new" ? "New tenant" : "Edit tenant"}>
+      <Dialog opened={editing !== null} onClose={() => setEditing(null)}
+        title={editing === "new" ? "New tenant" : `Edit tenant ${editing?.name ?? ""}`}>
         {editing !== null && (
           <TenantForm tenant={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />
         )}
-      </Modal>
+      </Dialog>
+      {confirm.dialog}
     </>
   );
 }

@@ -1,0 +1,89 @@
+import { describe, expect, it, vi } from "vitest";
+import { screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { Route, Routes } from "react-router";
+import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
+import { BackendDetail } from "./BackendDetail";
+
+const BACKEND = { id: 4, name: "edge-1", driver: "p4rt", health: "ok", health_detail: "", paths: 1, lanes: 8, capacity: {},
+  options: {}, created_at: "2026-11-23T09:00:00Z", version: 1 };
+const dep = (id: number, ruleSet: number, kind = "deploy", status = "succeeded") => ({
+  id, backend_id: 4, rule_set_number: ruleSet, rule_set_id: ruleSet, kind, status, actor: "op", diff: {}, duration_s: 0.1,
+  error: null, created_at: "2026-11-23T09:00:00Z", finished_at: null, rolled_back: false,
+  previous_rule_set_id: null, previous_rule_set_number: null,
+});
+
+function api() {
+  return fakeApi({
+    "GET /api/v1/backends/4": () => jsonResponse(BACKEND),
+    "GET /api/v1/backends/4/preview": () => jsonResponse({ driver: "p4rt", rules_before: 1, rules_after: 2, flows: 1, paths: 1,
+      lanes: 8, usage: {}, tables: {} }),
+    "GET /api/v1/backends/4/deployments": () => jsonResponse({ count: 3, data: [dep(3, 2), dep(2, 2, "deploy", "failed"), dep(1, 1)] }),
+    "POST /api/v1/backends/4/deployments": () => new Response(
+      `${JSON.stringify({ event: "progress", phase: "write", done: 1, total: 1, message: "" })}\n`
+      + `${JSON.stringify({ event: "result", ...dep(4, 3) })}\n`,
+      { headers: { "Content-Type": "application/x-ndjson" } }),
+    "POST /api/v1/backends/4/rollback": () => new Response(`${JSON.stringify({ event: "result", ...dep(5, 1, "rollback") })}\n`,
+      { headers: { "Content-Type": "application/x-ndjson" } }),
+  });
+}
+
+function renderDetail() {
+  return renderWithApp(<Routes><Route path="/backends/:backendId" element={<BackendDetail />} /></Routes>, { url: "/backends/4" });
+}
+
+describe("BackendDetail", () => {
+  it("marks the active rule set and offers rollback only to other rule sets", async () => {
+    vi.stubGlobal("fetch", api().fetch);
+    renderDetail();
+    expect(await screen.findByTestId("active-rule-set")).toHaveTextContent("Active rule set: 2");
+    const history = screen.getByRole("table", { name: "Deployments" });
+    await within(history).findByRole("button", { name: "Roll back to rule set 1" });
+    expect(within(history).queryByRole("button", { name: "Roll back to rule set 2" })).toBeNull();
+    expect(within(history).getAllByText("active")).toHaveLength(1);
+  });
+
+  it("deploys only after a confirmation naming the backend", async () => {
+    const fake = api();
+    vi.stubGlobal("fetch", fake.fetch);
+    renderDetail();
+    const user = userEvent.setup();
+    await user.click(await screen.findByRole("button", { name: "Deploy now" }));
+    const dialog = await screen.findByRole("dialog", { name: "Deploy to backend edge-1?" });
+    expect(fake.calls.some((c) => c.method === "POST")).toBe(false);
+    await user.click(within(dialog).getByRole("button", { name: "Deploy now" }));
+    await waitFor(() => expect(screen.getByTestId("deploy-outcome")).toHaveTextContent("Deployment succeeded"));
+    expect(fake.calls.filter((c) => c.method === "POST").map((c) => c.url.pathname)).toEqual(["/api/v1/backends/4/deployments"]);
+  });
+
+  it("rolls back only after a confirmation naming backend and both rule sets", async () => {
+    const fake = api();
+    vi.stubGlobal("fetch", fake.fetch);
+    renderDetail();
+    const user = userEvent.setup();
+    await user.click(await screen.findByRole("button", { name: "Roll back to rule set 1" }));
+    const dialog = await screen.findByRole("dialog", { name: "Roll back backend edge-1 to rule set 1?" });
+    expect(dialog).toHaveTextContent("replacing the active rule set 2");
+    await user.click(within(dialog).getByRole("button", { name: "Cancel" }));
+    expect(fake.calls.some((c) => c.method === "POST")).toBe(false);
+    await user.click(screen.getByRole("button", { name: "Roll back to rule set 1" }));
+    await user.click(within(await screen.findByRole("dialog")).getByRole("button", { name: "Roll back to rule set 1" }));
+    await waitFor(() => expect(fake.calls.some((c) => c.method === "POST" && c.url.pathname.endsWith("/rollback"))).toBe(true));
+    const body = fake.calls.find((c) => c.url.pathname.endsWith("/rollback"))?.body;
+    expect(JSON.parse(body ?? "{}")).toEqual({ rule_set: 1 });
+  });
+
+  it("says a typed rule set is wrong instead of clamping it", async () => {
+    vi.stubGlobal("fetch", api().fetch);
+    renderDetail();
+    const user = userEvent.setup();
+    await screen.findByTestId("active-rule-set");
+    const input = screen.getByRole("textbox", { name: "Rule set number to roll back to" });
+    await user.type(input, "0");
+    expect(screen.getByText("Rule set must be between 1 and 9007199254740991; 0 is out of range.")).toBeInTheDocument();
+    await user.clear(input);
+    await user.type(input, "7");
+    expect(screen.getByText("Rule set 7 was never deployed here.")).toBeInTheDocument();
+    expect(screen.getByRole("button", { name: "Roll back" })).toBeDisabled();
+  });
+});
