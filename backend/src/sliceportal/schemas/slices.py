@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sliceportal.models.slicing import PathMode, SliceState
+from sliceportal.models.slicing import PathMode
 from sliceportal.schemas.common import DbId, Name, ORMModel, Version
 
 Mbps = Annotated[float, Field(gt=0, le=1_000_000)]
@@ -113,6 +113,53 @@ class SliceUpdate(BaseModel):
     version: Version = None
 
 
+DeployStateName = Literal["draft", "pending", "deployed", "out_of_sync", "failed", "not_deployed"]
+SlaStateName = Literal["met", "degraded", "no_data"]
+SliceSummaryState = Literal["draft", "pending", "deployed", "degraded", "out_of_sync", "failed", "not_deployed"]
+
+
+class SliceBackendSummary(BaseModel):
+    backend_id: int
+    backend_name: str
+    state: DeployStateName
+    sla: SlaStateName
+    rule_set_number: int | None
+
+
+class OpenViolation(BaseModel):
+    id: int
+    lane: int | None
+    metric: str
+    threshold: float
+    worst: float
+    started_at: datetime
+
+
+class SliceBackendStatus(SliceBackendSummary):
+    """A slice on one backend, derived from facts (docs/kpis.md)."""
+
+    detail: str = Field(description="why this state, in words")
+    since: datetime | None = Field(description="when the rule set in force was pushed")
+    changes: list[str] = Field(description="pending: what a push would change for this slice")
+    sync_state: str = Field(description="what the last reconcile read back: unknown / in_sync / out_of_sync / "
+                            "unreachable")
+    sync_detail: dict[str, Any] = Field(description="out_of_sync: the drift reconcile found")
+    synced_at: datetime | None
+    open_violations: list[OpenViolation]
+    last_sample_at: datetime | None
+
+
+class SliceStatusPublic(BaseModel):
+    slice_id: int
+    state: SliceSummaryState
+    backends: list[SliceBackendStatus]
+
+
+class StateCount(BaseModel):
+    state: SliceSummaryState
+    count: int
+
+
 class SlicePublic(ORMModel):
     id: int
     name: str
@@ -123,8 +170,10 @@ class SlicePublic(ORMModel):
     description: str
     sla: Sla
     path_mode: PathMode
-    state: SliceState
+    state: SliceSummaryState = Field(description="derived: the most urgent of the per-backend states, "
+                                     "see GET /slices/{id}/status")
     backend_ids: list[DbId]
+    status: list[SliceBackendSummary] = Field(description="per backend it is assigned to: deployment and SLA state")
     services: list[ServiceClassPublic]
     version: int
     created_at: datetime

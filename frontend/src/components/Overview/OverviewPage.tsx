@@ -1,34 +1,27 @@
 // Operator overview: backends and their health, slices by state.
 import { Anchor, Badge, Card, Group, SimpleGrid, Stack, Text, Title } from "@mantine/core";
-import { useQueries } from "@tanstack/react-query";
 import { Link } from "react-router";
-import { api, unwrap } from "../../api/client";
 import { PageTitle } from "../common/PageTitle";
 import { QueryView } from "../common/QueryView";
-import { useBackends } from "../Slices/queries";
-import { StateBadge } from "../Slices/StateBadge";
+import { useBackends, useSliceStateCounts } from "../Slices/queries";
+import { SLICE_STATES, StateBadge } from "../Slices/StateBadge";
 import { ViolationsTable } from "../Kpis/ViolationsTable";
 
-const STATES = ["draft", "compiled", "deployed", "degraded", "failed"] as const;
 const HEALTH: Record<string, string> = { ok: "green", healthy: "green", degraded: "orange", down: "red", unreachable: "red" };
 
 export function OverviewPage() {
   const backends = useBackends();
-  const counts = useQueries({
-    queries: STATES.map((state) => {
-      const query = { state, limit: 1 };
-      return { queryKey: ["slices", query], queryFn: () => unwrap(api.GET("/api/v1/slices", { params: { query } })) };
-    }),
-  });
+  const counts = useSliceStateCounts();
+  const countOf = (state: string) => counts.data?.find((c) => c.state === state)?.count;
   return (
     <>
       <PageTitle>Overview</PageTitle>
       <Title order={2} size="h4" mb="sm">Slices by state</Title>
-      <SimpleGrid cols={{ base: 2, sm: 3, lg: 5 }} mb="lg">
-        {STATES.map((state, i) => (
-          <Card key={state} withBorder component={Link} to={`/slices?state=${state}`} aria-label={`${counts[i]?.data?.count ?? "…"} slices ${state}`}>
+      <SimpleGrid cols={{ base: 2, sm: 4, lg: 7 }} mb="lg">
+        {SLICE_STATES.map((state) => (
+          <Card key={state} withBorder component={Link} to={`/slices?state=${state}`} aria-label={`${countOf(state) ?? "…"} slices ${state}`}>
             <StateBadge state={state} />
-            <Text fz={28} fw={700} data-testid={`slices-${state}`}>{counts[i]?.data?.count ?? "…"}</Text>
+            <Text fz={28} fw={700} data-testid={`slices-${state}`}>{countOf(state) ?? "…"}</Text>
           </Card>
         ))}
       </SimpleGrid>

@@ -2,42 +2,65 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Header, Query, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
-from sliceportal.api.deps import Reader, SessionDep, Writer
+from sliceportal.api.deps import Reader, SessionDep, SettingsDep, Writer
 from sliceportal.api.errors import ApiError, FieldError, not_found
+from sliceportal.core.config import Settings
 from sliceportal.models import Backend, ServiceClass, Slice, SliceType, Tenant
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
 from sliceportal.schemas.slices import (
+    OpenViolation,
     ServiceClassCreate,
     ServiceClassPublic,
     ServiceClassUpdate,
     Sla,
+    SliceBackendStatus,
+    SliceBackendSummary,
     SliceCreate,
     SlicePublic,
+    SliceStatusPublic,
+    SliceSummaryState,
     SliceUpdate,
+    StateCount,
 )
+from sliceportal.services.slice_status import SUMMARY_ORDER, BackendStatus, slice_statuses, summary
 
 router = APIRouter(prefix="/slices", tags=["slices"])
-SORTABLE = {"id": Slice.id, "name": Slice.name, "tenant_id": Slice.tenant_id, "state": Slice.state,
-            "slice_type_id": Slice.slice_type_id}
+SORTABLE = {"id": Slice.id, "name": Slice.name, "tenant_id": Slice.tenant_id, "slice_type_id": Slice.slice_type_id}
 SLA_FIELDS = tuple(Sla.model_fields)
 
 
-def to_public(s: Slice) -> SlicePublic:
+def _summaries(entries: list[BackendStatus]) -> list[SliceBackendSummary]:
+    return [SliceBackendSummary(backend_id=e.backend_id, backend_name=e.backend_name, state=e.state.value,
+                                sla=e.sla.value, rule_set_number=e.rule_set_number) for e in entries]
+
+
+def to_public(s: Slice, status: list[BackendStatus]) -> SlicePublic:
     return SlicePublic(
         id=s.id, name=s.name, tenant_id=s.tenant_id, slice_type_id=s.slice_type_id,
         slice_type_name=s.slice_type.name, lanes=list(s.slice_type.lanes), description=s.description,
-        sla=Sla(**{f: getattr(s, f) for f in SLA_FIELDS}), path_mode=s.path_mode, state=s.state,
+        sla=Sla(**{f: getattr(s, f) for f in SLA_FIELDS}), path_mode=s.path_mode,
+        state=summary(status), status=_summaries(status),
         backend_ids=[b.id for b in s.backends],
         services=[ServiceClassPublic.model_validate(c) for c in s.services],
         version=s.version, created_at=s.created_at, updated_at=s.updated_at,
     )
+
+
+def _statuses(session: Session, settings: Settings, slices: list[Slice]) -> dict[int, list[BackendStatus]]:
+    return slice_statuses(session, slices, datetime.now(UTC), settings.sla_no_data_after)
+
+
+def _public(session: Session, settings: Settings, s: Slice) -> SlicePublic:
+    return to_public(s, _statuses(session, settings, [s])[s.id])
 
 
 def _slice_type(session: Session, slice_type_id: PathId) -> SliceType:
@@ -71,26 +94,60 @@ def _service_row(body: ServiceClassCreate | dict[str, Any]) -> dict[str, Any]:
 
 
 @router.get("", response_model=Page[SlicePublic])
-def list_slices(principal: Reader, session: SessionDep, params: ListQuery,
-                tenant_id: QueryId = None, state: str | None = None) -> Page[SlicePublic]:
+def list_slices(principal: Reader, session: SessionDep, settings: SettingsDep, params: ListQuery,
+                tenant_id: QueryId = None,
+                state: Annotated[SliceSummaryState | None, Query(description="the derived summary state")] = None,
+                ) -> Page[SlicePublic]:
     stmt = scoped(select(Slice), Slice, principal.tenant_scope)
     if tenant_id is not None:
         stmt = stmt.where(Slice.tenant_id == tenant_id)
     if state is not None:
-        stmt = stmt.where(Slice.state == state)
+        # derived, not stored: the states of every candidate are computed, then filtered
+        every = _statuses(session, settings, list(session.scalars(stmt)))
+        stmt = stmt.where(Slice.id.in_([sid for sid, st in every.items() if summary(st) == state]))
     rows, count = page(session, stmt, params, SORTABLE, [Slice.name, Slice.description])
-    return Page(data=[to_public(s) for s in rows], count=count)
+    statuses = _statuses(session, settings, rows)
+    return Page(data=[to_public(s, statuses[s.id]) for s in rows], count=count)
+
+
+@router.get("/states", response_model=list[StateCount])
+def slice_state_counts(principal: Reader, session: SessionDep, settings: SettingsDep) -> list[StateCount]:
+    """How many of the caller's slices are in each derived summary state (the overview's cards)."""
+    slices = list(session.scalars(scoped(select(Slice), Slice, principal.tenant_scope)))
+    counts = Counter(summary(st) for st in _statuses(session, settings, slices).values())
+    return [StateCount(state=name, count=counts.get(name, 0)) for name in SUMMARY_ORDER]
 
 
 @router.get("/{slice_id}", response_model=SlicePublic)
-def read_slice(slice_id: PathId, principal: Reader, session: SessionDep, response: Response) -> SlicePublic:
+def read_slice(slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep,
+               response: Response) -> SlicePublic:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     etag(response, s)
-    return to_public(s)
+    return _public(session, settings, s)
+
+
+@router.get("/{slice_id}/status", response_model=SliceStatusPublic)
+def slice_status(slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep
+                 ) -> SliceStatusPublic:
+    """The slice on each backend it is assigned to, derived from facts: the rule set in force
+    and what compiling now gives (draft / pending / deployed / out_of_sync / failed /
+    not_deployed), and the SLA from its samples and violations (met / degraded / no_data)."""
+    s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    entries = _statuses(session, settings, [s])[s.id]
+    return SliceStatusPublic(slice_id=s.id, state=summary(entries), backends=[
+        SliceBackendStatus(
+            backend_id=e.backend_id, backend_name=e.backend_name, state=e.state.value, sla=e.sla.value,
+            rule_set_number=e.rule_set_number, detail=e.detail, since=e.since, changes=e.changes,
+            sync_state=e.sync_state, sync_detail=e.sync_detail, synced_at=e.synced_at,
+            open_violations=[OpenViolation(id=v.id, lane=v.lane, metric=v.metric, threshold=v.threshold,
+                                           worst=v.worst, started_at=v.started_at) for v in e.open_violations],
+            last_sample_at=e.last_sample_at)
+        for e in entries])
 
 
 @router.post("", response_model=SlicePublic, status_code=201)
-def create_slice(body: SliceCreate, _: Writer, session: SessionDep, response: Response) -> SlicePublic:
+def create_slice(body: SliceCreate, _: Writer, session: SessionDep, settings: SettingsDep,
+                 response: Response) -> SlicePublic:
     if session.get(Tenant, body.tenant_id) is None:
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     st = _slice_type(session, body.slice_type_id)
@@ -102,12 +159,12 @@ def create_slice(body: SliceCreate, _: Writer, session: SessionDep, response: Re
     session.add(s)
     session.commit()
     etag(response, s)
-    return to_public(s)
+    return _public(session, settings, s)
 
 
 @router.patch("/{slice_id}", response_model=SlicePublic)
-def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session: SessionDep, response: Response,
-                 if_match: Annotated[str | None, Header()] = None) -> SlicePublic:
+def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session: SessionDep, settings: SettingsDep,
+                 response: Response, if_match: Annotated[str | None, Header()] = None) -> SlicePublic:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     check_version(s, if_match, body.version)
     changes = body.model_dump(exclude_unset=True, exclude={"version", "sla", "backend_ids"})
@@ -122,7 +179,7 @@ def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session
     session.commit()
     session.refresh(s)
     etag(response, s)
-    return to_public(s)
+    return _public(session, settings, s)
 
 
 @router.delete("/{slice_id}", status_code=204)
