@@ -1,8 +1,10 @@
-// Header parser for the nested 5G format (ARCHITECTURE.md §5, seed 000 §3):
-// Ethernet [802.1Q] / IPv4 [/ UDP 4789 / VXLAN / Ethernet [802.1Q] / IPv4]
+// Header parser for the nested 5G format (ARCHITECTURE.md §5, seed 000 §3), exactly as
+// docs/packets.md specifies it for all three data planes:
+// Ethernet [802.1Q/802.1ad, up to two tags] / IPv4 [/ UDP 4789 / VXLAN / Ethernet / IPv4]
 // [/ UDP 2152 / GTP-U [ext headers] / IPv4] / UDP|TCP. Extracts the innermost IPv4 src,
 // dst, DSCP and the L4 destination port (0 when the innermost IPv4 carries neither UDP
-// nor TCP, or is a non-first fragment).
+// nor TCP, or is a non-first fragment). Every IPv4 total length is checked against the
+// frame length (tuser[SP_LEN]): a packet cut inside its payload is malformed.
 //
 // Packets are buffered (store-and-forward) while the first HDR_BYTES bytes are captured;
 // the completed capture is handed to a walker FSM that visits one header per cycle while
@@ -130,6 +132,9 @@ always @* begin
     end
 end
 reg [15:0]  walk_len;      // bytes of the window the walker may read
+reg [15:0]  cap_pkt_len;   // frame length (tuser[SP_LEN] of the first beat) being captured
+reg [15:0]  walk_pkt_len;  // frame length of the packet the walker reads
+wire [15:0] pkt_len_now = in_beat == {B_W{1'b0}} ? s_axis_tuser[`SP_LEN] : cap_pkt_len;
 
 always @(posedge clk) begin
     start_walk <= 1'b0;
@@ -143,6 +148,9 @@ always @(posedge clk) begin
             cap[in_beat * DATA_W +: DATA_W] <= s_axis_tdata;
             win_len <= win_len + beat_bytes;
         end
+        if (in_beat == {B_W{1'b0}}) begin
+            cap_pkt_len <= s_axis_tuser[`SP_LEN];
+        end
         if (s_axis_tlast) begin
             win_len <= 16'd0;
         end
@@ -151,6 +159,7 @@ always @(posedge clk) begin
             win_done <= 1'b1;
             win <= cap_merged;
             walk_len <= win_len + beat_bytes;
+            walk_pkt_len <= pkt_len_now;
         end
         if (s_axis_tlast) begin
             in_beat <= {B_W{1'b0}};
@@ -166,11 +175,14 @@ always @(posedge clk) begin
         win_done <= 1'b0;
         start_walk <= 1'b0;
         walk_len <= 16'd0;
+        cap_pkt_len <= 16'd0;
+        walk_pkt_len <= 16'd0;
     end
 end
 
 // ---- walker -------------------------------------------------------------------------------------
-localparam W_ETH = 3'd0, W_IP = 3'd1, W_L4 = 3'd2, W_GTP = 3'd3, W_GTPX = 3'd4, W_DONE = 3'd5;
+localparam W_ETH = 3'd0, W_IP = 3'd1, W_L4 = 3'd2, W_GTP = 3'd3, W_GTPX = 3'd4, W_DONE = 3'd5,
+           W_TYPE = 3'd6;
 reg [2:0]  w_state;
 reg [15:0] off;
 reg [31:0] k_src, k_dst;
@@ -180,6 +192,7 @@ reg [7:0]  k_proto;
 reg        k_ip, k_bad, k_nonip, k_l4;
 reg        seen_vxlan, seen_gtp;
 reg [2:0]  ext_count;
+reg [1:0]  tags;          // VLAN tags walked (at most two: QinQ)
 
 // The window is passed explicitly: a continuous assignment is only re-evaluated when its
 // operands change, and a function's reads of module signals are not operands.
@@ -211,8 +224,8 @@ endfunction
 
 wire [7:0]  ip_vihl = byte_at(win, off);
 wire [15:0] ip_hlen = {10'd0, ip_vihl[3:0], 2'b00};
-wire [15:0] eth_type = be16(win, off + 16'd12);
-wire [15:0] vlan_type = be16(win, off + 16'd16);
+wire [15:0] cur_type = be16(win, off);    // W_TYPE: off points at an EtherType / TPID
+wire [15:0] ip_tot = be16(win, off + 16'd2);
 wire [15:0] l4_dport = be16(win, off + 16'd2);
 wire [7:0]  ip_tos = byte_at(win, off + 16'd1);
 // GTP-U flags: version [7:5], PT [4], E [2], S [1], PN [0].
@@ -233,19 +246,24 @@ always @(posedge clk) begin
             if (!has(off, 16'd14)) begin
                 k_bad <= 1'b1;
                 w_state <= W_DONE;
-            end else if (eth_type == 16'h8100) begin
-                if (!has(off, 16'd18)) begin
+            end else begin
+                off <= off + 16'd12;
+                w_state <= W_TYPE;
+            end
+        end
+        W_TYPE: begin
+            // Tags only on the outer Ethernet; a third tag or one inside the tunnel is not
+            // IPv4 user plane (docs/packets.md).
+            if ((cur_type == 16'h8100 || cur_type == 16'h88A8) && !seen_vxlan && tags != 2'd2) begin
+                if (!has(off, 16'd6)) begin
                     k_bad <= 1'b1;
                     w_state <= W_DONE;
-                end else if (vlan_type == 16'h0800) begin
-                    off <= off + 16'd18;
-                    w_state <= W_IP;
                 end else begin
-                    k_nonip <= 1'b1;
-                    w_state <= W_DONE;
+                    off <= off + 16'd4;
+                    tags <= tags + 2'd1;
                 end
-            end else if (eth_type == 16'h0800) begin
-                off <= off + 16'd14;
+            end else if (cur_type == 16'h0800) begin
+                off <= off + 16'd2;
                 w_state <= W_IP;
             end else begin
                 k_nonip <= 1'b1;
@@ -253,13 +271,15 @@ always @(posedge clk) begin
             end
         end
         W_IP: begin
-            if (!has(off, 16'd20)) begin
-                k_bad <= 1'b1;
-                w_state <= W_DONE;
-            end else if (ip_vihl[7:4] != 4'd4) begin
+            if (seen_gtp && has(off, 16'd1) && ip_vihl[7:4] != 4'd4) begin
+                // a G-PDU carrying IPv6 (or anything but IPv4): not classified
                 k_nonip <= 1'b1;
                 w_state <= W_DONE;
-            end else if (ip_vihl[3:0] < 4'd5 || !has(off, ip_hlen)) begin
+            end else if (!has(off, 16'd20)) begin
+                k_bad <= 1'b1;
+                w_state <= W_DONE;
+            end else if (ip_vihl[7:4] != 4'd4 || ip_vihl[3:0] < 4'd5 || !has(off, ip_hlen) ||
+                         ip_tot < ip_hlen || {1'b0, off} + {1'b0, ip_tot} > {1'b0, walk_pkt_len}) begin
                 k_bad <= 1'b1;
                 w_state <= W_DONE;
             end else begin
@@ -349,6 +369,7 @@ always @(posedge clk) begin
         seen_vxlan <= 1'b0;
         seen_gtp <= 1'b0;
         ext_count <= 3'd0;
+        tags <= 2'd0;
     end
     if (rst) begin
         walk_busy <= 1'b0;
