@@ -9,19 +9,18 @@ releases the lock by itself, so a crashed worker never leaves a backend locked.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 # classid of the two-key form pg_advisory_lock(int, int): keeps our locks apart from any
 # other application's on the same database
 BACKEND_LOCK_CLASS = 0x51CE
-LOCK_POLL_S = 0.05
+LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock wait that hit lock_timeout
 
 
 @lru_cache(maxsize=8)
@@ -51,12 +50,20 @@ def advisory_lock(engine: Engine, key: int, *, wait_s: float, cls: int = BACKEND
     conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     got = False
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
+        if wait_s <= 0:
             got = bool(conn.scalar(text("SELECT pg_try_advisory_lock(:c, :k)"), {"c": cls, "k": key}))
-            if got or time.monotonic() >= deadline:
-                break
-            time.sleep(LOCK_POLL_S)
+        else:
+            # A blocking wait queues in PostgreSQL's lock manager, which grants the lock to
+            # the waiter on release: a deploy is never starved by a reconcile that re-tries
+            # every period (try-locks fail while someone waits). lock_timeout bounds the wait.
+            conn.execute(text(f"SET lock_timeout = '{int(wait_s * 1000)}ms'"))
+            try:
+                conn.execute(text("SELECT pg_advisory_lock(:c, :k)"), {"c": cls, "k": key})
+                got = True
+            except OperationalError as exc:
+                if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                    raise
+            conn.execute(text("RESET lock_timeout"))
         yield got
     finally:
         if got:

@@ -122,6 +122,10 @@ class LoopRegistry:
                 log.error("loop %s died; restarting it (restart %d)", loop.name, loop.status.restarts)
                 loop.start()
 
+    def get(self, name: str) -> SupervisedLoop | None:
+        with self._lock:
+            return self._loops.get(name)
+
     def statuses(self) -> list[LoopStatus]:
         with self._lock:
             return [loop.status for loop in self._loops.values()]

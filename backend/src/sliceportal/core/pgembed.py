@@ -36,6 +36,9 @@ class EmbeddedPostgres:
     root: Path  # holds data/, sock/ and the log
     port: int = 54329
     dbname: str = "sliceportal"
+    # fsync + synchronous_commit: a committed deployment survives a power cut. Only a
+    # throw-away cluster (a test run's) may trade that for speed.
+    durable: bool = True
 
     @property
     def data(self) -> Path:
@@ -74,10 +77,12 @@ class EmbeddedPostgres:
         if not (self.data / "PG_VERSION").exists():
             self._own(self.data)
             self._run("initdb", "-D", str(self.data), "-U", self._user, "-A", "trust", "-E", "UTF8",
-                      "--no-sync")
+                      *(() if self.durable else ("--no-sync",)))
         if self.running():
             return
-        opts = (f"-p {self.port} -k {self.sock} -c listen_addresses='' -c fsync=off "
+        sync = "on" if self.durable else "off"
+        opts = (f"-p {self.port} -k {self.sock} -c listen_addresses='' -c fsync={sync} "
+                f"-c synchronous_commit={sync} -c full_page_writes={sync} "
                 "-c max_connections=200 -c shared_buffers=256MB")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.data / "server.log"), "-o", opts,
                   "-w", "-t", "60", "start")
