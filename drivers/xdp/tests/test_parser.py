@@ -10,7 +10,7 @@ import pytest
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP, IPOption_RR
 from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import ARP, Ether
+from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.packet import Raw
 
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, Ternary
@@ -164,7 +164,7 @@ def test_malformed_headers_take_the_default_path(driver: Driver) -> None:
     cases = {
         "outer IHL below 5": _mutate(raw, eth, 0x44),
         "outer total length beyond the frame": _mutate(raw, eth + 2, 0xFF),
-        "VXLAN without the I flag": _mutate(raw, vxlan_off, 0x00),
+        "outer IPv4 version 6 behind EtherType IPv4": _mutate(raw, eth, 0x65),
         "GTP version 2": _mutate(raw, gtp_off, 0x50),
         "GTP extension header of length 0": bytes(
             with_gtp_ext(full, 1)  # type: ignore[call-overload]
@@ -186,14 +186,31 @@ def test_non_user_plane_traffic_is_passed_unclassified(driver: Driver) -> None:
     pkts = [
         Ether() / ARP(),
         Ether() / IPv6() / UDP(dport=5004),
-        Ether() / IP() / UDP(sport=2152, dport=2152) / GTP_U_Header(gtp_type=1, teid=0),  # echo request
         Ether() / IP() / UDP(sport=2152, dport=2152) / GTP_U_Header(teid=5) / IPv6() / UDP(dport=5004),
+        Ether() / Dot1AD(vlan=1) / Dot1Q(vlan=2) / Dot1Q(vlan=3) / IP() / UDP(dport=5004),  # a third tag
     ]
     for p in pkts:
         r = driver.run(bytes(p))
         assert r.retval == XDP_PASS and not driver.last_decision().parsed
     assert driver.raw_counters().globals[layout.G_UNPARSED] == unparsed + len(pkts)
     assert malformed(driver) == mal
+
+
+def test_gtp_signalling_and_unchecked_flags_classify_on_the_carrier(driver: Driver) -> None:
+    """docs/packets.md: GTP-U without a user packet (echo) is keyed on the IPv4 / UDP 2152
+    that carries it; the VXLAN I flag and the GTP PT bit are not checked."""
+    full = build(Flow(FLOW.src_ip, FLOW.dst_ip, 5004, teid=3, vni=4, encap=Encap.VXLAN_GTP), b"x")
+    raw = bytes(full)
+    vxlan_off = 14 + 20 + 8
+    gtp_off = vxlan_off + 8 + 14 + 20 + 8
+    echo = Ether() / IP(src="10.9.9.1", dst="10.9.9.2") / UDP(sport=2152, dport=2152) / GTP_U_Header(gtp_type=1, teid=7)
+    driver.run(bytes(echo))
+    d = driver.last_decision()
+    assert d.parsed and (d.src_ip, d.dst_port, d.teid) == (0x0A090901, 2152, 7)
+    for what, pkt in {"no I flag": _mutate(raw, vxlan_off, 0x00), "PT 0": _mutate(raw, gtp_off, 0x20)}.items():
+        driver.run(pkt)
+        d = driver.last_decision()
+        assert d.parsed and (d.dst_port, d.vni, d.teid) == (5004, 4, 3), what
 
 
 def test_fragments_and_other_protocols_classify_without_a_port(driver: Driver) -> None:
