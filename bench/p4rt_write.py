@@ -1,28 +1,72 @@
-"""P4Runtime write throughput against the bundled target: classifier entries per second
-one per Write RPC (the baseline) vs. batched, and the target's packets/s.
+"""P4Runtime writes/s and forwarding packets/s of the bundled target and of the real BMv2
+(``simple_switch_grpc``), side by side in one run, on the same p4c build of slicing.p4.
 
-    .venv/bin/python bench/p4rt_write.py
+Writes: classifier entries pushed by the p4rt driver (``apply`` of a fresh rule set: read
+back, diff, build, write) one per request and in batches, against a bare P4Runtime client
+writing the same, already built updates on the same kind of switch (the driver's own cost
+is the ratio). Forwarding: the same frames offered over veth pairs as fast as one sender
+can, to both switches on live ports (needs root), plus the bundled target's pcap replay.
+
+    .venv/bin/python bench/p4rt_write.py          # BENCH_QUICK=1 for the short form
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "dataplane" / "bmv2"), str(ROOT / "drivers" / "p4rt" / "tests")]
 
+from _results import Results, quick  # noqa: E402
+from bmv2_target.packet_io import open_port  # noqa: E402
 from bmv2_target.testing import Target  # noqa: E402
 from irs import ip  # noqa: E402
+from p4.v1 import p4runtime_pb2  # noqa: E402
 from traffic import frame, run_pcaps, write_pcap  # noqa: E402
 
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, SliceEntry, TenantEntry, Ternary  # noqa: E402
 from sliceportal.traffic.packets import Encap, Flow  # noqa: E402
+from sliceportal_p4rt.client import Session  # noqa: E402
 from sliceportal_p4rt.driver import Driver  # noqa: E402
+from sliceportal_p4rt.p4info import CLASSIFIER  # noqa: E402
+from sliceportal_p4rt.simple_switch import start_simple_switch_grpc  # noqa: E402
 
-N = 2000
+N = 500 if quick() else 2000
+PACKETS = 5000 if quick() else 20000
+BATCHES = (1, 500)
+WINDOW = 32  # frames in flight through a switch in the forwarding measurement
+OPTIONS = {"access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2}
+
+Starter = Callable[[dict[int, str] | None], "Switch"]
+
+
+class Switch:
+    def __init__(self, address: str, stop: Callable[[], None]) -> None:
+        self.address, self.stop = address, stop
+
+
+def bundled(interfaces: dict[int, str] | None = None) -> Switch:
+    args = ["--priority-queues", "8"]
+    for p, dev in (interfaces or {}).items():
+        args += ["-i", f"{p}@{dev}"]
+    t = Target(*args)
+    return Switch(t.address, t.stop)
+
+
+def bmv2(interfaces: dict[int, str] | None = None) -> Switch:
+    s = start_simple_switch_grpc(interfaces or {}, priority_queues=8)
+    return Switch(s.address, s.stop)
+
+
+TARGETS: dict[str, Starter] = {"bundled target": bundled, "simple_switch_grpc": bmv2}
 
 
 def ir(n: int) -> RuleIR:
@@ -32,42 +76,165 @@ def ir(n: int) -> RuleIR:
     return RuleIR(lanes=8, paths=1, rules=rules, slices=(s,), tenants=(t,))
 
 
-def push_rate(batch: int) -> float:
-    t = Target("--priority-queues", "8")
+def driver_rate(start: Starter, batch: int) -> float:
+    """Entries/s of Driver.apply (connection and pipeline push excluded)."""
+    sw = start(None)
     try:
-        d = Driver({"address": t.address, "batch_size": batch})
+        d = Driver({"address": sw.address, "batch_size": batch, **OPTIONS})
+        d.health()  # connect and push the pipeline before the clock starts
         plan = d.lower(ir(N))
-        start = time.perf_counter()
+        t0 = time.perf_counter()
         d.apply(plan, lambda e: None)
-        rate = N / (time.perf_counter() - start)
+        rate = N / (time.perf_counter() - t0)
         d.close()
         return rate
     finally:
-        t.stop()
+        sw.stop()
 
 
-def packet_rate(n: int = 20000) -> float:
-    t = Target("--priority-queues", "8", "--link-rate-bps", "1000000000")
+def bare_rate(start: Starter, batch: int) -> float:
+    """Entries/s of a bare client writing the same updates, built before the clock starts."""
+    sw = start(None)
     try:
-        d = Driver({"address": t.address})
+        d = Driver({"address": sw.address, **OPTIONS})
+        d.health()
+        plan = d.lower(ir(N))
+        updates = [d._update(p4runtime_pb2.Update.INSERT, CLASSIFIER, e) for e in plan.tables[CLASSIFIER]]
+        d.close()
+        s = Session(sw.address, 1, 2)
+        t0 = time.perf_counter()
+        for i in range(0, len(updates), batch):
+            s.write(updates[i : i + batch])
+        rate = len(updates) / (time.perf_counter() - t0)
+        s.close()
+        return rate
+    finally:
+        sw.stop()
+
+
+@contextmanager
+def veths() -> Iterator[dict[int, tuple[str, str]]]:
+    tag = f"pb{os.getpid() % 100000}"
+    ends = {p: (f"{tag}{p}s", f"{tag}{p}t") for p in (1, 2)}
+    try:
+        for s, t in ends.values():
+            subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
+            for dev in (s, t):
+                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+        yield ends
+    finally:
+        for s, _ in ends.values():
+            subprocess.run(["ip", "link", "del", s], check=False, capture_output=True)
+
+
+def test_frame() -> bytes:
+    return frame(Flow("10.0.0.5", "10.2.0.1", 5000, vni=1001, encap=Encap.VXLAN_GTP), 200)[0]
+
+
+def live_pps(start: Starter) -> tuple[float, float]:
+    """(offered, forwarded) packets/s: PACKETS frames into port 1 with at most WINDOW of them
+    inside the switch at a time (a closed loop, so that the measure is the switch's capacity,
+    not how much of an unpaced burst its input buffer drops), counted on port 2."""
+    data = test_frame()
+    with veths() as ends:
+        sw = start({p: s for p, (s, _) in ends.items()})
+        try:
+            d = Driver({"address": sw.address, **OPTIONS})
+            d.apply(d.lower(ir(64)), lambda e: None)
+            rx = open_port(ends[2][1])
+            rx.setsockopt(socket.SOL_SOCKET, 33, 256 << 20)  # SO_RCVBUFFORCE
+            rx.settimeout(0.5)
+            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            tx.bind((ends[1][1], 0))
+            sent = got = written_off = 0
+            t0 = last = time.perf_counter()
+            while sent < PACKETS:
+                while sent < PACKETS and sent - got - written_off < WINDOW:
+                    tx.send(data)
+                    sent += 1
+                try:
+                    rx.recv(65535)
+                    got, last = got + 1, time.perf_counter()
+                except TimeoutError:
+                    written_off = sent - got  # lost inside the switch: reopen the window
+            offered = sent / (time.perf_counter() - t0)
+            while True:
+                try:
+                    rx.recv(65535)
+                except TimeoutError:
+                    break
+                got, last = got + 1, time.perf_counter()
+            tx.close()
+            rx.close()
+            d.close()
+            return offered, got / (last - t0) if got else 0.0
+        finally:
+            sw.stop()
+
+
+def pcap_pps() -> float:
+    sw = bundled()
+    try:
+        d = Driver({"address": sw.address, **OPTIONS})
         d.apply(d.lower(ir(64)), lambda e: None)
-        data = frame(Flow("10.0.0.5", "10.2.0.1", 5000, vni=1001, vlan=100, encap=Encap.VXLAN_GTP), 200)[0]
+        data = test_frame()
         with tempfile.TemporaryDirectory() as tmp:
-            write_pcap(Path(tmp) / "in.pcap", [(10**9 + i * 2000, data) for i in range(n)])
-            start = time.perf_counter()
-            run_pcaps(t.address, {1: Path(tmp) / "in.pcap"}, Path(tmp) / "out")
-            rate = n / (time.perf_counter() - start)
+            write_pcap(Path(tmp) / "in.pcap", [(10**9 + i * 2000, data) for i in range(PACKETS)])
+            t0 = time.perf_counter()
+            run_pcaps(sw.address, {1: Path(tmp) / "in.pcap"}, Path(tmp) / "out")
+            rate = PACKETS / (time.perf_counter() - t0)
         d.close()
         return rate
     finally:
-        t.stop()
+        sw.stop()
+
+
+def main() -> int:
+    results = Results("p4rt_write")
+    writes = results.table(
+        "P4Runtime writes (classifier entries)",
+        ["target", "batch", "driver entries/s", "bare client entries/s", "driver / bare"],
+        note=f"{N} entries; driver = Driver.apply (read back, diff, build, write); bare = prebuilt updates",
+    )
+    rates: dict[tuple[str, int, str], float] = {}
+    for name, start in TARGETS.items():
+        for batch in BATCHES:
+            drv, bare = driver_rate(start, batch), bare_rate(start, batch)
+            rates[name, batch, "driver"], rates[name, batch, "bare"] = drv, bare
+            writes.rows.append([name, batch, round(drv), round(bare), round(drv / bare, 2)])
+            print(f"{name:20} batch {batch:4d}: driver {drv:8.0f}/s  bare {bare:8.0f}/s  ({drv / bare:.2f}x)",
+                  flush=True)
+    fwd = results.table("Forwarding", ["target", "mode", "offered pps", "forwarded pps"],
+                        note=f"{PACKETS} frames of {len(test_frame())} B (VXLAN-GTP, one classifier hit)")
+    pps: dict[str, float] = {}
+    if os.geteuid() == 0:
+        for name, start in TARGETS.items():
+            offered, got = live_pps(start)
+            pps[name] = got
+            fwd.rows.append([name, "live veth", round(offered), round(got)])
+            print(f"{name:20} live veth: offered {offered:8.0f} pps, forwarded {got:8.0f} pps", flush=True)
+    pcap = pcap_pps()
+    fwd.rows.append(["bundled target", "pcap replay", None, round(pcap)])
+    print(f"{'bundled target':20} pcap replay: {pcap:8.0f} pps", flush=True)
+
+    b = max(BATCHES)
+    results.figure("bundled target P4Runtime writes, batched, through the driver", rates["bundled target", b, "driver"],
+                   "entries/s", baseline=rates["simple_switch_grpc", b, "driver"],
+                   baseline_name="simple_switch_grpc, same driver, same run", goal=">= 20 x BMv2 (issue #13)",
+                   met=rates["bundled target", b, "driver"] >= 20 * rates["simple_switch_grpc", b, "driver"])
+    results.figure("p4rt driver writes to simple_switch_grpc, batched", rates["simple_switch_grpc", b, "driver"],
+                   "entries/s", baseline=rates["simple_switch_grpc", b, "bare"],
+                   baseline_name="bare P4Runtime client, prebuilt updates, same switch",
+                   goal=">= 0.8 x bare client", met=rates["simple_switch_grpc", b, "driver"]
+                   >= 0.8 * rates["simple_switch_grpc", b, "bare"])
+    if pps:
+        results.figure("bundled target forwarding, live veth", pps["bundled target"], "packets/s",
+                       baseline=pps["simple_switch_grpc"], baseline_name="simple_switch_grpc, same frames",
+                       goal=">= 5 x BMv2 (issue #13)", met=pps["bundled target"] >= 5 * pps["simple_switch_grpc"])
+    results.write()
+    return 0
 
 
 if __name__ == "__main__":
-    one = push_rate(1)
-    print(f"write, 1 entry / request : {one:8.0f} entries/s  (baseline 1.00x)")
-    for b in (100, 500, 1000):
-        r = push_rate(b)
-        print(f"write, batch {b:4d}        : {r:8.0f} entries/s  ({r / one:.2f}x)")
-    pps = packet_rate()
-    print(f"target pipeline (pcap)   : {pps:8.0f} packets/s (incl. pcap I/O; BMv2 ~17 k/s per TOOLCHAIN.md)")
+    sys.exit(main())

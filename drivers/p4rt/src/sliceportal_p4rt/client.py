@@ -46,6 +46,11 @@ class Session:
                 f"no P4Runtime server answers at {address}",
                 hint="start the switch (simple_switch_grpc or the bundled target)",
             ) from None
+        self._write = self.channel.unary_unary(
+            "/p4.v1.P4Runtime/Write",
+            request_serializer=None,  # bytes as they are: see write()
+            response_deserializer=p4runtime_pb2.WriteResponse.FromString,
+        )
         self._stream = self.stub.StreamChannel(self._requests())
         threading.Thread(target=self._responses, daemon=True).start()
         self._outbox.put(self._arbitration_request())
@@ -121,11 +126,18 @@ class Session:
 
     # ---- write / read -----------------------------------------------------------------
 
-    def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:
-        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=updates)
-        self._election(req.election_id)
+    def write(self, updates: Sequence[p4runtime_pb2.Update | bytes]) -> None:
+        """One Write RPC of ``updates`` (messages, or their serialized bytes).
+
+        The request is sent as bytes: the header serialized once, then each update as its
+        own serialized piece. Building ``WriteRequest(updates=...)`` would deep-copy every
+        update, which with the pure-Python protobuf runtime that p4runtime's generated code
+        needs (protobuf 3.20) cost more than the switch's own work.
+        """
+        head = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        self._election(head.election_id)
         try:
-            self.stub.Write(req, timeout=self.timeout)
+            self._write(write_request_bytes(head, updates), timeout=self.timeout)
         except grpc.RpcError as e:
             raise WriteFailed(e.code(), e.details() or "", _update_errors(e)) from None
 
@@ -135,6 +147,33 @@ class Session:
         for resp in self.stub.Read(req, timeout=self.timeout):
             out.extend(resp.entities)
         return out
+
+
+def write_request_bytes(head: p4runtime_pb2.WriteRequest, updates: Sequence[p4runtime_pb2.Update | bytes]) -> bytes:
+    """The serialized WriteRequest ``head`` with ``updates`` appended to its ``updates`` field:
+    protobuf parses concatenated pieces as one message, repeated fields in order."""
+    head_bytes: bytes = head.SerializeToString()
+    return head_bytes + b"".join(
+        _UPDATES_TAG + _varint(len(b)) + b
+        for b in (u if isinstance(u, bytes) else u.SerializeToString() for u in updates)
+    )
+
+
+def _field_tag(message: type[p4runtime_pb2.WriteRequest], field: str) -> bytes:
+    """The wire tag of a length-delimited field, from the message's own descriptor."""
+    return _varint(message.DESCRIPTOR.fields_by_name[field].number << 3 | 2)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_UPDATES_TAG = _field_tag(p4runtime_pb2.WriteRequest, "updates")
 
 
 def _update_errors(e: grpc.RpcError) -> list[UpdateError]:

@@ -59,6 +59,7 @@ from .p4info import (
 )
 
 Update = p4runtime_pb2.Update
+FieldMatch = p4runtime_pb2.FieldMatch
 MATCH_FIELDS = frozenset({"vni", "teid", "src_ip", "dst_ip", "dst_port", "dscp", "vlan"})
 
 
@@ -120,6 +121,17 @@ class Driver:
             t.preamble.name: {f.name: f.bitwidth for f in t.match_fields} for t in self.p4info.proto.tables
         }
         self.sizes = {t.preamble.name: int(t.size) for t in self.p4info.proto.tables}
+        # Ids resolved once through the P4Info: the per-entry path does dict lookups only.
+        self._tables = {
+            t.preamble.name: (
+                t.preamble.id,
+                {f.name: (f.id, f.match_type == f.EXACT) for f in t.match_fields},
+            )
+            for t in self.p4info.proto.tables
+        }
+        self._actions = {
+            a.preamble.name: (a.preamble.id, [(p.name, p.id) for p in a.params]) for a in self.p4info.proto.actions
+        }
         self.sizes[SLICE_METER] = int(self.p4info.meter(SLICE_METER).size)
         self.sizes["slices"] = self.sizes[SLICE_METER]
         self._session: Session | None = None
@@ -191,9 +203,9 @@ class Driver:
             else:
                 u.type = Update.MODIFY  # a meter cell is never deleted, only unconfigured
             return u
-        t = self.p4info.table(table)
+        table_id, fields = self._tables[table]
         te = u.entity.table_entry
-        te.table_id = t.preamble.id
+        te.table_id = table_id
         if e.get("default"):
             te.is_default_action = True
             u.type = Update.MODIFY
@@ -202,20 +214,21 @@ class Driver:
         else:
             te.priority = e["priority"]
             te.metadata = self.tag
-            by_name = {f.name: f for f in t.match_fields}
             for name, (value, mask) in e["match"].items():
-                f = by_name[name]
-                fm = te.match.add(field_id=f.id)
-                if f.match_type == f.EXACT:
-                    fm.exact.value = _enc(value)
+                field_id, exact = fields[name]
+                if exact:
+                    te.match.add(field_id=field_id, exact=FieldMatch.Exact(value=_enc(value)))
                 else:
-                    fm.ternary.value, fm.ternary.mask = _enc(value), _enc(mask)
+                    te.match.add(
+                        field_id=field_id, ternary=FieldMatch.Ternary(value=_enc(value), mask=_enc(mask))
+                    )
             if utype == Update.DELETE:
                 return u
-        a = self.p4info.action(e["action"])
-        te.action.action.action_id = a.preamble.id
-        for p in a.params:
-            te.action.action.params.add(param_id=p.id, value=_enc(e["params"][p.name]))
+        action_id, params = self._actions[e["action"]]
+        action = te.action.action
+        action.action_id = action_id
+        for name, param_id in params:
+            action.params.add(param_id=param_id, value=_enc(e["params"][name]))
         return u
 
     def _entry(self, te: p4runtime_pb2.TableEntry) -> tuple[str, NativeEntry]:
@@ -301,12 +314,13 @@ class Driver:
     def _diff(
         self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]
     ) -> list[p4runtime_pb2.Update]:
-        def ident(e: NativeEntry) -> str:
+        def ident(e: NativeEntry) -> object:
+            # What P4Runtime identifies an entry by; a tuple, cheaper than a JSON key.
             if e.get("default"):
                 return "default"
             if "index" in e:
-                return f"index:{e['index']}"
-            return entry_sort_key({"match": e["match"], "priority": e["priority"]})
+                return ("index", e["index"])
+            return (e["priority"], tuple(sorted((k, tuple(v)) for k, v in e["match"].items())))
 
         deletes, modifies, inserts = [], [], []
         for table in sorted(set(have) | set(want)):
