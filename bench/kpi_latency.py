@@ -84,12 +84,12 @@ class Listener:
         self.delays.clear()
 
 
-def run_testbed(url: str, seconds: float, process_pps: float, listener: Listener | None, hub: KpiHub,
+def run_testbed(url: str, seconds: float, process_pps: dict[str, float], listener: Listener | None, hub: KpiHub,
                 prefix: str) -> dict[str, dict[str, float]]:
     """The testbed for ``seconds``; per backend name: points, loss and delay of what it measured."""
     live.PROCESS_PLANE_PPS = process_pps  # the bench's knob: the process planes' offered load
     sessions = session_factory(url)
-    tb = LiveTestbed(sessions, hub, prefix=prefix, rate_pps=max(2000.0, process_pps))
+    tb = LiveTestbed(sessions, hub, prefix=prefix, rate_pps=max(2000.0, *process_pps.values()))
     tb.start()
     if not tb.running:
         raise SystemExit(f"the testbed did not start: {tb.error}")
@@ -178,7 +178,7 @@ def main() -> None:
             sweep = res.table("Process data planes under offered load (per plane, 1024-byte frames)",
                               ["offered packets/s", "backend", "rx packets/s", "loss %", "delay p99 ms"])
             for pps in (150.0, 300.0, 600.0, 1200.0):
-                got = run_testbed(url, 8.0, pps, None, hub, prefix)
+                got = run_testbed(url, 8.0, {"p4rt": pps, "netfpga": pps}, None, hub, prefix)
                 for name in ("bmv2", "netfpga-sim"):
                     m = got[name]
                     sweep.rows.append([pps, name, round(m["rx_pps"]), round(m["loss_pct"], 2),

@@ -122,11 +122,14 @@ class ManagedProcess:
         self.pid_file.unlink(missing_ok=True)
 
 
-def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None) -> ManagedProcess:
+def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None,
+                 link_rate_bps: int | None = None) -> ManagedProcess:
     """The bundled P4 target on live ports ``{port: ifname}`` (AF_PACKET, as BMv2's ``-i``),
     8 priority queues, on a fixed gRPC port so a restart keeps the backend's address."""
     port = grpc_port or free_port()
     argv = [sys.executable, "-m", "bmv2_target", "--grpc-port", str(port), "--priority-queues", "8"]
+    if link_rate_bps is not None:
+        argv += ["--link-rate-bps", str(link_rate_bps)]
     for p, ifname in sorted(ports.items()):
         argv += ["--interface", f"{p}@{ifname}"]
     env = dict(os.environ, PYTHONPATH=str(BMV2_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""))
