@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.retention import apply_retention
+from sliceportal.kpi.sla import HoldDown
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, KpiSample, Role, SlaViolation
 from tests.factories import login, make_user, slice_type_id, tenant_body
@@ -73,25 +74,28 @@ def test_range_current_and_isolation(client: TestClient, session: Session, world
     assert session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == red_slice)) == 20
 
 
-def test_sla_violations_open_and_close(client: TestClient, session: Session, world: dict[str, object]) -> None:
+def test_violations_api_is_tenant_scoped(client: TestClient, session: Session, world: dict[str, object]) -> None:
     ids = world["ids"]  # type: ignore[assignment]
     red_slice, blue_slice = ids["red"][1], ids["blue"][1]  # type: ignore[index]
+    hold = HoldDown(open_after=1, close_after=1)  # instant: this test is about the API, test_sla about timing
     ingest(session, [_point(red_slice, 0, 0), _point(red_slice, 0, 1, loss=5), _point(red_slice, 0, 2, loss=9),
-                     _point(red_slice, 0, 3), _point(blue_slice, 2, 0, delay=25)])
+                     _point(red_slice, 0, 3), _point(blue_slice, 2, 0, delay=25)], hold=hold)
     v = session.scalars(select(SlaViolation).order_by(SlaViolation.slice_id)).all()
-    assert [(x.slice_id, x.lane, x.metric, x.worst) for x in v] == [
-        (red_slice, 0, "loss_pct", 9.0), (blue_slice, 2, "delay_p99_ms", 25.0)]
-    assert v[0].started_at == T0 + timedelta(seconds=1) and v[0].ended_at == T0 + timedelta(seconds=3)
+    assert [(x.slice_id, x.backend_id, x.lane, x.metric, x.worst) for x in v] == [
+        (red_slice, XDP, 0, "loss_pct", 9.0), (blue_slice, XDP, 2, "delay_p99_ms", 25.0)]
+    assert v[0].started_at == T0 and v[0].ended_at == T0 + timedelta(seconds=2)
     assert v[1].ended_at is None
     red = client.get("/api/v1/violations", headers=world["red"]).json()  # type: ignore[arg-type]
     assert [x["slice_id"] for x in red["data"]] == [red_slice]
     everyone = client.get("/api/v1/violations", params={"open_only": True}, headers=world["op"]).json()  # type: ignore[arg-type]
     assert [x["metric"] for x in everyone["data"]] == ["delay_p99_ms"]
+    assert client.get(f"/api/v1/violations/{v[1].id}/explain", headers=world["red"]).status_code == 404  # type: ignore[arg-type]
 
 
 def test_prometheus_metrics(client: TestClient, session: Session, world: dict[str, object]) -> None:
     ids = world["ids"]  # type: ignore[assignment]
-    ingest(session, [_point(ids["red"][1], 2, 0, delay=25), _point(ids["red"][1], 2, 1, delay=3)])  # type: ignore[index]
+    ingest(session, [_point(ids["red"][1], 2, 0, delay=25), _point(ids["red"][1], 2, 1, delay=3)],
+           hold=HoldDown(1, 1))  # type: ignore[index]
     r = client.get("/metrics", headers=world["op"])  # type: ignore[arg-type]
     assert r.status_code == 200
     line = next(x for x in r.text.splitlines() if x.startswith("sliceportal_slice_delay_p99_ms{"))

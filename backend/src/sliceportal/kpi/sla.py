@@ -1,62 +1,264 @@
-"""SLA evaluation: a KPI point beyond a slice's SLA opens a violation, one within closes it."""
+"""SLA evaluation with hold-down, over the stored samples of each (slice, backend).
+
+A check is *bad* in an interval when its KPI is beyond the slice's SLA:
+
+- per lane: loss %, p99 delay, jitter above ``max_loss_pct`` / ``max_delay_ms`` / ``max_jitter_ms``;
+- per slice (lanes summed): the guaranteed rate — offered load above ``guaranteed_mbps`` while
+  the delivered throughput is below it (a slice sending less than its guarantee is not short).
+
+A violation opens when a check has been bad for ``open_after`` consecutive intervals and
+closes after ``close_after`` consecutive intervals that are not bad, so one noisy interval
+is not an event and a flapping KPI is one violation, not hundreds. ``started_at`` is the
+start of the first bad interval, ``ended_at`` the end of the last bad one: an interval is
+inside the violation when its sample's ``ts`` lies in (started_at, ended_at].
+
+The evaluation reads the windows from ``kpi_sample`` (the samples are the facts; nothing
+else is kept between intervals), so any worker evaluates the same way, and re-storing an
+interval does not open a second violation. Each violation keeps its evidence: the samples
+that opened and closed it, the rule set in force on that backend when it opened, and the
+data plane's counters (drops by reason, ECN marks, packets) over the opening samples.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
+from sliceportal.core.config import Settings, get_settings
 from sliceportal.kpi.points import KpiPoint
-from sliceportal.models import SlaViolation, Slice
+from sliceportal.models import KpiSample, SlaViolation, Slice
+from sliceportal.services.deployments import current_rule_set
+
+RATE_METRIC = "throughput_mbps"  # the guaranteed-rate check: delivered throughput, Mbit/s
+
+
+@dataclass(frozen=True)
+class HoldDown:
+    open_after: int = 3  # consecutive bad intervals that open a violation
+    close_after: int = 5  # consecutive good intervals that close it
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HoldDown:
+        return cls(settings.sla_open_after, settings.sla_close_after)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"open_after": self.open_after, "close_after": self.close_after}
 
 
 @dataclass(frozen=True)
 class Check:
-    metric: str  # the KpiPoint field compared
+    metric: str  # the KpiPoint field compared (or RATE_METRIC)
     sla: str  # the Slice SLA field it is compared with
+    below: bool = False  # True: bad when below the limit (a floor), else when above (a ceiling)
 
 
-# Each check: the point's value must not exceed the slice's SLA value.
-CHECKS = (
+LANE_CHECKS = (
     Check("loss_pct", "max_loss_pct"),
     Check("delay_p99_ms", "max_delay_ms"),
     Check("jitter_ms", "max_jitter_ms"),
 )
+RATE_CHECK = Check(RATE_METRIC, "guaranteed_mbps", below=True)
 
 
-def evaluate(session: Session, points: Iterable[KpiPoint]) -> list[SlaViolation]:
-    """Open / extend / close violations for ``points``; returns those opened or closed."""
+@dataclass(frozen=True)
+class Reading:
+    """One check's value in one interval: ``bad`` is None when there is nothing to judge."""
+
+    ts: datetime
+    interval_s: float
+    value: float | None
+    bad: bool
+    offered_mbps: float | None = None
+    samples: tuple[KpiSample, ...] = ()  # every lane's sample of the interval (for counters)
+
+    def evidence(self, lane: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"ts": self.ts.isoformat(), "lane": lane, "value": self.value}
+        if self.offered_mbps is not None:
+            out["offered_mbps"] = self.offered_mbps
+        return out
+
+
+def offered_mbps(s: KpiSample) -> float:
+    """Offered load of one sample: the bytes sent, else the packets sent at the received mean size."""
+    sent = s.tx_bytes or (s.tx_packets * s.rx_bytes / s.rx_packets if s.rx_packets else 0)
+    return sent * 8 / s.interval_s / 1e6
+
+
+def _lane_reading(s: KpiSample | None, ts: datetime, interval_s: float, check: Check, limit: float,
+                  lanes: tuple[KpiSample, ...]) -> Reading:
+    value = getattr(s, check.metric) if s is not None else None
+    return Reading(ts, interval_s, value, value is not None and value > limit, samples=lanes)
+
+
+def _rate_reading(lanes: tuple[KpiSample, ...], ts: datetime, interval_s: float, guaranteed: float) -> Reading:
+    delivered = sum(s.throughput_bps for s in lanes) / 1e6
+    offered = sum(offered_mbps(s) for s in lanes)
+    return Reading(ts, interval_s, delivered, offered > guaranteed and delivered < guaranteed,
+                   offered_mbps=offered, samples=lanes)
+
+
+def _reading(rows: list[KpiSample], ts: datetime, lane: int | None, check: Check, limit: float) -> Reading:
+    if check is RATE_CHECK:
+        return _rate_reading(tuple(rows), ts, rows[0].interval_s, limit)
+    return _lane_reading(next((x for x in rows if x.lane == lane), None), ts, rows[0].interval_s, check, limit,
+                         tuple(rows))
+
+
+def _counters(readings: Sequence[Reading], lane: int | None) -> dict[str, Any]:
+    """The data plane's counters summed over the readings' samples (one lane, or all)."""
+    drops: dict[str, int] = defaultdict(int)
+    totals = {"tx_packets": 0, "rx_packets": 0, "ecn_marks": 0}
+    for r in readings:
+        for s in r.samples:
+            if lane is not None and s.lane != lane:
+                continue
+            totals["tx_packets"] += s.tx_packets
+            totals["rx_packets"] += s.rx_packets
+            totals["ecn_marks"] += s.ecn_marks
+            for reason, n in (s.drops or {}).items():
+                drops[reason] += n
+    return {**totals, "drops": dict(drops)}
+
+
+class _Evaluator:
+    def __init__(self, session: Session, hold: HoldDown) -> None:
+        self.session = session
+        self.hold = hold
+        self.changed: list[SlaViolation] = []
+        self._rule_sets: dict[int, dict[str, Any] | None] = {}
+
+    def rule_set(self, backend_id: int) -> dict[str, Any] | None:
+        if backend_id not in self._rule_sets:
+            rs = current_rule_set(self.session, backend_id)
+            self._rule_sets[backend_id] = (None if rs is None else
+                                           {"id": rs.id, "number": rs.number, "digest": rs.digest})
+        return self._rule_sets[backend_id]
+
+    def step(self, s: Slice, backend_id: int, lane: int | None, check: Check, limit: float,
+             history: Sequence[Reading], current: SlaViolation | None) -> SlaViolation | None:
+        """Judge the newest reading of ``history`` (oldest first); returns the open violation."""
+        newest = history[-1]
+        if current is None:
+            window = history[-self.hold.open_after:]
+            if len(window) < self.hold.open_after or not all(r.bad for r in window):
+                return None
+            values = [r.value for r in window if r.value is not None]
+            current = SlaViolation(
+                slice_id=s.id, backend_id=backend_id, lane=lane, metric=check.metric, threshold=limit,
+                worst=min(values) if check.below else max(values),
+                started_at=window[0].ts - timedelta(seconds=window[0].interval_s),
+                detail={"direction": "below" if check.below else "above", "sla_field": check.sla},
+                evidence={"opened_by": [r.evidence(lane) for r in window], "closed_by": [],
+                          "hold_down": self.hold.as_dict(), "rule_set": self.rule_set(backend_id),
+                          "counters": _counters(window, lane)})
+            self.session.add(current)
+            self.changed.append(current)
+            return current
+        if newest.bad and newest.value is not None:
+            current.worst = min(current.worst, newest.value) if check.below else max(current.worst, newest.value)
+            return current
+        window = history[-self.hold.close_after:]
+        if len(window) < self.hold.close_after or any(r.bad for r in window):
+            return current
+        last_bad = next((r for r in reversed(history[:-self.hold.close_after]) if r.bad), None)
+        current.ended_at = last_bad.ts if last_bad is not None and last_bad.ts > current.started_at else (
+            window[0].ts - timedelta(seconds=window[0].interval_s))
+        current.evidence = {**current.evidence, "closed_by": [r.evidence(lane) for r in window]}
+        self.changed.append(current)
+        return None
+
+
+def _windows(session: Session, keys: set[tuple[int, int]], since: datetime, until: datetime
+             ) -> dict[tuple[int, int], dict[datetime, list[KpiSample]]]:
+    """Stored samples of each (slice, backend) in (since, until], grouped by interval."""
+    out: dict[tuple[int, int], dict[datetime, list[KpiSample]]] = defaultdict(lambda: defaultdict(list))
+    rows = session.scalars(select(KpiSample).where(
+        tuple_(KpiSample.slice_id, KpiSample.backend_id).in_(list(keys)),
+        KpiSample.ts > since, KpiSample.ts <= until).order_by(KpiSample.ts, KpiSample.lane))
+    for r in rows:
+        out[(r.slice_id, r.backend_id)][r.ts].append(r)
+    return out
+
+
+def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None = None) -> list[SlaViolation]:
+    """Judge the intervals of ``points`` (already stored) in time order; returns the violations
+    opened or closed."""
     points = list(points)
-    slices = {s.id: s for s in session.scalars(select(Slice).where(Slice.id.in_({p.slice_id for p in points})))}
-    open_rows = {(v.slice_id, v.backend_id, v.lane, v.metric): v for v in session.scalars(
-        select(SlaViolation).where(SlaViolation.slice_id.in_(slices), SlaViolation.ended_at.is_(None)))}
-    changed: list[SlaViolation] = []
-    for p in sorted(points, key=lambda x: x.ts):
-        s = slices.get(p.slice_id)
+    if not points:
+        return []
+    hold = hold or HoldDown.from_settings(get_settings())
+    keys = {(p.slice_id, p.backend_id) for p in points}
+    new_ts: dict[tuple[int, int], set[datetime]] = defaultdict(set)
+    for p in points:
+        new_ts[(p.slice_id, p.backend_id)].add(p.ts)
+    slices = {s.id: s for s in session.scalars(select(Slice).where(Slice.id.in_({k[0] for k in keys})))}
+    span = max(hold.open_after, hold.close_after) + 1
+    widest = max(p.interval_s for p in points)
+    windows = _windows(session, keys, min(p.ts for p in points) - timedelta(seconds=span * widest * 2),
+                       max(p.ts for p in points))
+    open_rows: dict[tuple[int, int, int | None, str], SlaViolation] = {
+        (v.slice_id, v.backend_id, v.lane, v.metric): v for v in session.scalars(
+            select(SlaViolation).where(tuple_(SlaViolation.slice_id, SlaViolation.backend_id).in_(list(keys)),
+                                       SlaViolation.ended_at.is_(None)))}
+    # intervals already judged inside a closed violation (from its start to the interval that
+    # closed it) are not judged again when stored again
+    judged: dict[tuple[int, int, int | None, str], list[tuple[datetime, datetime]]] = defaultdict(list)
+    for v in session.scalars(select(SlaViolation).where(
+            tuple_(SlaViolation.slice_id, SlaViolation.backend_id).in_(list(keys)),
+            SlaViolation.ended_at >= min(p.ts for p in points) - timedelta(seconds=span * widest * 2))):
+        closed_by = (v.evidence or {}).get("closed_by") or []
+        until = datetime.fromisoformat(closed_by[-1]["ts"]) if closed_by else v.ended_at
+        assert until is not None
+        judged[(v.slice_id, v.backend_id, v.lane, v.metric)].append((v.started_at, until))
+    ev = _Evaluator(session, hold)
+    for key in sorted(keys):
+        s = slices.get(key[0])
         if s is None:
             continue
-        for check in CHECKS:
-            limit = getattr(s, check.sla)
-            value = getattr(p, check.metric)
-            if limit is None or value is None:
-                continue
-            key = (p.slice_id, p.backend_id, p.lane, check.metric)
-            current = open_rows.get(key)
-            if value > limit:
-                if current is None:
-                    current = SlaViolation(slice_id=p.slice_id, backend_id=p.backend_id, lane=p.lane,
-                                           metric=check.metric,
-                                           threshold=limit, worst=value, started_at=p.ts,
-                                           detail={"first_value": value})
-                    session.add(current)
-                    open_rows[key] = current
-                    changed.append(current)
+        intervals = sorted(windows.get(key, {}).items())
+        lanes_seen = sorted({x.lane for _, rows in intervals for x in rows})
+        checks: list[tuple[int | None, Check, float]] = [
+            (lane, check, getattr(s, check.sla)) for check in LANE_CHECKS if getattr(s, check.sla) is not None
+            for lane in lanes_seen]
+        if s.guaranteed_mbps is not None:
+            checks.append((None, RATE_CHECK, s.guaranteed_mbps))
+        for lane, check, limit in checks:
+            history: list[Reading] = []
+            okey = (key[0], key[1], lane, check.metric)
+            for ts, rows in intervals:
+                history.append(_reading(rows, ts, lane, check, limit))
+                if ts not in new_ts[key]:
+                    continue  # judged when it arrived
+                current = open_rows.get(okey)
+                if current is not None and ts <= current.started_at:
+                    continue  # an interval from before the open violation: already judged
+                if current is None and any(lo < ts <= hi for lo, hi in judged.get(okey, ())):
+                    continue
+                after = ev.step(s, key[1], lane, check, limit, history, current)
+                if after is None:
+                    open_rows.pop(okey, None)
                 else:
-                    current.worst = max(current.worst, value)
-            elif current is not None:
-                current.ended_at = p.ts
-                del open_rows[key]
-                changed.append(current)
-    return changed
+                    open_rows[okey] = after
+    session.flush()
+    return ev.changed
+
+
+def within_sla(session: Session, slice_id: int, since: datetime, until: datetime) -> list[tuple[int, int, int]]:
+    """Per backend: intervals with a sample in (since, until], and how many of them lay inside
+    a violation of that backend."""
+    v = SlaViolation
+    inside = (select(v.id).where(v.slice_id == KpiSample.slice_id, v.backend_id == KpiSample.backend_id,
+                                 v.started_at < KpiSample.ts, (v.ended_at.is_(None)) | (KpiSample.ts <= v.ended_at))
+              .exists())
+    rows = session.execute(
+        select(KpiSample.backend_id, func.count(func.distinct(KpiSample.ts)),
+               func.count(func.distinct(KpiSample.ts)).filter(inside))
+        .where(KpiSample.slice_id == slice_id, KpiSample.ts > since, KpiSample.ts <= until)
+        .group_by(KpiSample.backend_id).order_by(KpiSample.backend_id))
+    return [(b, total, bad) for b, total, bad in rows]

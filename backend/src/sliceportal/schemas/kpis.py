@@ -38,8 +38,9 @@ class SlaViolationPublic(ORMModel):
     metric: str
     threshold: float
     worst: float
-    started_at: datetime
-    ended_at: datetime | None
+    started_at: datetime = Field(description="start of the first interval out of bounds")
+    ended_at: datetime | None = Field(description="end of the last interval out of bounds; null while open")
+    detail: dict[str, Any] = Field(description="direction: above (a ceiling) or below (the guaranteed rate)")
 
 
 class EvidenceSample(BaseModel):

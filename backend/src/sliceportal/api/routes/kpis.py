@@ -10,25 +10,37 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
-from sqlalchemy import func, select
+from pydantic import AwareDatetime
+from sqlalchemy import func, or_, select
 
 from sliceportal.api.crud import get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, StreamReader
-from sliceportal.api.errors import ApiError
+from sliceportal.api.errors import ApiError, not_found
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint, combine_lanes
+from sliceportal.kpi.sla import within_sla
 from sliceportal.models import KpiSample, SlaViolation, Slice
+from sliceportal.models.slicing import slice_backend
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
-from sliceportal.schemas.kpis import KpiSamplePublic, SlaViolationPublic
+from sliceportal.schemas.kpis import (
+    EvidenceSample,
+    KpiSamplePublic,
+    SlaBackendSummary,
+    SlaSummary,
+    SlaViolationExplained,
+    SlaViolationPublic,
+)
 
 router = APIRouter(tags=["kpis"])
 MAX_POINTS = 20_000
+MAX_EXPLAIN = 5_000
 
 
 @router.get("/slices/{slice_id}/kpis", response_model=list[KpiSamplePublic])
 def slice_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
-               since: Annotated[datetime | None, Query(description="default: the last 5 minutes")] = None,
-               until: datetime | None = None,
+               since: Annotated[AwareDatetime | None, Query(description="default: the last 5 minutes; with a "
+                                                                "time zone (2026-01-01T00:00:00Z)")] = None,
+               until: AwareDatetime | None = None,
                lane: Annotated[int | None, Query(ge=0, le=7)] = None,
                backend_id: QueryId = None,
                group_by: Annotated[Literal["lane", "backend"], Query(
@@ -47,8 +59,11 @@ def slice_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
         stmt = stmt.where(KpiSample.backend_id == backend_id)
     rows = session.scalars(stmt.order_by(KpiSample.ts, KpiSample.backend_id, KpiSample.lane).limit(MAX_POINTS))
     samples = [KpiSamplePublic.model_validate(r) for r in rows]
-    if group_by == "lane":
-        return samples
+    return samples if group_by == "lane" else _by_backend(samples)
+
+
+def _by_backend(samples: list[KpiSamplePublic]) -> list[KpiSamplePublic]:
+    """One sample per (backend, interval): the lanes combined (``lane`` null)."""
     groups: dict[tuple[int, datetime], list[KpiPoint]] = {}
     for x in samples:
         groups.setdefault((x.backend_id, x.ts), []).append(KpiPoint.model_validate(x.model_dump()))
@@ -73,7 +88,12 @@ def current_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
 
 @router.get("/violations", response_model=Page[SlaViolationPublic])
 def violations(principal: Reader, session: SessionDep, params: ListQuery, slice_id: QueryId = None,
-               backend_id: QueryId = None, open_only: bool = False) -> Page[SlaViolationPublic]:
+               backend_id: QueryId = None, open_only: bool = False,
+               since: Annotated[datetime | None, Query(description="only violations still open at or after this")
+                                ] = None,
+               until: Annotated[datetime | None, Query(description="only violations started before this")] = None,
+               ) -> Page[SlaViolationPublic]:
+    """SLA violations, newest first; ``since`` / ``until`` give the history of a window (e.g. the last hour)."""
     stmt = select(SlaViolation).join(Slice, Slice.id == SlaViolation.slice_id)
     stmt = scoped(stmt, Slice, principal.tenant_scope)
     if slice_id is not None:
@@ -82,10 +102,73 @@ def violations(principal: Reader, session: SessionDep, params: ListQuery, slice_
         stmt = stmt.where(SlaViolation.backend_id == backend_id)
     if open_only:
         stmt = stmt.where(SlaViolation.ended_at.is_(None))
+    if since is not None and until is not None and since > until:
+        raise ApiError(422, "Validation failed", "since is after until", field="since")
+    if since is not None:
+        stmt = stmt.where(or_(SlaViolation.ended_at.is_(None), SlaViolation.ended_at >= since))
+    if until is not None:
+        stmt = stmt.where(SlaViolation.started_at < until)
     params = params.model_copy(update={"sort": params.sort or "-started_at"})
     rows, count = page(session, stmt, params, {"id": SlaViolation.id, "started_at": SlaViolation.started_at,
                                                "metric": SlaViolation.metric})
     return Page(data=[SlaViolationPublic.model_validate(v) for v in rows], count=count)
+
+
+@router.get("/violations/{violation_id}/explain", response_model=SlaViolationExplained)
+def explain_violation(violation_id: PathId, principal: Reader, session: SessionDep) -> SlaViolationExplained:
+    """Why a violation opened and closed: the samples that did it, the hold-down, the rule set in
+    force on that backend, its counters, and the lane's samples around it (the slice's lanes
+    combined for the guaranteed rate)."""
+    stmt = scoped(select(SlaViolation).join(Slice, Slice.id == SlaViolation.slice_id).where(
+        SlaViolation.id == violation_id), Slice, principal.tenant_scope)
+    v = session.scalar(stmt)
+    if v is None:
+        raise not_found("violation", violation_id)
+    ev = v.evidence or {}
+    hold = ev.get("hold_down") or {"open_after": 1, "close_after": 1}
+    opened = [EvidenceSample.model_validate(x) for x in ev.get("opened_by", [])]
+    closed = [EvidenceSample.model_validate(x) for x in ev.get("closed_by", [])]
+    step = timedelta(seconds=1)
+    first = min([x.ts for x in opened] + [v.started_at]) - step * 2
+    last = max([x.ts for x in closed] + [v.ended_at or datetime.now(UTC)]) + step * 2
+    rows = session.scalars(select(KpiSample).where(
+        KpiSample.slice_id == v.slice_id, KpiSample.backend_id == v.backend_id, KpiSample.ts > first,
+        KpiSample.ts <= last, *([KpiSample.lane == v.lane] if v.lane is not None else []))
+        .order_by(KpiSample.ts, KpiSample.lane).limit(MAX_EXPLAIN))
+    samples = [KpiSamplePublic.model_validate(r) for r in rows]
+    if v.lane is None:
+        samples = _by_backend(samples)
+    return SlaViolationExplained(
+        **SlaViolationPublic.model_validate(v).model_dump(), opened_by=opened, closed_by=closed, hold_down=hold,
+        rule_set=ev.get("rule_set"), counters=ev.get("counters") or {}, samples=samples)
+
+
+@router.get("/slices/{slice_id}/sla", response_model=SlaSummary)
+def slice_sla(slice_id: PathId, principal: Reader, session: SessionDep,
+              since: Annotated[datetime | None, Query(description="default: the last hour")] = None,
+              until: datetime | None = None) -> SlaSummary:
+    """Per backend, over a window: the intervals measured, the share of them within the SLA
+    (not inside a violation), and the violations that overlapped it."""
+    get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    until = until or datetime.now(UTC)
+    since = since or until - timedelta(hours=1)
+    if since > until:
+        raise ApiError(422, "Validation failed", "since is after until", field="since")
+    counted = {b: (total, bad) for b, total, bad in within_sla(session, slice_id, since, until)}
+    overlapping = (SlaViolation.slice_id == slice_id) & (SlaViolation.started_at < until) & (
+        SlaViolation.ended_at.is_(None) | (SlaViolation.ended_at >= since))
+    per_backend = {b: (n, n_open) for b, n, n_open in session.execute(
+        select(SlaViolation.backend_id, func.count(), func.count().filter(SlaViolation.ended_at.is_(None)))
+        .where(overlapping).group_by(SlaViolation.backend_id))}
+    assigned = session.scalars(select(slice_backend.c.backend_id).where(slice_backend.c.slice_id == slice_id))
+    backends = sorted(set(counted) | set(per_backend) | set(assigned))
+    return SlaSummary(slice_id=slice_id, since=since, until=until, backends=[
+        SlaBackendSummary(
+            backend_id=b, intervals=counted.get(b, (0, 0))[0],
+            within_sla_pct=(round(100.0 * (1 - counted[b][1] / counted[b][0]), 2)
+                            if counted.get(b, (0, 0))[0] else None),
+            violations=per_backend.get(b, (0, 0))[0], open_violations=per_backend.get(b, (0, 0))[1])
+        for b in backends])
 
 
 @router.get("/kpis/stream", response_class=StreamingResponse,
