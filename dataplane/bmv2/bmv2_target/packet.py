@@ -143,7 +143,7 @@ class _Parser:
             self.gtpu(nxt + 8)
             return
         if dport != UDP_VXLAN:
-            p.udp = nxt
+            p.l4 = nxt  # parse_l4: only the ports are extracted
             return
         self.need(nxt, 16 + 14)  # UDP, VXLAN, inner Ethernet
         p.udp, p.vxlan = nxt, nxt + 8
@@ -156,10 +156,12 @@ class _Parser:
         if p.key_port < 0 or proto != PROTO_UDP:
             p.l4 = p.key_port
             return
+        if self.u16(nxt + 2) != UDP_GTPU:
+            p.l4 = nxt
+            return
+        self.need(nxt, 8)
         p.inner_udp = nxt
-        if self.u16(nxt + 2) == UDP_GTPU:
-            self.need(nxt, 8)
-            self.gtpu(nxt + 8)
+        self.gtpu(nxt + 8)
 
 
 def parse(data: bytes) -> Parsed:

@@ -60,7 +60,8 @@ control Classifier(inout headers_t hdr, inout metadata_t meta,
         if (standard_metadata.parser_error != error.NoError) {
             malformed.count(0);
         }
-        if (meta.key.has_ip == 1) {
+        // malformed or not IPv4 user plane: never classified (docs/packets.md §3)
+        if (meta.key.has_ip == 1 && meta.unparsed == 0 && standard_metadata.parser_error == error.NoError) {
             classifier.apply();
         }
         slice_rx.count((bit<32>)meta.slice_id);

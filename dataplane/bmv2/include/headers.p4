@@ -18,6 +18,17 @@ header vlan_t {
     bit<16> ether_type;
 }
 
+// Frames docs/packets.md calls malformed for reasons other than running out of bytes
+// (PacketTooShort) or a fifth GTP-U extension header (StackOutOfBounds).
+error {
+    IPv4BadVersion,
+    IPv4BadIhl,
+    IPv4BadTotalLength,
+    GtpuBadVersion,
+    GtpuBadExtLength,
+    GtpuTooManyExt
+}
+
 header ipv4_t {
     bit<4>      version;
     bit<4>      ihl;
@@ -32,6 +43,11 @@ header ipv4_t {
     bit<16>     hdr_checksum;
     ipv4_addr_t src_addr;
     ipv4_addr_t dst_addr;
+}
+
+// IPv4 options: skipped, never interpreted (docs/packets.md §2).
+header ipv4_options_t {
+    varbit<320> options;
 }
 
 header udp_t {
@@ -67,6 +83,17 @@ header gtpu_options_t {
     bit<8>  next_ext;
 }
 
+// A GTP-U extension header (TS 29.281 §5.2): length in 4-byte units, content, and the
+// next extension header type in its last byte, extracted apart so that it can be read.
+header gtpu_ext_t {
+    bit<8>       len;
+    varbit<8144> content;  // 4 * 255 - 2 bytes at most
+}
+
+header gtpu_ext_next_t {
+    bit<8> next_type;
+}
+
 // The innermost transport ports; only the ports are needed, the rest stays payload.
 header l4_ports_t {
     bit<16> src_port;
@@ -74,18 +101,30 @@ header l4_ports_t {
 }
 
 struct headers_t {
-    ethernet_t     ethernet;
-    vlan_t         vlan;
-    ipv4_t         ipv4;
-    udp_t          udp;
-    vxlan_t        vxlan;
-    ethernet_t     inner_ethernet;
-    ipv4_t         inner_ipv4;
-    udp_t          inner_udp;
-    gtpu_t         gtpu;
-    gtpu_options_t gtpu_options;
-    ipv4_t         ue_ipv4;
-    l4_ports_t     l4;
+    ethernet_t      ethernet;
+    vlan_t          vlan;        // the first tag: the tenant's (seed 002)
+    vlan_t          vlan2;       // QinQ: the second tag
+    ipv4_t          ipv4;
+    ipv4_options_t  ipv4_options;
+    udp_t           udp;
+    vxlan_t         vxlan;
+    ethernet_t      inner_ethernet;
+    ipv4_t          inner_ipv4;
+    ipv4_options_t  inner_ipv4_options;
+    udp_t           inner_udp;
+    gtpu_t          gtpu;
+    gtpu_options_t  gtpu_options;
+    gtpu_ext_t      gtpu_ext1;   // up to four extension headers (docs/packets.md)
+    gtpu_ext_next_t gtpu_next1;
+    gtpu_ext_t      gtpu_ext2;
+    gtpu_ext_next_t gtpu_next2;
+    gtpu_ext_t      gtpu_ext3;
+    gtpu_ext_next_t gtpu_next3;
+    gtpu_ext_t      gtpu_ext4;
+    gtpu_ext_next_t gtpu_next4;
+    ipv4_t          ue_ipv4;
+    ipv4_options_t  ue_ipv4_options;
+    l4_ports_t      l4;
 }
 
 // What the classifier keys on: the innermost fields, plus validity bits so that a
@@ -113,6 +152,8 @@ struct vqueue_params_t {
 
 struct metadata_t {
     flow_key_t      key;
+    bit<1>          unparsed;   // not IPv4 user plane (docs/packets.md §3): not classified
+    bit<32>         parse_off;  // parser: offset of the header being parsed
     tenant_id_t     tenant_id;
     vid_t           tenant_vid;
     slice_id_t      slice_id;   // DP_SID; 0 = classifier miss
