@@ -329,7 +329,7 @@ class LiveTestbed:
                     places = flow_places(rule_set.ir if rule_set else None,
                                          rule_set.explanation if rule_set else None, plane.flows)
                     for meter in plane.meters:
-                        meter.places.update(places)
+                        meter.places = places  # one reference swap: the capture thread reads it
                     plane.places, plane.rule_set_id = places, rs_id
                 if restart:
                     self._restart_sender(plane, pps)
@@ -399,6 +399,11 @@ class LiveTestbed:
             run_capture(sock, meter, duration_s=self.interval_s, stop=self._stop)
             # stamped where the interval ends: each capture point's points have their own ts
             self._reports.put((plane, datetime.now(UTC), meter.interval_report()))
+            # flows of earlier traffic generations (and stray ids) are done: forget them here,
+            # on the thread that owns the meter's accumulators
+            places = meter.places
+            for flow_id in [f for f in meter.flows if f not in places]:
+                del meter.flows[flow_id]
         return step
 
     def _write_step(self) -> None:
