@@ -231,3 +231,19 @@ def test_migration_attributes_old_samples_to_the_xdp_backend(pg: object, session
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_long_ranges_are_binned(client: TestClient, session: Session, world: dict[str, object]) -> None:
+    """step_s=10 over 20 one-second samples of a lane: two bins, counts summed, throughput over
+    the time measured, the worst p99, newest bin last."""
+    red_slice = world["ids"]["red"][1]  # type: ignore[index]
+    ingest(session, [_point(red_slice, 0, s, delay=1.0 + s) for s in range(1, 21)])
+    window = {"since": T0.isoformat(), "until": (T0 + timedelta(seconds=20)).isoformat(), "step_s": 10}
+    bins = client.get(f"/api/v1/slices/{red_slice}/kpis", params=window, headers=world["op"]).json()  # type: ignore[arg-type]
+    assert [(b["ts"][11:19], b["interval_s"], b["tx_packets"], b["throughput_bps"], b["delay_p99_ms"])
+            for b in bins] == [("12:00:10", 10.0, 10_000, 8e6, 11.0), ("12:00:20", 10.0, 10_000, 8e6, 21.0)]
+    assert client.get(f"/api/v1/slices/{red_slice}/kpis", params={**window, "step_s": 1},
+                      headers=world["op"]).status_code == 422  # type: ignore[arg-type]
+    naive = client.get(f"/api/v1/slices/{red_slice}/kpis", params={"since": "2026-11-22T12:00:00"},
+                       headers=world["op"])  # type: ignore[arg-type]
+    assert naive.status_code == 422

@@ -16,6 +16,7 @@ from sqlalchemy import func, or_, select
 from sliceportal.api.crud import get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, StreamReader
 from sliceportal.api.errors import ApiError, not_found
+from sliceportal.kpi.bins import binned_samples
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint, combine_lanes
 from sliceportal.kpi.sla import within_sla
@@ -46,19 +47,28 @@ def slice_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
                group_by: Annotated[Literal["lane", "backend"], Query(
                    description="lane: one sample per (backend, lane, interval); "
                                "backend: one per (backend, interval), the slice's lanes combined")] = "lane",
+               step_s: Annotated[int | None, Query(ge=2, le=86_400, description=(
+                   "combine the samples of each (backend, lane) into intervals of this many seconds "
+                   "(for long ranges: 24 h of 1 s samples would be too many points)"))] = None,
                ) -> list[KpiSamplePublic]:
     get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     until = until or datetime.now(UTC)
     since = since or until - timedelta(minutes=5)
     if since > until:
         raise ApiError(422, "Validation failed", "since is after until", field="since")
-    stmt = select(KpiSample).where(KpiSample.slice_id == slice_id, KpiSample.ts > since, KpiSample.ts <= until)
+    where = [KpiSample.slice_id == slice_id, KpiSample.ts > since, KpiSample.ts <= until]
     if lane is not None:
-        stmt = stmt.where(KpiSample.lane == lane)
+        where.append(KpiSample.lane == lane)
     if backend_id is not None:
-        stmt = stmt.where(KpiSample.backend_id == backend_id)
-    rows = session.scalars(stmt.order_by(KpiSample.ts, KpiSample.backend_id, KpiSample.lane).limit(MAX_POINTS))
-    samples = [KpiSamplePublic.model_validate(r) for r in rows]
+        where.append(KpiSample.backend_id == backend_id)
+    if step_s is not None:
+        samples = binned_samples(session, where, step_s, MAX_POINTS)
+    else:
+        rows = session.scalars(select(KpiSample).where(*where)
+                               .order_by(KpiSample.ts.desc(), KpiSample.backend_id, KpiSample.lane).limit(MAX_POINTS))
+        # newest first under the cap (a long range loses its oldest samples, not its newest)
+        samples = sorted((KpiSamplePublic.model_validate(r) for r in rows),
+                         key=lambda x: (x.ts, x.backend_id, x.lane or 0))
     return samples if group_by == "lane" else _by_backend(samples)
 
 
@@ -89,9 +99,10 @@ def current_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
 @router.get("/violations", response_model=Page[SlaViolationPublic])
 def violations(principal: Reader, session: SessionDep, params: ListQuery, slice_id: QueryId = None,
                backend_id: QueryId = None, open_only: bool = False,
-               since: Annotated[datetime | None, Query(description="only violations still open at or after this")
+               since: Annotated[AwareDatetime | None, Query(
+                   description="only violations still open at or after this")] = None,
+               until: Annotated[AwareDatetime | None, Query(description="only violations started before this")
                                 ] = None,
-               until: Annotated[datetime | None, Query(description="only violations started before this")] = None,
                ) -> Page[SlaViolationPublic]:
     """SLA violations, newest first; ``since`` / ``until`` give the history of a window (e.g. the last hour)."""
     stmt = select(SlaViolation).join(Slice, Slice.id == SlaViolation.slice_id)
@@ -145,8 +156,8 @@ def explain_violation(violation_id: PathId, principal: Reader, session: SessionD
 
 @router.get("/slices/{slice_id}/sla", response_model=SlaSummary)
 def slice_sla(slice_id: PathId, principal: Reader, session: SessionDep,
-              since: Annotated[datetime | None, Query(description="default: the last hour")] = None,
-              until: datetime | None = None) -> SlaSummary:
+              since: Annotated[AwareDatetime | None, Query(description="default: the last hour")] = None,
+              until: AwareDatetime | None = None) -> SlaSummary:
     """Per backend, over a window: the intervals measured, the share of them within the SLA
     (not inside a violation), and the violations that overlapped it."""
     get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
