@@ -31,6 +31,7 @@ from sliceportal.rules.scenarios import NETFPGA_TARGET, table3_config  # noqa: E
 
 LANES = NETFPGA_TARGET.lanes
 DOC = HERE.parents[1] / "docs" / "packets.md"
+Verdicts = tuple[list[Verdict | None], list[Verdict], list[Verdict]]
 DIFFERENCES = ("xdp-runt", "netfpga-window", "p4-no-paths", "p4-no-unparsed-counter", "p4-checksums", "p4-tenant-tag")
 
 
@@ -71,8 +72,8 @@ def header_end(data: bytes) -> int:
     return p4_parse(data).end
 
 
-def explain(data: bytes, x: Verdict | None, n: Verdict, p: Verdict) -> str | None:
-    """None when the three verdicts agree up to the documented differences, else why not."""
+def agree(data: bytes, x: Verdict | None, n: Verdict, p: Verdict) -> bool:
+    """The three verdicts are equal up to the differences docs/packets.md §4 lists."""
     if x is None:  # xdp-runt: the kernel never runs XDP on it; the other two must agree
         x = n
     # netfpga-window: headers ending beyond the RTL's window are malformed there only
@@ -80,23 +81,21 @@ def explain(data: bytes, x: Verdict | None, n: Verdict, p: Verdict) -> str | Non
         n = x
     # p4-no-paths: P4 has no RR path; compare the path between XDP and NetFPGA only
     p = dataclasses.replace(p, rr_path=x.rr_path)
-    if x == n == p:
-        return None
-    return "differ"
+    return x == n == p
 
 
 def describe(name: str, data: bytes) -> str:
     try:
         summary = Ether(data).summary() if len(data) >= 14 else f"{len(data)}-byte runt"
-    except Exception as e:  # noqa: BLE001 - the summary is a courtesy; scapy may choke on junk
+    except Exception as e:  # the summary is a courtesy; scapy may choke on junk
         summary = f"(scapy: {e})"
     return f"{name} ({len(data)} B)\n    {data.hex()}\n    {summary}"
 
 
 @pytest.fixture(scope="module")
-def verdicts(frames: list[corpus.Frame], ir: RuleIR, ir_one_path: RuleIR, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
-    tuple[list[Verdict | None], list[Verdict], list[Verdict]]
-]:
+def verdicts(
+    frames: list[corpus.Frame], ir: RuleIR, ir_one_path: RuleIR, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Verdicts]:
     data = [f.data for f in frames]
     with planes.xdp_plane(ir, LANES) as xp:
         xdp = planes.run_xdp(xp, data)
@@ -110,27 +109,37 @@ def verdicts(frames: list[corpus.Frame], ir: RuleIR, ir_one_path: RuleIR, tmp_pa
 def test_corpus_is_large_and_covers_every_family(frames: list[corpus.Frame]) -> None:
     assert len(frames) >= 5000
     families = Counter(f.name.split("/")[0] for f in frames)
-    for fam in ("cut", "totlen", "ihl", "frag", "gtpext", "gtpextlen", "tags", "runt", "mut", "seed000", "seed001",
-                "seed004"):
+    for fam in (
+        "cut",
+        "totlen",
+        "ihl",
+        "frag",
+        "gtpext",
+        "gtpextlen",
+        "tags",
+        "runt",
+        "mut",
+        "seed000",
+        "seed001",
+        "seed004",
+    ):
         assert families[fam] > 0, fam
     assert all(f.data for f in frames), "a zero-length frame does not exist on a wire"
 
 
-def test_documented_differences_are_the_spec_s(ir: RuleIR) -> None:
+def test_documented_differences_are_the_spec_s() -> None:
     text = DOC.read_text()
     for name in DIFFERENCES:
         assert f"`{name}`" in text, f"docs/packets.md does not list {name}"
 
 
 @pytest.mark.needs_root
-def test_three_planes_agree_frame_by_frame(
-    frames: list[corpus.Frame], verdicts: tuple[list[Verdict | None], list[Verdict], list[Verdict]]
-) -> None:
+def test_three_planes_agree_frame_by_frame(frames: list[corpus.Frame], verdicts: Verdicts) -> None:
     xdp, nf, p4 = verdicts
     bad = []
     assert sum(x is None for x in xdp) == sum(len(f.data) < planes.XDP_MIN_FRAME for f in frames)
     for f, x, n, p in zip(frames, xdp, nf, p4, strict=True):
-        if explain(f.data, x, n, p) is not None:
+        if not agree(f.data, x, n, p):
             bad.append(f"{describe(f.name, f.data)}\n    xdp     {x}\n    netfpga {n}\n    p4      {p}")
     outcomes = Counter(x.outcome for x in xdp if x is not None)
     print(f"{len(frames)} frames; XDP outcomes {dict(outcomes)}; {len(bad)} unexplained differences")
@@ -139,7 +148,7 @@ def test_three_planes_agree_frame_by_frame(
 
 @pytest.mark.needs_root
 def test_the_corpus_reaches_every_outcome_and_several_slices(
-    verdicts: tuple[list[Verdict | None], list[Verdict], list[Verdict]],
+    verdicts: Verdicts,
 ) -> None:
     xdp = [x for x in verdicts[0] if x is not None]
     assert {v.outcome for v in xdp} == {"classified", "unparsed", "malformed"}
