@@ -74,6 +74,13 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         current = client.get(f"/api/v1/slices/{embb.id}/kpis/current", headers=op).json()
         for p in current:
             assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 2000, p
+        # each data plane's own counters agree with where the KPIs put its traffic
+        def checks() -> dict[str, str]:
+            backends = client.get("/api/v1/testbed", headers=op).json()["backends"]
+            return {b["driver"]: b["placement_check"] for b in backends}
+
+        _wait("the data planes' counters to agree with the placement",
+              lambda: set(checks().values()) == {"agrees"}, 15)
         # one sample per (slice, backend, lane, interval): never a zero twin
         assert not session.scalar(select(func.count()).select_from(KpiSample).where(
             KpiSample.slice_id == embb.id, KpiSample.rx_packets == 0, KpiSample.tx_packets == 0))
@@ -114,6 +121,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             return lanes or None
 
         _wait("the rolled-back slice's traffic as the NetFPGA backend's default traffic", default_from_late, 20)
+        _wait("the NetFPGA model's counters (its miss path used) to agree", lambda: checks()["netfpga"] == "agrees", 10)
         time.sleep(1.5)  # an interval measured before the rollback may still be written
         session.expire_all()
         cut = session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == late["id"]))

@@ -55,6 +55,8 @@ class CounterCollector:
 
     def __init__(self) -> None:
         self._previous: dict[int, Counters] = {}
+        # per backend, the last interval's packets per data-plane slice id and on the miss path
+        self.slice_packets: dict[int, tuple[dict[int, int], int]] = {}
 
     def collect(self, session: Session, backends: list[Backend]) -> dict[int, dict[Place, DropTotals]]:
         """backend id -> (slice, lane) -> the interval's drops and ECN marks on that backend."""
@@ -73,6 +75,10 @@ class CounterCollector:
             self._previous[backend.id] = now
             if before is None:
                 continue  # the first reading is the baseline
+            self.slice_packets[backend.id] = (
+                {sid: c.packets - (before.slices[sid].packets if sid in before.slices else 0)
+                 for sid, c in now.slices.items()},
+                now.misses.packets - before.misses.packets)
             for index, place in rule_places(rule_set.ir, rule_set.explanation).items():
                 counters = now.rules.get(index)
                 if counters is None:

@@ -45,6 +45,9 @@ class TestbedBackend(BaseModel):
     restarts: int = Field(description="times the watchdog restarted its data-plane process")
     last_interval_at: datetime | None = Field(description="end of the last interval its egress meter saw packets")
     default_traffic: list[DefaultLane]
+    placement_check: str = Field(description="whether the data plane's own per-slice and miss counters agree "
+                                             "with where the KPIs attribute its traffic: agrees / differs: … / "
+                                             "not checked yet")
 
 
 class TestbedState(BaseModel):

@@ -56,7 +56,7 @@ from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink
 from sliceportal.services import deployments
 from sliceportal.services.backends import POOL, describe
 from sliceportal.testbed.netns_testbed import Testbed
-from sliceportal.testbed.placement import DEFAULT_SLICE, flow_places
+from sliceportal.testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
 from sliceportal.testbed.processes import ManagedProcess, ProcessError, bmv2_process, netfpga_process, reap_leftovers
 from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
@@ -116,6 +116,8 @@ class Plane:
     restart_at: float = 0.0
     last_interval_at: datetime | None = None
     default_traffic: list[DefaultLane] = field(default_factory=list)
+    expected: tuple[frozenset[int], bool] = (frozenset(), False)  # data-plane slices hit, any miss
+    placement_check: str = "not checked yet"
 
     def offered_pps(self, now: datetime) -> float:
         if self.congestion_until is not None and now < self.congestion_until and self.congestion_factor:
@@ -331,6 +333,8 @@ class LiveTestbed:
                     for meter in plane.meters:
                         meter.places = places  # one reference swap: the capture thread reads it
                     plane.places, plane.rule_set_id = places, rs_id
+                    plane.expected = expected_hits(rule_set.ir if rule_set else None, plane.flows)
+                    plane.placement_check = "not checked yet"
                 if restart:
                     self._restart_sender(plane, pps)
 
@@ -440,6 +444,8 @@ class LiveTestbed:
         with self.sessions() as session:
             backends = [b for b in (session.get(Backend, p.backend_id) for p in self.planes if p.up) if b is not None]
             deltas = self._collector.collect(session, backends)
+        for plane in self.planes:
+            self._check_placement(plane)
         with self._lock:
             for backend_id, places in deltas.items():
                 pending = self._pending.setdefault(backend_id, {})
@@ -448,6 +454,22 @@ class LiveTestbed:
                     for reason, n in totals.drops.items():
                         merged.drops[reason] = merged.drops.get(reason, 0) + n
                     merged.ecn_marks += totals.ecn_marks
+
+    def _check_placement(self, plane: Plane) -> None:
+        """Do the data plane's own counters agree with where the placement says the flows
+        land? (the slices it counted packets for, and its miss path) — evidence that it holds
+        the rule set the KPIs are attributed by."""
+        seen = self._collector.slice_packets.pop(plane.backend_id, None)
+        if seen is None or plane.sender is None or not plane.sender.is_alive():
+            return
+        hit = frozenset(sid for sid, n in seen[0].items() if n > 0)
+        missed = seen[1] > 0
+        want_hit, want_miss = plane.expected
+        if hit == want_hit and missed == want_miss:
+            plane.placement_check = "agrees"
+        else:
+            plane.placement_check = (f"differs: the data plane counted slices {sorted(hit)} (miss path used: "
+                                     f"{missed}); its rule set predicts {sorted(want_hit)} (misses: {want_miss})")
 
     def _note_default(self, plane: Plane, groups: list[Any]) -> None:
         by_flow = {sf.flow_id: sf.slice_index for sf in plane.flows}
@@ -516,6 +538,7 @@ class LiveTestbed:
                 congestion_until=p.congestion_until if running else None,
                 congestion_factor=p.congestion_factor if running else None,
                 restarts=max(0, (p.process.starts - 1) if p.process else 0),
-                last_interval_at=p.last_interval_at, default_traffic=list(p.default_traffic)))
+                last_interval_at=p.last_interval_at, default_traffic=list(p.default_traffic),
+                placement_check=p.placement_check))
         return TestbedState(running=self.running, error=self.error, prefix=self.prefix, backends=out)
 

@@ -48,3 +48,20 @@ def flow_places(ir: Mapping[str, Any] | None, explanation: Mapping[str, Any] | N
         hit = places.get(decision.rule_index) if decision.rule_index is not None else None
         out[sf.flow_id] = hit if hit is not None else (DEFAULT_SLICE, decision.lane)
     return out
+
+
+def expected_hits(ir: Mapping[str, Any] | None, flows: Iterable[ScenarioFlow]) -> tuple[frozenset[int], bool]:
+    """The data-plane slice ids (``Action.slice_id``) these flows hit under ``ir``, and
+    whether any of them misses: what the data plane's own counters must show if it holds
+    ``ir`` (a cross-check of the placement against the data plane)."""
+    if ir is None:
+        return frozenset(), True
+    rules = load_ir(ir)
+    hits, miss = set(), False
+    for sf in flows:
+        decision = rules.classify(sf.flow.key())
+        if decision.rule_index is None:
+            miss = True
+        else:
+            hits.add(decision.slice_id)
+    return frozenset(hits), miss
