@@ -19,7 +19,7 @@ export function OverviewPage() {
       <Title order={2} size="h4" mb="sm">Slices by state</Title>
       <SimpleGrid cols={{ base: 2, sm: 4, lg: 7 }} mb="lg">
         {SLICE_STATES.map((state) => (
-          <Card key={state} withBorder component={Link} to={`/slices?state=${state}`} aria-label={`${countOf(state) ?? "…"} slices ${state}`}>
+          <Card key={state} withBorder component={Link} to={`/slices?state=${state}`}>
             <StateBadge state={state} />
             <Text fz={28} fw={700} data-testid={`slices-${state}`}>{countOf(state) ?? "…"}</Text>
           </Card>
