@@ -37,7 +37,7 @@ from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.core.security import hash_password
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
-from sliceportal.models import Role, Slice, User
+from sliceportal.models import Role, Slice, Tenant, User
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.processes import free_port, start_p4runtime_target
 
@@ -51,7 +51,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 OPERATOR = ("e2e-operator", "operator-e2e-pass")
 INTEGRATOR = ("e2e-integrator", "integrator-e2e-pass")
-RED = ("mvno-red-viewer", "mvno-red-demo-pass")
+RED = ("mvno-red-viewer", "red-viewer-e2e-pass")
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,13 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
                          full_name="e2e integrator"))
         session.commit()
         seed_demo(session, users_per_slice=8)
+        # demo data carries no accounts (they are opt-in, with random passwords): the tests
+        # create the red tenant's login themselves
+        red = session.scalar(select(Tenant).where(Tenant.name == "mvno-red"))
+        assert red is not None
+        session.add(User(username=RED[0], password_hash=hash_password(RED[1]), role=Role.TENANT, tenant_id=red.id,
+                         full_name="mvno-red NOC"))
+        session.commit()
     engine.dispose()
 
     target = start_p4runtime_target("--priority-queues", "8")

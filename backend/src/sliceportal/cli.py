@@ -56,10 +56,12 @@ def run(
     host: Annotated[str | None, typer.Option(help="address to serve on")] = None,
     port: Annotated[int | None, typer.Option(help="port to serve on")] = None,
     demo: Annotated[bool, typer.Option(help="seed demo tenants, slices and subscribers")] = True,
+    demo_accounts: Annotated[bool, typer.Option(
+        help="also create a tenant login per demo tenant (random passwords, printed once)")] = False,
     testbed: Annotated[bool, typer.Option(help="emulated testbed: data planes, live traffic, KPIs (root)")] = True,
 ) -> None:
     """Run the portal: database, migrations, first operator, demo data, API and UI."""
-    from sliceportal.services.bootstrap_data import ensure_operator, seed_demo
+    from sliceportal.services.bootstrap_data import create_demo_accounts, ensure_operator, seed_demo
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     settings = get_settings()
@@ -77,6 +79,11 @@ def run(
         with session_scope(url) as session:
             if seed_demo(session):
                 typer.echo("demo tenants, slices and subscribers created")
+    if demo_accounts:
+        with session_scope(url) as session:
+            for username, account_password in create_demo_accounts(session):
+                typer.secho(f"Demo tenant account: user {username!r}, password {account_password!r} (shown once)",
+                            fg="yellow")
     os.environ["SLICEPORTAL_DATABASE_URL_RESOLVED"] = url
     os.environ["TESTBED"] = "true" if testbed else "false"
     get_settings.cache_clear()

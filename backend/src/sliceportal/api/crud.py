@@ -57,15 +57,22 @@ def etag(response: Response, obj: Any) -> None:
     response.headers["ETag"] = f'"{obj.version}"'
 
 
+def _if_match_version(if_match: str) -> int:
+    wanted = if_match.strip().removeprefix("W/").strip('"')
+    if not wanted.isdigit() or len(wanted) > 18:
+        raise ApiError(400, "Bad request", "If-Match must be an ETag returned by this API", field="If-Match")
+    return int(wanted)
+
+
 def check_version(obj: Any, if_match: str | None, body_version: int | None) -> None:
     """Optimistic concurrency: an update must name the version it was based on."""
+    expected: int | None = body_version
     if if_match is not None:
-        wanted = if_match.strip().removeprefix("W/").strip('"')
-        if not wanted.isdigit():
-            raise ApiError(400, "Bad request", "If-Match must be an ETag returned by this API", field="If-Match")
-        expected: int | None = int(wanted)
-    else:
-        expected = body_version
+        expected = _if_match_version(if_match)
+        if body_version is not None and body_version != expected:
+            # Two different answers to "which version did you read": neither can be trusted.
+            raise ApiError(422, "Validation failed", f"If-Match names version {expected} but the body's "
+                           f"version is {body_version}; send one, or the same in both", field="version")
     if expected is None:
         raise ApiError(428, "Precondition required",
                        "send the version you read (field 'version' or an If-Match header) with every update",
@@ -74,6 +81,16 @@ def check_version(obj: Any, if_match: str | None, body_version: int | None) -> N
         raise ApiError(412, "Precondition failed",
                        f"the object is at version {obj.version}, your change was based on {expected}; "
                        "reload it and apply your change again", field="version")
+
+
+def check_delete_version(obj: Any, if_match: str | None) -> None:
+    """A DELETE with If-Match deletes only the version the client read (412 otherwise)."""
+    if if_match is None:
+        return
+    expected = _if_match_version(if_match)
+    if expected != obj.version:
+        raise ApiError(412, "Precondition failed", f"the object is at version {obj.version}, not {expected}; "
+                       "reload it before deleting", field="If-Match")
 
 
 def apply_changes(obj: Any, changes: Mapping[str, Any], not_null: Iterable[str]) -> None:

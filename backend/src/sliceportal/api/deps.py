@@ -190,18 +190,28 @@ CurrentUser = Annotated[Principal, Depends(get_principal)]
 StreamReader = Annotated[Principal, Depends(get_stream_principal)]
 
 
+# Where a key bound to one tenant may write: routes that check every object against the
+# principal's tenant scope. Everything else (slices' tenant choice, backends, deployments,
+# intents) spans tenants, so a bound key only reads there.
+BOUND_KEY_WRITABLE = ("/api/v1/subscribers",)
+
+
 def require(scope: Scope) -> object:
-    def check(principal: CurrentUser) -> Principal:
+    def check(principal: CurrentUser, request: Request) -> Principal:
         if scope not in principal.scopes:
             raise ApiError(403, "Forbidden", f"this needs the {scope.value!r} scope, which "
                            f"{'your key' if principal.via.startswith('api_key') else 'your role'} lacks")
+        if (scope is not Scope.READ and principal.key_tenant_id is not None
+                and not request.url.path.startswith(BOUND_KEY_WRITABLE)):
+            raise ApiError(403, "Forbidden", f"this key is bound to tenant {principal.key_tenant_id}; it may change "
+                           "only that tenant's subscribers")
         return principal
     return Depends(check)
 
 
 def require_operator(principal: CurrentUser) -> Principal:
-    if principal.role is Role.TENANT:
-        raise ApiError(403, "Forbidden", "only operators and integrators see this")
+    if principal.role is Role.TENANT or principal.key_tenant_id is not None:
+        raise ApiError(403, "Forbidden", "only operators and integrators (with keys not bound to a tenant) see this")
     return principal
 
 

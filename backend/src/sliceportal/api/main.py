@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Match
@@ -15,6 +15,7 @@ from starlette.routing import Match
 from sliceportal import __version__
 from sliceportal.api import docs, errors, lifecycle
 from sliceportal.api.middleware import SecurityMiddleware
+from sliceportal.api.ratelimit import ExpensiveLimiter, limit_expensive
 from sliceportal.api.routes import (
     audit,
     backends,
@@ -42,7 +43,7 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX)
+    router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(limit_expensive)])
     for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
                    kpis, audit, testbed_routes):
         router.include_router(module.router)
@@ -83,6 +84,7 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     app.state.database_url = database_url
     app.state.sessionmaker = session_factory(database_url)
     app.state.kpi_hub = KpiHub()
+    app.state.expensive_limiter = ExpensiveLimiter(settings)
     # what the process that serves the app must release last (the run command's embedded cluster)
     app.state.on_shutdown = []
     errors.install(app)

@@ -3,13 +3,38 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from zxcvbn import zxcvbn  # type: ignore[import-untyped]
 
 from sliceportal.models.auth import Role, Scope
-from sliceportal.schemas.common import DbId, Name, ORMModel, Version
+from sliceportal.schemas.common import DbId, Name, ORMModel, Version, plain_text
 
-Username = Annotated[str, Field(min_length=2, max_length=80, pattern=r"^[A-Za-z0-9_.@-]+$")]
-Password = Annotated[str, Field(min_length=10, max_length=256)]
+MIN_PASSWORD_LENGTH = 12
+MIN_PASSWORD_SCORE = 3  # zxcvbn 0..4: 3 = "safely unguessable: moderate protection from offline attacks"
+
+
+def _strong(password: str) -> str:
+    """Length, then zxcvbn (Dropbox's estimator; its dictionaries hold the common and breached
+    password lists, names and keyboard patterns): ten spaces or 1234567890 do not pass."""
+    if not password.strip():
+        raise ValueError("the password is blank")
+    # only the first 100 characters are scored: zxcvbn's cost grows quickly with length
+    result = zxcvbn(password[:100])
+    if result["score"] < MIN_PASSWORD_SCORE:
+        feedback = result["feedback"]
+        hint = " ".join(filter(None, [feedback.get("warning"), *feedback.get("suggestions", [])]))
+        raise ValueError(f"the password is too easy to guess{': ' + hint if hint else ''}")
+    return password
+
+
+def _username(value: object) -> object:
+    return value.strip() if isinstance(value, str) else value
+
+
+# Unique regardless of case (the database's index is on lower(username)).
+Username = Annotated[str, BeforeValidator(_username),
+                     Field(min_length=2, max_length=80, pattern=r"^[A-Za-z0-9_.@-]+$")]
+Password = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=256), AfterValidator(_strong)]
 
 
 class Token(BaseModel):
@@ -33,7 +58,7 @@ class UserCreate(BaseModel):
     password: Password
     role: Role
     tenant_id: DbId | None = None
-    full_name: str = Field("", max_length=120)
+    full_name: Annotated[str, AfterValidator(plain_text)] = Field("", max_length=120)
 
     @model_validator(mode="after")
     def _tenant_iff_tenant_role(self) -> UserCreate:
@@ -45,8 +70,8 @@ class UserCreate(BaseModel):
 class UserUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     password: Password | None = None
-    full_name: str | None = Field(None, max_length=120)
-    is_active: bool | None = None
+    full_name: Annotated[str, AfterValidator(plain_text)] | None = Field(None, max_length=120)
+    is_active: StrictBool | None = None
     version: Version = None
 
 
@@ -64,13 +89,17 @@ class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
     scopes: list[Scope] = Field(min_length=1, max_length=3)
+    tenant_id: DbId | None = Field(None, description="bind the key to one tenant: it sees and changes only "
+                                   "that tenant's objects")
 
 
 class ApiKeyPublic(ORMModel):
     id: int
+    user_id: int
     name: str
     prefix: str
     scopes: list[Scope]
+    tenant_id: int | None
     created_at: datetime
     revoked_at: datetime | None
     last_used_at: datetime | None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Generic, TypeVar
 
 from fastapi import Path, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
 
 T = TypeVar("T")
 
@@ -28,10 +29,29 @@ class ListParams(BaseModel):
 
 ListQuery = Annotated[ListParams, Query()]
 
-Name = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[^\x00-\x1f]+$")]
-Version = Annotated[int | None, Field(None, ge=1, description="the version read; or send If-Match")]
+# Characters that make a name display as something it is not: bidi overrides / isolates (the
+# "Trojan Source" trick), zero-width and other invisible format characters (category Cf).
+_DECEPTIVE = {"Cf", "Cc", "Cs", "Co", "Cn"}
+
+
+def _strip(value: object) -> object:
+    return value.strip() if isinstance(value, str) else value
+
+
+def plain_text(value: str) -> str:
+    bad = sorted({f"U+{ord(c):04X}" for c in value if unicodedata.category(c) in _DECEPTIVE})
+    if bad:
+        raise ValueError(f"contains invisible or direction-changing characters ({', '.join(bad)})")
+    return unicodedata.normalize("NFC", value)
+
+
+# Names are stripped, never blank, and hold only visible text.
+Name = Annotated[str, BeforeValidator(_strip), Field(min_length=1, max_length=120), AfterValidator(plain_text)]
+Version = Annotated[StrictInt | None, Field(None, ge=1, le=2**31 - 1,
+                                            description="the version read; or send If-Match")]
 
 MAX_ID = 2**63 - 1  # BIGINT primary keys
-DbId = Annotated[int, Field(ge=1, le=MAX_ID)]
+# Strict: an id is a JSON integer, not true, 1.0 or "1"
+DbId = Annotated[StrictInt, Field(ge=1, le=MAX_ID)]
 PathId = Annotated[int, Path(ge=1, le=MAX_ID)]
 QueryId = Annotated[int | None, Query(ge=1, le=MAX_ID)]

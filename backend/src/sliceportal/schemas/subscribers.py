@@ -4,13 +4,13 @@ from datetime import datetime
 from ipaddress import IPv4Address
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from sliceportal.schemas.common import DbId, ORMModel, Version
 
 # 3-digit MCC + 2/3-digit MNC + MSIN: 14 or 15 digits in all (3GPP TS 23.003).
 Imsi = Annotated[str, Field(pattern=r"^[0-9]{14,15}$", description="14-15 digit IMSI")]
-Teid = Annotated[int, Field(ge=1, le=4_294_967_295, description="GTP-U tunnel endpoint id (32 bit, 0 reserved)")]
+Teid = Annotated[StrictInt, Field(ge=1, le=4_294_967_295, description="GTP-U tunnel endpoint id (32 bit, 0 reserved)")]
 
 
 def _unique(values: list[int]) -> list[int]:

@@ -2,19 +2,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from ipaddress import IPv4Network
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
 
-from sliceportal.schemas.common import Name, ORMModel, Version
+from sliceportal.schemas.common import Name, ORMModel, Version, plain_text
 
 
 class TenantBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
-    vni: int = Field(ge=1, le=16_777_215, description="VXLAN network identifier marking the tenant on the wire")
-    vlan: int | None = Field(None, ge=1, le=4094)
+    vni: StrictInt = Field(ge=1, le=16_777_215, description="VXLAN network identifier marking the tenant on the wire")
+    vlan: StrictInt | None = Field(None, ge=1, le=4094)
     ue_pool: IPv4Network | None = Field(None, description="CIDR every subscriber address must lie in")
-    contact: str | None = Field(None, max_length=200)
+    contact: Annotated[str, AfterValidator(plain_text)] | None = Field(None, max_length=200)
     description: str = Field("", max_length=2000)
 
 
@@ -25,10 +26,10 @@ class TenantCreate(TenantBase):
 class TenantUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name | None = None
-    vni: int | None = Field(None, ge=1, le=16_777_215)
-    vlan: int | None = Field(None, ge=1, le=4094)
+    vni: StrictInt | None = Field(None, ge=1, le=16_777_215)
+    vlan: StrictInt | None = Field(None, ge=1, le=4094)
     ue_pool: IPv4Network | None = None
-    contact: str | None = Field(None, max_length=200)
+    contact: Annotated[str, AfterValidator(plain_text)] | None = Field(None, max_length=200)
     description: str | None = Field(None, max_length=2000)
     version: Version = None
 

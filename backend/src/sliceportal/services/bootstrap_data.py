@@ -1,4 +1,5 @@
-"""First operator account and the demo tenants, slices and subscribers of the run command."""
+"""First operator account, the demo tenants, slices and subscribers of the run command, and
+(only when asked) demo tenant accounts with random passwords."""
 
 from __future__ import annotations
 
@@ -63,7 +64,22 @@ def seed_demo(session: Session, users_per_slice: int = 32) -> bool:
                 imsi = f"00101{t_index:02d}{s_index:02d}{u:06d}"
                 session.add(Subscriber(tenant_id=tenant.id, imsi=imsi, ue_ip=ip,
                                        teids=[(vni << 12) + (s_index << 8) + u + 1], slices=[sl]))
-        session.add(User(username=f"{name}-viewer", password_hash=hash_password(f"{name}-demo-pass"),
-                         role=Role.TENANT, tenant_id=tenant.id, full_name=f"{name} NOC"))
     session.commit()
     return True
+
+
+def create_demo_accounts(session: Session) -> list[tuple[str, str]]:
+    """A tenant account ``<tenant>-viewer`` for every tenant that has none yet, each with a
+    random password, returned once (user, password). Never a published password: anyone
+    could log in with one on every install."""
+    created: list[tuple[str, str]] = []
+    for tenant in session.scalars(select(Tenant).order_by(Tenant.id)):
+        username = f"{tenant.name}-viewer"
+        if session.scalar(select(func.count()).select_from(User).where(func.lower(User.username) == username.lower())):
+            continue
+        password = secrets.token_urlsafe(12)
+        session.add(User(username=username, password_hash=hash_password(password), role=Role.TENANT,
+                         tenant_id=tenant.id, full_name=f"{tenant.name} NOC"))
+        created.append((username, password))
+    session.commit()
+    return created

@@ -27,6 +27,7 @@ from sliceportal.models.audit import record
 
 IMSI = re.compile(r"^[0-9]{14,15}$")
 REQUIRED = ("imsi", "ue_ip", "tenant")
+KNOWN = (*REQUIRED, "teids", "slices")
 MAX_REPORTED = 1000  # errors listed in the response; the count is always exact
 TEID_MAX = 4_294_967_295
 
@@ -59,11 +60,17 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
     started = time.perf_counter()
     reader = csv.DictReader(lines)
     header = [h.strip() for h in (reader.fieldnames or [])]
+    unknown = [c for c in header if c not in KNOWN]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ApiError(422, "Validation failed", f"CSV header lacks column(s) {missing}; expected "
-                       "imsi,ue_ip,teids,tenant,slices",
+                       "imsi,ue_ip,teids,tenant,slices" + (f" (unknown: {unknown})" if unknown else ""),
                        errors=[FieldError(field="file", message="bad header", line=1)])
+    if unknown:
+        # A misspelt column (teid for teids) would otherwise be dropped without a word.
+        raise ApiError(422, "Validation failed", f"CSV header has unknown column(s) {unknown}; the columns are "
+                       f"{','.join(KNOWN)}", errors=[FieldError(field=c, message="unknown column", line=1)
+                                                     for c in unknown])
     reader.fieldnames = header
     tenants, slices = _resolver(session)
     errors: list[FieldError] = []

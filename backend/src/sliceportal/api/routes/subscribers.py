@@ -13,7 +13,7 @@ from sqlalchemy.dialects.postgresql import INET
 from sqlalchemy.orm import Session
 from sqlalchemy.types import String
 
-from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
+from sliceportal.api.crud import apply_changes, check_delete_version, check_version, etag, get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Slice, Subscriber, Tenant
@@ -88,7 +88,7 @@ def read_subscriber(subscriber_id: PathId, principal: Reader, session: SessionDe
 def create_subscriber(body: SubscriberCreate, principal: Writer, session: SessionDep,
                       response: Response) -> SubscriberPublic:
     tenant = session.get(Tenant, body.tenant_id)
-    if tenant is None:
+    if tenant is None or principal.tenant_scope not in (None, tenant.id):
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     _lock_tenant(session, tenant.id)
     slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, None) or []
@@ -117,9 +117,12 @@ def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: 
     return to_public(s)
 
 
-@router.delete("/{subscriber_id}", status_code=204)
-def delete_subscriber(subscriber_id: PathId, principal: Writer, session: SessionDep) -> None:
-    session.delete(get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber"))
+@router.delete("/{subscriber_id}", status_code=204, responses={412: {"description": "If-Match names another version"}})
+def delete_subscriber(subscriber_id: PathId, principal: Writer, session: SessionDep,
+                      if_match: Annotated[str | None, Header()] = None) -> None:
+    s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
+    check_delete_version(s, if_match)
+    session.delete(s)
     session.commit()
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Response
-from sqlalchemy import exists, select
+from fastapi import APIRouter, Header, Query, Response
+from sqlalchemy import func, select
 
-from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
+from sliceportal.api.crud import apply_changes, check_delete_version, check_version, etag, get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError
-from sliceportal.models import Slice, Subscriber, Tenant
+from sliceportal.models import Slice, Subscriber, Tenant, User
+from sliceportal.models.audit import record
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.tenants import TenantCreate, TenantPublic, TenantUpdate
 
@@ -55,11 +56,29 @@ def update_tenant(tenant_id: PathId, body: TenantUpdate, principal: Writer, sess
     return tenant
 
 
-@router.delete("/{tenant_id}", status_code=204)
-def delete_tenant(tenant_id: PathId, principal: Writer, session: SessionDep) -> None:
+@router.delete("/{tenant_id}", status_code=204,
+               responses={409: {"description": "the tenant still has users, slices or subscribers"},
+                          412: {"description": "If-Match names another version"}})
+def delete_tenant(tenant_id: PathId, principal: Writer, session: SessionDep,
+                  force: Annotated[bool, Query(description="also delete its users, slices and subscribers")] = False,
+                  if_match: Annotated[str | None, Header()] = None) -> None:
+    """Delete a tenant. While it has users, slices or subscribers this is refused unless
+    ``force=true``, which deletes them too — each deletion in the audit log."""
     tenant = get_scoped(session, Tenant, tenant_id, principal.tenant_scope, "tenant")
-    for model, what in ((Slice, "slices"), (Subscriber, "subscribers")):
-        if session.scalar(select(exists().where(model.tenant_id == tenant_id))):
-            raise ApiError(409, "Conflict", f"the tenant still has {what}; delete them first", field="id")
+    check_delete_version(tenant, if_match)
+    held = {what: session.scalar(select(func.count()).select_from(model).where(model.tenant_id == tenant_id)) or 0
+            for model, what in ((User, "users"), (Slice, "slices"), (Subscriber, "subscribers"))}
+    held = {what: n for what, n in held.items() if n}
+    if held and not force:
+        listing = ", ".join(f"{n} {what}" for what, n in held.items())
+        raise ApiError(409, "Conflict", f"the tenant still has {listing}; delete them first or send force=true",
+                       field="force")
+    for model in (Subscriber, Slice, User):
+        for obj in session.scalars(select(model).where(model.tenant_id == tenant_id)):
+            session.delete(obj)  # one audit row each (AuditedMixin)
+    session.flush()
+    if held:
+        record(session, "tenant_force_delete", "tenant", tenant.id, before={"deleted_with": held},
+               tenant_id=tenant.id)
     session.delete(tenant)
     session.commit()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Response
-from sqlalchemy import select
+from fastapi import APIRouter, Header, Query, Response
+from sqlalchemy import func, select
 
 from sliceportal.api.auth_sessions import revoke_user_sessions
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
@@ -53,6 +53,10 @@ def create_user(body: UserCreate, principal: CurrentUser, session: SessionDep) -
     _operator(principal)
     if body.tenant_id is not None and session.get(Tenant, body.tenant_id) is None:
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
+    taken = session.scalar(select(User.username).where(func.lower(User.username) == body.username.lower()))
+    if taken is not None:
+        raise ApiError(409, "Conflict", f"the user name is taken (as {taken!r}; names are unique regardless of case)",
+                       field="username")
     user = User(username=body.username, password_hash=hash_password(body.password), role=body.role,
                 tenant_id=body.tenant_id, full_name=body.full_name)
     session.add(user)
@@ -82,17 +86,23 @@ def update_user(user_id: PathId, body: UserUpdate, principal: CurrentUser, sessi
 
 
 @keys.get("", response_model=list[ApiKeyPublic])
-def list_keys(principal: NotTenant, session: SessionDep) -> list[ApiKey]:
-    return list(session.scalars(select(ApiKey).where(ApiKey.user_id == principal.user_id).order_by(ApiKey.id)))
+def list_keys(principal: NotTenant, session: SessionDep,
+              all_users: Annotated[bool, Query(description="operators: every user's keys")] = False) -> list[ApiKey]:
+    stmt = select(ApiKey).order_by(ApiKey.id)
+    if not (all_users and principal.role is Role.OPERATOR):
+        stmt = stmt.where(ApiKey.user_id == principal.user_id)
+    return list(session.scalars(stmt))
 
 
 @keys.post("", response_model=ApiKeyCreated, status_code=201)
 def create_key(body: ApiKeyCreate, principal: NotTenant, session: SessionDep) -> ApiKeyCreated:
     if not principal.via == "token":
         raise ApiError(403, "Forbidden", "API keys are created from a logged-in session, not with another key")
+    if body.tenant_id is not None and session.get(Tenant, body.tenant_id) is None:
+        raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     prefix, secret = new_api_key()
     key = ApiKey(user_id=principal.user_id, name=body.name, prefix=prefix, key_hash=sha256(secret),
-                 scopes=sorted({s.value for s in body.scopes}))
+                 scopes=sorted({s.value for s in body.scopes}), tenant_id=body.tenant_id)
     session.add(key)
     session.commit()
     return ApiKeyCreated.model_validate({**ApiKeyPublic.model_validate(key).model_dump(), "secret": secret})
@@ -100,8 +110,9 @@ def create_key(body: ApiKeyCreate, principal: NotTenant, session: SessionDep) ->
 
 @keys.delete("/{key_id}", status_code=204)
 def revoke_key(key_id: PathId, principal: NotTenant, session: SessionDep) -> None:
+    """Revoke a key: one's own, or — for an operator — anyone's (a leaked integrator key)."""
     key = session.get(ApiKey, key_id)
-    if key is None or key.user_id != principal.user_id:
+    if key is None or (key.user_id != principal.user_id and principal.role is not Role.OPERATOR):
         raise not_found("API key", key_id)
     if key.revoked_at is None:
         key.revoked_at = datetime.now(UTC)
