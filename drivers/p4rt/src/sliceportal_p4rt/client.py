@@ -15,6 +15,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from sliceportal.drivers.contract import DriverError, UnreachableError
 
+from .wire import varint
+
 
 @dataclass
 class UpdateError:
@@ -154,26 +156,12 @@ def write_request_bytes(head: p4runtime_pb2.WriteRequest, updates: Sequence[p4ru
     protobuf parses concatenated pieces as one message, repeated fields in order."""
     head_bytes: bytes = head.SerializeToString()
     return head_bytes + b"".join(
-        _UPDATES_TAG + _varint(len(b)) + b
+        _UPDATES_TAG + varint(len(b)) + b
         for b in (u if isinstance(u, bytes) else u.SerializeToString() for u in updates)
     )
 
 
-def _field_tag(message: type[p4runtime_pb2.WriteRequest], field: str) -> bytes:
-    """The wire tag of a length-delimited field, from the message's own descriptor."""
-    return _varint(message.DESCRIPTOR.fields_by_name[field].number << 3 | 2)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_UPDATES_TAG = _field_tag(p4runtime_pb2.WriteRequest, "updates")
+_UPDATES_TAG = varint(p4runtime_pb2.WriteRequest.DESCRIPTOR.fields_by_name["updates"].number << 3 | 2)
 
 
 def _update_errors(e: grpc.RpcError) -> list[UpdateError]:

@@ -45,6 +45,7 @@ from sliceportal.drivers.contract import (
 )
 from sliceportal.rules.ir import RuleIR
 
+from . import wire
 from .client import Session, WriteFailed
 from .lowering import PRIORITY_BASE, PortPlan, entry_sort_key, lower_ir, with_full_masks
 from .p4info import (
@@ -60,6 +61,7 @@ from .p4info import (
 
 Update = p4runtime_pb2.Update
 FieldMatch = p4runtime_pb2.FieldMatch
+Pending = tuple[int, bytes]  # (Update.Type, serialized Update)
 MATCH_FIELDS = frozenset({"vni", "teid", "src_ip", "dst_ip", "dst_port", "dscp", "vlan"})
 
 
@@ -231,6 +233,29 @@ class Driver:
             action.params.add(param_id=param_id, value=_enc(e["params"][name]))
         return u
 
+    def _update_bytes(self, utype: int, table: str, e: NativeEntry) -> Pending:
+        """``_update`` serialized, written straight to bytes for table entries (wire.py; the
+        protobuf API costs more than the switch does). (update type, serialized Update)."""
+        if table == SLICE_METER:
+            u = self._update(utype, table, e)
+            return u.type, u.SerializeToString()
+        table_id, fields = self._tables[table]
+        matches: list[bytes] = []
+        if e.get("default"):
+            if utype == Update.DELETE:
+                return Update.MODIFY, wire.table_update(Update.MODIFY, table_id, is_default=True)
+            utype, priority, tag = Update.MODIFY, 0, b""
+        else:
+            for name, (value, mask) in e["match"].items():
+                field_id, exact = fields[name]
+                matches.append(wire.field_match(field_id, exact, _enc(value), b"" if exact else _enc(mask)))
+            priority, tag = e["priority"], self.tag
+            if utype == Update.DELETE:
+                return utype, wire.table_update(utype, table_id, matches, None, priority, tag)
+        action_id, params = self._actions[e["action"]]
+        act = wire.action(action_id, [(pid, _enc(e["params"][name])) for name, pid in params])
+        return utype, wire.table_update(utype, table_id, matches, act, priority, tag, bool(e.get("default")))
+
     def _entry(self, te: p4runtime_pb2.TableEntry) -> tuple[str, NativeEntry]:
         t = self.p4info.table_by_id(te.table_id)
         name = t.preamble.name
@@ -311,9 +336,7 @@ class Driver:
 
     # ---- apply ---------------------------------------------------------------------------
 
-    def _diff(
-        self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]
-    ) -> list[p4runtime_pb2.Update]:
+    def _diff(self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]) -> list[Pending]:
         def ident(e: NativeEntry) -> object:
             # What P4Runtime identifies an entry by; a tuple, cheaper than a JSON key.
             if e.get("default"):
@@ -328,13 +351,13 @@ class Driver:
             new = {ident(e): e for e in want.get(table, [])}
             for k, e in old.items():
                 if k not in new:
-                    deletes.append(self._update(Update.DELETE, table, e))
+                    deletes.append(self._update_bytes(Update.DELETE, table, e))
             for k, e in new.items():
                 if k not in old:
                     u = Update.MODIFY if e.get("default") or "index" in e else Update.INSERT
-                    inserts.append(self._update(u, table, e))
+                    inserts.append(self._update_bytes(u, table, e))
                 elif old[k] != e:
-                    modifies.append(self._update(Update.MODIFY, table, e))
+                    modifies.append(self._update_bytes(Update.MODIFY, table, e))
         # Deletes first so that capacity freed is available to the inserts.
         return deletes + modifies + inserts
 
@@ -357,25 +380,21 @@ class Driver:
                 out.append(u)
         return out
 
-    def _write_all(
-        self, s: Session, updates: list[p4runtime_pb2.Update], phase: str, progress: ProgressCallback
-    ) -> None:
+    def _write_all(self, s: Session, updates: list[Pending], phase: str, progress: ProgressCallback) -> None:
         n = self.opts.batch_size
         for i in range(0, len(updates), n):
-            s.write(updates[i : i + n])
+            s.write([data for _, data in updates[i : i + n]])
             progress(ProgressEvent(phase=phase, done=min(i + n, len(updates)), total=len(updates)))
 
-    def _reset_registers(
-        self, s: Session, updates: list[p4runtime_pb2.Update], progress: ProgressCallback
-    ) -> None:
+    def _reset_registers(self, s: Session, resets: list[p4runtime_pb2.Update], progress: ProgressCallback) -> None:
         """Best effort: BMv2's PI answers every register write UNIMPLEMENTED ("Register
         writes are not supported yet"). The vQueue needs no reset to be correct (a stale
         ``slice_ts`` drains the backlog to zero on the next packet); only the
         ``slice_delay_max`` statistic then carries over, so such a target is written no more."""
-        if not updates or not self._registers_writable:
+        if not resets or not self._registers_writable:
             return
         try:
-            self._write_all(s, updates, "write", progress)
+            self._write_all(s, [(u.type, u.SerializeToString()) for u in resets], "write", progress)
         except WriteFailed as e:
             if e.errors and all(err.code == code_pb2.UNIMPLEMENTED for err in e.errors):
                 self._registers_writable = False
@@ -395,7 +414,7 @@ class Driver:
         updates = self._diff(before, plan.tables)
         progress(ProgressEvent(phase="diff", done=0, total=len(updates)))
         kinds = (Update.INSERT, Update.DELETE, Update.MODIFY)
-        counts = {t: sum(1 for u in updates if u.type == t) for t in kinds}
+        counts = {t: sum(1 for utype, _ in updates if utype == t) for t in kinds}
         try:
             self._write_all(s, updates, "write", progress)
             self._reset_registers(s, self._register_resets(plan, before), progress)
