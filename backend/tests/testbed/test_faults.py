@@ -16,13 +16,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 from sliceportal.models import Backend, Deployment, DeploymentKind, KpiSample, Role, Slice, Subscriber
+from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments
+from sliceportal.services.backends import POOL
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.live import LiveTestbed
 from sliceportal.testbed.netns_testbed import Testbed, namespaces
@@ -55,6 +57,18 @@ def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, 
         testbed: LiveTestbed = app.state.testbed
         plane = next(p for p in testbed.planes if p.driver == "p4rt")
         assert plane.up and plane.process is not None and plane.process.proc is not None
+        # a hand edit behind the portal's back (the data plane emptied): its own counters no
+        # longer match where the KPIs would put its traffic, and the testbed says so
+        _wait("the placement check", lambda: plane.placement_check == "agrees", 15)
+        backend = session.get_one(Backend, plane.backend_id)
+        with POOL.use(session, backend) as drv:
+            caps = drv.capabilities()
+            drv.apply(drv.lower(RuleIR(lanes=caps.lanes, paths=caps.paths, rules=())), lambda _: None)
+        _wait("the check to see the edit", lambda: plane.placement_check.startswith("differs"), 10)
+        assert client.post(f"/api/v1/backends/{plane.backend_id}/reconcile", headers=op).status_code == 200
+        _wait("the check to agree after reconcile", lambda: plane.placement_check == "agrees", 10)
+        session.expire_all()
+        before = session.scalar(select(func.max(Deployment.id))) or 0
         killed_at = time.monotonic()
         os.kill(plane.process.proc.pid, signal.SIGKILL)
 
@@ -73,7 +87,8 @@ def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, 
         def repaired() -> bool:
             session.expire_all()
             return session.scalar(select(Deployment).where(
-                Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE)) is not None
+                Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE,
+                Deployment.id > before)) is not None
 
         _wait("a reconcile of the restarted backend", repaired, 10)
         assert health() == "ok"
