@@ -11,5 +11,7 @@ export default defineConfig({
     include: ["src/**/*.test.{ts,tsx}"],
     css: false,
     restoreMocks: true,
+    // userEvent types key by key; on a loaded shared machine a form test can take seconds.
+    testTimeout: 30_000,
   },
 });

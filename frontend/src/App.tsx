@@ -23,6 +23,7 @@ const DashboardPage = lazy(() => import("./components/Kpis/DashboardPage").then(
 const OverviewPage = lazy(() => import("./components/Overview/OverviewPage").then((m) => ({ default: m.OverviewPage })));
 const BackendsPage = lazy(() => import("./components/Backends/BackendsPage").then((m) => ({ default: m.BackendsPage })));
 const BackendDetail = lazy(() => import("./components/Backends/BackendDetail").then((m) => ({ default: m.BackendDetail })));
+const UsersPage = lazy(() => import("./components/Users/UsersPage").then((m) => ({ default: m.UsersPage })));
 const AuditPage = lazy(() => import("./components/Audit/AuditPage").then((m) => ({ default: m.AuditPage })));
 
 const loading = <Center mih="50vh"><Loader aria-label="Loading" /></Center>;
@@ -96,6 +97,7 @@ export function App() {
           <Route path="subscribers" element={<SubscribersPage />} />
           <Route path="backends" element={<BackendsPage />} />
           <Route path="backends/:backendId" element={<BackendDetail />} />
+          <Route path="users" element={<UsersPage />} />
           <Route path="audit" element={<AuditPage />} />
           <Route path="api-keys" element={<ApiKeysPage />} />
         </Route>

@@ -24,6 +24,7 @@ export const NAV: NavItem[] = [
   { to: "/slices", label: "Slices", roles: ["operator", "tenant"] },
   { to: "/subscribers", label: "Subscribers", roles: ["operator"] },
   { to: "/backends", label: "Backends & deploy", roles: ["operator"] },
+  { to: "/users", label: "Users", roles: ["operator"] },
   { to: "/audit", label: "Audit log", roles: ["operator"] },
   { to: "/api-keys", label: "API keys", roles: ["integrator", "operator"] },
 ];
