@@ -7,9 +7,10 @@ from typing import Any
 
 from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from sliceportal.models.base import Base, IdMixin
+from sliceportal.models.slicing import Backend
 
 
 class KpiSample(Base):
@@ -55,3 +56,9 @@ class SlaViolation(IdMixin, Base):
     detail: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     # the samples that opened / closed it, the rule set in force, the data plane's counters
     evidence: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict, server_default="{}")
+
+    backend: Mapped[Backend] = relationship(lazy="joined")
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend.name

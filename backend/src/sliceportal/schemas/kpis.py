@@ -34,6 +34,7 @@ class SlaViolationPublic(ORMModel):
     id: int
     slice_id: int
     backend_id: int
+    backend_name: str
     lane: int | None = Field(description="null: the whole slice (guaranteed rate)")
     metric: str
     threshold: float
@@ -47,7 +48,7 @@ class EvidenceSample(BaseModel):
     ts: datetime
     lane: int | None
     value: float | None
-    offered_bps: float | None = None
+    offered_mbps: float | None = None
 
 
 class SlaViolationExplained(SlaViolationPublic):

@@ -5,7 +5,7 @@ import { useSession } from "../../auth/session";
 import { PageTitle } from "../common/PageTitle";
 import { QueryView } from "../common/QueryView";
 import { useSlices } from "../Slices/queries";
-import { StateBadge } from "../Slices/StateBadge";
+import { BackendBadges, StateBadge } from "../Slices/StateBadge";
 import { SliceKpis } from "./SliceKpis";
 import { useKpiStream } from "./kpiStream";
 
@@ -17,7 +17,7 @@ export function DashboardPage() {
     <>
       <PageTitle>SLA dashboard</PageTitle>
       <Text c="dimmed" size="sm" mb="md">
-        {me?.role === "tenant" ? "Your slices, " : "All slices, "}per lane, refreshed every second.
+        {me?.role === "tenant" ? "Your slices, " : "All slices, "}per backend and lane, live.
       </Text>
       <QueryView query={slices}>
         {(page) => (
@@ -28,6 +28,7 @@ export function DashboardPage() {
                 <Title order={2} size="h4" mb="xs">
                   <Anchor component={Link} to={`/slices/${s.id}`}>{s.name}</Anchor> <StateBadge state={s.state} />
                 </Title>
+                <BackendBadges status={s.status} />
                 <SliceKpis slice={s} />
               </Paper>
             ))}

@@ -1,51 +1,136 @@
-// Live per-lane throughput / loss / delay / jitter of one slice, against its SLA.
-import { Alert, Badge, Group, SimpleGrid, Stack, Text } from "@mantine/core";
-import type { Schemas } from "../../api/client";
+// A slice's KPIs on one of its backends (picker), per lane, against its SLA: throughput with the
+// rate limit and guaranteed rate drawn, loss / delay / jitter with their SLA limits; a time range
+// of 5 min (live) / 1 h / 24 h from the stored samples; the SLA status of that backend.
+import { useState } from "react";
+import { Alert, Badge, Button, Group, SegmentedControl, SimpleGrid, Stack, Text } from "@mantine/core";
+import { useMutation } from "@tanstack/react-query";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { useHasPath } from "../../api/features";
+import { useSession } from "../../auth/session";
+import { notify } from "../common/notify";
 import { ProblemAlert } from "../common/QueryView";
-import { LaneChart, type LaneSeries } from "./LaneChart";
-import { useKpis, type KpiSample } from "./kpiSource";
-import { useOpenViolations, ViolationsTable } from "./ViolationsTable";
+import { formatTime } from "../common/time";
+import { useSliceStatus } from "../Slices/queries";
+import { stateLabel } from "../Slices/StateBadge";
+import { GUARANTEE_TEAL, LaneChart, SLA_RED, type LaneSeries, type Limit } from "./LaneChart";
+import { RANGES, useKpis, type KpiSample, type RangeKey } from "./kpiSource";
+import { ViolationsTable } from "./ViolationsTable";
 
 type Slice = Schemas["SlicePublic"];
+const RATE_GREY = "#495057";
+const TOTAL = -1; // the series of all lanes together
 
-function seriesOf(samples: KpiSample[], lanes: number[], pick: (s: KpiSample) => number | null): LaneSeries[] {
-  return lanes.map((lane) => ({
-    lane,
+function laneLabel(slice: Slice, lane: number): string {
+  if (lane === TOTAL) return "all lanes";
+  const names = slice.services.filter((s) => s.lane === lane).map((s) => s.name);
+  return `lane ${lane}${names.length ? ` · ${names.join(", ")}` : ""}`;
+}
+
+function seriesOf(slice: Slice, samples: KpiSample[], lanes: number[], pick: (s: KpiSample) => number | null,
+  total?: (rows: KpiSample[]) => number): LaneSeries[] {
+  const out: LaneSeries[] = lanes.map((lane) => ({
+    lane, label: laneLabel(slice, lane),
     points: samples.filter((s) => s.lane === lane).map((s) => [Date.parse(s.ts) / 1000, pick(s)] as [number, number | null]),
   }));
+  if (total) {
+    const byTs = new Map<string, KpiSample[]>();
+    for (const s of samples) byTs.set(s.ts, [...(byTs.get(s.ts) ?? []), s]);
+    out.push({ lane: TOTAL, label: laneLabel(slice, TOTAL),
+      points: [...byTs.entries()].map(([ts, rows]) => [Date.parse(ts) / 1000, total(rows)] as [number, number]) });
+  }
+  return out;
+}
+
+function limit(kind: Limit["kind"], value: number | null | undefined, label: string, color: string): Limit[] {
+  return value != null ? [{ kind, value, label, color }] : [];
+}
+
+const SLA_COLORS = { met: "green", degraded: "red", no_data: "gray" } as const;
+
+function CongestionButton({ backendId }: { backendId: number }) {
+  const { me } = useSession();
+  const available = useHasPath("/api/v1/testbed/congestion");
+  const start = useMutation({
+    mutationFn: () => unwrap(api.POST("/api/v1/testbed/congestion", { body: { backend_id: backendId, duration_s: 30, factor: 4 } })),
+    onSuccess: (r) => notify("Congestion started", `offered load ×${r.factor} on this backend until ${formatTime(r.until)}`, "orange"),
+    onError: (e) => notify("Congestion not started", e instanceof Error ? e.message : String(e), "red"),
+  });
+  if (me?.role !== "operator" || available !== true) return null;
+  return (
+    <Button size="xs" variant="light" color="orange" loading={start.isPending} onClick={() => start.mutate()}
+      title="Overload this backend's link for 30 s (offered load ×4): lanes degrade lowest priority first, then recover">
+      Congestion (30 s)
+    </Button>
+  );
 }
 
 export function SliceKpis({ slice }: { slice: Slice }) {
-  const kpis = useKpis(slice.id);
-  const samples = kpis.data ?? [];
-  const lanes = [...new Set([...slice.lanes, ...samples.flatMap((s) => (s.lane === null ? [] : [s.lane]))])]
-    .sort((a, b) => a - b);
-  const open = useOpenViolations(slice.id);
-  const openCount = open.data?.count ?? 0;
-  const rateLimit = slice.sla.rate_limit_mbps;
+  const [range, setRange] = useState<RangeKey>("5m");
+  const [picked, setPicked] = useState<number | null>(null);
+  const backendId = picked ?? slice.backend_ids[0] ?? null;
+  const kpis = useKpis(slice.id, range, backendId);
+  const status = useSliceStatus(slice.id);
+  const samples = (kpis.data ?? []).filter((s) => s.backend_id === backendId && s.lane !== null);
+  const lanes = [...new Set([...slice.lanes, ...samples.flatMap((s) => (s.lane === null ? [] : [s.lane]))])].sort((a, b) => a - b);
+  const here = status.data?.backends.find((b) => b.backend_id === backendId);
+  const names = new Map((status.data?.backends ?? []).map((b) => [b.backend_id, b.backend_name]));
+  const newest = samples.at(-1)?.ts ?? null;
+  const deliveredNow = newest ? samples.filter((s) => s.ts === newest).reduce((a, s) => a + s.throughput_bps, 0) / 1e6 : null;
+  const { sla } = slice;
 
   return (
     <Stack>
       {kpis.available === false && (
         <Alert color="gray" title="Live KPIs not available yet">
-          This backend does not serve KPI samples; the charts fill in once it does.
+          This portal does not serve KPI samples; the charts fill in once it does.
         </Alert>
       )}
       {kpis.isError && <ProblemAlert error={kpis.error} />}
-      <Group gap="xs">
-        <Text size="sm" c="dimmed" data-testid="kpi-samples">{samples.length} samples in the last 2 minutes</Text>
-        {openCount === 0 ? <Badge color="green">SLA met</Badge> : <Badge color="red">{openCount} SLA violations now</Badge>}
-      </Group>
-      <SimpleGrid cols={{ base: 1, md: 2 }}>
-          <LaneChart title="Throughput" unit="Mbit/s" threshold={rateLimit}
-            series={seriesOf(samples, lanes, (s) => s.throughput_bps / 1e6)} />
-          <LaneChart title="Loss" unit="%" threshold={slice.sla.max_loss_pct}
-            series={seriesOf(samples, lanes, (s) => s.loss_pct)} />
-          <LaneChart title="Delay (p99)" unit="ms" threshold={slice.sla.max_delay_ms}
-            series={seriesOf(samples, lanes, (s) => s.delay_p99_ms)} />
-          <LaneChart title="Jitter" unit="ms" threshold={slice.sla.max_jitter_ms}
-            series={seriesOf(samples, lanes, (s) => s.jitter_ms)} />
-      </SimpleGrid>
+      {slice.backend_ids.length === 0 ? (
+        <Text c="dimmed">Not assigned to a backend: no data plane carries this slice, so there are no KPIs.</Text>
+      ) : (
+        <>
+          <Group justify="space-between" gap="xs">
+            <Group gap="xs">
+              {slice.backend_ids.length > 1 && (
+                <SegmentedControl size="xs" aria-label="Backend" value={String(backendId)} onChange={(v) => setPicked(Number(v))}
+                  data={slice.backend_ids.map((id) => ({ value: String(id), label: names.get(id) ?? `backend ${id}` }))} />
+              )}
+              <SegmentedControl size="xs" aria-label="Time range" value={range} onChange={(v) => setRange(v as RangeKey)}
+                data={Object.entries(RANGES).map(([value, r]) => ({ value, label: r.label }))} />
+            </Group>
+            {backendId != null && <CongestionButton backendId={backendId} />}
+          </Group>
+          <Group gap="md">
+            {here && (
+              <Badge color={SLA_COLORS[here.sla]} data-testid="sla-status" data-sla={here.sla}>
+                {here.backend_name}: SLA {stateLabel(here.sla)}
+              </Badge>
+            )}
+            {here && <Text size="sm" data-testid="deploy-state" data-state={here.state}>{stateLabel(here.state)}
+              {here.rule_set_number != null ? ` · rule set ${here.rule_set_number}` : ""}</Text>}
+            <Text size="sm" c="dimmed" data-testid="kpi-samples">{samples.length} samples in the last {RANGES[range].label}</Text>
+            <Text size="sm" data-testid="effective-rate">
+              Delivered now <b>{deliveredNow != null ? `${deliveredNow.toFixed(2)} Mbit/s` : "—"}</b>
+              {" · "}configured: rate limit {sla.rate_limit_mbps != null ? `${sla.rate_limit_mbps} Mbit/s` : "none"},
+              guaranteed {sla.guaranteed_mbps != null ? `${sla.guaranteed_mbps} Mbit/s` : "none"}
+            </Text>
+          </Group>
+          <SimpleGrid cols={{ base: 1, md: 2 }}>
+            <LaneChart title="Throughput" unit="Mbit/s"
+              limits={[...limit("rate_limit", sla.rate_limit_mbps, `rate limit ${sla.rate_limit_mbps} Mbit/s`, RATE_GREY),
+                ...limit("guarantee", sla.guaranteed_mbps, `guaranteed ${sla.guaranteed_mbps} Mbit/s`, GUARANTEE_TEAL)]}
+              series={seriesOf(slice, samples, lanes, (s) => s.throughput_bps / 1e6,
+                (rows) => rows.reduce((a, s) => a + s.throughput_bps, 0) / 1e6)} />
+            <LaneChart title="Loss" unit="%" limits={limit("sla", sla.max_loss_pct, `SLA max ${sla.max_loss_pct} %`, SLA_RED)}
+              series={seriesOf(slice, samples, lanes, (s) => s.loss_pct)} />
+            <LaneChart title="Delay (p99)" unit="ms" limits={limit("sla", sla.max_delay_ms, `SLA max ${sla.max_delay_ms} ms`, SLA_RED)}
+              series={seriesOf(slice, samples, lanes, (s) => s.delay_p99_ms)} />
+            <LaneChart title="Jitter" unit="ms" limits={limit("sla", sla.max_jitter_ms, `SLA max ${sla.max_jitter_ms} ms`, SLA_RED)}
+              series={seriesOf(slice, samples, lanes, (s) => s.jitter_ms)} />
+          </SimpleGrid>
+        </>
+      )}
       <ViolationsTable sliceId={slice.id} />
     </Stack>
   );

@@ -5,6 +5,7 @@ import { useQuery } from "@tanstack/react-query";
 import { api, unwrap } from "../../api/client";
 import { useHasPath } from "../../api/features";
 import { ProblemAlert } from "../common/QueryView";
+import { Time } from "../common/time";
 
 export function useOpenViolations(sliceId?: number) {
   const available = useHasPath("/api/v1/violations");
@@ -38,7 +39,7 @@ export function ViolationsTable({ sliceId }: { sliceId?: number }) {
       <Table.Thead>
         <Table.Tr>
           {!sliceId && <Table.Th>Slice</Table.Th>}
-          <Table.Th>Lane</Table.Th><Table.Th>Metric</Table.Th><Table.Th>Worst</Table.Th><Table.Th>SLA</Table.Th><Table.Th>Since</Table.Th>
+          <Table.Th>Backend</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Metric</Table.Th><Table.Th>Worst</Table.Th><Table.Th>SLA</Table.Th><Table.Th>Since</Table.Th>
         </Table.Tr>
       </Table.Thead>
       <Table.Tbody>
@@ -47,10 +48,11 @@ export function ViolationsTable({ sliceId }: { sliceId?: number }) {
             {!sliceId && (
               <Table.Td><Anchor component={Link} to={`/slices/${v.slice_id}`}>{names.get(v.slice_id) ?? `#${v.slice_id}`}</Anchor></Table.Td>
             )}
+            <Table.Td>{v.backend_name}</Table.Td>
             <Table.Td>{v.lane ?? "all"}</Table.Td>
             <Table.Td><Badge color="red" variant="light">{v.metric}</Badge></Table.Td>
             <Table.Td>{v.worst.toFixed(2)}</Table.Td><Table.Td>{v.threshold}</Table.Td>
-            <Table.Td>{new Date(v.started_at).toLocaleTimeString()}</Table.Td>
+            <Table.Td><Time value={v.started_at} /></Table.Td>
           </Table.Tr>
         ))}
       </Table.Tbody>

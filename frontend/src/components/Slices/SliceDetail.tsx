@@ -8,10 +8,12 @@ import { useSession } from "../../auth/session";
 import { LaneStrip } from "../common/LaneStrip";
 import { PageTitle } from "../common/PageTitle";
 import { NotFound, ProblemAlert, QueryView } from "../common/QueryView";
+import { SlaHistory } from "../Kpis/SlaHistory";
 import { SliceKpis } from "../Kpis/SliceKpis";
 import { useKpiStream } from "../Kpis/kpiStream";
 import { useSlice } from "./queries";
 import { SlaFields, SLA_FIELDS, type Sla } from "./SlaFields";
+import { SliceStatusPanel } from "./SliceStatusPanel";
 import { StateBadge } from "./StateBadge";
 import { BackendsEditor, ServicesEdit } from "./SliceEdit";
 
@@ -49,8 +51,15 @@ export function SliceDetail() {
           <PageTitle actions={<StateBadge state={s.state} />}>Slice {s.name}</PageTitle>
           <Group><Text>{s.slice_type_name}</Text><LaneStrip lanes={s.lanes} label={s.slice_type_name} /></Group>
           <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Status per backend</Title>
+            <SliceStatusPanel sliceId={s.id} />
+          </Paper>
+          <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Live KPIs</Title>
             <SliceKpis slice={s} />
+          </Paper>
+          <Paper withBorder p="md">
+            <SlaHistory sliceId={s.id} backendNames={new Map(s.status.map((b) => [b.backend_id, b.backend_name]))} />
           </Paper>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">SLA</Title>

@@ -1,0 +1,153 @@
+// A slice's SLA history over the last hour or day: the share of measured intervals within the
+// SLA per backend, every violation in the window, and for each an explanation — the samples
+// that opened and closed it (hold-down), the rule set in force, the data plane's counters.
+import { useState } from "react";
+import { Badge, Button, Code, Group, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from "@mantine/core";
+import { useQuery } from "@tanstack/react-query";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { useHasPath } from "../../api/features";
+import { Dialog } from "../common/Dialog";
+import { ProblemAlert, QueryView } from "../common/QueryView";
+import { formatTime, Time } from "../common/time";
+import { LaneChart, SLA_RED, GUARANTEE_TEAL } from "./LaneChart";
+
+type Violation = Schemas["SlaViolationPublic"];
+type Evidence = Schemas["EvidenceSample"];
+const WINDOWS = { "1h": { label: "last hour", seconds: 3600 }, "24h": { label: "last day", seconds: 86_400 } } as const;
+type WindowKey = keyof typeof WINDOWS;
+
+const UNITS: Record<string, string> = { loss_pct: "%", delay_p99_ms: "ms", jitter_ms: "ms", throughput_mbps: "Mbit/s" };
+export const metricName = (m: string) => ({
+  loss_pct: "loss", delay_p99_ms: "delay p99", jitter_ms: "jitter", throughput_mbps: "guaranteed rate",
+}[m] ?? m);
+
+function fmt(v: number | null | undefined, unit: string): string {
+  return v == null ? "—" : `${Number(v.toFixed(3))} ${unit}`;
+}
+
+function EvidenceTable({ label, rows, unit }: { label: string; rows: Evidence[]; unit: string }) {
+  return (
+    <Table aria-label={label} withTableBorder>
+      <Table.Thead><Table.Tr><Table.Th>Interval ending</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Value</Table.Th>
+        <Table.Th>Offered</Table.Th></Table.Tr></Table.Thead>
+      <Table.Tbody>
+        {rows.length === 0 && <Table.Tr><Table.Td colSpan={4}><Text size="sm" c="dimmed">still open</Text></Table.Td></Table.Tr>}
+        {rows.map((e) => (
+          <Table.Tr key={`${e.ts}-${e.lane}`}>
+            <Table.Td><Time value={e.ts} /></Table.Td><Table.Td>{e.lane ?? "all"}</Table.Td>
+            <Table.Td>{fmt(e.value, unit)}</Table.Td><Table.Td>{fmt(e.offered_mbps, "Mbit/s")}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+export function ExplainDialog({ violation, onClose }: { violation: Violation | null; onClose: () => void }) {
+  const explain = useQuery({
+    queryKey: ["violations", { explain: violation?.id }],
+    queryFn: () => unwrap(api.GET("/api/v1/violations/{violation_id}/explain", {
+      params: { path: { violation_id: violation?.id ?? 0 } } })),
+    enabled: violation != null,
+  });
+  const unit = UNITS[violation?.metric ?? ""] ?? "";
+  return (
+    <Dialog opened={violation != null} onClose={onClose} size="xl" title={`Why violation ${violation?.id ?? ""}`}>
+      <QueryView query={explain} what="violation">
+        {(x) => {
+          const pick = (s: Schemas["KpiSamplePublic"]): number | null => x.metric === "throughput_mbps"
+            ? s.throughput_bps / 1e6 : (s[x.metric as "loss_pct" | "delay_p99_ms" | "jitter_ms"] ?? null);
+          const below = x.detail?.direction === "below";
+          return (
+            <Stack data-testid="explain">
+              <Text>
+                <b>{metricName(x.metric)}</b> {below ? "below" : "above"} {fmt(x.threshold, unit)} on lane {x.lane ?? "all"}
+                {" "}from <Time value={x.started_at} /> to {x.ended_at ? <Time value={x.ended_at} /> : "now (open)"};
+                worst {fmt(x.worst, unit)}.
+              </Text>
+              <Text size="sm">
+                Hold-down: opened after {x.hold_down.open_after} consecutive intervals out of bounds, closes after
+                {" "}{x.hold_down.close_after} good ones. Rule set in force:{" "}
+                {x.rule_set ? <b>#{String(x.rule_set.number)} ({String(x.rule_set.digest)})</b> : "none recorded"}.
+              </Text>
+              <LaneChart title={`${metricName(x.metric)} around the violation`} unit={unit}
+                limits={[{ kind: below ? "guarantee" : "sla", value: x.threshold, label: `${below ? "guaranteed" : "SLA max"} ${x.threshold} ${unit}`,
+                  color: below ? GUARANTEE_TEAL : SLA_RED }]}
+                series={[{ lane: x.lane ?? 0, label: x.lane != null ? `lane ${x.lane}` : "all lanes",
+                  points: x.samples.map((s) => [Date.parse(s.ts) / 1000, pick(s)] as [number, number | null]) }]} />
+              <SimpleGrid cols={{ base: 1, sm: 2 }}>
+                <div><Title order={3} size="h5">Opened by</Title><EvidenceTable label="Samples that opened it" rows={x.opened_by} unit={unit} /></div>
+                <div><Title order={3} size="h5">Closed by</Title><EvidenceTable label="Samples that closed it" rows={x.closed_by} unit={unit} /></div>
+              </SimpleGrid>
+              <div>
+                <Title order={3} size="h5">Data-plane counters over the opening intervals</Title>
+                <Code block>{JSON.stringify(x.counters, null, 1)}</Code>
+              </div>
+            </Stack>
+          );
+        }}
+      </QueryView>
+    </Dialog>
+  );
+}
+
+export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backendNames: Map<number, string> }) {
+  const [win, setWin] = useState<WindowKey>("1h");
+  const [explained, setExplained] = useState<Violation | null>(null);
+  const available = useHasPath("/api/v1/slices/{slice_id}/sla");
+  const since = () => new Date(Date.now() - WINDOWS[win].seconds * 1000).toISOString();
+  const summary = useQuery({
+    queryKey: ["sla", { sliceId, win }],
+    queryFn: () => unwrap(api.GET("/api/v1/slices/{slice_id}/sla", { params: { path: { slice_id: sliceId }, query: { since: since() } } })),
+    enabled: available === true, refetchInterval: 5000,
+  });
+  const history = useQuery({
+    queryKey: ["violations", { sliceId, win }],
+    queryFn: () => unwrap(api.GET("/api/v1/violations", { params: { query: { slice_id: sliceId, since: since(), limit: 200 } } })),
+    enabled: available === true, refetchInterval: 5000,
+  });
+  if (available === false) return null;
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={2} size="h4">SLA history</Title>
+        <SegmentedControl size="xs" aria-label="History window" value={win} onChange={(v) => setWin(v as WindowKey)}
+          data={Object.entries(WINDOWS).map(([value, w]) => ({ value, label: w.label }))} />
+      </Group>
+      {summary.isError && <ProblemAlert error={summary.error} />}
+      <Group>
+        {(summary.data?.backends ?? []).map((b) => (
+          <Badge key={b.backend_id} size="lg" variant="light" data-testid={`within-sla-${b.backend_id}`}
+            color={b.within_sla_pct == null ? "gray" : b.within_sla_pct >= 99.9 ? "green" : b.open_violations ? "red" : "yellow"}>
+            {backendNames.get(b.backend_id) ?? `backend ${b.backend_id}`}:{" "}
+            {b.within_sla_pct == null ? "no data" : `${b.within_sla_pct} % within SLA`} · {b.violations} violation{b.violations === 1 ? "" : "s"}
+          </Badge>
+        ))}
+      </Group>
+      {history.isError && <ProblemAlert error={history.error} />}
+      <Table aria-label="SLA history" striped>
+        <Table.Thead>
+          <Table.Tr><Table.Th>Backend</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Metric</Table.Th><Table.Th>Worst</Table.Th>
+            <Table.Th>Limit</Table.Th><Table.Th>From</Table.Th><Table.Th>To</Table.Th><Table.Th /></Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {history.data?.count === 0 && (
+            <Table.Tr><Table.Td colSpan={8}><Text size="sm" c="dimmed">No violations in the {WINDOWS[win].label}.</Text></Table.Td></Table.Tr>
+          )}
+          {(history.data?.data ?? []).map((v) => (
+            <Table.Tr key={v.id}>
+              <Table.Td>{v.backend_name}</Table.Td><Table.Td>{v.lane ?? "all"}</Table.Td>
+              <Table.Td><Badge color="red" variant="light">{metricName(v.metric)}</Badge></Table.Td>
+              <Table.Td>{fmt(v.worst, UNITS[v.metric] ?? "")}</Table.Td><Table.Td>{fmt(v.threshold, UNITS[v.metric] ?? "")}</Table.Td>
+              <Table.Td><Time value={v.started_at} /></Table.Td>
+              <Table.Td>{v.ended_at ? <Time value={v.ended_at} /> : <Badge color="red">open</Badge>}</Table.Td>
+              <Table.Td><Button size="xs" variant="subtle" onClick={() => setExplained(v)}
+                aria-label={`Explain violation ${v.id} (${metricName(v.metric)} from ${formatTime(v.started_at)})`}>Explain</Button></Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+      <ExplainDialog violation={explained} onClose={() => setExplained(null)} />
+    </Stack>
+  );
+}
