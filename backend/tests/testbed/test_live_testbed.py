@@ -137,14 +137,14 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
                           headers=op)
         assert bad.status_code == 422 and "duration_s" in bad.text
         r = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["netfpga"], "duration_s": 6,
-                                                             "factor": 3}, headers=op)
+                                                             "factor": 6}, headers=op)
         assert r.status_code == 202, r.text
         nf_now = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
                       if b["driver"] == "netfpga")
-        assert nf_now["congestion_until"] is not None and nf_now["congestion_factor"] == 3
+        assert nf_now["congestion_until"] is not None and nf_now["congestion_factor"] == 6
         _wait("the NetFPGA backend's offered load raised", lambda: next(
             b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "netfpga"
-        )["offered_pps"] == pytest.approx(3 * planes["netfpga"]["offered_pps"]), 3)
+        )["offered_pps"] == pytest.approx(6 * planes["netfpga"]["offered_pps"]), 3)
         # while it runs, the NetFPGA model cannot keep up: red-embb loses packets there (and
         # only there: the same slice on XDP does not); afterwards it recovers by itself
         started = datetime.now(UTC)
