@@ -17,7 +17,12 @@ from google.protobuf.descriptor import Descriptor
 from p4.v1 import p4runtime_pb2
 
 
+_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
+
+
 def varint(n: int) -> bytes:
+    if n < 0x80:
+        return _ONE_BYTE[n]  # ids, lengths and values of a classifier entry mostly are
     out = bytearray()
     while n > 0x7F:
         out.append(n & 0x7F | 0x80)
