@@ -19,13 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-from scapy.utils import RawPcapWriter
+from p4.v1 import p4runtime_pb2_grpc
+from scapy.utils import RawPcapReader, RawPcapWriter
 
 from sliceportal.rules.ir import RuleIR
+from sliceportal_netfpga import simulator
+from sliceportal_netfpga.driver import Driver as NetfpgaDriver
+from sliceportal_netfpga.simulator import SimProcess
+from sliceportal_p4rt.driver import Driver as P4rtDriver
+from sliceportal_xdp import layout
+from sliceportal_xdp.driver import Driver as XdpDriver
+from sliceportal_xdp.libbpf import XDP_DROP
 
 BMV2 = Path(__file__).resolve().parents[1] / "bmv2"
 if str(BMV2) not in sys.path:  # the bundled target is a folder, not an installed package
     sys.path.insert(0, str(BMV2))
+
+from bmv2_target.packet import Parsed  # noqa: E402
+from bmv2_target.server import Faults, P4RuntimeServicer  # noqa: E402
+from bmv2_target.switch import Switch, SwitchConfig  # noqa: E402
 
 CLASSIFIED, UNPARSED, MALFORMED = "classified", "unparsed", "malformed"
 
@@ -52,16 +64,13 @@ class Verdict:
 
 
 @contextmanager
-def xdp_plane(ir: RuleIR, lanes: int) -> Iterator[object]:
-    from sliceportal_xdp import layout
-    from sliceportal_xdp.driver import Driver
-
+def xdp_plane(ir: RuleIR, lanes: int) -> Iterator[XdpDriver]:
     # no lane CPUs and no alt node: every frame is XDP_PASSed unchanged, so what we see is
     # the parser and the classifier alone (steering is docs/xdp.md's business)
-    d = Driver({"record_last": True, "flow_cache": False, "overload_poll_s": 0, "lanes": lanes, "paths": ir.paths})
+    d = XdpDriver({"record_last": True, "flow_cache": False, "overload_poll_s": 0, "lanes": lanes, "paths": ir.paths})
     try:
         d.apply(d.lower(ir), lambda _: None)
-        yield (d, layout)
+        yield d
     finally:
         d.close()
 
@@ -69,11 +78,8 @@ def xdp_plane(ir: RuleIR, lanes: int) -> Iterator[object]:
 XDP_MIN_FRAME = 14  # BPF_PROG_TEST_RUN refuses shorter frames; no NIC delivers them (xdp-runt)
 
 
-def run_xdp(plane: object, frames: Sequence[bytes]) -> list[Verdict | None]:
+def run_xdp(d: XdpDriver, frames: Sequence[bytes]) -> list[Verdict | None]:
     """None for a frame the kernel does not hand to an XDP program at all."""
-    from sliceportal_xdp.libbpf import XDP_DROP
-
-    d, layout = plane  # type: ignore[misc]
     out: list[Verdict | None] = []
     g = d.raw_counters().globals
     for data in frames:
@@ -106,23 +112,26 @@ def run_xdp(plane: object, frames: Sequence[bytes]) -> list[Verdict | None]:
 NETFPGA_WINDOW = 192  # sp_parser HDR_BYTES (netfpga-window)
 
 
-@contextmanager
-def netfpga_plane(ir: RuleIR, workdir: Path) -> Iterator[object]:
-    from sliceportal_netfpga import simulator
-    from sliceportal_netfpga.driver import Driver
+@dataclass(frozen=True, slots=True)
+class NetfpgaPlane:
+    sim: SimProcess
+    workdir: Path
 
+
+@contextmanager
+def netfpga_plane(ir: RuleIR, workdir: Path) -> Iterator[NetfpgaPlane]:
     sim = simulator.start(workdir / "sp_sim.sock")
-    d = Driver({"address": str(workdir / "sp_sim.sock")})
+    d = NetfpgaDriver({"address": str(workdir / "sp_sim.sock")})
     try:
         d.apply(d.lower(ir), lambda _: None)
-        yield (sim, workdir)
+        yield NetfpgaPlane(sim, workdir)
     finally:
         d.close()
         sim.stop()
 
 
-def run_netfpga(plane: object, frames: Sequence[bytes]) -> list[Verdict]:
-    sim, workdir = plane  # type: ignore[misc]
+def run_netfpga(plane: NetfpgaPlane, frames: Sequence[bytes]) -> list[Verdict]:
+    sim, workdir = plane.sim, plane.workdir
     pin, pout = workdir / "in.pcap", workdir / "out.pcap"
     with RawPcapWriter(str(pin), linktype=1) as w:
         for data in frames:
@@ -133,8 +142,6 @@ def run_netfpga(plane: object, frames: Sequence[bytes]) -> list[Verdict]:
     sim.command("RUN", timeout=600)
     with open(f"{pout}.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    from scapy.utils import RawPcapReader
-
     with RawPcapReader(str(pout)) as reader:
         outs = [bytes(f) for f, _ in reader]
     if len(rows) != len(frames) or len(outs) != len(frames):
@@ -163,13 +170,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def p4_plane(ir: RuleIR, lanes: int) -> Iterator[object]:
-    from bmv2_target.server import Faults, P4RuntimeServicer
-    from bmv2_target.switch import Switch, SwitchConfig
-    from p4.v1 import p4runtime_pb2_grpc
-
-    from sliceportal_p4rt.driver import Driver
-
+def p4_plane(ir: RuleIR, lanes: int) -> Iterator[Switch]:
     switch = Switch(SwitchConfig(8, 64, None))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(switch, 1, Faults()), server)
@@ -178,7 +179,7 @@ def p4_plane(ir: RuleIR, lanes: int) -> Iterator[object]:
     server.start()
     # seed 002: frames enter on an access port of the tenant (every frame has a tenant)
     # and leave on the trunk uplink, where the tenant's VID is written (p4-tenant-tag)
-    d = Driver(
+    d = P4rtDriver(
         {
             "address": f"127.0.0.1:{port}",
             "lanes": lanes,
@@ -195,25 +196,23 @@ def p4_plane(ir: RuleIR, lanes: int) -> Iterator[object]:
         server.stop(grace=0)
 
 
-def _undo_p4_egress(data: bytes, out: bytes, parsed: object) -> bytes:
+def _undo_p4_egress(data: bytes, out: bytes, p: Parsed) -> bytes:
     """The frame as it would be without the two documented P4 egress edits: the tenant
     tag (p4-tenant-tag) and recomputed IPv4 checksums (p4-checksums)."""
     b = bytearray(out)
-    p = parsed
-    if getattr(p, "vlan", -1) < 0 and len(b) == len(data) + 4 and b[12:14] == b"\x81\x00":
+    if p.vlan < 0 and len(b) == len(data) + 4 and b[12:14] == b"\x81\x00":
         del b[12:16]  # pushed a tag
-    elif getattr(p, "vlan", -1) >= 0 and len(b) == len(data):
+    elif p.vlan >= 0 and len(b) == len(data):
         b[14:16] = data[14:16]  # rewrote the VID of the first tag
-    for name in ("ipv4", "inner_ipv4", "ue_ipv4"):
-        off = getattr(p, name)
+    for off in (p.ipv4, p.inner_ipv4, p.ue_ipv4):
         if off >= 0 and len(b) == len(data):
             b[off + 10 : off + 12] = data[off + 10 : off + 12]
     return bytes(b)
 
 
-def run_p4(plane: object, frames: Sequence[bytes]) -> list[Verdict]:
-    switch = plane
-    pipe = switch.pipeline  # type: ignore[attr-defined]
+def run_p4(switch: Switch, frames: Sequence[bytes]) -> list[Verdict]:
+    pipe = switch.pipeline
+    assert pipe is not None, "no pipeline: the driver did not push the program"
     out = []
     for i, data in enumerate(frames):
         before = pipe.malformed[0][0]
