@@ -195,7 +195,8 @@ def main() -> int:
     writes = results.table(
         "P4Runtime writes (classifier entries)",
         ["target", "batch", "driver entries/s", "bare client entries/s", "driver / bare"],
-        note=f"{N} entries; driver = Driver.apply (read back, diff, build, write); bare = prebuilt updates",
+        note=f"{N} entries; driver = Driver.apply (read back, diff, build, write); bare = a client writing "
+        "prebuilt protobuf Update messages (serialized by protobuf in the RPC, as a plain client does)",
     )
     rates: dict[tuple[str, int, str], float] = {}
     for name, start in TARGETS.items():

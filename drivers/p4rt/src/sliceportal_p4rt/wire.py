@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from google.protobuf.descriptor import Descriptor
 from p4.v1 import p4runtime_pb2
 
-
 _ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
 
 
