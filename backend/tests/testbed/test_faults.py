@@ -26,7 +26,7 @@ from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments
 from sliceportal.services.backends import POOL
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.live import LiveTestbed
+from sliceportal.testbed.live import LiveTestbed, Plane
 from sliceportal.testbed.netns_testbed import Testbed, namespaces
 from sliceportal.testbed.processes import BMV2_DIR, leftovers, reap_leftovers
 from tests.factories import login, make_user
@@ -67,33 +67,11 @@ def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, 
         _wait("the check to see the edit", lambda: plane.placement_check.startswith("differs"), 10)
         assert client.post(f"/api/v1/backends/{plane.backend_id}/reconcile", headers=op).status_code == 200
         _wait("the check to agree after reconcile", lambda: plane.placement_check == "agrees", 10)
+        for driver in ("p4rt", "netfpga"):
+            _kill_and_recover(client, op, session, next(p for p in testbed.planes if p.driver == driver))
+        # a backend that is down has no samples, never zero ones
         session.expire_all()
-        before = session.scalar(select(func.max(Deployment.id))) or 0
-        killed_at = time.monotonic()
-        os.kill(plane.process.proc.pid, signal.SIGKILL)
-
-        def health() -> str:
-            session.expire_all()
-            b = session.get(Backend, plane.backend_id)
-            return b.health if b is not None else ""
-
-        _wait("backend health down", lambda: health() == "down", 5)
-        assert time.monotonic() - killed_at <= 2.5  # one watchdog period plus a database round trip
-        st = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "p4rt")
-        assert not st["up"] and "exited with code -9" in st["reason"]
-        # restarted with backoff, the rule set it held written back by a reconcile
-        _wait("restarted", lambda: plane.up, 15)
-
-        def repaired() -> bool:
-            session.expire_all()
-            return session.scalar(select(Deployment).where(
-                Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE,
-                Deployment.id > before)) is not None
-
-        _wait("a reconcile of the restarted backend", repaired, 10)
-        assert health() == "ok"
-        st = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "p4rt")
-        assert st["up"] and st["restarts"] == 1
+        assert not session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.rx_packets == 0))
     assert leftovers(prefix) == []
 
 
@@ -194,3 +172,48 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
         now = deployments.current_rule_set(session, backend_id)
         assert now is not None and rs is not None and now.id == rs.id  # restored, not recompiled
     assert leftovers(prefix) == []
+
+
+def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, plane: Plane) -> None:
+    """SIGKILL the plane's process: down within one watchdog period, restarted, reconciled
+    to the rule set it held, and measured again."""
+    assert plane.process is not None and plane.process.proc is not None
+    session.expire_all()
+    before = session.scalar(select(func.max(Deployment.id))) or 0
+    restarts = plane.process.starts
+    killed_at = time.monotonic()
+    os.kill(plane.process.proc.pid, signal.SIGKILL)
+
+    def health() -> str:
+        session.expire_all()
+        b = session.get(Backend, plane.backend_id)
+        return b.health if b is not None else ""
+
+    def state() -> dict[str, Any]:
+        return next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
+                    if b["backend_id"] == plane.backend_id)
+
+    _wait(f"{plane.name} health down", lambda: health() == "down", 5)
+    assert time.monotonic() - killed_at <= 2.5  # one watchdog period plus a database round trip
+    st = state()
+    assert not st["up"] and "exited with code -9" in st["reason"]
+    # restarted with backoff, the rule set it held written back by a reconcile
+    _wait(f"{plane.name} restarted", lambda: plane.up, 15)
+
+    def repaired() -> bool:
+        session.expire_all()
+        return session.scalar(select(Deployment).where(
+            Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE,
+            Deployment.id > before)) is not None
+
+    _wait(f"a reconcile of the restarted {plane.name}", repaired, 10)
+    assert health() == "ok"
+    assert plane.process.starts == restarts + 1 and state()["up"]
+    back = datetime.now(UTC)
+
+    def measured() -> bool:
+        session.expire_all()
+        return bool(session.scalar(select(func.count()).select_from(KpiSample).where(
+            KpiSample.backend_id == plane.backend_id, KpiSample.ts > back)))
+
+    _wait(f"KPIs from the restarted {plane.name}", measured, 10)
