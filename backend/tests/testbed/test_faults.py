@@ -142,6 +142,7 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
     blue = session.scalar(select(Slice).where(Slice.name == "blue-urllc"))
     assert blue is not None and {b.id for b in blue.backends} == {b.id for b in backends.values()}
     blue.backends = [backends["p4rt"]]  # the operator's choice
+    backends["p4rt"].options = {**backends["p4rt"].options, "batch_size": 250}  # and an option of theirs
     session.commit()
     rule_sets = {b.id: deployments.current_rule_set(session, b.id) for b in backends.values()}
     assert all(rs is not None for rs in rule_sets.values())
@@ -168,6 +169,7 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
         _wait("KPIs from every restored data plane", measured, 20)
     session.expire_all()
     assert {b.id for b in session.get_one(Slice, blue.id).backends} == {backends["p4rt"].id}
+    assert session.get_one(Backend, backends["p4rt"].id).options["batch_size"] == 250
     for backend_id, rs in rule_sets.items():
         now = deployments.current_rule_set(session, backend_id)
         assert now is not None and rs is not None and now.id == rs.id  # restored, not recompiled

@@ -266,7 +266,9 @@ class LiveTestbed:
             session.add(b)
             plane.created = True
         else:
-            b.driver, b.options = plane.driver, plane.options
+            # only what this run decides (addresses, interfaces) changes; the operator's other
+            # options (e.g. a QoS mode) stay as they were
+            b.driver, b.options = plane.driver, {**(b.options or {}), **plane.options}
         if plane.up:
             try:
                 POOL.discard(session, b)  # a driver of an earlier process must not be reused
