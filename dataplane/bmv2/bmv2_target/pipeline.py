@@ -80,10 +80,12 @@ class Pipeline:
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"this target executes slicing.p4 only; the P4Info lacks {e}",
             ) from None
-        # classifier: `default_action = miss_fixed(0)` (not const, so not in the P4Info).
-        cid = self.classifier.info.preamble.id
-        tables.initial_defaults[cid] = (self.a["classifier.miss_fixed"], (0,))
-        self.classifier.default_action_id, self.classifier.default_params = tables.initial_defaults[cid]
+        if self.classifier.info.preamble.id not in tables.initial_defaults:
+            # p4c writes `default_action = miss_fixed(0)` as initial_default_action.
+            raise P4RTError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "the P4Info gives the classifier no initial_default_action: push p4c's (make compile)",
+            )
 
     # ---- table helpers ----------------------------------------------------------------
 

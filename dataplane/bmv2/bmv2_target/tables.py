@@ -76,14 +76,23 @@ class TableStore:
     def __init__(self, index: P4InfoIndex) -> None:
         self.index = index
         self.tables: dict[int, Table] = {}
+        # The program's default actions, as p4c writes them into the P4Info
+        # (initial_default_action): what a table misses to until, and after, a controller
+        # changes it.
+        self.initial_defaults: dict[int, tuple[int, tuple[int, ...]]] = {}
         for tid, t in index.tables.items():
             fields = list(t.match_fields)
             needs_priority = any(f.match_type in (MF.TERNARY, MF.RANGE, MF.OPTIONAL) for f in fields)
             table = Table(t, fields, needs_priority)
+            initial = t.initial_default_action
+            if initial.action_id in index.actions:
+                args = {arg.param_id: int.from_bytes(arg.value, "big") for arg in initial.arguments}
+                params = tuple(args.get(p.id, 0) for p in index.actions[initial.action_id].params)
+                self.initial_defaults[tid] = (initial.action_id, params)
+                table.default_action_id, table.default_params = self.initial_defaults[tid]
             if t.const_default_action_id:
                 table.default_action_id = t.const_default_action_id
             self.tables[tid] = table
-        self.initial_defaults: dict[int, tuple[int, tuple[int, ...]]] = {}
 
     def commit(self) -> None:
         """Rebuild the lookup order of tables changed by the last batch."""
