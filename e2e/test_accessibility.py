@@ -73,9 +73,33 @@ def assert_accessible(page: Page, where: str) -> None:
     assert not violations, f"axe-core on {where}:\n" + json.dumps(violations, indent=1)
 
 
+# Elements sticking out of the viewport that no scrolling box of theirs contains: content the
+# page scrolls sideways for, or (under overflow: hidden) content cut off.
+_OVERFLOWING = """() => {
+    const w = window.innerWidth;
+    const out = [];
+    for (const el of document.body.querySelectorAll("*")) {
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0 || r.right <= w + 1 || r.left >= w) continue;
+        let p = el.parentElement, contained = false;
+        while (p && p !== document.body) {
+            const o = getComputedStyle(p).overflowX;
+            if ((o === "auto" || o === "scroll") && p.getBoundingClientRect().right <= w + 1) { contained = true; break; }
+            p = p.parentElement;
+        }
+        if (!contained) {
+            out.push(`${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}.${[...el.classList].join(".")}`
+                + ` (right edge ${Math.round(r.right)} px) "${(el.textContent || "").trim().slice(0, 40)}"`);
+        }
+    }
+    return { scroll: document.documentElement.scrollWidth, width: w, out: out.slice(0, 5) };
+}"""
+
+
 def assert_no_sideways_scroll(page: Page, where: str) -> None:
-    widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
-    assert widths[0] <= widths[1], f"{where} scrolls sideways at {widths[1]} px: content is {widths[0]} px wide"
+    r = page.evaluate(_OVERFLOWING)
+    assert r["scroll"] <= r["width"], f"{where} scrolls sideways at {r['width']} px: content is {r['scroll']} px wide"
+    assert not r["out"], f"{where} at {r['width']} px: content sticks out of the screen: {r['out']}"
 
 
 def visit(page: Page, v: Visit) -> None:
@@ -125,6 +149,7 @@ def operator_pages(stack: Stack) -> list[Visit]:
         Visit("/subscribers", "Subscribers", "Subscribers"),
         Visit("/backends", "Backends", "Backends"),
         Visit(f"/backends/{backend['id']}", f"Backend {backend['name']}", f"Backend {backend['name']}"),
+        Visit("/users", "Users", "Users"),
         Visit("/audit", "Audit log", "Audit log"),
         Visit("/api-keys", "API keys", "API keys"),
     ]
