@@ -153,8 +153,13 @@ def page(browser: Browser, stack: Stack) -> Iterator[Page]:
     context = browser.new_context(base_url=stack.base_url, viewport={"width": 1366, "height": 900})
     context.set_default_timeout(15_000)
     p = context.new_page()
+    # Every journey also proves the built app runs under the portal's strict CSP: Chromium
+    # reports each blocked script, style or connection on the console.
+    csp_violations: list[str] = []
+    p.on("console", lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None)
     yield p
     context.close()
+    assert not csp_violations, f"the app broke its Content-Security-Policy: {csp_violations}"
 
 
 def login(page: Page, username: str, password: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,12 +11,12 @@ from pathlib import Path
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.routing import Match
 
 from sliceportal import __version__
 from sliceportal.api import docs, errors, lifecycle
 from sliceportal.api.middleware import SecurityMiddleware
 from sliceportal.api.ratelimit import ExpensiveLimiter, limit_expensive
+from sliceportal.api.responses import problem_openapi
 from sliceportal.api.routes import (
     audit,
     backends,
@@ -88,6 +89,7 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     # what the process that serves the app must release last (the run command's embedded cluster)
     app.state.on_shutdown = []
     errors.install(app)
+    app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     app.add_middleware(SecurityMiddleware, settings=settings)
     app.include_router(api_router())
     app.include_router(metrics.router)
@@ -101,27 +103,28 @@ def _unknown_api_paths(app: FastAPI) -> None:
     """Any other /api/... path is a 404 problem, for every method, not the single page; a
     known path with a method it lacks stays a 405 with its Allow header."""
 
+    documented: list[tuple[re.Pattern[str], bool, set[str]]] = []
+
+    def methods_at(path: str) -> set[str]:
+        """The methods the OpenAPI document gives this concrete path. A literal path
+        (/users/me) is its own resource, not the parameterised one beside it (/users/{id})."""
+        if not documented:
+            for template, ops in app.openapi()["paths"].items():
+                pattern = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)) + "$")
+                documented.append((pattern, "{" not in template, {m.upper() for m in ops}))
+        hits = [(literal, methods) for pattern, literal, methods in documented if pattern.match(path)]
+        if any(literal for literal, _ in hits):
+            hits = [h for h in hits if h[0]]
+        return set().union(*(methods for _, methods in hits)) if hits else set()
+
     @app.api_route(f"{API_PREFIX.rsplit('/', 1)[0]}/{{path:path}}", include_in_schema=False,
                    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
     def unknown(path: str, request: Request) -> None:
-        allow = set()
-        for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
-            probe = {**request.scope, "method": method}
-            for route in app.router.routes:
-                if getattr(route, "endpoint", None) in (unknown, spa_endpoint(app)):
-                    continue
-                if route.matches(probe)[0] is Match.FULL:
-                    allow.add(method)
-                    break
+        allow = methods_at(request.url.path)
         if allow:
             raise errors.ApiError(405, "Method Not Allowed", f"{request.method} is not allowed here",
                                   headers={"Allow": ", ".join(sorted(allow))})
         raise errors.ApiError(404, "Not found", f"no API endpoint /api/{path}")
-
-
-def spa_endpoint(app: FastAPI) -> object:
-    endpoint: object = getattr(app.state, "spa_endpoint", None)
-    return endpoint
 
 
 def _serve_frontend(app: FastAPI, dist: Path) -> None:
@@ -136,5 +139,3 @@ def _serve_frontend(app: FastAPI, dist: Path) -> None:
         if path and candidate.is_file() and dist.resolve() in candidate.parents:
             return FileResponse(candidate)
         return FileResponse(dist / "index.html")
-
-    app.state.spa_endpoint = spa
