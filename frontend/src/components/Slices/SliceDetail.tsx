@@ -11,7 +11,7 @@ import { NotFound, ProblemAlert, QueryView } from "../common/QueryView";
 import { SlaHistory } from "../Kpis/SlaHistory";
 import { SliceKpis } from "../Kpis/SliceKpis";
 import { useKpiStream } from "../Kpis/kpiStream";
-import { useSlice } from "./queries";
+import { useSlice, useSliceStatus } from "./queries";
 import { SlaFields, SLA_FIELDS, type Sla } from "./SlaFields";
 import { SliceStatusPanel } from "./SliceStatusPanel";
 import { StateBadge } from "./StateBadge";
@@ -41,6 +41,7 @@ function SlaEditor({ slice }: { slice: Slice }) {
 export function SliceDetail() {
   const id = Number(useParams().sliceId);
   const slice = useSlice(id);
+  const status = useSliceStatus(id); // polled: the header badge follows pushes and samples
   const { me } = useSession();
   useKpiStream(slice.data ? [slice.data.id] : []);
   if (!Number.isSafeInteger(id) || id <= 0) return <NotFound what="slice" />;
@@ -48,7 +49,7 @@ export function SliceDetail() {
     <QueryView query={slice} what="slice">
       {(s) => (
         <Stack>
-          <PageTitle actions={<StateBadge state={s.state} />}>Slice {s.name}</PageTitle>
+          <PageTitle actions={<StateBadge state={status.data?.state ?? s.state} />}>Slice {s.name}</PageTitle>
           <Group><Text>{s.slice_type_name}</Text><LaneStrip lanes={s.lanes} label={s.slice_type_name} /></Group>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Status per backend</Title>

@@ -9,6 +9,7 @@ export function useSlices(p: PageParams, state?: SliceState) {
     queryKey: ["slices", query],
     queryFn: () => unwrap(api.GET("/api/v1/slices", { params: { query } })),
     placeholderData: keepPreviousData,
+    refetchInterval: 5000, // the state shown is derived from facts that change on their own
   });
 }
 
@@ -17,6 +18,7 @@ export function useSlice(id: number) {
     queryKey: ["slices", { id }],
     queryFn: () => unwrap(api.GET("/api/v1/slices/{slice_id}", { params: { path: { slice_id: id } } })),
     enabled: Number.isSafeInteger(id) && id > 0,
+    refetchInterval: 5000,
   });
 }
 
