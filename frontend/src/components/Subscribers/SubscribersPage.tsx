@@ -13,6 +13,7 @@ import { Pager } from "../common/Pager";
 import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 import { queryOf, usePageParams } from "../common/usePaged";
+import { download, fetchAll, toCsv } from "./exportCsv";
 import { ImportCsv } from "./ImportCsv";
 import { useNames } from "./lookups";
 import { SubscriberForm } from "./SubscriberForm";
@@ -44,6 +45,19 @@ export function SubscribersPage() {
   });
   const { tenants, tenantName, sliceName } = useNames();
   const [editing, setEditing] = useState<Subscriber | "new" | null>(null);
+  const [exporting, setExporting] = useState<string | null>(null);
+  async function exportCsv() {
+    setExporting("0 %");
+    try {
+      const rows = await fetchAll(
+        { sort: params.sort, ...(params.q ? { q: params.q } : {}), ...(tenantFilter ? { tenant_id: tenantFilter } : {}) },
+        (done, total) => setExporting(`${Math.round((100 * done) / Math.max(1, total))} %`));
+      const who = tenantFilter ? tenantName.get(tenantFilter) ?? `tenant-${tenantFilter}` : "all";
+      download(`subscribers-${who}.csv`, toCsv(rows, tenantName, sliceName));
+    } finally {
+      setExporting(null);
+    }
+  }
   const confirm = useConfirm();
   const sortBy = (key: string) => setParams({ sort: params.sort === key ? `-${key}` : key, page: 1 });
   const ariaSort = (key: string) => (params.sort === key ? "ascending" : params.sort === `-${key}` ? "descending" : "none");
@@ -66,7 +80,15 @@ export function SubscribersPage() {
 
   return (
     <>
-      <PageTitle actions={<Button onClick={() => setEditing("new")}>Add subscriber</Button>}>Subscribers</PageTitle>
+      <PageTitle actions={
+        <Group gap="xs">
+          <Button variant="default" onClick={() => void exportCsv()} disabled={exporting !== null}
+            title="The subscribers the search and tenant filter select, in the import's CSV format">
+            {exporting ? `Exporting … ${exporting}` : "Export CSV"}
+          </Button>
+          <Button onClick={() => setEditing("new")}>Add subscriber</Button>
+        </Group>
+      }>Subscribers</PageTitle>
       <Paper withBorder p="md" mb="md">
         <Title order={2} size="h4" mb="sm">Import CSV</Title>
         <ImportCsv />

@@ -1,0 +1,30 @@
+import { describe, expect, it, vi } from "vitest";
+import { fakeApi, jsonResponse } from "../../test/render";
+import { EXPORT_HEADER, fetchAll, toCsv } from "./exportCsv";
+
+const sub = (i: number) => ({ id: i, imsi: String(1010000000000 + i).padStart(15, "0"), ue_ip: `10.47.0.${i % 250}`,
+  teids: [i, i + 1000], tenant_id: 3, slice_ids: [21, 22], created_at: "2026-11-23T09:00:00Z", version: 1 });
+
+describe("subscriber export", () => {
+  it("writes the import's columns with names, quoting what needs it", () => {
+    const csv = toCsv([sub(1)], new Map([[3, "acme, inc"]]), new Map([[21, "video"], [22, 'say "hi"']]));
+    expect(csv).toBe(`${EXPORT_HEADER}\r\n001010000000001,10.47.0.1,1;1001,"acme, inc","video;say ""hi"""\r\n`);
+  });
+
+  it("fetches every page of the filtered list", async () => {
+    const all = Array.from({ length: 1203 }, (_, i) => sub(i + 1));
+    const fake = fakeApi({
+      "GET /api/v1/subscribers": (_req, url) => {
+        const offset = Number(url.searchParams.get("offset"));
+        const limit = Number(url.searchParams.get("limit"));
+        return jsonResponse({ count: all.length, data: all.slice(offset, offset + limit) });
+      },
+    });
+    vi.stubGlobal("fetch", fake.fetch);
+    const progress: number[] = [];
+    const rows = await fetchAll({ tenant_id: 3, sort: "imsi" }, (done) => progress.push(done));
+    expect(rows).toHaveLength(1203);
+    expect(progress).toEqual([500, 1000, 1203]);
+    expect(fake.calls.map((c) => c.url.searchParams.get("tenant_id"))).toEqual(["3", "3", "3"]);
+  });
+});
