@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 from scapy.layers.l2 import Ether
 
 HERE = Path(__file__).resolve().parent
@@ -23,11 +25,13 @@ for extra in (HERE, HERE.parent / "bmv2"):  # --import-mode=importlib: our helpe
 import corpus  # noqa: E402
 import planes  # noqa: E402
 from bmv2_target.packet import parse as p4_parse  # noqa: E402
+from bmv2_target.switch import Switch  # noqa: E402
 from planes import MALFORMED, Verdict  # noqa: E402
 
 from sliceportal.rules.compiler import compile_rules  # noqa: E402
 from sliceportal.rules.ir import RuleIR  # noqa: E402
 from sliceportal.rules.scenarios import NETFPGA_TARGET, table3_config  # noqa: E402
+from sliceportal_xdp.driver import Driver as XdpDriver  # noqa: E402
 
 LANES = NETFPGA_TARGET.lanes
 DOC = HERE.parents[1] / "docs" / "packets.md"
@@ -155,3 +159,41 @@ def test_the_corpus_reaches_every_outcome_and_several_slices(
     assert len({v.slice_id for v in xdp}) >= 5  # 4 slices + misses
     assert len({v.lane for v in xdp if v.slice_id}) == LANES
     assert all(v.forwarded and not v.rewritten for v in xdp)
+
+
+# ---- hypothesis: mutations, one frame at a time (XDP and the P4 target in-process) ----------
+
+STACKS = corpus.stacks()
+
+
+def mutate(name: str, edits: list[tuple[int, int]], cut: int) -> bytes:
+    b = bytearray(STACKS[name])
+    for off, val in edits:
+        b[off % len(b)] = val
+    return bytes(b[: max(planes.XDP_MIN_FRAME, min(cut, len(b)))])
+
+
+mutated_frames = st.builds(
+    mutate,
+    st.sampled_from(sorted(STACKS)),
+    st.lists(st.tuples(st.integers(0, 140), st.integers(0, 255)), min_size=1, max_size=4),
+    st.integers(0, 400),
+)
+
+
+@pytest.fixture(scope="module")
+def in_process_planes(ir: RuleIR, ir_one_path: RuleIR) -> Iterator[tuple[XdpDriver, Switch]]:
+    with planes.xdp_plane(ir, LANES) as x, planes.p4_plane(ir_one_path, LANES) as p:
+        yield x, p
+
+
+@pytest.mark.needs_root
+@seed(20)  # reproducible in CI; hypothesis shrinks a failure to its smallest frame
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frame=mutated_frames)
+def test_mutated_frames_get_one_verdict(in_process_planes: tuple[XdpDriver, Switch], frame: bytes) -> None:
+    x_plane, p_plane = in_process_planes
+    (x,) = planes.run_xdp(x_plane, [frame])
+    (p,) = planes.run_p4(p_plane, [frame])
+    assert x is not None
+    assert agree(frame, x, x, p), f"{describe('hypothesis', frame)}\n    xdp {x}\n    p4  {p}"
