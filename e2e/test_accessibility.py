@@ -84,7 +84,10 @@ _OVERFLOWING = """() => {
         let p = el.parentElement, contained = false;
         while (p && p !== document.body) {
             const o = getComputedStyle(p).overflowX;
-            if ((o === "auto" || o === "scroll") && p.getBoundingClientRect().right <= w + 1) { contained = true; break; }
+            if ((o === "auto" || o === "scroll") && p.getBoundingClientRect().right <= w + 1) {
+                contained = true;
+                break;
+            }
             p = p.parentElement;
         }
         if (!contained) {
@@ -277,3 +280,19 @@ def test_deep_link_survives_login(page: Page, stack: Stack) -> None:
     expect(page).to_have_url(f"{stack.base_url}/audit?object_type=tenant")
     page.reload()
     expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
+
+
+def test_unreachable_api_shows_a_banner_not_a_white_page(page: Page, stack: Stack) -> None:
+    login(page, *OPERATOR)
+    visit(page, Visit("/tenants", "Tenants", "Tenants"))
+    # The network between browser and API fails (the app itself is already loaded).
+    page.route("**/api/v1/**", lambda route: route.abort("connectionrefused"))
+    page.get_by_role("navigation", name="Main navigation").get_by_role("link", name="Subscribers").click()
+    banner = page.get_by_test_id("offline-banner")
+    expect(banner).to_contain_text("The portal cannot reach the API", timeout=20_000)
+    expect(page.get_by_role("heading", name="Subscribers", level=1)).to_be_visible()  # the page, not a white screen
+    assert_accessible(page, "the offline banner")
+    page.unroute("**/api/v1/**")
+    banner.get_by_role("button", name="Retry now").click()
+    expect(banner).to_have_count(0)
+    expect(page.get_by_test_id("row-count")).to_be_visible()  # the failed list loads once the API answers
