@@ -55,11 +55,20 @@ def _ue(port: int = 5004, dscp: int = 10, proto: str = "udp", options: bool = Fa
     return IP(src=UE, dst=SERVER, tos=dscp << 2, options=opts) / _l4(proto, port) / Raw(b"payload!")
 
 
-def _gtp(inner: Packet, ext: int = 0, seq: bool = False, gtp_type: int = 255, opts: bool = False) -> Packet:
+def _nops(opts: bool, max_opts: bool) -> list[IPOption_NOP]:
+    """IPv4 options: none, 4 bytes, or the most IHL allows (40 bytes)."""
+    return [IPOption_NOP()] * (40 if max_opts else 4 if opts else 0)
+
+
+def _deep_ue() -> Packet:
+    return IP(src=UE, dst=SERVER, tos=10 << 2, options=_nops(True, True)) / UDP(sport=1, dport=5004) / Raw(b"deep")
+
+
+def _gtp(
+    inner: Packet, ext: int = 0, seq: bool = False, gtp_type: int = 255, opts: bool = False, max_opts: bool = False
+) -> Packet:
     g = GTP_U_Header(teid=TEID, gtp_type=gtp_type, S=1 if seq else 0)
-    outer = IP(src="10.20.0.1", dst="10.20.0.2", options=[IPOption_NOP()] * 4 if opts else []) / UDP(
-        sport=2152, dport=2152
-    )
+    outer = IP(src="10.20.0.1", dst="10.20.0.2", options=_nops(opts, max_opts)) / UDP(sport=2152, dport=2152)
     if ext:
         g.E = 1
         g.next_ex = 0x85
@@ -72,9 +81,9 @@ def _gtp(inner: Packet, ext: int = 0, seq: bool = False, gtp_type: int = 255, op
     return outer / g / inner
 
 
-def _vxlan(inner: Packet, opts: bool = False) -> Packet:
+def _vxlan(inner: Packet, opts: bool = False, max_opts: bool = False) -> Packet:
     return (
-        IP(src="10.10.0.1", dst="10.10.0.2", options=[IPOption_NOP()] * 4 if opts else [])
+        IP(src="10.10.0.1", dst="10.10.0.2", options=_nops(opts, max_opts))
         / UDP(sport=49152, dport=4789)
         / VXLAN(vni=VNI, flags=0x08)
         / Ether(src="02:00:00:00:01:01", dst="02:00:00:00:01:02")
@@ -129,6 +138,11 @@ def stacks() -> dict[str, bytes]:
         "ipv6": _eth(IPv6(src="2001:db8::1", dst="2001:db8::2") / UDP(dport=5004) / Raw(b"x" * 8)),
         "arp": _eth(ARP(psrc="10.0.0.1", pdst="10.0.0.2")),
         "vxlan_in_vxlan": _eth(_vxlan(_vxlan(_ue()))),
+        # 272 bytes of headers: beyond the NetFPGA parser's 192-byte window (netfpga-window)
+        "deep_qinq_opts_ext4": _eth(
+            _vxlan(_gtp(_deep_ue(), ext=4, opts=True, max_opts=True), opts=True, max_opts=True),
+            (("ad", 10), ("q", 100)),
+        ),
     }
     return {name: bytes(p) for name, p in s.items()}
 
