@@ -32,8 +32,10 @@ def _setup(client: TestClient, op: dict[str, str], address: str, users: int = 32
     backend = client.post("/api/v1/backends", json={"name": "bmv2", "driver": "p4rt",
                                                     "options": {"address": address}}, headers=op)
     assert backend.status_code == 201, backend.text
-    assert backend.json()["health"] == "ok" and backend.json()["lanes"] == 8
+    # registration answers at once; the bounded health probe runs right after the response
+    assert backend.json()["health"] == "probing" and backend.json()["lanes"] == 8
     bid = backend.json()["id"]
+    assert client.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "ok"
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     # seed 000 Table 2: ports 5000-5006 (even) -> lane group 0 ...; as aligned ranges 5000-5007 ...
     services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}

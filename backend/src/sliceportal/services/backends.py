@@ -126,21 +126,33 @@ def backend_lock(session: Session, backend_id: int, *, wait_s: float) -> Iterato
         yield got
 
 
-def describe(session: Session, backend: Backend) -> None:
-    """Fill geometry, capacity and health from the driver; refuse an unknown driver or bad options."""
+PROBING = "probing"  # health of a backend registered a moment ago, before its first probe answered
+
+
+def describe(session: Session, backend: Backend, *, probe: bool = True) -> None:
+    """Fill geometry and capacity (and health, when ``probe``) from the driver; refuse an unknown
+    driver or bad options.
+
+    Geometry and capacity are local to the driver (its options, its P4Info); only the health
+    probe talks to the data plane, so the API registers a backend with ``probe=False``
+    (health ``probing``) and answers at once; a background probe fills in the health.
+    """
     try:
-        probe = _construct(backend)  # not pooled: the record may not be saved
+        drv = _construct(backend)  # not pooled: the record may not be saved
     except DriverError as exc:
         backend.health, backend.health_detail = "unreachable", exc.message
         return
     try:
-        caps = probe.capabilities()
-        health = probe.health()
+        caps = drv.capabilities()
+        health = drv.health() if probe else None
     except DriverError as exc:
         backend.health, backend.health_detail = "unreachable", exc.message
         return
     finally:
-        probe.close()
+        drv.close()
     backend.paths, backend.lanes, backend.capacity = caps.paths, caps.lanes, dict(caps.capacity)
-    backend.health = "ok" if health.ok else "down"
-    backend.health_detail = health.detail
+    if health is None:
+        backend.health, backend.health_detail = PROBING, "the first health probe is under way"
+    else:
+        backend.health = "ok" if health.ok else "down"
+        backend.health_detail = health.detail

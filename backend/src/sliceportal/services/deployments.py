@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm.attributes import set_committed_value
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from sliceportal.drivers.contract import (
@@ -65,7 +67,7 @@ MBIT = 1_000_000
 PUSH_KINDS = (DeploymentKind.DEPLOY, DeploymentKind.ROLLBACK)  # what puts a rule set in force
 INTERRUPTED = "interrupted"  # the error of a deployment whose worker died or lost the database
 DOWN = ("down", "unreachable")
-LOCK_WAIT_S = 10.0  # how long a deploy waits for a reconcile / another deploy of the backend
+LOCK_WAIT_S = 30.0  # how long a deploy waits for a reconcile / another deploy of the backend
 FINISH_RETRY_S = 30.0  # how long a finished push retries recording its outcome
 
 
@@ -281,11 +283,15 @@ def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: Deployment
     return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
 
 
-def _ensure_up(drv: Driver, backend: Backend) -> None:
-    """Refuse (503, nothing stored) a push to a data plane that is down, before any write."""
+def _refuse_if_down(backend: Backend) -> None:
+    """Refuse (503, nothing stored) a push to a backend the health probes found down."""
     if backend.health in DOWN:
         raise UnavailableError(f"backend {backend.name} is {backend.health}: {backend.health_detail or 'no detail'}; "
                                "deploy again once its health is ok", title="Backend unavailable")
+
+
+def _ensure_up(drv: Driver, backend: Backend) -> None:
+    """Refuse (503, nothing stored) a push to a data plane that does not answer now, before any write."""
     try:
         health = drv.health()
     except DriverError as exc:
@@ -301,17 +307,21 @@ def _locked(session: Session, backend: Backend, wait_s: float) -> Iterator[None]
         if not got:
             raise BusyError(f"another deployment or reconcile of backend {backend.name} is in progress; "
                             "retry when it has finished")
+        session.refresh(backend)  # as it is now that we hold it (health, sync facts, options)
         interrupt_orphans(session, backend.id)
         yield
 
 
 def deploy(session: Session, backend: Backend, actor: str,
            progress: Callable[[ProgressEvent], None] | None = None, *, lock_wait_s: float = LOCK_WAIT_S) -> Deployment:
-    with _locked(session, backend, lock_wait_s), POOL.use(session, backend) as drv:
-        _ensure_up(drv, backend)
-        p = _preview(session, backend, drv)
-        rule_set = _store_rule_set(session, backend, p, actor)
-        return _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress)
+    _refuse_if_down(backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
+    with _locked(session, backend, lock_wait_s):
+        _refuse_if_down(backend)  # before the driver: a hung probe may hold it
+        with POOL.use(session, backend) as drv:
+            _ensure_up(drv, backend)
+            p = _preview(session, backend, drv)
+            rule_set = _store_rule_set(session, backend, p, actor)
+            return _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress)
 
 
 def rollback(session: Session, backend: Backend, rule_set_number: int, actor: str,
@@ -321,40 +331,62 @@ def rollback(session: Session, backend: Backend, rule_set_number: int, actor: st
                                                     RuleSet.number == rule_set_number))
     if rule_set is None:
         raise NotFoundError(f"backend {backend.id} has no rule set {rule_set_number}", field="rule_set")
-    with _locked(session, backend, lock_wait_s), POOL.use(session, backend) as drv:
-        _ensure_up(drv, backend)
-        return _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress)
+    _refuse_if_down(backend)
+    with _locked(session, backend, lock_wait_s):
+        _refuse_if_down(backend)
+        with POOL.use(session, backend) as drv:
+            _ensure_up(drv, backend)
+            return _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress)
 
 
-def _record_sync(backend: Backend, report: ReconcileReport) -> None:
+def _observed(session: Session, backend: Backend, **facts: Any) -> None:
+    """Write facts the portal observed (health, sync state) without an audit row or a version bump.
+
+    They are not an operator's change: bumping the ETag every pass would turn every
+    operator's PATCH into a 412, and the audit log would fill with read-backs.
+    """
+    session.execute(update(Backend).where(Backend.id == backend.id).values(**facts))
+    for name, value in facts.items():
+        set_committed_value(backend, name, value)
+
+
+def _sync_facts(report: ReconcileReport) -> dict[str, Any]:
     """The facts of this read-back, for the per-backend slice state (services/slice_status.py)."""
-    backend.synced_at = datetime.now(UTC)
+    now = datetime.now(UTC)
     if not report.reachable:
-        backend.sync_state, backend.sync_detail = "unreachable", {"error": report.error or ""}
-    elif report.in_sync:
-        backend.sync_state, backend.sync_detail = "in_sync", {"version": report.found_version}
-    elif report.repaired:
+        return {"sync_state": "unreachable", "sync_detail": {"error": report.error or ""}, "synced_at": now}
+    if report.in_sync:
+        return {"sync_state": "in_sync", "sync_detail": {"version": report.found_version}, "synced_at": now}
+    if report.repaired:
         # drift was found and repaired in this same pass: the data plane holds the rule set now
-        backend.sync_state = "in_sync"
-        backend.sync_detail = {"version": report.expected_version, "repaired": {
-            "found_version": report.found_version, "drift": report.drift, "tables": report.drift_tables,
-            "restarted_empty": report.restarted_empty}}
-    else:
-        backend.sync_state = "out_of_sync"
-        backend.sync_detail = {"expected_version": report.expected_version, "found_version": report.found_version,
-                               "drift": report.drift, "tables": report.drift_tables, "error": report.error or ""}
+        return {"sync_state": "in_sync", "synced_at": now, "sync_detail": {
+            "version": report.expected_version, "repaired": {
+                "found_version": report.found_version, "drift": report.drift, "tables": report.drift_tables,
+                "restarted_empty": report.restarted_empty}}}
+    return {"sync_state": "out_of_sync", "synced_at": now, "sync_detail": {
+        "expected_version": report.expected_version, "found_version": report.found_version,
+        "drift": report.drift, "tables": report.drift_tables, "error": report.error or ""}}
 
 
-def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = 0.0) -> ReconcileReport | None:
+def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = 0.0,
+              skip_down: bool = False) -> ReconcileReport | None:
     """Read the backend back; report and repair drift from the rule set in force.
 
     Holds the backend's lock for the whole read-back and repair; raises ``BusyError`` when a
     deployment holds it (its push is in flight: the data plane is half-written by design).
     Returns None when nothing was deployed yet or the driver cannot be reached at all.
+    ``skip_down`` (the periodic loop): do not try a backend the health probes found down.
     """
     with _locked(session, backend, lock_wait_s):
         expected = current_rule_set(session, backend.id)
         if expected is None:
+            return None
+        if skip_down and backend.health in DOWN:
+            # the probes found it dead: a read-back would only wait out the driver's timeouts
+            # (holding the lock); once the probes see it back, the next pass refills it
+            _observed(session, backend, sync_state="unreachable", synced_at=datetime.now(UTC),
+                      sync_detail={"error": f"health {backend.health}: {backend.health_detail}"})
+            session.commit()
             return None
         plan = NativePlan.model_validate(expected.plan)
         try:
@@ -367,14 +399,12 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = 0.0) -
                 # the data plane may have restarted under a session that is now dead: reconnect once
                 POOL.discard(session, backend)
         except DriverError as exc:
-            backend.health, backend.health_detail = "unreachable", exc.message
-            backend.sync_state, backend.sync_detail = "unreachable", {"error": exc.message}
-            backend.synced_at = datetime.now(UTC)
+            _observed(session, backend, health="unreachable", health_detail=exc.message, sync_state="unreachable",
+                      sync_detail={"error": exc.message}, synced_at=datetime.now(UTC))
             session.commit()
             return None
-        backend.health = "ok" if health.ok and report.reachable else "down"
-        backend.health_detail = health.detail if report.reachable else (report.error or "")
-        _record_sync(backend, report)
+        _observed(session, backend, health="ok" if health.ok and report.reachable else "down",
+                  health_detail=health.detail if report.reachable else (report.error or ""), **_sync_facts(report))
         if not report.in_sync and report.reachable:
             now = datetime.now(UTC)
             dep = Deployment(backend_id=backend.id, rule_set_id=expected.id, previous_rule_set_id=expected.id,

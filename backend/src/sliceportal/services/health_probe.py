@@ -1,7 +1,7 @@
 """Background health probes of every backend, each bounded in time.
 
 A probe asks the backend's pooled driver for ``health()`` in its own thread and waits at
-most ``timeout_s`` (≤ 2 s): a data plane that died or hangs turns ``down`` within one
+most ``timeout_s`` (1 s): a data plane that died or hangs turns ``down`` within one
 probe interval, and one slow backend never delays the others. A backend whose driver is
 busy (a push in flight) is not probed this time: the push reports on it itself.
 Health is written with a plain UPDATE (no audit row, no version bump): it is a fact the
@@ -21,8 +21,16 @@ from sliceportal.drivers.contract import DriverError
 from sliceportal.models import Backend
 from sliceportal.services.backends import POOL
 
-PROBE_INTERVAL_S = 1.0
-PROBE_TIMEOUT_S = 2.0
+# interval + timeout bound how long a dead data plane still shows ``ok``: 1.5 s (< 2 s)
+PROBE_INTERVAL_S = 0.5
+PROBE_TIMEOUT_S = 1.0
+FAILED = "failed"
+
+
+def probe_backend(sessions: sessionmaker[Session], backend_id: int, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """One bounded probe of one backend (the API runs it right after registering the backend)."""
+    with sessions() as session:
+        probe_backends(session, timeout_s, only=backend_id)
 
 
 @dataclass
@@ -32,9 +40,15 @@ class _Probe:
     detail: str = ""
 
 
-def probe_backends(session: Session, timeout_s: float = PROBE_TIMEOUT_S) -> dict[int, tuple[str, str]]:
-    """Probe every backend in parallel; returns the health each changed to (id -> (health, detail))."""
-    backends = list(session.scalars(select(Backend).order_by(Backend.id)))
+def probe_backends(session: Session, timeout_s: float = PROBE_TIMEOUT_S,
+                   only: int | None = None) -> dict[int, tuple[str, str]]:
+    """Probe every backend (or backend ``only``) in parallel; returns id -> the (health, detail) it changed to.
+
+    ``failed`` is left alone: it records that the backend refused its rule set (set by the
+    testbed's start-up, cleared by the next successful push), which liveness does not undo.
+    """
+    query = select(Backend).where(Backend.health != FAILED).order_by(Backend.id)
+    backends = list(session.scalars(query if only is None else query.where(Backend.id == only)))
     probes = [_Probe(b.id) for b in backends]
 
     def run(backend: Backend, probe: _Probe) -> None:

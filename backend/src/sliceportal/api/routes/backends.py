@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, BackgroundTasks, Header, Request, Response
 from sqlalchemy import exists, select
 
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
@@ -14,6 +14,7 @@ from sliceportal.models import Backend, Deployment
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.services.backends import POOL, describe
+from sliceportal.services.health_probe import probe_backend
 
 router = APIRouter(prefix="/backends", tags=["backends"])
 SORTABLE = {"id": Backend.id, "name": Backend.name, "driver": Backend.driver, "health": Backend.health}
@@ -33,23 +34,28 @@ def read_backend(backend_id: PathId, _: NotTenant, session: SessionDep, response
 
 
 @router.post("", response_model=BackendPublic, status_code=201)
-def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, response: Response) -> Backend:
+def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, response: Response,
+                   request: Request, background: BackgroundTasks) -> Backend:
+    """Register a backend; answers at once with health ``probing`` (a bounded probe follows)."""
     b = Backend(name=body.name, driver=body.driver, options=body.options)
-    describe(session, b)  # validates the driver and its options, learns geometry / capacity
+    describe(session, b, probe=False)  # validates the driver and its options, learns geometry / capacity
     session.add(b)
     session.commit()
     etag(response, b)
+    background.add_task(probe_backend, request.app.state.sessionmaker, b.id)
     return b
 
 
 @router.patch("/{backend_id}", response_model=BackendPublic)
 def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, session: SessionDep,
-                   response: Response, if_match: Annotated[str | None, Header()] = None) -> Backend:
+                   response: Response, request: Request, background: BackgroundTasks,
+                   if_match: Annotated[str | None, Header()] = None) -> Backend:
     b = get_scoped(session, Backend, backend_id, None, "backend")
     check_version(b, if_match, body.version)
     apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}), not_null=("name", "options"))
     if "options" in body.model_fields_set:
-        describe(session, b)
+        describe(session, b, probe=False)
+        background.add_task(probe_backend, request.app.state.sessionmaker, b.id)
     session.commit()
     etag(response, b)
     return b

@@ -104,6 +104,7 @@ def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request
     backend = get_scoped(session, Backend, backend_id, None, "backend")
     if accept and NDJSON in accept:
         svc.preview(session, backend)  # refusals (compile, capacity) answer 4xx before streaming
+        session.close()  # release the request's connection now: the stream may outlive the database
         return _stream(request, backend_id, principal, None)
     return svc.deploy(session, backend, principal.username)
 
@@ -132,6 +133,7 @@ def rollback(backend_id: PathId, body: RollbackRequest, principal: Deployer, ses
     """Push an earlier rule set again (a new deployment of kind ``rollback``)."""
     backend = get_scoped(session, Backend, backend_id, None, "backend")
     if accept and NDJSON in accept:
+        session.close()  # release the request's connection now: the stream may outlive the database
         return _stream(request, backend_id, principal, body.rule_set)
     return svc.rollback(session, backend, body.rule_set, principal.username)
 
