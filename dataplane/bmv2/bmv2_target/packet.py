@@ -9,6 +9,7 @@ user plane stops it with ``unparsed`` set. Neither is classified.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import dataclass
 
@@ -118,7 +119,7 @@ class _Parser:
         p.key_port = p.l4 = self.ports(nxt_off, proto, frag)
 
     def run(self) -> None:
-        p, d = self.p, self.data
+        p = self.p
         self.need(0, 14)
         etype, off, tags = self.u16(12), 14, 0
         while etype in (ETHERTYPE_VLAN, ETHERTYPE_QINQ):
@@ -166,10 +167,8 @@ class _Parser:
 
 def parse(data: bytes) -> Parsed:
     parser = _Parser(data)
-    try:
+    with contextlib.suppress(_Stop):
         parser.run()
-    except _Stop:
-        pass
     return parser.p
 
 
