@@ -108,20 +108,30 @@ def run_real(veths: dict[int, tuple[str, str]], ir: RuleIR, packets: Schedule, *
             if wait > 0:
                 time.sleep(wait)
             senders[port].send(data)
-        time.sleep(1.0)
+        # On a loaded machine BMv2 may still be working through its input: collect until the
+        # ports have been quiet for a second and two counter reads agree.
         frames: dict[int, Counter[bytes]] = {p: Counter() for p in PORTS}
-        for p, s in socks.items():
-            while True:
-                try:
-                    data = receive(s)
-                except BlockingIOError:
-                    break
-                if data is not None:  # None: what we sent ourselves on that end
-                    frames[p][data] += 1
-            s.close()
-        for s in senders.values():
-            s.close()
+        quiet_since, deadline = time.monotonic(), time.monotonic() + 30
+        while time.monotonic() - quiet_since < 1.0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            for p, s in socks.items():
+                while True:
+                    try:
+                        data = receive(s)
+                    except BlockingIOError:
+                        break
+                    quiet_since = time.monotonic()
+                    if data is not None:  # None: what we sent ourselves on that end
+                        frames[p][data] += 1
         counters = _counters(drv.counters())
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            again = _counters(drv.counters())
+            if again == counters:
+                break
+            counters = again
+        for s in [*socks.values(), *senders.values()]:
+            s.close()
         drv.close()
     return Outcome(frames, counters)
 
