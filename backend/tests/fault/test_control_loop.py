@@ -25,7 +25,7 @@ from sliceportal.services import deployments as svc
 from sliceportal.services.backends import backend_lock
 from sliceportal.services.errors import BusyError
 from sliceportal.services.reconciler import Reconciler
-from sliceportal.testbed.processes import RunningTarget
+from sliceportal.testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")
@@ -78,7 +78,7 @@ def test_large_deploys_with_reconcile_every_second_are_never_reverted(
         client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
     """Finding 1: 20 deploys of > 2 000 P4 entries while the reconcile loop runs every second."""
     target = start_target(*EIGHT_QUEUES)
-    bid, sid = _setup(client, op, target.address, users=510)
+    bid, sid = _setup(client, op, target.address, users=530)
     _, entries = _entries(client, op, bid)
     assert entries >= 2000
     loops = LoopRegistry()
@@ -87,7 +87,7 @@ def test_large_deploys_with_reconcile_every_second_are_never_reverted(
     deployed: list[str] = []
     try:
         for i in range(20):
-            _move_service(client, op, sid, 6001 + 2 * i)  # ~510 entries leave, ~510 arrive
+            _move_service(client, op, sid, 6001 + 2 * i)  # ~530 entries leave, ~530 arrive
             version, _ = _entries(client, op, bid)
             started = time.monotonic()
             r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
@@ -230,7 +230,7 @@ def test_database_stopped_and_restarted_mid_push(
     make_user(session, "op", Role.OPERATOR)
     op = login(looping, "op")
     target = start_target(*EIGHT_QUEUES)
-    bid, sid = _setup(looping, op, target.address, users=510)
+    bid, sid = _setup(looping, op, target.address, users=530)
     assert looping.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
     _move_service(looping, op, sid, 7001)
     events: list[dict[str, Any]] = []
@@ -285,10 +285,12 @@ def test_database_stopped_and_restarted_mid_push(
 
 def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
         looping: TestClient, session: Session, start_target: Callable[..., RunningTarget]) -> None:
-    """Finding 5 (portal half): health ``down`` within 2 s of the process dying; deploy -> 503, nothing changed."""
+    """Finding 5 (portal half): health ``down`` within 2 s of the process dying; deploy -> 503, nothing
+    changed; once the data plane is back, health ``ok`` and the reconcile loop refills it."""
     make_user(session, "op", Role.OPERATOR)
     op = login(looping, "op")
-    target = start_target(*EIGHT_QUEUES)
+    port = free_port()
+    target = start_target(*EIGHT_QUEUES, "--grpc-port", str(port))
     bid, sid = _setup(looping, op, target.address, users=8)
     assert looping.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
     history = looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()
@@ -306,3 +308,13 @@ def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
     # nothing changed: no new deployment, no new rule set, the slice's state untouched
     assert looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json() == history
     assert looping.get(f"/api/v1/slices/{sid}", headers=op).json()["state"] == state
+    start_target(*EIGHT_QUEUES, "--grpc-port", str(port))  # back, and empty (the supervisor's part is H3a's)
+    _wait(lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "ok", 5)
+
+    def refilled() -> bool:
+        rows = looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"]
+        return rows[0]["kind"] == "reconcile" and rows[0]["status"] == "succeeded"
+    _wait(refilled, 15)
+    assert looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]["diff"]["restarted_empty"]
+    b = looping.get(f"/api/v1/backends/{bid}", headers=op).json()
+    assert b["health"] == "ok"

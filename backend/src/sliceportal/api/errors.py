@@ -92,7 +92,7 @@ def domain_headers(exc: DomainError) -> dict[str, str] | None:
 
 def domain_problem(exc: DomainError) -> ApiError:
     return ApiError(domain_status(exc), exc.title, exc.detail,
-                    errors=[FieldError(field=i.field, message=i.message) for i in exc.issues],
+                    errors=[FieldError(field=i.field, message=i.message, line=i.line) for i in exc.issues],
                     headers=domain_headers(exc))
 
 

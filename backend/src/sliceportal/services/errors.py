@@ -13,6 +13,7 @@ from dataclasses import dataclass
 class FieldIssue:
     field: str
     message: str
+    line: int | None = None  # CSV imports: the line of the file
 
 
 class DomainError(Exception):

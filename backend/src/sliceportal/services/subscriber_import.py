@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from sliceportal.api.errors import ApiError, FieldError
 from sliceportal.models import Slice, Tenant
 from sliceportal.models.audit import record
+from sliceportal.services.errors import FieldIssue, InvalidError
 
 IMSI = re.compile(r"^[0-9]{14,15}$")
 REQUIRED = ("imsi", "ue_ip", "tenant")
@@ -63,17 +63,16 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
     unknown = [c for c in header if c not in KNOWN]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise ApiError(422, "Validation failed", f"CSV header lacks column(s) {missing}; expected "
-                       "imsi,ue_ip,teids,tenant,slices" + (f" (unknown: {unknown})" if unknown else ""),
-                       errors=[FieldError(field="file", message="bad header", line=1)])
+        raise InvalidError(f"CSV header lacks column(s) {missing}; expected "
+                           "imsi,ue_ip,teids,tenant,slices" + (f" (unknown: {unknown})" if unknown else ""),
+                           issues=[FieldIssue(field="file", message="bad header", line=1)])
     if unknown:
         # A misspelt column (teid for teids) would otherwise be dropped without a word.
-        raise ApiError(422, "Validation failed", f"CSV header has unknown column(s) {unknown}; the columns are "
-                       f"{','.join(KNOWN)}", errors=[FieldError(field=c, message="unknown column", line=1)
-                                                     for c in unknown])
+        raise InvalidError(f"CSV header has unknown column(s) {unknown}; the columns are {','.join(KNOWN)}",
+                           issues=[FieldIssue(field=c, message="unknown column", line=1) for c in unknown])
     reader.fieldnames = header
     tenants, slices = _resolver(session)
-    errors: list[FieldError] = []
+    errors: list[FieldIssue] = []
     error_count = 0
     seen = _Seen()
     conn = session.connection().connection.driver_connection
@@ -85,7 +84,7 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
         nonlocal error_count
         error_count += 1
         if len(errors) < MAX_REPORTED:
-            errors.append(FieldError(field=column, message=message, line=line))
+            errors.append(FieldIssue(field=column, message=message, line=line))
 
     rows = 0
     with conn.cursor().copy("COPY subscriber_stage FROM STDIN") as copy:
@@ -156,10 +155,10 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
             bad(line, column, f"{column} is already used by subscriber {existing} of the same tenant")
     if error_count:
         session.rollback()
-        raise ApiError(422, "Import refused", f"{error_count} bad row(s) of {rows}; nothing was imported",
-                       errors=errors)
+        raise InvalidError(f"{error_count} bad row(s) of {rows}; nothing was imported", title="Import refused",
+                           issues=errors)
     if rows == 0:
-        raise ApiError(422, "Validation failed", "the file has no rows", field="file")
+        raise InvalidError("the file has no rows", field="file")
     session.execute(text("""
         WITH inserted AS (
             INSERT INTO subscriber (tenant_id, imsi, ue_ip, teids, version)
