@@ -55,7 +55,8 @@ export function LaneChart({ title, unit, series, limits }: {
       // KPIs are never negative: the y axis starts at 0 so a flat line reads as its value,
       // and always shows the limits, so "far below the SLA" is visible as such.
       scales: {
-        x: { time: true },
+        // one sample alone would stretch the axis over years: show the minute before it
+        x: { time: true, range: (_u, min, max) => (min === max ? [min - 60, max + 1] : [min, max]) },
         y: { range: (_u, _min, max) => {
           const top = Math.max(max, ...limits.map((l) => l.value));
           return [0, top > 0 ? top * 1.15 : 1];
