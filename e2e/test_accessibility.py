@@ -18,6 +18,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from e2e.conftest import INTEGRATOR, OPERATOR, RED, REPO, Stack, login, shot
+from sliceportal.testbed.processes import start_p4runtime_target
 
 AXE = REPO / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
 BLOCKING = {"serious", "critical"}
@@ -124,22 +125,26 @@ def _first(stack: Stack, path: str, params: dict[str, str] | None = None) -> dic
     return dict(page["data"][0])
 
 
-def _backend(stack: Stack) -> dict[str, object]:
-    """A backend to visit: the demo's, or (without the testbed) the bundled P4Runtime target's."""
+@pytest.fixture(scope="module")
+def a11y_backend(stack: Stack) -> Iterator[dict[str, object]]:
+    """A backend page to visit, on its own P4Runtime target: a second backend on the session's
+    shared target would take its controller election from the operator journey's backend.
+    Deleted again afterwards, so other tests see the stack as before."""
+    target = start_p4runtime_target("--priority-queues", "8")
     auth = _token(stack, OPERATOR)
-    found = httpx.get(f"{stack.base_url}/api/v1/backends", params={"q": "a11y"}, headers=auth).json()["data"]
-    if not found:
-        found = httpx.get(f"{stack.base_url}/api/v1/backends", headers=auth).json()["data"]
-    if found:
-        return dict(found[0])
-    r = httpx.post(f"{stack.base_url}/api/v1/backends", headers=auth,
-                   json={"name": "bmv2-a11y", "driver": "p4rt", "options": {"address": stack.p4rt_address}})
-    assert r.status_code == 201, r.text
-    return dict(r.json())
+    try:
+        r = httpx.post(f"{stack.base_url}/api/v1/backends", headers=auth,
+                       json={"name": "bmv2-a11y", "driver": "p4rt", "options": {"address": target.address}})
+        assert r.status_code == 201, r.text
+        backend = dict(r.json())
+        yield backend
+        d = httpx.delete(f"{stack.base_url}/api/v1/backends/{backend['id']}", headers=_token(stack, OPERATOR))
+        assert d.status_code == 204, d.text
+    finally:
+        target.stop()
 
 
-def operator_pages(stack: Stack) -> list[Visit]:
-    backend = _backend(stack)
+def operator_pages(stack: Stack, backend: dict[str, object]) -> list[Visit]:
     red_slice = _first(stack, "/api/v1/slices", {"q": "red-embb"})
     return [
         Visit("/", "Overview", "Overview"),
@@ -189,9 +194,10 @@ def test_login_page_is_accessible(page: Page, stack: Stack) -> None:
     assert_accessible(page, "/login")
 
 
-def test_operator_pages_are_accessible(page: Page, stack: Stack, kpi_feed: None) -> None:
+def test_operator_pages_are_accessible(page: Page, stack: Stack, kpi_feed: None,
+                                       a11y_backend: dict[str, object]) -> None:
     login(page, *OPERATOR)
-    check_pages(page, operator_pages(stack), "operator")
+    check_pages(page, operator_pages(stack, a11y_backend), "operator")
     # Dialogs too: their close buttons are named, their fields labelled.
     visit(page, Visit("/tenants", "Tenants", "Tenants"))
     page.get_by_role("button", name="New tenant").click()
@@ -248,7 +254,8 @@ def test_tenant_pages_are_accessible_and_fit_a_phone(browser: Browser, stack: St
         context.close()
 
 
-def test_operator_pages_fit_a_phone(browser: Browser, stack: Stack, kpi_feed: None) -> None:
+def test_operator_pages_fit_a_phone(browser: Browser, stack: Stack, kpi_feed: None,
+                                    a11y_backend: dict[str, object]) -> None:
     context = new_context(browser, stack, viewport=PHONE, is_mobile=True, has_touch=True)
     page = context.new_page()
     try:
@@ -258,7 +265,7 @@ def test_operator_pages_fit_a_phone(browser: Browser, stack: Stack, kpi_feed: No
         page.get_by_role("textbox", name="Password").fill(OPERATOR[1])
         page.get_by_role("button", name="Log in").click()
         expect(page.get_by_role("heading", name="Overview")).to_be_visible()
-        for v in operator_pages(stack):
+        for v in operator_pages(stack, a11y_backend):
             visit(page, v)
             assert_no_sideways_scroll(page, f"{v.path} as operator")
     finally:
