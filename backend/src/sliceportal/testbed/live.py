@@ -34,6 +34,7 @@ import ipaddress
 import logging
 import os
 import queue
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -120,6 +121,7 @@ class Plane:
     default_traffic: list[DefaultLane] = field(default_factory=list)
     expected: tuple[frozenset[int], bool] = (frozenset(), False)  # data-plane slices hit, any miss
     placement_check: str = "not checked yet"
+    shaped: bool = False  # the ingress link is capped for a congestion scenario
     health_due: tuple[str, str] | None = None  # (health, detail) the watchdog has yet to write
     restore_due: bool = False  # restarted, not yet reconciled
 
@@ -329,6 +331,9 @@ class LiveTestbed:
                 pps = plane.offered_pps(now)
                 if plane.congestion_until is not None and now >= plane.congestion_until:
                     plane.congestion_until = plane.congestion_factor = None
+                congested = plane.congestion_until is not None
+                if congested != plane.shaped:
+                    _shape_link(plane, plane.base_pps * FRAME_SIZE * 8 if congested else None)
                 restart = shape != plane.shape or pps != plane.sending_pps or (
                     plane.sender is not None and not plane.sender.is_alive() and not plane.sender_stop.is_set())
                 if restart:
@@ -392,8 +397,11 @@ class LiveTestbed:
         return flows
 
     def congest(self, backend_id: int, duration_s: float, factor: float) -> Plane:
-        """Raise a backend's offered load ``factor`` times for ``duration_s``: its data plane's
-        own scheduling decides which lanes lose (seed 000 Table 5: the low ones first)."""
+        """Overload a backend's ingress link for ``duration_s``: its offered load rises
+        ``factor`` times while the link is capped at the normal load's bit rate (the traffic
+        step applies and removes the cap). The kernel's XDP path would absorb any load this
+        machine can send, so the link, not the data plane, is the bottleneck on every plane;
+        a FIFO link drops from every lane alike (see docs/testbed.md)."""
         plane = next((p for p in self.planes if p.backend_id == backend_id), None)
         if plane is None:
             raise KeyError(backend_id)
@@ -560,3 +568,19 @@ class LiveTestbed:
                 placement_check=p.placement_check))
         return TestbedState(running=self.running, error=self.error, prefix=self.prefix, backends=out)
 
+
+
+def _shape_link(plane: Plane, rate_bps: float | None) -> None:
+    """Cap the plane's ingress link at ``rate_bps`` with a token bucket (tc tbf), or lift the cap."""
+    netns, ifname = plane.ingress
+    if rate_bps is None:
+        cmd = ["tc", "-n", netns, "qdisc", "del", "dev", ifname, "root"]
+    else:
+        # a burst of a few frames and 50 ms of queue: the excess is dropped, not delayed for long
+        cmd = ["tc", "-n", netns, "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", f"{int(rate_bps)}bit",
+               "burst", str(8 * FRAME_SIZE), "latency", "50ms"]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode and rate_bps is not None:
+        log.warning("testbed %s: could not cap the ingress link: %s", plane.name, r.stderr.strip())
+        return
+    plane.shaped = rate_bps is not None
