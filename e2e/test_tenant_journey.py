@@ -39,7 +39,7 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     expect(cards.filter(has_text="red-embb")).to_have_count(1)
     expect(cards.filter(has_text="blue-urllc")).to_have_count(0)
     # Thresholds are drawn: each chart names its SLA limit.
-    expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 20 ms")).to_be_visible()
+    expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 500 ms")).to_be_visible()
     # Live: the red-embb charts gain points while the page is open.
     chart = cards.filter(has_text="red-embb").get_by_test_id("chart-Throughput")
     expect(chart).not_to_have_attribute("data-points", "0")
