@@ -123,7 +123,7 @@ def test_a_held_backend_is_skipped_by_reconcile_and_busy_for_deploys(
         assert got
         with session_factory(db_url)() as s:
             with pytest.raises(BusyError):
-                svc.reconcile(s, s.get_one(Backend, bid))
+                svc.reconcile(s, s.get_one(Backend, bid), lock_wait_s=0)
             started = time.monotonic()
             with pytest.raises(BusyError):
                 svc.deploy(s, s.get_one(Backend, bid), "op", lock_wait_s=0.5)

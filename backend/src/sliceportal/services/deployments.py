@@ -368,13 +368,14 @@ def _sync_facts(report: ReconcileReport) -> dict[str, Any]:
         "drift": report.drift, "tables": report.drift_tables, "error": report.error or ""}}
 
 
-def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = 0.0,
+def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_WAIT_S,
               skip_down: bool = False) -> ReconcileReport | None:
     """Read the backend back; report and repair drift from the rule set in force.
 
     Holds the backend's lock for the whole read-back and repair; raises ``BusyError`` when a
     deployment holds it (its push is in flight: the data plane is half-written by design).
     Returns None when nothing was deployed yet or the driver cannot be reached at all.
+    ``lock_wait_s``: how long to wait for the lock (the periodic loop passes 0: skip, next pass).
     ``skip_down`` (the periodic loop): do not try a backend the health probes found down.
     """
     with _locked(session, backend, lock_wait_s):

@@ -142,7 +142,7 @@ def rollback(backend_id: PathId, body: RollbackRequest, principal: Deployer, ses
 def reconcile(backend_id: PathId, _: Deployer, session: SessionDep) -> dict[str, object]:
     """Read the data plane back now; report and repair drift from the last good rule set."""
     backend = get_scoped(session, Backend, backend_id, None, "backend")
-    report = svc.reconcile(session, backend, lock_wait_s=svc.LOCK_WAIT_S)
+    report = svc.reconcile(session, backend)
     if report is None:
         return {"in_sync": None, "detail": "nothing deployed yet, or the data plane is unreachable",
                 "health": backend.health, "health_detail": backend.health_detail}
