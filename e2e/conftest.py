@@ -77,7 +77,7 @@ def frontend_dist() -> Path:
 def stack(frontend_dist: Path) -> Iterator[Stack]:
     root = Path(tempfile.mkdtemp(prefix="sliceportal-e2e-pg-"))
     root.chmod(0o755)  # the server runs as the postgres user
-    pg = EmbeddedPostgres(root, port=free_port(), dbname="sliceportal_e2e")
+    pg = EmbeddedPostgres(root, port=free_port(), dbname="sliceportal_e2e", durable=False)  # throw-away
     pg.start()
     url = pg.url("sliceportal_e2e")
     upgrade(url)

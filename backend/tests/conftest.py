@@ -32,7 +32,8 @@ _counter = itertools.count()
 def pg() -> Iterator[EmbeddedPostgres]:
     # Not under pytest's tmp dir: that is private to root, and the server runs as postgres.
     root = Path(tempfile.mkdtemp(prefix="sliceportal-test-pg-"))
-    server = EmbeddedPostgres(root, port=free_port(), dbname=TEMPLATE)
+    # a throw-away cluster: durability (fsync) buys nothing here and costs the suite time
+    server = EmbeddedPostgres(root, port=free_port(), dbname=TEMPLATE, durable=False)
     server.start()
     upgrade(server.url(TEMPLATE))
     engine = create_engine(server.url("postgres"), isolation_level="AUTOCOMMIT")

@@ -18,5 +18,5 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "heads") -> None:
-    # "heads": independent migration branches (one per feature) are applied together
+    # "heads": feature branches developed in parallel apply together even before a merge revision joins them
     command.upgrade(alembic_config(url), revision)
