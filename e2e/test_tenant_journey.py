@@ -35,7 +35,11 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     nav = page.get_by_role("navigation", name="Main navigation")
     expect(nav.get_by_role("link", name="Tenants")).to_have_count(0)  # operator-only pages are not offered
     cards = page.get_by_test_id("dashboard-slice")
-    expect(cards).to_have_count(2)
+    # every slice of the red tenant (other journeys of this run may have added some), no other
+    red_id = _slice(stack, "red-embb")["tenant_id"]
+    red_count = httpx.get(f"{stack.base_url}/api/v1/slices", params={"tenant_id": red_id, "limit": 1},
+                          headers=_operator(stack)).json()["count"]
+    expect(cards).to_have_count(red_count)
     expect(cards.filter(has_text="red-embb")).to_have_count(1)
     expect(cards.filter(has_text="blue-urllc")).to_have_count(0)
     # Thresholds are drawn: each chart names its SLA limit.
@@ -49,7 +53,9 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     # red-iot runs over its (tightened) delay bound: the violation is listed on its card.
     iot_card = cards.filter(has_text="red-iot")
     expect(iot_card.get_by_role("table", name="SLA violations")).to_contain_text("delay_p99_ms", timeout=10_000)
-    expect(cards.filter(has_text="red-embb").get_by_test_id("no-violations")).to_be_visible()
+    # ... and only there: red-embb's bound (500 ms) holds. (Its card may list loss from another
+    # journey's congestion scenario on a shared link: that happened, so it is shown.)
+    expect(cards.filter(has_text="red-embb")).not_to_contain_text("delay_p99_ms")
     shot(page, "tenant-dashboard")
 
     page.goto(f"/slices/{_slice_id(stack, 'blue-urllc')}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -33,3 +35,15 @@ def tenant_body(name: str = "mvno-a", vni: int = 5001, vlan: int | None = 100, *
 def slice_type_id(client: TestClient, headers: dict[str, str], name: str) -> int:
     r = client.get("/api/v1/slice-types", params={"q": name, "limit": 100}, headers=headers)
     return next(t["id"] for t in r.json()["data"] if t["name"] == name)
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 30.0, poll_s: float = 0.2) -> Any:
+    """Poll ``check`` until it returns something truthy (returned); fail naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(poll_s)
+    raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,20 +28,11 @@ from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.live import LiveTestbed, Plane
 from sliceportal.testbed.netns_testbed import Testbed, namespaces
 from sliceportal.testbed.processes import BMV2_DIR, leftovers, reap_leftovers
-from tests.factories import login, make_user
+from tests.factories import login, make_user, wait_until
 
 pytestmark = pytest.mark.needs_root
 
 
-def _wait(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")
 
 
 def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, session: Session) -> None:
@@ -59,14 +49,14 @@ def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, 
         assert plane.up and plane.process is not None and plane.process.proc is not None
         # a hand edit behind the portal's back (the data plane emptied): its own counters no
         # longer match where the KPIs would put its traffic, and the testbed says so
-        _wait("the placement check", lambda: plane.placement_check == "agrees", 15)
+        wait_until("the placement check", lambda: plane.placement_check == "agrees", 15)
         backend = session.get_one(Backend, plane.backend_id)
         with POOL.use(session, backend) as drv:
             caps = drv.capabilities()
             drv.apply(drv.lower(RuleIR(lanes=caps.lanes, paths=caps.paths, rules=())), lambda _: None)
-        _wait("the check to see the edit", lambda: plane.placement_check.startswith("differs"), 10)
+        wait_until("the check to see the edit", lambda: plane.placement_check.startswith("differs"), 10)
         assert client.post(f"/api/v1/backends/{plane.backend_id}/reconcile", headers=op).status_code == 200
-        _wait("the check to agree after reconcile", lambda: plane.placement_check == "agrees", 10)
+        wait_until("the check to agree after reconcile", lambda: plane.placement_check == "agrees", 10)
         for driver in ("p4rt", "netfpga"):
             _kill_and_recover(client, op, session, next(p for p in testbed.planes if p.driver == driver))
         # a backend that is down has no samples, never zero ones
@@ -85,7 +75,7 @@ def test_leftovers_of_a_killed_run_are_removed(tmp_path: object) -> None:
     subprocess.run(["sh", "-c", f"{sys.executable} -m bmv2_target --grpc-port 0 -i 1@{p4i} -i 2@{p4o} "
                     ">/dev/null 2>&1 &"], env=env, check=True)
     try:
-        orphans = _wait("the orphaned target", lambda: leftovers(prefix), 10)
+        orphans = wait_until("the orphaned target", lambda: leftovers(prefix), 10)
         assert len(orphans) == 1
         assert reap_leftovers(prefix) == orphans
         assert not os.path.exists(f"/proc/{orphans[0]}")
@@ -156,7 +146,7 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
             got = {p.driver: {sf.slice_index for sf in p.flows} for p in testbed.planes}
             return got if all(got.values()) else None
 
-        flows = _wait("traffic to every backend", sending, 10)
+        flows = wait_until("traffic to every backend", sending, 10)
         assert blue.id in flows["p4rt"] and blue.id not in flows["xdp"] and blue.id not in flows["netfpga"]
         second_start = datetime.now(UTC)
 
@@ -166,7 +156,7 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
                 KpiSample.ts > second_start, KpiSample.rx_packets > 0).distinct()))
             return got if got == {b.id for b in backends.values()} else None
 
-        _wait("KPIs from every restored data plane", measured, 20)
+        wait_until("KPIs from every restored data plane", measured, 20)
     session.expire_all()
     assert {b.id for b in session.get_one(Slice, blue.id).backends} == {backends["p4rt"].id}
     assert session.get_one(Backend, backends["p4rt"].id).options["batch_size"] == 250
@@ -195,12 +185,12 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
         return next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
                     if b["backend_id"] == plane.backend_id)
 
-    _wait(f"{plane.name} health down", lambda: health() == "down", 5)
+    wait_until(f"{plane.name} health down", lambda: health() == "down", 5)
     assert time.monotonic() - killed_at <= 2.5  # one watchdog period plus a database round trip
     st = state()
     assert not st["up"] and "exited with code -9" in st["reason"]
     # restarted with backoff, the rule set it held written back by a reconcile
-    _wait(f"{plane.name} restarted", lambda: plane.up, 15)
+    wait_until(f"{plane.name} restarted", lambda: plane.up, 15)
 
     def repaired() -> bool:
         session.expire_all()
@@ -208,7 +198,7 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
             Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE,
             Deployment.id > before)) is not None
 
-    _wait(f"a reconcile of the restarted {plane.name}", repaired, 10)
+    wait_until(f"a reconcile of the restarted {plane.name}", repaired, 10)
     assert health() == "ok"
     assert plane.process.starts == restarts + 1 and state()["up"]
     back = datetime.now(UTC)
@@ -218,4 +208,4 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
         return bool(session.scalar(select(func.count()).select_from(KpiSample).where(
             KpiSample.backend_id == plane.backend_id, KpiSample.ts > back)))
 
-    _wait(f"KPIs from the restarted {plane.name}", measured, 10)
+    wait_until(f"KPIs from the restarted {plane.name}", measured, 10)

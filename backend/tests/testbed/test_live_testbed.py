@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,24 +18,16 @@ from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
-from sliceportal.models import KpiSample, Role, RuleSet, Slice
+from sliceportal.models import KpiSample, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
+from sliceportal.services.deployments import current_rule_set
 from sliceportal.testbed.netns_testbed import namespaces
 from sliceportal.testbed.processes import leftovers
-from tests.factories import login, make_user
+from tests.factories import login, make_user, wait_until
 
 pytestmark = pytest.mark.needs_root
 
 
-def _wait(what: str, check: Callable[[], Any], timeout_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")
 
 
 def _prefix() -> str:
@@ -70,7 +61,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
                 got.setdefault(b, set()).add(lane)
             return got if all(got.get(i) == {0, 2, 4, 6} for i in ids.values()) else None
 
-        _wait("KPIs of every lane of red-embb from all three backends", lanes_per_backend, 45)
+        wait_until("KPIs of every lane of red-embb from all three backends", lanes_per_backend, 45)
         current = client.get(f"/api/v1/slices/{embb.id}/kpis/current", headers=op).json()
         for p in current:
             assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 2000, p
@@ -79,7 +70,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             backends = client.get("/api/v1/testbed", headers=op).json()["backends"]
             return {b["driver"]: b["placement_check"] for b in backends}
 
-        _wait("the data planes' counters to agree with the placement",
+        wait_until("the data planes' counters to agree with the placement",
               lambda: set(checks().values()) == {"agrees"}, 15)
         # one sample per (slice, backend, lane, interval): never a zero twin
         assert not session.scalar(select(func.count()).select_from(KpiSample).where(
@@ -90,8 +81,10 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         # there (the slice stays assigned), lands on the data plane's miss path and shows as
         # that backend's default traffic, and the slice gets no new samples from it
         nf = ids["netfpga"]
-        first_rule_set = planes["netfpga"]["rule_set_id"]
-        number = session.scalar(select(RuleSet.number).where(RuleSet.id == first_rule_set))
+        session.expire_all()
+        in_force = current_rule_set(session, nf)  # what the deployment history says it holds now
+        assert in_force is not None
+        number = in_force.number
         red = client.get("/api/v1/tenants", params={"q": "mvno-red"}, headers=op).json()["data"][0]
         st = next(t["id"] for t in client.get("/api/v1/slice-types", params={"q": "Low Latency"}, headers=op)
                   .json()["data"] if t["name"] == "Low Latency")
@@ -110,7 +103,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             return [tuple(row) for row in session.execute(select(KpiSample.backend_id, KpiSample.lane).where(
                 KpiSample.slice_id == late["id"], KpiSample.rx_packets > 0).distinct())]
 
-        assert _wait("the new slice's KPIs from the NetFPGA backend", late_samples, 20) == [(nf, 2)]
+        assert wait_until("the new slice's KPIs from the NetFPGA backend", late_samples, 20) == [(nf, 2)]
         r = client.post(f"/api/v1/backends/{nf}/rollback", json={"rule_set": number}, headers=op)
         assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
 
@@ -120,8 +113,9 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             lanes = [d for d in nf_state["default_traffic"] if late["id"] in d["from_slices"] and d["rx_packets"] > 0]
             return lanes or None
 
-        _wait("the rolled-back slice's traffic as the NetFPGA backend's default traffic", default_from_late, 20)
-        _wait("the NetFPGA model's counters (its miss path used) to agree", lambda: checks()["netfpga"] == "agrees", 10)
+        wait_until("the rolled-back slice's traffic as the NetFPGA backend's default traffic", default_from_late, 20)
+        wait_until("the NetFPGA model's counters (its miss path used) to agree",
+                   lambda: checks()["netfpga"] == "agrees", 10)
         time.sleep(1.5)  # an interval measured before the rollback may still be written
         session.expire_all()
         cut = session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == late["id"]))
@@ -142,7 +136,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         nf_now = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
                       if b["driver"] == "netfpga")
         assert nf_now["congestion_until"] is not None and nf_now["congestion_factor"] == 6
-        _wait("the NetFPGA backend's offered load raised", lambda: next(
+        wait_until("the NetFPGA backend's offered load raised", lambda: next(
             b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "netfpga"
         )["offered_pps"] == pytest.approx(6 * planes["netfpga"]["offered_pps"]), 3)
         # while it runs, the NetFPGA model cannot keep up: red-embb loses packets there (and
@@ -173,6 +167,6 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             now_loss = {lane: 100 * (tx - rx) / tx for lane, tx, rx in got if tx}
             return now_loss if now_loss and max(now_loss.values()) < 5 else None
 
-        _wait("red-embb's lanes on the NetFPGA model recovered after the congestion", recovered, 15)
+        wait_until("red-embb's lanes on the NetFPGA model recovered after the congestion", recovered, 15)
     assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())
     assert leftovers(prefix) == []
