@@ -130,7 +130,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         bad = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["p4rt"], "duration_s": 1},
                           headers=op)
         assert bad.status_code == 422 and "duration_s" in bad.text
-        r = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["netfpga"], "duration_s": 6,
+        r = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["netfpga"], "duration_s": 15,
                                                              "factor": 6}, headers=op)
         assert r.status_code == 202, r.text
         nf_now = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
@@ -138,7 +138,9 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         assert nf_now["congestion_until"] is not None and nf_now["congestion_factor"] == 6
         wait_until("the NetFPGA backend's offered load raised", lambda: next(
             b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "netfpga"
-        )["offered_pps"] == pytest.approx(6 * planes["netfpga"]["offered_pps"]), 3)
+        )["offered_pps"] == pytest.approx(6 * planes["netfpga"]["offered_pps"]), 8)  # the traffic loop's
+        # one-second step can lag by seconds on a loaded 2-core CI machine; the 15 s scenario leaves
+        # the 5 s window below inside it either way
         # while it runs, the NetFPGA model cannot keep up: red-embb loses packets there (and
         # only there: the same slice on XDP does not); afterwards it recovers by itself
         started = datetime.now(UTC)
@@ -167,6 +169,6 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             now_loss = {lane: 100 * (tx - rx) / tx for lane, tx, rx in got if tx}
             return now_loss if now_loss and max(now_loss.values()) < 5 else None
 
-        wait_until("red-embb's lanes on the NetFPGA model recovered after the congestion", recovered, 15)
+        wait_until("red-embb's lanes on the NetFPGA model recovered after the congestion", recovered, 30)
     assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())
     assert leftovers(prefix) == []
