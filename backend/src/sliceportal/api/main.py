@@ -26,6 +26,7 @@ from sliceportal.api.routes import (
     kpis,
     login,
     metrics,
+    rule_sets,
     slice_types,
     slices,
     subscribers,
@@ -49,6 +50,7 @@ def api_router() -> APIRouter:
                    kpis, audit, testbed_routes):
         router.include_router(module.router)
     router.include_router(users.keys)
+    router.include_router(rule_sets.router)
     return router
 
 
