@@ -13,12 +13,27 @@ const dep = (id: number, ruleSet: number, kind = "deploy", status = "succeeded")
   previous_rule_set_id: null, previous_rule_set_number: null,
 });
 
+type Counts = { added: number; removed: number; changed: number } & Record<string, unknown>;
+const diffBody = (base: object, target: object, tables: Record<string, Counts>) => {
+  const sum = (k: "added" | "removed" | "changed") => Object.values(tables).reduce((n, t) => n + t[k], 0);
+  return { backend_id: 4, base, target, active_number: 2, identical: Object.keys(tables).length === 0,
+    added: sum("added"), removed: sum("removed"), changed: sum("changed"), tables };
+};
+
 function api() {
   return fakeApi({
     "GET /api/v1/backends/4": () => jsonResponse(BACKEND),
     "GET /api/v1/backends/4/preview": () => jsonResponse({ driver: "p4rt", rules_before: 1, rules_after: 2, flows: 1, paths: 1,
       lanes: 8, usage: {}, tables: {} }),
     "GET /api/v1/backends/4/deployments": () => jsonResponse({ count: 3, data: [dep(3, 2), dep(2, 2, "deploy", "failed"), dep(1, 1)] }),
+    "GET /api/v1/backends/4/preview/diff": () => jsonResponse(diffBody(
+      { label: "rule set 2", number: 2, digest: "b", active: true }, { label: "preview", number: null, digest: "c", active: false },
+      { tcam: { added: 1, removed: 0, changed: 1, added_entries: [{ key: "0x0a2d0000", mask: "0xffff0000", action: { lane: 3 } }],
+        removed_entries: [], changed_entries: [{ before: { key: "k1", action: { lane: 0 } }, after: { key: "k1", action: { lane: 2 } } }],
+        truncated: false } })),
+    "GET /api/v1/backends/4/rule-sets/2/diff": (_req, url) => jsonResponse(diffBody(
+      { label: `rule set ${url.searchParams.get("against")}`, number: Number(url.searchParams.get("against")), digest: "a", active: false },
+      { label: "rule set 2", number: 2, digest: "b", active: true }, {})),
     "POST /api/v1/backends/4/deployments": () => new Response(
       `${JSON.stringify({ event: "progress", phase: "write", done: 1, total: 1, message: "" })}\n`
       + `${JSON.stringify({ event: "result", ...dep(4, 3) })}\n`,
@@ -85,5 +100,31 @@ describe("BackendDetail", () => {
     await user.type(input, "7");
     expect(screen.getByText("Rule set 7 was never deployed here.")).toBeInTheDocument();
     expect(screen.getByRole("button", { name: "Roll back" })).toBeDisabled();
+  });
+
+  it("shows what a deploy would change, per table, with the changed members", async () => {
+    vi.stubGlobal("fetch", api().fetch);
+    renderDetail();
+    const preview = await screen.findByTestId("preview-diff");
+    expect(preview).toHaveTextContent("From rule set 2 (active) to preview:");
+    expect(preview).toHaveTextContent("1 added, 0 removed, 1 changed");
+    expect(within(preview).getByText("tcam", { exact: false })).toBeInTheDocument();
+    expect(within(preview).getByRole("list", { name: "tcam: added entries" }))
+      .toHaveTextContent('+ action={"lane":3}, key=0x0a2d0000, mask=0xffff0000');
+    const changed = within(preview).getByRole("list", { name: "tcam: changed entries" });
+    expect(changed).toHaveTextContent('action: {"lane":0} → {"lane":2}');
+    expect(changed).not.toHaveTextContent("key:");
+  });
+
+  it("compares the active rule set with an earlier one, both chosen from the history", async () => {
+    const fake = api();
+    vi.stubGlobal("fetch", fake.fetch);
+    renderDetail();
+    const diff = await screen.findByTestId("rule-set-diff");
+    expect(diff).toHaveTextContent("From rule set 1 to rule set 2 (active):");
+    expect(within(diff).getByText("no changes")).toBeInTheDocument();
+    expect(screen.getByRole("combobox", { name: "To" })).toHaveValue("2");
+    const call = fake.calls.find((c) => c.url.pathname.endsWith("/rule-sets/2/diff"));
+    expect(call?.url.searchParams.get("against")).toBe("1");
   });
 });

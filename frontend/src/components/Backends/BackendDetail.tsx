@@ -13,6 +13,7 @@ import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 import { streamDeploy, type Deployment, type ProgressEvent } from "./deployStream";
+import { CompareRuleSets, PreviewDiff } from "./RuleSetDiff";
 
 function Preview({ backendId }: { backendId: number }) {
   const preview = useQuery({
@@ -145,6 +146,8 @@ export function BackendDetail() {
                 onClick={() => askRollback(b.name, b.id, Number(rollbackTo))}>Roll back</Button>
             </Group>
             {active && <Text size="sm" mt="xs" data-testid="active-rule-set">Active rule set: <b>{active.rule_set_number}</b></Text>}
+            <Title order={3} size="h5" mt="md" mb={4}>Changes a deploy would make</Title>
+            <PreviewDiff backendId={b.id} />
             {progress && (
               <Stack gap={4} mt="sm">
                 <Text size="sm" data-testid="deploy-phase">{progress.phase}: {progress.done}/{progress.total} {progress.message}</Text>
@@ -194,6 +197,9 @@ export function BackendDetail() {
                 </Table.ScrollContainer>
               )}
             </QueryView>
+            <Title order={3} size="h5" mt="md" mb={4}>Compare rule sets</Title>
+            <CompareRuleSets backendId={b.id} numbers={deployments.map((d) => d.rule_set_number)}
+              active={active?.rule_set_number} />
           </Paper>
         </Stack>
       )}
