@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -10,6 +11,14 @@
 
 namespace {
 constexpr int kBeatBytes = 32;
+// Wall-clock drain credit is capped at two maximum-size frames: an idle link does not bank
+// a burst longer than that.
+constexpr double kWallBurstBytes = 2 * 1518;
+
+double wall_now_s() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
 
 void put_bytes(VlWide<8>& w, const uint8_t* src, size_t n) {
     for (int i = 0; i < 8; i++) w[i] = 0;
@@ -68,7 +77,7 @@ void Harness::drive_ingress() {
 void Harness::tick() {
     auto* t = top_.get();
     drive_ingress();
-    drain_credit_ = std::min(drain_credit_ + drain_rate, 2.0 * kBeatBytes);
+    if (wall_drain_bytes_per_s_ <= 0) drain_credit_ = std::min(drain_credit_ + drain_rate, 2.0 * kBeatBytes);
     t->m_axis_dma_tready = drain_credit_ >= kBeatBytes;
     t->m_axis_phys_tready = 1;
     t->clk = 0;
@@ -141,6 +150,38 @@ void Harness::run_until_idle(uint64_t max_cycles, uint32_t quiet) {
     while (cycle_ < end) {
         tick();
         if (!busy() && cycle_ - last_activity_ > quiet && !top_->m_axis_dma_tvalid) break;
+    }
+}
+
+void Harness::set_wall_drain(double bytes_per_s) {
+    wall_drain_bytes_per_s_ = std::max(0.0, bytes_per_s);
+    wall_last_s_ = wall_now_s();
+    drain_credit_ = 0;
+}
+
+void Harness::refill_wall_drain() {
+    if (wall_drain_bytes_per_s_ <= 0) return;
+    double now = wall_now_s();
+    drain_credit_ = std::min(drain_credit_ + (now - wall_last_s_) * wall_drain_bytes_per_s_, kWallBurstBytes);
+    wall_last_s_ = now;
+}
+
+double Harness::wall_wait_s() const {
+    if (wall_drain_bytes_per_s_ <= 0 || !top_->m_axis_dma_tvalid) return -1;
+    return std::max(0.0, (kBeatBytes - drain_credit_) / wall_drain_bytes_per_s_);
+}
+
+void Harness::run_live(uint64_t max_cycles, uint32_t quiet) {
+    if (wall_drain_bytes_per_s_ <= 0) {
+        run_until_idle(max_cycles, quiet);
+        return;
+    }
+    uint64_t end = cycle_ + max_cycles;
+    while (cycle_ < end) {
+        refill_wall_drain();
+        tick();
+        bool draining = top_->m_axis_dma_tvalid && drain_credit_ >= kBeatBytes;
+        if (!busy() && !draining && cycle_ - last_activity_ > quiet) break;
     }
 }
 

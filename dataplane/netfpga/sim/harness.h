@@ -35,6 +35,20 @@ public:
     void run_until_idle(uint64_t max_cycles, uint32_t quiet = 64);
     bool busy() const;
 
+    // Live (veth) mode with a wall-clock drain: m_axis_dma moves only on credit that
+    // refill_wall_drain() grants at `wall_drain_bytes_per_s` of real time (0 = off: the
+    // drain is paced in simulated cycles at drain_rate). Then the RTL's queues fill while
+    // the link is slower than the offered load and its strict-priority lanes decide who is
+    // dropped, as on the card, instead of the host's socket buffers dropping every lane alike.
+    void set_wall_drain(double bytes_per_s);
+    double wall_drain() const { return wall_drain_bytes_per_s_; }
+    void refill_wall_drain();
+    // Clock while packets enter or the drain has credit for a waiting beat; stop once only
+    // queued packets wait for credit (the RTL holds still: no cycles burnt meanwhile).
+    void run_live(uint64_t max_cycles, uint32_t quiet = 64);
+    // Seconds until the drain has credit for the next beat, when a beat waits; else -1.
+    double wall_wait_s() const;
+
     uint64_t cycle() const { return cycle_; }
     std::deque<Packet> dma_out, phys_out;
     uint64_t injected = 0, dma_count = 0, phys_count = 0;
@@ -47,6 +61,7 @@ private:
     size_t in_offset_ = 0;
     bool in_active_ = false;
     double in_credit_ = 0, drain_credit_ = 0;
+    double wall_drain_bytes_per_s_ = 0, wall_last_s_ = 0;
     uint64_t next_start_ = 0;
     Packet dma_cur_, phys_cur_;
     bool dma_first_ = true, phys_first_ = true;

@@ -1,7 +1,7 @@
 // sp_sim: the NetFPGA slicing data plane as a running process (Verilator model).
 //
 //   sp_sim --socket PATH [--tcp PORT] [--ingress-gbps 10] [--drain-gbps 4]
-//          [--veth-in IF --veth-out IF]
+//          [--veth-in IF --veth-out IF [--live-drain-mbps M]]
 //
 // The control socket speaks one text command per line, one reply line per command
 // ("OK ..." or "ERR <reason>"); see docs/netfpga.md:
@@ -14,12 +14,17 @@
 //                            hit,default,malformed: the frame's decision bits, docs/packets.md)
 //   RUN [max_cycles]         clock until idle    -> OK <cycle> <dma_packets> <phys_packets>
 //   RATES <in_gbps> <drain_gbps>
+//   LIVE_DRAIN <mbps>        veth mode: the DMA drain in wall-clock Mbit/s (0 = off)
 //   STATS                    -> OK cycle=.. injected=.. dma=.. phys=..
 //   FAULT <n>                drop this connection instead of executing the (n+1)th write
 //   QUIT
 // With --veth-in / --veth-out the model free-runs: frames received on veth-in enter from
 // nf0, DMA output leaves on veth-out, frames received on veth-out enter from dma0 and
-// leave on veth-in (AF_PACKET).
+// leave on veth-in (AF_PACKET). --live-drain-mbps (or LIVE_DRAIN) paces the DMA drain in
+// wall-clock time instead of simulated cycles: a link slower than the offered load fills
+// the RTL's queues and its strict-priority lanes decide who loses (seed 000 Table 5);
+// without it the drain runs at --drain-gbps of simulated time, i.e. as fast as the model
+// clocks, and an overload is lost before the model (in the host's socket buffers).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/if_packet.h>
@@ -32,6 +37,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -249,9 +255,17 @@ struct Server {
                 h.drain_rate = gbps_to_bytes_per_cycle(b);
                 return "OK";
             }
+            if (cmd == "LIVE_DRAIN") {
+                double mbps = -1;
+                in >> mbps;
+                if (!(mbps >= 0)) return "ERR LIVE_DRAIN needs a rate in Mbit/s >= 0 (0 = off)";
+                h.set_wall_drain(mbps * 1e6 / 8.0);
+                return "OK";
+            }
             if (cmd == "STATS") {
                 return "OK cycle=" + std::to_string(h.cycle()) + " injected=" + std::to_string(h.injected) +
-                       " dma=" + std::to_string(h.dma_count) + " phys=" + std::to_string(h.phys_count);
+                       " dma=" + std::to_string(h.dma_count) + " phys=" + std::to_string(h.phys_count) +
+                       " live_drain_mbps=" + std::to_string(h.wall_drain() * 8.0 / 1e6);
             }
             if (cmd == "FAULT") {
                 in >> fault_writes;
@@ -314,7 +328,7 @@ int main(int argc, char** argv) {
     Verilated::commandArgs(argc, argv);
     std::string sock_path, veth_in, veth_out;
     int tcp_port = 0;
-    double in_gbps = 10, drain_gbps = 4;
+    double in_gbps = 10, drain_gbps = 4, live_drain_mbps = 0;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -330,6 +344,7 @@ int main(int argc, char** argv) {
         else if (a == "--drain-gbps") drain_gbps = std::stod(next());
         else if (a == "--veth-in") veth_in = next();
         else if (a == "--veth-out") veth_out = next();
+        else if (a == "--live-drain-mbps") live_drain_mbps = std::stod(next());
         else if (a[0] != '+') {
             fprintf(stderr, "sp_sim: unknown option %s\n", a.c_str());
             return 2;
@@ -337,10 +352,10 @@ int main(int argc, char** argv) {
     }
     if (sock_path.empty() && tcp_port == 0) {
         fprintf(stderr, "usage: sp_sim --socket PATH [--tcp PORT] [--ingress-gbps G] [--drain-gbps G] "
-                        "[--veth-in IF --veth-out IF]\n");
+                        "[--veth-in IF --veth-out IF [--live-drain-mbps M]]\n");
         return 2;
     }
-    if (in_gbps <= 0 || drain_gbps <= 0) {
+    if (in_gbps <= 0 || drain_gbps <= 0 || live_drain_mbps < 0) {
         fprintf(stderr, "sp_sim: rates must be positive\n");
         return 2;
     }
@@ -349,6 +364,7 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
 
     Harness h(gbps_to_bytes_per_cycle(in_gbps), gbps_to_bytes_per_cycle(drain_gbps));
+    h.set_wall_drain(live_drain_mbps * 1e6 / 8.0);
     Server srv(h);
     int lfd_unix = sock_path.empty() ? -1 : listen_unix(sock_path);
     int lfd_tcp = tcp_port ? listen_tcp(tcp_port) : -1;
@@ -378,6 +394,10 @@ int main(int argc, char** argv) {
         if (fd_out >= 0) fds.push_back({fd_out, POLLIN, 0});
         bool live = fd_in >= 0 && h.busy();
         int timeout = live ? 0 : 20;
+        if (fd_in >= 0 && !live) {
+            double wait = h.wall_wait_s();  // a queued frame waits for the wall-clock drain
+            if (wait >= 0) timeout = std::min(timeout, std::max(1, static_cast<int>(wait * 1000) + 1));
+        }
         if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) break;
         for (auto& p : fds) {
             if (!(p.revents & (POLLIN | POLLHUP))) continue;
@@ -399,7 +419,7 @@ int main(int argc, char** argv) {
         }
         if (fd_in >= 0) {
             // Free-running: clock while anything is in flight, then hand frames out.
-            h.run_until_idle(200000);
+            h.run_live(200000);
             for (auto& p : h.dma_out) (void)!send(fd_out, p.data.data(), p.data.size(), 0);
             for (auto& p : h.phys_out) (void)!send(fd_in, p.data.data(), p.data.size(), 0);
             if (srv.capture.dump)
