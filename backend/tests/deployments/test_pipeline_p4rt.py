@@ -73,14 +73,29 @@ def test_preview_deploy_and_audit(client: TestClient, session: Session, op: dict
     # the data plane holds what was deployed: reconcile finds it in sync
     rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
     assert rec["in_sync"] is True and rec["found_version"] == p["version"]
-    # a second deploy of the same configuration changes nothing on the wire
-    again = _deploy(client, op, bid)
-    assert again["status"] == "succeeded"
-    assert all(not v for v in again["diff"].values() if isinstance(v, int))
-    audit = session.scalars(select(AuditLog).where(AuditLog.action == "deploy")).all()
+    # a second deploy of the same configuration is a no-op: no rule set, no push, audited as such
+    again = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
+    assert again.status_code == 200, again.text
+    assert again.json() == {"backend_id": bid, "status": "unchanged", "rule_set": dep["rule_set_number"],
+                            "digest": p["version"], "detail": f"already deployed as rule set {dep['rule_set_number']}"}
+    audit = session.scalars(select(AuditLog).where(AuditLog.action == "deploy").order_by(AuditLog.id)).all()
     assert len(audit) == 2 and audit[0].actor == "op" and audit[0].after is not None
+    assert audit[1].after == {"status": "unchanged", "rule_set": 1, "digest": p["version"]}
     history = client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()
-    assert history["count"] == 2 and history["data"][0]["id"] == again["id"]
+    assert history["count"] == 1 and history["data"][0]["id"] == dep["id"]
+    assert client.get(f"/api/v1/backends/{bid}/rule-sets/2", headers=op).status_code == 404
+    # streamed, the same answer is the stream's result event
+    with client.stream("POST", f"/api/v1/backends/{bid}/deployments",
+                       headers={**op, "Accept": "application/x-ndjson"}) as r:
+        import json
+        events = [json.loads(line) for line in r.iter_lines() if line]
+    assert events == [{"event": "result", **again.json()}]
+    # a changed slice deploys again (a new rule set), and the original is no longer "in force"
+    svc = client.get(f"/api/v1/slices/{sid}", headers=op).json()["services"][0]
+    assert client.patch(f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]},
+                        headers=op).status_code == 200
+    changed = _deploy(client, op, bid)
+    assert changed["status"] == "succeeded" and changed["rule_set_number"] == 2
 
 
 def test_streamed_progress(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:

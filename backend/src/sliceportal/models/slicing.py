@@ -40,6 +40,8 @@ class PathMode(StrEnum):
     PER_USER_GROUP = "per_user_group"  # UE address bits pick the path (seed 000 Algorithm 1)
 
 
+DEFAULT_LINK_BPS = 10_000_000_000  # 10 Gbit/s: migration 0008's default for existing backends
+
 slice_backend = Table(
     "slice_backend",
     Base.metadata,
@@ -52,6 +54,7 @@ class Backend(IdMixin, TimestampMixin, AuditedMixin, Base):
     """A data-plane instance reached through a driver plugin."""
 
     __tablename__ = "backend"
+    __table_args__ = (CheckConstraint("link_bps > 0", name="link_bps_positive"),)
 
     name: Mapped[str] = mapped_column(String(120), unique=True)
     driver: Mapped[str] = mapped_column(String(60))
@@ -59,6 +62,10 @@ class Backend(IdMixin, TimestampMixin, AuditedMixin, Base):
     paths: Mapped[int] = mapped_column(Integer, default=8)
     lanes: Mapped[int] = mapped_column(Integer, default=4)
     capacity: Mapped[dict[str, int]] = mapped_column(JSONB, default=dict)
+    # Admission control (seed 004 Eq. 1-4) checks the slices on the backend against its egress
+    # link; defaults to what the driver declares (Capabilities.link_bps), an operator corrects it.
+    link_bps: Mapped[int] = mapped_column(BigInteger, default=DEFAULT_LINK_BPS, server_default=str(DEFAULT_LINK_BPS))
+    port_bps: Mapped[dict[str, int]] = mapped_column(JSONB, default=dict, server_default="{}")  # port -> bit/s
     health: Mapped[str] = mapped_column(String(20), default="unknown")
     health_detail: Mapped[str] = mapped_column(Text, default="")
     # What the last reconcile read back from the data plane (a fact, not an intention):

@@ -11,7 +11,17 @@ capacity its own priority sees:
     d_i = sum over priorities k >= i, slices j of t_k^j           (Eq. 3)
 
 A set is admitted when every slice's d is within its delay bound and the guaranteed
-rates fit in C. ``required_capacity`` inverts the bound (the least C for which every slice
+rates fit in C.
+
+The portal's slices may span several lanes (a Flexible Slice uses 0/2/4/6) under one rate
+limit and one vQueue. For a slice s seen at its lane p, every slice j with a lane >= p adds
+one busy period: its whole burst b_j (the vQueue holds at most that many bits, whichever
+lanes they sit in), drained at the residual of the lowest of j's lanes >= p (the slowest
+place its bits can wait) with the rate limits of every *other* slice that has a lane above
+it taken off (j's own higher lanes share j's rate limit, which b_j already drains). With one
+lane per slice this is exactly Eq. 1-3; with several it is a safe upper bound.
+
+``required_capacity`` inverts the bound (the least C for which every slice
 meets it) — the figure seed 004 Fig. 15 reads off: 1650 Mbit/s for its Table II slices at
 one priority with a 5 ms bound for slice DC (case A), 330 Mbit/s for cases C and D with
 each slice's burst limit as its bound.
@@ -34,10 +44,15 @@ class SliceDemand:
     burst_ms: float  # the vQueue's burst (drop) limit, as time at the rate limit
     delay_bound_ms: float | None = None  # the worst case the slice may see; None: not checked
     guaranteed_bps: float = 0.0
+    lanes: tuple[int, ...] = ()  # every lane the slice's traffic uses; () = just ``priority``
 
     @property
     def burst_bits(self) -> float:
         return self.rate_limit_bps * self.burst_ms / 1e3
+
+    @property
+    def lane_set(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.lanes))) if self.lanes else (self.priority,)
 
 
 @dataclass(frozen=True)
@@ -56,10 +71,13 @@ class DelayTerm:
 
 @dataclass(frozen=True)
 class SliceVerdict:
+    """A slice's worst case at one of its lanes (the lowest lane is its worst)."""
+
     name: str
     worst_delay_ms: float
     delay_bound_ms: float | None
     terms: tuple[DelayTerm, ...]
+    lane: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,7 +108,8 @@ class Admission:
             if not v.ok:
                 parts = " + ".join(f"{t.burst_bits / 1e6:g} Mbit / {t.residual_bps / 1e6:g} Mbit/s ({t.of})"
                                    for t in v.terms)
-                out.append(f"slice {v.name}: worst-case delay {v.worst_delay_ms:.2f} ms = {parts} "
+                at = f" at lane {v.lane}" if v.lane is not None else ""
+                out.append(f"slice {v.name}{at}: worst-case delay {v.worst_delay_ms:.2f} ms = {parts} "
                            f"exceeds its bound of {v.delay_bound_ms:g} ms")
         return out
 
@@ -100,13 +119,27 @@ def residual_bps(slices: Sequence[SliceDemand], capacity_bps: float, priority: i
     return capacity_bps - sum(s.rate_limit_bps for s in slices if s.priority > priority)
 
 
+def lane_terms(slices: Sequence[SliceDemand], capacity_bps: float, lane: int) -> tuple[DelayTerm, ...]:
+    """Eq. 1 and 2 for traffic waiting in ``lane``: one busy period per slice with a lane >= it."""
+    terms = []
+    for j in sorted(slices, key=lambda x: (-max(x.lane_set), x.name)):
+        above = [k for k in j.lane_set if k >= lane]
+        if not above:
+            continue
+        k = min(above)  # j's bits drain no faster than at the lowest of its lanes that can hold them up
+        residual = capacity_bps - sum(i.rate_limit_bps for i in slices if i is not j and max(i.lane_set) > k)
+        terms.append(DelayTerm(j.name, k, j.burst_bits, residual))
+    return tuple(terms)
+
+
 def worst_case(slices: Sequence[SliceDemand], capacity_bps: float) -> tuple[SliceVerdict, ...]:
-    """Eq. 1-3 for every slice: its worst-case queuing delay, term by term."""
+    """Eq. 1-3 for every slice at every lane it uses: its worst-case queuing delay, term by term."""
     verdicts = []
     for s in slices:
-        terms = tuple(DelayTerm(j.name, j.priority, j.burst_bits, residual_bps(slices, capacity_bps, j.priority))
-                      for j in sorted(slices, key=lambda x: (-x.priority, x.name)) if j.priority >= s.priority)
-        verdicts.append(SliceVerdict(s.name, sum(t.ms for t in terms), s.delay_bound_ms, terms))
+        for lane in s.lane_set:
+            terms = lane_terms(slices, capacity_bps, lane)
+            verdicts.append(SliceVerdict(s.name, sum(t.ms for t in terms), s.delay_bound_ms, terms,
+                                         lane if s.lanes else None))
     return tuple(verdicts)
 
 

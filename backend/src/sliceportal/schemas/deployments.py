@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,16 @@ class PreviewPublic(BaseModel):
     slices: list[dict[str, Any]] = Field(description="per slice: lane folding, RR path allocation and why")
     ir: dict[str, Any]
     tables: dict[str, list[dict[str, Any]]] = Field(description="native entries per data-plane table")
+
+
+class DeployUnchangedPublic(BaseModel):
+    """An identical redeploy: the compiled plan equals the rule set in force; nothing was pushed."""
+
+    backend_id: int
+    status: Literal["unchanged"] = "unchanged"
+    rule_set: int = Field(description="the number of the rule set in force (already deployed)")
+    digest: str
+    detail: str
 
 
 class DeploymentPublic(ORMModel):

@@ -77,6 +77,16 @@ class Preview:
     plan: NativePlan
 
 
+@dataclass(frozen=True)
+class Unchanged:
+    """A deploy whose compiled plan equals the rule set in force: nothing stored, nothing pushed."""
+
+    backend_id: int
+    rule_set: int  # the number of the rule set in force
+    digest: str
+    status: str = "unchanged"
+
+
 def _slice_spec(s: Slice, subscribers: Sequence[Subscriber]) -> SliceSpec:
     qos = Qos(
         rate_bps=int(s.rate_limit_mbps * MBIT) if s.rate_limit_mbps else None,
@@ -312,14 +322,47 @@ def _locked(session: Session, backend: Backend, wait_s: float) -> Iterator[None]
         yield
 
 
+def _in_force(session: Session, backend: Backend, p: Preview) -> RuleSet | None:
+    """The rule set in force when it is exactly ``p`` and the data plane was last seen holding it.
+
+    Digest and native tables both: a driver change that lowers the same IR differently is a
+    change. A backend whose last read-back found drift is not "unchanged": deploying repairs it.
+    """
+    current = current_rule_set(session, backend.id)
+    if current is None or current.digest != p.plan.version or backend.sync_state == "out_of_sync":
+        return None
+    return current if current.plan == p.plan.model_dump(mode="json") else None
+
+
 def deploy(session: Session, backend: Backend, actor: str,
            progress: Callable[[ProgressEvent], None] | None = None, *, lock_wait_s: float = LOCK_WAIT_S) -> Deployment:
+    """Compile and push every slice assigned to ``backend`` (always a new rule set and push)."""
+    dep = _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=False)
+    assert isinstance(dep, Deployment)
+    return dep
+
+
+def deploy_changes(session: Session, backend: Backend, actor: str,
+                   progress: Callable[[ProgressEvent], None] | None = None, *,
+                   lock_wait_s: float = LOCK_WAIT_S) -> Deployment | Unchanged:
+    """Like ``deploy``, but an identical redeploy is a no-op: ``Unchanged`` names the rule set in
+    force; no rule set is stored, nothing is pushed, and the audit log records it as such."""
+    return _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=True)
+
+
+def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[ProgressEvent], None] | None, *,
+            lock_wait_s: float, skip_unchanged: bool) -> Deployment | Unchanged:
     _refuse_if_down(backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
     with _locked(session, backend, lock_wait_s):
         _refuse_if_down(backend)  # before the driver: a hung probe may hold it
         with POOL.use(session, backend) as drv:
             _ensure_up(drv, backend)
             p = _preview(session, backend, drv)
+            if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
+                record(session, DeploymentKind.DEPLOY.value, "backend", backend.id,
+                       after={"status": "unchanged", "rule_set": current.number, "digest": current.digest})
+                session.commit()
+                return Unchanged(backend.id, current.number, current.digest)
             rule_set = _store_rule_set(session, backend, p, actor)
             return _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress)
 

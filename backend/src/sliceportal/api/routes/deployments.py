@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -23,6 +23,7 @@ from sliceportal.models.audit import Actor, set_actor
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.deployments import (
     DeploymentPublic,
+    DeployUnchangedPublic,
     PreviewPublic,
     RollbackRequest,
     RuleSetPublic,
@@ -50,6 +51,16 @@ def preview(backend_id: PathId, _: NotTenant, session: SessionDep) -> PreviewPub
     )
 
 
+def unchanged_public(u: svc.Unchanged) -> DeployUnchangedPublic:
+    return DeployUnchangedPublic(backend_id=u.backend_id, rule_set=u.rule_set, digest=u.digest,
+                                 detail=f"already deployed as rule set {u.rule_set}")
+
+
+def _result_event(dep: Deployment | svc.Unchanged) -> str:
+    body = (unchanged_public(dep) if isinstance(dep, svc.Unchanged) else DeploymentPublic.model_validate(dep))
+    return json.dumps({"event": "result", **body.model_dump(mode="json")})
+
+
 def _stream(request: Request, backend_id: int, principal: Principal, rollback_to: int | None) -> StreamingResponse:
     """Run the push in a worker with its own session; stream progress, then the outcome."""
     events: queue.Queue[str | None] = queue.Queue()
@@ -66,10 +77,9 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
 
                 def progress(e: object) -> None:
                     events.put(json.dumps({"event": "progress", **e.model_dump()}))  # type: ignore[attr-defined]
-                dep = (svc.deploy(session, backend, principal.username, progress) if rollback_to is None
+                dep = (svc.deploy_changes(session, backend, principal.username, progress) if rollback_to is None
                        else svc.rollback(session, backend, rollback_to, principal.username, progress))
-                events.put(json.dumps({"event": "result", **DeploymentPublic.model_validate(dep)
-                                       .model_dump(mode="json")}))
+                events.put(_result_event(dep))
         except DomainError as exc:
             p = domain_problem(exc)
             events.put(error(p.status, p.title, p.detail))
@@ -94,11 +104,15 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
 
 
 @router.post("/deployments", response_model=DeploymentPublic, status_code=201,
-             responses={200: {"content": {NDJSON: {}}, "description": "progress events, then the result"}})
+             responses={200: {"model": DeployUnchangedPublic, "content": {NDJSON: {}},
+                              "description": "an identical redeploy (nothing pushed: already deployed as rule "
+                              "set N); or, with Accept: application/x-ndjson, progress events then the result"}})
 def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request: Request,
-           accept: Annotated[str | None, Header()] = None) -> Deployment | StreamingResponse:
+           accept: Annotated[str | None, Header()] = None) -> Deployment | StreamingResponse | JSONResponse:
     """Compile, lower and push every slice assigned to the backend, all or nothing.
 
+    When the compiled plan equals the rule set in force the answer is 200
+    ``{"status": "unchanged", "rule_set": N}``: no rule set is written and nothing is pushed.
     With ``Accept: application/x-ndjson`` the progress events stream as they happen.
     """
     backend = get_scoped(session, Backend, backend_id, None, "backend")
@@ -106,7 +120,10 @@ def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request
         svc.preview(session, backend)  # refusals (compile, capacity) answer 4xx before streaming
         session.close()  # release the request's connection now: the stream may outlive the database
         return _stream(request, backend_id, principal, None)
-    return svc.deploy(session, backend, principal.username)
+    dep = svc.deploy_changes(session, backend, principal.username)
+    if isinstance(dep, svc.Unchanged):
+        return JSONResponse(unchanged_public(dep).model_dump(mode="json"), status_code=200)
+    return dep
 
 
 @router.get("/deployments", response_model=Page[DeploymentPublic])
