@@ -16,6 +16,11 @@ Guarantees every driver gives (checked by ``sliceportal.drivers.conformance``):
   that plan, so the reconcile loop can compare them; ``read_state().version`` is the
   ``NativePlan.version`` last applied, or None for an empty / restarted data plane.
 * ``counters()`` are monotonic since the data plane started.
+
+Optional (``TernaryViewer``): ``ternary_view(plan)`` returns the plan's classifier as the
+data plane would apply it, derived from the plan's own entries (never from the IR), so the
+preview can prove it equal to the IR (``sliceportal.rules.equivalence``). A driver without
+it is reported as "unchecked: the driver gives no ternary view".
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sliceportal.rules.equivalence import TernaryEntry as TernaryEntry  # re-exported for drivers
+from sliceportal.rules.equivalence import TernaryView as TernaryView
+from sliceportal.rules.equivalence import ViewError as ViewError
+from sliceportal.rules.equivalence import ViewTooLargeError as ViewTooLargeError
 from sliceportal.rules.ir import RuleIR
 
 # A native table entry, JSON-serialisable, in a normal form the driver defines
@@ -44,6 +53,8 @@ class Capabilities(_Frozen):
     capacity: dict[str, int] = Field(description="table name -> maximum entries")
     rate_limit: bool = Field(description="per-slice rate / burst limits (Qos) are enforced")
     ecn: bool = Field(description="ECN marking above Qos.ecn_ms is supported")
+    link_bps: int | None = Field(None, description="egress link capacity (bit/s) a new backend starts with "
+                                 "(admission control); None: the portal's default")
 
 
 class TableUsage(_Frozen):
@@ -172,6 +183,23 @@ class Driver(Protocol):
     def health(self) -> Health: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class TernaryViewer(Protocol):
+    """The optional part of the contract: a driver that can show its plan as ternary entries.
+
+    Kept apart from ``Driver`` so drivers without it still satisfy the contract. The view
+    must come from ``plan.tables`` (the entries the driver would write); it raises
+    ``ViewError`` (e.g. ``ViewTooLargeError`` past an expansion budget) when it cannot.
+    """
+
+    def ternary_view(self, plan: NativePlan) -> TernaryView | None: ...
+
+
+def ternary_view_of(driver: object, plan: NativePlan) -> TernaryView | None:
+    """The driver's view of ``plan``, or None when the driver offers none."""
+    return driver.ternary_view(plan) if isinstance(driver, TernaryViewer) else None
 
 
 def check_fits(ir: RuleIR, caps: Capabilities) -> None:

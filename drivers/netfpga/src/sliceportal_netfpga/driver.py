@@ -31,6 +31,7 @@ from sliceportal.drivers.contract import (
     ProgressEvent,
     PushError,
     TableUsage,
+    TernaryView,
     check_fits,
 )
 from sliceportal.rules.ir import MissMode, RuleIR
@@ -39,6 +40,7 @@ from . import regmap
 from .csr import CsrClient
 from .options import NetfpgaOptions
 from .tcam import KEY_FIELDS, EntryAction, FieldValues, TcamEntry, lower_rules
+from .view import tcam_view
 
 TABLE = "tcam"
 
@@ -122,6 +124,10 @@ class Driver:
             tables={TABLE: [e.native() for e in entries]},
             usage={TABLE: TableUsage(used=len(entries), capacity=self.options.capacity)},
         )
+
+    def ternary_view(self, plan: NativePlan) -> TernaryView:
+        """The plan's TCAM entries as the RTL matches them (optional contract: TernaryViewer)."""
+        return tcam_view(plan, TABLE, self.options.lanes, self.options.paths)
 
     def _plan_entries(self, plan: NativePlan) -> list[TcamEntry]:
         if plan.driver != self.name:

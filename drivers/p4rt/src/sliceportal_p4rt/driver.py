@@ -40,6 +40,7 @@ from sliceportal.drivers.contract import (
     ProgressEvent,
     PushError,
     TableUsage,
+    TernaryView,
     UnreachableError,
     check_fits,
 )
@@ -58,6 +59,7 @@ from .p4info import (
     P4Info,
     shipped_program,
 )
+from .view import classifier_view
 
 Update = p4runtime_pb2.Update
 FieldMatch = p4runtime_pb2.FieldMatch
@@ -164,6 +166,10 @@ class Driver:
             for name, lst in tables.items()
         }
         return NativePlan(driver=self.name, version=ir.digest(), tables=tables, usage=usage)
+
+    def ternary_view(self, plan: NativePlan) -> TernaryView:
+        """The plan's classifier entries as P4Runtime matches them (optional contract: TernaryViewer)."""
+        return classifier_view(plan, self.widths[CLASSIFIER])
 
     # ---- session -----------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from sliceportal.drivers.contract import (
     ProgressEvent,
     PushError,
     TableUsage,
+    TernaryView,
     UnreachableError,
     check_fits,
 )
@@ -46,6 +47,7 @@ from .libbpf import BpfError, TestRun
 from .lowering import lower_tables, usage_counts
 from .netns import if_index, if_mac, netns
 from .options import XdpOptions
+from .view import xdp_view
 
 MATCH_FIELDS = frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan"})
 TABLES = ("src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan", "special", "actions", "qos", "meta")
@@ -137,6 +139,10 @@ class Driver:
         tables = lower_tables(ir, version, caps.capacity)
         usage = {k: TableUsage(used=n, capacity=caps.capacity[k]) for k, n in usage_counts(tables).items()}
         return NativePlan(driver=self.name, version=version, tables=tables, usage=usage)
+
+    def ternary_view(self, plan: NativePlan) -> TernaryView:
+        """The plan's bit-vector tables as ternary entries (optional contract: TernaryViewer)."""
+        return xdp_view(plan)
 
     # ---- the kernel side ----------------------------------------------------------------
 
