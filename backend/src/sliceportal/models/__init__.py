@@ -14,6 +14,7 @@ from sliceportal.models.auth import (
 from sliceportal.models.base import Base
 from sliceportal.models.catalogue import SliceType
 from sliceportal.models.deployments import Deployment, DeploymentKind, DeploymentStatus, RuleSet
+from sliceportal.models.intents import Intent
 from sliceportal.models.kpi import KpiSample, SlaViolation
 from sliceportal.models.slicing import Backend, PathMode, ServiceClass, Slice, SliceState
 from sliceportal.models.subscribers import Subscriber
@@ -28,6 +29,7 @@ __all__ = [
     "Deployment",
     "DeploymentKind",
     "DeploymentStatus",
+    "Intent",
     "KpiSample",
     "LoginAttempt",
     "LoginThrottle",

@@ -10,10 +10,14 @@ Pure and I/O-free (ARCHITECTURE.md §4 step 1). The pipeline, explained in docs/
    address bits, as the Algorithm 1 miss does);
 4. build, per action (slice, lane, path), the exact key set it owns and cover it with as
    few ternary rules as we find (``rules.minimise``) -- or, with ``minimise=False``, the
-   one-rule-per-flow baseline the minimised list is tested against.
+   one-rule-per-flow baseline the minimised list is tested against;
+5. per-flow intents (seed 001 §5) first: each intent's flows -- its UEs clipped to the
+   slice's, its ports / DSCP, its TEIDs where the target keys on them -- get entries of
+   their own, placed above every slice rule, so they win over the slice's services.
 
-Because no two actions may claim the same packet, the rules of different actions are
-disjoint and their order does not change ``RuleIR.classify``.
+Because no two slices may claim the same packet, and no two intents of different actions
+the same flow, the rules of different actions are disjoint except an intent's over its
+own slice's; intent rules come first, so ``RuleIR.classify`` gives the intent's action.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from sliceportal.rules.minimise import (
     prune_contained,
     values_to_intervals,
 )
-from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
+from sliceportal.rules.spec import IntentSpec, ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
 
 DSCP_VALUES = 64
 ALL_PORTS: tuple[Interval, ...] = ((0, 0xFFFF),)
@@ -71,6 +75,8 @@ class SliceExplanation:
     rules_after: int
     keyed_on: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    intents: int = 0  # per-flow intents of the slice
+    intent_rules: int = 0  # of rules_after, those the intents produced (listed first in the IR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +134,106 @@ def _service_ports(s: ServiceSpec) -> list[Interval]:
 
 def _service_dscp(s: ServiceSpec) -> frozenset[int]:
     return frozenset(s.dscp) if s.dscp else frozenset(range(DSCP_VALUES))
+
+
+# ---- per-flow intents ------------------------------------------------------------------
+
+INTENT_NOTE = "intent #"  # a rule's note starts with this and the intent's ref
+
+
+def intent_note(ref: int) -> str:
+    return f"{INTENT_NOTE}{ref}:"
+
+
+def intent_ref_of(note: str) -> int | None:
+    """The intent a rule was compiled from (None for a slice's own rule)."""
+    if not note.startswith(INTENT_NOTE):
+        return None
+    head = note[len(INTENT_NOTE):].split(":", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def clip_intervals(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
+    """The intersection of two sorted disjoint interval lists."""
+    out: list[Interval] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _intent_ports(i: IntentSpec) -> list[Interval]:
+    return merge_intervals(i.dst_ports) if i.dst_ports else list(ALL_PORTS)
+
+
+def _intent_dscp(i: IntentSpec) -> frozenset[int]:
+    return frozenset(i.dscp) if i.dscp else frozenset(range(DSCP_VALUES))
+
+
+def intent_action(i: IntentSpec) -> tuple[str, int | None, int | None]:
+    return (i.action, i.lane, i.rr_path)
+
+
+def intents_overlap(a: IntentSpec, b: IntentSpec) -> bool:
+    """Whether some flow is selected by both intents.
+
+    TEIDs are deliberately not compared: the NetFPGA classifier cannot key on them, so two
+    intents of one UE that differ only by TEID would select the same packets there.
+    """
+    return (
+        intersect_intervals(merge_intervals(a.ue_intervals), merge_intervals(b.ue_intervals))
+        and intersect_intervals(_intent_ports(a), _intent_ports(b))
+        and bool(_intent_dscp(a) & _intent_dscp(b))
+    )
+
+
+def intent_conflicts(existing: Iterable[IntentSpec], new: IntentSpec) -> list[IntentSpec]:
+    """The intents of ``existing`` that ask another action of a flow ``new`` also selects."""
+    return [e for e in existing if e.ref != new.ref and intent_action(e) != intent_action(new)
+            and intents_overlap(e, new)]
+
+
+def check_intent(spec: SliceSpec, i: IntentSpec) -> None:
+    """Refuse an intent no data plane could enforce as asked (nothing is silently widened)."""
+    who = f"slice {spec.name!r}: intent {i.ref}"
+    if i.action in ("rate_limit", "drop"):
+        raise CompileError(
+            f"{who}: action {i.action!r} has no per-flow form in the rule IR yet (its actions are slice, lane "
+            "and RR path); use prioritise or steer",
+            slice_ref=spec.ref, field="action",
+        )
+    if i.protocol is not None:
+        raise CompileError(
+            f"{who}: the data planes cannot key on the L4 protocol; an intent for {i.protocol} only would "
+            "also take the UE's other protocol -- leave protocol out",
+            slice_ref=spec.ref, field="protocol",
+        )
+    if i.lane is not None and i.lane not in spec.type_lanes:
+        raise CompileError(
+            f"{who}: lane {i.lane} is not one of the slice type's lanes {'/'.join(map(str, spec.type_lanes))}",
+            slice_ref=spec.ref, field="lane",
+        )
+
+
+def _check_intents(spec: SliceSpec) -> None:
+    for n, i in enumerate(spec.intents):
+        check_intent(spec, i)
+        for other in intent_conflicts(spec.intents[:n], i):
+            raise AmbiguousMatchError(
+                f"slice {spec.name!r}: intents {other.ref} ({other.action}) and {i.ref} ({i.action}) ask different "
+                "actions of overlapping flows",
+                slice_ref=spec.ref, field="intents",
+            )
+
+
+def _intent_as_service(i: IntentSpec, lane: int) -> ServiceSpec:
+    return ServiceSpec(name=f"intent {i.ref}", lane=lane, dst_ports=i.dst_ports, dscp=i.dscp)
 
 
 def _check_services(spec: SliceSpec) -> tuple[ServiceSpec, ...]:
@@ -214,6 +320,12 @@ def _needed_fields(slices: Sequence[SliceSpec]) -> dict[str, str]:
                 need.setdefault("dst_port", f"service {s.name!r} of slice {sl.name!r}")
             if s.dscp:
                 need.setdefault("dscp", f"service {s.name!r} of slice {sl.name!r}")
+        for i in sl.intents:
+            need.setdefault("src_ip", f"intent {i.ref} of slice {sl.name!r}")
+            if i.dst_ports:
+                need.setdefault("dst_port", f"intent {i.ref} of slice {sl.name!r}")
+            if i.dscp:
+                need.setdefault("dscp", f"intent {i.ref} of slice {sl.name!r}")
     return need
 
 
@@ -348,6 +460,14 @@ def _service_rects_unminimised(s: ServiceSpec) -> list[Rectangle]:
 
 def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetSpec) -> _Prepared:
     services = _check_services(spec)
+    _check_intents(spec)
+    for i in spec.intents:
+        if i.rr_path is not None and i.rr_path >= target.paths:
+            raise CompileError(
+                f"slice {spec.name!r}: intent {i.ref} steers to RR path {i.rr_path}, but the target has "
+                f"paths 0..{target.paths - 1}",
+                slice_ref=spec.ref, field="rr_path",
+            )
     lane_svcs: dict[int, list[ServiceSpec]] = defaultdict(list)
     for s in services:
         lane_svcs[fold_lane(s.lane, target.lanes)].append(s)
@@ -372,7 +492,10 @@ def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetS
         slice_id=slice_id,
         services=services,
         src=merge_intervals((s.first, s.last) for s in spec.subscribers),
-        ports_by_dscp=_ports_by_dscp(services),
+        # an intent claims its ports / DSCP for the slice's UEs: another slice sharing those
+        # UEs on those ports would otherwise lose packets to it
+        ports_by_dscp=_ports_by_dscp([*services, *(_intent_as_service(i, spec.type_lanes[0])
+                                                   for i in spec.intents)]),
         lane_rects={lane: _rectangles(svcs) for lane, svcs in lane_svcs.items()},
         lane_services={lane: [s.name for s in svcs] for lane, svcs in lane_svcs.items()},
         tunnel=tunnel,
@@ -412,6 +535,79 @@ def _emit(p: _Prepared, target: TargetSpec, minimise: bool) -> tuple[list[Rule],
     return rules, before
 
 
+def _prefix_pieces(t: Ternary, paths: int) -> list[tuple[int, Ternary]]:
+    low = paths - 1
+    return [(g, Ternary(t.value | g, t.mask | low)) for g in range(paths) if not (g ^ t.value) & t.mask & low]
+
+
+def _intent_src_groups(p: _Prepared, i: IntentSpec, src: list[Interval], paths: int,
+                       minimise: bool) -> dict[int, list[Ternary]]:
+    """RR path -> the intent's UE ternaries: steer names the path; otherwise the slice's own."""
+    if i.action == "steer" or p.spec.path_mode == "per_slice":
+        path = i.rr_path if i.action == "steer" and i.rr_path is not None else p.rr_paths[0]
+        return {path: minimise_set(src, 32) if minimise else list(intervals_to_prefixes(src, 32))}
+    if minimise:
+        groups = {g: _group_src(src, paths, g) for g in range(paths)}
+        return {g: ts for g, ts in groups.items() if ts}
+    out: dict[int, list[Ternary]] = defaultdict(list)
+    for t in intervals_to_prefixes(src, 32):
+        for g, piece in _prefix_pieces(t, paths):
+            out[g].append(piece)
+    return dict(out)
+
+
+def _intent_lane_services(p: _Prepared, i: IntentSpec, target: TargetSpec) -> dict[int, list[ServiceSpec]]:
+    """Target lane -> the (port, DSCP) sets the intent's flows take in that lane.
+
+    With a lane, all of the intent's flows; a steer without a lane keeps each service's
+    lane and moves only the path, so it covers the intent's flows the services select.
+    """
+    if i.lane is not None:
+        return {fold_lane(i.lane, target.lanes): [_intent_as_service(i, i.lane)]}
+    out: dict[int, list[ServiceSpec]] = defaultdict(list)
+    for s in p.services:
+        ports = clip_intervals(_service_ports(s), _intent_ports(i))
+        dscp = _service_dscp(s) & _intent_dscp(i)
+        if ports and dscp:
+            out[fold_lane(s.lane, target.lanes)].append(ServiceSpec(
+                name=s.name, lane=s.lane, dst_ports=() if ports == list(ALL_PORTS) else tuple(ports),
+                dscp=() if len(dscp) == DSCP_VALUES else tuple(sorted(dscp))))
+    return dict(out)
+
+
+def _emit_intents(p: _Prepared, target: TargetSpec, minimise: bool) -> tuple[list[Rule], int]:
+    """The rules of the slice's intents (placed before every slice rule), and their flow count."""
+    tunnel = {name: Ternary.exact(v, FIELD_WIDTHS[name]) for name, v in p.tunnel.items()}
+    rules: list[Rule] = []
+    before = 0
+    for i in sorted(p.spec.intents, key=lambda i: i.ref):
+        src = clip_intervals(merge_intervals(i.ue_intervals), p.src)
+        if not src:
+            p.warnings.append(f"intent {i.ref} names no UE of this slice: it has no entries")
+            continue
+        teids: list[Ternary | None] = [None]
+        if i.teids:
+            if "teid" in target.match_fields:
+                teids = [Ternary.exact(t, FIELD_WIDTHS["teid"]) for t in sorted(set(i.teids))]
+            else:
+                p.warnings.append(f"intent {i.ref}: the target cannot key on the TEID; its UEs' flows are "
+                                  "selected by UE address")
+        groups = _intent_src_groups(p, i, src, target.paths, minimise)
+        n_src = sum(len(v) for v in _intent_src_groups(p, i, src, target.paths, False).values())
+        for lane, svcs in sorted(_intent_lane_services(p, i, target).items(), reverse=True):
+            rects = _rectangles(svcs) if minimise else [r for s in svcs for r in _service_rects_unminimised(s)]
+            before += n_src * len(teids) * sum(len(_service_rects_unminimised(s)) for s in svcs)
+            for path, srcs in sorted(groups.items()):
+                action = Action(slice_id=p.slice_id, lane=lane, rr_path=path)
+                note = f"{intent_note(i.ref)} slice {p.spec.name!r} {i.action} lane {lane} path {path}"
+                for src_t in srcs:
+                    for teid in teids:
+                        for port, dscp in rects:
+                            match = Match(src_ip=src_t, dst_port=port, dscp=dscp, teid=teid, **tunnel)
+                            rules.append(Rule(match=match, action=action, note=note))
+    return rules, before
+
+
 def compile_rules(
     tenants: Iterable[TenantSpec],
     slices: Iterable[SliceSpec],
@@ -448,12 +644,17 @@ def compile_rules(
     _check_cross_slice(prepared)
     _allocate_paths(prepared, target.paths)
 
-    rules: list[Rule] = []
+    # Intents first: an intent's entries overlap its own slice's, and the first match wins.
+    intent_rules = {p.slice_id: _emit_intents(p, target, minimise) for p in prepared}
+    rules: list[Rule] = [r for p in prepared for r in intent_rules[p.slice_id][0]]
     explanations: list[SliceExplanation] = []
     entries: list[SliceEntry] = []
     for p in prepared:
-        slice_rules, before = _emit(p, target, minimise)
-        rules.extend(slice_rules)
+        own_rules, before = _emit(p, target, minimise)
+        rules.extend(own_rules)
+        i_rules, i_before = intent_rules[p.slice_id]
+        slice_rules = [*i_rules, *own_rules]
+        before += i_before
         lane_map = tuple((lane, fold_lane(lane, target.lanes)) for lane in p.spec.type_lanes)
         lanes = tuple(sorted({t for _, t in lane_map}))
         keyed = ["src_ip"] if p.spec.subscribers else []
@@ -461,6 +662,8 @@ def compile_rules(
             keyed.append("dst_port")
         if any(r.match.dscp is not None for r in slice_rules):
             keyed.append("dscp")
+        if any(r.match.teid is not None for r in slice_rules):
+            keyed.append("teid")
         keyed.extend(p.tunnel)
         explanations.append(
             SliceExplanation(
@@ -480,6 +683,8 @@ def compile_rules(
                 keyed_on=tuple(keyed),
                 warnings=tuple(p.warnings)
                 + (() if p.spec.subscribers else ("no subscribers: the slice has no rules yet",)),
+                intents=len(p.spec.intents),
+                intent_rules=len(i_rules),
             )
         )
         entries.append(

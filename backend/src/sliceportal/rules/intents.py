@@ -14,9 +14,10 @@ resource the innermost service (UE source address, destination port). The action
 what to do to that flow. (The listing as printed has a trailing comma after ``"5004"``,
 which no JSON parser accepts; send it without.)
 
-Both forms become one ``IntentChange`` -- which tenant VNI / TEID / UE / service gets which
-priority -- that the API turns into database changes and runs through the same compile
-and push pipeline as any operator edit. Nothing here touches the database.
+Both forms become one ``IntentChange`` -- which UEs (IMSI, UE address / prefix, TEID) and
+services (ports, DSCP) of a tenant get which action (prioritise into a lane, steer to an RR
+path, rate-limit, drop) -- that ``services.intents`` stores as an ``Intent`` and the compiler
+turns into per-flow entries. Nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sliceportal.rules.ir import CATALOGUE_LANES
+
+IntentActionName = Literal["prioritise", "steer", "rate_limit", "drop"]
 
 _ENCAP_KEY = re.compile(r"^encapsulation(ID|Type)(\d+)$")
 
@@ -149,6 +152,8 @@ class NativeIntent(_Strict):
     """Our own form: the same content with explicit names, ranges and a catalogue lane."""
 
     operation: Literal["insert", "delete"]
+    action: IntentActionName = "prioritise"
+    imsi: list[Annotated[str, Field(pattern=r"^[0-9]{5,15}$")]] = Field(default_factory=list, max_length=1000)
     tenant_vni: Annotated[int, Field(ge=0, lt=1 << 24)] | None = None
     teid: Annotated[int, Field(ge=0, lt=1 << 32)] | None = None
     ue: ipaddress.IPv4Network | None = None  # a UE (/32) or a block of UEs
@@ -157,7 +162,9 @@ class NativeIntent(_Strict):
     dscp: list[Annotated[int, Field(ge=0, le=63)]] = Field(default_factory=list)
     protocol: Literal["udp", "tcp"] | None = None
     lane: Annotated[int, Field(ge=0, lt=CATALOGUE_LANES)] | None = None
-    slice_ref: int | None = None  # put the flow into this slice (else the lead picks by tenant / UE)
+    rr_path: Annotated[int, Field(ge=0, lt=1024)] | None = None  # steer: the RR path the flows take
+    rate_mbps: Annotated[float, Field(gt=0)] | None = None  # rate_limit
+    slice_ref: int | None = None  # the slice the flows belong to (else the one their UEs are in)
     params: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("ue", "dst_ip", mode="before")
@@ -179,6 +186,8 @@ class IntentChange(_Strict):
 
     source: Literal["listing1", "native"]
     operation: Literal["insert", "delete"]
+    action: IntentActionName = "prioritise"
+    imsis: tuple[str, ...] = ()
     tenant_vni: int | None = None
     teid: int | None = None
     ue: ipaddress.IPv4Network | None = None
@@ -187,6 +196,8 @@ class IntentChange(_Strict):
     dscp: tuple[int, ...] = ()
     protocol: Literal["udp", "tcp"] | None = None
     lane: int | None = Field(None, description="catalogue lane 0-7 the flow gets")
+    rr_path: int | None = None
+    rate_mbps: float | None = None
     rx_queue: int | None = Field(None, description="Listing 1's rx_queue, kept as sent")
     flow_hash: int | None = None
     slice_ref: int | None = None
@@ -195,10 +206,15 @@ class IntentChange(_Strict):
 
     @model_validator(mode="after")
     def _meaningful(self) -> IntentChange:
-        if not (self.tenant_vni is not None or self.teid is not None or self.ue or self.dst_ports):
+        if not (self.tenant_vni is not None or self.teid is not None or self.ue or self.dst_ports or self.imsis):
             raise ValueError("the intent selects no traffic: give a tenant VNI, TEID, UE address or port")
-        if self.operation == "insert" and self.lane is None:
-            raise ValueError("an insert needs a priority: rx_queue (Listing 1) or lane (native)")
+        if self.operation == "insert":
+            if self.action == "prioritise" and self.lane is None:
+                raise ValueError("an insert needs a priority: rx_queue (Listing 1) or lane (native)")
+            if self.action == "steer" and self.rr_path is None:
+                raise ValueError("steer needs rr_path, the RR path the flows take")
+            if self.action == "rate_limit" and self.rate_mbps is None:
+                raise ValueError("rate_limit needs rate_mbps")
         return self
 
 
@@ -249,6 +265,10 @@ def _from_native(intent: NativeIntent) -> IntentChange:
     return IntentChange(
         source="native",
         operation=intent.operation,
+        action=intent.action,
+        imsis=tuple(intent.imsi),
+        rr_path=intent.rr_path,
+        rate_mbps=intent.rate_mbps,
         tenant_vni=intent.tenant_vni,
         teid=intent.teid,
         ue=intent.ue,

@@ -104,6 +104,65 @@ class SubscriberSpec:
         return self.ue_ip | ((1 << (32 - self.prefix_len)) - 1)
 
 
+IntentAction = Literal["prioritise", "steer", "rate_limit", "drop"]
+INTENT_ACTIONS: tuple[str, ...] = ("prioritise", "steer", "rate_limit", "drop")
+
+
+@dataclass(frozen=True, slots=True)
+class IntentSpec:
+    """A per-flow intent of one slice (seed 001 §5): these UEs' flows get this action.
+
+    ``ue`` holds (address, prefix length) pairs -- the UEs the intent names, already resolved
+    from IMSI / TEID by the service layer; the compiler clips them to the slice's own UEs, so
+    an intent never reaches beyond its slice. ``teids`` narrows to those GTP-U tunnels where
+    the target can key on the TEID. Empty ``dst_ports`` / ``dscp`` mean "any".
+    """
+
+    ref: int
+    ue: tuple[tuple[int, int], ...]
+    action: IntentAction = "prioritise"
+    lane: int | None = None  # catalogue lane 0-7 (prioritise; steer keeps the services' lanes when None)
+    rr_path: int | None = None  # steer: the RR path (first-level queue) the flows take
+    teids: tuple[int, ...] = ()
+    dst_ports: tuple[tuple[int, int], ...] = ()
+    dscp: tuple[int, ...] = ()
+    # Recorded as asked; the rule IR has no L4 protocol field, so the compiler refuses it
+    # rather than widen the intent to UDP and TCP alike.
+    protocol: Literal["udp", "tcp"] | None = None
+
+    def __post_init__(self) -> None:
+        who = f"intent {self.ref}"
+        if self.action not in INTENT_ACTIONS:
+            raise SpecError(f"{who}: action {self.action!r} is not one of {INTENT_ACTIONS}", field="action")
+        if not self.ue:
+            raise SpecError(f"{who}: names no UE (IMSI, UE address or TEID)", field="ue")
+        for addr, plen in self.ue:
+            if not 0 <= plen <= 32 or not 0 <= addr < 1 << 32 or addr & ((1 << (32 - plen)) - 1):
+                raise SpecError(f"{who}: UE prefix {addr:#x}/{plen} is not an IPv4 prefix", field="ue")
+        if self.lane is not None and not 0 <= self.lane < CATALOGUE_LANES:
+            raise SpecError(f"{who}: lane {self.lane} outside 0..{CATALOGUE_LANES - 1}", field="lane")
+        if self.action == "prioritise" and self.lane is None:
+            raise SpecError(f"{who}: prioritise needs a lane", field="lane")
+        if self.action == "steer" and self.rr_path is None:
+            raise SpecError(f"{who}: steer needs an rr_path", field="rr_path")
+        if self.rr_path is not None and self.rr_path < 0:
+            raise SpecError(f"{who}: rr_path {self.rr_path} is negative", field="rr_path")
+        for lo, hi in self.dst_ports:
+            if not 0 <= lo <= hi <= 0xFFFF:
+                raise SpecError(f"{who}: port range {lo}-{hi} is not within 0..65535 with lo <= hi",
+                                field="dst_ports")
+        for d in self.dscp:
+            if not 0 <= d < 64:
+                raise SpecError(f"{who}: DSCP {d} outside 0..63", field="dscp")
+        for t in self.teids:
+            if not 0 <= t < 1 << 32:
+                raise SpecError(f"{who}: TEID {t} is not 32-bit", field="teids")
+
+    @property
+    def ue_intervals(self) -> list[tuple[int, int]]:
+        return sorted((a, a | ((1 << (32 - p)) - 1)) for a, p in self.ue)
+
+
 @dataclass(frozen=True, slots=True)
 class SliceSpec:
     ref: int
@@ -115,6 +174,7 @@ class SliceSpec:
     subscribers: tuple[SubscriberSpec, ...] = ()
     path_mode: PathMode = "per_slice"
     match_tunnel: bool = False  # also key on the tenant's VNI / VLAN where the target can
+    intents: tuple[IntentSpec, ...] = ()  # per-flow intents, above the slice's own rules
 
     def __post_init__(self) -> None:
         if not self.type_lanes:
@@ -132,6 +192,9 @@ class SliceSpec:
                 slice_ref=self.ref,
                 field="path_mode",
             )
+        refs = [i.ref for i in self.intents]
+        if len(set(refs)) != len(refs):
+            raise SpecError(f"slice {self.name!r}: duplicate intent refs", slice_ref=self.ref)
         names = [s.name for s in self.services]
         if len(set(names)) != len(names):
             raise SpecError(f"slice {self.name!r}: duplicate service names", slice_ref=self.ref)
