@@ -195,12 +195,15 @@ def test_intent_listing_1(client: TestClient, op: dict[str, str], start_target: 
     r = client.post("/api/v1/intents", json=intent, headers=op)
     assert r.status_code == 201, r.text
     body = r.json()
-    assert body["slice_id"] == sid and body["lane"] == 6 and body["deployments"][0]["status"] == "succeeded"
-    services = client.get(f"/api/v1/slices/{sid}/services", headers=op).json()
-    assert any(s["lane"] == 6 and s["dst_ports"] == [{"lo": 6000, "hi": 6000}] for s in services)
+    (created,) = body["intents"]
+    assert created["slice_id"] == sid and created["action"]["lane"] == 6
+    assert body["deployments"][0]["status"] == "succeeded"
+    # an intent is per flow (issue #14): no slice-wide service class is created for it
+    assert len(client.get(f"/api/v1/slices/{sid}/services", headers=op).json()) == 4
     deleted = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "actionType": "DELETE"}},
                           headers=op)
-    assert deleted.status_code == 201 and len(client.get(f"/api/v1/slices/{sid}/services", headers=op).json()) == 4
+    assert deleted.status_code == 201 and deleted.json()["intents"][0]["id"] == created["id"]
+    assert client.get("/api/v1/intents", headers=op).json()["count"] == 0
     bad = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "rx_queue": "zz"}},
                       headers=op)
     assert bad.status_code == 422 and bad.json()["errors"]

@@ -62,6 +62,7 @@ from sliceportal.services.errors import (
     NotFoundError,
     UnavailableError,
 )
+from sliceportal.services.intent_specs import with_intents
 
 MBIT = 1_000_000
 PUSH_KINDS = (DeploymentKind.DEPLOY, DeploymentKind.ROLLBACK)  # what puts a rule set in force
@@ -122,7 +123,8 @@ def domain_specs(session: Session, backend: Backend) -> tuple[list[TenantSpec], 
     tenant_ids = {s.tenant_id for s in slices}
     tenants = [TenantSpec(ref=t.id, name=t.name, vni=t.vni, vlan=t.vlan)
                for t in session.scalars(select(Tenant).where(Tenant.id.in_(tenant_ids)))]
-    return tenants, [_slice_spec(s, members[s.id]) for s in slices], slices
+    # per-flow intents ride along with their slices (issue #14 item 1)
+    return tenants, with_intents(session, [_slice_spec(s, members[s.id]) for s in slices]), slices
 
 
 def _target(driver: Driver) -> TargetSpec:

@@ -1,0 +1,297 @@
+"""Per-flow intents as objects: resolve, check, store, redeploy, delete, explain.
+
+``rules.intents`` parses a message (seed 001 Listing 1 or the native form) into an
+``IntentChange``; this module turns it into an ``Intent`` row of one slice after checking
+that every UE it names is a subscriber of the caller's tenant and of that slice, that no
+other intent asks another action of an overlapping flow (409, both named), and that every
+backend of the slice can still compile its configuration with it. Nothing is stored when a
+check fails. The entries an intent produced are derived from each backend's rule set in
+force (the compiler tags them ``intent #<id>``), never stored with the intent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network
+from typing import Any
+
+from sqlalchemy import any_, literal, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from sliceportal.models import Backend, Deployment, Intent, Slice, Subscriber, Tenant
+from sliceportal.models.subscribers import subscriber_slice
+from sliceportal.rules.compiler import check_intent, compile_rules, intent_conflicts, intent_ref_of
+from sliceportal.rules.errors import AmbiguousMatchError, CompileError
+from sliceportal.rules.intents import IntentChange
+from sliceportal.rules.ir import FIELD_WIDTHS
+from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, TargetSpec
+from sliceportal.services import deployments as svc
+from sliceportal.services.errors import ConflictError, DomainError, InvalidError, NotFoundError
+from sliceportal.services.intent_specs import intent_spec
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who posts: the owner recorded, and the tenant whose objects alone exist for them."""
+
+    user_id: int | None
+    name: str
+    tenant_scope: int | None
+
+
+@dataclass(frozen=True)
+class BackendEntries:
+    backend: Backend
+    rule_set: int | None
+    rules: list[dict[str, Any]]
+
+
+def request_hash(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def replay(session: Session, who: Requester, key: str | None, body: dict[str, Any]) -> Intent | None:
+    """The intent a retried POST with the same ``Idempotency-Key`` created; 409 for another body."""
+    if key is None:
+        return None
+    first = session.scalar(select(Intent).where(Intent.owner_id == who.user_id, Intent.idempotency_key == key))
+    if first is not None and first.request_hash != request_hash(body):
+        raise ConflictError(f"Idempotency-Key {key!r} was used for intent {first.id} with another body; "
+                            "send a new key for a new intent", field="Idempotency-Key", title="Idempotency conflict")
+    return first
+
+
+def _invalid(detail: str, field: str) -> InvalidError:
+    return InvalidError(detail, field=field, title="Intent cannot be applied")
+
+
+def _ue_text(s: Subscriber) -> str:
+    return f"UE {IPv4Address(str(s.ue_ip))} (IMSI {s.imsi})"
+
+
+def _tenant_and_slice(session: Session, change: IntentChange, who: Requester) -> tuple[int | None, Slice | None]:
+    tenant_id = who.tenant_scope
+    if change.tenant_vni is not None:
+        tenant = session.scalar(select(Tenant).where(Tenant.vni == change.tenant_vni))
+        if tenant is None or who.tenant_scope not in (None, tenant.id):
+            raise _invalid(f"no tenant has VNI {change.tenant_vni}", "tenant_vni")
+        tenant_id = tenant.id
+    if change.slice_ref is None:
+        return tenant_id, None
+    s = session.get(Slice, change.slice_ref)
+    if s is None or who.tenant_scope not in (None, s.tenant_id):
+        raise _invalid(f"slice {change.slice_ref} does not exist", "slice_ref")
+    if tenant_id is not None and s.tenant_id != tenant_id:
+        raise _invalid(f"slice {change.slice_ref} is not a slice of the tenant with VNI {change.tenant_vni}",
+                       "slice_ref")
+    return s.tenant_id, s
+
+
+def _named(session: Session, change: IntentChange, tenant_id: int | None) -> list[Subscriber]:
+    """The subscribers every selector names; 422 naming the first selector that names none."""
+    of = "" if tenant_id is None else " of this tenant"
+    base = select(Subscriber) if tenant_id is None else select(Subscriber).where(Subscriber.tenant_id == tenant_id)
+    picks: list[set[int]] = []
+    found: dict[int, Subscriber] = {}
+
+    def pick(rows: Sequence[Subscriber], missing: str, field: str) -> None:
+        if not rows:
+            raise _invalid(f"{missing} is not a subscriber{of}", field)
+        found.update((r.id, r) for r in rows)
+        picks.append({r.id for r in rows})
+
+    if change.imsis:
+        rows = list(session.scalars(base.where(Subscriber.imsi.in_(change.imsis))))
+        missing = sorted(set(change.imsis) - {r.imsi for r in rows})
+        if missing:
+            raise _invalid(f"IMSI {missing[0]} is not a subscriber{of}", "imsi")
+        pick(rows, "", "imsi")
+    if change.ue is not None:
+        rows = list(session.scalars(base.where(Subscriber.ue_ip.op("<<=")(str(IPv4Network(change.ue))))))
+        pick(rows, f"UE {change.ue}", "ue")
+    if change.teid is not None:
+        rows = list(session.scalars(base.where(literal(change.teid) == any_(Subscriber.teids))))
+        pick(rows, f"TEID {change.teid:#010x}", "teid")
+    if not picks:
+        raise _invalid("name the UEs the intent is for: IMSI, UE address / prefix (srcIP / ue) or GTP TEID", "ue")
+    ids = set.intersection(*picks)
+    if not ids:
+        raise _invalid("the IMSI, UE address and TEID given do not name one subscriber together", "ue")
+    return [found[i] for i in sorted(ids)]
+
+
+def _slice_of(change: IntentChange, given: Slice | None, ues: list[Subscriber]) -> Slice:
+    if given is not None:
+        outside = [u for u in ues if given.id not in {s.id for s in u.slices}]
+        if outside:
+            raise _invalid(f"{_ue_text(outside[0])} is not a member of slice {given.name!r}", "ue")
+        return given
+    common = set.intersection(*({s.id for s in u.slices} for u in ues))
+    if len(common) != 1:
+        where = "no slice" if not common else f"slices {sorted(common)}"
+        raise _invalid(f"the UEs named share {where}; name the slice with slice_ref", "slice_ref")
+    (sid,) = common
+    return next(s for s in ues[0].slices if s.id == sid)
+
+
+def _lane(s: Slice, change: IntentChange) -> int | None:
+    if change.lane is None:
+        return None
+    lanes = list(s.slice_type.lanes)
+    if change.lane in lanes:
+        return change.lane
+    if change.source == "listing1" and change.lane < len(lanes):
+        return lanes[change.lane]  # Listing 1's rx_queue n: the type's n-th queue
+    raise _invalid(f"slice {s.name!r} ({s.slice_type.name}) has lanes {lanes}; priority {change.lane} is not one "
+                   "of them", "lane")
+
+
+def _member_specs(session: Session, slice_id: int) -> list[SubscriberSpec]:
+    rows = session.scalars(select(Subscriber).join(subscriber_slice, subscriber_slice.c.subscriber_id == Subscriber.id)
+                           .where(subscriber_slice.c.slice_id == slice_id).order_by(Subscriber.id))
+    return [SubscriberSpec(ref=u.id, imsi=u.imsi, ue_ip=int(IPv4Address(str(u.ue_ip))), teids=tuple(u.teids))
+            for u in rows]
+
+
+def _describe(i: Intent) -> str:
+    what = {"prioritise": f"prioritise into lane {i.lane}", "steer": f"steer to RR path {i.rr_path}"}.get(
+        i.action, i.action)
+    return f"intent {i.id} ({what}, by {i.owner})"
+
+
+def _refusal(exc: CompileError) -> DomainError:
+    if isinstance(exc, AmbiguousMatchError):
+        return ConflictError(exc.message, field=exc.field or "intent", title="Conflicting intent")
+    return _invalid(exc.message, exc.field or "intent")
+
+
+def _check(session: Session, s: Slice, it: Intent) -> None:
+    """Conflicts with the slice's other intents, then a compile for every backend of the slice."""
+    members = _member_specs(session, s.id)
+    spec = intent_spec(it, members)
+    if spec is None:
+        raise _invalid(f"the UEs named are not members of slice {s.name!r}", "ue")
+    slice_spec = SliceSpec(ref=s.id, name=s.name, tenant_ref=s.tenant_id, type_lanes=tuple(s.slice_type.lanes))
+    try:
+        check_intent(slice_spec, spec)
+    except CompileError as exc:
+        raise _refusal(exc) from exc
+    others = {o.id: o for o in session.scalars(select(Intent).where(Intent.slice_id == s.id, Intent.id != it.id))}
+    other_specs: list[IntentSpec] = [x for x in (intent_spec(o, members) for o in others.values()) if x is not None]
+    clash = intent_conflicts(other_specs, spec)
+    if clash:
+        names = ", ".join(_describe(others[c.ref]) for c in clash)
+        raise ConflictError(f"{_describe(it)} and {names} ask different actions of overlapping flows; delete one or "
+                            "narrow the UEs / ports / DSCP", field="intent", title="Conflicting intent")
+    for b in s.backends:
+        try:
+            tenants, specs, _ = svc.domain_specs(session, b)
+            compile_rules(tenants, specs, TargetSpec(lanes=b.lanes, paths=b.paths,
+                                                     match_fields=frozenset(FIELD_WIDTHS)))
+        except CompileError as exc:
+            raise _refusal(exc) from exc
+
+
+def create(session: Session, change: IntentChange, body: dict[str, Any], who: Requester,
+           idempotency_key: str | None) -> tuple[Intent, bool]:
+    """Store the intent of ``change`` (an insert) after every check; raises a ``DomainError``, changing nothing.
+
+    Returns the intent and whether this call created it (False: a concurrent retry with the
+    same Idempotency-Key did first)."""
+    if change.dst_ip is not None:
+        raise _invalid("an intent selects flows by UE, ports, DSCP and TEID; the destination address is not "
+                       "supported -- leave dstIP / dst_ip out", "dst_ip")
+    tenant_id, given = _tenant_and_slice(session, change, who)
+    ues = _named(session, change, tenant_id if given is None else given.tenant_id)
+    s = _slice_of(change, given, ues)
+    it = Intent(tenant_id=s.tenant_id, slice_id=s.id, owner_id=who.user_id, owner=who.name,
+                source_format=change.source, source=body, imsis=list(change.imsis),
+                ue_prefixes=[str(change.ue)] if change.ue is not None else [],
+                teids=[change.teid] if change.teid is not None else [],
+                dst_ports=[[lo, hi] for lo, hi in change.dst_ports], dscp=list(change.dscp),
+                protocol=change.protocol or "any", action=change.action, lane=_lane(s, change),
+                rr_path=change.rr_path, rate_mbps=change.rate_mbps, idempotency_key=idempotency_key,
+                request_hash=request_hash(body) if idempotency_key is not None else None)
+    try:
+        session.add(it)
+        session.flush()
+        _check(session, s, it)
+        session.commit()
+    except IntegrityError:
+        # a concurrent retry with the same key committed first: it is the first result
+        session.rollback()
+        first = replay(session, who, idempotency_key, body)
+        if first is None:
+            raise
+        return first, False
+    except BaseException:
+        session.rollback()
+        raise
+    return it, True
+
+
+def remember_response(session: Session, it: Intent, response: dict[str, Any]) -> None:
+    """Keep the first response, which a retry with the same Idempotency-Key gets back."""
+    if it.idempotency_key is not None and it.first_response is None:
+        it.first_response = response
+        session.commit()
+
+
+def deploy_slice(session: Session, slice_id: int, actor: str) -> tuple[list[Deployment], list[tuple[int, str]]]:
+    """Redeploy every backend of the slice; a backend that cannot take it now is reported, not fatal."""
+    s = session.get_one(Slice, slice_id)
+    done: list[Deployment] = []
+    refused: list[tuple[int, str]] = []
+    for b in sorted(s.backends, key=lambda b: b.id):
+        try:
+            done.append(svc.deploy(session, b, actor))
+        except DomainError as exc:
+            session.rollback()
+            refused.append((b.id, exc.detail))
+    return done, refused
+
+
+def _same_match(i: Intent, change: IntentChange) -> bool:
+    return (sorted(i.imsis) == sorted(change.imsis)
+            and i.ue_prefixes == ([str(change.ue)] if change.ue is not None else [])
+            and i.teids == ([change.teid] if change.teid is not None else [])
+            and sorted(map(tuple, i.dst_ports)) == sorted(change.dst_ports)
+            and sorted(i.dscp) == sorted(change.dscp))
+
+
+def delete_matching(session: Session, change: IntentChange, who: Requester) -> list[Intent]:
+    """A DELETE message (Listing 1 ``actionType: DELETE``): remove the intents with exactly its match."""
+    tenant_id, given = _tenant_and_slice(session, change, who)
+    ues = _named(session, change, tenant_id if given is None else given.tenant_id)
+    s = _slice_of(change, given, ues)
+    gone = [i for i in session.scalars(select(Intent).where(Intent.slice_id == s.id).order_by(Intent.id))
+            if _same_match(i, change)]
+    if not gone:
+        raise NotFoundError(f"slice {s.name!r} has no intent with exactly this match")
+    for i in gone:
+        session.delete(i)
+    session.commit()
+    return gone
+
+
+def delete(session: Session, it: Intent) -> None:
+    session.delete(it)
+    session.commit()
+
+
+def entries(session: Session, it: Intent) -> list[BackendEntries]:
+    """Per backend of the intent's slice: the rules of the rule set in force the intent produced."""
+    s = session.get_one(Slice, it.slice_id)
+    out = []
+    for b in sorted(s.backends, key=lambda b: b.id):
+        rs = svc.current_rule_set(session, b.id)
+        rules = [] if rs is None else [
+            {"index": n, "match": {k: v for k, v in r["match"].items() if v is not None}, "action": r["action"]}
+            for n, r in enumerate(rs.ir.get("rules", [])) if intent_ref_of(r.get("note", "")) == it.id
+        ]
+        out.append(BackendEntries(b, None if rs is None else rs.number, rules))
+    return out
