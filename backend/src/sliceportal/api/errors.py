@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -58,15 +59,52 @@ def not_found(what: str, ident: object) -> ApiError:
     return ApiError(404, "Not found", f"{what} {ident} does not exist")
 
 
-# Unique / check / foreign-key constraint name -> the field a client must change.
-CONSTRAINT_FIELDS = {
-    "uq_tenant_name": "name", "uq_tenant_vni": "vni", "uq_tenant_vlan": "vlan",
-    "ck_tenant_vni_range": "vni", "ck_tenant_vlan_range": "vlan",
-    "uq_slice_tenant_id_name": "name", "uq_service_class_slice_id_name": "name",
-    "uq_subscriber_tenant_id_imsi": "imsi", "uq_subscriber_tenant_id_ue_ip": "ue_ip",
-    "uq_backend_name": "name", "uq_user_account_username": "username",
-    "fk_slice_tenant_id_tenant": "tenant_id", "fk_subscriber_tenant_id_tenant": "tenant_id",
+# Unique / check / foreign-key constraint name -> the field a client must change, and what to
+# tell them ({value} is the offending value from PostgreSQL's detail). The database's own text
+# (`Key (vni)=(100) already exists`) never leaves the API.
+CONSTRAINTS: dict[str, tuple[str, str]] = {
+    "uq_tenant_name": ("name", "Tenant name {value} is already in use; choose another."),
+    "uq_tenant_vni": ("vni", "VXLAN VNI {value} is already in use; choose another."),
+    "uq_tenant_vlan": ("vlan", "VLAN ID {value} is already in use; choose another."),
+    "ck_tenant_vni_range": ("vni", "VXLAN VNI must be between 1 and 16777215."),
+    "ck_tenant_vlan_range": ("vlan", "VLAN ID must be between 1 and 4094."),
+    "uq_slice_tenant_id_name": ("name", "The tenant already has a slice named {value}; choose another name."),
+    "uq_service_class_slice_id_name": ("name", "The slice already has a service named {value}; choose another name."),
+    "uq_subscriber_tenant_id_imsi": ("imsi", "IMSI {value} is already in use in this tenant; choose another."),
+    "uq_subscriber_tenant_id_ue_ip": ("ue_ip", "UE address {value} is already in use in this tenant; choose another."),
+    "uq_backend_name": ("name", "Backend name {value} is already in use; choose another."),
+    "uq_user_account_username": ("username", "Username {value} is already in use; choose another."),
+    "fk_slice_tenant_id_tenant": ("tenant_id", "Tenant {value} does not exist."),
+    "fk_subscriber_tenant_id_tenant": ("tenant_id", "Tenant {value} does not exist."),
 }
+_KEY_DETAIL = re.compile(r"^Key \((?P<cols>[^)]*)\)=\((?P<vals>.*)\) (?P<what>already exists|is not present in table "
+                         r'"?(?P<table>[^"]*)"?|is still referenced from table "?(?P<by>[^"]*)"?)\.?$')
+
+
+def constraint_error(constraint: str, detail: str | None) -> FieldError:
+    """The field error of a violated constraint, in words; never the database's text.
+
+    ``detail`` is PostgreSQL's ``Key (cols)=(values) ...`` line: only the offending value (the
+    last column's; the others scope it, e.g. tenant_id) is taken from it.
+    """
+    m = _KEY_DETAIL.match(detail or "")
+    value = ""
+    if m:
+        # the values of the leading (scoping) columns contain no ", "; the last may (a name)
+        value = m["vals"].split(", ", m["cols"].count(","))[-1]
+    known = CONSTRAINTS.get(constraint)
+    if known:
+        field, template = known
+        return FieldError(field=field, message=" ".join(template.format(value=value).split()))
+    if m and m["by"]:
+        return FieldError(field="body", message=f"still used by at least one {m['by'].replace('_', ' ')}; "
+                                                "remove that first")
+    cols = [c.strip() for c in m["cols"].split(",")] if m else []
+    field = cols[-1] if cols else (constraint.rsplit("_", 1)[-1] if constraint else "body")
+    if m and m["table"]:
+        return FieldError(field=field, message=f"{m['table'].replace('_', ' ')} {value} does not exist")
+    return FieldError(field=field, message=f"{field.replace('_', ' ')} {value} is already in use; choose another"
+                      if m else "conflicts with an existing object")
 
 
 DB_RETRY_AFTER_S = 2  # what a client waits before retrying while the database is unreachable
@@ -97,9 +135,11 @@ def domain_problem(exc: DomainError) -> ApiError:
 
 
 def _problem(request: Request, status: int, title: str, detail: str, errors: list[FieldError],
-             headers: dict[str, str] | None = None) -> JSONResponse:
+             headers: dict[str, str] | None = None, extensions: dict[str, Any] | None = None) -> JSONResponse:
     body = Problem(title=title, status=status, detail=detail, instance=request.url.path, errors=errors)
-    return JSONResponse(body.model_dump(), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+    # RFC 9457 extension members (e.g. admission control's computation) sit beside the standard ones
+    return JSONResponse({**(extensions or {}), **body.model_dump()}, status_code=status, media_type=PROBLEM_JSON,
+                        headers=headers)
 
 
 def _loc_to_field(loc: tuple[Any, ...]) -> str:
@@ -117,7 +157,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
         p = domain_problem(exc)
-        return _problem(request, p.status, p.title, p.detail, p.errors, p.headers)
+        return _problem(request, p.status, p.title, p.detail, p.errors, p.headers, getattr(exc, "extensions", None))
 
     async def _database_down(request: Request, exc: Exception) -> JSONResponse:
         # The database is unreachable (stopped, restarting, connection lost): nothing was
@@ -144,10 +184,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(IntegrityError)
     async def _integrity(request: Request, exc: IntegrityError) -> JSONResponse:
         diag = getattr(exc.orig, "diag", None)
-        name = getattr(diag, "constraint_name", None) or ""
-        field = CONSTRAINT_FIELDS.get(name, name.rsplit("_", 1)[-1] if name else "body")
-        detail = getattr(diag, "message_detail", None) or "conflicts with an existing object"
-        return _problem(request, 409, "Conflict", detail, [FieldError(field=field, message=detail)])
+        error = constraint_error(getattr(diag, "constraint_name", None) or "", getattr(diag, "message_detail", None))
+        return _problem(request, 409, "Conflict", error.message, [error])
 
     @app.exception_handler(DriverError)
     async def _driver(request: Request, exc: DriverError) -> JSONResponse:

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -119,14 +119,22 @@ class BackendBase(BaseModel):
         return check_options(v)
 
 
+LinkBps = Annotated[int, Field(gt=0, le=10**13, description="egress link capacity in bit/s (admission control)")]
+PortBps = Annotated[dict[Annotated[str, Field(min_length=1, max_length=32)], LinkBps],
+                    Field(max_length=64, description="per-port capacity in bit/s, port name -> bit/s")]
+
+
 class BackendCreate(BackendBase):
-    pass
+    link_bps: LinkBps | None = Field(None, description="egress link capacity in bit/s; default 10 Gbit/s")
+    port_bps: PortBps = Field(default_factory=dict)
 
 
 class BackendUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name | None = None
     options: dict[str, Any] | None = None
+    link_bps: LinkBps | None = None
+    port_bps: PortBps | None = None
     version: Version = None
 
     @field_validator("options")
@@ -143,6 +151,8 @@ class BackendPublic(ORMModel):
     paths: int
     lanes: int
     capacity: dict[str, int]
+    link_bps: int = Field(description="egress link capacity in bit/s: what admission control checks against")
+    port_bps: dict[str, int]
     health: str
     health_detail: str
     version: int

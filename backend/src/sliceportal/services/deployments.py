@@ -49,10 +49,15 @@ from sliceportal.models import (
 from sliceportal.models.audit import record
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import CompileResult, compile_rules
+from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
+from sliceportal.services import admission
+from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
+from sliceportal.services.equivalence import check_plan
+from sliceportal.services.equivalence import to_json as equivalence_json
 from sliceportal.services.errors import (
     BusyError,
     ConflictError,
@@ -76,6 +81,7 @@ FINISH_RETRY_S = 30.0  # how long a finished push retries recording its outcome
 class Preview:
     compiled: CompileResult
     plan: NativePlan
+    equivalence: EquivalenceResult | None = None  # the plan proven equal to the IR (issue #20)
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,8 @@ def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
     try:
         tenants, specs, _ = domain_specs(session, backend)
         compiled = compile_rules(tenants, specs, _target(drv))
-        return Preview(compiled, plan_for(drv, compiled.ir))
+        plan = plan_for(drv, compiled.ir)
+        return Preview(compiled, plan, check_plan(compiled.ir, plan, drv))
     except (CompileError, DriverError) as exc:
         raise _refusal(exc) from exc
 
@@ -180,6 +187,8 @@ def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) 
     number = (session.scalar(select(func.max(RuleSet.number)).where(RuleSet.backend_id == backend.id)) or 0) + 1
     explanation = {"flows": p.compiled.flows, "rules_before": p.compiled.rules_before,
                    "rules_after": p.compiled.rules_after, "slices": [asdict(s) for s in p.compiled.slices]}
+    if p.equivalence is not None:
+        explanation["equivalence"] = equivalence_json(p.equivalence)
     rs = RuleSet(backend_id=backend.id, number=number, digest=p.plan.version, ir=p.compiled.ir.to_json(),
                  plan=p.plan.model_dump(mode="json"), explanation=explanation, created_by=actor)
     session.add(rs)
@@ -337,28 +346,36 @@ def _in_force(session: Session, backend: Backend, p: Preview) -> RuleSet | None:
 
 
 def deploy(session: Session, backend: Backend, actor: str,
-           progress: Callable[[ProgressEvent], None] | None = None, *, lock_wait_s: float = LOCK_WAIT_S) -> Deployment:
-    """Compile and push every slice assigned to ``backend`` (always a new rule set and push)."""
-    dep = _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=False)
+           progress: Callable[[ProgressEvent], None] | None = None, *, lock_wait_s: float = LOCK_WAIT_S,
+           override: Override | None = None) -> Deployment:
+    """Compile and push every slice assigned to ``backend`` (always a new rule set and push).
+
+    Admission control runs first (``services.admission``): a refusal is an ``AdmissionError``
+    (409) unless an operator's ``override`` admits it (audited).
+    """
+    dep = _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=False,
+                  override=override)
     assert isinstance(dep, Deployment)
     return dep
 
 
 def deploy_changes(session: Session, backend: Backend, actor: str,
                    progress: Callable[[ProgressEvent], None] | None = None, *,
-                   lock_wait_s: float = LOCK_WAIT_S) -> Deployment | Unchanged:
+                   lock_wait_s: float = LOCK_WAIT_S, override: Override | None = None) -> Deployment | Unchanged:
     """Like ``deploy``, but an identical redeploy is a no-op: ``Unchanged`` names the rule set in
     force; no rule set is stored, nothing is pushed, and the audit log records it as such."""
-    return _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=True)
+    return _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=True,
+                   override=override)
 
 
 def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[ProgressEvent], None] | None, *,
-            lock_wait_s: float, skip_unchanged: bool) -> Deployment | Unchanged:
+            lock_wait_s: float, skip_unchanged: bool, override: Override | None) -> Deployment | Unchanged:
     _refuse_if_down(backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
     with _locked(session, backend, lock_wait_s):
         _refuse_if_down(backend)  # before the driver: a hung probe may hold it
         with POOL.use(session, backend) as drv:
             _ensure_up(drv, backend)
+            admission.check(session, [backend], override=override, action="deploy", subject=backend)
             p = _preview(session, backend, drv)
             if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
                 record(session, DeploymentKind.DEPLOY.value, "backend", backend.id,

@@ -7,12 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Header, Request, Response
 from sqlalchemy import exists, select
 
+from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
 from sliceportal.api.deps import NotTenant, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Backend, Deployment
+from sliceportal.models.slicing import DEFAULT_LINK_BPS
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
 from sliceportal.schemas.common import ListQuery, Page, PathId
+from sliceportal.services import admission
 from sliceportal.services.backends import POOL, describe
 from sliceportal.services.health_probe import probe_backend
 
@@ -37,7 +40,8 @@ def read_backend(backend_id: PathId, _: NotTenant, session: SessionDep, response
 def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, response: Response,
                    request: Request, background: BackgroundTasks) -> Backend:
     """Register a backend; answers at once with health ``probing`` (a bounded probe follows)."""
-    b = Backend(name=body.name, driver=body.driver, options=body.options)
+    b = Backend(name=body.name, driver=body.driver, options=body.options, port_bps=body.port_bps,
+                link_bps=body.link_bps or DEFAULT_LINK_BPS)
     describe(session, b, probe=False)  # validates the driver and its options, learns geometry / capacity
     session.add(b)
     session.commit()
@@ -48,11 +52,15 @@ def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, 
 
 @router.patch("/{backend_id}", response_model=BackendPublic)
 def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, session: SessionDep,
-                   response: Response, request: Request, background: BackgroundTasks,
+                   response: Response, request: Request, background: BackgroundTasks, override: AdmissionOverride,
                    if_match: Annotated[str | None, Header()] = None) -> Backend:
+    """Rename, re-point or re-rate a backend; a lower ``link_bps`` runs admission control (409)."""
     b = get_scoped(session, Backend, backend_id, None, "backend")
     check_version(b, if_match, body.version)
-    apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}), not_null=("name", "options"))
+    apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}),
+                  not_null=("name", "options", "link_bps", "port_bps"))
+    if "link_bps" in body.model_fields_set:
+        admission.check(session, [b], override=override, action="update", subject=b)
     if "options" in body.model_fields_set:
         describe(session, b, probe=False)
         background.add_task(probe_backend, request.app.state.sessionmaker, b.id)

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import get_scoped, page
 from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep
 from sliceportal.api.errors import ApiError, domain_problem, not_found
@@ -24,12 +25,16 @@ from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.deployments import (
     DeploymentPublic,
     DeployUnchangedPublic,
+    EquivalencePublic,
     PreviewPublic,
     RollbackRequest,
     RuleSetPublic,
     TableUsagePublic,
 )
+from sliceportal.services import admission
 from sliceportal.services import deployments as svc
+from sliceportal.services.admission import Override
+from sliceportal.services.equivalence import to_json as equivalence_json
 from sliceportal.services.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -48,6 +53,8 @@ def preview(backend_id: PathId, _: NotTenant, session: SessionDep) -> PreviewPub
         usage={t: TableUsagePublic(used=u.used, capacity=u.capacity) for t, u in p.plan.usage.items()},
         slices=[json.loads(json.dumps(asdict(s))) for s in c.slices],
         ir=c.ir.to_json(), tables=p.plan.tables,
+        equivalence=None if p.equivalence is None
+        else EquivalencePublic.model_validate(equivalence_json(p.equivalence)),
     )
 
 
@@ -61,12 +68,13 @@ def _result_event(dep: Deployment | svc.Unchanged) -> str:
     return json.dumps({"event": "result", **body.model_dump(mode="json")})
 
 
-def _stream(request: Request, backend_id: int, principal: Principal, rollback_to: int | None) -> StreamingResponse:
+def _stream(request: Request, backend_id: int, principal: Principal, rollback_to: int | None,
+            override: Override | None = None) -> StreamingResponse:
     """Run the push in a worker with its own session; stream progress, then the outcome."""
     events: queue.Queue[str | None] = queue.Queue()
 
-    def error(status: int, title: str, detail: str) -> str:
-        return json.dumps({"event": "error", "status": status, "title": title, "detail": detail})
+    def error(status: int, title: str, detail: str, extra: dict[str, object] | None = None) -> str:
+        return json.dumps({"event": "error", "status": status, "title": title, "detail": detail, **(extra or {})})
 
     def work() -> None:
         # Whatever happens, the stream ends with exactly one result or error event.
@@ -77,12 +85,13 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
 
                 def progress(e: object) -> None:
                     events.put(json.dumps({"event": "progress", **e.model_dump()}))  # type: ignore[attr-defined]
-                dep = (svc.deploy_changes(session, backend, principal.username, progress) if rollback_to is None
+                dep = (svc.deploy_changes(session, backend, principal.username, progress, override=override)
+                       if rollback_to is None
                        else svc.rollback(session, backend, rollback_to, principal.username, progress))
                 events.put(_result_event(dep))
         except DomainError as exc:
             p = domain_problem(exc)
-            events.put(error(p.status, p.title, p.detail))
+            events.put(error(p.status, p.title, p.detail, getattr(exc, "extensions", None)))
         except ApiError as exc:
             events.put(error(exc.status, exc.title, exc.detail))
         except (OperationalError, InterfaceError) as exc:
@@ -108,19 +117,24 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
                               "description": "an identical redeploy (nothing pushed: already deployed as rule "
                               "set N); or, with Accept: application/x-ndjson, progress events then the result"}})
 def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request: Request,
-           accept: Annotated[str | None, Header()] = None) -> Deployment | StreamingResponse | JSONResponse:
+           override: AdmissionOverride, accept: Annotated[str | None, Header()] = None,
+           ) -> Deployment | StreamingResponse | JSONResponse:
     """Compile, lower and push every slice assigned to the backend, all or nothing.
 
     When the compiled plan equals the rule set in force the answer is 200
     ``{"status": "unchanged", "rule_set": N}``: no rule set is written and nothing is pushed.
+    Admission control runs first: 409 with the computation (``admission``) when the slices on
+    the backend's link do not fit; an operator may send ``Admission-Override: <reason>``.
     With ``Accept: application/x-ndjson`` the progress events stream as they happen.
     """
     backend = get_scoped(session, Backend, backend_id, None, "backend")
     if accept and NDJSON in accept:
         svc.preview(session, backend)  # refusals (compile, capacity) answer 4xx before streaming
+        if override is None:  # admission too (an override is checked and audited once, by the worker)
+            admission.check(session, [backend], override=None, action="deploy", subject=backend)
         session.close()  # release the request's connection now: the stream may outlive the database
-        return _stream(request, backend_id, principal, None)
-    dep = svc.deploy_changes(session, backend, principal.username)
+        return _stream(request, backend_id, principal, None, override)
+    dep = svc.deploy_changes(session, backend, principal.username, override=override)
     if isinstance(dep, svc.Unchanged):
         return JSONResponse(unchanged_public(dep).model_dump(mode="json"), status_code=200)
     return dep

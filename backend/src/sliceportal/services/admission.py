@@ -1,0 +1,179 @@
+"""Admission control: do the slices on a backend's egress link keep their promises?
+
+Runs before anything is written: when a slice is created or edited (for every backend it
+is assigned to) and when a backend is deployed. The numbers come from
+``rules.admission`` (seed 004 §V-B, Eq. 1-3): the guaranteed rates on the link must add up
+to no more than its capacity (``Backend.link_bps``), and every lane's worst-case delay must
+be within its slice's delay bound (``max_delay_ms``, which is also the slice's vQueue burst
+limit, so its burst is rate limit x max delay).
+
+A refusal is an ``AdmissionError`` (409): its ``extensions["admission"]`` carries the whole
+computation per backend (each term, the sum, the limit, the slices), and its issues name the
+SLA fields to change. An operator may override with a reason; the override is audited with
+the same computation. Slices without a rate limit are not policed by any vQueue: Eq. 1-3
+cannot bound what they send, so they appear in the computation as ``unpoliced`` and only
+their guaranteed rate counts (docs/rules.md, "Admission control").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from sliceportal.models import Backend, Slice
+from sliceportal.models.audit import record
+from sliceportal.rules.admission import Admission, SliceDemand, admit
+from sliceportal.rules.ir import fold_lane
+from sliceportal.services.errors import ConflictError, FieldIssue, InvalidError
+
+MBIT = 1_000_000
+OVERRIDE_MAX = 500  # characters of an override reason
+
+
+@dataclass(frozen=True)
+class Override:
+    """An operator's decision to admit what the computation refuses, and why (audited)."""
+
+    reason: str
+
+
+class AdmissionError(ConflictError):
+    """409: the slices on a link do not fit; ``extensions`` carry the computation."""
+
+    def __init__(self, detail: str, issues: list[FieldIssue], computation: list[dict[str, Any]]) -> None:
+        super().__init__(detail, issues=issues, title="Admission refused")
+        self.extensions: dict[str, Any] = {"admission": computation}
+
+
+def slice_lanes(s: Slice, backend_lanes: int) -> tuple[int, ...]:
+    """The backend lanes the slice's traffic uses: its services' lanes, folded onto the backend."""
+    lanes = [c.lane for c in s.services] or list(s.slice_type.lanes)
+    return tuple(sorted({fold_lane(lane, backend_lanes) for lane in lanes}))
+
+
+def demand(s: Slice, backend_lanes: int) -> SliceDemand | None:
+    """The slice as Eq. 1-3 sees it, or None when no vQueue polices it (no rate limit)."""
+    if not s.rate_limit_mbps:
+        return None
+    lanes = slice_lanes(s, backend_lanes)
+    return SliceDemand(name=s.name, priority=max(lanes), rate_limit_bps=s.rate_limit_mbps * MBIT,
+                       burst_ms=s.max_delay_ms or 0.0, delay_bound_ms=s.max_delay_ms,
+                       guaranteed_bps=(s.guaranteed_mbps or 0.0) * MBIT, lanes=lanes)
+
+
+@dataclass(frozen=True)
+class BackendAdmission:
+    backend: Backend
+    slices: tuple[Slice, ...]
+    result: Admission
+    unpoliced: tuple[Slice, ...]
+
+    @property
+    def guaranteed_bps(self) -> float:
+        return sum((s.guaranteed_mbps or 0.0) * MBIT for s in self.slices)
+
+    @property
+    def ok(self) -> bool:
+        return self.guaranteed_bps <= self.backend.link_bps and all(v.ok for v in self.result.slices)
+
+    def computation(self) -> dict[str, Any]:
+        """Every number of the verdict, for the 409 and the UI."""
+        by_name = {s.name: s for s in self.slices}
+        return {
+            "backend_id": self.backend.id, "backend_name": self.backend.name,
+            "capacity_bps": self.backend.link_bps, "ok": self.ok,
+            "guaranteed": {
+                "terms": [{"slice_id": s.id, "slice_name": s.name, "guaranteed_bps": (s.guaranteed_mbps or 0.0) * MBIT}
+                          for s in self.slices if s.guaranteed_mbps],
+                "sum_bps": self.guaranteed_bps, "limit_bps": self.backend.link_bps,
+                "ok": self.guaranteed_bps <= self.backend.link_bps},
+            "delay": [{
+                "slice_id": by_name[v.name].id, "slice_name": v.name, "lane": v.lane,
+                "worst_delay_ms": _finite(v.worst_delay_ms), "delay_bound_ms": v.delay_bound_ms, "ok": v.ok,
+                "terms": [{"slice_id": by_name[t.of].id, "slice_name": t.of, "lane": t.priority,
+                           "burst_bits": t.burst_bits, "residual_bps": t.residual_bps, "ms": _finite(t.ms)}
+                          for t in v.terms]}
+                for v in self.result.slices],
+            "unpoliced": [{"slice_id": s.id, "slice_name": s.name,
+                           "why": "no rate limit: no vQueue bounds its burst, so Eq. 1-3 cannot include it"}
+                          for s in self.unpoliced],
+        }
+
+    def refusals(self) -> tuple[list[str], list[FieldIssue]]:
+        """Human sentences with the numbers, and the SLA fields they concern."""
+        where = f"on backend {self.backend.name} ({self.backend.link_bps / MBIT:g} Mbit/s)"
+        text: list[str] = []
+        issues: list[FieldIssue] = []
+        if self.guaranteed_bps > self.backend.link_bps:
+            parts = " + ".join(f"{s.guaranteed_mbps:g} ({s.name})" for s in self.slices if s.guaranteed_mbps)
+            msg = (f"guaranteed rates {where}: {parts} = {self.guaranteed_bps / MBIT:g} Mbit/s exceed the link's "
+                   f"{self.backend.link_bps / MBIT:g} Mbit/s")
+            text.append(msg)
+            issues.append(FieldIssue("sla.guaranteed_mbps", msg))
+        for v in self.result.slices:
+            if v.ok:
+                continue
+            parts = " + ".join(f"{t.burst_bits / MBIT:g} Mbit / {t.residual_bps / MBIT:g} Mbit/s ({t.of})"
+                               for t in v.terms)
+            msg = (f"slice {v.name} at lane {v.lane} {where}: worst-case delay {_finite(v.worst_delay_ms):.3f} ms "
+                   f"= {parts}, above its bound of {v.delay_bound_ms:g} ms")
+            text.append(msg)
+            issues.append(FieldIssue("sla.max_delay_ms", msg))
+        return text, issues
+
+
+def _finite(ms: float) -> float | None:
+    return None if ms == float("inf") else ms
+
+
+def assigned_slices(session: Session, backend: Backend) -> list[Slice]:
+    return list(session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id))
+                                .order_by(Slice.id)))
+
+
+def evaluate(backend: Backend, slices: Sequence[Slice]) -> BackendAdmission:
+    """Eq. 1-3 and the guarantees for ``slices`` sharing ``backend``'s egress link."""
+    demands, unpoliced = [], []
+    for s in slices:
+        d = demand(s, backend.lanes)
+        if d is None:
+            unpoliced.append(s)
+        else:
+            demands.append(d)
+    return BackendAdmission(backend, tuple(slices), admit(demands, backend.link_bps), tuple(unpoliced))
+
+
+def check(session: Session, backends: Iterable[Backend], *, override: Override | None, action: str,
+          subject: Slice | Backend) -> list[BackendAdmission]:
+    """Admission for every backend given, against the slices assigned to it as the session sees them
+    (flush first: a slice being created or edited counts with its new values).
+
+    Refuses with ``AdmissionError`` unless ``override`` is given, in which case the override
+    and the computation it overrode are audited (``action`` "admission_override").
+    """
+    session.flush()
+    results = [evaluate(b, assigned_slices(session, b)) for b in backends]
+    refused = [r for r in results if not r.ok]
+    if not refused:
+        return results
+    texts: list[str] = []
+    issues: list[FieldIssue] = []
+    for r in refused:
+        t, i = r.refusals()
+        texts += t
+        issues += i
+    computation = [r.computation() for r in results]
+    if override is None:
+        raise AdmissionError("; ".join(texts) + ". Lower the rate limits / guarantees or delay bounds, give the "
+                             "backend a faster link, or (operators) override with a reason", issues, computation)
+    reason = override.reason.strip()
+    if not reason or len(reason) > OVERRIDE_MAX:
+        raise InvalidError(f"an admission override needs a reason of 1..{OVERRIDE_MAX} characters",
+                           field="admission_override")
+    record(session, "admission_override", subject.__tablename__, subject.id,
+           after={"reason": reason, "action": action, "refusals": texts, "admission": computation})
+    return results
