@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
@@ -36,6 +36,7 @@ if str(BMV2) not in sys.path:  # the bundled target is a folder, not an installe
     sys.path.insert(0, str(BMV2))
 
 from bmv2_target.packet import Parsed  # noqa: E402
+from bmv2_target.packet import parse as p4_parse  # noqa: E402
 from bmv2_target.server import Faults, P4RuntimeServicer  # noqa: E402
 from bmv2_target.switch import Switch, SwitchConfig  # noqa: E402
 
@@ -211,27 +212,39 @@ def _undo_p4_egress(data: bytes, out: bytes, p: Parsed) -> bytes:
 
 
 def run_p4(switch: Switch, frames: Sequence[bytes]) -> list[Verdict]:
-    pipe = switch.pipeline
+    pipe = switch.pipeline  # the compiled engine running p4c's JSON
     assert pipe is not None, "no pipeline: the driver did not push the program"
+    malformed = pipe.counter_index("SlicingIngress.classifier.malformed")
+    slice_rx = pipe.counter_index("SlicingIngress.classifier.slice_rx")
     out = []
     for i, data in enumerate(frames):
-        before = pipe.malformed[0][0]
+        before = pipe.counter_cells(malformed)[0][0]
+        rx_before = pipe.counter_cells(slice_rx)
         f = pipe.ingress(data, P4_IN, i)
-        bad = pipe.malformed[0][0] - before
+        bad = pipe.counter_cells(malformed)[0][0] - before
         if f is None:
             out.append(Verdict(MALFORMED if bad else UNPARSED, 0, 0, None, False, False))
             continue
-        sent = pipe.egress(f)
+        # the slice is the slice_rx cell the packet counted in (what the data plane measured)
+        rx = pipe.counter_cells(slice_rx)
+        slice_id = next((s for s, (a, b) in enumerate(zip(rx_before, rx, strict=True)) if a != b), 0)
+        extracted = pipe.extracted(f)
+        sent = pipe.egress(f, i) or b""
+        parsed = p4_parse(data)  # the reference parser: header offsets for the undo below
+        # p4-checksums: the deparser recomputes every option-less IPv4 header the parser
+        # extracted, also one whose total length then failed verification (BMv2 does too)
+        ips = [extracted.get(h, -1) for h in ("ipv4", "inner_ipv4", "ue_ipv4")]
+        parsed = replace(parsed, ipv4=ips[0], inner_ipv4=ips[1], ue_ipv4=ips[2])
         # p4-no-unparsed-counter: the parser's own mark tells unparsed from a miss
-        outcome = MALFORMED if bad else UNPARSED if f.parsed.unparsed else CLASSIFIED
+        outcome = MALFORMED if bad else UNPARSED if parsed.unparsed else CLASSIFIED
         out.append(
             Verdict(
                 outcome,
-                f.slice_id,
+                slice_id,
                 f.priority,
                 None,
                 True,
-                _undo_p4_egress(data, sent, f.parsed) != data,
+                _undo_p4_egress(data, sent, parsed) != data,
             )
         )
     return out

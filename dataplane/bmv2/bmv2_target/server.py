@@ -149,9 +149,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 return p4runtime_pb2.SetForwardingPipelineConfigResponse()
             index = P4InfoIndex.of(request.config.p4info)
             if request.action == A.VERIFY:
-                Switch(self.switch.config).load(index)
+                Switch(self.switch.config).load(index, request.config.p4_device_config)
                 return p4runtime_pb2.SetForwardingPipelineConfigResponse()
-            self.switch.load(index)
+            self.switch.load(index, request.config.p4_device_config)
             self.cookie = request.config.cookie.cookie
             self.device_config = request.config.p4_device_config
         except P4RTError as e:
@@ -234,31 +234,28 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             c = ent.counter_entry
             if c.counter_id not in index.counters:
                 raise not_found(f"unknown counter id {c.counter_id}")
-            cells2 = ext.counters[c.counter_id]
-            for i in self._indices(c, len(cells2)):
-                cells2[i] = [c.data.packet_count, c.data.byte_count]
+            size = len(ext.counter_cells(c.counter_id))
+            for i in self._indices(c, size):
+                ext.set_counter(c.counter_id, i, c.data.packet_count, c.data.byte_count)
         elif which == "meter_entry":
             m = ent.meter_entry
             if m.meter_id not in index.meters:
                 raise invalid(f"unknown meter id {m.meter_id}")
-            if m.HasField("index") and not 0 <= m.index.index < len(ext.meters[m.meter_id]):
+            if m.HasField("index") and not 0 <= m.index.index < ext.meter_size(m.meter_id):
                 # PI answers a meter write past the array with UNKNOWN, not OUT_OF_RANGE.
                 raise P4RTError(grpc.StatusCode.UNKNOWN, f"meter index {m.index.index} out of range")
             cfg = m.config
             if cfg.cir > cfg.pir:
                 raise invalid("meter cir must not exceed pir")
-            for i in self._indices(m, len(ext.meters[m.meter_id])):
-                cell = ext.meters[m.meter_id][i]
-                cell.cir, cell.cburst, cell.pir, cell.pburst = cfg.cir, cfg.cburst, cfg.pir, cfg.pburst
-                cell.configured = m.HasField("config")
-                cell.last_us = -1
+            config = (cfg.cir, cfg.cburst, cfg.pir, cfg.pburst) if m.HasField("config") else None
+            for i in self._indices(m, ext.meter_size(m.meter_id)):
+                ext.set_meter(m.meter_id, i, config)
         elif which == "direct_counter_entry":
             d = ent.direct_counter_entry
             hits = self.switch.tables.read(d.table_entry)
             if not hits or hits[0][1] is None:
                 raise not_found("no such entry for the direct counter")
-            e = hits[0][1]
-            e.packets, e.bytes = d.data.packet_count, d.data.byte_count
+            self.switch.tables.set_counter(hits[0][0], hits[0][1], d.data.packet_count, d.data.byte_count)
         else:
             raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"{which} writes are not supported")
 
@@ -299,7 +296,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             for table, e in tables.read(ent.table_entry):
                 te = tables.default_proto(table) if e is None else tables.to_proto(table, e)
                 if want_counter and e is not None and table.info.direct_resource_ids:
-                    te.counter_data.packet_count, te.counter_data.byte_count = e.packets, e.bytes
+                    te.counter_data.packet_count, te.counter_data.byte_count = tables.counter(table, e)
                 yield p4runtime_pb2.Entity(table_entry=te)
         elif which == "counter_entry":
             c = ent.counter_entry
@@ -307,7 +304,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             for cid in ids:
                 if cid not in index.counters:
                     raise not_found(f"unknown counter id {cid}")
-                cells = ext.counters[cid]
+                cells = ext.counter_cells(cid)
                 for i in self._indices(c, len(cells)):
                     out = p4runtime_pb2.Entity()
                     out.counter_entry.counter_id = cid
@@ -320,7 +317,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             for rid in ids:
                 if rid not in index.registers:
                     raise not_found(f"unknown register id {rid}")
-                regs = ext.registers[rid]
+                regs = ext.register_cells(rid)
                 for i in self._indices(r, len(regs)):
                     out = p4runtime_pb2.Entity()
                     out.register_entry.register_id = rid
@@ -333,19 +330,14 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             for mid in ids:
                 if mid not in index.meters:
                     raise not_found(f"unknown meter id {mid}")
-                for i in self._indices(m, len(ext.meters[mid])):
-                    cell = ext.meters[mid][i]
+                for i in self._indices(m, ext.meter_size(mid)):
+                    config = ext.meter_config(mid, i)
                     out = p4runtime_pb2.Entity()
                     out.meter_entry.meter_id = mid
                     out.meter_entry.index.index = i
-                    if cell.configured:
+                    if config is not None:
                         cfg = out.meter_entry.config
-                        cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = (
-                            cell.cir,
-                            cell.cburst,
-                            cell.pir,
-                            cell.pburst,
-                        )
+                        cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = config
                     yield out
         elif which == "direct_counter_entry":
             for table, e in tables.read(ent.direct_counter_entry.table_entry):
@@ -357,8 +349,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 key = out.direct_counter_entry.table_entry
                 key.table_id, key.priority = full.table_id, full.priority
                 key.match.extend(full.match)
-                out.direct_counter_entry.data.packet_count = e.packets
-                out.direct_counter_entry.data.byte_count = e.bytes
+                (
+                    out.direct_counter_entry.data.packet_count,
+                    out.direct_counter_entry.data.byte_count,
+                ) = tables.counter(table, e)
                 yield out
         else:
             raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"reading {which} is not supported")

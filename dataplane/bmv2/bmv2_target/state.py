@@ -1,60 +1,58 @@
-"""Stateful externs of the program: indirect counters, registers and meters by id."""
+"""Stateful externs (indirect counters, registers, meters) by P4Info id. Their cells live
+in the engine; this maps the controller's ids to the engine's arrays by name, refusing a
+P4Info whose externs the device config (p4c's JSON) does not have."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import grpc
 
+from .engine import Engine
+from .errors import P4RTError
 from .p4info_index import P4InfoIndex
 
 
-@dataclass
-class MeterCell:
-    """A color-blind trTCM (RFC 2698) in bytes, as BMv2's meters; unconfigured = GREEN."""
-
-    cir: int = 0  # bytes/s
-    cburst: int = 0  # bytes
-    pir: int = 0
-    pburst: int = 0
-    configured: bool = False
-    tc: float = 0.0
-    tp: float = 0.0
-    last_us: int = -1
-
-    def execute(self, size: int, now_us: int) -> int:
-        if not self.configured:
-            return 0
-        if self.last_us < 0:
-            self.tc, self.tp = float(self.cburst), float(self.pburst)
-        else:
-            dt = max(0, now_us - self.last_us) / 1e6
-            self.tc = min(float(self.cburst), self.tc + self.cir * dt)
-            self.tp = min(float(self.pburst), self.tp + self.pir * dt)
-        self.last_us = now_us
-        if self.tp < size:
-            return 2  # RED
-        if self.tc < size:
-            self.tp -= size
-            return 1  # YELLOW
-        self.tp -= size
-        self.tc -= size
-        return 0  # GREEN
+def _resolve(kind: str, name: str, found: int | None) -> int:
+    if found is None:
+        raise P4RTError(
+            grpc.StatusCode.INVALID_ARGUMENT, f"the P4Info's {kind} {name} is not in the device config (p4c's JSON)"
+        )
+    return found
 
 
-@dataclass
-class ExternState:
-    counters: dict[int, list[list[int]]] = field(default_factory=dict)  # id -> [[pkts, bytes]]
-    registers: dict[int, list[int]] = field(default_factory=dict)
-    register_widths: dict[int, int] = field(default_factory=dict)
-    meters: dict[int, list[MeterCell]] = field(default_factory=dict)
+class Externs:
+    def __init__(self, index: P4InfoIndex, engine: Engine) -> None:
+        self.engine = engine
+        self.counters = {
+            cid: _resolve("counter", c.preamble.name, engine.counter_index(c.preamble.name))
+            for cid, c in index.counters.items()
+        }
+        self.registers = {
+            rid: _resolve("register", r.preamble.name, engine.register_index(r.preamble.name))
+            for rid, r in index.registers.items()
+        }
+        self.meters = {
+            mid: _resolve("meter", m.preamble.name, engine.meter_index(m.preamble.name))
+            for mid, m in index.meters.items()
+        }
 
-    @classmethod
-    def of(cls, index: P4InfoIndex) -> ExternState:
-        s = cls()
-        for cid, c in index.counters.items():
-            s.counters[cid] = [[0, 0] for _ in range(c.size)]
-        for rid, r in index.registers.items():
-            s.registers[rid] = [0] * r.size
-            s.register_widths[rid] = r.type_spec.bitstring.bit.bitwidth
-        for mid, m in index.meters.items():
-            s.meters[mid] = [MeterCell() for _ in range(m.size)]
-        return s
+    def counter_cells(self, cid: int) -> list[tuple[int, int]]:
+        cells: list[tuple[int, int]] = self.engine.counter_cells(self.counters[cid])
+        return cells
+
+    def set_counter(self, cid: int, i: int, packets: int, bytes_: int) -> None:
+        self.engine.set_counter(self.counters[cid], i, packets, bytes_)
+
+    def register_cells(self, rid: int) -> list[int]:
+        cells: list[int] = self.engine.register_cells(self.registers[rid])
+        return cells
+
+    def meter_size(self, mid: int) -> int:
+        n: int = self.engine.meter_size(self.meters[mid])
+        return n
+
+    def meter_config(self, mid: int, i: int) -> tuple[int, int, int, int] | None:
+        cfg: tuple[int, int, int, int] | None = self.engine.meter_config(self.meters[mid], i)
+        return cfg
+
+    def set_meter(self, mid: int, i: int, config: tuple[int, int, int, int] | None) -> None:
+        self.engine.set_meter(self.meters[mid], i, config)

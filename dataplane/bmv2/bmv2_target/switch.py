@@ -1,4 +1,4 @@
-"""The switch: pipeline + traffic manager + packet I/O, under one lock.
+"""The switch: the engine running p4c's JSON + traffic manager + packet I/O, under one lock.
 
 Packets carry their own clock (pcap timestamps, or the receive time on a live port), so
 rates and delays do not depend on how fast Python runs.
@@ -11,11 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 from scapy.utils import PcapWriter, RawPcapReader
 
+from .engine import COMPILED_JSON, Engine
+from .errors import P4RTError
 from .p4info_index import P4InfoIndex
-from .pipeline import InFlight, Pipeline
-from .state import ExternState
+from .pipeline import InFlight
+from .state import Externs
 from .tables import TableStore
 from .traffic_manager import TrafficManager
 
@@ -40,17 +43,22 @@ class Switch:
     lock: threading.RLock = field(default_factory=threading.RLock)
     index: P4InfoIndex | None = None
     tables: TableStore | None = None
-    ext: ExternState | None = None
-    pipeline: Pipeline | None = None
+    ext: Externs | None = None
+    pipeline: Engine | None = None
     processed: int = 0
 
-    def load(self, index: P4InfoIndex) -> None:
-        """A new forwarding pipeline: all state starts empty, as on BMv2."""
-        tables = TableStore(index)
-        ext = ExternState.of(index)
-        pipeline = Pipeline(index, tables, ext)  # raises before anything is replaced
+    def load(self, index: P4InfoIndex, device_config: bytes = b"") -> None:
+        """A new forwarding pipeline: the BMv2 JSON the controller sent (p4c's build in
+        compiled/ when it sent none) with its P4Info; all state starts empty, as on BMv2."""
+        try:
+            text = device_config.decode() if device_config else COMPILED_JSON.read_text()
+            engine = Engine(text)
+        except (UnicodeDecodeError, ValueError) as e:
+            raise P4RTError(grpc.StatusCode.INVALID_ARGUMENT, f"device config refused: {e}") from None
+        tables = TableStore(index, engine)  # raises before anything is replaced
+        ext = Externs(index, engine)
         with self.lock:
-            self.index, self.tables, self.ext, self.pipeline = index, tables, ext, pipeline
+            self.index, self.tables, self.ext, self.pipeline = index, tables, ext, engine
 
     def run(self, packets: Iterable[tuple[int, int, bytes]]) -> list[Output]:
         """Process (time ns, ingress port, frame) in time order; outputs in departure order."""
@@ -58,7 +66,9 @@ class Switch:
 
         def deliver(t: int, port: int, f: InFlight) -> None:
             assert self.pipeline is not None
-            out.append(Output(port, t, self.pipeline.egress(f)))
+            data = self.pipeline.egress(f, t // 1000)
+            if data is not None:
+                out.append(Output(port, t, data))
 
         with self.lock:
             if self.pipeline is None:

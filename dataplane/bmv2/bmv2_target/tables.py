@@ -1,4 +1,6 @@
-"""Table entries: validation against the P4Info exactly as PI/BMv2 does it, and storage.
+"""Table entries: validation against the P4Info exactly as PI/BMv2 does it; the entries
+themselves live in the engine's tables (matched there), this keeps the controller's view
+(keys, metadata, read-back) and each entry's engine handle.
 
 Error codes follow PI's P4Runtime server: unknown table / action ids NOT_FOUND; a bad
 field id, wrong match kind, bytestring wider than the field, ternary value bits outside
@@ -15,6 +17,7 @@ import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from .engine import Engine
 from .errors import P4RTError, invalid, not_found
 from .p4info_index import P4InfoIndex
 
@@ -38,8 +41,11 @@ def encode(value: int) -> bytes:
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
-# A key: per match field (in P4Info order) a (value, mask) pair; (0, 0) = wildcard.
+# A key: per match field (in P4Info order) a (value, mask) pair; (0, 0) = wildcard; a
+# range field holds (low, high), (0, 2^w - 1) = wildcard.
 Key = tuple[tuple[int, int], ...]
+
+_ENGINE_KIND = {MF.EXACT: "exact", MF.TERNARY: "ternary", MF.LPM: "lpm", MF.RANGE: "range"}
 
 
 @dataclass
@@ -48,10 +54,9 @@ class Entry:
     priority: int
     action_id: int
     params: tuple[int, ...]  # in P4Info parameter order
+    handle: int  # the entry in the engine's table
     metadata: bytes = b""
     controller_metadata: int = 0
-    packets: int = 0
-    bytes: int = 0
 
 
 @dataclass
@@ -59,22 +64,39 @@ class Table:
     info: p4info_pb2.Table
     fields: list[p4info_pb2.MatchField]
     needs_priority: bool
+    engine_table: int
+    engine_actions: dict[int, int]  # P4Info action id -> engine action index
+    lpm_field: int | None = None  # the LPM field of a table without priorities
     entries: dict[tuple[Key, int], Entry] = field(default_factory=dict)
     default_action_id: int = 0
     default_params: tuple[int, ...] = ()
-    # Kept sorted by priority, highest first, for ternary lookup; rebuilt on change.
-    ordered: list[Entry] = field(default_factory=list)
-    dirty: bool = False
 
-    def reorder(self) -> None:
-        # Deferred to the end of a Write batch (TableStore.commit): sorting per update
-        # made batches quadratic.
-        self.dirty = True
+
+def _engine_table(engine: Engine, index: P4InfoIndex, t: p4info_pb2.Table) -> tuple[int, dict[int, int]]:
+    """The engine's table and actions for a P4Info table, checked field by field: the
+    controller's P4Info must describe the program the engine runs."""
+    name = t.preamble.name
+    ti = engine.table_index(name)
+    if ti is None:
+        raise invalid(f"the P4Info's table {name} is not in the device config (p4c's JSON)")
+    _, keys, _ = engine.tables()[ti]
+    mine = [(f.name, _ENGINE_KIND.get(f.match_type, "?"), f.bitwidth) for f in t.match_fields]
+    if [tuple(k) for k in keys] != mine:
+        raise invalid(f"table {name}: P4Info match fields {mine} differ from the device config's {keys}")
+    actions: dict[int, int] = {}
+    for ref in t.action_refs:
+        aname = index.actions[ref.id].preamble.name
+        ai = engine.action_of(ti, aname)
+        if ai is None:
+            raise invalid(f"table {name}: action {aname} is not one of the device config's")
+        actions[ref.id] = ai
+    return ti, actions
 
 
 class TableStore:
-    def __init__(self, index: P4InfoIndex) -> None:
+    def __init__(self, index: P4InfoIndex, engine: Engine) -> None:
         self.index = index
+        self.engine = engine
         self.tables: dict[int, Table] = {}
         # The program's default actions, as p4c writes them into the P4Info
         # (initial_default_action): what a table misses to until, and after, a controller
@@ -83,7 +105,10 @@ class TableStore:
         for tid, t in index.tables.items():
             fields = list(t.match_fields)
             needs_priority = any(f.match_type in (MF.TERNARY, MF.RANGE, MF.OPTIONAL) for f in fields)
-            table = Table(t, fields, needs_priority)
+            engine_table, engine_actions = _engine_table(engine, index, t)
+            table = Table(t, fields, needs_priority, engine_table, engine_actions)
+            if not needs_priority:
+                table.lpm_field = next((i for i, f in enumerate(fields) if f.match_type == MF.LPM), None)
             initial = t.initial_default_action
             if initial.action_id in index.actions:
                 args = {arg.param_id: int.from_bytes(arg.value, "big") for arg in initial.arguments}
@@ -95,11 +120,17 @@ class TableStore:
             self.tables[tid] = table
 
     def commit(self) -> None:
-        """Rebuild the lookup order of tables changed by the last batch."""
-        for t in self.tables.values():
-            if t.dirty:
-                t.ordered = sorted(t.entries.values(), key=lambda e: -e.priority)
-                t.dirty = False
+        """Rebuild the engine's lookup index of tables changed by the last batch (once per
+        batch: per update made batches quadratic)."""
+        self.engine.commit()
+
+    def counter(self, table: Table, e: Entry) -> tuple[int, int]:
+        """The entry's direct counter (packets, bytes), counted by the engine."""
+        counts: tuple[int, int] = self.engine.entry_counter(table.engine_table, e.handle)
+        return counts
+
+    def set_counter(self, table: Table, e: Entry, packets: int, bytes_: int) -> None:
+        self.engine.set_entry_counter(table.engine_table, e.handle, packets, bytes_)
 
     def table(self, table_id: int) -> Table:
         try:
@@ -145,6 +176,16 @@ class TableStore:
                 if value & ~mask:
                     raise invalid(f"match field {f.name}: value has bits outside the prefix")
                 given[m.field_id] = (value, mask)
+            elif f.match_type == MF.RANGE:
+                if which != "range":
+                    raise invalid(f"match field {f.name} is RANGE, got {which}")
+                low = decode(m.range.low, f.bitwidth, f.name + " low")
+                high = decode(m.range.high, f.bitwidth, f.name + " high")
+                if low > high:
+                    raise invalid(f"match field {f.name}: range low {low} above high {high}")
+                if (low, high) == (0, full):
+                    raise invalid(f"match field {f.name}: a full range must be omitted (don't care)")
+                given[m.field_id] = (low, high)
             else:
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"match kind of {f.name} not supported")
         key = []
@@ -153,6 +194,8 @@ class TableStore:
                 key.append(given[f.id])
             elif f.match_type == MF.EXACT:
                 raise invalid(f"exact match field {f.name} is missing")
+            elif f.match_type == MF.RANGE:
+                key.append((0, (1 << f.bitwidth) - 1))
             else:
                 key.append((0, 0))
         return tuple(key)
@@ -199,10 +242,10 @@ class TableStore:
             raise invalid(f"table {table.info.preamble.name} takes no priority")
         slot = (key, te.priority)
         if utype == Update.DELETE:
-            if slot not in table.entries:
+            gone = table.entries.pop(slot, None)
+            if gone is None:
                 raise not_found(f"no such entry in {table.info.preamble.name}")
-            del table.entries[slot]
-            table.reorder()
+            self.engine.delete(table.engine_table, gone.handle)
             return
         if te.action.WhichOneof("type") != "action":
             raise invalid("only direct actions are supported (no action profiles in this program)")
@@ -217,18 +260,23 @@ class TableStore:
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"table {table.info.preamble.name} is full ({table.info.size})",
                 )
+            # LPM without priorities: the longest prefix wins, so it is the engine's priority.
+            rank = te.priority if table.lpm_field is None else bin(key[table.lpm_field][1]).count("1")
+            handle = self.engine.insert(
+                table.engine_table, list(key), rank, table.engine_actions[action_id], list(params)
+            )
             table.entries[slot] = Entry(
-                key, te.priority, action_id, params, te.metadata, te.controller_metadata
+                key, te.priority, action_id, params, handle, te.metadata, te.controller_metadata
             )
         elif utype == Update.MODIFY:
             old = table.entries.get(slot)
             if old is None:
                 raise not_found(f"no such entry in {table.info.preamble.name}")
+            self.engine.modify(table.engine_table, old.handle, table.engine_actions[action_id], list(params))
             old.action_id, old.params = action_id, params
             old.metadata, old.controller_metadata = te.metadata, te.controller_metadata
         else:
             raise invalid("unspecified update type")
-        table.reorder()
 
     def _write_default(self, table: Table, utype: int, te: p4runtime_pb2.TableEntry) -> None:
         if te.match or te.priority:
@@ -241,11 +289,15 @@ class TableStore:
                 f"the default action of {table.info.preamble.name} is const",
             )
         if te.HasField("action"):
-            table.default_action_id, table.default_params = self._action(table, te.action.action, True)
+            action_id, params = self._action(table, te.action.action, True)
         else:
-            table.default_action_id, table.default_params = self.initial_defaults.get(
-                table.info.preamble.id, (0, ())
-            )
+            action_id, params = self.initial_defaults.get(table.info.preamble.id, (0, ()))
+        if action_id:
+            self.engine.set_default(table.engine_table, table.engine_actions[action_id], list(params))
+        else:  # no default in the P4Info: the program's own (p4c's JSON)
+            ai, ps, _ = self.engine.initial_default(table.engine_table)
+            self.engine.set_default(table.engine_table, ai, ps)
+        table.default_action_id, table.default_params = action_id, params
 
     # ---- reads ------------------------------------------------------------------
 
@@ -257,13 +309,17 @@ class TableStore:
             controller_metadata=e.controller_metadata,
         )
         for f, (value, mask) in zip(table.fields, e.key, strict=True):
-            if mask == 0:
+            if (mask == 0 and f.match_type != MF.RANGE) or (
+                f.match_type == MF.RANGE and (value, mask) == (0, (1 << f.bitwidth) - 1)
+            ):
                 continue
             m = te.match.add(field_id=f.id)
             if f.match_type == MF.EXACT:
                 m.exact.value = encode(value)
             elif f.match_type == MF.TERNARY:
                 m.ternary.value, m.ternary.mask = encode(value), encode(mask)
+            elif f.match_type == MF.RANGE:
+                m.range.low, m.range.high = encode(value), encode(mask)
             else:
                 m.lpm.value, m.lpm.prefix_len = encode(value), bin(mask).count("1")
         self._set_action(te.action.action, e.action_id, e.params)

@@ -1,8 +1,14 @@
-//! Loader for the BMv2 JSON that p4c emits: the first step of the compiled packet engine of
-//! issue #13 (item 2). It reads the program into typed structures and refuses, at load
-//! time and with the place named, every construct outside the set this engine is built for
-//! (what slicing.p4 compiles to, plus LPM / range matches). Packet execution is not here
-//! yet: nothing in the bundled target uses this crate.
+//! The packet engine of the bundled P4Runtime target (issue #13, item 2): it loads the BMv2
+//! JSON that p4c emits, refuses at load time, with the place named, every construct outside
+//! the set it executes, and runs packets through the program as simple_switch does
+//! (`exec`). `ir` resolves names to indices once; `table` holds match tables; `python` is
+//! the PyO3 module the target imports (cargo feature "python").
+
+pub mod exec;
+pub mod ir;
+#[cfg(feature = "python")]
+mod python;
+pub mod table;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -235,6 +241,14 @@ fn check(program: &Program, raw: &Value) -> Vec<String> {
         not_in(&mut bad, EXPR_OPS, &op, "expression operator".to_string());
     }
     bad
+}
+
+/// Load a program and build the engine that runs it (all tables empty, externs zero).
+pub fn engine(json: &str) -> Result<exec::Engine, LoadError> {
+    load(json)?;
+    let raw: Value = serde_json::from_str(json).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
+    let ir = ir::build(&raw).map_err(|e| LoadError { unsupported: vec![e], detail: String::new() })?;
+    Ok(exec::Engine::new(ir))
 }
 
 /// Parse a BMv2 JSON program and check that this engine supports every construct in it.

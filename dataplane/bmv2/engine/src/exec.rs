@@ -1,0 +1,712 @@
+//! Running packets through the program as simple_switch does (v1model): parser, verify
+//! checksums, ingress; the caller's traffic manager; egress, update checksums, deparser.
+//! The header vector (PHV) travels with the packet from ingress to egress, as in BMv2.
+
+use crate::ir::{BinOp, Expr, Ir, Node, ParserOp, Prim, UnOp};
+use crate::table::{full, Entry, TableState, WriteError};
+
+/// BMv2's drop port: egress_spec set to it (mark_to_drop) drops the packet.
+pub const DROP_PORT: u64 = 511;
+
+#[derive(Debug, Clone)]
+pub struct MeterCell {
+    pub cir: u64,
+    pub cburst: u64,
+    pub pir: u64,
+    pub pburst: u64,
+    pub configured: bool,
+    tc: f64,
+    tp: f64,
+    last_us: i64,
+}
+
+impl Default for MeterCell {
+    fn default() -> Self {
+        MeterCell { cir: 0, cburst: 0, pir: 0, pburst: 0, configured: false, tc: 0.0, tp: 0.0, last_us: -1 }
+    }
+}
+
+impl MeterCell {
+    pub fn configure(&mut self, cfg: Option<(u64, u64, u64, u64)>) {
+        *self = MeterCell::default();
+        if let Some((cir, cburst, pir, pburst)) = cfg {
+            *self = MeterCell { cir, cburst, pir, pburst, configured: true, ..MeterCell::default() };
+        }
+    }
+
+    /// A colour-blind trTCM (RFC 2698) as BMv2's meters: 0 GREEN, 1 YELLOW, 2 RED;
+    /// unconfigured = GREEN.
+    fn execute(&mut self, size: u64, now_us: i64) -> u64 {
+        if !self.configured {
+            return 0;
+        }
+        if self.last_us < 0 {
+            self.tc = self.cburst as f64;
+            self.tp = self.pburst as f64;
+        } else {
+            let dt = (now_us - self.last_us).max(0) as f64 / 1e6;
+            self.tc = (self.cburst as f64).min(self.tc + self.cir as f64 * dt);
+            self.tp = (self.pburst as f64).min(self.tp + self.pir as f64 * dt);
+        }
+        self.last_us = now_us;
+        let size = size as f64;
+        if self.tp < size {
+            return 2;
+        }
+        if self.tc < size {
+            self.tp -= size;
+            return 1;
+        }
+        self.tp -= size;
+        self.tc -= size;
+        0
+    }
+}
+
+/// A packet between the stages: its header vector and the bytes not yet parsed.
+#[derive(Debug, Clone)]
+pub struct Packet {
+    pub fields: Vec<u64>,
+    pub valid: Vec<bool>,
+    pub varbits: Vec<Vec<u8>>,
+    pub data: Vec<u8>,
+    /// Offset of the payload (what the parser did not extract) in `data`.
+    pub payload: usize,
+    pub ingress_length: u64,
+    /// Byte offset at which the parser extracted each header (-1: not extracted).
+    pub extracted_at: Vec<i64>,
+}
+
+pub struct Engine {
+    pub ir: Ir,
+    pub tables: Vec<TableState>,
+    pub counters: Vec<Vec<(u64, u64)>>,
+    pub registers: Vec<Vec<u64>>,
+    pub meters: Vec<Vec<MeterCell>>,
+}
+
+struct ParseError(u32);
+
+fn read_bits(data: &[u8], bit_off: usize, width: u32) -> u64 {
+    // width <= 64 and the caller checked the bytes exist
+    let first = bit_off / 8;
+    let last = (bit_off + width as usize).div_ceil(8);
+    let mut acc: u128 = 0;
+    for b in &data[first..last] {
+        acc = (acc << 8) | *b as u128;
+    }
+    let tail = last * 8 - (bit_off + width as usize);
+    ((acc >> tail) as u64) & full(width)
+}
+
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u128,
+    nbits: u32,
+}
+
+impl BitWriter<'_> {
+    fn push(&mut self, value: u64, width: u32) {
+        self.acc = (self.acc << width) | (value & full(width)) as u128;
+        self.nbits += width;
+        while self.nbits >= 8 {
+            self.nbits -= 8;
+            self.out.push((self.acc >> self.nbits) as u8);
+        }
+        self.acc &= (1u128 << self.nbits) - 1;
+    }
+}
+
+fn csum16(bytes: &[u8]) -> u64 {
+    let mut sum: u64 = 0;
+    for c in bytes.chunks(2) {
+        let w = if c.len() == 2 { (c[0] as u64) << 8 | c[1] as u64 } else { (c[0] as u64) << 8 };
+        sum += w;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !sum & 0xffff
+}
+
+struct Ctx<'p> {
+    pkt: &'p mut Packet,
+    cursor: usize,
+}
+
+impl Engine {
+    pub fn new(ir: Ir) -> Self {
+        let tables = ir.tables.iter().map(TableState::new).collect();
+        let counters = ir.counters.iter().map(|c| vec![(0, 0); c.size]).collect();
+        let registers = ir.registers.iter().map(|r| vec![0; r.size]).collect();
+        let meters = ir.meters.iter().map(|m| vec![MeterCell::default(); m.size]).collect();
+        Engine { ir, tables, counters, registers, meters }
+    }
+
+    // ---- control plane ---------------------------------------------------------------
+
+    pub fn check_action(&self, table: usize, action: usize, params: &[u64]) -> Result<(), WriteError> {
+        let t = &self.ir.tables[table];
+        if !t.actions.contains(&action) {
+            return Err(WriteError::Invalid(format!("action {action} is not an action of {}", t.name)));
+        }
+        let a = &self.ir.actions[action];
+        if a.param_widths.len() != params.len() {
+            return Err(WriteError::Invalid(format!("{} takes {} parameters", a.name, a.param_widths.len())));
+        }
+        for (w, p) in a.param_widths.iter().zip(params) {
+            if p & !full(*w) != 0 {
+                return Err(WriteError::Invalid(format!("{}: parameter wider than {w} bits", a.name)));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn insert(
+        &mut self,
+        table: usize,
+        key: Vec<(u64, u64)>,
+        priority: i64,
+        action: usize,
+        params: Vec<u64>,
+    ) -> Result<u64, WriteError> {
+        self.check_action(table, action, &params)?;
+        let entry = Entry { key, priority, action, params, packets: 0, bytes: 0 };
+        self.tables[table].insert(&self.ir.tables[table], entry)
+    }
+
+    pub fn set_default(&mut self, table: usize, action: usize, params: Vec<u64>) -> Result<(), WriteError> {
+        self.check_action(table, action, &params)?;
+        let t = &mut self.tables[table];
+        t.default_action = action;
+        t.default_params = params;
+        Ok(())
+    }
+
+    pub fn commit(&mut self) {
+        for (t, ir) in self.tables.iter_mut().zip(&self.ir.tables) {
+            t.commit(ir);
+        }
+    }
+
+    // ---- data plane ------------------------------------------------------------------
+
+    /// Parser + ingress. None: dropped in ingress (egress_spec = 511).
+    pub fn ingress(&mut self, data: Vec<u8>, port: u64, now_us: u64) -> Option<Packet> {
+        let n = self.ir.slot_width.len();
+        let mut pkt = Packet {
+            fields: vec![0; n],
+            valid: self.ir.headers.iter().map(|h| h.metadata).collect(),
+            varbits: vec![Vec::new(); self.ir.headers.len()],
+            ingress_length: data.len() as u64,
+            extracted_at: vec![-1; self.ir.headers.len()],
+            data,
+            payload: 0,
+        };
+        let std = self.ir.std;
+        pkt.fields[std.ingress_port] = port & full(self.ir.slot_width[std.ingress_port]);
+        pkt.fields[std.packet_length] = pkt.ingress_length;
+        pkt.fields[std.ingress_global_timestamp] = now_us & full(48);
+        let mut ctx = Ctx { pkt: &mut pkt, cursor: 0 };
+        let err = match self.parse(&mut ctx) {
+            Ok(()) => 0,
+            Err(ParseError(code)) => code,
+        };
+        pkt.payload = ctx.cursor;
+        pkt.fields[std.parser_error] = err as u64;
+        if let Some(ce) = std.checksum_error {
+            if self.checksums_fail(&mut pkt) {
+                pkt.fields[ce] = 1;
+            }
+        }
+        let init = self.ir.ingress_init;
+        self.run_control(init, &mut pkt);
+        if pkt.fields[std.egress_spec] == DROP_PORT {
+            return None;
+        }
+        Some(pkt)
+    }
+
+    /// Egress + checksums + deparser. None: dropped in egress.
+    pub fn egress(&mut self, mut pkt: Packet, now_us: u64) -> Option<Vec<u8>> {
+        let std = self.ir.std;
+        pkt.fields[std.egress_port] = pkt.fields[std.egress_spec];
+        pkt.fields[std.egress_spec] = 0;
+        if let Some(ts) = std.egress_global_timestamp {
+            pkt.fields[ts] = now_us & full(48);
+        }
+        let init = self.ir.egress_init;
+        self.run_control(init, &mut pkt);
+        if pkt.fields[std.egress_spec] == DROP_PORT {
+            return None;
+        }
+        self.update_checksums(&mut pkt);
+        Some(self.deparse(&pkt))
+    }
+
+    pub fn egress_spec(&self, pkt: &Packet) -> u64 {
+        pkt.fields[self.ir.std.egress_spec]
+    }
+
+    pub fn priority(&self, pkt: &Packet) -> u64 {
+        self.ir.std.priority.map(|p| pkt.fields[p]).unwrap_or(0)
+    }
+
+    fn parse(&mut self, ctx: &mut Ctx) -> Result<(), ParseError> {
+        let mut state = Some(self.ir.init_state);
+        let mut steps = 0;
+        while let Some(si) = state {
+            steps += 1;
+            if steps > 1000 {
+                return Err(ParseError(0)); // cannot happen in an acyclic program; a loop ends here
+            }
+            let st = &self.ir.states[si];
+            for op in &st.ops {
+                match op {
+                    ParserOp::Set(dst, e) => {
+                        let v = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                        ctx.pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
+                    }
+                    ParserOp::Extract(h) => self.extract(ctx, *h, None)?,
+                    ParserOp::ExtractVl(h, e) => {
+                        let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                        self.extract(ctx, *h, Some(bits as u64 & 0xffff_ffff))?
+                    }
+                    ParserOp::Verify(cond, err) => {
+                        if self.eval(cond, ctx.pkt, &[], ctx.cursor)? == 0 {
+                            let code = self.eval(err, ctx.pkt, &[], ctx.cursor)?;
+                            return Err(ParseError(code as u32));
+                        }
+                    }
+                }
+            }
+            if st.transitions.is_empty() {
+                return Ok(());
+            }
+            let mut key: u128 = 0;
+            for (e, nbytes) in &st.key {
+                let v = self.eval(e, ctx.pkt, &[], ctx.cursor)? as u128;
+                let bits = nbytes * 8;
+                key = if bits >= 128 { v } else { (key << bits) | (v & ((1u128 << bits) - 1)) };
+            }
+            let mut next = None;
+            let mut matched = false;
+            for t in &st.transitions {
+                if t.default || key & t.mask == t.value {
+                    next = t.next;
+                    matched = true;
+                    break;
+                }
+            }
+            if !matched {
+                return Err(ParseError(self.ir.error_no_match));
+            }
+            state = next;
+        }
+        Ok(())
+    }
+
+    fn extract(&self, ctx: &mut Ctx, h: usize, vl_bits: Option<u64>) -> Result<(), ParseError> {
+        let hdr = &self.ir.headers[h];
+        let fixed = (hdr.fixed_bits / 8) as usize;
+        let mut var = 0usize;
+        if let Some(bits) = vl_bits {
+            let max = hdr.varbit_max_bytes.unwrap_or(0) as u64;
+            if bits % 8 != 0 || bits / 8 > max {
+                return Err(ParseError(self.ir.error_header_too_short));
+            }
+            var = (bits / 8) as usize;
+        }
+        let start = ctx.cursor;
+        if start + fixed + var > ctx.pkt.data.len() {
+            return Err(ParseError(self.ir.error_packet_too_short));
+        }
+        let mut off = start * 8;
+        for &(slot, w) in &hdr.fields {
+            ctx.pkt.fields[slot] = read_bits(&ctx.pkt.data, off, w);
+            off += w as usize;
+        }
+        if vl_bits.is_some() {
+            let from = start + fixed;
+            ctx.pkt.varbits[h] = ctx.pkt.data[from..from + var].to_vec();
+        }
+        ctx.pkt.valid[h] = true;
+        ctx.pkt.extracted_at[h] = start as i64;
+        ctx.cursor = start + fixed + var;
+        Ok(())
+    }
+
+    fn eval(&self, e: &Expr, pkt: &Packet, params: &[u64], cursor: usize) -> Result<i128, ParseError> {
+        Ok(match e {
+            Expr::Const(c) => *c,
+            Expr::Field(f) => pkt.fields[*f] as i128,
+            Expr::Valid(h) => pkt.valid[*h] as i128,
+            Expr::Runtime(i) => params.get(*i).copied().unwrap_or(0) as i128,
+            Expr::Lookahead { offset, width } => {
+                let bit = cursor * 8 + *offset as usize;
+                if bit + *width as usize > pkt.data.len() * 8 {
+                    return Err(ParseError(self.ir.error_packet_too_short));
+                }
+                read_bits(&pkt.data, bit, *width) as i128
+            }
+            Expr::Un(op, x) => {
+                let v = self.eval(x, pkt, params, cursor)?;
+                match op {
+                    UnOp::D2b => (v != 0) as i128,
+                    UnOp::Not => (v == 0) as i128,
+                    UnOp::BitNot => !v,
+                    UnOp::Neg => v.wrapping_neg(),
+                    UnOp::B2d => v,
+                }
+            }
+            Expr::Bin(BinOp::LAnd, a, b) => {
+                (self.eval(a, pkt, params, cursor)? != 0 && self.eval(b, pkt, params, cursor)? != 0) as i128
+            }
+            Expr::Bin(BinOp::LOr, a, b) => {
+                (self.eval(a, pkt, params, cursor)? != 0 || self.eval(b, pkt, params, cursor)? != 0) as i128
+            }
+            Expr::Bin(op, a, b) => {
+                let x = self.eval(a, pkt, params, cursor)?;
+                let y = self.eval(b, pkt, params, cursor)?;
+                match op {
+                    BinOp::And => x & y,
+                    BinOp::Or => x | y,
+                    BinOp::Xor => x ^ y,
+                    BinOp::Add => x.wrapping_add(y),
+                    BinOp::Sub => x.wrapping_sub(y),
+                    BinOp::Mul => x.wrapping_mul(y),
+                    BinOp::Shl => {
+                        if (0..128).contains(&y) {
+                            x.wrapping_shl(y as u32)
+                        } else {
+                            0
+                        }
+                    }
+                    BinOp::Shr => {
+                        if (0..128).contains(&y) {
+                            x >> y
+                        } else if x < 0 {
+                            -1
+                        } else {
+                            0
+                        }
+                    }
+                    BinOp::Eq => (x == y) as i128,
+                    BinOp::Ne => (x != y) as i128,
+                    BinOp::Lt => (x < y) as i128,
+                    BinOp::Le => (x <= y) as i128,
+                    BinOp::Gt => (x > y) as i128,
+                    BinOp::Ge => (x >= y) as i128,
+                    BinOp::LAnd | BinOp::LOr => unreachable!(),
+                }
+            }
+            Expr::Cond(c, a, b) => {
+                if self.eval(c, pkt, params, cursor)? != 0 {
+                    self.eval(a, pkt, params, cursor)?
+                } else {
+                    self.eval(b, pkt, params, cursor)?
+                }
+            }
+        })
+    }
+
+    fn value(&self, e: &Expr, pkt: &Packet, params: &[u64]) -> i128 {
+        // Outside the parser nothing can fail (no lookahead there).
+        self.eval(e, pkt, params, pkt.payload).unwrap_or(0)
+    }
+
+    fn run_control(&mut self, init: Option<Node>, pkt: &mut Packet) {
+        let mut node = init;
+        while let Some(n) = node {
+            node = match n {
+                Node::Cond(c) => {
+                    let cond = &self.ir.conds[c];
+                    if self.value(&cond.expr, pkt, &[]) != 0 {
+                        cond.t
+                    } else {
+                        cond.f
+                    }
+                }
+                Node::Table(t) => self.apply_table(t, pkt),
+            };
+        }
+    }
+
+    fn apply_table(&mut self, t: usize, pkt: &mut Packet) -> Option<Node> {
+        let (action, params, hit) = if self.tables[t].keyless() {
+            let ts = &self.tables[t];
+            (ts.default_action, ts.default_params.clone(), false)
+        } else {
+            let mut values = [0u64; 32];
+            let nkeys = self.ir.tables[t].keys.len();
+            for (i, k) in self.ir.tables[t].keys.iter().enumerate() {
+                values[i] = self.value(&k.src, pkt, &[]) as u64;
+            }
+            let ir_table = &self.ir.tables[t];
+            let ts = &mut self.tables[t];
+            match ts.lookup(ir_table, &values[..nkeys]) {
+                Some(h) => {
+                    let e = ts.entries.get_mut(&h).expect("indexed entry exists");
+                    if ir_table.direct_counter {
+                        e.packets += 1;
+                        e.bytes += pkt.ingress_length;
+                    }
+                    (e.action, e.params.clone(), true)
+                }
+                None => (ts.default_action, ts.default_params.clone(), false),
+            }
+        };
+        self.run_action(action, &params, pkt);
+        match &self.ir.tables[t].next {
+            crate::ir::NextIr::ByAction(by) => by.get(&action).copied().flatten(),
+            crate::ir::NextIr::HitMiss(h, m) => {
+                if hit {
+                    *h
+                } else {
+                    *m
+                }
+            }
+        }
+    }
+
+    fn run_action(&mut self, action: usize, params: &[u64], pkt: &mut Packet) {
+        let n = self.ir.actions[action].prims.len();
+        for i in 0..n {
+            let prim = &self.ir.actions[action].prims[i];
+            match prim {
+                Prim::Assign(dst, e) => {
+                    let v = self.value(e, pkt, params);
+                    pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
+                }
+                Prim::Count(c, idx) => {
+                    let i = self.value(idx, pkt, params);
+                    let len = pkt.ingress_length;
+                    if let Some(cell) = usize::try_from(i).ok().and_then(|i| self.counters[*c].get_mut(i)) {
+                        cell.0 += 1;
+                        cell.1 += len;
+                    }
+                }
+                Prim::ExecuteMeter(m, idx, dst) => {
+                    let i = self.value(idx, pkt, params);
+                    let now = pkt.fields[self.ir.std.ingress_global_timestamp] as i64;
+                    let size = if self.ir.meters[*m].bytes { pkt.ingress_length } else { 1 };
+                    let dst = *dst;
+                    let color = usize::try_from(i)
+                        .ok()
+                        .and_then(|i| self.meters[*m].get_mut(i))
+                        .map(|cell| cell.execute(size, now))
+                        .unwrap_or(0);
+                    pkt.fields[dst] = color & full(self.ir.slot_width[dst]);
+                }
+                Prim::MarkToDrop => {
+                    pkt.fields[self.ir.std.egress_spec] = DROP_PORT;
+                    if let Some(m) = self.ir.std.mcast_grp {
+                        pkt.fields[m] = 0;
+                    }
+                }
+                Prim::RegisterRead(dst, r, idx) => {
+                    let i = self.value(idx, pkt, params);
+                    let v = usize::try_from(i).ok().and_then(|i| self.registers[*r].get(i)).copied().unwrap_or(0);
+                    pkt.fields[*dst] = v & full(self.ir.slot_width[*dst]);
+                }
+                Prim::RegisterWrite(r, idx, e) => {
+                    let i = self.value(idx, pkt, params);
+                    let v = self.value(e, pkt, params) as u64 & full(self.ir.registers[*r].width);
+                    if let Some(cell) = usize::try_from(i).ok().and_then(|i| self.registers[*r].get_mut(i)) {
+                        *cell = v;
+                    }
+                }
+                Prim::AddHeader(h) => {
+                    if !pkt.valid[*h] {
+                        for &(slot, _) in &self.ir.headers[*h].fields {
+                            pkt.fields[slot] = 0;
+                        }
+                        pkt.varbits[*h].clear();
+                        pkt.valid[*h] = true;
+                    }
+                }
+                Prim::RemoveHeader(h) => pkt.valid[*h] = false,
+            }
+        }
+    }
+
+    fn pack(&self, pkt: &Packet, inputs: &[(usize, u32)]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64);
+        let mut w = BitWriter { out: &mut out, acc: 0, nbits: 0 };
+        for &(slot, width) in inputs {
+            w.push(pkt.fields[slot], width);
+        }
+        if w.nbits > 0 {
+            let pad = 8 - w.nbits;
+            w.push(0, pad);
+        }
+        out
+    }
+
+    fn checksum_applies(&self, c: &crate::ir::ChecksumIr, pkt: &Packet) -> bool {
+        c.cond.as_ref().is_none_or(|e| self.value(e, pkt, &[]) != 0)
+    }
+
+    fn checksums_fail(&self, pkt: &mut Packet) -> bool {
+        let mut bad = false;
+        for c in self.ir.checksums.iter().filter(|c| c.verify) {
+            if self.checksum_applies(c, pkt) {
+                let sum = csum16(&self.pack(pkt, &c.inputs)) & full(c.target_width);
+                bad |= sum != pkt.fields[c.target];
+            }
+        }
+        bad
+    }
+
+    fn update_checksums(&self, pkt: &mut Packet) {
+        for c in self.ir.checksums.iter().filter(|c| c.update) {
+            if self.checksum_applies(c, pkt) {
+                pkt.fields[c.target] = csum16(&self.pack(pkt, &c.inputs)) & full(c.target_width);
+            }
+        }
+    }
+
+    fn deparse(&self, pkt: &Packet) -> Vec<u8> {
+        let mut out = Vec::with_capacity(pkt.data.len() + 8);
+        for &h in &self.ir.deparse_order {
+            if !pkt.valid[h] {
+                continue;
+            }
+            let hdr = &self.ir.headers[h];
+            let mut w = BitWriter { out: &mut out, acc: 0, nbits: 0 };
+            for &(slot, width) in &hdr.fields {
+                w.push(pkt.fields[slot], width);
+            }
+            out.extend_from_slice(&pkt.varbits[h]);
+        }
+        out.extend_from_slice(&pkt.data[pkt.payload..]);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SLICING: &str = include_str!("../../compiled/slicing.json");
+
+    fn table(e: &Engine, name: &str) -> usize {
+        e.ir.tables.iter().position(|t| t.name == name).expect(name)
+    }
+    fn action(e: &Engine, t: usize, name: &str) -> usize {
+        *e.ir.tables[t].actions.iter().find(|a| e.ir.actions[**a].name == name).expect(name)
+    }
+    fn counter<'a>(e: &'a Engine, name: &str) -> &'a Vec<(u64, u64)> {
+        &e.counters[e.ir.counters.iter().position(|c| c.name == name).expect(name)]
+    }
+
+    fn ipv4_udp(tos: u8, dport: u16, bad_checksum: bool) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        let mut ip = vec![0x45, tos, 0, 36, 0, 1, 0, 0, 64, 17, 0, 0, 10, 1, 0, 5, 10, 9, 0, 1];
+        let sum = csum16(&ip);
+        ip[10] = (sum >> 8) as u8 ^ if bad_checksum { 0xff } else { 0 };
+        ip[11] = sum as u8;
+        f.extend(ip);
+        f.extend([0x9c, 0x40, (dport >> 8) as u8, dport as u8, 0, 16, 0, 0]);
+        f.extend([0u8; 8]);
+        f
+    }
+
+    /// Access port 1 (tenant 1, VID 100) forwarding to port 2, which tags.
+    fn access_setup() -> Engine {
+        let mut e = crate::engine(SLICING).expect("slicing.json");
+        let pt = table(&e, "SlicingIngress.tenant.port_tenant");
+        let a = action(&e, pt, "SlicingIngress.tenant.set_access_tenant");
+        e.insert(pt, vec![(1, 511)], 0, a, vec![1, 100]).unwrap();
+        let fw = table(&e, "SlicingIngress.fwd.tenant_forward");
+        let a = action(&e, fw, "SlicingIngress.fwd.forward");
+        e.insert(fw, vec![(1, 255), (1, 511)], 0, a, vec![2]).unwrap();
+        let ev = table(&e, "SlicingEgress.vlan_tag.egress_vlan");
+        let a = action(&e, ev, "SlicingEgress.vlan_tag.push_tenant_vlan");
+        e.insert(ev, vec![(2, 511)], 0, a, vec![]).unwrap();
+        e
+    }
+
+    #[test]
+    fn forwards_tags_and_recomputes_the_ipv4_checksum() {
+        let mut e = access_setup();
+        let frame = ipv4_udp(0, 5000, true);
+        let pkt = e.ingress(frame.clone(), 1, 10).expect("forwarded");
+        assert_eq!(e.egress_spec(&pkt), 2);
+        let out = e.egress(pkt, 11).expect("not dropped in egress");
+        assert_eq!(out.len(), frame.len() + 4);
+        assert_eq!(&out[12..16], &[0x81, 0x00, 0x00, 100]);
+        assert_eq!(csum16(&out[18..38]), 0, "a valid IPv4 header sums to zero");
+        assert_eq!(&out[38..], &frame[34..]);
+        assert_eq!(counter(&e, "SlicingEgress.vlan_tag.lane_tx")[0], (1, frame.len() as u64));
+    }
+
+    #[test]
+    fn classifier_highest_priority_wins_and_sets_the_lane() {
+        let mut e = access_setup();
+        let cl = table(&e, "SlicingIngress.classifier.classifier");
+        let set_slice = action(&e, cl, "SlicingIngress.classifier.set_slice");
+        let mut key = vec![(1u64, 255u64)];
+        key.extend(std::iter::repeat_n((0, 0), 10));
+        let broad = key.clone();
+        key[7] = (5000, 0xffff); // dst_port
+        e.insert(cl, broad, 10, set_slice, vec![3, 2]).unwrap();
+        e.insert(cl, key, 20, set_slice, vec![4, 5]).unwrap();
+        let pkt = e.ingress(ipv4_udp(0, 5000, false), 1, 10).unwrap();
+        assert_eq!(e.priority(&pkt), 5);
+        let pkt = e.ingress(ipv4_udp(0, 6000, false), 1, 10).unwrap();
+        assert_eq!(e.priority(&pkt), 2);
+        assert_eq!(counter(&e, "SlicingIngress.classifier.slice_rx")[4].0, 1);
+        assert_eq!(counter(&e, "SlicingIngress.classifier.slice_rx")[3].0, 1);
+        let hits: Vec<u64> = e.tables[cl].entries.values().map(|x| x.packets).collect();
+        assert_eq!(hits.iter().sum::<u64>(), 2, "direct counter per entry");
+    }
+
+    #[test]
+    fn truncated_frames_are_malformed_and_unknown_ports_dropped() {
+        let mut e = access_setup();
+        let frame = ipv4_udp(0, 5000, false);
+        for n in 14..frame.len() {
+            let _ = e.ingress(frame[..n].to_vec(), 1, 10);
+        }
+        // 14..33: the IPv4 header is cut (PacketTooShort); 34..49: total length beyond the frame
+        assert_eq!(counter(&e, "SlicingIngress.classifier.malformed")[0].0, (frame.len() - 14) as u64);
+        assert_eq!(counter(&e, "SlicingIngress.classifier.slice_rx")[0].0, (frame.len() - 14) as u64);
+        assert!(e.ingress(frame, 9, 10).is_none());
+        assert_eq!(counter(&e, "SlicingIngress.tenant.tenant_drops")[0].0, 1);
+    }
+
+    #[test]
+    fn lpm_and_range_tables_match_as_p4runtime_defines() {
+        use crate::ir::{Expr, KeyIr, MatchKind, NextIr, TableIr};
+        use crate::table::{Entry, TableState};
+        let mk = |kind| TableIr {
+            name: "t".into(),
+            keys: vec![KeyIr { name: "k".into(), kind, src: Expr::Field(0), width: 16 }],
+            max_size: 2,
+            actions: vec![0],
+            next: NextIr::HitMiss(None, None),
+            default_action: 0,
+            default_params: vec![],
+            default_const: false,
+            direct_counter: false,
+        };
+        let entry = |key, priority| Entry { key: vec![key], priority, action: 0, params: vec![], packets: 0, bytes: 0 };
+        let lpm = mk(MatchKind::Lpm);
+        let mut t = TableState::new(&lpm);
+        let short = t.insert(&lpm, entry((0x0a00, 0xff00), 8)).unwrap();
+        let long = t.insert(&lpm, entry((0x0a10, 0xfff0), 12)).unwrap();
+        assert_eq!(t.lookup(&lpm, &[0x0a15]), Some(long));
+        assert_eq!(t.lookup(&lpm, &[0x0a25]), Some(short));
+        assert_eq!(t.lookup(&lpm, &[0x0b00]), None);
+        assert_eq!(t.insert(&lpm, entry((1, 0xffff), 16)), Err(crate::table::WriteError::Full));
+        let range = mk(MatchKind::Range);
+        let mut t = TableState::new(&range);
+        let wide = t.insert(&range, entry((5000, 5030), 1)).unwrap();
+        let narrow = t.insert(&range, entry((5010, 5012), 2)).unwrap();
+        assert_eq!(t.lookup(&range, &[5011]), Some(narrow));
+        assert_eq!(t.lookup(&range, &[5030]), Some(wide));
+        assert_eq!(t.lookup(&range, &[5031]), None);
+        assert!(t.insert(&range, entry((7, 6), 3)).is_err());
+    }
+}
