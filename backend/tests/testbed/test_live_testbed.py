@@ -136,13 +136,14 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         nf_now = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
                       if b["driver"] == "netfpga")
         assert nf_now["congestion_until"] is not None and nf_now["congestion_factor"] == 6
-        wait_until("the NetFPGA backend's offered load raised", lambda: next(
+        wait_until("the NetFPGA backend's egress capacity lowered to its offered load / 6", lambda: next(
             b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "netfpga"
-        )["offered_pps"] == pytest.approx(6 * planes["netfpga"]["offered_pps"]), 8)  # the traffic loop's
-        # one-second step can lag by seconds on a loaded 2-core CI machine; the 15 s scenario leaves
-        # the 5 s window below inside it either way
-        # while it runs, the NetFPGA model cannot keep up: red-embb loses packets there (and
-        # only there: the same slice on XDP does not); afterwards it recovers by itself
+        )["egress_capacity_bps"] == pytest.approx(planes["netfpga"]["offered_bps"] / 6), 8)  # the traffic
+        # loop's one-second step can lag by seconds on a loaded 2-core CI machine; the 15 s scenario
+        # leaves the 5 s window below inside it either way
+        # while it runs, red-embb's best-effort lane loses there (and only there: the same slice
+        # on XDP does not); the order of the lanes is test_congestion_order's; afterwards it
+        # recovers by itself
         started = datetime.now(UTC)
         time.sleep(5)
         session.expire_all()
@@ -156,7 +157,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             return {lane: float(100 * (tx - rx) / tx) for lane, tx, rx in rows if tx}
 
         congested, elsewhere = window_loss(ids["netfpga"]), window_loss(ids["xdp"])
-        assert set(congested) == {0, 2, 4, 6} and min(congested.values()) > 10, congested
+        assert set(congested) == {0, 2, 4, 6} and congested[0] > 10, congested
         assert set(elsewhere) == {0, 2, 4, 6} and max(elsewhere.values()) < 5, elsewhere
 
         def recovered() -> dict[int, float] | None:

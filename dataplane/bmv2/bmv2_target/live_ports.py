@@ -36,7 +36,9 @@ class LivePorts:
             port_text, _, ifname = item.partition("@")
             self.socks[int(port_text)] = open_port(ifname)
         cfg = switch.config
-        self.tm = LiveTrafficManager(cfg.priority_queues, cfg.queue_depth, cfg.link_bps, self._transmit)
+        self.tm: LiveTrafficManager[InFlight] = LiveTrafficManager(
+            cfg.priority_queues, cfg.queue_depth, cfg.link_bps, self._transmit
+        )
         self.received = 0
         self.send_errors = 0
 
@@ -60,11 +62,15 @@ class LivePorts:
 
     def _transmit(self, port: int, f: InFlight) -> None:
         with self.switch.lock:
-            if self.switch.pipeline is None:  # a new pipeline config: in-flight packets are gone
+            pipeline = self.switch.pipeline
+            if pipeline is None:  # a new pipeline config: in-flight packets are gone
                 return
-            data = self.switch.pipeline.egress(f)
+            try:  # the compiled engine: egress at the departure time; None = egress dropped it
+                data = pipeline.egress(f, time.time_ns() // 1000)
+            except TypeError:  # the Python pipeline it replaces: egress(f)
+                data = pipeline.egress(f)
         dst = self.socks.get(port)
-        if dst is None:
+        if dst is None or data is None:
             return
         try:
             dst.send(data)
@@ -107,3 +113,13 @@ class LivePorts:
                 "Status": grpc.unary_unary_rpc_method_handler(self._status),
             },
         )
+
+
+def call_live(address: str, method: str, body: dict[str, Any] | None = None, timeout_s: float = 5.0) -> dict[str, Any]:
+    """Client of the Live service (the testbed's congestion scenario): ``method`` is
+    SetLinkRate or Status; returns the target's status."""
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(f"/sliceportal.bmv2.Live/{method}")
+        reply: bytes = call(json.dumps(body or {}).encode(), timeout=timeout_s)
+    result: dict[str, Any] = json.loads(reply)
+    return result

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from .pipeline import InFlight
 
@@ -79,7 +80,21 @@ class TrafficManager:
         self.advance(1 << 62)
 
 
-class LiveTrafficManager:
+class Queued(Protocol):
+    """What the live traffic manager needs of a packet (the pipeline's InFlight has it)."""
+
+    @property
+    def priority(self) -> int: ...
+    @property
+    def egress_port(self) -> int: ...
+    @property
+    def data(self) -> bytes: ...
+
+
+P = TypeVar("P", bound=Queued)
+
+
+class LiveTrafficManager(Generic[P]):
     """Live ports: the same per-port strict-priority queues as :class:`TrafficManager`
     (priority not below ``priority_queues`` drops, a full queue tail-drops), drained by one
     thread per egress port at ``link_bps`` on the wall clock, so the queues, not the CPU,
@@ -96,18 +111,18 @@ class LiveTrafficManager:
         priority_queues: int,
         queue_depth: int,
         link_bps: int | None,
-        transmit: Callable[[int, InFlight], None],  # (egress port, packet)
+        transmit: Callable[[int, P], None],  # (egress port, packet)
     ) -> None:
         self.priority_queues, self.queue_depth, self.link_bps = priority_queues, queue_depth, link_bps
         self._transmit = transmit
         self._cv = threading.Condition()
-        self._ports: dict[int, list[deque[InFlight]]] = {}
+        self._ports: dict[int, list[deque[P]]] = {}
         self._stop = False
         self.drops_out_of_range = 0
         self.drops_queue_full = 0
         self.transmitted = 0
 
-    def enqueue(self, f: InFlight) -> bool:
+    def enqueue(self, f: P) -> bool:
         """Queue a packet for its egress port; False when it was dropped (counted)."""
         with self._cv:
             if f.priority >= self.priority_queues:
@@ -142,7 +157,7 @@ class LiveTrafficManager:
             self._stop = True
             self._cv.notify_all()
 
-    def _drain(self, port: int, queues: list[deque[InFlight]]) -> None:
+    def _drain(self, port: int, queues: list[deque[P]]) -> None:
         link_free = time.monotonic()
         while True:
             with self._cv:

@@ -7,40 +7,39 @@ import itertools
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # --import-mode=importlib puts dataplane/bmv2 on no path; the target's package lives there
 if str(Path(__file__).resolve().parent.parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bmv2_target.pipeline import InFlight
 from bmv2_target.traffic_manager import LiveTrafficManager
 
 
-def _pkt(priority: int, port: int = 2, size: int = 1000) -> InFlight:
-    return InFlight(
-        data=bytes(size),
-        parsed=None,
-        egress_port=port,
-        priority=priority,  # type: ignore[arg-type]
-        slice_id=0,
-        tenant_vid=0,
-        ecn_ip=-1,
-    )
+@dataclass
+class Frame:  # what the traffic manager reads of the pipeline's packet
+    priority: int
+    egress_port: int
+    data: bytes
+
+
+def _pkt(priority: int, port: int = 2, size: int = 1000) -> Frame:
+    return Frame(priority, port, bytes(size))
 
 
 def test_overloaded_link_serves_the_highest_priority_first_and_tail_drops() -> None:
     sent: list[int] = []
     done = threading.Event()
 
-    def transmit(port: int, f: InFlight) -> None:
+    def transmit(port: int, f: Frame) -> None:
         sent.append(f.priority)
         if len(sent) == 1 + 2 * 4:
             done.set()
 
     # 1000-byte frames at 80 kbit/s: one frame per 100 ms, so the whole burst below is
     # queued long before the link frees after the first frame
-    tm = LiveTrafficManager(priority_queues=8, queue_depth=4, link_bps=80_000, transmit=transmit)
+    tm: LiveTrafficManager[Frame] = LiveTrafficManager(8, 4, 80_000, transmit)
     try:
         assert tm.enqueue(_pkt(0))  # goes at once: the link was idle
         time.sleep(0.02)
@@ -58,7 +57,8 @@ def test_overloaded_link_serves_the_highest_priority_first_and_tail_drops() -> N
 
 def test_the_link_rate_paces_departures_in_wall_time() -> None:
     stamps: list[float] = []
-    tm = LiveTrafficManager(8, 64, 800_000, lambda port, f: stamps.append(time.monotonic()))  # 10 ms/frame
+    # 1000-byte frames at 800 kbit/s: 10 ms each
+    tm: LiveTrafficManager[Frame] = LiveTrafficManager(8, 64, 800_000, lambda port, f: stamps.append(time.monotonic()))
     try:
         for _ in range(5):
             tm.enqueue(_pkt(3))

@@ -93,6 +93,7 @@ ARRAY(lane_cfg, SP_MAX_LANES, struct sp_lane_cfg);
 ARRAY(overload, SP_MAX_CPUS, __u32);
 ARRAY(alt, 1, struct sp_alt);
 ARRAY(buckets, SP_MAX_SLICES, struct sp_bucket);
+ARRAY(egress, 1, struct sp_egress);
 ARRAY(last, 1, struct sp_last);
 
 struct {
@@ -539,6 +540,36 @@ static __always_inline int rate_ok(__u32 slice, struct sp_slice_qos *q, __u64 le
 	return ok;
 }
 
+/* The egress budget (struct sp_egress): may a frame of this lane go out now? */
+static __always_inline int egress_ok(__u32 lane, __u64 len)
+{
+	__u32 zero = 0;
+	struct sp_egress *e = bpf_map_lookup_elem(&egress, &zero);
+	if (!e || !e->rate_Bps || lane >= SP_MAX_LANES)
+		return 1;
+	__u64 rate = e->rate_Bps;
+	__u64 cap = e->burst_bytes * NSEC;
+	__u64 need = (len + e->reserve[lane]) * NSEC;
+	__u64 max_el = cap / rate + 1;
+	__u64 now = bpf_ktime_get_ns();
+	int ok;
+
+	bpf_spin_lock(&e->lock);
+	__u64 el = now > e->last_ns ? now - e->last_ns : 0;
+	if (el > max_el)
+		el = max_el;
+	__u64 tokens = e->tokens + el * rate;
+	if (tokens > cap)
+		tokens = cap;
+	e->last_ns = now;
+	ok = tokens >= need;
+	if (ok)
+		tokens -= len * NSEC;
+	e->tokens = tokens;
+	bpf_spin_unlock(&e->lock);
+	return ok;
+}
+
 static __always_inline void count(void *map, __u32 idx, __u64 len, int verdict, int alt_sent, int dropped)
 {
 	struct sp_counter *c = bpf_map_lookup_elem(map, &idx);
@@ -627,6 +658,11 @@ int sliceportal_xdp(struct xdp_md *ctx)
 
 	/* seed 001 Algorithm 1: prioritised and not overloaded -> its CPU; else alt */
 	__u32 lane = d.lane;
+	if (!egress_ok(lane, len)) {
+		verdict = XDP_DROP;
+		dropped = 1;
+		goto account;
+	}
 	struct sp_lane_cfg *lc = bpf_map_lookup_elem(&lane_cfg, &lane);
 	int prio = lc && !(lc->flags & SP_LANE_ALT) &&
 		   !(d.rule == SP_MAX_RULES && (cfg->flags & SP_CFG_MISS_TO_ALT));

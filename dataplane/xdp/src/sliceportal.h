@@ -81,6 +81,21 @@ struct sp_bucket {
 #define SP_LANE_STEER 1 /* cpumap-redirect this lane to its CPU */
 #define SP_LANE_ALT 2   /* this lane is not prioritised: send to the alt node */
 
+/* The node's egress budget: one token bucket (bytes x NSEC, as sp_bucket) for everything
+ * the program forwards; lane l is admitted only while at least reserve[l] bytes stay in the
+ * bucket after it, so an overload refuses the lowest lanes first and the highest lane last
+ * (strict priority without a queue: the excess is dropped, counted as drop_rate). The
+ * testbed's congestion scenario sets it; rate_Bps 0 = no budget (the default). */
+struct sp_egress {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 rate_Bps;
+	__u64 burst_bytes;
+	__u64 tokens;
+	__u64 last_ns;
+	__u64 reserve[SP_MAX_LANES];
+};
+
 struct sp_lane_cfg {
 	__u32 cpu;
 	__u32 flags;

@@ -42,6 +42,11 @@ class TestbedBackend(BaseModel):
     offered_bps: float
     congestion_until: datetime | None = Field(description="end of a running congestion scenario")
     congestion_factor: float | None
+    egress_capacity_bps: float | None = Field(
+        description="the data plane's egress capacity in force: its link / drain / budget rate; a congestion "
+                    "scenario lowers it to offered_bps / congestion_factor; null: not limited")
+    congestion_mechanism: str = Field(description="what a congestion scenario caps on this data plane and how "
+                                                  "its lanes are told apart there")
     restarts: int = Field(description="times the watchdog restarted its data-plane process")
     last_interval_at: datetime | None = Field(description="end of the last interval its egress meter saw packets")
     default_traffic: list[DefaultLane]
@@ -61,12 +66,14 @@ class TestbedState(BaseModel):
 
 class CongestionCreate(BaseModel):
     backend_id: int = Field(gt=0)
-    duration_s: float = Field(ge=5, le=600, description="how long the backend's offered load stays raised")
-    factor: float = Field(4.0, gt=1, le=50, description="offered load multiplier while it runs")
+    duration_s: float = Field(ge=5, le=600, description="how long the backend stays overloaded")
+    factor: float = Field(4.0, gt=1, le=50, description="overload while it runs: the backend's egress capacity "
+                                                        "drops to its offered load / factor")
 
 
 class CongestionStarted(BaseModel):
     backend_id: int
     factor: float
     offered_pps: float
+    egress_capacity_bps: float = Field(description="the capacity while it runs: offered bit rate / factor")
     until: datetime

@@ -34,7 +34,6 @@ import ipaddress
 import logging
 import os
 import queue
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink, TestbedState
 from sliceportal.services import deployments
 from sliceportal.services.backends import POOL, describe
+from sliceportal.testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
 from sliceportal.testbed.netns_testbed import Testbed
 from sliceportal.testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
 from sliceportal.testbed.processes import ManagedProcess, ProcessError, bmv2_process, netfpga_process, reap_leftovers
@@ -78,8 +78,14 @@ FLOW_ID_GENERATION = 1_000_000  # flow ids of successive traffic generations nev
 # (bench/kpi_latency.py sweeps it: the P4 target kept up to ~1000/s, the NetFPGA model fell
 # behind above 150-300/s, depending on what else the machine runs); XDP takes the configured
 # rate. A congestion scenario multiplies these.
+# What each bundled plane lacks of the demo's SLAs (their Capabilities; docs/rules.md "Capabilities")
+DEMO_ACCEPTS_UNENFORCED = {"xdp": ("ecn",), "netfpga": ("rate_limit", "ecn")}
 PROCESS_PLANE_PPS = {"p4rt": 300.0, "netfpga": 150.0}
 RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a dead process
+# A packet not at its meter this long after it was sent is lost: longer than any testbed
+# queue holds one (the P4 target's 64-packet queues drain in < 1.5 s even under congestion),
+# so a lane its data plane starves shows its loss each interval, not "no data".
+LOSS_GRACE_S = 2.0
 
 
 class BackendDown(RuntimeError):
@@ -113,6 +119,9 @@ class Plane:
     sender: threading.Thread | None = None
     sender_stop: threading.Event = field(default_factory=threading.Event)
     sending_pps: float = 0.0
+    # packets sent per flow (the sender thread keeps it up to date) and snapshots of it
+    progress: tuple[list[int], list[int]] = field(default_factory=lambda: ([], []))  # (flow ids, sent)
+    sent_history: list[tuple[float, dict[int, int]]] = field(default_factory=list)
     congestion_until: datetime | None = None
     congestion_factor: float | None = None
     restart_failures: int = 0
@@ -121,14 +130,27 @@ class Plane:
     default_traffic: list[DefaultLane] = field(default_factory=list)
     expected: tuple[frozenset[int], bool] = (frozenset(), False)  # data-plane slices hit, any miss
     placement_check: str = "not checked yet"
-    shaped: bool = False  # the ingress link is capped for a congestion scenario
+    # a congestion scenario lowers its egress capacity (the offered load stays): the normal
+    # capacity (None: not limited), the one in force and how it is set (testbed/congestion.py)
+    link_bps: float | None = None
+    egress_bps: float | None = None
+    set_egress: Callable[[float | None], None] | None = None
     health_due: tuple[str, str] | None = None  # (health, detail) the watchdog has yet to write
     restore_due: bool = False  # restarted, not yet reconciled
 
+    def congested(self, now: datetime) -> bool:
+        return self.congestion_until is not None and now < self.congestion_until and bool(self.congestion_factor)
+
     def offered_pps(self, now: datetime) -> float:
-        if self.congestion_until is not None and now < self.congestion_until and self.congestion_factor:
-            return self.base_pps * self.congestion_factor
+        """Packets/s sent to it; a congestion scenario lowers the capacity, not raises this
+        (the software planes would lose in their socket buffers, before their queues)."""
         return self.base_pps
+
+    def wanted_egress_bps(self, now: datetime) -> float | None:
+        """The egress capacity it should have now: normal, or the normal load / factor."""
+        if self.congested(now) and self.congestion_factor:
+            return self.base_pps * FRAME_SIZE * 8 / self.congestion_factor
+        return self.link_bps
 
 
 @dataclass
@@ -235,24 +257,31 @@ class LiveTestbed:
             base_pps=self.rate_pps,
             options={"interface": core.ifname, "netns": core.netns, "tx_peer": f"{edge.netns}/{tb.peer_port('core')}",
                      "alt_mac": alt.mac, "alt_ip": alt.ip, "alt_lanes": [BEST_EFFORT_LANE], "lanes": 4, "paths": 8})
+        xdp.set_egress = xdp_egress(self.sessions, lambda: xdp.backend_id, lanes=int(xdp.options["lanes"]))
         p4_in, p4_out = tb.host_link("p4i", edge.netns, "p4-in"), tb.host_link("p4o", sink, "p4-out")
-        p4 = bmv2_process(self.prefix, {1: p4_in, 2: p4_out})
+        p4_pps = min(PROCESS_PLANE_PPS["p4rt"], self.rate_pps)
+        p4_link = p4_pps * FRAME_SIZE * 8 * LINK_HEADROOM
+        p4 = bmv2_process(self.prefix, {1: p4_in, 2: p4_out}, link_rate_bps=int(p4_link))
         bmv2 = Plane(
             name="bmv2", driver="p4rt", ingress=(edge.netns, "p4-in"), captures=[(sink, "p4-out")],
             underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:01:01", outer_src=edge.ip, outer_dst="10.77.1.1"),
-            base_pps=min(PROCESS_PLANE_PPS["p4rt"], self.rate_pps), tagged=True, process=p4,
+            base_pps=p4_pps, tagged=True, process=p4, link_bps=p4_link, egress_bps=p4_link,
+            set_egress=p4_egress(p4.address),
             options={"address": p4.address, "lanes": 8, "trunk_ports": [1, 2], "uplink_port": 2})
         planes = [xdp, bmv2]
         nf_in, nf_out = tb.host_link("nfi", edge.netns, "nf-in"), tb.host_link("nfo", sink, "nf-out")
+        nf_pps = min(PROCESS_PLANE_PPS["netfpga"], self.rate_pps)
+        nf_link = nf_pps * FRAME_SIZE * 8 * LINK_HEADROOM
         try:
-            nf: ManagedProcess | None = netfpga_process(self.prefix, nf_in, nf_out)
+            nf: ManagedProcess | None = netfpga_process(self.prefix, nf_in, nf_out, live_drain_bps=nf_link)
             nf_reason = ""
         except ProcessError as exc:
             nf, nf_reason = None, str(exc)
         netfpga = Plane(
             name="netfpga-sim", driver="netfpga", ingress=(edge.netns, "nf-in"), captures=[(sink, "nf-out")],
             underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:02:01", outer_src=edge.ip, outer_dst="10.77.2.1"),
-            base_pps=min(PROCESS_PLANE_PPS["netfpga"], self.rate_pps), process=nf,
+            base_pps=nf_pps, process=nf, link_bps=nf_link, egress_bps=nf_link,
+            set_egress=netfpga_egress(nf.address) if nf else None,
             options={"address": nf.address if nf else ""})
         if nf is None:
             netfpga.reason = nf_reason
@@ -271,6 +300,10 @@ class LiveTestbed:
             # only what this run decides (addresses, interfaces) changes; the operator's other
             # options (e.g. a QoS mode) stay as they were
             b.driver, b.options = plane.driver, {**(b.options or {}), **plane.options}
+        # The demo gives every plane the same SLAs (ECN targets, rate limits); a plane that lacks
+        # one carries it knowingly, listed as accepted in its preview (services/enforcement.py)
+        accepts = DEMO_ACCEPTS_UNENFORCED.get(plane.driver, ())
+        b.accept_unenforced = sorted(set(b.accept_unenforced or ()) | set(accepts))
         if plane.up:
             try:
                 POOL.discard(session, b)  # a driver of an earlier process must not be reused
@@ -331,9 +364,7 @@ class LiveTestbed:
                 pps = plane.offered_pps(now)
                 if plane.congestion_until is not None and now >= plane.congestion_until:
                     plane.congestion_until = plane.congestion_factor = None
-                congested = plane.congestion_until is not None
-                if congested != plane.shaped:
-                    _shape_link(plane, plane.base_pps * FRAME_SIZE * 8 if congested else None)
+                self._set_egress(plane, now)
                 restart = shape != plane.shape or pps != plane.sending_pps or (
                     plane.sender is not None and not plane.sender.is_alive() and not plane.sender_stop.is_set())
                 if restart:
@@ -351,6 +382,21 @@ class LiveTestbed:
                 if restart:
                     self._restart_sender(plane, pps)
 
+    @staticmethod
+    def _set_egress(plane: Plane, now: datetime) -> None:
+        """Give a software plane the egress rate it should have now (a congestion scenario
+        lowers it); a plane that does not take it keeps the old one and is asked again."""
+        want = plane.wanted_egress_bps(now)
+        if want == plane.egress_bps or not plane.up or plane.set_egress is None:
+            return
+        try:
+            plane.set_egress(want)
+        except CapError as exc:
+            log.warning("testbed %s: %s", plane.name, exc)
+            return
+        plane.egress_bps = want
+        log.info("testbed %s: egress capacity %s bit/s", plane.name, "unlimited" if want is None else f"{want:.0f}")
+
     def _restart_sender(self, plane: Plane, pps: float) -> None:
         plane.sender_stop.set()
         if plane.sender is not None:
@@ -361,10 +407,12 @@ class LiveTestbed:
         if not plane.flows:
             return
         out = open_sender(plane.ingress[1], plane.ingress[0])
+        progress = [0] * len(plane.flows)
+        plane.progress = ([sf.flow_id for sf in plane.flows], progress)
 
         def run(stop: threading.Event = plane.sender_stop, flows: list[ScenarioFlow] = plane.flows) -> None:
             try:
-                send(out, flows, rate_pps=pps, stop=stop, underlay=plane.underlay)
+                send(out, flows, rate_pps=pps, stop=stop, underlay=plane.underlay, progress=progress)
             finally:
                 out.close()
 
@@ -397,11 +445,10 @@ class LiveTestbed:
         return flows
 
     def congest(self, backend_id: int, duration_s: float, factor: float) -> Plane:
-        """Overload a backend's ingress link for ``duration_s``: its offered load rises
-        ``factor`` times while the link is capped at the normal load's bit rate (the traffic
-        step applies and removes the cap). The kernel's XDP path would absorb any load this
-        machine can send, so the link, not the data plane, is the bottleneck on every plane;
-        a FIFO link drops from every lane alike (see docs/testbed.md)."""
+        """Overload a backend for ``duration_s``: its egress capacity drops to its offered
+        load / ``factor`` (the traffic step applies and lifts it), through the plane's own
+        queues or budget, so its priority mechanism decides which lanes lose (seed 000
+        Table 5; see ``testbed/congestion.py`` and docs/testbed.md)."""
         plane = next((p for p in self.planes if p.backend_id == backend_id), None)
         if plane is None:
             raise KeyError(backend_id)
@@ -418,13 +465,27 @@ class LiveTestbed:
             meter, sock = plane.meters[index], plane.socks[index]
             run_capture(sock, meter, duration_s=self.interval_s, stop=self._stop)
             # stamped where the interval ends: each capture point's points have their own ts
-            self._reports.put((plane, datetime.now(UTC), meter.interval_report()))
+            self._reports.put((plane, datetime.now(UTC), meter.interval_report(sent_before=self._sent_before(plane))))
             # flows of earlier traffic generations (and stray ids) are done: forget them here,
             # on the thread that owns the meter's accumulators
             places = meter.places
             for flow_id in [f for f in meter.flows if f not in places]:
                 del meter.flows[flow_id]
         return step
+
+    def _sent_before(self, plane: Plane) -> dict[int, int]:
+        """Per flow, what its sender had sent ``LOSS_GRACE_S`` ago (empty until then)."""
+        now = time.monotonic()
+        ids, sent = plane.progress
+        with self._lock, contextlib.suppress(ValueError):  # ValueError: a sender restarted meanwhile
+            history = plane.sent_history
+            if not history or now - history[-1][0] >= 0.25:
+                history.append((now, dict(zip(ids, list(sent), strict=True))))
+            while len(history) > 1 and now - history[1][0] >= LOSS_GRACE_S:
+                del history[0]
+            if now - history[0][0] >= LOSS_GRACE_S:
+                return history[0][1]
+        return {}
 
     def _write_step(self) -> None:
         """Store what the meters reported (one point per slice, backend, lane and interval),
@@ -528,6 +589,7 @@ class LiveTestbed:
                         plane.health_due = ("down", f"{plane.reason} (next restart in {wait:.0f} s)")
                     else:
                         plane.restart_failures, plane.up, plane.reason = 0, True, ""
+                        plane.egress_bps = plane.link_bps  # started at the normal rate
                         plane.health_due, plane.restore_due = None, True
                         log.warning("testbed backend %s: %s restarted; reconciling", plane.name, proc.name)
             if plane.health_due is not None:
@@ -558,29 +620,16 @@ class LiveTestbed:
             links = [TestbedLink(role="ingress", netns=p.ingress[0], ifname=p.ingress[1])]
             links += [TestbedLink(role="egress", netns=ns, ifname=ifn) for ns, ifn in p.captures]
             running = p.congestion_until is not None and now < p.congestion_until
+            mechanism = MECHANISM.get(p.driver, "") if p.set_egress is not None else ""
             out.append(TestbedBackend(
                 backend_id=p.backend_id, name=p.name, driver=p.driver, up=p.up, reason=p.reason, links=links,
                 rule_set_id=p.rule_set_id, flows=len(p.flows), offered_pps=pps, offered_bps=pps * FRAME_SIZE * 8,
                 congestion_until=p.congestion_until if running else None,
                 congestion_factor=p.congestion_factor if running else None,
+                egress_capacity_bps=p.egress_bps, congestion_mechanism=mechanism,
                 restarts=max(0, (p.process.starts - 1) if p.process else 0),
                 last_interval_at=p.last_interval_at, default_traffic=list(p.default_traffic),
                 placement_check=p.placement_check))
         return TestbedState(running=self.running, error=self.error, prefix=self.prefix, backends=out)
 
 
-
-def _shape_link(plane: Plane, rate_bps: float | None) -> None:
-    """Cap the plane's ingress link at ``rate_bps`` with a token bucket (tc tbf), or lift the cap."""
-    netns, ifname = plane.ingress
-    if rate_bps is None:
-        cmd = ["tc", "-n", netns, "qdisc", "del", "dev", ifname, "root"]
-    else:
-        # a burst of a few frames and 50 ms of queue: the excess is dropped, not delayed for long
-        cmd = ["tc", "-n", netns, "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", f"{int(rate_bps)}bit",
-               "burst", str(8 * FRAME_SIZE), "latency", "50ms"]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if r.returncode and rate_bps is not None:
-        log.warning("testbed %s: could not cap the ingress link: %s", plane.name, r.stderr.strip())
-        return
-    plane.shaped = rate_bps is not None

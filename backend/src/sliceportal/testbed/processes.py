@@ -125,7 +125,8 @@ class ManagedProcess:
 def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None,
                  link_rate_bps: int | None = None) -> ManagedProcess:
     """The bundled P4 target on live ports ``{port: ifname}`` (AF_PACKET, as BMv2's ``-i``),
-    8 priority queues, on a fixed gRPC port so a restart keeps the backend's address."""
+    8 priority queues, each egress port drained at ``link_rate_bps`` (None: unlimited), on a
+    fixed gRPC port so a restart keeps the backend's address."""
     port = grpc_port or free_port()
     argv = [sys.executable, "-m", "bmv2_target", "--grpc-port", str(port), "--priority-queues", "8"]
     if link_rate_bps is not None:
@@ -136,14 +137,18 @@ def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = Non
     return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}", env=env)
 
 
-def netfpga_process(prefix: str, veth_in: str, veth_out: str, binary: Path = SP_SIM) -> ManagedProcess:
+def netfpga_process(prefix: str, veth_in: str, veth_out: str, binary: Path = SP_SIM,
+                    live_drain_bps: float | None = None) -> ManagedProcess:
     """The NetFPGA Verilator model as a live card between two interfaces; its register
-    server on a Unix socket in the run directory."""
+    server on a Unix socket in the run directory. ``live_drain_bps``: its DMA drain paced in
+    wall-clock time (the link its queues drain into), else in simulated cycles."""
     if not binary.exists():
         raise ProcessError(f"{binary} is missing (run: make -C dataplane/netfpga all)")
     sock = run_dir(prefix) / "netfpga.sock"
     sock.unlink(missing_ok=True)
     argv = [str(binary), "--socket", str(sock), "--veth-in", veth_in, "--veth-out", veth_out]
+    if live_drain_bps is not None:
+        argv += ["--live-drain-mbps", f"{live_drain_bps / 1e6:.6f}"]
     return ManagedProcess("netfpga", argv, prefix, lambda: _unix_accepts(sock), str(sock))
 
 

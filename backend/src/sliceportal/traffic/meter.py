@@ -254,15 +254,24 @@ class Meter:
         self.add(flow_id, seq, stamped if send_ns is None else send_ns, recv_ns, len(frame))
         return True
 
-    def interval_report(self, keep_seen: int = 65536) -> MeterReport:
+    def interval_report(self, keep_seen: int = 65536, sent_before: Mapping[int, int] | None = None) -> MeterReport:
         """The report of the packets since the previous call, then start the next interval.
 
         For the KPI service's per-interval samples: loss in an interval counts the sequence
         numbers above the highest one of the previous interval that did not arrive (a packet
         arriving after its interval closed is reordered, not un-lost); jitter and duplicate
         detection carry over. The sender's whole-run counts do not apply to intervals and are dropped.
+
+        ``sent_before``: per flow, the packets its sender had sent a grace period ago (longer
+        than any queue holds them). For a flow this meter has received before, sequences
+        below that count as expected in this interval even when none of them arrived, so a
+        lane a data plane starves shows 100 % loss instead of no data.
         """
         self.sent = {}
+        for flow_id, n in (sent_before or {}).items():
+            acc = self.flows.get(flow_id)  # only flows this meter receives (a plane may have several)
+            if acc is not None:
+                acc.max_seq = max(acc.max_seq, n - 1)
         report = self.report()
         self.flows = {f: acc.rolled_over(keep_seen) for f, acc in self.flows.items()}
         self.foreign = 0

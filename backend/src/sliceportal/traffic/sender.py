@@ -71,9 +71,12 @@ def send(
     burst: int | None = None,
     stop: threading.Event | None = None,
     underlay: Underlay = DEFAULT_UNDERLAY,
+    progress: list[int] | None = None,
 ) -> SendResult:
     """Send ``flows`` round robin at ``rate_pps`` (None: as fast as possible) until
-    ``packets`` are sent, ``duration_s`` passes or ``stop`` is set."""
+    ``packets`` are sent, ``duration_s`` passes or ``stop`` is set. ``progress`` (one zero
+    per flow) is kept up to date with the packets sent per flow, for a caller that reads
+    it while this runs (the live testbed's meters)."""
     if not flows:
         raise ScenarioError("no flows to send")
     if packets is None and duration_s is None and stop is None:
@@ -87,7 +90,7 @@ def send(
     if burst < 1:
         raise ScenarioError(f"burst must be >= 1, got {burst}")
     templates = make_templates(flows, underlay)
-    seqs = [0] * len(flows)
+    seqs = progress if progress is not None and len(progress) == len(flows) else [0] * len(flows)
     budget = packets if packets is not None else -1
     n = refused = total_bytes = 0
     idx = 0

@@ -144,6 +144,7 @@ class DataPlane:
         self.overload = o.map("overload", 4, 4)
         self.alt = o.map("alt", 4, L.ALT.size)
         self.buckets = o.map("buckets", 4, L.BUCKET_SIZE)
+        self.egress = o.map("egress", 4, L.EGRESS.size)
         self.last = o.map("last", 4, L.LAST.size)
         self.cpu_map = o.map("cpu_map", 4, L.CPUMAP_VAL.size)
         self.rule_stats = o.map("rule_stats", 4, L.COUNTER.size, percpu=True)
@@ -189,6 +190,20 @@ class DataPlane:
 
     def set_alt(self, dst_mac: bytes, src_mac: bytes, dst_ip: bytes) -> None:
         self.alt.update(L.U32.pack(0), L.ALT.pack(dst_mac, src_mac, int.from_bytes(dst_ip, "little"), 1))
+
+    def set_egress_budget(self, rate_bps: float | None, lanes: int, burst_s: float = 0.1) -> None:
+        """The node's egress budget (``struct sp_egress``): ``rate_bps`` for everything the
+        program forwards, admitted by lane priority (lane l keeps ``(lanes-1-l) / lanes`` of
+        the bucket in reserve, so the lowest lane is refused first); None lifts it. The
+        bucket holds ``burst_s`` of the rate: a sender's burst of the highest lane passes."""
+        if not rate_bps:
+            self.egress.update(L.U32.pack(0), bytes(L.EGRESS.size))
+            return
+        rate_Bps = max(1, int(rate_bps // 8))
+        burst = max(int(rate_Bps * burst_s), 4 * lanes * 1518)
+        step = burst // lanes
+        reserve = [(lanes - 1 - min(lane, lanes - 1)) * step for lane in range(L.MAX_LANES)]
+        self.egress.update(L.U32.pack(0), L.EGRESS.pack(0, 0, rate_Bps, burst, burst * 1_000_000_000, 0, *reserve))
 
     def enable_cpu(self, cpu: int, qsize: int) -> None:
         self.cpu_map.update(L.U32.pack(cpu), L.CPUMAP_VAL.pack(qsize, 0))

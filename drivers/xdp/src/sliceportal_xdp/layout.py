@@ -34,6 +34,7 @@ COUNTER = struct.Struct("<6Q")  # packets bytes alt drop_rate steered passed
 CPUMAP_VAL = struct.Struct("<II")  # qsize, prog fd (0 = none)
 LAST = struct.Struct("<IHBBII5IHBB")
 BUCKET_SIZE = 24
+EGRESS = struct.Struct(f"<II4Q{MAX_LANES}Q")  # lock, pad, rate_Bps, burst_bytes, tokens, last_ns, reserve[]
 
 MISS_ALGORITHM1, MISS_FIXED = 0, 1
 LANE_STEER, LANE_ALT = 1, 2

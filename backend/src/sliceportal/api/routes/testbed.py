@@ -8,7 +8,7 @@ from sliceportal.api.deps import CurrentUser
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Role
 from sliceportal.schemas.testbed import CongestionCreate, CongestionStarted, TestbedState
-from sliceportal.testbed.live import BackendDown, LiveTestbed
+from sliceportal.testbed.live import FRAME_SIZE, BackendDown, LiveTestbed
 
 router = APIRouter(prefix="/testbed", tags=["testbed"])
 
@@ -34,9 +34,9 @@ def read_testbed(principal: CurrentUser, request: Request) -> TestbedState:
 
 @router.post("/congestion", response_model=CongestionStarted, status_code=202)
 def start_congestion(body: CongestionCreate, principal: CurrentUser, request: Request) -> CongestionStarted:
-    """Raise one backend's offered load ``factor`` times for ``duration_s``: its data plane's
-    own queues decide which lanes lose (the low ones first, seed 000 Table 5); it recovers
-    by itself when the time is up."""
+    """Overload one backend ``factor`` times for ``duration_s`` (its egress capacity drops
+    to its offered load / factor): its data plane's own queues decide which lanes lose (the
+    low ones first, seed 000 Table 5); it recovers by itself when the time is up."""
     _operator(principal)
     testbed = _running(request)
     try:
@@ -47,5 +47,6 @@ def start_congestion(body: CongestionCreate, principal: CurrentUser, request: Re
     except BackendDown as exc:
         raise ApiError(409, "Backend down", f"backend {body.backend_id} is down: {exc}", field="backend_id") from None
     assert plane.congestion_until is not None
-    return CongestionStarted(backend_id=body.backend_id, factor=body.factor,
-                             offered_pps=plane.base_pps * body.factor, until=plane.congestion_until)
+    return CongestionStarted(backend_id=body.backend_id, factor=body.factor, offered_pps=plane.base_pps,
+                             egress_capacity_bps=plane.base_pps * FRAME_SIZE * 8 / body.factor,
+                             until=plane.congestion_until)
