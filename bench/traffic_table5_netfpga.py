@@ -88,7 +88,7 @@ def plot(results: dict[int, dict[int, GroupStats]], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.5))
     scenarios = sorted(results)
     width = 0.2
     for lane in range(4):
@@ -97,12 +97,21 @@ def plot(results: dict[int, dict[int, GroupStats]], out: Path) -> None:
         axes[0].bar(xs, delay, width, label=f"queue {lane}")
         axes[1].bar(xs, [results[s][lane].loss_pct for s in scenarios], width, label=f"queue {lane}")
         axes[2].bar(xs, [results[s][lane].jitter_us for s in scenarios], width, label=f"queue {lane}")
-    for ax, title in zip(axes, ("mean one-way delay (µs)", "packet loss (%)", "RFC 3550 jitter (µs)"), strict=True):
+    for ax, title in zip(axes[:3], ("mean one-way delay (µs)", "packet loss (%)", "RFC 3550 jitter (µs)"), strict=True):
         ax.set_xticks(range(len(scenarios)), [str(s) for s in scenarios])
         ax.set_xlabel("Flexible Slice instances (32 users each)")
         ax.set_title(title)
         ax.legend()
     axes[0].set_yscale("log")  # lanes differ by orders of magnitude, as in the paper's Fig. 7
+    # The pattern beside the paper's own Table 5: loss per lane at the largest scenario.
+    largest = scenarios[-1]
+    lanes = range(4)
+    axes[3].bar([x - 0.2 for x in lanes], [results[largest][lane].loss_pct for lane in lanes], 0.4,
+                label=f"this run, {largest} slices")
+    axes[3].bar([x + 0.2 for x in lanes], [PAPER[lane][1] for lane in lanes], 0.4, label="seed 000 Table 5")
+    axes[3].set_xticks(list(lanes), [f"queue {lane}" for lane in lanes])
+    axes[3].set_title("packet loss (%) beside the paper")
+    axes[3].legend()
     fig.suptitle("Seed 000 Figs. 7-9 / Table 5 on the simulated NetFPGA (sp_sim), measured by sliceportal traffic")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
