@@ -118,6 +118,11 @@ class TableStore:
             if t.const_default_action_id:
                 table.default_action_id = t.const_default_action_id
             self.tables[tid] = table
+        described = {t.preamble.name for t in index.tables.values()}
+        missing = [name for name, keys, _ in engine.tables() if keys and name not in described]
+        if missing:
+            # A P4Info for another program: the controller could not reach these tables.
+            raise invalid(f"the P4Info does not describe the device config's tables {missing}")
 
     def commit(self) -> None:
         """Rebuild the engine's lookup index of tables changed by the last batch (once per
