@@ -29,7 +29,9 @@ def login(client: TestClient, username: str, password: str = PASSWORD) -> dict[s
 
 
 def tenant_body(name: str = "mvno-a", vni: int = 5001, vlan: int | None = 100, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "vni": vni, "vlan": vlan, "ue_pool": "10.45.0.0/16", **extra}
+    # UE pools may not overlap across tenants: only the default tenant gets the 10.45/16 pool
+    pool = {"ue_pool": "10.45.0.0/16"} if vni == 5001 else {}
+    return {"name": name, "vni": vni, "vlan": vlan, **pool, **extra}
 
 
 def slice_type_id(client: TestClient, headers: dict[str, str], name: str) -> int:

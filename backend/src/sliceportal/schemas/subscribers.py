@@ -62,3 +62,25 @@ class ImportReport(BaseModel):
     imported: int
     rows: int
     duration_s: float
+
+
+class SubscriberBulkDelete(BaseModel):
+    """Which subscribers to delete: the same filter as the list (tenant, slice, search text).
+
+    An empty filter would delete every subscriber one can see: it is refused unless ``all``
+    says so explicitly. ``expected_count`` (the count the user confirmed) guards against a
+    list that changed in between.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    tenant_id: DbId | None = None
+    slice_id: DbId | None = None
+    q: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[^\x00]*$",
+                          description="IMSI or UE address contains this text (as the list's search)")
+    all: bool = Field(False, description="true: an empty filter deletes every subscriber in scope")
+    expected_count: int | None = Field(None, ge=0, description="refuse (409) when the filter matches another count")
+
+
+class BulkDeleteReport(BaseModel):
+    deleted: int
+    filter: dict[str, int | str | bool | None] = Field(description="the filter as applied")

@@ -3,7 +3,9 @@
 Rows are validated one by one while they stream from the upload into a staging table
 (PostgreSQL COPY), so memory holds only the duplicate-detection sets, not the file.
 Conflicts with rows already in the database are found with set queries against the
-staging table; only a file without a single bad row is inserted.
+staging table in the same pass, for every row the file itself does not refuse, so one
+upload reports every bad row; only a file without a single bad row is inserted. An IMSI
+names one UE in the whole deployment (services/collisions.py): it is checked across tenants.
 
 CSV columns (header required): ``imsi,ue_ip,teids,tenant,slices`` — ``teids`` and
 ``slices`` are ';'-separated (may be empty); ``tenant`` and ``slices`` are names or ids.
@@ -34,7 +36,7 @@ TEID_MAX = 4_294_967_295
 
 @dataclass
 class _Seen:
-    imsi: set[tuple[int, str]] = field(default_factory=set)
+    imsi: set[str] = field(default_factory=set)  # across tenants
     ue_ip: set[tuple[int, int]] = field(default_factory=set)
     teid: set[tuple[int, int]] = field(default_factory=set)
 
@@ -103,7 +105,7 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
             if not IMSI.match(imsi):
                 bad(line, "imsi", f"IMSI {imsi!r} is not 14-15 digits")
                 ok = False
-            elif (tenant.id, imsi) in seen.imsi:
+            elif imsi in seen.imsi:
                 bad(line, "imsi", f"IMSI {imsi} appears twice in the file")
                 ok = False
             ip: ipaddress.IPv4Address | None = None
@@ -138,22 +140,32 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
                     slice_ids.append(sid)
             if not ok or ip is None:
                 continue
-            seen.imsi.add((tenant.id, imsi))
+            seen.imsi.add(imsi)
             seen.ue_ip.add((tenant.id, int(ip)))
             seen.teid.update((tenant.id, t) for t in teids)
-            if error_count == 0:
-                copy.write_row((line, tenant.id, imsi, str(ip), teids, sorted(set(slice_ids))))
+            # staged even after a bad row: its conflicts with the database are reported too
+            copy.write_row((line, tenant.id, imsi, str(ip), teids, sorted(set(slice_ids))))
 
-    if error_count == 0:
-        conflicts = conn.execute("""
-            SELECT st.line, CASE WHEN s.imsi = st.imsi THEN 'imsi' WHEN s.ue_ip = st.ue_ip THEN 'ue_ip'
-                   ELSE 'teids' END, s.id
-            FROM subscriber_stage st JOIN subscriber s ON s.tenant_id = st.tenant_id
-             AND (s.imsi = st.imsi OR s.ue_ip = st.ue_ip OR s.teids && st.teids)
-            ORDER BY st.line LIMIT %s""", (MAX_REPORTED,)).fetchall()
-        for line, column, existing in conflicts:
-            bad(line, column, f"{column} is already used by subscriber {existing} of the same tenant")
+    # one indexable join per kind of conflict (imsi / (tenant, ue_ip) / TEID GIN), one row per line
+    conflicts = conn.execute("""
+        SELECT DISTINCT ON (line) line, col, id, tenant, value FROM (
+            SELECT st.line, 'imsi' AS col, s.id, t.name AS tenant, st.imsi AS value, 1 AS rank
+              FROM subscriber_stage st JOIN subscriber s ON s.imsi = st.imsi JOIN tenant t ON t.id = s.tenant_id
+            UNION ALL
+            SELECT st.line, 'ue_ip', s.id, t.name, host(st.ue_ip), 2
+              FROM subscriber_stage st JOIN subscriber s ON s.tenant_id = st.tenant_id AND s.ue_ip = st.ue_ip
+              JOIN tenant t ON t.id = s.tenant_id
+            UNION ALL
+            SELECT st.line, 'teids', s.id, t.name, array_to_string(
+                     ARRAY(SELECT unnest(st.teids) INTERSECT SELECT unnest(s.teids)), ', '), 3
+              FROM subscriber_stage st JOIN subscriber s ON s.tenant_id = st.tenant_id AND s.teids && st.teids
+              JOIN tenant t ON t.id = s.tenant_id) c
+        ORDER BY line, rank LIMIT %s""", (MAX_REPORTED,)).fetchall()
+    what = {"imsi": "IMSI", "ue_ip": "UE address", "teids": "TEID"}
+    for line, column, existing, tenant_name, value in conflicts:
+        bad(line, column, f"{what[column]} {value} is already used by subscriber {existing} of tenant {tenant_name}")
     if error_count:
+        errors.sort(key=lambda e: e.line or 0)
         session.rollback()
         raise InvalidError(f"{error_count} bad row(s) of {rows}; nothing was imported", title="Import refused",
                            issues=errors)

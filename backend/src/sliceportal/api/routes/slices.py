@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, Query, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, SettingsDep, Writer
 from sliceportal.api.errors import ApiError, FieldError, not_found
@@ -31,6 +32,8 @@ from sliceportal.schemas.slices import (
     SliceUpdate,
     StateCount,
 )
+from sliceportal.services import admission
+from sliceportal.services.collisions import ServiceMatch, check_service_against, check_services_disjoint
 from sliceportal.services.slice_status import SUMMARY_ORDER, BackendStatus, slice_statuses, summary
 
 router = APIRouter(prefix="/slices", tags=["slices"])
@@ -84,6 +87,16 @@ def _check_lanes(lanes: list[int], services: list[tuple[str, int]]) -> None:
            for path, lane in services if lane not in lanes]
     if bad:
         raise ApiError(422, "Validation failed", "; ".join(e.message for e in bad), errors=bad)
+
+
+def _match(name: str, row: dict[str, Any]) -> ServiceMatch:
+    """What a service class matches on, from its stored row (dst_ports as [[lo, hi], ...])."""
+    return ServiceMatch(name=name, dst_ports=[(int(lo), int(hi)) for lo, hi in row.get("dst_ports") or []],
+                        dscp=list(row.get("dscp") or []), protocol=str(row.get("protocol") or "any"))
+
+
+def _stored_match(c: ServiceClass) -> ServiceMatch:
+    return _match(c.name, {"dst_ports": c.dst_ports, "dscp": c.dscp, "protocol": c.protocol})
 
 
 def _service_row(body: ServiceClassCreate | dict[str, Any]) -> dict[str, Any]:
@@ -147,16 +160,19 @@ def slice_status(slice_id: PathId, principal: Reader, session: SessionDep, setti
 
 @router.post("", response_model=SlicePublic, status_code=201)
 def create_slice(body: SliceCreate, _: Writer, session: SessionDep, settings: SettingsDep,
-                 response: Response) -> SlicePublic:
+                 response: Response, override: AdmissionOverride) -> SlicePublic:
     if session.get(Tenant, body.tenant_id) is None:
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     st = _slice_type(session, body.slice_type_id)
     _check_lanes(st.lanes, [(f"services.{i}", svc.lane) for i, svc in enumerate(body.services)])
+    check_services_disjoint([(f"services.{i}", _match(svc.name, _service_row(svc)))
+                             for i, svc in enumerate(body.services)])
     s = Slice(tenant_id=body.tenant_id, slice_type_id=st.id, name=body.name, description=body.description,
               path_mode=body.path_mode, backends=_backends(session, body.backend_ids),
               services=[ServiceClass(**_service_row(svc)) for svc in body.services],
               **body.sla.model_dump())
     session.add(s)
+    admission.check(session, s.backends, override=override, action="create", subject=s)
     session.commit()
     etag(response, s)
     return _public(session, settings, s)
@@ -164,7 +180,8 @@ def create_slice(body: SliceCreate, _: Writer, session: SessionDep, settings: Se
 
 @router.patch("/{slice_id}", response_model=SlicePublic)
 def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session: SessionDep, settings: SettingsDep,
-                 response: Response, if_match: Annotated[str | None, Header()] = None) -> SlicePublic:
+                 response: Response, override: AdmissionOverride,
+                 if_match: Annotated[str | None, Header()] = None) -> SlicePublic:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     check_version(s, if_match, body.version)
     changes = body.model_dump(exclude_unset=True, exclude={"version", "sla", "backend_ids"})
@@ -176,6 +193,7 @@ def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session
     if body.backend_ids is not None:
         s.backends = _backends(session, body.backend_ids)
     apply_changes(s, changes, not_null=("name", "slice_type_id", "description", "path_mode"))
+    admission.check(session, s.backends, override=override, action="update", subject=s)
     session.commit()
     session.refresh(s)
     etag(response, s)
@@ -200,6 +218,7 @@ def list_services(slice_id: PathId, principal: Reader, session: SessionDep) -> l
 def create_service(slice_id: PathId, body: ServiceClassCreate, principal: Writer, session: SessionDep) -> ServiceClass:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     _check_lanes(s.slice_type.lanes, [("lane", body.lane)])
+    check_service_against(_match(body.name, _service_row(body)), [_stored_match(c) for c in s.services], s.name)
     svc = ServiceClass(slice_id=s.id, **_service_row(body))
     session.add(svc)
     session.commit()
@@ -224,6 +243,9 @@ def update_service(slice_id: PathId, service_id: PathId, body: ServiceClassUpdat
         s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
         _check_lanes(s.slice_type.lanes, [("lane", changes["lane"])])
     apply_changes(svc, changes, not_null=("name", "lane", "dst_ports", "dscp", "protocol"))
+    if {"dst_ports", "dscp", "protocol", "name"} & changes.keys():
+        s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+        check_service_against(_stored_match(svc), [_stored_match(c) for c in s.services if c.id != svc.id], s.name)
     session.commit()
     return svc
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import io
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Header, Response, UploadFile
-from sqlalchemy import cast, func, select, text
+from sqlalchemy import Select, cast, func, or_, select, text
 from sqlalchemy.dialects.postgresql import INET
 from sqlalchemy.orm import Session
 from sqlalchemy.types import String
@@ -17,13 +17,17 @@ from sliceportal.api.crud import apply_changes, check_delete_version, check_vers
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Slice, Subscriber, Tenant
+from sliceportal.models.audit import record
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
 from sliceportal.schemas.subscribers import (
+    BulkDeleteReport,
     ImportReport,
+    SubscriberBulkDelete,
     SubscriberCreate,
     SubscriberPublic,
     SubscriberUpdate,
 )
+from sliceportal.services.collisions import check_imsi, lock_imsi
 from sliceportal.services.subscriber_import import import_csv
 
 router = APIRouter(prefix="/subscribers", tags=["subscribers"])
@@ -63,17 +67,58 @@ def _validate(session: Session, tenant: Tenant, ue_ip: IPv4Address | None, teids
     return found
 
 
-@router.get("", response_model=Page[SubscriberPublic])
-def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
-                     tenant_id: QueryId = None, slice_id: QueryId = None) -> Page[SubscriberPublic]:
-    stmt = scoped(select(Subscriber), Subscriber, principal.tenant_scope)
+AnySelect = Select[*tuple[Any, ...]]
+SEARCHED = (Subscriber.imsi, func.host(cast(Subscriber.ue_ip, INET)).cast(String))  # what `q` looks in
+MAX_AUDITED_IMSIS = 1000  # a bulk delete's audit row lists the IMSIs up to this many (the count is exact)
+
+
+def _filtered(stmt: AnySelect, tenant_scope: int | None, tenant_id: int | None, slice_id: int | None) -> AnySelect:
+    stmt = scoped(stmt, Subscriber, tenant_scope)
     if tenant_id is not None:
         stmt = stmt.where(Subscriber.tenant_id == tenant_id)
     if slice_id is not None:
         stmt = stmt.where(Subscriber.slices.any(Slice.id == slice_id))
-    rows, count = page(session, stmt, params, SORTABLE,
-                       [Subscriber.imsi, func.host(cast(Subscriber.ue_ip, INET)).cast(String)])
+    return stmt
+
+
+@router.get("", response_model=Page[SubscriberPublic])
+def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
+                     tenant_id: QueryId = None, slice_id: QueryId = None) -> Page[SubscriberPublic]:
+    stmt = _filtered(select(Subscriber), principal.tenant_scope, tenant_id, slice_id)
+    rows, count = page(session, stmt, params, SORTABLE, SEARCHED)
     return Page(data=[to_public(s) for s in rows], count=count)
+
+
+@router.post("/bulk-delete", response_model=BulkDeleteReport,
+             responses={409: {"description": "expected_count differs from what the filter matches now"}})
+def bulk_delete_subscribers(body: SubscriberBulkDelete, principal: Writer, session: SessionDep) -> BulkDeleteReport:
+    """Delete every subscriber the filter matches (the list's filter), all at once, in one audit row.
+
+    An empty filter is refused unless ``all`` is true; send ``expected_count`` (the count the
+    user confirmed) so that a list changed in the meantime is refused rather than deleted.
+    """
+    applied = body.model_dump(include={"tenant_id", "slice_id", "q"}, exclude_none=True)
+    if not applied and not body.all:
+        raise ApiError(422, "Validation failed", "an empty filter would delete every subscriber; filter by tenant, "
+                       "slice or search text, or send all=true", field="all")
+    stmt = _filtered(select(Subscriber.id, Subscriber.imsi), principal.tenant_scope, body.tenant_id, body.slice_id)
+    if body.q:
+        escaped = body.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        stmt = stmt.where(or_(*(col.ilike(f"%{escaped}%") for col in SEARCHED)))
+    # lock the matched rows: the count confirmed, the rows deleted and the audit row agree
+    rows = session.execute(stmt.order_by(Subscriber.id).with_for_update(of=Subscriber)).all()
+    if body.expected_count is not None and body.expected_count != len(rows):
+        raise ApiError(409, "Conflict", f"the filter now matches {len(rows)} subscribers, not the "
+                       f"{body.expected_count} confirmed; review the list and confirm again", field="expected_count")
+    if rows:
+        # one array parameter, not one bind per row (a protocol limit of 65 535 binds)
+        session.execute(text("DELETE FROM subscriber WHERE id = ANY(:ids)"), {"ids": [r.id for r in rows]})
+    imsis = [r.imsi for r in rows[:MAX_AUDITED_IMSIS]]
+    record(session, "bulk_delete", "subscriber", None, before={"filter": applied, "all": body.all,
+                                                                "count": len(rows), "imsis": imsis},
+           tenant_id=principal.tenant_scope if principal.tenant_scope is not None else body.tenant_id)
+    session.commit()
+    return BulkDeleteReport(deleted=len(rows), filter={**applied, "all": body.all})
 
 
 @router.get("/{subscriber_id}", response_model=SubscriberPublic)
@@ -91,7 +136,9 @@ def create_subscriber(body: SubscriberCreate, principal: Writer, session: Sessio
     if tenant is None or principal.tenant_scope not in (None, tenant.id):
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     _lock_tenant(session, tenant.id)
+    lock_imsi(session, body.imsi)
     slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, None) or []
+    check_imsi(session, body.imsi, None)
     s = Subscriber(tenant_id=tenant.id, imsi=body.imsi, ue_ip=body.ue_ip, teids=body.teids, slices=slices)
     session.add(s)
     session.commit()
@@ -108,6 +155,9 @@ def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: 
     assert tenant is not None
     _lock_tenant(session, tenant.id)
     slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, s.id)
+    if body.imsi is not None and body.imsi != s.imsi:
+        lock_imsi(session, body.imsi)
+        check_imsi(session, body.imsi, s.id)
     changes = body.model_dump(exclude_unset=True, exclude={"version", "slice_ids"})
     apply_changes(s, changes, not_null=("imsi", "ue_ip", "teids"))
     if slices is not None:
