@@ -66,6 +66,9 @@ class Backend(IdMixin, TimestampMixin, AuditedMixin, Base):
     # link; defaults to what the driver declares (Capabilities.link_bps), an operator corrects it.
     link_bps: Mapped[int] = mapped_column(BigInteger, default=DEFAULT_LINK_BPS, server_default=str(DEFAULT_LINK_BPS))
     port_bps: Mapped[dict[str, int]] = mapped_column(JSONB, default=dict, server_default="{}")  # port -> bit/s
+    # SLA capabilities (Capabilities.rate_limit / ecn) the operator accepts this backend does not
+    # enforce; empty: a slice asking for one is refused at preview / deploy (no silent downgrade)
+    accept_unenforced: Mapped[list[str]] = mapped_column(ARRAY(String(20)), default=list, server_default="{}")
     health: Mapped[str] = mapped_column(String(20), default="unknown")
     health_detail: Mapped[str] = mapped_column(Text, default="")
     # What the last reconcile read back from the data plane (a fact, not an intention):

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -124,9 +124,15 @@ PortBps = Annotated[dict[Annotated[str, Field(min_length=1, max_length=32)], Lin
                     Field(max_length=64, description="per-port capacity in bit/s, port name -> bit/s")]
 
 
+Unenforced = Annotated[list[Literal["rate_limit", "ecn", "match_dscp", "match_dst_port"]], Field(
+    max_length=4, description="SLA capabilities the data plane lacks that the operator accepts it carries "
+    "unenforced (listed in the preview); empty: slices asking for them are refused")]
+
+
 class BackendCreate(BackendBase):
     link_bps: LinkBps | None = Field(None, description="egress link capacity in bit/s; default 10 Gbit/s")
     port_bps: PortBps = Field(default_factory=dict)
+    accept_unenforced: Unenforced = Field(default_factory=list)
 
 
 class BackendUpdate(BaseModel):
@@ -135,6 +141,7 @@ class BackendUpdate(BaseModel):
     options: dict[str, Any] | None = None
     link_bps: LinkBps | None = None
     port_bps: PortBps | None = None
+    accept_unenforced: Unenforced | None = None
     version: Version = None
 
     @field_validator("options")
@@ -153,6 +160,7 @@ class BackendPublic(ORMModel):
     capacity: dict[str, int]
     link_bps: int = Field(description="egress link capacity in bit/s: what admission control checks against")
     port_bps: dict[str, int]
+    accept_unenforced: list[str]
     health: str
     health_detail: str
     version: int

@@ -13,6 +13,37 @@ class TableUsagePublic(BaseModel):
     capacity: int
 
 
+class CounterexamplePublic(BaseModel):
+    key: dict[str, int] = Field(description="one key both sides classify differently, field by field "
+                                "(has_vni / has_teid / has_vlan = 1: the header is present)")
+    ir: str = Field(description="what the compiled IR decides for the key")
+    plane: str = Field(description="what the lowered plan decides for it")
+
+
+class EquivalencePublic(BaseModel):
+    """Whether the lowered plan classifies every key exactly as the IR (issue #20, docs/packets.md)."""
+
+    verdict: Literal["proven", "differs", "unchecked"]
+    method: str
+    checked_entries: int = Field(description="entries of the plan's ternary view compared with the IR's rules")
+    cubes: int = Field(description="cubes of the key space the walk visited")
+    elapsed_ms: float
+    counterexample: CounterexamplePublic | None
+    detail: str
+
+
+class EnforcementGapPublic(BaseModel):
+    slice_id: int
+    slice_name: str
+    field: str = Field(description="the slice's API field, e.g. sla.ecn_delay_ms")
+    capability: str = Field(description="what the data plane lacks: rate_limit, ecn, match_dscp, match_dst_port")
+    backend_id: int
+    backend_name: str
+    driver: str
+    accepted: bool
+    message: str
+
+
 class PreviewPublic(BaseModel):
     backend_id: int
     driver: str
@@ -26,6 +57,11 @@ class PreviewPublic(BaseModel):
     slices: list[dict[str, Any]] = Field(description="per slice: lane folding, RR path allocation and why")
     ir: dict[str, Any]
     tables: dict[str, list[dict[str, Any]]] = Field(description="native entries per data-plane table")
+    equivalence: EquivalencePublic | None = Field(
+        None, description="the plan proven equal to the IR on every key, or why not (unchecked / counterexample)")
+    enforcement: list[EnforcementGapPublic] = Field(
+        default_factory=list, description="SLA attributes this backend cannot enforce, each accepted by an operator "
+        "on the backend (accept_unenforced); any other such attribute refuses the preview with 422")
 
 
 class DeployUnchangedPublic(BaseModel):

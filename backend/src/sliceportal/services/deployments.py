@@ -53,9 +53,10 @@ from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
-from sliceportal.services import admission
+from sliceportal.services import admission, enforcement
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
+from sliceportal.services.enforcement import Gap
 from sliceportal.services.equivalence import check_plan
 from sliceportal.services.equivalence import to_json as equivalence_json
 from sliceportal.services.errors import (
@@ -82,6 +83,7 @@ class Preview:
     compiled: CompileResult
     plan: NativePlan
     equivalence: EquivalenceResult | None = None  # the plan proven equal to the IR (issue #20)
+    enforcement: tuple[Gap, ...] = ()  # SLA attributes the backend cannot enforce, all accepted (#14.3)
 
 
 @dataclass(frozen=True)
@@ -154,10 +156,13 @@ def _refusal(exc: Exception) -> DomainError:
 
 def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
     try:
-        tenants, specs, _ = domain_specs(session, backend)
+        tenants, specs, slices = domain_specs(session, backend)
+        # capabilities decide, before compiling: no silent downgrade of an SLA (services/enforcement.py)
+        found = enforcement.gaps(backend, drv.capabilities(), slices)
+        enforcement.refuse_unenforceable(found)
         compiled = compile_rules(tenants, specs, _target(drv))
         plan = plan_for(drv, compiled.ir)
-        return Preview(compiled, plan, check_plan(compiled.ir, plan, drv))
+        return Preview(compiled, plan, check_plan(compiled.ir, plan, drv), tuple(found))
     except (CompileError, DriverError) as exc:
         raise _refusal(exc) from exc
 

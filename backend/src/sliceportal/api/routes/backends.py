@@ -41,7 +41,7 @@ def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, 
                    request: Request, background: BackgroundTasks) -> Backend:
     """Register a backend; answers at once with health ``probing`` (a bounded probe follows)."""
     b = Backend(name=body.name, driver=body.driver, options=body.options, port_bps=body.port_bps,
-                link_bps=body.link_bps or DEFAULT_LINK_BPS)
+                link_bps=body.link_bps or DEFAULT_LINK_BPS, accept_unenforced=sorted(set(body.accept_unenforced)))
     describe(session, b, probe=False)  # validates the driver and its options, learns geometry / capacity
     session.add(b)
     session.commit()
@@ -58,7 +58,7 @@ def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, s
     b = get_scoped(session, Backend, backend_id, None, "backend")
     check_version(b, if_match, body.version)
     apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}),
-                  not_null=("name", "options", "link_bps", "port_bps"))
+                  not_null=("name", "options", "link_bps", "port_bps", "accept_unenforced"))
     if "link_bps" in body.model_fields_set:
         admission.check(session, [b], override=override, action="update", subject=b)
     if "options" in body.model_fields_set:

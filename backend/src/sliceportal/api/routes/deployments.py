@@ -25,6 +25,7 @@ from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.deployments import (
     DeploymentPublic,
     DeployUnchangedPublic,
+    EnforcementGapPublic,
     EquivalencePublic,
     PreviewPublic,
     RollbackRequest,
@@ -55,6 +56,7 @@ def preview(backend_id: PathId, _: NotTenant, session: SessionDep) -> PreviewPub
         ir=c.ir.to_json(), tables=p.plan.tables,
         equivalence=None if p.equivalence is None
         else EquivalencePublic.model_validate(equivalence_json(p.equivalence)),
+        enforcement=[EnforcementGapPublic.model_validate(g.to_json()) for g in p.enforcement],
     )
 
 
