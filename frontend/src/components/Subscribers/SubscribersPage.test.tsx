@@ -58,4 +58,34 @@ describe("parseTeids", () => {
     expect(parseTeids("5,5")).toBe("TEID 5 is listed twice.");
     expect(parseTeids("x1")).toBe("“x1” is not a whole number.");
   });
+
+  it("bulk-deletes what the filter selects, after a confirmation naming the count and the filter", async () => {
+    const fake = api({ "POST /api/v1/subscribers/bulk-delete": () => jsonResponse({ deleted: 1, filter: {} }) });
+    vi.stubGlobal("fetch", fake.fetch);
+    renderWithApp(<SubscribersPage />, { url: "/subscribers?tenant_id=3&q=10.47" });
+    const user = userEvent.setup();
+    await screen.findByRole("link", { name: "acme" });
+    await user.click(await screen.findByRole("button", { name: "Delete 1 matching" }));
+    const dialog = await screen.findByRole("dialog", { name: "Delete 1 subscriber?" });
+    expect(dialog).toHaveTextContent("All 1 subscriber of tenant acme whose IMSI or UE address contains “10.47” are removed");
+    expect(fake.calls.some((c) => c.method === "POST")).toBe(false);
+    await user.click(within(dialog).getByRole("button", { name: "Delete 1 subscriber" }));
+    await waitFor(() => expect(fake.calls.some((c) => c.method === "POST")).toBe(true));
+    const body = JSON.parse(fake.calls.find((c) => c.method === "POST")?.body ?? "{}") as unknown;
+    expect(body).toEqual({ q: "10.47", tenant_id: 3, all: false, expected_count: 1 });
+  });
+
+  it("says so when no filter is set, and sends all=true", async () => {
+    const fake = api({ "POST /api/v1/subscribers/bulk-delete": () => jsonResponse({ deleted: 1, filter: {} }) });
+    vi.stubGlobal("fetch", fake.fetch);
+    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    const user = userEvent.setup();
+    await screen.findByRole("link", { name: "acme" });
+    await user.click(await screen.findByRole("button", { name: "Delete 1 matching" }));
+    const dialog = await screen.findByRole("dialog");
+    expect(dialog).toHaveTextContent("of every tenant are removed — no filter is set: this empties the whole list");
+    await user.click(within(dialog).getByRole("button", { name: "Delete 1 subscriber" }));
+    await waitFor(() => expect(fake.calls.some((c) => c.method === "POST")).toBe(true));
+    expect(JSON.parse(fake.calls.find((c) => c.method === "POST")?.body ?? "{}")).toMatchObject({ all: true });
+  });
 });

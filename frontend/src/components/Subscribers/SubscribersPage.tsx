@@ -1,5 +1,6 @@
 // Subscribers: server-side paged, sorted, searched and filtered by tenant (the browser holds one
-// page, however many rows exist); tenants and slices by name with links; add, edit, delete.
+// page, however many rows exist); tenants and slices by name with links; add, edit, delete, and
+// delete everything the current filter selects (confirming the count and the filter in words).
 import { Anchor, Button, Group, Paper, Select, Table, TextInput, Title, UnstyledButton, VisuallyHidden } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -19,6 +20,13 @@ import { useNames } from "./lookups";
 import { SubscriberForm } from "./SubscriberForm";
 
 type Subscriber = Schemas["SubscriberPublic"];
+
+/** The list's filter in words, for the bulk-delete confirmation. */
+export function filterWords(q: string, tenant: string | null): string {
+  const parts = [tenant ? `of tenant ${tenant}` : "of every tenant"];
+  if (q) parts.push(`whose IMSI or UE address contains “${q}”`);
+  return parts.join(" ");
+}
 
 const COLUMNS = [
   { key: "imsi", label: "IMSI" },
@@ -67,6 +75,27 @@ export function SubscribersPage() {
     next.delete("page");
     setUrl(next, { replace: true });
   };
+  const matching = subs.data?.count ?? 0;
+  const askBulkDelete = () => {
+    const tenant = tenantFilter ? tenantName.get(tenantFilter) ?? `tenant ${tenantFilter}` : null;
+    const everything = !params.q && !tenantFilter;
+    const noun = matching === 1 ? "subscriber" : "subscribers";
+    confirm.ask({
+      title: `Delete ${matching} ${noun}?`,
+      message: `All ${matching} ${noun} ${filterWords(params.q, tenant)} are removed`
+        + (everything ? " — no filter is set: this empties the whole list" : "")
+        + "; their traffic stops matching their slices after the next deploy. This cannot be undone.",
+      confirmLabel: `Delete ${matching} ${noun}`,
+      action: async () => {
+        await unwrap(api.POST("/api/v1/subscribers/bulk-delete", { body: {
+          ...(params.q ? { q: params.q } : {}), ...(tenantFilter ? { tenant_id: tenantFilter } : {}),
+          all: everything, expected_count: matching,
+        } }));
+        setParams({ page: 1 });
+        await qc.invalidateQueries({ queryKey: ["subscribers"] });
+      },
+    });
+  };
   const askDelete = (s: Subscriber) => confirm.ask({
     title: `Delete subscriber ${s.imsi}?`,
     message: `Subscriber ${s.imsi} (${s.ue_ip}) of tenant ${tenantName.get(s.tenant_id) ?? s.tenant_id} is removed; `
@@ -99,6 +128,10 @@ export function SubscribersPage() {
         <Select label="Tenant" placeholder="All tenants" clearable w={220} maw="100%"
           data={tenants.map((t) => ({ value: String(t.id), label: t.name }))}
           value={tenantFilter ? String(tenantFilter) : null} onChange={setTenantFilter} />
+        <Button variant="light" color="red" disabled={matching === 0 || subs.isPlaceholderData} onClick={askBulkDelete}
+          title="Delete every subscriber the search and tenant filter select (all pages)">
+          Delete {matching} matching
+        </Button>
       </Group>
       <QueryView query={subs}>
         {(page) => (
