@@ -97,18 +97,17 @@ def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, 
                                                                  "factor": FACTOR}, headers=op)
             assert r.status_code == 202, r.text
         started = datetime.now(UTC)
-        state = {b["driver"]: b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]}
-        for driver, b in state.items():
+        for b in client.get("/api/v1/testbed", headers=op).json()["backends"]:
             assert b["congestion_factor"] == FACTOR, b
         time.sleep(1.5)
-        capped = {b["driver"]: b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]}
-        for driver, b in capped.items():  # the capacity in force is what the arithmetic assumed
+        for b in client.get("/api/v1/testbed", headers=op).json()["backends"]:  # what the arithmetic assumed
             assert b["egress_capacity_bps"] == pytest.approx(b["offered_bps"] / FACTOR), b
             assert b["congestion_mechanism"], b
 
         time.sleep(SETTLE_S + WINDOW_S - 1.5)
         window = {d: loss(i, started + timedelta(seconds=SETTLE_S), started + timedelta(seconds=SETTLE_S + WINDOW_S))
                   for d, i in ids.items()}
+        print(f"red-embb loss % per lane during congestion at factor {FACTOR}: {window}")  # the figures, with -s
         for driver, lanes in window.items():
             assert set(lanes) == {0, 2, 4, 6}, (driver, window)
             assert lanes[0] >= 30, f"{driver}: the best-effort lane should lose first: {window}"

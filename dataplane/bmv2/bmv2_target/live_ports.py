@@ -27,6 +27,9 @@ from .pipeline import InFlight
 from .switch import Switch
 from .traffic_manager import LiveTrafficManager
 
+SO_RCVBUFFORCE = 33  # socket.SO_RCVBUFFORCE where Python exposes it (Linux)
+RCVBUF_BYTES = 8 << 20
+
 
 class LivePorts:
     def __init__(self, switch: Switch, spec: list[str]) -> None:
@@ -34,7 +37,13 @@ class LivePorts:
         self.socks: dict[int, socket.socket] = {}
         for item in spec:
             port_text, _, ifname = item.partition("@")
-            self.socks[int(port_text)] = open_port(ifname)
+            s = self.socks[int(port_text)] = open_port(ifname)
+            # a deep receive buffer: while this process waits for a CPU (a loaded machine), frames
+            # wait in the kernel instead of being dropped there, FIFO, before the priority queues
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES)
+            except OSError:  # not root: as much as the system allows
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
         cfg = switch.config
         self.tm: LiveTrafficManager[InFlight] = LiveTrafficManager(
             cfg.priority_queues, cfg.queue_depth, cfg.link_bps, self._transmit

@@ -80,6 +80,9 @@ class TrafficManager:
         self.advance(1 << 62)
 
 
+CATCH_UP_S = 0.05
+
+
 class Queued(Protocol):
     """What the live traffic manager needs of a packet (the pipeline's InFlight has it)."""
 
@@ -173,7 +176,8 @@ class LiveTrafficManager(Generic[P]):
                         break
                     self._cv.wait()
                 rate = self.link_bps
-                # an idle link does not bank credit: the next frame starts now at the earliest
-                link_free = max(link_free, now) + (len(f.data) * 8 / rate if rate else 0.0)
+                # a drain thread that waited for a CPU may catch up for CATCH_UP_S (the link
+                # keeps its rate on a loaded machine), but an idle link banks no more than that
+                link_free = max(link_free, now - CATCH_UP_S) + (len(f.data) * 8 / rate if rate else 0.0)
             self._transmit(port, f)
             self.transmitted += 1
