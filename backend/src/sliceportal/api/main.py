@@ -51,6 +51,7 @@ def api_router() -> APIRouter:
         router.include_router(module.router)
     router.include_router(users.keys)
     router.include_router(rule_sets.router)
+    router.include_router(deployments.slices)  # POST /slices/{id}/deploy: fan-out to the slice's backends
     return router
 
 

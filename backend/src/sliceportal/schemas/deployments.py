@@ -106,3 +106,23 @@ class RuleSetPublic(ORMModel):
 class RollbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rule_set: int = Field(ge=1, le=2**31 - 1, description="the rule-set number to return to")
+
+
+class SliceDeployBackendPublic(BaseModel):
+    backend_id: int
+    backend_name: str
+    where: Literal["new", "previous", "unchanged", "refused"] = Field(
+        description="the rule set the backend is on now: the new one, the previous one (its push failed and "
+        "was rolled back), unchanged (already in force), or refused before any write")
+    status: str = Field(description="succeeded / failed / unchanged / refused")
+    rule_set: int | None = Field(description="the number of the rule set in force on the backend now")
+    deployment_id: int | None
+    error: str
+
+
+class SliceDeployPublic(BaseModel):
+    """The outcome of deploying one slice to every backend it is assigned to (in parallel)."""
+
+    slice_id: int
+    ok: bool = Field(description="every backend is on the new rule set or unchanged")
+    backends: list[SliceDeployBackendPublic]

@@ -237,11 +237,13 @@ def interrupt_all_orphans(sessions: sessionmaker[Session]) -> int:
 def _mark_slices_deployed(session: Session, rule_set: RuleSet) -> None:
     # Per-backend slice state is derived (services/slice_status.py); this only records that a
     # slice left the draft stage once a finished deployment carried it.
+    # A plain UPDATE, not the ORM's versioned one: deployments of one slice to several backends
+    # finish concurrently (services/slice_deploy.py), and a fact is no operator's edit (no 412).
     refs = [int(s["ref"]) for s in rule_set.ir.get("slices", []) if "ref" in s]
     if refs:
-        for s in session.scalars(select(Slice).where(Slice.id.in_(refs),
-                                                     Slice.state.in_((SliceState.DRAFT, SliceState.COMPILED)))):
-            s.state = SliceState.DEPLOYED
+        session.execute(update(Slice).where(Slice.id.in_(refs),
+                                            Slice.state.in_((SliceState.DRAFT, SliceState.COMPILED)))
+                        .values(state=SliceState.DEPLOYED).execution_options(synchronize_session=False))
 
 
 def _finish(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,

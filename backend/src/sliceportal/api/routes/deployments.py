@@ -19,7 +19,7 @@ from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import get_scoped, page
 from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep
 from sliceportal.api.errors import ApiError, domain_problem, not_found
-from sliceportal.models import Backend, Deployment, RuleSet
+from sliceportal.models import Backend, Deployment, RuleSet, Slice
 from sliceportal.models.audit import Actor, set_actor
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.deployments import (
@@ -30,9 +30,11 @@ from sliceportal.schemas.deployments import (
     PreviewPublic,
     RollbackRequest,
     RuleSetPublic,
+    SliceDeployBackendPublic,
+    SliceDeployPublic,
     TableUsagePublic,
 )
-from sliceportal.services import admission
+from sliceportal.services import admission, slice_deploy
 from sliceportal.services import deployments as svc
 from sliceportal.services.admission import Override
 from sliceportal.services.equivalence import to_json as equivalence_json
@@ -40,6 +42,7 @@ from sliceportal.services.errors import DomainError
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/backends/{backend_id}", tags=["deployments"])
+slices = APIRouter(prefix="/slices/{slice_id}", tags=["deployments"])
 NDJSON = "application/x-ndjson"
 
 
@@ -180,3 +183,53 @@ def reconcile(backend_id: PathId, _: Deployer, session: SessionDep) -> dict[str,
         return {"in_sync": None, "detail": "nothing deployed yet, or the data plane is unreachable",
                 "health": backend.health, "health_detail": backend.health_detail}
     return report.model_dump(mode="json", exclude={"outcome"})
+
+
+def _slice_result(slice_id: int, outcomes: list[slice_deploy.BackendOutcome]) -> SliceDeployPublic:
+    return SliceDeployPublic(slice_id=slice_id, ok=all(o.where in ("new", "unchanged") for o in outcomes),
+                             backends=[SliceDeployBackendPublic.model_validate(o, from_attributes=True)
+                                       for o in outcomes])
+
+
+@slices.post("/deploy", response_model=SliceDeployPublic,
+             responses={200: {"content": {NDJSON: {}}, "description": "the outcome per backend; with Accept: "
+                              "application/x-ndjson, progress events per backend, then the result"}})
+def deploy_slice(slice_id: PathId, principal: Deployer, session: SessionDep, request: Request,
+                 override: AdmissionOverride, accept: Annotated[str | None, Header()] = None,
+                 ) -> SliceDeployPublic | StreamingResponse:
+    """Deploy the slice to every backend it is assigned to, in parallel, each under its own lock.
+
+    Every backend ends on the new rule set, on its previous one (a failed push is rolled back),
+    or unchanged; the result says which per backend (so does ``GET /slices/{id}/status``).
+    Refusals (compile, capacity, capabilities, admission) are checked on every backend before
+    any push: then nothing is pushed anywhere.
+    """
+    s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    ids = [b.id for b in slice_deploy.preflight(session, s, override)]
+    session.close()  # each backend's worker has a session of its own
+    actor = Actor(principal.user_id, principal.username, principal.via)
+    sessions = request.app.state.sessionmaker
+    if not (accept and NDJSON in accept):
+        return _slice_result(slice_id, slice_deploy.deploy_slice(sessions, actor, ids, override=override))
+    events: queue.Queue[str | None] = queue.Queue()
+
+    def progress(backend_id: int, e: object) -> None:
+        events.put(json.dumps({"event": "progress", "backend_id": backend_id, **e.model_dump()}))  # type: ignore[attr-defined]
+
+    def work() -> None:
+        try:
+            outcomes = slice_deploy.deploy_slice(sessions, actor, ids, override=override, progress=progress)
+            events.put(json.dumps({"event": "result", **_slice_result(slice_id, outcomes).model_dump(mode="json")}))
+        except Exception as exc:  # the stream ends with exactly one result or error event
+            log.exception("streamed deployment of slice %s failed", slice_id)
+            events.put(json.dumps({"event": "error", "status": 500, "title": "Internal error",
+                                   "detail": f"{type(exc).__name__}: {exc}"}))
+        finally:
+            events.put(None)
+
+    threading.Thread(target=work, name=f"deploy-slice-{slice_id}", daemon=True).start()
+
+    def body() -> Iterator[str]:
+        while (item := events.get()) is not None:
+            yield item + "\n"
+    return StreamingResponse(body(), media_type=NDJSON)

@@ -1,0 +1,101 @@
+"""Deploy one slice to every backend it is assigned to, in parallel (#14 item 5).
+
+Each backend is deployed as ``deployments.deploy_changes`` does it alone -- under its own
+advisory lock, with its own session, all or nothing on its data plane: a push that fails
+part-way is rolled back by the driver to the rule set that was in force. So every backend
+ends on the new rule set, on the previous one, or unchanged (its compiled plan already in
+force), and the outcome says which, per backend. The slice's status per backend
+(``GET /slices/{id}/status``) derives the same from facts.
+
+Refusals that need no data plane (compile, capacity, capabilities, admission) are checked
+for every backend before any push starts, so a refusal on one backend pushes nothing anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from sliceportal.drivers.contract import ProgressEvent
+from sliceportal.models import Backend, Deployment, DeploymentStatus, Slice
+from sliceportal.models.audit import Actor, set_actor
+from sliceportal.services import admission, deployments
+from sliceportal.services.admission import Override
+from sliceportal.services.errors import DomainError, InvalidError, NotFoundError
+
+Where = Literal["new", "previous", "unchanged", "refused"]
+
+
+@dataclass(frozen=True)
+class BackendOutcome:
+    backend_id: int
+    backend_name: str
+    where: Where  # the rule set the backend is on now: the new one, the previous one, or unchanged
+    status: str  # succeeded / failed / unchanged / refused
+    rule_set: int | None  # the number of the rule set in force on it now (None: nothing deployed)
+    deployment_id: int | None
+    error: str = ""
+
+
+ProgressFn = Callable[[int, ProgressEvent], None]
+
+
+def preflight(session: Session, slice_: Slice, override: Override | None) -> list[Backend]:
+    """Everything that can refuse without a data plane, for every backend, before any push."""
+    backends = sorted(slice_.backends, key=lambda b: b.id)
+    if not backends:
+        raise InvalidError(f"slice {slice_.name} is assigned to no backend; assign it (backend_ids) first",
+                           field="backend_ids")
+    for b in backends:
+        deployments._refuse_if_down(b)
+        if override is None:
+            admission.check(session, [b], override=None, action="deploy", subject=b)
+        deployments.preview(session, b)
+    session.rollback()  # admission flushes: nothing of the preflight is kept
+    return backends
+
+
+def _one(sessions: sessionmaker[Session], actor: Actor, backend_id: int, override: Override | None,
+         progress: ProgressFn | None) -> BackendOutcome:
+    with sessions() as session:
+        set_actor(session, actor)
+        backend = session.get(Backend, backend_id)
+        if backend is None:
+            raise NotFoundError(f"backend {backend_id} does not exist")
+        name = backend.name
+        try:
+            dep = deployments.deploy_changes(
+                session, backend, actor.name, (lambda e: progress(backend_id, e)) if progress else None,
+                override=override)
+        except DomainError as exc:
+            session.rollback()
+            current = deployments.current_rule_set(session, backend_id)
+            return BackendOutcome(backend_id, name, "refused", "refused", current.number if current else None,
+                                  None, exc.detail)
+        if isinstance(dep, deployments.Unchanged):
+            return BackendOutcome(backend_id, name, "unchanged", "unchanged", dep.rule_set, None)
+        return _outcome(session, backend_id, name, dep)
+
+
+def _outcome(session: Session, backend_id: int, name: str, dep: Deployment) -> BackendOutcome:
+    if dep.status == DeploymentStatus.SUCCEEDED:
+        return BackendOutcome(backend_id, name, "new", "succeeded", dep.rule_set_number, dep.id)
+    current = deployments.current_rule_set(session, backend_id)
+    # the driver restored the previous rule set (rolled_back); if even that failed the
+    # reconcile loop repairs it to the rule set in force, which is still the previous one
+    return BackendOutcome(backend_id, name, "previous", "failed", current.number if current else None, dep.id,
+                          dep.error + ("" if dep.rolled_back else " (restore failed: the reconcile loop repairs it)"))
+
+
+def deploy_slice(sessions: sessionmaker[Session], actor: Actor, backend_ids: list[int], *,
+                 override: Override | None = None, progress: ProgressFn | None = None) -> list[BackendOutcome]:
+    """Deploy every backend of a slice at once (one thread and one session each); outcomes by backend id."""
+    if not backend_ids:
+        return []
+    with ThreadPoolExecutor(max_workers=len(backend_ids), thread_name_prefix="slice-deploy") as pool:
+        futures = [pool.submit(_one, sessions, actor, b, override, progress) for b in backend_ids]
+        return [f.result() for f in futures]
