@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=8), options=[("grpc.max_receive_message_length", 64 << 20)]
     )
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(
-        P4RuntimeServicer(switch, args.device_id, Faults(args.fail_write, args.exit_on_write)), server
-    )
+    servicer = P4RuntimeServicer(switch, args.device_id, Faults(args.fail_write, args.exit_on_write))
+    server.add_generic_rpc_handlers((servicer.write_handler(),))  # Write decoded by the engine
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
     server.add_generic_rpc_handlers((DataplaneService(switch).handler(),))
     live = LivePorts(switch, args.interface) if args.interface else None
     if live is not None:

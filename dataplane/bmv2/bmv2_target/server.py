@@ -179,6 +179,78 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
 
     # ---- write --------------------------------------------------------------------------
 
+    def write_handler(self) -> grpc.GenericRpcHandler:
+        """``Write`` with the request left undecoded (register before the generated
+        servicer's handler, which then serves every other method)."""
+        return grpc.method_handlers_generic_handler(
+            "p4.v1.P4Runtime",
+            {
+                "Write": grpc.unary_unary_rpc_method_handler(
+                    self.write_raw, request_deserializer=None, response_serializer=None
+                )
+            },
+        )
+
+    def write_raw(self, raw: bytes, context: grpc.ServicerContext) -> bytes:
+        """Write, decoded by the engine: it splits the request and applies each valid
+        table-entry update itself; only the other updates (and every invalid one, so that
+        the error codes come from one validator) go through protobuf and ``_apply``. The
+        pure-Python protobuf that p4runtime's generated code needs decodes ~0.4 ms/update."""
+        engine = self.switch.pipeline
+        split = None
+        if engine is not None:
+            try:
+                split = engine.split_write(raw)
+            except ValueError:
+                split = None
+        if split is None:  # no pipeline yet, or bytes only protobuf can judge
+            return bytes(self.Write(p4runtime_pb2.WriteRequest.FromString(raw), context).SerializeToString())
+        device_id, election, atomicity, updates = split
+        try:
+            self._check_primary(device_id, p4runtime_pb2.Uint128(high=election >> 64, low=election & ((1 << 64) - 1)))
+            if atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
+        except P4RTError as err:
+            context.abort(err.code, err.message)
+        self._count_write(context)
+        errors: list[p4runtime_pb2.Error | None] = []
+        with self.switch.lock:
+            engine = self.switch.pipeline  # the pipeline cannot change while the lock is held
+            assert engine is not None and self.switch.tables is not None
+            fast = engine.fast_update
+            for u in updates:
+                if fast(u):
+                    errors.append(None)
+                    continue
+                try:
+                    self._apply(Update.FromString(u))
+                    errors.append(None)
+                except P4RTError as err:
+                    errors.append(p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message))
+            self.switch.tables.commit()
+        ok = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
+        if any(e is not None for e in errors):
+            self._report([ok if e is None else e for e in errors], context)
+        return b""  # an empty WriteResponse
+
+    def _count_write(self, context: grpc.ServicerContext) -> None:
+        self.faults.writes_seen += 1
+        if self.faults.exit_on_write and self.faults.writes_seen == self.faults.exit_on_write:
+            os._exit(17)
+        if self.faults.fail_write and self.faults.writes_seen == self.faults.fail_write:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "injected failure")
+
+    def _report(self, errors: list[p4runtime_pb2.Error], context: grpc.ServicerContext) -> None:
+        """A batch with failures: UNKNOWN, one p4.v1.Error per update in the details (PI)."""
+        failed = [e for e in errors if e.canonical_code != code_pb2.OK]
+        if failed:
+            status = status_pb2.Status(code=code_pb2.UNKNOWN, message=f"{len(failed)} update(s) failed")
+            for e in errors:
+                status.details.add().Pack(e)
+            context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+            context.set_code(grpc.StatusCode.UNKNOWN)
+            context.set_details(status.message + ": " + failed[0].message)
+
     def Write(
         self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext
     ) -> p4runtime_pb2.WriteResponse:
@@ -190,11 +262,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
         except P4RTError as err:
             context.abort(err.code, err.message)
-        self.faults.writes_seen += 1
-        if self.faults.exit_on_write and self.faults.writes_seen == self.faults.exit_on_write:
-            os._exit(17)
-        if self.faults.fail_write and self.faults.writes_seen == self.faults.fail_write:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "injected failure")
+        self._count_write(context)
         errors: list[p4runtime_pb2.Error] = []
         with self.switch.lock:
             for update in request.updates:
@@ -205,14 +273,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                     errors.append(p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message))
             assert self.switch.tables is not None
             self.switch.tables.commit()
-        failed = [e for e in errors if e.canonical_code != code_pb2.OK]
-        if failed:
-            status = status_pb2.Status(code=code_pb2.UNKNOWN, message=f"{len(failed)} update(s) failed")
-            for e in errors:
-                status.details.add().Pack(e)
-            context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
-            context.set_code(grpc.StatusCode.UNKNOWN)
-            context.set_details(status.message + ": " + failed[0].message)
+        self._report(errors, context)
         return p4runtime_pb2.WriteResponse()
 
     def _apply(self, update: p4runtime_pb2.Update) -> None:

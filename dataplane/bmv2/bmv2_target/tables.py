@@ -11,7 +11,7 @@ modify / delete of a missing entry NOT_FOUND; a full table RESOURCE_EXHAUSTED.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import grpc
 from p4.config.v1 import p4info_pb2
@@ -50,6 +50,8 @@ _ENGINE_KIND = {MF.EXACT: "exact", MF.TERNARY: "ternary", MF.LPM: "lpm", MF.RANG
 
 @dataclass
 class Entry:
+    """An entry as the engine holds it (the one store: the write fast path fills it too)."""
+
     key: Key
     priority: int
     action_id: int
@@ -57,6 +59,11 @@ class Entry:
     handle: int  # the entry in the engine's table
     metadata: bytes = b""
     controller_metadata: int = 0
+
+    @classmethod
+    def of(cls, view: tuple[int, list[tuple[int, int]], int, int, list[int], bytes, int]) -> Entry:
+        handle, key, priority, action_id, params, metadata, cmeta = view
+        return cls(tuple(key), priority, action_id, tuple(params), handle, bytes(metadata), cmeta)
 
 
 @dataclass
@@ -67,7 +74,6 @@ class Table:
     engine_table: int
     engine_actions: dict[int, int]  # P4Info action id -> engine action index
     lpm_field: int | None = None  # the LPM field of a table without priorities
-    entries: dict[tuple[Key, int], Entry] = field(default_factory=dict)
     default_action_id: int = 0
     default_params: tuple[int, ...] = ()
 
@@ -118,11 +124,34 @@ class TableStore:
             if t.const_default_action_id:
                 table.default_action_id = t.const_default_action_id
             self.tables[tid] = table
+            self._schema(table)
         described = {t.preamble.name for t in index.tables.values()}
         missing = [name for name, keys, _ in engine.tables() if keys and name not in described]
         if missing:
             # A P4Info for another program: the controller could not reach these tables.
             raise invalid(f"the P4Info does not describe the device config's tables {missing}")
+
+    def _schema(self, table: Table) -> None:
+        """Tell the engine's write fast path what this P4Info says of the table."""
+        actions = []
+        for ref in table.info.action_refs:
+            a = self.index.actions[ref.id]
+            default_only = ref.scope == p4info_pb2.ActionRef.DEFAULT_ONLY
+            params = [(p.id, p.bitwidth) for p in a.params]
+            actions.append((ref.id, table.engine_actions[ref.id], params, default_only))
+        fields = [(f.id, _ENGINE_KIND.get(f.match_type, "?"), f.bitwidth) for f in table.fields]
+        if all(kind != "?" for _, kind, _ in fields):
+            self.engine.set_schema(
+                table.info.preamble.id, table.engine_table, fields, table.needs_priority, table.info.size, actions
+            )
+
+    def rank(self, table: Table, key: Key, priority: int) -> int:
+        """The engine's priority: P4Runtime's, or for LPM without priorities the prefix length."""
+        return priority if table.lpm_field is None else bin(key[table.lpm_field][1]).count("1")
+
+    def find(self, table: Table, key: Key, priority: int) -> Entry | None:
+        handle = self.engine.find(table.engine_table, list(key), self.rank(table, key, priority))
+        return None if handle is None else Entry.of(self.engine.entry(table.engine_table, handle))
 
     def commit(self) -> None:
         """Rebuild the engine's lookup index of tables changed by the last batch (once per
@@ -245,41 +274,37 @@ class TableStore:
             raise invalid(f"table {table.info.preamble.name} needs a priority > 0")
         if not table.needs_priority and te.priority != 0:
             raise invalid(f"table {table.info.preamble.name} takes no priority")
-        slot = (key, te.priority)
+        rank = self.rank(table, key, te.priority)
+        handle = self.engine.find(table.engine_table, list(key), rank)
         if utype == Update.DELETE:
-            gone = table.entries.pop(slot, None)
-            if gone is None:
+            if handle is None:
                 raise not_found(f"no such entry in {table.info.preamble.name}")
-            self.engine.delete(table.engine_table, gone.handle)
+            self.engine.delete(table.engine_table, handle)
             return
         if te.action.WhichOneof("type") != "action":
             raise invalid("only direct actions are supported (no action profiles in this program)")
         action_id, params = self._action(table, te.action.action, default=False)
+        engine_action = table.engine_actions[action_id]
         if utype == Update.INSERT:
-            if slot in table.entries:
+            if handle is not None:
                 raise P4RTError(
                     grpc.StatusCode.ALREADY_EXISTS, f"entry already exists in {table.info.preamble.name}"
                 )
-            if table.info.size and len(table.entries) >= table.info.size:
+            if table.info.size and self.engine.entry_count(table.engine_table) >= table.info.size:
                 raise P4RTError(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"table {table.info.preamble.name} is full ({table.info.size})",
                 )
-            # LPM without priorities: the longest prefix wins, so it is the engine's priority.
-            rank = te.priority if table.lpm_field is None else bin(key[table.lpm_field][1]).count("1")
-            handle = self.engine.insert(
-                table.engine_table, list(key), rank, table.engine_actions[action_id], list(params)
-            )
-            table.entries[slot] = Entry(
-                key, te.priority, action_id, params, handle, te.metadata, te.controller_metadata
-            )
+            self.engine.insert_entry(
+                table.engine_table, list(key), rank, engine_action, list(params),
+                te.priority, action_id, te.metadata, te.controller_metadata,
+            )  # fmt: skip
         elif utype == Update.MODIFY:
-            old = table.entries.get(slot)
-            if old is None:
+            if handle is None:
                 raise not_found(f"no such entry in {table.info.preamble.name}")
-            self.engine.modify(table.engine_table, old.handle, table.engine_actions[action_id], list(params))
-            old.action_id, old.params = action_id, params
-            old.metadata, old.controller_metadata = te.metadata, te.controller_metadata
+            self.engine.modify_entry(
+                table.engine_table, handle, engine_action, list(params), action_id, te.metadata, te.controller_metadata
+            )
         else:
             raise invalid("unspecified update type")
 
@@ -343,11 +368,11 @@ class TableStore:
             if te.is_default_action:
                 out.append((table, None))
             elif te.match:
-                e = table.entries.get((self._key(table, te), te.priority))
+                e = self.find(table, self._key(table, te), te.priority)
                 if e is not None:
                     out.append((table, e))
             else:
-                out.extend((table, e) for e in table.entries.values())
+                out.extend((table, Entry.of(v)) for v in self.engine.entries(table.engine_table))
         return out
 
     def default_proto(self, table: Table) -> p4runtime_pb2.TableEntry:

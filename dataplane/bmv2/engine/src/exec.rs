@@ -171,7 +171,7 @@ impl Engine {
         params: Vec<u64>,
     ) -> Result<u64, WriteError> {
         self.check_action(table, action, &params)?;
-        let entry = Entry { key, priority, action, params, packets: 0, bytes: 0 };
+        let entry = Entry { key, priority, action, params, packets: 0, bytes: 0, meta: Default::default() };
         self.tables[table].insert(&self.ir.tables[table], entry)
     }
 
@@ -691,7 +691,15 @@ mod tests {
             default_const: false,
             direct_counter: false,
         };
-        let entry = |key, priority| Entry { key: vec![key], priority, action: 0, params: vec![], packets: 0, bytes: 0 };
+        let entry = |key, priority| Entry {
+            key: vec![key],
+            priority,
+            action: 0,
+            params: vec![],
+            packets: 0,
+            bytes: 0,
+            meta: Default::default(),
+        };
         let lpm = mk(MatchKind::Lpm);
         let mut t = TableState::new(&lpm);
         let short = t.insert(&lpm, entry((0x0a00, 0xff00), 8)).unwrap();

@@ -6,6 +6,7 @@
 
 pub mod exec;
 pub mod ir;
+pub mod p4rt;
 #[cfg(feature = "python")]
 mod python;
 pub mod table;

@@ -4,7 +4,9 @@
 
 use crate::exec::{Engine, Packet};
 use crate::ir::MatchKind;
+use crate::p4rt::{split_write, EntryMeta, TableSchema};
 use crate::table::WriteError;
+use std::collections::HashMap;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -41,6 +43,20 @@ impl PyPacket {
 #[pyclass(module = "slicing_engine", name = "Engine")]
 pub struct PyEngine {
     e: Engine,
+    schemas: HashMap<u32, TableSchema>,
+}
+
+/// (handle, key, P4Runtime priority, P4Info action id, params, metadata, controller metadata)
+type EntryView = (u64, Vec<(u64, u64)>, i64, u32, Vec<u64>, Vec<u8>, u64);
+
+fn kind_of(text: &str) -> PyResult<MatchKind> {
+    Ok(match text {
+        "exact" => MatchKind::Exact,
+        "ternary" => MatchKind::Ternary,
+        "lpm" => MatchKind::Lpm,
+        "range" => MatchKind::Range,
+        other => return Err(PyValueError::new_err(format!("match kind {other}"))),
+    })
 }
 
 fn check_index<T>(v: &[T], i: usize, what: &str) -> PyResult<()> {
@@ -56,7 +72,7 @@ impl PyEngine {
     /// Load p4c's BMv2 JSON; ValueError naming every unsupported construct.
     #[new]
     fn new(json: &str) -> PyResult<Self> {
-        crate::engine(json).map(|e| PyEngine { e }).map_err(|err| PyValueError::new_err(err.to_string()))
+        crate::engine(json).map(|e| PyEngine { e, schemas: HashMap::new() }).map_err(|err| PyValueError::new_err(err.to_string()))
     }
 
     /// [(table name, [(key name, match kind, bit width)], [action names])] in engine order.
@@ -177,6 +193,104 @@ impl PyEngine {
     /// Rebuild the lookup index of tables changed since the last commit.
     fn commit(&mut self) {
         self.e.commit();
+    }
+
+    // ---- P4Runtime fast path ----
+
+    /// What the write fast path must know of a P4Info table: fields [(id, kind, width)],
+    /// actions [(P4Info id, engine action, [(param id, width)], default only)].
+    #[allow(clippy::too_many_arguments)]
+    fn set_schema(
+        &mut self,
+        p4_table: u32,
+        engine_table: usize,
+        fields: Vec<(u32, String, u32)>,
+        needs_priority: bool,
+        size: usize,
+        actions: Vec<(u32, usize, Vec<(u32, u32)>, bool)>,
+    ) -> PyResult<()> {
+        check_index(&self.e.ir.tables, engine_table, "table")?;
+        let fields = fields.into_iter().map(|(i, k, w)| Ok((i, kind_of(&k)?, w))).collect::<PyResult<Vec<_>>>()?;
+        let actions = actions.into_iter().map(|(id, a, ps, d)| (id, (a, ps, d))).collect();
+        self.schemas.insert(p4_table, TableSchema { engine_table, fields, needs_priority, size, actions });
+        Ok(())
+    }
+
+    /// A WriteRequest's (device id, election id, atomicity, [each Update's bytes]).
+    fn split_write<'py>(&self, py: Python<'py>, raw: &[u8]) -> PyResult<(u64, u128, u64, Vec<Bound<'py, PyBytes>>)> {
+        let w = split_write(raw).ok_or_else(|| PyValueError::new_err("malformed WriteRequest"))?;
+        let updates = w.updates.iter().map(|u| PyBytes::new(py, u)).collect();
+        Ok((w.device_id, w.election_id, w.atomicity, updates))
+    }
+
+    /// Apply an Update (its bytes) if it is a valid table-entry write; False = nothing
+    /// changed, the full validator must handle it (and report its error).
+    fn fast_update(&mut self, update: &[u8]) -> bool {
+        self.e.fast_update(&self.schemas, update)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn insert_entry(
+        &mut self,
+        table: usize,
+        key: Vec<(u64, u64)>,
+        rank: i64,
+        action: usize,
+        params: Vec<u64>,
+        p4_priority: i64,
+        p4_action: u32,
+        metadata: Vec<u8>,
+        controller_metadata: u64,
+    ) -> PyResult<u64> {
+        check_index(&self.e.ir.tables, table, "table")?;
+        let h = self.e.insert(table, key, rank, action, params).map_err(write_err)?;
+        self.e.tables[table].entries.get_mut(&h).expect("inserted").meta =
+            EntryMeta { p4_priority, p4_action, metadata, controller_metadata };
+        Ok(h)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn modify_entry(
+        &mut self,
+        table: usize,
+        handle: u64,
+        action: usize,
+        params: Vec<u64>,
+        p4_action: u32,
+        metadata: Vec<u8>,
+        controller_metadata: u64,
+    ) -> PyResult<()> {
+        check_index(&self.e.ir.tables, table, "table")?;
+        self.e.check_action(table, action, &params).map_err(write_err)?;
+        let e = self.e.tables[table].entries.get_mut(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
+        e.action = action;
+        e.params = params;
+        e.meta.p4_action = p4_action;
+        e.meta.metadata = metadata;
+        e.meta.controller_metadata = controller_metadata;
+        Ok(())
+    }
+
+    /// Every entry of a table for read-back, as EntryView tuples.
+    fn entries(&self, table: usize) -> PyResult<Vec<EntryView>> {
+        check_index(&self.e.ir.tables, table, "table")?;
+        let mut out: Vec<EntryView> = self.e.tables[table]
+            .entries
+            .iter()
+            .map(|(h, e)| {
+                let m = &e.meta;
+                (*h, e.key.clone(), m.p4_priority, m.p4_action, e.params.clone(), m.metadata.clone(), m.controller_metadata)
+            })
+            .collect();
+        out.sort_by_key(|v| v.0); // insertion order, as a read-back lists them
+        Ok(out)
+    }
+
+    fn entry(&self, table: usize, handle: u64) -> PyResult<EntryView> {
+        check_index(&self.e.ir.tables, table, "table")?;
+        let e = self.e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
+        let m = &e.meta;
+        Ok((handle, e.key.clone(), m.p4_priority, m.p4_action, e.params.clone(), m.metadata.clone(), m.controller_metadata))
     }
 
     // ---- externs ----

@@ -15,6 +15,8 @@ pub struct Entry {
     pub params: Vec<u64>,
     pub packets: u64,
     pub bytes: u64,
+    /// The controller's view (P4Runtime priority, action id, metadata) for read-back.
+    pub meta: crate::p4rt::EntryMeta,
 }
 
 #[derive(Debug, Default)]
