@@ -8,6 +8,7 @@ import { useSession } from "../../auth/session";
 import { LaneStrip } from "../common/LaneStrip";
 import { PageTitle } from "../common/PageTitle";
 import { NotFound, ProblemAlert, QueryView } from "../common/QueryView";
+import { SliceIntents } from "../Intents/SliceIntents";
 import { SlaHistory } from "../Kpis/SlaHistory";
 import { SliceKpis } from "../Kpis/SliceKpis";
 import { useKpiStream } from "../Kpis/kpiStream";
@@ -88,6 +89,10 @@ export function SliceDetail() {
                 </Table.Tbody>
               </Table>
             )}
+          </Paper>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Intents</Title>
+            <SliceIntents sliceId={s.id} sliceName={s.name} canDelete={me?.role === "operator"} />
           </Paper>
           {me?.role === "operator" && (
             <Paper withBorder p="md">
