@@ -7,6 +7,7 @@ default traffic). The API reports the same at every step."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -114,21 +115,28 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
     expect(page.get_by_test_id("sla-status")).to_have_attribute("data-sla", "met", timeout=10_000)
     shot(page, f"live-loop-{driver}-deployed")
 
-    # congestion (the operator's button) → degraded on this backend, the violation in its history
+    # congestion (the operator's button) → degraded on this backend, the violation in its history.
+    # The slice is best effort (lane 0), the first to suffer: on XDP and the P4 target strict
+    # priority starves it (a loss violation); on the NetFPGA model its own round-robin path
+    # keeps its share of the link, so its packets wait instead (a delay violation, also fine)
     with page.expect_response(lambda r: r.url.endswith("/testbed/congestion")) as started:
         page.get_by_role("button", name="Congestion (30 s)").click()
     assert started.value.status == 202
     expect(row).to_have_attribute("data-sla", "degraded", timeout=30_000)
     assert _status(api, sl["id"], backend)["sla"] == "degraded"
     history = page.get_by_role("table", name="SLA history")
-    expect(history).to_contain_text("loss", timeout=10_000)
+    expect(history).to_contain_text(re.compile("loss|delay"), timeout=10_000)
     violations = api.get("/violations", slice_id=sl["id"], backend_id=backend)["data"]
-    assert violations and violations[0]["metric"] == "loss_pct" and violations[0]["backend_id"] == backend
+    assert violations and violations[0]["backend_id"] == backend, violations
+    assert {v["metric"] for v in violations} & {"loss_pct", "delay_p99_ms"}, violations
     history.get_by_role("button", name="Explain").first.click()
     explain = page.get_by_test_id("explain")
     expect(explain).to_contain_text("Hold-down: opened after 3 consecutive intervals")
     shot(page, f"live-loop-{driver}-degraded", full_page=False)
     page.keyboard.press("Escape")
+    # the scenario ends by itself (a starved lane would hide where the rollback puts the traffic)
+    _wait(f"the congestion scenario on {driver} over", lambda: next(
+        b for b in api.get("/testbed")["backends"] if b["backend_id"] == backend)["congestion_until"] is None, 40)
 
     # roll back to the rule set before this slice → not deployed there; its traffic goes
     # where the data plane puts it now (the default path), and no new KPIs of its own
