@@ -16,6 +16,7 @@ those, and nothing else is ever modified or deleted.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
@@ -97,6 +98,18 @@ class Options(BaseModel):
 
 def _enc(value: int) -> bytes:
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+# A rule set repeats most match fields (tenant, has_* bits, masks) and every action: their
+# wire bytes are built once (they were most of the driver's cost per entry).
+@functools.lru_cache(maxsize=1 << 16)
+def _match_field(field_id: int, exact: bool, value: int, mask: int) -> bytes:
+    return wire.match_field(wire.field_match(field_id, exact, _enc(value), b"" if exact else _enc(mask)))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _action_field(action_id: int, params: tuple[tuple[int, int], ...]) -> bytes:
+    return wire.table_action_field(wire.action(action_id, [(pid, _enc(v)) for pid, v in params]))
 
 
 class Driver:
@@ -246,21 +259,21 @@ class Driver:
             u = self._update(utype, table, e)
             return u.type, u.SerializeToString()
         table_id, fields = self._tables[table]
-        matches: list[bytes] = []
+        matches = b""
         if e.get("default"):
             if utype == Update.DELETE:
                 return Update.MODIFY, wire.table_update(Update.MODIFY, table_id, is_default=True)
             utype, priority, tag = Update.MODIFY, 0, b""
         else:
-            for name, (value, mask) in e["match"].items():
-                field_id, exact = fields[name]
-                matches.append(wire.field_match(field_id, exact, _enc(value), b"" if exact else _enc(mask)))
+            matches = b"".join(
+                _match_field(*fields[name], value, mask) for name, (value, mask) in e["match"].items()
+            )
             priority, tag = e["priority"], self.tag
             if utype == Update.DELETE:
-                return utype, wire.table_update(utype, table_id, matches, None, priority, tag)
+                return utype, wire.entry_update(utype, table_id, matches, b"", priority, tag)
         action_id, params = self._actions[e["action"]]
-        act = wire.action(action_id, [(pid, _enc(e["params"][name])) for name, pid in params])
-        return utype, wire.table_update(utype, table_id, matches, act, priority, tag, bool(e.get("default")))
+        act = _action_field(action_id, tuple((pid, e["params"][name]) for name, pid in params))
+        return utype, wire.entry_update(utype, table_id, matches, act, priority, tag, bool(e.get("default")))
 
     def _entry(self, te: p4runtime_pb2.TableEntry) -> tuple[str, NativeEntry]:
         t = self.p4info.table_by_id(te.table_id)

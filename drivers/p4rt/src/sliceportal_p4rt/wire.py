@@ -87,10 +87,33 @@ def table_update(
     is_default: bool = False,
 ) -> bytes:
     """A serialized Update of one TableEntry (fields in protobuf's own order)."""
-    te = _uint(TE_TABLE_ID, table_id) + b"".join(_ld(TE_MATCH, m) for m in matches)
-    if table_action is not None:
-        te += _ld(TE_ACTION, table_action)
-    te += _uint(TE_PRIORITY, priority)
+    fields = b"".join(match_field(m) for m in matches)
+    action_field = b"" if table_action is None else table_action_field(table_action)
+    return entry_update(utype, table_id, fields, action_field, priority, metadata, is_default)
+
+
+def match_field(match: bytes) -> bytes:
+    """A FieldMatch as the TableEntry's ``match`` field (cacheable by the caller)."""
+    return _ld(TE_MATCH, match)
+
+
+def table_action_field(table_action: bytes) -> bytes:
+    """A TableAction as the TableEntry's ``action`` field (cacheable by the caller)."""
+    return _ld(TE_ACTION, table_action)
+
+
+def entry_update(
+    utype: int,
+    table_id: int,
+    match_fields: bytes,
+    action_field: bytes,
+    priority: int = 0,
+    metadata: bytes = b"",
+    is_default: bool = False,
+) -> bytes:
+    """``table_update`` from fields already wrapped (``match_field`` / ``table_action_field``,
+    concatenated): the push path builds those once per distinct value."""
+    te = _uint(TE_TABLE_ID, table_id) + match_fields + action_field + _uint(TE_PRIORITY, priority)
     if is_default:
         te += _uint(TE_IS_DEFAULT, 1)
     if metadata:
