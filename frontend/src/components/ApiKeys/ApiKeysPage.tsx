@@ -7,6 +7,8 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
 import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
+import { Time } from "../common/time";
+import { useConfirm } from "../common/Confirm";
 
 type Scope = Schemas["Scope"];
 const SCOPES: Scope[] = ["read", "write", "deploy"];
@@ -26,9 +28,16 @@ export function ApiKeysPage() {
       await qc.invalidateQueries({ queryKey: ["api-keys"] });
     },
   });
-  const revoke = useMutation({
-    mutationFn: (id: number) => unwrap(api.DELETE("/api/v1/api-keys/{key_id}", { params: { path: { key_id: id } } })),
-    onSuccess: () => qc.invalidateQueries({ queryKey: ["api-keys"] }),
+  const confirm = useConfirm();
+  const askRevoke = (k: { id: number; name: string; prefix: string }) => confirm.ask({
+    title: `Revoke API key “${k.name}”?`,
+    message: `Every client that sends the key ${k.prefix}… is refused from now on. A revoked key cannot be `
+      + "restored: the clients need a new key.",
+    confirmLabel: "Revoke key",
+    action: async () => {
+      await unwrap(api.DELETE("/api/v1/api-keys/{key_id}", { params: { path: { key_id: k.id } } }));
+      await qc.invalidateQueries({ queryKey: ["api-keys"] });
+    },
   });
   const problem = create.error instanceof ApiProblem ? create.error : null;
 
@@ -68,6 +77,7 @@ export function ApiKeysPage() {
           <Code block mt="xs">{`curl -H "X-Api-Key: ${created.secret}" ${window.location.origin}/api/v1/slices`}</Code>
         </Alert>
       )}
+      {confirm.dialog}
       <QueryView query={keys}>
         {(page) => (
           <Table.ScrollContainer minWidth={600}>
@@ -81,12 +91,12 @@ export function ApiKeysPage() {
                   <Table.Tr key={k.id}>
                     <Table.Td>{k.name}</Table.Td><Table.Td ff="monospace">{k.prefix}…</Table.Td>
                     <Table.Td>{k.scopes.map((s) => <Badge key={s} mr={4} variant="light">{s}</Badge>)}</Table.Td>
-                    <Table.Td>{new Date(k.created_at).toLocaleString()}</Table.Td>
-                    <Table.Td>{k.last_used_at ? new Date(k.last_used_at).toLocaleString() : "never"}</Table.Td>
+                    <Table.Td><Time value={k.created_at} /></Table.Td>
+                    <Table.Td>{k.last_used_at ? <Time value={k.last_used_at} /> : "never"}</Table.Td>
                     <Table.Td>
                       {k.revoked_at ? <Badge color="gray">revoked</Badge> : (
-                        <Button size="xs" color="red" variant="light" loading={revoke.isPending && revoke.variables === k.id}
-                          onClick={() => revoke.mutate(k.id)} aria-label={`Revoke ${k.name}`}>Revoke</Button>
+                        <Button size="xs" color="red" variant="light"
+                          onClick={() => askRevoke(k)} aria-label={`Revoke ${k.name}`}>Revoke</Button>
                       )}
                     </Table.Td>
                   </Table.Tr>

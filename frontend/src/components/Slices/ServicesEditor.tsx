@@ -1,17 +1,42 @@
-// Services of a slice and their lane mapping; only the slice type's lanes can be chosen.
+// Services of a slice and their lane mapping; only the slice type's lanes can be chosen. Ports are
+// kept as typed (never clamped) and explained when out of range.
 import { ActionIcon, Button, Group, NumberInput, Select, Stack, Table, TextInput } from "@mantine/core";
+import { NO_CLAMP, rangeError } from "../common/numberRange";
 
 export interface ServiceDraft {
   name: string;
   lane: number;
-  portLo: number | "";
-  portHi: number | "";
+  portLo: number | string; // as typed: "" (any port), a number, or something to explain
+  portHi: number | string;
   dscp: string; // comma-separated 0-63
   protocol: "any" | "udp" | "tcp";
 }
 
 export function parseDscp(text: string): number[] {
   return text.split(",").map((s) => s.trim()).filter(Boolean).map(Number);
+}
+
+/** What is wrong with a service's ports as typed, or undefined. */
+export function portError(s: Pick<ServiceDraft, "portLo" | "portHi">, what = "Port"): string | undefined {
+  const lo = rangeError(`First ${what.toLowerCase()}`, s.portLo, 0, 65535);
+  if (lo) return lo;
+  const hi = rangeError(`Last ${what.toLowerCase()}`, s.portHi, 0, 65535);
+  if (hi) return hi;
+  if (s.portHi !== "" && s.portLo === "") return "Give the first port too (or clear the last one for any port).";
+  if (s.portHi !== "" && Number(s.portHi) < Number(s.portLo)) {
+    return `The last port ${s.portHi} is below the first port ${s.portLo}.`;
+  }
+  return undefined;
+}
+
+/** The first problem of a list of services, for the wizard's "Next", or undefined. */
+export function servicesError(services: ServiceDraft[]): string | undefined {
+  for (const [i, s] of services.entries()) {
+    if (s.name.trim() === "") return `Service ${i + 1} needs a name.`;
+    const ports = portError(s);
+    if (ports) return `Service ${i + 1}: ${ports}`;
+  }
+  return undefined;
 }
 
 export function toServiceCreate(s: ServiceDraft) {
@@ -51,12 +76,13 @@ export function ServicesEditor({ lanes, value, onChange, error }: {
                     error={error(`services.${i}.lane`)} />
                 </Table.Td>
                 <Table.Td>
-                  <NumberInput aria-label={`Service ${i + 1} first port`} w={110} min={0} max={65535} value={s.portLo}
-                    onChange={(v) => set(i, { portLo: v === "" ? "" : Number(v) })} error={error(`services.${i}.dst_ports`)} />
+                  <NumberInput aria-label={`Service ${i + 1} first port`} w={110} {...NO_CLAMP} value={s.portLo}
+                    onChange={(v) => set(i, { portLo: v })}
+                    error={portError(s) ?? error(`services.${i}.dst_ports`) ?? error(`services.${i}.dst_ports.0.lo`)} />
                 </Table.Td>
                 <Table.Td>
-                  <NumberInput aria-label={`Service ${i + 1} last port`} w={110} min={0} max={65535} value={s.portHi}
-                    onChange={(v) => set(i, { portHi: v === "" ? "" : Number(v) })} />
+                  <NumberInput aria-label={`Service ${i + 1} last port`} w={110} {...NO_CLAMP} value={s.portHi}
+                    onChange={(v) => set(i, { portHi: v })} error={portError(s) ? true : error(`services.${i}.dst_ports.0.hi`)} />
                 </Table.Td>
                 <Table.Td>
                   <TextInput aria-label={`Service ${i + 1} DSCP values`} w={110} placeholder="e.g. 46" value={s.dscp}

@@ -4,9 +4,10 @@ import { useState } from "react";
 import { ActionIcon, Button, Checkbox, Group, NumberInput, Select, Stack, Table, TextInput } from "@mantine/core";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
+import { NO_CLAMP } from "../common/numberRange";
 import { ProblemAlert } from "../common/QueryView";
 import { useBackends } from "./queries";
-import { toServiceCreate, type ServiceDraft } from "./ServicesEditor";
+import { portError, toServiceCreate, type ServiceDraft } from "./ServicesEditor";
 
 type Slice = Schemas["SlicePublic"];
 
@@ -52,6 +53,7 @@ export function ServicesEdit({ slice }: { slice: Slice }) {
     onSuccess: refresh,
   });
   const problem = add.error instanceof ApiProblem ? add.error : null;
+  const draftError = portError(draft);
   return (
     <Stack>
       {(add.isError || remove.isError) && <ProblemAlert error={add.error ?? remove.error} />}
@@ -72,19 +74,19 @@ export function ServicesEdit({ slice }: { slice: Slice }) {
           ))}
         </Table.Tbody>
       </Table>
-      <form onSubmit={(e) => { e.preventDefault(); add.mutate(); }} aria-label="Add a service">
+      <form onSubmit={(e) => { e.preventDefault(); if (!draftError) add.mutate(); }} aria-label="Add a service">
         <Group align="end">
           <TextInput label="New service" required value={draft.name} w={160}
             onChange={(e) => setDraft({ ...draft, name: e.currentTarget.value })} error={problem?.fieldMessage("name")} />
           <Select label="Lane" w={90} allowDeselect={false} data={slice.lanes.map(String)} value={String(draft.lane)}
             onChange={(v) => v !== null && setDraft({ ...draft, lane: Number(v) })} error={problem?.fieldMessage("lane")} />
-          <NumberInput label="Dst port from" w={120} min={0} max={65535} value={draft.portLo}
-            onChange={(v) => setDraft({ ...draft, portLo: v === "" ? "" : Number(v) })} error={problem?.fieldMessage("dst_ports")} />
-          <NumberInput label="to" w={120} min={0} max={65535} value={draft.portHi}
-            onChange={(v) => setDraft({ ...draft, portHi: v === "" ? "" : Number(v) })} />
+          <NumberInput label="Dst port from" w={120} {...NO_CLAMP} value={draft.portLo}
+            onChange={(v) => setDraft({ ...draft, portLo: v })} error={draftError ?? problem?.fieldMessage("dst_ports")} />
+          <NumberInput label="to" w={120} {...NO_CLAMP} value={draft.portHi}
+            onChange={(v) => setDraft({ ...draft, portHi: v })} error={draftError ? true : undefined} />
           <TextInput label="DSCP" w={100} value={draft.dscp} onChange={(e) => setDraft({ ...draft, dscp: e.currentTarget.value })}
             error={problem?.fieldMessage("dscp")} />
-          <Button type="submit" variant="light" loading={add.isPending}>Add service</Button>
+          <Button type="submit" variant="light" loading={add.isPending} disabled={draftError !== undefined}>Add service</Button>
         </Group>
       </form>
     </Stack>
