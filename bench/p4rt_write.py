@@ -5,7 +5,8 @@ Writes: classifier entries pushed by the p4rt driver (``apply`` of a fresh rule 
 back, diff, build, write) one per request and in batches, against a bare P4Runtime client
 writing the same, already built updates on the same kind of switch (the driver's own cost
 is the ratio). Forwarding: the same frames offered over veth pairs as fast as one sender
-can, to both switches on live ports (needs root), plus the bundled target's pcap replay.
+can, to both switches on live ports (needs root), plus the bundled target's pcap replay and
+its compiled engine (p4c's JSON executed in Rust) driven in process without packet I/O.
 
     .venv/bin/python bench/p4rt_write.py          # BENCH_QUICK=1 for the short form
 """
@@ -26,8 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "dataplane" / "bmv2"), str(ROOT / "drivers" / "p4rt" / "tests")]
 
 from _results import Results, quick  # noqa: E402
+from bmv2_target.p4info_index import P4InfoIndex  # noqa: E402
 from bmv2_target.packet_io import open_port  # noqa: E402
-from bmv2_target.testing import Target  # noqa: E402
+from bmv2_target.server import Faults, P4RuntimeServicer, load_p4info_text  # noqa: E402
+from bmv2_target.switch import Switch as TargetSwitch  # noqa: E402
+from bmv2_target.switch import SwitchConfig  # noqa: E402
+from bmv2_target.testing import P4INFO, Target  # noqa: E402
 from irs import ip  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
 from traffic import frame, run_pcaps, write_pcap  # noqa: E402
@@ -190,6 +195,33 @@ def pcap_pps() -> float:
         sw.stop()
 
 
+def engine_pps() -> tuple[float, float]:
+    """(engine alone, engine + traffic manager) packets/s in process: the bundled target's
+    switch loaded with the same rules through its own P4Runtime write path, the frames fed
+    straight to the compiled engine (ingress + egress + deparser), no sockets or pcaps."""
+    sw = TargetSwitch(SwitchConfig(priority_queues=8))
+    sw.load(P4InfoIndex.of(load_p4info_text(P4INFO)))
+    servicer = P4RuntimeServicer(sw, 1, Faults())
+    d = Driver({"address": "127.0.0.1:1", **OPTIONS})  # lower / encode only, never connects
+    for table, entries in d.lower(ir(64)).tables.items():
+        for e in entries:
+            kind = p4runtime_pb2.Update.MODIFY if e.get("default") or "index" in e else p4runtime_pb2.Update.INSERT
+            servicer._apply(d._update(kind, table, e))
+    assert sw.tables is not None and sw.pipeline is not None
+    sw.tables.commit()
+    data, engine = test_frame(), sw.pipeline
+    t0 = time.perf_counter()
+    for i in range(PACKETS):
+        f = engine.ingress(data, 1, i)
+        assert f is not None and engine.egress(f, i) is not None
+    alone = PACKETS / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    out = sw.run((10**9 + i * 2000, 1, data) for i in range(PACKETS))
+    with_tm = PACKETS / (time.perf_counter() - t0)
+    assert len(out) == PACKETS
+    return alone, with_tm
+
+
 def main() -> int:
     results = Results("p4rt_write")
     writes = results.table(
@@ -218,6 +250,11 @@ def main() -> int:
     pcap = pcap_pps()
     fwd.rows.append(["bundled target", "pcap replay", None, round(pcap)])
     print(f"{'bundled target':20} pcap replay: {pcap:8.0f} pps", flush=True)
+    alone, with_tm = engine_pps()
+    fwd.rows.append(["bundled target", "engine in process, no I/O", None, round(alone)])
+    fwd.rows.append(["bundled target", "engine + traffic manager in process", None, round(with_tm)])
+    print(f"{'bundled target':20} engine in process: {alone:8.0f} pps, with the traffic manager {with_tm:8.0f} pps",
+          flush=True)
 
     b = max(BATCHES)
     results.figure("bundled target P4Runtime writes, batched, through the driver", rates["bundled target", b, "driver"],

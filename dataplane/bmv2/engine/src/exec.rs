@@ -718,3 +718,31 @@ mod tests {
         assert!(t.insert(&range, entry((7, 6), 3)).is_err());
     }
 }
+
+#[cfg(test)]
+mod speed {
+    /// Not an assertion on speed (bench/ measures): prints ns/packet for a profile run,
+    /// `cargo test --release speed -- --nocapture --ignored`.
+    #[test]
+    #[ignore]
+    fn packets_per_second() {
+        let mut e = crate::engine(include_str!("../../compiled/slicing.json")).unwrap();
+        let pt = e.ir.tables.iter().position(|t| t.name == "SlicingIngress.tenant.port_tenant").unwrap();
+        let a = *e.ir.tables[pt].actions.iter().find(|a| e.ir.actions[**a].name.ends_with("set_access_tenant")).unwrap();
+        e.insert(pt, vec![(1, 511)], 0, a, vec![1, 100]).unwrap();
+        let fw = e.ir.tables.iter().position(|t| t.name == "SlicingIngress.fwd.tenant_forward").unwrap();
+        let a = *e.ir.tables[fw].actions.iter().find(|a| e.ir.actions[**a].name.ends_with("fwd.forward")).unwrap();
+        e.insert(fw, vec![(1, 255), (1, 511)], 0, a, vec![2]).unwrap();
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0, 0, 186];
+        f.extend([0, 1, 0, 0, 64, 17, 0, 0, 10, 1, 0, 5, 10, 9, 0, 1, 0x9c, 0x40, 0x13, 0x88, 0, 166, 0, 0]);
+        f.resize(200, 0);
+        let n = 200_000;
+        let t0 = std::time::Instant::now();
+        for i in 0..n {
+            let p = e.ingress(f.clone(), 1, i).unwrap();
+            e.egress(p, i).unwrap();
+        }
+        let dt = t0.elapsed().as_secs_f64();
+        println!("{:.0} ns/packet, {:.0} packets/s", dt / n as f64 * 1e9, n as f64 / dt);
+    }
+}

@@ -9,6 +9,10 @@ use crate::ir::MatchKind;
 use crate::table::full;
 use std::collections::HashMap;
 
+/// A P4Info action of a table: (engine action, [(param id, bit width)] in P4Info order,
+/// default-only).
+pub type ActionSchema = (usize, Vec<(u32, u32)>, bool);
+
 /// P4Info facts the validator needs about one table (given by the caller from the P4Info).
 #[derive(Debug, Clone)]
 pub struct TableSchema {
@@ -18,7 +22,7 @@ pub struct TableSchema {
     pub needs_priority: bool,
     pub size: usize,
     /// P4Info action id -> (engine action, [(param id, bit width)] in P4Info order, default-only).
-    pub actions: HashMap<u32, (usize, Vec<(u32, u32)>, bool)>,
+    pub actions: HashMap<u32, ActionSchema>,
 }
 
 /// What an entry holds beyond its match: the controller's view, for read-back.

@@ -199,7 +199,7 @@ impl PyEngine {
 
     /// What the write fast path must know of a P4Info table: fields [(id, kind, width)],
     /// actions [(P4Info id, engine action, [(param id, width)], default only)].
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn set_schema(
         &mut self,
         p4_table: u32,
@@ -207,7 +207,7 @@ impl PyEngine {
         fields: Vec<(u32, String, u32)>,
         needs_priority: bool,
         size: usize,
-        actions: Vec<(u32, usize, Vec<(u32, u32)>, bool)>,
+        actions: Vec<(u32, usize, Vec<(u32, u32)>, bool)>, // (P4Info id, ActionSchema...)
     ) -> PyResult<()> {
         check_index(&self.e.ir.tables, engine_table, "table")?;
         let fields = fields.into_iter().map(|(i, k, w)| Ok((i, kind_of(&k)?, w))).collect::<PyResult<Vec<_>>>()?;

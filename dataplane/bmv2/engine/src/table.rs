@@ -181,7 +181,7 @@ impl TableState {
                     .or_insert(cand);
                 g.best = g.best.max(e.priority);
             }
-            index.groups.sort_by(|a, b| b.best.cmp(&a.best));
+            index.groups.sort_by_key(|g| std::cmp::Reverse(g.best));
         }
         let _ = t;
         self.index = index;
