@@ -184,3 +184,25 @@ def test_deploy_runs_admission(client: TestClient, op: dict[str, str],
     r = client.post(f"/api/v1/backends/{bid}/deployments",
                     headers={**op, "Admission-Override": "link being upgraded tonight"})
     assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
+
+
+def test_a_service_lane_change_is_admitted_too(client: TestClient, op: dict[str, str]) -> None:
+    # case C at 330 Mbit/s, then DC's only service moves from lane 6 to lane 2, below Peering (4):
+    # DC waits 0.12 / 330 (Enterprise) + 7.2 / (330 - 12) (Peering) + 0.96 / (330 - 12 - 240) (itself)
+    # = 0.3636 + 22.6415 + 12.3077 = 35.313 ms > its 20 ms bound
+    t = _tenant(client, op)
+    bid = _backend(client, op, 330)
+    ids = {name: client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, name, lane),
+                             headers=op).json()["id"] for name, lane in CASE_C.items()}
+    svc = client.get(f"/api/v1/slices/{ids['DC']}", headers=op).json()["services"][0]
+    r = client.patch(f"/api/v1/slices/{ids['DC']}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]},
+                     headers=op)
+    assert r.status_code == 409, r.text
+    dc = next(v for v in r.json()["admission"][0]["delay"] if v["slice_name"] == "DC")
+    assert dc["lane"] == 2 and dc["worst_delay_ms"] == pytest.approx(0.12 / 330e-3 + 7.2 / 318e-3 + 0.96 / 78e-3)
+    assert client.get(f"/api/v1/slices/{ids['DC']}", headers=op).json()["services"][0]["lane"] == 6
+    # a new service on lane 2 is checked the same way
+    r = client.post(f"/api/v1/slices/{ids['DC']}/services", headers=op,
+                    json={"name": "low", "lane": 2, "dst_ports": [{"lo": 7000, "hi": 7000}]})
+    assert r.status_code == 409 and r.json()["errors"][0]["field"] == "sla.max_delay_ms"
+    assert len(client.get(f"/api/v1/slices/{ids['DC']}/services", headers=op).json()) == 1

@@ -156,6 +156,9 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     and the computation it overrode are audited (``action`` "admission_override").
     """
     session.flush()
+    for obj in list(session.identity_map.values()):
+        if isinstance(obj, Slice):  # a service class added / changed by id: reload the lanes it gives
+            session.expire(obj, ["services"])
     results = [evaluate(b, assigned_slices(session, b)) for b in backends]
     refused = [r for r in results if not r.ok]
     if not refused:
