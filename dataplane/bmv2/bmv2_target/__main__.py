@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import signal
 import sys
 import threading
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fail-write", type=int, default=0, help="Nth Write RPC answers UNAVAILABLE")
     ap.add_argument("--exit-on-write", type=int, default=0, help="the process dies at the Nth Write RPC")
     args = ap.parse_args(argv)
+    faulthandler.enable()  # a crash in the compiled engine leaves every thread's stack in the log
     if not 1 <= args.priority_queues <= 8:
         ap.error("--priority-queues must be 1..8 (standard_metadata.priority is 3 bits)")
 

@@ -18,6 +18,7 @@ import json
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -29,6 +30,19 @@ from .traffic_manager import LiveTrafficManager
 
 SO_RCVBUFFORCE = 33  # socket.SO_RCVBUFFORCE where Python exposes it (Linux)
 RCVBUF_BYTES = 8 << 20
+
+
+@dataclass(slots=True)
+class _Queued:
+    """A packet between ingress and egress with the pipeline that ingressed it: a packet of
+    a replaced pipeline (SetForwardingPipelineConfig meanwhile) is never egressed by the new
+    one — its header layout belongs to the old program (BMv2 drops in-flight packets too)."""
+
+    packet: InFlight
+    pipeline: Any  # kept alive, compared by identity
+    priority: int
+    egress_port: int
+    data: bytes
 
 
 class LivePorts:
@@ -45,11 +59,12 @@ class LivePorts:
             except OSError:  # not root: as much as the system allows
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
         cfg = switch.config
-        self.tm: LiveTrafficManager[InFlight] = LiveTrafficManager(
+        self.tm: LiveTrafficManager[_Queued] = LiveTrafficManager(
             cfg.priority_queues, cfg.queue_depth, cfg.link_bps, self._transmit
         )
         self.received = 0
         self.send_errors = 0
+        self.stale_drops = 0
 
     def start(self) -> None:
         for port, s in self.socks.items():
@@ -61,18 +76,21 @@ class LivePorts:
             if data is None:
                 continue
             with self.switch.lock:
-                if self.switch.pipeline is None:
+                pipeline = self.switch.pipeline
+                if pipeline is None:
                     continue
-                f = self.switch.pipeline.ingress(data, port, time.time_ns() // 1000)
+                f = pipeline.ingress(data, port, time.time_ns() // 1000)
                 self.switch.processed += 1
             self.received += 1
             if f is not None:
-                self.tm.enqueue(f)
+                self.tm.enqueue(_Queued(f, pipeline, f.priority, f.egress_port, f.data))
 
-    def _transmit(self, port: int, f: InFlight) -> None:
+    def _transmit(self, port: int, q: _Queued) -> None:
+        f = q.packet
         with self.switch.lock:
             pipeline = self.switch.pipeline
-            if pipeline is None:  # a new pipeline config: in-flight packets are gone
+            if pipeline is None or pipeline is not q.pipeline:  # a new pipeline config: in-flight packets are gone
+                self.stale_drops += 1
                 return
             try:  # the compiled engine: egress at the departure time; None = egress dropped it
                 data = pipeline.egress(f, time.time_ns() // 1000)
@@ -96,6 +114,7 @@ class LivePorts:
             "drops_queue_full": self.tm.drops_queue_full,
             "drops_out_of_range": self.tm.drops_out_of_range,
             "send_errors": self.send_errors,
+            "stale_drops": self.stale_drops,
             "queued": {str(p): d for p, d in self.tm.depths().items()},
         }
 
