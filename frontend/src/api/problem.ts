@@ -11,13 +11,17 @@ export class ApiProblem extends Error {
   readonly title: string;
   readonly detail: string;
   readonly errors: FieldError[];
+  /** RFC 9457 extension members beside the standard ones (e.g. ``admission``: the 409's computation). */
+  readonly extensions: Record<string, unknown>;
 
-  constructor(status: number, title: string, detail = "", errors: FieldError[] = []) {
+  constructor(status: number, title: string, detail = "", errors: FieldError[] = [],
+    extensions: Record<string, unknown> = {}) {
     super(detail ? `${title}: ${detail}` : title);
     this.status = status;
     this.title = title;
     this.detail = detail;
     this.errors = errors;
+    this.extensions = extensions;
   }
 
   /** Messages for one form field (the backend names fields by their dotted path). */
@@ -40,10 +44,13 @@ export function problemFrom(status: number, body: unknown): ApiProblem {
         line: typeof e.line === "number" ? e.line : null,
       }))
     : [];
+  const standard = new Set(["type", "title", "status", "detail", "instance", "errors"]);
+  const extensions = Object.fromEntries(Object.entries(body).filter(([k]) => !standard.has(k)));
   return new ApiProblem(
     status,
     typeof body.title === "string" ? body.title : `HTTP ${status}`,
     typeof body.detail === "string" ? body.detail : "",
     errors,
+    extensions,
   );
 }

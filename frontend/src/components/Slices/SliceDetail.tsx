@@ -14,6 +14,7 @@ import { SliceKpis } from "../Kpis/SliceKpis";
 import { useKpiStream } from "../Kpis/kpiStream";
 import { useSlice, useSliceStatus } from "./queries";
 import { SlaFields, SLA_FIELDS, type Sla } from "./SlaFields";
+import { AdmissionDetails } from "./AdmissionDetails";
 import { SliceStatusPanel } from "./SliceStatusPanel";
 import { StateBadge } from "./StateBadge";
 import { BackendsEditor, ServicesEdit } from "./SliceEdit";
@@ -34,6 +35,7 @@ function SlaEditor({ slice }: { slice: Slice }) {
     <Stack>
       {save.isError && <ProblemAlert error={save.error} />}
       <SlaFields value={sla} onChange={setSla} error={(f) => problem?.fieldMessage(f)} />
+      <AdmissionDetails problem={save.error} />
       <Group justify="flex-end"><Button loading={save.isPending} onClick={() => save.mutate()}>Save SLA</Button></Group>
     </Stack>
   );
