@@ -53,8 +53,6 @@ class Capabilities(_Frozen):
     capacity: dict[str, int] = Field(description="table name -> maximum entries")
     rate_limit: bool = Field(description="per-slice rate / burst limits (Qos) are enforced")
     ecn: bool = Field(description="ECN marking above Qos.ecn_ms is supported")
-    link_bps: int | None = Field(None, description="egress link capacity (bit/s) a new backend starts with "
-                                 "(admission control); None: the portal's default")
 
 
 class TableUsage(_Frozen):
