@@ -465,7 +465,11 @@ class LiveTestbed:
             meter, sock = plane.meters[index], plane.socks[index]
             run_capture(sock, meter, duration_s=self.interval_s, stop=self._stop)
             # stamped where the interval ends: each capture point's points have their own ts
-            self._reports.put((plane, datetime.now(UTC), meter.interval_report(sent_before=self._sent_before(plane))))
+            # a starved lane's loss counts only while its data plane forwards: one that is down (or
+            # restarted and not yet holding its rules) has its KPIs stop, never zero samples
+            forwarding = plane.up and not plane.restore_due and (plane.process is None or plane.process.alive)
+            sent_before = self._sent_before(plane) if forwarding else None
+            self._reports.put((plane, datetime.now(UTC), meter.interval_report(sent_before=sent_before)))
             # flows of earlier traffic generations (and stray ids) are done: forget them here,
             # on the thread that owns the meter's accumulators
             places = meter.places
