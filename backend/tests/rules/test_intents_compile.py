@@ -66,10 +66,12 @@ def intent_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], 
 
 def packets(slices: list[SliceSpec]) -> st.SearchStrategy[FlowKey]:
     addrs = [s.ue_ip for sl in slices for s in sl.subscribers]
+    # UEs intents name come up often, so that many packets are intent flows
+    named = [a for sl in slices for i in sl.intents for a, _ in i.ue] or addrs
     teids = [t for sl in slices for s in sl.subscribers for t in s.teids]
     return st.builds(
         FlowKey,
-        src_ip=st.one_of(st.sampled_from(addrs), st.integers(BASE - 2, BASE + 2 * WINDOW)),
+        src_ip=st.one_of(st.sampled_from(named), st.sampled_from(addrs), st.integers(BASE - 2, BASE + 2 * WINDOW)),
         dst_ip=st.just(0),
         dst_port=st.integers(PORT_LO - 2, PORT_HI + 2),
         dscp=st.integers(0, 9),
