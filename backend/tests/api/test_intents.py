@@ -109,6 +109,11 @@ def test_idempotency_key(client: TestClient, session: Session, op: dict[str, str
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     assert again.json() == first.json()
     assert session.scalar(select(func.count()).select_from(Intent)) == 1
+    # remembering the first answer is no change: one audit row, version 1
+    made = first.json()["intents"][0]["id"]
+    assert session.scalars(select(AuditLog.action).where(AuditLog.object_type == "intent",
+                                                         AuditLog.object_id == made)).all() == ["create"]
+    assert client.get(f"/api/v1/intents/{made}", headers=op).json()["version"] == 1
     other = client.post("/api/v1/intents", json=native(4), headers=key)
     assert other.status_code == 409 and other.json()["errors"][0]["field"] == "Idempotency-Key"
     assert str(first.json()["intents"][0]["id"]) in other.json()["detail"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 from typing import Any
 
-from sqlalchemy import any_, literal, select
+from sqlalchemy import any_, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -237,7 +237,8 @@ def create(session: Session, change: IntentChange, body: dict[str, Any], who: Re
 def remember_response(session: Session, it: Intent, response: dict[str, Any]) -> None:
     """Keep the first response, which a retry with the same Idempotency-Key gets back."""
     if it.idempotency_key is not None and it.first_response is None:
-        it.first_response = response
+        # a plain UPDATE: remembering the answer is no change of the intent (no version, no audit row)
+        session.execute(update(Intent).where(Intent.id == it.id).values(first_response=response))
         session.commit()
 
 
