@@ -25,9 +25,10 @@ every flow round robin at the same rate, so a lane's share is its flows / all fl
   starves. red lane 6 (folded 3) loses nothing, lane 0 ~100 %.
 
 So lane 0 >= 30 % and lane 6 <= 2 % holds with a wide margin on each plane. The check can
-fail: a FIFO cap (the scenario before this test, ``tc tbf`` on the ingress link) loses from
-every lane alike, ~50 % each at factor 2 (its old test asserted > 10 % loss on *every*
-lane of the NetFPGA plane), which breaks the lane-6 bound.
+fail, and did on the FIFO cap this replaced (commit 1318ea7: offered load x factor into a
+``tc tbf`` on the ingress link): the same measurement there, factor 2, gave red-embb lanes
+0/2/4/6 26/77/24/72 % on XDP, 85/12/84/15 % on the P4 target and 50/51/51/54 % on the
+NetFPGA model — lane 6 far above 2 % everywhere.
 """
 
 from __future__ import annotations
