@@ -160,6 +160,17 @@ def test_override_operators_only_and_audited(client: TestClient, session: Sessio
     assert row.actor == "op" and row.object_type == "slice" and row.object_id == r.json()["id"]
     assert row.after is not None and row.after["reason"] == "peak-hour trial, ticket 42"
     assert row.after["admission"][0]["guaranteed"]["sum_bps"] == 150 * MBIT
+    big = r.json()
+    # the admitted overbooking stands: another slice on the link (whose worst case holds big's
+    # 1.5 Mbit burst: (1.5 + 0.01) / 100 = 15.1 ms > 10 ms) is not refused for it, and says so
+    small = client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, "small", 0, rate_limit_mbps=1),
+                        headers=op)
+    assert small.status_code == 201, small.text
+    # editing the admitted slice without an override decides anew: refused again
+    r = client.patch(f"/api/v1/slices/{big['id']}", json={"description": "x", "version": big["version"]}, headers=op)
+    assert r.status_code == 409, r.text
+    verdicts = {(v["slice_name"], v["lane"]): v for v in r.json()["admission"][0]["delay"]}
+    assert verdicts[("small", 0)]["worst_delay_ms"] == pytest.approx(15.1) and not verdicts[("small", 0)]["waived"]
 
 
 def test_deploy_runs_admission(client: TestClient, op: dict[str, str],

@@ -99,6 +99,9 @@ class Slice(IdMixin, TimestampMixin, AuditedMixin, Base):
     max_loss_pct: Mapped[float | None] = mapped_column(Float)
     max_jitter_ms: Mapped[float | None] = mapped_column(Float)
     path_mode: Mapped[PathMode] = mapped_column(String(20), default=PathMode.PER_SLICE)
+    # Why an operator admitted this slice although admission control refused it (services/admission.py):
+    # its failing verdicts are shown, not enforced, until it is edited without an override again.
+    admission_override: Mapped[str | None] = mapped_column(Text)
     state: Mapped[SliceState] = mapped_column(String(20), default=SliceState.DRAFT)
 
     tenant: Mapped[Tenant] = relationship(lazy="raise")

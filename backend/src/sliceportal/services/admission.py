@@ -10,7 +10,11 @@ limit, so its burst is rate limit x max delay).
 A refusal is an ``AdmissionError`` (409): its ``extensions["admission"]`` carries the whole
 computation per backend (each term, the sum, the limit, the slices), and its issues name the
 SLA fields to change. An operator may override with a reason; the override is audited with
-the same computation. Slices without a rate limit are not policed by any vQueue: Eq. 1-3
+the same computation, and when it concerns a slice the reason stays on the slice
+(``Slice.admission_override``): that slice's failing verdicts are then shown as ``waived``
+and refuse nothing else on the link, until the slice is edited again without an override.
+
+Slices without a rate limit are not policed by any vQueue: Eq. 1-3
 cannot bound what they send, so they appear in the computation as ``unpoliced`` and only
 their guaranteed rate counts (docs/rules.md, "Admission control").
 """
@@ -26,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, Slice
 from sliceportal.models.audit import record
-from sliceportal.rules.admission import Admission, SliceDemand, admit
+from sliceportal.rules.admission import Admission, SliceDemand, SliceVerdict, admit
 from sliceportal.rules.ir import fold_lane
 from sliceportal.services.errors import ConflictError, FieldIssue, InvalidError
 
@@ -77,8 +81,23 @@ class BackendAdmission:
         return sum((s.guaranteed_mbps or 0.0) * MBIT for s in self.slices)
 
     @property
+    def waived(self) -> frozenset[str]:
+        """Slices an operator admitted over a refusal (their verdicts do not refuse)."""
+        return frozenset(s.name for s in self.slices if s.admission_override)
+
+    @property
+    def guarantees_ok(self) -> bool:
+        # an overbooking an operator admitted for one of the guaranteed slices stands
+        return (self.guaranteed_bps <= self.backend.link_bps
+                or any(s.guaranteed_mbps and s.name in self.waived for s in self.slices))
+
+    def is_waived(self, v: SliceVerdict) -> bool:
+        """A failing verdict stands when an admitted slice is in it (the slice or one of its busy periods)."""
+        return not v.ok and (v.name in self.waived or any(t.of in self.waived for t in v.terms))
+
+    @property
     def ok(self) -> bool:
-        return self.guaranteed_bps <= self.backend.link_bps and all(v.ok for v in self.result.slices)
+        return self.guarantees_ok and all(v.ok or self.is_waived(v) for v in self.result.slices)
 
     def computation(self) -> dict[str, Any]:
         """Every number of the verdict, for the 409 and the UI."""
@@ -90,10 +109,12 @@ class BackendAdmission:
                 "terms": [{"slice_id": s.id, "slice_name": s.name, "guaranteed_bps": (s.guaranteed_mbps or 0.0) * MBIT}
                           for s in self.slices if s.guaranteed_mbps],
                 "sum_bps": self.guaranteed_bps, "limit_bps": self.backend.link_bps,
-                "ok": self.guaranteed_bps <= self.backend.link_bps},
+                "ok": self.guaranteed_bps <= self.backend.link_bps,
+                "waived": self.guaranteed_bps > self.backend.link_bps and self.guarantees_ok},
             "delay": [{
                 "slice_id": by_name[v.name].id, "slice_name": v.name, "lane": v.lane,
                 "worst_delay_ms": _finite(v.worst_delay_ms), "delay_bound_ms": v.delay_bound_ms, "ok": v.ok,
+                "waived": self.is_waived(v),
                 "terms": [{"slice_id": by_name[t.of].id, "slice_name": t.of, "lane": t.priority,
                            "burst_bits": t.burst_bits, "residual_bps": t.residual_bps, "ms": _finite(t.ms)}
                           for t in v.terms]}
@@ -108,14 +129,14 @@ class BackendAdmission:
         where = f"on backend {self.backend.name} ({self.backend.link_bps / MBIT:g} Mbit/s)"
         text: list[str] = []
         issues: list[FieldIssue] = []
-        if self.guaranteed_bps > self.backend.link_bps:
+        if not self.guarantees_ok:
             parts = " + ".join(f"{s.guaranteed_mbps:g} ({s.name})" for s in self.slices if s.guaranteed_mbps)
             msg = (f"guaranteed rates {where}: {parts} = {self.guaranteed_bps / MBIT:g} Mbit/s exceed the link's "
                    f"{self.backend.link_bps / MBIT:g} Mbit/s")
             text.append(msg)
             issues.append(FieldIssue("sla.guaranteed_mbps", msg))
         for v in self.result.slices:
-            if v.ok:
+            if v.ok or self.is_waived(v):
                 continue
             parts = " + ".join(f"{t.burst_bits / MBIT:g} Mbit / {t.residual_bps / MBIT:g} Mbit/s ({t.of})"
                                for t in v.terms)
@@ -155,6 +176,9 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     Refuses with ``AdmissionError`` unless ``override`` is given, in which case the override
     and the computation it overrode are audited (``action`` "admission_override").
     """
+    if isinstance(subject, Slice):
+        # this request decides about the slice anew: an earlier override does not carry over
+        subject.admission_override = None
     session.flush()
     for obj in list(session.identity_map.values()):
         if isinstance(obj, Slice):  # a service class added / changed by id: reload the lanes it gives
@@ -177,6 +201,8 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     if not reason or len(reason) > OVERRIDE_MAX:
         raise InvalidError(f"an admission override needs a reason of 1..{OVERRIDE_MAX} characters",
                            field="admission_override")
+    if isinstance(subject, Slice):
+        subject.admission_override = reason  # its failing verdicts stand from now on (``waived``)
     record(session, "admission_override", subject.__tablename__, subject.id,
            after={"reason": reason, "action": action, "refusals": texts, "admission": computation})
     return results

@@ -1,5 +1,6 @@
 """backend egress link capacity (bit/s) and per-port capacities, for admission control; the
-SLA capabilities an operator accepts a backend does not enforce (none by default)
+SLA capabilities an operator accepts a backend does not enforce (none by default); the reason an
+operator admitted a slice over admission control's refusal
 
 Existing backends get 10 Gbit/s: what each bundled driver declares by default
 (``Capabilities.link_bps``); an operator corrects it per backend.
@@ -23,9 +24,11 @@ def upgrade() -> None:
     op.create_check_constraint(op.f("ck_backend_link_bps_positive"), "backend", "link_bps > 0")
     op.add_column("backend", sa.Column("accept_unenforced", sa.ARRAY(sa.String(20)), nullable=False,
                                        server_default="{}"))
+    op.add_column("slice", sa.Column("admission_override", sa.Text, nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("slice", "admission_override")
     op.drop_column("backend", "accept_unenforced")
     op.drop_constraint(op.f("ck_backend_link_bps_positive"), "backend", type_="check")
     op.drop_column("backend", "port_bps")
