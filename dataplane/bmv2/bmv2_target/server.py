@@ -196,13 +196,14 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
         table-entry update itself; only the other updates (and every invalid one, so that
         the error codes come from one validator) go through protobuf and ``_apply``. The
         pure-Python protobuf that p4runtime's generated code needs decodes ~0.4 ms/update."""
-        engine = self.switch.pipeline
         split = None
-        if engine is not None:
-            try:
-                split = engine.split_write(raw)
-            except ValueError:
-                split = None
+        with self.switch.lock:  # the engine is borrowed by one caller at a time (PyO3)
+            engine = self.switch.pipeline
+            if engine is not None:
+                try:
+                    split = engine.split_write(raw)
+                except ValueError:
+                    split = None
         if split is None:  # no pipeline yet, or bytes only protobuf can judge
             return bytes(self.Write(p4runtime_pb2.WriteRequest.FromString(raw), context).SerializeToString())
         device_id, election, atomicity, updates = split

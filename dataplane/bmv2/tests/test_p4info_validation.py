@@ -203,3 +203,42 @@ def test_a_foreign_p4info_is_refused(primary: Client) -> None:
     with pytest.raises(grpc.RpcError) as err:
         primary.stub.SetForwardingPipelineConfig(req)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def read_classifier(client: Client) -> list[p4runtime_pb2.TableEntry]:
+    req = p4runtime_pb2.ReadRequest(device_id=1)
+    req.entities.add().table_entry.table_id = CLASSIFIER.preamble.id
+    return [e.table_entry for resp in client.stub.Read(req) for e in resp.entities]
+
+
+def test_the_engines_write_path_and_the_full_validator_agree_in_one_batch(primary: Client) -> None:
+    """Write is applied by the engine for valid table entries and by the Python validator
+    for the rest, in request order: a batch that mixes them keeps P4Runtime's semantics, and
+    what the fast path stored reads back whole (metadata, priority, parameters)."""
+    fast = classifier_entry(b"\x0a\x01\x00\x00", b"\xff\xff\x00\x00", priority=7)
+    fast.entity.table_entry.metadata = b"owner"
+    fast.entity.table_entry.match[0].exact.value = b"\x00\x01"  # zero-padded: still tenant 1
+    default = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+    default.entity.table_entry.table_id = CLASSIFIER.preamble.id
+    default.entity.table_entry.is_default_action = True
+    act = default.entity.table_entry.action.action
+    act.action_id = ACTIONS["SlicingIngress.classifier.miss_fixed"]
+    act.params.add(param_id=1, value=b"\x03")
+    duplicate = classifier_entry(b"\x0a\x01\x00\x00", b"\xff\xff\x00\x00", priority=7)
+    modify = classifier_entry(b"\x0a\x01\x00\x00", b"\xff\xff\x00\x00", priority=7)
+    modify.type = p4runtime_pb2.Update.MODIFY
+    modify.entity.table_entry.action.action.params[1].value = b"\x05"  # lane 5
+    modify.entity.table_entry.metadata = b"owner"
+    gone = classifier_entry(b"\x0a\x02\x00\x00", b"\xff\xff\x00\x00", priority=7)
+    gone.type = p4runtime_pb2.Update.DELETE
+    codes = code_of(primary, fast, default, duplicate, modify, gone)
+    assert codes == [code_pb2.OK, code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.OK, code_pb2.NOT_FOUND]
+    (entry,) = read_classifier(primary)
+    assert (entry.priority, entry.metadata) == (7, b"owner")
+    assert [(p.param_id, p.value) for p in entry.action.action.params] == [(1, b"\x01"), (2, b"\x05")]
+    keys = [(m.field_id, m.exact.value or m.ternary.value) for m in entry.match]
+    assert keys == [(1, b"\x01"), (6, b"\x0a\x01\x00\x00")]
+    delete = classifier_entry(b"\x0a\x01\x00\x00", b"\xff\xff\x00\x00", priority=7)
+    delete.type = p4runtime_pb2.Update.DELETE
+    assert code_of(primary, delete) == [code_pb2.OK]
+    assert read_classifier(primary) == []
