@@ -208,3 +208,29 @@ def test_listing1_insert_and_delete(client: TestClient, op: dict[str, str], worl
                           headers=op)
     assert deleted.status_code == 201 and deleted.json()["operation"] == "delete"
     assert client.get("/api/v1/intents", headers=op).json()["count"] == 0
+
+
+def test_prefix_spanning_two_slices_needs_slice_ref(client: TestClient, op: dict[str, str],
+                                                   world: dict[str, Any]) -> None:
+    other = client.post("/api/v1/slices", json={
+        "name": "iot", "tenant_id": world["tenant_a"], "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+        "backend_ids": []}, headers=op)
+    assert other.status_code == 201, other.text
+    csv = f"imsi,ue_ip,teids,tenant,slices\n{imsi(5001999)},10.45.0.200,5001999,mvno-a,iot\n"
+    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
+    assert r.status_code == 201, r.text
+    wide = {"operation": "insert", "ue": "10.45.0.0/24", "dst_ports": [[5000, 5007]], "lane": 6}
+    r = client.post("/api/v1/intents", json=wide, headers=op)
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "slice_ref", r.text
+    r = client.post("/api/v1/intents", json={**wide, "slice_ref": world["slice_a"]}, headers=op)
+    assert r.status_code == 201, r.text
+    # the entries cover slice A's 100 UEs only (10.45.0.0-99), never iot's 10.45.0.200
+    (entries,) = client.get(f"/api/v1/intents/{r.json()['intents'][0]['id']}", headers=op).json()["entries"]
+    covered = {(e["match"]["src_ip"]["value"], e["match"]["src_ip"]["mask"]) for e in entries["rules"]}
+    ue200 = (10 << 24) | (45 << 16) | 200
+    assert covered and not any(ue200 & m == v for v, m in covered)
+    assert all(any(((10 << 24) | (45 << 16) | u) & m == v for v, m in covered) for u in range(UES))
+    # a single UE outside the slice named: refused, naming it
+    r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.45.0.200", "lane": 6,
+                                             "slice_ref": world["slice_a"]}, headers=op)
+    assert r.status_code == 422 and "10.45.0.200" in r.json()["detail"]

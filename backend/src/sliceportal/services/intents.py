@@ -125,17 +125,21 @@ def _named(session: Session, change: IntentChange, tenant_id: int | None) -> lis
 
 
 def _slice_of(change: IntentChange, given: Slice | None, ues: list[Subscriber]) -> Slice:
+    """The slice the intent is for. Named UEs (IMSI, TEID, a /32) must all be its members; a
+    wider prefix only needs one member -- the compiler clips it to the slice's own UEs."""
+    wide = change.ue is not None and change.ue.prefixlen < 32
+    member_of = {u.id: {s.id for s in u.slices} for u in ues}
     if given is not None:
-        outside = [u for u in ues if given.id not in {s.id for s in u.slices}]
-        if outside:
+        outside = [u for u in ues if given.id not in member_of[u.id]]
+        if len(outside) == len(ues) or (outside and not wide):
             raise _invalid(f"{_ue_text(outside[0])} is not a member of slice {given.name!r}", "ue")
         return given
-    common = set.intersection(*({s.id for s in u.slices} for u in ues))
-    if len(common) != 1:
-        where = "no slice" if not common else f"slices {sorted(common)}"
-        raise _invalid(f"the UEs named share {where}; name the slice with slice_ref", "slice_ref")
-    (sid,) = common
-    return next(s for s in ues[0].slices if s.id == sid)
+    candidates = set.union(*member_of.values()) if wide else set.intersection(*member_of.values())
+    if len(candidates) != 1:
+        where = "no slice" if not candidates else f"slices {sorted(candidates)}"
+        raise _invalid(f"the UEs named are in {where}; name the slice with slice_ref", "slice_ref")
+    (sid,) = candidates
+    return next(s for u in ues for s in u.slices if s.id == sid)
 
 
 def _lane(s: Slice, change: IntentChange) -> int | None:
