@@ -2,9 +2,10 @@
 import { useState } from "react";
 import { Button, Group, Paper, Stack, Table, Text, Title } from "@mantine/core";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useParams } from "react-router";
+import { useNavigate, useParams } from "react-router";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
 import { useSession } from "../../auth/session";
+import { useConfirm } from "../common/Confirm";
 import { LaneStrip } from "../common/LaneStrip";
 import { PageTitle } from "../common/PageTitle";
 import { NotFound, ProblemAlert, QueryView } from "../common/QueryView";
@@ -41,6 +42,43 @@ function SlaEditor({ slice }: { slice: Slice }) {
   );
 }
 
+/** Delete with a confirmation that says what goes with the slice, and why it is refused while on backends. */
+function DeleteSlice({ slice }: { slice: Slice }) {
+  const qc = useQueryClient();
+  const navigate = useNavigate();
+  const confirm = useConfirm();
+  const on = slice.status.map((b) => b.backend_name);
+  const ask = () => confirm.ask({
+    title: `Delete slice ${slice.name}?`,
+    message: (
+      <Stack gap={4}>
+        <Text size="sm">
+          Its {slice.services.length} {slice.services.length === 1 ? "service" : "services"}, its intents, its KPI and SLA
+          history and its subscribers' membership go with it; the subscribers themselves stay.
+        </Text>
+        {on.length > 0 && (
+          <Text size="sm" c="red.8">
+            It is assigned to {on.length === 1 ? "backend" : "backends"} {on.join(", ")}, whose rules carry it: the deletion
+            is refused until the slice is removed from {on.length === 1 ? "it" : "them"} (Backends, below) and deployed.
+          </Text>
+        )}
+      </Stack>
+    ),
+    confirmLabel: "Delete slice",
+    action: async () => {
+      await unwrap(api.DELETE("/api/v1/slices/{slice_id}", { params: { path: { slice_id: slice.id } } }));
+      await qc.invalidateQueries({ queryKey: ["slices"] });
+      navigate("/slices");
+    },
+  });
+  return (
+    <>
+      {confirm.dialog}
+      <Button variant="light" color="red" onClick={ask}>Delete slice</Button>
+    </>
+  );
+}
+
 export function SliceDetail() {
   const id = Number(useParams().sliceId);
   const slice = useSlice(id);
@@ -52,7 +90,12 @@ export function SliceDetail() {
     <QueryView query={slice} what="slice">
       {(s) => (
         <Stack>
-          <PageTitle actions={<StateBadge state={status.data?.state ?? s.state} />}>Slice {s.name}</PageTitle>
+          <PageTitle actions={
+            <Group gap="xs">
+              <StateBadge state={status.data?.state ?? s.state} />
+              {me?.role === "operator" && <DeleteSlice slice={s} />}
+            </Group>
+          }>Slice {s.name}</PageTitle>
           <Group><Text>{s.slice_type_name}</Text><LaneStrip lanes={s.lanes} label={s.slice_type_name} /></Group>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Status per backend</Title>

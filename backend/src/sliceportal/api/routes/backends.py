@@ -11,7 +11,7 @@ from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
 from sliceportal.api.deps import NotTenant, SessionDep, Writer
 from sliceportal.api.errors import ApiError
-from sliceportal.models import Backend, Deployment
+from sliceportal.models import Backend, Deployment, Slice
 from sliceportal.models.slicing import DEFAULT_LINK_BPS
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
 from sliceportal.schemas.common import ListQuery, Page, PathId
@@ -74,6 +74,10 @@ def delete_backend(backend_id: PathId, principal: Writer, session: SessionDep) -
     b = get_scoped(session, Backend, backend_id, None, "backend")
     if session.scalar(select(exists().where(Deployment.backend_id == b.id, Deployment.status == "running"))):
         raise ApiError(409, "Conflict", "a deployment to this backend is running", field="id")
+    using = sorted(s.name for s in session.scalars(select(Slice).where(Slice.backends.any(Backend.id == b.id))))
+    if using:  # their rule sets and per-backend state would lose their backend silently
+        raise ApiError(409, "Conflict", f"slices {', '.join(using)} are assigned to backend {b.name}: remove it from "
+                       "them first", field="slices")
     POOL.discard(session, b)
     session.delete(b)
     session.commit()

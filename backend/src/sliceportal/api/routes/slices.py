@@ -200,9 +200,19 @@ def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session
     return _public(session, settings, s)
 
 
-@router.delete("/{slice_id}", status_code=204)
-def delete_slice(slice_id: PathId, principal: Writer, session: SessionDep) -> None:
+@router.delete("/{slice_id}", status_code=204,
+               responses={409: {"description": "the slice is still assigned to backends (its rules are there)"}})
+def delete_slice(slice_id: PathId, principal: Writer, session: SessionDep,
+                 force: Annotated[bool, Query(description="delete even while assigned to backends; "
+                                                         "they drop its rules at their next deploy")] = False) -> None:
+    """Delete a slice with its services, intents, KPI history and subscriber memberships (the
+    subscribers stay). Refused while it is assigned to backends unless ``force=true``: their data
+    planes keep its rules until the next deploy."""
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+    if s.backends and not force:
+        names = ", ".join(sorted(b.name for b in s.backends))
+        raise ApiError(409, "Conflict", f"slice {s.name} is assigned to backends {names}: remove them from the slice "
+                       "and deploy first, or send force=true", field="backend_ids")
     session.delete(s)
     session.commit()
 
@@ -215,12 +225,14 @@ def list_services(slice_id: PathId, principal: Reader, session: SessionDep) -> l
 
 
 @router.post("/{slice_id}/services", response_model=ServiceClassPublic, status_code=201)
-def create_service(slice_id: PathId, body: ServiceClassCreate, principal: Writer, session: SessionDep) -> ServiceClass:
+def create_service(slice_id: PathId, body: ServiceClassCreate, principal: Writer, session: SessionDep,
+                   override: AdmissionOverride) -> ServiceClass:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     _check_lanes(s.slice_type.lanes, [("lane", body.lane)])
     check_service_against(_match(body.name, _service_row(body)), [_stored_match(c) for c in s.services], s.name)
     svc = ServiceClass(slice_id=s.id, **_service_row(body))
     session.add(svc)
+    admission.check(session, s.backends, override=override, action="update", subject=s)  # lanes change delays
     session.commit()
     return svc
 
@@ -235,7 +247,8 @@ def _service(session: Session, slice_id: PathId, service_id: PathId, tenant_scop
 
 @router.patch("/{slice_id}/services/{service_id}", response_model=ServiceClassPublic)
 def update_service(slice_id: PathId, service_id: PathId, body: ServiceClassUpdate, principal: Writer,
-                   session: SessionDep, if_match: Annotated[str | None, Header()] = None) -> ServiceClass:
+                   session: SessionDep, override: AdmissionOverride,
+                   if_match: Annotated[str | None, Header()] = None) -> ServiceClass:
     svc = _service(session, slice_id, service_id, principal.tenant_scope)
     check_version(svc, if_match, body.version)
     changes = _service_row(body.model_dump(exclude_unset=True, exclude={"version"}))
@@ -246,6 +259,9 @@ def update_service(slice_id: PathId, service_id: PathId, body: ServiceClassUpdat
     if {"dst_ports", "dscp", "protocol", "name"} & changes.keys():
         s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
         check_service_against(_stored_match(svc), [_stored_match(c) for c in s.services if c.id != svc.id], s.name)
+    if changes.get("lane") is not None:  # a lane changes the slice's worst-case delays
+        s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
+        admission.check(session, s.backends, override=override, action="update", subject=s)
     session.commit()
     return svc
 
