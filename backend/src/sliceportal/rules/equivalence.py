@@ -78,14 +78,23 @@ class Space:
         return {name: (key >> shift) & ((1 << w) - 1) for name, (shift, w) in self.offsets().items()}
 
 
+Block = tuple[int, int]  # (value, mask) over the packed key
+
+
 @dataclass(frozen=True, slots=True)
 class TernaryEntry:
-    """One entry of a view: keys with ``key & mask == value`` get ``verdict``."""
+    """One entry of a view: keys with ``key & mask == value`` get ``verdict``.
+
+    ``any_of`` extends the ternary to a product of unions (what a per-field table lookup
+    realises, e.g. a port array run that is no single value/mask): the key must also fall
+    in some block of every group. Empty for a plain TCAM / P4 ternary entry.
+    """
 
     value: int
     mask: int
     priority: int  # higher wins; entries of equal priority must not overlap unless their order is meant
     verdict: tuple[int, ...]
+    any_of: tuple[tuple[Block, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +192,8 @@ def ir_space(fields: Iterable[str]) -> Space:
 
 # ---- the IR as a classifier -----------------------------------------------------------------
 
-_Rule = tuple[int, int, Outcome]  # value, mask, outcome; first match wins
+# value, mask, groups of blocks (see TernaryEntry.any_of), outcome; first match wins
+_Rule = tuple[int, int, tuple[tuple[Block, ...], ...], Outcome]
 
 
 def _ir_miss(ir: RuleIR, decides: tuple[str, ...]) -> Outcome:
@@ -209,7 +219,7 @@ def _ir_rules(ir: RuleIR, view: TernaryView, space: Space) -> tuple[list[_Rule],
                 continue  # this tenant's traffic never reaches the plane with a tenant id
             vals[view.tenant_field] = (tid, (1 << dict(space.fields)[view.tenant_field]) - 1)
         a = {"slice_id": rule.action.slice_id, "lane": rule.action.lane, "rr_path": rule.action.rr_path}
-        rules.append((*space.pack(vals), tuple(a[p] for p in view.decides)))
+        rules.append((*space.pack(vals), (), tuple(a[p] for p in view.decides)))
     return rules, _ir_miss(ir, view.decides)
 
 
@@ -217,7 +227,8 @@ def _view_rules(view: TernaryView, space: Space) -> list[_Rule]:
     """The view's entries in match order, re-packed into the compared space."""
     extra = space.width - view.space.width  # IR-only fields are appended, least significant
     ordered = sorted(view.entries, key=lambda e: -e.priority)  # stable: equal priorities keep their order
-    return [(e.value << extra, e.mask << extra, e.verdict) for e in ordered]
+    return [(e.value << extra, e.mask << extra,
+             tuple(tuple((v << extra, m << extra) for v, m in g) for g in e.any_of), e.verdict) for e in ordered]
 
 
 # ---- the walk -------------------------------------------------------------------------------
@@ -227,13 +238,31 @@ class _Budget(Exception):
     pass
 
 
-def _first(rules: Sequence[_Rule], v: int, m: int, start: int) -> tuple[int, bool]:
-    """(index of the first rule from ``start`` intersecting cube (v, m), whether it covers it)."""
+def _first(rules: Sequence[_Rule], v: int, m: int, start: int) -> tuple[int, int]:
+    """(index of the first rule from ``start`` intersecting cube (v, m), bits to split on).
+
+    No bits: the rule covers the whole cube. Otherwise the bits some part of the rule
+    fixes and the cube does not; splitting on one of them makes progress."""
     for j in range(start, len(rules)):
-        rv, rm, _ = rules[j]
-        if (rv ^ v) & rm & m == 0:
-            return j, rm & ~m == 0
-    return len(rules), True
+        rv, rm, groups, _ = rules[j]
+        if (rv ^ v) & rm & m:
+            continue
+        split = rm & ~m
+        for blocks in groups:
+            partial = 0
+            for bv, bm in blocks:
+                if (bv ^ v) & bm & m == 0:
+                    if bm & ~m == 0:
+                        break  # one block holds the whole cube: this group covers it
+                    partial = partial or bm & ~m
+            else:
+                if not partial:
+                    break  # no block of this group meets the cube: the rule does not
+                split = split or partial
+                continue
+        else:
+            return j, split
+    return len(rules), 0
 
 
 def walk(
@@ -255,18 +284,17 @@ def walk(
     while stack:
         v, m, ia, ib = stack.pop()
         cubes += 1
-        if cubes > max_cubes or (deadline is not None and cubes & 0x3FF == 0 and time.monotonic() > deadline):
+        if cubes > max_cubes or (deadline is not None and cubes & 0x3F == 0 and time.monotonic() > deadline):
             raise _Budget(cubes)
-        ja, ca = _first(a, v, m, ia)
-        jb, cb = (ja, True) if not ca else _first(b, v, m, ib)
-        if not ca or not cb:
-            rm = (a[ja] if not ca else b[jb])[1]
-            bit = (rm & ~m & full).bit_length() - 1  # the highest bit the entry fixes, the cube not
+        ja, sa = _first(a, v, m, ia)
+        jb, sb = (ja, 0) if sa else _first(b, v, m, ib)
+        if sa or sb:
+            bit = ((sa or sb) & full).bit_length() - 1  # the highest bit the entry fixes, the cube not
             for x in (0, 1 << bit):
-                stack.append((v | x, m | 1 << bit, ja, ib if not ca else jb))
+                stack.append((v | x, m | 1 << bit, ja, jb if not sa else ib))
             continue
-        da = a[ja][2] if ja < len(a) else a_default
-        db = b[jb][2] if jb < len(b) else b_default
+        da = a[ja][3] if ja < len(a) else a_default
+        db = b[jb][3] if jb < len(b) else b_default
         if da != db:
             return cubes, (v, da, db)
     return cubes, None

@@ -8,8 +8,10 @@ every field, and the lowest such i wins. So rule i matches exactly the product o
 fields of S_f(i), the values whose region holds i. This module reads the tables the
 driver would write, turns each field's table into its partition of the field's values
 (disjoint intervals, each with its rule set), collects S_f(i) as merged intervals, splits
-each interval into aligned blocks (value/mask), and emits rule i as the cross product of
-its blocks over the fields, at priority -i. Nothing here looks at the IR.
+each interval into aligned blocks (value/mask), and emits rule i at priority -i as one
+entry: the fields with a single block in its value/mask, the others as unions of blocks
+(``TernaryEntry.any_of``), so nothing is multiplied out across fields. Nothing here looks
+at the IR.
 
 Tunnel fields are keyed with their "present" bit above the value (``has_vni:vni``), one
 combined field of 1 + width bits: "absent" is the lower half, present values the upper.
@@ -18,7 +20,6 @@ combined field of 1 + width bits: "absent" is the lower half, present values the
 from __future__ import annotations
 
 import ipaddress
-import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -37,7 +38,7 @@ from sliceportal.rules.equivalence import (
 from .lowering import TUNNEL_FIELDS, TUNNEL_WIDTHS
 
 KEY_SPACE = ir_space(("src_ip", "dst_ip", "dscp", "dst_port", *TUNNEL_FIELDS))
-MAX_ENTRIES = 200_000  # ternary entries the expansion may produce before it gives up
+MAX_ENTRIES = 200_000  # value/mask blocks the expansion may produce before it gives up
 
 Segment = tuple[int, int, Sequence[int]]  # inclusive interval of a field's values, its rule set
 
@@ -130,18 +131,22 @@ def xdp_view(plan: NativePlan, max_entries: int = MAX_ENTRIES) -> TernaryView:
         fields.append(_per_rule(segs, w + 1, offsets[f][0], n))
     actions = {int(a["rule"]): (int(a["slice_id"]), int(a["lane"]), int(a["rr_path"])) for a in t["actions"]}
     entries: list[TernaryEntry] = []
+    blocks_total = 0
     for i in range(n):
-        blocks = [f[i] for f in fields]
-        count = 1
-        for b in blocks:
-            count *= len(b)
-        if len(entries) + count > max_entries:
-            raise ViewTooLargeError(f"the XDP tables expand into more than {max_entries} ternary entries "
-                                    f"(rule {i} alone into {count})")
-        for combo in itertools.product(*blocks):
-            v = m = 0
-            for bv, bm in combo:
-                v, m = v | bv, m | bm
-            entries.append(TernaryEntry(v, m, -i, actions[i]))
+        if any(not per_rule[i] for per_rule in fields):
+            continue  # a field in which no value selects rule i: it never matches
+        # a field whose values for rule i form one block is part of the entry's value/mask;
+        # the others stay unions (any_of), so nothing is multiplied out across fields
+        value = mask = 0
+        groups: list[tuple[tuple[int, int], ...]] = []
+        for per_rule in fields:
+            if len(per_rule[i]) == 1:
+                value, mask = value | per_rule[i][0][0], mask | per_rule[i][0][1]
+            else:
+                groups.append(tuple(per_rule[i]))
+        blocks_total += sum(len(g) for g in groups) + 1
+        if blocks_total > max_entries:
+            raise ViewTooLargeError(f"the XDP tables expand into more than {max_entries} value/mask blocks")
+        entries.append(TernaryEntry(value, mask, -i, actions[i], tuple(groups)))
     (meta,) = t["meta"]
     return TernaryView(KEY_SPACE, tuple(entries), _miss(meta), source="XDP map")
