@@ -52,13 +52,13 @@ function CongestionButton({ backendId }: { backendId: number }) {
   const available = useHasPath("/api/v1/testbed/congestion");
   const start = useMutation({
     mutationFn: () => unwrap(api.POST("/api/v1/testbed/congestion", { body: { backend_id: backendId, duration_s: 30, factor: 4 } })),
-    onSuccess: (r) => notify("Congestion started", `offered load ×${r.factor} on this backend until ${formatTime(r.until)}`, "orange"),
+    onSuccess: (r) => notify("Congestion started", `egress capacity ÷${r.factor} (${(r.egress_capacity_bps / 1e6).toFixed(2)} Mbit/s) on this backend until ${formatTime(r.until)}`, "orange"),
     onError: (e) => notify("Congestion not started", e instanceof Error ? e.message : String(e), "red"),
   });
   if (me?.role !== "operator" || available !== true) return null;
   return (
     <Button size="xs" variant="light" color="orange" loading={start.isPending} onClick={() => start.mutate()}
-      title="Overload this backend's link for 30 s (offered load ×4): lanes degrade lowest priority first, then recover">
+      title="Overload this backend for 30 s (its egress capacity ÷4): lanes degrade lowest priority first, then recover">
       Congestion (30 s)
     </Button>
   );
