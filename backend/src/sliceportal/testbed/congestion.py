@@ -2,9 +2,10 @@
 a FIFO in front of it, decides which lanes lose (seed 000 Table 5: the best-effort lane
 first, the highest lanes last).
 
-- **P4** (bundled target, CPU-bound Python): its egress link runs at ``LINK_HEADROOM`` times
-  the normal offered bit rate; congestion lowers that link to ``normal / factor`` (its
-  traffic manager's wall-clock drain, ``Live/SetLinkRate``) while the offered load stays:
+- **P4** (bundled target, Python around a compiled engine, CPU-bound here): its egress
+  link runs at ``LINK_HEADROOM`` times the normal offered bit rate; congestion lowers
+  that link to ``normal / factor`` (its traffic manager's wall-clock drain,
+  ``Live/SetLinkRate``) while the offered load stays:
   the 8 strict-priority queues per port fill and tail-drop from the lowest lane up. Raising
   the offered load instead would overload the Python process, whose socket buffers drop
   every lane alike.
@@ -13,8 +14,9 @@ first, the highest lanes last).
   priority over lanes inside a path) decides.
 - **XDP** (the kernel): frames leave the program by XDP_TX / cpumap, past every qdisc, so
   the program itself holds the budget: ``struct sp_egress``, one token bucket for all it
-  forwards at ``normal / factor``, admitting a lane only while the lower lanes' reserve
-  stays in the bucket (the lowest lane is refused first; the excess is dropped, counted).
+  forwards at ``normal / factor``, admitting lane l of n only while (n-1-l)/n of the
+  bucket, kept for the lanes above it, stays in it (the lowest lane is refused first; the
+  excess is dropped, counted).
   No budget outside a scenario.
 
 ``MECHANISM`` says, per driver, what is capped and how (``GET /api/v1/testbed``).
