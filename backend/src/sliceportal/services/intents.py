@@ -192,12 +192,18 @@ def _check(session: Session, s: Slice, it: Intent) -> None:
         raise ConflictError(f"{_describe(it)} and {names} ask different actions of overlapping flows; delete one or "
                             "narrow the UEs / ports / DSCP", field="intent", title="Conflicting intent")
     for b in s.backends:
+        # the driver's own lowering is the binding capacity check, at deploy; this one refuses
+        # early what cannot fit the classifier capacity the backend reported
+        max_rules = min(b.capacity.values()) if b.capacity else None
         try:
             tenants, specs, _ = svc.domain_specs(session, b)
-            compile_rules(tenants, specs, TargetSpec(lanes=b.lanes, paths=b.paths,
-                                                     match_fields=frozenset(FIELD_WIDTHS)))
+            compiled = compile_rules(tenants, specs, TargetSpec(lanes=b.lanes, paths=b.paths, max_rules=max_rules,
+                                                                match_fields=frozenset(FIELD_WIDTHS)))
         except CompileError as exc:
             raise _refusal(exc) from exc
+        if not compiled.fits:
+            raise ConflictError(f"with {_describe(it)} backend {b.name!r} would need {compiled.rules_after} classifier "
+                                f"entries; it has {max_rules}", field="intent", title="Does not fit")
 
 
 def create(session: Session, change: IntentChange, body: dict[str, Any], who: Requester,
