@@ -234,3 +234,16 @@ def test_prefix_spanning_two_slices_needs_slice_ref(client: TestClient, op: dict
     r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.45.0.200", "lane": 6,
                                              "slice_ref": world["slice_a"]}, headers=op)
     assert r.status_code == 422 and "10.45.0.200" in r.json()["detail"]
+
+
+def test_concurrent_retries_with_one_key_make_one_intent(client: TestClient, session: Session, op: dict[str, str],
+                                                         world: dict[str, Any]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = {**op, "Idempotency-Key": "race-1"}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        answers = list(pool.map(lambda _: client.post("/api/v1/intents", json=native(11), headers=key), range(3)))
+    assert [a.status_code for a in answers] == [201, 201, 201], [a.text for a in answers]
+    assert len({a.json()["intents"][0]["id"] for a in answers}) == 1
+    assert sum(a.headers.get("Idempotent-Replayed") == "true" for a in answers) == 2
+    assert session.scalar(select(func.count()).select_from(Intent)) == 1
