@@ -13,6 +13,7 @@ import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 import { streamDeploy, type Deployment, type ProgressEvent } from "./deployStream";
+import { EquivalenceBadge } from "./EquivalenceBadge";
 import { CompareRuleSets, PreviewDiff } from "./RuleSetDiff";
 
 function Preview({ backendId }: { backendId: number }) {
@@ -29,6 +30,7 @@ function Preview({ backendId }: { backendId: number }) {
             <Text data-testid="preview-rules">Rules: {p.rules_before} IR → <b>{p.rules_after}</b> native</Text>
             <Text>Flows {p.flows}</Text><Text>{p.paths} paths × {p.lanes} lanes</Text>
           </Group>
+          <EquivalenceBadge equivalence={p.equivalence} />
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
             {Object.entries(p.usage).map(([table, u]) => {
               const pct = u.capacity > 0 ? (100 * u.used) / u.capacity : 0;
