@@ -4,6 +4,8 @@ IR, and the stored rule set keeps it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
@@ -12,7 +14,7 @@ from sqlalchemy.orm import Session
 from sliceportal.core.config import REPO_ROOT
 from sliceportal.models import Backend, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.processes import free_port
+from sliceportal.testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user
 
 # What each driver needs to lower; nothing listens at the addresses: lowering is pure, a
@@ -59,3 +61,24 @@ def test_demo_preview_is_proven_on_all_three_backends(client: TestClient, sessio
         assert eq["counterexample"] is None and eq["checked_entries"] >= p["rules_after"] > 0
         assert eq["method"].startswith("exact") and eq["elapsed_ms"] >= 0 and eq["cubes"] > 0
         assert f"{p['rules_after']} IR rules" in eq["detail"]
+
+
+def test_a_deployed_rule_set_keeps_its_equivalence(client: TestClient, session: Session, op: dict[str, str],
+                                                   start_target: Callable[..., RunningTarget]) -> None:
+    """Deployed onto the bundled P4Runtime target, the stored rule set carries the proof."""
+    target = start_target("--priority-queues", "8")
+    assert seed_demo(session)
+    r = client.post("/api/v1/backends", json={"name": "demo-p4", "driver": "p4rt", "options": {
+        "address": target.address, "trunk_ports": [1, 2], "uplink_port": 2}}, headers=op)
+    assert r.status_code == 201, r.text
+    bid = r.json()["id"]
+    backend = session.get_one(Backend, bid)
+    for s in session.scalars(select(Slice)):
+        s.backends = [backend]
+    session.commit()
+    dep = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
+    assert dep.status_code == 201, dep.text
+    assert dep.json()["status"] == "succeeded", dep.json()
+    rs = client.get(f"/api/v1/backends/{bid}/rule-sets/{dep.json()['rule_set_number']}", headers=op).json()
+    eq = rs["explanation"]["equivalence"]
+    assert eq["verdict"] == "proven" and eq["counterexample"] is None and eq["checked_entries"] > 0
