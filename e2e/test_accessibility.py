@@ -71,7 +71,14 @@ def axe_violations(page: Page) -> list[dict[str, object]]:
     return [v for v in result if v["impact"] in BLOCKING]
 
 
+# Finite animations and transitions still running (a dialog fading out, a drawer sliding): axe
+# would measure their half-transparent colours. Endless ones (a spinner) are not waited for.
+_SETTLING = """() => document.getAnimations().every(a => a.playState !== 'running'
+    || (a.effect && a.effect.getComputedTiming().iterations === Infinity))"""
+
+
 def assert_accessible(page: Page, where: str) -> None:
+    page.wait_for_function(_SETTLING)
     violations = axe_violations(page)
     assert not violations, f"axe-core on {where}:\n" + json.dumps(violations, indent=1)
 

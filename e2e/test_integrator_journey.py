@@ -38,6 +38,6 @@ def test_integrator_key(page: Page, stack: Stack) -> None:
     dialog.get_by_role("button", name="Cancel").click()
     assert httpx.get(f"{stack.base_url}/api/v1/slice-types", headers={"X-Api-Key": secret}).status_code == 200
     page.get_by_role("button", name="Revoke ci-pipeline").click()
-    page.get_by_role("dialog").get_by_role("button", name="Revoke key").click()
+    page.get_by_role("dialog").get_by_role("button", name="Revoke key", exact=True).click()
     expect(page.get_by_role("table", name="API keys")).to_contain_text("revoked")
     assert httpx.get(f"{stack.base_url}/api/v1/slice-types", headers={"X-Api-Key": secret}).status_code == 401

@@ -1,5 +1,8 @@
 """Operator journey in Chromium: log in → register a data plane → create a tenant → create a
-slice with the wizard → import subscribers (a bad file first) → preview → deploy → KPIs."""
+slice with the wizard → subscribers one by one (a refused IMSI first) and by CSV (a bad file
+first) → bulk delete → preview and its diff → deploy → diff between rule sets → rollback with
+confirmation → KPIs → delete the slice (refused while on a backend, then done). axe-core checks
+every page and dialog visited."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from e2e.conftest import OPERATOR, Stack, login, shot
+from e2e.test_accessibility import assert_accessible
 
 
 def _has_kpis(stack: Stack) -> bool:
@@ -34,6 +38,7 @@ def _classifier_change(text: str) -> tuple[int, int]:
 def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Path) -> None:
     login(page, *OPERATOR)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    assert_accessible(page, "the overview")
     nav = page.get_by_role("navigation", name="Main navigation")
     for item in ("Tenants", "Slices", "Subscribers", "Backends & deploy", "Audit log"):
         expect(nav.get_by_role("link", name=item)).to_be_visible()
@@ -42,6 +47,7 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(page.get_by_role("cell", name="Reliable Flexible Slice", exact=True)).to_be_visible()
     # Seed 000 Table 1: a Flexible Slice uses lanes 0/2/4/6 of the eight.
     expect(page.get_by_role("img", name="Flexible Slice: lanes 0, 2, 4, 6 of 0 to 7")).to_be_visible()
+    assert_accessible(page, "the slice-type catalogue")
     shot(page, "catalogue")
 
     # A data plane: the bundled P4Runtime target started by the test run.
@@ -53,6 +59,7 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     dialog.get_by_label("Options (JSON)").fill(json.dumps({"address": stack.p4rt_address}))
     dialog.get_by_role("button", name="Register backend").click()
     expect(page.get_by_role("link", name="bmv2-e2e")).to_be_visible()
+    assert_accessible(page, "the backends page")
 
     # Tenant: a field error from the API is shown next to its field, then the fixed form saves.
     nav.get_by_role("link", name="Tenants").click()
@@ -67,6 +74,8 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     dialog.get_by_label("UE address pool").fill("10.47.0.0/16")
     dialog.get_by_role("button", name="Create tenant").click()
     expect(page.get_by_role("cell", name="mvno-green", exact=True)).to_be_visible()
+    expect(page.get_by_role("dialog")).to_have_count(0)
+    assert_accessible(page, "the tenants page")
     shot(page, "tenants")
 
     # Slice creation wizard: tenant → type → SLA → services → subscribers → backend.
@@ -84,12 +93,15 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     page.get_by_role("combobox", name="Service 1 lane").click()
     expect(page.get_by_role("listbox", name="Service 1 lane").get_by_role("option")).to_have_text(["0", "2", "4", "6"])
     page.keyboard.press("Escape")
+    expect(page.get_by_role("heading", name="Step 4 of 6: Services")).to_be_visible()  # Escape closed the list only
+    assert_accessible(page, "the wizard's services step")
     shot(page, "slice-wizard-services")
     page.get_by_role("button", name="Next").click()
     page.get_by_role("button", name="Next").click()
     page.get_by_label(re.compile(r"^bmv2-e2e \(p4rt")).check()
     page.get_by_role("button", name="Create slice").click()
     expect(page.get_by_role("heading", name="Slice green-embb")).to_be_visible()
+    assert_accessible(page, "the slice page")
     slice_url = page.url
 
     # Editing: a service added on one of the type's lanes appears; a stale save is refused with 412.
@@ -124,11 +136,32 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     bad.write_text("imsi,ue_ip,teids,tenant,slices\n001010000000001,10.47.0.1,1,mvno-green,green-embb\n"
                    "001010000000002,192.168.9.9,2,mvno-green,green-embb\n001010000000003,10.47.0.3,3,nobody,\n")
     nav.get_by_role("link", name="Subscribers").click()
+    # One by one: an IMSI another tenant's UE already has is refused on its field, naming that tenant.
+    page.get_by_role("button", name="Add subscriber").click()
+    form = page.get_by_role("dialog", name="New subscriber")
+    form.get_by_role("combobox", name="Tenant").click()
+    page.get_by_role("option", name="mvno-green").click()
+    form.get_by_role("textbox", name="IMSI").fill("001010000000000")  # the demo's first mvno-red UE
+    form.get_by_label("UE address").fill("10.47.1.1")
+    form.get_by_role("button", name="Add subscriber").click()
+    expect(form.get_by_role("textbox", name="IMSI")).to_have_accessible_description(re.compile(r"of tenant mvno-red"))
+    expect(form).not_to_contain_text("Key (")
+    assert_accessible(page, "the new-subscriber form with a refused IMSI")
+    shot(page, "subscriber-validation", full_page=False)
+    form.get_by_role("textbox", name="IMSI").fill("001019900000099")
+    form.get_by_role("button", name="Add subscriber").click()
+    expect(page.get_by_role("dialog", name="New subscriber")).to_have_count(0)
+    page.get_by_label("Search subscribers (IMSI or address)").fill("10.47.1.1")
+    expect(page.get_by_role("cell", name="001019900000099", exact=True)).to_be_visible()
+    page.get_by_label("Search subscribers (IMSI or address)").fill("")
     page.locator("input[type=file]").set_input_files(str(bad))
     page.get_by_role("button", name="Import").click()
     errors = page.get_by_role("table", name="Import errors")
     expect(errors).to_be_visible()
-    expect(errors.get_by_role("row")).to_have_count(3)  # header + lines 3 and 4
+    # header + lines 2 (an IMSI mvno-red's UE has: checked against the database in the same
+    # pass as the file's own errors), 3 and 4
+    expect(errors.get_by_role("row")).to_have_count(4)
+    expect(errors).to_contain_text("of tenant mvno-red")
     expect(errors).to_contain_text("outside tenant mvno-green")
     expect(errors.get_by_role("cell", name="3", exact=True)).to_be_visible()
     expect(errors.get_by_role("cell", name="4", exact=True)).to_be_visible()
@@ -143,12 +176,28 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(page.get_by_label("Upload progress")).to_be_visible()
     page.get_by_label("Search subscribers (IMSI or address)").fill("10.47.0.")
     expect(page.get_by_test_id("row-count")).to_have_text("32 rows")
+    assert_accessible(page, "the subscribers page")
     shot(page, "subscribers")
+    # Bulk delete from the filtered list: the confirmation names the count and the filter.
+    page.get_by_label("Search subscribers (IMSI or address)").fill("10.47.0.3")  # .3, .30, .31, .32
+    expect(page.get_by_test_id("row-count")).to_have_text("4 rows")
+    page.get_by_role("button", name="Delete 4 matching").click()
+    dialog = page.get_by_role("dialog", name="Delete 4 subscribers?")
+    expect(dialog).to_contain_text("whose IMSI or UE address contains “10.47.0.3”")
+    assert_accessible(page, "the bulk-delete confirmation")
+    shot(page, "subscribers-bulk-delete", full_page=False)
+    dialog.get_by_role("button", name="Delete 4 subscribers", exact=True).click()
+    expect(page.get_by_role("dialog")).to_have_count(0)
+    page.get_by_label("Search subscribers (IMSI or address)").fill("10.47.0.")
+    expect(page.get_by_test_id("row-count")).to_have_text("28 rows")
 
     # Preview → deploy with live progress → history.
     nav.get_by_role("link", name="Backends & deploy").click()
     page.get_by_role("link", name="bmv2-e2e").click()
     expect(page.get_by_test_id("preview-rules")).to_contain_text("native")
+    # nothing deployed yet: every entry of the preview is to be added
+    expect(page.get_by_test_id("preview-diff")).to_contain_text("From nothing deployed to preview")
+    assert_accessible(page, "the backend page")
     page.get_by_role("button", name="Deploy now").click()
     # traffic-affecting: the portal asks first, naming the backend
     page.get_by_role("dialog", name="Deploy to backend bmv2-e2e?").get_by_role("button", name="Deploy now").click()
@@ -164,6 +213,14 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
                  if s["name"] == "voice")
     assert httpx.delete(f"{stack.base_url}/api/v1/slices/{slice_id}/services/{voice['id']}",
                         headers=auth).status_code == 204
+    # before deploying, the diff of the preview against rule set 1 (active) says what goes
+    page.reload()
+    pending = page.get_by_test_id("preview-diff")
+    expect(pending).to_contain_text("From rule set 1 (active) to preview")
+    expect(pending).to_contain_text("removed")
+    pending.locator("summary").first.click()
+    assert_accessible(page, "the backend page with the pending diff open")
+    shot(page, "deploy-diff")
     page.get_by_role("button", name="Deploy now").click()
     # traffic-affecting: the portal asks first, naming the backend
     page.get_by_role("dialog", name="Deploy to backend bmv2-e2e?").get_by_role("button", name="Deploy now").click()
@@ -172,6 +229,12 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(outcome).to_contain_text("classifier")
     added, removed = _classifier_change(outcome.inner_text())
     assert removed > added
+    # any two rule sets of the history: by default the one before the active against the active one
+    compare = page.get_by_test_id("rule-set-diff")
+    expect(compare).to_contain_text("From rule set 1 to rule set 2 (active)")
+    # the stored rule sets' diff is the push's own: the same entries per table
+    expect(compare).to_contain_text(f"classifier.classifier: {added} added, {removed} removed")
+    shot(page, "rule-set-diff")
     # each successful deployment in the history offers a rollback to its rule set
     history.get_by_role("button", name="Roll back to rule set 1").click()
     page.get_by_role("dialog", name="Roll back backend bmv2-e2e to rule set 1?").get_by_role(
@@ -227,4 +290,25 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
 
     nav.get_by_role("link", name="Audit log").click()
     expect(page.get_by_role("list", name="Audit log")).to_contain_text("mvno-green")
+    assert_accessible(page, "the audit log")
     shot(page, "audit", full_page=False)
+
+    # Delete the slice: refused while a backend carries it (the dialog says why), done once removed.
+    page.goto(slice_url)
+    page.get_by_role("button", name="Delete slice", exact=True).click()
+    dialog = page.get_by_role("dialog", name="Delete slice green-embb?")
+    expect(dialog).to_contain_text("assigned to backend bmv2-e2e")
+    dialog.get_by_role("button", name="Delete slice", exact=True).click()
+    expect(dialog.get_by_role("alert")).to_contain_text("remove them from the slice")
+    assert_accessible(page, "the refused slice deletion")
+    dialog.get_by_role("button", name="Cancel").click()
+    page.get_by_label(re.compile(r"^bmv2-e2e \(p4rt")).uncheck()
+    with page.expect_response(lambda r: r.request.method == "PATCH" and r.url.endswith(f"/slices/{slice_id}")) as saved:
+        page.get_by_role("button", name="Save backends").click()
+    assert saved.value.status == 200
+    page.get_by_role("button", name="Delete slice", exact=True).click()
+    dialog = page.get_by_role("dialog", name="Delete slice green-embb?")
+    dialog.get_by_role("button", name="Delete slice", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/slices$"))
+    expect(page.get_by_role("link", name="green-embb")).to_have_count(0)
+    assert httpx.get(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth).status_code == 404

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 from playwright.sync_api import Page, expect
 
 from e2e.conftest import OPERATOR, RED, Stack, login, shot
+from e2e.test_accessibility import assert_accessible
 
 
 def _operator(stack: Stack) -> dict[str, str]:
@@ -34,6 +37,7 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     assert r.status_code == 200, r.text
     login(page, *RED)
     expect(page.get_by_role("heading", name="SLA dashboard")).to_be_visible()
+    assert_accessible(page, "the tenant's SLA dashboard")
     nav = page.get_by_role("navigation", name="Main navigation")
     expect(nav.get_by_role("link", name="Tenants")).to_have_count(0)  # operator-only pages are not offered
     cards = page.get_by_test_id("dashboard-slice")
@@ -63,10 +67,17 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     page.goto(f"/slices/{_slice_id(stack, 'blue-urllc')}")
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     expect(page.get_by_text("blue-urllc")).to_have_count(0)
+    assert_accessible(page, "another tenant's slice (not found)")
     shot(page, "tenant-not-found")
 
     page.goto(f"/slices/{_slice_id(stack, 'red-embb')}")
     expect(page.get_by_role("heading", name="Slice red-embb")).to_be_visible()
+    # its SLA history, read-only: no operator control on the page
+    expect(page.get_by_role("heading", name=re.compile("SLA history"))).to_be_visible()
+    for control in ("Delete slice", "Save SLA", "Save backends", "Add service"):
+        expect(page.get_by_role("button", name=control)).to_have_count(0)
+    expect(page.get_by_role("button", name=re.compile(r"^Delete intent"))).to_have_count(0)
+    assert_accessible(page, "the tenant's slice page")
 
 
 def test_tablet_width_and_keyboard(page: Page, stack: Stack) -> None:

@@ -26,7 +26,7 @@ const BackendDetail = lazy(() => import("./components/Backends/BackendDetail").t
 const UsersPage = lazy(() => import("./components/Users/UsersPage").then((m) => ({ default: m.UsersPage })));
 const AuditPage = lazy(() => import("./components/Audit/AuditPage").then((m) => ({ default: m.AuditPage })));
 
-const loading = <Center mih="50vh"><Loader aria-label="Loading" /></Center>;
+const loading = <Center mih="50vh"><Loader role="status" aria-label="Loading" /></Center>;
 
 function RequireSession({ children }: { children: ReactNode }) {
   const { loggedIn, loading: meLoading, me } = useSession();

@@ -64,7 +64,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       queryClient.clear();
     },
   };
-  if (restoring) return <Center mih="50vh"><Loader aria-label="Loading" /></Center>;
+  if (restoring) return <Center mih="50vh"><Loader role="status" aria-label="Loading" /></Center>;
   return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 }
 

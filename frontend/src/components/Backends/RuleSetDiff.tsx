@@ -9,6 +9,8 @@ import { QueryView } from "../common/QueryView";
 
 export type RuleSetDiff = Schemas["RuleSetDiffPublic"];
 type Entry = Record<string, unknown>;
+// Native entries are long single tokens: let them break anywhere so a phone never scrolls sideways.
+const WRAP = { wordBreak: "break-all", whiteSpace: "pre-wrap" } as const;
 
 function show(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value);
@@ -52,20 +54,20 @@ export function DiffView({ diff, testId }: { diff: RuleSetDiff; testId?: string 
       {tables.map(([name, t]) => (
         <details key={name}>
           <summary>Table <b>{name}</b>: {countsText(t)}</summary>
-          <Stack gap={4} mt={4} ml="md">
+          <Stack gap={4} mt={4} ml="md" miw={0}>
             {t.added_entries.length > 0 && (
               <div>
-                <Title order={4} size="sm" c="green.9">Added</Title>
+                <Title order={4} size="sm">Added</Title>
                 <List size="xs" aria-label={`${name}: added entries`}>
-                  {t.added_entries.map((e, i) => <List.Item key={i}><Code>+ {formatEntry(e)}</Code></List.Item>)}
+                  {t.added_entries.map((e, i) => <List.Item key={i}><Code style={WRAP}>+ {formatEntry(e)}</Code></List.Item>)}
                 </List>
               </div>
             )}
             {t.removed_entries.length > 0 && (
               <div>
-                <Title order={4} size="sm" c="red.9">Removed</Title>
+                <Title order={4} size="sm">Removed</Title>
                 <List size="xs" aria-label={`${name}: removed entries`}>
-                  {t.removed_entries.map((e, i) => <List.Item key={i}><Code>− {formatEntry(e)}</Code></List.Item>)}
+                  {t.removed_entries.map((e, i) => <List.Item key={i}><Code style={WRAP}>− {formatEntry(e)}</Code></List.Item>)}
                 </List>
               </div>
             )}
@@ -77,7 +79,7 @@ export function DiffView({ diff, testId }: { diff: RuleSetDiff; testId?: string 
                     <List.Item key={i}>
                       {changedFields(c.before, c.after).map((f) => (
                         <Text key={f.field} size="xs" component="div">
-                          <Code>{f.field}</Code>: <s>{f.before}</s> → <b>{f.after}</b>
+                          <Code>{f.field}</Code>: <s style={WRAP}>{f.before}</s> → <b style={WRAP}>{f.after}</b>
                         </Text>
                       ))}
                     </List.Item>

@@ -42,7 +42,7 @@ export function QueryView<T>({ query, what, children }: {
   what?: string;
   children: (data: T) => ReactNode;
 }) {
-  if (query.isPending) return <Center p="xl"><Loader aria-label="Loading" /></Center>;
+  if (query.isPending) return <Center p="xl"><Loader role="status" aria-label="Loading" /></Center>;
   if (query.isError) {
     if (query.error instanceof ApiProblem && query.error.status === 404) return <NotFound what={what} />;
     return <ProblemAlert error={query.error} />;

@@ -96,7 +96,7 @@ export function Shell() {
       </AppShell.Navbar>
       <AppShell.Main id="main" tabIndex={-1} className={classes.main}>
         <ErrorBoundary resetKey={location.pathname}>
-          <Suspense fallback={<Loader aria-label="Loading" />}>
+          <Suspense fallback={<Loader role="status" aria-label="Loading" />}>
             <Outlet />
           </Suspense>
         </ErrorBoundary>
