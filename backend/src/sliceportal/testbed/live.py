@@ -256,7 +256,12 @@ class LiveTestbed:
             underlay=Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip),
             base_pps=self.rate_pps,
             options={"interface": core.ifname, "netns": core.netns, "tx_peer": f"{edge.netns}/{tb.peer_port('core')}",
-                     "alt_mac": alt.mac, "alt_ip": alt.ip, "alt_lanes": [BEST_EFFORT_LANE], "lanes": 4, "paths": 8})
+                     "alt_mac": alt.mac, "alt_ip": alt.ip, "alt_lanes": [BEST_EFFORT_LANE], "lanes": 4, "paths": 8,
+                     # this machine's CPUs also run the senders, meters, database and portal, so
+                     # their busy share is not the data plane's load: seed 001's CPU overload
+                     # detection would steer prioritised lanes to the alt node (unmetered) at
+                     # random; the congestion scenario is the testbed's overload (docs/testbed.md)
+                     "overload_poll_s": 0})
         xdp.set_egress = xdp_egress(self.sessions, lambda: xdp.backend_id, lanes=int(xdp.options["lanes"]))
         p4_in, p4_out = tb.host_link("p4i", edge.netns, "p4-in"), tb.host_link("p4o", sink, "p4-out")
         p4_pps = min(PROCESS_PLANE_PPS["p4rt"], self.rate_pps)
@@ -468,6 +473,11 @@ class LiveTestbed:
             # a starved lane's loss counts only while its data plane forwards: one that is down (or
             # restarted and not yet holding its rules) has its KPIs stop, never zero samples
             forwarding = plane.up and not plane.restore_due and (plane.process is None or plane.process.alive)
+            if not forwarding:
+                # what was sent while it was down is not loss of the plane that comes back:
+                # starved-lane accounting starts afresh LOSS_GRACE_S after it forwards again
+                with self._lock:
+                    plane.sent_history.clear()
             sent_before = self._sent_before(plane) if forwarding else None
             self._reports.put((plane, datetime.now(UTC), meter.interval_report(sent_before=sent_before)))
             # flows of earlier traffic generations (and stray ids) are done: forget them here,
