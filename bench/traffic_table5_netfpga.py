@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from _results import Results, plots_dir
+from _table5 import PAPER, plot
 
 from sliceportal.traffic.meter import GroupStats
 from sliceportal.traffic.scenarios import TABLE3_SLICES
@@ -32,9 +33,6 @@ from sliceportal_netfpga.experiment import table5
 # of the offered 10 Gbit/s. Below 7.5 Gbit/s strict priority must starve lane 1 as well
 # (the first wave's 4 Gbit/s did exactly that: lanes 0 and 1 both lost ~98.6 %).
 INGRESS_GBPS, DRAIN_GBPS = 10.0, 7.8
-# seed 000 Table 5: lane -> (delay ms, loss %, jitter ms)
-PAPER = {0: (2.3624, 88.97, 0.94003), 1: (0.25178, 0.19632, 0.02468), 2: (0.20891, 0.19601, 0.01938),
-         3: (0.13805, 0.19552, 0.01487)}  # fmt: skip
 
 
 def main() -> None:
@@ -76,46 +74,11 @@ def main() -> None:
                        baseline=upper, baseline_name="worst loss of lanes 1-3",
                        goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered",
                        met=lanes[0].loss_pct >= 50 and upper <= 1 and ordered)
-    plot(results, args.out)
+    plot(results, args.out,
+         title="Seed 000 Figs. 7-9 / Table 5 on the simulated NetFPGA (sp_sim), measured by sliceportal traffic",
+         label="queue", jitter=True)
     res.plot(args.out)
     res.write()
-
-
-def plot(results: dict[int, dict[int, GroupStats]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.5))
-    scenarios = sorted(results)
-    width = 0.2
-    for lane in range(4):
-        xs = [i + (lane - 1.5) * width for i in range(len(scenarios))]
-        delay = [(results[s][lane].delay.mean_us if results[s][lane].delay else 0) for s in scenarios]  # type: ignore[union-attr]
-        axes[0].bar(xs, delay, width, label=f"queue {lane}")
-        axes[1].bar(xs, [results[s][lane].loss_pct for s in scenarios], width, label=f"queue {lane}")
-        axes[2].bar(xs, [results[s][lane].jitter_us for s in scenarios], width, label=f"queue {lane}")
-    for ax, title in zip(axes[:3], ("mean one-way delay (µs)", "packet loss (%)", "RFC 3550 jitter (µs)"), strict=True):
-        ax.set_xticks(range(len(scenarios)), [str(s) for s in scenarios])
-        ax.set_xlabel("Flexible Slice instances (32 users each)")
-        ax.set_title(title)
-        ax.legend()
-    axes[0].set_yscale("log")  # lanes differ by orders of magnitude, as in the paper's Fig. 7
-    # The pattern beside the paper's own Table 5: loss per lane at the largest scenario.
-    largest = scenarios[-1]
-    lanes = range(4)
-    axes[3].bar([x - 0.2 for x in lanes], [results[largest][lane].loss_pct for lane in lanes], 0.4,
-                label=f"this run, {largest} slices")
-    axes[3].bar([x + 0.2 for x in lanes], [PAPER[lane][1] for lane in lanes], 0.4, label="seed 000 Table 5")
-    axes[3].set_xticks(list(lanes), [f"queue {lane}" for lane in lanes])
-    axes[3].set_title("packet loss (%) beside the paper")
-    axes[3].legend()
-    fig.suptitle("Seed 000 Figs. 7-9 / Table 5 on the simulated NetFPGA (sp_sim), measured by sliceportal traffic")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    print(f"\nplot: {out}")
 
 
 if __name__ == "__main__":

@@ -22,14 +22,11 @@ import tempfile
 from pathlib import Path
 
 from _results import Results, plots_dir, quick
+from _table5 import PAPER, plot
 
 from sliceportal.testbed.processes import start_p4runtime_target
 from sliceportal.traffic.meter import GroupStats
 from sliceportal_p4rt.experiment import LINK_BPS, OFFERED_PPS, TARGET_ARGS, pattern_holds, table5
-
-# seed 000 Table 5: lane -> (delay ms, loss %, jitter ms)
-PAPER = {0: (2.3624, 88.97, 0.94003), 1: (0.25178, 0.19632, 0.02468), 2: (0.20891, 0.19601, 0.01938),
-         3: (0.13805, 0.19552, 0.01487)}  # fmt: skip
 
 
 def main() -> None:
@@ -67,44 +64,11 @@ def main() -> None:
         res.figure(f"{slices} slices: lane 0 loss / worst of lanes 1-3", r.lanes[0].loss_pct if 0 in r.lanes else 0,
                    "%", baseline=upper, baseline_name="worst loss of lanes 1-3",
                    goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered", met=ok, note=why)
-    plot(results, args.out)
+    plot(results, args.out,
+         title="Seed 000 Table 5 on the bundled P4 target (strict priority, egress at 0.78 of the offered rate)",
+         label="lane", jitter=False)
     res.plot(args.out)
     res.write()
-
-
-def plot(results: dict[int, dict[int, GroupStats]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    scenarios = sorted(results)
-    width = 0.2
-    for lane in range(4):
-        xs = [i + (lane - 1.5) * width for i in range(len(scenarios))]
-        delay = [(d.mean_us if (d := results[s][lane].delay) is not None else 0) for s in scenarios]
-        axes[0].bar(xs, delay, width, label=f"lane {lane}")
-        axes[1].bar(xs, [results[s][lane].loss_pct for s in scenarios], width, label=f"lane {lane}")
-    for ax, title in zip(axes[:2], ("mean one-way delay (µs)", "packet loss (%)"), strict=True):
-        ax.set_xticks(range(len(scenarios)), [str(s) for s in scenarios])
-        ax.set_xlabel("Flexible Slice instances (32 users each)")
-        ax.set_title(title)
-        ax.legend()
-    axes[0].set_yscale("log")
-    largest = scenarios[-1]
-    lanes = range(4)
-    axes[2].bar([x - 0.2 for x in lanes], [results[largest][lane].loss_pct for lane in lanes], 0.4,
-                label=f"this run, {largest} slices")
-    axes[2].bar([x + 0.2 for x in lanes], [PAPER[lane][1] for lane in lanes], 0.4, label="seed 000 Table 5")
-    axes[2].set_xticks(list(lanes), [f"lane {lane}" for lane in lanes])
-    axes[2].set_title("packet loss (%) beside the paper")
-    axes[2].legend()
-    fig.suptitle("Seed 000 Table 5 on the bundled P4 target (strict priority, egress at 0.78 of the offered rate)")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    print(f"\nplot: {out}")
 
 
 if __name__ == "__main__":
