@@ -8,6 +8,7 @@ import secrets
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, IPvAnyNetwork, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,6 +65,10 @@ class Settings(BaseSettings):
     testbed: bool = Field(False, description="start the emulated testbed with live traffic (run command)")
     testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
     testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")
+    # the bundled target by default: the congestion scenario lowers a port's rate, and BMv2 has
+    # rates per priority queue only (docs/testbed.md), so its plane runs without that scenario
+    testbed_p4_target: Literal["bundled", "bmv2"] = Field(
+        "bundled", description="the P4 plane's switch: the bundled target or the real simple_switch_grpc")
     # SLA hold-down (docs/kpis.md): a violation opens after this many consecutive intervals out
     # of bounds and closes after that many good ones, so one noisy interval is not an event.
     sla_open_after: int = Field(3, ge=1, le=600, description="bad intervals in a row that open a violation")

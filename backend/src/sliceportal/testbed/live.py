@@ -59,7 +59,14 @@ from sliceportal.services.backends import POOL, describe
 from sliceportal.testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
 from sliceportal.testbed.netns_testbed import Testbed
 from sliceportal.testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
-from sliceportal.testbed.processes import ManagedProcess, ProcessError, bmv2_process, netfpga_process, reap_leftovers
+from sliceportal.testbed.processes import (
+    ManagedProcess,
+    ProcessError,
+    bmv2_process,
+    netfpga_process,
+    reap_leftovers,
+    simple_switch_process,
+)
 from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
 from sliceportal.traffic.packets import Encap, Flow, Underlay
@@ -90,6 +97,10 @@ LOSS_GRACE_S = 2.0
 
 class BackendDown(RuntimeError):
     """The backend's data plane is down; the message says why."""
+
+
+class NoCongestionMechanism(RuntimeError):
+    """The backend's data plane has no rate the congestion scenario could lower."""
 
 
 @dataclass
@@ -159,6 +170,7 @@ class LiveTestbed:
     hub: KpiHub
     prefix: str = "sp-run-"
     rate_pps: float = 2000.0
+    p4_target: str = "bundled"  # or "bmv2": the real simple_switch_grpc (Settings.testbed_p4_target)
     interval_s: float = 1.0
     planes: list[Plane] = field(default_factory=list)
     running: bool = False
@@ -266,12 +278,16 @@ class LiveTestbed:
         p4_in, p4_out = tb.host_link("p4i", edge.netns, "p4-in"), tb.host_link("p4o", sink, "p4-out")
         p4_pps = min(PROCESS_PLANE_PPS["p4rt"], self.rate_pps)
         p4_link = p4_pps * FRAME_SIZE * 8 * LINK_HEADROOM
-        p4 = bmv2_process(self.prefix, {1: p4_in, 2: p4_out}, link_rate_bps=int(p4_link))
+        real = self.p4_target == "bmv2"
+        # the real BMv2 has rates per priority queue, none per port: no link to lower, so its
+        # plane runs without the congestion scenario (and without a link rate: unpaced)
+        p4 = (simple_switch_process(self.prefix, {1: p4_in, 2: p4_out}) if real
+              else bmv2_process(self.prefix, {1: p4_in, 2: p4_out}, link_rate_bps=int(p4_link)))
         bmv2 = Plane(
             name="bmv2", driver="p4rt", ingress=(edge.netns, "p4-in"), captures=[(sink, "p4-out")],
             underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:01:01", outer_src=edge.ip, outer_dst="10.77.1.1"),
-            base_pps=p4_pps, tagged=True, process=p4, link_bps=p4_link, egress_bps=p4_link,
-            set_egress=p4_egress(p4.address),
+            base_pps=p4_pps, tagged=True, process=p4, link_bps=None if real else p4_link,
+            egress_bps=None if real else p4_link, set_egress=None if real else p4_egress(p4.address),
             options={"address": p4.address, "lanes": 8, "trunk_ports": [1, 2], "uplink_port": 2})
         planes = [xdp, bmv2]
         nf_in, nf_out = tb.host_link("nfi", edge.netns, "nf-in"), tb.host_link("nfo", sink, "nf-out")
@@ -459,6 +475,10 @@ class LiveTestbed:
             raise KeyError(backend_id)
         if not plane.up:
             raise BackendDown(plane.reason or "not started")
+        if plane.set_egress is None:
+            raise NoCongestionMechanism(f"{plane.name} has no egress rate the testbed can lower"
+                                        + (" (the real BMv2 rates priority queues, not ports)"
+                                           if plane.driver == "p4rt" else ""))
         plane.congestion_factor = factor
         plane.congestion_until = datetime.now(UTC) + timedelta(seconds=duration_s)
         return plane

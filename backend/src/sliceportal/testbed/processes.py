@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from sliceportal.core.config import REPO_ROOT
 
 BMV2_DIR = REPO_ROOT / "dataplane" / "bmv2"
 SP_SIM = REPO_ROOT / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
-DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim")  # what a leftover's argv names
+DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim", "simple_switch_grpc")  # what a leftover's argv names
 
 
 class ProcessError(RuntimeError):
@@ -135,6 +136,22 @@ def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = Non
         argv += ["--interface", f"{p}@{ifname}"]
     env = dict(os.environ, PYTHONPATH=str(BMV2_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}", env=env)
+
+
+def simple_switch_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None) -> ManagedProcess:
+    """The real BMv2 (``simple_switch_grpc``, from ../shared/p4tools) on live ports, empty
+    (``--no-p4``: the p4rt driver pushes the p4c build), 8 priority queues, on a fixed gRPC
+    port so a restart keeps the backend's address. Its Thrift port is a free one, so that
+    several testbeds (tests, a run) never collide on BMv2's default 9090."""
+    exe = shutil.which("simple_switch_grpc")
+    if exe is None:
+        raise ProcessError("simple_switch_grpc is not on PATH (../shared/p4tools/install.sh installs it)")
+    port = grpc_port or free_port()
+    argv = [exe, "--no-p4", "--device-id", "1", "--thrift-port", str(free_port())]
+    for p, ifname in sorted(ports.items()):
+        argv += ["-i", f"{p}@{ifname}"]
+    argv += ["--", "--grpc-server-addr", f"127.0.0.1:{port}", "--priority-queues", "8"]
+    return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}")
 
 
 def netfpga_process(prefix: str, veth_in: str, veth_out: str, binary: Path = SP_SIM,
