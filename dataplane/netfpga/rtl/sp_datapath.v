@@ -1,5 +1,5 @@
 // The seed 000 slicing data plane, top level: parser -> match/action (ternary TCAM,
-// Algorithm 1) -> output demux -> two-level queue to the DMA port; host -> network
+// Algorithm 1) -> per-slice token-bucket rate limiter -> output demux -> two-level queue to the DMA port; host -> network
 // traffic (from dma0) leaves on nf0 untouched. One AXI4-Stream input (the output of the
 // SUME input arbiter), one output per destination, one AXI4-Lite register port.
 //
@@ -8,6 +8,7 @@
 //   0x20000 TCAM (sp_tcam window)
 //   0x40000 classifier counters (sp_match_action window)
 //   0x80000 queue counters (sp_two_level_queue window)
+//   0xC0000 rate limiter (sp_rate_limiter window: per-slice rate, burst, enable, drops)
 
 `resetall
 `timescale 1ns / 1ps
@@ -30,6 +31,11 @@ module sp_datapath #(
     parameter USER_W = `SP_TUSER_W,
     // Header bytes the parser inspects (multiple of KEEP_W).
     parameter HDR_BYTES = 192,
+    // Rate-limiter buckets: slice ids 1..RATE_SLICES-1 can be limited (2..256).
+    parameter RATE_SLICES = 64,
+    // Clock the design is built for, in Hz; read by the driver to turn bit/s into the
+    // limiter's bytes per cycle (200 MHz as NetFPGA SUME's core clock).
+    parameter CLOCK_HZ = 200_000_000,
     parameter ADDR_W = 20
 ) (
     input  wire              clk,
@@ -116,16 +122,19 @@ wire rd_global = reg_rd_en && reg_rd_addr[19:16] == 4'h0;
 wire rd_tcam = reg_rd_en && reg_rd_addr[19:17] == 3'b001;
 wire rd_cls = reg_rd_en && reg_rd_addr[19:16] == 4'h4;
 wire rd_queue = reg_rd_en && reg_rd_addr[19:16] == 4'h8;
+wire wr_rate = reg_wr_en && reg_wr_addr[19:16] == 4'hC;
+wire rd_rate = reg_rd_en && reg_rd_addr[19:16] == 4'hC;
 
-reg  [1:0]  rd_sel;  // which block answers the read in flight
+reg  [2:0]  rd_sel;  // which block answers the read in flight
 reg  [31:0] global_rd_data;
-wire [31:0] tcam_rd_data, cls_rd_data, queue_rd_data;
+wire [31:0] tcam_rd_data, cls_rd_data, queue_rd_data, rate_rd_data;
 always @* begin
     case (rd_sel)
-        2'd0: reg_rd_data = global_rd_data;
-        2'd1: reg_rd_data = tcam_rd_data;
-        2'd2: reg_rd_data = cls_rd_data;
-        default: reg_rd_data = queue_rd_data;
+        3'd0: reg_rd_data = global_rd_data;
+        3'd1: reg_rd_data = tcam_rd_data;
+        3'd2: reg_rd_data = cls_rd_data;
+        3'd3: reg_rd_data = queue_rd_data;
+        default: reg_rd_data = rate_rd_data;
     endcase
 end
 
@@ -147,7 +156,7 @@ always @(posedge clk) begin
         s_non_ipv4 <= p_non_ipv4;
     end
     if (reg_rd_en) begin
-        rd_sel <= rd_tcam ? 2'd1 : rd_cls ? 2'd2 : rd_queue ? 2'd3 : 2'd0;
+        rd_sel <= rd_tcam ? 3'd1 : rd_cls ? 3'd2 : rd_queue ? 3'd3 : rd_rate ? 3'd4 : 3'd0;
     end
     if (rd_global) begin
         case (reg_rd_addr[15:0])
@@ -158,6 +167,7 @@ always @(posedge clk) begin
             16'h0010: global_rd_data <= TCAM_ENTRIES;
             16'h0014: global_rd_data <= QUEUE_DEPTH;
             16'h0018: global_rd_data <= DATA_W;
+            16'h001c: global_rd_data <= CLOCK_HZ;
             16'h0028: global_rd_data <= cycles[31:0];
             16'h002c: global_rd_data <= cycles[63:32];
             16'h0030: global_rd_data <= s_packets[31:0];
@@ -174,7 +184,7 @@ always @(posedge clk) begin
         cycles <= 64'd0;
         snap <= 1'b0;
         scratch <= 32'd0;
-        rd_sel <= 2'd0;
+        rd_sel <= 3'd0;
         s_packets <= 64'd0;
         s_malformed <= 64'd0;
         s_non_ipv4 <= 64'd0;
@@ -182,10 +192,10 @@ always @(posedge clk) begin
 end
 
 // ---- pipeline ---------------------------------------------------------------------------------
-wire [DATA_W-1:0] p_tdata, c_tdata;
-wire [KEEP_W-1:0] p_tkeep, c_tkeep;
-wire              p_tvalid, p_tready, p_tlast, c_tvalid, c_tready, c_tlast;
-wire [USER_W-1:0] p_tuser, c_tuser;
+wire [DATA_W-1:0] p_tdata, l_tdata, c_tdata;
+wire [KEEP_W-1:0] p_tkeep, l_tkeep, c_tkeep;
+wire              p_tvalid, p_tready, p_tlast, l_tvalid, l_tready, l_tlast, c_tvalid, c_tready, c_tlast;
+wire [USER_W-1:0] p_tuser, l_tuser, c_tuser;
 wire [85:0]       p_key;
 wire              p_key_valid;
 
@@ -204,12 +214,24 @@ sp_match_action #(.ENTRIES(TCAM_ENTRIES), .LANES(LANES), .PATHS(PATHS), .DATA_W(
     .s_axis_tdata(p_tdata), .s_axis_tkeep(p_tkeep), .s_axis_tvalid(p_tvalid),
     .s_axis_tready(p_tready), .s_axis_tlast(p_tlast), .s_axis_tuser(p_tuser),
     .s_key(p_key), .s_key_valid(p_key_valid),
-    .m_axis_tdata(c_tdata), .m_axis_tkeep(c_tkeep), .m_axis_tvalid(c_tvalid),
-    .m_axis_tready(c_tready), .m_axis_tlast(c_tlast), .m_axis_tuser(c_tuser),
+    .m_axis_tdata(l_tdata), .m_axis_tkeep(l_tkeep), .m_axis_tvalid(l_tvalid),
+    .m_axis_tready(l_tready), .m_axis_tlast(l_tlast), .m_axis_tuser(l_tuser),
     .snap(snap),
     .tcam_wr_en(wr_tcam), .tcam_wr_addr(reg_wr_addr[16:0]), .tcam_wr_data(reg_wr_data),
     .tcam_rd_en(rd_tcam), .tcam_rd_addr(reg_rd_addr[16:0]), .tcam_rd_data(tcam_rd_data),
     .cnt_rd_en(rd_cls), .cnt_rd_addr(reg_rd_addr[15:0]), .cnt_rd_data(cls_rd_data)
+);
+
+// Per-slice rate limits: excess packets are dropped (and counted) before the queue.
+sp_rate_limiter #(.SLICES(RATE_SLICES), .DATA_W(DATA_W)) rate_inst (
+    .clk(clk), .rst(rst), .now(cycles),
+    .s_axis_tdata(l_tdata), .s_axis_tkeep(l_tkeep), .s_axis_tvalid(l_tvalid),
+    .s_axis_tready(l_tready), .s_axis_tlast(l_tlast), .s_axis_tuser(l_tuser),
+    .m_axis_tdata(c_tdata), .m_axis_tkeep(c_tkeep), .m_axis_tvalid(c_tvalid),
+    .m_axis_tready(c_tready), .m_axis_tlast(c_tlast), .m_axis_tuser(c_tuser),
+    .snap(snap),
+    .cfg_wr_en(wr_rate), .cfg_wr_addr(reg_wr_addr[15:0]), .cfg_wr_data(reg_wr_data),
+    .cfg_rd_en(rd_rate), .cfg_rd_addr(reg_rd_addr[15:0]), .cfg_rd_data(rate_rd_data)
 );
 
 // Output demux by destination port, decided on the first beat and held for the packet.

@@ -16,6 +16,7 @@ LANES = 0x0000C
 TCAM_ENTRIES = 0x00010
 QUEUE_DEPTH = 0x00014
 DATA_WIDTH = 0x00018
+CLOCK_HZ = 0x0001C  # the clock the bitstream is built for: bit/s -> bytes per cycle
 SNAPSHOT = 0x00020
 CYCLES = 0x00028
 PARSED_PACKETS = 0x00030
@@ -76,3 +77,24 @@ def queue_counter(queue: int, field: int) -> int:
 
 def queue_occupancy(queue: int) -> int:
     return QUEUES + QUEUE_STRIDE * queue + 0x40
+
+
+# Rate limiter (sp_rate_limiter): per-slice token bucket, slice s at RATE_STRIDE * s.
+# The offsets mirror the RL_* localparams of rtl/sp_rate_limiter.v (checked by
+# dataplane/netfpga/tb/test_regmap_consistency.py).
+RATE = 0xC0000
+RATE_STRIDE = 0x20
+RATE_FIELDS = {
+    "rate": 0x00,  # Q8.24 bytes per clock cycle
+    "burst": 0x04,  # bytes
+    "enable": 0x08,  # bit 0; 0 -> 1 starts the bucket full
+    "tokens": 0x0C,  # whole bytes, live
+    "drop_packets": 0x10,  # 64-bit, snapshot
+    "drop_bytes": 0x18,  # 64-bit, snapshot
+}
+RATE_SLICES = RATE + 0x8000
+RATE_FRAC_BITS = RATE + 0x8004
+
+
+def rate_reg(slice_id: int, field: str) -> int:
+    return RATE + RATE_STRIDE * slice_id + RATE_FIELDS[field]
