@@ -41,6 +41,7 @@ from sliceportal.core.db import session_factory
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.kpi.hub import KpiHub
+from sliceportal.kpi.notify import start_listener
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, KpiSample, Slice
@@ -127,7 +128,7 @@ def baseline(url: str, hub: KpiHub, listener: Listener, batches: int, per_batch:
         ts = datetime.now(UTC)
         points = [KpiPoint(slice_id=sid, backend_id=bid, lane=100 + i, ts=ts, rx_packets=1) for i in range(per_batch)]
         with sessions() as session:
-            ingest(session, points, hub)
+            ingest(session, points)
         time.sleep(0.2)
     time.sleep(0.5)
     return listener.delays.get(bid, [])
@@ -149,6 +150,7 @@ def main() -> None:
         with session_factory(url)() as session:
             seed_demo(session, users_per_slice=4)
         hub = KpiHub()
+        kpi_listener = start_listener(url, hub)  # as an API process hears the points (NOTIFY)
         listener = Listener(hub)
         prefix = f"bk{os.getpid() % 1000}-"
         measured = run_testbed(url, args.seconds, live.PROCESS_PLANE_PPS, listener, hub, prefix)
@@ -183,6 +185,7 @@ def main() -> None:
                     m = got[name]
                     sweep.rows.append([pps, name, round(m["rx_pps"]), round(m["loss_pct"], 2),
                                        round(m["delay_p99_ms"], 1)])
+        kpi_listener.stop()
         for t in res.tables:
             print(t.name)
             print("  " + " | ".join(t.columns))

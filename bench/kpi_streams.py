@@ -41,7 +41,7 @@ PRODUCER = textwrap.dedent("""
             points = [KpiPoint(slice_id=s, backend_id=1, lane=l, ts=ts, rx_packets=1000, throughput_bps=8e6,
                                loss_pct=0.0, delay_p99_ms=1.0) for s in range(1, {slices} + 1) for l in range({lanes})]
             with app.state.sessionmaker() as session:
-                ingest(session, points, app.state.kpi_hub)
+                ingest(session, points)
 
     threading.Thread(target=produce, daemon=True).start()
 """).format(slices=SLICES, lanes=LANES)

@@ -146,9 +146,10 @@ def test_live_stream_is_filtered_on_the_server(client: TestClient, session: Sess
             if hub.subscribers:
                 break
             time.sleep(0.05)
-        ingest(session, [_point(blue_slice, 0, 0), _point(red_slice, 2, 0)], hub)
+        ingest(session, [_point(blue_slice, 0, 0), _point(red_slice, 2, 0)])
 
-    threading.Thread(target=publish_when_subscribed, daemon=True).start()
+    publisher = threading.Thread(target=publish_when_subscribed, daemon=True)
+    publisher.start()
     with client.stream("GET", "/api/v1/kpis/stream", headers=world["red"]) as r:  # type: ignore[arg-type]
         assert r.headers["content-type"].startswith("text/event-stream")
         data = None
@@ -156,6 +157,7 @@ def test_live_stream_is_filtered_on_the_server(client: TestClient, session: Sess
             if line.startswith("data: "):
                 data = json.loads(line[len("data: "):])
                 break
+    publisher.join(10)  # the points arrive on commit, while ingest() may still be returning
     assert data is not None and [(p["slice_id"], p["lane"]) for p in data] == [(red_slice, 2)]
 
 

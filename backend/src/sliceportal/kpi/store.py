@@ -1,4 +1,9 @@
-"""Storing KPI points: insert, evaluate SLAs, publish live — one call per interval."""
+"""Storing KPI points: insert, evaluate SLAs, publish live — one call per interval.
+
+Publishing goes through PostgreSQL (``kpi.notify``): the points are notified in the same
+transaction as their insert, so every API process's listener receives them on commit, and a
+rolled-back ingest publishes nothing.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from sliceportal.kpi.hub import KpiHub
+from sliceportal.kpi.notify import notify
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.sla import HoldDown, evaluate
 from sliceportal.models import KpiSample, SlaViolation, Slice
@@ -16,12 +21,10 @@ from sliceportal.models import KpiSample, SlaViolation, Slice
 KEY = ("slice_id", "backend_id", "lane", "ts")  # one sample per key: no duplicates, no zero twins
 
 
-def ingest(session: Session, points: Sequence[KpiPoint], hub: KpiHub | None = None,
-           hold: HoldDown | None = None) -> list[SlaViolation]:
-    """Store one or more intervals' points, judge them against the SLAs (``hold``: the
-    hold-down, default from the settings) and publish them live."""
-    if not points:
-        return []
+def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = None
+          ) -> tuple[list[SlaViolation], dict[int, int]]:
+    """Insert the points and judge them against the SLAs in ``session``'s transaction (not
+    committed); the violations changed and each point's slice -> tenant."""
     rows = [p.model_dump() for p in points]
     # a source that reports an interval twice (a restarted collector) overwrites, not duplicates
     stmt = insert(KpiSample).values(rows)
@@ -32,7 +35,15 @@ def ingest(session: Session, points: Sequence[KpiPoint], hub: KpiHub | None = No
     changed = evaluate(session, points, hold)
     tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(
         Slice.id.in_({p.slice_id for p in points}))).all())
+    return changed, {int(s): int(t) for s, t in tenant_of.items()}
+
+
+def ingest(session: Session, points: Sequence[KpiPoint], *, hold: HoldDown | None = None) -> list[SlaViolation]:
+    """Store one or more intervals' points, judge them against the SLAs (``hold``: the
+    hold-down, default from the settings) and publish them to every process's live streams."""
+    if not points:
+        return []
+    changed, tenant_of = store(session, points, hold)
+    notify(session, points, tenant_of)
     session.commit()
-    if hub is not None:
-        hub.publish(list(points), tenant_of)
     return changed

@@ -547,7 +547,7 @@ class LiveTestbed:
                         p.drops, p.ecn_marks = totals.drops, totals.ecn_marks
                     points.append(p)
             if points:
-                ingest(session, points, self.hub)
+                ingest(session, points)  # published to every process by NOTIFY (kpi/notify.py)
 
     def _counters_step(self) -> None:
         """Read the data planes' per-rule counters once an interval (apart from the KPI writer:

@@ -1,0 +1,198 @@
+"""KPI fan-out across processes: PostgreSQL NOTIFY on ingest, one LISTEN connection per API process.
+
+``notify`` queues the stored points on the channel inside the ingest's own transaction, so
+PostgreSQL delivers them on commit only (a rolled-back ingest publishes nothing) and in
+commit order. ``KpiListener`` holds a dedicated connection that LISTENs, decodes each batch
+and hands it to the process's ``KpiHub``, which applies the per-tenant filter for every
+open stream. So a stream on any worker sees the points ingested by any process.
+
+Payload: the batch itself, chunked. A NOTIFY payload must stay under 8000 bytes, and one
+interval of the testbed is ~100 points (~15 kB as compact rows). Chunks rather than a
+reference (a batch id that listeners read back from ``kpi_sample``) because a reference
+costs every worker a query per interval, races with retention and with an interval
+re-stored under the same key, and the listener would need a database session; chunks cost
+nothing but the queue (8 GB by default; a batch is read within milliseconds). One
+transaction's notifications are queued together and delivered contiguously in order, so a
+listener reassembles a batch from ``<batch>:<index>:<count>:`` headers without interleaving.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import psycopg
+from sqlalchemy import make_url, text
+from sqlalchemy.orm import Session
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
+
+from sliceportal.kpi.hub import KpiHub
+from sliceportal.kpi.points import KpiPoint
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "sliceportal_kpi"
+MAX_PAYLOAD = 7900  # bytes per NOTIFY (the server's limit is 8000, header included)
+FIELDS = tuple(KpiPoint.model_fields)  # row layout of a batch: one array per point, in this order
+
+
+def encode(points: Sequence[KpiPoint], tenant_of: dict[int, int]) -> list[str]:
+    """The NOTIFY payloads of one batch: compact JSON rows with the tenant of each slice, chunked."""
+    body = json.dumps({"tenants": {str(s): t for s, t in tenant_of.items()},
+                       "points": [[getattr(p, f) if f != "ts" else p.ts.isoformat() for f in FIELDS]
+                                  for p in points]},
+                      separators=(",", ":"))  # ensure_ascii (the default): one byte per character
+    batch = uuid.uuid4().hex[:12]
+    size = MAX_PAYLOAD - 32  # room for the header
+    pieces = [body[i:i + size] for i in range(0, len(body), size)]
+    return [f"{batch}:{i}:{len(pieces)}:{piece}" for i, piece in enumerate(pieces)]
+
+
+def decode(body: str) -> tuple[list[KpiPoint], dict[int, int]]:
+    data = json.loads(body)
+    points = [KpiPoint.model_validate(dict(zip(FIELDS, row, strict=True))) for row in data["points"]]
+    return points, {int(s): t for s, t in data["tenants"].items()}
+
+
+def notify(session: Session, points: Sequence[KpiPoint], tenant_of: dict[int, int]) -> None:
+    """Queue ``points`` on the channel in ``session``'s transaction: sent when it commits."""
+    for payload in encode(points, tenant_of):
+        session.execute(text("SELECT pg_notify(:channel, :payload)"), {"channel": CHANNEL, "payload": payload})
+
+
+class _Batches:
+    """Reassembles one connection's chunked batches (contiguous per transaction)."""
+
+    def __init__(self) -> None:
+        self._batch: str | None = None
+        self._pieces: list[str] = []
+
+    def add(self, payload: str) -> str | None:
+        """The whole batch once its last chunk arrived, else None."""
+        batch, index, count, piece = payload.split(":", 3)
+        if int(index) == 0:
+            if self._batch is not None:
+                log.warning("KPI batch %s incomplete (%d chunks); dropped", self._batch, len(self._pieces))
+            self._batch, self._pieces = batch, []
+        elif batch != self._batch or int(index) != len(self._pieces):
+            log.warning("KPI batch %s chunk %s out of sequence; dropped", batch, index)
+            self._batch, self._pieces = None, []
+            return None
+        self._pieces.append(piece)
+        if len(self._pieces) < int(count):
+            return None
+        body = "".join(self._pieces)
+        self._batch, self._pieces = None, []
+        return body
+
+
+def libpq_url(database_url: str) -> str:
+    """The SQLAlchemy URL (``postgresql+psycopg://``) as libpq's connection string."""
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class KpiListener:
+    """Feeds ``hub`` with every batch notified on the channel, from a thread with its own connection.
+
+    The connection is re-established with exponential backoff when it breaks (database
+    restart, ``pg_terminate_backend``, network). What was notified while it was down is not
+    re-sent by PostgreSQL: each such gap is logged and kept in ``gaps`` — streams lose those
+    points live, and the dashboards' history queries (re-read on reconnect and polled) hold
+    them, since the points are in ``kpi_sample`` before any NOTIFY is delivered.
+    """
+
+    def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.5) -> None:
+        self.hub = hub
+        self._conninfo = libpq_url(database_url)
+        self._poll_s = poll_s  # how often a quiet connection checks for stop()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.listening = threading.Event()  # set while LISTEN is in force
+        self.connects = 0
+        self.gaps: list[tuple[datetime, datetime]] = []  # (lost, listening again), UTC
+        self.batches = 0
+        self._lost: datetime | None = None
+        self.backend_pid: int | None = None  # the server process of the current connection
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kpi-listener", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        retrying = Retrying(
+            retry=retry_if_exception_type(psycopg.OperationalError),
+            wait=wait_exponential(multiplier=0.1, max=5),
+            stop=lambda _state: self._stop.is_set(),
+            sleep=self._backoff,
+            before_sleep=self._lost_connection,
+            reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self._listen()
+        except psycopg.OperationalError:
+            pass  # stopping while the database was unreachable
+        except Exception:
+            log.exception("KPI listener stopped: live KPI streams on this process get no more points")
+            raise
+
+    def _backoff(self, seconds: float) -> None:
+        self._stop.wait(seconds)  # stop() interrupts a backoff
+
+    def _lost_connection(self, state: RetryCallState) -> None:
+        self.listening.clear()
+        if self._lost is None:
+            self._lost = datetime.now(UTC)
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning("KPI listener lost its connection (%s); reconnecting, attempt %d", exc, state.attempt_number)
+
+    def _listen(self) -> None:
+        with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=3) as conn:
+            conn.execute(f"LISTEN {CHANNEL}")
+            self.connects += 1
+            self.backend_pid = conn.info.backend_pid
+            if self._lost is not None:
+                gap = (self._lost, datetime.now(UTC))
+                self.gaps.append(gap)
+                self._lost = None
+                log.warning("KPI listener listening again: points committed between %s and %s were not streamed "
+                            "by this process (%.1f s); they are stored, dashboards re-read them",
+                            gap[0].isoformat(), gap[1].isoformat(), (gap[1] - gap[0]).total_seconds())
+            self.listening.set()
+            batches = _Batches()
+            while not self._stop.is_set():
+                for n in conn.notifies(timeout=self._poll_s):
+                    self._deliver(batches, n.payload)
+                    if self._stop.is_set():
+                        break
+        self.listening.clear()
+
+    def _deliver(self, batches: _Batches, payload: str) -> None:
+        try:
+            body = batches.add(payload)
+            if body is None:
+                return
+            points, tenant_of = decode(body)
+        except (ValueError, KeyError, TypeError):
+            log.exception("KPI notification not understood; skipped")
+            return
+        self.batches += 1
+        self.hub.publish(points, tenant_of)
+
+
+def start_listener(database_url: str, hub: KpiHub, wait_s: float = 3.0) -> KpiListener:
+    """A started listener, LISTENing already unless the database is unreachable for ``wait_s``
+    (it keeps trying in the background): a process serves streams once it hears the channel."""
+    listener = KpiListener(database_url, hub)
+    listener.start()
+    listener.listening.wait(wait_s)
+    return listener
