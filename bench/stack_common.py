@@ -30,6 +30,7 @@ class Stack:
     pg: EmbeddedPostgres
     base: str
     headers: dict[str, str]
+    server_pid: int = 0  # the uvicorn process (the parent of its workers when there are several)
 
     def sql(self, statement: str, params: tuple[object, ...] = ()) -> None:
         with psycopg.connect(host=str(self.pg.sock), port=self.pg.port, user="postgres", dbname=self.pg.dbname,
@@ -41,23 +42,43 @@ class Stack:
 def stack(server_code: str | None = None, prepare_sql: tuple[str, ...] = ()) -> Iterator[Stack]:
     """``server_code``: Python run as the server process instead of plain uvicorn (it gets
     ``PORT`` in its environment); ``prepare_sql`` runs before the server starts."""
+    with database(prepare_sql) as pg, serve(pg, server_code=server_code) as st:
+        yield st
+
+
+@contextmanager
+def database(prepare_sql: tuple[str, ...] = ()) -> Iterator[EmbeddedPostgres]:
+    """A private, migrated PostgreSQL with the bench operator; ``prepare_sql`` runs in it."""
     root = Path(tempfile.mkdtemp(prefix="sliceportal-bench-"))
     pg = EmbeddedPostgres(root, port=free_port(), dbname="bench")
     pg.start()
-    upgrade(pg.url())
-    with psycopg.connect(host=str(pg.sock), port=pg.port, user="postgres", dbname="bench", autocommit=True) as c:
-        c.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
-                  "VALUES (%s, %s, 'operator', '', true, 1)", (USER, hash_password(PASSWORD)))
-        for statement in prepare_sql:
-            c.execute(statement)  # type: ignore[arg-type]
+    try:
+        upgrade(pg.url())
+        with psycopg.connect(host=str(pg.sock), port=pg.port, user="postgres", dbname="bench",
+                             autocommit=True) as c:
+            c.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
+                      "VALUES (%s, %s, 'operator', '', true, 1)", (USER, hash_password(PASSWORD)))
+            for statement in prepare_sql:
+                c.execute(statement)  # type: ignore[arg-type]
+        yield pg
+    finally:
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = None) -> Iterator[Stack]:
+    """The API over ``pg``: uvicorn with ``workers`` processes (or ``server_code``), logged in.
+    Reconcile loops off (``RECONCILE_INTERVAL_S=0``), no testbed: the requests are all it serves."""
     port = free_port()
     argv = ([sys.executable, "-c", server_code] if server_code else
-            [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--port", str(port), "--log-level", "warning"])
+            [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--port", str(port), "--log-level", "warning",
+             "--workers", str(workers)])
     server = subprocess.Popen(argv, env={**os.environ, "DATABASE_URL": pg.url(), "RECONCILE_INTERVAL_S": "0",
                                          "SECRET_KEY": "bench-" + "x" * 32, "PORT": str(port)})
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
+        for _ in range(300):
             try:
                 if httpx.get(f"{base}/api/v1/health").status_code == 200:
                     break
@@ -65,9 +86,7 @@ def stack(server_code: str | None = None, prepare_sql: tuple[str, ...] = ()) -> 
                 time.sleep(0.1)
         token = httpx.post(f"{base}/api/v1/login/access-token",
                            data={"username": USER, "password": PASSWORD}).json()["access_token"]
-        yield Stack(pg, base, {"Authorization": f"Bearer {token}"})
+        yield Stack(pg, base, {"Authorization": f"Bearer {token}"}, server.pid)
     finally:
         server.terminate()
-        server.wait(timeout=10)
-        pg.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        server.wait(timeout=20)
