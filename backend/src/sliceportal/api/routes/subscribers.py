@@ -10,14 +10,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Header, Response, UploadFile
 from sqlalchemy import Select, cast, func, or_, select, text
 from sqlalchemy.dialects.postgresql import INET
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, lazyload, raiseload
 from sqlalchemy.types import String
 
 from sliceportal.api.crud import apply_changes, check_delete_version, check_version, etag, get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, Writer
-from sliceportal.api.errors import ApiError
+from sliceportal.api.errors import ApiError, not_found
 from sliceportal.models import Slice, Subscriber, Tenant
 from sliceportal.models.audit import record
+from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
 from sliceportal.schemas.subscribers import (
     BulkDeleteReport,
@@ -35,10 +36,30 @@ SORTABLE = {"id": Subscriber.id, "imsi": Subscriber.imsi, "ue_ip": Subscriber.ue
             "tenant_id": Subscriber.tenant_id, "created_at": Subscriber.created_at}
 
 
-def to_public(s: Subscriber) -> SubscriberPublic:
+def to_public(s: Subscriber, slice_ids: list[int] | None = None) -> SubscriberPublic:
+    """``slice_ids``: the memberships when read on their own (``_memberships``); otherwise
+    from the loaded ``slices``."""
     return SubscriberPublic(id=s.id, tenant_id=s.tenant_id, imsi=s.imsi, ue_ip=IPv4Address(str(s.ue_ip)),
-                            teids=list(s.teids), slice_ids=[x.id for x in s.slices], version=s.version,
-                            created_at=s.created_at)
+                            teids=list(s.teids),
+                            slice_ids=slice_ids if slice_ids is not None else [x.id for x in s.slices],
+                            version=s.version, created_at=s.created_at)
+
+
+# Reads answer with slice *ids* only: loading ``Subscriber.slices`` would load each Slice with
+# its type, backends and services (three more queries per page, for ids the link table holds).
+WITHOUT_SLICES = raiseload(Subscriber.slices)
+
+
+def _memberships(session: Session, subscriber_ids: list[int]) -> dict[int, list[int]]:
+    """subscriber id -> its slice ids (ascending), in one query over the link table."""
+    out: dict[int, list[int]] = {i: [] for i in subscriber_ids}
+    if subscriber_ids:
+        for sub_id, slice_id in session.execute(
+                select(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)
+                .where(subscriber_slice.c.subscriber_id.in_(subscriber_ids))
+                .order_by(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)):
+            out[sub_id].append(slice_id)
+    return out
 
 
 def _lock_tenant(session: Session, tenant_id: PathId) -> None:
@@ -60,7 +81,11 @@ def _validate(session: Session, tenant: Tenant, ue_ip: IPv4Address | None, teids
                            field="teids")
     if slice_ids is None:
         return None
-    found = list(session.scalars(select(Slice).where(Slice.id.in_(slice_ids), Slice.tenant_id == tenant.id)))
+    if not slice_ids:
+        return []
+    # only the ids are used: the slices' own relationships (type, backends, services) stay unloaded
+    found = list(session.scalars(select(Slice).options(lazyload("*"))
+                                 .where(Slice.id.in_(slice_ids), Slice.tenant_id == tenant.id)))
     missing = sorted(set(slice_ids) - {s.id for s in found})
     if missing:
         raise ApiError(422, "Validation failed", f"the tenant has no slices {missing}", field="slice_ids")
@@ -77,16 +102,19 @@ def _filtered(stmt: AnySelect, tenant_scope: int | None, tenant_id: int | None, 
     if tenant_id is not None:
         stmt = stmt.where(Subscriber.tenant_id == tenant_id)
     if slice_id is not None:
-        stmt = stmt.where(Subscriber.slices.any(Slice.id == slice_id))
+        # the link table alone (no join with slice): its slice_id index answers it
+        stmt = stmt.where(Subscriber.id.in_(select(subscriber_slice.c.subscriber_id)
+                                            .where(subscriber_slice.c.slice_id == slice_id)))
     return stmt
 
 
 @router.get("", response_model=Page[SubscriberPublic])
 def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
                      tenant_id: QueryId = None, slice_id: QueryId = None) -> Page[SubscriberPublic]:
-    stmt = _filtered(select(Subscriber), principal.tenant_scope, tenant_id, slice_id)
+    stmt = _filtered(select(Subscriber).options(WITHOUT_SLICES), principal.tenant_scope, tenant_id, slice_id)
     rows, count = page(session, stmt, params, SORTABLE, SEARCHED)
-    return Page(data=[to_public(s) for s in rows], count=count)
+    members = _memberships(session, [s.id for s in rows])
+    return Page(data=[to_public(s, members[s.id]) for s in rows], count=count)
 
 
 @router.post("/bulk-delete", response_model=BulkDeleteReport,
@@ -124,9 +152,12 @@ def bulk_delete_subscribers(body: SubscriberBulkDelete, principal: Writer, sessi
 @router.get("/{subscriber_id}", response_model=SubscriberPublic)
 def read_subscriber(subscriber_id: PathId, principal: Reader, session: SessionDep,
                     response: Response) -> SubscriberPublic:
-    s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
+    s = session.scalar(scoped(select(Subscriber).options(WITHOUT_SLICES).where(Subscriber.id == subscriber_id),
+                              Subscriber, principal.tenant_scope))
+    if s is None:
+        raise not_found("subscriber", subscriber_id)
     etag(response, s)
-    return to_public(s)
+    return to_public(s, _memberships(session, [s.id])[s.id])
 
 
 @router.post("", response_model=SubscriberPublic, status_code=201)
