@@ -1,12 +1,12 @@
-"""ASGI entry point for uvicorn / production servers (set DATABASE_URL there)."""
+"""ASGI entry point for uvicorn / production servers (set DATABASE_URL there).
+
+Every worker process imports this and builds its own app; none starts anything but itself
+(the controller process runs the loops and the testbed: ``sliceportal controller``)."""
 
 from __future__ import annotations
 
-import os
-
 from sliceportal.api.main import create_app
-from sliceportal.cli import database_url
 from sliceportal.core.config import get_settings
+from sliceportal.core.dsn import database_url
 
-app = create_app(get_settings(),
-                 os.environ.get("SLICEPORTAL_DATABASE_URL_RESOLVED") or database_url(start_embedded=False))
+app = create_app(get_settings(), database_url(start_embedded=False))

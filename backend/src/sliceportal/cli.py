@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 
 from sliceportal.core.config import get_settings
 from sliceportal.core.db import session_scope
+from sliceportal.core.dsn import RESOLVED_ENV, database_url, embedded
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.traffic import cli as traffic_cli
@@ -20,22 +23,6 @@ app = typer.Typer(help="QoS-aware network slicing portal", no_args_is_help=True)
 db = typer.Typer(help="database: migrate, embedded cluster")
 app.add_typer(db, name="db")
 app.add_typer(traffic_cli.app, name="traffic", help="traffic generation and measurement (docs/traffic.md)")
-
-
-def embedded() -> EmbeddedPostgres | None:
-    """The embedded cluster, unless DATABASE_URL points elsewhere."""
-    settings = get_settings()
-    return None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir) / "postgres")
-
-
-def database_url(start_embedded: bool = True) -> str:
-    """DATABASE_URL, or the embedded cluster under the data directory (started on demand)."""
-    pg = embedded()
-    if pg is None:
-        return get_settings().database_url or ""
-    if start_embedded:
-        pg.start()
-    return pg.url()
 
 
 @db.command("migrate")
@@ -51,19 +38,31 @@ def db_stop() -> None:
     EmbeddedPostgres(Path(get_settings().data_dir) / "postgres").stop()
 
 
+LOG_FORMAT = "%(levelname)s:     %(name)s: %(message)s"
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+
 @app.command()
 def run(
     host: Annotated[str | None, typer.Option(help="address to serve on")] = None,
     port: Annotated[int | None, typer.Option(help="port to serve on")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="API worker processes (default SLICEPORTAL_WORKERS, or one per CPU)")] = None,
     demo: Annotated[bool, typer.Option(help="seed demo tenants, slices and subscribers")] = True,
     demo_accounts: Annotated[bool, typer.Option(
         help="also create a tenant login per demo tenant (random passwords, printed once)")] = False,
     testbed: Annotated[bool, typer.Option(help="emulated testbed: data planes, live traffic, KPIs (root)")] = True,
 ) -> None:
-    """Run the portal: database, migrations, first operator, demo data, API and UI."""
+    """Run the portal: database, migrations, first operator, demo data, then the controller
+    process and the API (N uvicorn workers) under supervision; Ctrl-C stops them all."""
+    from sliceportal.control.supervisor import Child, Supervisor
     from sliceportal.services.bootstrap_data import create_demo_accounts, ensure_operator, seed_demo
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     settings = get_settings()
     url = database_url()
     upgrade(url)
@@ -84,16 +83,41 @@ def run(
             for username, account_password in create_demo_accounts(session):
                 typer.secho(f"Demo tenant account: user {username!r}, password {account_password!r} (shown once)",
                             fg="yellow")
-    os.environ["SLICEPORTAL_DATABASE_URL_RESOLVED"] = url
-    os.environ["TESTBED"] = "true" if testbed else "false"
-    get_settings.cache_clear()
-    from sliceportal import asgi
+    n = workers or settings.workers or os.cpu_count() or 1
+    env = {**os.environ, RESOLVED_ENV: url, "TESTBED": "true" if testbed else "false"}
+    here = [sys.executable, "-c", "from sliceportal.cli import main; main()"]
+    supervisor = Supervisor([
+        Child("controller", [*here, "controller"], env),
+        Child(f"api ({n} workers)", [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app",
+                                     "--host", host or settings.host, "--port", str(port or settings.port),
+                                     "--workers", str(n), "--log-level", "info"], env),
+    ])
+    _stop_on_signals(supervisor.stopping)
+    try:
+        supervisor.run()
+    finally:
+        pg = embedded(settings)
+        if pg is not None and not os.environ.get(RESOLVED_ENV):
+            pg.stop()
 
-    pg = embedded()
-    if pg is not None:
-        # uvicorn re-raises SIGTERM after its graceful shutdown, so no code after run() is reached
-        asgi.app.state.on_shutdown.append(pg.stop)
-    uvicorn.run(asgi.app, host=host or settings.host, port=port or settings.port, log_level="info")
+
+@app.command()
+def controller() -> None:
+    """Run a controller in the foreground: while it holds the cluster's lease it runs the
+    reconciler, the health prober and (TESTBED=true) the live testbed; SIGTERM / Ctrl-C stop it."""
+    from sliceportal.control.controller import Controller
+    from sliceportal.services.backends import POOL
+
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    settings = get_settings()
+    url = database_url()
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    with Controller(settings, url) as ctl:
+        typer.echo(f"controller {ctl.identity}: competing for the lease every {ctl.period_s:g} s")
+        while not stop.wait(1.0):
+            pass
+    POOL.close_all()
 
 
 @app.command()

@@ -39,7 +39,6 @@ from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.notify import start_listener
 from sliceportal.services.backends import POOL
-from sliceportal.testbed.live import LiveTestbed
 
 API_PREFIX = "/api/v1"
 FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
@@ -63,18 +62,11 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
         # points ingested by any process reach this one's KPI streams (kpi/notify.py); stopped first
         app.state.kpi_listener = await asyncio.to_thread(start_listener, database_url, app.state.kpi_hub)
         app.state.on_shutdown.insert(0, app.state.kpi_listener.stop)
-        testbed = None
-        if settings.testbed:
-            testbed = LiveTestbed(app.state.sessionmaker, app.state.kpi_hub, prefix=settings.testbed_prefix,
-                                  rate_pps=settings.testbed_rate_pps)
-            app.state.testbed = testbed  # the testbed route's state and congestion scenario
-            await asyncio.to_thread(testbed.start)
+        # the reconciler, the health prober and the testbed run in the controller process
+        # (control/controller.py): any number of these workers serve the same database
         try:
-            async with lifecycle.control_loops(app):
-                yield
+            yield
         finally:
-            if testbed is not None:
-                await asyncio.to_thread(testbed.stop)
             POOL.close_all()
             for hook in app.state.on_shutdown:
                 hook()

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, IPvAnyNetwork, model_validator
+from pydantic import AliasChoices, Field, IPvAnyNetwork, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     port: int = 8000
     cors_origins: list[str] = []
     reconcile_interval_s: float = Field(15.0, ge=0, description="0 disables the reconcile loop")
+    # the controller process (control/): one leader in the cluster runs the reconciler, the
+    # health prober and the testbed; another takes over within this period when it dies
+    controller_period_s: float = Field(2.0, gt=0, le=60, description="leader lease period: how often a "
+                                       "candidate tries, and how often the leader checks its lease")
+    workers: int = Field(0, ge=0, le=256, validation_alias=AliasChoices("sliceportal_workers", "workers"),
+                         description="API worker processes of the run command (SLICEPORTAL_WORKERS); 0: one per CPU")
     testbed: bool = Field(False, description="start the emulated testbed with live traffic (run command)")
     testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
     testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")

@@ -13,6 +13,7 @@ from sliceportal.models.auth import (
 )
 from sliceportal.models.base import Base
 from sliceportal.models.catalogue import SliceType
+from sliceportal.models.controller import ControllerHeartbeat, TestbedCommand, TestbedReport
 from sliceportal.models.deployments import Deployment, DeploymentKind, DeploymentStatus, RuleSet
 from sliceportal.models.intents import Intent
 from sliceportal.models.kpi import KpiSample, SlaViolation
@@ -26,6 +27,7 @@ __all__ = [
     "AuthSession",
     "Backend",
     "Base",
+    "ControllerHeartbeat",
     "Deployment",
     "DeploymentKind",
     "DeploymentStatus",
@@ -45,5 +47,7 @@ __all__ = [
     "SliceType",
     "Subscriber",
     "Tenant",
+    "TestbedCommand",
+    "TestbedReport",
     "User",
 ]

@@ -470,6 +470,11 @@ class LiveTestbed:
         load / ``factor`` (the traffic step applies and lifts it), through the plane's own
         queues or budget, so its priority mechanism decides which lanes lose (seed 000
         Table 5; see ``testbed/congestion.py`` and docs/testbed.md)."""
+        return self.congest_until(backend_id, datetime.now(UTC) + timedelta(seconds=duration_s), factor)
+
+    def congest_until(self, backend_id: int, until: datetime, factor: float) -> Plane:
+        """``congest`` to a set end: the controller applies a scenario the API accepted (and
+        answered with its end) in another process (``control/controller.py``)."""
         plane = next((p for p in self.planes if p.backend_id == backend_id), None)
         if plane is None:
             raise KeyError(backend_id)
@@ -480,8 +485,12 @@ class LiveTestbed:
                                         + (" (the real BMv2 rates priority queues, not ports)"
                                            if plane.driver == "p4rt" else ""))
         plane.congestion_factor = factor
-        plane.congestion_until = datetime.now(UTC) + timedelta(seconds=duration_s)
+        plane.congestion_until = until
         return plane
+
+    def base_pps(self) -> dict[int, float]:
+        """Per backend, the packets/s its subscribers are sent (what a congestion factor divides)."""
+        return {p.backend_id: p.base_pps for p in self.planes if p.backend_id}
 
     # ---- measurement ------------------------------------------------------------------
 

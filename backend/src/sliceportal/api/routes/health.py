@@ -1,11 +1,15 @@
 """Liveness and readiness, open without a token; answers while the database is down.
 
-``status`` is ``ok`` when the database answers and every background loop is alive,
-``degraded`` otherwise; ``database`` and each loop say which dependency is the cause.
+``status`` is ``ok`` when the database answers, a controller leads (its heartbeat is
+fresh) and every background loop is alive, ``degraded`` otherwise; ``database``,
+``controller`` and each loop say which dependency is the cause. The loops are the
+leader's, as its last heartbeat reported them, or this process's own when it leads.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime
 
 from fastapi import APIRouter, Request, Response
@@ -13,10 +17,11 @@ from pydantic import BaseModel, Field
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.orm import Session
 
 from sliceportal import __version__
+from sliceportal.control import state
 from sliceportal.core.db import engine_for
-from sliceportal.core.loops import LOOPS
 
 router = APIRouter(tags=["health"])
 
@@ -33,11 +38,25 @@ class LoopHealthPublic(BaseModel):
     restarts: int
 
 
+class ControllerPublic(BaseModel):
+    """The controller process that leads: it runs the reconciler, the health prober and the testbed."""
+
+    host: str
+    pid: int
+    since: datetime = Field(description="when it got the lease")
+    last_beat: datetime
+    beat_age_s: float = Field(description="seconds since its last heartbeat (database clock)")
+    alive: bool = Field(description="its heartbeat is younger than three lease periods")
+    period_s: float = Field(description="lease period: a successor takes over within it when the leader dies")
+
+
 class HealthPublic(BaseModel):
     status: str = Field(description="ok, or degraded when the database or a loop is down")
     version: str
     database: str = Field(description="ok, or down")
     database_detail: str = ""
+    controller: ControllerPublic | None = Field(None, description="who leads; null: no controller ever did, or "
+                                                "the database is down")
     loops: list[LoopHealthPublic] = []
 
 
@@ -50,20 +69,33 @@ def _database(url: str) -> tuple[str, str]:
         return "down", (str(getattr(exc, "orig", None) or exc).splitlines() or [""])[0]
 
 
+def _leader(url: str) -> state.Leader | None:
+    try:
+        with engine_for(url).connect() as conn, Session(bind=conn) as session:
+            return state.leader(session)
+    except (DBAPIError, PoolTimeoutError):
+        return None
+
+
+def _local_loops() -> list[LoopHealthPublic]:
+    return [LoopHealthPublic.model_validate(r) for r in state.loop_records()]
+
+
 @router.get("/health", response_model=HealthPublic)
 def health(request: Request, response: Response) -> HealthPublic:
     database, detail = _database(request.app.state.database_url)
-    loops = []
-    for status in LOOPS.statuses():
-        loop = LOOPS.get(status.name)
-        loops.append(LoopHealthPublic(
-            name=status.name, alive=status.alive(), running=loop is not None and loop.running,
-            period_s=status.period_s, last_success=status.last_success, last_error=status.last_error,
-            last_error_at=status.last_error_at, consecutive_failures=status.consecutive_failures,
-            restarts=status.restarts))
-    ok = database == "ok" and all(lp.alive for lp in loops)
+    leader = _leader(request.app.state.database_url) if database == "ok" else None
+    controller = None
+    loops = _local_loops()
+    if leader is not None:
+        controller = ControllerPublic(host=leader.host, pid=leader.pid, since=leader.since,
+                                      last_beat=leader.beat_at, beat_age_s=round(leader.age_s, 3),
+                                      alive=leader.alive, period_s=leader.period_s)
+        if (leader.host, leader.pid) != (socket.gethostname(), os.getpid()):
+            loops = [LoopHealthPublic.model_validate(r) for r in leader.loops]  # another process leads
+    ok = database == "ok" and controller is not None and controller.alive and all(lp.alive for lp in loops)
     if database != "ok":
         response.status_code = 503
         response.headers["Retry-After"] = "2"
     return HealthPublic(status="ok" if ok else "degraded", version=__version__, database=database,
-                        database_detail=detail, loops=loops)
+                        database_detail=detail, controller=controller, loops=loops)

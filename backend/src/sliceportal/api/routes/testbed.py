@@ -1,16 +1,27 @@
-"""The live emulated testbed: per-backend state, and the congestion scenario (operators only)."""
+"""The live emulated testbed: per-backend state, and the congestion scenario (operators only).
+
+The testbed runs in the controller process (``control/controller.py``), not in this one:
+its state is what the controller last reported to the database, and a congestion scenario
+is recorded there for the controller to apply at its next beat (``control/state.py``).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from datetime import UTC, datetime, timedelta
 
-from sliceportal.api.deps import CurrentUser
+from fastapi import APIRouter
+
+from sliceportal.api.deps import CurrentUser, SessionDep
 from sliceportal.api.errors import ApiError
+from sliceportal.control import state
 from sliceportal.models import Role
 from sliceportal.schemas.testbed import CongestionCreate, CongestionStarted, TestbedState
-from sliceportal.testbed.live import FRAME_SIZE, BackendDown, LiveTestbed
+from sliceportal.testbed.live import FRAME_SIZE
 
 router = APIRouter(prefix="/testbed", tags=["testbed"])
+
+# A testbed report older than this is from a controller that is gone (it reports every 0.5 s).
+REPORT_FRESH_S = 5.0
 
 
 def _operator(principal: CurrentUser) -> None:
@@ -18,35 +29,46 @@ def _operator(principal: CurrentUser) -> None:
         raise ApiError(403, "Forbidden", "only operators see and drive the testbed")
 
 
-def _running(request: Request) -> LiveTestbed:
-    testbed: LiveTestbed | None = getattr(request.app.state, "testbed", None)
-    if testbed is None or not testbed.running:
-        why = testbed.error if testbed is not None and testbed.error else "the portal runs without one (TESTBED=false)"
-        raise ApiError(409, "No testbed", f"no emulated testbed runs: {why}")
-    return testbed
+def _running(session: SessionDep) -> state.Report:
+    report = state.testbed_report(session)
+    if report is None:
+        raise ApiError(409, "No testbed", "no emulated testbed runs: no controller has ever reported one "
+                                          "(start `sliceportal controller` with TESTBED=true, or `make run`)")
+    if report.age_s > REPORT_FRESH_S:
+        raise ApiError(409, "No testbed", "no emulated testbed runs: no controller has reported since "
+                       f"{report.reported_at.isoformat(timespec='seconds')} ({report.age_s:.0f} s ago; the last "
+                       f"was {report.host}:{report.pid})")
+    if not report.state.running:
+        raise ApiError(409, "No testbed", f"no emulated testbed runs: {report.state.error or 'not started'}")
+    return report
 
 
 @router.get("", response_model=TestbedState)
-def read_testbed(principal: CurrentUser, request: Request) -> TestbedState:
+def read_testbed(principal: CurrentUser, session: SessionDep) -> TestbedState:
     _operator(principal)
-    return _running(request).state()
+    return _running(session).state
 
 
 @router.post("/congestion", response_model=CongestionStarted, status_code=202)
-def start_congestion(body: CongestionCreate, principal: CurrentUser, request: Request) -> CongestionStarted:
+def start_congestion(body: CongestionCreate, principal: CurrentUser, session: SessionDep) -> CongestionStarted:
     """Overload one backend ``factor`` times for ``duration_s`` (its egress capacity drops
     to its offered load / factor): its data plane's own queues decide which lanes lose (the
-    low ones first, seed 000 Table 5); it recovers by itself when the time is up."""
+    low ones first, seed 000 Table 5); it recovers by itself when the time is up. The
+    controller applies it within half a second."""
     _operator(principal)
-    testbed = _running(request)
-    try:
-        plane = testbed.congest(body.backend_id, body.duration_s, body.factor)
-    except KeyError:
+    report = _running(session)
+    plane = next((b for b in report.state.backends if b.backend_id == body.backend_id), None)
+    if plane is None or body.backend_id not in report.base_pps:
         raise ApiError(422, "Unknown backend", f"backend {body.backend_id} is not part of the testbed",
-                       field="backend_id") from None
-    except BackendDown as exc:
-        raise ApiError(409, "Backend down", f"backend {body.backend_id} is down: {exc}", field="backend_id") from None
-    assert plane.congestion_until is not None
-    return CongestionStarted(backend_id=body.backend_id, factor=body.factor, offered_pps=plane.base_pps,
-                             egress_capacity_bps=plane.base_pps * FRAME_SIZE * 8 / body.factor,
-                             until=plane.congestion_until)
+                       field="backend_id")
+    if not plane.up:
+        raise ApiError(409, "Backend down", f"backend {body.backend_id} is down: {plane.reason or 'not started'}",
+                       field="backend_id")
+    if not plane.congestion_mechanism:
+        raise ApiError(409, "No congestion mechanism", f"backend {body.backend_id} ({plane.name}) has no egress "
+                       "rate the testbed can lower", field="backend_id")
+    until = datetime.now(UTC) + timedelta(seconds=body.duration_s)
+    state.record_congestion(session, body.backend_id, body.factor, until, principal.username)
+    offered = report.base_pps[body.backend_id]
+    return CongestionStarted(backend_id=body.backend_id, factor=body.factor, offered_pps=offered,
+                             egress_capacity_bps=offered * FRAME_SIZE * 8 / body.factor, until=until)

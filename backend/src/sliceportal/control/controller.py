@@ -1,0 +1,203 @@
+"""The controller: what the cluster runs once, in whichever process holds the lease.
+
+While it leads, a ``Controller`` runs the reconciler, the health prober and (``settings.
+testbed``) the live testbed with its KPI collector, and beats: every ``BEAT_S`` it writes
+its heartbeat (host, pid, since, its loops) and the testbed's state to the database and
+applies the testbed commands the API recorded (``control/state.py``). When it loses the
+lease it stops all of that at once; the testbed tears its namespaces down. Any number of
+controllers may run (``sliceportal controller``, one per host or a spare): one leads, the
+others take over within one lease period when it dies.
+
+The API processes start none of this (``api/main.py``): they read what the leader reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from sliceportal.control import state
+from sliceportal.control.leader import Identity, LeaderLease
+from sliceportal.core.config import Settings
+from sliceportal.core.db import session_factory
+from sliceportal.core.loops import LOOPS, SupervisedLoop
+from sliceportal.kpi.hub import KpiHub
+from sliceportal.schemas.testbed import TestbedState
+from sliceportal.services.deployments import interrupt_all_orphans
+from sliceportal.services.health_probe import HealthProber
+from sliceportal.services.reconciler import Reconciler
+from sliceportal.testbed.live import BackendDown, LiveTestbed
+
+log = logging.getLogger(__name__)
+
+BEAT_S = 0.5  # heartbeat, testbed report and command poll
+SUPERVISE_EVERY_S = 1.0  # a loop whose thread died is restarted this soon
+
+
+class Controller:
+    def __init__(self, settings: Settings, database_url: str, *, hub: KpiHub | None = None,
+                 period_s: float | None = None) -> None:
+        self.settings, self.database_url = settings, database_url
+        self.identity = Identity()
+        self.sessions: sessionmaker[Session] = session_factory(database_url)
+        # points are published to every API process by ingest's NOTIFY; a hub here only
+        # serves whoever shares this process (none in production)
+        self.hub = hub or KpiHub()
+        self.period_s = period_s or settings.controller_period_s
+        self.lease = LeaderLease(database_url, self.period_s, on_acquire=self._lead, on_lose=self._step_down,
+                                 name="controller-lease")
+        self.testbed: LiveTestbed | None = None
+        self.since: datetime | None = None
+        self._duties: list[Reconciler | HealthProber] = []
+        self._beat: SupervisedLoop | None = None
+        self._starting_since: datetime | None = None
+        self._ready = threading.Event()  # leading, and every duty started
+        self._stop = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self._lock = threading.Lock()  # duties start and stop one at a time
+
+    # ---- life cycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._supervisor = threading.Thread(target=self._supervise, name="controller-supervisor", daemon=True)
+        self._supervisor.start()
+        self.lease.start()
+
+    def stop(self) -> None:
+        """Stop leading (the duties first, then the lease is released) and competing."""
+        self._stop.set()
+        self.lease.stop()
+        if self._supervisor is not None:
+            self._supervisor.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def leading(self) -> bool:
+        return self.lease.leading
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Until this controller leads with every duty started (False: it did not within ``timeout_s``)."""
+        return self._ready.wait(timeout_s)
+
+    def _supervise(self) -> None:
+        # the process's supervised loops (ours and the testbed's) are restarted when their thread died
+        while not self._stop.wait(SUPERVISE_EVERY_S):
+            try:
+                LOOPS.check()
+            except Exception:
+                log.exception("loop supervisor check failed")
+
+    # ---- leading ------------------------------------------------------------------------
+
+    def _lead(self) -> None:
+        with self._lock:
+            self.since = datetime.now(UTC)
+            self._starting_since = self.since
+            log.info("controller %s leads", self.identity)
+            try:
+                n = interrupt_all_orphans(self.sessions)
+                if n:
+                    log.warning("%d deployment(s) left running by a dead process marked failed (interrupted)", n)
+            except Exception as exc:  # the database away: the lease's check sees it next
+                log.warning("could not end interrupted deployments: %s", str(exc).splitlines()[0])
+            # the beat first: the API shows who leads and that the testbed is starting
+            self._beat = SupervisedLoop("controller-beat", BEAT_S, self._beat_step)
+            self._beat.run_once()
+            self._beat.start()
+            if self.settings.reconcile_interval_s > 0:
+                self._duties = [Reconciler(self.sessions, self.settings.reconcile_interval_s),
+                                HealthProber(self.sessions)]
+                for duty in self._duties:
+                    duty.start()
+            if self.settings.testbed:
+                testbed = LiveTestbed(self.sessions, self.hub, prefix=self.settings.testbed_prefix,
+                                      rate_pps=self.settings.testbed_rate_pps,
+                                      p4_target=self.settings.testbed_p4_target)
+                testbed.start()  # never raises: a testbed that failed says why in its state
+                self.testbed = testbed
+            self._starting_since = None
+            self._beat.run_once()  # the testbed's first state, before anyone waits a beat
+            self._ready.set()
+
+    def _step_down(self, why: str) -> None:
+        with self._lock:
+            self._ready.clear()
+            if self._beat is not None:
+                self._beat.stop(timeout_s=5)
+                self._beat = None
+            for duty in self._duties:
+                duty.stop()
+            self._duties = []
+            testbed, self.testbed = self.testbed, None
+            if testbed is not None:
+                testbed.stop()  # its namespaces and processes go with it
+            if why == "stopped":
+                # still holding the lease (it is released after this): say so to the API at once
+                try:
+                    with self.sessions() as session:
+                        state.report_testbed(session, self.identity.host, self.identity.pid,
+                                             TestbedState(running=False, prefix=self.settings.testbed_prefix,
+                                                          error=f"the controller {self.identity} stopped",
+                                                          backends=[]), {})
+                        state.resign(session, self.identity.host, self.identity.pid)
+                except Exception as exc:
+                    log.warning("could not record the controller's stop: %s", str(exc).splitlines()[0])
+            self.since = None
+            log.warning("controller %s no longer leads: %s", self.identity, why)
+
+    # ---- every beat ---------------------------------------------------------------------
+
+    def _testbed_state(self) -> tuple[TestbedState, dict[int, float]]:
+        prefix = self.settings.testbed_prefix
+        if not self.settings.testbed:
+            return TestbedState(running=False, prefix=prefix, backends=[],
+                                error="the controller runs without one (TESTBED=false)"), {}
+        testbed = self.testbed
+        if testbed is None:
+            since = self._starting_since.isoformat(timespec="seconds") if self._starting_since else "?"
+            return TestbedState(running=False, prefix=prefix, backends=[],
+                                error=f"the controller {self.identity} is starting it (since {since})"), {}
+        return testbed.state(), testbed.base_pps()
+
+    def _beat_step(self) -> None:
+        since = self.since
+        if since is None:
+            return
+        loops = state.loop_records()
+        with self.sessions() as session:
+            state.beat(session, self.identity.host, self.identity.pid, since, self.period_s, loops)
+            self._apply_commands(session)
+            tb_state, base_pps = self._testbed_state()
+            state.report_testbed(session, self.identity.host, self.identity.pid, tb_state, base_pps)
+
+    def _apply_commands(self, session: Session) -> None:
+        testbed = self.testbed
+        if testbed is None:
+            return  # starting: applied once it runs (a scenario already over is dropped then)
+        for cmd in state.pending_commands(session):
+            error = ""
+            if cmd.until <= datetime.now(UTC):
+                error = "over before the testbed could apply it"
+            else:
+                try:
+                    testbed.congest_until(cmd.backend_id, cmd.until, cmd.factor)
+                    log.info("testbed: congestion x%g on backend %d until %s (by %s)", cmd.factor, cmd.backend_id,
+                             cmd.until.isoformat(timespec="seconds"), cmd.actor)
+                except KeyError:
+                    error = f"backend {cmd.backend_id} is not part of the testbed"
+                except (BackendDown, RuntimeError) as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+            state.mark_applied(session, cmd.id, error)
