@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libpcap-dev tcpdump                          # packet I/O for the simulators
   chromium                                     # end-to-end UI tests
   make g++
+  wrk                                          # load generator of bench/api_latency.py
 )
 
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
