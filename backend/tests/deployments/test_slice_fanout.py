@@ -6,6 +6,7 @@ status say which. Against two bundled P4Runtime targets over gRPC, one of which 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Role
-from sliceportal.testbed.processes import RunningTarget
+from sliceportal.testbed.processes import BMV2_DIR, RunningTarget
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")
@@ -134,3 +135,24 @@ def test_refusals_before_any_push(client: TestClient, op: dict[str, str],
     assert lonely.status_code == 200
     r = client.post(f"/api/v1/slices/{sid}/deploy", headers=op)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "backend_ids"
+
+
+def test_a_slice_on_a_fleet_deploys_to_every_backend(client: TestClient, op: dict[str, str]) -> None:
+    """More backends than the connection pool holds pairs for (a push holds its session and
+    the backend's advisory lock): a thread per backend left every push waiting on a connection
+    another held, and the request failed as "database unavailable" (bench/scale_backends.py
+    at 100 backends). 40 targets, one process (bmv2_target.fleet)."""
+    if str(BMV2_DIR) not in sys.path:
+        sys.path.insert(0, str(BMV2_DIR))
+    from bmv2_target.fleet import Fleet
+
+    fleet = Fleet(40)
+    try:
+        ids = [_backend(client, op, f"agent-{i:02d}", a) for i, a in enumerate(fleet.addresses)]
+        sid = _slice(client, op, ids)
+        result = _fan_out(client, op, sid)
+        assert result["ok"] is True, result
+        assert [(x["backend_id"], x["where"], x["rule_set"]) for x in result["backends"]] == [
+            (b, "new", 1) for b in ids]
+    finally:
+        fleet.stop()

@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from sliceportal.models.slicing import PathMode
 from sliceportal.schemas.common import DbId, Name, ORMModel, Version
 
+MAX_SLICE_BACKENDS = 1024
+
 Mbps = Annotated[float, Field(gt=0, le=1_000_000)]
 Ms = Annotated[float, Field(gt=0, le=60_000)]
 Lane = Annotated[int, Field(ge=0, le=7, description="catalogue priority lane (seed 000 Table 1), 7 highest")]
@@ -95,7 +97,8 @@ class SliceBase(BaseModel):
     description: str = Field("", max_length=2000)
     sla: Sla = Field(default_factory=Sla)
     path_mode: PathMode = PathMode.PER_SLICE
-    backend_ids: list[DbId] = Field(default_factory=list, max_length=16)
+    # a slice may span a fleet (bench/scale_backends.py deploys one to 100 backends)
+    backend_ids: list[DbId] = Field(default_factory=list, max_length=MAX_SLICE_BACKENDS)
 
 
 class SliceCreate(SliceBase):
@@ -109,7 +112,7 @@ class SliceUpdate(BaseModel):
     description: str | None = Field(None, max_length=2000)
     sla: Sla | None = None
     path_mode: PathMode | None = None
-    backend_ids: list[DbId] | None = Field(None, max_length=16)
+    backend_ids: list[DbId] | None = Field(None, max_length=MAX_SLICE_BACKENDS)
     version: Version = None
 
 

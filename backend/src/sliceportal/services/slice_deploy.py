@@ -28,6 +28,7 @@ from sliceportal.services.admission import Override
 from sliceportal.services.errors import DomainError, InvalidError, NotFoundError
 
 Where = Literal["new", "previous", "unchanged", "refused"]
+FANOUT_WORKERS = 8  # backends pushed at once (core/db.engine_for: 10 + 20 pooled connections)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,10 @@ def deploy_slice(sessions: sessionmaker[Session], actor: Actor, backend_ids: lis
     """Deploy every backend of a slice at once (one thread and one session each); outcomes by backend id."""
     if not backend_ids:
         return []
-    with ThreadPoolExecutor(max_workers=len(backend_ids), thread_name_prefix="slice-deploy") as pool:
+    # bounded: each push holds two pooled connections (its session and the backend's advisory
+    # lock), so a thread per backend exhausted the pool at fleet size (100 backends: every
+    # push waited on a connection another held, and the request failed as "database unavailable")
+    with ThreadPoolExecutor(max_workers=min(len(backend_ids), FANOUT_WORKERS),
+                            thread_name_prefix="slice-deploy") as pool:
         futures = [pool.submit(_one, sessions, actor, b, override, progress) for b in backend_ids]
         return [f.result() for f in futures]

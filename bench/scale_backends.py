@@ -1,0 +1,158 @@
+"""Scale: one slice of 10 000 subscribers deployed to 100 P4Runtime backends at once, and
+the reconcile loop's pass over all of them (issue #16 item 5).
+
+The portal in this process (its ASGI app, a private PostgreSQL, the real p4rt driver); the
+backends are bundled P4Runtime targets standing in for per-host agents, K to a process
+(``bmv2_target/fleet.py``), each a switch of its own on its own gRPC port, registered through the
+API like any remote backend. Measured in the same run:
+
+* fan-out: ``POST /slices/{id}/deploy`` with the slice on all N backends, against the same
+  deploy with the slice on 1 backend (the ratio is the cost of N over 1; N x the baseline is
+  what a serial deploy would take);
+* reconcile: one pass of the reconciler (read back and compare every backend) over N backends
+  in sync, against its pass over 1.
+
+    .venv/bin/python bench/scale_backends.py          # BENCH_QUICK=1: 10 backends, 1 000 subscribers
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "dataplane" / "bmv2"))
+
+from _results import Results, quick  # noqa: E402
+from bmv2_target.fleet import Fleet  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+from sqlalchemy import func, select  # noqa: E402
+
+from sliceportal.api.main import create_app  # noqa: E402
+from sliceportal.core.config import Settings, random_secret  # noqa: E402
+from sliceportal.core.db import session_factory  # noqa: E402
+from sliceportal.core.migrate import upgrade  # noqa: E402
+from sliceportal.core.pgembed import EmbeddedPostgres  # noqa: E402
+from sliceportal.core.security import hash_password  # noqa: E402
+from sliceportal.models import Backend, Role, User  # noqa: E402
+from sliceportal.services.backends import POOL  # noqa: E402
+from sliceportal.services.reconciler import Reconciler  # noqa: E402
+from sliceportal.testbed.processes import free_port  # noqa: E402
+
+BACKENDS = 10 if quick() else 100
+SUBSCRIBERS = 1_000 if quick() else 10_000
+PER_HOST = 25  # targets per fleet process
+PASSWORD = "bench-password-1"
+
+
+def start_agents(n: int) -> list[Fleet]:
+    return [Fleet(min(PER_HOST, n - start)) for start in range(0, n, PER_HOST)]
+
+
+class Portal:
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="bench-scale-pg-"))
+        self.pg = EmbeddedPostgres(self.root, port=free_port(), dbname="bench", durable=False)
+        self.pg.start()
+        self.url = self.pg.url("bench")
+        upgrade(self.url)
+        self.sessions = session_factory(self.url)
+        with self.sessions() as s:
+            s.add(User(username="op", password_hash=hash_password(PASSWORD), role=Role.OPERATOR))
+            s.commit()
+        settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, rate_limit_expensive="10000/minute")
+        self.client = TestClient(create_app(settings, self.url))
+        self.client.__enter__()
+        tok = self.client.post("/api/v1/login/access-token", data={"username": "op", "password": PASSWORD}).json()
+        self.h = {"Authorization": f"Bearer {tok['access_token']}"}
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        r = self.client.request(method, f"/api/v1{path}", headers=self.h, **kw)
+        if r.status_code >= 300:
+            raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:500]}")
+        return r.json() if r.content else None
+
+    def close(self) -> None:
+        self.client.__exit__(None, None, None)
+        POOL.close_all()
+        self.pg.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def world(p: Portal, addresses: list[str]) -> tuple[int, list[int]]:
+    """A tenant, one Flexible Slice of SUBSCRIBERS subscribers, and a backend per address; (slice, backends)."""
+    ids = [p.call("POST", "/backends", json={"name": f"agent-{i:03d}", "driver": "p4rt",
+                                             "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2}})["id"]
+           for i, a in enumerate(addresses)]
+    t = p.call("POST", "/tenants", json={"name": "scale", "vni": 3001, "vlan": 300})["id"]
+    st = next(x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"]
+              if x["name"] == "Flexible Slice")
+    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+                for i, lane in enumerate([0, 2, 4, 6])]
+    sid = p.call("POST", "/slices", json={"name": "embb", "tenant_id": t, "slice_type_id": st,
+                                          "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
+                                          "services": services, "backend_ids": ids[:1]})["id"]
+    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
+        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in range(SUBSCRIBERS))
+    p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
+    return sid, ids
+
+
+def deploy(p: Portal, sid: int, backend_ids: list[int]) -> tuple[float, list[dict[str, Any]]]:
+    version = p.call("GET", f"/slices/{sid}")["version"]
+    p.call("PATCH", f"/slices/{sid}", json={"backend_ids": backend_ids, "version": version})
+    t0 = time.perf_counter()
+    out = p.call("POST", f"/slices/{sid}/deploy")
+    return time.perf_counter() - t0, out["backends"]
+
+
+def reconcile_pass(p: Portal) -> float:
+    t0 = time.perf_counter()
+    Reconciler(p.sessions, 1.0).run_once()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    res = Results("scale_backends")
+    fleets = start_agents(BACKENDS)
+    addresses = [a for f in fleets for a in f.addresses]
+    p = Portal()
+    try:
+        sid, ids = world(p, addresses)
+        one_s, one = deploy(p, sid, ids[:1])
+        assert [b["status"] for b in one] == ["succeeded"], one
+        one_rc = reconcile_pass(p)
+        all_s, outcomes = deploy(p, sid, ids)
+        statuses = {b["status"] for b in outcomes}
+        new = sum(b["where"] == "new" for b in outcomes)
+        all_rc = reconcile_pass(p)
+        with p.sessions() as s:
+            in_sync = s.scalar(select(func.count()).select_from(Backend).where(Backend.sync_state == "in_sync"))
+        entries = sum(len(v) for v in p.call("GET", f"/backends/{ids[0]}/rule-sets/1")["plan"]["tables"].values())
+    finally:
+        p.close()
+        for f in fleets:
+            f.stop()
+    note = f"{SUBSCRIBERS} subscribers, {entries} native entries a backend; outcomes {sorted(statuses)}"
+    res.figure(f"slice deploy fan-out to {BACKENDS} backends", all_s, "s", baseline=one_s,
+               baseline_name="the same deploy to 1 backend, same run", goal=f"< {BACKENDS} x baseline (serial)",
+               met=all_s < BACKENDS * one_s and new == BACKENDS - 1, note=note)
+    res.figure(f"reconcile pass over {BACKENDS} backends", all_rc, "s", baseline=one_rc,
+               baseline_name="the same pass over 1 backend, same run", goal="",
+               note=f"{in_sync} of {BACKENDS} backends in sync after the pass")
+    table = res.table("Scale: one slice on N P4Runtime backends (bundled targets as agents)",
+                      ["backends", "subscribers", "entries a backend", "deploy s", "reconcile pass s",
+                       "deploy s a backend", "reconcile ms a backend"])
+    for n, d, r in ((1, one_s, one_rc), (BACKENDS, all_s, all_rc)):
+        table.rows.append([n, SUBSCRIBERS, entries, round(d, 2), round(r, 2), round(d / n, 3), round(1e3 * r / n, 1)])
+    res.write()
+    for row in table.rows:
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
