@@ -33,6 +33,19 @@ class WriteFailed(Exception):
         self.code, self.message, self.errors = code, message, errors
 
 
+class WriteCall:
+    """A Write RPC under way."""
+
+    def __init__(self, future: grpc.Future) -> None:
+        self._future = future
+
+    def result(self) -> None:
+        try:
+            self._future.result()
+        except grpc.RpcError as e:
+            raise WriteFailed(e.code(), e.details() or "", _update_errors(e)) from None
+
+
 class Session:
     def __init__(self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0) -> None:
         self.device_id, self.election_id, self.timeout = device_id, election_id, timeout_s
@@ -48,6 +61,9 @@ class Session:
                 f"no P4Runtime server answers at {address}",
                 hint="start the switch (simple_switch_grpc or the bundled target)",
             ) from None
+        # Primary since our arbitration was answered OK and until the stream ends or tells of
+        # another primary: while it holds, no one else wrote to the switch (PI arbitration).
+        self._elected = self._lost = False
         self._write = self.channel.unary_unary(
             "/p4.v1.P4Runtime/Write",
             request_serializer=None,  # bytes as they are: see write()
@@ -89,11 +105,24 @@ class Session:
         try:
             for resp in self._stream:
                 if resp.HasField("arbitration"):
+                    if resp.arbitration.status.code == code_pb2.OK:
+                        self._elected = True
+                    elif self._elected:
+                        self._lost = True  # another controller became primary
                     self._arbitration.put(resp.arbitration)
         except grpc.RpcError as e:
             self._arbitration.put(e)
+        finally:
+            self._lost = True
+
+    @property
+    def primary(self) -> bool:
+        """The stream is up and we have been the primary controller since it opened: what
+        the switch holds changed only through this session's writes."""
+        return self._elected and not self._lost
 
     def close(self) -> None:
+        self._lost = True
         self._outbox.put(None)
         self.channel.close()
 
@@ -142,6 +171,12 @@ class Session:
             self._write(write_request_bytes(head, updates), timeout=self.timeout)
         except grpc.RpcError as e:
             raise WriteFailed(e.code(), e.details() or "", _update_errors(e)) from None
+
+    def write_async(self, updates: Sequence[p4runtime_pb2.Update | bytes]) -> WriteCall:
+        """``write`` sent without waiting: ``.result()`` on the answer waits and raises WriteFailed."""
+        head = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        self._election(head.election_id)
+        return WriteCall(self._write.future(write_request_bytes(head, updates), timeout=self.timeout))
 
     def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=entities)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import grpc
 from google.rpc import code_pb2
@@ -48,8 +48,8 @@ from sliceportal.drivers.contract import (
 from sliceportal.rules.ir import RuleIR
 
 from . import wire
-from .client import Session, WriteFailed
-from .lowering import PRIORITY_BASE, PortPlan, entry_sort_key, lower_ir, with_full_masks
+from .client import Session, WriteCall, WriteFailed
+from .lowering import MatchKey, PortPlan, entry_sort_key, lower_ir, match_key, with_full_masks
 from .p4info import (
     CLASSIFIER,
     EGR,
@@ -65,6 +65,8 @@ from .view import classifier_view
 Update = p4runtime_pb2.Update
 FieldMatch = p4runtime_pb2.FieldMatch
 Pending = tuple[int, bytes]  # (Update.Type, serialized Update)
+Op = tuple[int, str, NativeEntry]  # (Update.Type asked for, table, entry): encoded batch by batch
+T = TypeVar("T")
 MATCH_FIELDS = frozenset({"vni", "teid", "src_ip", "dst_ip", "dst_port", "dscp", "vlan"})
 
 
@@ -153,6 +155,14 @@ class Driver:
         self.sizes["slices"] = self.sizes[SLICE_METER]
         self._session: Session | None = None
         self._version: str | None = None
+        # What the switch holds of ours, as last read or written through ``_held_by``: valid
+        # while that session stays primary (no one else can have written), so a push diffs
+        # against it instead of reading the whole table back. read_state() refreshes it.
+        self._held: dict[str, list[NativeEntry]] | None = None
+        self._held_by: Session | None = None
+        # (match, priority) -> IR rule index: of each version's last lowering, and in force.
+        self._lowered: dict[str, dict[tuple[MatchKey, int], int]] = {}
+        self._rule_of: dict[tuple[MatchKey, int], int] = {}
         self._registers_writable = True
 
     # ---- pure --------------------------------------------------------------------------
@@ -169,16 +179,38 @@ class Driver:
         )
 
     def lower(self, ir: RuleIR) -> NativePlan:
+        """The IR's entries; classifier priorities stay those the switch holds where the
+        entry's rank allows (lowering.assign_priorities), so the plan differs from what is
+        there by the rule-set change only. Known from the last push or read through the open
+        session (one read if connected and not yet known); unconnected, a fresh numbering."""
         check_fits(ir, self.capabilities())
         ports = PortPlan(dict(self.opts.access_ports), tuple(self.opts.trunk_ports), self.opts.uplink_port)
+        rule_of: dict[tuple[MatchKey, int], int] = {}
         tables = with_full_masks(
-            lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes), self.widths
+            lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes, self._priority_hints(), rule_of),
+            self.widths,
         )
+        self._lowered[ir.digest()] = rule_of
+        while len(self._lowered) > 8:  # previews of versions never pushed
+            del self._lowered[next(iter(self._lowered))]
         usage = {
             name: TableUsage(used=sum(1 for e in lst if not e.get("default")), capacity=self.sizes[name])
             for name, lst in tables.items()
         }
         return NativePlan(driver=self.name, version=ir.digest(), tables=tables, usage=usage)
+
+    def _priority_hints(self) -> dict[MatchKey, int]:
+        held = self._held if self._held_valid() else None
+        if held is None and self._session is not None:
+            try:
+                held = self._read_tables(self._session)
+            except grpc.RpcError:
+                held = None
+        return {match_key(e): e["priority"] for e in (held or {}).get(CLASSIFIER, []) if not e.get("default")}
+
+    def _held_valid(self) -> bool:
+        return self._held is not None and self._session is not None and self._held_by is self._session \
+            and self._session.primary
 
     def ternary_view(self, plan: NativePlan) -> TernaryView:
         """The plan's classifier entries as P4Runtime matches them (optional contract: TernaryViewer)."""
@@ -196,6 +228,7 @@ class Driver:
                 # including other controllers' entries.
                 s.set_pipeline(self.p4info.proto, self.program.device_config, cookie=0x51CE)
                 self._version = None
+                self._held = self._held_by = None
         except (grpc.RpcError, OSError) as e:
             s.close()
             raise UnreachableError(f"cannot set the forwarding pipeline: {e}") from None
@@ -203,6 +236,7 @@ class Driver:
         return s
 
     def _drop_session(self) -> None:
+        self._held = self._held_by = None
         if self._session is not None:
             self._session.close()
             self._session = None
@@ -342,7 +376,9 @@ class Driver:
             elif te.metadata == self.tag:
                 name, e = self._entry(te)
                 out[name].append(e)
-        return {k: sorted(v, key=entry_sort_key) for k, v in out.items()}
+        tables = {k: sorted(v, key=entry_sort_key) for k, v in out.items()}
+        self._held, self._held_by = {k: list(v) for k, v in tables.items()}, s
+        return tables
 
     def read_state(self) -> DataPlaneState:
         try:
@@ -355,7 +391,16 @@ class Driver:
 
     # ---- apply ---------------------------------------------------------------------------
 
-    def _diff(self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]) -> list[Pending]:
+    def _diff(
+        self, have: dict[str, list[NativeEntry]], want: dict[str, list[NativeEntry]]
+    ) -> tuple[list[Op], list[str]]:
+        """The updates from ``have`` to ``want``, make-before-break: inserts by falling
+        priority, then modifies (default actions, meters, changed actions), then deletes by
+        rising priority. At every step each packet then meets its old or its new verdict:
+        an inserted entry that wins is the new winner (every new entry above it is in), a
+        deleted one goes only after those below it, so the next winner is a new entry.
+        Returns (updates, tables that needed room first: there, some deletes go first)."""
+
         def ident(e: NativeEntry) -> object:
             # What P4Runtime identifies an entry by; a tuple, cheaper than a JSON key.
             if e.get("default"):
@@ -364,21 +409,36 @@ class Driver:
                 return ("index", e["index"])
             return (e["priority"], tuple(sorted((k, tuple(v)) for k, v in e["match"].items())))
 
-        deletes, modifies, inserts = [], [], []
+        early: list[tuple[int, Op]] = []  # deletes that make room, before the inserts
+        inserts: list[tuple[int, Op]] = []
+        modifies: list[Op] = []
+        deletes: list[tuple[int, Op]] = []
+        crowded: list[str] = []
         for table in sorted(set(have) | set(want)):
             old = {ident(e): e for e in have.get(table, [])}
             new = {ident(e): e for e in want.get(table, [])}
-            for k, e in old.items():
-                if k not in new:
-                    deletes.append(self._update_bytes(Update.DELETE, table, e))
+            added = []
             for k, e in new.items():
                 if k not in old:
-                    u = Update.MODIFY if e.get("default") or "index" in e else Update.INSERT
-                    inserts.append(self._update_bytes(u, table, e))
+                    if e.get("default") or "index" in e:
+                        modifies.append((Update.MODIFY, table, e))
+                    else:
+                        added.append(e)
                 elif old[k] != e:
-                    modifies.append(self._update_bytes(Update.MODIFY, table, e))
-        # Deletes first so that capacity freed is available to the inserts.
-        return deletes + modifies + inserts
+                    modifies.append((Update.MODIFY, table, e))
+            gone = sorted((e for k, e in old.items() if k not in new), key=lambda e: int(e.get("priority", 0)))
+            held = sum(1 for e in old.values() if not e.get("default") and "index" not in e)
+            room = self.sizes.get(table, held + len(added)) - held
+            if len(added) > room:  # a full table: free what must be freed first
+                crowded.append(table)
+                take = [e for e in gone if not e.get("default") and "index" not in e][: len(added) - room]
+                early += [(0, (Update.DELETE, table, e)) for e in take]
+                gone = [e for e in gone if all(e is not t for t in take)]
+            inserts += [(-int(e["priority"]), (Update.INSERT, table, e)) for e in added]
+            deletes += [(int(e.get("priority", 0)), (Update.DELETE, table, e)) for e in gone]
+        inserts.sort(key=lambda t: t[0])
+        deletes.sort(key=lambda t: t[0])
+        return [u for _, u in early + inserts] + modifies + [u for _, u in deletes], crowded
 
     def _register_resets(
         self, plan: NativePlan, have: dict[str, list[NativeEntry]]
@@ -399,11 +459,32 @@ class Driver:
                 out.append(u)
         return out
 
-    def _write_all(self, s: Session, updates: list[Pending], phase: str, progress: ProgressCallback) -> None:
+    def _write_all(
+        self, s: Session, updates: Sequence[T], encode: Callable[[T], bytes], phase: str, progress: ProgressCallback
+    ) -> None:
+        """Batches of ``batch_size`` in order, pipelined: the next batch is encoded while the
+        switch applies the one before; it is sent only once that one succeeded (and its
+        progress was reported), so batches never overtake and a failure stops the push."""
         n = self.opts.batch_size
+        sent: WriteCall | None = None
         for i in range(0, len(updates), n):
-            s.write([data for _, data in updates[i : i + n]])
-            progress(ProgressEvent(phase=phase, done=min(i + n, len(updates)), total=len(updates)))
+            batch = [encode(u) for u in updates[i : i + n]]
+            if sent is not None:
+                sent.result()
+                progress(ProgressEvent(phase=phase, done=i, total=len(updates)))
+            sent = s.write_async(batch)
+        if sent is not None:
+            sent.result()
+            progress(ProgressEvent(phase=phase, done=len(updates), total=len(updates)))
+
+    def _encode(self, op: Op) -> bytes:
+        return self._update_bytes(*op)[1]
+
+    @staticmethod
+    def _kind(op: Op) -> int:
+        """The Update type written: a default action or a meter cell is always MODIFY."""
+        utype, table, e = op
+        return Update.MODIFY if table == SLICE_METER or e.get("default") else utype
 
     def _reset_registers(self, s: Session, resets: list[p4runtime_pb2.Update], progress: ProgressCallback) -> None:
         """Best effort: BMv2's PI answers every register write UNIMPLEMENTED ("Register
@@ -413,7 +494,7 @@ class Driver:
         if not resets or not self._registers_writable:
             return
         try:
-            self._write_all(s, [(u.type, u.SerializeToString()) for u in resets], "write", progress)
+            self._write_all(s, resets, lambda u: bytes(u.SerializeToString()), "write", progress)
         except WriteFailed as e:
             if e.errors and all(err.code == code_pb2.UNIMPLEMENTED for err in e.errors):
                 self._registers_writable = False
@@ -425,21 +506,30 @@ class Driver:
             raise DriverError(f"plan was lowered by {plan.driver!r}, not {self.name!r}")
         started = time.monotonic()
         s = self._connect()
-        try:
-            before = self._read_tables(s)
-        except grpc.RpcError as e:
-            self._drop_session()
-            raise UnreachableError(f"reading the switch failed: {e.code().name}") from None
-        updates = self._diff(before, plan.tables)
-        progress(ProgressEvent(phase="diff", done=0, total=len(updates)))
+        if self._held_valid():
+            assert self._held is not None
+            before = self._held
+        else:
+            try:
+                before = self._read_tables(s)
+            except grpc.RpcError as e:
+                self._drop_session()
+                raise UnreachableError(f"reading the switch failed: {e.code().name}") from None
+        updates, crowded = self._diff(before, plan.tables)
+        note = f"full tables {crowded}: deletes before inserts there, not hitless" if crowded else ""
+        progress(ProgressEvent(phase="diff", done=0, total=len(updates), message=note))
         kinds = (Update.INSERT, Update.DELETE, Update.MODIFY)
-        counts = {t: sum(1 for utype, _ in updates if utype == t) for t in kinds}
+        counts = {t: sum(1 for op in updates if self._kind(op) == t) for t in kinds}
         try:
-            self._write_all(s, updates, "write", progress)
+            self._write_all(s, updates, self._encode, "write", progress)
+            self._held = None  # the registers' reset may fail: the tables are known again below
             self._reset_registers(s, self._register_resets(plan, before), progress)
         except WriteFailed as e:
+            self._held = None
             reason = e.errors[0].message if e.errors else e.message
             self._rollback(before, progress, reason)
+        self._held, self._held_by = {k: list(v) for k, v in plan.tables.items()}, s
+        self._rule_of = self._lowered.get(plan.version, {})
         self._version = plan.version
         progress(ProgressEvent(phase="commit", done=len(updates), total=len(updates)))
         return ApplyResult(
@@ -455,10 +545,11 @@ class Driver:
     ) -> None:
         try:
             s = self._connect()
-            now = self._read_tables(s)
-            undo = self._diff(now, before)
+            now = self._read_tables(s)  # a failed batch may have applied part of itself
+            undo, _ = self._diff(now, before)
             progress(ProgressEvent(phase="rollback", done=0, total=len(undo), message=reason))
-            self._write_all(s, undo, "rollback", progress)
+            self._write_all(s, undo, self._encode, "rollback", progress)
+            self._held, self._held_by = {k: list(v) for k, v in before.items()}, s
         except (WriteFailed, grpc.RpcError, UnreachableError, DriverError) as e:
             self._drop_session()
             raise PushError(
@@ -502,15 +593,23 @@ class Driver:
             raise UnreachableError(f"reading counters failed: {e.code().name}") from None
         cells: dict[str, dict[int, tuple[int, int]]] = {n: {} for n in ids.values()}
         rules: dict[int, LaneCounters] = {}
+        ours: list[tuple[MatchKey, int, LaneCounters]] = []
         for ent in got:
             if ent.HasField("counter_entry"):
                 c = ent.counter_entry
                 cells[ids[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
             elif ent.table_entry.metadata == self.tag and not ent.table_entry.is_default_action:
                 te = ent.table_entry
-                rules[PRIORITY_BASE - te.priority] = LaneCounters(
-                    packets=te.counter_data.packet_count, bytes=te.counter_data.byte_count
-                )
+                _, rule = self._entry(te)
+                ours.append((match_key(rule), te.priority, LaneCounters(
+                    packets=te.counter_data.packet_count, bytes=te.counter_data.byte_count)))
+        # Priorities are not rule indices (they keep across versions): the index comes from
+        # the lowering of the version pushed; a driver that pushed none here ranks by priority.
+        ours.sort(key=lambda t: -t[1])
+        for rank, (key, prio, hits) in enumerate(ours):
+            index = self._rule_of.get((key, prio)) if self._rule_of else rank
+            if index is not None:
+                rules[index] = hits
         rx, tx = cells[f"{ING}.classifier.slice_rx"], cells[f"{EGR}.vlan_tag.slice_tx"]
         drops, marks = cells[f"{ING}.vqueue.slice_drops"], cells[f"{ING}.vqueue.slice_ecn_marks"]
         reason = "vqueue_burst" if self.opts.qos_mode == "vqueue" else "meter_red"

@@ -9,6 +9,8 @@ entry as ``{"default": true, "action": ..., "params": ...}``; a meter cell as
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +28,13 @@ from .p4info import (
     VLAN_TENANT,
 )
 
-# Rule i gets priority PRIORITY_BASE - i: higher wins in P4Runtime, first rule wins in the IR.
-PRIORITY_BASE = 1 << 20
+# Classifier priorities (higher wins in P4Runtime, the first rule wins in the IR) fall along the
+# IR's order with gaps, and an entry the switch already holds keeps its priority (see
+# ``assign_priorities``): one rule added or removed writes one entry, not every entry below it.
+MAX_PRIORITY = (1 << 31) - 1  # P4Runtime priorities are int32 > 0 (PI / BMv2)
+FIRST_PRIORITY = 1 << 30  # a fresh table starts mid-range: room to insert above and below
+PRIORITY_GAP = 1 << 12  # between neighbours of a fresh table: 12 halvings before a renumber
+MatchKey = tuple[tuple[str, int, int], ...]
 UNLIMITED_NS = (1 << 32) - 1
 
 
@@ -81,9 +88,98 @@ def meter_entry(slice_id: int, qos: Qos) -> NativeEntry | None:
     }
 
 
+def match_key(e: NativeEntry) -> MatchKey:
+    """What identifies a classifier entry apart from its priority: its (field, value, mask)s."""
+    return tuple(sorted((k, int(v[0]), int(v[1])) for k, v in e["match"].items()))
+
+
+def _spread(n: int, lo: int, hi: int) -> list[int] | None:
+    """``n`` falling priorities strictly inside (lo, hi), or None if they do not fit. Bounded
+    on both sides: spread evenly (the gap halves on each insertion at one spot). Open at the
+    bottom (lo = 0) or top (hi > MAX_PRIORITY): PRIORITY_GAP apart from the bound that is set."""
+    if hi - lo - 1 < n:
+        return None
+    top_open, bottom_open = hi > MAX_PRIORITY, lo == 0
+    if top_open and bottom_open and FIRST_PRIORITY - PRIORITY_GAP * (n - 1) > 0:
+        return [FIRST_PRIORITY - PRIORITY_GAP * t for t in range(n)]
+    if bottom_open and not top_open and hi - PRIORITY_GAP * n > 0:
+        return [hi - PRIORITY_GAP * (t + 1) for t in range(n)]
+    if top_open and not bottom_open and lo + PRIORITY_GAP * n <= MAX_PRIORITY:
+        return [lo + PRIORITY_GAP * (n - t) for t in range(n)]
+    step = (min(hi, MAX_PRIORITY + 1) - lo) // (n + 1)
+    return [min(hi, MAX_PRIORITY + 1) - step * (t + 1) for t in range(n)]
+
+
+def _longest_falling(held: Sequence[tuple[int, int]]) -> set[int]:
+    """Positions of a longest subsequence of ``held`` (position, priority) whose priorities
+    strictly fall: the entries that keep their priority (patience sorting, O(n log n))."""
+    tails: list[int] = []  # tails[k]: -priority ending the best run of length k + 1
+    ends: list[int] = []  # index into held of that run's last element
+    back: list[int] = [-1] * len(held)
+    for j, (_, prio) in enumerate(held):
+        k = bisect.bisect_left(tails, -prio)
+        if k == len(tails):
+            tails.append(-prio)
+            ends.append(j)
+        else:
+            tails[k], ends[k] = -prio, j
+        back[j] = ends[k - 1] if k else -1
+    out: set[int] = set()
+    j = ends[-1] if ends else -1
+    while j >= 0:
+        out.add(held[j][0])
+        j = back[j]
+    return out
+
+
+def assign_priorities(keys: Sequence[MatchKey], held: Mapping[MatchKey, int]) -> list[int]:
+    """Priorities for classifier entries given in IR order (first match wins), strictly
+    falling along that order, keeping ``held`` (what the switch holds: match -> priority)
+    for as many entries as keep their rank: a longest run of held priorities that still
+    falls in the new order stays; new and re-ranked entries take priorities inside the gap
+    between their kept neighbours; when a gap is too small, only its neighbourhood (kept
+    entries on either side, one at a time) is renumbered."""
+    n = len(keys)
+    prio: list[int | None] = [None] * n
+    for i in _longest_falling([(i, held[k]) for i, k in enumerate(keys) if k in held]):
+        prio[i] = held[keys[i]]
+    i = 0
+    while i < n:
+        if prio[i] is not None:
+            i += 1
+            continue
+        start, end = i, i
+        while end < n and prio[end] is None:
+            end += 1
+        while True:  # the run [start, end) between kept neighbours, widened until it fits
+            hi = prio[start - 1] if start > 0 else MAX_PRIORITY + 1
+            lo = prio[end] if end < n else 0
+            assert hi is not None and lo is not None
+            got = _spread(end - start, lo, hi)
+            if got is not None:
+                break
+            if start == 0 and end == n:
+                raise DriverError(f"{n} classifier entries do not fit the priority range 1..{MAX_PRIORITY}")
+            if start > 0:
+                start -= 1
+            if end < n:
+                end += 1
+        prio[start:end] = got
+        i = end
+    return [p for p in prio if p is not None]
+
+
 def lower_ir(
-    ir: RuleIR, ports: PortPlan, mode: str, lanes: int, sizes: dict[str, int]
+    ir: RuleIR,
+    ports: PortPlan,
+    mode: str,
+    lanes: int,
+    sizes: dict[str, int],
+    held: Mapping[MatchKey, int] | None = None,
+    rule_of: dict[tuple[MatchKey, int], int] | None = None,
 ) -> dict[str, list[NativeEntry]]:
+    """``held``: the classifier priorities the switch holds (match -> priority), kept where
+    the rank allows. ``rule_of`` (filled when given): (match, priority) -> IR rule index."""
     tenants = {t.vni: i for i, t in enumerate(ir.tenants, start=1)}
     if len(tenants) > 255:
         raise CapacityError("tenants", len(tenants), 255)
@@ -148,6 +244,8 @@ def lower_ir(
             if dest is not None:
                 out[TENANT_FORWARD].append(_fwd(tid, port, dest))
 
+    classified: list[tuple[int, NativeEntry]] = []  # (IR rule index, entry) in IR order
+    seen: set[MatchKey] = set()
     for i, rule in enumerate(ir.rules):
         rule_tenant = slice_tenant.get(rule.action.slice_id)
         if rule_tenant is None:
@@ -160,14 +258,22 @@ def lower_ir(
                 match[f"has_{name}"] = [1, 1]
             if t.mask:
                 match[name] = [t.value, t.mask]
-        out[CLASSIFIER].append(
-            {
-                "match": match,
-                "priority": PRIORITY_BASE - i,
-                "action": f"{ING}.classifier.set_slice",
-                "params": {"slice_id": rule.action.slice_id, "lane": rule.action.lane},
-            }
-        )
+        entry: NativeEntry = {
+            "match": match,
+            "action": f"{ING}.classifier.set_slice",
+            "params": {"slice_id": rule.action.slice_id, "lane": rule.action.lane},
+        }
+        key = match_key(entry)
+        if key in seen:
+            continue  # the same match as an earlier rule: never hit (first match wins)
+        seen.add(key)
+        classified.append((i, entry))
+    keys = [match_key(e) for _, e in classified]
+    for (i, e), key, p in zip(classified, keys, assign_priorities(keys, held or {}), strict=True):
+        e["priority"] = p
+        out[CLASSIFIER].append(e)
+        if rule_of is not None:
+            rule_of[key, p] = i
     if ir.miss.mode is MissMode.ALGORITHM1:
         shift = (8 // lanes).bit_length() - 1
         out[CLASSIFIER].append(

@@ -1,0 +1,341 @@
+"""Hitless pushes (issue #14 item 4) on the bundled target and on ``simple_switch_grpc``:
+stable priorities (a push writes the diff, a one-rule change O(1) entries) and
+make-before-break order (after every single write each packet gets the verdict of the old or
+of the new rule set, never a third one).
+
+The switches classify real frames: a probe goes in on an access port, its frame is awaited on
+the uplink, and the slice / lane it was given is read from the program's own counters
+(``slice_rx`` per slice, 0 = miss; ``lane_tx`` per lane). Both switches run on veth pairs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import os
+import random
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from bmv2_target.packet_io import open_port, receive
+from bmv2_target.testing import Target
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from sliceportal.drivers.contract import ProgressEvent
+from sliceportal.drivers.push import diff_tables, target_spec
+from sliceportal.rules.compiler import compile_rules
+from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
+from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TenantSpec
+from sliceportal.traffic.packets import Encap, Flow
+from sliceportal_p4rt.driver import Driver
+from sliceportal_p4rt.p4info import CLASSIFIER, EGR, ING
+from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
+
+from .traffic import frame
+
+pytestmark = [pytest.mark.needs_root]
+ROOT = Path(__file__).resolve().parents[3]
+OPTIONS: dict[str, Any] = {"access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2}
+TENANT = TenantEntry(1, "A", 1001, 100)
+Verdict = tuple[int, int]  # (slice id, lane); slice 0 = a miss
+
+
+def catalogue_lanes() -> list[tuple[int, ...]]:
+    """Every slice type's lanes, from the migration that seeds seed 000 Table 1."""
+    path = ROOT / "backend/src/sliceportal/migrations/versions/0002_slice_type_catalogue.py"
+    spec = importlib.util.spec_from_file_location("slice_type_catalogue", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [tuple(lanes) for _, _, lanes, _ in module.TABLE_1]
+
+
+# ---- the two switches on veth pairs ----------------------------------------------------------
+
+
+@dataclass
+class Wired:
+    address: str
+    tx: socket.socket  # into access port 1
+    rx: socket.socket  # out of uplink port 2
+
+
+@pytest.fixture
+def veths() -> Iterator[dict[int, tuple[str, str]]]:
+    tag = f"hl{os.getpid() % 10000}{random.randrange(100)}"
+    ends = {p: (f"{tag}-{p}s", f"{tag}-{p}t") for p in (1, 2)}
+    try:
+        for s, t in ends.values():
+            subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
+            for dev in (s, t):
+                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+        yield ends
+    finally:
+        for s, _ in ends.values():
+            subprocess.run(["ip", "link", "del", s], check=False, capture_output=True)
+
+
+@pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])
+def wired(request: pytest.FixtureRequest, veths: dict[int, tuple[str, str]],
+          start_target: Callable[..., Target]) -> Iterator[Wired]:
+    ports = {p: s for p, (s, _) in veths.items()}
+    if request.param == "bundled":
+        args = ["--priority-queues", "8"]
+        for p, dev in ports.items():
+            args += ["-i", f"{p}@{dev}"]
+        address, stop = start_target(*args).address, None
+    else:
+        switch = start_simple_switch_grpc(ports, priority_queues=8)
+        address, stop = switch.address, switch.stop
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    tx.bind((veths[1][1], 0))
+    rx = open_port(veths[2][1])
+    rx.settimeout(5)
+    try:
+        yield Wired(address, tx, rx)
+    finally:
+        tx.close()
+        rx.close()
+        if stop is not None:
+            stop()
+
+
+class Prober:
+    """Classifies one frame at a time on the switch and returns the verdict it got."""
+
+    def __init__(self, wired: Wired, drv: Driver, slices: int) -> None:
+        self.wired = wired
+        self.channel = grpc.insecure_channel(wired.address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.req = p4runtime_pb2.ReadRequest(device_id=1)
+        for name, cells in ((f"{ING}.classifier.slice_rx", slices + 1), (f"{EGR}.vlan_tag.lane_tx", 8)):
+            cid = drv.p4info.counter_id(name)
+            for i in range(cells):
+                e = self.req.entities.add().counter_entry
+                e.counter_id, e.index.index = cid, i
+        self.slice_rx = drv.p4info.counter_id(f"{ING}.classifier.slice_rx")
+        self.last = self._read()
+
+    def _read(self) -> dict[tuple[int, int], int]:
+        return {(e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
+                for r in self.stub.Read(self.req) for e in r.entities}
+
+    def verdict(self, data: bytes) -> Verdict:
+        self.wired.tx.send(data)
+        while receive(self.wired.rx) is None:  # None: a frame we sent ourselves on that end
+            pass
+        now = self._read()
+        grew = [k for k, v in now.items() if v != self.last[k]]
+        self.last = now
+        slices = [i for cid, i in grew if cid == self.slice_rx]
+        lanes = [i for cid, i in grew if cid != self.slice_rx]
+        assert len(slices) == 1 and len(lanes) == 1, f"one probe, counted in {grew}"
+        return slices[0], lanes[0]
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+# ---- random rule sets over every slice type ------------------------------------------------
+
+
+def random_rule(rng: random.Random, slices: list[SliceEntry]) -> Rule:
+    """Matches over a small space, so that rules overlap: UE /30../32 of 10.0.0.0/28, ports
+    5000-5003 (exact or a /1-bit pair), DSCP values or classes."""
+    fields: dict[str, Ternary] = {}
+    if rng.random() < 0.7:
+        plen = rng.choice([28, 30, 31, 32])
+        fields["src_ip"] = Ternary.prefix(int(ipaddress.IPv4Address("10.0.0.0")) + rng.randrange(16), plen, 32)
+    if rng.random() < 0.5:
+        fields["dst_port"] = _masked(5000 + rng.randrange(4), rng.choice([0xFFFF, 0xFFFE]))
+    if rng.random() < 0.4:
+        fields["dscp"] = _masked(rng.randrange(64), rng.choice([0x3F, 0x38]))
+    if not fields:
+        fields["dst_port"] = Ternary.exact(5000 + rng.randrange(4), 16)
+    s = rng.choice(slices)
+    return Rule(Match(**fields), Action(s.slice_id, rng.choice(s.lanes), 0))
+
+
+def _masked(value: int, mask: int) -> Ternary:
+    return Ternary(value & mask, mask)
+
+
+def mutate(rng: random.Random, rules: list[Rule], slices: list[SliceEntry]) -> list[Rule]:
+    out = list(rules)
+    for _ in range(rng.randint(1, 3)):
+        op = rng.choice(["insert", "delete", "action", "move"] if out else ["insert"])
+        if op == "insert" or len(out) < 3:
+            out.insert(rng.randint(0, len(out)), random_rule(rng, slices))
+        elif op == "delete":
+            out.pop(rng.randrange(len(out)))
+        elif op == "action":
+            i = rng.randrange(len(out))
+            s = rng.choice(slices)
+            out[i] = Rule(out[i].match, Action(s.slice_id, rng.choice(s.lanes), 0))
+        else:
+            r = out.pop(rng.randrange(len(out)))
+            out.insert(rng.randint(0, len(out)), r)
+    return out
+
+
+def probes(rng: random.Random) -> list[Flow]:
+    return [
+        Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64), vni=1001,
+             teid=0x100, encap=Encap.VXLAN_GTP)
+        for _ in range(96)
+    ]
+
+
+def test_random_updates_classify_every_probe_old_or_new_after_every_write(wired: Wired) -> None:
+    rng = random.Random(14)
+    slices = [SliceEntry(i, 10 + i, f"s{i}", TENANT.vni, TENANT.vlan, lanes)
+              for i, lanes in enumerate(catalogue_lanes(), start=1)]
+    miss = MissPolicy(mode=MissMode.ALGORITHM1)
+    drv = Driver({"address": wired.address, "batch_size": 1, "timeout_s": 10, **OPTIONS})
+    rules: list[Rule] = [random_rule(rng, slices) for _ in range(10)]
+    ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(TENANT,), miss=miss)
+    plan = drv.lower(ir)
+    drv.apply(plan, lambda e: None)
+    prober = Prober(wired, drv, len(slices))
+    flows = probes(rng)
+    frames = [frame(f, 128)[0] for f in flows]
+    checked = neither = 0
+    try:
+        for _ in range(100):
+            rules = mutate(rng, rules, slices)
+            new_ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(TENANT,), miss=miss)
+            new_plan = drv.lower(new_ir)
+            old_v = [_verdict(ir, f) for f in flows]
+            new_v = [_verdict(new_ir, f) for f in flows]
+            # every probe whose verdict changes, and as many that keep theirs (unchanged flows)
+            moved = [i for i in range(len(flows)) if old_v[i] != new_v[i]]
+            kept = rng.sample([i for i in range(len(flows)) if old_v[i] == new_v[i]], k=min(8, len(flows) - len(moved)))
+            watch = moved[:16] + kept
+            check = Check(prober, [(frames[i], {old_v[i], new_v[i]}) for i in watch])
+            result = drv.apply(new_plan, check)
+            checked, neither = checked + check.checked, neither + check.neither
+            # (a) the push wrote exactly the diff of the two plans, one update per write here
+            diff = sum(diff_tables(plan.tables, new_plan.tables).counts().values())
+            assert check.writes == result.added + result.removed + result.modified == diff
+            for i in watch:
+                assert prober.verdict(frames[i]) == new_v[i]
+            ir, plan = new_ir, new_plan
+        assert drv.read_state().tables == plan.tables
+    finally:
+        prober.close()
+        drv.close()
+    assert checked > 2000
+    assert neither == 0, f"{neither} of {checked} probes classified by neither the old nor the new rule set"
+
+
+class Check:
+    """The progress callback: after every write, each watched probe's verdict is one allowed."""
+
+    def __init__(self, prober: Prober, watch: list[tuple[bytes, set[Verdict]]]) -> None:
+        self.prober, self.watch = prober, watch
+        self.writes = self.checked = self.neither = 0
+
+    def __call__(self, e: ProgressEvent) -> None:
+        if e.phase != "write":
+            return
+        self.writes += 1
+        for data, allowed in self.watch:
+            self.checked += 1
+            if self.prober.verdict(data) not in allowed:
+                self.neither += 1
+
+
+def _verdict(ir: RuleIR, flow: Flow) -> Verdict:
+    d = ir.classify(flow.key())
+    return d.slice_id, d.lane
+
+
+# ---- one rule at 10 k subscribers ----------------------------------------------------------
+
+
+def subscribers_ir(drv: Driver, users: int, first_service_ports: tuple[int, int]) -> RuleIR:
+    tenant = TenantSpec(1, "t", 1001, 100)
+    # 250 UEs per /24 as bench/time_to_slice.py imports them: ~100 classifier entries after
+    # prefix aggregation, not one
+    subs = tuple(SubscriberSpec(u, f"001{u:012d}", int(ipaddress.IPv4Address(f"10.40.{u // 250}.{u % 250 + 1}")),
+                                teids=(u + 1,)) for u in range(users))
+    services = tuple(ServiceSpec(f"q{i}", lane, dst_ports=((5000 + 8 * i, 5007 + 8 * i),))
+                     for i, lane in enumerate([0, 2, 4, 6]))
+    services = (ServiceSpec("q0", 0, dst_ports=(first_service_ports,)), *services[1:])
+    spec = SliceSpec(1, "embb", 1, (0, 2, 4, 6), services=services, subscribers=subs)
+    return compile_rules([tenant], [spec], target_spec(drv.capabilities())).ir
+
+
+def one_rule_changed(base: RuleIR, how: str) -> RuleIR:
+    rules = list(base.rules)
+    extra = Rule(Match(src_ip=Ternary.exact(int(ipaddress.IPv4Address("10.40.3.3")), 32),
+                       dst_port=Ternary.exact(7000, 16)), Action(1, 6, 0))
+    if how == "added at the top":  # as a per-flow intent for one UE is (above the slice's rules)
+        rules.insert(0, extra)
+    elif how == "added in the middle":
+        rules.insert(len(rules) // 2, extra)
+    elif how == "removed":
+        rules.pop(len(rules) // 3)
+    else:  # another lane for one rule
+        r = rules[len(rules) // 2]
+        rules[len(rules) // 2] = Rule(r.match, Action(r.action.slice_id, (r.action.lane + 2) % 8, 0))
+    return RuleIR(lanes=base.lanes, paths=1, rules=tuple(rules), slices=base.slices, tenants=base.tenants,
+                  miss=base.miss)
+
+
+@pytest.mark.parametrize("how", ["added at the top", "added in the middle", "removed", "action changed"])
+def test_one_rule_change_at_10k_subscribers_writes_one_entry(wired: Wired, how: str) -> None:
+    drv = Driver({"address": wired.address, "timeout_s": 30, **OPTIONS})
+    base = subscribers_ir(drv, 10_000, (5000, 5007))
+    before = drv.lower(base)
+    drv.apply(before, lambda e: None)
+    after = drv.lower(one_rule_changed(base, how))
+    result = drv.apply(after, lambda e: None)
+    writes = result.added + result.removed + result.modified
+    assert len(before.tables[CLASSIFIER]) > 50
+    assert writes == sum(diff_tables(before.tables, after.tables).counts().values())
+    assert writes == 1
+    assert drv.read_state().tables == after.tables
+    drv.close()
+
+
+def test_a_service_change_at_10k_subscribers_writes_its_rules_only(wired: Wired) -> None:
+    """A service's port range is one rule per subscriber block in the IR: the push replaces
+    those (delete + insert each: P4Runtime cannot modify a match) and nothing else."""
+    drv = Driver({"address": wired.address, "timeout_s": 30, **OPTIONS})
+    base = subscribers_ir(drv, 10_000, (5000, 5007))
+    before = drv.lower(base)
+    drv.apply(before, lambda e: None)
+    moved = subscribers_ir(drv, 10_000, (6000, 6007))
+    changed = len(set(moved.rules) - set(base.rules))
+    after = drv.lower(moved)
+    result = drv.apply(after, lambda e: None)
+    assert 0 < changed < len(base.rules) // 2
+    assert (result.added, result.removed, result.modified) == (changed, changed, 0)
+    drv.close()
+
+
+def test_a_fresh_driver_keeps_the_priorities_the_switch_holds(wired: Wired) -> None:
+    """Priorities come from the switch, not from the process: a new driver (a restarted
+    portal) lowering the next version on a connected session changes only the diff."""
+    rng = random.Random(7)
+    slices = [SliceEntry(1, 11, "s1", TENANT.vni, TENANT.vlan, (0, 2, 4, 6))]
+    rules = [random_rule(rng, slices) for _ in range(30)]
+    ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(TENANT,))
+    first = Driver({"address": wired.address, **OPTIONS})
+    first.apply(first.lower(ir), lambda e: None)
+    first.close()
+    second = Driver({"address": wired.address, "election_id": 2, **OPTIONS})
+    second.health()  # connected, as a deploy is after its health probe
+    rules.insert(0, Rule(Match(dst_port=Ternary.exact(7000, 16)), Action(1, 6, 0)))
+    plan = second.lower(RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(TENANT,)))
+    result = second.apply(plan, lambda e: None)
+    assert (result.added, result.removed, result.modified) == (1, 0, 0)
+    second.close()
