@@ -32,6 +32,7 @@ from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import sessionmaker
 
+from sliceportal.control import state as controller_state
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.core.security import hash_password
@@ -107,6 +108,9 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--host", "127.0.0.1", "--port", str(port),
          "--log-level", "warning"], env=env, cwd=REPO)
+    # the controller beside it, as `make run` starts one: the API starts no testbed itself
+    controller = subprocess.Popen([sys.executable, "-c", "from sliceportal.cli import main; main()", "controller"],
+                                  env=env, cwd=REPO, stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -120,8 +124,14 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
                 hint = "; as root the emulated testbed starts with it (E2E_TESTBED=false skips it)" if live else ""
                 pytest.fail(f"uvicorn did not come up (exit code {server.poll()}){hint}")
             time.sleep(0.2)
+        _wait_for_controller(controller, url, live)
         yield Stack(base, target.address, url, live)
     finally:
+        controller.terminate()  # the testbed tears its namespaces down
+        try:
+            controller.wait(60)
+        except subprocess.TimeoutExpired:
+            controller.kill()
         server.terminate()
         try:
             server.wait(10)
@@ -130,6 +140,25 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
         target.stop()
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_for_controller(controller: subprocess.Popen[bytes], url: str, live: bool) -> None:
+    """Until the controller leads and, as root, its testbed runs (what it reports to the database)."""
+    engine = create_engine(url)
+    deadline = time.monotonic() + 240
+    try:
+        while True:
+            with sessionmaker(engine)() as session:
+                report = controller_state.testbed_report(session)
+                leader = controller_state.leader(session)
+            if leader is not None and (not live or (report is not None and report.state.running)):
+                return
+            if controller.poll() is not None or time.monotonic() > deadline:
+                why = report.state.error if report is not None else "no report"
+                pytest.fail(f"the controller did not lead with its testbed (exit code {controller.poll()}): {why}")
+            time.sleep(0.5)
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from sliceportal.core.security import hash_password
 from sliceportal.models import Role, User
+
+if TYPE_CHECKING:
+    from sliceportal.control.controller import Controller
+    from sliceportal.core.config import Settings
 
 PASSWORD = "correct horse battery"
 
@@ -49,3 +54,19 @@ def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 30.0, pol
             return last
         time.sleep(poll_s)
     raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")
+
+
+@contextmanager
+def running_controller(settings: Settings, db_url: str, ready_timeout_s: float = 300.0,
+                       period_s: float | None = None) -> Iterator[Controller]:
+    """A controller beside the app under test, as ``sliceportal run`` starts one beside the
+    API workers (the app starts no loop and no testbed itself): it takes the lease of the
+    test's own database at once, and is ready when its loops and (``settings.testbed``) the
+    testbed run; on exit it stops them (the testbed leaves no namespace)."""
+    from sliceportal.control.controller import Controller
+
+    controller = Controller(settings, db_url, period_s=period_s)
+    with controller:
+        if not controller.wait_ready(ready_timeout_s):
+            raise AssertionError(f"the controller did not lead with its duties started within {ready_timeout_s:.0f} s")
+        yield controller

@@ -46,7 +46,7 @@ from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 from sliceportal.models import KpiSample, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
-from tests.factories import login, make_user, wait_until
+from tests.factories import login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root
 
@@ -63,7 +63,7 @@ def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, 
     prefix = f"c{os.getpid() % 10000}-"
     settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
                         testbed_prefix=prefix)
-    with TestClient(create_app(settings, db_url)) as client:
+    with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         planes = {b["driver"]: b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]}
         assert set(planes) == {"xdp", "p4rt", "netfpga"} and all(b["up"] for b in planes.values()), planes

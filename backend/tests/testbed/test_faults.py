@@ -25,10 +25,10 @@ from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments
 from sliceportal.services.backends import POOL
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.live import LiveTestbed, Plane
+from sliceportal.testbed.live import Plane
 from sliceportal.testbed.netns_testbed import Testbed, namespaces
 from sliceportal.testbed.processes import BMV2_DIR, leftovers, reap_leftovers
-from tests.factories import login, make_user, wait_until
+from tests.factories import login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root
 
@@ -42,9 +42,10 @@ def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, 
     settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
                         testbed_prefix=prefix)
     app = create_app(settings, db_url)
-    with TestClient(app) as client:
+    with TestClient(app) as client, running_controller(settings, db_url) as controller:
         op = login(client, "op")
-        testbed: LiveTestbed = app.state.testbed
+        testbed = controller.testbed
+        assert testbed is not None
         plane = next(p for p in testbed.planes if p.driver == "p4rt")
         assert plane.up and plane.process is not None and plane.process.proc is not None
         # a hand edit behind the portal's back (the data plane emptied): its own counters no
@@ -109,7 +110,7 @@ def test_a_backend_that_refuses_at_start_is_failed_and_the_portal_starts(db_url:
     prefix = f"r{os.getpid() % 10000}-"
     settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
                         testbed_prefix=prefix)
-    with TestClient(create_app(settings, db_url)) as client:
+    with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         state = client.get("/api/v1/testbed", headers=op).json()
         assert state["running"], state
@@ -130,7 +131,7 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
     prefix = f"s{os.getpid() % 10000}-"
     settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
                         testbed_prefix=prefix)
-    with TestClient(create_app(settings, db_url)):
+    with TestClient(create_app(settings, db_url)), running_controller(settings, db_url):
         pass
     session.expire_all()
     backends = {b.driver: b for b in session.scalars(select(Backend))}
@@ -143,8 +144,9 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
     rule_sets = {b.id: deployments.current_rule_set(session, b.id) for b in backends.values()}
     assert all(rs is not None for rs in rule_sets.values())
     app = create_app(settings, db_url)
-    with TestClient(app):
-        testbed: LiveTestbed = app.state.testbed
+    with TestClient(app), running_controller(settings, db_url) as controller:
+        testbed = controller.testbed
+        assert testbed is not None
         for plane in testbed.planes:
             assert plane.up and not plane.reason, (plane.name, plane.reason)
 

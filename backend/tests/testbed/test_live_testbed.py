@@ -23,7 +23,7 @@ from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.services.deployments import current_rule_set
 from sliceportal.testbed.netns_testbed import namespaces
 from sliceportal.testbed.processes import leftovers
-from tests.factories import login, make_user, wait_until
+from tests.factories import login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root
 
@@ -41,7 +41,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
     prefix = _prefix()
     settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
                         testbed_prefix=prefix)
-    with TestClient(create_app(settings, db_url)) as client:
+    with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         state = client.get("/api/v1/testbed", headers=op).json()
         planes = {b["driver"]: b for b in state["backends"]}
