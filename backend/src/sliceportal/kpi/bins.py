@@ -13,14 +13,14 @@ from typing import Any
 from sqlalchemy import ColumnElement, Float, case, cast, func, literal, select
 from sqlalchemy.orm import Session
 
+from sliceportal.kpi.points import KpiPoint
 from sliceportal.models import KpiSample
-from sliceportal.schemas.kpis import KpiSamplePublic
 
 ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def binned_samples(session: Session, where: list[ColumnElement[bool]], step_s: int, limit: int
-                   ) -> list[KpiSamplePublic]:
+                   ) -> list[KpiPoint]:
     k = KpiSample
     width = func.make_interval(0, 0, 0, 0, 0, 0, step_s)
     end = (func.date_bin(width, k.ts - func.make_interval(0, 0, 0, 0, 0, 0, 0.000001), literal(ORIGIN)) + width
@@ -34,7 +34,7 @@ def binned_samples(session: Session, where: list[ColumnElement[bool]], step_s: i
                    func.avg(k.jitter_ms), func.sum(k.ecn_marks))
             .where(*where).group_by(k.slice_id, k.backend_id, k.lane, end)
             .order_by(end.desc(), k.backend_id, k.lane).limit(limit))
-    out: list[KpiSamplePublic] = []
+    out: list[KpiPoint] = []
     for row in session.execute(stmt):
         (slice_id, backend_id, lane, ts, interval_s, tx_p, rx_p, tx_b, rx_b, thr, loss, dmean, d50, d99, jit,
          ecn) = row
@@ -43,6 +43,6 @@ def binned_samples(session: Session, where: list[ColumnElement[bool]], step_s: i
             tx_packets=int(tx_p), rx_packets=int(rx_p), tx_bytes=int(tx_b), rx_bytes=int(rx_b),
             throughput_bps=float(thr), loss_pct=float(loss), delay_mean_ms=dmean, delay_p50_ms=d50,
             delay_p99_ms=d99, jitter_ms=jit, drops={}, ecn_marks=int(ecn))
-        out.append(KpiSamplePublic(**fields))
+        out.append(KpiPoint(**fields))
     out.reverse()
     return out

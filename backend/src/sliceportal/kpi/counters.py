@@ -4,12 +4,16 @@ Drivers report monotonic counters per rule; each rule of the deployed IR carries
 slice and (target) lane, and the compile explanation maps target lanes back to the slice
 type's catalogue lanes. So per-interval deltas per (slice, catalogue lane) are exact for
 every driver that counts per rule, whatever the data plane's own queue layout.
+
+The collector reaches the data planes through what its caller gives it (``ReadCounters``: the
+testbed or the controller passes the shared driver pool), so the KPI layer imports no
+services.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,10 +21,11 @@ from sqlalchemy.orm import Session
 
 from sliceportal.drivers.contract import Counters, DriverError, LaneCounters
 from sliceportal.models import Backend
-from sliceportal.services.backends import POOL
-from sliceportal.services.deployments import current_rule_set
+from sliceportal.models.queries import current_rule_set
 
 Place = tuple[int, int]  # (portal slice id, catalogue lane)
+# one reading of a backend's counters; raises DriverError when its data plane cannot answer
+ReadCounters = Callable[[Session, Backend], Counters]
 
 
 @dataclass
@@ -53,7 +58,8 @@ def _delta(now: LaneCounters, before: LaneCounters | None) -> tuple[dict[str, in
 class CounterCollector:
     """Polls every deployed backend's counters; ``collect`` returns the interval's deltas."""
 
-    def __init__(self) -> None:
+    def __init__(self, read_counters: ReadCounters) -> None:
+        self._read_counters = read_counters
         self._previous: dict[int, Counters] = {}
         # per backend, the last interval's packets per data-plane slice id and on the miss path
         self.slice_packets: dict[int, tuple[dict[int, int], int]] = {}
@@ -67,8 +73,7 @@ class CounterCollector:
             if rule_set is None:
                 continue
             try:
-                with POOL.use(session, backend) as driver:
-                    now = driver.counters()
+                now = self._read_counters(session, backend)
             except DriverError:
                 continue
             before = self._previous.get(backend.id)

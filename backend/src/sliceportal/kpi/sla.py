@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 from sliceportal.core.config import Settings, get_settings
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.models import KpiSample, SlaViolation, Slice
-from sliceportal.services.deployments import current_rule_set
+from sliceportal.models.queries import current_rule_set
 
 RATE_METRIC = "throughput_mbps"  # the guaranteed-rate check: delivered throughput, Mbit/s
 

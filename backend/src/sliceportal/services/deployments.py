@@ -47,6 +47,7 @@ from sliceportal.models import (
     Tenant,
 )
 from sliceportal.models.audit import record
+from sliceportal.models.queries import current_rule_set as current_rule_set  # the services' callers ask here
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import CompileResult, compile_rules
 from sliceportal.rules.equivalence import EquivalenceResult
@@ -71,7 +72,6 @@ from sliceportal.services.errors import (
 from sliceportal.services.intent_specs import with_intents
 
 MBIT = 1_000_000
-PUSH_KINDS = (DeploymentKind.DEPLOY, DeploymentKind.ROLLBACK)  # what puts a rule set in force
 INTERRUPTED = "interrupted"  # the error of a deployment whose worker died or lost the database
 DOWN = ("down", "unreachable")
 LOCK_WAIT_S = 30.0  # how long a deploy waits for a reconcile / another deploy of the backend
@@ -171,21 +171,6 @@ def preview(session: Session, backend: Backend) -> Preview:
     """Compile and lower for ``backend`` without touching its data plane."""
     with POOL.use(session, backend) as drv:
         return _preview(session, backend, drv)
-
-
-def current_rule_set(session: Session, backend_id: int) -> RuleSet | None:
-    """The rule set of the last finished successful deploy or rollback: what the data plane should hold.
-
-    A deployment still running does not count (its push may be half-way), and a reconcile
-    never counts: it only re-applies this very rule set, so no reconcile can make a rule set
-    current that no deployment committed.
-    """
-    return session.scalar(select(RuleSet).join(Deployment, Deployment.rule_set_id == RuleSet.id)
-                          .where(Deployment.backend_id == backend_id,
-                                 Deployment.status == DeploymentStatus.SUCCEEDED,
-                                 Deployment.kind.in_(PUSH_KINDS),
-                                 Deployment.finished_at.is_not(None))
-                          .order_by(Deployment.id.desc()).limit(1))
 
 
 def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) -> RuleSet:

@@ -47,11 +47,13 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.core.loops import SupervisedLoop
+from sliceportal.drivers.contract import Counters
 from sliceportal.kpi.counters import CounterCollector, DropTotals
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint, points_from_meter
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, DeploymentStatus, Slice, Subscriber, Tenant
+from sliceportal.models.queries import current_rule_set
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink, TestbedState
 from sliceportal.services import deployments
@@ -93,6 +95,12 @@ RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a de
 # queue holds one (the P4 target's 64-packet queues drain in < 1.5 s even under congestion),
 # so a lane its data plane starves shows its loss each interval, not "no data".
 LOSS_GRACE_S = 2.0
+
+
+def pooled_counters(session: Session, backend: Backend) -> Counters:
+    """The counter collector's access to a data plane: the shared driver pool (kpi/ imports no services)."""
+    with POOL.use(session, backend) as driver:
+        return driver.counters()
 
 
 class BackendDown(RuntimeError):
@@ -180,7 +188,7 @@ class LiveTestbed:
     _loops: list[SupervisedLoop] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _collector: CounterCollector = field(default_factory=CounterCollector)
+    _collector: CounterCollector = field(default_factory=lambda: CounterCollector(pooled_counters))
     # per backend, (slice, lane) -> drops / ECN marks read from the data plane, not yet on a point
     _pending: dict[int, dict[tuple[int, int], DropTotals]] = field(default_factory=dict)
 
@@ -351,7 +359,7 @@ class LiveTestbed:
         """A fresh data plane gets the rule set it last held (reconcile repairs it to that);
         one that never had one gets its first deployment. A refusal marks it failed."""
         try:
-            if deployments.current_rule_set(session, backend.id) is not None:
+            if current_rule_set(session, backend.id) is not None:
                 deployments.reconcile(session, backend)
                 return
             dep = deployments.deploy(session, backend, "testbed")
@@ -379,7 +387,7 @@ class LiveTestbed:
         with self.sessions() as session:
             for plane in self.planes:
                 flows = self._flows(session, plane, first_id=(plane.generation + 1) * FLOW_ID_GENERATION)
-                rule_set = deployments.current_rule_set(session, plane.backend_id)
+                rule_set = current_rule_set(session, plane.backend_id)
                 rs_id = rule_set.id if rule_set is not None else None
                 shape = frozenset((sf.slice_index, sf.priority, sf.service * 1000 + sf.user) for sf in flows)
                 pps = plane.offered_pps(now)

@@ -1,0 +1,39 @@
+"""Layering (ARCHITECTURE.md §8, issue #16): no layer imports a higher one, only ``api`` knows HTTP.
+
+The contracts are in ``contracts.ini`` (import-linter): direct and indirect imports, lazy ones
+inside functions included.
+"""
+
+from __future__ import annotations
+
+import configparser
+from pathlib import Path
+
+import pytest
+from importlinter.cli import lint_imports
+
+import sliceportal
+
+CONTRACTS = Path(__file__).with_name("contracts.ini")
+# the packages the contracts leave free, each for a reason: entry points and process supervision
+# sit on top (cli, asgi, control), the testbed is a client of everything, schemas are the API's
+# shapes, migrations only read models
+OUTSIDE = {"cli", "asgi", "control", "testbed", "schemas", "migrations"}
+
+
+def test_the_layers_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    code = lint_imports(config_filename=str(CONTRACTS), no_cache=True, no_logo=True)
+    assert code == 0, capsys.readouterr().out
+
+
+def test_every_package_is_placed() -> None:
+    """A new package is put in a layer (or knowingly left out), not silently unchecked."""
+    ini = configparser.ConfigParser()
+    ini.read(CONTRACTS)
+    layered = {part.strip() for line in ini["importlinter:contract:layers"]["layers"].split("\n")
+               for part in line.replace(":", "|").split("|") if part.strip()}
+    root = Path(sliceportal.__file__).parent
+    packages = {p.name for p in root.iterdir() if (p / "__init__.py").exists()} | {
+        p.stem for p in root.glob("*.py") if p.stem != "__init__"}
+    assert packages - layered - OUTSIDE == set()
+    assert layered & OUTSIDE == set()
