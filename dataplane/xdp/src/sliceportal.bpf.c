@@ -46,6 +46,17 @@ char LICENSE[] SEC("license") = "GPL";
 		__type(value, V);                          \
 	} name SEC(".maps")
 
+/* Per-version arrays are mmapable: the driver writes and reads a whole copy with memcpy
+ * instead of one bpf(2) element at a time (the port array alone is 8 MB). */
+#define MMARRAY(name, n, V)                                \
+	struct {                                           \
+		__uint(type, BPF_MAP_TYPE_ARRAY);          \
+		__uint(max_entries, n);                    \
+		__uint(map_flags, BPF_F_MMAPABLE);         \
+		__type(key, __u32);                        \
+		__type(value, V);                          \
+	} name SEC(".maps")
+
 #define LPM(name)                                          \
 	struct {                                           \
 		__uint(type, BPF_MAP_TYPE_LPM_TRIE);       \
@@ -67,15 +78,15 @@ char LICENSE[] SEC("license") = "GPL";
 #define VERSION_MAPS(s)                                    \
 	LPM(src_lpm_##s);                                  \
 	LPM(dst_lpm_##s);                                  \
-	ARRAY(port_##s, 65536, struct sp_bitmap);          \
-	ARRAY(dscp_##s, 64, struct sp_bitmap);             \
+	MMARRAY(port_##s, 65536, struct sp_bitmap);        \
+	MMARRAY(dscp_##s, 64, struct sp_bitmap);           \
 	HASH(vni_##s);                                     \
 	HASH(teid_##s);                                    \
 	HASH(vlan_##s);                                    \
-	ARRAY(special_##s, SP_SPECIAL_N, struct sp_bitmap); \
-	ARRAY(actions_##s, SP_MAX_RULES, struct sp_action); \
-	ARRAY(qos_##s, SP_MAX_SLICES, struct sp_slice_qos); \
-	ARRAY(meta_##s, 1, struct sp_meta)
+	MMARRAY(special_##s, SP_SPECIAL_N, struct sp_bitmap); \
+	MMARRAY(actions_##s, SP_MAX_RULES, struct sp_action); \
+	MMARRAY(qos_##s, SP_MAX_SLICES, struct sp_slice_qos); \
+	MMARRAY(meta_##s, 1, struct sp_meta)
 
 VERSION_MAPS(a);
 VERSION_MAPS(b);
@@ -94,6 +105,7 @@ ARRAY(overload, SP_MAX_CPUS, __u32);
 ARRAY(alt, 1, struct sp_alt);
 ARRAY(buckets, SP_MAX_SLICES, struct sp_bucket);
 ARRAY(egress, 1, struct sp_egress);
+ARRAY(lane_cap, SP_MAX_LANES, struct sp_lane_cap);
 ARRAY(last, 1, struct sp_last);
 
 struct {
@@ -122,6 +134,11 @@ struct flow {
 	__u16 ip1_off;
 	__u16 l4_1_off;
 };
+/* the parsed fields ARE the flow-cache key (no copy on the hot path) */
+_Static_assert(__builtin_offsetof(struct flow, ip1_off) == sizeof(struct sp_flow_key), "flow starts with the key");
+_Static_assert(__builtin_offsetof(struct flow, present) == __builtin_offsetof(struct sp_flow_key, present), "key");
+_Static_assert(__builtin_offsetof(struct flow, dst_port) == __builtin_offsetof(struct sp_flow_key, dst_port), "key");
+_Static_assert(__builtin_offsetof(struct flow, vlan) == __builtin_offsetof(struct sp_flow_key, vlan), "key");
 
 #define P_VNI 1
 #define P_TEID 2
@@ -227,6 +244,83 @@ static __always_inline int parse_gtp(void **pos, void *end, struct flow *f)
 			return PARSE_MALFORMED; /* more extension headers than we follow */
 	}
 	*pos = p;
+	return PARSE_OK;
+}
+
+/* The fast parse: the stacks of docs/packets.md with option-less IPv4 headers, no VLAN
+ * tag, no GTP-U optional fields and no fragments, read at fixed offsets inside ONE
+ * validated window (a single bounds check instead of one per header). It accepts a
+ * packet only where parse() would return PARSE_OK with the same fields; anything else
+ * (shorter frames included) returns -1 and goes to parse(). */
+#define FAST_WINDOW 124 /* eth 14 + ip 20 + udp 8 + vxlan 8 + eth 14 + ip 20 + udp 8 + gtp 8 + ip 20 + ports 4 */
+#define OFF_IP1 14
+#define OFF_L4_1 34
+
+/* an option-less, unfragmented IPv4 header whose total length fits the frame */
+static __always_inline int plain_ipv4(struct iphdr *ip, void *end)
+{
+	if (*(__u8 *)ip != 0x45 || is_fragment(ip))
+		return 0;
+	return (void *)ip + bpf_ntohs(ip->tot_len) <= end && bpf_ntohs(ip->tot_len) >= 20;
+}
+
+static __always_inline int udp_dport(struct iphdr *ip, __u16 port)
+{
+	struct udphdr *udp = (void *)(ip + 1);
+	return ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(port);
+}
+
+/* a GTP-U G-PDU header without optional fields (version 1) */
+static __always_inline int gtp_gpdu(struct gtphdr *g)
+{
+	return (g->flags & 0xe7) == 0x20 && g->type == 255;
+}
+
+static __always_inline int parse_fast(void *data, void *end, struct flow *f)
+{
+	if (data + FAST_WINDOW > end)
+		return -1;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = data + OFF_IP1;
+	if (eth->h_proto != bpf_htons(ETH_P_IP) || !plain_ipv4(ip, end))
+		return -1;
+	f->ip1_off = OFF_IP1;
+	f->l4_1_off = OFF_L4_1;
+	if (udp_dport(ip, VXLAN_PORT)) {
+		struct vxlanhdr *vx = data + 42;
+		struct ethhdr *ieth = data + 50;
+		f->vni = ((__u32)vx->vni[0] << 16) | ((__u32)vx->vni[1] << 8) | vx->vni[2];
+		f->present |= P_VNI;
+		ip = data + 64;
+		if (ieth->h_proto != bpf_htons(ETH_P_IP) || !plain_ipv4(ip, end))
+			return -1;
+		if (udp_dport(ip, GTPU_PORT)) {
+			struct gtphdr *g = data + 92;
+			ip = data + 100;
+			if (!gtp_gpdu(g) || !plain_ipv4(ip, end))
+				return -1;
+			f->teid = bpf_ntohl(g->teid);
+			f->present |= P_TEID;
+		}
+	} else if (udp_dport(ip, GTPU_PORT)) {
+		struct gtphdr *g = data + 42;
+		ip = data + 50;
+		if (!gtp_gpdu(g) || !plain_ipv4(ip, end))
+			return -1;
+		f->teid = bpf_ntohl(g->teid);
+		f->present |= P_TEID;
+	}
+	/* ip is the innermost header, at most at offset 100: its ports lie in the window */
+	f->src_ip = ip->saddr;
+	f->dst_ip = ip->daddr;
+	f->dscp = ip->tos >> 2;
+	f->dst_port = 0;
+	if (ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) {
+		__be16 *ports = (void *)(ip + 1);
+		if ((void *)(ports + 2) > end)
+			return -1;
+		f->dst_port = bpf_ntohs(ports[1]);
+	}
 	return PARSE_OK;
 }
 
@@ -509,6 +603,29 @@ static __always_inline int to_alt(struct xdp_md *ctx, struct flow *f)
 	return 0;
 }
 
+/* One token-bucket step, shared by the slice rate limit and the egress budget: refill
+ * `rate` bytes/s since *last_ns (tokens in bytes x NSEC, capped at `burst` bytes), then
+ * take `cost` bytes if at least `need` are there. Called with the value's lock held. */
+static __always_inline int bucket_take(__u64 *tokens, __u64 *last_ns, __u64 now, __u64 rate, __u64 burst,
+				       __u64 need, __u64 cost)
+{
+	__u64 cap = burst * NSEC;
+	/* refilling longer than this only overflows the bucket (and the product) */
+	__u64 max_el = cap / rate + 1;
+	__u64 el = now > *last_ns ? now - *last_ns : 0;
+	if (el > max_el)
+		el = max_el;
+	__u64 t = *tokens + el * rate;
+	if (t > cap)
+		t = cap;
+	*last_ns = now;
+	int ok = t >= need * NSEC;
+	if (ok)
+		t -= cost * NSEC;
+	*tokens = t;
+	return ok;
+}
+
 static __always_inline int rate_ok(__u32 slice, struct sp_slice_qos *q, __u64 len)
 {
 	if (!q || !q->rate_Bps)
@@ -516,65 +633,43 @@ static __always_inline int rate_ok(__u32 slice, struct sp_slice_qos *q, __u64 le
 	struct sp_bucket *b = bpf_map_lookup_elem(&buckets, &slice);
 	if (!b)
 		return 1;
-	__u64 rate = q->rate_Bps;
-	__u64 cap = q->burst_bytes * NSEC;
-	__u64 cost = len * NSEC;
-	/* refilling longer than this only overflows the bucket (and the product) */
-	__u64 max_el = cap / rate + 1;
 	__u64 now = bpf_ktime_get_ns();
-	int ok;
-
 	bpf_spin_lock(&b->lock);
-	__u64 el = now > b->last_ns ? now - b->last_ns : 0;
-	if (el > max_el)
-		el = max_el;
-	__u64 tokens = b->tokens + el * rate;
-	if (tokens > cap)
-		tokens = cap;
-	b->last_ns = now;
-	ok = tokens >= cost;
-	if (ok)
-		tokens -= cost;
-	b->tokens = tokens;
+	int ok = bucket_take(&b->tokens, &b->last_ns, now, q->rate_Bps, q->burst_bytes, len, len);
 	bpf_spin_unlock(&b->lock);
 	return ok;
 }
 
-/* The egress budget (struct sp_egress): may a frame of this lane go out now? */
+/* Room in a capped lane's queue for one more packet (struct sp_lane_cap)? */
+static __always_inline int lane_room(__u32 lane)
+{
+	struct sp_lane_cap *q = bpf_map_lookup_elem(&lane_cap, &lane);
+	if (!q || !q->rate_pps)
+		return 1;
+	__u64 now = bpf_ktime_get_ns();
+	bpf_spin_lock(&q->lock);
+	int ok = bucket_take(&q->tokens, &q->last_ns, now, q->rate_pps, q->burst, 1, 1);
+	bpf_spin_unlock(&q->lock);
+	return ok;
+}
+
+/* The egress budget (struct sp_egress): may a frame of this lane go out now? Lane l
+ * needs its reserve to stay in the bucket after it. */
 static __always_inline int egress_ok(__u32 lane, __u64 len)
 {
 	__u32 zero = 0;
 	struct sp_egress *e = bpf_map_lookup_elem(&egress, &zero);
 	if (!e || !e->rate_Bps || lane >= SP_MAX_LANES)
 		return 1;
-	__u64 rate = e->rate_Bps;
-	__u64 cap = e->burst_bytes * NSEC;
-	__u64 need = (len + e->reserve[lane]) * NSEC;
-	__u64 max_el = cap / rate + 1;
 	__u64 now = bpf_ktime_get_ns();
-	int ok;
-
 	bpf_spin_lock(&e->lock);
-	__u64 el = now > e->last_ns ? now - e->last_ns : 0;
-	if (el > max_el)
-		el = max_el;
-	__u64 tokens = e->tokens + el * rate;
-	if (tokens > cap)
-		tokens = cap;
-	e->last_ns = now;
-	ok = tokens >= need;
-	if (ok)
-		tokens -= len * NSEC;
-	e->tokens = tokens;
+	int ok = bucket_take(&e->tokens, &e->last_ns, now, e->rate_Bps, e->burst_bytes, len + e->reserve[lane], len);
 	bpf_spin_unlock(&e->lock);
 	return ok;
 }
 
-static __always_inline void count(void *map, __u32 idx, __u64 len, int verdict, int alt_sent, int dropped)
+static __always_inline void add(struct sp_counter *c, __u64 len, int verdict, int alt_sent, int dropped)
 {
-	struct sp_counter *c = bpf_map_lookup_elem(map, &idx);
-	if (!c)
-		return;
 	c->packets++;
 	c->bytes += len;
 	if (alt_sent)
@@ -587,6 +682,30 @@ static __always_inline void count(void *map, __u32 idx, __u64 len, int verdict, 
 		c->passed++;
 }
 
+static __always_inline void merge(void *map, __u32 idx, struct sp_counter *p)
+{
+	struct sp_counter *c = bpf_map_lookup_elem(map, &idx);
+	if (!c)
+		return;
+	c->packets += p->packets;
+	c->bytes += p->bytes;
+	c->alt += p->alt;
+	c->drop_rate += p->drop_rate;
+	c->steered += p->steered;
+	c->passed += p->passed;
+}
+
+/* Add a cache slot's pending counts to the statistics of the decision they belong to. */
+static __always_inline void flush(struct sp_flow_val *v, struct sp_counter *p)
+{
+	if (!p->packets)
+		return;
+	merge(&rule_stats, v->rule, p);
+	merge(&lane_stats, (__u32)v->rr_path * SP_MAX_LANES + v->lane, p);
+	merge(&slice_stats, v->slice_id, p);
+	__builtin_memset(p, 0, sizeof(*p));
+}
+
 static __always_inline void global_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&global_stats, &idx);
@@ -594,39 +713,57 @@ static __always_inline void global_inc(__u32 idx)
 		(*v)++;
 }
 
+/* Per-stage cost (bench/xdp_cost.py): built with -DSP_STAGE=n the program returns
+ * XDP_PASS once stage n is done: 1 parse, 2 + flow cache / classify, 3 + policing,
+ * 4 + steering decision; the full program (5) also counts. */
+#ifndef SP_STAGE
+#define SP_STAGE 5
+#endif
+#define STAGE_DONE(n)                  \
+	do {                           \
+		if (SP_STAGE <= (n))   \
+			return XDP_PASS; \
+	} while (0)
+
 SEC("xdp")
 int sliceportal_xdp(struct xdp_md *ctx)
 {
-	__u64 len = ctx->data_end - ctx->data;
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u64 len = end - data;
 	struct flow f = {};
 	struct decision d = { .rule = SP_MAX_RULES };
+	struct sp_cache_slot *c = NULL;
 	__u32 zero = 0;
 	int verdict = XDP_PASS, parsed = 0, alt_sent = 0, dropped = 0;
 
-	global_inc(SP_G_PACKETS);
 	struct sp_config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)
-		goto out;
+		return XDP_PASS;
+	__u32 flags = cfg->flags;
 
-	int r = parse(ctx, &f);
+	int r = parse_fast(data, end, &f);
+	if (r != PARSE_OK)
+		r = parse(ctx, &f);
 	if (r != PARSE_OK) {
 		global_inc(r == PARSE_MALFORMED ? SP_G_MALFORMED : SP_G_UNPARSED);
 		goto out; /* the default path: the local stack decides */
 	}
 	parsed = 1;
+	STAGE_DONE(1);
 
 	__u32 gen = READ_ONCE(cfg->generation);
 	__u32 active = gen & 1;
-	if (cfg->flags & SP_CFG_NO_CACHE) {
+	if (flags & SP_CFG_NO_CACHE) {
 		classify(&f, &d, active);
 	} else {
-		struct sp_flow_key k = {
-			.src_ip = f.src_ip, .dst_ip = f.dst_ip, .vni = f.vni, .teid = f.teid, .vlan = f.vlan,
-			.dst_port = f.dst_port, .dscp = f.dscp, .present = f.present,
-		};
-		__u32 idx = flow_slot(&k);
-		struct sp_cache_slot *c = bpf_map_lookup_elem(&flow_cache, &idx);
-		if (c && c->val.generation == gen && same_key(&c->key, &k)) {
+		struct sp_flow_key *k = (struct sp_flow_key *)&f;
+		__u32 idx = flow_slot(k);
+		c = bpf_map_lookup_elem(&flow_cache, &idx);
+		if (!c) {
+			classify(&f, &d, active);
+		} else if (c->val.generation == gen && same_key(&c->key, k)) {
+			/* the hit: the slot answers everything the fast path needs */
 			d.rule = c->val.rule;
 			d.slice_id = c->val.slice_id;
 			d.lane = c->val.lane;
@@ -634,18 +771,19 @@ int sliceportal_xdp(struct xdp_md *ctx)
 			d.flags = c->val.flags;
 		} else {
 			classify(&f, &d, active);
-			if (c) {
-				c->key = k;
-				c->val.generation = gen;
-				c->val.rule = d.rule;
-				c->val.flags = d.flags;
-				c->val.slice_id = d.slice_id;
-				c->val.lane = d.lane;
-				c->val.rr_path = d.rr_path;
-			}
+			flush(&c->val, &c->pending); /* the slot changes hands: settle its counts */
+			c->key = *k;
+			c->val.generation = gen;
+			c->val.rule = d.rule;
+			c->val.flags = d.flags;
+			c->val.slice_id = d.slice_id;
+			c->val.lane = d.lane;
+			c->val.rr_path = d.rr_path;
 		}
 	}
+	STAGE_DONE(2);
 
+	/* policing, skipped by flags when the slice has no limit and no budget is set */
 	if (d.flags & SP_ACT_LIMITED) {
 		__u32 sid = d.slice_id;
 		struct sp_slice_qos *qos = active ? bpf_map_lookup_elem(&qos_b, &sid) : bpf_map_lookup_elem(&qos_a, &sid);
@@ -655,22 +793,26 @@ int sliceportal_xdp(struct xdp_md *ctx)
 			goto account;
 		}
 	}
-
-	/* seed 001 Algorithm 1: prioritised and not overloaded -> its CPU; else alt */
 	__u32 lane = d.lane;
-	if (!egress_ok(lane, len)) {
+	if ((flags & SP_CFG_EGRESS) && !egress_ok(lane, len)) {
 		verdict = XDP_DROP;
 		dropped = 1;
 		goto account;
 	}
+	STAGE_DONE(3);
+
+	/* seed 001 Algorithm 1: prioritised and not overloaded -> its CPU; else alt */
 	struct sp_lane_cfg *lc = bpf_map_lookup_elem(&lane_cfg, &lane);
-	int prio = lc && !(lc->flags & SP_LANE_ALT) &&
-		   !(d.rule == SP_MAX_RULES && (cfg->flags & SP_CFG_MISS_TO_ALT));
+	int prio = lc && !(lc->flags & SP_LANE_ALT) && !(d.rule == SP_MAX_RULES && (flags & SP_CFG_MISS_TO_ALT));
 	if (prio) {
 		__u32 cpu = lc->cpu;
 		__u32 *over = bpf_map_lookup_elem(&overload, &cpu);
 		if (over && *over)
 			prio = 0;
+		else if ((lc->flags & SP_LANE_CAPPED) && !lane_room(lane)) {
+			prio = 0; /* the lane's queue is full: the overflow goes to alt */
+			global_inc(SP_G_OVERFLOW);
+		}
 	}
 	if (prio) {
 		if (lc->flags & SP_LANE_STEER)
@@ -681,13 +823,19 @@ int sliceportal_xdp(struct xdp_md *ctx)
 	} else {
 		global_inc(SP_G_TX_NO_ALT);
 	}
+	STAGE_DONE(4);
 
 account:
-	count(&rule_stats, d.rule, len, verdict, alt_sent, dropped);
-	count(&lane_stats, (__u32)d.rr_path * SP_MAX_LANES + d.lane, len, verdict, alt_sent, dropped);
-	count(&slice_stats, d.slice_id, len, verdict, alt_sent, dropped);
+	if (c) {
+		add(&c->pending, len, verdict, alt_sent, dropped);
+	} else {
+		struct sp_counter one = {};
+		struct sp_flow_val v = { .rule = d.rule, .slice_id = d.slice_id, .lane = d.lane, .rr_path = d.rr_path };
+		add(&one, len, verdict, alt_sent, dropped);
+		flush(&v, &one);
+	}
 out:
-	if (cfg && (cfg->flags & SP_CFG_RECORD_LAST)) {
+	if (flags & SP_CFG_RECORD_LAST) {
 		struct sp_last *l = bpf_map_lookup_elem(&last, &zero);
 		if (l) {
 			l->rule = d.rule;

@@ -80,6 +80,20 @@ struct sp_bucket {
 
 #define SP_LANE_STEER 1 /* cpumap-redirect this lane to its CPU */
 #define SP_LANE_ALT 2   /* this lane is not prioritised: send to the alt node */
+#define SP_LANE_CAPPED 4 /* the lane's queue has a capacity (lane_cap): overflow to alt */
+
+/* The capacity of a prioritised lane's queue (seed 001: what its CPU takes), a token
+ * bucket in packets: `burst` packets of queue, drained at `rate_pps`. A prioritised
+ * packet beyond it is steered to the alt node (and counted) instead of being dropped at
+ * the full queue. Tokens in packets x NSEC, as sp_bucket. */
+struct sp_lane_cap {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 tokens;
+	__u64 last_ns;
+	__u64 rate_pps;
+	__u64 burst;
+};
 
 /* The node's egress budget: one token bucket (bytes x NSEC, as sp_bucket) for everything
  * the program forwards; lane l is admitted only while at least reserve[l] bytes stay in the
@@ -113,6 +127,7 @@ struct sp_alt {
 #define SP_CFG_RECORD_LAST 1 /* write every decision into `last` (tests) */
 #define SP_CFG_MISS_TO_ALT 2 /* misses are not prioritised (seed 001 Algorithm 1) */
 #define SP_CFG_NO_CACHE 4    /* classify every packet (bypass the flow cache) */
+#define SP_CFG_EGRESS 8      /* an egress budget is set: police by it (else skip the bucket) */
 
 struct sp_config {
 	__u32 generation; /* bumped by every push; tables _a live when even, _b when odd */
@@ -143,11 +158,6 @@ struct sp_flow_val {
 	__u8 rr_path;
 };
 
-struct sp_cache_slot {
-	struct sp_flow_key key;
-	struct sp_flow_val val;
-};
-
 struct sp_counter {
 	__u64 packets;
 	__u64 bytes;
@@ -157,11 +167,22 @@ struct sp_counter {
 	__u64 passed;         /* XDP_PASS to the local stack */
 };
 
+/* A cache hit touches this one entry: `pending` counts the slot's packets since it was
+ * filled and is added to rule_stats / lane_stats / slice_stats (by `val`) when the slot
+ * is refilled; the driver adds the pending counts of every slot when it reads counters. */
+struct sp_cache_slot {
+	struct sp_flow_key key;
+	struct sp_flow_val val;
+	__u32 pad;
+	struct sp_counter pending;
+};
+
 enum sp_global {
 	SP_G_PACKETS = 0,
 	SP_G_MALFORMED,  /* truncated / inconsistent headers: default path (XDP_PASS) */
 	SP_G_UNPARSED,   /* not IPv4 user plane at some layer (ARP, IPv6, GTP signalling): default path */
 	SP_G_TX_NO_ALT,  /* wanted the alt node but none is configured: passed */
+	SP_G_OVERFLOW,   /* prioritised, beyond its lane's queue capacity: steered to alt */
 	SP_G_N,
 };
 

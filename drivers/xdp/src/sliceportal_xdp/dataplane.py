@@ -11,13 +11,14 @@ import ipaddress
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 
 from sliceportal.drivers.contract import NativeEntry
 
 from . import layout as L
+from .image import ARRAY_SHAPE, ARRAYS, KEYED, Image, ImageDiff
 from .libbpf import BpfObject, Map, TestRun, obj_id, test_run
-from .lowering import TUNNEL_FIELDS, rules_bits, rules_list
+from .lowering import TUNNEL_FIELDS, rules_list
 
 Tables = dict[str, list[NativeEntry]]
 PROGRAM = "sliceportal_xdp"
@@ -76,29 +77,25 @@ class VersionMaps:
         self.actions = obj.map(f"actions_{s}", 4, L.ACTION.size)
         self.qos = obj.map(f"qos_{s}", 4, L.QOS.size)
         self.meta = obj.map(f"meta_{s}", 4, L.META.size)
+        # the arrays are BPF_F_MMAPABLE: whole copies move with memcpy
+        self.mem = {f: self.table(f).mmap() for f in ARRAYS}
+
+    def close(self) -> None:
+        for m in self.mem.values():
+            m.close()
 
     def tunnel(self, f: str) -> Map:
         m: Map = getattr(self, f)
         return m
 
+    def table(self, name: str) -> Map:
+        """The map holding table ``name`` (``image.KEYED`` / ``image.ARRAYS``)."""
+        m: Map = getattr(self, name)
+        return m
+
 
 def _u32s(n: int) -> bytes:
     return struct.pack(f"<{n}I", *range(n))
-
-
-def _lpm_key(prefix: str) -> bytes:
-    net = ipaddress.IPv4Network(prefix)
-    return L.LPM_KEY.pack(net.prefixlen, net.network_address.packed)
-
-
-def _array_from_rle(entries: list[NativeEntry], size: int) -> bytes:
-    chunks = []
-    for e in entries:
-        chunks.append(L.bitmap_bytes(rules_bits(e["rules"])) * (e["last"] - e["first"] + 1))
-    data = b"".join(chunks)
-    if len(data) != size * L.BITMAP_BYTES:
-        raise ValueError(f"run-length table covers {len(data) // L.BITMAP_BYTES} of {size} entries")
-    return data
 
 
 def _rle_from_array(raw: bytes, size: int) -> list[NativeEntry]:
@@ -136,6 +133,9 @@ class DataPlane:
         self.obj = BpfObject(path, sizes, () if self.traces_cpumap else (TRACE_PROGRAM,))
         self.prog_fd = self.obj.program_fd(PROGRAM)
         self.versions = (VersionMaps(self.obj, "a"), VersionMaps(self.obj, "b"))
+        # per copy: the image its last verified push left there (None: unknown, read it)
+        self.held: list[Image | None] = [None, None]
+        self._floor: dict[str, dict[int, Counter]] = {}  # last counters reported, per kind
         o = self.obj
         self.config = o.map("config", 4, L.CONFIG.size)
         self._config_mem = self.config.mmap()
@@ -145,6 +145,7 @@ class DataPlane:
         self.alt = o.map("alt", 4, L.ALT.size)
         self.buckets = o.map("buckets", 4, L.BUCKET_SIZE)
         self.egress = o.map("egress", 4, L.EGRESS.size)
+        self.lane_cap = o.map("lane_cap", 4, L.LANE_CAP.size)
         self.last = o.map("last", 4, L.LAST.size)
         self.cpu_map = o.map("cpu_map", 4, L.CPUMAP_VAL.size)
         self.rule_stats = o.map("rule_stats", 4, L.COUNTER.size, percpu=True)
@@ -152,9 +153,12 @@ class DataPlane:
         self.slice_stats = o.map("slice_stats", 4, L.COUNTER.size, percpu=True)
         self.global_stats = o.map("global_stats", 4, 8, percpu=True)
         self.cpumap_drops = o.map("cpumap_drops", 4, 8, percpu=True)
+        self.flow_cache = o.map("flow_cache", 4, L.CACHE_SLOT.size, percpu=True)
 
     def close(self) -> None:
         self._config_mem.close()
+        for v in self.versions:
+            v.close()
         self.obj.close()
 
     # ---- global configuration ------------------------------------------------------
@@ -197,6 +201,7 @@ class DataPlane:
         the bucket in reserve, so the lowest lane is refused first); None lifts it. The
         bucket holds ``burst_s`` of the rate: a sender's burst of the highest lane passes."""
         if not rate_bps:
+            self._set_flag(L.CFG_EGRESS, False)  # the fast path stops looking at the budget
             self.egress.update(L.U32.pack(0), bytes(L.EGRESS.size))
             return
         rate_Bps = max(1, int(rate_bps // 8))
@@ -204,85 +209,62 @@ class DataPlane:
         step = burst // lanes
         reserve = [(lanes - 1 - min(lane, lanes - 1)) * step for lane in range(L.MAX_LANES)]
         self.egress.update(L.U32.pack(0), L.EGRESS.pack(0, 0, rate_Bps, burst, burst * 1_000_000_000, 0, *reserve))
+        self._set_flag(L.CFG_EGRESS, True)
+
+    def _set_flag(self, flag: int, on: bool) -> None:
+        """Set or clear one config flag: one aligned 4-byte store into the mmapped config."""
+        word = ctypes.c_uint32.from_buffer(self._config_mem, 4)
+        word.value = (word.value | flag) if on else (word.value & ~flag)
+
+    def set_lane_capacity(self, lane: int, rate_pps: int, burst: int) -> None:
+        """The queue of a prioritised lane (``struct sp_lane_cap``): ``burst`` packets
+        drained at ``rate_pps``; beyond it packets go to the alt node. 0 pps = unbounded
+        (the lane also needs the LANE_CAPPED flag, ``set_lane``)."""
+        ns = 1_000_000_000
+        self.lane_cap.update(L.U32.pack(lane), L.LANE_CAP.pack(0, 0, burst * ns, 0, rate_pps, burst))
 
     def enable_cpu(self, cpu: int, qsize: int) -> None:
         self.cpu_map.update(L.U32.pack(cpu), L.CPUMAP_VAL.pack(qsize, 0))
 
     # ---- the rule tables -------------------------------------------------------------
 
+    def read_image(self, v: VersionMaps) -> Image:
+        """The bytes a copy holds: one batch lookup per map."""
+        img: Image = {}
+        for f in KEYED:
+            img[f] = dict(v.table(f).lookup_all())
+        for f in ARRAYS:
+            n, size = ARRAY_SHAPE[f]
+            img[f] = v.mem[f][: n * size]
+        return img
+
+    def write_changes(self, v: VersionMaps, d: ImageDiff, progress: Callable[[int], None]) -> int:
+        """Apply ``d`` to a copy: per map one batch delete and one batch update of only
+        the changed slots. Returns the slots written or deleted."""
+        done = 0
+        for f, c in d.changes.items():
+            if not c.writes:
+                continue
+            if f in v.mem:
+                mem, size = v.mem[f], ARRAY_SHAPE[f][1]
+                for first, last in c.runs():
+                    mem[first * size : (last + 1) * size] = c.array[first * size : (last + 1) * size]
+            else:
+                m = v.table(f)
+                m.delete_many(c.delete)
+                m.update_batch(b"".join(c.keys), b"".join(c.values))
+            done += c.writes
+            progress(done)
+        return done
+
     def clear(self, v: VersionMaps) -> None:
+        """Empty a copy: no keys, all-zero arrays (as never written)."""
+        self.held = [None, None]
         for m in (v.src_ip, v.dst_ip, v.vni, v.teid, v.vlan):
             m.delete_many(m.keys())
-
-    def write(self, v: VersionMaps, tables: Tables, progress: Callable[[int], None]) -> int:
-        """Fill an idle copy with ``tables``; returns the entries written."""
-        written = 0
-
-        def put(m: Map, keys: bytes, vals: bytes) -> None:
-            nonlocal written
-            m.update_batch(keys, vals)
-            written += len(keys) // m.key_size
-            progress(written)
-
-        for f in ("src_ip", "dst_ip"):
-            es = tables[f]
-            put(
-                getattr(v, f),
-                b"".join(_lpm_key(e["prefix"]) for e in es),
-                b"".join(L.bitmap_bytes(rules_bits(e["rules"])) for e in es),
-            )
-        put(v.dst_port, _u32s(L.PORTS), _array_from_rle(tables["dst_port"], L.PORTS))
-        put(v.dscp, _u32s(L.DSCPS), _array_from_rle(tables["dscp"], L.DSCPS))
-        for f in TUNNEL_FIELDS:
-            es = tables[f]
-            put(
-                v.tunnel(f),
-                b"".join(L.U32.pack(e["value"]) for e in es),
-                b"".join(L.bitmap_bytes(rules_bits(e["rules"])) for e in es),
-            )
-        slots = {e["slot"]: rules_bits(e["rules"]) for e in tables["special"]}
-        put(
-            v.special,
-            _u32s(len(L.SPECIAL_SLOTS)),
-            b"".join(L.bitmap_bytes(slots[s]) for s in L.SPECIAL_SLOTS),
-        )
-        acts = tables["actions"]
-        qos = {q["slice_id"]: q for q in tables["qos"]}
-        put(
-            v.actions,
-            b"".join(L.U32.pack(a["rule"]) for a in acts),
-            b"".join(
-                L.ACTION.pack(a["slice_id"], a["lane"], a["rr_path"], L.ACT_LIMITED if a["slice_id"] in qos else 0)
-                for a in acts
-            ),
-        )
-        put(
-            v.qos,
-            _u32s(L.MAX_SLICES),
-            b"".join(
-                L.QOS.pack(qos[i]["rate_Bps"], qos[i]["burst_bytes"]) if i in qos else L.QOS.pack(0, 0)
-                for i in range(L.MAX_SLICES)
-            ),
-        )
-        m = tables["meta"][0]
-        words = max(1, (m["rules"] + 63) // 64)
-        mode = L.MISS_FIXED if m["miss_mode"] == "fixed" else L.MISS_ALGORITHM1
-        put(
-            v.meta,
-            L.U32.pack(0),
-            L.META.pack(
-                words,
-                m["rules"],
-                m["lanes"],
-                m["paths"],
-                mode,
-                m["miss_lane"],
-                m["miss_path"],
-                0,
-                m["version"].encode(),
-            ),
-        )
-        return written
+        for f, mem in v.mem.items():
+            n, size = ARRAY_SHAPE[f]
+            mem[: n * size] = bytes(n * size)
 
     def read_meta(self, v: VersionMaps) -> NativeEntry | None:
         """Just the meta row of a copy (cheap: counters need only the geometry)."""
@@ -306,8 +288,8 @@ class DataPlane:
                 es.append((plen, int.from_bytes(addr, "big"), rules_list(L.bitmap_int(val))))
             es.sort()
             t[f] = [{"prefix": f"{ipaddress.IPv4Address(a)}/{p}", "rules": r} for p, a, r in es]
-        t["dst_port"] = _rle_from_array(v.dst_port.array_values(), L.PORTS)
-        t["dscp"] = _rle_from_array(v.dscp.array_values(), L.DSCPS)
+        t["dst_port"] = _rle_from_array(v.mem["dst_port"][: L.PORTS * L.BITMAP_BYTES], L.PORTS)
+        t["dscp"] = _rle_from_array(v.mem["dscp"][: L.DSCPS * L.BITMAP_BYTES], L.DSCPS)
         special_raw = dict(v.special.lookup_all())
         t["special"] = []
         for f in TUNNEL_FIELDS:
@@ -362,18 +344,49 @@ class DataPlane:
                 out[L.U32.unpack(k)[0]] = n
         return out
 
+    def _pending(self, rules: dict[int, Counter], lanes: dict[int, Counter], slices: dict[int, Counter]) -> None:
+        """Add the counts the flow cache's slots hold but have not flushed yet (a hit
+        counts only in its slot: one map entry per packet)."""
+        step = self.flow_cache.slot
+        for _, val in self.flow_cache.lookup_all():
+            for off in range(0, len(val), step):
+                if not val[off + 40 : off + 48].strip(b"\0"):
+                    continue  # no pending packets (the common case: skip the unpack)
+                _, _, rule, _, sid, lane, path, _, *counts = L.CACHE_SLOT.unpack_from(val, off)
+                for d, idx in ((rules, rule), (lanes, path * L.MAX_LANES + lane), (slices, sid)):
+                    c = d.setdefault(idx, Counter())
+                    c.packets += counts[0]
+                    c.bytes += counts[1]
+                    c.alt += counts[2]
+                    c.drop_rate += counts[3]
+                    c.steered += counts[4]
+                    c.passed += counts[5]
+
     def counters(self) -> RawCounters:
-        g = [0] * L.G_TX_NO_ALT + [0]
+        g = [0] * L.G_N
         for k, val in self.global_stats.lookup_all():
             idx = L.U32.unpack(k)[0]
             g[idx] = sum(int.from_bytes(val[o : o + 8], "little") for o in range(0, len(val), 8))
-        return RawCounters(
-            rules=self._sum_counters(self.rule_stats),
-            lanes=self._sum_counters(self.lane_stats),
-            slices=self._sum_counters(self.slice_stats),
-            globals=g,
-            cpumap_drops=self.cpumap_drop_counts(),
-        )
+        # read the statistics before the cache: a slot flushed in between is then missed
+        # once (read again next time), never counted twice
+        rules = self._sum_counters(self.rule_stats)
+        lanes = self._sum_counters(self.lane_stats)
+        slices = self._sum_counters(self.slice_stats)
+        self._pending(rules, lanes, slices)
+        for kind, now in (("rules", rules), ("lanes", lanes), ("slices", slices)):
+            floor = self._floor.setdefault(kind, {})
+            for idx, c in now.items():
+                # a slot flushed between the two reads above was missed: never report
+                # less than before (the counters are monotonic)
+                prev = floor.get(idx)
+                if prev is not None:
+                    now[idx] = Counter(*(max(a, b) for a, b in zip(astuple(c), astuple(prev), strict=True)))
+                floor[idx] = now[idx]
+            for idx, prev in floor.items():
+                now.setdefault(idx, prev)
+        # every packet is classified (one rule or the miss slot) or counted as not parsed
+        g[L.G_PACKETS] = sum(c.packets for c in rules.values()) + g[L.G_MALFORMED] + g[L.G_UNPARSED]
+        return RawCounters(rules=rules, lanes=lanes, slices=slices, globals=g, cpumap_drops=self.cpumap_drop_counts())
 
     # ---- test runs -------------------------------------------------------------------
 

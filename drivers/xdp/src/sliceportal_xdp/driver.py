@@ -40,9 +40,9 @@ from sliceportal.drivers.contract import (
 )
 from sliceportal.rules.ir import RuleIR
 
+from . import image, libbpf, overload
 from . import layout as L
-from . import libbpf, overload
-from .dataplane import Counter, DataPlane, LastDecision, RawCounters, Tables
+from .dataplane import Counter, DataPlane, LastDecision, RawCounters
 from .libbpf import BpfError, TestRun
 from .lowering import lower_tables, usage_counts
 from .netns import if_index, if_mac, netns
@@ -51,21 +51,6 @@ from .view import xdp_view
 
 MATCH_FIELDS = frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan"})
 TABLES = ("src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan", "special", "actions", "qos", "meta")
-_ENTRY_KEY = {
-    "src_ip": ("prefix",),
-    "dst_ip": ("prefix",),
-    "dst_port": ("first", "last"),
-    "dscp": ("first", "last"),
-    "vni": ("value",),
-    "teid": ("value",),
-    "vlan": ("value",),
-    "special": ("slot",),
-    "actions": ("rule",),
-    "qos": ("slice_id",),
-    "meta": (),
-}
-
-
 def find_object() -> Path:
     """The built object: $SLICEPORTAL_XDP_OBJECT, else dataplane/xdp/build in the repo
     (built on demand with make when the sources are there)."""
@@ -80,18 +65,6 @@ def find_object() -> Path:
                 subprocess.run(["make", "-C", str(src), "all"], check=True, capture_output=True)
             return obj
     raise DriverError("sliceportal.bpf.o not found", hint="run make -C dataplane/xdp or set SLICEPORTAL_XDP_OBJECT")
-
-
-def _diff(old: Tables, new: Tables) -> tuple[int, int, int]:
-    added = removed = modified = 0
-    for t in TABLES:
-        key = _ENTRY_KEY[t]
-        o = {tuple(e[k] for k in key): e for e in old.get(t, [])}
-        n = {tuple(e[k] for k in key): e for e in new.get(t, [])}
-        added += len(n.keys() - o.keys())
-        removed += len(o.keys() - n.keys())
-        modified += sum(1 for k in n.keys() & o.keys() if n[k] != o[k])
-    return added, removed, modified
 
 
 def _lane_counters(c: Counter | None) -> LaneCounters:
@@ -201,6 +174,9 @@ class Driver:
                 dp.enable_cpu(cpu, o.cpumap_qsize)
             else:
                 lane_flags = 0
+            if lane not in o.alt_lanes and lane in o.lane_capacity_pps:
+                lane_flags |= L.LANE_CAPPED
+                dp.set_lane_capacity(lane, o.lane_capacity_pps[lane], o.cpumap_qsize)
             dp.set_lane(lane, cpu, lane_flags)
         if o.alt_mac and o.alt_ip:
             # XDP_TX frames leave with the interface's own MAC as source
@@ -235,12 +211,29 @@ class Driver:
             dp = self.dataplane
             generation, _ = dp.read_config()
             active = generation & 1
-            old = dp.read(dp.versions[active]) or {}
-            added, removed, modified = _diff(old, plan.tables)
+            try:
+                want = image.encode(plan.tables)
+            except (KeyError, TypeError, ValueError) as e:
+                raise DriverError(f"plan tables are malformed: {e}", hint="lower the IR with this driver") from e
+            # the diff against the live copy (the figures of the result): what the last
+            # verified push left there, else a read of the kernel's maps
+            live_v, idle = dp.versions[active], dp.versions[1 - active]
+            known = dp.held[active]
+            change = image.diff(known if known is not None else dp.read_image(live_v), want)
+            if change.writes == 0 and known is not None:
+                # confirm with the kernel: a hand-edited live copy must be repaired by a re-push
+                change = image.diff(dp.read_image(live_v), want)
+            added, removed, modified = change.added, change.removed, change.modified
             progress(ProgressEvent(phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} entries"))
-            idle = dp.versions[1 - active]
-            total = sum(len(v) for v in plan.tables.values())
+            if change.writes == 0:
+                # the live copy already holds the plan, byte for byte: nothing to write
+                dp.held[active] = want
+                progress(ProgressEvent(phase="commit", done=1, total=1, message=plan.version))
+                self._last_slices = {int(a["slice_id"]) for a in plan.tables["actions"]}
+                return ApplyResult(version=plan.version, added=0, removed=0, modified=0,
+                                   duration_s=time.monotonic() - t0)
             fail_after, self._fail_after = self._fail_after, None
+            base, dp.held[1 - active] = dp.held[1 - active], None  # unknown until verified
 
             def wrote(n: int) -> None:
                 if fail_after is not None and n >= fail_after:
@@ -248,12 +241,22 @@ class Driver:
                 progress(ProgressEvent(phase="write", done=n, total=max(n, total)))
 
             try:
-                dp.clear(idle)
-                dp.write(idle, plan.tables, wrote)
-                back = dp.read(idle)
+                # the idle copy holds an older version (or a failed push's remains): write
+                # only the slots where it differs from the plan
+                work = image.diff(base if base is not None else dp.read_image(idle), want)
+                total = max(1, work.writes)
+                if fail_after is not None and work.writes == 0:
+                    wrote(fail_after)
+                dp.write_changes(idle, work, wrote)
+                back = dp.read_image(idle)
+                if back != want and base is not None:
+                    # the copy had drifted from what we last wrote there: diff what it holds
+                    work = image.diff(back, want)
+                    dp.write_changes(idle, work, wrote)
+                    back = dp.read_image(idle)
                 progress(ProgressEvent(phase="verify", done=1, total=1))
-                if back != plan.tables:
-                    bad = [t for t in TABLES if (back or {}).get(t) != plan.tables.get(t)]
+                if back != want:
+                    bad = [t for t in want if back.get(t) != want[t]]
                     raise PushError(f"read-back of the new tables differs in {bad}", rolled_back=True)
             except (BpfError, ValueError, KeyError, TypeError) as e:
                 # the live copy was never touched: the old version is still what packets see
@@ -263,6 +266,7 @@ class Driver:
                     rolled_back=True,
                     hint="the previous version stays active",
                 ) from e
+            dp.held[1 - active] = want
             dp.set_generation(generation + 1)  # the switch: one store, cannot fail half-way
             progress(ProgressEvent(phase="commit", done=1, total=1, message=plan.version))
             self._last_slices = {int(a["slice_id"]) for a in plan.tables["actions"]}

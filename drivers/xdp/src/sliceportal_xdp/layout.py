@@ -38,8 +38,14 @@ EGRESS = struct.Struct(f"<II4Q{MAX_LANES}Q")  # lock, pad, rate_Bps, burst_bytes
 
 MISS_ALGORITHM1, MISS_FIXED = 0, 1
 LANE_STEER, LANE_ALT = 1, 2
-CFG_RECORD_LAST, CFG_MISS_TO_ALT, CFG_NO_CACHE = 1, 2, 4
-G_PACKETS, G_MALFORMED, G_UNPARSED, G_TX_NO_ALT = range(4)
+CFG_RECORD_LAST, CFG_MISS_TO_ALT, CFG_NO_CACHE, CFG_EGRESS = 1, 2, 4, 8
+# struct sp_cache_slot: key (24 bytes), val {generation, rule, flags, slice_id, lane, rr_path}, pad,
+# pending (a COUNTER)
+CACHE_SLOT = struct.Struct("<24sIHHHBBI6Q")
+FLOW_CACHE = 16384  # SP_FLOW_CACHE
+G_PACKETS, G_MALFORMED, G_UNPARSED, G_TX_NO_ALT, G_OVERFLOW, G_N = range(6)
+LANE_CAPPED = 4
+LANE_CAP = struct.Struct("<II4Q")  # lock, pad, tokens, last_ns, rate_pps, burst
 P_VNI, P_TEID, P_VLAN = 1, 2, 4
 
 

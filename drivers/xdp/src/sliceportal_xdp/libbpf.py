@@ -185,7 +185,20 @@ class Map:
             self.update(keys[i * ks : (i + 1) * ks], values[i * vs : (i + 1) * vs])
 
     def delete_many(self, keys: list[bytes]) -> None:
-        for k in keys:
+        """Delete ``keys`` with one batch call (key by key where the kernel has no batch
+        delete for this map type); keys already absent are not an error."""
+        if not keys:
+            return
+        count = ctypes.c_uint32(len(keys))
+        opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
+        rc = _lib.bpf_map_delete_batch(self.fd, b"".join(keys), ctypes.byref(count), ctypes.byref(opts))
+        if rc >= 0:
+            return
+        # ENOENT stops the batch at an absent key; finish the rest one by one
+        done = count.value
+        if ctypes.get_errno() not in (errno.ENOENT, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+            _check(rc, f"batch delete {self.name} ({done}/{len(keys)} deleted)")
+        for k in keys[done:]:
             self.delete(k)
 
     def array_values(self) -> bytes:
@@ -214,7 +227,8 @@ class Map:
         rc = _lib.bpf_map_lookup_batch(self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts))
         if rc >= 0 or ctypes.get_errno() == errno.ENOENT:
             ks, vs, got = self.key_size, self.value_size, count.value
-            kr, vr = keys.raw, vals.raw
+            # copy only the filled part of the (capacity-sized) buffers
+            kr, vr = ctypes.string_at(keys, got * ks), ctypes.string_at(vals, got * vs)
             return [(kr[i * ks : (i + 1) * ks], vr[i * vs : (i + 1) * vs]) for i in range(got)]
         if ctypes.get_errno() not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
             _check(rc, f"batch lookup {self.name}")

@@ -37,6 +37,11 @@ class XdpOptions(BaseModel):
     misses_to_alt: StrictBool = Field(True, description="rule misses are not prioritised (seed 001)")
     steer: Literal["cpumap", "pass"] = Field("cpumap", description="how a prioritised lane reaches its CPU")
     cpumap_qsize: int = Field(2048, ge=1, le=16384)
+    lane_capacity_pps: dict[int, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict,
+        description="prioritised lane -> packets/s its CPU takes; with cpumap_qsize packets of queue, the "
+        "overflow beyond it goes to the alt node (counted) instead of being dropped at a full queue",
+    )
     alt_mac: str | None = Field(None, description="MAC of the alternative node")
     alt_ip: IPvAnyAddress | None = Field(None, description="IPv4 of the alternative node")
     src_mac: str | None = Field(None, description="source MAC for XDP_TX; default: the interface's")
@@ -65,6 +70,14 @@ class XdpOptions(BaseModel):
     def _paths(cls, v: int) -> int:
         if v * layout.MAX_LANES > layout.MAX_LANE_SLOTS:
             raise ValueError(f"at most {layout.MAX_LANE_SLOTS // layout.MAX_LANES} paths")
+        return v
+
+    @field_validator("lane_capacity_pps")
+    @classmethod
+    def _lane_capacity(cls, v: dict[int, int]) -> dict[int, int]:
+        for lane in v:
+            if not 0 <= lane < layout.MAX_LANES:
+                raise ValueError(f"lane {lane} outside 0..{layout.MAX_LANES - 1}")
         return v
 
     @field_validator("alt_mac", "src_mac")

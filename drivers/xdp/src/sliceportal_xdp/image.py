@@ -1,0 +1,199 @@
+"""Map images: the bytes one copy of the rule tables holds (or must hold), map by map.
+
+A push works on images, not on the tables' normal form: the plan is packed once
+(``encode``), the copy the kernel holds is read back with one batch call per map
+(``DataPlane.read_image``), and ``diff`` says exactly which slots to delete and which to
+write. So a re-push writes only what changed, an unchanged push writes nothing, and the
+read-back check after a write is a byte comparison, not a decode.
+
+An image maps each table name (``VersionMaps.FIELDS``) to either
+* ``bytes``: an array map's values in index order (every slot; all-zero = empty), or
+* ``dict[bytes, bytes]``: a hash / LPM map's keys and values.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+
+from sliceportal.drivers.contract import NativeEntry
+
+from . import layout as L
+from .lowering import TUNNEL_FIELDS
+
+Tables = dict[str, list[NativeEntry]]
+Image = dict[str, bytes | dict[bytes, bytes]]
+
+KEYED = ("src_ip", "dst_ip", "vni", "teid", "vlan")
+ARRAYS = ("dst_port", "dscp", "special", "actions", "qos", "meta")
+# array maps: (slots, value size)
+ARRAY_SHAPE = {
+    "dst_port": (L.PORTS, L.BITMAP_BYTES),
+    "dscp": (L.DSCPS, L.BITMAP_BYTES),
+    "special": (len(L.SPECIAL_SLOTS), L.BITMAP_BYTES),
+    "actions": (L.MAX_RULES, L.ACTION.size),
+    "qos": (L.MAX_SLICES, L.QOS.size),
+    "meta": (1, L.META.size),
+}
+_BLOCK = 256  # array slots compared as one slice before looking at single slots
+
+
+_ONE = [(1 << r).to_bytes(L.BITMAP_BYTES, "little") for r in range(L.MAX_RULES)]
+
+
+def _bitmap(rules: list[int]) -> bytes:
+    if len(rules) == 1:  # the common case of expanded entries: a table lookup
+        return _ONE[rules[0]]
+    bits = 0
+    for r in rules:
+        bits |= 1 << r
+    return bits.to_bytes(L.BITMAP_BYTES, "little")
+
+
+_PLEN = [L.LPM_KEY.pack(p, b"\0\0\0\0")[:4] for p in range(33)]
+
+
+def _lpm_key(prefix: str) -> bytes:
+    addr, _, plen = prefix.partition("/")
+    return _PLEN[int(plen)] + socket.inet_aton(addr)
+
+
+def _rle_array(entries: list[NativeEntry], size: int) -> bytes:
+    data = b"".join(_bitmap(e["rules"]) * (e["last"] - e["first"] + 1) for e in entries)
+    if len(data) != size * L.BITMAP_BYTES:
+        raise ValueError(f"run-length table covers {len(data) // L.BITMAP_BYTES} of {size} entries")
+    return data
+
+
+def encode(tables: Tables) -> Image:
+    """The image of ``tables`` (a plan's normal form)."""
+    img: Image = {}
+    for f in ("src_ip", "dst_ip"):
+        img[f] = {_lpm_key(e["prefix"]): _bitmap(e["rules"]) for e in tables[f]}
+    img["dst_port"] = _rle_array(tables["dst_port"], L.PORTS)
+    img["dscp"] = _rle_array(tables["dscp"], L.DSCPS)
+    for f in TUNNEL_FIELDS:
+        img[f] = {L.U32.pack(e["value"]): _bitmap(e["rules"]) for e in tables[f]}
+    slots = {e["slot"]: e["rules"] for e in tables["special"]}
+    img["special"] = b"".join(_bitmap(slots[s]) for s in L.SPECIAL_SLOTS)
+    qos = {q["slice_id"]: q for q in tables["qos"]}
+    acts = bytearray(L.MAX_RULES * L.ACTION.size)
+    for a in tables["actions"]:
+        flags = L.ACT_LIMITED if a["slice_id"] in qos else 0
+        L.ACTION.pack_into(acts, a["rule"] * L.ACTION.size, a["slice_id"], a["lane"], a["rr_path"], flags)
+    img["actions"] = bytes(acts)
+    q = bytearray(L.MAX_SLICES * L.QOS.size)
+    for sid, e in qos.items():
+        L.QOS.pack_into(q, sid * L.QOS.size, e["rate_Bps"], e["burst_bytes"])
+    img["qos"] = bytes(q)
+    m = tables["meta"][0]
+    img["meta"] = L.META.pack(
+        max(1, (m["rules"] + 63) // 64),
+        m["rules"],
+        m["lanes"],
+        m["paths"],
+        L.MISS_FIXED if m["miss_mode"] == "fixed" else L.MISS_ALGORITHM1,
+        m["miss_lane"],
+        m["miss_path"],
+        0,
+        m["version"].encode(),
+    )
+    return img
+
+
+@dataclass
+class MapChange:
+    """What to do to one map to turn its old image into the new one: keyed maps delete
+    ``delete`` and write ``keys`` / ``values``; arrays copy the ``slots`` from ``array``."""
+
+    delete: list[bytes] = field(default_factory=list)
+    keys: list[bytes] = field(default_factory=list)
+    values: list[bytes] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+    array: bytes = b""
+
+    @property
+    def writes(self) -> int:
+        return len(self.delete) + len(self.keys) + len(self.slots)
+
+    def runs(self) -> list[tuple[int, int]]:
+        """The changed slots as [first, last] runs (one copy per run)."""
+        out: list[tuple[int, int]] = []
+        for i in self.slots:
+            if out and out[-1][1] == i - 1:
+                out[-1] = (out[-1][0], i)
+            else:
+                out.append((i, i))
+        return out
+
+
+@dataclass
+class ImageDiff:
+    changes: dict[str, MapChange] = field(default_factory=dict)
+    added: int = 0
+    removed: int = 0
+    modified: int = 0
+
+    @property
+    def writes(self) -> int:
+        return sum(c.writes for c in self.changes.values())
+
+
+def _changed_slots(old: bytes, new: bytes, size: int) -> list[int]:
+    """Indices of the ``size``-byte slots that differ (whole blocks compared first:
+    an unchanged 8 MB port array costs a few hundred slice comparisons)."""
+    if old == new:
+        return []
+    out: list[int] = []
+    step = _BLOCK * size
+    for b in range(0, len(new), step):
+        if old[b : b + step] == new[b : b + step]:
+            continue
+        for o in range(b, min(b + step, len(new)), size):
+            if old[o : o + size] != new[o : o + size]:
+                out.append(o // size)
+    return out
+
+
+def diff(old: Image, new: Image) -> ImageDiff:
+    """The slot-level changes from ``old`` to ``new``. Counts: keyed maps by key; array
+    slots go from or to all zero (added / removed) or from one value to another."""
+    d = ImageDiff()
+    for f in KEYED:
+        o, n = old[f], new[f]
+        assert isinstance(o, dict) and isinstance(n, dict)
+        if o == n:  # the common case of a re-push, at C speed
+            d.changes[f] = MapChange()
+            continue
+        # set operations on the items views run in C: (key, value) pairs new or changed
+        fresh = n.items() - o.items()
+        c = MapChange(delete=list(o.keys() - n.keys()), keys=[k for k, _ in fresh], values=[v for _, v in fresh])
+        mod = sum(1 for k in c.keys if k in o)
+        d.modified += mod
+        d.added += len(c.keys) - mod
+        d.removed += len(c.delete)
+        d.changes[f] = c
+    for f in ARRAYS:
+        o2, n2 = old[f], new[f]
+        assert isinstance(o2, bytes) and isinstance(n2, bytes)
+        size = ARRAY_SHAPE[f][1]
+        c = MapChange(array=n2, slots=_changed_slots(o2, n2, size))
+        zero = bytes(size)
+        for i in c.slots:
+            ov, nv = o2[i * size : (i + 1) * size], n2[i * size : (i + 1) * size]
+            if ov == zero:
+                d.added += 1
+            elif nv == zero:
+                d.removed += 1
+            else:
+                d.modified += 1
+        d.changes[f] = c
+    return d
+
+
+def empty() -> Image:
+    """The image of a copy that was never written."""
+    img: Image = {f: {} for f in KEYED}
+    for f, (n, size) in ARRAY_SHAPE.items():
+        img[f] = bytes(n * size)
+    return img
