@@ -105,10 +105,11 @@ class KpiListener:
     them, since the points are in ``kpi_sample`` before any NOTIFY is delivered.
     """
 
-    def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.5) -> None:
+    def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.1) -> None:
         self.hub = hub
         self._conninfo = libpq_url(database_url)
-        self._poll_s = poll_s  # how often a quiet connection checks for stop()
+        # how often a quiet connection checks for stop(): an app's shutdown (every test's) waits for it
+        self._poll_s = poll_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.listening = threading.Event()  # set while LISTEN is in force
