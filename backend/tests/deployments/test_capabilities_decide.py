@@ -2,8 +2,8 @@
 an SLA attribute the data plane cannot enforce -- unless an operator accepted it on the
 backend, in which case the preview lists it as accepted, never as enforced.
 
-Real drivers' ``capabilities()`` (their truth, docs/rules.md): NetFPGA has no per-slice rate
-limiter and no ECN marking; P4Runtime/BMv2 marks ECN in its vQueue QoS mode, not with meters.
+Real drivers' ``capabilities()`` (their truth, docs/rules.md): NetFPGA limits rates (the RTL's
+per-slice token buckets) but marks no ECN; P4Runtime/BMv2 marks ECN in its vQueue QoS mode, not with meters.
 Lowering is pure, so no data plane needs to run for the preview.
 """
 
@@ -51,41 +51,33 @@ def _world(client: TestClient, op: dict[str, str], driver: str, **options: Any) 
 def test_capabilities_say_the_truth() -> None:
     registry = discover()
     caps = {name: registry.create(name, {"address": _address(name)}).capabilities() for name in ("netfpga", "p4rt")}
-    assert (caps["netfpga"].rate_limit, caps["netfpga"].ecn) == (False, False)
+    assert (caps["netfpga"].rate_limit, caps["netfpga"].ecn) == (True, False)  # RTL token buckets, no marker
     assert (caps["p4rt"].rate_limit, caps["p4rt"].ecn) == (True, True)
 
 
-def test_netfpga_refuses_rate_limit_and_ecn_until_accepted(client: TestClient, op: dict[str, str]) -> None:
+def test_netfpga_refuses_ecn_until_accepted(client: TestClient, op: dict[str, str]) -> None:
     bid, sid = _world(client, op, "netfpga")
     r = client.get(f"/api/v1/backends/{bid}/preview", headers=op)
     assert r.status_code == 422, r.text
     problem = r.json()
     assert problem["title"] == "Not enforceable on this backend"
-    assert [e["field"] for e in problem["errors"]] == [
-        f"slices.{sid}.sla.rate_limit_mbps", f"slices.{sid}.sla.max_delay_ms", f"slices.{sid}.sla.ecn_delay_ms"]
+    # The rate limit and its burst (max delay) are enforced by the RTL's limiter now.
+    assert [e["field"] for e in problem["errors"]] == [f"slices.{sid}.sla.ecn_delay_ms"]
     name = client.get(f"/api/v1/backends/{bid}", headers=op).json()["name"]
-    assert problem["errors"][2]["message"] == (f"slice embb: sla.ecn_delay_ms cannot be enforced on backend {name} "
+    assert problem["errors"][0]["message"] == (f"slice embb: sla.ecn_delay_ms cannot be enforced on backend {name} "
                                                "(netfpga does not mark ECN)")
     # deploying refuses the same way, before anything is stored or pushed
     d = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
     assert d.status_code in (422, 503), d.text  # 503 first when the (absent) simulator does not answer
     assert client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"] == 0
-    # accepting ECN only still refuses the rate limit
+    # accepting ECN lets the preview through, listing ECN as accepted (never as enforced)
     b = client.get(f"/api/v1/backends/{bid}", headers=op).json()
     r = client.patch(f"/api/v1/backends/{bid}", json={"accept_unenforced": ["ecn"], "version": b["version"]},
                      headers=op)
     assert r.status_code == 200 and r.json()["accept_unenforced"] == ["ecn"]
-    r = client.get(f"/api/v1/backends/{bid}/preview", headers=op)
-    assert r.status_code == 422 and [e["field"].rsplit(".", 1)[-1] for e in r.json()["errors"]] == [
-        "rate_limit_mbps", "max_delay_ms"]
-    b = client.get(f"/api/v1/backends/{bid}", headers=op).json()
-    r = client.patch(f"/api/v1/backends/{bid}", json={"accept_unenforced": ["ecn", "rate_limit"],
-                                                      "version": b["version"]}, headers=op)
-    assert r.status_code == 200, r.text
     p = client.get(f"/api/v1/backends/{bid}/preview", headers=op)
     assert p.status_code == 200, p.text
     assert [(g["field"], g["capability"], g["accepted"]) for g in p.json()["enforcement"]] == [
-        ("sla.rate_limit_mbps", "rate_limit", True), ("sla.max_delay_ms", "rate_limit", True),
         ("sla.ecn_delay_ms", "ecn", True)]
     bad = client.patch(f"/api/v1/backends/{bid}", json={"accept_unenforced": ["teleport"]}, headers=op)
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"].startswith("accept_unenforced")

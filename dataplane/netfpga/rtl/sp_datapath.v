@@ -40,6 +40,10 @@ module sp_datapath #(
 ) (
     input  wire              clk,
     input  wire              rst,
+    // Cycles the environment skipped in this cycle, added to the rate limiter's time base:
+    // 0 on the card (tie off); a simulator running in real time sets it when it wakes from
+    // idle, so token buckets refill by wall-clock time there (dataplane/netfpga/sim).
+    input  wire [31:0]       time_skip,
 
     // Packets in (tuser: SUME layout, src port one-hot, length in bytes).
     input  wire [DATA_W-1:0] s_axis_tdata,
@@ -139,6 +143,7 @@ always @* begin
 end
 
 reg [63:0] cycles;
+reg [63:0] rate_now;  // the rate limiter's time base: cycles plus any skipped by a simulator
 reg        snap;
 reg [31:0] scratch;
 wire [63:0] p_packets, p_malformed, p_non_ipv4;
@@ -146,6 +151,7 @@ reg  [63:0] s_packets, s_malformed, s_non_ipv4;
 
 always @(posedge clk) begin
     cycles <= cycles + 64'd1;
+    rate_now <= rate_now + 64'd1 + {32'd0, time_skip};
     snap <= wr_global && reg_wr_addr[15:0] == 16'h0020 && reg_wr_data[0];
     if (wr_global && reg_wr_addr[15:0] == 16'h0048) begin
         scratch <= reg_wr_data;
@@ -182,6 +188,7 @@ always @(posedge clk) begin
     end
     if (rst) begin
         cycles <= 64'd0;
+        rate_now <= 64'd0;
         snap <= 1'b0;
         scratch <= 32'd0;
         rd_sel <= 3'd0;
@@ -224,7 +231,7 @@ sp_match_action #(.ENTRIES(TCAM_ENTRIES), .LANES(LANES), .PATHS(PATHS), .DATA_W(
 
 // Per-slice rate limits: excess packets are dropped (and counted) before the queue.
 sp_rate_limiter #(.SLICES(RATE_SLICES), .DATA_W(DATA_W)) rate_inst (
-    .clk(clk), .rst(rst), .now(cycles),
+    .clk(clk), .rst(rst), .now(rate_now),
     .s_axis_tdata(l_tdata), .s_axis_tkeep(l_tkeep), .s_axis_tvalid(l_tvalid),
     .s_axis_tready(l_tready), .s_axis_tlast(l_tlast), .s_axis_tuser(l_tuser),
     .m_axis_tdata(c_tdata), .m_axis_tkeep(c_tkeep), .m_axis_tvalid(c_tvalid),

@@ -114,12 +114,12 @@ initial begin
     end
 end
 
-// ---- per-slice state ------------------------------------------------------------------------
-reg [31:0]      rate_mem   [0:SLICES-1];
-reg [31:0]      burst_mem  [0:SLICES-1];
-reg             enable_mem [0:SLICES-1];
-reg [TOK_W-1:0] tokens_mem [0:SLICES-1];
-reg [63:0]      last_mem   [0:SLICES-1];
+// ---- per-slice state (registers in the generate block below, one writer per slice) ----------
+wire [31:0]      rate_mem   [0:SLICES-1];
+wire [31:0]      burst_mem  [0:SLICES-1];
+wire             enable_mem [0:SLICES-1];
+wire [TOK_W-1:0] tokens_mem [0:SLICES-1];
+wire [63:0]      last_mem   [0:SLICES-1];
 
 // ---- verdict on a packet's first beat ------------------------------------------------------
 wire [7:0]       slice = s_axis_tuser[`SP_SLICE];
@@ -163,45 +163,55 @@ end
 // ---- configuration and bucket updates ---------------------------------------------------------
 wire [15:0]    wr_off = cfg_wr_addr & (RL_STRIDE - 16'd1);
 wire [15:0]    wr_idx = cfg_wr_addr >> 5;
-wire           wr_slice_ok = !cfg_wr_addr[15] && wr_idx < SLICES;
+wire           wr_slice_ok = !cfg_wr_addr[15] && {16'd0, wr_idx} < SLICES;
 wire [S_W-1:0] wsid = wr_idx[S_W-1:0];
 wire           turn_on = cfg_wr_en && wr_slice_ok && wr_off == RL_ENABLE && cfg_wr_data[0] && !enable_mem[wsid];
 wire           update = s_fire && first_reg && limited;
 
-integer i;
-always @(posedge clk) begin
-    if (cfg_wr_en && wr_slice_ok) begin
-        case (wr_off)
-            RL_RATE: rate_mem[wsid] <= cfg_wr_data;
-            RL_BURST: burst_mem[wsid] <= cfg_wr_data;
-            RL_ENABLE: enable_mem[wsid] <= cfg_wr_data[0];
-            default: ;
-        endcase
-    end
-    if (update) begin
-        tokens_mem[sid] <= conforms ? filled - need : filled;
-        last_mem[sid] <= now;
-    end
-    // Written after the packet's update: enabling in the same cycle wins (a full bucket).
-    if (turn_on) begin
-        tokens_mem[wsid] <= {burst_mem[wsid], {FRAC{1'b0}}};
-        last_mem[wsid] <= now;
-    end
-    if (rst) begin
-        for (i = 0; i < SLICES; i = i + 1) begin
-            rate_mem[i] <= 32'd0;
-            burst_mem[i] <= 32'd0;
-            enable_mem[i] <= 1'b0;
-            tokens_mem[i] <= {TOK_W{1'b0}};
-            last_mem[i] <= 64'd0;
+genvar g;
+generate
+    for (g = 0; g < SLICES; g = g + 1) begin : gen_bucket
+        reg [31:0]      rate_r, burst_r;
+        reg             enable_r;
+        reg [TOK_W-1:0] tokens_r;
+        reg [63:0]      last_r;
+        always @(posedge clk) begin
+            if (cfg_wr_en && wr_slice_ok && wsid == g) begin
+                case (wr_off)
+                    RL_RATE: rate_r <= cfg_wr_data;
+                    RL_BURST: burst_r <= cfg_wr_data;
+                    RL_ENABLE: enable_r <= cfg_wr_data[0];
+                    default: ;
+                endcase
+            end
+            if (update && sid == g) begin
+                tokens_r <= conforms ? filled - need : filled;
+                last_r <= now;
+            end
+            // After the packet's update: enabling in the same cycle wins (a full bucket).
+            if (turn_on && wsid == g) begin
+                tokens_r <= {burst_r, {FRAC{1'b0}}};
+                last_r <= now;
+            end
+            if (rst) begin
+                rate_r <= 32'd0;
+                burst_r <= 32'd0;
+                enable_r <= 1'b0;
+                tokens_r <= {TOK_W{1'b0}};
+                last_r <= 64'd0;
+            end
         end
+        assign rate_mem[g] = rate_r;
+        assign burst_mem[g] = burst_r;
+        assign enable_mem[g] = enable_r;
+        assign tokens_mem[g] = tokens_r;
+        assign last_mem[g] = last_r;
     end
-end
+endgenerate
 
 // Drop counters: one writer per slice (its own registers), read through the snapshot.
 wire [63:0] snap_pkts [0:SLICES-1];
 wire [63:0] snap_bytes [0:SLICES-1];
-genvar g;
 generate
     for (g = 0; g < SLICES; g = g + 1) begin : gen_drops
         reg [63:0] pkts_r, bytes_r, snap_pkts_r, snap_bytes_r;
@@ -231,18 +241,19 @@ wire [15:0]    rd_off = cfg_rd_addr & (RL_STRIDE - 16'd1);
 wire [15:0]    rd_idx = cfg_rd_addr >> 5;
 wire [S_W-1:0] rsid = rd_idx[S_W-1:0];
 reg  [31:0]    rd_word;
+wire [TOK_W-1:0] rd_tokens = tokens_mem[rsid];
 always @* begin
     rd_word = 32'd0;
     if (cfg_rd_addr == RL_SLICES) begin
         rd_word = SLICES;
     end else if (cfg_rd_addr == RL_FRAC_BITS) begin
         rd_word = FRAC;
-    end else if (!cfg_rd_addr[15] && rd_idx < SLICES) begin
+    end else if (!cfg_rd_addr[15] && {16'd0, rd_idx} < SLICES) begin
         case (rd_off)
             RL_RATE: rd_word = rate_mem[rsid];
             RL_BURST: rd_word = burst_mem[rsid];
             RL_ENABLE: rd_word = {31'd0, enable_mem[rsid]};
-            RL_TOKENS: rd_word = tokens_mem[rsid][TOK_W-1:FRAC];
+            RL_TOKENS: rd_word = rd_tokens[TOK_W-1:FRAC];
             RL_DROP_PACKETS: rd_word = snap_pkts[rsid][31:0];
             RL_DROP_PACKETS + 16'd4: rd_word = snap_pkts[rsid][63:32];
             RL_DROP_BYTES: rd_word = snap_bytes[rsid][31:0];
@@ -264,7 +275,7 @@ end
 // Bits of the packed arithmetic that cannot be set by construction (sum < 2^65, slice ids
 // beyond S_W checked through in_range) are not read.
 /* verilator lint_off UNUSEDSIGNAL */
-wire unused_ok = &{1'b0, sum[64:TOK_W], wr_idx[15:S_W], rd_idx[15:S_W], tokens_mem[0][FRAC-1:0]};
+wire unused_ok = &{1'b0, sum[64:TOK_W], wr_idx[15:S_W], rd_idx[15:S_W], rd_tokens[FRAC-1:0]};
 /* verilator lint_on UNUSEDSIGNAL */
 
 endmodule

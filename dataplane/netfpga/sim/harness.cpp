@@ -33,6 +33,7 @@ void get_bytes(const VlWide<8>& w, uint32_t keep, std::vector<uint8_t>& out) {
 
 Harness::Harness(double ingress_bytes_per_cycle, double drain_bytes_per_cycle)
     : ingress_rate(ingress_bytes_per_cycle), drain_rate(drain_bytes_per_cycle), top_(new Vsp_datapath) {
+    top_->time_skip = 0;
     top_->rst = 1;
     for (int i = 0; i < 4; i++) tick();
     top_->rst = 0;
@@ -76,6 +77,7 @@ void Harness::drive_ingress() {
 
 void Harness::tick() {
     auto* t = top_.get();
+    if (real_time_) sync_rate_time();
     drive_ingress();
     if (wall_drain_bytes_per_s_ <= 0) drain_credit_ = std::min(drain_credit_ + drain_rate, 2.0 * kBeatBytes);
     t->m_axis_dma_tready = drain_credit_ >= kBeatBytes;
@@ -140,6 +142,7 @@ void Harness::tick() {
 
     t->clk = 1;
     t->eval();
+    t->time_skip = 0;
     cycle_++;
 }
 
@@ -171,7 +174,24 @@ double Harness::wall_wait_s() const {
     return std::max(0.0, (kBeatBytes - drain_credit_) / wall_drain_bytes_per_s_);
 }
 
+void Harness::sync_rate_time() {
+    // Sets time_skip for the coming clock edge only; tick() clears it after the edge.
+    double now = wall_now_s();
+    if (rate_wall_t0_ < 0) {
+        rate_wall_t0_ = now;
+        rate_base_ = cycle_;
+        return;
+    }
+    auto target = rate_base_ + static_cast<uint64_t>((now - rate_wall_t0_) * kClockHz);
+    uint64_t have = cycle_ + rate_skipped_ + 1;  // the edge itself adds one
+    if (target <= have) return;
+    uint64_t skip = std::min<uint64_t>(target - have, 0xFFFFFFFFull);
+    top_->time_skip = static_cast<uint32_t>(skip);
+    rate_skipped_ += skip;
+}
+
 void Harness::run_live(uint64_t max_cycles, uint32_t quiet) {
+    real_time_ = true;  // from the first live run on, every edge follows the wall clock
     if (wall_drain_bytes_per_s_ <= 0) {
         run_until_idle(max_cycles, quiet);
         return;

@@ -48,6 +48,12 @@ public:
     void run_live(uint64_t max_cycles, uint32_t quiet = 64);
     // Seconds until the drain has credit for the next beat, when a beat waits; else -1.
     double wall_wait_s() const;
+    // Live mode: before each clock edge, move the rate limiter's time base (sp_datapath
+    // time_skip) up to the wall clock at kClockHz, so token buckets refill in real time
+    // although the model clocks only while packets are in flight (and ~1000x slower than
+    // the card while it does). Cycle-accurate runs (INJECT / RUN) never skip.
+    void sync_rate_time();
+    static constexpr double kClockHz = 200e6;
 
     uint64_t cycle() const { return cycle_; }
     std::deque<Packet> dma_out, phys_out;
@@ -63,6 +69,9 @@ private:
     double in_credit_ = 0, drain_credit_ = 0;
     double wall_drain_bytes_per_s_ = 0, wall_last_s_ = 0;
     uint64_t next_start_ = 0;
+    bool real_time_ = false;
+    double rate_wall_t0_ = -1;
+    uint64_t rate_base_ = 0, rate_skipped_ = 0;
     Packet dma_cur_, phys_cur_;
     bool dma_first_ = true, phys_first_ = true;
     void drive_ingress();

@@ -1,11 +1,15 @@
 """The NetFPGA driver: IR -> TCAM entries, written over CSR into the shadow bank and
-made live by one ACTIVE_BANK write (all-or-nothing as packets see it).
+made live by one ACTIVE_BANK write (all-or-nothing as packets see it), and per-slice rate
+limits -> the RTL's token buckets (sp_rate_limiter).
 
-Push protocol (docs/netfpga.md): read ACTIVE_BANK; write every entry, the entry count and
-the plan version into the other bank (the RTL refuses writes into the active one);
-read it all back and compare; write ACTIVE_BANK. Until that last write the previous table
-stays live, so any failure before it leaves the data plane as it was. If the connection
-is lost around the flip, the driver reconnects and puts the previous bank back.
+Push protocol (docs/netfpga.md): read ACTIVE_BANK and the buckets; configure the buckets
+the new plan uses (rate, burst, then enable: make before break, so a slice is limited
+before any TCAM entry steers into it); write every entry, the entry count and the plan
+version into the other bank (the RTL refuses writes into the active one); read it all
+back and compare; write ACTIVE_BANK; then disable the buckets the new plan no longer
+uses. Until the flip the previous table stays live, and a failure before it also puts
+the previous buckets back, so the data plane is left as it was. If the connection is
+lost around the flip, the driver reconnects and puts the previous bank back.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from sliceportal.rules.ir import MissMode, RuleIR
 from . import regmap
 from .csr import CsrClient
 from .options import NetfpgaOptions
+from .ratelimit import FRAC_BITS, RateLimitEntry, lower_rate_limits
+from .ratelimit import TABLE as RATE_TABLE
 from .tcam import KEY_FIELDS, EntryAction, FieldValues, TcamEntry, lower_rules
 from .view import tcam_view
 
@@ -96,7 +102,9 @@ class Driver:
             paths=o.paths,
             match_fields=frozenset(KEY_FIELDS),
             capacity={TABLE: o.capacity},
-            rate_limit=False,
+            rate_limit=True,
+            # No ECN: the RTL queues are store-and-forward FIFOs without a sojourn-time
+            # marker and the parser does not rewrite headers (docs/netfpga.md).
             ecn=False,
         )
 
@@ -118,11 +126,13 @@ class Driver:
                     action=EntryAction(slice_id=0, lane=ir.miss.lane, rr_path=ir.miss.rr_path),
                 )
             )
+        buckets = lower_rate_limits(ir, self.options.clock_hz, self.options.rate_slices)
         return NativePlan(
             driver=self.name,
             version=ir.digest(),
-            tables={TABLE: [e.native() for e in entries]},
-            usage={TABLE: TableUsage(used=len(entries), capacity=self.options.capacity)},
+            tables={TABLE: [e.native() for e in entries], RATE_TABLE: [b.model_dump() for b in buckets]},
+            usage={TABLE: TableUsage(used=len(entries), capacity=self.options.capacity),
+                   RATE_TABLE: TableUsage(used=len(buckets), capacity=self.options.rate_slices - 1)},
         )
 
     def ternary_view(self, plan: NativePlan) -> TernaryView:
@@ -132,8 +142,9 @@ class Driver:
     def _plan_entries(self, plan: NativePlan) -> list[TcamEntry]:
         if plan.driver != self.name:
             raise PushError(f"plan was lowered for {plan.driver!r}, not netfpga", rolled_back=True)
-        if set(plan.tables) != {TABLE}:
-            raise PushError(f"plan tables {sorted(plan.tables)} are not [{TABLE!r}]", rolled_back=True)
+        if not {TABLE} <= set(plan.tables) <= {TABLE, RATE_TABLE}:
+            raise PushError(f"plan tables {sorted(plan.tables)} are not [{TABLE!r}, {RATE_TABLE!r}]",
+                            rolled_back=True)
         try:
             entries = [TcamEntry.model_validate(e) for e in plan.tables[TABLE]]
         except (ValidationError, ValueError) as err:
@@ -146,9 +157,22 @@ class Driver:
             raise CapacityError(TABLE, len(entries), self.options.capacity)
         return entries
 
+    def _plan_buckets(self, plan: NativePlan) -> list[RateLimitEntry]:
+        try:
+            buckets = [RateLimitEntry.model_validate(e) for e in plan.tables.get(RATE_TABLE, [])]
+        except (ValidationError, ValueError) as err:
+            raise PushError(f"plan holds an invalid rate limit: {err}", rolled_back=True) from err
+        ids = [b.slice_id for b in buckets]
+        if len(set(ids)) != len(ids):
+            raise PushError("plan holds two rate limits for one slice", rolled_back=True)
+        if ids and max(ids) >= self.options.rate_slices:
+            raise CapacityError(RATE_TABLE, max(ids) + 1, self.options.rate_slices)
+        return buckets
+
     def _check_hardware(self, csr: CsrClient) -> None:
-        ident, paths, lanes, entries = csr.read_many(
-            [regmap.ID, regmap.PATHS, regmap.LANES, regmap.TCAM_ENTRIES]
+        ident, paths, lanes, entries, clock_hz, rate_slices, frac = csr.read_many(
+            [regmap.ID, regmap.PATHS, regmap.LANES, regmap.TCAM_ENTRIES, regmap.CLOCK_HZ,
+             regmap.RATE_SLICES, regmap.RATE_FRAC_BITS]
         )
         if ident != regmap.ID_VALUE:
             raise DriverError(f"the device at {self.options.address!r} is not a sliceportal NetFPGA (id {ident:#x})")
@@ -159,6 +183,35 @@ class Driver:
                 f"is configured for {o.paths} x {o.lanes} with {o.capacity}",
                 hint="fix the backend's geometry options",
             )
+        if (clock_hz, frac) != (o.clock_hz, FRAC_BITS) or rate_slices < o.rate_slices:
+            raise GeometryError(
+                f"the bitstream runs at {clock_hz} Hz with {rate_slices} rate-limiter buckets of {frac} "
+                f"fractional bits; the backend is configured for {o.clock_hz} Hz and {o.rate_slices} "
+                f"buckets of {FRAC_BITS}",
+                hint="fix the backend's clock_hz / rate_slices options (or load a bitstream with the rate limiter)",
+            )
+
+    def _read_buckets(self, csr: CsrClient) -> list[RateLimitEntry]:
+        """The enabled buckets, by slice id (slice 0 is never limited)."""
+        ids = range(1, self.options.rate_slices)
+        enabled = csr.read_many(regmap.rate_reg(s, "enable") for s in ids)
+        on = [s for s, e in zip(ids, enabled, strict=True) if e & 1]
+        words = csr.read_many(regmap.rate_reg(s, f) for s in on for f in ("rate", "burst"))
+        return [RateLimitEntry(slice_id=s, rate=max(1, words[2 * i]), burst=max(1, words[2 * i + 1]))
+                for i, s in enumerate(on)]
+
+    @staticmethod
+    def _bucket_writes(new: list[RateLimitEntry]) -> list[tuple[int, int]]:
+        """Rate and burst before enable: a bucket switched on starts full at its new depth."""
+        writes = []
+        for b in new:
+            writes += [(regmap.rate_reg(b.slice_id, "rate"), b.rate), (regmap.rate_reg(b.slice_id, "burst"), b.burst)]
+        return writes + [(regmap.rate_reg(b.slice_id, "enable"), 1) for b in new]
+
+    @staticmethod
+    def _bucket_disables(old: list[RateLimitEntry], new: list[RateLimitEntry]) -> list[tuple[int, int]]:
+        keep = {b.slice_id for b in new}
+        return [(regmap.rate_reg(b.slice_id, "enable"), 0) for b in old if b.slice_id not in keep]
 
     def _read_bank(self, csr: CsrClient, bank: int) -> tuple[int, int, list[TcamEntry]]:
         count, v_lo, v_hi = csr.read_many(
@@ -175,12 +228,14 @@ class Driver:
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         started = time.monotonic()
         entries = self._plan_entries(plan)
+        buckets = self._plan_buckets(plan)
         version = _version_int(plan.version)
         csr = self._fresh()
         try:
             self._check_hardware(csr)
             active = csr.read(regmap.ACTIVE_BANK) & 1
             _, _, current = self._read_bank(csr, active)
+            old_buckets = self._read_buckets(csr)
         except DriverError:
             self._drop()
             raise
@@ -191,7 +246,12 @@ class Driver:
         progress(ProgressEvent(phase="diff", done=1, total=1,
                                message=f"+{added} -{removed} ~{modified} against bank {active}"))
 
-        writes = [(regmap.entry(shadow, i, w), v) for i, e in enumerate(entries) for w, v in enumerate(e.words())]
+        # Buckets first (make before break): every slice the new table steers is limited
+        # before its entries go live. Unchanged buckets are not rewritten (no reset).
+        bucket_writes = self._bucket_writes([b for b in buckets if b not in old_buckets])
+        writes = bucket_writes + [
+            (regmap.entry(shadow, i, w), v) for i, e in enumerate(entries) for w, v in enumerate(e.words())
+        ]
         writes += [
             (regmap.bank_count(shadow), len(entries)),
             (regmap.bank_version(shadow), version & 0xFFFFFFFF),
@@ -204,16 +264,22 @@ class Driver:
                 done = min(start + batch, len(writes))
                 progress(ProgressEvent(phase="write", done=done, total=len(writes)))
             count, got_version, got = self._read_bank(csr, shadow)
-            if count != len(entries) or got_version != version or got != entries:
+            got_buckets = {b.slice_id: b for b in self._read_buckets(csr)}
+            if count != len(entries) or got_version != version or got != entries or any(
+                got_buckets.get(b.slice_id) != b for b in buckets
+            ):
+                self._restore_buckets(csr, old_buckets, buckets)
                 raise PushError(
-                    f"read-back of bank {shadow} differs from what was written", rolled_back=True,
-                    hint="the data plane may be faulty; the previous table is still active",
+                    f"read-back of bank {shadow} or of the rate limits differs from what was written",
+                    rolled_back=True, hint="the data plane may be faulty; the previous table is still active",
                 )
             progress(ProgressEvent(phase="verify", done=len(entries), total=len(entries)))
         except PushError:
             raise
         except DriverError as e:
             self._drop()
+            if bucket_writes:
+                self._restore_buckets_reconnecting(old_buckets, buckets, e)
             raise PushError(f"push failed before the switch-over, previous table kept: {e}",
                             rolled_back=True) from e
         try:
@@ -223,9 +289,35 @@ class Driver:
         except DriverError as e:
             self._drop()
             self._restore_bank(active, e)
+        # Break after make: buckets of slices the new table no longer steers go off.
+        disables = self._bucket_disables(old_buckets, buckets)
+        if disables:
+            try:
+                csr.write_many(disables)
+            except DriverError as e:
+                self._drop()
+                raise PushError(f"the new table is live but {len(disables)} unused rate limiter(s) could not "
+                                f"be switched off: {e}", rolled_back=False,
+                                hint="push again; the reconcile loop reports the drift meanwhile") from e
         progress(ProgressEvent(phase="commit", done=1, total=1, message=f"bank {shadow} active"))
         return ApplyResult(version=plan.version, added=added, removed=removed, modified=modified,
                            duration_s=time.monotonic() - started)
+
+    def _restore_buckets(self, csr: CsrClient, old: list[RateLimitEntry], new: list[RateLimitEntry]) -> None:
+        """Put the buckets back as they were before this push (the old table is still live)."""
+        previous = {b.slice_id for b in old}
+        writes = self._bucket_writes(old)
+        writes += [(regmap.rate_reg(b.slice_id, "enable"), 0) for b in new if b.slice_id not in previous]
+        csr.write_many(writes)
+
+    def _restore_buckets_reconnecting(self, old: list[RateLimitEntry], new: list[RateLimitEntry],
+                                      cause: Exception) -> None:
+        try:
+            self._restore_buckets(self._client(), old, new)
+        except DriverError as e:
+            self._drop()
+            raise PushError(f"push failed before the switch-over ({cause}) and the previous rate limits "
+                            f"could not be restored: {e}", rolled_back=False) from e
 
     def _restore_bank(self, previous: int, cause: Exception) -> None:
         """The flip may or may not have happened: make sure the previous bank is live."""
@@ -246,12 +338,13 @@ class Driver:
         try:
             active = csr.read(regmap.ACTIVE_BANK) & 1
             _, version, entries = self._read_bank(csr, active)
+            buckets = self._read_buckets(csr)
         except DriverError:
             self._drop()
             raise
         return DataPlaneState(
             version=f"{version:016x}" if version else None,
-            tables={TABLE: [e.native() for e in entries]},
+            tables={TABLE: [e.native() for e in entries], RATE_TABLE: [b.model_dump() for b in buckets]},
         )
 
     def queue_counters(self) -> dict[tuple[int, int], dict[str, int]]:
@@ -290,6 +383,10 @@ class Driver:
                 [regmap.MISS_COUNTER, regmap.MISS_COUNTER + 4, regmap.MISS_COUNTER + 8,
                  regmap.MISS_COUNTER + 12, regmap.MALFORMED_PACKETS, regmap.MALFORMED_PACKETS + 4]
             )
+            drop_ids = range(1, self.options.rate_slices)
+            drop_words = csr.read_many(
+                regmap.rate_reg(s, "drop_packets") + off for s in drop_ids for off in (0, 4)
+            )
         except DriverError:
             self._drop()
             raise
@@ -302,6 +399,12 @@ class Driver:
             if e.action.slice_id:
                 p, b = slices.get(e.action.slice_id, (0, 0))
                 slices[e.action.slice_id] = (p + pkts, b + nbytes)
+        # Per slice, as the XDP driver reports them; a slice no entry steers any more keeps
+        # its drops visible (monotonic) under its id.
+        rate_drops = {s: drop_words[2 * i] | drop_words[2 * i + 1] << 32 for i, s in enumerate(drop_ids)}
+        for s, n in rate_drops.items():
+            if n and s not in slices:
+                slices[s] = (0, 0)
         lanes = {
             f"{path}/{lane}": LaneCounters(
                 packets=c["deq_packets"], bytes=c["deq_bytes"], drops={"queue_full": c["drop_packets"]}
@@ -312,7 +415,10 @@ class Driver:
             timestamp=time.time(),
             rules=rules,
             lanes=lanes,
-            slices={s: LaneCounters(packets=p, bytes=b) for s, (p, b) in slices.items()},
+            slices={
+                s: LaneCounters(packets=p, bytes=b, drops={"rate_limit": rate_drops[s]} if rate_drops.get(s) else {})
+                for s, (p, b) in slices.items()
+            },
             misses=LaneCounters(packets=m_lo | m_hi << 32, bytes=mb_lo | mb_hi << 32),
             malformed=bad_lo | bad_hi << 32,
         )

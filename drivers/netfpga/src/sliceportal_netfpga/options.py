@@ -29,6 +29,11 @@ class NetfpgaOptions(BaseModel):
     timeout_s: float = Field(30.0, gt=0, le=60, description="per register transaction; bounded so that "
                              "an unreachable card cannot hold a worker")
     batch: StrictInt = Field(128, ge=1, le=4096, description="register writes per pipelined batch")
+    clock_hz: StrictInt = Field(200_000_000, ge=1_000_000, le=1_000_000_000,
+                                description="clock the bitstream runs at (checked against its CLOCK_HZ "
+                                "register): turns rate limits into bytes per cycle")
+    rate_slices: StrictInt = Field(64, ge=2, le=256, description="rate-limiter buckets the bitstream has "
+                                   "(slice ids 1..rate_slices-1 can be limited)")
 
     @field_validator("address")
     @classmethod
