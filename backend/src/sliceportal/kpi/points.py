@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from sliceportal.traffic.meter import MeterReport
 
@@ -28,6 +28,14 @@ class KpiPoint(BaseModel):
     jitter_ms: float | None = None
     drops: dict[str, int] = Field(default_factory=dict)
     ecn_marks: int = 0
+    _json: str | None = PrivateAttr(default=None)
+
+    def as_json(self) -> str:
+        """The point as JSON, encoded once: every live stream that gets it sends the same text
+        (with a hundred dashboards open, encoding per stream was most of a publish's cost)."""
+        if self._json is None:
+            self._json = self.model_dump_json()
+        return self._json
 
 
 def points_from_meter(report: MeterReport, slices: Mapping[int, int], ts: datetime,
