@@ -195,8 +195,13 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
 
     wait_until(f"{plane.name} health down", lambda: health() == "down", 5)
     assert time.monotonic() - killed_at <= 2.5  # one watchdog period plus a database round trip
-    st = state()
-    assert not st["up"] and "exited with code -9" in st["reason"]
+    # the controller reports the testbed's state every beat (0.5 s)
+    def reported_down() -> dict[str, Any] | None:
+        st = state()
+        return None if st["up"] else st
+
+    st = wait_until(f"the testbed to report {plane.name} down", reported_down, 1.5)
+    assert "exited with code -9" in st["reason"]
     # restarted with backoff, the rule set it held written back by a reconcile
     wait_until(f"{plane.name} restarted", lambda: plane.up, 15)
 
@@ -208,7 +213,8 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
 
     wait_until(f"a reconcile of the restarted {plane.name}", repaired, 10)
     assert health() == "ok"
-    assert plane.process.starts == restarts + 1 and state()["up"]
+    assert plane.process.starts == restarts + 1
+    wait_until(f"the testbed to report {plane.name} up", lambda: state()["up"], 1.5)
     back = datetime.now(UTC)
 
     def measured() -> bool:

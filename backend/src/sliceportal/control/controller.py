@@ -184,20 +184,23 @@ class Controller:
             state.report_testbed(session, self.identity.host, self.identity.pid, tb_state, base_pps)
 
     def _apply_commands(self, session: Session) -> None:
+        """Apply what the API recorded; the verdicts commit with this beat's testbed report."""
         testbed = self.testbed
         if testbed is None:
             return  # starting: applied once it runs (a scenario already over is dropped then)
         for cmd in state.pending_commands(session):
             error = ""
             if cmd.until <= datetime.now(UTC):
-                error = "over before the testbed could apply it"
+                error = "expired: over before the testbed could apply it"
             else:
                 try:
                     testbed.congest_until(cmd.backend_id, cmd.until, cmd.factor)
                     log.info("testbed: congestion x%g on backend %d until %s (by %s)", cmd.factor, cmd.backend_id,
                              cmd.until.isoformat(timespec="seconds"), cmd.actor)
                 except KeyError:
-                    error = f"backend {cmd.backend_id} is not part of the testbed"
-                except (BackendDown, RuntimeError) as exc:
-                    error = f"{type(exc).__name__}: {exc}"
+                    error = f"unknown: backend {cmd.backend_id} is not part of the testbed"
+                except BackendDown as exc:
+                    error = f"down: {exc}"
+                except RuntimeError as exc:  # no mechanism to lower on that plane
+                    error = f"refused: {exc}"
             state.mark_applied(session, cmd.id, error)

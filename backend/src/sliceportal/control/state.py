@@ -131,6 +131,24 @@ def pending_commands(session: Session) -> list[TestbedCommand]:
 
 
 def mark_applied(session: Session, command_id: int, error: str = "") -> None:
+    """The controller's verdict on a command (committed with its next testbed report, so the API
+    never sees a command applied that the state it reports does not show yet)."""
     session.execute(update(TestbedCommand).where(TestbedCommand.id == command_id)
                     .values(applied_at=func.now(), error=error[:2000]))
+
+
+def command_outcome(session: Session, command_id: int) -> tuple[bool, str]:
+    """(applied, error) of a command; error is ``kind: message`` (kinds: unknown, down, refused, expired)."""
+    row = session.execute(select(TestbedCommand.applied_at, TestbedCommand.error)
+                          .where(TestbedCommand.id == command_id)).one()
+    session.commit()  # the next look must see the controller's newer commits
+    return row.applied_at is not None, row.error or ""
+
+
+def withdraw(session: Session, command_id: int, why: str) -> bool:
+    """Take back a command nobody applied yet (True); False: the controller applied it meanwhile."""
+    done = session.execute(update(TestbedCommand).where(TestbedCommand.id == command_id,
+                                                        TestbedCommand.applied_at.is_(None))
+                           .values(applied_at=func.now(), error=why[:2000]).returning(TestbedCommand.id)).first()
     session.commit()
+    return done is not None

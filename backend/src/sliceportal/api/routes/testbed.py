@@ -7,6 +7,7 @@ is recorded there for the controller to apply at its next beat (``control/state.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter
@@ -22,6 +23,7 @@ router = APIRouter(prefix="/testbed", tags=["testbed"])
 
 # A testbed report older than this is from a controller that is gone (it reports every 0.5 s).
 REPORT_FRESH_S = 5.0
+APPLY_WAIT_S = 5.0  # how long a congestion request waits for the controller to apply it
 
 
 def _operator(principal: CurrentUser) -> None:
@@ -43,6 +45,30 @@ def _running(session: SessionDep) -> state.Report:
     return report
 
 
+def _await_controller(session: SessionDep, command: int, backend_id: int) -> None:
+    """Until the controller applied the command (it looks every beat, 0.5 s), so that the state
+    read after a 202 shows the scenario; its refusal is this request's error."""
+    deadline = time.monotonic() + APPLY_WAIT_S
+    while True:
+        applied, error = state.command_outcome(session, command)
+        if applied:
+            break
+        if time.monotonic() > deadline:
+            if state.withdraw(session, command, "expired: the controller did not take it in time"):
+                raise ApiError(409, "No testbed", f"the controller did not take the scenario within "
+                                                  f"{APPLY_WAIT_S:g} s; nothing was changed")
+            continue  # applied just now: its verdict is read on the next pass
+        time.sleep(0.05)
+    kind, _, why = error.partition(": ")
+    if not error:
+        return
+    if kind == "unknown":
+        raise ApiError(422, "Unknown backend", why, field="backend_id")
+    if kind == "down":
+        raise ApiError(409, "Backend down", f"backend {backend_id} is down: {why}", field="backend_id")
+    raise ApiError(409, "Not applied", f"the testbed did not apply it: {why or error}", field="backend_id")
+
+
 @router.get("", response_model=TestbedState)
 def read_testbed(principal: CurrentUser, session: SessionDep) -> TestbedState:
     _operator(principal)
@@ -53,8 +79,8 @@ def read_testbed(principal: CurrentUser, session: SessionDep) -> TestbedState:
 def start_congestion(body: CongestionCreate, principal: CurrentUser, session: SessionDep) -> CongestionStarted:
     """Overload one backend ``factor`` times for ``duration_s`` (its egress capacity drops
     to its offered load / factor): its data plane's own queues decide which lanes lose (the
-    low ones first, seed 000 Table 5); it recovers by itself when the time is up. The
-    controller applies it within half a second."""
+    low ones first, seed 000 Table 5); it recovers by itself when the time is up. Answered
+    once the controller applied it (within a beat, 0.5 s)."""
     _operator(principal)
     report = _running(session)
     plane = next((b for b in report.state.backends if b.backend_id == body.backend_id), None)
@@ -68,7 +94,8 @@ def start_congestion(body: CongestionCreate, principal: CurrentUser, session: Se
         raise ApiError(409, "No congestion mechanism", f"backend {body.backend_id} ({plane.name}) has no egress "
                        "rate the testbed can lower", field="backend_id")
     until = datetime.now(UTC) + timedelta(seconds=body.duration_s)
-    state.record_congestion(session, body.backend_id, body.factor, until, principal.username)
+    command = state.record_congestion(session, body.backend_id, body.factor, until, principal.username)
+    _await_controller(session, command, body.backend_id)
     offered = report.base_pps[body.backend_id]
     return CongestionStarted(backend_id=body.backend_id, factor=body.factor, offered_pps=offered,
                              egress_capacity_bps=offered * FRAME_SIZE * 8 / body.factor, until=until)
