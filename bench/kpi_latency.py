@@ -11,8 +11,9 @@ the egress), so this is the latency of an interval's last packet; the first pack
 interval waits up to one interval (1 s) more. Per backend p50 / p99.
 
 Baseline in the same run: storing and publishing the same number of points through the
-same KPI service (``kpi.store.ingest`` → hub) without a data plane in front — the part of
-the latency that is the database and the fan-out, not the measurement.
+same KPI service (``kpi.store.ingest`` → NOTIFY → the process's listener → hub) without a
+data plane in front — the part of the latency that is the database and the fan-out, not the
+measurement.
 
 A second table (full run only) sweeps the offered load of the two process data planes
 (the bundled P4 target and the NetFPGA model) to show where each falls behind on this
@@ -117,7 +118,8 @@ def run_testbed(url: str, seconds: float, process_pps: dict[str, float], listene
 
 
 def baseline(url: str, hub: KpiHub, listener: Listener, batches: int, per_batch: int) -> list[float]:
-    """ingest -> hub for batches of points as big as the testbed's, no data plane in front."""
+    """ingest -> NOTIFY -> listener -> hub for batches of points as big as the testbed's, no data plane
+    in front."""
     sessions = session_factory(url)
     listener.reset()
     with sessions() as session:
