@@ -9,8 +9,11 @@ subscriber's flow, replayed through the target, is counted by the data plane's p
 counters (before the deploy the same frame misses: the default path). The baseline is the
 same measurement with one subscriber, in the same run (the fixed cost of a deploy).
 
-Then one service's port range changes (one rule of the slice) and the backend is deployed
-again: its deployment's diff says how many entries were written (added + removed + modified).
+Then two changes, each deployed: a per-flow intent for one subscriber (one rule added above
+the slice's rules: the "one-rule change"), and one service's port range (one IR rule per
+subscriber block: every one of them changes its match). Each deployment's diff says how many
+entries were written (added + removed + modified); with stable priorities (docs/rules.md) that
+is the change itself, not the entries below it.
 
     .venv/bin/python bench/time_to_slice.py       # BENCH_QUICK=1 for the short form
 """
@@ -115,6 +118,13 @@ def send_last_ue(target: Target, users: int, net: int, tmp: Path) -> None:
     run_pcaps(target.address, {1: tmp / "in.pcap"}, tmp / "out")
 
 
+def diff_counts(deployment: dict[str, Any]) -> tuple[dict[str, dict[str, int]], int]:
+    """A deployment's diff as {table: {added/removed/modified: n}} and the entries it wrote."""
+    assert deployment["status"] == "succeeded", deployment
+    d = {name: {k: len(v) for k, v in t.items()} for name, t in deployment["diff"].get("tables", {}).items()}
+    return d, sum(sum(t.values()) for t in d.values())
+
+
 def time_to_slice(p: Portal, users: int, net: int, tmp: Path) -> dict[str, Any]:
     target = Target("--priority-queues", "8")
     try:
@@ -135,15 +145,20 @@ def time_to_slice(p: Portal, users: int, net: int, tmp: Path) -> dict[str, Any]:
         t_seen = time.perf_counter() - t0
         entries = sum(len(v) for v in p.call("GET", f"/backends/{bid}/rule-sets/{dep['rule_set_number']}")
                       ["plan"]["tables"].values())
-        # one rule changes: the slice's first service moves to another port range
+        # one rule: a per-flow intent for one subscriber, deployed by the intents API itself
+        u = users // 2
+        intent = p.call("POST", "/intents", json={"operation": "insert", "imsi": [f"001{net:02d}{u:010d}"],
+                                                  "dst_ports": [[5000, 5007]], "lane": 6})
+        (dep_one,) = [d for d in intent["deployments"] if d["backend_id"] == bid]
+        one_diff, one_writes = diff_counts(dep_one)
+        # one service: the slice's first service moves to another port range
         svc = p.call("GET", f"/slices/{sid}")["services"][0]
         p.call("PATCH", f"/slices/{sid}/services/{svc['id']}",
                json={"dst_ports": [{"lo": 6000, "hi": 6007}], "version": svc["version"]})
-        change = p.call("POST", f"/backends/{bid}/deployments")
-        d = {name: {k: len(v) for k, v in t.items()} for name, t in change["diff"].get("tables", {}).items()}
-        writes = sum(sum(t.values()) for t in d.values())
+        service_diff, service_writes = diff_counts(p.call("POST", f"/backends/{bid}/deployments"))
         return {"deploy_api_s": t_api, "time_to_slice_s": t_seen, "entries": entries, "missed_before": missed,
-                "one_rule_writes": writes, "one_rule_diff": d}
+                "one_rule_writes": one_writes, "one_rule_diff": one_diff,
+                "service_writes": service_writes, "service_diff": service_diff}
     finally:
         target.stop()
 
@@ -164,13 +179,19 @@ def main() -> int:
                    "the last subscriber counted in the slice by the bundled P4Runtime target")
     results.figure("one-rule change writes", big["one_rule_writes"], "entries",
                    baseline=base["one_rule_writes"], baseline_name="the same change with 1 subscriber",
-                   note=f"diff {big['one_rule_diff']}")
+                   goal="= the diff size (1: one rule added above the slice's rules)", met=big["one_rule_writes"] == 1,
+                   note=f"a per-flow intent for one subscriber; diff {big['one_rule_diff']}")
+    results.figure("one-service change writes", big["service_writes"], "entries",
+                   baseline=base["service_writes"], baseline_name="the same change with 1 subscriber",
+                   note=f"one service's port range: one IR rule per subscriber block changes its match "
+                   f"(delete + insert each); diff {big['service_diff']}")
     table = results.table("Time to slice (p4rt, bundled target)",
-                          ["subscribers", "entries", "deploy API s", "observed by traffic s", "one-rule writes"])
+                          ["subscribers", "entries", "deploy API s", "observed by traffic s", "one-rule writes",
+                           "one-service writes"])
     for users, r in ((1, base), (SUBSCRIBERS, big)):
         assert r["missed_before"], "the frame was classified into the slice before its deploy"
         table.rows.append([users, r["entries"], round(r["deploy_api_s"], 3), round(r["time_to_slice_s"], 3),
-                           r["one_rule_writes"]])
+                           r["one_rule_writes"], r["service_writes"]])
     results.write()
     for row in table.rows:
         print(*row, sep="\t")

@@ -218,16 +218,17 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
         with self.switch.lock:
             engine = self.switch.pipeline  # the pipeline cannot change while the lock is held
             assert engine is not None and self.switch.tables is not None
-            fast = engine.fast_update
-            for u in updates:
-                if fast(u):
-                    errors.append(None)
-                    continue
-                try:
-                    self._apply(Update.FromString(u))
-                    errors.append(None)
-                except P4RTError as err:
-                    errors.append(p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message))
+            i, n = 0, len(updates)
+            while i < n:
+                j = engine.fast_updates(raw, i)  # the engine applies [i, j) in order
+                errors += [None] * (j - i)
+                if j < n:  # updates[j] is not a plain valid entry write: the full path decides
+                    try:
+                        self._apply(Update.FromString(updates[j]))
+                        errors.append(None)
+                    except P4RTError as err:
+                        errors.append(p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message))
+                i = j + 1
             self.switch.tables.commit()
         ok = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
         if any(e is not None for e in errors):

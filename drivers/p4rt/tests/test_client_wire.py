@@ -8,7 +8,7 @@ from irs import two_tenants
 from p4.v1 import p4runtime_pb2
 
 from sliceportal_p4rt.client import write_request_bytes
-from sliceportal_p4rt.driver import Driver
+from sliceportal_p4rt.driver import Driver, ident
 
 Update = p4runtime_pb2.Update
 
@@ -45,5 +45,10 @@ def test_updates_written_as_bytes_are_what_the_protobuf_api_builds(utype: int, q
             got_type, data = d._update_bytes(utype, table, e)
             assert p4runtime_pb2.Update.FromString(data) == want, (table, e)
             assert got_type == want.type
+            # the push path's inline encoder (per-table constants) writes the same message
+            assert p4runtime_pb2.Update.FromString(d._encode((utype, table, e, None))) == want, (table, e)
+            assert d._kind((utype, table, e, None)) == want.type
+            if "match" in e:  # and from the bytes lower() built for the plan
+                assert p4runtime_pb2.Update.FromString(d._encode((utype, table, e, ident(e)))) == want
             seen += 1
     assert seen > 10

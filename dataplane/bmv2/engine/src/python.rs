@@ -229,6 +229,19 @@ impl PyEngine {
         self.e.fast_update(&self.schemas, update)
     }
 
+    /// Apply the WriteRequest ``raw``'s updates from index ``start`` on, in order, as long
+    /// as each is a valid table-entry write; the index of the first that is not (the caller
+    /// handles it with the full validator, then continues after it), or the update count.
+    /// The loop of a batch stays here: one call per batch instead of one per update.
+    fn fast_updates(&mut self, raw: &[u8], start: usize) -> PyResult<usize> {
+        let w = split_write(raw).ok_or_else(|| PyValueError::new_err("malformed WriteRequest"))?;
+        let mut i = start;
+        while i < w.updates.len() && self.e.fast_update(&self.schemas, w.updates[i]) {
+            i += 1;
+        }
+        Ok(i)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn insert_entry(
         &mut self,

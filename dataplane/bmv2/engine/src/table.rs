@@ -5,6 +5,39 @@
 
 use crate::ir::{KeyIr, MatchKind, TableIr};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiply-rotate hasher for the tables' integer keys (handles, key vectors): std's
+/// SipHash costs more than the rest of a lookup or of an index rebuild. The keys come from
+/// the controller and from packets of the test bench; flooding resistance is not a goal.
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_ne_bytes(c.try_into().expect("8 bytes")));
+        }
+        for b in chunks.remainder() {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+}
+
+pub type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
 #[derive(Debug, Clone)]
 pub struct Entry {
@@ -23,7 +56,7 @@ pub struct Entry {
 struct Group {
     masks: Vec<u64>,
     best: i64,
-    map: HashMap<Vec<u64>, (i64, u64)>, // masked key -> (priority, handle) of the winner
+    map: KeyMap<Vec<u64>, (i64, u64)>, // masked key -> (priority, handle) of the winner
 }
 
 #[derive(Debug, Default)]
@@ -35,9 +68,9 @@ struct Index {
 
 #[derive(Debug)]
 pub struct TableState {
-    pub entries: HashMap<u64, Entry>,
+    pub entries: KeyMap<u64, Entry>,
     /// Slot (key, priority) -> handle: duplicate detection as P4Runtime defines it.
-    pub by_key: HashMap<(Vec<(u64, u64)>, i64), u64>,
+    pub by_key: KeyMap<(Vec<(u64, u64)>, i64), u64>,
     pub default_action: usize,
     pub default_params: Vec<u64>,
     next_handle: u64,
@@ -66,8 +99,8 @@ pub fn full(width: u32) -> u64 {
 impl TableState {
     pub fn new(t: &TableIr) -> Self {
         TableState {
-            entries: HashMap::new(),
-            by_key: HashMap::new(),
+            entries: KeyMap::default(),
+            by_key: KeyMap::default(),
             default_action: t.default_action,
             default_params: t.default_params.clone(),
             next_handle: 1,
@@ -161,13 +194,19 @@ impl TableState {
             hs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             index.scan = hs.into_iter().map(|(_, h)| h).collect();
         } else {
-            let mut by_masks: HashMap<Vec<u64>, usize> = HashMap::new();
+            let mut by_masks: KeyMap<Vec<u64>, usize> = KeyMap::default();
+            let mut masks: Vec<u64> = Vec::new();
             for (h, e) in &self.entries {
-                let masks: Vec<u64> = e.key.iter().map(|(_, m)| *m).collect();
-                let gi = *by_masks.entry(masks.clone()).or_insert_with(|| {
-                    index.groups.push(Group { masks, best: i64::MIN, map: HashMap::new() });
-                    index.groups.len() - 1
-                });
+                masks.clear();
+                masks.extend(e.key.iter().map(|(_, m)| *m));
+                let gi = match by_masks.get(&masks) {
+                    Some(&gi) => gi,
+                    None => {
+                        index.groups.push(Group { masks: masks.clone(), best: i64::MIN, map: KeyMap::default() });
+                        by_masks.insert(masks.clone(), index.groups.len() - 1);
+                        index.groups.len() - 1
+                    }
+                };
                 let g = &mut index.groups[gi];
                 let values: Vec<u64> = e.key.iter().map(|(v, _)| *v).collect();
                 let cand = (e.priority, *h);

@@ -65,7 +65,17 @@ from .view import classifier_view
 Update = p4runtime_pb2.Update
 FieldMatch = p4runtime_pb2.FieldMatch
 Pending = tuple[int, bytes]  # (Update.Type, serialized Update)
-Op = tuple[int, str, NativeEntry]  # (Update.Type asked for, table, entry): encoded batch by batch
+# (Update.Type asked for, table, entry, its identity or None): encoded batch by batch
+Op = tuple[int, str, NativeEntry, object]
+
+
+def ident(e: NativeEntry) -> object:
+    """What P4Runtime identifies an entry by; a tuple, cheaper than a JSON key."""
+    if e.get("default"):
+        return "default"
+    if "index" in e:
+        return ("index", e["index"])
+    return (e["priority"], tuple(sorted((k, tuple(v)) for k, v in e["match"].items())))
 T = TypeVar("T")
 MATCH_FIELDS = frozenset({"vni", "teid", "src_ip", "dst_ip", "dst_port", "dscp", "vlan"})
 
@@ -151,6 +161,9 @@ class Driver:
         self._actions = {
             a.preamble.name: (a.preamble.id, [(p.name, p.id) for p in a.params]) for a in self.p4info.proto.actions
         }
+        self._wire_tables = {name: (wire.table_id(tid), fields) for name, (tid, fields) in self._tables.items()}
+        self._type_fields = {t: wire.update_type(t) for t in (Update.INSERT, Update.MODIFY, Update.DELETE)}
+        self._tag_field = wire.metadata(self.tag)
         self.sizes[SLICE_METER] = int(self.p4info.meter(SLICE_METER).size)
         self.sizes["slices"] = self.sizes[SLICE_METER]
         self._session: Session | None = None
@@ -163,6 +176,8 @@ class Driver:
         # (match, priority) -> IR rule index: of each version's last lowering, and in force.
         self._lowered: dict[str, dict[tuple[MatchKey, int], int]] = {}
         self._rule_of: dict[tuple[MatchKey, int], int] = {}
+        self._encoded: dict[tuple[str, object], tuple[NativeEntry, bytes]] = {}
+        self._encoded_ids: dict[int, tuple[NativeEntry, bytes]] = {}
         self._registers_writable = True
 
     # ---- pure --------------------------------------------------------------------------
@@ -190,6 +205,7 @@ class Driver:
             lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes, self._priority_hints(), rule_of),
             self.widths,
         )
+        self._pre_encode(tables)
         self._lowered[ir.digest()] = rule_of
         while len(self._lowered) > 8:  # previews of versions never pushed
             del self._lowered[next(iter(self._lowered))]
@@ -401,14 +417,6 @@ class Driver:
         deleted one goes only after those below it, so the next winner is a new entry.
         Returns (updates, tables that needed room first: there, some deletes go first)."""
 
-        def ident(e: NativeEntry) -> object:
-            # What P4Runtime identifies an entry by; a tuple, cheaper than a JSON key.
-            if e.get("default"):
-                return "default"
-            if "index" in e:
-                return ("index", e["index"])
-            return (e["priority"], tuple(sorted((k, tuple(v)) for k, v in e["match"].items())))
-
         early: list[tuple[int, Op]] = []  # deletes that make room, before the inserts
         inserts: list[tuple[int, Op]] = []
         modifies: list[Op] = []
@@ -416,26 +424,27 @@ class Driver:
         crowded: list[str] = []
         for table in sorted(set(have) | set(want)):
             old = {ident(e): e for e in have.get(table, [])}
-            new = {ident(e): e for e in want.get(table, [])}
+            # into an empty table everything is new: no identities to compare (a fresh push)
+            new = {ident(e): e for e in want.get(table, [])} if old else {id(e): e for e in want.get(table, [])}
             added = []
             for k, e in new.items():
                 if k not in old:
                     if e.get("default") or "index" in e:
-                        modifies.append((Update.MODIFY, table, e))
+                        modifies.append((Update.MODIFY, table, e, k))
                     else:
-                        added.append(e)
+                        added.append((k, e))
                 elif old[k] != e:
-                    modifies.append((Update.MODIFY, table, e))
+                    modifies.append((Update.MODIFY, table, e, k))
             gone = sorted((e for k, e in old.items() if k not in new), key=lambda e: int(e.get("priority", 0)))
             held = sum(1 for e in old.values() if not e.get("default") and "index" not in e)
             room = self.sizes.get(table, held + len(added)) - held
             if len(added) > room:  # a full table: free what must be freed first
                 crowded.append(table)
                 take = [e for e in gone if not e.get("default") and "index" not in e][: len(added) - room]
-                early += [(0, (Update.DELETE, table, e)) for e in take]
+                early += [(0, (Update.DELETE, table, e, None)) for e in take]
                 gone = [e for e in gone if all(e is not t for t in take)]
-            inserts += [(-int(e["priority"]), (Update.INSERT, table, e)) for e in added]
-            deletes += [(int(e.get("priority", 0)), (Update.DELETE, table, e)) for e in gone]
+            inserts += [(-int(e["priority"]), (Update.INSERT, table, e, k if old else None)) for k, e in added]
+            deletes += [(int(e.get("priority", 0)), (Update.DELETE, table, e, None)) for e in gone]
         inserts.sort(key=lambda t: t[0])
         deletes.sort(key=lambda t: t[0])
         return [u for _, u in early + inserts] + modifies + [u for _, u in deletes], crowded
@@ -478,12 +487,48 @@ class Driver:
             progress(ProgressEvent(phase=phase, done=len(updates), total=len(updates)))
 
     def _encode(self, op: Op) -> bytes:
-        return self._update_bytes(*op)[1]
+        """``_update_bytes`` of an op: an INSERT / MODIFY from the bytes ``lower`` built for
+        that very entry when it did, else (and for a DELETE, which carries no action) built
+        here; a default action or a meter cell by ``_update_bytes``."""
+        utype, table, e, key = op
+        if "match" not in e:
+            return self._update_bytes(utype, table, e)[1]
+        if utype != Update.DELETE:
+            hit = self._encoded.get((table, key)) if key is not None else self._encoded_ids.get(id(e))
+            if hit is not None and (hit[0] is e or hit[0] == e):
+                return self._type_fields[utype] + hit[1]
+        return self._type_fields[utype] + self._entity(table, e, with_action=utype != Update.DELETE)
+
+    def _entity(self, table: str, e: NativeEntry, with_action: bool = True) -> bytes:
+        """The Update's entity field for a table entry with a match: inline, from the per-table
+        constants and the caches of repeated fields (the push path's bulk)."""
+        table_field, fields = self._wire_tables[table]
+        te = table_field + b"".join([_match_field(*fields[k], v[0], v[1]) for k, v in e["match"].items()])
+        if with_action:
+            action_id, params = self._actions[e["action"]]
+            p = e["params"]
+            te += _action_field(action_id, tuple([(pid, p[name]) for name, pid in params]))
+        return wire.entity(te + wire.priority(e["priority"]) + self._tag_field)
+
+    def _pre_encode(self, tables: Mapping[str, list[NativeEntry]]) -> None:
+        """Build the plan's entries as wire bytes now (P4Runtime identity -> (entry, bytes)), so
+        that a push of this plan (or of a copy read back from the database) only looks them
+        up. The last lowering's only: a preview of another version replaces them."""
+        self._encoded = {
+            (table, ident(e)): (e, self._entity(table, e))
+            for table, entries in tables.items()
+            if table != SLICE_METER
+            for e in entries
+            if "match" in e
+        }
+        # the same by the entry object (kept alive here, so its id is its own): no identity to
+        # compute for a push of this very plan into an empty table
+        self._encoded_ids = {id(hit[0]): hit for hit in self._encoded.values()}
 
     @staticmethod
     def _kind(op: Op) -> int:
         """The Update type written: a default action or a meter cell is always MODIFY."""
-        utype, table, e = op
+        utype, table, e, _ = op
         return Update.MODIFY if table == SLICE_METER or e.get("default") else utype
 
     def _reset_registers(self, s: Session, resets: list[p4runtime_pb2.Update], progress: ProgressCallback) -> None:

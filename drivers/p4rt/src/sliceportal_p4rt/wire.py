@@ -119,3 +119,27 @@ def entry_update(
     if metadata:
         te += _ld(TE_METADATA, metadata)
     return _uint(U_TYPE, utype) + _ld(U_ENTITY, _ld(E_TABLE_ENTRY, te))
+
+
+# ---- pieces of ``entry_update`` for a caller that keeps them per table (the push path) ----
+
+
+def table_id(value: int) -> bytes:
+    return _uint(TE_TABLE_ID, value)
+
+
+def update_type(utype: int) -> bytes:
+    return _uint(U_TYPE, utype)
+
+
+def priority(value: int) -> bytes:
+    return _uint(TE_PRIORITY, value)
+
+
+def metadata(value: bytes) -> bytes:
+    return _ld(TE_METADATA, value) if value else b""
+
+
+def entity(table_entry: bytes) -> bytes:
+    """The Update's ``entity`` field holding this serialized TableEntry."""
+    return _ld(U_ENTITY, _ld(E_TABLE_ENTRY, table_entry))
