@@ -14,8 +14,7 @@ from datetime import datetime
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
-from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session
 
@@ -60,21 +59,17 @@ class HealthPublic(BaseModel):
     loops: list[LoopHealthPublic] = []
 
 
-def _database(url: str) -> tuple[str, str]:
-    try:
-        with engine_for(url).connect() as conn:
-            conn.execute(text("SELECT 1"))
-        return "ok", ""
-    except (DBAPIError, PoolTimeoutError) as exc:
-        return "down", (str(getattr(exc, "orig", None) or exc).splitlines() or [""])[0]
-
-
-def _leader(url: str) -> state.Leader | None:
+def _database(url: str) -> tuple[str, str, state.Leader | None]:
+    """Whether the database answers, and who leads (one connection, one query: the leader's heartbeat)."""
     try:
         with engine_for(url).connect() as conn, Session(bind=conn) as session:
-            return state.leader(session)
-    except (DBAPIError, PoolTimeoutError):
-        return None
+            try:
+                return "ok", "", state.leader(session)
+            except ProgrammingError:  # the schema predates the controller (not migrated yet)
+                session.rollback()
+                return "ok", "", None
+    except (DBAPIError, PoolTimeoutError) as exc:
+        return "down", (str(getattr(exc, "orig", None) or exc).splitlines() or [""])[0], None
 
 
 def _local_loops() -> list[LoopHealthPublic]:
@@ -83,8 +78,7 @@ def _local_loops() -> list[LoopHealthPublic]:
 
 @router.get("/health", response_model=HealthPublic)
 def health(request: Request, response: Response) -> HealthPublic:
-    database, detail = _database(request.app.state.database_url)
-    leader = _leader(request.app.state.database_url) if database == "ok" else None
+    database, detail, leader = _database(request.app.state.database_url)
     controller = None
     loops = _local_loops()
     if leader is not None:
