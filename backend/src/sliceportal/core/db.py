@@ -9,12 +9,14 @@ releases the lock by itself, so a crashed worker never leaves a backend locked.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 # classid of the two-key form pg_advisory_lock(int, int): keeps our locks apart from any
@@ -23,11 +25,41 @@ BACKEND_LOCK_CLASS = 0x51CE
 LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock wait that hit lock_timeout
 
 
+# Connections kept open per process: at least the requests one worker serves at once (the
+# API bench's 16 clients), so a burst does not open and close overflow connections (a
+# PostgreSQL backend started per request); overflow covers the streams and control loops.
+POOL_SIZE, MAX_OVERFLOW = 20, 20
+# A connection idle longer than this is pinged before use (a restarted database leaves every
+# pooled connection dead); one in continuous use is not (a ping is a round trip per request).
+PING_IDLE_S = 1.0
+
+
 @lru_cache(maxsize=8)
 def engine_for(url: str) -> Engine:
     # connect_timeout bounds how long a request waits on a database that is down
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True,
-                         connect_args={"connect_timeout": 3})
+    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW,
+                           connect_args={"connect_timeout": 3})
+    event.listen(engine.pool, "connect", _stamp_checkin)  # a new connection needs no ping
+    event.listen(engine.pool, "checkin", _stamp_checkin)
+    event.listen(engine.pool, "checkout", _ping_if_idle)
+    return engine
+
+
+def _stamp_checkin(_dbapi_conn: Any, record: Any) -> None:
+    record.info["checked_in"] = time.monotonic()
+
+
+def _ping_if_idle(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+    """SQLAlchemy's pessimistic disconnect handling, only for connections that sat idle:
+    raising DisconnectionError makes the pool discard this one and connect anew."""
+    if time.monotonic() - record.info.get("checked_in", 0.0) < PING_IDLE_S:
+        return
+    try:
+        with dbapi_conn.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        dbapi_conn.rollback()
+    except Exception as exc:  # any failure of a bare SELECT 1 means the connection is unusable
+        raise DisconnectionError(str(exc)) from exc
 
 
 def session_factory(url: str) -> sessionmaker[Session]:
