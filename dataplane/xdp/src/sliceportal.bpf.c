@@ -106,6 +106,7 @@ ARRAY(alt, 1, struct sp_alt);
 ARRAY(buckets, SP_MAX_SLICES, struct sp_bucket);
 ARRAY(egress, 1, struct sp_egress);
 ARRAY(lane_cap, SP_MAX_LANES, struct sp_lane_cap);
+ARRAY(cpumap_full, SP_MAX_CPUS, __u64); /* by target CPU: enqueue events that dropped frames */
 ARRAY(last, 1, struct sp_last);
 
 struct {
@@ -641,14 +642,30 @@ static __always_inline int rate_ok(__u32 slice, struct sp_slice_qos *q, __u64 le
 }
 
 /* Room in a capped lane's queue for one more packet (struct sp_lane_cap)? */
-static __always_inline int lane_room(__u32 lane)
+static __always_inline int lane_room(__u32 lane, __u32 cpu)
 {
 	struct sp_lane_cap *q = bpf_map_lookup_elem(&lane_cap, &lane);
 	if (!q || !q->rate_pps)
 		return 1;
+	__u64 *full = bpf_map_lookup_elem(&cpumap_full, &cpu);
+	__u64 events = full ? READ_ONCE(*full) : 0;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_spin_lock(&q->lock);
+	__u64 floor = q->max_pps / 16 + 1;
+	if (events != q->events) {
+		/* the queue overflowed at this rate: the CPU drains less; back off */
+		q->events = events;
+		__u64 r = q->rate_pps - q->rate_pps / 4;
+		q->rate_pps = r > floor ? r : floor;
+		q->tokens = 0;
+		q->last_ns = now;
+	}
 	int ok = bucket_take(&q->tokens, &q->last_ns, now, q->rate_pps, q->burst, 1, 1);
+	if (ok && q->tokens + NSEC >= q->burst * NSEC && q->rate_pps < q->max_pps) {
+		/* slack: the bucket stays full, so the lane may take more */
+		__u64 r = q->rate_pps + q->max_pps / 64 + 1;
+		q->rate_pps = r < q->max_pps ? r : q->max_pps;
+	}
 	bpf_spin_unlock(&q->lock);
 	return ok;
 }
@@ -809,7 +826,7 @@ int sliceportal_xdp(struct xdp_md *ctx)
 		__u32 *over = bpf_map_lookup_elem(&overload, &cpu);
 		if (over && *over)
 			prio = 0;
-		else if ((lc->flags & SP_LANE_CAPPED) && !lane_room(lane)) {
+		else if ((lc->flags & SP_LANE_CAPPED) && !lane_room(lane, cpu)) {
 			prio = 0; /* the lane's queue is full: the overflow goes to alt */
 			global_inc(SP_G_OVERFLOW);
 		}
@@ -870,6 +887,9 @@ int sliceportal_cpumap_enqueue(unsigned long long *ctx)
 	__u64 *v = bpf_map_lookup_elem(&cpumap_drops, &cpu);
 	if (v)
 		*v += drops;
+	__u64 *e = bpf_map_lookup_elem(&cpumap_full, &cpu);
+	if (e)
+		__sync_fetch_and_add(e, 1); /* capped lanes on this CPU back off (lane_room) */
 	return 0;
 }
 

@@ -85,7 +85,10 @@ struct sp_bucket {
 /* The capacity of a prioritised lane's queue (seed 001: what its CPU takes), a token
  * bucket in packets: `burst` packets of queue, drained at `rate_pps`. A prioritised
  * packet beyond it is steered to the alt node (and counted) instead of being dropped at
- * the full queue. Tokens in packets x NSEC, as sp_bucket. */
+ * the full queue. Tokens in packets x NSEC, as sp_bucket. The rate adapts to what the
+ * CPU really drains: each time its cpumap queue overflowed anyway (cpumap_full, counted
+ * by the enqueue tracepoint) it drops by a quarter (to max_pps / 16 at least); while the
+ * bucket stays full it climbs back by max_pps / 64 (to max_pps at most). */
 struct sp_lane_cap {
 	struct bpf_spin_lock lock;
 	__u32 pad;
@@ -93,6 +96,8 @@ struct sp_lane_cap {
 	__u64 last_ns;
 	__u64 rate_pps;
 	__u64 burst;
+	__u64 max_pps;  /* the configured capacity */
+	__u64 events;   /* cpumap_full[cpu] last acted on */
 };
 
 /* The node's egress budget: one token bucket (bytes x NSEC, as sp_bucket) for everything

@@ -146,6 +146,7 @@ class DataPlane:
         self.buckets = o.map("buckets", 4, L.BUCKET_SIZE)
         self.egress = o.map("egress", 4, L.EGRESS.size)
         self.lane_cap = o.map("lane_cap", 4, L.LANE_CAP.size)
+        self.cpumap_full = o.map("cpumap_full", 4, 8)
         self.last = o.map("last", 4, L.LAST.size)
         self.cpu_map = o.map("cpu_map", 4, L.CPUMAP_VAL.size)
         self.rule_stats = o.map("rule_stats", 4, L.COUNTER.size, percpu=True)
@@ -216,12 +217,15 @@ class DataPlane:
         word = ctypes.c_uint32.from_buffer(self._config_mem, 4)
         word.value = (word.value | flag) if on else (word.value & ~flag)
 
-    def set_lane_capacity(self, lane: int, rate_pps: int, burst: int) -> None:
+    def set_lane_capacity(self, lane: int, cpu: int, rate_pps: int, burst: int) -> None:
         """The queue of a prioritised lane (``struct sp_lane_cap``): ``burst`` packets
         drained at ``rate_pps``; beyond it packets go to the alt node. 0 pps = unbounded
         (the lane also needs the LANE_CAPPED flag, ``set_lane``)."""
         ns = 1_000_000_000
-        self.lane_cap.update(L.U32.pack(lane), L.LANE_CAP.pack(0, 0, burst * ns, 0, rate_pps, burst))
+        # the overflow events of the lane's CPU so far: only later ones make it back off
+        raw = self.cpumap_full.lookup(L.U32.pack(cpu))
+        events = int.from_bytes(raw, "little") if raw else 0
+        self.lane_cap.update(L.U32.pack(lane), L.LANE_CAP.pack(0, 0, burst * ns, 0, rate_pps, burst, rate_pps, events))
 
     def enable_cpu(self, cpu: int, qsize: int) -> None:
         self.cpu_map.update(L.U32.pack(cpu), L.CPUMAP_VAL.pack(qsize, 0))

@@ -176,7 +176,9 @@ class Driver:
                 lane_flags = 0
             if lane not in o.alt_lanes and lane in o.lane_capacity_pps:
                 lane_flags |= L.LANE_CAPPED
-                dp.set_lane_capacity(lane, o.lane_capacity_pps[lane], o.cpumap_qsize)
+                # a quarter of the ring stays free for the frames in flight (the cpumap
+                # enqueues in bulks, and the kthread may not have drained the last ones)
+                dp.set_lane_capacity(lane, cpu, o.lane_capacity_pps[lane], max(1, o.cpumap_qsize - o.cpumap_qsize // 4))
             dp.set_lane(lane, cpu, lane_flags)
         if o.alt_mac and o.alt_ip:
             # XDP_TX frames leave with the interface's own MAC as source

@@ -45,7 +45,7 @@ CACHE_SLOT = struct.Struct("<24sIHHHBBI6Q")
 FLOW_CACHE = 16384  # SP_FLOW_CACHE
 G_PACKETS, G_MALFORMED, G_UNPARSED, G_TX_NO_ALT, G_OVERFLOW, G_N = range(6)
 LANE_CAPPED = 4
-LANE_CAP = struct.Struct("<II4Q")  # lock, pad, tokens, last_ns, rate_pps, burst
+LANE_CAP = struct.Struct("<II6Q")  # lock, pad, tokens, last_ns, rate_pps, burst, max_pps, events
 P_VNI, P_TEID, P_VLAN = 1, 2, 4
 
 

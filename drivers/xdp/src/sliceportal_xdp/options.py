@@ -39,8 +39,9 @@ class XdpOptions(BaseModel):
     cpumap_qsize: int = Field(2048, ge=1, le=16384)
     lane_capacity_pps: dict[int, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict,
-        description="prioritised lane -> packets/s its CPU takes; with cpumap_qsize packets of queue, the "
-        "overflow beyond it goes to the alt node (counted) instead of being dropped at a full queue",
+        description="prioritised lane -> packets/s its CPU takes (the most: the rate backs off while its "
+        "cpumap queue still overflows); with 3/4 of cpumap_qsize as burst, the overflow beyond it goes to "
+        "the alt node (counted) instead of being dropped at a full queue",
     )
     alt_mac: str | None = Field(None, description="MAC of the alternative node")
     alt_ip: IPvAnyAddress | None = Field(None, description="IPv4 of the alternative node")
