@@ -25,7 +25,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from sliceportal.core.config import Settings
-from sliceportal.kpi.notify import CHANNEL, MAX_PAYLOAD, KpiListener, decode, encode, notify
+from sliceportal.kpi.notify import CHANNEL, MAX_PAYLOAD, KpiListener, _Batches, decode, encode, notify
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest, store
 from sliceportal.models import Backend, Role
@@ -139,6 +139,17 @@ def test_encode_chunks_below_the_notify_limit_and_decodes_to_the_same_points() -
     body = "".join(p.split(":", 3)[3] for p in payloads)
     decoded, tenant_of = decode(body)
     assert decoded == batch and tenant_of == {1: 10, 2: 20}
+
+
+def test_a_broken_batch_is_dropped_and_the_next_one_delivered() -> None:
+    ids = {"red": 1, "blue": 2, "backend": 3}
+    first, second = (encode(points(ids, ("red",), range(n, n + 30), range(8)), {1: 10}) for n in (0, 30))
+    batches = _Batches()
+    assert [batches.add(p) for p in first[:-1]] == [None] * (len(first) - 1)  # its last chunk never comes
+    assert batches.add(second[1]) is None  # out of sequence: dropped, not glued to the first
+    assert all(batches.add(p) is None for p in second[:-1])
+    body = batches.add(second[-1])
+    assert body is not None and decode(body)[0] == points(ids, ("red",), range(30, 60), range(8))
 
 
 @pytest.mark.timeout(240)

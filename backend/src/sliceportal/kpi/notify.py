@@ -130,7 +130,8 @@ class KpiListener:
 
     def _run(self) -> None:
         retrying = Retrying(
-            retry=retry_if_exception_type(psycopg.OperationalError),
+            # the connection broke (server gone, backend terminated, network) or was left unusable
+            retry=retry_if_exception_type((psycopg.OperationalError, psycopg.InterfaceError)),
             wait=wait_exponential(multiplier=0.1, max=5),
             stop=lambda _state: self._stop.is_set(),
             sleep=self._backoff,
@@ -140,7 +141,7 @@ class KpiListener:
             for attempt in retrying:
                 with attempt:
                     self._listen()
-        except psycopg.OperationalError:
+        except (psycopg.OperationalError, psycopg.InterfaceError):
             pass  # stopping while the database was unreachable
         except Exception:
             log.exception("KPI listener stopped: live KPI streams on this process get no more points")
