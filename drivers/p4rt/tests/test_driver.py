@@ -212,3 +212,41 @@ def test_unreachable_and_bad_options_are_typed_errors() -> None:
     with pytest.raises(DriverError):
         P4rtDriver({"qos_mode": "bogus"})
     assert TENANT_B.vlan == 200
+
+
+def test_a_push_after_a_drift_seen_by_read_back_repairs_it(target) -> None:
+    """The driver diffs against what it last wrote, not a read-back; a read-back (the
+    reconciler's, the push framework's before each push) that finds the switch changed is
+    what it diffs against next: a hand-deleted entry of ours is written again."""
+    d = driver(target.address)
+    plan = d.lower(two_tenants())
+    d.apply(plan, lambda e: None)
+    ours = next(e for e in plan.tables[CLASSIFIER] if not e.get("default"))
+    # another controller (higher election id, primary while it writes) deletes one of our entries
+    ch = grpc.insecure_channel(target.address)
+    stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+    arb = p4runtime_pb2.StreamMessageRequest()
+    arb.arbitration.device_id = 1
+    arb.arbitration.election_id.low = 99
+    hold = threading.Event()
+
+    def requests():
+        yield arb
+        hold.wait(10)
+
+    stream = stub.StreamChannel(requests())
+    assert next(stream).arbitration.status.code == 0
+    w = p4runtime_pb2.WriteRequest(device_id=1)
+    w.election_id.low = 99
+    w.updates.add(type=p4runtime_pb2.Update.DELETE).entity.table_entry.CopyFrom(
+        d._update(p4runtime_pb2.Update.DELETE, CLASSIFIER, ours).entity.table_entry)
+    stub.Write(w)
+    hold.set()
+    stream.cancel()
+    ch.close()
+    state = d.read_state()  # the drift is seen ...
+    assert ours not in state.tables[CLASSIFIER]
+    again = d.apply(plan, lambda e: None)  # ... and the next push repairs exactly it
+    assert (again.added, again.removed, again.modified) == (1, 0, 0)
+    assert d.read_state().tables == plan.tables
+    d.close()
