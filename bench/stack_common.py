@@ -80,11 +80,12 @@ def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = N
     try:
         for _ in range(300):
             try:
-                if httpx.get(f"{base}/api/v1/health").status_code == 200:
+                if httpx.get(f"{base}/api/v1/health", timeout=30).status_code == 200:
                     break
             except httpx.TransportError:
                 time.sleep(0.1)
-        token = httpx.post(f"{base}/api/v1/login/access-token",
+        # argon2 at login takes seconds on a loaded 2-core machine: more than httpx's default 5 s
+        token = httpx.post(f"{base}/api/v1/login/access-token", timeout=60,
                            data={"username": USER, "password": PASSWORD}).json()["access_token"]
         yield Stack(pg, base, {"Authorization": f"Bearer {token}"}, server.pid)
     finally:
