@@ -37,6 +37,10 @@ class KpiPoint(BaseModel):
             self._json = self.model_dump_json()
         return self._json
 
+    def __eq__(self, other: object) -> bool:
+        # the same point whether or not its JSON was cached (pydantic compares private attributes)
+        return type(other) is type(self) and self.__dict__ == other.__dict__
+
 
 def points_from_meter(report: MeterReport, slices: Mapping[int, int], ts: datetime,
                       interval_s: float, backend_id: int) -> list[KpiPoint]:
