@@ -100,7 +100,7 @@ def main() -> None:
     d = Driver({"capacity": {"src_ip": 65536, "teid": 65536}, "overload_poll_s": 0})
     results = Results("xdp_push")
     cols = ["scenario", "entries", "lower s", "push s", "entries/s", "raw per-entry/s", "raw batched/s",
-            "push/batched", "re-push s", "slots written", "1-rule change s", "slots written "]
+            "push/batched", "re-push s", "re-push slots written", "1-rule change s", "1-rule slots written"]
     table = results.table("XDP rule push", cols)
     print(f"{'scenario':24} {'entries':>8} {'push s':>7} {'entries/s':>10} {'per-entry/s':>12} {'batched/s':>10} "
           f"{'push/bat':>8} {'re-push s':>9} {'1-rule s':>8} {'written':>7}")
