@@ -68,7 +68,7 @@ class Settings(BaseSettings):
                                        "candidate tries, and how often the leader checks its lease")
     workers: int = Field(0, ge=0, le=256, validation_alias=AliasChoices("sliceportal_workers", "workers"),
                          description="API worker processes of the run command (SLICEPORTAL_WORKERS); 0: one per CPU")
-    testbed: bool = Field(False, description="start the emulated testbed with live traffic (run command)")
+    testbed: bool = Field(False, description="the controller runs the emulated testbed with live traffic (run command)")
     testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
     testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")
     # the bundled target by default: the congestion scenario lowers a port's rate, and BMv2 has
