@@ -236,6 +236,7 @@ def main() -> None:
     script = Path(tempfile.mkdtemp(prefix="bench-wrk-")) / "load.lua"
     script.write_text(WRK_LUA)
     measured: dict[int, dict[str, Measured]] = {}
+    load: dict[int, float] = {}  # the machine's 1-minute load average as each worker count starts
     seeded: Seeded | None = None
     with database() as pg:
         created = 0
@@ -250,6 +251,7 @@ def main() -> None:
                 eps = [e for e in endpoints(seeded) if (e.quick or not quick()) and (
                     not args.only or e.name.startswith("health") or any(o in e.name for o in args.only.split(",")))]
                 measured[workers] = {}
+                load[workers] = os.getloadavg()[0]
                 for ep in eps:
                     # warm-up, not measured: each worker's first requests import, compile and
                     # prepare what the route uses (seconds each on a loaded machine)
@@ -269,6 +271,9 @@ def main() -> None:
                           flush=True)
     assert seeded is not None
     report(res, measured, args, seeded)
+    for workers, avg in load.items():
+        res.figure(f"load average (1 min) as the {workers}-worker runs began", avg, "",
+                   note=f"{os.cpu_count()} cores; above that, other jobs shared the CPUs")
     res.plot(plot(measured, plots_dir() / "api_latency_cdf.png", args))
     res.write()
 
