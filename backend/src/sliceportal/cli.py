@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from sliceportal.core.config import get_settings
+from sliceportal.core.config import Settings, get_settings
 from sliceportal.core.db import session_scope
 from sliceportal.core.dsn import RESOLVED_ENV, database_url, embedded
 from sliceportal.core.migrate import upgrade
@@ -51,7 +51,8 @@ def run(
     host: Annotated[str | None, typer.Option(help="address to serve on")] = None,
     port: Annotated[int | None, typer.Option(help="port to serve on")] = None,
     workers: Annotated[int | None, typer.Option(
-        help="API worker processes (default SLICEPORTAL_WORKERS, or one per CPU)")] = None,
+        help="API worker processes (default SLICEPORTAL_WORKERS, or 1: one process with the controller; "
+        "N > 1: N workers and a controller process, see docs/install.md for the drivers' limits)")] = None,
     demo: Annotated[bool, typer.Option(help="seed demo tenants, slices and subscribers")] = True,
     demo_accounts: Annotated[bool, typer.Option(
         help="also create a tenant login per demo tenant (random passwords, printed once)")] = False,
@@ -83,7 +84,10 @@ def run(
             for username, account_password in create_demo_accounts(session):
                 typer.secho(f"Demo tenant account: user {username!r}, password {account_password!r} (shown once)",
                             fg="yellow")
-    n = workers or settings.workers or os.cpu_count() or 1
+    n = workers or settings.workers or 1
+    if n == 1:
+        _serve_with_controller(settings.model_copy(update={"testbed": testbed}), url, host, port)
+        return
     env = {**os.environ, RESOLVED_ENV: url, "TESTBED": "true" if testbed else "false"}
     here = [sys.executable, "-c", "from sliceportal.cli import main; main()"]
     supervisor = Supervisor([
@@ -96,6 +100,29 @@ def run(
     try:
         supervisor.run()
     finally:
+        pg = embedded(settings)
+        if pg is not None and not os.environ.get(RESOLVED_ENV):
+            pg.stop()
+
+
+def _serve_with_controller(settings: Settings, url: str, host: str | None, port: int | None) -> None:
+    """One process: the API and the controller side by side. The default until the per-host
+    agents land (#16 item 2): drivers hold their data plane per process (the XDP program
+    attached by the process that loads it, the P4Runtime primary session per election id),
+    so the API's deploys and the controller's reconcile, probes and counters must share
+    one driver pool (docs/install.md)."""
+    import uvicorn
+
+    from sliceportal.api.main import create_app
+    from sliceportal.control.controller import Controller
+    from sliceportal.services.backends import POOL
+
+    api = create_app(settings, url)
+    try:
+        with Controller(settings, url):
+            uvicorn.run(api, host=host or settings.host, port=port or settings.port, log_level="info")
+    finally:
+        POOL.close_all()
         pg = embedded(settings)
         if pg is not None and not os.environ.get(RESOLVED_ENV):
             pg.stop()
