@@ -8,8 +8,8 @@ from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Header, Response, UploadFile
-from sqlalchemy import Select, cast, func, or_, select, text
-from sqlalchemy.dialects.postgresql import INET
+from sqlalchemy import BigInteger, Select, any_, bindparam, cast, func, or_, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, INET
 from sqlalchemy.orm import Session, lazyload, raiseload
 from sqlalchemy.types import String
 
@@ -56,7 +56,10 @@ def _memberships(session: Session, subscriber_ids: list[int]) -> dict[int, list[
     if subscriber_ids:
         for sub_id, slice_id in session.execute(
                 select(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)
-                .where(subscriber_slice.c.subscriber_id.in_(subscriber_ids))
+                # one array parameter: the same SQL text for any page, so it stays prepared
+                # (an IN list renders a new statement per page size)
+                .where(subscriber_slice.c.subscriber_id == any_(bindparam("ids", subscriber_ids,
+                                                                          type_=ARRAY(BigInteger))))
                 .order_by(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)):
             out[sub_id].append(slice_id)
     return out
