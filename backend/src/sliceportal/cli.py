@@ -118,14 +118,13 @@ def _serve_with_controller(settings: Settings, url: str, host: str | None, port:
     from sliceportal.services.backends import POOL
 
     api = create_app(settings, url)
-    try:
-        with Controller(settings, url):
-            uvicorn.run(api, host=host or settings.host, port=port or settings.port, log_level="info")
-    finally:
-        POOL.close_all()
-        pg = embedded(settings)
-        if pg is not None and not os.environ.get(RESOLVED_ENV):
-            pg.stop()
+    controller = Controller(settings, url)
+    pg = embedded(settings) if not os.environ.get(RESOLVED_ENV) else None
+    # uvicorn re-raises SIGTERM after its graceful shutdown (the process ends there): the app's
+    # shutdown hooks, not code after run(), stop the controller (its testbed), then the cluster
+    api.state.on_shutdown.extend([controller.stop, POOL.close_all, *([pg.stop] if pg is not None else [])])
+    with controller:
+        uvicorn.run(api, host=host or settings.host, port=port or settings.port, log_level="info")
 
 
 @app.command()
