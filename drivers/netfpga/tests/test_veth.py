@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import time
@@ -17,10 +18,14 @@ from sliceportal_netfpga import simulator
 from sliceportal_netfpga.driver import Driver
 from sliceportal_netfpga.experiment import table2_ir
 
+_SEQ = itertools.count()
+
 
 @pytest.fixture
 def veths() -> Iterator[tuple[str, str]]:
-    tag = f"{os.getpid() % 100000}"
+    # Unique per test too: scapy caches interfaces by name, and a pair deleted and created
+    # again under the same name in one process has a new index ("No such device").
+    tag = f"{os.getpid() % 10000}{next(_SEQ) % 100}"
     pairs = [(f"nfi{tag}a", f"nfi{tag}b"), (f"nfo{tag}a", f"nfo{tag}b")]
     try:
         for a, b in pairs:
