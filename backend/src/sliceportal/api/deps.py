@@ -152,20 +152,21 @@ def _from_token(session: Session, secret: str, token: str) -> Principal:
     except jwt.PyJWTError as exc:
         raise _unauthorized(f"invalid token: {exc}") from exc
     # One primary-key lookup joined with the user: the session must exist, belong to the
-    # token's subject and not be revoked or expired.
+    # token's subject and not be revoked or expired. Columns, not a User object: this runs
+    # on every request, and the principal needs only these.
     row = session.execute(
-        select(User, AuthSession.revoked_at, AuthSession.expires_at)
+        select(User.id, User.username, User.role, User.tenant_id, User.is_active, AuthSession.revoked_at,
+               AuthSession.expires_at)
         .join(AuthSession, AuthSession.user_id == User.id)
         .where(AuthSession.id == claims["sid"], User.id == int(claims["sub"]))
     ).first()
     if row is None:
         raise _unauthorized("session unknown: log in again")
-    user, revoked_at, expires_at = row
-    if revoked_at is not None or expires_at <= datetime.now(UTC):
+    if row.revoked_at is not None or row.expires_at <= datetime.now(UTC):
         raise _unauthorized("session ended (logged out, password changed or expired): log in again")
-    if not user.is_active:
+    if not row.is_active:
         raise _unauthorized("user disabled or removed")
-    return Principal(user.id, user.username, Role(user.role), user.tenant_id, ROLE_SCOPES[Role(user.role)],
+    return Principal(row.id, row.username, Role(row.role), row.tenant_id, ROLE_SCOPES[Role(row.role)],
                      "token", session_id=claims["sid"])
 
 
