@@ -105,12 +105,11 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
     env = {**os.environ, "DATABASE_URL": url, "SLICEPORTAL_DATABASE_URL_RESOLVED": url,
            "SECRET_KEY": "e2e-secret-" + "x" * 24, "RECONCILE_INTERVAL_S": "0",
            "TESTBED": "true" if live else "false", "TESTBED_PREFIX": "sp-e2e-", "TESTBED_RATE_PPS": "1000"}
+    # the portal as `make run` serves it: the API with the controller beside it (its testbed,
+    # as root), on the database prepared above (migrations and the operator are already there)
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning"], env=env, cwd=REPO)
-    # the controller beside it, as `make run` starts one: the API starts no testbed itself
-    controller = subprocess.Popen([sys.executable, "-c", "from sliceportal.cli import main; main()", "controller"],
-                                  env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+        [sys.executable, "-c", "from sliceportal.cli import main; main()", "run", "--host", "127.0.0.1",
+         "--port", str(port), "--no-demo", "--testbed" if live else "--no-testbed"], env=env, cwd=REPO)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -122,19 +121,14 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
                 hint = "; as root the emulated testbed starts with it (E2E_TESTBED=false skips it)" if live else ""
-                pytest.fail(f"uvicorn did not come up (exit code {server.poll()}){hint}")
+                pytest.fail(f"the portal did not come up (exit code {server.poll()}){hint}")
             time.sleep(0.2)
-        _wait_for_controller(controller, url, live)
+        _wait_for_controller(server, url, live)
         yield Stack(base, target.address, url, live)
     finally:
-        controller.terminate()  # the testbed tears its namespaces down
+        server.terminate()  # the controller's testbed tears its namespaces down in the shutdown
         try:
-            controller.wait(60)
-        except subprocess.TimeoutExpired:
-            controller.kill()
-        server.terminate()
-        try:
-            server.wait(10)
+            server.wait(60)
         except subprocess.TimeoutExpired:
             server.kill()
         target.stop()
