@@ -72,9 +72,6 @@ def _load() -> ctypes.CDLL:
         "bpf_map__fd": (i, [vp]),
         "bpf_map__set_max_entries": (i, [vp, u32]),
         "bpf_map__max_entries": (u32, [vp]),
-        "bpf_map__set_pin_path": (i, [vp, ctypes.c_char_p]),
-        "bpf_map__name": (ctypes.c_char_p, [vp]),
-        "bpf_object__next_map": (vp, [vp, vp]),
         "bpf_program__fd": (i, [vp]),
         "bpf_program__set_autoload": (i, [vp, ctypes.c_bool]),
         "bpf_program__attach": (vp, [vp]),
@@ -247,15 +244,8 @@ class BpfObject:
     """An opened and loaded BPF object file; maps and programs by name."""
 
     def __init__(
-        self,
-        path: str,
-        max_entries: dict[str, int] | None = None,
-        skip_programs: tuple[str, ...] = (),
-        pin_dir: str | None = None,
+        self, path: str, max_entries: dict[str, int] | None = None, skip_programs: tuple[str, ...] = ()
     ) -> None:
-        """``pin_dir``: every named map is pinned there (bpffs), and a map already pinned
-        there is reused instead of created, so every process that loads the object with the
-        same ``pin_dir`` shares the kernel's maps -- one data plane, whoever drives it."""
         obj = _lib.bpf_object__open_file(path.encode(), None)
         if not obj or _lib.libbpf_get_error(obj):
             raise BpfError(ctypes.get_errno() or errno.ENOENT, f"cannot open BPF object {path}")
@@ -266,24 +256,10 @@ class BpfObject:
                 _check(_lib.bpf_map__set_max_entries(self._map_ptr(name), n), f"resize {name}")
             for prog in skip_programs:
                 _check(_lib.bpf_program__set_autoload(self._prog_ptr(prog), False), f"skip {prog}")
-            if pin_dir is not None:
-                for name in self.map_names():
-                    pin = os.path.join(pin_dir, name)
-                    _check(_lib.bpf_map__set_pin_path(self._map_ptr(name), pin.encode()), f"pin path of {name}")
             _check(_lib.bpf_object__load(obj), f"load {path} (needs root / CAP_BPF; see dmesg)")
         except Exception:
             self.close()
             raise
-
-    def map_names(self) -> list[str]:
-        """The object's own maps (not libbpf's internal .rodata / .bss / .data maps)."""
-        names, p = [], _lib.bpf_object__next_map(self._obj, None)
-        while p:
-            name = _lib.bpf_map__name(p).decode()
-            if "." not in name:
-                names.append(name)
-            p = _lib.bpf_object__next_map(self._obj, p)
-        return names
 
     def _map_ptr(self, name: str) -> int:
         p = _lib.bpf_object__find_map_by_name(self._obj, name.encode())
