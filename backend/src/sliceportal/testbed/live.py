@@ -88,7 +88,7 @@ FLOW_ID_GENERATION = 1_000_000  # flow ids of successive traffic generations nev
 # behind above 150-300/s, depending on what else the machine runs); XDP takes the configured
 # rate. A congestion scenario multiplies these.
 # What each bundled plane lacks of the demo's SLAs (their Capabilities; docs/rules.md "Capabilities")
-DEMO_ACCEPTS_UNENFORCED = {"xdp": ("ecn",), "netfpga": ("rate_limit", "ecn")}
+DEMO_ACCEPTS_UNENFORCED = {"xdp": ("ecn",), "netfpga": ("ecn",)}
 PROCESS_PLANE_PPS = {"p4rt": 300.0, "netfpga": 150.0}
 RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a dead process
 # A packet not at its meter this long after it was sent is lost: longer than any testbed
