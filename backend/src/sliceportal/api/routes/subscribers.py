@@ -8,12 +8,20 @@ from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Header, Response, UploadFile
-from sqlalchemy import BigInteger, Select, any_, bindparam, cast, func, or_, select, text
+from sqlalchemy import BigInteger, Row, Select, any_, bindparam, cast, func, or_, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, INET
 from sqlalchemy.orm import Session, lazyload, raiseload
 from sqlalchemy.types import String
 
-from sliceportal.api.crud import apply_changes, check_delete_version, check_version, etag, get_scoped, page, scoped
+from sliceportal.api.crud import (
+    apply_changes,
+    check_delete_version,
+    check_version,
+    etag,
+    get_scoped,
+    page_rows,
+    scoped,
+)
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.models import Slice, Subscriber, Tenant
@@ -36,7 +44,12 @@ SORTABLE = {"id": Subscriber.id, "imsi": Subscriber.imsi, "ue_ip": Subscriber.ue
             "tenant_id": Subscriber.tenant_id, "created_at": Subscriber.created_at}
 
 
-def to_public(s: Subscriber, slice_ids: list[int] | None = None) -> SubscriberPublic:
+# what a list page reads: the public fields' columns (a Row has the same attribute names)
+PUBLIC_COLUMNS = (Subscriber.id, Subscriber.tenant_id, Subscriber.imsi, Subscriber.ue_ip, Subscriber.teids,
+                  Subscriber.version, Subscriber.created_at)
+
+
+def to_public(s: Subscriber | Row[Any], slice_ids: list[int] | None = None) -> SubscriberPublic:
     """``slice_ids``: the memberships when read on their own (``_memberships``); otherwise
     from the loaded ``slices``."""
     return SubscriberPublic(id=s.id, tenant_id=s.tenant_id, imsi=s.imsi, ue_ip=IPv4Address(str(s.ue_ip)),
@@ -114,10 +127,10 @@ def _filtered(stmt: AnySelect, tenant_scope: int | None, tenant_id: int | None, 
 @router.get("", response_model=Page[SubscriberPublic])
 def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
                      tenant_id: QueryId = None, slice_id: QueryId = None) -> Page[SubscriberPublic]:
-    stmt = _filtered(select(Subscriber).options(WITHOUT_SLICES), principal.tenant_scope, tenant_id, slice_id)
-    rows, count = page(session, stmt, params, SORTABLE, SEARCHED)
-    members = _memberships(session, [s.id for s in rows])
-    return Page(data=[to_public(s, members[s.id]) for s in rows], count=count)
+    stmt = _filtered(select(*PUBLIC_COLUMNS), principal.tenant_scope, tenant_id, slice_id)
+    rows, count = page_rows(session, stmt, params, SORTABLE, SEARCHED)
+    members = _memberships(session, [r.id for r in rows])
+    return Page(data=[to_public(r, members[r.id]) for r in rows], count=count)
 
 
 @router.post("/bulk-delete", response_model=BulkDeleteReport,
