@@ -141,9 +141,9 @@ class Controller:
             for duty in self._duties:
                 duty.stop()
             self._duties = []
-            testbed, self.testbed = self.testbed, None
-            if testbed is not None:
-                testbed.stop()  # its namespaces and processes go with it
+            if self.testbed is not None:
+                self.testbed.stop()  # its namespaces and processes go with it
+                self.testbed = None
             if why == "stopped":
                 # still holding the lease (it is released after this): say so to the API at once
                 try:
