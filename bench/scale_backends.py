@@ -17,9 +17,7 @@ API like any remote backend. Measured in the same run:
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,61 +27,22 @@ sys.path.insert(0, str(ROOT / "dataplane" / "bmv2"))
 
 from _results import Results, quick  # noqa: E402
 from bmv2_target.fleet import Fleet  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
+from stack_common import InProcessPortal  # noqa: E402
 
-from sliceportal.api.main import create_app  # noqa: E402
-from sliceportal.core.config import Settings, random_secret  # noqa: E402
-from sliceportal.core.db import session_factory  # noqa: E402
-from sliceportal.core.migrate import upgrade  # noqa: E402
-from sliceportal.core.pgembed import EmbeddedPostgres  # noqa: E402
-from sliceportal.core.security import hash_password  # noqa: E402
-from sliceportal.models import Backend, Role, User  # noqa: E402
-from sliceportal.services.backends import POOL  # noqa: E402
+from sliceportal.models import Backend  # noqa: E402
 from sliceportal.services.reconciler import Reconciler  # noqa: E402
-from sliceportal.testbed.processes import free_port  # noqa: E402
 
 BACKENDS = 10 if quick() else 100
 SUBSCRIBERS = 1_000 if quick() else 10_000
 PER_HOST = 25  # targets per fleet process
-PASSWORD = "bench-password-1"
 
 
 def start_agents(n: int) -> list[Fleet]:
     return [Fleet(min(PER_HOST, n - start)) for start in range(0, n, PER_HOST)]
 
 
-class Portal:
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="bench-scale-pg-"))
-        self.pg = EmbeddedPostgres(self.root, port=free_port(), dbname="bench", durable=False)
-        self.pg.start()
-        self.url = self.pg.url("bench")
-        upgrade(self.url)
-        self.sessions = session_factory(self.url)
-        with self.sessions() as s:
-            s.add(User(username="op", password_hash=hash_password(PASSWORD), role=Role.OPERATOR))
-            s.commit()
-        settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, rate_limit_expensive="10000/minute")
-        self.client = TestClient(create_app(settings, self.url))
-        self.client.__enter__()
-        tok = self.client.post("/api/v1/login/access-token", data={"username": "op", "password": PASSWORD}).json()
-        self.h = {"Authorization": f"Bearer {tok['access_token']}"}
-
-    def call(self, method: str, path: str, **kw: Any) -> Any:
-        r = self.client.request(method, f"/api/v1{path}", headers=self.h, **kw)
-        if r.status_code >= 300:
-            raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:500]}")
-        return r.json() if r.content else None
-
-    def close(self) -> None:
-        self.client.__exit__(None, None, None)
-        POOL.close_all()
-        self.pg.stop()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-def world(p: Portal, addresses: list[str]) -> tuple[int, list[int]]:
+def world(p: InProcessPortal, addresses: list[str]) -> tuple[int, list[int]]:
     """A tenant, one Flexible Slice of SUBSCRIBERS subscribers, and a backend per address; (slice, backends)."""
     ids = [p.call("POST", "/backends", json={"name": f"agent-{i:03d}", "driver": "p4rt",
                                              "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2}})["id"]
@@ -102,7 +61,7 @@ def world(p: Portal, addresses: list[str]) -> tuple[int, list[int]]:
     return sid, ids
 
 
-def deploy(p: Portal, sid: int, backend_ids: list[int]) -> tuple[float, list[dict[str, Any]]]:
+def deploy(p: InProcessPortal, sid: int, backend_ids: list[int]) -> tuple[float, list[dict[str, Any]]]:
     version = p.call("GET", f"/slices/{sid}")["version"]
     p.call("PATCH", f"/slices/{sid}", json={"backend_ids": backend_ids, "version": version})
     t0 = time.perf_counter()
@@ -110,7 +69,7 @@ def deploy(p: Portal, sid: int, backend_ids: list[int]) -> tuple[float, list[dic
     return time.perf_counter() - t0, out["backends"]
 
 
-def reconcile_pass(p: Portal) -> float:
+def reconcile_pass(p: InProcessPortal) -> float:
     t0 = time.perf_counter()
     Reconciler(p.sessions, 1.0).run_once()
     return time.perf_counter() - t0
@@ -120,7 +79,7 @@ def main() -> None:
     res = Results("scale_backends")
     fleets = start_agents(BACKENDS)
     addresses = [a for f in fleets for a in f.addresses]
-    p = Portal()
+    p = InProcessPortal(rate_limit_expensive="10000/minute")
     try:
         sid, ids = world(p, addresses)
         one_s, one = deploy(p, sid, ids[:1])

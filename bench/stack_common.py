@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -91,3 +92,46 @@ def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = N
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+class InProcessPortal:
+    """The whole portal in this process (its ASGI app through a TestClient, a private
+    PostgreSQL, the real drivers), logged in as an operator: for benches that measure what
+    a deploy does rather than HTTP (``call`` answers the JSON or raises with the problem)."""
+
+    def __init__(self, **settings: Any) -> None:
+        from fastapi.testclient import TestClient
+
+        from sliceportal.api.main import create_app
+        from sliceportal.core.config import Settings, random_secret
+        from sliceportal.core.db import session_factory
+        from sliceportal.models import Role, User
+
+        self.root = Path(tempfile.mkdtemp(prefix="bench-portal-pg-"))  # its own: the server runs as postgres
+        self.pg = EmbeddedPostgres(self.root, port=free_port(), dbname="bench", durable=False)
+        self.pg.start()
+        self.url = self.pg.url("bench")
+        upgrade(self.url)
+        self.sessions = session_factory(self.url)
+        with self.sessions() as s:
+            s.add(User(username=USER, password_hash=hash_password(PASSWORD), role=Role.OPERATOR))
+            s.commit()
+        app = create_app(Settings(secret_key=random_secret(), reconcile_interval_s=0, **settings), self.url)
+        self.client = TestClient(app)
+        self.client.__enter__()
+        tok = self.client.post("/api/v1/login/access-token", data={"username": USER, "password": PASSWORD}).json()
+        self.h = {"Authorization": f"Bearer {tok['access_token']}"}
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        r = self.client.request(method, f"/api/v1{path}", headers=self.h, **kw)
+        if r.status_code >= 300:
+            raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:500]}")
+        return r.json() if r.content else None
+
+    def close(self) -> None:
+        from sliceportal.services.backends import POOL
+
+        self.client.__exit__(None, None, None)
+        POOL.close_all()
+        self.pg.stop()
+        shutil.rmtree(self.root, ignore_errors=True)

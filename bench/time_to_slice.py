@@ -32,24 +32,15 @@ sys.path[:0] = [str(ROOT / "dataplane" / "bmv2"), str(ROOT / "drivers" / "p4rt" 
 
 from _results import Results, quick  # noqa: E402
 from bmv2_target.testing import Target  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
-from sqlalchemy.orm import Session, sessionmaker  # noqa: E402
+from stack_common import InProcessPortal  # noqa: E402
 from traffic import frame, run_pcaps, write_pcap  # noqa: E402
 
-from sliceportal.api.main import create_app  # noqa: E402
-from sliceportal.core.config import Settings, random_secret  # noqa: E402
-from sliceportal.core.db import session_factory  # noqa: E402
-from sliceportal.core.migrate import upgrade  # noqa: E402
-from sliceportal.core.pgembed import EmbeddedPostgres  # noqa: E402
-from sliceportal.core.security import hash_password  # noqa: E402
-from sliceportal.models import Backend, Role, User  # noqa: E402
+from sliceportal.models import Backend  # noqa: E402
 from sliceportal.services.backends import POOL  # noqa: E402
-from sliceportal.testbed.processes import free_port  # noqa: E402
 from sliceportal.traffic.packets import Encap, Flow  # noqa: E402
 
 SUBSCRIBERS = 1_000 if quick() else 10_000
 VNI, VLAN = 1001, 100
-PASSWORD = "bench-password-1"
 OBSERVE_TIMEOUT_S = 60.0
 
 
@@ -57,35 +48,7 @@ def ue_ip(u: int, net: int) -> str:
     return f"10.{net}.{u // 250}.{u % 250 + 1}"
 
 
-class Portal:
-    def __init__(self, tmp: Path) -> None:
-        self.pg_root = Path(tempfile.mkdtemp(prefix="bench-tts-pg-"))  # its own: the server runs as postgres
-        self.pg = EmbeddedPostgres(self.pg_root, port=free_port(), dbname="bench", durable=False)
-        self.pg.start()
-        url = self.pg.url("bench")
-        upgrade(url)
-        self.sessions: sessionmaker[Session] = session_factory(url)
-        with self.sessions() as s:
-            s.add(User(username="op", password_hash=hash_password(PASSWORD), role=Role.OPERATOR))
-            s.commit()
-        self.client = TestClient(create_app(Settings(secret_key=random_secret(), reconcile_interval_s=0), url))
-        self.client.__enter__()
-        tok = self.client.post("/api/v1/login/access-token", data={"username": "op", "password": PASSWORD}).json()
-        self.h = {"Authorization": f"Bearer {tok['access_token']}"}
-
-    def call(self, method: str, path: str, **kw: Any) -> Any:
-        r = self.client.request(method, f"/api/v1{path}", headers=self.h, **kw)
-        if r.status_code >= 300:
-            raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:500]}")
-        return r.json() if r.content else None
-
-    def close(self) -> None:
-        self.client.__exit__(None, None, None)
-        self.pg.stop()
-        shutil.rmtree(self.pg_root, ignore_errors=True)
-
-
-def world(p: Portal, target: Target, name: str, users: int, net: int) -> tuple[int, int]:
+def world(p: InProcessPortal, target: Target, name: str, users: int, net: int) -> tuple[int, int]:
     """A backend on ``target`` and a slice of ``users`` subscribers on it; (backend id, slice id)."""
     options = {"address": target.address, "access_ports": {"1": VLAN + net}, "trunk_ports": [2], "uplink_port": 2}
     bid = p.call("POST", "/backends", json={"name": name, "driver": "p4rt", "options": options})["id"]
@@ -103,7 +66,7 @@ def world(p: Portal, target: Target, name: str, users: int, net: int) -> tuple[i
     return bid, sid
 
 
-def slice_packets(p: Portal, bid: int) -> int:
+def slice_packets(p: InProcessPortal, bid: int) -> int:
     with p.sessions() as s:
         backend = s.get_one(Backend, bid)
         with POOL.use(s, backend) as drv:  # the portal's own driver: no second P4Runtime controller
@@ -125,7 +88,7 @@ def diff_counts(deployment: dict[str, Any]) -> tuple[dict[str, dict[str, int]], 
     return d, sum(sum(t.values()) for t in d.values())
 
 
-def time_to_slice(p: Portal, users: int, net: int, tmp: Path) -> dict[str, Any]:
+def time_to_slice(p: InProcessPortal, users: int, net: int, tmp: Path) -> dict[str, Any]:
     target = Target("--priority-queues", "8")
     try:
         bid, sid = world(p, target, f"bmv2-{users}", users, net)
@@ -166,7 +129,7 @@ def time_to_slice(p: Portal, users: int, net: int, tmp: Path) -> dict[str, Any]:
 def main() -> int:
     results = Results("time_to_slice")
     tmp = Path(tempfile.mkdtemp(prefix="bench-tts-"))
-    p = Portal(tmp)
+    p = InProcessPortal()
     try:
         base = time_to_slice(p, 1, 46, tmp)
         big = time_to_slice(p, SUBSCRIBERS, 47, tmp)

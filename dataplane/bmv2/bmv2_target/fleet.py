@@ -21,7 +21,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from .server import DataplaneService, Faults, P4RuntimeServicer
 from .switch import Switch, SwitchConfig
-from .testing import HERE
+from .testing import HERE, stop_process
 
 
 def serve(count: int, priority_queues: int = 8) -> list[tuple[grpc.Server, int]]:
@@ -56,13 +56,7 @@ class Fleet:
         self.addresses: list[str] = json.loads(line)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout_s=10)
 
 
 def main() -> int:

@@ -28,10 +28,15 @@ class Target:
         self.address = line.rsplit(" ", 1)[1].strip()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen[str], timeout_s: float = 5) -> None:
+    """SIGTERM, and SIGKILL if it is still there after ``timeout_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
