@@ -272,7 +272,7 @@ def main() -> None:
     assert seeded is not None
     report(res, measured, args, seeded)
     for workers, avg in load.items():
-        res.figure(f"load average (1 min) as the {workers}-worker runs began", avg, "",
+        res.figure(f"load average (1 min) as the {workers}-worker runs began", avg, "runnable tasks",
                    note=f"{os.cpu_count()} cores; above that, other jobs shared the CPUs")
     res.plot(plot(measured, plots_dir() / "api_latency_cdf.png", args))
     res.write()
