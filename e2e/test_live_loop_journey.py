@@ -96,7 +96,13 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
         return any(sl["id"] in d["from_slices"] and d["rx_packets"] > 0
                    for b in api.get("/testbed")["backends"] if b["backend_id"] == backend for d in b["default_traffic"])
 
-    _wait(f"{name}'s traffic reaching {driver} as default traffic", in_default, 30)
+    try:  # the traffic step adds the new subscribers' flows; under CI load the first interval can take long
+        _wait(f"{name}'s traffic reaching {driver} as default traffic", in_default, 60)
+    except AssertionError as exc:
+        plane = next(b for b in api.get("/testbed")["backends"] if b["backend_id"] == backend)
+        raise AssertionError(f"{exc}; the plane: flows {plane['flows']}, offered {plane['offered_pps']} pps, "
+                             f"placement {plane['placement_check']}, default traffic {plane['default_traffic']}, "
+                             f"last interval {plane['last_interval_at']}") from None
     assert api.get(f"/slices/{sl['id']}/kpis", backend_id=backend) == []
 
     # deploy → KPIs of this backend within 5 s, in the API and on the page
