@@ -39,6 +39,18 @@ class Api:
         return r.json()
 
 
+def _wait_default(api: Any, backend: int, what: str, check: Callable[[], bool], timeout_s: float = 60) -> None:
+    """``_wait`` for a slice's traffic on a plane's default path; a miss says what the plane showed
+    (on XDP in CI this took over 30 s twice, and passes in seconds on an idle machine)."""
+    try:
+        _wait(what, check, timeout_s)
+    except AssertionError as exc:
+        plane = next(b for b in api.get("/testbed")["backends"] if b["backend_id"] == backend)
+        raise AssertionError(f"{exc}; the plane: flows {plane['flows']}, offered {plane['offered_pps']} pps, "
+                             f"placement {plane['placement_check']}, default traffic {plane['default_traffic']}, "
+                             f"last interval {plane['last_interval_at']}") from None
+
+
 def _wait(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
     deadline = time.monotonic() + timeout_s
     last = None
@@ -96,13 +108,8 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
         return any(sl["id"] in d["from_slices"] and d["rx_packets"] > 0
                    for b in api.get("/testbed")["backends"] if b["backend_id"] == backend for d in b["default_traffic"])
 
-    try:  # the traffic step adds the new subscribers' flows; under CI load the first interval can take long
-        _wait(f"{name}'s traffic reaching {driver} as default traffic", in_default, 60)
-    except AssertionError as exc:
-        plane = next(b for b in api.get("/testbed")["backends"] if b["backend_id"] == backend)
-        raise AssertionError(f"{exc}; the plane: flows {plane['flows']}, offered {plane['offered_pps']} pps, "
-                             f"placement {plane['placement_check']}, default traffic {plane['default_traffic']}, "
-                             f"last interval {plane['last_interval_at']}") from None
+    # the traffic step adds the new subscribers' flows; under CI load an interval can take long
+    _wait_default(api, backend, f"{name}'s traffic reaching {driver} as default traffic", in_default)
     assert api.get(f"/slices/{sl['id']}/kpis", backend_id=backend) == []
 
     # deploy → KPIs of this backend within 5 s, in the API and on the page
@@ -156,7 +163,7 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
     assert back["status"] == "succeeded", back
     expect(row).to_have_attribute("data-state", "not_deployed", timeout=5_000)
     assert _status(api, sl["id"], backend)["state"] == "not_deployed"
-    _wait(f"{name}'s traffic back on {driver}'s default path", lambda: in_default(), 20)
+    _wait_default(api, backend, f"{name}'s traffic back on {driver}'s default path", in_default)
     time.sleep(2)  # an interval measured before the rollback may still be written
     cut = len(api.get(f"/slices/{sl['id']}/kpis", backend_id=backend))
     time.sleep(3)
