@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +40,7 @@ from bmv2_target.switch import SwitchConfig  # noqa: E402
 from bmv2_target.testing import P4INFO, Target  # noqa: E402
 from irs import ip  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
-from traffic import frame, run_pcaps, write_pcap  # noqa: E402
+from traffic import frame, run_pcaps, veth_ports, write_pcap  # noqa: E402
 
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, SliceEntry, TenantEntry, Ternary  # noqa: E402
 from sliceportal.traffic.packets import Encap, Flow  # noqa: E402
@@ -130,18 +129,8 @@ def bare_rate(start: Starter, batch: int) -> float:
 
 @contextmanager
 def veths() -> Iterator[dict[int, tuple[str, str]]]:
-    tag = f"pb{os.getpid() % 100000}"
-    ends = {p: (f"{tag}{p}s", f"{tag}{p}t") for p in (1, 2)}
-    try:
-        for s, t in ends.values():
-            subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
-            for dev in (s, t):
-                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+    with veth_ports(f"pb{os.getpid() % 100000}", (1, 2)) as ends:
         yield ends
-    finally:
-        for s, _ in ends.values():
-            subprocess.run(["ip", "link", "del", s], check=False, capture_output=True)
 
 
 def test_frame() -> bytes:

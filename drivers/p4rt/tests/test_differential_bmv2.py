@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import random
 import socket
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -40,7 +39,7 @@ from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
 
 from .irs import TENANT_A, TENANT_B, ip
-from .traffic import frame, read_pcap, run_pcaps, write_pcap
+from .traffic import frame, read_pcap, run_pcaps, veth_ports, write_pcap
 
 PORTS = (1, 2, 3)
 OPTIONS: dict[str, Any] = {"access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3}
@@ -65,19 +64,9 @@ def _counters(c: Counters) -> dict[str, Any]:
 
 @pytest.fixture
 def veths() -> Iterator[dict[int, tuple[str, str]]]:
-    """One veth pair per port: the switch owns ``<tag>-<p>s``, the test uses ``<tag>-<p>t``."""
-    tag = f"sd{os.getpid() % 10000}{random.randrange(100)}"
-    ends = {p: (f"{tag}-{p}s", f"{tag}-{p}t") for p in PORTS}
-    try:
-        for s, t in ends.values():
-            subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
-            for dev in (s, t):
-                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+    """One veth pair per port (``traffic.veth_ports``): the switch owns ``<tag>-<p>s``, the test ``<tag>-<p>t``."""
+    with veth_ports(f"sd{os.getpid() % 10000}{random.randrange(100)}-", PORTS) as ends:
         yield ends
-    finally:
-        for s, _ in ends.values():
-            subprocess.run(["ip", "link", "del", s], check=False, capture_output=True)
 
 
 def deliverable(data: bytes) -> bool:

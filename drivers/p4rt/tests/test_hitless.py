@@ -15,7 +15,6 @@ import ipaddress
 import os
 import random
 import socket
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.p4info import CLASSIFIER, EGR, ING
 from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
 
-from .traffic import frame
+from .traffic import frame, veth_ports
 
 pytestmark = [pytest.mark.needs_root]
 ROOT = Path(__file__).resolve().parents[3]
@@ -68,18 +67,8 @@ class Wired:
 
 @pytest.fixture
 def veths() -> Iterator[dict[int, tuple[str, str]]]:
-    tag = f"hl{os.getpid() % 10000}{random.randrange(100)}"
-    ends = {p: (f"{tag}-{p}s", f"{tag}-{p}t") for p in (1, 2)}
-    try:
-        for s, t in ends.values():
-            subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
-            for dev in (s, t):
-                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+    with veth_ports(f"hl{os.getpid() % 10000}{random.randrange(100)}-", (1, 2)) as ends:
         yield ends
-    finally:
-        for s, _ in ends.values():
-            subprocess.run(["ip", "link", "del", s], check=False, capture_output=True)
 
 
 @pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])

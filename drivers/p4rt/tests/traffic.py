@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import subprocess
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -11,6 +13,23 @@ from scapy.layers.inet import IP
 from scapy.utils import PcapWriter, RawPcapReader
 
 from sliceportal.traffic.packets import Flow, build
+
+
+@contextmanager
+def veth_ports(tag: str, ports: Iterable[int]) -> Iterator[dict[int, tuple[str, str]]]:
+    """One veth pair per switch port, up, IPv6 off, deleted afterwards (root): the switch
+    owns ``<tag><p>s``, the test sends into / captures from ``<tag><p>t``."""
+    ends = {p: (f"{tag}{p}s", f"{tag}{p}t") for p in ports}
+    try:
+        for s, t in ends.values():
+            subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
+            for dev in (s, t):
+                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+        yield ends
+    finally:
+        for s, _ in ends.values():
+            subprocess.run(["ip", "link", "del", s], check=False, capture_output=True)
 
 
 def frame(flow: Flow, size: int, ect: bool = False) -> tuple[bytes, int]:
