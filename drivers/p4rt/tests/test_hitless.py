@@ -10,11 +10,11 @@ the uplink, and the slice / lane it was given is read from the program's own cou
 
 from __future__ import annotations
 
-import importlib.util
 import ipaddress
 import os
 import random
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,30 +29,24 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from sliceportal.drivers.contract import ProgressEvent
 from sliceportal.drivers.push import diff_tables, target_spec
 from sliceportal.rules.compiler import compile_rules
-from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
+from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, SliceEntry, Ternary
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TenantSpec
-from sliceportal.traffic.packets import Encap, Flow
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.p4info import CLASSIFIER, EGR, ING
 from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
 
 from .traffic import frame, veth_ports
 
+CONFORMANCE = Path(__file__).resolve().parents[3] / "dataplane" / "conformance"
+if str(CONFORMANCE) not in sys.path:  # --import-mode=importlib: the shared helper by path
+    sys.path.insert(0, str(CONFORMANCE))
+
+import hitless  # noqa: E402
+
 pytestmark = [pytest.mark.needs_root]
-ROOT = Path(__file__).resolve().parents[3]
 OPTIONS: dict[str, Any] = {"access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2}
-TENANT = TenantEntry(1, "A", 1001, 100)
-Verdict = tuple[int, int]  # (slice id, lane); slice 0 = a miss
-
-
-def catalogue_lanes() -> list[tuple[int, ...]]:
-    """Every slice type's lanes, from the migration that seeds seed 000 Table 1."""
-    path = ROOT / "backend/src/sliceportal/migrations/versions/0002_slice_type_catalogue.py"
-    spec = importlib.util.spec_from_file_location("slice_type_catalogue", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return [tuple(lanes) for _, _, lanes, _ in module.TABLE_1]
+TENANT = hitless.TENANT
+Verdict = hitless.Verdict  # here (slice id, lane); slice 0 = a miss
 
 
 # ---- the two switches on veth pairs ----------------------------------------------------------
@@ -116,7 +110,7 @@ class Prober:
         return {(e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
                 for r in self.stub.Read(self.req) for e in r.entities}
 
-    def verdict(self, data: bytes) -> Verdict:
+    def verdict(self, data: bytes) -> tuple[int, int]:
         self.wired.tx.send(data)
         while receive(self.wired.rx) is None:  # None: a frame we sent ourselves on that end
             pass
@@ -132,118 +126,56 @@ class Prober:
         self.channel.close()
 
 
-# ---- random rule sets over every slice type ------------------------------------------------
-
-
-def random_rule(rng: random.Random, slices: list[SliceEntry]) -> Rule:
-    """Matches over a small space, so that rules overlap: UE /30../32 of 10.0.0.0/28, ports
-    5000-5003 (exact or a /1-bit pair), DSCP values or classes."""
-    fields: dict[str, Ternary] = {}
-    if rng.random() < 0.7:
-        plen = rng.choice([28, 30, 31, 32])
-        fields["src_ip"] = Ternary.prefix(int(ipaddress.IPv4Address("10.0.0.0")) + rng.randrange(16), plen, 32)
-    if rng.random() < 0.5:
-        fields["dst_port"] = _masked(5000 + rng.randrange(4), rng.choice([0xFFFF, 0xFFFE]))
-    if rng.random() < 0.4:
-        fields["dscp"] = _masked(rng.randrange(64), rng.choice([0x3F, 0x38]))
-    if not fields:
-        fields["dst_port"] = Ternary.exact(5000 + rng.randrange(4), 16)
-    s = rng.choice(slices)
-    return Rule(Match(**fields), Action(s.slice_id, rng.choice(s.lanes), 0))
-
-
-def _masked(value: int, mask: int) -> Ternary:
-    return Ternary(value & mask, mask)
-
-
-def mutate(rng: random.Random, rules: list[Rule], slices: list[SliceEntry]) -> list[Rule]:
-    out = list(rules)
-    for _ in range(rng.randint(1, 3)):
-        op = rng.choice(["insert", "delete", "action", "move"] if out else ["insert"])
-        if op == "insert" or len(out) < 3:
-            out.insert(rng.randint(0, len(out)), random_rule(rng, slices))
-        elif op == "delete":
-            out.pop(rng.randrange(len(out)))
-        elif op == "action":
-            i = rng.randrange(len(out))
-            s = rng.choice(slices)
-            out[i] = Rule(out[i].match, Action(s.slice_id, rng.choice(s.lanes), 0))
-        else:
-            r = out.pop(rng.randrange(len(out)))
-            out.insert(rng.randint(0, len(out)), r)
-    return out
-
-
-def probes(rng: random.Random) -> list[Flow]:
-    return [
-        Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64), vni=1001,
-             teid=0x100, encap=Encap.VXLAN_GTP)
-        for _ in range(96)
-    ]
+# ---- random updates over every slice type (dataplane/conformance/hitless.py) ----------------
 
 
 def test_random_updates_classify_every_probe_old_or_new_after_every_write(wired: Wired) -> None:
     rng = random.Random(14)
-    slices = [SliceEntry(i, 10 + i, f"s{i}", TENANT.vni, TENANT.vlan, lanes)
-              for i, lanes in enumerate(catalogue_lanes(), start=1)]
-    miss = MissPolicy(mode=MissMode.ALGORITHM1)
+    ir = hitless.first_ir(rng, lanes=8, paths=1, rules=10, miss=MissPolicy(mode=MissMode.ALGORITHM1))
+    slices = list(ir.slices)
     drv = Driver({"address": wired.address, "batch_size": 1, "timeout_s": 10, **OPTIONS})
-    rules: list[Rule] = [random_rule(rng, slices) for _ in range(10)]
-    ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(TENANT,), miss=miss)
+    rules = list(ir.rules)
     plan = drv.lower(ir)
     drv.apply(plan, lambda e: None)
     prober = Prober(wired, drv, len(slices))
-    flows = probes(rng)
+    flows = hitless.probe_flows(rng)
     frames = [frame(f, 128)[0] for f in flows]
-    checked = neither = 0
+    tally = hitless.Tally()
     try:
-        for _ in range(100):
-            rules = mutate(rng, rules, slices)
-            new_ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(TENANT,), miss=miss)
+        for n in range(100):
+            rules = hitless.mutate(rng, rules, slices)
+            new_ir = hitless.rule_ir(ir, rules)
             new_plan = drv.lower(new_ir)
-            old_v = [_verdict(ir, f) for f in flows]
-            new_v = [_verdict(new_ir, f) for f in flows]
-            # every probe whose verdict changes, and as many that keep theirs (unchanged flows)
-            moved = [i for i in range(len(flows)) if old_v[i] != new_v[i]]
-            kept = rng.sample([i for i in range(len(flows)) if old_v[i] == new_v[i]], k=min(8, len(flows) - len(moved)))
-            watch = moved[:16] + kept
-            check = Check(prober, [(frames[i], {old_v[i], new_v[i]}) for i in watch])
+            up = hitless.update(rng, ir, new_ir, flows)
+            check = Check(prober, [frames[i] for i in up.watch], up.allowed, tally, f"update {n}")
             result = drv.apply(new_plan, check)
-            checked, neither = checked + check.checked, neither + check.neither
             # (a) the push wrote exactly the diff of the two plans, one update per write here
             diff = sum(diff_tables(plan.tables, new_plan.tables).counts().values())
             assert check.writes == result.added + result.removed + result.modified == diff
-            for i in watch:
-                assert prober.verdict(frames[i]) == new_v[i]
+            assert [prober.verdict(frames[i]) for i in up.watch] == up.expected
             ir, plan = new_ir, new_plan
         assert drv.read_state().tables == plan.tables
     finally:
         prober.close()
         drv.close()
-    assert checked > 2000
-    assert neither == 0, f"{neither} of {checked} probes classified by neither the old nor the new rule set"
+    assert tally.checked > 2000
+    assert tally.neither == 0, str(tally)
 
 
 class Check:
     """The progress callback: after every write, each watched probe's verdict is one allowed."""
 
-    def __init__(self, prober: Prober, watch: list[tuple[bytes, set[Verdict]]]) -> None:
-        self.prober, self.watch = prober, watch
-        self.writes = self.checked = self.neither = 0
+    def __init__(self, prober: Prober, frames: list[bytes], allowed: list[set[Verdict]], tally: hitless.Tally,
+                 where: str) -> None:
+        self.prober, self.frames, self.allowed, self.tally, self.where = prober, frames, allowed, tally, where
+        self.writes = 0
 
     def __call__(self, e: ProgressEvent) -> None:
         if e.phase != "write":
             return
         self.writes += 1
-        for data, allowed in self.watch:
-            self.checked += 1
-            if self.prober.verdict(data) not in allowed:
-                self.neither += 1
-
-
-def _verdict(ir: RuleIR, flow: Flow) -> Verdict:
-    d = ir.classify(flow.key())
-    return d.slice_id, d.lane
+        got = [self.prober.verdict(f) for f in self.frames]
+        self.tally.check(got, self.allowed, f"{self.where}, after write {self.writes}")
 
 
 # ---- one rule at 10 k subscribers ----------------------------------------------------------
@@ -316,7 +248,7 @@ def test_a_fresh_driver_keeps_the_priorities_the_switch_holds(wired: Wired) -> N
     portal) lowering the next version on a connected session changes only the diff."""
     rng = random.Random(7)
     slices = [SliceEntry(1, 11, "s1", TENANT.vni, TENANT.vlan, (0, 2, 4, 6))]
-    rules = [random_rule(rng, slices) for _ in range(30)]
+    rules = [hitless.random_rule(rng, slices) for _ in range(30)]
     ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(TENANT,))
     first = Driver({"address": wired.address, **OPTIONS})
     first.apply(first.lower(ir), lambda e: None)
