@@ -9,7 +9,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import func, select
 
 from sliceportal.api.deps import NotTenant, SessionDep
-from sliceportal.models import Backend, KpiSample, SlaViolation, Slice, Tenant
+from sliceportal.models import Backend, SlaViolation, Slice, Tenant
+from sliceportal.models.queries import newest_samples
 
 router = APIRouter(tags=["kpis"])
 LABELS = ("tenant", "slice", "slice_id", "backend", "lane")
@@ -31,20 +32,17 @@ def metrics(_: NotTenant, session: SessionDep) -> PlainTextResponse:
               for name, help_ in GAUGES.items()}
     violations = Gauge("sliceportal_slice_sla_violations_open", "Open SLA violations",
                        ("tenant", "slice", "slice_id", "backend"), registry=registry)
-    newest = (select(KpiSample.slice_id, KpiSample.backend_id, KpiSample.lane, func.max(KpiSample.ts).label("ts"))
-              .group_by(KpiSample.slice_id, KpiSample.backend_id, KpiSample.lane).subquery())
-    rows = session.execute(
-        select(KpiSample, Slice.name, Tenant.name, Backend.name)
-        .join(newest, (KpiSample.slice_id == newest.c.slice_id) & (KpiSample.backend_id == newest.c.backend_id)
-              & (KpiSample.lane == newest.c.lane) & (KpiSample.ts == newest.c.ts))
-        .join(Slice, Slice.id == KpiSample.slice_id).join(Tenant, Tenant.id == Slice.tenant_id)
-        .join(Backend, Backend.id == KpiSample.backend_id))
-    for sample, slice_name, tenant_name, backend_name in rows:
-        labels = (tenant_name, slice_name, str(sample.slice_id), backend_name, str(sample.lane))
-        for name, gauge in gauges.items():
-            value = getattr(sample, name)
-            if value is not None:
-                gauge.labels(*labels).set(value)
+    # newest sample per (slice, backend, lane) by the skip scan of newest_samples: a GROUP BY
+    # max(ts) over kpi_sample read every sample ever stored on each scrape
+    backend_names = {i: n for i, n in session.execute(select(Backend.id, Backend.name))}
+    for slice_id, slice_name, tenant_name in session.execute(
+            select(Slice.id, Slice.name, Tenant.name).join(Tenant, Tenant.id == Slice.tenant_id)):
+        for sample in newest_samples(session, slice_id):
+            labels = (tenant_name, slice_name, str(slice_id), backend_names[sample.backend_id], str(sample.lane))
+            for name, gauge in gauges.items():
+                value = getattr(sample, name)
+                if value is not None:
+                    gauge.labels(*labels).set(value)
     open_counts = session.execute(
         select(Tenant.name, Slice.name, Slice.id, Backend.name, func.count(SlaViolation.id))
         .join(Slice, Slice.tenant_id == Tenant.id).join(SlaViolation, SlaViolation.slice_id == Slice.id)
