@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sliceportal.rules.admission import SliceDemand, admit, required_capacity, worst_case
+from sliceportal.rules.admission import SliceDemand, admit, port_loads, required_capacity, worst_case
 
 MBIT = 1e6
 # seed 004 Table II (BMv2 column): rate limit, burst limit; Table III: priority per case
@@ -65,3 +65,19 @@ def test_a_lower_priority_with_nothing_left_is_unbounded() -> None:
     slices = [SliceDemand("hi", 2, 1000 * MBIT, 10), SliceDemand("lo", 1, 10 * MBIT, 10, delay_bound_ms=100)]
     v = {x.name: x for x in worst_case(slices, 1000 * MBIT)}
     assert v["lo"].worst_delay_ms == float("inf") and not v["lo"].ok
+
+
+def test_port_loads_sum_the_bound_slices_guarantees_per_port() -> None:
+    loads = port_loads({"3": 50e6, "1": 200e6, "x": 10e6},
+                       {"3": ["a", "b"], "1": ["a", "b", "c"], "x": ["none"]},
+                       {"a": 40e6, "b": 20e6, "c": 30e6})
+    assert [p.port for p in loads] == ["1", "3", "x"]  # numbered ports in order, named ones after
+    one, three, x = loads
+    assert three.terms == (("a", 40e6), ("b", 20e6)) and three.guaranteed_bps == 60e6 and not three.ok
+    assert one.guaranteed_bps == 90e6 and one.ok
+    assert x.terms == () and x.ok  # a slice without a guarantee adds no term
+
+
+def test_a_port_at_exactly_its_capacity_fits() -> None:
+    [p] = port_loads({"2": 60e6}, {"2": ["a", "b"]}, {"a": 40e6, "b": 20e6})
+    assert p.ok and p.guaranteed_bps == p.capacity_bps

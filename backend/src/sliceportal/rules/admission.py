@@ -32,7 +32,7 @@ turns a refusal into the 409 that shows every term.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 
@@ -171,3 +171,37 @@ def required_capacity(slices: Sequence[SliceDemand], *, resolution_bps: float = 
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     return hi
+
+
+@dataclass(frozen=True)
+class PortLoad:
+    """The guaranteed rates of the slices bound to one port against the port's capacity."""
+
+    port: str
+    capacity_bps: float
+    terms: tuple[tuple[str, float], ...]  # (slice name, guaranteed bit/s), each slice bound to the port
+
+    @property
+    def guaranteed_bps(self) -> float:
+        return sum(bps for _, bps in self.terms)
+
+    @property
+    def ok(self) -> bool:
+        return self.guaranteed_bps <= self.capacity_bps
+
+
+def port_loads(port_bps: Mapping[str, float], bound: Mapping[str, Sequence[str]],
+               guaranteed_bps: Mapping[str, float]) -> tuple[PortLoad, ...]:
+    """Σ guarantees per port (the link check of Eq. 2's premise, port by port).
+
+    ``port_bps``: the ports with a recorded capacity; ``bound``: port -> the slices whose
+    traffic it carries; ``guaranteed_bps``: slice -> its guaranteed rate (0: no promise).
+    Only ports with a capacity are checked: a port without one is limited by the link alone.
+    """
+    return tuple(PortLoad(port, float(cap), tuple((name, guaranteed_bps.get(name, 0.0))
+                                                  for name in bound.get(port, ()) if guaranteed_bps.get(name)))
+                 for port, cap in sorted(port_bps.items(), key=lambda kv: _port_order(kv[0])))
+
+
+def _port_order(port: str) -> tuple[int, str]:
+    return (int(port), "") if port.isdigit() else (1 << 31, port)

@@ -21,16 +21,16 @@ their guaranteed rate counts (docs/rules.md, "Admission control").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import Backend, Slice
+from sliceportal.models import Backend, Slice, Tenant
 from sliceportal.models.audit import record
-from sliceportal.rules.admission import Admission, SliceDemand, SliceVerdict, admit
+from sliceportal.rules.admission import Admission, PortLoad, SliceDemand, SliceVerdict, admit, port_loads
 from sliceportal.rules.ir import fold_lane
 from sliceportal.services.errors import ConflictError, FieldIssue, InvalidError
 
@@ -69,16 +69,41 @@ def demand(s: Slice, backend_lanes: int) -> SliceDemand | None:
                        guaranteed_bps=(s.guaranteed_mbps or 0.0) * MBIT, lanes=lanes)
 
 
+def port_bindings(backend: Backend, slices: Sequence[Slice], vlans: Mapping[int, int | None]) -> dict[str, list[Slice]]:
+    """port -> the slices whose traffic it carries, for every port with a recorded capacity.
+
+    The port roles of seed 002 as the backend's options record them (``access_ports``: port ->
+    tenant VLAN ID, the P4Runtime backend's tenant VLAN mode): an access port is exclusive to
+    the tenant with that VLAN, so only that tenant's slices count on it. Every other port (a
+    trunk, the uplink, the egress port of a data plane without port roles) is shared: every
+    slice on the backend counts on it (a safe upper bound, as for the link).
+    """
+    access = {str(p): v for p, v in (backend.options.get("access_ports") or {}).items()}
+    return {port: [s for s in slices if port not in access or vlans.get(s.tenant_id) == access[port]]
+            for port in backend.port_bps}
+
+
 @dataclass(frozen=True)
 class BackendAdmission:
     backend: Backend
     slices: tuple[Slice, ...]
     result: Admission
     unpoliced: tuple[Slice, ...]
+    ports: tuple[PortLoad, ...] = ()  # terms keyed by slice id (str)
+    bound: Mapping[str, Sequence[Slice]] = field(default_factory=dict)  # port -> its slices
 
     @property
     def guaranteed_bps(self) -> float:
         return sum((s.guaranteed_mbps or 0.0) * MBIT for s in self.slices)
+
+    def waived_port(self, p: PortLoad) -> bool:
+        """A port's overbooking an operator admitted for one of the guaranteed slices on it stands."""
+        waived = {str(s.id) for s in self.slices if s.admission_override}
+        return not p.ok and any(key in waived for key, _ in p.terms)
+
+    @property
+    def ports_ok(self) -> bool:
+        return all(p.ok or self.waived_port(p) for p in self.ports)
 
     @property
     def waived(self) -> frozenset[str]:
@@ -97,11 +122,12 @@ class BackendAdmission:
 
     @property
     def ok(self) -> bool:
-        return self.guarantees_ok and all(v.ok or self.is_waived(v) for v in self.result.slices)
+        return self.guarantees_ok and self.ports_ok and all(v.ok or self.is_waived(v) for v in self.result.slices)
 
     def computation(self) -> dict[str, Any]:
         """Every number of the verdict, for the 409 and the UI."""
         by_name = {s.name: s for s in self.slices}
+        by_id = {str(s.id): s for s in self.slices}
         return {
             "backend_id": self.backend.id, "backend_name": self.backend.name,
             "capacity_bps": self.backend.link_bps, "ok": self.ok,
@@ -119,13 +145,20 @@ class BackendAdmission:
                            "burst_bits": t.burst_bits, "residual_bps": t.residual_bps, "ms": _finite(t.ms)}
                           for t in v.terms]}
                 for v in self.result.slices],
+            "ports": [{"port": p.port, "capacity_bps": p.capacity_bps, "sum_bps": p.guaranteed_bps,
+                       "ok": p.ok, "waived": self.waived_port(p),
+                       "slices": [{"slice_id": s.id, "slice_name": s.name} for s in self.bound.get(p.port, ())],
+                       "terms": [{"slice_id": by_id[key].id, "slice_name": by_id[key].name, "guaranteed_bps": bps}
+                                 for key, bps in p.terms]}
+                      for p in self.ports],
             "unpoliced": [{"slice_id": s.id, "slice_name": s.name,
                            "why": "no rate limit: no vQueue bounds its burst, so Eq. 1-3 cannot include it"}
                           for s in self.unpoliced],
         }
 
-    def refusals(self) -> tuple[list[str], list[FieldIssue]]:
-        """Human sentences with the numbers, and the SLA fields they concern."""
+    def refusals(self, *, backend_fields: bool = False) -> tuple[list[str], list[FieldIssue]]:
+        """Human sentences with the numbers, and the SLA fields they concern (``backend_fields``:
+        the backend's capacity fields instead, for a re-rated backend)."""
         where = f"on backend {self.backend.name} ({self.backend.link_bps / MBIT:g} Mbit/s)"
         text: list[str] = []
         issues: list[FieldIssue] = []
@@ -134,7 +167,16 @@ class BackendAdmission:
             msg = (f"guaranteed rates {where}: {parts} = {self.guaranteed_bps / MBIT:g} Mbit/s exceed the link's "
                    f"{self.backend.link_bps / MBIT:g} Mbit/s")
             text.append(msg)
-            issues.append(FieldIssue("sla.guaranteed_mbps", msg))
+            issues.append(FieldIssue("link_bps" if backend_fields else "sla.guaranteed_mbps", msg))
+        by_id = {str(s.id): s for s in self.slices}
+        for p in self.ports:
+            if p.ok or self.waived_port(p):
+                continue
+            parts = " + ".join(f"{bps / MBIT:g} ({by_id[key].name})" for key, bps in p.terms)
+            msg = (f"guaranteed rates on port {p.port} of backend {self.backend.name}: {parts} = "
+                   f"{p.guaranteed_bps / MBIT:g} Mbit/s exceed the port's {p.capacity_bps / MBIT:g} Mbit/s")
+            text.append(msg)
+            issues.append(FieldIssue(f"port_bps.{p.port}" if backend_fields else "sla.guaranteed_mbps", msg))
         for v in self.result.slices:
             if v.ok or self.is_waived(v):
                 continue
@@ -143,7 +185,7 @@ class BackendAdmission:
             msg = (f"slice {v.name} at lane {v.lane} {where}: worst-case delay {_finite(v.worst_delay_ms):.3f} ms "
                    f"= {parts}, above its bound of {v.delay_bound_ms:g} ms")
             text.append(msg)
-            issues.append(FieldIssue("sla.max_delay_ms", msg))
+            issues.append(FieldIssue("link_bps" if backend_fields else "sla.max_delay_ms", msg))
         return text, issues
 
 
@@ -156,8 +198,18 @@ def assigned_slices(session: Session, backend: Backend) -> list[Slice]:
                                 .order_by(Slice.id)))
 
 
-def evaluate(backend: Backend, slices: Sequence[Slice]) -> BackendAdmission:
-    """Eq. 1-3 and the guarantees for ``slices`` sharing ``backend``'s egress link."""
+def tenant_vlans(session: Session, slices: Iterable[Slice]) -> dict[int, int | None]:
+    """tenant id -> its VLAN ID (which access ports carry its slices)."""
+    ids = {s.tenant_id for s in slices}
+    if not ids:
+        return {}
+    return {tid: vlan for tid, vlan in session.execute(select(Tenant.id, Tenant.vlan).where(Tenant.id.in_(ids)))}
+
+
+def evaluate(backend: Backend, slices: Sequence[Slice],
+             vlans: Mapping[int, int | None] | None = None) -> BackendAdmission:
+    """Eq. 1-3 and the guarantees for ``slices`` sharing ``backend``'s egress link, and the
+    guarantees per port (``vlans``: tenant id -> VLAN ID, for the access ports)."""
     demands, unpoliced = [], []
     for s in slices:
         d = demand(s, backend.lanes)
@@ -165,7 +217,10 @@ def evaluate(backend: Backend, slices: Sequence[Slice]) -> BackendAdmission:
             unpoliced.append(s)
         else:
             demands.append(d)
-    return BackendAdmission(backend, tuple(slices), admit(demands, backend.link_bps), tuple(unpoliced))
+    bound = port_bindings(backend, slices, vlans or {})
+    ports = port_loads(backend.port_bps, {port: [str(s.id) for s in ss] for port, ss in bound.items()},
+                       {str(s.id): (s.guaranteed_mbps or 0.0) * MBIT for s in slices})
+    return BackendAdmission(backend, tuple(slices), admit(demands, backend.link_bps), tuple(unpoliced), ports, bound)
 
 
 def check(session: Session, backends: Iterable[Backend], *, override: Override | None, action: str,
@@ -183,14 +238,16 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     for obj in list(session.identity_map.values()):
         if isinstance(obj, Slice):  # a service class added / changed by id: reload the lanes it gives
             session.expire(obj, ["services"])
-    results = [evaluate(b, assigned_slices(session, b)) for b in backends]
+    on = {b.id: assigned_slices(session, b) for b in backends}
+    vlans = tenant_vlans(session, (s for ss in on.values() for s in ss))
+    results = [evaluate(b, on[b.id], vlans) for b in backends]
     refused = [r for r in results if not r.ok]
     if not refused:
         return results
     texts: list[str] = []
     issues: list[FieldIssue] = []
     for r in refused:
-        t, i = r.refusals()
+        t, i = r.refusals(backend_fields=action == "update" and isinstance(subject, Backend))
         texts += t
         issues += i
     computation = [r.computation() for r in results]

@@ -54,12 +54,13 @@ def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, 
 def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, session: SessionDep,
                    response: Response, request: Request, background: BackgroundTasks, override: AdmissionOverride,
                    if_match: Annotated[str | None, Header()] = None) -> Backend:
-    """Rename, re-point or re-rate a backend; a lower ``link_bps`` runs admission control (409)."""
+    """Rename, re-point or re-rate a backend; a change of ``link_bps``, ``port_bps`` or the options
+    (which bind ports to tenants) runs admission control (409)."""
     b = get_scoped(session, Backend, backend_id, None, "backend")
     check_version(b, if_match, body.version)
     apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}),
                   not_null=("name", "options", "link_bps", "port_bps", "accept_unenforced"))
-    if "link_bps" in body.model_fields_set:
+    if {"link_bps", "port_bps", "options"} & body.model_fields_set:
         admission.check(session, [b], override=override, action="update", subject=b)
     if "options" in body.model_fields_set:
         describe(session, b, probe=False)
