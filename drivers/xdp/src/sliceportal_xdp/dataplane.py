@@ -19,6 +19,7 @@ from . import layout as L
 from .image import ARRAY_SHAPE, ARRAYS, KEYED, Image, ImageDiff
 from .libbpf import BpfObject, Map, TestRun, obj_id, test_run
 from .lowering import TUNNEL_FIELDS, rules_list
+from .pins import PinDir
 
 Tables = dict[str, list[NativeEntry]]
 PROGRAM = "sliceportal_xdp"
@@ -121,7 +122,9 @@ def _rle_from_array(raw: bytes, size: int) -> list[NativeEntry]:
 class DataPlane:
     """The object file loaded into the kernel (not yet attached anywhere)."""
 
-    def __init__(self, path: str, capacity: dict[str, int]) -> None:
+    def __init__(self, path: str, capacity: dict[str, int], pin_dir: str | None = None) -> None:
+        """``pin_dir``: the maps live pinned there (``pins``); a compatible set already
+        pinned is taken over with what it holds (``adopted``), an incompatible one refused."""
         # the cpumap-drop tracepoint needs kernel BTF; without it that signal is absent
         self.traces_cpumap = os.path.exists("/sys/kernel/btf/vmlinux")
         sizes = {}
@@ -130,7 +133,16 @@ class DataPlane:
             sizes[f"dst_lpm_{s}"] = capacity["dst_ip"]
             for f in TUNNEL_FIELDS:
                 sizes[f"{f}_{s}"] = capacity[f]
-        self.obj = BpfObject(path, sizes, () if self.traces_cpumap else (TRACE_PROGRAM,))
+        self.pin_dir, self.adopted = pin_dir, False
+        pin = PinDir(pin_dir) if pin_dir is not None else None
+
+        def check(o: BpfObject) -> None:
+            if pin is not None:
+                self.adopted = pin.check(o.map_specs())
+
+        self.obj = BpfObject(path, sizes, () if self.traces_cpumap else (TRACE_PROGRAM,), pin_dir, check)
+        if pin is not None:
+            pin.record()
         self.prog_fd = self.obj.program_fd(PROGRAM)
         self.versions = (VersionMaps(self.obj, "a"), VersionMaps(self.obj, "b"))
         # per copy: the image its last verified push left there (None: unknown, read it)
@@ -231,6 +243,11 @@ class DataPlane:
         self.cpu_map.update(L.U32.pack(cpu), L.CPUMAP_VAL.pack(qsize, 0))
 
     # ---- the rule tables -------------------------------------------------------------
+    def cpu_enabled(self, cpu: int, qsize: int) -> bool:
+        """The cpumap already has ``cpu`` with this queue size (a taken-over data plane)."""
+        raw = self.cpu_map.lookup(L.U32.pack(cpu))
+        return raw is not None and L.CPUMAP_VAL.unpack(raw)[0] == qsize
+
 
     def read_image(self, v: VersionMaps) -> Image:
         """The bytes a copy holds: one batch lookup per map."""

@@ -40,8 +40,9 @@ from sliceportal.drivers.contract import (
 )
 from sliceportal.rules.ir import RuleIR
 
-from . import image, libbpf, overload
+from . import image, libbpf, overload, pins
 from . import layout as L
+from .agent_client import AgentClient
 from .dataplane import Counter, DataPlane, LastDecision, RawCounters
 from .libbpf import BpfError, TestRun
 from .lowering import lower_tables, usage_counts
@@ -91,10 +92,18 @@ class Driver:
         self._manual_overload = False
         self._last_slices: set[int] = set()
         self._fail_after: int | None = None
+        # agent_url: every kernel-side call goes to the agent (which runs this same class)
+        self._agent = AgentClient.from_options(self.options) if self.options.agent_url else None
+
+    @property
+    def pin_dir(self) -> str | None:
+        return pins.pin_dir(self.options.pin_name) if self.options.pin_name else None
 
     # ---- pure -------------------------------------------------------------------------
 
     def capabilities(self) -> Capabilities:
+        if self._agent is not None:
+            return self._agent.capabilities()
         return Capabilities(
             driver=self.name,
             lanes=self.options.lanes,
@@ -122,6 +131,8 @@ class Driver:
     @property
     def dataplane(self) -> DataPlane:
         """The loaded object (loaded, configured and attached on first use)."""
+        if self._agent is not None:
+            raise DriverError("this backend's data plane is driven through its agent", hint="call the driver's methods")
         with self._lock:
             if self._dp is None:
                 self._dp = self._load()
@@ -132,7 +143,7 @@ class Driver:
         path = find_object()  # always the bundled build: options never name server files
         cap = o.table_capacity()
         try:
-            dp = DataPlane(str(path), cap)
+            dp = DataPlane(str(path), cap, self.pin_dir)
         except (BpfError, KeyError) as e:
             raise UnreachableError(
                 f"cannot load the XDP program {path}: {e}",
@@ -162,7 +173,14 @@ class Driver:
             | (L.CFG_RECORD_LAST if o.record_last else 0)
             | (0 if o.flow_cache else L.CFG_NO_CACHE)
         )
-        dp.write_config(0, flags)
+        if dp.adopted:
+            # taken over from pins: keep the copy in force and the testbed's egress flag
+            generation, held = dp.read_config()
+            dp.write_config(generation, flags | (held & L.CFG_EGRESS))
+            live = dp.read(dp.versions[generation & 1])
+            self._last_slices = {int(a["slice_id"]) for a in live["actions"]} if live else set()
+        else:
+            dp.write_config(0, flags)
         for lane in range(L.MAX_LANES):
             cpu = o.lane_cpus.get(lane, lane % ncpu)
             if not 0 <= cpu < min(ncpu, L.MAX_CPUS):
@@ -171,7 +189,8 @@ class Driver:
                 lane_flags = L.LANE_ALT
             elif o.steer == "cpumap":
                 lane_flags = L.LANE_STEER
-                dp.enable_cpu(cpu, o.cpumap_qsize)
+                if not (dp.adopted and dp.cpu_enabled(cpu, o.cpumap_qsize)):  # a new entry resets its queue
+                    dp.enable_cpu(cpu, o.cpumap_qsize)
             else:
                 lane_flags = 0
             if lane not in o.alt_lanes and lane in o.lane_capacity_pps:
@@ -203,6 +222,8 @@ class Driver:
             self._poller.start()
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
+        if self._agent is not None:
+            return self._agent.apply(plan, progress)
         t0 = time.monotonic()
         if plan.driver != self.name:
             raise DriverError(f"plan is for the {plan.driver} driver, not {self.name}")
@@ -281,6 +302,8 @@ class Driver:
         )
 
     def read_state(self) -> DataPlaneState:
+        if self._agent is not None:
+            return self._agent.read_state()
         with self._lock:
             dp = self.dataplane
             generation, _ = dp.read_config()
@@ -294,6 +317,8 @@ class Driver:
             return self.dataplane.counters()
 
     def counters(self) -> Counters:
+        if self._agent is not None:
+            return self._agent.counters()
         with self._lock:
             raw = self.raw_counters()
             dp = self.dataplane
@@ -320,6 +345,8 @@ class Driver:
         )
 
     def health(self) -> Health:
+        if self._agent is not None:
+            return self._agent.health()
         try:
             state = self.read_state()
         except DriverError as e:
@@ -343,6 +370,9 @@ class Driver:
     def set_overloaded(self, cpus: set[int] | None) -> None:
         """Pin the overload marks to ``cpus`` (automatic detection pauses); None clears
         them and hands the marks back to detection."""
+        if self._agent is not None:
+            self._agent.set_overloaded(cpus)
+            return
         self._manual_overload = cpus is not None
         with self._lock:
             self.dataplane.set_overloaded(cpus or set())
@@ -360,6 +390,14 @@ class Driver:
             if self._dp is not None and not self._manual_overload:
                 self._dp.set_overloaded(hot)
         return hot
+
+    def set_egress_budget(self, rate_bps: float | None, lanes: int, burst_s: float = 0.1) -> None:
+        """The node's egress budget (``DataPlane.set_egress_budget``); None lifts it."""
+        if self._agent is not None:
+            self._agent.set_egress_budget(rate_bps, lanes, burst_s)
+            return
+        with self._lock:
+            self.dataplane.set_egress_budget(rate_bps, lanes, burst_s)
 
     def _poll_overload(self) -> None:
         period = self.options.overload_poll_s
@@ -402,6 +440,11 @@ class Driver:
         return self.dataplane.last_decision()
 
     def close(self) -> None:
+        """Release the data plane. A pinned one (``pin_name``) stays attached with its maps
+        for the next loader to take over; ``teardown`` removes it."""
+        if self._agent is not None:
+            self._agent.close()
+            return
         self._stop.set()
         if self._poller is not None:
             self._poller.join(timeout=5)
@@ -409,7 +452,7 @@ class Driver:
         with self._lock:
             if self._dp is None:
                 return
-            if self._ifindex is not None:
+            if self._ifindex is not None and self.pin_dir is None:
                 mode = libbpf.XDP_FLAGS_DRV_MODE if self.options.mode == "native" else libbpf.XDP_FLAGS_SKB_MODE
                 try:
                     with netns(self.options.netns):
@@ -419,3 +462,23 @@ class Driver:
                 self._ifindex = None
             self._dp.close()
             self._dp = None
+
+    def teardown(self) -> list[str]:
+        """Detach the program (and the peer's), release it and remove its pins: the data
+        plane is gone. Returns the unpinned names."""
+        with self._lock:
+            if self.options.interface is not None and self._ifindex is None:
+                try:
+                    self._ifindex = if_index(self.options.interface, self.options.netns)
+                    if self.options.tx_peer:
+                        pns, _, pif = self.options.tx_peer.rpartition("/")
+                        self._peer = (pns or None, if_index(pif, pns or None))
+                except OSError:
+                    pass  # the interface is gone: nothing to detach
+            self._detach()
+            if self._dp is not None:
+                self._dp.close()
+                self._dp = None
+        self.close()
+        self._stop = threading.Event()  # a later load starts afresh (agent --replace)
+        return pins.remove(self.pin_dir) if self.pin_dir else []

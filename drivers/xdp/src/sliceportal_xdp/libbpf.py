@@ -11,6 +11,7 @@ import ctypes.util
 import errno
 import mmap
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,16 @@ def _load() -> ctypes.CDLL:
         "bpf_map__fd": (i, [vp]),
         "bpf_map__set_max_entries": (i, [vp, u32]),
         "bpf_map__max_entries": (u32, [vp]),
+        "bpf_map__set_pin_path": (i, [vp, ctypes.c_char_p]),
+        "bpf_map__name": (ctypes.c_char_p, [vp]),
+        "bpf_map__type": (i, [vp]),
+        "bpf_map__key_size": (u32, [vp]),
+        "bpf_map__value_size": (u32, [vp]),
+        "bpf_map__map_flags": (u32, [vp]),
+        "bpf_object__next_map": (vp, [vp, vp]),
+        "bpf_map_create": (i, [i, ctypes.c_char_p, u32, u32, u32, vp]),
+        "bpf_obj_pin": (i, [i, ctypes.c_char_p]),
+        "bpf_obj_get": (i, [ctypes.c_char_p]),
         "bpf_program__fd": (i, [vp]),
         "bpf_program__set_autoload": (i, [vp, ctypes.c_bool]),
         "bpf_program__attach": (vp, [vp]),
@@ -244,8 +255,18 @@ class BpfObject:
     """An opened and loaded BPF object file; maps and programs by name."""
 
     def __init__(
-        self, path: str, max_entries: dict[str, int] | None = None, skip_programs: tuple[str, ...] = ()
+        self,
+        path: str,
+        max_entries: dict[str, int] | None = None,
+        skip_programs: tuple[str, ...] = (),
+        pin_dir: str | None = None,
+        before_load: Callable[[BpfObject], None] | None = None,
     ) -> None:
+        """``pin_dir``: every named map is pinned there (bpffs), and a map already pinned
+        there is reused instead of created, so a later process that loads the object with
+        the same ``pin_dir`` takes over the same kernel maps (see ``pins``).
+        ``before_load`` sees the opened, resized object (its ``map_specs``) before anything
+        reaches the kernel: the place to refuse incompatible pins."""
         obj = _lib.bpf_object__open_file(path.encode(), None)
         if not obj or _lib.libbpf_get_error(obj):
             raise BpfError(ctypes.get_errno() or errno.ENOENT, f"cannot open BPF object {path}")
@@ -256,10 +277,42 @@ class BpfObject:
                 _check(_lib.bpf_map__set_max_entries(self._map_ptr(name), n), f"resize {name}")
             for prog in skip_programs:
                 _check(_lib.bpf_program__set_autoload(self._prog_ptr(prog), False), f"skip {prog}")
+            if before_load is not None:
+                before_load(self)
+            if pin_dir is not None:
+                for name in self.map_names():
+                    pin = os.path.join(pin_dir, name)
+                    _check(_lib.bpf_map__set_pin_path(self._map_ptr(name), pin.encode()), f"pin path of {name}")
             _check(_lib.bpf_object__load(obj), f"load {path} (needs root / CAP_BPF; see dmesg)")
         except Exception:
             self.close()
             raise
+
+    def map_names(self) -> list[str]:
+        """The object's own maps (not libbpf's internal .rodata / .bss / .data maps)."""
+        names, p = [], _lib.bpf_object__next_map(self._obj, None)
+        while p:
+            name = _lib.bpf_map__name(p).decode()
+            if "." not in name:
+                names.append(name)
+            p = _lib.bpf_object__next_map(self._obj, p)
+        return names
+
+    def map_specs(self) -> list[tuple[str, int, int, int, int, int]]:
+        """(name, type, key size, value size, max entries, flags) of every own map, the
+        attributes a process that reuses pinned maps must agree on."""
+        out = []
+        for name in sorted(self.map_names()):
+            p = self._map_ptr(name)
+            out.append((
+                name,
+                int(_lib.bpf_map__type(p)),
+                int(_lib.bpf_map__key_size(p)),
+                int(_lib.bpf_map__value_size(p)),
+                int(_lib.bpf_map__max_entries(p)),
+                int(_lib.bpf_map__map_flags(p)),
+            ))
+        return out
 
     def _map_ptr(self, name: str) -> int:
         p = _lib.bpf_object__find_map_by_name(self._obj, name.encode())
@@ -346,3 +399,22 @@ def xdp_query_id(ifindex: int, flags: int = XDP_FLAGS_DRV_MODE) -> int:
     pid = ctypes.c_uint32(0)
     _check(_lib.bpf_xdp_query_id(ifindex, flags, ctypes.byref(pid)), f"query XDP on ifindex {ifindex}")
     return pid.value
+
+
+BPF_MAP_TYPE_ARRAY = 2
+
+
+def array_map_create(name: str, value_size: int, max_entries: int = 1) -> int:
+    """A new BPF array map (u32 keys) owned by the caller's fd (user-space state to pin)."""
+    return _check(
+        _lib.bpf_map_create(BPF_MAP_TYPE_ARRAY, name.encode(), 4, value_size, max_entries, None), f"create map {name}"
+    )
+
+
+def obj_pin(fd: int, path: str) -> None:
+    _check(_lib.bpf_obj_pin(fd, path.encode()), f"pin {path}")
+
+
+def obj_get(path: str) -> int:
+    """An fd for the object pinned at ``path`` (BpfError ENOENT when nothing is pinned)."""
+    return _check(_lib.bpf_obj_get(path.encode()), f"open pinned {path}")

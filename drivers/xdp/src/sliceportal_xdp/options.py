@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, StrictBool, StrictInt, field_validator
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    IPvAnyAddress,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from . import layout
 
@@ -51,6 +61,28 @@ class XdpOptions(BaseModel):
     overload_busy: float = Field(0.9, gt=0, le=1, description="CPU busy fraction that marks overload")
     flow_cache: bool = Field(True, description="exact-match flow cache in front of the classifier")
     record_last: bool = Field(False, description="record every decision (tests only; costs ~2 ns)")
+    pin_name: NetnsName | None = Field(
+        None,
+        description="pin the maps under /sys/fs/bpf/sliceportal/<pin_name> so the data plane outlives its "
+        "loader and the next loader takes it over (the agent sets it; None = in-process, unpinned)",
+    )
+    agent_url: AnyHttpUrl | None = Field(
+        None, description="drive the data plane through its agent at this address instead of in-process"
+    )
+    agent_token: str | None = Field(None, min_length=16, description="the agent's bearer token")
+    agent_timeout_s: float = Field(10.0, gt=0, le=300, description="per request to the agent")
+
+    @model_validator(mode="after")
+    def _agent(self) -> XdpOptions:
+        if self.agent_url is None:
+            return self
+        if self.agent_token is None:
+            raise ValueError("agent_token: required with agent_url")
+        # the agent owns the kernel side: its own options name the interface
+        local = [f for f in ("interface", "netns", "tx_peer", "pin_name") if getattr(self, f) is not None]
+        if local:
+            raise ValueError(f"{', '.join(local)}: set on the agent, not with agent_url")
+        return self
 
     @field_validator("lanes", "paths")
     @classmethod

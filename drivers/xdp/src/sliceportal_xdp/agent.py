@@ -1,0 +1,215 @@
+"""The XDP data-plane agent: owns one backend's program and maps, serves the driver contract
+over HTTP, and outlives the portal (#16 item 2).
+
+    python -m sliceportal_xdp.agent --backend NAME --interface IF [--netns NS] \\
+        --listen HOST:PORT --token-file F [--options JSON] [--replace | --teardown]
+
+The data plane is pinned under /sys/fs/bpf/sliceportal/NAME (``pins``); a new agent, after
+a restart or a ``kill -9``, takes the pinned maps over (tables, live copy, generation and
+rule-set digest as they were) while the attached program keeps forwarding. The agent runs
+the same ``Driver`` as the in-process mode: one implementation of the data-plane logic.
+Every request needs ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import uvicorn
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from sliceportal.drivers.contract import (
+    ApplyResult,
+    Capabilities,
+    Counters,
+    DataPlaneState,
+    DriverError,
+    NativePlan,
+    OptionsError,
+    ProgressEvent,
+    PushError,
+    UnreachableError,
+)
+
+from . import libbpf, pins
+from .agent_api import API, AgentHealth, Applied, EgressBudget, ErrorKind, Ok, Overload, Problem
+from .driver import Driver
+
+log = logging.getLogger("sliceportal_xdp.agent")
+PROBLEM = "application/problem+json"
+
+
+def _problem(status: int, title: str, detail: str, kind: ErrorKind = "driver", hint: str = "",
+             rolled_back: bool | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    body = Problem(title=title, status=status, detail=detail, kind=kind, hint=hint, rolled_back=rolled_back)
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def _driver_error(e: DriverError) -> JSONResponse:
+    if isinstance(e, PushError):
+        return _problem(409, "push failed", e.message, "push", e.hint, e.rolled_back)
+    if isinstance(e, pins.PinnedAbiError):
+        return _problem(503, "incompatible pinned data plane", e.message, "abi", e.hint)
+    if isinstance(e, UnreachableError):
+        return _problem(503, "data plane unreachable", e.message, "unreachable", e.hint)
+    if isinstance(e, OptionsError):
+        return _problem(422, "invalid options", e.message, "options", e.hint)
+    return _problem(422, "driver error", e.message, "driver", e.hint)
+
+
+def create_app(driver: Driver, token: str, backend: str) -> FastAPI:
+    """The agent's HTTP API over a (pinned) in-process ``driver``."""
+    started = time.monotonic()
+    app = FastAPI(title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None)
+    bearer = HTTPBearer(auto_error=False)
+    want = token.encode()
+
+    def authorised(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+        # compare_digest: the time taken does not tell how much of a guess was right
+        if creds is None or not secrets.compare_digest(creds.credentials.encode(), want):
+            raise _Unauthorised
+
+    Auth = Depends(authorised)
+
+    @app.exception_handler(DriverError)
+    async def on_driver_error(_: Request, e: DriverError) -> JSONResponse:
+        return _driver_error(e)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(_: Request, e: RequestValidationError) -> JSONResponse:
+        where = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()[:5])
+        return _problem(422, "invalid request", where, "options")
+
+    @app.exception_handler(_UnauthorisedError)
+    async def on_unauthorised(_: Request, e: _UnauthorisedError) -> JSONResponse:
+        return _problem(401, "unauthorized", "missing or wrong bearer token", hint="send Authorization: Bearer "
+                        "<the agent's token>", headers={"WWW-Authenticate": "Bearer"})
+
+    @app.get(f"{API}/health", dependencies=[Auth])
+    def health() -> AgentHealth:
+        h = driver.health()
+        dp = driver.dataplane
+        generation, _ = dp.read_config()
+        attached: int | None = libbpf.obj_id(dp.prog_fd) if driver.options.interface else None
+        return AgentHealth(ok=h.ok, detail=h.detail, backend=backend, version=h.version, generation=generation,
+                           program_id=attached, adopted=dp.adopted, pin_dir=driver.pin_dir or "",
+                           uptime_s=time.monotonic() - started)
+
+    @app.get(f"{API}/capabilities", dependencies=[Auth])
+    def capabilities() -> Capabilities:
+        return driver.capabilities()
+
+    @app.post(f"{API}/apply", dependencies=[Auth])
+    def apply(plan: NativePlan) -> Applied:
+        events: list[ProgressEvent] = []
+        result: ApplyResult = driver.apply(plan, events.append)
+        return Applied(result=result, events=events)
+
+    @app.get(f"{API}/state", dependencies=[Auth])
+    def state() -> DataPlaneState:
+        return driver.read_state()
+
+    @app.get(f"{API}/counters", dependencies=[Auth])
+    def counters() -> Counters:
+        return driver.counters()
+
+    @app.put(f"{API}/egress-budget", dependencies=[Auth])
+    def egress_budget(body: EgressBudget) -> Ok:
+        driver.set_egress_budget(body.rate_bps, body.lanes, body.burst_s)
+        return Ok()
+
+    @app.put(f"{API}/overload", dependencies=[Auth])
+    def overload(body: Overload) -> Ok:
+        driver.set_overloaded(set(body.cpus) if body.cpus is not None else None)
+        return Ok()
+
+    return app
+
+
+class _UnauthorisedError(Exception):
+    pass
+
+
+_Unauthorised = _UnauthorisedError()
+
+
+def _read_token(path: str) -> str:
+    try:
+        token = Path(path).read_text().strip()
+    except OSError as e:
+        raise SystemExit(f"--token-file {path}: {e.strerror}") from e
+    if len(token) < 16:
+        raise SystemExit(f"--token-file {path}: the token must be at least 16 characters")
+    return token
+
+
+def build_driver(args: argparse.Namespace) -> Driver:
+    extra: dict[str, Any] = json.loads(args.options) if args.options else {}
+    opts = extra | {"pin_name": args.backend, "interface": args.interface, "netns": args.netns}
+    return Driver(opts)
+
+
+def load(driver: Driver, replace: bool, say: Callable[[str], None]) -> None:
+    """Load (take over the pins, or start empty) and attach; --replace removes pins of an
+    incompatible build first (the portal re-pushes its rule set)."""
+    try:
+        dp = driver.dataplane
+    except pins.PinnedAbiError:
+        if not replace:
+            raise
+        say(f"replacing the incompatible data plane under {driver.pin_dir}")
+        driver.teardown()
+        dp = driver.dataplane
+    gen, _ = dp.read_config()
+    what = "took over" if dp.adopted else "started"
+    say(f"{what} {driver.pin_dir} (generation {gen}, version {driver.read_state().version})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sliceportal_xdp.agent", description=__doc__.split("\n\n")[0])
+    p.add_argument("--backend", required=True, help="backend name: pins under /sys/fs/bpf/sliceportal/NAME")
+    p.add_argument("--interface", help="device to attach to")
+    p.add_argument("--netns", help="network namespace of the interface")
+    p.add_argument("--listen", default="127.0.0.1:7700", help="HOST:PORT to serve on")
+    p.add_argument("--token-file", help="file holding the bearer token (>= 16 characters)")
+    p.add_argument("--options", help="further XDP backend options as JSON (lanes, tx_peer, alt_mac, ...)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--replace", action="store_true", help="remove pins of an incompatible build, start empty")
+    g.add_argument("--teardown", action="store_true", help="detach the program, remove the pins, exit")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s xdp-agent %(message)s")
+    try:
+        driver = build_driver(args)
+        if args.teardown:
+            gone = driver.teardown()
+            log.info("tore down %s (%d pins)", driver.pin_dir, len(gone))
+            return 0
+        if not args.token_file:
+            p.error("--token-file is required")
+        token = _read_token(args.token_file)
+        load(driver, args.replace, log.info)
+    except DriverError as e:
+        print(f"xdp agent: {e.message}" + (f" ({e.hint})" if e.hint else ""), file=sys.stderr)
+        return 2
+    host, _, port = args.listen.rpartition(":")
+    try:
+        uvicorn.run(create_app(driver, token, args.backend), host=host or "127.0.0.1", port=int(port),
+                    log_level="warning")
+    finally:
+        driver.close()  # pinned: the program stays attached with its maps
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The XDP driver's side of the agent: contract calls over HTTP, agent errors back into
+the contract's error types.
+
+Retries (tenacity) cover only what cannot have reached the agent (connection refused or
+reset before a request was sent: an agent restarting) and, for reads, timeouts; an apply
+that timed out is not repeated blindly: the reconciler's read-back decides.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from sliceportal.drivers.contract import (
+    ApplyResult,
+    Capabilities,
+    Counters,
+    DataPlaneState,
+    DriverError,
+    Health,
+    NativePlan,
+    OptionsError,
+    ProgressCallback,
+    PushError,
+    UnreachableError,
+)
+
+from .agent_api import API, AgentHealth, Applied, EgressBudget, Ok, Overload, Problem
+from .options import XdpOptions
+
+M = TypeVar("M", bound=BaseModel)
+
+# an agent restarting (kill -9, new process re-adopting the pins) is back within seconds
+_NOT_SENT = (httpx.ConnectError, httpx.RemoteProtocolError)
+_READ_RETRY = (*_NOT_SENT, httpx.ReadTimeout)
+
+
+def _error(p: Problem) -> DriverError:
+    if p.kind == "push":
+        return PushError(p.detail, rolled_back=bool(p.rolled_back), hint=p.hint)
+    if p.kind in ("unreachable", "abi"):
+        return UnreachableError(p.detail, hint=p.hint)
+    if p.kind == "options":
+        return OptionsError(p.detail, hint=p.hint)
+    return DriverError(p.detail, hint=p.hint)
+
+
+class AgentClient:
+    def __init__(self, url: str, token: str, timeout_s: float, retry_s: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url + API,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
+        )
+        self._caps: Capabilities | None = None
+        wait = wait_exponential(multiplier=0.1, max=1.0)
+        stop = stop_after_delay(retry_s)
+        self._send_read = retry(retry=retry_if_exception_type(_READ_RETRY), wait=wait, stop=stop, reraise=True)(
+            self._http.request
+        )
+        self._send_write = retry(retry=retry_if_exception_type(_NOT_SENT), wait=wait, stop=stop, reraise=True)(
+            self._http.request
+        )
+
+    @classmethod
+    def from_options(cls, o: XdpOptions) -> AgentClient:
+        assert o.agent_url is not None and o.agent_token is not None  # checked by XdpOptions
+        return cls(str(o.agent_url), o.agent_token, o.agent_timeout_s)
+
+    def _call(self, method: str, path: str, model: type[M], body: BaseModel | None = None) -> M:
+        send = self._send_read if method == "GET" else self._send_write
+        content = body.model_dump_json() if body is not None else None
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        try:
+            r = send(method, path, content=content, headers=headers)
+        except httpx.TimeoutException as e:
+            raise UnreachableError(
+                f"the XDP agent at {self.url} did not answer {method} {path} in time: {e!r}",
+                hint="check the agent's health; a push is confirmed by the next read-back",
+            ) from e
+        except httpx.HTTPError as e:
+            raise UnreachableError(
+                f"cannot reach the XDP agent at {self.url}: {e!r}", hint="is the agent running?"
+            ) from e
+        if r.status_code >= 400:
+            try:
+                problem = Problem.model_validate_json(r.content)
+            except ValidationError:
+                title = "unauthorized" if r.status_code == 401 else "error"
+                problem = Problem(title=title, status=r.status_code, detail=f"the XDP agent answered {r.status_code}: "
+                                  f"{r.text[:200]}", kind="unreachable" if r.status_code >= 500 else "driver")
+            if r.status_code in (401, 403):
+                raise OptionsError(f"the XDP agent at {self.url} refused the token: {problem.detail}",
+                                   hint="set agent_token to the agent's token")
+            raise _error(problem)
+        try:
+            return model.model_validate_json(r.content)
+        except ValidationError as e:
+            raise UnreachableError(f"the XDP agent at {self.url} answered {path} with an unexpected body: {e}") from e
+
+    # ---- the contract ------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        if self._caps is None:  # fixed by the agent's options for its lifetime
+            self._caps = self._call("GET", "/capabilities", Capabilities)
+        return self._caps
+
+    def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
+        applied = self._call("POST", "/apply", Applied, plan)
+        for event in applied.events:
+            progress(event)
+        return applied.result
+
+    def read_state(self) -> DataPlaneState:
+        return self._call("GET", "/state", DataPlaneState)
+
+    def counters(self) -> Counters:
+        return self._call("GET", "/counters", Counters)
+
+    def agent_health(self) -> AgentHealth:
+        return self._call("GET", "/health", AgentHealth)
+
+    def health(self) -> Health:
+        try:
+            h = self.agent_health()
+        except DriverError as e:
+            return Health(ok=False, detail=e.message)
+        return Health(ok=h.ok, detail=f"agent {self.url}: {h.detail}", version=h.version)
+
+    # ---- the testbed's operations -----------------------------------------------------
+
+    def set_overloaded(self, cpus: set[int] | None) -> None:
+        self._call("PUT", "/overload", Ok, Overload(cpus=sorted(cpus) if cpus is not None else None))
+
+    def set_egress_budget(self, rate_bps: float | None, lanes: int, burst_s: float) -> None:
+        self._call("PUT", "/egress-budget", Ok, EgressBudget(rate_bps=rate_bps or None, lanes=lanes, burst_s=burst_s))
+
+    def close(self) -> None:
+        self._http.close()
+
