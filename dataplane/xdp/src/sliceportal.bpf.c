@@ -134,6 +134,7 @@ struct flow {
 	 * (offsets, not pointers: parse() is a global function, verified on its own) */
 	__u16 ip1_off;
 	__u16 l4_1_off;
+	__u16 ipn_off; /* the innermost IPv4 header: where an ECN mark goes (docs/packets.md) */
 };
 /* the parsed fields ARE the flow-cache key (no copy on the hot path) */
 _Static_assert(__builtin_offsetof(struct flow, ip1_off) == sizeof(struct sp_flow_key), "flow starts with the key");
@@ -312,6 +313,7 @@ static __always_inline int parse_fast(void *data, void *end, struct flow *f)
 		f->present |= P_TEID;
 	}
 	/* ip is the innermost header, at most at offset 100: its ports lie in the window */
+	f->ipn_off = (void *)ip - data;
 	f->src_ip = ip->saddr;
 	f->dst_ip = ip->daddr;
 	f->dscp = ip->tos >> 2;
@@ -407,6 +409,7 @@ __attribute__((noinline)) int parse(struct xdp_md *ctx, struct flow *f)
 
 key:
 	/* innermost IPv4 and its L4 ports (4 bytes are enough: only the ports are keys) */
+	f->ipn_off = (void *)ip - (void *)eth;
 	f->src_ip = ip->saddr;
 	f->dst_ip = ip->daddr;
 	f->dscp = ip->tos >> 2;
@@ -567,6 +570,42 @@ static __always_inline void csum_replace4(__u16 *sum, __u32 from, __u32 to, int 
 	*sum = r;
 }
 
+/* RFC 1624 for one 16-bit word of an IPv4 header (network order values) */
+static __always_inline void csum_replace2(__u16 *sum, __u16 from, __u16 to)
+{
+	__u32 s = (__u16)~*sum;
+	s += (__u16)~from;
+	s += to;
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	*sum = ~s;
+}
+
+/* Seed 004 ECN step marking, as slicing.p4's VirtualQueue: the innermost IPv4 header
+ * (docs/packets.md, the one the flow key came from) is marked CE when its transport is
+ * ECN-capable (ECT(0), ECT(1) or already CE) and it has no options; Not-ECT frames and
+ * headers with options are left alone. The header checksum is fixed incrementally. Returns
+ * 1 when the frame counts as marked. */
+static __always_inline int ecn_mark(struct xdp_md *ctx, struct flow *f)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 off = f->ipn_off;
+	if (off > 1500)
+		return 0;
+	struct iphdr *ip = data + off;
+	if ((void *)(ip + 1) > end)
+		return 0;
+	__u16 *word = (__u16 *)ip; /* version/IHL and TOS: one checksummed 16-bit word */
+	__u8 *b = (__u8 *)ip;
+	if (b[0] != 0x45 || !(b[1] & 3))
+		return 0;
+	__u16 from = *word;
+	b[1] |= 3;
+	csum_replace2(&ip->check, from, *word);
+	return 1;
+}
+
 static __always_inline int to_alt(struct xdp_md *ctx, struct flow *f)
 {
 	__u32 zero = 0;
@@ -627,18 +666,30 @@ static __always_inline int bucket_take(__u64 *tokens, __u64 *last_ns, __u64 now,
 	return ok;
 }
 
+#define RATE_DROP 0
+#define RATE_PASS 1
+#define RATE_MARK 2 /* passes, and the virtual queue's delay after it is above ecn_ns */
+
+/* The slice's virtual queue (struct sp_slice_qos): drop, pass, or pass and mark. */
 static __always_inline int rate_ok(__u32 slice, struct sp_slice_qos *q, __u64 len)
 {
 	if (!q || !q->rate_Bps)
-		return 1;
+		return RATE_PASS;
 	struct sp_bucket *b = bpf_map_lookup_elem(&buckets, &slice);
 	if (!b)
-		return 1;
+		return RATE_PASS;
 	__u64 now = bpf_ktime_get_ns();
 	bpf_spin_lock(&b->lock);
 	int ok = bucket_take(&b->tokens, &b->last_ns, now, q->rate_Bps, q->burst_bytes, len, len);
+	__u64 tokens = b->tokens;
 	bpf_spin_unlock(&b->lock);
-	return ok;
+	if (!ok)
+		return RATE_DROP;
+	/* backlog (burst - tokens, bytes x NSEC) over ecn_ns of drain time (ns x bytes/s:
+	 * the same unit); the driver keeps ecn_ns x rate below burst x NSEC, or SP_ECN_OFF */
+	if (q->ecn_ns != SP_ECN_OFF && q->burst_bytes * NSEC - tokens > q->ecn_ns * q->rate_Bps)
+		return RATE_MARK;
+	return RATE_PASS;
 }
 
 /* Room in a capped lane's queue for one more packet (struct sp_lane_cap)? */
@@ -685,9 +736,12 @@ static __always_inline int egress_ok(__u32 lane, __u64 len)
 	return ok;
 }
 
-static __always_inline void add(struct sp_counter *c, __u64 len, int verdict, int alt_sent, int dropped)
+static __always_inline void add(struct sp_counter *c, __u64 len, int verdict, int alt_sent, int dropped,
+				int marked)
 {
 	c->packets++;
+	if (marked)
+		c->ecn++;
 	c->bytes += len;
 	if (alt_sent)
 		c->alt++;
@@ -710,6 +764,7 @@ static __always_inline void merge(void *map, __u32 idx, struct sp_counter *p)
 	c->drop_rate += p->drop_rate;
 	c->steered += p->steered;
 	c->passed += p->passed;
+	c->ecn += p->ecn;
 }
 
 /* Add a cache slot's pending counts to the statistics of the decision they belong to. */
@@ -752,7 +807,7 @@ int sliceportal_xdp(struct xdp_md *ctx)
 	struct decision d = { .rule = SP_MAX_RULES };
 	struct sp_cache_slot *c = NULL;
 	__u32 zero = 0;
-	int verdict = XDP_PASS, parsed = 0, alt_sent = 0, dropped = 0;
+	int verdict = XDP_PASS, parsed = 0, alt_sent = 0, dropped = 0, marked = 0, mark = 0;
 
 	struct sp_config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)
@@ -804,11 +859,13 @@ int sliceportal_xdp(struct xdp_md *ctx)
 	if (d.flags & SP_ACT_LIMITED) {
 		__u32 sid = d.slice_id;
 		struct sp_slice_qos *qos = active ? bpf_map_lookup_elem(&qos_b, &sid) : bpf_map_lookup_elem(&qos_a, &sid);
-		if (!rate_ok(sid, qos, len)) {
+		int rate = rate_ok(sid, qos, len);
+		if (rate == RATE_DROP) {
 			verdict = XDP_DROP;
 			dropped = 1;
 			goto account;
 		}
+		mark = rate == RATE_MARK;
 	}
 	__u32 lane = d.lane;
 	if ((flags & SP_CFG_EGRESS) && !egress_ok(lane, len)) {
@@ -816,6 +873,8 @@ int sliceportal_xdp(struct xdp_md *ctx)
 		dropped = 1;
 		goto account;
 	}
+	if (mark)
+		marked = ecn_mark(ctx, &f); /* before the alt rewrite: both fix the checksum incrementally */
 	STAGE_DONE(3);
 
 	/* seed 001 Algorithm 1: prioritised and not overloaded -> its CPU; else alt */
@@ -844,11 +903,11 @@ int sliceportal_xdp(struct xdp_md *ctx)
 
 account:
 	if (c) {
-		add(&c->pending, len, verdict, alt_sent, dropped);
+		add(&c->pending, len, verdict, alt_sent, dropped, marked);
 	} else {
 		struct sp_counter one = {};
 		struct sp_flow_val v = { .rule = d.rule, .slice_id = d.slice_id, .lane = d.lane, .rr_path = d.rr_path };
-		add(&one, len, verdict, alt_sent, dropped);
+		add(&one, len, verdict, alt_sent, dropped, marked);
 		flush(&v, &one);
 	}
 out:

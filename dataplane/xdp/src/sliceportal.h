@@ -62,10 +62,16 @@ struct sp_meta {
 	char version[32]; /* NativePlan.version, NUL padded */
 };
 
-/* Per-version per-slice QoS; rate_Bps = 0 means unlimited. */
+/* Per-version per-slice QoS; rate_Bps = 0 means unlimited. The bucket is seed 004's
+ * virtual queue seen from the other side: its backlog is burst - tokens, drained at
+ * rate_Bps, so the queue's delay is (burst - tokens) / rate and tail drop above C_DELAY is
+ * "fewer tokens than the frame". ECN (M_DELAY): an ECN-capable frame is marked CE when
+ * the backlog after it exceeds ecn_ns of the rate; SP_ECN_OFF = the slice marks nothing. */
+#define SP_ECN_OFF 0xffffffffffffffffULL
 struct sp_slice_qos {
 	__u64 rate_Bps;
 	__u64 burst_bytes;
+	__u64 ecn_ns;
 };
 
 /* Token bucket state, shared by all CPUs under the lock (per-CPU buckets would let
@@ -170,6 +176,7 @@ struct sp_counter {
 	__u64 drop_rate;      /* dropped by the slice rate limit */
 	__u64 steered;        /* redirected to the lane's CPU */
 	__u64 passed;         /* XDP_PASS to the local stack */
+	__u64 ecn;            /* marked CE (seed 004 M_DELAY) */
 };
 
 /* A cache hit touches this one entry: `pending` counts the slot's packets since it was

@@ -26,7 +26,7 @@ def test_registered_under_the_entry_point_group() -> None:
 def test_capabilities_follow_the_options() -> None:
     caps = Driver({"lanes": 8, "paths": 4, "capacity": {"teid": 100}}).capabilities()
     assert (caps.lanes, caps.paths, caps.capacity["teid"], caps.capacity["rules"]) == (8, 4, 100, 1024)
-    assert caps.rate_limit and not caps.ecn
+    assert caps.rate_limit and caps.ecn
     assert caps.match_fields == {"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan"}
 
 

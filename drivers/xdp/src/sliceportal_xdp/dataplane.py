@@ -34,6 +34,7 @@ class Counter:
     drop_rate: int = 0
     steered: int = 0
     passed: int = 0
+    ecn: int = 0  # marked CE
 
 
 @dataclass
@@ -326,9 +327,10 @@ class DataPlane:
             t["actions"].append({"rule": i, "slice_id": sid, "lane": lane, "rr_path": path})
         t["qos"] = []
         for k, val in sorted(v.qos.lookup_all(), key=lambda kv: L.U32.unpack(kv[0])[0]):
-            rate, burst = L.QOS.unpack(val)
+            rate, burst, ecn_ns = L.QOS.unpack(val)
             if rate:
-                t["qos"].append({"slice_id": L.U32.unpack(k)[0], "rate_Bps": rate, "burst_bytes": burst})
+                t["qos"].append({"slice_id": L.U32.unpack(k)[0], "rate_Bps": rate, "burst_bytes": burst,
+                                 "ecn_ns": None if ecn_ns == L.ECN_OFF else ecn_ns})
         t["meta"] = [
             {
                 "version": ver.rstrip(b"\0").decode(),
@@ -348,7 +350,7 @@ class DataPlane:
     def _sum_counters(m: Map) -> dict[int, Counter]:
         out: dict[int, Counter] = {}
         for k, val in m.lookup_all():
-            tot = [0] * 6
+            tot = [0] * L.COUNTER_FIELDS
             for off in range(0, len(val), m.slot):
                 for i, x in enumerate(L.COUNTER.unpack_from(val, off)):
                     tot[i] += x
@@ -382,6 +384,7 @@ class DataPlane:
                     c.drop_rate += counts[3]
                     c.steered += counts[4]
                     c.passed += counts[5]
+                    c.ecn += counts[6]
 
     def counters(self) -> RawCounters:
         g = [0] * L.G_N

@@ -72,7 +72,7 @@ def _lane_counters(c: Counter | None) -> LaneCounters:
     if c is None:
         return LaneCounters()
     drops = {"rate_limit": c.drop_rate} if c.drop_rate else {}
-    return LaneCounters(packets=c.packets, bytes=c.bytes, drops=drops, alt_forwarded=c.alt)
+    return LaneCounters(packets=c.packets, bytes=c.bytes, drops=drops, ecn_marks=c.ecn, alt_forwarded=c.alt)
 
 
 class Driver:
@@ -111,7 +111,7 @@ class Driver:
             match_fields=MATCH_FIELDS,
             capacity=self.options.table_capacity(),
             rate_limit=True,
-            ecn=False,
+            ecn=True,  # seed 004 step marking by the slice's virtual queue (rate limited slices)
         )
 
     def lower(self, ir: RuleIR) -> NativePlan:

@@ -84,7 +84,8 @@ def encode(tables: Tables) -> Image:
     img["actions"] = bytes(acts)
     q = bytearray(L.MAX_SLICES * L.QOS.size)
     for sid, e in qos.items():
-        L.QOS.pack_into(q, sid * L.QOS.size, e["rate_Bps"], e["burst_bytes"])
+        ecn_ns = e.get("ecn_ns")  # absent in plans lowered before ECN marking
+        L.QOS.pack_into(q, sid * L.QOS.size, e["rate_Bps"], e["burst_bytes"], L.ECN_OFF if ecn_ns is None else ecn_ns)
     img["qos"] = bytes(q)
     m = tables["meta"][0]
     img["meta"] = L.META.pack(

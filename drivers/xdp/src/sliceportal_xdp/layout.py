@@ -26,11 +26,13 @@ LPM_KEY = struct.Struct("<I4s")  # prefixlen (host order), address (network orde
 ACTION = struct.Struct("<HBBI")  # slice_id, lane, rr_path, flags
 ACT_LIMITED = 1
 META = struct.Struct("<8I32s")  # words rules lanes paths miss_mode miss_lane miss_path pad version
-QOS = struct.Struct("<QQ")  # rate_Bps, burst_bytes
+QOS = struct.Struct("<QQQ")  # rate_Bps, burst_bytes, ecn_ns (ECN_OFF: no marking)
+ECN_OFF = 2**64 - 1  # SP_ECN_OFF
 LANE_CFG = struct.Struct("<II")  # cpu, flags
 ALT = struct.Struct("<6s6sII")  # dst_mac, src_mac, dst_ip (network order), valid
 CONFIG = struct.Struct("<IIII")  # generation (bit 0 = live copy), flags, cpu_map_id, pad
-COUNTER = struct.Struct("<6Q")  # packets bytes alt drop_rate steered passed
+COUNTER = struct.Struct("<7Q")  # packets bytes alt drop_rate steered passed ecn
+COUNTER_FIELDS = 7
 CPUMAP_VAL = struct.Struct("<II")  # qsize, prog fd (0 = none)
 LAST = struct.Struct("<IHBBII5IHBB")
 BUCKET_SIZE = 24
@@ -41,7 +43,7 @@ LANE_STEER, LANE_ALT = 1, 2
 CFG_RECORD_LAST, CFG_MISS_TO_ALT, CFG_NO_CACHE, CFG_EGRESS = 1, 2, 4, 8
 # struct sp_cache_slot: key (24 bytes), val {generation, rule, flags, slice_id, lane, rr_path}, pad,
 # pending (a COUNTER)
-CACHE_SLOT = struct.Struct("<24sIHHHBBI6Q")
+CACHE_SLOT = struct.Struct("<24sIHHHBBI7Q")
 FLOW_CACHE = 16384  # SP_FLOW_CACHE
 G_PACKETS, G_MALFORMED, G_UNPARSED, G_TX_NO_ALT, G_OVERFLOW, G_N = range(6)
 LANE_CAPPED = 4

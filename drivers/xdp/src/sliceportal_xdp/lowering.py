@@ -166,6 +166,19 @@ def _tunnel_table(ir: RuleIR, field: str) -> tuple[list[NativeEntry], int, int]:
     return entries, present, wild
 
 
+def ecn_threshold_ns(ecn_ms: float | None, rate_Bps: int, burst_bytes: int) -> int | None:
+    """M_DELAY in ns as the program compares it (backlog > ecn_ns x rate, both in
+    byte x 1e9 units), or None when nothing is marked: no ECN target, or a target the
+    virtual queue never reaches (its delay stays below burst / rate), which also keeps
+    the product inside a u64."""
+    if ecn_ms is None:
+        return None
+    ecn_ns = max(0, round(ecn_ms * 1e6))
+    if ecn_ns * rate_Bps >= burst_bytes * 10**9:
+        return None
+    return ecn_ns
+
+
 def qos_entries(ir: RuleIR) -> list[NativeEntry]:
     out = []
     for s in sorted(ir.slices, key=lambda s: s.slice_id):
@@ -174,7 +187,8 @@ def qos_entries(ir: RuleIR) -> list[NativeEntry]:
         rate_Bps = max(1, s.qos.rate_bps // 8)
         burst_ms = s.qos.burst_ms if s.qos.burst_ms is not None else DEFAULT_BURST_MS
         burst = min(MAX_BURST_BYTES, max(MIN_BURST_BYTES, int(rate_Bps * burst_ms / 1000)))
-        out.append({"slice_id": s.slice_id, "rate_Bps": rate_Bps, "burst_bytes": burst})
+        out.append({"slice_id": s.slice_id, "rate_Bps": rate_Bps, "burst_bytes": burst,
+                    "ecn_ns": ecn_threshold_ns(s.qos.ecn_ms, rate_Bps, burst)})
     return out
 
 
