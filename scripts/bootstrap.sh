@@ -13,6 +13,7 @@ APT_PACKAGES=(
   chromium                                     # end-to-end UI tests
   make g++
   wrk                                          # load generator of bench/api_latency.py
+  prometheus                                   # scrapes /metrics in the compose-config test
 )
 
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }

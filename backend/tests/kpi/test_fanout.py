@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import json
 import queue
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -24,67 +21,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from sliceportal.core.config import Settings
 from sliceportal.kpi.notify import CHANNEL, MAX_PAYLOAD, KpiListener, _Batches, decode, encode, notify
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest, store
-from sliceportal.models import Backend, Role
-from sliceportal.testbed.processes import free_port
-from tests.factories import login, make_user, slice_type_id, tenant_body, wait_until
+from tests.factories import login, wait_until
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-# Worker A: the same app factory under uvicorn in its own process, on the same database.
-WORKER = """
-import sys, uvicorn
-from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
-app = create_app(Settings(secret_key=sys.argv[1], reconcile_interval_s=0), sys.argv[2])
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
-"""
-
-
-@pytest.fixture
-def worker_a(db_url: str, settings: Settings) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, settings.secret_key, db_url, str(port)])
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert proc.poll() is None, "worker A exited"
-        try:
-            return httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until("worker A serves", healthy, timeout_s=60)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
-@pytest.fixture
-def tenants(client: TestClient, session: Session) -> dict[str, int]:
-    """Slices of two tenants (red, blue) and one backend; ids by name."""
-    make_user(session, "op", Role.OPERATOR)
-    op = login(client, "op")
-    st = slice_type_id(client, op, "Dual Best Effort + Low Latency")
-    ids: dict[str, int] = {}
-    for name, vni, vlan in (("red", 1, 1), ("blue", 2, 2)):
-        t = client.post("/api/v1/tenants", json=tenant_body(name, vni, vlan), headers=op).json()["id"]
-        r = client.post("/api/v1/slices", json={"name": f"{name}-s", "tenant_id": t, "slice_type_id": st,
-                                                "sla": {"max_loss_pct": 1}}, headers=op)
-        ids[name] = r.json()["id"]
-        if name == "red":
-            make_user(session, "red-view", Role.TENANT, tenant_id=t)
-    backend = Backend(name="xdp-a", driver="xdp")
-    session.add(backend)
-    session.commit()
-    ids["backend"] = backend.id
-    return ids
-
 
 def points(ids: dict[str, int], names: tuple[str, ...], seconds: range, lanes: range = range(2)) -> list[KpiPoint]:
     return [KpiPoint(slice_id=ids[n], backend_id=ids["backend"], lane=lane, ts=T0 + timedelta(seconds=s),
