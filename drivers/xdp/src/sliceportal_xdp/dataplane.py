@@ -243,12 +243,12 @@ class DataPlane:
     def enable_cpu(self, cpu: int, qsize: int) -> None:
         self.cpu_map.update(L.U32.pack(cpu), L.CPUMAP_VAL.pack(qsize, 0))
 
-    # ---- the rule tables -------------------------------------------------------------
     def cpu_enabled(self, cpu: int, qsize: int) -> bool:
         """The cpumap already has ``cpu`` with this queue size (a taken-over data plane)."""
         raw = self.cpu_map.lookup(L.U32.pack(cpu))
         return raw is not None and L.CPUMAP_VAL.unpack(raw)[0] == qsize
 
+    # ---- the rule tables -------------------------------------------------------------
 
     def read_image(self, v: VersionMaps) -> Image:
         """The bytes a copy holds: one batch lookup per map."""
