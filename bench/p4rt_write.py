@@ -19,7 +19,6 @@ engine (p4c's JSON executed in Rust) driven in process without packet I/O.
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -32,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "dataplane" / "bmv2"), str(ROOT / "drivers" / "p4rt" / "tests")]
 
 from _results import Results, quick  # noqa: E402
+from bmv2_target.engine import offer_closed_loop  # noqa: E402
 from bmv2_target.p4info_index import P4InfoIndex  # noqa: E402
-from bmv2_target.packet_io import open_port  # noqa: E402
 from bmv2_target.server import Faults, P4RuntimeServicer, load_p4info_text  # noqa: E402
 from bmv2_target.switch import Switch as TargetSwitch  # noqa: E402
 from bmv2_target.switch import SwitchConfig  # noqa: E402
@@ -53,7 +52,7 @@ N = 500 if quick() else 4000  # the classifier holds 4096
 TRIALS = 3 if quick() else 5
 PACKETS = 5000 if quick() else 20000
 BATCHES = (1, 500)
-WINDOW = 32  # frames in flight through a switch in the forwarding measurement
+WINDOW = 256  # frames in flight through a switch in the forwarding measurement
 OPTIONS = {"access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2}
 
 Starter = Callable[[dict[int, str] | None], "Switch"]
@@ -140,40 +139,18 @@ def test_frame() -> bytes:
 def live_pps(start: Starter) -> tuple[float, float]:
     """(offered, forwarded) packets/s: PACKETS frames into port 1 with at most WINDOW of them
     inside the switch at a time (a closed loop, so that the measure is the switch's capacity,
-    not how much of an unpaced burst its input buffer drops), counted on port 2."""
-    data = test_frame()
+    not how much of an unpaced burst its input buffer drops), counted on port 2. The sender
+    and the counter are native and batched (sendmmsg / recvmmsg, the engine crate's
+    ``offer_closed_loop``): a Python socket call per frame offered about 50 kpps, as much as
+    the switch it measured."""
     with veths() as ends:
         sw = start({p: s for p, (s, _) in ends.items()})
         try:
             d = Driver({"address": sw.address, **OPTIONS})
             d.apply(d.lower(ir(64)), lambda e: None)
-            rx = open_port(ends[2][1])
-            rx.setsockopt(socket.SOL_SOCKET, 33, 256 << 20)  # SO_RCVBUFFORCE
-            rx.settimeout(0.5)
-            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            tx.bind((ends[1][1], 0))
-            sent = got = written_off = 0
-            t0 = last = time.perf_counter()
-            while sent < PACKETS:
-                while sent < PACKETS and sent - got - written_off < WINDOW:
-                    tx.send(data)
-                    sent += 1
-                try:
-                    rx.recv(65535)
-                    got, last = got + 1, time.perf_counter()
-                except TimeoutError:
-                    written_off = sent - got  # lost inside the switch: reopen the window
-            offered = sent / (time.perf_counter() - t0)
-            while True:
-                try:
-                    rx.recv(65535)
-                except TimeoutError:
-                    break
-                got, last = got + 1, time.perf_counter()
-            tx.close()
-            rx.close()
+            _sent, _got, offered, forwarded = offer_closed_loop(ends[1][1], ends[2][1], test_frame(), PACKETS, WINDOW)
             d.close()
-            return offered, got / (last - t0) if got else 0.0
+            return offered, forwarded
         finally:
             sw.stop()
 

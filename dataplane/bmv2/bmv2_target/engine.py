@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 try:
-    from .slicing_engine import Engine, Packet
+    from .slicing_engine import Engine, Gate, Live, Packet, offer_closed_loop
 except ImportError as e:  # pragma: no cover - the build is part of bootstrap
     raise ImportError(
         "the bundled target's packet engine is not built: run `make -C dataplane/bmv2 engine` "
@@ -16,4 +16,4 @@ except ImportError as e:  # pragma: no cover - the build is part of bootstrap
 
 COMPILED_JSON = Path(__file__).resolve().parent.parent / "compiled" / "slicing.json"
 
-__all__ = ["COMPILED_JSON", "Engine", "Packet"]
+__all__ = ["COMPILED_JSON", "Engine", "Gate", "Live", "Packet", "offer_closed_loop"]

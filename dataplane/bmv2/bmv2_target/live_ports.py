@@ -1,11 +1,13 @@
-"""Live ports (``--interface N@ifname``, AF_PACKET, needs root): one persistent traffic
-manager per switch between the ingress pipeline and the egress ports.
+"""Live ports (``--interface N@ifname``, AF_PACKET, needs root): the data path runs in the
+compiled engine's native threads (``dataplane/bmv2/engine/src/live.rs``), this module keeps
+the control.
 
-A thread per port receives frames and runs the ingress pipeline (under the switch's lock,
-as P4Runtime writes); the packet goes into its egress port's strict-priority queues;
-the port's drain thread (``LiveTrafficManager``) runs the egress pipeline and sends at the
-link rate in wall-clock time. So under overload the queues decide which lanes lose, as
-on BMv2, instead of every lane losing alike in the kernel's socket buffers.
+Per port a thread receives frames in batches (``recvmmsg``) and runs the ingress pipeline;
+the packet goes into its egress port's strict-priority queues; the port's drain thread runs
+the egress pipeline and sends (``sendmmsg``) at the link rate in wall-clock time. So under
+overload the queues decide which lanes lose, as on BMv2, instead of every lane losing alike
+in the kernel's socket buffers. The GIL is never taken on that path: at ~50 kpps one Python
+thread per port was the limit (issue #13: >= 5 x simple_switch_grpc).
 
 ``/sliceportal.bmv2.Live/SetLinkRate`` (JSON ``{"link_rate_bps": n | null}``) changes the
 egress link rate while traffic flows (the testbed's congestion scenario);
@@ -15,107 +17,46 @@ egress link rate while traffic flows (the testbed's congestion scenario);
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
-from .packet_io import open_port, receive
-from .pipeline import InFlight
+from .engine import Engine, Live
 from .switch import Switch
-from .traffic_manager import LiveTrafficManager
-
-SO_RCVBUFFORCE = 33  # socket.SO_RCVBUFFORCE where Python exposes it (Linux)
-RCVBUF_BYTES = 8 << 20
-
-
-@dataclass(slots=True)
-class _Queued:
-    """A packet between ingress and egress with the pipeline that ingressed it: a packet of
-    a replaced pipeline (SetForwardingPipelineConfig meanwhile) is never egressed by the new
-    one — its header layout belongs to the old program (BMv2 drops in-flight packets too)."""
-
-    packet: InFlight
-    pipeline: Any  # kept alive, compared by identity
-    priority: int
-    egress_port: int
-    data: bytes
 
 
 class LivePorts:
     def __init__(self, switch: Switch, spec: list[str]) -> None:
         self.switch = switch
-        self.socks: dict[int, socket.socket] = {}
+        ports: list[tuple[int, str]] = []
         for item in spec:
             port_text, _, ifname = item.partition("@")
-            s = self.socks[int(port_text)] = open_port(ifname)
-            # a deep receive buffer: while this process waits for a CPU (a loaded machine), frames
-            # wait in the kernel instead of being dropped there, FIFO, before the priority queues
-            try:
-                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES)
-            except OSError:  # not root: as much as the system allows
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
+            ports.append((int(port_text), ifname))
         cfg = switch.config
-        self.tm: LiveTrafficManager[_Queued] = LiveTrafficManager(
-            cfg.priority_queues, cfg.queue_depth, cfg.link_bps, self._transmit
-        )
-        self.received = 0
-        self.send_errors = 0
-        self.stale_drops = 0
+        self.live = Live(ports, cfg.priority_queues, cfg.queue_depth, cfg.link_bps, switch.lock.gate)
+        # a new forwarding pipeline ingresses from then on; packets of the old one still
+        # queued are dropped at departure (their header layout belongs to the old program)
+        switch.on_load.append(self._pipeline_changed)
+        self._pipeline_changed(switch.pipeline)
+
+    def _pipeline_changed(self, engine: Engine | None) -> None:
+        self.live.set_engine(engine)
 
     def start(self) -> None:
-        for port, s in self.socks.items():
-            threading.Thread(target=self._pump, args=(port, s), daemon=True, name=f"rx-port{port}").start()
+        self.live.start()
 
-    def _pump(self, port: int, s: socket.socket) -> None:
-        while True:
-            data = receive(s)
-            if data is None:
-                continue
-            with self.switch.lock:
-                pipeline = self.switch.pipeline
-                if pipeline is None:
-                    continue
-                f = pipeline.ingress(data, port, time.time_ns() // 1000)
-                self.switch.processed += 1
-            self.received += 1
-            if f is not None:
-                self.tm.enqueue(_Queued(f, pipeline, f.priority, f.egress_port, f.data))
-
-    def _transmit(self, port: int, q: _Queued) -> None:
-        f = q.packet
-        with self.switch.lock:
-            pipeline = self.switch.pipeline
-            if pipeline is None or pipeline is not q.pipeline:  # a new pipeline config: in-flight packets are gone
-                self.stale_drops += 1
-                return
-            try:  # the compiled engine: egress at the departure time; None = egress dropped it
-                data = pipeline.egress(f, time.time_ns() // 1000)
-            except TypeError:  # the Python pipeline it replaces: egress(f)
-                data = pipeline.egress(f)
-        dst = self.socks.get(port)
-        if dst is None or data is None:
-            return
-        try:
-            dst.send(data)
-        except OSError:  # e.g. ENOBUFS on a full veth: the frame is lost on the wire
-            self.send_errors += 1
+    def stop(self) -> None:
+        self.live.stop()
 
     def status(self) -> dict[str, Any]:
+        counters, depths = self.live.status()
+        cfg = self.switch.config
         return {
-            "link_rate_bps": self.tm.link_bps,
-            "priority_queues": self.tm.priority_queues,
-            "queue_depth": self.tm.queue_depth,
-            "received": self.received,
-            "transmitted": self.tm.transmitted,
-            "drops_queue_full": self.tm.drops_queue_full,
-            "drops_out_of_range": self.tm.drops_out_of_range,
-            "send_errors": self.send_errors,
-            "stale_drops": self.stale_drops,
-            "queued": {str(p): d for p, d in self.tm.depths().items()},
+            "link_rate_bps": self.live.link_bps,
+            "priority_queues": cfg.priority_queues,
+            "queue_depth": cfg.queue_depth,
+            **counters,
+            "queued": {str(port): d for port, d in depths},
         }
 
     # ---- control (gRPC, JSON bodies as the Dataplane service) ----------------------------
@@ -127,7 +68,7 @@ class LivePorts:
                 raise ValueError("link_rate_bps must be a positive integer or null")
         except (ValueError, KeyError, TypeError) as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad SetLinkRate request: {e}")
-        self.tm.set_link_bps(rate)
+        self.live.set_link_bps(rate)
         return json.dumps(self.status()).encode()
 
     def _status(self, request: bytes, context: grpc.ServicerContext) -> bytes:

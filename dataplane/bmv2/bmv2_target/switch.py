@@ -7,14 +7,15 @@ rates and delays do not depend on how fast Python runs.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 
 import grpc
 from scapy.utils import PcapWriter, RawPcapReader
 
-from .engine import COMPILED_JSON, Engine
+from .engine import COMPILED_JSON, Engine, Gate
 from .errors import P4RTError
 from .p4info_index import P4InfoIndex
 from .pipeline import InFlight
@@ -37,15 +38,43 @@ class Output:
     data: bytes
 
 
+class SwitchLock:
+    """The switch's lock (reentrant): whoever holds it sees and changes the pipeline and its
+    tables as one. Holding it also closes the gate of the native live data path (live.rs),
+    which runs packets without the GIL: a batch of P4Runtime writes applied under this lock
+    is seen by forwarding entirely or not at all, as when Python forwarded under the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.gate = Gate()
+
+    def __enter__(self) -> SwitchLock:
+        self._lock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            self.gate.close()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.gate.open()
+        self._lock.release()
+
+
 @dataclass
 class Switch:
     config: SwitchConfig
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    lock: SwitchLock = field(default_factory=SwitchLock)
     index: P4InfoIndex | None = None
     tables: TableStore | None = None
     ext: Externs | None = None
     pipeline: Engine | None = None
     processed: int = 0
+    on_load: list[Callable[[Engine], None]] = field(default_factory=list)  # told of each new pipeline
 
     def load(self, index: P4InfoIndex, device_config: bytes = b"") -> None:
         """A new forwarding pipeline: the BMv2 JSON the controller sent (p4c's build in
@@ -59,6 +88,8 @@ class Switch:
         ext = Externs(index, engine)
         with self.lock:
             self.index, self.tables, self.ext, self.pipeline = index, tables, ext, engine
+            for listener in self.on_load:
+                listener(engine)
 
     def run(self, packets: Iterable[tuple[int, int, bytes]]) -> list[Output]:
         """Process (time ns, ingress port, frame) in time order; outputs in departure order."""

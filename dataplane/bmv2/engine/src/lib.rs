@@ -6,7 +6,10 @@
 
 pub mod exec;
 pub mod ir;
+pub mod live;
+pub mod loadgen;
 pub mod p4rt;
+pub mod rawsock;
 #[cfg(feature = "python")]
 mod python;
 pub mod table;

@@ -4,10 +4,13 @@
 
 use crate::exec::{Engine, Packet};
 use crate::ir::MatchKind;
+use crate::live::{lock, Gate, Live, Shared};
 use crate::p4rt::{split_write, EntryMeta, TableSchema};
 use crate::table::WriteError;
 use std::collections::HashMap;
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -42,7 +45,7 @@ impl PyPacket {
 
 #[pyclass(module = "slicing_engine", name = "Engine")]
 pub struct PyEngine {
-    e: Engine,
+    e: Shared,
     schemas: HashMap<u32, TableSchema>,
 }
 
@@ -67,19 +70,26 @@ fn check_index<T>(v: &[T], i: usize, what: &str) -> PyResult<()> {
     }
 }
 
+impl PyEngine {
+    /// The engine, locked for one call (the live data path's threads share it).
+    fn g(&self) -> MutexGuard<'_, Engine> {
+        lock(&self.e)
+    }
+}
+
 #[pymethods]
 impl PyEngine {
     /// Load p4c's BMv2 JSON; ValueError naming every unsupported construct.
     #[new]
     fn new(json: &str) -> PyResult<Self> {
-        crate::engine(json).map(|e| PyEngine { e, schemas: HashMap::new() }).map_err(|err| PyValueError::new_err(err.to_string()))
+        crate::engine(json).map(|e| PyEngine { e: Arc::new(Mutex::new(e)), schemas: HashMap::new() }).map_err(|err| PyValueError::new_err(err.to_string()))
     }
 
     /// [(table name, [(key name, match kind, bit width)], [action names])] in engine order.
     #[allow(clippy::type_complexity)]
     fn tables(&self) -> Vec<(String, Vec<(String, String, u32)>, Vec<String>)> {
-        self.e
-            .ir
+        let e = self.g();
+        e.ir
             .tables
             .iter()
             .map(|t| {
@@ -96,103 +106,119 @@ impl PyEngine {
                         (k.name.clone(), kind.to_string(), k.width)
                     })
                     .collect();
-                let acts = t.actions.iter().map(|a| self.e.ir.actions[*a].name.clone()).collect();
+                let acts = t.actions.iter().map(|a| e.ir.actions[*a].name.clone()).collect();
                 (t.name.clone(), keys, acts)
             })
             .collect()
     }
 
     fn table_index(&self, name: &str) -> Option<usize> {
-        self.e.ir.tables.iter().position(|t| t.name == name)
+        let e = self.g();
+        e.ir.tables.iter().position(|t| t.name == name)
     }
 
     /// The engine's action index of `name` among the table's actions.
     fn action_of(&self, table: usize, name: &str) -> PyResult<Option<usize>> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        Ok(self.e.ir.tables[table].actions.iter().copied().find(|a| self.e.ir.actions[*a].name == name))
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        Ok(e.ir.tables[table].actions.iter().copied().find(|a| e.ir.actions[*a].name == name))
     }
 
     fn action_params(&self, action: usize) -> PyResult<Vec<(String, u32)>> {
-        check_index(&self.e.ir.actions, action, "action")?;
-        let a = &self.e.ir.actions[action];
+        let e = self.g();
+        check_index(&e.ir.actions, action, "action")?;
+        let a = &e.ir.actions[action];
         Ok(a.param_names.iter().cloned().zip(a.param_widths.iter().copied()).collect())
     }
 
     fn action_name(&self, action: usize) -> PyResult<String> {
-        check_index(&self.e.ir.actions, action, "action")?;
-        Ok(self.e.ir.actions[action].name.clone())
+        let e = self.g();
+        check_index(&e.ir.actions, action, "action")?;
+        Ok(e.ir.actions[action].name.clone())
     }
 
     // ---- entries ----
 
-    fn insert(&mut self, table: usize, key: Vec<(u64, u64)>, priority: i64, action: usize, params: Vec<u64>) -> PyResult<u64> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        self.e.insert(table, key, priority, action, params).map_err(write_err)
+    fn insert(&self, table: usize, key: Vec<(u64, u64)>, priority: i64, action: usize, params: Vec<u64>) -> PyResult<u64> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.insert(table, key, priority, action, params).map_err(write_err)
     }
 
     fn find(&self, table: usize, key: Vec<(u64, u64)>, priority: i64) -> PyResult<Option<u64>> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        Ok(self.e.tables[table].find(&key, priority))
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        Ok(e.tables[table].find(&key, priority))
     }
 
-    fn modify(&mut self, table: usize, handle: u64, action: usize, params: Vec<u64>) -> PyResult<()> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        self.e.check_action(table, action, &params).map_err(write_err)?;
-        self.e.tables[table].modify(handle, action, params).map_err(write_err)
+    fn modify(&self, table: usize, handle: u64, action: usize, params: Vec<u64>) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.check_action(table, action, &params).map_err(write_err)?;
+        e.tables[table].modify(handle, action, params).map_err(write_err)
     }
 
-    fn delete(&mut self, table: usize, handle: u64) -> PyResult<()> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        self.e.tables[table].delete(handle).map_err(write_err)
+    fn delete(&self, table: usize, handle: u64) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.tables[table].delete(handle).map_err(write_err)
     }
 
-    fn clear(&mut self, table: usize) -> PyResult<()> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        self.e.tables[table].clear();
+    fn clear(&self, table: usize) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.tables[table].clear();
         Ok(())
     }
 
     fn entry_counter(&self, table: usize, handle: u64) -> PyResult<(u64, u64)> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        let e = self.e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let e = e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
         Ok((e.packets, e.bytes))
     }
 
-    fn set_entry_counter(&mut self, table: usize, handle: u64, packets: u64, bytes: u64) -> PyResult<()> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        let e = self.e.tables[table].entries.get_mut(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
+    fn set_entry_counter(&self, table: usize, handle: u64, packets: u64, bytes: u64) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let e = e.tables[table].entries.get_mut(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
         e.packets = packets;
         e.bytes = bytes;
         Ok(())
     }
 
-    fn set_default(&mut self, table: usize, action: usize, params: Vec<u64>) -> PyResult<()> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        self.e.set_default(table, action, params).map_err(write_err)
+    fn set_default(&self, table: usize, action: usize, params: Vec<u64>) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.set_default(table, action, params).map_err(write_err)
     }
 
     /// (action, params) the table runs on a miss now.
     fn default(&self, table: usize) -> PyResult<(usize, Vec<u64>)> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        let t = &self.e.tables[table];
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let t = &e.tables[table];
         Ok((t.default_action, t.default_params.clone()))
     }
 
     /// The program's own default (what a reset of the default entry restores).
     fn initial_default(&self, table: usize) -> PyResult<(usize, Vec<u64>, bool)> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        let t = &self.e.ir.tables[table];
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let t = &e.ir.tables[table];
         Ok((t.default_action, t.default_params.clone(), t.default_const))
     }
 
     fn entry_count(&self, table: usize) -> PyResult<usize> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        Ok(self.e.tables[table].entries.len())
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        Ok(e.tables[table].entries.len())
     }
 
     /// Rebuild the lookup index of tables changed since the last commit.
-    fn commit(&mut self) {
-        self.e.commit();
+    fn commit(&self) {
+        let mut e = self.g();
+        e.commit();
     }
 
     // ---- P4Runtime fast path ----
@@ -209,7 +235,7 @@ impl PyEngine {
         size: usize,
         actions: Vec<(u32, usize, Vec<(u32, u32)>, bool)>, // (P4Info id, ActionSchema...)
     ) -> PyResult<()> {
-        check_index(&self.e.ir.tables, engine_table, "table")?;
+        check_index(&self.g().ir.tables, engine_table, "table")?;
         let fields = fields.into_iter().map(|(i, k, w)| Ok((i, kind_of(&k)?, w))).collect::<PyResult<Vec<_>>>()?;
         let actions = actions.into_iter().map(|(id, a, ps, d)| (id, (a, ps, d))).collect();
         self.schemas.insert(p4_table, TableSchema { engine_table, fields, needs_priority, size, actions });
@@ -225,18 +251,20 @@ impl PyEngine {
 
     /// Apply an Update (its bytes) if it is a valid table-entry write; False = nothing
     /// changed, the full validator must handle it (and report its error).
-    fn fast_update(&mut self, update: &[u8]) -> bool {
-        self.e.fast_update(&self.schemas, update)
+    fn fast_update(&self, update: &[u8]) -> bool {
+        let mut e = self.g();
+        e.fast_update(&self.schemas, update)
     }
 
     /// Apply the WriteRequest ``raw``'s updates from index ``start`` on, in order, as long
     /// as each is a valid table-entry write; the index of the first that is not (the caller
     /// handles it with the full validator, then continues after it), or the update count.
     /// The loop of a batch stays here: one call per batch instead of one per update.
-    fn fast_updates(&mut self, raw: &[u8], start: usize) -> PyResult<usize> {
+    fn fast_updates(&self, raw: &[u8], start: usize) -> PyResult<usize> {
+        let mut e = self.g();
         let w = split_write(raw).ok_or_else(|| PyValueError::new_err("malformed WriteRequest"))?;
         let mut i = start;
-        while i < w.updates.len() && self.e.fast_update(&self.schemas, w.updates[i]) {
+        while i < w.updates.len() && e.fast_update(&self.schemas, w.updates[i]) {
             i += 1;
         }
         Ok(i)
@@ -244,7 +272,7 @@ impl PyEngine {
 
     #[allow(clippy::too_many_arguments)]
     fn insert_entry(
-        &mut self,
+        &self,
         table: usize,
         key: Vec<(u64, u64)>,
         rank: i64,
@@ -255,16 +283,17 @@ impl PyEngine {
         metadata: Vec<u8>,
         controller_metadata: u64,
     ) -> PyResult<u64> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        let h = self.e.insert(table, key, rank, action, params).map_err(write_err)?;
-        self.e.tables[table].entries.get_mut(&h).expect("inserted").meta =
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let h = e.insert(table, key, rank, action, params).map_err(write_err)?;
+        e.tables[table].entries.get_mut(&h).expect("inserted").meta =
             EntryMeta { p4_priority, p4_action, metadata, controller_metadata };
         Ok(h)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn modify_entry(
-        &mut self,
+        &self,
         table: usize,
         handle: u64,
         action: usize,
@@ -273,9 +302,10 @@ impl PyEngine {
         metadata: Vec<u8>,
         controller_metadata: u64,
     ) -> PyResult<()> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        self.e.check_action(table, action, &params).map_err(write_err)?;
-        let e = self.e.tables[table].entries.get_mut(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.check_action(table, action, &params).map_err(write_err)?;
+        let e = e.tables[table].entries.get_mut(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
         e.action = action;
         e.params = params;
         e.meta.p4_action = p4_action;
@@ -286,8 +316,9 @@ impl PyEngine {
 
     /// Every entry of a table for read-back, as EntryView tuples.
     fn entries(&self, table: usize) -> PyResult<Vec<EntryView>> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        let mut out: Vec<EntryView> = self.e.tables[table]
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let mut out: Vec<EntryView> = e.tables[table]
             .entries
             .iter()
             .map(|(h, e)| {
@@ -300,8 +331,9 @@ impl PyEngine {
     }
 
     fn entry(&self, table: usize, handle: u64) -> PyResult<EntryView> {
-        check_index(&self.e.ir.tables, table, "table")?;
-        let e = self.e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let e = e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
         let m = &e.meta;
         Ok((handle, e.key.clone(), m.p4_priority, m.p4_action, e.params.clone(), m.metadata.clone(), m.controller_metadata))
     }
@@ -309,49 +341,58 @@ impl PyEngine {
     // ---- externs ----
 
     fn counter_index(&self, name: &str) -> Option<usize> {
-        self.e.ir.counters.iter().position(|c| c.name == name)
+        let e = self.g();
+        e.ir.counters.iter().position(|c| c.name == name)
     }
     fn register_index(&self, name: &str) -> Option<usize> {
-        self.e.ir.registers.iter().position(|c| c.name == name)
+        let e = self.g();
+        e.ir.registers.iter().position(|c| c.name == name)
     }
     fn meter_index(&self, name: &str) -> Option<usize> {
-        self.e.ir.meters.iter().position(|c| c.name == name)
+        let e = self.g();
+        e.ir.meters.iter().position(|c| c.name == name)
     }
 
     fn counter_cells(&self, c: usize) -> PyResult<Vec<(u64, u64)>> {
-        check_index(&self.e.counters, c, "counter")?;
-        Ok(self.e.counters[c].clone())
+        let e = self.g();
+        check_index(&e.counters, c, "counter")?;
+        Ok(e.counters[c].clone())
     }
 
-    fn set_counter(&mut self, c: usize, i: usize, packets: u64, bytes: u64) -> PyResult<()> {
-        check_index(&self.e.counters, c, "counter")?;
-        check_index(&self.e.counters[c], i, "counter cell")?;
-        self.e.counters[c][i] = (packets, bytes);
+    fn set_counter(&self, c: usize, i: usize, packets: u64, bytes: u64) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.counters, c, "counter")?;
+        check_index(&e.counters[c], i, "counter cell")?;
+        e.counters[c][i] = (packets, bytes);
         Ok(())
     }
 
     fn register_cells(&self, r: usize) -> PyResult<Vec<u64>> {
-        check_index(&self.e.registers, r, "register")?;
-        Ok(self.e.registers[r].clone())
+        let e = self.g();
+        check_index(&e.registers, r, "register")?;
+        Ok(e.registers[r].clone())
     }
 
     fn meter_size(&self, m: usize) -> PyResult<usize> {
-        check_index(&self.e.meters, m, "meter")?;
-        Ok(self.e.meters[m].len())
+        let e = self.g();
+        check_index(&e.meters, m, "meter")?;
+        Ok(e.meters[m].len())
     }
 
     fn meter_config(&self, m: usize, i: usize) -> PyResult<Option<(u64, u64, u64, u64)>> {
-        check_index(&self.e.meters, m, "meter")?;
-        check_index(&self.e.meters[m], i, "meter cell")?;
-        let c = &self.e.meters[m][i];
+        let e = self.g();
+        check_index(&e.meters, m, "meter")?;
+        check_index(&e.meters[m], i, "meter cell")?;
+        let c = &e.meters[m][i];
         Ok(c.configured.then_some((c.cir, c.cburst, c.pir, c.pburst)))
     }
 
     #[pyo3(signature = (m, i, config))]
-    fn set_meter(&mut self, m: usize, i: usize, config: Option<(u64, u64, u64, u64)>) -> PyResult<()> {
-        check_index(&self.e.meters, m, "meter")?;
-        check_index(&self.e.meters[m], i, "meter cell")?;
-        self.e.meters[m][i].configure(config);
+    fn set_meter(&self, m: usize, i: usize, config: Option<(u64, u64, u64, u64)>) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.meters, m, "meter")?;
+        check_index(&e.meters[m], i, "meter cell")?;
+        e.meters[m][i].configure(config);
         Ok(())
     }
 
@@ -361,9 +402,8 @@ impl PyEngine {
     /// (valid or not since), e.g. to tell which IPv4 checksums the deparser recomputes.
     fn extracted(&self, pkt: &PyPacket) -> PyResult<std::collections::HashMap<String, i64>> {
         let p = pkt.inner.as_ref().ok_or_else(|| PyValueError::new_err("this packet already left egress"))?;
-        Ok(self
-            .e
-            .ir
+        let e = self.g();
+        Ok(e.ir
             .headers
             .iter()
             .zip(&p.extracted_at)
@@ -373,11 +413,12 @@ impl PyEngine {
     }
 
     /// Parser + ingress at `now_us` (ingress_global_timestamp); None when dropped.
-    fn ingress(&mut self, data: &[u8], port: u64, now_us: u64) -> Option<PyPacket> {
-        let pkt = self.e.ingress(data.to_vec(), port, now_us)?;
+    fn ingress(&self, data: &[u8], port: u64, now_us: u64) -> Option<PyPacket> {
+        let mut e = self.g();
+        let pkt = e.ingress(data.to_vec(), port, now_us)?;
         Some(PyPacket {
-            egress_port: self.e.egress_spec(&pkt),
-            priority: self.e.priority(&pkt),
+            egress_port: e.egress_spec(&pkt),
+            priority: e.priority(&pkt),
             length: pkt.data.len(),
             inner: Some(pkt),
         })
@@ -385,15 +426,117 @@ impl PyEngine {
 
     /// Egress + deparser; the frame to send, or None when egress dropped it. A packet
     /// goes through egress once.
-    fn egress<'py>(&mut self, py: Python<'py>, pkt: &mut PyPacket, now_us: u64) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    fn egress<'py>(&self, py: Python<'py>, pkt: &mut PyPacket, now_us: u64) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let mut e = self.g();
         let p = pkt.inner.take().ok_or_else(|| PyValueError::new_err("this packet already left egress"))?;
-        Ok(self.e.egress(p, now_us).map(|b| PyBytes::new(py, &b)))
+        Ok(e.egress(p, now_us).map(|b| PyBytes::new(py, &b)))
     }
+}
+
+/// The gate the control plane closes for the length of a batch of writes (see live.rs).
+#[pyclass(module = "slicing_engine", name = "Gate", frozen)]
+pub struct PyGate {
+    gate: Arc<Gate>,
+}
+
+#[pymethods]
+impl PyGate {
+    #[new]
+    fn new() -> Self {
+        PyGate { gate: Arc::new(Gate::default()) }
+    }
+
+    fn close(&self, py: Python<'_>) {
+        py.allow_threads(|| self.gate.close());
+    }
+
+    fn open(&self) {
+        self.gate.open();
+    }
+}
+
+/// Live ports run by native threads (live.rs); Python keeps the control.
+#[pyclass(module = "slicing_engine", name = "Live", frozen)]
+pub struct PyLive {
+    live: Arc<Live>,
+}
+
+#[pymethods]
+impl PyLive {
+    /// Open the AF_PACKET sockets of `ports` [(port, ifname)] (root); OSError naming the
+    /// interface otherwise.
+    #[new]
+    #[pyo3(signature = (ports, priority_queues, queue_depth, link_bps, gate))]
+    fn new(ports: Vec<(u64, String)>, priority_queues: usize, queue_depth: usize, link_bps: Option<u64>, gate: &PyGate) -> PyResult<Self> {
+        for (port, ifname) in &ports {
+            if ifname.is_empty() {
+                return Err(PyValueError::new_err(format!("port {port}: empty interface name")));
+            }
+        }
+        Live::open(&ports, priority_queues, queue_depth, link_bps, Arc::clone(&gate.gate))
+            .map(|live| PyLive { live })
+            .map_err(|e| PyOSError::new_err(format!("live ports {ports:?}: {e}")))
+    }
+
+    /// The pipeline that ingresses from now on; packets of the one before are dropped at
+    /// departure.
+    #[pyo3(signature = (engine))]
+    fn set_engine(&self, engine: Option<&PyEngine>) {
+        self.live.set_engine(engine.map(|e| Arc::clone(&e.e)));
+    }
+
+    fn start(&self) {
+        self.live.start();
+    }
+
+    fn stop(&self, py: Python<'_>) {
+        py.allow_threads(|| self.live.stop());
+    }
+
+    #[getter]
+    fn link_bps(&self) -> Option<u64> {
+        self.live.link_bps()
+    }
+
+    #[pyo3(signature = (rate))]
+    fn set_link_bps(&self, rate: Option<u64>) {
+        self.live.set_link_bps(rate);
+    }
+
+    /// Counters and queue depths: {name: n} and [(egress port, [depth per priority])].
+    #[allow(clippy::type_complexity)]
+    fn status(&self) -> (HashMap<&'static str, u64>, Vec<(u64, Vec<usize>)>) {
+        let c = &self.live.counters;
+        let counters = HashMap::from([
+            ("received", c.received.load(std::sync::atomic::Ordering::Relaxed)),
+            ("transmitted", c.transmitted.load(std::sync::atomic::Ordering::Relaxed)),
+            ("drops_queue_full", c.drops_queue_full.load(std::sync::atomic::Ordering::Relaxed)),
+            ("drops_out_of_range", c.drops_out_of_range.load(std::sync::atomic::Ordering::Relaxed)),
+            ("send_errors", c.send_errors.load(std::sync::atomic::Ordering::Relaxed)),
+            ("stale_drops", c.stale_drops.load(std::sync::atomic::Ordering::Relaxed)),
+        ]);
+        (counters, self.live.depths())
+    }
+}
+
+/// The forwarding benchmark's batched closed-loop sender and receiver (loadgen.rs):
+/// (sent, received, offered pps, forwarded pps).
+#[pyfunction]
+#[pyo3(signature = (tx_if, rx_if, frame, count, window, stall_s=0.5))]
+fn offer_closed_loop(py: Python<'_>, tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stall_s: f64) -> PyResult<(u64, u64, f64, f64)> {
+    let frame = frame.to_vec();
+    let m = py
+        .allow_threads(|| crate::loadgen::run(tx_if, rx_if, &frame, count, window.max(1), Duration::from_secs_f64(stall_s)))
+        .map_err(|e| PyOSError::new_err(format!("offer {tx_if} -> {rx_if}: {e}")))?;
+    Ok((m.sent, m.received, m.offered_pps, m.forwarded_pps))
 }
 
 #[pymodule]
 fn slicing_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
     m.add_class::<PyPacket>()?;
+    m.add_class::<PyGate>()?;
+    m.add_class::<PyLive>()?;
+    m.add_function(wrap_pyfunction!(offer_closed_loop, m)?)?;
     Ok(())
 }

@@ -1,0 +1,327 @@
+//! Live ports in native threads: the bundled target's data path on veth / NICs.
+//!
+//! Per live port a receive thread takes frames in batches (`recvmmsg`) and runs the ingress
+//! pipeline on the whole batch under one engine lock; the packets go into their egress
+//! port's strict-priority queues (BMv2's: priority p of n queues, 7 highest, a priority not
+//! below n drops as "out of range", a full queue tail-drops); per egress port a drain thread
+//! is the link: when it frees, the highest-priority packet queued at that instant goes, and
+//! the next choice waits until its bytes would have left at the link rate (None: no wait).
+//! Egress runs at departure, then `sendmmsg`. So under overload the queues decide which
+//! lanes lose, as on BMv2, not the CPU or the kernel's socket buffers.
+//!
+//! Python keeps only control (start / stop, link rate, status, pipeline swaps). The
+//! control plane's writes close the [`Gate`] for the length of a P4Runtime batch, so the
+//! data path never runs a packet against half a batch; a packet ingressed by a pipeline
+//! that has since been replaced (SetForwardingPipelineConfig) is never egressed by the new
+//! one (its header layout belongs to the old program; BMv2 drops in-flight packets too).
+
+use crate::exec::{Engine, Packet};
+use crate::rawsock::{RawSock, RxRing};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// One pipeline (engine) shared by the control plane and the data path.
+pub type Shared = Arc<Mutex<Engine>>;
+
+/// Frames per system call and per engine lock.
+pub const BATCH: usize = 64;
+/// A drain thread that waited for a CPU may catch up this long (the link keeps its rate on
+/// a loaded machine), but an idle link banks no more than that.
+pub const CATCH_UP: Duration = Duration::from_millis(50);
+const RCVBUF: usize = 8 << 20;
+const POLL: Duration = Duration::from_millis(100);
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Closed while the control plane applies a batch of writes: the data path waits at it
+/// before taking the engine, so it sees the tables before or after a batch, never between.
+#[derive(Default)]
+pub struct Gate {
+    closed: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn close(&self) {
+        *lock(&self.closed) = true;
+    }
+
+    pub fn open(&self) {
+        *lock(&self.closed) = false;
+        self.cv.notify_all();
+    }
+
+    /// The engine, once the gate is open. The gate's mutex is held until the engine's is
+    /// taken, so a writer that closes the gate afterwards waits for this batch to finish.
+    pub fn enter<'a>(&self, engine: &'a Mutex<Engine>) -> MutexGuard<'a, Engine> {
+        let mut closed = lock(&self.closed);
+        while *closed {
+            closed = self.cv.wait(closed).unwrap_or_else(|p| p.into_inner());
+        }
+        let e = lock(engine);
+        drop(closed);
+        e
+    }
+}
+
+struct Queued {
+    packet: Packet,
+    engine: Shared, // compared by identity at departure
+    length: usize,
+}
+
+/// One egress port: its priority queues and the condition its drain thread waits on.
+struct EgressPort {
+    queues: Mutex<Vec<VecDeque<Queued>>>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    pub received: AtomicU64,
+    pub transmitted: AtomicU64,
+    pub drops_queue_full: AtomicU64,
+    pub drops_out_of_range: AtomicU64,
+    pub send_errors: AtomicU64,
+    pub stale_drops: AtomicU64,
+}
+
+pub struct Live {
+    pub priority_queues: usize,
+    pub queue_depth: usize,
+    /// Bits per second; 0 = unlimited.
+    link_bps: AtomicU64,
+    engine: Mutex<Option<Shared>>,
+    gate: Arc<Gate>,
+    socks: HashMap<u64, Arc<RawSock>>,
+    egress: Mutex<HashMap<u64, Arc<EgressPort>>>,
+    pub counters: Counters,
+    stop: AtomicBool,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+impl Live {
+    /// Open every `(port, ifname)` (AF_PACKET: needs root). Nothing runs until [`Live::start`].
+    pub fn open(
+        ports: &[(u64, String)],
+        priority_queues: usize,
+        queue_depth: usize,
+        link_bps: Option<u64>,
+        gate: Arc<Gate>,
+    ) -> io::Result<Arc<Live>> {
+        let mut socks = HashMap::new();
+        for (port, ifname) in ports {
+            socks.insert(*port, Arc::new(RawSock::open(ifname, RCVBUF, POLL)?));
+        }
+        Ok(Arc::new(Live {
+            priority_queues,
+            queue_depth,
+            link_bps: AtomicU64::new(link_bps.unwrap_or(0)),
+            engine: Mutex::new(None),
+            gate,
+            socks,
+            egress: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+            stop: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// The pipeline that ingresses from now on (None: frames are received and dropped).
+    pub fn set_engine(&self, engine: Option<Shared>) {
+        *lock(&self.engine) = engine;
+    }
+
+    pub fn link_bps(&self) -> Option<u64> {
+        match self.link_bps.load(Relaxed) {
+            0 => None,
+            r => Some(r),
+        }
+    }
+
+    pub fn set_link_bps(&self, rate: Option<u64>) {
+        self.link_bps.store(rate.unwrap_or(0), Relaxed);
+        for port in lock(&self.egress).values() {
+            let _q = lock(&port.queues); // a drain thread between its check and its wait sees the new rate
+            port.cv.notify_all();
+        }
+    }
+
+    /// Packets queued now, per egress port and priority.
+    pub fn depths(&self) -> Vec<(u64, Vec<usize>)> {
+        let mut out: Vec<(u64, Vec<usize>)> =
+            lock(&self.egress).iter().map(|(p, e)| (*p, lock(&e.queues).iter().map(|q| q.len()).collect())).collect();
+        out.sort();
+        out
+    }
+
+    pub fn start(self: &Arc<Self>) {
+        for (port, sock) in &self.socks {
+            let (live, sock, port) = (Arc::clone(self), Arc::clone(sock), *port);
+            let h = std::thread::Builder::new()
+                .name(format!("rx-port{port}"))
+                .spawn(move || live.receive_loop(port, &sock))
+                .expect("spawn a receive thread");
+            lock(&self.threads).push(h);
+        }
+    }
+
+    pub fn stop(&self) {
+        self.stop.store(true, Relaxed);
+        for port in lock(&self.egress).values() {
+            let _q = lock(&port.queues);
+            port.cv.notify_all();
+        }
+        let threads: Vec<JoinHandle<()>> = lock(&self.threads).drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
+    fn egress_port(self: &Arc<Self>, port: u64) -> Arc<EgressPort> {
+        let mut ports = lock(&self.egress);
+        if let Some(p) = ports.get(&port) {
+            return Arc::clone(p);
+        }
+        let p = Arc::new(EgressPort {
+            queues: Mutex::new((0..self.priority_queues).map(|_| VecDeque::new()).collect()),
+            cv: Condvar::new(),
+        });
+        ports.insert(port, Arc::clone(&p));
+        let (live, q) = (Arc::clone(self), Arc::clone(&p));
+        let h = std::thread::Builder::new()
+            .name(format!("tm-port{port}"))
+            .spawn(move || live.drain_loop(port, &q))
+            .expect("spawn a drain thread");
+        lock(&self.threads).push(h);
+        p
+    }
+
+    fn receive_loop(self: Arc<Self>, port: u64, sock: &RawSock) {
+        let mut ring = RxRing::new(BATCH);
+        let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+        let mut out: Vec<(u64, u64, Queued)> = Vec::with_capacity(BATCH);
+        let mut ports: HashMap<u64, Arc<EgressPort>> = HashMap::new();
+        while !self.stop.load(Relaxed) {
+            frames.clear();
+            ring.receive(sock, &mut frames);
+            if frames.is_empty() {
+                continue;
+            }
+            self.counters.received.fetch_add(frames.len() as u64, Relaxed);
+            let Some(engine) = lock(&self.engine).clone() else { continue };
+            let now = now_us();
+            {
+                let mut e = self.gate.enter(&engine);
+                for data in frames.drain(..) {
+                    if let Some(p) = e.ingress(data, port, now) {
+                        let (egress_port, priority, length) = (e.egress_spec(&p), e.priority(&p), p.data.len());
+                        out.push((egress_port, priority, Queued { packet: p, engine: Arc::clone(&engine), length }));
+                    }
+                }
+            }
+            self.enqueue(&mut out, &mut ports);
+        }
+    }
+
+    /// Queue the batch's packets per egress port (one lock and one wake-up per port).
+    fn enqueue(self: &Arc<Self>, out: &mut Vec<(u64, u64, Queued)>, ports: &mut HashMap<u64, Arc<EgressPort>>) {
+        while let Some(&(port_no, _, _)) = out.first() {
+            let port = ports.entry(port_no).or_insert_with(|| self.egress_port(port_no)).clone();
+            let mut queues = lock(&port.queues);
+            let mut rest = Vec::new();
+            for (p, priority, q) in out.drain(..) {
+                if p != port_no {
+                    rest.push((p, priority, q));
+                } else if priority as usize >= self.priority_queues {
+                    self.counters.drops_out_of_range.fetch_add(1, Relaxed);
+                } else if queues[priority as usize].len() >= self.queue_depth {
+                    self.counters.drops_queue_full.fetch_add(1, Relaxed);
+                } else {
+                    queues[priority as usize].push_back(q);
+                }
+            }
+            drop(queues);
+            port.cv.notify_one();
+            *out = rest;
+        }
+    }
+
+    fn drain_loop(self: Arc<Self>, port: u64, eg: &EgressPort) {
+        let mut link_free = Instant::now();
+        let mut batch: Vec<Queued> = Vec::with_capacity(BATCH);
+        let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+        let sock = self.socks.get(&port).cloned();
+        loop {
+            {
+                let mut queues = lock(&eg.queues);
+                loop {
+                    if self.stop.load(Relaxed) {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now < link_free {
+                        // the previous frame is still on the wire
+                        queues = eg.cv.wait_timeout(queues, link_free - now).unwrap_or_else(|p| p.into_inner()).0;
+                        continue;
+                    }
+                    let rate = self.link_bps.load(Relaxed);
+                    link_free = link_free.max(now.checked_sub(CATCH_UP).unwrap_or(now));
+                    // every packet the link frees for before now, highest priority first each time
+                    while batch.len() < BATCH && link_free <= now {
+                        let Some(q) = queues.iter_mut().rev().find(|q| !q.is_empty()) else { break };
+                        let f = q.pop_front().expect("non-empty");
+                        if rate > 0 {
+                            link_free += Duration::from_nanos(f.length as u64 * 8 * 1_000_000_000 / rate);
+                        }
+                        batch.push(f);
+                    }
+                    if !batch.is_empty() {
+                        break;
+                    }
+                    queues = eg.cv.wait(queues).unwrap_or_else(|p| p.into_inner());
+                }
+            }
+            self.transmit(&mut batch, &mut frames);
+            if let Some(sock) = &sock {
+                let failed = sock.send_batch(&frames);
+                self.counters.send_errors.fetch_add(failed as u64, Relaxed);
+            }
+            frames.clear();
+        }
+    }
+
+    /// Egress + deparser for a batch leaving now, under one engine lock.
+    fn transmit(&self, batch: &mut Vec<Queued>, frames: &mut Vec<Vec<u8>>) {
+        let n = batch.len() as u64;
+        let current = lock(&self.engine).clone();
+        let now = now_us();
+        match current {
+            Some(engine) => {
+                let mut e = self.gate.enter(&engine);
+                for q in batch.drain(..) {
+                    if !Arc::ptr_eq(&q.engine, &engine) {
+                        self.counters.stale_drops.fetch_add(1, Relaxed);
+                    } else if let Some(data) = e.egress(q.packet, now) {
+                        frames.push(data);
+                    }
+                }
+            }
+            None => {
+                self.counters.stale_drops.fetch_add(n, Relaxed);
+                batch.clear();
+            }
+        }
+        self.counters.transmitted.fetch_add(n, Relaxed);
+    }
+}
