@@ -101,6 +101,40 @@ def test_create_read_entries_and_delete(client: TestClient, session: Session, op
     assert audit == ["create", "delete"]
 
 
+@pytest.mark.parametrize(("extra", "qos"), [
+    ({"action": "rate_limit", "rate_mbps": 2.5}, {"rate_bps": 2_500_000}),
+    ({"action": "drop"}, {"rate_bps": 0}),
+])
+def test_rate_limit_and_drop_get_a_policer_of_their_own(client: TestClient, op: dict[str, str],
+                                                        world: dict[str, Any], extra: dict[str, Any],
+                                                        qos: dict[str, int]) -> None:
+    """One UE of 100: its flows get a sub-slice (the parent's ref, the intent's policer) on
+    the backend; the slice's other UEs keep the slice's id; DELETE restores the rule set."""
+    before = client.get(f"/api/v1/backends/{world['backend']}/preview", headers=op).json()["ir"]
+    body = {k: v for k, v in native(7).items() if k != "lane"} | extra
+    r = client.post("/api/v1/intents", json=body, headers=op)
+    assert r.status_code == 201, r.text
+    (it,) = r.json()["intents"]
+    assert it["action"]["type"] == extra["action"] and it["action"]["rate_mbps"] == extra.get("rate_mbps")
+    assert [d["status"] for d in r.json()["deployments"]] == ["succeeded"]
+    (entries,) = client.get(f"/api/v1/intents/{it['id']}", headers=op).json()["entries"]
+    ir = client.get(f"/api/v1/backends/{world['backend']}/preview", headers=op).json()["ir"]
+    parent = next(s for s in ir["slices"] if s["ref"] == world["slice_a"] and s["intent_ref"] is None)
+    (sub,) = [s for s in ir["slices"] if s["intent_ref"] == it["id"]]
+    assert sub["ref"] == world["slice_a"] and {k: sub["qos"][k] for k in qos} == qos
+    assert sub["slice_id"] != parent["slice_id"]
+    ue7 = (10 << 24) | (45 << 16) | 7
+    assert entries["rules"] and all(e["action"]["slice_id"] == sub["slice_id"] for e in entries["rules"])
+    assert all(e["match"]["src_ip"] == {"value": ue7, "mask": 0xFFFFFFFF} for e in entries["rules"])
+    # the slice's own rules are those of the rule set without the intent
+    own = [r for r in ir["rules"] if not r["note"].startswith("intent #")]
+    assert own == before["rules"] and all(r["action"]["slice_id"] == parent["slice_id"] for r in own)
+    gone = client.delete(f"/api/v1/intents/{it['id']}", headers=op)
+    assert gone.status_code == 200 and gone.json()["deployments"][0]["status"] == "succeeded"
+    after = client.get(f"/api/v1/backends/{world['backend']}/preview", headers=op).json()["ir"]
+    assert after["rules"] == before["rules"] and after["slices"] == before["slices"]
+
+
 def test_idempotency_key(client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]) -> None:
     key = {**op, "Idempotency-Key": "retry-1"}
     first = client.post("/api/v1/intents", json=native(3), headers=key)
@@ -142,7 +176,8 @@ def test_conflict_names_both_and_changes_nothing(client: TestClient, session: Se
     ({"operation": "insert", "imsi": ["001019999999999"], "lane": 6}, "imsi"),  # nobody's IMSI
     ({"operation": "insert", "ue": "10.45.1.7", "lane": 6}, "ue"),  # no such UE
     ({"operation": "insert", "imsi": [imsi(5001007)], "lane": 5}, "lane"),  # Flexible Slice has 0/2/4/6
-    ({"operation": "insert", "imsi": [imsi(5001007)], "action": "drop"}, "action"),  # no per-flow drop in the IR
+    ({"operation": "insert", "imsi": [imsi(5001007)], "action": "rate_limit", "rate_mbps": 0}, "rate_mbps"),
+    ({"operation": "insert", "imsi": [imsi(5001007)], "action": "rate_limit", "rate_mbps": -1}, "rate_mbps"),
     ({"operation": "insert", "imsi": [imsi(5001007)], "lane": 6, "protocol": "tcp"}, "protocol"),
     ({"operation": "insert", "imsi": [imsi(5001007)], "action": "steer", "rr_path": 99}, "rr_path"),
     ({"operation": "insert", "imsi": [imsi(5001007)], "teid": 1, "lane": 6}, "teid"),  # not this UE's TEID

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from sliceportal.rules.compiler import CompileResult, compile_rules, intent_ref_of, intents_overlap
+from sliceportal.rules.compiler import CompileResult, compile_rules, intent_action, intent_ref_of, intents_overlap
 from sliceportal.rules.errors import AmbiguousMatchError, CompileError
 from sliceportal.rules.ir import FlowKey, RuleIR, fold_lane
 from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
@@ -46,7 +46,7 @@ def intent_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], 
             ue = tuple((s.ue_ip, 32) for s in named)
             if draw(st.integers(0, 4)) == 0:  # a prefix that may reach beyond the slice's UEs
                 ue = ((named[0].ue_ip & ~0xF, 28),)
-            action = draw(st.sampled_from(["prioritise", "prioritise", "steer"]))
+            action = draw(st.sampled_from(["prioritise", "prioritise", "steer", "rate_limit", "drop"]))
             lo = draw(st.integers(PORT_LO, PORT_HI))
             intents.append(IntentSpec(
                 ref=i * 10 + j + 1, ue=ue, action=action,  # type: ignore[arg-type]
@@ -56,6 +56,7 @@ def intent_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], 
                 dst_ports=((lo, draw(st.integers(lo, PORT_HI))),) if draw(st.booleans()) else (),
                 dscp=tuple(sorted(draw(st.sets(st.integers(0, 7), min_size=1, max_size=4))))
                 if draw(st.booleans()) else (),
+                rate_bps=draw(st.integers(1, 10**9)) if action == "rate_limit" else None,
             ))
         slices.append(SliceSpec(
             ref=i + 1, name=f"slice{i}", tenant_ref=i + 1, type_lanes=lanes, services=draw(services(lanes)),
@@ -101,8 +102,13 @@ def _selects(i: IntentSpec, sl: SliceSpec, target: TargetSpec, key: FlowKey) -> 
     return in_slice and named and ports and dscp and teid
 
 
+def sub_slices(ir: RuleIR) -> dict[tuple[int, int], int]:
+    """(slice ref, intent ref) -> the sub-slice id of a rate_limit / drop intent."""
+    return {(s.ref, s.intent_ref): s.slice_id for s in ir.slices if s.intent_ref is not None}
+
+
 def expected(plain: CompileResult, slices: list[SliceSpec], tenants: dict[int, TenantSpec], target: TargetSpec,
-             key: FlowKey) -> tuple[int, int, int]:
+             key: FlowKey, subs: dict[tuple[int, int], int] | None = None) -> tuple[int, int, int]:
     base = plain.ir.classify(key)
     for sl, ex in zip(sorted(slices, key=lambda s: s.ref), plain.slices, strict=True):
         if not _tunnel_ok(sl, tenants[sl.tenant_ref], target, key):
@@ -110,15 +116,17 @@ def expected(plain: CompileResult, slices: list[SliceSpec], tenants: dict[int, T
         for i in sorted(sl.intents, key=lambda i: i.ref):
             if not _selects(i, sl, target, key):
                 continue
-            if i.lane is None:  # steer keeping the services' lanes: only the flows a service selects
+            # rate_limit / drop: the intent's sub-slice (its own policer), else the slice's id
+            sid = ex.slice_id if i.action in ("prioritise", "steer") else (subs or {})[sl.ref, i.ref]
+            if i.lane is None:  # keeping the services' lanes: only the flows a service selects
                 if base.slice_id != ex.slice_id:
                     continue
-                return ex.slice_id, base.lane, i.rr_path  # type: ignore[return-value]
+                return sid, base.lane, i.rr_path if i.action == "steer" else base.rr_path  # type: ignore[return-value]
             if i.action == "steer":
                 path = i.rr_path
             else:
                 path = ex.rr_paths[0] if sl.path_mode == "per_slice" else key.src_ip % target.paths
-            return ex.slice_id, fold_lane(i.lane, target.lanes), path  # type: ignore[return-value]
+            return sid, fold_lane(i.lane, target.lanes), path  # type: ignore[return-value]
     return base.slice_id, base.lane, base.rr_path
 
 
@@ -138,7 +146,7 @@ def test_intents_move_exactly_their_flows(config: tuple[list[TenantSpec], list[S
         # refused only for a real conflict: two intents of different actions on overlapping flows
         # (or an intent claiming another slice's ports for shared UEs, impossible here: windows differ)
         pairs = [(a, b) for sl in slices for n, a in enumerate(sl.intents) for b in sl.intents[n + 1:]
-                 if (a.action, a.lane, a.rr_path) != (b.action, b.lane, b.rr_path) and intents_overlap(a, b)]
+                 if intent_action(a) != intent_action(b) and intents_overlap(a, b)]
         assert pairs, exc
         event("refused: conflicting intents")
         return
@@ -154,7 +162,7 @@ def test_intents_move_exactly_their_flows(config: tuple[list[TenantSpec], list[S
     by_ref = {t.ref: t for t in tenants}
     moved = 0
     for key in data.draw(st.lists(packets(slices), min_size=120, max_size=120)):
-        want = expected(plain, slices, by_ref, target, key)
+        want = expected(plain, slices, by_ref, target, key, sub_slices(small.ir))
         moved += want != triple(plain.ir, key)
         assert triple(small.ir, key) == want, key
         assert triple(big.ir, key) == want, key
@@ -202,8 +210,6 @@ def test_intent_beyond_the_slice_is_clipped() -> None:
 
 @pytest.mark.parametrize(("intent", "field"), [
     (IntentSpec(ref=1, ue=((BASE, 32),), lane=5), "lane"),
-    (IntentSpec(ref=1, ue=((BASE, 32),), action="drop"), "action"),
-    (IntentSpec(ref=1, ue=((BASE, 32),), action="rate_limit"), "action"),
     (IntentSpec(ref=1, ue=((BASE, 32),), lane=6, protocol="udp"), "protocol"),
     (IntentSpec(ref=1, ue=((BASE, 32),), action="steer", rr_path=8), "rr_path"),
 ])
@@ -211,6 +217,61 @@ def test_unenforceable_intents_are_refused(intent: IntentSpec, field: str) -> No
     with pytest.raises(CompileError) as e:
         compile_rules(T, [_slice(intent)], NETFPGA)
     assert e.value.field == field
+
+
+def test_rate_limit_and_drop_give_their_flows_a_sub_slice() -> None:
+    """One UE of 100 to a policer of its own: the rest of the slice keeps its id and rules."""
+    limit = IntentSpec(ref=7, ue=((BASE + 42, 32),), action="rate_limit", rate_bps=2_000_000)
+    drop = IntentSpec(ref=8, ue=((BASE + 43, 32),), action="drop", dst_ports=((5000, 5007),))
+    for target in (P4, NETFPGA):
+        plain = compile_rules(T, [_slice()], target).ir
+        ir = compile_rules(T, [_slice(limit, drop)], target).ir
+        parent, sub7, sub8 = ir.slices
+        assert (parent.slice_id, parent.intent_ref, parent.qos.rate_bps) == (1, None, None)
+        assert (sub7.slice_id, sub7.ref, sub7.intent_ref, sub7.qos.rate_bps) == (2, 1, 7, 2_000_000)
+        assert (sub8.slice_id, sub8.ref, sub8.intent_ref, sub8.drops_all) == (3, 1, 8, True)
+        for port, dscp in ((5000, 0), (5024, 3), (5030, 46)):
+            k = FlowKey(src_ip=BASE + 42, dst_ip=0, dst_port=port, dscp=dscp, vni=7, vlan=100)
+            d, base = ir.classify(k), plain.classify(k)
+            assert (d.slice_id, d.lane, d.rr_path) == (2, base.lane, base.rr_path)  # only the policer changes
+        dropped = ir.classify(FlowKey(src_ip=BASE + 43, dst_ip=0, dst_port=5003, dscp=0, vni=7, vlan=100))
+        kept = ir.classify(FlowKey(src_ip=BASE + 43, dst_ip=0, dst_port=5024, dscp=0, vni=7, vlan=100))
+        assert dropped.slice_id == 3 and kept.slice_id == 1  # only the intent's ports
+        for ue in (0, 41, 44, 99):
+            k = FlowKey(src_ip=BASE + ue, dst_ip=0, dst_port=5001, dscp=0, vni=7, vlan=100)
+            assert ir.classify(k).slice_id == 1
+        assert sub7.lanes == tuple(sorted({r.action.lane for r in ir.rules if r.action.slice_id == 2}))
+
+
+def test_rate_limit_above_the_slices_own_limit_is_refused() -> None:
+    from sliceportal.rules.ir import Qos
+
+    i = IntentSpec(ref=1, ue=((BASE, 32),), action="rate_limit", rate_bps=20_000_000)
+    sl = dataclasses.replace(_slice(i), qos=Qos(rate_bps=10_000_000))
+    with pytest.raises(CompileError, match="above the slice's own rate limit") as e:
+        compile_rules(T, [sl], P4)
+    assert e.value.field == "rate_mbps"
+    ok = dataclasses.replace(i, rate_bps=5_000_000)
+    compile_rules(T, [dataclasses.replace(sl, intents=(ok,))], P4)
+
+
+@pytest.mark.parametrize("rate", [None, 0, -5])
+def test_rate_limit_needs_a_rate(rate: int | None) -> None:
+    from sliceportal.rules.errors import SpecError
+
+    with pytest.raises(SpecError) as e:
+        IntentSpec(ref=1, ue=((BASE, 32),), action="rate_limit", rate_bps=rate)
+    assert e.value.field == "rate_mbps"
+
+
+def test_two_rate_limits_of_overlapping_flows_conflict() -> None:
+    a = IntentSpec(ref=3, ue=((BASE + 1, 32),), action="rate_limit", rate_bps=1_000_000)
+    b = IntentSpec(ref=4, ue=((BASE, 30),), action="rate_limit", rate_bps=1_000_000)
+    with pytest.raises(AmbiguousMatchError, match=r"intents 3 \(rate_limit\) and 4 \(rate_limit\)"):
+        compile_rules(T, [_slice(a, b)], P4)
+    c = IntentSpec(ref=5, ue=((BASE + 1, 32),), action="drop")
+    with pytest.raises(AmbiguousMatchError, match=r"intents 3 \(rate_limit\) and 5 \(drop\)"):
+        compile_rules(T, [_slice(a, c)], P4)
 
 
 def test_conflicting_intents_are_refused_naming_both() -> None:

@@ -32,6 +32,7 @@ from sliceportal.rules.ir import (
     FIELD_WIDTHS,
     Action,
     Match,
+    Qos,
     Rule,
     RuleIR,
     SliceEntry,
@@ -176,8 +177,15 @@ def _intent_dscp(i: IntentSpec) -> frozenset[int]:
     return frozenset(i.dscp) if i.dscp else frozenset(range(DSCP_VALUES))
 
 
-def intent_action(i: IntentSpec) -> tuple[str, int | None, int | None]:
-    return (i.action, i.lane, i.rr_path)
+def intent_action(i: IntentSpec) -> tuple[str, int | None, int | None, int | None]:
+    """What the intent does to its flows; two intents of overlapping flows must agree on it.
+
+    A rate limit is the intent's own policer (its sub-slice), so two rate_limit intents never
+    agree: the flows both select would be limited by whichever comes first.
+    """
+    if i.action == "rate_limit":
+        return (i.action, None, None, i.ref)
+    return (i.action, i.lane, i.rr_path, None)
 
 
 def intents_overlap(a: IntentSpec, b: IntentSpec) -> bool:
@@ -202,12 +210,18 @@ def intent_conflicts(existing: Iterable[IntentSpec], new: IntentSpec) -> list[In
 def check_intent(spec: SliceSpec, i: IntentSpec) -> None:
     """Refuse an intent no data plane could enforce as asked (nothing is silently widened)."""
     who = f"slice {spec.name!r}: intent {i.ref}"
-    if i.action in ("rate_limit", "drop"):
-        raise CompileError(
-            f"{who}: action {i.action!r} has no per-flow form in the rule IR yet (its actions are slice, lane "
-            "and RR path); use prioritise or steer",
-            slice_ref=spec.ref, field="action",
-        )
+    if i.action == "rate_limit":
+        # The intent's flows leave the slice's own policer for one of their own (a sub-slice):
+        # a rate above the slice's limit would let them exceed what the slice may send.
+        limit = spec.qos.rate_bps
+        if i.rate_bps is None or i.rate_bps <= 0:
+            raise CompileError(f"{who}: rate_limit needs a rate above 0", slice_ref=spec.ref, field="rate_mbps")
+        if limit is not None and i.rate_bps > limit:
+            raise CompileError(
+                f"{who}: rate {i.rate_bps / 1e6:g} Mbit/s is above the slice's own rate limit "
+                f"{limit / 1e6:g} Mbit/s; the intent can only narrow it",
+                slice_ref=spec.ref, field="rate_mbps",
+            )
     if i.protocol is not None:
         raise CompileError(
             f"{who}: the data planes cannot key on the L4 protocol; an intent for {i.protocol} only would "
@@ -575,8 +589,36 @@ def _intent_lane_services(p: _Prepared, i: IntentSpec, target: TargetSpec) -> di
     return dict(out)
 
 
-def _emit_intents(p: _Prepared, target: TargetSpec, minimise: bool) -> tuple[list[Rule], int]:
-    """The rules of the slice's intents (placed before every slice rule), and their flow count."""
+POLICED_ACTIONS = ("rate_limit", "drop")  # actions enforced by a policer of the intent's own (a sub-slice)
+
+
+def _sub_slice_ids(prepared: Sequence[_Prepared]) -> dict[tuple[int, int], int]:
+    """(slice ref, intent ref) -> the dense id of the intent's sub-slice, after every slice's.
+
+    Numbered after the portal's slices so that adding or removing an intent never renumbers
+    a slice (its rules and policer stay as the data plane holds them).
+    """
+    out: dict[tuple[int, int], int] = {}
+    next_id = len(prepared) + 1
+    for p in prepared:
+        for i in sorted(p.spec.intents, key=lambda i: i.ref):
+            if i.action in POLICED_ACTIONS and clip_intervals(merge_intervals(i.ue_intervals), p.src):
+                out[p.spec.ref, i.ref] = next_id
+                next_id += 1
+    return out
+
+
+def _sub_slice_qos(i: IntentSpec) -> Qos:
+    """rate_limit: the intent's rate (burst: each plane's default, 10 ms of it); drop: rate 0."""
+    return Qos(rate_bps=0) if i.action == "drop" else Qos(rate_bps=i.rate_bps)
+
+
+def _emit_intents(p: _Prepared, target: TargetSpec, minimise: bool,
+                  sub_ids: dict[tuple[int, int], int]) -> tuple[list[Rule], int]:
+    """The rules of the slice's intents (placed before every slice rule), and their flow count.
+
+    prioritise / steer keep the slice's id (its policer); rate_limit / drop give the flows
+    the intent's sub-slice id, whose policer enforces the intent."""
     tunnel = {name: Ternary.exact(v, FIELD_WIDTHS[name]) for name, v in p.tunnel.items()}
     rules: list[Rule] = []
     before = 0
@@ -598,7 +640,7 @@ def _emit_intents(p: _Prepared, target: TargetSpec, minimise: bool) -> tuple[lis
             rects = _rectangles(svcs) if minimise else [r for s in svcs for r in _service_rects_unminimised(s)]
             before += n_src * len(teids) * sum(len(_service_rects_unminimised(s)) for s in svcs)
             for path, srcs in sorted(groups.items()):
-                action = Action(slice_id=p.slice_id, lane=lane, rr_path=path)
+                action = Action(slice_id=sub_ids.get((p.spec.ref, i.ref), p.slice_id), lane=lane, rr_path=path)
                 note = f"{intent_note(i.ref)} slice {p.spec.name!r} {i.action} lane {lane} path {path}"
                 for src_t in srcs:
                     for teid in teids:
@@ -645,7 +687,8 @@ def compile_rules(
     _allocate_paths(prepared, target.paths)
 
     # Intents first: an intent's entries overlap its own slice's, and the first match wins.
-    intent_rules = {p.slice_id: _emit_intents(p, target, minimise) for p in prepared}
+    sub_ids = _sub_slice_ids(prepared)
+    intent_rules = {p.slice_id: _emit_intents(p, target, minimise, sub_ids) for p in prepared}
     rules: list[Rule] = [r for p in prepared for r in intent_rules[p.slice_id][0]]
     explanations: list[SliceExplanation] = []
     entries: list[SliceEntry] = []
@@ -698,6 +741,7 @@ def compile_rules(
                 qos=p.spec.qos,
             )
         )
+    entries.extend(_sub_slice_entries(prepared, sub_ids, rules))
     ir = RuleIR(
         lanes=target.lanes,
         paths=target.paths,
@@ -718,3 +762,24 @@ def compile_rules(
         max_rules=target.max_rules,
         minimised=minimise,
     )
+
+
+def _sub_slice_entries(prepared: Sequence[_Prepared], sub_ids: dict[tuple[int, int], int],
+                       rules: Sequence[Rule]) -> list[SliceEntry]:
+    """The sub-slices of rate_limit / drop intents: the parent's ref and tenant, the lanes
+    the intent's rules use, and the intent's policer."""
+    lanes_of: dict[int, set[int]] = defaultdict(set)
+    for r in rules:
+        lanes_of[r.action.slice_id].add(r.action.lane)
+    out = []
+    for p in prepared:
+        for i in sorted(p.spec.intents, key=lambda i: i.ref):
+            sid = sub_ids.get((p.spec.ref, i.ref))
+            if sid is None:
+                continue
+            out.append(SliceEntry(
+                slice_id=sid, ref=p.spec.ref, name=f"{p.spec.name} intent #{i.ref} ({i.action})",
+                tenant_vni=p.tenant.vni, tenant_vlan=p.tenant.vlan, lanes=tuple(sorted(lanes_of[sid])),
+                qos=_sub_slice_qos(i), intent_ref=i.ref,
+            ))
+    return out

@@ -130,9 +130,14 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Qos:
-    """Per-slice queueing parameters (seed 004 virtual queue / meters). ``None`` = unlimited."""
+    """Per-slice queueing parameters (seed 004 virtual queue / meters). ``None`` = unlimited.
 
-    rate_bps: int | None = None  # rate limit (virtual-queue drain rate / meter PIR)
+    ``rate_bps == 0`` admits nothing: every packet of the slice is dropped by the plane's
+    per-slice policer and counted there as that slice's drop. A ``drop`` intent's flows get a
+    sub-slice of rate 0 (docs/rules.md, "Per-flow rate limit and drop").
+    """
+
+    rate_bps: int | None = None  # rate limit (virtual-queue drain rate / meter PIR); 0 = drop all
     guaranteed_bps: int | None = None  # committed rate (meter CIR)
     burst_ms: float | None = None  # drop when the virtual queue delay would exceed this (C_DELAY)
     ecn_ms: float | None = None  # ECN-mark above this virtual queue delay (M_DELAY)
@@ -149,6 +154,14 @@ class SliceEntry:
     tenant_vlan: int | None
     lanes: tuple[int, ...]  # folded lanes this slice uses on the target
     qos: Qos = field(default_factory=Qos)
+    # A sub-slice: the flows of this intent of slice ``ref`` (rate_limit / drop), with a
+    # policer of their own; its counters roll up into slice ``ref`` (same ref) and are the
+    # intent's own. None for a slice of the portal.
+    intent_ref: int | None = None
+
+    @property
+    def drops_all(self) -> bool:
+        return self.qos.rate_bps == 0
 
 
 @dataclass(frozen=True, slots=True)

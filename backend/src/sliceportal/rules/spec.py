@@ -129,6 +129,7 @@ class IntentSpec:
     # Recorded as asked; the rule IR has no L4 protocol field, so the compiler refuses it
     # rather than widen the intent to UDP and TCP alike.
     protocol: Literal["udp", "tcp"] | None = None
+    rate_bps: int | None = None  # rate_limit: the intent's flows together get at most this rate
 
     def __post_init__(self) -> None:
         who = f"intent {self.ref}"
@@ -145,6 +146,10 @@ class IntentSpec:
             raise SpecError(f"{who}: prioritise needs a lane", field="lane")
         if self.action == "steer" and self.rr_path is None:
             raise SpecError(f"{who}: steer needs an rr_path", field="rr_path")
+        if self.action == "rate_limit" and (self.rate_bps is None or self.rate_bps <= 0):
+            raise SpecError(f"{who}: rate_limit needs a rate above 0 bit/s, got {self.rate_bps}", field="rate_mbps")
+        if self.action != "rate_limit" and self.rate_bps is not None:
+            raise SpecError(f"{who}: a rate is only for rate_limit, not {self.action}", field="rate_mbps")
         if self.rr_path is not None and self.rr_path < 0:
             raise SpecError(f"{who}: rr_path {self.rr_path} is negative", field="rr_path")
         for lo, hi in self.dst_ports:

@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session
 from sliceportal.models import Intent
 from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec
 
+MBIT = 1_000_000
+
 
 def members_named(intent: Intent, members: Iterable[SubscriberSpec]) -> list[SubscriberSpec]:
     """The slice members every selector of ``intent`` names."""
@@ -45,6 +47,8 @@ def intent_spec(intent: Intent, members: Sequence[SubscriberSpec]) -> IntentSpec
         dst_ports=tuple((lo, hi) for lo, hi in intent.dst_ports),
         dscp=tuple(intent.dscp),
         protocol=None if intent.protocol == "any" else intent.protocol,  # type: ignore[arg-type]
+        # the rate belongs to rate_limit only (the native form accepts rate_mbps with any action)
+        rate_bps=round(intent.rate_mbps * MBIT) if intent.action == "rate_limit" and intent.rate_mbps else None,
     )
 
 

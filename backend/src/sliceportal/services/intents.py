@@ -27,11 +27,11 @@ from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import check_intent, compile_rules, intent_conflicts, intent_ref_of
 from sliceportal.rules.errors import AmbiguousMatchError, CompileError
 from sliceportal.rules.intents import IntentChange
-from sliceportal.rules.ir import FIELD_WIDTHS
+from sliceportal.rules.ir import FIELD_WIDTHS, Qos
 from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, TargetSpec
 from sliceportal.services import deployments as svc
 from sliceportal.services.errors import ConflictError, DomainError, InvalidError, NotFoundError
-from sliceportal.services.intent_specs import intent_spec
+from sliceportal.services.intent_specs import MBIT, intent_spec
 
 
 @dataclass(frozen=True)
@@ -162,8 +162,8 @@ def _member_specs(session: Session, slice_id: int) -> list[SubscriberSpec]:
 
 
 def _describe(i: Intent) -> str:
-    what = {"prioritise": f"prioritise into lane {i.lane}", "steer": f"steer to RR path {i.rr_path}"}.get(
-        i.action, i.action)
+    what = {"prioritise": f"prioritise into lane {i.lane}", "steer": f"steer to RR path {i.rr_path}",
+            "rate_limit": f"rate-limit to {i.rate_mbps} Mbit/s"}.get(i.action, i.action)
     return f"intent {i.id} ({what}, by {i.owner})"
 
 
@@ -179,7 +179,8 @@ def _check(session: Session, s: Slice, it: Intent) -> None:
     spec = intent_spec(it, members)
     if spec is None:
         raise _invalid(f"the UEs named are not members of slice {s.name!r}", "ue")
-    slice_spec = SliceSpec(ref=s.id, name=s.name, tenant_ref=s.tenant_id, type_lanes=tuple(s.slice_type.lanes))
+    slice_spec = SliceSpec(ref=s.id, name=s.name, tenant_ref=s.tenant_id, type_lanes=tuple(s.slice_type.lanes),
+                           qos=Qos(rate_bps=round(s.rate_limit_mbps * MBIT) if s.rate_limit_mbps else None))
     try:
         check_intent(slice_spec, spec)
     except CompileError as exc:

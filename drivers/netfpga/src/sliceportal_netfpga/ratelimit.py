@@ -49,6 +49,11 @@ def lower_rate_limits(ir: RuleIR, clock_hz: int, slices: int) -> list[RateLimitE
             continue
         if not 1 <= s.slice_id < slices:
             raise CapacityError(TABLE, s.slice_id + 1, slices)
+        if s.drops_all:
+            # rate 0 (a drop intent's sub-slice): the slowest refill into a 1-byte bucket, which
+            # never holds a frame -- every frame of the slice is dropped and counted (DROP_PACKETS)
+            out.append(RateLimitEntry(slice_id=s.slice_id, rate=1, burst=1))
+            continue
         rate = rate_word(rate_bps, clock_hz)
         if not 1 <= rate <= MAX_WORD:
             raise DriverError(

@@ -58,6 +58,11 @@ def qos_entry(slice_id: int, qos: Qos, mode: str) -> NativeEntry | None:
     match = {"slice_id": [slice_id, 0xFF]}
     if mode == "meter":
         return {"match": match, "priority": 0, "action": f"{ING}.vqueue.meter_police", "params": {}}
+    if qos.rate_bps == 0:
+        # rate 0 (a drop intent's sub-slice): the slowest drain and no room -- every packet
+        # would exceed a burst limit of 0 ns, so VirtualQueue drops it and counts it (slice_drops)
+        params = {"byte_time": UNLIMITED_NS, "c_delay": 0, "m_delay": UNLIMITED_NS}
+        return {"match": match, "priority": 0, "action": f"{ING}.vqueue.queue_manage", "params": params}
     c_delay = UNLIMITED_NS if qos.burst_ms is None else round(qos.burst_ms * 1e6)
     m_delay = UNLIMITED_NS if qos.ecn_ms is None else round(qos.ecn_ms * 1e6)
     return {
@@ -76,6 +81,9 @@ def meter_entry(slice_id: int, qos: Qos) -> NativeEntry | None:
     """trTCM in bytes: PIR = rate limit, CIR = guaranteed rate, bursts = burst_ms of each."""
     if qos.rate_bps is None:
         return None
+    if qos.rate_bps == 0:
+        # rate 0: 1 byte/s into 1-byte buckets -- every packet is red, dropped and counted
+        return {"index": slice_id, "cir": 1, "cburst": 1, "pir": 1, "pburst": 1}
     pir = qos.rate_bps // 8
     cir = min(pir, (qos.guaranteed_bps or qos.rate_bps) // 8)
     burst_s = (qos.burst_ms or 10.0) / 1000

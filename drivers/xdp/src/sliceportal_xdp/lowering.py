@@ -187,6 +187,10 @@ def qos_entries(ir: RuleIR) -> list[NativeEntry]:
         rate_Bps = max(1, s.qos.rate_bps // 8)
         burst_ms = s.qos.burst_ms if s.qos.burst_ms is not None else DEFAULT_BURST_MS
         burst = min(MAX_BURST_BYTES, max(MIN_BURST_BYTES, int(rate_Bps * burst_ms / 1000)))
+        if s.drops_all:
+            # rate 0 (a drop intent's sub-slice): a bucket of no depth passes no frame, so the
+            # program drops every frame of the slice and counts it (drop_rate, per rule)
+            burst = 0
         out.append({"slice_id": s.slice_id, "rate_Bps": rate_Bps, "burst_bytes": burst,
                     "ecn_ns": ecn_threshold_ns(s.qos.ecn_ms, rate_Bps, burst)})
     return out
