@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, String, Table, UniqueConstraint
+from sqlalchemy import BigInteger, CheckConstraint, Column, ForeignKey, Index, String, Table, UniqueConstraint
 from sqlalchemy.dialects.postgresql import ARRAY, INET
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -29,6 +29,7 @@ class Subscriber(IdMixin, TimestampMixin, AuditedMixin, Base):
         # the paged table sorts by these (ORDER BY col, id LIMIT / OFFSET)
         Index("ix_subscriber_imsi_id", "imsi", "id"),
         Index("ix_subscriber_ue_ip_id", "ue_ip", "id"),
+        CheckConstraint("guaranteed_bps IS NULL OR guaranteed_bps > 0", name="guaranteed_bps_positive"),
     )
     tenant_column = "tenant_id"
 
@@ -38,5 +39,8 @@ class Subscriber(IdMixin, TimestampMixin, AuditedMixin, Base):
     # GTP-U TEIDs are unique per tenant; checked under the tenant's advisory lock (arrays
     # cannot carry a unique constraint per element).
     teids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger), default=list)
+    # This UE's own guaranteed rate; admission control sums them per slice on every link the
+    # slice uses (services/admission.py). None: it shares its slice's guarantee.
+    guaranteed_bps: Mapped[int | None] = mapped_column(BigInteger)
 
     slices: Mapped[list[Slice]] = relationship(secondary=subscriber_slice, lazy="selectin")

@@ -10,6 +10,8 @@ from sliceportal.schemas.common import DbId, ORMModel, Version
 
 # 3-digit MCC + 2/3-digit MNC + MSIN: 14 or 15 digits in all (3GPP TS 23.003).
 Imsi = Annotated[str, Field(pattern=r"^[0-9]{14,15}$", description="14-15 digit IMSI")]
+GuaranteedBps = Annotated[StrictInt, Field(gt=0, le=10**13, description="this subscriber's own guaranteed rate "
+                                           "in bit/s; admission control sums them per slice")]
 Teid = Annotated[StrictInt, Field(ge=1, le=4_294_967_295, description="GTP-U tunnel endpoint id (32 bit, 0 reserved)")]
 
 
@@ -25,6 +27,7 @@ class SubscriberBase(BaseModel):
     ue_ip: IPv4Address = Field(description="UE address: the innermost source address of its packets")
     teids: list[Teid] = Field(default_factory=list, max_length=16)
     slice_ids: list[DbId] = Field(default_factory=list, max_length=16)
+    guaranteed_bps: GuaranteedBps | None = None
 
     _teids_unique = field_validator("teids")(_unique)
 
@@ -39,6 +42,7 @@ class SubscriberUpdate(BaseModel):
     ue_ip: IPv4Address | None = None
     teids: list[Teid] | None = Field(None, max_length=16)
     slice_ids: list[DbId] | None = Field(None, max_length=16)
+    guaranteed_bps: GuaranteedBps | None = Field(None, description="null clears it")
     version: Version = None
 
     @field_validator("teids")
@@ -54,6 +58,7 @@ class SubscriberPublic(ORMModel):
     ue_ip: IPv4Address
     teids: list[int]
     slice_ids: list[int]
+    guaranteed_bps: int | None = None
     version: int
     created_at: datetime
 

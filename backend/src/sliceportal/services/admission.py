@@ -22,14 +22,15 @@ their guaranteed rate counts (docs/rules.md, "Admission control").
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import Backend, Slice, Tenant
+from sliceportal.models import Backend, Slice, Subscriber, Tenant
 from sliceportal.models.audit import record
+from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.admission import Admission, PortLoad, SliceDemand, SliceVerdict, admit, port_loads
 from sliceportal.rules.ir import fold_lane
 from sliceportal.services.errors import ConflictError, FieldIssue, InvalidError
@@ -84,6 +85,24 @@ def port_bindings(backend: Backend, slices: Sequence[Slice], vlans: Mapping[int,
 
 
 @dataclass(frozen=True)
+class Members:
+    """A slice's subscribers that carry their own guarantee (Subscriber.guaranteed_bps)."""
+
+    count: int
+    sum_bps: float
+
+
+# Which request the refusal's field issues speak to: a slice's SLA, a backend's capacities,
+# or a subscriber's guarantee / memberships.
+Fields = Literal["slice", "backend", "subscriber"]
+_FIELD = {
+    "guaranteed": {"slice": "sla.guaranteed_mbps", "backend": "link_bps", "subscriber": "guaranteed_bps"},
+    "delay": {"slice": "sla.max_delay_ms", "backend": "link_bps", "subscriber": "slice_ids"},
+    "members": {"slice": "sla.rate_limit_mbps", "backend": "link_bps", "subscriber": "guaranteed_bps"},
+}
+
+
+@dataclass(frozen=True)
 class BackendAdmission:
     backend: Backend
     slices: tuple[Slice, ...]
@@ -91,10 +110,27 @@ class BackendAdmission:
     unpoliced: tuple[Slice, ...]
     ports: tuple[PortLoad, ...] = ()  # terms keyed by slice id (str)
     bound: Mapping[str, Sequence[Slice]] = field(default_factory=dict)  # port -> its slices
+    members: Mapping[int, Members] = field(default_factory=dict)  # slice id -> its guaranteed subscribers
+
+    def guarantee_bps(self, s: Slice) -> float:
+        """What the slice promises on the link: its own guarantee, or its subscribers' sum when larger
+        (each subscriber's guarantee is a promise inside the slice, so the slice needs at least their sum)."""
+        m = self.members.get(s.id)
+        return max((s.guaranteed_mbps or 0.0) * MBIT, m.sum_bps if m else 0.0)
 
     @property
     def guaranteed_bps(self) -> float:
-        return sum((s.guaranteed_mbps or 0.0) * MBIT for s in self.slices)
+        return sum(self.guarantee_bps(s) for s in self.slices)
+
+    def members_ok(self, s: Slice) -> bool:
+        """The slice's vQueue (rate limit) lets its subscribers' guarantees through."""
+        m = self.members.get(s.id)
+        return m is None or not s.rate_limit_mbps or m.sum_bps <= s.rate_limit_mbps * MBIT
+
+    def _term(self, s: Slice) -> str:
+        m = self.members.get(s.id)
+        by = f", {m.count} subscribers" if m and m.sum_bps > (s.guaranteed_mbps or 0.0) * MBIT else ""
+        return f"{self.guarantee_bps(s) / MBIT:g} ({s.name}{by})"
 
     def waived_port(self, p: PortLoad) -> bool:
         """A port's overbooking an operator admitted for one of the guaranteed slices on it stands."""
@@ -114,7 +150,7 @@ class BackendAdmission:
     def guarantees_ok(self) -> bool:
         # an overbooking an operator admitted for one of the guaranteed slices stands
         return (self.guaranteed_bps <= self.backend.link_bps
-                or any(s.guaranteed_mbps and s.name in self.waived for s in self.slices))
+                or any(self.guarantee_bps(s) and s.name in self.waived for s in self.slices))
 
     def is_waived(self, v: SliceVerdict) -> bool:
         """A failing verdict stands when an admitted slice is in it (the slice or one of its busy periods)."""
@@ -122,7 +158,8 @@ class BackendAdmission:
 
     @property
     def ok(self) -> bool:
-        return self.guarantees_ok and self.ports_ok and all(v.ok or self.is_waived(v) for v in self.result.slices)
+        return (self.guarantees_ok and self.ports_ok and all(v.ok or self.is_waived(v) for v in self.result.slices)
+                and all(self.members_ok(s) or s.admission_override for s in self.slices))
 
     def computation(self) -> dict[str, Any]:
         """Every number of the verdict, for the 409 and the UI."""
@@ -132,8 +169,11 @@ class BackendAdmission:
             "backend_id": self.backend.id, "backend_name": self.backend.name,
             "capacity_bps": self.backend.link_bps, "ok": self.ok,
             "guaranteed": {
-                "terms": [{"slice_id": s.id, "slice_name": s.name, "guaranteed_bps": (s.guaranteed_mbps or 0.0) * MBIT}
-                          for s in self.slices if s.guaranteed_mbps],
+                "terms": [{"slice_id": s.id, "slice_name": s.name, "guaranteed_bps": self.guarantee_bps(s),
+                           "slice_guaranteed_bps": (s.guaranteed_mbps or 0.0) * MBIT,
+                           "subscribers": self.members[s.id].count if s.id in self.members else 0,
+                           "subscribers_bps": self.members[s.id].sum_bps if s.id in self.members else 0.0}
+                          for s in self.slices if self.guarantee_bps(s)],
                 "sum_bps": self.guaranteed_bps, "limit_bps": self.backend.link_bps,
                 "ok": self.guaranteed_bps <= self.backend.link_bps,
                 "waived": self.guaranteed_bps > self.backend.link_bps and self.guarantees_ok},
@@ -151,32 +191,37 @@ class BackendAdmission:
                        "terms": [{"slice_id": by_id[key].id, "slice_name": by_id[key].name, "guaranteed_bps": bps}
                                  for key, bps in p.terms]}
                       for p in self.ports],
+            "subscribers": [{"slice_id": s.id, "slice_name": s.name, "count": self.members[s.id].count,
+                             "sum_bps": self.members[s.id].sum_bps,
+                             "rate_limit_bps": s.rate_limit_mbps * MBIT if s.rate_limit_mbps else None,
+                             "ok": self.members_ok(s), "waived": not self.members_ok(s) and bool(s.admission_override)}
+                            for s in self.slices if s.id in self.members],
             "unpoliced": [{"slice_id": s.id, "slice_name": s.name,
                            "why": "no rate limit: no vQueue bounds its burst, so Eq. 1-3 cannot include it"}
                           for s in self.unpoliced],
         }
 
-    def refusals(self, *, backend_fields: bool = False) -> tuple[list[str], list[FieldIssue]]:
-        """Human sentences with the numbers, and the SLA fields they concern (``backend_fields``:
-        the backend's capacity fields instead, for a re-rated backend)."""
+    def refusals(self, fields: Fields = "slice") -> tuple[list[str], list[FieldIssue]]:
+        """Human sentences with the numbers, and the fields of the request (``fields``) they concern."""
         where = f"on backend {self.backend.name} ({self.backend.link_bps / MBIT:g} Mbit/s)"
         text: list[str] = []
         issues: list[FieldIssue] = []
         if not self.guarantees_ok:
-            parts = " + ".join(f"{s.guaranteed_mbps:g} ({s.name})" for s in self.slices if s.guaranteed_mbps)
+            parts = " + ".join(self._term(s) for s in self.slices if self.guarantee_bps(s))
             msg = (f"guaranteed rates {where}: {parts} = {self.guaranteed_bps / MBIT:g} Mbit/s exceed the link's "
                    f"{self.backend.link_bps / MBIT:g} Mbit/s")
             text.append(msg)
-            issues.append(FieldIssue("link_bps" if backend_fields else "sla.guaranteed_mbps", msg))
+            issues.append(FieldIssue(_FIELD["guaranteed"][fields], msg))
         by_id = {str(s.id): s for s in self.slices}
         for p in self.ports:
             if p.ok or self.waived_port(p):
                 continue
-            parts = " + ".join(f"{bps / MBIT:g} ({by_id[key].name})" for key, bps in p.terms)
+            parts = " + ".join(self._term(by_id[key]) for key, _ in p.terms)
             msg = (f"guaranteed rates on port {p.port} of backend {self.backend.name}: {parts} = "
                    f"{p.guaranteed_bps / MBIT:g} Mbit/s exceed the port's {p.capacity_bps / MBIT:g} Mbit/s")
             text.append(msg)
-            issues.append(FieldIssue(f"port_bps.{p.port}" if backend_fields else "sla.guaranteed_mbps", msg))
+            on = f"port_bps.{p.port}" if fields == "backend" else _FIELD["guaranteed"][fields]
+            issues.append(FieldIssue(on, msg))
         for v in self.result.slices:
             if v.ok or self.is_waived(v):
                 continue
@@ -185,7 +230,15 @@ class BackendAdmission:
             msg = (f"slice {v.name} at lane {v.lane} {where}: worst-case delay {_finite(v.worst_delay_ms):.3f} ms "
                    f"= {parts}, above its bound of {v.delay_bound_ms:g} ms")
             text.append(msg)
-            issues.append(FieldIssue("link_bps" if backend_fields else "sla.max_delay_ms", msg))
+            issues.append(FieldIssue(_FIELD["delay"][fields], msg))
+        for s in self.slices:
+            if self.members_ok(s) or s.admission_override:
+                continue
+            m = self.members[s.id]
+            msg = (f"slice {s.name}: the guarantees of its {m.count} subscribers add up to {m.sum_bps / MBIT:g} "
+                   f"Mbit/s, more than its rate limit of {s.rate_limit_mbps:g} Mbit/s")
+            text.append(msg)
+            issues.append(FieldIssue(_FIELD["members"][fields], msg))
         return text, issues
 
 
@@ -206,10 +259,24 @@ def tenant_vlans(session: Session, slices: Iterable[Slice]) -> dict[int, int | N
     return {tid: vlan for tid, vlan in session.execute(select(Tenant.id, Tenant.vlan).where(Tenant.id.in_(ids)))}
 
 
-def evaluate(backend: Backend, slices: Sequence[Slice],
-             vlans: Mapping[int, int | None] | None = None) -> BackendAdmission:
+def subscriber_guarantees(session: Session, slices: Iterable[Slice]) -> dict[int, Members]:
+    """slice id -> its subscribers with a guarantee (count, sum), in one grouped query."""
+    ids = sorted({s.id for s in slices})
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(subscriber_slice.c.slice_id, func.count(), func.sum(Subscriber.guaranteed_bps))
+        .join(Subscriber, Subscriber.id == subscriber_slice.c.subscriber_id)
+        .where(subscriber_slice.c.slice_id.in_(ids), Subscriber.guaranteed_bps.is_not(None))
+        .group_by(subscriber_slice.c.slice_id))
+    return {sid: Members(int(n), float(total)) for sid, n, total in rows}
+
+
+def evaluate(backend: Backend, slices: Sequence[Slice], vlans: Mapping[int, int | None] | None = None,
+             members: Mapping[int, Members] | None = None) -> BackendAdmission:
     """Eq. 1-3 and the guarantees for ``slices`` sharing ``backend``'s egress link, and the
-    guarantees per port (``vlans``: tenant id -> VLAN ID, for the access ports)."""
+    guarantees per port (``vlans``: tenant id -> VLAN ID, for the access ports); ``members``:
+    the slices' subscribers with a guarantee of their own."""
     demands, unpoliced = [], []
     for s in slices:
         d = demand(s, backend.lanes)
@@ -218,18 +285,23 @@ def evaluate(backend: Backend, slices: Sequence[Slice],
         else:
             demands.append(d)
     bound = port_bindings(backend, slices, vlans or {})
+    partial = BackendAdmission(backend, tuple(slices), admit(demands, backend.link_bps), tuple(unpoliced),
+                               bound=bound, members=members or {})
     ports = port_loads(backend.port_bps, {port: [str(s.id) for s in ss] for port, ss in bound.items()},
-                       {str(s.id): (s.guaranteed_mbps or 0.0) * MBIT for s in slices})
-    return BackendAdmission(backend, tuple(slices), admit(demands, backend.link_bps), tuple(unpoliced), ports, bound)
+                       {str(s.id): partial.guarantee_bps(s) for s in slices})
+    return replace(partial, ports=ports)
 
 
 def check(session: Session, backends: Iterable[Backend], *, override: Override | None, action: str,
-          subject: Slice | Backend) -> list[BackendAdmission]:
+          subject: Slice | Backend | Subscriber | None, waive: Sequence[Slice] = ()) -> list[BackendAdmission]:
     """Admission for every backend given, against the slices assigned to it as the session sees them
     (flush first: a slice being created or edited counts with its new values).
 
     Refuses with ``AdmissionError`` unless ``override`` is given, in which case the override
-    and the computation it overrode are audited (``action`` "admission_override").
+    and the computation it overrode are audited (``action`` "admission_override"). ``subject``
+    None: a bulk import of subscribers (audited against the subscriber table). ``waive``: the
+    slices subscribers join with their guarantees; an override admits them as it admits a
+    slice (``Slice.admission_override``), so later checks on the link do not refuse them again.
     """
     if isinstance(subject, Slice):
         # this request decides about the slice anew: an earlier override does not carry over
@@ -238,18 +310,23 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     for obj in list(session.identity_map.values()):
         if isinstance(obj, Slice):  # a service class added / changed by id: reload the lanes it gives
             session.expire(obj, ["services"])
+    backends = list({b.id: b for b in backends}.values())
     on = {b.id: assigned_slices(session, b) for b in backends}
-    vlans = tenant_vlans(session, (s for ss in on.values() for s in ss))
-    results = [evaluate(b, on[b.id], vlans) for b in backends]
+    everyone = [s for ss in on.values() for s in ss]
+    vlans = tenant_vlans(session, everyone)
+    members = subscriber_guarantees(session, everyone)
+    results = [evaluate(b, on[b.id], vlans, members) for b in backends]
     refused = [r for r in results if not r.ok]
     if not refused:
         return results
     texts: list[str] = []
     issues: list[FieldIssue] = []
+    fields: Fields = ("backend" if action == "update" and isinstance(subject, Backend)
+                      else "subscriber" if subject is None or isinstance(subject, Subscriber) else "slice")
     for r in refused:
-        t, i = r.refusals(backend_fields=action == "update" and isinstance(subject, Backend))
-        texts += t
-        issues += i
+        t, i = r.refusals(fields)
+        texts += [x for x in t if x not in texts]  # a slice on several backends: its own refusals once
+        issues += [x for x in i if x not in issues]
     computation = [r.computation() for r in results]
     if override is None:
         raise AdmissionError("; ".join(texts) + ". Lower the rate limits / guarantees or delay bounds, give the "
@@ -258,8 +335,9 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     if not reason or len(reason) > OVERRIDE_MAX:
         raise InvalidError(f"an admission override needs a reason of 1..{OVERRIDE_MAX} characters",
                            field="admission_override")
-    if isinstance(subject, Slice):
-        subject.admission_override = reason  # its failing verdicts stand from now on (``waived``)
-    record(session, "admission_override", subject.__tablename__, subject.id,
+    for s in [subject] if isinstance(subject, Slice) else waive:
+        s.admission_override = reason  # its failing verdicts stand from now on (``waived``)
+    record(session, "admission_override", "subscriber" if subject is None else subject.__tablename__,
+           None if subject is None else subject.id,
            after={"reason": reason, "action": action, "refusals": texts, "admission": computation})
     return results

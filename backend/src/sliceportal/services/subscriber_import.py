@@ -9,6 +9,10 @@ names one UE in the whole deployment (services/collisions.py): it is checked acr
 
 CSV columns (header required): ``imsi,ue_ip,teids,tenant,slices`` — ``teids`` and
 ``slices`` are ';'-separated (may be empty); ``tenant`` and ``slices`` are names or ids.
+An optional ``guaranteed_bps`` column gives a subscriber its own guaranteed rate (bit/s);
+when any row has one, admission control runs for the backends of the slices those rows
+join, after the insert and before the commit (services/admission.py): a refusal rolls the
+whole import back.
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from sliceportal.models import Slice, Tenant
+from sliceportal.models import Backend, Slice, Tenant
 from sliceportal.models.audit import record
+from sliceportal.services import admission
+from sliceportal.services.admission import AdmissionError, Override
 from sliceportal.services.errors import FieldIssue, InvalidError
 
 IMSI = re.compile(r"^[0-9]{14,15}$")
 REQUIRED = ("imsi", "ue_ip", "tenant")
-KNOWN = (*REQUIRED, "teids", "slices")
+KNOWN = (*REQUIRED, "teids", "slices", "guaranteed_bps")
+GUARANTEED_MAX = 10**13  # bit/s, as the API's SubscriberCreate.guaranteed_bps
 MAX_REPORTED = 1000  # errors listed in the response; the count is always exact
 TEID_MAX = 4_294_967_295
 
@@ -58,7 +65,8 @@ def _resolver(session: Session) -> tuple[dict[str, Tenant], dict[tuple[int, str]
     return tenants, slices
 
 
-def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | None = None) -> ImportResult:
+def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | None = None,
+               override: Override | None = None) -> ImportResult:
     started = time.perf_counter()
     reader = csv.DictReader(lines)
     header = [h.strip() for h in (reader.fieldnames or [])]
@@ -80,7 +88,7 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
     conn = session.connection().connection.driver_connection
     assert conn is not None
     conn.execute("CREATE TEMP TABLE subscriber_stage (line int, tenant_id bigint, imsi text, ue_ip inet, "
-                 "teids bigint[], slice_ids bigint[]) ON COMMIT DROP")
+                 "teids bigint[], slice_ids bigint[], guaranteed_bps bigint) ON COMMIT DROP")
 
     def bad(line: int, column: str, message: str) -> None:
         nonlocal error_count
@@ -138,13 +146,22 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
                     ok = False
                 else:
                     slice_ids.append(sid)
+            guaranteed: int | None = None
+            raw = (row.get("guaranteed_bps") or "").strip()
+            if raw:
+                if not raw.isdigit() or not 1 <= int(raw) <= GUARANTEED_MAX:
+                    bad(line, "guaranteed_bps", f"guaranteed rate {raw!r} is not a whole number of bit/s "
+                        f"in 1..{GUARANTEED_MAX}")
+                    ok = False
+                else:
+                    guaranteed = int(raw)
             if not ok or ip is None:
                 continue
             seen.imsi.add(imsi)
             seen.ue_ip.add((tenant.id, int(ip)))
             seen.teid.update((tenant.id, t) for t in teids)
             # staged even after a bad row: its conflicts with the database are reported too
-            copy.write_row((line, tenant.id, imsi, str(ip), teids, sorted(set(slice_ids))))
+            copy.write_row((line, tenant.id, imsi, str(ip), teids, sorted(set(slice_ids)), guaranteed))
 
     # one indexable join per kind of conflict (imsi / (tenant, ue_ip) / TEID GIN), one row per line
     conflicts = conn.execute("""
@@ -173,12 +190,23 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
         raise InvalidError("the file has no rows", field="file")
     session.execute(text("""
         WITH inserted AS (
-            INSERT INTO subscriber (tenant_id, imsi, ue_ip, teids, version)
-            SELECT tenant_id, imsi, ue_ip, teids, 1 FROM subscriber_stage ORDER BY line
+            INSERT INTO subscriber (tenant_id, imsi, ue_ip, teids, guaranteed_bps, version)
+            SELECT tenant_id, imsi, ue_ip, teids, guaranteed_bps, 1 FROM subscriber_stage ORDER BY line
             RETURNING id, tenant_id, imsi)
         INSERT INTO subscriber_slice (subscriber_id, slice_id)
         SELECT i.id, unnest(st.slice_ids) FROM inserted i
         JOIN subscriber_stage st ON st.tenant_id = i.tenant_id AND st.imsi = i.imsi"""))
+    guaranteed_slices = [int(sid) for (sid,) in conn.execute(
+        "SELECT DISTINCT unnest(slice_ids) FROM subscriber_stage WHERE guaranteed_bps IS NOT NULL")]
+    if guaranteed_slices:
+        joined = list(session.scalars(select(Slice).where(Slice.id.in_(guaranteed_slices)).order_by(Slice.id)))
+        backends = list(session.scalars(select(Backend).where(Backend.id.in_(
+            [b.id for s in joined for b in s.backends])).order_by(Backend.id)))
+        try:
+            admission.check(session, backends, override=override, action="import", subject=None, waive=joined)
+        except AdmissionError:
+            session.rollback()  # nothing of the import is kept
+            raise
     record(session, "import", "subscriber", None, after={"rows": rows}, tenant_id=tenant_scope)
     session.commit()
     return ImportResult(rows=rows, imported=rows, duration_s=time.perf_counter() - started)

@@ -13,6 +13,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, INET
 from sqlalchemy.orm import Session, lazyload, raiseload
 from sqlalchemy.types import String
 
+from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import (
     apply_changes,
     check_delete_version,
@@ -36,6 +37,8 @@ from sliceportal.schemas.subscribers import (
     SubscriberPublic,
     SubscriberUpdate,
 )
+from sliceportal.services import admission
+from sliceportal.services.admission import Override
 from sliceportal.services.collisions import check_imsi, lock_imsi
 from sliceportal.services.subscriber_import import import_csv
 
@@ -46,7 +49,7 @@ SORTABLE = {"id": Subscriber.id, "imsi": Subscriber.imsi, "ue_ip": Subscriber.ue
 
 # what a list page reads: the public fields' columns (a Row has the same attribute names)
 PUBLIC_COLUMNS = (Subscriber.id, Subscriber.tenant_id, Subscriber.imsi, Subscriber.ue_ip, Subscriber.teids,
-                  Subscriber.version, Subscriber.created_at)
+                  Subscriber.guaranteed_bps, Subscriber.version, Subscriber.created_at)
 
 
 def to_public(s: Subscriber | Row[Any], slice_ids: list[int] | None = None) -> SubscriberPublic:
@@ -55,7 +58,7 @@ def to_public(s: Subscriber | Row[Any], slice_ids: list[int] | None = None) -> S
     return SubscriberPublic(id=s.id, tenant_id=s.tenant_id, imsi=s.imsi, ue_ip=IPv4Address(str(s.ue_ip)),
                             teids=list(s.teids),
                             slice_ids=slice_ids if slice_ids is not None else [x.id for x in s.slices],
-                            version=s.version, created_at=s.created_at)
+                            guaranteed_bps=s.guaranteed_bps, version=s.version, created_at=s.created_at)
 
 
 # Reads answer with slice *ids* only: loading ``Subscriber.slices`` would load each Slice with
@@ -176,9 +179,19 @@ def read_subscriber(subscriber_id: PathId, principal: Reader, session: SessionDe
     return to_public(s, _memberships(session, [s.id])[s.id])
 
 
+def _admit(session: Session, s: Subscriber, override: Override | None, action: str) -> None:
+    """A subscriber with its own guarantee adds to its slices' promises: admission control on
+    every backend those slices use (409 with the computation; nothing is written)."""
+    backends = [b for x in s.slices for b in x.backends]
+    if backends:
+        admission.check(session, backends, override=override, action=action, subject=s, waive=s.slices)
+
+
 @router.post("", response_model=SubscriberPublic, status_code=201)
 def create_subscriber(body: SubscriberCreate, principal: Writer, session: SessionDep,
-                      response: Response) -> SubscriberPublic:
+                      response: Response, override: AdmissionOverride) -> SubscriberPublic:
+    """A subscriber with ``guaranteed_bps`` joining slices runs admission control (409 with the
+    computation; operators may send ``Admission-Override: <reason>``)."""
     tenant = session.get(Tenant, body.tenant_id)
     if tenant is None or principal.tenant_scope not in (None, tenant.id):
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
@@ -186,8 +199,11 @@ def create_subscriber(body: SubscriberCreate, principal: Writer, session: Sessio
     lock_imsi(session, body.imsi)
     slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, None) or []
     check_imsi(session, body.imsi, None)
-    s = Subscriber(tenant_id=tenant.id, imsi=body.imsi, ue_ip=body.ue_ip, teids=body.teids, slices=slices)
+    s = Subscriber(tenant_id=tenant.id, imsi=body.imsi, ue_ip=body.ue_ip, teids=body.teids, slices=slices,
+                   guaranteed_bps=body.guaranteed_bps)
     session.add(s)
+    if s.guaranteed_bps:
+        _admit(session, s, override, "create")
     session.commit()
     etag(response, s)
     return to_public(s)
@@ -195,7 +211,9 @@ def create_subscriber(body: SubscriberCreate, principal: Writer, session: Sessio
 
 @router.patch("/{subscriber_id}", response_model=SubscriberPublic)
 def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: Writer, session: SessionDep,
-                      response: Response, if_match: Annotated[str | None, Header()] = None) -> SubscriberPublic:
+                      response: Response, override: AdmissionOverride,
+                      if_match: Annotated[str | None, Header()] = None) -> SubscriberPublic:
+    """A larger ``guaranteed_bps``, or a guaranteed subscriber joining a slice, runs admission control."""
     s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
     check_version(s, if_match, body.version)
     tenant = session.get(Tenant, s.tenant_id)
@@ -205,10 +223,13 @@ def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: 
     if body.imsi is not None and body.imsi != s.imsi:
         lock_imsi(session, body.imsi)
         check_imsi(session, body.imsi, s.id)
+    before_bps, before_slices = s.guaranteed_bps or 0, {x.id for x in s.slices}
     changes = body.model_dump(exclude_unset=True, exclude={"version", "slice_ids"})
     apply_changes(s, changes, not_null=("imsi", "ue_ip", "teids"))
     if slices is not None:
         s.slices = slices
+    if s.guaranteed_bps and (s.guaranteed_bps > before_bps or {x.id for x in s.slices} - before_slices):
+        _admit(session, s, override, "update")
     session.commit()
     etag(response, s)
     return to_public(s)
@@ -224,13 +245,15 @@ def delete_subscriber(subscriber_id: PathId, principal: Writer, session: Session
 
 
 @router.post("/import", response_model=ImportReport, status_code=201,
-             summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices); all or nothing")
-def import_subscribers(principal: Writer, session: SessionDep,
+             summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices[,guaranteed_bps]); all or nothing")
+def import_subscribers(principal: Writer, session: SessionDep, override: AdmissionOverride,
                        file: Annotated[UploadFile, File(description="CSV with a header row")]) -> ImportReport:
+    """An optional ``guaranteed_bps`` column gives subscribers their own guarantees: admission
+    control then runs for the slices they join (409 with the computation, nothing imported)."""
     # newline="" lets the csv module see quoted line breaks and stray carriage returns itself
     lines = io.TextIOWrapper(file.file, encoding="utf-8-sig", newline="")
     try:
-        result = import_csv(session, lines, tenant_scope=principal.tenant_scope)
+        result = import_csv(session, lines, tenant_scope=principal.tenant_scope, override=override)
     except UnicodeDecodeError as exc:
         session.rollback()
         raise ApiError(422, "Validation failed", f"the file is not UTF-8 text: {exc.reason}", field="file") from exc
