@@ -51,7 +51,10 @@ class Arbitration:
 
     def primary(self) -> int | None:
         with self.lock:
-            return max((e for e, _ in self.streams.values()), default=None)
+            return self.primary_locked()
+
+    def primary_locked(self) -> int | None:
+        return max((e for e, _ in self.streams.values()), default=None)
 
 
 def _election(msg: p4runtime_pb2.Uint128) -> int:
@@ -83,7 +86,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 pass
             finally:
                 with self.arb.lock:
+                    before = self.arb.primary_locked()
                     self.arb.streams.pop(key, None)
+                    self._announce_if_changed(before, skip=key)
                 outbox.put(None)
 
         threading.Thread(target=reader, daemon=True).start()
@@ -113,14 +118,33 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 resp.arbitration.status.message = "election id already in use"
                 outbox.put(resp)
                 return
+            before = self.arb.primary_locked()
             self.arb.streams[key] = (election, outbox)
             primary = max(e for e, _ in self.arb.streams.values())
-        resp.arbitration.election_id.high, resp.arbitration.election_id.low = (
-            primary >> 64,
-            primary & ((1 << 64) - 1),
-        )
-        resp.arbitration.status.code = code_pb2.OK if election == primary else code_pb2.ALREADY_EXISTS
-        outbox.put(resp)
+            resp.arbitration.election_id.high, resp.arbitration.election_id.low = (
+                primary >> 64,
+                primary & ((1 << 64) - 1),
+            )
+            resp.arbitration.status.code = code_pb2.OK if election == primary else code_pb2.ALREADY_EXISTS
+            outbox.put(resp)
+            self._announce_if_changed(before, skip=key)
+
+    def _announce_if_changed(self, before: int | None, skip: int) -> None:
+        """When the primary changes, every other controller of the device is told who is
+        primary now (P4Runtime spec §5: OK to the new primary, ALREADY_EXISTS to backups), as
+        BMv2's PI does: a former primary learns that someone else may have written meanwhile.
+        Called under ``arb.lock`` so that announcements follow the order of changes."""
+        primary = self.arb.primary_locked()
+        if primary is None or primary == before:
+            return
+        for k, (election, box) in self.arb.streams.items():
+            if k == skip:
+                continue
+            msg = p4runtime_pb2.StreamMessageResponse()
+            msg.arbitration.device_id = self.arb.device_id
+            msg.arbitration.election_id.high, msg.arbitration.election_id.low = primary >> 64, primary & ((1 << 64) - 1)
+            msg.arbitration.status.code = code_pb2.OK if election == primary else code_pb2.ALREADY_EXISTS
+            box.put(msg)
 
     def _check_primary(self, device_id: int, election_id: p4runtime_pb2.Uint128) -> None:
         if device_id != self.arb.device_id:

@@ -7,11 +7,17 @@ gRPC status and the same per-update canonical codes, and hold the same entries a
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterator
 
+import grpc
 import pytest
 from bmv2_target.testing import Target
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
+from p4.v1.p4runtime_pb2 import StreamMessageRequest
+from p4.v1.p4runtime_pb2_grpc import P4RuntimeStub
 
 from sliceportal_p4rt.client import Session, WriteFailed
 from sliceportal_p4rt.driver import Driver
@@ -177,3 +183,64 @@ def test_invalid_writes_get_the_same_status_codes(
     differ = {name: (real[name], bundled[name]) for name in real if real[name] != bundled[name]}
     assert not differ, f"(BMv2, bundled) differ: {differ}"
     assert bundled_held == real_held
+
+
+def arbitration_story(address: str) -> list[tuple[str, str, int]]:
+    """Three controllers come and go; every arbitration message each receives, in order:
+    (who, status, primary's election id). P4Runtime §5: a controller is told when the
+    primary changes, so a former primary knows someone else may have written meanwhile."""
+    Driver({"address": address})._connect().close()  # the pipeline, as run_corpus does
+    channel = grpc.insecure_channel(address)
+    stub = P4RuntimeStub(channel)
+    heard: queue.Queue[tuple[str, str, int]] = queue.Queue()
+    streams: dict[str, queue.Queue[StreamMessageRequest | None]] = {}
+
+    def join(who: str, election: int) -> None:
+        outbox: queue.Queue[StreamMessageRequest | None] = queue.Queue()
+        req = StreamMessageRequest()
+        req.arbitration.device_id, req.arbitration.election_id.low = 1, election
+        outbox.put(req)
+        stream = stub.StreamChannel(iter(outbox.get, None))
+
+        def listen() -> None:
+            try:
+                for resp in stream:
+                    arb = resp.arbitration
+                    heard.put((who, code_pb2.Code.Name(arb.status.code), arb.election_id.low))
+            except grpc.RpcError:
+                pass
+
+        threading.Thread(target=listen, daemon=True).start()
+        streams[who] = outbox
+
+    def leave(who: str) -> None:
+        streams.pop(who).put(None)
+
+    def settle() -> list[tuple[str, str, int]]:
+        got = []
+        while True:
+            try:
+                got.append(heard.get(timeout=1.0))
+            except queue.Empty:
+                return sorted(got)
+
+    story = []
+    join("a", 5)
+    story += settle()
+    join("b", 9)  # b outbids a: a is told
+    story += settle()
+    join("c", 7)  # a backup joins: the primary does not change, nobody else is told
+    story += settle()
+    leave("b")  # the primary leaves: c (7) is primary now, a and c are told
+    story += settle()
+    for who in list(streams):
+        leave(who)
+    channel.close()
+    return story
+
+
+def test_arbitration_announcements_are_the_same(bmv2_address: str, start_target: Callable[..., Target]) -> None:
+    real = arbitration_story(bmv2_address)
+    assert ("a", "ALREADY_EXISTS", 9) in real  # the former primary heard of b
+    bundled = arbitration_story(start_target("--priority-queues", "8").address)
+    assert bundled == real, f"BMv2 {real}\nbundled {bundled}"
