@@ -48,6 +48,9 @@ from .driver import Driver
 
 log = logging.getLogger("sliceportal_xdp.agent")
 PROBLEM = "application/problem+json"
+_BEARER = HTTPBearer(auto_error=False)
+# module level: FastAPI resolves the (string) annotations in the module's namespace
+Creds = Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
 
 
 def _problem(status: int, title: str, detail: str, kind: ErrorKind = "driver", hint: str = "",
@@ -72,10 +75,9 @@ def create_app(driver: Driver, token: str, backend: str) -> FastAPI:
     """The agent's HTTP API over a (pinned) in-process ``driver``."""
     started = time.monotonic()
     app = FastAPI(title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None)
-    bearer = HTTPBearer(auto_error=False)
     want = token.encode()
 
-    def authorised(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    def authorised(creds: Creds) -> None:
         # compare_digest: the time taken does not tell how much of a guess was right
         if creds is None or not secrets.compare_digest(creds.credentials.encode(), want):
             raise _Unauthorised

@@ -1,0 +1,303 @@
+"""The XDP agent (#16 item 2): the data plane pinned in bpffs outlives the agent and its
+clients. A driver in agent mode pushes through the agent; the agent is killed with SIGKILL
+while traffic crosses the veth testbed, and every packet is still forwarded and
+classified (counted by UDP sockets on core and alt, and by the program's counters read
+through the next agent, which takes the pins over with the same digest and version)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sliceportal.drivers.contract import OptionsError
+from sliceportal.rules.ir import MissMode, MissPolicy, RuleIR
+from sliceportal.testbed import Testbed
+from sliceportal.traffic.packets import Flow, Underlay, build_bytes, parse_payload, payload
+from sliceportal_xdp import pins
+from sliceportal_xdp.agent_client import AgentClient
+from sliceportal_xdp.driver import Driver
+
+from .conftest import noop
+from .test_live import BULK_LANE, PRIO_LANE, listener, seed001_ir
+
+pytestmark = pytest.mark.needs_root
+
+TEIDS = [100 + s for s in range(16)] + [999]  # 8 prioritised, 8 bulk, 999 a miss
+PAYLOAD = 64
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Bed:
+    tb: Testbed
+    backend: str
+    token: str
+    token_file: Path
+    agent_options: dict[str, object]
+    url: str = ""
+    proc: subprocess.Popen[bytes] | None = None
+    started: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def argv(self, *extra: str) -> list[str]:
+        core = self.tb["core"]
+        return [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", self.backend,
+                "--interface", core.ifname, "--netns", core.netns, "--options", json.dumps(self.agent_options),
+                *extra]
+
+    def start_agent(self) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(self.argv("--listen", f"127.0.0.1:{port}", "--token-file", str(self.token_file)),
+                                     stderr=subprocess.PIPE)
+        self.started.append(self.proc)
+        client = AgentClient(self.url, self.token, 5.0, retry_s=0.5)
+        deadline = time.monotonic() + 60
+        try:
+            while True:
+                if self.proc.poll() is not None:
+                    err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                    raise AssertionError(f"agent exited: {err}")
+                try:
+                    if client.agent_health().ok:
+                        return
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                time.sleep(0.1)
+        finally:
+            client.close()
+
+    def driver(self, token: str | None = None) -> Driver:
+        return Driver({"agent_url": self.url, "agent_token": token or self.token, "agent_timeout_s": 20})
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
+    tmp = tmp_path_factory.mktemp("agent")
+    token = os.urandom(24).hex()
+    token_file = tmp / "token"
+    token_file.write_text(token + "\n")
+    with Testbed(f"spa{os.getpid() % 100000}-") as tb:
+        core, alt = tb["core"], tb["alt"]
+        options: dict[str, object] = {
+            "tx_peer": f"{tb['edge'].netns}/{tb.peer_port('core')}",
+            "alt_mac": alt.mac,
+            "alt_ip": alt.ip,
+            "alt_lanes": [BULK_LANE],
+            "lane_cpus": {str(PRIO_LANE): 1 % (os.cpu_count() or 1)},
+            "overload_poll_s": 0,
+        }
+        b = Bed(tb, f"test-{core.netns}", token, token_file, options)
+        try:
+            b.start_agent()
+            yield b
+        finally:
+            for p in b.started:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            down = subprocess.run(b.argv("--teardown"), capture_output=True, text=True)
+            assert down.returncode == 0, down.stderr
+            assert not os.path.exists(pins.pin_dir(b.backend))
+
+
+def templates(tb: Testbed) -> dict[int, bytearray]:
+    """One frame per TEID; the sequence number is patched in per send (scapy builds one
+    frame in ~7 ms: too slow to build each). The outer UDP checksum is zeroed (valid for
+    IPv4), so the patched frames stay acceptable to the receiving sockets."""
+    edge, core = tb["edge"], tb["core"]
+    u = Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip)
+    out = {}
+    for teid in TEIDS:
+        flow = Flow("10.45.0.1", "10.60.0.1", 5000, teid=teid, vni=7)
+        f = bytearray(build_bytes(flow, payload(teid, 0, 0, PAYLOAD), u))
+        f[14 + 20 + 6 : 14 + 20 + 8] = b"\0\0"  # Ethernet, IPv4 without options, UDP checksum
+        out[teid] = f
+    return out
+
+
+class Traffic:
+    """Rounds of one frame per TEID every ``period_s`` from edge, received on core and alt."""
+
+    def __init__(self, tb: Testbed, period_s: float = 0.01) -> None:
+        self.tb, self.period_s = tb, period_s
+        self.frames = templates(tb)
+        self.sent: dict[int, int] = {}  # teid -> frames
+        self.seen: dict[str, set[int]] = {"core": set(), "alt": set()}
+        self._stop = threading.Event()
+        self._socks = {role: listener(tb[role].netns) for role in self.seen}
+        self._threads = [threading.Thread(target=self._recv, args=(r,), daemon=True) for r in self.seen]
+        for t in self._threads:
+            t.start()
+
+    def _recv(self, role: str) -> None:
+        s, seen = self._socks[role], self.seen[role]
+        while not self._stop.is_set():
+            try:
+                data = s.recv(65536)
+            except BlockingIOError:
+                time.sleep(0.002)
+                continue
+            idx = data.find(b"SP")
+            got = parse_payload(data[idx:]) if idx >= 0 else None
+            if got:
+                seen.add(got[0] * 1_000_000 + got[1])
+
+    def send(self, duration_s: float) -> None:
+        end, seq = time.monotonic() + duration_s, max(self.sent.values(), default=0)
+        while time.monotonic() < end:
+            seq += 1
+            batch = []
+            for f in self.frames.values():
+                f[-PAYLOAD + 6 : -PAYLOAD + 14] = seq.to_bytes(8, "big")  # PAYLOAD_HEADER "!HIQQ": seq after magic, id
+                batch.append(bytes(f))
+            self.tb.send("edge", batch)
+            for teid in self.frames:
+                self.sent[teid] = seq
+            time.sleep(self.period_s)
+
+    def expected(self, teids: list[int]) -> set[int]:
+        return {t * 1_000_000 + q for t in teids for q in range(1, self.sent[t] + 1)}
+
+    def close(self, settle_s: float = 1.0) -> None:
+        time.sleep(settle_s)
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        for s in self._socks.values():
+            s.close()
+
+
+def test_agent_sigkill_keeps_forwarding_and_is_taken_over(bed: Bed) -> None:
+    d = bed.driver()
+    try:
+        ir = seed001_ir()
+        pushed = d.apply(d.lower(ir), noop)
+        h0 = AgentClient(bed.url, bed.token, 10).agent_health()
+        assert (h0.version, h0.adopted) == (pushed.version, False)
+        before = d.counters()
+        traffic = Traffic(bed.tb)
+        sender = threading.Thread(target=traffic.send, args=(5.0,))
+        sender.start()
+        time.sleep(1.0)
+        bed.kill9()  # no agent from here until the next one is up: the program keeps running
+        t_kill = time.monotonic()
+        bed.start_agent()
+        gap_s = time.monotonic() - t_kill
+        sender.join()
+        traffic.close()
+        prio, rest = TEIDS[:8], TEIDS[8:]
+        assert min(traffic.sent.values()) > 100
+        # every frame sent while the agent was dead or being replaced arrived, classified
+        assert traffic.seen["core"] == traffic.expected(prio), f"agent gap {gap_s:.1f} s"
+        assert traffic.seen["alt"] == traffic.expected(rest), f"agent gap {gap_s:.1f} s"
+
+        d2 = bed.driver()  # a fresh client: the new agent at its new address
+        h1 = AgentClient(bed.url, bed.token, 10).agent_health()
+        assert h1.adopted and h1.version == pushed.version and h1.generation == h0.generation
+        assert h1.program_id != h0.program_id  # a new program, the same maps
+        state = d2.read_state()
+        assert state.version == pushed.version and len(state.tables["actions"]) == 16
+        after = d2.counters()
+        for rule, teid in enumerate(TEIDS[:16]):  # rule i matches TEID 100 + i
+            got = after.rules[rule].packets - before.rules[rule].packets
+            assert got == traffic.sent[teid], f"rule {rule}"
+        steered = sum(after.lanes[f"{p}/{PRIO_LANE}"].packets - before.lanes[f"{p}/{PRIO_LANE}"].packets
+                      for p in range(8))
+        assert steered == 8 * traffic.sent[TEIDS[0]]
+
+        # a push after the takeover works and switches the copy
+        ir2 = RuleIR(lanes=4, paths=8, rules=ir.rules[:8], miss=MissPolicy(MissMode.FIXED, lane=1, rr_path=0))
+        pushed2 = d2.apply(d2.lower(ir2), noop)
+        assert d2.read_state().version == pushed2.version != pushed.version
+        h2 = AgentClient(bed.url, bed.token, 10).agent_health()
+        assert (h2.version, h2.generation) == (pushed2.version, h1.generation + 1)
+        d2.close()
+    finally:
+        d.close()
+
+
+DRIVER_SCRIPT = """
+import json, sys
+from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
+from sliceportal_xdp.driver import Driver
+url, token, what = sys.argv[1:4]
+d = Driver({"agent_url": url, "agent_token": token})
+if what == "push":
+    rules = tuple(Rule(Match(teid=Ternary.exact(500 + s, 32)), Action(3, s % 4, s % 8)) for s in range(5))
+    ir = RuleIR(lanes=4, paths=8, rules=rules, miss=MissPolicy(MissMode.FIXED, lane=0, rr_path=0))
+    print(json.dumps({"version": d.apply(d.lower(ir), lambda e: None).version}))
+else:
+    s = d.read_state()
+    print(json.dumps({"version": s.version, "rules": len(s.tables["actions"]), "health": d.health().version}))
+d.close()
+"""
+
+
+def run_portal_process(bed: Bed, what: str) -> dict[str, object]:
+    """A separate process using the driver against the agent, as a portal worker would."""
+    out = subprocess.run([sys.executable, "-c", DRIVER_SCRIPT, bed.url, bed.token, what],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+def test_portal_restart_reads_the_state_the_agent_holds(bed: Bed) -> None:
+    pushed = run_portal_process(bed, "push")  # that process exits: the "portal" is gone
+    read = run_portal_process(bed, "read")  # a new one reads what the data plane holds
+    assert read == {"version": pushed["version"], "rules": 5, "health": pushed["version"]}
+
+
+def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
+    d = bed.driver()
+    before = d.read_state()
+    plan = d.lower(seed001_ir())
+    assert plan.version != before.version
+    for headers in ({"Authorization": "Bearer " + "x" * len(bed.token)}, {}):
+        r = httpx.post(f"{bed.url}/v1/apply", content=plan.model_dump_json(), headers=headers, timeout=10)
+        assert r.status_code == 401
+        assert r.headers["www-authenticate"] == "Bearer"
+        assert r.headers["content-type"].startswith("application/problem+json")
+    wrong = bed.driver(token="y" * 32)
+    with pytest.raises(OptionsError, match="refused the token"):
+        wrong.apply(plan, noop)
+    assert d.read_state() == before
+    d.close()
+    wrong.close()
+
+
+def test_incompatible_build_is_refused_clearly(bed: Bed) -> None:
+    before = bed.driver().read_state()
+    # another table size is another map shape: the pinned maps cannot be taken over
+    other = dict(bed.agent_options, capacity={"teid": 99})
+    argv = [a if a != json.dumps(bed.agent_options) else json.dumps(other) for a in bed.argv()]
+    out = subprocess.run([*argv, "--listen", f"127.0.0.1:{free_port()}", "--token-file", str(bed.token_file)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "holds a data plane of another build" in out.stderr and "--replace" in out.stderr
+    after = bed.driver()
+    assert after.read_state() == before and after.health().ok
+    after.close()
