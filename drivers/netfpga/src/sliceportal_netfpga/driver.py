@@ -5,7 +5,8 @@ limits -> the RTL's token buckets (sp_rate_limiter).
 Push protocol (docs/netfpga.md): read ACTIVE_BANK and the buckets; configure the buckets
 the new plan uses (rate, burst, then enable: make before break, so a slice is limited
 before any TCAM entry steers into it); write every entry, the entry count and the plan
-version into the other bank (the RTL refuses writes into the active one); read it all
+version into the other bank (the RTL refuses writes into the active one; only the entries
+that bank does not hold already, so a push writes the diff); read it all
 back and compare; write ACTIVE_BANK; then disable the buckets the new plan no longer
 uses. Until the flip the previous table stays live, and a failure before it also puts
 the previous buckets back, so the data plane is left as it was. If the connection is
@@ -235,6 +236,9 @@ class Driver:
             self._check_hardware(csr)
             active = csr.read(regmap.ACTIVE_BANK) & 1
             _, _, current = self._read_bank(csr, active)
+            # the shadow bank holds an older version: only the entries it lacks are written
+            # (issue #14: a push writes the diff, not the table)
+            held_count, _, held = self._read_bank(csr, 1 - active)
             old_buckets = self._read_buckets(csr)
         except DriverError:
             self._drop()
@@ -250,10 +254,14 @@ class Driver:
         # before its entries go live. Unchanged buckets are not rewritten (no reset).
         bucket_writes = self._bucket_writes([b for b in buckets if b not in old_buckets])
         writes = bucket_writes + [
-            (regmap.entry(shadow, i, w), v) for i, e in enumerate(entries) for w, v in enumerate(e.words())
+            (regmap.entry(shadow, i, w), v)
+            for i, e in enumerate(entries)
+            if i >= len(held) or held[i] != e
+            for w, v in enumerate(e.words())
         ]
+        if held_count != len(entries):
+            writes.append((regmap.bank_count(shadow), len(entries)))
         writes += [
-            (regmap.bank_count(shadow), len(entries)),
             (regmap.bank_version(shadow), version & 0xFFFFFFFF),
             (regmap.bank_version(shadow) + 4, version >> 32),
         ]

@@ -1,0 +1,159 @@
+"""Hitless pushes on the NetFPGA data plane (issue #14 item 4), on the Verilator model of the RTL.
+
+Random rule-set updates over every slice type, with per-slice rate limits switched on, off
+and between rates (dataplane/conformance/hitless.py: the generator and oracle the P4 and XDP
+proofs use), pushed through the driver one CSR write per batch. After every write of a push
+(token-bucket writes, shadow-bank entry words, entry count and version, then — after the
+``verify`` read-back — the ACTIVE_BANK flip and the disables of buckets no longer used) the
+watched probes go through the RTL (INJECT + RUN of the model) and each must leave with the
+verdict (slice, lane, RR path) of the old or of the new rule set; none may be dropped
+(the rates are far above the probes' rate); after the push, the new verdict.
+
+The model is cycle-accurate and single-threaded: between two CSR writes it runs the probes
+to completion, so "between writes" is exact here. Every write is probed for the first
+updates; after that, every write of the bucket phase, of the flip and after, and a sample of
+the shadow-bank writes (which packets cannot see: the bank is not the matched one), so 100
+updates fit in about a minute of test time.
+
+Write count: the shadow bank holds the version before the live one. A push writes the
+entries in which that bank differs from the plan (7 words each), the entry count if it
+changes, the 2 version words, the buckets that change (rate, burst, enable), 1 flip, and
+the disables of buckets no longer used. The test computes that from the plans alone
+(modelling both banks) and compares it with the writes the push reported.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import sys
+from pathlib import Path
+
+from scapy.utils import wrpcap
+
+from sliceportal.drivers.contract import NativePlan, ProgressEvent
+from sliceportal.rules.ir import MissMode, MissPolicy
+from sliceportal.traffic.packets import build
+from sliceportal_netfpga import regmap
+from sliceportal_netfpga.driver import Driver
+from sliceportal_netfpga.ratelimit import TABLE as RATE_TABLE
+from sliceportal_netfpga.simulator import SimProcess
+
+CONFORMANCE = Path(__file__).resolve().parents[3] / "dataplane" / "conformance"
+if str(CONFORMANCE) not in sys.path:  # --import-mode=importlib: the shared helper by path
+    sys.path.insert(0, str(CONFORMANCE))
+
+import hitless  # noqa: E402
+
+LANES, PATHS = 4, 8
+FIELDS = ("slice_id", "lane", "rr_path")
+UPDATES = 100
+EVERY_WRITE = 20  # updates probed after every single write; later ones sample the bank writes
+
+
+class Prober:
+    """Runs a set of frames through the model and returns each frame's verdict, in order."""
+
+    def __init__(self, sim: SimProcess, tmp: Path) -> None:
+        self.sim, self.tmp, self.rounds = sim, tmp, 0
+
+    def load(self, frames: list[bytes]) -> None:
+        self.n = len(frames)
+        wrpcap(str(self.tmp / "probes.pcap"), frames, linktype=1)
+
+    def verdicts(self) -> list[tuple[int, ...] | None]:
+        out = self.tmp / "out.pcap"
+        self.sim.command(f"CAPTURE {out}")
+        self.sim.command(f"INJECT {self.tmp / 'probes.pcap'} 200")
+        self.sim.command("RUN")
+        self.rounds += 1
+        with open(f"{out}.csv") as fh:
+            rows = sorted(csv.DictReader(fh), key=lambda r: int(r["in_cycle"]))
+        got: list[tuple[int, ...] | None] = [(int(r["slice_id"]), int(r["lane"]), int(r["rr_path"])) for r in rows]
+        return got + [None] * (self.n - len(got))  # None: the frame did not come out
+
+
+def bank_words(plan: NativePlan) -> list[list[int]]:
+    from sliceportal_netfpga.tcam import TcamEntry
+
+    return [TcamEntry.model_validate(e).words() for e in plan.tables["tcam"]]
+
+
+def expected_writes(shadow: NativePlan | None, live: NativePlan, new: NativePlan) -> int:
+    """The CSR writes of pushing ``new`` over banks holding ``shadow`` (None: never written)
+    and ``live``: the diff as this plane's push protocol defines it (module docstring)."""
+    old_words = bank_words(shadow) if shadow is not None else []
+    new_words = bank_words(new)
+    entries = sum(1 for i, w in enumerate(new_words) if i >= len(old_words) or old_words[i] != w)
+    count = 0 if shadow is not None and len(old_words) == len(new_words) else 1
+    old_b = {b["slice_id"]: b for b in live.tables[RATE_TABLE]}
+    new_b = {b["slice_id"]: b for b in new.tables[RATE_TABLE]}
+    buckets = sum(3 for s, b in new_b.items() if old_b.get(s) != b)
+    disables = sum(1 for s in old_b if s not in new_b)
+    return regmap.ENTRY_WORDS * entries + count + 2 + buckets + 1 + disables
+
+
+def test_random_updates_classify_every_probe_old_or_new_between_csr_writes(sim: SimProcess, tmp_path: Path) -> None:
+    rng = random.Random(1415)
+    ir = hitless.first_ir(rng, lanes=LANES, paths=PATHS, rules=10, miss=MissPolicy(mode=MissMode.ALGORITHM1))
+    slices, rules = list(ir.slices), list(ir.rules)
+    drv = Driver({"address": sim.address, "batch": 1, "paths": PATHS, "lanes": LANES})
+    plan = drv.lower(ir)
+    drv.apply(plan, lambda e: None)
+    banks: list[NativePlan | None] = [None, plan]  # shadow, live: as the plans put them there
+    flows = hitless.probe_flows(rng)
+    frames = [bytes(build(f, bytes(64))) for f in flows]
+    prober = Prober(sim, tmp_path)
+    tally = hitless.Tally()
+    per_push: list[int] = []
+    try:
+        for n in range(UPDATES):
+            rules = hitless.mutate(rng, rules, slices, PATHS)
+            if rng.random() < 0.3:
+                slices = hitless.mutate_rate_limits(rng, slices)
+            new_ir = hitless.rule_ir(ir, rules, slices)
+            new_plan = drv.lower(new_ir)
+            up = hitless.update(rng, ir, new_ir, flows, FIELDS)
+            prober.load([frames[i] for i in up.watch])
+            writes = 0
+            flipped = False
+            sample = rng.sample(range(1, 200), k=4)
+
+            live_b = (banks[1] or plan).tables[RATE_TABLE]
+            bucket_writes = 3 * sum(1 for b in new_plan.tables[RATE_TABLE] if b not in live_b)
+
+            def probe(e: ProgressEvent, n: int = n, sample: list[int] = sample, bucket_writes: int = bucket_writes,
+                      up: hitless.Update = up) -> None:
+                nonlocal writes, flipped
+                if e.phase == "write":
+                    writes = e.done
+                    bank_phase = e.done > bucket_writes
+                    if n >= EVERY_WRITE and bank_phase and e.done not in sample and e.done != e.total:
+                        return
+                elif e.phase == "commit":
+                    flipped = True
+                else:
+                    return
+                tally.check(prober.verdicts(), up.allowed, f"update {n}, {e.phase} {e.done}/{e.total}")
+
+            drv.apply(new_plan, probe)
+            assert flipped
+            got = prober.verdicts()
+            assert got == up.expected, f"update {n}: after the push"
+            # the flip and the disables come after the last "write" event: counted from the data plane
+            expected = expected_writes(banks[0], banks[1] or plan, new_plan)
+            flip_and_disables = 1 + sum(
+                1 for b in (banks[1] or plan).tables[RATE_TABLE]
+                if b["slice_id"] not in {x["slice_id"] for x in new_plan.tables[RATE_TABLE]})
+            assert writes + flip_and_disables == expected, f"update {n}"
+            per_push.append(expected)
+            banks = [banks[1], new_plan]
+            ir, plan = new_ir, new_plan
+        state = drv.read_state()
+        assert state.tables == plan.tables
+    finally:
+        drv.close()
+    assert tally.checked > 1000
+    assert tally.neither == 0, str(tally)
+    print(f"\nNetFPGA: {UPDATES} pushes, CSR writes per push mean {sum(per_push) / len(per_push):.1f}, "
+          f"{prober.rounds} probe rounds; {tally}")
