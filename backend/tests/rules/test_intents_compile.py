@@ -229,6 +229,7 @@ def test_rate_limit_and_drop_give_their_flows_a_sub_slice() -> None:
         parent, sub7, sub8 = ir.slices
         assert (parent.slice_id, parent.intent_ref, parent.qos.rate_bps) == (1, None, None)
         assert (sub7.slice_id, sub7.ref, sub7.intent_ref, sub7.qos.rate_bps) == (2, 1, 7, 2_000_000)
+        assert sub7.qos.burst_ms == 10.0  # the slice sets no burst limit: 10 ms of the rate
         assert (sub8.slice_id, sub8.ref, sub8.intent_ref, sub8.drops_all) == (3, 1, 8, True)
         for port, dscp in ((5000, 0), (5024, 3), (5030, 46)):
             k = FlowKey(src_ip=BASE + 42, dst_ip=0, dst_port=port, dscp=dscp, vni=7, vlan=100)

@@ -608,9 +608,16 @@ def _sub_slice_ids(prepared: Sequence[_Prepared]) -> dict[tuple[int, int], int]:
     return out
 
 
-def _sub_slice_qos(i: IntentSpec) -> Qos:
-    """rate_limit: the intent's rate (burst: each plane's default, 10 ms of it); drop: rate 0."""
-    return Qos(rate_bps=0) if i.action == "drop" else Qos(rate_bps=i.rate_bps)
+INTENT_BURST_MS = 10.0  # a rate_limit intent's bucket depth when its slice sets no burst limit
+
+
+def _sub_slice_qos(i: IntentSpec, parent: Qos) -> Qos:
+    """rate_limit: the intent's rate, with the slice's burst limit (sla.max_delay_ms) or
+    10 ms of the rate -- explicit, so every plane sizes the bucket alike (the P4 vQueue
+    would otherwise never drop); drop: rate 0."""
+    if i.action == "drop":
+        return Qos(rate_bps=0)
+    return Qos(rate_bps=i.rate_bps, burst_ms=parent.burst_ms if parent.burst_ms is not None else INTENT_BURST_MS)
 
 
 def _emit_intents(p: _Prepared, target: TargetSpec, minimise: bool,
@@ -780,6 +787,6 @@ def _sub_slice_entries(prepared: Sequence[_Prepared], sub_ids: dict[tuple[int, i
             out.append(SliceEntry(
                 slice_id=sid, ref=p.spec.ref, name=f"{p.spec.name} intent #{i.ref} ({i.action})",
                 tenant_vni=p.tenant.vni, tenant_vlan=p.tenant.vlan, lanes=tuple(sorted(lanes_of[sid])),
-                qos=_sub_slice_qos(i), intent_ref=i.ref,
+                qos=_sub_slice_qos(i, p.spec.qos), intent_ref=i.ref,
             ))
     return out
