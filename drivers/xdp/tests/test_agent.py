@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from sliceportal.drivers.contract import OptionsError
+from sliceportal.drivers.push import reconcile_once
 from sliceportal.rules.ir import MissMode, MissPolicy, RuleIR
 from sliceportal.testbed import Testbed
 from sliceportal.traffic.packets import Flow, Underlay, build_bytes, parse_payload, payload
@@ -61,11 +62,13 @@ class Bed:
                 "--interface", core.ifname, "--netns", core.netns, "--options", json.dumps(self.agent_options),
                 *extra]
 
-    def start_agent(self) -> None:
+    def start_agent(self, *extra: str) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self.proc = subprocess.Popen(self.argv("--listen", f"127.0.0.1:{port}", "--token-file", str(self.token_file)),
-                                     stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            self.argv("--listen", f"127.0.0.1:{port}", "--token-file", str(self.token_file), *extra),
+            stderr=subprocess.PIPE,
+        )
         self.started.append(self.proc)
         client = AgentClient(self.url, self.token, 5.0, retry_s=0.5)
         deadline = time.monotonic() + 60
@@ -301,3 +304,25 @@ def test_incompatible_build_is_refused_clearly(bed: Bed) -> None:
     after = bed.driver()
     assert after.read_state() == before and after.health().ok
     after.close()
+
+
+def test_reconciler_through_the_agent_repairs_a_replaced_data_plane(bed: Bed) -> None:
+    d = bed.driver()
+    expected = d.lower(seed001_ir())
+    d.apply(expected, noop)
+    assert reconcile_once(d, expected).in_sync
+    # an upgrade with another map shape: --replace starts the data plane empty ...
+    assert bed.proc is not None
+    bed.proc.terminate()  # a clean stop leaves the data plane attached, like a crash
+    assert bed.proc.wait(timeout=30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
+    bed.agent_options = dict(bed.agent_options, capacity={"teid": 4096})
+    bed.start_agent("--replace")
+    d2 = bed.driver()
+    assert d2.read_state().version is None
+    # ... and the reconciler, reading back through the agent, notices and re-pushes
+    report = reconcile_once(d2, d2.lower(seed001_ir()))
+    assert report.reachable and report.restarted_empty and report.repaired, report
+    assert reconcile_once(d2, d2.lower(seed001_ir())).in_sync
+    assert d2.health().version == expected.version
+    d.close()
+    d2.close()

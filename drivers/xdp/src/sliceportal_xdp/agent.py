@@ -19,7 +19,8 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -74,7 +75,14 @@ def _driver_error(e: DriverError) -> JSONResponse:
 def create_app(driver: Driver, token: str, backend: str) -> FastAPI:
     """The agent's HTTP API over a (pinned) in-process ``driver``."""
     started = time.monotonic()
-    app = FastAPI(title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        # a clean stop (SIGTERM, SIGINT): release the fds; a pinned data plane stays attached
+        driver.close()
+
+    app = FastAPI(title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None, lifespan=lifespan)
     want = token.encode()
 
     def authorised(creds: Creds) -> None:
@@ -205,11 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xdp agent: {e.message}" + (f" ({e.hint})" if e.hint else ""), file=sys.stderr)
         return 2
     host, _, port = args.listen.rpartition(":")
-    try:
-        uvicorn.run(create_app(driver, token, args.backend), host=host or "127.0.0.1", port=int(port),
-                    log_level="warning")
-    finally:
-        driver.close()  # pinned: the program stays attached with its maps
+    # uvicorn re-raises SIGTERM after its graceful shutdown (exit status -15): the app's
+    # lifespan closes the driver before that
+    uvicorn.run(create_app(driver, token, args.backend), host=host or "127.0.0.1", port=int(port),
+                log_level="warning")
     return 0
 
 
