@@ -16,8 +16,9 @@ for the limit. Each plane runs through its own driver:
   ``drivers/xdp/tests/test_rate_limit.py``), on the RTL in simulated cycles and on the P4
   engine in the timestamps we give it, so those two are exact.
 
-Real BMv2 runs the same P4 program in ``drivers/p4rt/tests/test_differential_bmv2.py``,
-whose corpus includes a drop intent's sub-slice.
+Real BMv2 (``simple_switch_grpc``) and the bundled engine drop and count a drop intent's
+sub-slice alike in both policer modes: ``test_intent_drop_sub_slice`` in
+``drivers/p4rt/tests/test_differential_bmv2.py``.
 """
 
 from __future__ import annotations

@@ -269,6 +269,25 @@ def test_meter_mode_drops_red(compare: Compare) -> None:
     assert limited["drops"] == {"meter_red": 2 * 5} and limited["packets"] == 2 * 3  # the two VXLAN bursts
 
 
+def intent_drop_ir() -> RuleIR:
+    """vqueue_ir with a drop intent (issue #14 item 1) for UE 10.1.0.7's port 5003: the
+    compiler gives it a sub-slice of rate 0 (docs/rules.md), whose policer passes nothing."""
+    base = vqueue_ir()
+    drop = SliceEntry(3, 31, "a-vq intent #9 (drop)", 1001, 100, (4,), Qos(rate_bps=0), intent_ref=9)
+    rule = Rule(Match(vni=Ternary.exact(1001, 24), src_ip=Ternary.exact(ip("10.1.0.7"), 32),
+                      dst_port=Ternary.exact(5003, 16)), Action(3, 4, 0), "intent #9: drop")
+    return RuleIR(lanes=8, paths=1, rules=(rule, *base.rules), slices=(*base.slices, drop), tenants=base.tenants,
+                  miss=base.miss)
+
+
+@pytest.mark.parametrize(("qos_mode", "reason"), [("vqueue", "vqueue_burst"), ("meter", "meter_red")])
+def test_intent_drop_sub_slice(compare: Compare, qos_mode: str, reason: str) -> None:
+    """Both switches drop exactly the intent's frames (port 5003 of each VXLAN burst) and
+    count them on its sub-slice, in either policer mode."""
+    dropped = compare(intent_drop_ir(), vqueue_burst_traffic(), qos_mode=qos_mode).counters["slices"][3]
+    assert dropped["drops"] == {reason: 2} and dropped["packets"] == 0
+
+
 def nested() -> bytes:
     return build_bytes(Flow("10.1.0.5", "10.9.0.1", 5000, dscp=46, vni=1001, teid=0x123, vlan=100), bytes(16))
 
