@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sliceportal.drivers.contract import OptionsError
+from sliceportal.drivers.contract import DriverError, OptionsError
 from sliceportal.drivers.push import reconcile_once
 from sliceportal.rules.ir import MissMode, MissPolicy, RuleIR
 from sliceportal.testbed import Testbed
@@ -62,8 +62,8 @@ class Bed:
                 "--interface", core.ifname, "--netns", core.netns, "--options", json.dumps(self.agent_options),
                 *extra]
 
-    def start_agent(self, *extra: str) -> None:
-        port = free_port()
+    def start_agent(self, *extra: str, port: int | None = None) -> None:
+        port = port or free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
             self.argv("--listen", f"127.0.0.1:{port}", "--token-file", str(self.token_file), *extra),
@@ -207,7 +207,7 @@ def test_agent_sigkill_keeps_forwarding_and_is_taken_over(bed: Bed) -> None:
         time.sleep(1.0)
         bed.kill9()  # no agent from here until the next one is up: the program keeps running
         t_kill = time.monotonic()
-        bed.start_agent()
+        bed.start_agent(port=int(bed.url.rpartition(":")[2]))  # where the portal's driver expects it
         gap_s = time.monotonic() - t_kill
         sender.join()
         traffic.close()
@@ -217,7 +217,7 @@ def test_agent_sigkill_keeps_forwarding_and_is_taken_over(bed: Bed) -> None:
         assert traffic.seen["core"] == traffic.expected(prio), f"agent gap {gap_s:.1f} s"
         assert traffic.seen["alt"] == traffic.expected(rest), f"agent gap {gap_s:.1f} s"
 
-        d2 = bed.driver()  # a fresh client: the new agent at its new address
+        d2 = d  # the portal's driver object outlives the agent: it reconnects (retries)
         h1 = AgentClient(bed.url, bed.token, 10).agent_health()
         assert h1.adopted and h1.version == pushed.version and h1.generation == h0.generation
         assert h1.program_id != h0.program_id  # a new program, the same maps
@@ -237,7 +237,6 @@ def test_agent_sigkill_keeps_forwarding_and_is_taken_over(bed: Bed) -> None:
         assert d2.read_state().version == pushed2.version != pushed.version
         h2 = AgentClient(bed.url, bed.token, 10).agent_health()
         assert (h2.version, h2.generation) == (pushed2.version, h1.generation + 1)
-        d2.close()
     finally:
         d.close()
 
@@ -287,6 +286,11 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
     wrong = bed.driver(token="y" * 32)
     with pytest.raises(OptionsError, match="refused the token"):
         wrong.apply(plan, noop)
+    assert d.read_state() == before
+    # a malformed plan: the driver's own error, as a problem, and nothing changes
+    bad = plan.model_copy(update={"tables": {k: v for k, v in plan.tables.items() if k != "qos"}})
+    with pytest.raises(DriverError, match=r"plan lacks tables \['qos'\]"):
+        d.apply(bad, noop)
     assert d.read_state() == before
     d.close()
     wrong.close()
