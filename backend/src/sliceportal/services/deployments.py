@@ -163,6 +163,7 @@ def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
         tenants, specs, slices = domain_specs(session, backend)
         # capabilities decide, before compiling: no silent downgrade of an SLA (services/enforcement.py)
         found = enforcement.gaps(backend, drv.capabilities(), slices)
+        found += enforcement.slice_intent_gaps(session, backend, drv.capabilities(), slices)
         enforcement.refuse_unenforceable(found)
         compiled = compile_rules(tenants, specs, _target(drv))
         plan = plan_for(drv, compiled.ir)

@@ -12,7 +12,9 @@ What each attribute needs (docs/rules.md, "Capabilities"):
   a per-slice rate limiter (``Capabilities.rate_limit``);
 * ``sla.ecn_delay_ms``: ECN marking (``Capabilities.ecn``);
 * a service's DSCP / port match: the classifier keys ``dscp`` / ``dst_port``
-  (``Capabilities.match_fields``) -- without them the service would widen to the slice.
+  (``Capabilities.match_fields``) -- without them the service would widen to the slice;
+* a per-flow intent ``rate_limit`` or ``drop``: the per-slice rate limiter its sub-slice
+  gets (``Capabilities.rate_limit``), field ``intents.<id>.action``.
 
 Guaranteed rates are reserved by admission control on the link (services/admission.py);
 no bundled data plane schedules a minimum rate, which docs/rules.md says.
@@ -24,8 +26,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from sliceportal.drivers.contract import Capabilities
-from sliceportal.models import Backend, Slice
+from sliceportal.models import Backend, Intent, Slice
 from sliceportal.services.errors import FieldIssue, InvalidError
 
 Capability = Literal["rate_limit", "ecn", "match_dscp", "match_dst_port"]
@@ -78,6 +83,29 @@ def gaps(backend: Backend, caps: Capabilities, slices: Sequence[Slice]) -> list[
             if c.dst_ports and "dst_port" not in caps.match_fields:
                 gap(s, f"services.{c.id}.dst_ports", "match_dst_port")
     return out
+
+
+POLICED_INTENT_ACTIONS = ("rate_limit", "drop")  # enforced by a per-slice policer of the intent's own (a sub-slice)
+
+
+def intent_gaps(backend: Backend, caps: Capabilities, s: Slice, intents: Sequence[Intent]) -> list[Gap]:
+    """A rate_limit / drop intent of slice ``s`` needs the per-slice policer its sub-slice gets
+    (docs/rules.md, "Per-flow rate limit and drop"); without one it would silently not hold."""
+    if caps.rate_limit:
+        return []
+    accepted = "rate_limit" in (backend.accept_unenforced or ())
+    return [Gap(s.id, s.name, f"intents.{i.id}.action", "rate_limit", backend.id, backend.name, caps.driver, accepted)
+            for i in intents if i.action in POLICED_INTENT_ACTIONS]
+
+
+def slice_intent_gaps(session: Session, backend: Backend, caps: Capabilities, slices: Sequence[Slice]) -> list[Gap]:
+    """``intent_gaps`` for every slice of ``slices`` (one query)."""
+    if caps.rate_limit or not slices:
+        return []
+    by_slice: dict[int, list[Intent]] = {}
+    for i in session.scalars(select(Intent).where(Intent.slice_id.in_([s.id for s in slices])).order_by(Intent.id)):
+        by_slice.setdefault(i.slice_id, []).append(i)
+    return [g for s in slices for g in intent_gaps(backend, caps, s, by_slice.get(s.id, []))]
 
 
 def refuse_unenforceable(found: Sequence[Gap]) -> None:

@@ -22,6 +22,7 @@ from sqlalchemy import any_, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from sliceportal.drivers.contract import DriverError
 from sliceportal.models import Backend, Deployment, Intent, Slice, Subscriber, Tenant
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import check_intent, compile_rules, intent_conflicts, intent_ref_of
@@ -30,6 +31,8 @@ from sliceportal.rules.intents import IntentChange
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos
 from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, TargetSpec
 from sliceportal.services import deployments as svc
+from sliceportal.services import enforcement
+from sliceportal.services.backends import POOL
 from sliceportal.services.errors import ConflictError, DomainError, InvalidError, NotFoundError
 from sliceportal.services.intent_specs import MBIT, intent_spec
 
@@ -173,6 +176,17 @@ def _refusal(exc: CompileError) -> DomainError:
     return _invalid(exc.message, exc.field or "intent")
 
 
+def _check_capability(session: Session, b: Backend, s: Slice, it: Intent) -> None:
+    """A rate_limit / drop needs the backend's per-slice policer: 422 on intents.<id>.action, as a
+    slice's SLA field is refused (services/enforcement.py); deploy checks it again."""
+    try:
+        with POOL.use(session, b) as drv:
+            caps = drv.capabilities()
+    except DriverError:
+        return  # the driver cannot even be built: the deploy reports that backend, and checks again
+    enforcement.refuse_unenforceable(enforcement.intent_gaps(b, caps, s, [it]))
+
+
 def _check(session: Session, s: Slice, it: Intent) -> None:
     """Conflicts with the slice's other intents, then a compile for every backend of the slice."""
     members = _member_specs(session, s.id)
@@ -193,6 +207,8 @@ def _check(session: Session, s: Slice, it: Intent) -> None:
         raise ConflictError(f"{_describe(it)} and {names} ask different actions of overlapping flows; delete one or "
                             "narrow the UEs / ports / DSCP", field="intent", title="Conflicting intent")
     for b in s.backends:
+        if it.action in enforcement.POLICED_INTENT_ACTIONS:
+            _check_capability(session, b, s, it)
         # the driver's own lowering is the binding capacity check, at deploy; this one refuses
         # early what cannot fit the classifier capacity the backend reported
         max_rules = min(b.capacity.values()) if b.capacity else None
