@@ -33,8 +33,6 @@ from sliceportal_xdp.driver import Driver
 from .conftest import noop
 from .test_live import BULK_LANE, PRIO_LANE, listener, seed001_ir
 
-pytestmark = pytest.mark.needs_root
-
 TEIDS = [100 + s for s in range(16)] + [999]  # 8 prioritised, 8 bulk, 999 a miss
 PAYLOAD = 64
 
@@ -88,7 +86,8 @@ class Bed:
             client.close()
 
     def driver(self, token: str | None = None) -> Driver:
-        return Driver({"agent_url": self.url, "agent_token": token or self.token, "agent_timeout_s": 20})
+        return Driver({"address": self.url.removeprefix("http://"), "agent_token": token or self.token,
+                       "agent_timeout_s": 20})
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -193,6 +192,7 @@ class Traffic:
             s.close()
 
 
+@pytest.mark.needs_root
 def test_agent_sigkill_keeps_forwarding_and_is_taken_over(bed: Bed) -> None:
     d = bed.driver()
     try:
@@ -246,7 +246,7 @@ import json, sys
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
 from sliceportal_xdp.driver import Driver
 url, token, what = sys.argv[1:4]
-d = Driver({"agent_url": url, "agent_token": token})
+d = Driver({"address": url.removeprefix("http://"), "agent_token": token})
 if what == "push":
     rules = tuple(Rule(Match(teid=Ternary.exact(500 + s, 32)), Action(3, s % 4, s % 8)) for s in range(5))
     ir = RuleIR(lanes=4, paths=8, rules=rules, miss=MissPolicy(MissMode.FIXED, lane=0, rr_path=0))
@@ -267,12 +267,14 @@ def run_portal_process(bed: Bed, what: str) -> dict[str, object]:
     return result
 
 
+@pytest.mark.needs_root
 def test_portal_restart_reads_the_state_the_agent_holds(bed: Bed) -> None:
     pushed = run_portal_process(bed, "push")  # that process exits: the "portal" is gone
     read = run_portal_process(bed, "read")  # a new one reads what the data plane holds
     assert read == {"version": pushed["version"], "rules": 5, "health": pushed["version"]}
 
 
+@pytest.mark.needs_root
 def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
     d = bed.driver()
     before = d.read_state()
@@ -296,20 +298,32 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
     wrong.close()
 
 
-def test_incompatible_build_is_refused_clearly(bed: Bed) -> None:
+@pytest.mark.needs_root
+def test_one_agent_per_backend_and_an_incompatible_build_is_refused(bed: Bed) -> None:
     before = bed.driver().read_state()
+
+    def another(options: dict[str, object]) -> subprocess.CompletedProcess[str]:
+        argv = [a if a != json.dumps(bed.agent_options) else json.dumps(options) for a in bed.argv()]
+        return subprocess.run([*argv, "--listen", f"127.0.0.1:{free_port()}", "--token-file", str(bed.token_file)],
+                              capture_output=True, text=True, timeout=60)
+
+    assert bed.proc is not None
+    second = another(bed.agent_options)
+    assert second.returncode == 2 and f"another agent (pid {bed.proc.pid}) holds backend" in second.stderr
+    bed.proc.terminate()
+    bed.proc.wait(timeout=30)
     # another table size is another map shape: the pinned maps cannot be taken over
-    other = dict(bed.agent_options, capacity={"teid": 99})
-    argv = [a if a != json.dumps(bed.agent_options) else json.dumps(other) for a in bed.argv()]
-    out = subprocess.run([*argv, "--listen", f"127.0.0.1:{free_port()}", "--token-file", str(bed.token_file)],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2
-    assert "holds a data plane of another build" in out.stderr and "--replace" in out.stderr
+    other = another(dict(bed.agent_options, capacity={"teid": 99}))
+    assert other.returncode == 2, other.stderr
+    assert "holds a data plane of another build" in other.stderr and "--replace" in other.stderr
+    bed.start_agent(port=int(bed.url.rpartition(":")[2]))
     after = bed.driver()
     assert after.read_state() == before and after.health().ok
+    assert AgentClient(bed.url, bed.token, 10).agent_health().adopted
     after.close()
 
 
+@pytest.mark.needs_root
 def test_reconciler_through_the_agent_repairs_a_replaced_data_plane(bed: Bed) -> None:
     d = bed.driver()
     expected = d.lower(seed001_ir())
@@ -330,3 +344,28 @@ def test_reconciler_through_the_agent_repairs_a_replaced_data_plane(bed: Bed) ->
     assert d2.health().version == expected.version
     d.close()
     d2.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"address": "10.0.0.7", "agent_token": "t" * 16}, "address"),  # no port
+        ({"address": "agent.example:7700", "agent_token": "t" * 16}, "address"),  # names are not resolved
+        ({"address": "unix:/run/../x.sock", "agent_token": "t" * 16}, "address"),
+        ({"address": "127.0.0.1:7700"}, "agent_token"),
+        ({"address": "127.0.0.1:7700", "agent_token": "short"}, "agent_token"),
+        ({"address": "127.0.0.1:7700", "agent_token": "t" * 16, "interface": "eth0"}, "interface"),
+        ({"pin_name": "../x"}, "pin_name"),
+    ],
+)
+def test_agent_options_are_checked_before_anything_runs(options: dict[str, object], field: str) -> None:
+    with pytest.raises(OptionsError, match=field):
+        Driver(options)
+
+
+def test_agent_address_forms() -> None:
+    for address, url in (("tcp:127.0.0.1:7700", "http://127.0.0.1:7700"), ("10.0.0.7:80", "http://10.0.0.7:80"),
+                         ("unix:/run/sliceportal/xdp.sock", "unix:/run/sliceportal/xdp.sock")):
+        d = Driver({"address": address, "agent_token": "t" * 16})
+        assert d._agent is not None and d._agent.url == url
+        d.close()

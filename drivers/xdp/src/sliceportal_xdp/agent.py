@@ -2,7 +2,7 @@
 over HTTP, and outlives the portal (#16 item 2).
 
     python -m sliceportal_xdp.agent --backend NAME --interface IF [--netns NS] \\
-        --listen HOST:PORT --token-file F [--options JSON] [--replace | --teardown]
+        --listen HOST:PORT|unix:/PATH.sock --token-file F [--options JSON] [--replace | --teardown]
 
 The data plane is pinned under /sys/fs/bpf/sliceportal/NAME (``pins``); a new agent, after
 a restart or a ``kill -9``, takes the pinned maps over (tables, live copy, generation and
@@ -14,15 +14,17 @@ Every request needs ``Authorization: Bearer <token>``.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import logging
+import os
 import secrets
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import uvicorn
 from fastapi import Depends, FastAPI, Request
@@ -186,12 +188,34 @@ def load(driver: Driver, replace: bool, say: Callable[[str], None]) -> None:
     say(f"{what} {driver.pin_dir} (generation {gen}, version {driver.read_state().version})")
 
 
+LOCK_DIR = "/run/sliceportal"
+
+
+def hold_backend(backend: str) -> IO[bytes]:
+    """An exclusive lock on the backend for this process's lifetime: two agents on the same
+    pins would each attach their own program and write the same tables."""
+    os.makedirs(LOCK_DIR, exist_ok=True)
+    f = open(f"{LOCK_DIR}/xdp-agent-{backend}.lock", "a+b")  # noqa: SIM115 -- held until exit
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().decode(errors="replace").strip() or "?"
+        f.close()
+        raise DriverError(f"another agent (pid {holder}) holds backend {backend}",
+                          hint="stop it first; one agent per backend") from None
+    f.truncate(0)
+    f.write(str(os.getpid()).encode())
+    f.flush()
+    return f
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m sliceportal_xdp.agent", description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", required=True, help="backend name: pins under /sys/fs/bpf/sliceportal/NAME")
     p.add_argument("--interface", help="device to attach to")
     p.add_argument("--netns", help="network namespace of the interface")
-    p.add_argument("--listen", default="127.0.0.1:7700", help="HOST:PORT to serve on")
+    p.add_argument("--listen", default="127.0.0.1:7700", help="HOST:PORT (or unix:/PATH.sock) to serve on")
     p.add_argument("--token-file", help="file holding the bearer token (>= 16 characters)")
     p.add_argument("--options", help="further XDP backend options as JSON (lanes, tx_peer, alt_mac, ...)")
     g = p.add_mutually_exclusive_group()
@@ -201,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s xdp-agent %(message)s")
     try:
         driver = build_driver(args)
+        lock = hold_backend(args.backend)  # released when the process exits
         if args.teardown:
             gone = driver.teardown()
+            os.unlink(lock.name)  # the backend is gone with its lock
             log.info("tore down %s (%d pins)", driver.pin_dir, len(gone))
             return 0
         if not args.token_file:
@@ -212,11 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     except DriverError as e:
         print(f"xdp agent: {e.message}" + (f" ({e.hint})" if e.hint else ""), file=sys.stderr)
         return 2
-    host, _, port = args.listen.rpartition(":")
     # uvicorn re-raises SIGTERM after its graceful shutdown (exit status -15): the app's
     # lifespan closes the driver before that
-    uvicorn.run(create_app(driver, token, args.backend), host=host or "127.0.0.1", port=int(port),
-                log_level="warning")
+    app = create_app(driver, token, args.backend)
+    if args.listen.startswith("unix:"):
+        uvicorn.run(app, uds=args.listen.removeprefix("unix:"), log_level="warning")
+    else:
+        host, _, port = args.listen.removeprefix("tcp:").rpartition(":")
+        uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
     return 0
 
 

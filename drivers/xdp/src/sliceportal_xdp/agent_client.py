@@ -49,10 +49,20 @@ def _error(p: Problem) -> DriverError:
 
 
 class AgentClient:
-    def __init__(self, url: str, token: str, timeout_s: float, retry_s: float = 10.0) -> None:
-        self.url = url.rstrip("/")
+    def __init__(self, address: str, token: str, timeout_s: float, retry_s: float = 10.0) -> None:
+        """``address``: tcp:HOST:PORT, HOST:PORT, unix:/PATH.sock, or an http:// URL."""
+        uds = address.removeprefix("unix:") if address.startswith("unix:") else None
+        if uds is not None:
+            self.url, transport = f"unix:{uds}", httpx.HTTPTransport(uds=uds)
+            base = "http://agent" + API
+        else:
+            hostport = address.removeprefix("tcp:")
+            self.url = hostport if "://" in hostport else f"http://{hostport}"
+            self.url, transport = self.url.rstrip("/"), httpx.HTTPTransport()
+            base = self.url + API
         self._http = httpx.Client(
-            base_url=self.url + API,
+            base_url=base,
+            transport=transport,
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
         )
@@ -68,8 +78,8 @@ class AgentClient:
 
     @classmethod
     def from_options(cls, o: XdpOptions) -> AgentClient:
-        assert o.agent_url is not None and o.agent_token is not None  # checked by XdpOptions
-        return cls(str(o.agent_url), o.agent_token, o.agent_timeout_s)
+        assert o.address is not None and o.agent_token is not None  # checked by XdpOptions
+        return cls(o.address, o.agent_token, o.agent_timeout_s)
 
     def _call(self, method: str, path: str, model: type[M], body: BaseModel | None = None) -> M:
         send = self._send_read if method == "GET" else self._send_write

@@ -92,8 +92,8 @@ class Driver:
         self._manual_overload = False
         self._last_slices: set[int] = set()
         self._fail_after: int | None = None
-        # agent_url: every kernel-side call goes to the agent (which runs this same class)
-        self._agent = AgentClient.from_options(self.options) if self.options.agent_url else None
+        # address: every kernel-side call goes to the agent (which runs this same class)
+        self._agent = AgentClient.from_options(self.options) if self.options.address else None
 
     @property
     def pin_dir(self) -> str | None:

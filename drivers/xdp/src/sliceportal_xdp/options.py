@@ -6,10 +6,11 @@ No option names a file on the server: the program is always the bundled build
 
 from __future__ import annotations
 
+import ipaddress
+import posixpath
 from typing import Annotated, Literal
 
 from pydantic import (
-    AnyHttpUrl,
     BaseModel,
     ConfigDict,
     Field,
@@ -66,22 +67,46 @@ class XdpOptions(BaseModel):
         description="pin the maps under /sys/fs/bpf/sliceportal/<pin_name> so the data plane outlives its "
         "loader and the next loader takes it over (the agent sets it; None = in-process, unpinned)",
     )
-    agent_url: AnyHttpUrl | None = Field(
-        None, description="drive the data plane through its agent at this address instead of in-process"
+    address: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="drive the data plane through its agent (python -m sliceportal_xdp.agent) at "
+        "tcp:HOST:PORT (or HOST:PORT) or unix:/PATH.sock instead of in-process; the portal's allow-list "
+        "of backend networks applies to it like to every backend address",
     )
     agent_token: str | None = Field(None, min_length=16, description="the agent's bearer token")
     agent_timeout_s: float = Field(10.0, gt=0, le=300, description="per request to the agent")
 
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        if v is None or v.startswith("unix:"):
+            path = None if v is None else v.removeprefix("unix:")
+            if path is not None and (not path.startswith("/") or posixpath.normpath(path) != path
+                                     or not path.endswith(".sock") or "\x00" in path):
+                raise ValueError("a Unix socket address is unix:/ABSOLUTE/NORMALISED/PATH.sock")
+            return v
+        host, sep, port = v.removeprefix("tcp:").rpartition(":")
+        if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError("an agent address is tcp:HOST:PORT (or HOST:PORT) with a port in 1..65535")
+        if host != "localhost":
+            try:
+                ipaddress.ip_address(host.strip("[]"))
+            except ValueError:
+                raise ValueError(f"the agent's host {host!r} must be an IP address or localhost") from None
+        return v
+
     @model_validator(mode="after")
     def _agent(self) -> XdpOptions:
-        if self.agent_url is None:
+        if self.address is None:
             return self
         if self.agent_token is None:
-            raise ValueError("agent_token: required with agent_url")
+            raise ValueError("agent_token: required with address")
         # the agent owns the kernel side: its own options name the interface
         local = [f for f in ("interface", "netns", "tx_peer", "pin_name") if getattr(self, f) is not None]
         if local:
-            raise ValueError(f"{', '.join(local)}: set on the agent, not with agent_url")
+            raise ValueError(f"{', '.join(local)}: set on the agent, not beside its address")
         return self
 
     @field_validator("lanes", "paths")
