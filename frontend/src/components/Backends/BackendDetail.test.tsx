@@ -2,11 +2,12 @@ import { describe, expect, it, vi } from "vitest";
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { Route, Routes } from "react-router";
+import { SessionProvider } from "../../auth/session";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { BackendDetail } from "./BackendDetail";
 
 const BACKEND = { id: 4, name: "edge-1", driver: "p4rt", health: "ok", health_detail: "", paths: 1, lanes: 8, capacity: {},
-  options: {}, created_at: "2026-11-23T09:00:00Z", version: 1 };
+  options: {}, created_at: "2026-11-23T09:00:00Z", version: 1, link_bps: 10e9, port_bps: {}, accept_unenforced: [] };
 const dep = (id: number, ruleSet: number, kind = "deploy", status = "succeeded") => ({
   id, backend_id: 4, rule_set_number: ruleSet, rule_set_id: ruleSet, kind, status, actor: "op", diff: {}, duration_s: 0.1,
   error: null, created_at: "2026-11-23T09:00:00Z", finished_at: null, rolled_back: false,
@@ -43,8 +44,12 @@ function api() {
   });
 }
 
+// the session provider's own POST (restoring a session from the refresh cookie) is not the page's
+const isLogin = (url: URL) => url.pathname.startsWith("/api/v1/login/");
+
 function renderDetail() {
-  return renderWithApp(<Routes><Route path="/backends/:backendId" element={<BackendDetail />} /></Routes>, { url: "/backends/4" });
+  return renderWithApp(<SessionProvider><Routes><Route path="/backends/:backendId" element={<BackendDetail />} /></Routes>
+  </SessionProvider>, { url: "/backends/4" });
 }
 
 describe("BackendDetail", () => {
@@ -65,10 +70,10 @@ describe("BackendDetail", () => {
     const user = userEvent.setup();
     await user.click(await screen.findByRole("button", { name: "Deploy now" }));
     const dialog = await screen.findByRole("dialog", { name: "Deploy to backend edge-1?" });
-    expect(fake.calls.some((c) => c.method === "POST")).toBe(false);
+    expect(fake.calls.some((c) => c.method === "POST" && !isLogin(c.url))).toBe(false);
     await user.click(within(dialog).getByRole("button", { name: "Deploy now" }));
     await waitFor(() => expect(screen.getByTestId("deploy-outcome")).toHaveTextContent("Deployment succeeded"));
-    expect(fake.calls.filter((c) => c.method === "POST").map((c) => c.url.pathname)).toEqual(["/api/v1/backends/4/deployments"]);
+    expect(fake.calls.filter((c) => c.method === "POST" && !isLogin(c.url)).map((c) => c.url.pathname)).toEqual(["/api/v1/backends/4/deployments"]);
   });
 
   it("rolls back only after a confirmation naming backend and both rule sets", async () => {
@@ -80,7 +85,7 @@ describe("BackendDetail", () => {
     const dialog = await screen.findByRole("dialog", { name: "Roll back backend edge-1 to rule set 1?" });
     expect(dialog).toHaveTextContent("replacing the active rule set 2");
     await user.click(within(dialog).getByRole("button", { name: "Cancel" }));
-    expect(fake.calls.some((c) => c.method === "POST")).toBe(false);
+    expect(fake.calls.some((c) => c.method === "POST" && !isLogin(c.url))).toBe(false);
     await user.click(screen.getByRole("button", { name: "Roll back to rule set 1" }));
     await user.click(within(await screen.findByRole("dialog")).getByRole("button", { name: "Roll back to rule set 1" }));
     await waitFor(() => expect(fake.calls.some((c) => c.method === "POST" && c.url.pathname.endsWith("/rollback"))).toBe(true));

@@ -12,6 +12,10 @@ import { NO_CLAMP, rangeError } from "../common/numberRange";
 import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
+import { useSession } from "../../auth/session";
+import { AdmissionDetails } from "../Slices/AdmissionDetails";
+import { AdmissionOverride, OverrideAudit } from "../Slices/AdmissionOverride";
+import { CapacityEditor } from "./CapacityEditor";
 import { streamDeploy, type Deployment, type ProgressEvent } from "./deployStream";
 import { EquivalenceBadge } from "./EquivalenceBadge";
 import { CompareRuleSets, PreviewDiff } from "./RuleSetDiff";
@@ -88,6 +92,10 @@ export function BackendDetail() {
   const [busy, setBusy] = useState(false);
   const [rollbackTo, setRollbackTo] = useState<number | string>("");
   const confirm = useConfirm();
+  const { me } = useSession();
+  const isOperator = me?.role === "operator";
+  // an admission override accepted on this page (deploy or capacities): its audit entry is shown
+  const [overridden, setOverridden] = useState(false);
   const deployments = history.data?.data ?? [];
   // The rule set the data plane runs: the newest deployment that succeeded (history is newest first).
   const active = deployments.find((d) => isSuccess(d.status));
@@ -96,10 +104,11 @@ export function BackendDetail() {
     ?? (rollbackTo !== "" && deployments.length > 0 && !known.has(Number(rollbackTo)) && deployments.length < 20
       ? `Rule set ${rollbackTo} was never deployed here.` : undefined);
 
-  async function run(url: string, body?: unknown) {
+  async function run(url: string, body?: unknown, overrideReason?: string) {
     setBusy(true); setOutcome(null); setFailure(null); setProgress(null);
     try {
-      setOutcome(await streamDeploy(url, body, setProgress));
+      setOutcome(await streamDeploy(url, body, setProgress, overrideReason));
+      if (overrideReason !== undefined) setOverridden(true);
     } catch (e) {
       setFailure(e);
     } finally {
@@ -107,6 +116,7 @@ export function BackendDetail() {
       await qc.invalidateQueries({ queryKey: ["deployments"] });
       await qc.invalidateQueries({ queryKey: ["slices"] });
       await qc.invalidateQueries({ queryKey: ["preview"] });
+      await qc.invalidateQueries({ queryKey: ["audit"] });
     }
   }
 
@@ -164,6 +174,14 @@ export function BackendDetail() {
               </Alert>
             )}
             {failure !== null && <ProblemAlert error={failure instanceof ApiProblem ? failure : String(failure)} />}
+            <AdmissionDetails problem={failure} />
+            <AdmissionOverride problem={failure} canOverride={isOperator} pending={busy}
+              onOverride={(reason) => void run(`/api/v1/backends/${b.id}/deployments`, undefined, reason)} />
+          </Paper>
+          <Paper withBorder p="md">
+            <Title order={2} size="h4" mb="sm">Capacities (admission control)</Title>
+            {overridden && <OverrideAudit objectType="backend" objectId={b.id} />}
+            <CapacityEditor key={b.version} backend={b} canOverride={isOperator} onOverridden={() => setOverridden(true)} />
           </Paper>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Deployment history</Title>

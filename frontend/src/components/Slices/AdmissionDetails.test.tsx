@@ -46,3 +46,26 @@ describe("AdmissionDetails", () => {
     expect(screen.queryByTestId("admission-details")).toBeNull();
   });
 });
+
+describe("AdmissionDetails per port and per subscriber", () => {
+  const body = {
+    ...BODY,
+    admission: [{
+      ...BODY.admission[0], delay: [], unpoliced: [],
+      guaranteed: { terms: [{ slice_name: "per-ue", guaranteed_bps: 60e6, slice_guaranteed_bps: 10e6, subscribers: 2,
+        subscribers_bps: 60e6 }, { slice_name: "fixed", guaranteed_bps: 50e6 }], sum_bps: 110e6, limit_bps: 100e6, ok: false },
+      ports: [{ port: "3", capacity_bps: 50e6, sum_bps: 60e6, ok: false, waived: false, slices: [{ slice_name: "a1" }, { slice_name: "a2" }],
+        terms: [{ slice_name: "a1", guaranteed_bps: 40e6 }, { slice_name: "a2", guaranteed_bps: 20e6 }] }],
+      subscribers: [{ slice_id: 2, slice_name: "per-ue", count: 2, sum_bps: 90e6, rate_limit_bps: 80e6, ok: false, waived: false }],
+    }],
+  };
+
+  it("names the port, each term and the limit, and the subscribers' sum against the rate limit", () => {
+    renderWithApp(<AdmissionDetails problem={problemFrom(409, body)} />);
+    expect(screen.getByTestId("admission-port-3")).toHaveTextContent("Port 3: 40 Mbit/s (a1) + 20 Mbit/s (a2) = 60 Mbit/s of 50 Mbit/s");
+    expect(screen.getByTestId("admission-details")).toHaveTextContent(
+      "60 Mbit/s (per-ue, 2 subscribers) + 50 Mbit/s (fixed) = 110 Mbit/s of 100 Mbit/s");
+    expect(screen.getByTestId("admission-subscribers-per-ue")).toHaveTextContent(
+      "Slice per-ue: its 2 subscribers' guarantees = 90 Mbit/s, above its rate limit of 80 Mbit/s");
+  });
+});

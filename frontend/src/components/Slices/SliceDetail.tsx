@@ -2,7 +2,7 @@
 import { useState } from "react";
 import { Button, Group, Paper, Stack, Table, Text, Title } from "@mantine/core";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useNavigate, useParams } from "react-router";
+import { useLocation, useNavigate, useParams } from "react-router";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
 import { useSession } from "../../auth/session";
 import { useConfirm } from "../common/Confirm";
@@ -16,20 +16,27 @@ import { useKpiStream } from "../Kpis/kpiStream";
 import { useSlice, useSliceStatus } from "./queries";
 import { SlaFields, SLA_FIELDS, type Sla } from "./SlaFields";
 import { AdmissionDetails } from "./AdmissionDetails";
+import { AdmissionOverride, OverrideAudit, overrideHeader } from "./AdmissionOverride";
 import { SliceStatusPanel } from "./SliceStatusPanel";
 import { StateBadge } from "./StateBadge";
 import { BackendsEditor, ServicesEdit } from "./SliceEdit";
 
 type Slice = Schemas["SlicePublic"];
 
-function SlaEditor({ slice }: { slice: Slice }) {
+/** ``onOverridden``: an operator's override was accepted (the page then shows its audit entry). */
+function SlaEditor({ slice, canOverride, onOverridden }: { slice: Slice; canOverride: boolean; onOverridden: () => void }) {
   const qc = useQueryClient();
   const [sla, setSla] = useState<Sla>(slice.sla);
   const save = useMutation({
-    mutationFn: () => unwrap(api.PATCH("/api/v1/slices/{slice_id}", {
-      params: { path: { slice_id: slice.id } }, body: { sla, version: slice.version },
+    // reason: re-sent with the Admission-Override header after a refusal
+    mutationFn: (reason?: string) => unwrap(api.PATCH("/api/v1/slices/{slice_id}", {
+      params: { path: { slice_id: slice.id }, header: overrideHeader(reason) }, body: { sla, version: slice.version },
     })),
-    onSuccess: () => qc.invalidateQueries({ queryKey: ["slices"] }),
+    onSuccess: async (_data, reason) => {
+      if (reason !== undefined) onOverridden();
+      await qc.invalidateQueries({ queryKey: ["slices"] });
+      await qc.invalidateQueries({ queryKey: ["audit"] });
+    },
   });
   const problem = save.error instanceof ApiProblem ? save.error : null;
   return (
@@ -37,7 +44,9 @@ function SlaEditor({ slice }: { slice: Slice }) {
       {save.isError && <ProblemAlert error={save.error} />}
       <SlaFields value={sla} onChange={setSla} error={(f) => problem?.fieldMessage(f)} />
       <AdmissionDetails problem={save.error} />
-      <Group justify="flex-end"><Button loading={save.isPending} onClick={() => save.mutate()}>Save SLA</Button></Group>
+      <AdmissionOverride problem={save.error} canOverride={canOverride} pending={save.isPending}
+        onOverride={(reason) => save.mutate(reason)} />
+      <Group justify="flex-end"><Button loading={save.isPending} onClick={() => save.mutate(undefined)}>Save SLA</Button></Group>
     </Stack>
   );
 }
@@ -84,6 +93,9 @@ export function SliceDetail() {
   const slice = useSlice(id);
   const status = useSliceStatus(id); // polled: the header badge follows pushes and samples
   const { me } = useSession();
+  // an override made here (SLA edit) or by the wizard that created the slice (router state)
+  const location = useLocation();
+  const [overridden, setOverridden] = useState(() => (location.state as { overridden?: boolean } | null)?.overridden === true);
   useKpiStream(slice.data ? [slice.data.id] : []);
   if (!Number.isSafeInteger(id) || id <= 0) return <NotFound what="slice" />;
   return (
@@ -110,7 +122,10 @@ export function SliceDetail() {
           </Paper>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">SLA</Title>
-            {me?.role === "operator" ? <SlaEditor key={s.version} slice={s} /> : (
+            {overridden && me?.role === "operator" && <OverrideAudit objectType="slice" objectId={s.id} />}
+            {me?.role === "operator" ? (
+              <SlaEditor key={s.version} slice={s} canOverride onOverridden={() => setOverridden(true)} />
+            ) : (
               <Table aria-label="SLA"><Table.Tbody>
                 {SLA_FIELDS.map((f) => (
                   <Table.Tr key={f.key}><Table.Th>{f.label}</Table.Th><Table.Td>{s.sla[f.key] ?? "—"} {s.sla[f.key] != null && f.unit}</Table.Td></Table.Tr>

@@ -1,7 +1,9 @@
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { Route, Routes } from "react-router";
+import { setTokens } from "../../api/client";
+import { SessionProvider } from "../../auth/session";
 import { fakeApi, jsonResponse, problemResponse, renderWithApp } from "../../test/render";
 import { portError, servicesError } from "./ServicesEditor";
 import { slaError } from "./SlaFields";
@@ -9,8 +11,11 @@ import { SliceWizard, stepOfField } from "./SliceWizard";
 
 const TYPE = { id: 2, name: "Flexible Slice", lanes: [0, 2, 4, 6], use_cases: ["eMBB"], classes: 4, position: 1 };
 
-function api(create = () => jsonResponse({ id: 77 }, 201)) {
+const OP = { id: 1, username: "op", role: "operator", tenant_id: null, full_name: "Op", is_active: true, version: 1 };
+
+function api(create: (req: Request) => Response = () => jsonResponse({ id: 77 }, 201)) {
   return fakeApi({
+    "GET /api/v1/users/me": () => jsonResponse(OP),
     "GET /api/v1/tenants": () => jsonResponse({ count: 1, data: [{ id: 3, name: "acme" }] }),
     "GET /api/v1/slice-types": () => jsonResponse({ count: 1, data: [TYPE] }),
     "GET /api/v1/backends": () => jsonResponse({ count: 0, data: [] }),
@@ -20,9 +25,11 @@ function api(create = () => jsonResponse({ id: 77 }, 201)) {
 }
 
 function renderWizard() {
-  return renderWithApp(<Routes><Route path="/slices/new" element={<SliceWizard />} />
-    <Route path="/slices/:id" element={<p>created</p>} /></Routes>, { url: "/slices/new" });
+  return renderWithApp(<SessionProvider><Routes><Route path="/slices/new" element={<SliceWizard />} />
+    <Route path="/slices/:id" element={<p>created</p>} /></Routes></SessionProvider>, { url: "/slices/new" });
 }
+
+afterEach(() => setTokens(null));
 
 /** Tenant and type chosen, on the SLA step with its heading focused. */
 async function toSlaStep(user: ReturnType<typeof userEvent.setup>) {
@@ -89,5 +96,39 @@ describe("SliceWizard", () => {
     await waitFor(() => expect(field).toHaveFocus());
     expect(field).toHaveAccessibleDescription(/overlaps service class-0 on ports 5000-5007/);
     expect(screen.getByRole("heading", { name: "Step 4 of 6: Services" })).toBeInTheDocument();
+  });
+
+  it("lets an operator create a slice admission control refused, with a reason sent as Admission-Override", async () => {
+    const refusal = { type: "about:blank", title: "Admission refused", status: 409, instance: "/api/v1/slices",
+      detail: "guaranteed rates on backend bmv2 (100 Mbit/s): 60 (a) + 50 (green) = 110 Mbit/s exceed the link's 100 Mbit/s",
+      errors: [{ field: "sla.guaranteed_mbps", message: "guaranteed rates on backend bmv2 (100 Mbit/s): … = 110 Mbit/s" }],
+      admission: [{ backend_id: 1, backend_name: "bmv2", capacity_bps: 100e6, ok: false,
+        guaranteed: { terms: [{ slice_name: "a", guaranteed_bps: 60e6 }, { slice_name: "green", guaranteed_bps: 50e6 }],
+          sum_bps: 110e6, limit_bps: 100e6, ok: false }, delay: [], ports: [], subscribers: [], unpoliced: [] }] };
+    const fake = api((req) => (req.headers.get("Admission-Override") === null
+      ? jsonResponse(refusal, 409, "application/problem+json") : jsonResponse({ id: 77 }, 201)));
+    vi.stubGlobal("fetch", fake.fetch);
+    setTokens({ access_token: "a", refresh_token: "r" });
+    renderWizard();
+    const user = userEvent.setup();
+    await toSlaStep(user);
+    await user.type(screen.getByRole("textbox", { name: "Slice name" }), "green{Enter}");
+    for (const step of ["Step 5 of 6: Subscribers", "Step 6 of 6: Backend"]) {
+      await user.click(screen.getByRole("button", { name: /Next/ }));
+      await waitFor(() => expect(screen.getByRole("heading", { name: step })).toHaveFocus());
+    }
+    await user.click(screen.getByRole("button", { name: "Create slice" }));
+    // the numbers next to the field that causes it, and the computation
+    expect(await screen.findByRole("textbox", { name: "Guaranteed rate (Mbit/s)" })).toHaveAccessibleDescription(/110 Mbit\/s/);
+    expect(screen.getByTestId("admission-details")).toHaveTextContent("60 Mbit/s (a) + 50 Mbit/s (green) = 110 Mbit/s of 100 Mbit/s");
+    await user.click(screen.getByRole("button", { name: "Override with reason" }));
+    expect(await screen.findByText(/Say why this is admitted anyway/)).toBeInTheDocument();
+    expect(fake.calls.filter((c) => c.method === "POST")).toHaveLength(1); // no reason: nothing sent
+    await user.type(screen.getByRole("textbox", { name: "Reason for admitting it anyway" }), "  trial, ticket 42 ");
+    await user.click(screen.getByRole("button", { name: "Override with reason" }));
+    expect(await screen.findByText("created")).toBeInTheDocument();
+    const posts = fake.calls.filter((c) => c.method === "POST" && c.url.pathname === "/api/v1/slices");
+    expect(posts).toHaveLength(2);
+    expect(JSON.parse(posts[1]?.body ?? "{}")).toMatchObject({ name: "green" });
   });
 });

@@ -14,6 +14,9 @@ import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert } from "../common/QueryView";
 import { useSliceTypes } from "../SliceTypes/queries";
 import { useAllTenants } from "../Tenants/queries";
+import { useSession } from "../../auth/session";
+import { AdmissionDetails } from "./AdmissionDetails";
+import { AdmissionOverride, overrideHeader } from "./AdmissionOverride";
 import { useBackends } from "./queries";
 import { servicesError, ServicesEditor, toServiceCreate, type ServiceDraft } from "./ServicesEditor";
 import { slaError, SlaFields, type Sla } from "./SlaFields";
@@ -66,9 +69,12 @@ export function SliceWizard() {
     enabled: tenantId !== null,
   });
 
+  const { me } = useSession();
   const create = useMutation({
-    mutationFn: async () => {
+    // reason: after a refusal by admission control, an operator re-sends with Admission-Override
+    mutationFn: async (reason?: string) => {
       const slice = await unwrap(api.POST("/api/v1/slices", {
+        params: { header: overrideHeader(reason) },
         body: {
           name, description, path_mode: pathMode, tenant_id: Number(tenantId), slice_type_id: Number(typeId), sla,
           services: services.map(toServiceCreate), backend_ids: backendIds.map(Number),
@@ -84,10 +90,11 @@ export function SliceWizard() {
       }
       return slice;
     },
-    onSuccess: async (slice) => {
+    onSuccess: async (slice, reason) => {
       await qc.invalidateQueries({ queryKey: ["slices"] });
       await qc.invalidateQueries({ queryKey: ["subscribers"] });
-      navigate(`/slices/${slice.id}`);
+      // the slice page shows the audit entry of the override
+      navigate(`/slices/${slice.id}`, { state: { overridden: reason !== undefined } });
     },
   });
   const problem = create.error instanceof ApiProblem ? create.error : null;
@@ -129,7 +136,7 @@ export function SliceWizard() {
   const goTo = (n: number) => { moved.current = true; setBlocked(null); setStep(n); };
   const next = () => {
     if (stepProblem) { setBlocked(stepProblem); return; }
-    if (step < STEPS.length - 1) goTo(step + 1); else create.mutate();
+    if (step < STEPS.length - 1) goTo(step + 1); else create.mutate(undefined);
   };
   const onKeyDown = (e: KeyboardEvent<HTMLFormElement>) => {
     if (e.key === "Escape" && step > 0 && !e.defaultPrevented && !isInsideDropdown(e.target)) {
@@ -141,7 +148,14 @@ export function SliceWizard() {
   return (
     <>
       <PageTitle>New slice</PageTitle>
-      {create.isError && <div data-wizard-problem tabIndex={-1}><ProblemAlert error={create.error} /></div>}
+      {create.isError && (
+        <div data-wizard-problem tabIndex={-1}>
+          <ProblemAlert error={create.error} />
+          <AdmissionDetails problem={create.error} />
+          <AdmissionOverride problem={create.error} canOverride={me?.role === "operator"} pending={create.isPending}
+            onOverride={(reason) => create.mutate(reason)} />
+        </div>
+      )}
       <form ref={body} aria-label="New slice" noValidate onKeyDown={onKeyDown}
         onSubmit={(e) => { e.preventDefault(); next(); }}>
       <Stepper active={step} onStepClick={goTo} allowNextStepsSelect={false} mt="md" size="sm">
