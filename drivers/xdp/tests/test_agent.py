@@ -283,6 +283,10 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
     for headers in ({"Authorization": "Bearer " + "x" * len(bed.token)}, {}):
         r = httpx.post(f"{bed.url}/v1/apply", content=plan.model_dump_json(), headers=headers, timeout=10)
         assert r.status_code == 401
+        # the fault-injection hook exists only on an agent started with --test-hooks
+        hook = httpx.post(f"{bed.url}/v1/test/inject-write-failure",
+                          headers={"Authorization": f"Bearer {bed.token}"}, timeout=10)
+        assert hook.status_code == 404
         assert r.headers["www-authenticate"] == "Bearer"
         assert r.headers["content-type"].startswith("application/problem+json")
     wrong = bed.driver(token="y" * 32)

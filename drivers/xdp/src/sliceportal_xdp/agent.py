@@ -74,8 +74,9 @@ def _driver_error(e: DriverError) -> JSONResponse:
     return _problem(422, "driver error", e.message, "driver", e.hint)
 
 
-def create_app(driver: Driver, token: str, backend: str) -> FastAPI:
-    """The agent's HTTP API over a (pinned) in-process ``driver``."""
+def create_app(driver: Driver, token: str, backend: str, test_hooks: bool = False) -> FastAPI:
+    """The agent's HTTP API over a (pinned) in-process ``driver``; ``test_hooks`` adds the
+    fault injection the conformance suite needs (never on in production)."""
     started = time.monotonic()
 
     @asynccontextmanager
@@ -145,6 +146,13 @@ def create_app(driver: Driver, token: str, backend: str) -> FastAPI:
     def overload(body: Overload) -> Ok:
         driver.set_overloaded(set(body.cpus) if body.cpus is not None else None)
         return Ok()
+
+    if test_hooks:
+
+        @app.post(f"{API}/test/inject-write-failure", dependencies=[Auth])
+        def inject_write_failure(after_entries: int = 1) -> Ok:
+            driver.inject_write_failure(after_entries)
+            return Ok()
 
     return app
 
@@ -218,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--listen", default="127.0.0.1:7700", help="HOST:PORT (or unix:/PATH.sock) to serve on")
     p.add_argument("--token-file", help="file holding the bearer token (>= 16 characters)")
     p.add_argument("--options", help="further XDP backend options as JSON (lanes, tx_peer, alt_mac, ...)")
+    p.add_argument("--test-hooks", action="store_true", help="tests only: serve fault injection")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--replace", action="store_true", help="remove pins of an incompatible build, start empty")
     g.add_argument("--teardown", action="store_true", help="detach the program, remove the pins, exit")
@@ -240,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # uvicorn re-raises SIGTERM after its graceful shutdown (exit status -15): the app's
     # lifespan closes the driver before that
-    app = create_app(driver, token, args.backend)
+    app = create_app(driver, token, args.backend, args.test_hooks)
     if args.listen.startswith("unix:"):
         uvicorn.run(app, uds=args.listen.removeprefix("unix:"), log_level="warning")
     else:

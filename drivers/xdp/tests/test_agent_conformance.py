@@ -1,0 +1,105 @@
+"""The core's conformance suite run against the XDP driver in agent mode: every contract
+call crosses HTTP to ``python -m sliceportal_xdp.agent`` (a load-only data plane, pinned).
+The restart hook is a lost host: the agent is killed and its pins torn down, so the next
+agent starts empty and the reconciler must refill it through the agent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sliceportal.drivers.conformance import DriverConformance
+from sliceportal_xdp.agent_client import AgentClient
+from sliceportal_xdp.driver import Driver
+
+from .test_agent import free_port
+
+
+@dataclass
+class LoadOnlyAgent:
+    backend: str
+    token: str
+    token_file: Path
+    port: int
+    proc: subprocess.Popen[bytes] | None = None
+
+    def argv(self, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", self.backend,
+                "--options", '{"overload_poll_s": 0, "capacity": {"src_ip": 2048}}', *extra]
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.argv("--listen", f"127.0.0.1:{self.port}",
+                                               "--token-file", str(self.token_file), "--test-hooks"))
+        client = AgentClient(f"127.0.0.1:{self.port}", self.token, 5.0, retry_s=0.5)
+        deadline = time.monotonic() + 60
+        try:
+            while self.proc.poll() is None:
+                try:
+                    client.agent_health()
+                    return
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            raise AssertionError(f"the agent exited with {self.proc.returncode}")
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def teardown(self) -> None:
+        out = subprocess.run(self.argv("--teardown"), capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadOnlyAgent]:
+    token = os.urandom(24).hex()
+    token_file = tmp_path_factory.mktemp("agent") / "token"
+    token_file.write_text(token)
+    a = LoadOnlyAgent(f"conformance-{os.getpid()}", token, token_file, free_port())
+    a.start()
+    try:
+        yield a
+    finally:
+        a.stop()
+        a.teardown()
+
+
+@pytest.mark.needs_root
+class TestXdpAgentConformance(DriverConformance):
+    @pytest.fixture
+    def driver(self, agent: LoadOnlyAgent) -> Iterator[Driver]:  # type: ignore[override]
+        d = Driver({"address": f"127.0.0.1:{agent.port}", "agent_token": agent.token})
+        yield d
+        d.close()
+
+    @pytest.fixture
+    def restart(self, agent: LoadOnlyAgent) -> Callable[[], None]:  # type: ignore[override]
+        def lose_the_host() -> None:
+            agent.stop()
+            agent.teardown()
+            agent.start()
+
+        return lose_the_host
+
+    @pytest.fixture
+    def inject_apply_failure(self, agent: LoadOnlyAgent) -> Callable[[], None]:  # type: ignore[override]
+        def fail_next_push() -> None:
+            r = httpx.post(f"http://127.0.0.1:{agent.port}/v1/test/inject-write-failure",
+                           headers={"Authorization": f"Bearer {agent.token}"}, timeout=10)
+            r.raise_for_status()
+
+        return fail_next_push
