@@ -10,11 +10,13 @@ the uplink, and the slice / lane it was given is read from the program's own cou
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import random
 import socket
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +31,9 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from sliceportal.drivers.contract import ProgressEvent
 from sliceportal.drivers.push import diff_tables, target_spec
 from sliceportal.rules.compiler import compile_rules
-from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, SliceEntry, Ternary
+from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TenantSpec
+from sliceportal.traffic.packets import Encap, Flow
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.p4info import CLASSIFIER, EGR, ING
 from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
@@ -260,3 +263,180 @@ def test_a_fresh_driver_keeps_the_priorities_the_switch_holds(wired: Wired) -> N
     result = second.apply(plan, lambda e: None)
     assert (result.added, result.removed, result.modified) == (1, 0, 0)
     second.close()
+
+
+# ---- tenant port / VLAN bindings (seed 002 table slicing) ------------------------------------
+
+TENANT_POOL = (TenantEntry(1, "A", 1001, 100), TenantEntry(2, "B", 1002, 200), TenantEntry(3, "C", 1003, 300),
+               TenantEntry(4, "D", 1004, 400))
+MOVED_VLAN = {3: 350}  # tenant C's VLAN ID moves between 300 and 350
+TRUNK_OPTIONS: dict[str, Any] = {"access_ports": {1: 100}, "trunk_ports": [2, 3], "uplink_port": 2}
+DROPPED: Verdict = (-1, -1)  # an unknown VLAN ID on a trunk: dropped, no tenant
+NOT_SENT = -2  # lane of a probe that was classified but never left the switch
+
+
+def tenant_slices(t: TenantEntry) -> list[SliceEntry]:
+    """Two slices per tenant, of the slice types 2 ref - 1 and 2 ref of the catalogue; ids stable."""
+    types = hitless.catalogue_lanes()
+    return [SliceEntry(2 * t.ref - 1 + k, 100 + 2 * t.ref + k, f"{t.name}{k}", t.vni, t.vlan,
+                       types[(2 * t.ref - 2 + k) % len(types)]) for k in range(2)]
+
+
+def tenant_rule(rng: random.Random, t: TenantEntry) -> Rule:
+    """A random rule of the tenant's slices, scoped to its VNI as the compiler scopes rules."""
+    r = hitless.random_rule(rng, tenant_slices(t))
+    return Rule(dataclasses.replace(r.match, vni=Ternary.exact(t.vni, 24)), r.action)
+
+
+def tenants_ir(present: dict[int, TenantEntry], rules: dict[int, list[Rule]]) -> RuleIR:
+    ts = [present[ref] for ref in sorted(present)]
+    return RuleIR(lanes=8, paths=1, rules=tuple(r for t in ts for r in rules[t.ref]),
+                  slices=tuple(s for t in ts for s in tenant_slices(t)), tenants=tuple(ts),
+                  miss=MissPolicy(mode=MissMode.ALGORITHM1))
+
+
+def tenant_verdict(ir: RuleIR, flow: Flow) -> Verdict:
+    """Seed 002 on a trunk: the VLAN ID names the tenant (none: dropped); then the IR's rules."""
+    if all(t.vlan != flow.vlan for t in ir.tenants):
+        return DROPPED
+    return hitless.verdict(ir, flow)
+
+
+class TrunkProber:
+    """Sends tagged probes into trunk port 3; the verdict from the counters: slice_rx and
+    lane_tx (classified and sent) or tenant_drops (no tenant for the VLAN ID)."""
+
+    def __init__(self, address: str, tx: socket.socket, drv: Driver) -> None:
+        self.tx = tx
+        self.channel = grpc.insecure_channel(address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.req = p4runtime_pb2.ReadRequest(device_id=1)
+        self.ids = {k: drv.p4info.counter_id(n) for k, n in (("slice", f"{ING}.classifier.slice_rx"),
+                                                              ("lane", f"{EGR}.vlan_tag.lane_tx"),
+                                                              ("drop", f"{ING}.tenant.tenant_drops"))}
+        for kind, cells in (("slice", 2 * len(TENANT_POOL) + 1), ("lane", 8), ("drop", 2)):
+            for i in range(cells):
+                e = self.req.entities.add().counter_entry
+                e.counter_id, e.index.index = self.ids[kind], i
+        self.last = self._read()
+
+    def _read(self) -> dict[tuple[int, int], int]:
+        return {(e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
+                for r in self.stub.Read(self.req) for e in r.entities}
+
+    def verdict(self, data: bytes) -> Verdict:
+        self.tx.send(data)
+        deadline = time.monotonic() + 2
+        while True:
+            now = self._read()
+            grew = {k for k, v in now.items() if v != self.last[k]}
+            slices = [i for cid, i in grew if cid == self.ids["slice"]]
+            lanes = [i for cid, i in grew if cid == self.ids["lane"]]
+            drops = [i for cid, i in grew if cid == self.ids["drop"]]
+            if drops or (slices and lanes) or time.monotonic() > deadline:
+                break
+        self.last = now
+        if drops:
+            assert not slices and not lanes, f"one probe, counted in {grew}"
+            return DROPPED
+        assert len(slices) == 1 and len(lanes) <= 1, f"one probe, counted in {grew}"
+        return slices[0], lanes[0] if lanes else NOT_SENT  # classified, never left (no forwarding entry)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+@pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])
+def trunked(request: pytest.FixtureRequest, start_target: Callable[..., Target]) -> Iterator[tuple[str, socket.socket]]:
+    """A switch with access port 1 (VLAN 100), trunk 2 (the uplink) and trunk 3 (probes in)."""
+    with veth_ports(f"ht{os.getpid() % 10000}{random.randrange(100)}-", (1, 2, 3)) as ends:
+        ports = {p: s for p, (s, _) in ends.items()}
+        if request.param == "bundled":
+            args = ["--priority-queues", "8"]
+            for p, dev in ports.items():
+                args += ["-i", f"{p}@{dev}"]
+            address, stop = start_target(*args).address, None
+        else:
+            switch = start_simple_switch_grpc(ports, priority_queues=8)
+            address, stop = switch.address, switch.stop
+        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        tx.bind((ends[3][1], 0))
+        try:
+            yield address, tx
+        finally:
+            tx.close()
+            if stop is not None:
+                stop()
+
+
+def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_write(
+        trunked: tuple[str, socket.socket]) -> None:
+    """Tenants come and go and a tenant's VLAN ID moves while their rules change: every
+    probe on the trunk gets the old or the new verdict (slice and lane, or dropped for a VLAN
+    ID no tenant has) after every single write, and a push writes the diff."""
+    address, tx = trunked
+    rng = random.Random(2002)
+    present = {1: TENANT_POOL[0], 2: TENANT_POOL[1], 3: TENANT_POOL[2], 4: TENANT_POOL[3]}
+    rules = {t.ref: [tenant_rule(rng, t) for _ in range(4)] for t in TENANT_POOL}
+    drv = Driver({"address": address, "batch_size": 1, "timeout_s": 10, **TRUNK_OPTIONS})
+    ir = tenants_ir(present, rules)
+    plan = drv.lower(ir)
+    drv.apply(plan, lambda e: None)
+    prober = TrunkProber(address, tx, drv)
+    flows = [Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64),
+                  vni=t.vni, teid=0x100, vlan=vlan, encap=Encap.VXLAN_GTP)
+             for t in TENANT_POOL for vlan in (t.vlan, MOVED_VLAN.get(t.ref, t.vlan)) for _ in range(8)]
+    frames = [frame(f, 128)[0] for f in flows]
+    tally = hitless.Tally()
+    tenant_changes = 0
+    try:
+        for n in range(40):
+            ref = rng.choice([2, 3, 4])
+            if rng.random() < 0.6:  # a tenant leaves or comes back (A keeps access port 1)
+                tenant_changes += 1
+                if ref in present:
+                    del present[ref]
+                else:
+                    present[ref] = TENANT_POOL[ref - 1]
+            elif ref == 3 and 3 in present:  # tenant C's VLAN ID moves
+                tenant_changes += 1
+                c = present[3]
+                present[3] = dataclasses.replace(c, vlan=300 if c.vlan == 350 else 350)
+            t = rng.choice(TENANT_POOL)
+            rules[t.ref] = [Rule(dataclasses.replace(r.match, vni=Ternary.exact(t.vni, 24)), r.action)
+                            for r in hitless.mutate(rng, rules[t.ref], tenant_slices(t))]
+            new_ir = tenants_ir(present, rules)
+            new_plan = drv.lower(new_ir)
+            old_v = [tenant_verdict(ir, f) for f in flows]
+            new_v = [tenant_verdict(new_ir, f) for f in flows]
+            moved = [i for i in range(len(flows)) if old_v[i] != new_v[i]]
+            kept = rng.sample([i for i in range(len(flows)) if old_v[i] == new_v[i]], k=min(8, len(flows) - len(moved)))
+            watch = moved[:16] + kept
+            check = TenantCheck(prober, [frames[i] for i in watch], [{old_v[i], new_v[i]} for i in watch], tally,
+                                f"update {n}")
+            result = drv.apply(new_plan, check)
+            diff = sum(diff_tables(plan.tables, new_plan.tables).counts().values())
+            assert check.writes == result.added + result.removed + result.modified == diff
+            assert [prober.verdict(frames[i]) for i in watch] == [new_v[i] for i in watch], f"update {n}"
+            ir, plan = new_ir, new_plan
+        assert drv.read_state().tables == plan.tables
+    finally:
+        prober.close()
+        drv.close()
+    assert tenant_changes > 15
+    assert tally.checked > 1000
+    assert tally.neither == 0, str(tally)
+
+
+class TenantCheck:
+    def __init__(self, prober: TrunkProber, frames: list[bytes], allowed: list[set[Verdict]], tally: hitless.Tally,
+                 where: str) -> None:
+        self.prober, self.frames, self.allowed, self.tally, self.where = prober, frames, allowed, tally, where
+        self.writes = 0
+
+    def __call__(self, e: ProgressEvent) -> None:
+        if e.phase != "write":
+            return
+        self.writes += 1
+        got = [self.prober.verdict(f) for f in self.frames]
+        self.tally.check(got, self.allowed, f"{self.where}, after write {self.writes}")

@@ -56,8 +56,10 @@ from .p4info import (
     CLASSIFIER,
     EGR,
     ING,
+    PORT_TENANT,
     SLICE_METER,
     SLICE_QOS,
+    VLAN_TENANT,
     VQUEUE_REGISTERS,
     P4Info,
     shipped_program,
@@ -217,8 +219,9 @@ class Driver:
         check_fits(ir, self.capabilities())
         ports = PortPlan(dict(self.opts.access_ports), tuple(self.opts.trunk_ports), self.opts.uplink_port)
         rule_of: dict[tuple[MatchKey, int], int] = {}
+        priorities, tenant_ids = self._hints()
         tables = with_full_masks(
-            lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes, self._priority_hints(), rule_of),
+            lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes, priorities, rule_of, tenant_ids),
             self.widths,
         )
         version = ir.digest()
@@ -234,14 +237,21 @@ class Driver:
             self._pre_encode(plan.tables)  # the plan's own entries: validation copied ``tables``
         return plan
 
-    def _priority_hints(self) -> dict[MatchKey, int]:
+    def _hints(self) -> tuple[dict[MatchKey, int], dict[int, int]]:
+        """What lowering keeps from the switch: classifier priorities (match -> priority) and
+        tenant ids (VLAN ID -> id)."""
         held = self._held if self._held_valid() else None
         if held is None and self._session is not None:
             try:
                 held = self._read_tables(self._session)
             except grpc.RpcError:
                 held = None
-        return {match_key(e): e["priority"] for e in (held or {}).get(CLASSIFIER, []) if not e.get("default")}
+        held = held or {}
+        priorities = {match_key(e): e["priority"] for e in held.get(CLASSIFIER, []) if not e.get("default")}
+        tenants = {int(e["match"]["vid"][0]): int(e["params"]["tenant_id"]) for e in held.get(VLAN_TENANT, [])}
+        tenants |= {int(e["params"]["vid"]): int(e["params"]["tenant_id"]) for e in held.get(PORT_TENANT, [])
+                    if "vid" in e.get("params", {})}
+        return priorities, tenants
 
     def _held_valid(self) -> bool:
         return self._held is not None and self._session is not None and self._held_by is self._session \
@@ -434,12 +444,15 @@ class Driver:
         rising priority. At every step each packet then meets its old or its new verdict:
         an inserted entry that wins is the new winner (every new entry above it is in), a
         deleted one goes only after those below it, so the next winner is a new entry.
+        The tenant bindings (port / VLAN ID -> tenant) are the door: they open last (after
+        the tenant's classifier, queue and forwarding entries are in) and close first (before
+        those go), so no packet gets a tenant whose entries are half there.
         Returns (updates, tables that needed room first: there, some deletes go first)."""
 
         early: list[tuple[int, Op]] = []  # deletes that make room, before the inserts
-        inserts: list[tuple[int, Op]] = []
+        inserts: list[tuple[tuple[bool, int], Op]] = []
         modifies: list[Op] = []
-        deletes: list[tuple[int, Op]] = []
+        deletes: list[tuple[tuple[bool, int], Op]] = []
         crowded: list[str] = []
         for table in sorted(set(have) | set(want)):
             old = {ident(e): e for e in have.get(table, [])}
@@ -462,11 +475,13 @@ class Driver:
                 take = [e for e in gone if not e.get("default") and "index" not in e][: len(added) - room]
                 early += [(0, (Update.DELETE, table, e, None)) for e in take]
                 gone = [e for e in gone if all(e is not t for t in take)]
-            inserts += [(-int(e["priority"]), (Update.INSERT, table, e, k if old else None)) for k, e in added]
-            deletes += [(int(e.get("priority", 0)), (Update.DELETE, table, e, None)) for e in gone]
+            door = table in (PORT_TENANT, VLAN_TENANT)
+            inserts += [((door, -int(e["priority"])), (Update.INSERT, table, e, k if old else None)) for k, e in added]
+            deletes += [((not door, int(e.get("priority", 0))), (Update.DELETE, table, e, None)) for e in gone]
         inserts.sort(key=lambda t: t[0])
         deletes.sort(key=lambda t: t[0])
-        return [u for _, u in early + inserts] + modifies + [u for _, u in deletes], crowded
+        modifies.sort(key=lambda op: op[1] in (PORT_TENANT, VLAN_TENANT))  # stable: the door's last
+        return [u for _, u in early] + [u for _, u in inserts] + modifies + [u for _, u in deletes], crowded
 
     def _register_resets(
         self, plan: NativePlan, have: dict[str, list[NativeEntry]]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sliceportal.drivers.contract import CapacityError, DriverError, NativeEntry
-from sliceportal.rules.ir import FIELD_WIDTHS, MissMode, Qos, RuleIR
+from sliceportal.rules.ir import FIELD_WIDTHS, MissMode, Qos, RuleIR, TenantEntry
 
 from .p4info import (
     CLASSIFIER,
@@ -36,6 +36,7 @@ FIRST_PRIORITY = 1 << 30  # a fresh table starts mid-range: room to insert above
 PRIORITY_GAP = 1 << 12  # between neighbours of a fresh table: 12 halvings before a renumber
 MatchKey = tuple[tuple[str, int, int], ...]
 UNLIMITED_NS = (1 << 32) - 1
+MAX_TENANTS = 255  # tenant_id_t is 8 bits; 0 = no tenant
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,31 @@ def assign_priorities(keys: Sequence[MatchKey], held: Mapping[MatchKey, int]) ->
     return [p for p in prio if p is not None]
 
 
+def assign_tenant_ids(tenants: Sequence[TenantEntry], held: Mapping[int, int]) -> dict[int, int]:
+    """VNI -> the tenant id the tables key on (1..MAX_TENANTS). Stable, as classifier
+    priorities are (issue #14 item 4): a tenant whose VLAN ID the switch binds keeps its id,
+    so a tenant coming or going rewrites that tenant's entries only, never renumbers the
+    others'. A new tenant takes an id the switch holds for no one: an id freed by this very
+    push still keys the leaving tenant's entries until the push deletes them, and reusing it
+    would classify the newcomer's packets by those."""
+    ids: dict[int, int] = {}
+    taken: set[int] = set()
+    for t in tenants:
+        tid = held.get(t.vlan) if t.vlan is not None else None
+        if tid is not None and tid not in taken and 1 <= tid <= MAX_TENANTS:
+            ids[t.vni] = tid
+            taken.add(tid)
+    bound = set(held.values())
+    for t in tenants:
+        if t.vni not in ids:
+            free = [i for i in range(1, MAX_TENANTS + 1) if i not in taken]
+            # every free id still bound to a leaving tenant: reuse one (fits, not hitless)
+            tid = next((i for i in free if i not in bound), free[0])
+            ids[t.vni] = tid
+            taken.add(tid)
+    return ids
+
+
 def lower_ir(
     ir: RuleIR,
     ports: PortPlan,
@@ -185,12 +211,14 @@ def lower_ir(
     sizes: dict[str, int],
     held: Mapping[MatchKey, int] | None = None,
     rule_of: dict[tuple[MatchKey, int], int] | None = None,
+    held_tenants: Mapping[int, int] | None = None,
 ) -> dict[str, list[NativeEntry]]:
     """``held``: the classifier priorities the switch holds (match -> priority), kept where
-    the rank allows. ``rule_of`` (filled when given): (match, priority) -> IR rule index."""
-    tenants = {t.vni: i for i, t in enumerate(ir.tenants, start=1)}
-    if len(tenants) > 255:
-        raise CapacityError("tenants", len(tenants), 255)
+    the rank allows. ``rule_of`` (filled when given): (match, priority) -> IR rule index.
+    ``held_tenants``: the tenant ids the switch binds (VLAN ID -> tenant id), kept."""
+    if len(ir.tenants) > MAX_TENANTS:
+        raise CapacityError("tenants", len(ir.tenants), MAX_TENANTS)
+    tenants = assign_tenant_ids(ir.tenants, held_tenants or {})
     vlan_of = {t.vni: t.vlan for t in ir.tenants}
     tenant_by_vlan = {t.vlan: tenants[t.vni] for t in ir.tenants if t.vlan is not None}
     slice_tenant = {}
