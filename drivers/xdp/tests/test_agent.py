@@ -302,52 +302,49 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
     wrong.close()
 
 
-@pytest.mark.needs_root
-def test_one_agent_per_backend_and_an_incompatible_build_is_refused(bed: Bed) -> None:
-    before = bed.driver().read_state()
+def attached_prog(bed: Bed) -> int:
+    core = bed.tb["core"]
+    out = subprocess.run(["ip", "-n", core.netns, "-j", "link", "show", core.ifname], capture_output=True, text=True)
+    return int(json.loads(out.stdout)[0]["xdp"]["prog"]["id"])
 
-    def another(options: dict[str, object]) -> subprocess.CompletedProcess[str]:
+
+@pytest.mark.needs_root
+def test_one_agent_per_backend_incompatible_builds_refused_replace_and_reconcile(bed: Bed) -> None:
+    d = bed.driver()
+    expected = d.lower(seed001_ir())
+    d.apply(expected, noop)
+    assert reconcile_once(d, expected).in_sync  # the reconciler reads back through the agent
+    held = d.read_state()
+    abi, prog = pins.read_abi(pins.pin_dir(bed.backend)), attached_prog(bed)
+
+    def another(options: dict[str, object], *extra: str) -> subprocess.CompletedProcess[str]:
         argv = [a if a != json.dumps(bed.agent_options) else json.dumps(options) for a in bed.argv()]
-        return subprocess.run([*argv, "--listen", f"127.0.0.1:{free_port()}", "--token-file", str(bed.token_file)],
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run([*argv, "--listen", f"127.0.0.1:{free_port()}", "--token-file", str(bed.token_file),
+                               *extra], capture_output=True, text=True, timeout=60)
 
     assert bed.proc is not None
     second = another(bed.agent_options)
     assert second.returncode == 2 and f"another agent (pid {bed.proc.pid}) holds backend" in second.stderr
-    bed.proc.terminate()
-    bed.proc.wait(timeout=30)
-    # another table size is another map shape: the pinned maps cannot be taken over
-    other = another(dict(bed.agent_options, capacity={"teid": 99}))
-    assert other.returncode == 2, other.stderr
-    assert "holds a data plane of another build" in other.stderr and "--replace" in other.stderr
-    bed.start_agent(port=int(bed.url.rpartition(":")[2]))
-    after = bed.driver()
-    assert after.read_state() == before and after.health().ok
-    assert AgentClient(bed.url, bed.token, 10).agent_health().adopted
-    after.close()
-
-
-@pytest.mark.needs_root
-def test_reconciler_through_the_agent_repairs_a_replaced_data_plane(bed: Bed) -> None:
-    d = bed.driver()
-    expected = d.lower(seed001_ir())
-    d.apply(expected, noop)
-    assert reconcile_once(d, expected).in_sync
-    # an upgrade with another map shape: --replace starts the data plane empty ...
-    assert bed.proc is not None
     bed.proc.terminate()  # a clean stop leaves the data plane attached, like a crash
     assert bed.proc.wait(timeout=30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
-    bed.agent_options = dict(bed.agent_options, capacity={"teid": 4096})
-    bed.start_agent("--replace")
-    d2 = bed.driver()
-    assert d2.read_state().version is None
+    # another table size is another map shape: the pinned maps cannot be taken over ...
+    other = dict(bed.agent_options, capacity={"teid": 4096})
+    refused = another(other)
+    assert refused.returncode == 2, refused.stderr
+    assert "holds a data plane of another build" in refused.stderr and "--replace" in refused.stderr
+    # ... and nothing changed: the same pins, the same program attached
+    assert pins.read_abi(pins.pin_dir(bed.backend)) == abi and attached_prog(bed) == prog
+    # an upgrade with another map shape: --replace starts the data plane empty ...
+    bed.agent_options = other
+    bed.start_agent("--replace", port=int(bed.url.rpartition(":")[2]))
+    assert pins.read_abi(pins.pin_dir(bed.backend)) != abi
+    assert d.read_state().version is None and held.version == expected.version
     # ... and the reconciler, reading back through the agent, notices and re-pushes
-    report = reconcile_once(d2, d2.lower(seed001_ir()))
+    report = reconcile_once(d, d.lower(seed001_ir()))
     assert report.reachable and report.restarted_empty and report.repaired, report
-    assert reconcile_once(d2, d2.lower(seed001_ir())).in_sync
-    assert d2.health().version == expected.version
+    assert reconcile_once(d, d.lower(seed001_ir())).in_sync
+    assert d.health().version == expected.version
     d.close()
-    d2.close()
 
 
 @pytest.mark.parametrize(
