@@ -135,6 +135,28 @@ def test_rate_limit_and_drop_get_a_policer_of_their_own(client: TestClient, op: 
     assert after["rules"] == before["rules"] and after["slices"] == before["slices"]
 
 
+def test_rate_limit_needs_a_free_policer_slot(client: TestClient, session: Session, op: dict[str, str]) -> None:
+    """A NetFPGA bitstream with 2 rate-limiter buckets (slice 1 only): the intent's sub-slice
+    (id 2) has none left -- 409 on ``action`` naming the backend and the table, nothing stored.
+    The driver's lowering is pure: no simulator needs to run."""
+    from sliceportal.core.config import REPO_ROOT
+    from sliceportal.testbed.processes import free_port
+
+    b = client.post("/api/v1/backends", json={"name": "nf-small", "driver": "netfpga", "options": {
+        "address": f"unix:{REPO_ROOT}/var/run/h2-absent-{free_port()}.sock", "rate_slices": 2}}, headers=op)
+    assert b.status_code == 201, b.text
+    _tenant_with_slice(client, op, "mvno-c", 5003, 300, "10.47.0", [b.json()["id"]])
+    for extra in ({"action": "rate_limit", "rate_mbps": 5}, {"action": "drop"}):
+        r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.47.0.9", **extra}, headers=op)
+        assert r.status_code == 409, r.text
+        (issue,) = r.json()["errors"]
+        assert issue["field"] == "action" and "nf-small" in issue["message"] and "rate_limits" in issue["message"]
+    assert session.scalar(select(func.count()).select_from(Intent)) == 0
+    # a prioritise intent needs no policer: it fits
+    ok = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.47.0.9", "lane": 6}, headers=op)
+    assert ok.status_code == 201, ok.text
+
+
 def test_idempotency_key(client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]) -> None:
     key = {**op, "Idempotency-Key": "retry-1"}
     first = client.post("/api/v1/intents", json=native(3), headers=key)

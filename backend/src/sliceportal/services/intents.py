@@ -22,18 +22,18 @@ from sqlalchemy import any_, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from sliceportal.drivers.contract import DriverError
+from sliceportal.drivers.contract import CapacityError, DriverError
 from sliceportal.models import Backend, Deployment, Intent, Slice, Subscriber, Tenant
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import check_intent, compile_rules, intent_conflicts, intent_ref_of
 from sliceportal.rules.errors import AmbiguousMatchError, CompileError
 from sliceportal.rules.intents import IntentChange
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos
-from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, TargetSpec
+from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
 from sliceportal.services import deployments as svc
 from sliceportal.services import enforcement
 from sliceportal.services.backends import POOL
-from sliceportal.services.errors import ConflictError, DomainError, InvalidError, NotFoundError
+from sliceportal.services.errors import ConflictError, DomainError, FieldIssue, InvalidError, NotFoundError
 from sliceportal.services.intent_specs import MBIT, intent_spec
 
 
@@ -176,15 +176,27 @@ def _refusal(exc: CompileError) -> DomainError:
     return _invalid(exc.message, exc.field or "intent")
 
 
-def _check_capability(session: Session, b: Backend, s: Slice, it: Intent) -> None:
-    """A rate_limit / drop needs the backend's per-slice policer: 422 on intents.<id>.action, as a
-    slice's SLA field is refused (services/enforcement.py); deploy checks it again."""
+def _check_policer(session: Session, b: Backend, s: Slice, it: Intent, tenants: Sequence[TenantSpec],
+                   specs: Sequence[SliceSpec]) -> None:
+    """A rate_limit / drop needs the backend's per-slice policer (422 on intents.<id>.action, as a
+    slice's SLA field is refused: services/enforcement.py) and a slice id / policer slot for
+    its sub-slice (409 naming the table): the driver's lowering, pure, says whether it fits."""
     try:
         with POOL.use(session, b) as drv:
             caps = drv.capabilities()
+            enforcement.refuse_unenforceable(enforcement.intent_gaps(b, caps, s, [it]))
+            # compiled for this driver's geometry and match fields, as the deploy will
+            drv.lower(compile_rules(tenants, specs, TargetSpec(
+                lanes=caps.lanes, paths=caps.paths, match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
+            )).ir)
+    except CapacityError as exc:
+        raise ConflictError(f"with {_describe(it)} backend {b.name!r} has no room for the intent's sub-slice: "
+                            f"{exc.message}", title="Does not fit",
+                            issues=[FieldIssue("action", f"backend {b.name}: {exc.message}")]) from exc
+    except CompileError as exc:
+        raise _refusal(exc) from exc
     except DriverError:
-        return  # the driver cannot even be built: the deploy reports that backend, and checks again
-    enforcement.refuse_unenforceable(enforcement.intent_gaps(b, caps, s, [it]))
+        return  # the driver cannot be built or refuses for another reason: the deploy reports that backend
 
 
 def _check(session: Session, s: Slice, it: Intent) -> None:
@@ -207,8 +219,6 @@ def _check(session: Session, s: Slice, it: Intent) -> None:
         raise ConflictError(f"{_describe(it)} and {names} ask different actions of overlapping flows; delete one or "
                             "narrow the UEs / ports / DSCP", field="intent", title="Conflicting intent")
     for b in s.backends:
-        if it.action in enforcement.POLICED_INTENT_ACTIONS:
-            _check_capability(session, b, s, it)
         # the driver's own lowering is the binding capacity check, at deploy; this one refuses
         # early what cannot fit the classifier capacity the backend reported
         max_rules = min(b.capacity.values()) if b.capacity else None
@@ -221,6 +231,8 @@ def _check(session: Session, s: Slice, it: Intent) -> None:
         if not compiled.fits:
             raise ConflictError(f"with {_describe(it)} backend {b.name!r} would need {compiled.rules_after} classifier "
                                 f"entries; it has {max_rules}", field="intent", title="Does not fit")
+        if it.action in enforcement.POLICED_INTENT_ACTIONS:
+            _check_policer(session, b, s, it, tenants, specs)
 
 
 def create(session: Session, change: IntentChange, body: dict[str, Any], who: Requester,
