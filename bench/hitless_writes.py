@@ -102,7 +102,10 @@ def main() -> None:
         "backend", "unit", "table (empty to full)", "change", "pushes", "writes per push mean", "max",
         "diff vs live mean"],
         note=f"{RULES} random rules over every slice type; each change pushed on top of the previous one "
-             "(a chain); XDP and NetFPGA write the idle copy / shadow bank, which holds the version before last")
+             "(a chain); XDP and NetFPGA write the idle copy / shadow bank, which holds the version before last. "
+             "diff vs live: what the push reports against the live table (P4 updates, XDP slots, NetFPGA TCAM "
+             "entries). A P4 mean below 1: a rule added or removed whose match an earlier rule already has "
+             "is never hit and has no entry")
     with tempfile.TemporaryDirectory() as tmp:
         sim = simulator.start(Path(tmp) / "s.sock")
         target = Target("--priority-queues", "8")
