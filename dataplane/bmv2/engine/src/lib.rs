@@ -6,6 +6,7 @@
 
 pub mod exec;
 pub mod ir;
+pub mod lanes;
 pub mod live;
 pub mod loadgen;
 pub mod p4rt;

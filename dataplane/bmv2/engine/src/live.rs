@@ -16,8 +16,9 @@
 //! one (its header layout belongs to the old program; BMv2 drops in-flight packets too).
 
 use crate::exec::{Engine, Packet};
+use crate::lanes::{Lanes, Refused};
 use crate::rawsock::{RawSock, RxRing};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -29,11 +30,11 @@ pub type Shared = Arc<Mutex<Engine>>;
 
 /// Frames per system call and per engine lock.
 pub const BATCH: usize = 64;
-/// A drain thread that waited for a CPU may catch up this long (the link keeps its rate on
-/// a loaded machine), but an idle link banks no more than that.
-pub const CATCH_UP: Duration = Duration::from_millis(50);
 const RCVBUF: usize = 8 << 20;
 const POLL: Duration = Duration::from_millis(100);
+/// While frames keep coming, a receive thread polls this long for the next ones before it
+/// sleeps in the kernel: a wake-up per batch costs more than the batch's pipeline.
+const SPIN: Duration = Duration::from_micros(200);
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -78,7 +79,7 @@ struct Queued {
 
 /// One egress port: its priority queues and the condition its drain thread waits on.
 struct EgressPort {
-    queues: Mutex<Vec<VecDeque<Queued>>>,
+    queues: Mutex<Lanes<Queued>>,
     cv: Condvar,
 }
 
@@ -160,7 +161,7 @@ impl Live {
     /// Packets queued now, per egress port and priority.
     pub fn depths(&self) -> Vec<(u64, Vec<usize>)> {
         let mut out: Vec<(u64, Vec<usize>)> =
-            lock(&self.egress).iter().map(|(p, e)| (*p, lock(&e.queues).iter().map(|q| q.len()).collect())).collect();
+            lock(&self.egress).iter().map(|(p, e)| (*p, lock(&e.queues).depths())).collect();
         out.sort();
         out
     }
@@ -194,7 +195,7 @@ impl Live {
             return Arc::clone(p);
         }
         let p = Arc::new(EgressPort {
-            queues: Mutex::new((0..self.priority_queues).map(|_| VecDeque::new()).collect()),
+            queues: Mutex::new(Lanes::new(self.priority_queues, self.queue_depth)),
             cv: Condvar::new(),
         });
         ports.insert(port, Arc::clone(&p));
@@ -212,12 +213,20 @@ impl Live {
         let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
         let mut out: Vec<(u64, u64, Queued)> = Vec::with_capacity(BATCH);
         let mut ports: HashMap<u64, Arc<EgressPort>> = HashMap::new();
+        let mut busy_until: Option<Instant> = None;
         while !self.stop.load(Relaxed) {
             frames.clear();
-            ring.receive(sock, &mut frames);
+            let spin = busy_until.is_some_and(|t| Instant::now() < t);
+            ring.receive_with(sock, &mut frames, !spin);
             if frames.is_empty() {
+                if spin {
+                    std::thread::yield_now();
+                } else {
+                    busy_until = None;
+                }
                 continue;
             }
+            busy_until = Some(Instant::now() + SPIN);
             self.counters.received.fetch_add(frames.len() as u64, Relaxed);
             let Some(engine) = lock(&self.engine).clone() else { continue };
             let now = now_us();
@@ -243,12 +252,12 @@ impl Live {
             for (p, priority, q) in out.drain(..) {
                 if p != port_no {
                     rest.push((p, priority, q));
-                } else if priority as usize >= self.priority_queues {
-                    self.counters.drops_out_of_range.fetch_add(1, Relaxed);
-                } else if queues[priority as usize].len() >= self.queue_depth {
-                    self.counters.drops_queue_full.fetch_add(1, Relaxed);
-                } else {
-                    queues[priority as usize].push_back(q);
+                    continue;
+                }
+                match queues.offer(priority, q) {
+                    Ok(()) => {}
+                    Err(Refused::OutOfRange) => _ = self.counters.drops_out_of_range.fetch_add(1, Relaxed),
+                    Err(Refused::Full) => _ = self.counters.drops_queue_full.fetch_add(1, Relaxed),
                 }
             }
             drop(queues);
@@ -276,16 +285,7 @@ impl Live {
                         continue;
                     }
                     let rate = self.link_bps.load(Relaxed);
-                    link_free = link_free.max(now.checked_sub(CATCH_UP).unwrap_or(now));
-                    // every packet the link frees for before now, highest priority first each time
-                    while batch.len() < BATCH && link_free <= now {
-                        let Some(q) = queues.iter_mut().rev().find(|q| !q.is_empty()) else { break };
-                        let f = q.pop_front().expect("non-empty");
-                        if rate > 0 {
-                            link_free += Duration::from_nanos(f.length as u64 * 8 * 1_000_000_000 / rate);
-                        }
-                        batch.push(f);
-                    }
+                    queues.depart(&mut link_free, now, rate, BATCH, |q| q.length, &mut batch);
                     if !batch.is_empty() {
                         break;
                     }

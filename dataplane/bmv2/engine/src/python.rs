@@ -468,6 +468,9 @@ impl PyLive {
     #[new]
     #[pyo3(signature = (ports, priority_queues, queue_depth, link_bps, gate))]
     fn new(ports: Vec<(u64, String)>, priority_queues: usize, queue_depth: usize, link_bps: Option<u64>, gate: &PyGate) -> PyResult<Self> {
+        if !(1..=8).contains(&priority_queues) {
+            return Err(PyValueError::new_err("priority_queues must be 1..8 (standard_metadata.priority is 3 bits)"));
+        }
         for (port, ifname) in &ports {
             if ifname.is_empty() {
                 return Err(PyValueError::new_err(format!("port {port}: empty interface name")));

@@ -148,6 +148,11 @@ impl RxRing {
     /// to the batch size, each as it was on the wire (VLAN tag restored), skipping the
     /// frames this host sent out of the interface. Empty on timeout.
     pub fn receive(&mut self, sock: &RawSock, out: &mut Vec<Vec<u8>>) {
+        self.receive_with(sock, out, true)
+    }
+
+    /// As [`RxRing::receive`]; `wait` false: only what is queued now, never sleeping.
+    pub fn receive_with(&mut self, sock: &RawSock, out: &mut Vec<Vec<u8>>, wait: bool) {
         let n = self.bufs.len();
         self.iovs.clear();
         self.msgs.clear();
@@ -166,7 +171,8 @@ impl RxRing {
         }
         // SAFETY: every mmsghdr points into this ring's buffers, alive for the call
         let got = unsafe {
-            libc::recvmmsg(sock.fd.as_raw_fd(), self.msgs.as_mut_ptr(), n as u32, libc::MSG_WAITFORONE, std::ptr::null_mut())
+            let flags = if wait { libc::MSG_WAITFORONE } else { libc::MSG_DONTWAIT };
+            libc::recvmmsg(sock.fd.as_raw_fd(), self.msgs.as_mut_ptr(), n as u32, flags, std::ptr::null_mut())
         };
         if got <= 0 {
             return;
