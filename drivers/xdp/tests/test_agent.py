@@ -299,6 +299,8 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
         d.apply(bad, noop)
     assert d.read_state() == before
     d.close()
+    assert d.read_state() == before  # usable again after close(), as the in-process driver is
+    d.close()
     wrong.close()
 
 

@@ -8,7 +8,7 @@ that timed out is not repeated blindly: the reconciler's read-back decides.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -51,30 +51,34 @@ def _error(p: Problem) -> DriverError:
 class AgentClient:
     def __init__(self, address: str, token: str, timeout_s: float, retry_s: float = 10.0) -> None:
         """``address``: tcp:HOST:PORT, HOST:PORT, unix:/PATH.sock, or an http:// URL."""
-        uds = address.removeprefix("unix:") if address.startswith("unix:") else None
-        if uds is not None:
-            self.url, transport = f"unix:{uds}", httpx.HTTPTransport(uds=uds)
-            base = "http://agent" + API
+        self._uds = address.removeprefix("unix:") if address.startswith("unix:") else None
+        if self._uds is not None:
+            self.url, self._base = f"unix:{self._uds}", "http://agent" + API
         else:
             hostport = address.removeprefix("tcp:")
-            self.url = hostport if "://" in hostport else f"http://{hostport}"
-            self.url, transport = self.url.rstrip("/"), httpx.HTTPTransport()
-            base = self.url + API
-        self._http = httpx.Client(
-            base_url=base,
-            transport=transport,
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
-        )
+            self.url = (hostport if "://" in hostport else f"http://{hostport}").rstrip("/")
+            self._base = self.url + API
+        self._token, self._timeout_s = token, timeout_s
+        self._http: httpx.Client | None = None
         self._caps: Capabilities | None = None
         wait = wait_exponential(multiplier=0.1, max=1.0)
         stop = stop_after_delay(retry_s)
         self._send_read = retry(retry=retry_if_exception_type(_READ_RETRY), wait=wait, stop=stop, reraise=True)(
-            self._http.request
+            self._request
         )
         self._send_write = retry(retry=retry_if_exception_type(_NOT_SENT), wait=wait, stop=stop, reraise=True)(
-            self._http.request
+            self._request
         )
+
+    def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        if self._http is None:  # first use, or used again after close() (as an in-process driver reloads)
+            self._http = httpx.Client(
+                base_url=self._base,
+                transport=httpx.HTTPTransport(uds=self._uds),
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 3.0)),
+            )
+        return self._http.request(method, path, **kw)
 
     @classmethod
     def from_options(cls, o: XdpOptions) -> AgentClient:
@@ -150,5 +154,7 @@ class AgentClient:
         self._call("PUT", "/egress-budget", Ok, EgressBudget(rate_bps=rate_bps or None, lanes=lanes, burst_s=burst_s))
 
     def close(self) -> None:
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
