@@ -9,7 +9,7 @@ the ratio). ``lower`` (the native plan, the IR digest, the pre-encoding) is time
 rate is the median of TRIALS pushes, each into a fresh switch: on a machine shared with other
 work a single 4000-entry push (tens of ms) varies several-fold from run to run.
 
-Forwarding: the same frames offered over veth pairs as fast as one sender can, to both
+Forwarding: the same frames offered over veth pairs by a native batched sender, to both
 switches on live ports (needs root), plus the bundled target's pcap replay and its compiled
 engine (p4c's JSON executed in Rust) driven in process without packet I/O.
 
@@ -221,7 +221,9 @@ def main() -> int:
             print(f"{name:20} batch {batch:4d}: driver {drv:8.0f}/s  bare {bare:8.0f}/s  ({drv / bare:.2f}x)  "
                   f"lower {lowered:.3f} s  (driver runs {[round(r) for r, _ in runs]})", flush=True)
     fwd = results.table("Forwarding", ["target", "mode", "offered pps", "forwarded pps"],
-                        note=f"{PACKETS} frames of {len(test_frame())} B (VXLAN-GTP, one classifier hit)")
+                        note=f"{PACKETS} frames of {len(test_frame())} B (VXLAN-GTP, one classifier hit); live veth: "
+                        f"closed loop, at most {WINDOW} frames inside the switch, native batched sender and counter "
+                        "(sendmmsg / recvmmsg) so that the offered rate is not the limit")
     pps: dict[str, float] = {}
     if os.geteuid() == 0:
         for name, start in TARGETS.items():
