@@ -1,5 +1,6 @@
 """The core's conformance suite run against the XDP driver in agent mode: every contract
-call crosses HTTP to ``python -m sliceportal_xdp.agent`` (a load-only data plane, pinned).
+call crosses HTTP, over a Unix socket, to ``python -m sliceportal_xdp.agent`` (a load-only
+data plane, pinned; test_agent.py covers TCP).
 The restart hook is a lost host: the agent is killed and its pins torn down, so the next
 agent starts empty and the reconciler must refill it through the agent."""
 
@@ -21,15 +22,13 @@ from sliceportal.drivers.conformance import DriverConformance
 from sliceportal_xdp.agent_client import AgentClient
 from sliceportal_xdp.driver import Driver
 
-from .test_agent import free_port
-
 
 @dataclass
 class LoadOnlyAgent:
     backend: str
     token: str
     token_file: Path
-    port: int
+    socket: Path
     proc: subprocess.Popen[bytes] | None = None
 
     def argv(self, *extra: str) -> list[str]:
@@ -37,9 +36,9 @@ class LoadOnlyAgent:
                 "--options", '{"overload_poll_s": 0, "capacity": {"src_ip": 2048}}', *extra]
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.argv("--listen", f"127.0.0.1:{self.port}",
+        self.proc = subprocess.Popen(self.argv("--listen", f"unix:{self.socket}",
                                                "--token-file", str(self.token_file), "--test-hooks"))
-        client = AgentClient(f"127.0.0.1:{self.port}", self.token, 5.0, retry_s=0.5)
+        client = AgentClient(f"unix:{self.socket}", self.token, 5.0, retry_s=0.5)
         deadline = time.monotonic() + 60
         try:
             while self.proc.poll() is None:
@@ -67,9 +66,10 @@ class LoadOnlyAgent:
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadOnlyAgent]:
     token = os.urandom(24).hex()
-    token_file = tmp_path_factory.mktemp("agent") / "token"
+    tmp = tmp_path_factory.mktemp("agent")
+    token_file = tmp / "token"
     token_file.write_text(token)
-    a = LoadOnlyAgent(f"conformance-{os.getpid()}", token, token_file, free_port())
+    a = LoadOnlyAgent(f"conformance-{os.getpid()}", token, token_file, tmp / "agent.sock")
     a.start()
     try:
         yield a
@@ -82,7 +82,7 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadOnlyAgent]:
 class TestXdpAgentConformance(DriverConformance):
     @pytest.fixture
     def driver(self, agent: LoadOnlyAgent) -> Iterator[Driver]:  # type: ignore[override]
-        d = Driver({"address": f"127.0.0.1:{agent.port}", "agent_token": agent.token})
+        d = Driver({"address": f"unix:{agent.socket}", "agent_token": agent.token})
         yield d
         d.close()
 
@@ -98,7 +98,8 @@ class TestXdpAgentConformance(DriverConformance):
     @pytest.fixture
     def inject_apply_failure(self, agent: LoadOnlyAgent) -> Callable[[], None]:  # type: ignore[override]
         def fail_next_push() -> None:
-            r = httpx.post(f"http://127.0.0.1:{agent.port}/v1/test/inject-write-failure",
+            with httpx.Client(transport=httpx.HTTPTransport(uds=str(agent.socket))) as c:
+                r = c.post("http://agent/v1/test/inject-write-failure",
                            headers={"Authorization": f"Bearer {agent.token}"}, timeout=10)
             r.raise_for_status()
 
