@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
@@ -70,3 +72,25 @@ def running_controller(settings: Settings, db_url: str, ready_timeout_s: float =
         if not controller.wait_ready(ready_timeout_s):
             raise AssertionError(f"the controller did not lead with its duties started within {ready_timeout_s:.0f} s")
         yield controller
+
+
+@contextmanager
+def serving(what: str, argv: list[str], ready_url: str, timeout_s: float = 60) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process, once ``ready_url`` answers 200; terminated on exit."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def ready() -> bool:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise AssertionError(f"{what} exited with {proc.returncode}: {err[-2000:]}")
+        try:
+            return httpx.get(ready_url, timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_until(f"{what} serves", ready, timeout_s=timeout_s)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

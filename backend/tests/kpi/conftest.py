@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
@@ -14,7 +12,7 @@ from sqlalchemy.orm import Session
 from sliceportal.core.config import Settings
 from sliceportal.models import Backend, Role
 from sliceportal.testbed.processes import free_port
-from tests.factories import login, make_user, slice_type_id, tenant_body, wait_until
+from tests.factories import login, make_user, serving, slice_type_id, tenant_body
 
 # Worker A: the same app factory under uvicorn in its own process, on the same database.
 WORKER = """
@@ -28,23 +26,10 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
 
 @pytest.fixture
 def worker_a(db_url: str, settings: Settings) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, settings.secret_key, db_url, str(port)])
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert proc.poll() is None, "worker A exited"
-        try:
-            return httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until("worker A serves", healthy, timeout_s=60)
+    base = f"http://127.0.0.1:{free_port()}"
+    argv = [sys.executable, "-c", WORKER, settings.secret_key, db_url, base.rsplit(":", 1)[1]]
+    with serving("worker A", argv, f"{base}/api/v1/health"):
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 @pytest.fixture

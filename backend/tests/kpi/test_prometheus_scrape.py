@@ -26,7 +26,7 @@ from sliceportal.api.routes.metrics import GAUGES
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.testbed.processes import free_port
-from tests.factories import login, wait_until
+from tests.factories import login, serving, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
@@ -72,26 +72,12 @@ def prometheus(tmp_path: Path, client: TestClient, tenants: dict[str, int], work
     job.pop("dns_sd_configs")
     job["static_configs"] = [{"targets": [worker_a.removeprefix("http://")]}]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
-    port = free_port()
-    proc = subprocess.Popen(
-        [tool("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, f"prometheus exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-        try:
-            return httpx.get(f"{base}/-/ready", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until("prometheus is ready", ready, timeout_s=60)
+    base = f"http://127.0.0.1:{free_port()}"
+    argv = [tool("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address={base.removeprefix('http://')}",
+            "--log.level=warn"]
+    with serving("prometheus", argv, f"{base}/-/ready"):
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def query(base: str, expr: str) -> list[dict[str, Any]]:
