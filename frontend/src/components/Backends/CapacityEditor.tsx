@@ -102,7 +102,7 @@ export function CapacityEditor({ backend, canOverride, onOverridden }: {
                       onChange={(e) => setPort(i, { port: e.currentTarget.value })} error={portErrors[i]?.port} />
                   </Table.Td>
                   <Table.Td>
-                    <NumberInput aria-label={`Port ${p.port || i + 1} capacity (Mbit/s)`} w={200} clampBehavior="none"
+                    <NumberInput aria-label={`Port ${p.port || i + 1} capacity (Mbit/s)`} w={300} clampBehavior="none"
                       allowNegative={false} decimalScale={6} value={p.mbps} onChange={(v) => setPort(i, { mbps: v })}
                       error={portErrors[i]?.mbps ?? serverPortError(p.port)} />
                   </Table.Td>

@@ -1,0 +1,130 @@
+"""Admission control in Chromium against the real stack: an operator records a backend's link
+and per-port capacities (a bad value is explained next to its field), lowering a port under the
+guarantees it carries is refused next to that port, an SLA edit the link cannot carry is refused
+with the numbers next to the fields, and "Override with reason" admits it and shows the audit
+entry it made. Screenshots for docs/portal.md; axe-core checks the pages.
+
+The backend is a record without a data plane behind it (nothing is deployed): admission control
+needs only the capacities and the slices assigned to the backend.
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from e2e.conftest import OPERATOR, Stack, login, shot
+from e2e.test_accessibility import assert_accessible
+from sliceportal.testbed.processes import free_port
+
+MBIT = 1_000_000
+
+
+def _api(stack: Stack) -> httpx.Client:
+    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
+                       data={"username": OPERATOR[0], "password": OPERATOR[1]}, timeout=60).json()["access_token"]
+    # generous: six engineers share two cores, and registering a backend constructs its driver
+    return httpx.Client(base_url=f"{stack.base_url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+def _to_top(page: Page, heading: str) -> None:
+    """Scroll a section's heading to the top of the window, below the shell's header (for a shot)."""
+    page.get_by_role("heading", name=heading, exact=True).evaluate(
+        "h => { h.scrollIntoView(); window.scrollBy(0, -72); }")
+
+
+def test_capacities_refusal_and_override(page: Page, stack: Stack) -> None:
+    api = _api(stack)
+    suffix = free_port()
+    tenant = api.post("/tenants", json={"name": f"mvno-adm-{suffix}", "vni": 7000 + suffix % 1000,
+                                        "vlan": 3000 + suffix % 1000}).json()
+    assert "id" in tenant, tenant
+    # port 3 is the tenant's access port (seed 002): only its slices count on it
+    r = api.post("/backends", json={"name": f"edge-adm-{suffix}", "driver": "p4rt", "link_bps": 10_000 * MBIT,
+                                    "options": {"address": f"127.0.0.1:{free_port()}",
+                                                "access_ports": {"3": tenant["vlan"]}, "trunk_ports": [1]}})
+    assert r.status_code == 201, r.text
+    backend = r.json()
+
+    login(page, *OPERATOR)
+    page.goto(f"/backends/{backend['id']}")
+    form = page.get_by_role("form", name="Capacities")
+    link = form.get_by_role("textbox", name="Egress link capacity (Mbit/s)")
+    expect(link).to_have_value("10000")
+    link.fill("100")
+    form.get_by_role("button", name="Add port").click()
+    form.get_by_role("textbox", name="Port 1 name").fill("3")
+    port3 = form.get_by_role("textbox", name="Port 3 capacity (Mbit/s)")
+    port3.fill("0")
+    # explained next to the field as typed; nothing can be sent
+    expect(port3).to_have_accessible_description("Port 3 capacity must be above 0 Mbit/s; 0 is not.")
+    expect(form.get_by_role("button", name="Save capacities")).to_be_disabled()
+    port3.fill("50")
+    expect(form.get_by_text(f"tenant VLAN {tenant['vlan']} only (access port)")).to_be_visible()
+    form.get_by_role("button", name="Save capacities").click()
+    expect(page.get_by_text("Capacities saved")).to_be_visible()
+    saved = api.get(f"/backends/{backend['id']}").json()
+    assert (saved["link_bps"], saved["port_bps"]) == (100 * MBIT, {"3": 50 * MBIT})
+    assert_accessible(page, "the backend page with its capacities")
+    _to_top(page, "Capacities (admission control)")
+    shot(page, "backend-capacities", full_page=False)
+
+    # a slice of the tenant guaranteeing 40 Mbit/s: it fits port 3 and the link
+    types = api.get("/slice-types", params={"q": "Flexible Slice"}).json()["data"]
+    flexible = next(t["id"] for t in types if t["name"] == "Flexible Slice")
+    r = api.post("/slices", json={
+        "name": f"adm-{suffix}", "tenant_id": tenant["id"], "slice_type_id": flexible,
+        "sla": {"guaranteed_mbps": 40, "rate_limit_mbps": 40}, "backend_ids": [backend["id"]],
+        "services": [{"name": "all", "lane": 0}]})
+    assert r.status_code == 201, r.text
+    sl = r.json()
+
+    # lowering port 3 under the 40 Mbit/s it carries: refused next to the port, nothing saved
+    page.reload()
+    form = page.get_by_role("form", name="Capacities")
+    port3 = form.get_by_role("textbox", name="Port 3 capacity (Mbit/s)")
+    expect(port3).to_have_value("50")
+    port3.fill("30")
+    form.get_by_role("button", name="Save capacities").click()
+    expect(port3).to_have_accessible_description(
+        f"guaranteed rates on port 3 of backend edge-adm-{suffix}: 40 (adm-{suffix}) = 40 Mbit/s exceed the port's "
+        "30 Mbit/s")
+    expect(page.get_by_test_id("admission-port-3")).to_contain_text(
+        f"40 Mbit/s (adm-{suffix}) = 40 Mbit/s of 30 Mbit/s")
+    assert api.get(f"/backends/{backend['id']}").json()["port_bps"] == {"3": 50 * MBIT}
+    _to_top(page, "Capacities (admission control)")
+    shot(page, "backend-capacity-refused", full_page=False)
+
+    # an SLA edit the port cannot carry: the numbers next to the fields, then the operator overrides
+    page.goto(f"/slices/{sl['id']}")
+    guaranteed = page.get_by_role("textbox", name="Guaranteed rate (Mbit/s)")
+    guaranteed.fill("60")
+    page.get_by_role("textbox", name="Rate limit (Mbit/s)").fill("60")
+    page.get_by_role("button", name="Save SLA").click()
+    expect(guaranteed).to_have_accessible_description(
+        f"guaranteed rates on port 3 of backend edge-adm-{suffix}: 60 (adm-{suffix}) = 60 Mbit/s exceed the port's "
+        "50 Mbit/s")
+    details = page.get_by_test_id("admission-details")
+    expect(details).to_contain_text(f"Port 3: 60 Mbit/s (adm-{suffix}) = 60 Mbit/s of 50 Mbit/s")
+    assert api.get(f"/slices/{sl['id']}").json()["sla"]["guaranteed_mbps"] == 40
+    reason = page.get_by_role("textbox", name="Reason for admitting it anyway")
+    page.get_by_role("button", name="Override with reason").click()
+    expect(reason).to_have_accessible_description(re.compile("Say why this is admitted anyway"))
+    reason.fill("port 3 upgraded to 100 Mbit/s on Monday, change 4711")
+    assert_accessible(page, "a slice refused by admission control")
+    _to_top(page, "SLA")
+    shot(page, "admission-refused", full_page=False)
+    page.get_by_role("button", name="Override with reason").click()
+
+    audit = page.get_by_test_id("override-audit")
+    expect(audit).to_contain_text(f"admission_override (update) of slice {sl['id']} by {OPERATOR[0]}")
+    expect(audit).to_contain_text("Reason: port 3 upgraded to 100 Mbit/s on Monday, change 4711")
+    expect(audit).to_contain_text("60 Mbit/s exceed the port's 50 Mbit/s")
+    assert api.get(f"/slices/{sl['id']}").json()["sla"]["guaranteed_mbps"] == 60
+    entries = api.get("/audit", params={"object_type": "slice", "object_id": sl["id"], "q": "admission_override"})
+    assert entries.json()["data"][0]["after"]["reason"] == "port 3 upgraded to 100 Mbit/s on Monday, change 4711"
+    assert_accessible(page, "a slice admitted over a refusal")
+    _to_top(page, "SLA")
+    shot(page, "admission-override", full_page=False)
