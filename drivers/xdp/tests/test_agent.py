@@ -287,6 +287,8 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
         hook = httpx.post(f"{bed.url}/v1/test/inject-write-failure",
                           headers={"Authorization": f"Bearer {bed.token}"}, timeout=10)
         assert hook.status_code == 404
+    with pytest.raises(DriverError, match="takes no fault injection"):
+        d.inject_write_failure(1)
         assert r.headers["www-authenticate"] == "Bearer"
         assert r.headers["content-type"].startswith("application/problem+json")
     wrong = bed.driver(token="y" * 32)

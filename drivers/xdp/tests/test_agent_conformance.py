@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from sliceportal.drivers.conformance import DriverConformance
@@ -96,11 +95,5 @@ class TestXdpAgentConformance(DriverConformance):
         return lose_the_host
 
     @pytest.fixture
-    def inject_apply_failure(self, agent: LoadOnlyAgent) -> Callable[[], None]:  # type: ignore[override]
-        def fail_next_push() -> None:
-            with httpx.Client(transport=httpx.HTTPTransport(uds=str(agent.socket))) as c:
-                r = c.post("http://agent/v1/test/inject-write-failure",
-                           headers={"Authorization": f"Bearer {agent.token}"}, timeout=10)
-            r.raise_for_status()
-
-        return fail_next_push
+    def inject_apply_failure(self, driver: Driver) -> Callable[[], None]:  # type: ignore[override]
+        return lambda: driver.inject_write_failure(after_entries=1)  # forwarded to the agent's test hook

@@ -153,6 +153,13 @@ class AgentClient:
     def set_egress_budget(self, rate_bps: float | None, lanes: int, burst_s: float) -> None:
         self._call("PUT", "/egress-budget", Ok, EgressBudget(rate_bps=rate_bps or None, lanes=lanes, burst_s=burst_s))
 
+    def inject_write_failure(self, after_entries: int) -> None:
+        try:
+            self._call("POST", f"/test/inject-write-failure?after_entries={after_entries}", Ok)
+        except DriverError as e:
+            raise DriverError(f"the XDP agent at {self.url} takes no fault injection: {e.message}",
+                              hint="tests only: start the agent with --test-hooks") from e
+
     def close(self) -> None:
         if self._http is not None:
             self._http.close()

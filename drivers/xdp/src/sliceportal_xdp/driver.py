@@ -426,7 +426,11 @@ class Driver:
 
     def inject_write_failure(self, after_entries: int = 1) -> None:
         """Fault injection for tests: the next ``apply`` fails once it has written
-        ``after_entries`` entries, as a kernel refusing an update would."""
+        ``after_entries`` entries, as a kernel refusing an update would. Through an agent,
+        only one started with ``--test-hooks`` takes it."""
+        if self._agent is not None:
+            self._agent.inject_write_failure(after_entries)
+            return
         self._fail_after = after_entries
 
     def run(self, packet: bytes, repeat: int = 1, live: bool = False) -> TestRun:
