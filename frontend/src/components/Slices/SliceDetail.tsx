@@ -41,7 +41,7 @@ function SlaEditor({ slice, canOverride, onOverridden }: { slice: Slice; canOver
   const problem = save.error instanceof ApiProblem ? save.error : null;
   return (
     <Stack>
-      {save.isError && <ProblemAlert error={save.error} />}
+      {save.isError && <ProblemAlert error={save.error} shownOnFields={SLA_FIELDS.map((f) => f.key)} />}
       <SlaFields value={sla} onChange={setSla} error={(f) => problem?.fieldMessage(f)} />
       <AdmissionDetails problem={save.error} />
       <AdmissionOverride problem={save.error} canOverride={canOverride} pending={save.isPending}
