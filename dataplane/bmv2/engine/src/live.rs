@@ -301,27 +301,30 @@ impl Live {
         }
     }
 
-    /// Egress + deparser for a batch leaving now, under one engine lock.
+    /// Egress + deparser for a batch leaving now, under one engine lock; a packet of a
+    /// replaced pipeline is counted as a stale drop, not as transmitted.
     fn transmit(&self, batch: &mut Vec<Queued>, frames: &mut Vec<Vec<u8>>) {
         let n = batch.len() as u64;
         let current = lock(&self.engine).clone();
         let now = now_us();
+        let mut stale = 0;
         match current {
             Some(engine) => {
                 let mut e = self.gate.enter(&engine);
                 for q in batch.drain(..) {
                     if !Arc::ptr_eq(&q.engine, &engine) {
-                        self.counters.stale_drops.fetch_add(1, Relaxed);
+                        stale += 1;
                     } else if let Some(data) = e.egress(q.packet, now) {
                         frames.push(data);
                     }
                 }
             }
             None => {
-                self.counters.stale_drops.fetch_add(n, Relaxed);
+                stale = n;
                 batch.clear();
             }
         }
-        self.counters.transmitted.fetch_add(n, Relaxed);
+        self.counters.stale_drops.fetch_add(stale, Relaxed);
+        self.counters.transmitted.fetch_add(n - stale, Relaxed);
     }
 }
