@@ -374,3 +374,22 @@ def test_agent_address_forms() -> None:
         d = Driver({"address": address, "agent_token": "t" * 16})
         assert d._agent is not None and d._agent.url == url
         d.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--options", '{"address": "127.0.0.1:1"}'], "--options may not set address"),
+        (["--options", "{bad"], "--options is not JSON"),
+        (["--backend", "../x"], "pin_name"),
+    ],
+)
+def test_agent_refuses_bad_arguments_before_touching_anything(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from sliceportal_xdp.agent import main
+
+    base = ["--backend", "never-loaded", "--token-file", str(tmp_path / "token")]
+    assert main([*base, *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not os.path.exists(pins.pin_dir("never-loaded"))

@@ -175,7 +175,14 @@ def _read_token(path: str) -> str:
 
 
 def build_driver(args: argparse.Namespace) -> Driver:
-    extra: dict[str, Any] = json.loads(args.options) if args.options else {}
+    try:
+        extra: dict[str, Any] = json.loads(args.options) if args.options else {}
+    except json.JSONDecodeError as e:
+        raise OptionsError(f"--options is not JSON: {e}") from e
+    own = sorted(k for k in ("address", "agent_token", "pin_name", "interface", "netns") if k in extra)
+    if own:
+        # the agent drives the kernel itself (no agent behind an agent); its flags name the rest
+        raise OptionsError(f"--options may not set {', '.join(own)}", hint="use --backend / --interface / --netns")
     opts = extra | {"pin_name": args.backend, "interface": args.interface, "netns": args.netns}
     return Driver(opts)
 
