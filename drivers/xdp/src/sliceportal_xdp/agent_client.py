@@ -32,6 +32,7 @@ from .agent_api import API, AgentHealth, Applied, EgressBudget, Ok, Overload, Pr
 from .options import XdpOptions
 
 M = TypeVar("M", bound=BaseModel)
+APPLY_TIMEOUT_S = 120.0
 
 # an agent restarting (kill -9, new process re-adopting the pins) is back within seconds
 _NOT_SENT = (httpx.ConnectError, httpx.RemoteProtocolError)
@@ -85,12 +86,16 @@ class AgentClient:
         assert o.address is not None and o.agent_token is not None  # checked by XdpOptions
         return cls(o.address, o.agent_token, o.agent_timeout_s)
 
-    def _call(self, method: str, path: str, model: type[M], body: BaseModel | None = None) -> M:
+    def _call(self, method: str, path: str, model: type[M], body: BaseModel | None = None,
+              read_timeout_s: float | None = None) -> M:
         send = self._send_read if method == "GET" else self._send_write
         content = body.model_dump_json() if body is not None else None
         headers = {"Content-Type": "application/json"} if content is not None else None
+        kw: dict[str, Any] = {}
+        if read_timeout_s is not None:
+            kw["timeout"] = httpx.Timeout(read_timeout_s, connect=min(self._timeout_s, 3.0))
         try:
-            r = send(method, path, content=content, headers=headers)
+            r = send(method, path, content=content, headers=headers, **kw)
         except httpx.TimeoutException as e:
             raise UnreachableError(
                 f"the XDP agent at {self.url} did not answer {method} {path} in time: {e!r}",
@@ -124,7 +129,8 @@ class AgentClient:
         return self._caps
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
-        applied = self._call("POST", "/apply", Applied, plan)
+        # a large push on a loaded host, or one queued behind another push, outlasts a read
+        applied = self._call("POST", "/apply", Applied, plan, read_timeout_s=max(self._timeout_s, APPLY_TIMEOUT_S))
         for event in applied.events:
             progress(event)
         return applied.result
