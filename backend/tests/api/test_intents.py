@@ -83,6 +83,7 @@ def test_create_read_entries_and_delete(client: TestClient, session: Session, op
     assert rule["match"]["src_ip"] == {"value": ue7, "mask": 0xFFFFFFFF}
     assert rule["match"]["dst_port"] == {"value": 5000, "mask": 0xFFF8}
     assert rule["action"]["lane"] == 6
+    assert entries["policer"] is None and entries["counters"] == {"packets": 0, "drops": {}}  # the slice's policer
     # the rule set in force holds it: the slice's own rules follow it
     rs = client.get(f"/api/v1/backends/{world['backend']}/preview", headers=op).json()
     assert rs["ir"]["rules"][0]["note"].startswith(f"intent #{it['id']}:") and len(rs["ir"]["rules"]) > 1
@@ -123,6 +124,10 @@ def test_rate_limit_and_drop_get_a_policer_of_their_own(client: TestClient, op: 
     (sub,) = [s for s in ir["slices"] if s["intent_ref"] == it["id"]]
     assert sub["ref"] == world["slice_a"] and {k: sub["qos"][k] for k in qos} == qos
     assert sub["slice_id"] != parent["slice_id"]
+    # the detail names the policer there and what the data plane counted for it (no traffic yet)
+    assert entries["policer"] == {"slice_id": sub["slice_id"], "rate_bps": qos["rate_bps"],
+                                  "burst_ms": sub["qos"]["burst_ms"]}
+    assert entries["counters"] == {"packets": 0, "drops": {}}
     ue7 = (10 << 24) | (45 << 16) | 7
     assert entries["rules"] and all(e["action"]["slice_id"] == sub["slice_id"] for e in entries["rules"])
     assert all(e["match"]["src_ip"] == {"value": ue7, "mask": 0xFFFFFFFF} for e in entries["rules"])

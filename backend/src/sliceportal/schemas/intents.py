@@ -46,12 +46,26 @@ class IntentRule(BaseModel):
     action: dict[str, int] = Field(description="slice_id, lane and rr_path on that backend")
 
 
+class IntentPolicer(BaseModel):
+    slice_id: int = Field(description="the intent's sub-slice: a data-plane slice id of its own (docs/rules.md)")
+    rate_bps: int = Field(description="its policer's rate; 0 = drop every frame")
+    burst_ms: float | None = Field(description="its bucket depth in ms of the rate")
+
+
+class IntentCounters(BaseModel):
+    packets: int = Field(description="frames of the intent's flows the data plane counted (monotonic)")
+    drops: dict[str, int] = Field(description="of those, dropped by the intent's policer, by reason")
+
+
 class IntentBackendEntries(BaseModel):
     backend_id: int
     backend: str
     driver: str
     rule_set: int | None = Field(description="number of the rule set in force; null = nothing deployed yet")
     rules: list[IntentRule] = Field(description="the entries this intent produced in the rule set in force")
+    policer: IntentPolicer | None = Field(None, description="rate_limit / drop: the sub-slice enforcing it there")
+    counters: IntentCounters | None = Field(
+        None, description="read from the data plane now; null when it cannot answer (down, a push under way)")
 
 
 class IntentDetail(IntentPublic):

@@ -51,6 +51,11 @@ class BackendEntries:
     backend: Backend
     rule_set: int | None
     rules: list[dict[str, Any]]
+    # rate_limit / drop: the intent's sub-slice in the rule set in force (slice_id, qos)
+    policer: dict[str, Any] | None = None
+    # what the data plane counted for the intent's flows now: the sub-slice's packets and
+    # policer drops, else the hits of its rules; None when the backend cannot answer now
+    counters: dict[str, Any] | None = None
 
 
 def request_hash(body: dict[str, Any]) -> str:
@@ -323,8 +328,33 @@ def delete(session: Session, it: Intent) -> None:
     session.commit()
 
 
-def entries(session: Session, it: Intent) -> list[BackendEntries]:
-    """Per backend of the intent's slice: the rules of the rule set in force the intent produced."""
+def _intent_counters(session: Session, b: Backend, rules: list[dict[str, Any]],
+                     policer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The data plane's monotonic counters for the intent: its sub-slice's (every plane counts
+    per slice id, and the id is the intent's alone), else the sum of its rules' hits."""
+    if not rules:
+        return None
+    try:
+        with POOL.try_use(session, b) as drv:
+            if drv is None:
+                return None  # a push holds the driver: no reading now
+            c = drv.counters()
+    except DriverError:
+        return None
+    if policer is not None:
+        got = c.slices.get(policer["slice_id"])
+        return {"packets": got.packets if got else 0, "drops": dict(got.drops) if got else {}}
+    hits = [c.rules[r["index"]] for r in rules if r["index"] in c.rules]
+    drops: dict[str, int] = {}
+    for h in hits:
+        for reason, n in h.drops.items():
+            drops[reason] = drops.get(reason, 0) + n
+    return {"packets": sum(h.packets for h in hits), "drops": drops}
+
+
+def entries(session: Session, it: Intent, *, counters: bool = False) -> list[BackendEntries]:
+    """Per backend of the intent's slice: the rules of the rule set in force the intent produced,
+    its sub-slice there (rate_limit / drop), and with ``counters`` what the data plane counted."""
     s = session.get_one(Slice, it.slice_id)
     out = []
     for b in sorted(s.backends, key=lambda b: b.id):
@@ -333,5 +363,10 @@ def entries(session: Session, it: Intent) -> list[BackendEntries]:
             {"index": n, "match": {k: v for k, v in r["match"].items() if v is not None}, "action": r["action"]}
             for n, r in enumerate(rs.ir.get("rules", [])) if intent_ref_of(r.get("note", "")) == it.id
         ]
-        out.append(BackendEntries(b, None if rs is None else rs.number, rules))
+        sub = None if rs is None else next(
+            (e for e in rs.ir.get("slices", []) if e.get("intent_ref") == it.id and e.get("ref") == it.slice_id), None)
+        policer = None if sub is None else {"slice_id": sub["slice_id"], "rate_bps": sub["qos"]["rate_bps"],
+                                            "burst_ms": sub["qos"]["burst_ms"]}
+        out.append(BackendEntries(b, None if rs is None else rs.number, rules, policer,
+                                  _intent_counters(session, b, rules, policer) if counters else None))
     return out

@@ -129,8 +129,9 @@ def read_intent(intent_id: PathId, principal: Reader, session: SessionDep) -> In
     """The intent and, per backend of its slice, the entries it produced in the rule set in force."""
     it = get_scoped(session, Intent, intent_id, principal.tenant_scope, "intent")
     entries = [IntentBackendEntries(backend_id=e.backend.id, backend=e.backend.name, driver=e.backend.driver,
-                                    rule_set=e.rule_set, rules=[IntentRule.model_validate(r) for r in e.rules])
-               for e in svc.entries(session, it)]
+                                    rule_set=e.rule_set, rules=[IntentRule.model_validate(r) for r in e.rules],
+                                    policer=e.policer, counters=e.counters)
+               for e in svc.entries(session, it, counters=True)]
     return IntentDetail(**to_public(it).model_dump(), entries=entries)
 
 
