@@ -15,6 +15,7 @@ from pathlib import Path
 
 from _results import Results
 
+from sliceportal.rules.ir import Action, Rule, RuleIR
 from sliceportal_netfpga import regmap, simulator
 from sliceportal_netfpga.csr import CsrClient
 from sliceportal_netfpga.driver import Driver
@@ -34,12 +35,20 @@ def main() -> None:
             raw = n / (time.perf_counter() - t0)
             csr.close()
             d = Driver({"address": sim.address})
-            plans = [d.lower(table2_ir(16)), d.lower(table2_ir(15))]
+            # the push writes only the entries the shadow bank lacks, and that bank holds the
+            # version before last: three versions whose every entry differs (another RR path),
+            # pushed in turn, so each push rewrites the whole 64-entry bank
+            base = table2_ir(16)
+            plans = [d.lower(RuleIR(lanes=base.lanes, paths=base.paths, rules=tuple(
+                Rule(r.match, Action(r.action.slice_id, r.action.lane, (r.action.rr_path + k) % base.paths))
+                for r in base.rules))) for k in range(3)]
+            for p in plans[1:]:  # both banks filled before timing
+                d.apply(p, lambda _: None)
             t0 = time.perf_counter()
             for i in range(ROUNDS):
-                d.apply(plans[i % 2], lambda _: None)
+                d.apply(plans[i % 3], lambda _: None)
             wall = time.perf_counter() - t0
-            entries = sum(len(plans[i % 2].tables["tcam"]) for i in range(ROUNDS))
+            entries = sum(len(plans[i % 3].tables["tcam"]) for i in range(ROUNDS))
             rate = entries / wall
             d.close()
             print(f"raw CSR writes/s (baseline):   {raw:>10.0f}")
