@@ -1,12 +1,14 @@
 """lowering.assign_priorities, pure: priorities fall along the IR order, held ones stay while
-their rank allows, and a full gap renumbers its neighbourhood only."""
+their rank allows, and a full gap renumbers its neighbourhood only; assign_tenant_ids: held
+tenant ids stay, new tenants never take an id the switch still holds."""
 
 from __future__ import annotations
 
 import itertools
 import random
 
-from sliceportal_p4rt.lowering import MAX_PRIORITY, MatchKey, assign_priorities
+from sliceportal.rules.ir import TenantEntry
+from sliceportal_p4rt.lowering import MAX_PRIORITY, MAX_TENANTS, MatchKey, assign_priorities, assign_tenant_ids
 
 
 def key(i: int) -> MatchKey:
@@ -54,3 +56,23 @@ def test_random_edits_keep_every_entry_whose_rank_holds() -> None:
         changed = sum(1 for k, p in zip(keys, prios, strict=True) if held.get(k) != p)
         assert changed <= 1, (step, op, changed)  # the inserted or moved entry, nothing else
         held = dict(zip(keys, prios, strict=True))
+
+
+# ---- lowering.assign_tenant_ids (stable tenant ids, hitless tenant tables) -------------------
+
+
+def test_tenant_ids_are_dense_on_a_fresh_switch_and_stable_afterwards() -> None:
+    a, b, c, d = (TenantEntry(i, n, 1000 + i, 100 * i) for i, n in enumerate("ABCD", start=1))
+    assert assign_tenant_ids([a, b, c], {}) == {1001: 1, 1002: 2, 1003: 3}  # as the dense numbering was
+    held = {100: 1, 200: 2, 300: 3}
+    # B leaves and D arrives in one push: C keeps 3; D does not take B's 2, which keys B's
+    # entries until the push deletes them
+    assert assign_tenant_ids([a, c, d], held) == {1001: 1, 1003: 3, 1004: 4}
+    # a tenant whose VLAN ID moved is new to the switch
+    moved = TenantEntry(3, "C", 1003, 350)
+    assert assign_tenant_ids([a, moved], held)[1003] == 4
+    # every id bound to someone: a freed one is reused (fits, not hitless)
+    full = {10 + i: i for i in range(1, MAX_TENANTS + 1)}
+    many = [TenantEntry(i, f"t{i}", 2000 + i, 10 + i) for i in range(2, MAX_TENANTS + 1)]
+    ids = assign_tenant_ids([*many, TenantEntry(999, "new", 9999, 4000)], full)
+    assert ids[9999] == 1 and len(set(ids.values())) == len(ids)
