@@ -238,7 +238,13 @@ class RuleIR:
         return Decision(0, fold_lane(key.dscp & 0b111, self.lanes), key.src_ip % self.paths, None)
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        out = asdict(self)
+        # intent_ref is written for sub-slices only: an IR without rate_limit / drop intents
+        # keeps the JSON and digest it had before sub-slices existed (no plane looks stale)
+        for s in out["slices"]:
+            if s["intent_ref"] is None:
+                del s["intent_ref"]
+        return out
 
     def digest(self) -> str:
         """A stable content hash: the version a data plane reports for what it holds."""
