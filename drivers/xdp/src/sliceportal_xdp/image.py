@@ -68,12 +68,18 @@ def _rle_array(entries: list[NativeEntry], size: int) -> bytes:
 def encode(tables: Tables) -> Image:
     """The image of ``tables`` (a plan's normal form)."""
     img: Image = {}
+    aton, plen, one = socket.inet_aton, _PLEN, _ONE
     for f in ("src_ip", "dst_ip"):
-        img[f] = {_lpm_key(e["prefix"]): _bitmap(e["rules"]) for e in tables[f]}
+        # inlined _lpm_key / _bitmap: an expanded plan has tens of thousands of prefixes
+        img[f] = {
+            plen[int(p)] + aton(a): one[r[0]] if len(r) == 1 else _bitmap(r)
+            for a, _, p, r in ((*e["prefix"].partition("/"), e["rules"]) for e in tables[f])
+        }
     img["dst_port"] = _rle_array(tables["dst_port"], L.PORTS)
     img["dscp"] = _rle_array(tables["dscp"], L.DSCPS)
     for f in TUNNEL_FIELDS:
-        img[f] = {L.U32.pack(e["value"]): _bitmap(e["rules"]) for e in tables[f]}
+        u32 = L.U32.pack
+        img[f] = {u32(e["value"]): one[r[0]] if len(r := e["rules"]) == 1 else _bitmap(r) for e in tables[f]}
     slots = {e["slot"]: e["rules"] for e in tables["special"]}
     img["special"] = b"".join(_bitmap(slots[s]) for s in L.SPECIAL_SLOTS)
     qos = {q["slice_id"]: q for q in tables["qos"]}
@@ -165,6 +171,10 @@ def diff(old: Image, new: Image) -> ImageDiff:
         assert isinstance(o, dict) and isinstance(n, dict)
         if o == n:  # the common case of a re-push, at C speed
             d.changes[f] = MapChange()
+            continue
+        if not o:  # into an empty map (a first push): every entry is new, no set algebra
+            d.changes[f] = MapChange(keys=list(n), values=list(n.values()))
+            d.added += len(n)
             continue
         # set operations on the items views run in C: (key, value) pairs new or changed
         fresh = n.items() - o.items()
