@@ -303,8 +303,9 @@ def tenant_verdict(ir: RuleIR, flow: Flow) -> Verdict:
 
 
 class TrunkProber:
-    """Sends tagged probes into trunk port 3; the verdict from the counters: slice_rx and
-    lane_tx (classified and sent) or tenant_drops (no tenant for the VLAN ID)."""
+    """Sends probes into one port (tagged into trunk 3, untagged into access port 1); the
+    verdict from the counters: slice_rx and lane_tx (classified and sent) or tenant_drops
+    (no tenant for the VLAN ID)."""
 
     def __init__(self, address: str, tx: socket.socket, drv: Driver) -> None:
         self.tx = tx
@@ -324,8 +325,8 @@ class TrunkProber:
         return {(e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
                 for r in self.stub.Read(self.req) for e in r.entities}
 
-    def verdict(self, data: bytes) -> Verdict:
-        self.tx.send(data)
+    def verdict(self, data: bytes, via: socket.socket | None = None) -> Verdict:
+        (via or self.tx).send(data)
         deadline = time.monotonic() + 2
         while True:
             now = self._read()
@@ -347,8 +348,9 @@ class TrunkProber:
 
 
 @pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])
-def trunked(request: pytest.FixtureRequest, start_target: Callable[..., Target]) -> Iterator[tuple[str, socket.socket]]:
-    """A switch with access port 1 (VLAN 100), trunk 2 (the uplink) and trunk 3 (probes in)."""
+def trunked(request: pytest.FixtureRequest,
+            start_target: Callable[..., Target]) -> Iterator[tuple[str, socket.socket, socket.socket]]:
+    """A switch with access port 1, trunk 2 (the uplink) and trunk 3; senders into 3 and 1."""
     with veth_ports(f"ht{os.getpid() % 10000}{random.randrange(100)}-", (1, 2, 3)) as ends:
         ports = {p: s for p, (s, _) in ends.items()}
         if request.param == "bundled":
@@ -359,22 +361,24 @@ def trunked(request: pytest.FixtureRequest, start_target: Callable[..., Target])
         else:
             switch = start_simple_switch_grpc(ports, priority_queues=8)
             address, stop = switch.address, switch.stop
-        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        tx, tx1 = socket.socket(socket.AF_PACKET, socket.SOCK_RAW), socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         tx.bind((ends[3][1], 0))
+        tx1.bind((ends[1][1], 0))
         try:
-            yield address, tx
+            yield address, tx, tx1
         finally:
             tx.close()
+            tx1.close()
             if stop is not None:
                 stop()
 
 
 def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_write(
-        trunked: tuple[str, socket.socket]) -> None:
+        trunked: tuple[str, socket.socket, socket.socket]) -> None:
     """Tenants come and go and a tenant's VLAN ID moves while their rules change: every
     probe on the trunk gets the old or the new verdict (slice and lane, or dropped for a VLAN
     ID no tenant has) after every single write, and a push writes the diff."""
-    address, tx = trunked
+    address, tx, _ = trunked
     rng = random.Random(2002)
     present = {1: TENANT_POOL[0], 2: TENANT_POOL[1], 3: TENANT_POOL[2], 4: TENANT_POOL[3]}
     rules = {t.ref: [tenant_rule(rng, t) for _ in range(4)] for t in TENANT_POOL}
@@ -440,3 +444,65 @@ class TenantCheck:
         self.writes += 1
         got = [self.prober.verdict(f) for f in self.frames]
         self.tally.check(got, self.allowed, f"{self.where}, after write {self.writes}")
+
+
+def test_access_port_rebinding_is_hitless(trunked: tuple[str, socket.socket, socket.socket]) -> None:
+    """The access port moves from tenant to tenant (a backend's ``access_ports`` edited: a new
+    driver lowers against what the switch holds): untagged probes of every tenant's VNI on the
+    access port, and tagged ones on the trunk, get the old or the new verdict after every
+    write. On the access port the tenant is the port's: rules of other tenants never apply."""
+    address, tx3, tx1 = trunked
+    rng = random.Random(2003)
+    present = {t.ref: t for t in TENANT_POOL[:3]}
+    rules = {t.ref: [tenant_rule(rng, t) for _ in range(4)] for t in TENANT_POOL}
+    ir = tenants_ir(present, rules)
+    vids = [100, 200, 300]
+    on_port = [Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64),
+                    vni=t.vni, teid=0x100, encap=Encap.VXLAN_GTP) for t in TENANT_POOL[:3] for _ in range(6)]
+    on_trunk = [Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64),
+                     vni=t.vni, teid=0x100, vlan=t.vlan, encap=Encap.VXLAN_GTP)
+                for t in TENANT_POOL[:3] for _ in range(4)]
+    port_frames = [frame(f, 128)[0] for f in on_port]
+    trunk_frames = [frame(f, 128)[0] for f in on_trunk]
+
+    def port_verdict(vid: int, f: Flow) -> Verdict:
+        tenant = next(t for t in ir.tenants if t.vlan == vid)
+        own = {s.slice_id for s in ir.slices if s.tenant_vni == tenant.vni}
+        scoped = hitless.rule_ir(ir, [r for r in ir.rules if r.action.slice_id in own])
+        return hitless.verdict(scoped, f)
+
+    vid = 100
+    drv = Driver({"address": address, "batch_size": 1, "timeout_s": 10, "election_id": 1,
+                  **{**TRUNK_OPTIONS, "access_ports": {1: vid}}})
+    plan = drv.lower(ir)
+    drv.apply(plan, lambda e: None)
+    drv.close()
+    prober = TrunkProber(address, tx3, drv)  # one reader of the counters: probes one at a time
+    tally = hitless.Tally()
+    try:
+        for n in range(12):
+            new_vid = rng.choice([v for v in vids if v != vid])
+            drv = Driver({"address": address, "batch_size": 1, "timeout_s": 10, "election_id": n + 2,
+                          **{**TRUNK_OPTIONS, "access_ports": {1: new_vid}}})
+            drv.health()  # connected: lowering keeps what the switch holds
+            new_plan = drv.lower(ir)
+            allowed = [{port_verdict(vid, f), port_verdict(new_vid, f)} for f in on_port]
+            allowed_trunk = [{tenant_verdict(ir, f)} for f in on_trunk]  # the trunk's tenants do not change
+
+            def check(e: ProgressEvent, n: int = n, allowed: list[set[Verdict]] = allowed,
+                      allowed_trunk: list[set[Verdict]] = allowed_trunk) -> None:
+                if e.phase == "write":
+                    tally.check([prober.verdict(f, tx1) for f in port_frames], allowed, f"rebind {n}, port, {e.done}")
+                    tally.check([prober.verdict(f) for f in trunk_frames], allowed_trunk,
+                                f"rebind {n}, trunk, {e.done}")
+
+            result = drv.apply(new_plan, check)
+            diff = sum(diff_tables(plan.tables, new_plan.tables).counts().values())
+            assert 0 < result.added + result.removed + result.modified == diff
+            assert [prober.verdict(f, tx1) for f in port_frames] == [port_verdict(new_vid, f) for f in on_port]
+            drv.close()
+            vid, plan = new_vid, new_plan
+    finally:
+        prober.close()
+    assert tally.checked > 500
+    assert tally.neither == 0, str(tally)
