@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { Route, Routes } from "react-router";
+import { setTokens } from "../../api/client";
 import { SessionProvider } from "../../auth/session";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { BackendDetail } from "./BackendDetail";
@@ -131,5 +132,49 @@ describe("BackendDetail", () => {
     expect(screen.getByRole("combobox", { name: "To" })).toHaveValue("2");
     const call = fake.calls.find((c) => c.url.pathname.endsWith("/rule-sets/2/diff"));
     expect(call?.url.searchParams.get("against")).toBe("1");
+  });
+
+  it("offers an operator to deploy over admission's refusal with a reason, then shows the audit entry", async () => {
+    const refusal = { type: "about:blank", title: "Admission refused", status: 409, instance: "/api/v1/backends/4/deployments",
+      detail: "guaranteed rates on backend edge-1 (100 Mbit/s): 60 (a) + 50 (b) = 110 Mbit/s exceed the link's 100 Mbit/s",
+      errors: [{ field: "sla.guaranteed_mbps", message: "… = 110 Mbit/s exceed the link's 100 Mbit/s" }],
+      admission: [{ backend_id: 4, backend_name: "edge-1", capacity_bps: 100e6, ok: false, delay: [], unpoliced: [],
+        ports: [], subscribers: [], guaranteed: { terms: [{ slice_name: "a", guaranteed_bps: 60e6 },
+          { slice_name: "b", guaranteed_bps: 50e6 }], sum_bps: 110e6, limit_bps: 100e6, ok: false } }] };
+    const base = api();
+    const fake = fakeApi({
+      "GET /api/v1/users/me": () => jsonResponse({ id: 1, username: "op", role: "operator", tenant_id: null, full_name: "",
+        is_active: true, version: 1 }),
+      "GET /api/v1/audit": () => jsonResponse({ count: 1, data: [{ id: 90, ts: "2026-11-23T19:00:00Z", actor: "op",
+        via: "session", action: "admission_override", object_type: "backend", object_id: 4, tenant_id: null, before: null,
+        after: { reason: "link upgrade tonight", action: "deploy", refusals: [refusal.detail] } }] }),
+      "POST /api/v1/backends/4/deployments": (req) => (req.headers.get("Admission-Override") === null
+        ? jsonResponse(refusal, 409, "application/problem+json")
+        : new Response(`${JSON.stringify({ event: "result", ...dep(4, 3) })}\n`, { headers: { "Content-Type": "application/x-ndjson" } })),
+    });
+    vi.stubGlobal("fetch", async (input: RequestInfo | URL, init?: RequestInit) => {
+      const req = input instanceof Request ? input : new Request(input, init);
+      const path = `${req.method} ${new URL(req.url).pathname}`;
+      return ["GET /api/v1/users/me", "GET /api/v1/audit", "POST /api/v1/backends/4/deployments"].includes(path)
+        ? fake.fetch(req) : base.fetch(req);
+    });
+    setTokens({ access_token: "a", refresh_token: "r" });
+    try {
+      renderDetail();
+      const user = userEvent.setup();
+      await user.click(await screen.findByRole("button", { name: "Deploy now" }));
+      await user.click(within(await screen.findByRole("dialog", { name: "Deploy to backend edge-1?" }))
+        .getByRole("button", { name: "Deploy now" }));
+      expect(await screen.findByTestId("admission-details")).toHaveTextContent(
+        "60 Mbit/s (a) + 50 Mbit/s (b) = 110 Mbit/s of 100 Mbit/s");
+      await user.type(screen.getByRole("textbox", { name: "Reason for admitting it anyway" }), "link upgrade tonight");
+      await user.click(screen.getByRole("button", { name: "Override with reason" }));
+      await waitFor(() => expect(screen.getByTestId("deploy-outcome")).toHaveTextContent("Deployment succeeded"));
+      expect(await screen.findByTestId("override-audit")).toHaveTextContent("Reason: link upgrade tonight");
+      const posts = fake.calls.filter((c) => c.method === "POST");
+      expect(posts).toHaveLength(2);
+    } finally {
+      setTokens(null);
+    }
   });
 });
