@@ -167,9 +167,9 @@ class Traffic:
             if got:
                 seen.add(got[0] * 1_000_000 + got[1])
 
-    def send(self, duration_s: float) -> None:
+    def send(self, duration_s: float, stop: threading.Event | None = None) -> None:
         end, seq = time.monotonic() + duration_s, max(self.sent.values(), default=0)
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (stop and stop.is_set()):
             seq += 1
             batch = []
             for f in self.frames.values():
@@ -243,14 +243,14 @@ def test_agent_sigkill_keeps_forwarding_and_is_taken_over(bed: Bed) -> None:
 
 DRIVER_SCRIPT = """
 import json, sys
-from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
+from pathlib import Path
+from sliceportal.drivers.contract import NativePlan
 from sliceportal_xdp.driver import Driver
 url, token, what = sys.argv[1:4]
 d = Driver({"address": url.removeprefix("http://"), "agent_token": token})
-if what == "push":
-    rules = tuple(Rule(Match(teid=Ternary.exact(500 + s, 32)), Action(3, s % 4, s % 8)) for s in range(5))
-    ir = RuleIR(lanes=4, paths=8, rules=rules, miss=MissPolicy(MissMode.FIXED, lane=0, rr_path=0))
-    print(json.dumps({"version": d.apply(d.lower(ir), lambda e: None).version}))
+if what != "read":
+    plan = NativePlan.model_validate_json(Path(what).read_text())
+    print(json.dumps({"version": d.apply(plan, lambda e: None).version}))
 else:
     s = d.read_state()
     print(json.dumps({"version": s.version, "rules": len(s.tables["actions"]), "health": d.health().version}))
@@ -259,7 +259,8 @@ d.close()
 
 
 def run_portal_process(bed: Bed, what: str) -> dict[str, object]:
-    """A separate process using the driver against the agent, as a portal worker would."""
+    """A separate process using the driver against the agent, as a portal worker would:
+    ``what`` is "read" or the file of a plan to push."""
     out = subprocess.run([sys.executable, "-c", DRIVER_SCRIPT, bed.url, bed.token, what],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -268,17 +269,35 @@ def run_portal_process(bed: Bed, what: str) -> dict[str, object]:
 
 
 @pytest.mark.needs_root
-def test_portal_restart_reads_the_state_the_agent_holds(bed: Bed) -> None:
-    pushed = run_portal_process(bed, "push")  # that process exits: the "portal" is gone
-    read = run_portal_process(bed, "read")  # a new one reads what the data plane holds
-    assert read == {"version": pushed["version"], "rules": 5, "health": pushed["version"]}
+def test_portal_restart_while_traffic_runs(bed: Bed, tmp_path: Path) -> None:
+    plan = bed.driver().lower(seed001_ir())
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(plan.model_dump_json())
+    traffic, done = Traffic(bed.tb), threading.Event()
+    sender = threading.Thread(target=traffic.send, args=(120.0, done))
+    sender.start()
+    try:
+        # the held rule set (the previous test's) and this one send every TEID to the same
+        # node, so the push mid-traffic changes no packet's destination
+        pushed = run_portal_process(bed, str(plan_file))  # that process exits: the "portal" is gone
+        read = run_portal_process(bed, "read")  # a new one reads what the data plane holds
+    finally:
+        done.set()
+        sender.join()
+        traffic.close()
+    assert pushed == {"version": plan.version}
+    assert read == {"version": plan.version, "rules": 16, "health": plan.version}
+    assert min(traffic.sent.values()) > 50
+    assert traffic.seen["core"] == traffic.expected(TEIDS[:8])
+    assert traffic.seen["alt"] == traffic.expected(TEIDS[8:])
 
 
 @pytest.mark.needs_root
 def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
     d = bed.driver()
     before = d.read_state()
-    plan = d.lower(seed001_ir())
+    ir = seed001_ir()
+    plan = d.lower(RuleIR(lanes=4, paths=8, rules=ir.rules[:4], miss=ir.miss))
     assert plan.version != before.version
     for headers in ({"Authorization": "Bearer " + "x" * len(bed.token)}, {}):
         r = httpx.post(f"{bed.url}/v1/apply", content=plan.model_dump_json(), headers=headers, timeout=10)

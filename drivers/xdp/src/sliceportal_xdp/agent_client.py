@@ -61,7 +61,6 @@ class AgentClient:
             self._base = self.url + API
         self._token, self._timeout_s = token, timeout_s
         self._http: httpx.Client | None = None
-        self._caps: Capabilities | None = None
         wait = wait_exponential(multiplier=0.1, max=1.0)
         stop = stop_after_delay(retry_s)
         self._send_read = retry(retry=retry_if_exception_type(_READ_RETRY), wait=wait, stop=stop, reraise=True)(
@@ -124,9 +123,8 @@ class AgentClient:
     # ---- the contract ------------------------------------------------------------------
 
     def capabilities(self) -> Capabilities:
-        if self._caps is None:  # fixed by the agent's options for its lifetime
-            self._caps = self._call("GET", "/capabilities", Capabilities)
-        return self._caps
+        # not cached: an agent restarted with other options (--replace) has other capacities
+        return self._call("GET", "/capabilities", Capabilities)
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         # a large push on a loaded host, or one queued behind another push, outlasts a read
