@@ -141,3 +141,38 @@ def test_bulk_import_runs_admission_all_or_nothing(client: TestClient, session: 
     assert row.object_type == "subscriber" and row.after is not None and row.after["action"] == "import"
     session.expire_all()
     assert session.get(Slice, world["per-ue"]).admission_override == "event weekend"  # type: ignore[union-attr]
+
+
+def test_a_subscriber_is_not_refused_for_a_delay_it_does_not_move(client: TestClient, op: dict[str, str]) -> None:
+    # lo (lane 0, 10 Mbit/s, 10 ms) waits 0.1 Mbit / (100 - 90) = 10 ms behind hi (lane 6, 90 Mbit/s):
+    # admitted; the link re-rated to 95 with an override: lo's worst case becomes 0.1 / 5 = 20 ms
+    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    be = client.post("/api/v1/backends", headers=op, json={
+        "name": f"bmv2-{free_port()}", "driver": "p4rt", "link_bps": 100 * MBIT,
+        "options": {"address": f"127.0.0.1:{free_port()}"}}).json()
+    ids = {}
+    for name, lane, rate, delay in (("hi", 6, 90, None), ("lo", 0, 10, 10)):
+        r = client.post("/api/v1/slices", headers=op, json={
+            "name": name, "tenant_id": tenant, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": {"rate_limit_mbps": rate, "max_delay_ms": delay}, "backend_ids": [be["id"]],
+            "services": [{"name": "all", "lane": lane}]})
+        assert r.status_code == 201, r.text
+        ids[name] = r.json()["id"]
+    r = client.patch(f"/api/v1/backends/{be['id']}", json={"link_bps": 95 * MBIT, "version": be["version"]},
+                     headers={**op, "Admission-Override": "re-rated while the link is repaired"})
+    assert r.status_code == 200, r.text
+    # the delay refusal stands for slice changes ...
+    lo = client.get(f"/api/v1/slices/{ids['lo']}", headers=op).json()
+    r = client.patch(f"/api/v1/slices/{lo['id']}", json={"description": "x", "version": lo["version"]}, headers=op)
+    assert r.status_code == 409 and "worst-case delay 20.000 ms" in r.json()["detail"]
+    # ... but a guaranteed subscriber joining lo moves only the rates, which fit: admitted
+    r = client.post("/api/v1/subscribers", headers=op, json={
+        "tenant_id": tenant, "imsi": "001010000009999", "ue_ip": "10.45.9.1", "slice_ids": [ids["lo"]],
+        "guaranteed_bps": 5 * MBIT})
+    assert r.status_code == 201, r.text
+    # and its rates are still checked: 5 + 6 = 11 > lo's 10 Mbit/s rate limit
+    r = client.post("/api/v1/subscribers", headers=op, json={
+        "tenant_id": tenant, "imsi": "001010000009998", "ue_ip": "10.45.9.2", "slice_ids": [ids["lo"]],
+        "guaranteed_bps": 6 * MBIT})
+    assert r.status_code == 409 and [e["field"] for e in r.json()["errors"]] == ["guaranteed_bps"]
+    assert "worst-case delay" not in r.json()["detail"]

@@ -97,7 +97,7 @@ class Members:
 Fields = Literal["slice", "backend", "subscriber"]
 _FIELD = {
     "guaranteed": {"slice": "sla.guaranteed_mbps", "backend": "link_bps", "subscriber": "guaranteed_bps"},
-    "delay": {"slice": "sla.max_delay_ms", "backend": "link_bps", "subscriber": "slice_ids"},
+    "delay": {"slice": "sla.max_delay_ms", "backend": "link_bps", "subscriber": "slice_ids"},  # never for subscribers
     "members": {"slice": "sla.rate_limit_mbps", "backend": "link_bps", "subscriber": "guaranteed_bps"},
 }
 
@@ -157,9 +157,14 @@ class BackendAdmission:
         return not v.ok and (v.name in self.waived or any(t.of in self.waived for t in v.terms))
 
     @property
-    def ok(self) -> bool:
-        return (self.guarantees_ok and self.ports_ok and all(v.ok or self.is_waived(v) for v in self.result.slices)
+    def rates_ok(self) -> bool:
+        """Every guarantee fits: the link, each port, each slice's rate limit for its subscribers'."""
+        return (self.guarantees_ok and self.ports_ok
                 and all(self.members_ok(s) or s.admission_override for s in self.slices))
+
+    @property
+    def ok(self) -> bool:
+        return self.rates_ok and all(v.ok or self.is_waived(v) for v in self.result.slices)
 
     def computation(self) -> dict[str, Any]:
         """Every number of the verdict, for the 409 and the UI."""
@@ -223,7 +228,7 @@ class BackendAdmission:
             on = f"port_bps.{p.port}" if fields == "backend" else _FIELD["guaranteed"][fields]
             issues.append(FieldIssue(on, msg))
         for v in self.result.slices:
-            if v.ok or self.is_waived(v):
+            if v.ok or self.is_waived(v) or fields == "subscriber":  # guarantees move no delay (see check)
                 continue
             parts = " + ".join(f"{t.burst_bits / MBIT:g} Mbit / {t.residual_bps / MBIT:g} Mbit/s ({t.of})"
                                for t in v.terms)
@@ -316,13 +321,15 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     vlans = tenant_vlans(session, everyone)
     members = subscriber_guarantees(session, everyone)
     results = [evaluate(b, on[b.id], vlans, members) for b in backends]
-    refused = [r for r in results if not r.ok]
+    fields: Fields = ("backend" if action == "update" and isinstance(subject, Backend)
+                      else "subscriber" if subject is None or isinstance(subject, Subscriber) else "slice")
+    # A subscriber's guarantee changes no rate limit or burst, so no worst-case delay: a
+    # subscriber change is decided by the rates alone, not refused for a delay it did not move.
+    refused = [r for r in results if not (r.rates_ok if fields == "subscriber" else r.ok)]
     if not refused:
         return results
     texts: list[str] = []
     issues: list[FieldIssue] = []
-    fields: Fields = ("backend" if action == "update" and isinstance(subject, Backend)
-                      else "subscriber" if subject is None or isinstance(subject, Subscriber) else "slice")
     for r in refused:
         t, i = r.refusals(fields)
         texts += [x for x in t if x not in texts]  # a slice on several backends: its own refusals once
