@@ -6,6 +6,7 @@ through the next agent, which takes the pins over with the same digest and versi
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from sliceportal.rules.ir import MissMode, MissPolicy, RuleIR
 from sliceportal.testbed import Testbed
 from sliceportal.traffic.packets import Flow, Underlay, build_bytes, parse_payload, payload
 from sliceportal_xdp import pins
+from sliceportal_xdp.agent import LOCK_DIR
 from sliceportal_xdp.agent_client import AgentClient
 from sliceportal_xdp.driver import Driver
 
@@ -95,12 +97,29 @@ class Bed:
         self.proc.wait()
 
 
+def remove_stale_test_pins() -> None:
+    """Pins left by a test run that was killed (its agent gone: the backend's lock is free)."""
+    root = Path(pins.ROOT)
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if not d.name.startswith(("test-spa", "conformance-")):
+            continue
+        lock = Path(LOCK_DIR) / f"xdp-agent-{d.name}.lock"
+        with lock.open("a+b") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live agent (another session's test) holds it
+            pins.remove(str(d))
+        lock.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     tmp = tmp_path_factory.mktemp("agent")
     token = os.urandom(24).hex()
     token_file = tmp / "token"
     token_file.write_text(token + "\n")
+    remove_stale_test_pins()
     with Testbed(f"spa{os.getpid() % 100000}-") as tb:
         core, alt = tb["core"], tb["alt"]
         options: dict[str, object] = {

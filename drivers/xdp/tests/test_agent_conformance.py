@@ -21,6 +21,8 @@ from sliceportal.drivers.conformance import DriverConformance
 from sliceportal_xdp.agent_client import AgentClient
 from sliceportal_xdp.driver import Driver
 
+from .test_agent import remove_stale_test_pins
+
 
 @dataclass
 class LoadOnlyAgent:
@@ -64,6 +66,7 @@ class LoadOnlyAgent:
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadOnlyAgent]:
+    remove_stale_test_pins()
     token = os.urandom(24).hex()
     tmp = tmp_path_factory.mktemp("agent")
     token_file = tmp / "token"
