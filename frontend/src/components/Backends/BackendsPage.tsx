@@ -91,12 +91,14 @@ export function BackendsPage() {
           <Table.ScrollContainer minWidth={640}>
             <Table striped aria-label="Backends">
               <Table.Thead><Table.Tr><Table.Th>Name</Table.Th><Table.Th>Driver</Table.Th><Table.Th>Queues</Table.Th>
-                <Table.Th>Health</Table.Th><Table.Th>Detail</Table.Th><Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th></Table.Tr></Table.Thead>
+                <Table.Th>Link capacity</Table.Th><Table.Th>Health</Table.Th><Table.Th>Detail</Table.Th><Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th></Table.Tr></Table.Thead>
               <Table.Tbody>
                 {page.data.map((b) => (
                   <Table.Tr key={b.id}>
                     <Table.Td><Anchor component={Link} to={`/backends/${b.id}`} fw={600}>{b.name}</Anchor></Table.Td>
                     <Table.Td>{b.driver}</Table.Td><Table.Td>{b.paths} × {b.lanes}</Table.Td>
+                    <Table.Td>{+(b.link_bps / 1e6).toFixed(3)} Mbit/s{Object.keys(b.port_bps).length > 0
+                      ? ` · ${Object.keys(b.port_bps).length} ${Object.keys(b.port_bps).length === 1 ? "port" : "ports"}` : ""}</Table.Td>
                     <Table.Td><Badge variant="light">{b.health}</Badge></Table.Td><Table.Td>{b.health_detail}</Table.Td>
                     <Table.Td>
                       <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(b)}
