@@ -28,7 +28,7 @@ from sliceportal_p4rt.driver import Driver  # noqa: E402
 
 pytestmark = pytest.mark.needs_root
 OPTIONS: dict[str, Any] = {"access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2}
-SLOW_BPS = 8_000  # a 200-byte frame holds the link 200 ms: a burst of 20 queues up
+SLOW_BPS = 8_000  # the ~190-byte test frame holds the link ~190 ms: a burst of 20 queues up
 
 
 @pytest.fixture
@@ -102,14 +102,15 @@ def test_a_slow_link_queues_to_the_depth_tail_drops_the_rest_and_drains_when_lif
         for _ in range(20):
             tx.send(data)
         # lane 3's queue holds 4, the rest is tail-dropped; the idle link (it banks 50 ms,
-        # less than a frame) takes one at once if its thread runs before the burst is queued
+        # less than a frame) takes one at once, before or after the burst is queued
         status = _wait_status(target.address, lambda s: s["received"] >= 20 and s["drops_queue_full"] >= 15)
+        queued = status["queued"]["2"]
         assert status["received"] == 20 and status["drops_queue_full"] in (15, 16), status
-        assert status["queued"]["2"][3] == 4 and sum(status["queued"]["2"]) == 4, status
-        assert status["transmitted"] == 20 - 4 - status["drops_queue_full"], status
+        assert queued[3] == sum(queued) >= 3 and status["transmitted"] <= 1, status
+        assert status["transmitted"] + sum(queued) + status["drops_queue_full"] == 20, status
         assert status["link_rate_bps"] == SLOW_BPS
-        time.sleep(0.3)
-        assert call_live(target.address, "Status")["transmitted"] <= 20 - 4 - status["drops_queue_full"] + 2
+        time.sleep(0.3)  # the link paces: at most two more frames of ~190 ms each meanwhile
+        assert call_live(target.address, "Status")["transmitted"] <= 3
         lifted = call_live(target.address, "SetLinkRate", {"link_rate_bps": None})
         assert lifted["link_rate_bps"] is None
         sent = 20 - status["drops_queue_full"]

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub type Shared = Arc<Mutex<Engine>>;
 
 /// Frames per system call and per engine lock.
-pub const BATCH: usize = 64;
+pub const BATCH: usize = 256;
 const RCVBUF: usize = 8 << 20;
 const POLL: Duration = Duration::from_millis(100);
 /// While frames keep coming, a receive thread polls this long for the next ones before it

@@ -37,8 +37,8 @@ pub fn run(tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stal
     let counter = {
         let (got, done, last_rx, wake) = (Arc::clone(&got), Arc::clone(&done), Arc::clone(&last_rx), Arc::clone(&wake));
         std::thread::spawn(move || {
-            let mut ring = RxRing::new(64);
-            let mut frames = Vec::with_capacity(64);
+            let mut ring = RxRing::new(256);
+            let mut frames = Vec::with_capacity(256);
             let mut idle_since = Instant::now();
             loop {
                 frames.clear();
@@ -76,7 +76,7 @@ pub fn run(tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stal
             }
             continue;
         }
-        let n = (window - in_flight).min(count - sent).min(64) as usize;
+        let n = (window - in_flight).min(count - sent).min(256) as usize;
         let frames = vec![frame.to_vec(); n];
         let failed = tx.send_batch(&frames);
         sent += (n - failed) as u64;
