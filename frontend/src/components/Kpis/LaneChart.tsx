@@ -98,7 +98,8 @@ export function LaneChart({ title, unit, series, limits }: {
         </Group>
       </Group>
       <Box ref={box}>
-        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} />
+        {/* data-last: the newest sample's time, which moves even when the full window keeps its size */}
+        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} data-last={times.at(-1) ?? ""} />
       </Box>
     </Paper>
   );
