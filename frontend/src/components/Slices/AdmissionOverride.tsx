@@ -55,8 +55,8 @@ export function AdmissionOverride({ problem, canOverride, pending, onOverride }:
 
 interface OverrideAfter { reason?: string; action?: string; refusals?: string[] }
 
-/** The audit entry of the latest admission override of one object (slice or backend). */
-export function OverrideAudit({ objectType, objectId }: { objectType: "slice" | "backend"; objectId: number }) {
+/** The audit entry of the latest admission override of one object (slice, backend or subscriber). */
+export function OverrideAudit({ objectType, objectId }: { objectType: "slice" | "backend" | "subscriber"; objectId: number }) {
   const query = { object_type: objectType, object_id: objectId, q: "admission_override", sort: "-id", limit: 1 };
   const audit = useQuery({
     queryKey: ["audit", query],

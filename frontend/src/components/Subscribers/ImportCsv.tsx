@@ -51,7 +51,7 @@ export function ImportCsv() {
 
   return (
     <Stack>
-      <Text size="sm" c="dimmed">Columns: <code>imsi,ue_ip,teids,tenant,slices</code> — teids and slices separated by “;”. All rows or none are imported.</Text>
+      <Text size="sm" c="dimmed">Columns: <code>imsi,ue_ip,teids,tenant,slices</code> and optionally <code>guaranteed_bps</code> (bit/s) — teids and slices separated by “;”. All rows or none are imported.</Text>
       <Group align="end">
         <FileInput label="Subscribers CSV" accept=".csv,text/csv" value={file} onChange={setFile} w={300} maw="100%" clearable
           clearButtonProps={{ "aria-label": "Clear the chosen file" }} />

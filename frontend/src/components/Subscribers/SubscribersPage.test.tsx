@@ -26,6 +26,17 @@ describe("SubscribersPage", () => {
     expect(await screen.findByRole("link", { name: "video" })).toHaveAttribute("href", "/slices/21");
   });
 
+  it("shows each subscriber's own guaranteed rate in Mbit/s, and a dash for none", async () => {
+    vi.stubGlobal("fetch", api({ "GET /api/v1/subscribers": () => jsonResponse({ count: 2, data: [
+      { ...SUB, guaranteed_bps: 12_500_000 }, { ...SUB, id: 12, imsi: "001010000000002", guaranteed_bps: null }] }) }).fetch);
+    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    const table = await screen.findByRole("table", { name: "Subscribers" });
+    expect(within(table).getByRole("columnheader", { name: "Guaranteed rate" })).toBeInTheDocument();
+    const rows = within(table).getAllByRole("row").slice(1);
+    expect(rows[0]).toHaveTextContent("12.5 Mbit/s");
+    expect(rows[1]).toHaveTextContent("—");
+  });
+
   it("passes the tenant filter from the URL to the API", async () => {
     const fake = api();
     vi.stubGlobal("fetch", fake.fetch);

@@ -17,7 +17,7 @@ import { queryOf, usePageParams } from "../common/usePaged";
 import { download, fetchAll, toCsv } from "./exportCsv";
 import { ImportCsv } from "./ImportCsv";
 import { useNames } from "./lookups";
-import { SubscriberForm } from "./SubscriberForm";
+import { mbitText, SubscriberForm } from "./SubscriberForm";
 
 type Subscriber = Schemas["SubscriberPublic"];
 
@@ -136,7 +136,7 @@ export function SubscribersPage() {
       <QueryView query={subs}>
         {(page) => (
           <>
-            <Table.ScrollContainer minWidth={760}>
+            <Table.ScrollContainer minWidth={880}>
               <Table striped aria-label="Subscribers" style={{ opacity: subs.isPlaceholderData ? 0.6 : 1 }}>
                 <Table.Thead>
                   <Table.Tr>
@@ -147,7 +147,7 @@ export function SubscribersPage() {
                         </UnstyledButton>
                       </Table.Th>
                     ))}
-                    <Table.Th>TEIDs</Table.Th><Table.Th>Slices</Table.Th>
+                    <Table.Th>TEIDs</Table.Th><Table.Th>Slices</Table.Th><Table.Th>Guaranteed rate</Table.Th>
                     <Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th>
                   </Table.Tr>
                 </Table.Thead>
@@ -168,6 +168,7 @@ export function SubscribersPage() {
                           ))}
                         </Group>
                       </Table.Td>
+                      <Table.Td>{s.guaranteed_bps != null ? mbitText(s.guaranteed_bps) : "—"}</Table.Td>
                       <Table.Td>
                         <Group gap={4} wrap="nowrap">
                           <Button size="compact-xs" variant="subtle" onClick={() => setEditing(s)} aria-label={`Edit subscriber ${s.imsi}`}>Edit</Button>

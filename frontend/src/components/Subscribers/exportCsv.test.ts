@@ -8,7 +8,13 @@ const sub = (i: number) => ({ id: i, imsi: String(1010000000000 + i).padStart(15
 describe("subscriber export", () => {
   it("writes the import's columns with names, quoting what needs it", () => {
     const csv = toCsv([sub(1)], new Map([[3, "acme, inc"]]), new Map([[21, "video"], [22, 'say "hi"']]));
-    expect(csv).toBe(`${EXPORT_HEADER}\r\n001010000000001,10.47.0.1,1;1001,"acme, inc","video;say ""hi"""\r\n`);
+    expect(csv).toBe(`${EXPORT_HEADER}\r\n001010000000001,10.47.0.1,1;1001,"acme, inc","video;say ""hi""",\r\n`);
+  });
+
+  it("writes a subscriber's own guarantee in bit/s, as the import reads it", () => {
+    expect(EXPORT_HEADER).toBe("imsi,ue_ip,teids,tenant,slices,guaranteed_bps");
+    const csv = toCsv([{ ...sub(2), guaranteed_bps: 2_500_000 }], new Map([[3, "acme"]]), new Map([[21, "video"], [22, "voice"]]));
+    expect(csv.split("\r\n")[1]).toBe("001010000000002,10.47.0.2,2;1002,acme,video;voice,2500000");
   });
 
   it("fetches every page of the filtered list", async () => {

@@ -1,9 +1,9 @@
 // Export the subscribers a filter selects, in the import's own format (imsi,ue_ip,teids,tenant,
-// slices with names), so an exported file can be edited and imported again.
+// slices with names, guaranteed_bps), so an exported file can be edited and imported again.
 import { api, unwrap, type Schemas } from "../../api/client";
 
 type Subscriber = Schemas["SubscriberPublic"];
-export const EXPORT_HEADER = "imsi,ue_ip,teids,tenant,slices";
+export const EXPORT_HEADER = "imsi,ue_ip,teids,tenant,slices,guaranteed_bps";
 const PAGE = 500; // the API's largest page
 
 /** RFC 4180 field: quoted when it holds a comma, quote or line break. */
@@ -14,7 +14,7 @@ function field(v: string): string {
 export function toCsv(rows: Subscriber[], tenantName: Map<number, string>, sliceName: Map<number, string>): string {
   const lines = rows.map((s) => [
     s.imsi, s.ue_ip, s.teids.join(";"), tenantName.get(s.tenant_id) ?? String(s.tenant_id),
-    s.slice_ids.map((id) => sliceName.get(id) ?? String(id)).join(";"),
+    s.slice_ids.map((id) => sliceName.get(id) ?? String(id)).join(";"), s.guaranteed_bps != null ? String(s.guaranteed_bps) : "",
   ].map(field).join(","));
   return `${[EXPORT_HEADER, ...lines].join("\r\n")}\r\n`;
 }
