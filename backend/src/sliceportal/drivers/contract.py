@@ -16,6 +16,9 @@ Guarantees every driver gives (checked by ``sliceportal.drivers.conformance``):
   that plan, so the reconcile loop can compare them; ``read_state().version`` is the
   ``NativePlan.version`` last applied, or None for an empty / restarted data plane.
 * ``counters()`` are monotonic since the data plane started.
+* An option whose name ends in ``_token``, ``_secret`` or ``_password`` holds a secret: the
+  portal stores it and never shows it back (``sliceportal.core.redaction``); errors about
+  options name fields, never values (``OptionsError.from_validation``).
 
 Optional (``TernaryViewer``): ``ternary_view(plan)`` returns the plan's classifier as the
 data plane would apply it, derived from the plan's own entries (never from the IR), so the
@@ -28,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sliceportal.rules.equivalence import TernaryEntry as TernaryEntry  # re-exported for drivers
 from sliceportal.rules.equivalence import TernaryView as TernaryView
@@ -146,6 +149,18 @@ class UnsupportedMatchError(DriverError):
 
 class OptionsError(DriverError):
     """The backend's options are invalid (raised by the constructor; nothing is touched)."""
+
+    @classmethod
+    def from_validation(cls, driver: str, e: ValidationError, unknown: str = "unknown option") -> OptionsError:
+        """Each field and what is wrong with it, never the values given: options may hold a secret
+        (an option named ``*_token``, ``*_secret``, ``*_password``; the portal never shows those back),
+        and pydantic's own message quotes the input."""
+        fields = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or 'options'}: "
+            + (unknown if err["type"] == "extra_forbidden" else err["msg"])
+            for err in e.errors()
+        )
+        return cls(f"invalid {driver} backend options: {fields}", hint="fix the backend's options")
 
 
 class GeometryError(DriverError):

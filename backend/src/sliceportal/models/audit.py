@@ -100,7 +100,8 @@ def _write_audit(session: Session, _ctx: Any) -> None:
             "actor_id": actor.user_id, "actor": actor.name, "via": actor.via, "action": action,
             "object_type": type(obj).__tablename__,  # type: ignore[attr-defined]
             "object_id": getattr(obj, "id", None), "tenant_id": _tenant_of(obj),
-            "before": before, "after": after,
+            "before": None if before is None else obj.redacted(before),
+            "after": None if after is None else obj.redacted(after),
         })
 
     for obj in session.new:

@@ -46,6 +46,11 @@ class AuditedMixin:
     def __mapper_args__(cls) -> dict[str, Any]:
         return {"version_id_col": cls.__table__.c.version}  # type: ignore[attr-defined]
 
+    @classmethod
+    def redacted(cls, snapshot: dict[str, Any]) -> dict[str, Any]:
+        """The snapshot as the audit log may keep it (a model with secrets among its columns hides them)."""
+        return snapshot
+
     def snapshot(self) -> dict[str, Any]:
         """A JSON-able copy of the row's columns, for audit before/after."""
         out: dict[str, Any] = {}

@@ -22,6 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from sliceportal.core.redaction import redact_options
 from sliceportal.models.base import AuditedMixin, Base, IdMixin, TimestampMixin
 from sliceportal.models.catalogue import SliceType
 from sliceportal.models.tenancy import Tenant
@@ -76,6 +77,11 @@ class Backend(IdMixin, TimestampMixin, AuditedMixin, Base):
     sync_state: Mapped[str] = mapped_column(String(20), default="unknown", server_default="unknown")
     sync_detail: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict, server_default="{}")
     synced_at: Mapped[datetime | None] = mapped_column()
+
+    @classmethod
+    def redacted(cls, snapshot: dict[str, Any]) -> dict[str, Any]:
+        # driver options may hold an agent's token: never in the audit log
+        return {**snapshot, "options": redact_options(snapshot.get("options") or {})}
 
 
 class Slice(IdMixin, TimestampMixin, AuditedMixin, Base):

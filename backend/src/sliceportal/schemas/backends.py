@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from sliceportal.core.config import DEFAULT_BACKEND_NETWORKS, REPO_ROOT, Settings
+from sliceportal.core.redaction import REDACTED, redact_options
 from sliceportal.schemas.common import Name, ORMModel, Version
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -154,7 +155,8 @@ class BackendPublic(ORMModel):
     id: int
     name: str
     driver: str
-    options: dict[str, Any]
+    options: dict[str, Any] = Field(description=f"driver options; secrets (names ending in _token, _secret, "
+                                    f"_password) read {REDACTED!r}, and sent back as such keep their value")
     paths: int
     lanes: int
     capacity: dict[str, int]
@@ -165,3 +167,8 @@ class BackendPublic(ORMModel):
     health_detail: str
     version: int
     created_at: datetime
+
+    @field_validator("options", mode="after")
+    @classmethod
+    def _hide_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return redact_options(v)

@@ -71,4 +71,4 @@ class NetfpgaOptions(BaseModel):
         try:
             return cls.model_validate(dict(options))
         except ValidationError as e:
-            raise OptionsError(f"invalid netfpga backend options: {e}", hint="fix the backend's options") from e
+            raise OptionsError.from_validation("netfpga", e) from None

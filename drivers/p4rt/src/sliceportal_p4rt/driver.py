@@ -149,13 +149,8 @@ class Driver:
         try:
             self.opts = Options.model_validate(dict(options))
         except ValidationError as e:
-            fields = "; ".join(
-                f"{'.'.join(str(x) for x in err['loc']) or 'options'}: "
-                + ("unknown option (the program is the p4c build shipped with the driver; "
-                   "no option names a file)" if err["type"] == "extra_forbidden" else err["msg"])
-                for err in e.errors()
-            )
-            raise OptionsError(f"invalid p4rt backend options: {fields}") from None
+            raise OptionsError.from_validation("p4rt", e, unknown="unknown option (the program is the p4c build "
+                                               "shipped with the driver; no option names a file)") from None
         try:
             self.program = shipped_program()
         except (OSError, ValueError) as e:

@@ -82,7 +82,7 @@ class Driver:
         try:
             self.options = XdpOptions.model_validate(dict(options))
         except ValidationError as e:
-            raise OptionsError(f"invalid xdp backend options: {e}", hint="fix the backend's options") from e
+            raise OptionsError.from_validation("xdp", e) from None
         self._dp: DataPlane | None = None
         self._ifindex: int | None = None
         self._peer: tuple[str | None, int] | None = None

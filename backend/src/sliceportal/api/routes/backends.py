@@ -13,6 +13,7 @@ from sliceportal.api.deps import NotTenant, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.models import Backend, Deployment, Slice
 from sliceportal.models.slicing import DEFAULT_LINK_BPS
+from sliceportal.core.redaction import keep_secrets
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.services import admission
@@ -58,6 +59,8 @@ def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, s
     (which bind ports to tenants) runs admission control (409)."""
     b = get_scoped(session, Backend, backend_id, None, "backend")
     check_version(b, if_match, body.version)
+    if body.options is not None:  # options read back from us carry secrets as REDACTED: keep those
+        body.options = keep_secrets(body.options, b.options)
     apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}),
                   not_null=("name", "options", "link_bps", "port_bps", "accept_unenforced"))
     if {"link_bps", "port_bps", "options"} & body.model_fields_set:
