@@ -142,6 +142,20 @@ def test_guarantees_and_edits(client: TestClient, op: dict[str, str]) -> None:
     assert client.get(f"/api/v1/slices/{s['id']}", headers=op).json()["sla"]["guaranteed_mbps"] == 60
 
 
+def test_rate_limits_above_the_link_are_refused_as_unbounded(client: TestClient, op: dict[str, str]) -> None:
+    """Rate limits of higher lanes that take the whole link leave a lane no residual (Eq. 2 <= 0):
+    its worst case is unbounded, and the refusal says so (a 409 with the terms, not a 500)."""
+    t = _tenant(client, op)
+    bid = _backend(client, op, 10)
+    hi = client.post("/api/v1/slices", headers=op, json=_slice_body(client, op, t, bid, "hi", 6, rate_limit_mbps=10))
+    assert hi.status_code == 201, hi.text
+    r = client.post("/api/v1/slices", headers=op, json=_slice_body(client, op, t, bid, "lo", 0, rate_limit_mbps=1))
+    assert r.status_code == 409, r.text
+    assert "worst-case delay unbounded = 0.1 Mbit / 10 Mbit/s (hi) + 0.01 Mbit / 0 Mbit/s (lo)" in r.json()["detail"]
+    lo = next(d for d in r.json()["admission"][0]["delay"] if d["slice_name"] == "lo")
+    assert (lo["worst_delay_ms"], lo["ok"]) == (None, False)
+
+
 def test_override_operators_only_and_audited(client: TestClient, session: Session, op: dict[str, str]) -> None:
     t = _tenant(client, op)
     bid = _backend(client, op, 100)

@@ -232,7 +232,10 @@ class BackendAdmission:
                 continue
             parts = " + ".join(f"{t.burst_bits / MBIT:g} Mbit / {t.residual_bps / MBIT:g} Mbit/s ({t.of})"
                                for t in v.terms)
-            msg = (f"slice {v.name} at lane {v.lane} {where}: worst-case delay {_finite(v.worst_delay_ms):.3f} ms "
+            worst = _finite(v.worst_delay_ms)
+            # unbounded: the rate limits above a busy period take the whole link (Eq. 2 <= 0)
+            shown = "unbounded" if worst is None else f"{worst:.3f} ms"
+            msg = (f"slice {v.name} at lane {v.lane} {where}: worst-case delay {shown} "
                    f"= {parts}, above its bound of {v.delay_bound_ms:g} ms")
             text.append(msg)
             issues.append(FieldIssue(_FIELD["delay"][fields], msg))
