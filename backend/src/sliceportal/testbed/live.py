@@ -56,7 +56,8 @@ from sliceportal.models import Backend, DeploymentStatus, Slice, Subscriber, Ten
 from sliceportal.models.queries import current_rule_set
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink, TestbedState
-from sliceportal.services import deployments
+from sliceportal.services import admission, deployments
+from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, describe
 from sliceportal.testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
 from sliceportal.testbed.netns_testbed import Testbed
@@ -89,6 +90,13 @@ FLOW_ID_GENERATION = 1_000_000  # flow ids of successive traffic generations nev
 # rate. A congestion scenario multiplies these.
 # What each bundled plane lacks of the demo's SLAs (their Capabilities; docs/rules.md "Capabilities")
 DEMO_ACCEPTS_UNENFORCED = {"xdp": ("ecn",), "netfpga": ("ecn",)}
+# The demo's slices have one SLA on all three planes, with rate limits above what XDP is offered
+# (~7 Mbit/s a slice at 2000 packets/s): more than the software planes' links carry (their
+# ``link_bps``, registered below), so admission control refuses them there. The demo assignment
+# admits them anyway, as an operator would, with this reason (audited; shown as waived).
+DEMO_ADMISSION_OVERRIDE = (
+    "testbed demo: one SLA per slice on all three planes, sized for the traffic the XDP plane is offered; "
+    "the emulated P4 and NetFPGA planes' links are slower (docs/rules.md, \"The testbed's capacities\")")
 PROCESS_PLANE_PPS = {"p4rt": 300.0, "netfpga": 150.0}
 RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a dead process
 # A packet not at its meter this long after it was sent is lost: longer than any testbed
@@ -329,6 +337,11 @@ class LiveTestbed:
             # only what this run decides (addresses, interfaces) changes; the operator's other
             # options (e.g. a QoS mode) stay as they were
             b.driver, b.options = plane.driver, {**(b.options or {}), **plane.options}
+        if plane.link_bps is not None:
+            # admission control checks against the egress rate this run paces the plane at (the
+            # value it gave the process), not the default 10 Gbit/s; a plane the testbed does not
+            # pace (XDP outside a congestion scenario, the real BMv2) keeps what is recorded
+            b.link_bps = round(plane.link_bps)
         # The demo gives every plane the same SLAs (ECN targets, rate limits); a plane that lacks
         # one carries it knowingly, listed as accepted in its preview (services/enforcement.py)
         accepts = DEMO_ACCEPTS_UNENFORCED.get(plane.driver, ())
@@ -349,10 +362,26 @@ class LiveTestbed:
     @staticmethod
     def _seed_assignments(session: Session, backends: list[Backend]) -> None:
         """The demo assignment, once: when the testbed's backends are first created, slices
-        that are on no backend at all go on all of them. Nothing else is ever reassigned."""
-        for s in session.scalars(select(Slice)):
-            if not s.backends:
-                s.backends = list(backends)
+        that are on no backend at all go on all of them. Nothing else is ever reassigned.
+
+        Admission control decides as it would for an operator's assignment; where the slices
+        do not fit a plane's link, the assigned slices are admitted with
+        ``DEMO_ADMISSION_OVERRIDE`` (audited with the computation), so the start-up deployment
+        is not refused and the refusal's numbers stay visible."""
+        seeded = [s for s in session.scalars(select(Slice).order_by(Slice.id)) if not s.backends]
+        for s in seeded:
+            s.backends = list(backends)
+        waived = False
+        for b in backends:
+            # each plane decided on its own numbers (and audited on its own page), not waved
+            # through by the override an earlier plane needed
+            for s in seeded:
+                s.admission_override = None
+            admission.check(session, [b], override=Override(DEMO_ADMISSION_OVERRIDE),
+                            action="testbed demo assignment", subject=b, waive=seeded)
+            waived = waived or any(s.admission_override for s in seeded)
+        for s in seeded:
+            s.admission_override = DEMO_ADMISSION_OVERRIDE if waived else None
         session.commit()
 
     def _restore(self, session: Session, plane: Plane, backend: Backend) -> None:
