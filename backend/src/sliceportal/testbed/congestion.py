@@ -95,8 +95,8 @@ def netfpga_egress(sock_path: str) -> Callable[[float | None], None]:
 
 def xdp_egress(sessions: sessionmaker[Session], backend_id: Callable[[], int],
                lanes: int) -> Callable[[float | None], None]:
-    """The setter for the XDP program's egress budget, through the backend's driver (the
-    one that loaded and attached the program)."""
+    """The setter for the XDP program's egress budget, through the backend's driver (in-process,
+    the one that loaded and attached the program; or the client of the backend's agent)."""
 
     def set_budget(bps: float | None) -> None:
         with sessions() as session:
@@ -105,10 +105,10 @@ def xdp_egress(sessions: sessionmaker[Session], backend_id: Callable[[], int],
                 raise CapError(f"backend {backend_id()} is gone")
             try:
                 with POOL.use(session, backend) as driver:
-                    dataplane = getattr(driver, "dataplane", None)
-                    if dataplane is None:
+                    setter = getattr(driver, "set_egress_budget", None)
+                    if setter is None:
                         raise CapError(f"driver {backend.driver} has no XDP program to budget")
-                    dataplane.set_egress_budget(bps, lanes)
+                    setter(bps, lanes)
             except CapError:
                 raise
             except Exception as exc:

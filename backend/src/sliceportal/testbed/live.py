@@ -89,7 +89,7 @@ FLOW_ID_GENERATION = 1_000_000  # flow ids of successive traffic generations nev
 # behind above 150-300/s, depending on what else the machine runs); XDP takes the configured
 # rate. A congestion scenario multiplies these.
 # What each bundled plane lacks of the demo's SLAs (their Capabilities; docs/rules.md "Capabilities")
-DEMO_ACCEPTS_UNENFORCED = {"xdp": ("ecn",), "netfpga": ("ecn",)}
+DEMO_ACCEPTS_UNENFORCED = {"netfpga": ("ecn",)}
 # The demo's slices have one SLA on all three planes, with rate limits above what XDP is offered
 # (~7 Mbit/s a slice at 2000 packets/s): more than the software planes' links carry (their
 # ``link_bps``, registered below), so admission control refuses them there. The demo assignment

@@ -1,5 +1,6 @@
 """Data-plane processes the testbed starts, with pid files so a crashed run's leftovers can
-be found: the bundled P4Runtime target (dataplane/bmv2) and the NetFPGA Verilator model.
+be found: the bundled P4Runtime target (dataplane/bmv2), the NetFPGA Verilator model and the
+XDP agent (drivers/xdp: it owns the XDP program and its pinned maps).
 
 Every process the testbed starts is a :class:`ManagedProcess`: its argv carries the
 testbed's prefix (in its interface or socket names), its pid goes to a pid file under
@@ -12,7 +13,9 @@ its argv although its parent is gone.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -28,7 +31,7 @@ from sliceportal.core.config import REPO_ROOT
 
 BMV2_DIR = REPO_ROOT / "dataplane" / "bmv2"
 SP_SIM = REPO_ROOT / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
-DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim", "simple_switch_grpc")  # what a leftover's argv names
+DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim", "simple_switch_grpc", "sliceportal_xdp.agent")  # what a leftover's argv names
 
 
 class ProcessError(RuntimeError):
@@ -112,6 +115,10 @@ class ManagedProcess:
             return ""
         return " ".join(text.split())
 
+    def teardown(self) -> None:
+        """Stop for good (the testbed stops): what the process leaves behind goes too."""
+        self.stop()
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
@@ -167,6 +174,38 @@ def netfpga_process(prefix: str, veth_in: str, veth_out: str, binary: Path = SP_
     if live_drain_bps is not None:
         argv += ["--live-drain-mbps", f"{live_drain_bps / 1e6:.6f}"]
     return ManagedProcess("netfpga", argv, prefix, lambda: _unix_accepts(sock), str(sock))
+
+
+class XdpAgent(ManagedProcess):
+    """The XDP agent of one backend, serving on a Unix socket in the run directory with a bearer
+    token of its own (a file only root reads). Its program and maps are pinned under
+    /sys/fs/bpf/sliceportal/<pin_name>: they forward while the agent restarts (the next one
+    takes them over) and outlive it, so :meth:`teardown` removes them when the testbed stops."""
+
+    def __init__(self, prefix: str, pin_name: str, interface: str, netns: str, options: dict[str, object]) -> None:
+        folder = run_dir(prefix)
+        sock = folder / "xdp-agent.sock"
+        sock.unlink(missing_ok=True)
+        token_file = self.token_file = folder / "xdp-agent.token"
+        self.token = secrets.token_urlsafe(24)
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.token)
+        # --replace: pins of another build (a crashed run of an older checkout) are removed, the
+        # portal re-pushes its rule set; pins of this build are taken over as they are
+        argv = [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", pin_name, "--interface", interface,
+                "--netns", netns, "--listen", f"unix:{sock}", "--token-file", str(token_file),
+                "--options", json.dumps(options), "--replace"]
+        super().__init__("xdp-agent", argv, prefix, lambda: _unix_accepts(sock), f"unix:{sock}", timeout_s=60.0)
+
+    def teardown(self) -> None:
+        """Stop the agent, then detach the program and remove its pins (what a stopped testbed
+        must not leave in the kernel)."""
+        self.stop()
+        argv = [a if a != "--replace" else "--teardown" for a in self.argv]  # same device: detached too
+        with self.log_file.open("ab") as log:
+            subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=60, check=False)
+        self.token_file.unlink(missing_ok=True)
 
 
 def _tcp_accepts(port: int) -> bool:
