@@ -65,6 +65,7 @@ from sliceportal.testbed.placement import DEFAULT_SLICE, expected_hits, flow_pla
 from sliceportal.testbed.processes import (
     ManagedProcess,
     ProcessError,
+    XdpAgent,
     bmv2_process,
     netfpga_process,
     reap_leftovers,
@@ -98,6 +99,7 @@ DEMO_ADMISSION_OVERRIDE = (
     "testbed demo: one SLA per slice on all three planes, sized for the traffic the XDP plane is offered; "
     "the emulated P4 and NetFPGA planes' links are slower (docs/rules.md, \"The testbed's capacities\")")
 PROCESS_PLANE_PPS = {"p4rt": 300.0, "netfpga": 150.0}
+XDP_LANES = 4
 RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a dead process
 # A packet not at its meter this long after it was sent is lost: longer than any testbed
 # queue holds one (the P4 target's 64-packet queues drain in < 1.5 s even under congestion),
@@ -131,6 +133,7 @@ class Plane:
     base_pps: float
     tagged: bool = False  # frames carry the tenant's VLAN (the P4 program's trunk port)
     options: dict[str, Any] = field(default_factory=dict)
+    stale_options: tuple[str, ...] = ()  # dropped from the backend's recorded options (now set elsewhere)
     process: ManagedProcess | None = None
     backend_id: int = 0
     up: bool = False
@@ -266,7 +269,7 @@ class LiveTestbed:
         if plane.sender is not None:
             plane.sender.join(timeout=5)
         if plane.process is not None:
-            plane.process.stop()
+            plane.process.teardown()
 
     def _loop(self, name: str, period_s: float, step: Callable[[], None]) -> None:
         loop = SupervisedLoop(f"testbed-{self.prefix}{name}", period_s, step)
@@ -278,19 +281,25 @@ class LiveTestbed:
     def _topology(self, tb: Testbed) -> list[Plane]:
         edge, core, alt = tb["edge"], tb["core"], tb["alt"]
         sink = f"{self.prefix}sink"
+        # The XDP program is the agent's (its maps pinned in bpffs): it forwards while the agent
+        # restarts, and every portal process drives it through the agent's socket (#16)
+        agent = XdpAgent(self.prefix, f"{self.prefix}xdp-core", core.ifname, core.netns, {
+            "tx_peer": f"{edge.netns}/{tb.peer_port('core')}", "alt_mac": alt.mac, "alt_ip": alt.ip,
+            "alt_lanes": [BEST_EFFORT_LANE], "lanes": XDP_LANES, "paths": 8,
+            # this machine's CPUs also run the senders, meters, database and portal, so their busy
+            # share is not the data plane's load: seed 001's CPU overload detection would steer
+            # prioritised lanes to the alt node (unmetered) at random; the congestion scenario is
+            # the testbed's overload (docs/testbed.md)
+            "overload_poll_s": 0})
         xdp = Plane(
             name="xdp-core", driver="xdp", ingress=(edge.netns, tb.peer_port("core")),
             captures=[(core.netns, core.ifname), (alt.netns, alt.ifname)],
             underlay=Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip),
-            base_pps=self.rate_pps,
-            options={"interface": core.ifname, "netns": core.netns, "tx_peer": f"{edge.netns}/{tb.peer_port('core')}",
-                     "alt_mac": alt.mac, "alt_ip": alt.ip, "alt_lanes": [BEST_EFFORT_LANE], "lanes": 4, "paths": 8,
-                     # this machine's CPUs also run the senders, meters, database and portal, so
-                     # their busy share is not the data plane's load: seed 001's CPU overload
-                     # detection would steer prioritised lanes to the alt node (unmetered) at
-                     # random; the congestion scenario is the testbed's overload (docs/testbed.md)
-                     "overload_poll_s": 0})
-        xdp.set_egress = xdp_egress(self.sessions, lambda: xdp.backend_id, lanes=int(xdp.options["lanes"]))
+            base_pps=self.rate_pps, process=agent, options={"address": agent.address, "agent_token": agent.token},
+            # what the in-process driver of earlier runs kept in the record is the agent's now
+            stale_options=("interface", "netns", "tx_peer", "pin_name", "alt_mac", "alt_ip", "alt_lanes",
+                           "lanes", "paths", "overload_poll_s"))
+        xdp.set_egress = xdp_egress(self.sessions, lambda: xdp.backend_id, lanes=XDP_LANES)
         p4_in, p4_out = tb.host_link("p4i", edge.netns, "p4-in"), tb.host_link("p4o", sink, "p4-out")
         p4_pps = min(PROCESS_PLANE_PPS["p4rt"], self.rate_pps)
         p4_link = p4_pps * FRAME_SIZE * 8 * LINK_HEADROOM
@@ -336,7 +345,8 @@ class LiveTestbed:
         else:
             # only what this run decides (addresses, interfaces) changes; the operator's other
             # options (e.g. a QoS mode) stay as they were
-            b.driver, b.options = plane.driver, {**(b.options or {}), **plane.options}
+            kept = {k: v for k, v in (b.options or {}).items() if k not in plane.stale_options}
+            b.driver, b.options = plane.driver, {**kept, **plane.options}
         if plane.link_bps is not None:
             # admission control checks against the egress rate this run paces the plane at (the
             # value it gave the process), not the default 10 Gbit/s; a plane the testbed does not
