@@ -5,6 +5,9 @@
 // and one write of ACTIVE_BANK swaps them. So a new table becomes visible to packets in a
 // single cycle, never half-written: the all-or-nothing push the driver relies on.
 // Entries at index >= the bank's COUNT are ignored; among the rest the lowest index wins.
+// An entry matches when (key & mask) == value, so an entry whose value has a 1 where its
+// mask has a 0 never matches: the driver's free slot between entries (stable slots with
+// gaps, so that one rule added or removed rewrites O(1) entries; docs/netfpga.md).
 //
 // Register window (byte offsets, see docs/netfpga.md):
 //   0x0000 ACTIVE_BANK   r/w  bit 0

@@ -1,4 +1,5 @@
-"""sp_tcam: ternary semantics, lowest index wins, entry count, shadow-bank writes, bank flip."""
+"""sp_tcam: ternary semantics, lowest index wins, entry count, free slots (value bits outside
+the mask) never match, shadow-bank writes, bank flip."""
 
 from __future__ import annotations
 
@@ -146,6 +147,44 @@ async def lowest_index_wins_and_count_limits(dut: object) -> None:
     await tb.write(0x0, 0)
     assert await tb.lookup(exact_key ^ 1) == (False, 0, 0)
     assert await tb.lookup(exact_key) == (True, 0, 0x010203)
+
+
+def free_slot(rng: random.Random) -> Entry:
+    """A slot the driver leaves between entries: some value bit where the mask has none.
+    The first is the driver's own encoding (tcam.FREE_WORDS: src IP all ones, mask 0)."""
+    if rng.random() < 0.3:
+        return Entry(((1 << 32) - 1) << 54, 0, 0)
+    mask = random_entry(rng).mask
+    outside = ~mask & ((1 << KEY_W) - 1)
+    stray = 1 << rng.choice([b for b in range(KEY_W) if outside >> b & 1])
+    return Entry((rng.getrandbits(KEY_W) & mask) | stray, mask, rng.getrandbits(24))
+
+
+@cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
+async def free_slots_never_match_and_entries_around_them_keep_their_slot(dut: object) -> None:
+    tb = TB(dut)
+    await tb.reset()
+    rng = random.Random(14)
+    # a bank image as the driver lays it out: entries at rising slots, free slots between
+    image = [random_entry(rng) if rng.random() < 0.6 else free_slot(rng) for _ in range(tb.entries)]
+    image[-1] = free_slot(rng)
+    free = [e for e in image if e.key & ~e.mask]
+    assert free
+    await tb.load(1, image)
+    await tb.write(0x0, 1)
+    catch_all = Entry(0, 0, 0x0A0B0C)
+    for _ in range(300):
+        # keys that a free slot's value or care bits would match, and keys near real entries
+        f = rng.choice(free)
+        key = rng.choice([f.key, f.key & f.mask, key_near(rng, image)])
+        got = await tb.lookup(key)
+        assert got == model(image, key), hex(key)
+        assert not got[0] or not image[got[1]].key & ~image[got[1]].mask
+    # a free slot above a catch-all: the catch-all (its slot) answers every key
+    await tb.load(0, [free_slot(rng), free_slot(rng), catch_all])
+    await tb.write(0x0, 0)
+    for f in free[:20]:
+        assert await tb.lookup(f.key) == (True, 2, 0x0A0B0C)
 
 
 @cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout

@@ -4,10 +4,11 @@ limits -> the RTL's token buckets (sp_rate_limiter).
 
 Push protocol (docs/netfpga.md): read ACTIVE_BANK and the buckets; configure the buckets
 the new plan uses (rate, burst, then enable: make before break, so a slice is limited
-before any TCAM entry steers into it); write every entry, the entry count and the plan
-version into the other bank (the RTL refuses writes into the active one; only the entries
-that bank does not hold already, so a push writes the diff); read it all
-back and compare; write ACTIVE_BANK; then disable the buckets the new plan no longer
+before any TCAM entry steers into it); lay the entries out in stable slots with free slots
+between them (slots.py: each keeps the slot it has in the active bank while its rank allows);
+write that image, the entry count and the plan version into the other bank (the RTL
+refuses writes into the active one; only the slots that bank does not hold already, so a
+push writes the diff); read it all back and compare; write ACTIVE_BANK; then disable the buckets the new plan no longer
 uses. Until the flip the previous table stays live, and a failure before it also puts
 the previous buckets back, so the data plane is left as it was. If the connection is
 lost around the flip, the driver reconnects and puts the previous bank back.
@@ -46,7 +47,8 @@ from .csr import CsrClient
 from .options import NetfpgaOptions
 from .ratelimit import FRAC_BITS, RateLimitEntry, lower_rate_limits
 from .ratelimit import TABLE as RATE_TABLE
-from .tcam import KEY_FIELDS, EntryAction, FieldValues, TcamEntry, lower_rules
+from .slots import layout
+from .tcam import KEY_FIELDS, EntryAction, FieldValues, TcamEntry, decode_slot, lower_rules, slot_words
 from .view import tcam_view
 
 TABLE = "tcam"
@@ -214,7 +216,8 @@ class Driver:
         keep = {b.slice_id for b in new}
         return [(regmap.rate_reg(b.slice_id, "enable"), 0) for b in old if b.slice_id not in keep]
 
-    def _read_bank(self, csr: CsrClient, bank: int) -> tuple[int, int, list[TcamEntry]]:
+    def _read_bank(self, csr: CsrClient, bank: int) -> tuple[int, int, list[TcamEntry | None]]:
+        """COUNT, VERSION and the slots below COUNT (None: a free slot) of one bank."""
         count, v_lo, v_hi = csr.read_many(
             [regmap.bank_count(bank), regmap.bank_version(bank), regmap.bank_version(bank) + 4]
         )
@@ -223,8 +226,8 @@ class Driver:
             regmap.entry(bank, i, w) for i in range(count) for w in range(regmap.ENTRY_WORDS)
         )
         step = regmap.ENTRY_WORDS
-        entries = [TcamEntry.from_words(words[i * step : (i + 1) * step]) for i in range(count)]
-        return count, v_lo | v_hi << 32, entries
+        slots = [decode_slot(words[i * step : (i + 1) * step]) for i in range(count)]
+        return count, v_lo | v_hi << 32, slots
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         started = time.monotonic()
@@ -235,18 +238,21 @@ class Driver:
         try:
             self._check_hardware(csr)
             active = csr.read(regmap.ACTIVE_BANK) & 1
-            _, _, current = self._read_bank(csr, active)
-            # the shadow bank holds an older version: only the entries it lacks are written
-            # (issue #14: a push writes the diff, not the table)
+            _, _, live = self._read_bank(csr, active)
+            # the shadow bank holds an older version: only the slots in which it differs
+            # are written (issue #14: a push writes the diff, not the table)
             held_count, _, held = self._read_bank(csr, 1 - active)
             old_buckets = self._read_buckets(csr)
         except DriverError:
             self._drop()
             raise
         shadow = 1 - active
-        added = max(0, len(entries) - len(current))
-        removed = max(0, len(current) - len(entries))
-        modified = sum(1 for a, b in zip(current, entries, strict=False) if a != b)
+        image = layout(entries, live, self.options.capacity)
+        span = max(len(image), len(live))
+        pairs = [(live[i] if i < len(live) else None, image[i] if i < len(image) else None) for i in range(span)]
+        added = sum(1 for a, b in pairs if a is None and b is not None)
+        removed = sum(1 for a, b in pairs if a is not None and b is None)
+        modified = sum(1 for a, b in pairs if a is not None and b is not None and a != b)
         progress(ProgressEvent(phase="diff", done=1, total=1,
                                message=f"+{added} -{removed} ~{modified} against bank {active}"))
 
@@ -255,12 +261,12 @@ class Driver:
         bucket_writes = self._bucket_writes([b for b in buckets if b not in old_buckets])
         writes = bucket_writes + [
             (regmap.entry(shadow, i, w), v)
-            for i, e in enumerate(entries)
+            for i, e in enumerate(image)
             if i >= len(held) or held[i] != e
-            for w, v in enumerate(e.words())
+            for w, v in enumerate(slot_words(e))
         ]
-        if held_count != len(entries):
-            writes.append((regmap.bank_count(shadow), len(entries)))
+        if held_count != len(image):
+            writes.append((regmap.bank_count(shadow), len(image)))
         writes += [
             (regmap.bank_version(shadow), version & 0xFFFFFFFF),
             (regmap.bank_version(shadow) + 4, version >> 32),
@@ -273,7 +279,7 @@ class Driver:
                 progress(ProgressEvent(phase="write", done=done, total=len(writes)))
             count, got_version, got = self._read_bank(csr, shadow)
             got_buckets = {b.slice_id: b for b in self._read_buckets(csr)}
-            if count != len(entries) or got_version != version or got != entries or any(
+            if count != len(image) or got_version != version or got != image or any(
                 got_buckets.get(b.slice_id) != b for b in buckets
             ):
                 self._restore_buckets(csr, old_buckets, buckets)
@@ -345,14 +351,15 @@ class Driver:
         csr = self._fresh()
         try:
             active = csr.read(regmap.ACTIVE_BANK) & 1
-            _, version, entries = self._read_bank(csr, active)
+            _, version, slots = self._read_bank(csr, active)
             buckets = self._read_buckets(csr)
         except DriverError:
             self._drop()
             raise
         return DataPlaneState(
             version=f"{version:016x}" if version else None,
-            tables={TABLE: [e.native() for e in entries], RATE_TABLE: [b.model_dump() for b in buckets]},
+            tables={TABLE: [e.native() for e in slots if e is not None],
+                    RATE_TABLE: [b.model_dump() for b in buckets]},
         )
 
     def queue_counters(self) -> dict[tuple[int, int], dict[str, int]]:
@@ -383,9 +390,11 @@ class Driver:
         csr = self._client()
         try:
             active = csr.read(regmap.ACTIVE_BANK) & 1
-            _, _, entries = self._read_bank(csr, active)
+            _, _, slots = self._read_bank(csr, active)
+            # hit counters are per slot; rule i of the plan is the i-th used slot
+            used = [(s, e) for s, e in enumerate(slots) if e is not None]
             rule_words = csr.read_many(
-                regmap.rule_counter(i) + off for i in range(len(entries)) for off in (0, 4, 8, 12)
+                regmap.rule_counter(s) + off for s, _ in used for off in (0, 4, 8, 12)
             )
             m_lo, m_hi, mb_lo, mb_hi, bad_lo, bad_hi = csr.read_many(
                 [regmap.MISS_COUNTER, regmap.MISS_COUNTER + 4, regmap.MISS_COUNTER + 8,
@@ -400,7 +409,7 @@ class Driver:
             raise
         rules: dict[int, LaneCounters] = {}
         slices: dict[int, tuple[int, int]] = {}
-        for i, e in enumerate(entries):
+        for i, (_, e) in enumerate(used):
             w = rule_words[4 * i : 4 * i + 4]
             pkts, nbytes = w[0] | w[1] << 32, w[2] | w[3] << 32
             rules[i] = LaneCounters(packets=pkts, bytes=nbytes)

@@ -2,8 +2,11 @@
 
 The key is the innermost {src_ip, dst_ip, dscp, dst_port} (86 bits; seed 000 counts 83
 because it keeps 3 DSCP bits, we keep all 6 so any IR DSCP mask is exact). A wildcard
-field is value 0 / mask 0. The entry index is the IR rule order: lowest index wins in
-the RTL exactly as the first matching rule wins in ``RuleIR.classify``.
+field is value 0 / mask 0. The plan lists entries in IR rule order; on the card each sits in
+a TCAM slot, and slots rise along that order (``slots.py``): lowest slot wins in the RTL
+exactly as the first matching rule wins in ``RuleIR.classify``. A slot between entries is
+*free*: its value has a 1 where its mask has a 0, which no key can match (the RTL compares
+``key & mask == value``), so a free slot needs no valid bit.
 """
 
 from __future__ import annotations
@@ -79,6 +82,22 @@ class TcamEntry(BaseModel):
     def key_bits(self) -> tuple[int, int]:
         """(value, mask) as the RTL's 86-bit key."""
         return pack_key(self.key), pack_key(self.mask)
+
+
+# A free slot: src_ip value all ones under a zero mask (any value bit outside the mask would do).
+FREE_WORDS = (0xFFFF_FFFF, 0, 0, 0, 0, 0, 0)
+_LOW_WORD = 0x3F_FFFF  # key word 2 holds 22 bits: {dscp[21:16], dst_port[15:0]}
+
+
+def slot_words(entry: TcamEntry | None) -> list[int]:
+    """The seven register words of a slot: the entry's, or a free slot's."""
+    return list(FREE_WORDS) if entry is None else entry.words()
+
+
+def decode_slot(words: list[int]) -> TcamEntry | None:
+    """A slot read back from the card; None when it can never match (free)."""
+    outside = (words[0] & ~words[3], words[1] & ~words[4], words[2] & ~words[5] & _LOW_WORD)
+    return None if any(outside) else TcamEntry.from_words(words)
 
 
 def pack_key(v: FieldValues) -> int:
