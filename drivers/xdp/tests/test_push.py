@@ -13,6 +13,7 @@ from sliceportal.drivers.contract import CapacityError, DriverError, NativePlan,
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, SliceEntry, Ternary
 from sliceportal.traffic.packets import Flow, build_bytes
 from sliceportal_xdp.driver import Driver
+from sliceportal_xdp.positions import rule_positions
 
 from .conftest import noop
 
@@ -80,18 +81,24 @@ def test_diff_counts_between_versions(driver: Driver) -> None:
 
 def test_packets_see_one_version_or_the_other_never_a_mix(driver: Driver) -> None:
     driver.apply(driver.lower(ir_v1()), noop)
-    allowed = {(0, 1, 1, 1), (1, 3, 3, 3)}
+    plans = [driver.lower(ir_v1()), driver.lower(ir_v2())]
+    # the program's own decision (a rule position): the driver's IR index maps a position by
+    # the copy live when it is read, which may already be the next version
+    v1, v2 = (rule_positions(p.tables) for p in plans)
+    allowed = {(v1[0], 1, 1, 1), (v2[1], 3, 3, 3)}
     seen: set[tuple[int, int, int, int]] = set()
     stop = threading.Event()
+    dp = driver.dataplane
 
     def traffic() -> None:
         while not stop.is_set():
-            seen.add(decision(driver))
+            dp.run(PKT)
+            x = dp.last_decision()
+            seen.add((x.rule, x.slice_id, x.lane, x.rr_path))
 
     t = threading.Thread(target=traffic)
     t.start()
     try:
-        plans = [driver.lower(ir_v1()), driver.lower(ir_v2())]
         # at least 10 switches, and on until the classifying thread has met both versions
         # (on a loaded machine it may not get the CPU between the first few)
         deadline = time.monotonic() + 30

@@ -292,14 +292,26 @@ class DataPlane:
         """Just the meta row of a copy (cheap: counters need only the geometry)."""
         raw = v.meta.lookup(L.U32.pack(0))
         assert raw is not None
-        words, rules, lanes, paths, *_ = L.META.unpack(raw)
-        return {"rules": rules, "lanes": lanes, "paths": paths} if words else None
+        words, slots, lanes, paths, *_, ver = L.META.unpack(raw)
+        if not words:
+            return None
+        return {"slots": slots, "lanes": lanes, "paths": paths, "version": ver.rstrip(b"\0").decode()}
+
+    def positions(self, v: VersionMaps) -> list[int]:
+        """The rule positions a copy holds, rising (= IR order). Every rule is in the set of
+        at least one DSCP value (its own, or all 64 when it has no DSCP), and a free
+        position in none: the union of the 64 sets (8 KB of mmapped array) is the rules."""
+        raw = v.mem["dscp"][: L.DSCPS * L.BITMAP_BYTES]
+        bits = 0
+        for o in range(0, len(raw), L.BITMAP_BYTES):
+            bits |= L.bitmap_int(raw[o : o + L.BITMAP_BYTES])
+        return rules_list(bits)
 
     def read(self, v: VersionMaps) -> Tables | None:
         """The tables a copy holds, in normal form; None when it was never filled."""
         raw = v.meta.lookup(L.U32.pack(0))
         assert raw is not None
-        words, rules, lanes, paths, mode, miss_lane, miss_path, _, ver = L.META.unpack(raw)
+        words, slots, lanes, paths, mode, miss_lane, miss_path, _, ver = L.META.unpack(raw)
         if words == 0:
             return None
         t: Tables = {}
@@ -322,7 +334,8 @@ class DataPlane:
             t["special"].append({"slot": slot, "rules": rules_list(bits)})
         acts = dict(v.actions.lookup_all())
         t["actions"] = []
-        for i in range(rules):
+        held = self.positions(v)
+        for i in held:
             sid, lane, path, _ = L.ACTION.unpack(acts[L.U32.pack(i)])  # flags follow from qos
             t["actions"].append({"rule": i, "slice_id": sid, "lane": lane, "rr_path": path})
         t["qos"] = []
@@ -334,7 +347,8 @@ class DataPlane:
         t["meta"] = [
             {
                 "version": ver.rstrip(b"\0").decode(),
-                "rules": rules,
+                "rules": len(held),
+                "slots": slots,
                 "lanes": lanes,
                 "paths": paths,
                 "miss_mode": "fixed" if mode == L.MISS_FIXED else "algorithm1",

@@ -9,6 +9,7 @@ new version, never a mixture. See docs/xdp.md.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import subprocess
@@ -28,6 +29,7 @@ from sliceportal.drivers.contract import (
     DriverError,
     Health,
     LaneCounters,
+    NativeEntry,
     NativePlan,
     OptionsError,
     ProgressCallback,
@@ -40,7 +42,7 @@ from sliceportal.drivers.contract import (
 )
 from sliceportal.rules.ir import RuleIR
 
-from . import image, libbpf, overload, pins
+from . import image, libbpf, overload, pins, positions
 from . import layout as L
 from .agent_client import AgentClient
 from .dataplane import Counter, DataPlane, LastDecision, RawCounters
@@ -48,6 +50,7 @@ from .libbpf import BpfError, TestRun
 from .lowering import lower_tables, usage_counts
 from .netns import if_index, if_mac, netns
 from .options import XdpOptions
+from .positions import Signature
 from .view import xdp_view
 
 MATCH_FIELDS = frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan"})
@@ -92,6 +95,8 @@ class Driver:
         self._manual_overload = False
         self._last_slices: set[int] = set()
         self._fail_after: int | None = None
+        # the version and tables of the last plan pushed: the positions lowering keeps
+        self._applied: tuple[str, dict[str, list[NativeEntry]]] | None = None
         # address: every kernel-side call goes to the agent (which runs this same class)
         self._agent = AgentClient.from_options(self.options) if self.options.address else None
 
@@ -115,12 +120,46 @@ class Driver:
         )
 
     def lower(self, ir: RuleIR) -> NativePlan:
+        """The IR's tables, each rule at the position the live copy holds it at where its
+        rank allows (``positions``), so the plan differs from the live tables by the
+        rule-set change only. Without a data plane to read (not loaded, nothing pinned):
+        a fresh numbering."""
         caps = self.capabilities()
         check_fits(ir, caps)
         version = ir.digest()
-        tables = lower_tables(ir, version, caps.capacity)
+        tables = lower_tables(ir, version, caps.capacity, self._held_positions())
         usage = {k: TableUsage(used=n, capacity=caps.capacity[k]) for k, n in usage_counts(tables).items()}
         return NativePlan(driver=self.name, version=version, tables=tables, usage=usage)
+
+    def _held_positions(self) -> dict[Signature, list[int]]:
+        """What the live copy holds (signature -> positions): from the last plan this driver
+        pushed while the live copy still carries its version, else read from the maps (a
+        fresh process, an agent restart, a push from elsewhere). Only a hint: a wrong one
+        costs writes, never correctness (a push writes what differs from the kernel's bytes)."""
+        if self._agent is not None:
+            try:
+                live = self._agent.agent_health().version
+                if live is None:
+                    return {}
+                if self._applied is not None and self._applied[0] == live:
+                    return positions.held(self._applied[1])
+                return positions.held(self._agent.read_state().tables)
+            except DriverError:
+                return {}  # unreachable now: the push will say so
+        with self._lock:
+            if self._dp is None and not (self.pin_dir and pins.read_abi(self.pin_dir)):
+                return {}  # nothing loaded and nothing pinned: no tables to keep
+            try:
+                dp = self.dataplane
+            except DriverError:
+                return {}
+            v = dp.versions[dp.read_config()[0] & 1]
+            m = dp.read_meta(v)
+            if m is None:
+                return {}
+            if self._applied is not None and self._applied[0] == m["version"]:
+                return positions.held(self._applied[1])
+            return positions.held(dp.read(v))
 
     def ternary_view(self, plan: NativePlan) -> TernaryView:
         """The plan's bit-vector tables as ternary entries (optional contract: TernaryViewer)."""
@@ -223,7 +262,9 @@ class Driver:
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         if self._agent is not None:
-            return self._agent.apply(plan, progress)
+            result = self._agent.apply(plan, progress)
+            self._applied = (plan.version, plan.tables)
+            return result
         t0 = time.monotonic()
         if plan.driver != self.name:
             raise DriverError(f"plan is for the {plan.driver} driver, not {self.name}")
@@ -253,6 +294,7 @@ class Driver:
                 dp.held[active] = want
                 progress(ProgressEvent(phase="commit", done=1, total=1, message=plan.version))
                 self._last_slices = {int(a["slice_id"]) for a in plan.tables["actions"]}
+                self._applied = (plan.version, plan.tables)
                 return ApplyResult(version=plan.version, added=0, removed=0, modified=0,
                                    duration_s=time.monotonic() - t0)
             fail_after, self._fail_after = self._fail_after, None
@@ -293,6 +335,7 @@ class Driver:
             dp.set_generation(generation + 1)  # the switch: one store, cannot fail half-way
             progress(ProgressEvent(phase="commit", done=1, total=1, message=plan.version))
             self._last_slices = {int(a["slice_id"]) for a in plan.tables["actions"]}
+            self._applied = (plan.version, plan.tables)
         return ApplyResult(
             version=plan.version,
             added=added,
@@ -322,22 +365,20 @@ class Driver:
         with self._lock:
             raw = self.raw_counters()
             dp = self.dataplane
-            m = dp.read_meta(dp.versions[dp.read_config()[0] & 1]) or {
-                "rules": 0,
-                "lanes": self.options.lanes,
-                "paths": self.options.paths,
-            }
+            live = dp.versions[dp.read_config()[0] & 1]
+            m = dp.read_meta(live) or {"lanes": self.options.lanes, "paths": self.options.paths}
+            held = dp.positions(live)
         lanes: dict[str, LaneCounters] = {}
         for path in range(int(m["paths"])):
             for lane in range(int(m["lanes"])):
                 lanes[f"{path}/{lane}"] = _lane_counters(raw.lanes.get(path * L.MAX_LANES + lane))
         for slot, c in raw.lanes.items():
             lanes.setdefault(f"{slot // L.MAX_LANES}/{slot % L.MAX_LANES}", _lane_counters(c))
-        rule_ids = set(range(int(m["rules"]))) | {r for r in raw.rules if r != L.MISS_INDEX}
         slice_ids = self._last_slices | {s for s in raw.slices if s != 0}
         return Counters(
             timestamp=time.time(),
-            rules={r: _lane_counters(raw.rules.get(r)) for r in sorted(rule_ids)},
+            # counted per position; reported per IR rule index (the rank of its position)
+            rules={i: _lane_counters(raw.rules.get(p)) for i, p in enumerate(held)},
             lanes=lanes,
             slices={s: _lane_counters(raw.slices.get(s)) for s in sorted(slice_ids)},
             misses=_lane_counters(raw.rules.get(L.MISS_INDEX)),
@@ -439,9 +480,16 @@ class Driver:
         return self.dataplane.run(packet, repeat, live)
 
     def last_decision(self) -> LastDecision:
+        """The last recorded decision, its rule as the IR index (``MISS_INDEX`` on a miss)."""
         if not self.options.record_last:
             raise DriverError("decisions are recorded only with the record_last option")
-        return self.dataplane.last_decision()
+        with self._lock:
+            dp = self.dataplane
+            d = dp.last_decision()
+            if d.rule == L.MISS_INDEX:
+                return d
+            held = dp.positions(dp.versions[dp.read_config()[0] & 1])
+        return dataclasses.replace(d, rule=held.index(d.rule) if d.rule in held else L.MISS_INDEX)
 
     def close(self) -> None:
         """Release the data plane. A pinned one (``pin_name``) stays attached with its maps

@@ -94,9 +94,10 @@ def encode(tables: Tables) -> Image:
         L.QOS.pack_into(q, sid * L.QOS.size, e["rate_Bps"], e["burst_bytes"], L.ECN_OFF if ecn_ns is None else ecn_ns)
     img["qos"] = bytes(q)
     m = tables["meta"][0]
+    span = int(m.get("slots", m["rules"]) or 0)  # plans lowered before stable positions: dense
     img["meta"] = L.META.pack(
-        max(1, (m["rules"] + 63) // 64),
-        m["rules"],
+        max(1, (span + 63) // 64),
+        span,  # sp_meta.rules: the program's bound on a matching position
         m["lanes"],
         m["paths"],
         L.MISS_FIXED if m["miss_mode"] == "fixed" else L.MISS_ALGORITHM1,

@@ -15,20 +15,24 @@ rule, exactly ``RuleIR.classify``. Per field:
   0 means "header present, any value") plus two sets per field for "present, value not
   in the map" and "header absent" (only wildcard rules match packets without it).
 
-Tables are lists of JSON-able dicts; rule sets are sorted lists of rule indices, and the
-arrays are run-length encoded as ``{"first", "last", "rules"}``.
+Tables are lists of JSON-able dicts; rule sets are sorted lists of rule *positions* (bit
+indices: rising along the IR's order, with gaps, kept across versions -- ``positions``),
+and the arrays are run-length encoded as ``{"first", "last", "rules"}``. ``actions`` lists
+the rules in IR order with their positions; ``meta`` counts ``rules`` and ``slots``
+(highest position + 1).
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from sliceportal.drivers.contract import CapacityError, NativeEntry, UnsupportedMatchError
 from sliceportal.rules.ir import FlowKey, MissMode, RuleIR, Ternary
 
-from . import layout
+from . import layout, positions
+from .positions import Signature
 
 MAX_EXPANSION = 256  # prefixes / values one non-prefix ternary may expand into
 DEFAULT_BURST_MS = 10.0
@@ -196,8 +200,11 @@ def qos_entries(ir: RuleIR) -> list[NativeEntry]:
     return out
 
 
-def lower_tables(ir: RuleIR, version: str, capacity: dict[str, int]) -> dict[str, list[NativeEntry]]:
-    """The tables of ``ir``; raises ``CapacityError`` / ``NonPrefixMaskError`` first."""
+def lower_tables(ir: RuleIR, version: str, capacity: dict[str, int],
+                 held: Mapping[Signature, list[int]] | None = None) -> dict[str, list[NativeEntry]]:
+    """The tables of ``ir``; raises ``CapacityError`` / ``NonPrefixMaskError`` first.
+    ``held``: the positions the data plane holds (``positions.held``), kept where the
+    rules' ranks allow; without it a fresh numbering with gaps."""
     n = len(ir.rules)
     if n > capacity["rules"]:
         raise CapacityError("rules", n, capacity["rules"])
@@ -246,7 +253,9 @@ def lower_tables(ir: RuleIR, version: str, capacity: dict[str, int]) -> dict[str
             "miss_path": ir.miss.rr_path if ir.miss.mode is MissMode.FIXED else 0,
         }
     ]
-    return tables
+    # lowered with rule i at bit i; then each rule moves to its stable position
+    sigs = positions.signatures(tables) if held else [()] * n
+    return positions.place(tables, positions.assign(sigs, held or {}, min(capacity["rules"], layout.MAX_RULES)))
 
 
 def usage_counts(tables: dict[str, list[NativeEntry]]) -> dict[str, int]:
@@ -262,9 +271,11 @@ def usage_counts(tables: dict[str, list[NativeEntry]]) -> dict[str, int]:
 
 
 def first_rule(tables: dict[str, list[NativeEntry]], key: FlowKey) -> int | None:
-    """What the data plane computes from ``tables`` for ``key``: the lowest rule in the
-    AND of the per-field sets, or None on a miss. A model for previews and tests."""
-    bits = (1 << len(tables["actions"])) - 1
+    """What the data plane computes from ``tables`` for ``key``: the lowest position in
+    the AND of the per-field sets, as the IR index of its rule, or None on a miss. A
+    model for previews and tests."""
+    order = positions.rule_positions(tables)
+    bits = rules_bits(order)
     for f in ("src_ip", "dst_ip"):
         best: tuple[int, list[int]] = (-1, [])
         addr = getattr(key, f)
@@ -283,4 +294,4 @@ def first_rule(tables: dict[str, list[NativeEntry]], key: FlowKey) -> int | None
         else:
             hit = [e for e in tables[f] if e["value"] == v]
             bits &= rules_bits(hit[0]["rules"]) if hit else special[f"{f}_present"]
-    return (bits & -bits).bit_length() - 1 if bits else None
+    return order.index((bits & -bits).bit_length() - 1) if bits else None

@@ -36,6 +36,7 @@ from sliceportal.rules.equivalence import (
 )
 
 from .lowering import TUNNEL_FIELDS, TUNNEL_WIDTHS
+from .positions import rule_positions
 
 KEY_SPACE = ir_space(("src_ip", "dst_ip", "dscp", "dst_port", *TUNNEL_FIELDS))
 MAX_ENTRIES = 200_000  # value/mask blocks the expansion may produce before it gives up
@@ -97,15 +98,17 @@ def tunnel_segments(entries: Sequence[NativeEntry], present: Sequence[int], abse
     return out
 
 
-def _per_rule(segments: Sequence[Segment], width: int, shift: int, n: int) -> list[list[tuple[int, int]]]:
-    """For each rule: the blocks (value, mask), placed at ``shift`` in the packed key, of S_f(i)."""
+def _per_rule(segments: Sequence[Segment], width: int, shift: int,
+              order: Sequence[int]) -> list[list[tuple[int, int]]]:
+    """For each rule (IR order; ``order``: their positions): the blocks (value, mask),
+    placed at ``shift`` in the packed key, of S_f(i)."""
     spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for lo, hi, rules in segments:
         for r in rules:
             spans[r].append((lo, hi))
     out: list[list[tuple[int, int]]] = []
-    for i in range(n):
-        out.append([(v << shift, m << shift) for lo, hi in merged(spans.get(i, ()))
+    for p in order:
+        out.append([(v << shift, m << shift) for lo, hi in merged(spans.get(p, ()))
                     for v, m in interval_cubes(lo, hi, width)])
     return out
 
@@ -118,18 +121,19 @@ def _miss(meta: NativeEntry) -> Outcome:
 
 def xdp_view(plan: NativePlan, max_entries: int = MAX_ENTRIES) -> TernaryView:
     t = plan.tables
-    n = len(t["actions"])
+    order = rule_positions(t)  # rising along the IR order: the lowest set bit wins
+    n = len(order)
     offsets = KEY_SPACE.offsets()
     special = {e["slot"]: e["rules"] for e in t["special"]}
     fields: list[list[list[tuple[int, int]]]] = [
-        _per_rule(lpm_segments(t[f]), 32, offsets[f][0], n) for f in ("src_ip", "dst_ip")
+        _per_rule(lpm_segments(t[f]), 32, offsets[f][0], order) for f in ("src_ip", "dst_ip")
     ]
-    fields += [_per_rule(run_segments(t[f]), w, offsets[f][0], n) for f, w in (("dscp", 6), ("dst_port", 16))]
+    fields += [_per_rule(run_segments(t[f]), w, offsets[f][0], order) for f, w in (("dscp", 6), ("dst_port", 16))]
     for f in TUNNEL_FIELDS:
         w = TUNNEL_WIDTHS[f]
         segs = tunnel_segments(t[f], special[f"{f}_present"], special[f"{f}_absent"], w)
-        fields.append(_per_rule(segs, w + 1, offsets[f][0], n))
-    actions = {int(a["rule"]): (int(a["slice_id"]), int(a["lane"]), int(a["rr_path"])) for a in t["actions"]}
+        fields.append(_per_rule(segs, w + 1, offsets[f][0], order))
+    actions = [(int(a["slice_id"]), int(a["lane"]), int(a["rr_path"])) for a in t["actions"]]
     entries: list[TernaryEntry] = []
     blocks_total = 0
     for i in range(n):
