@@ -41,6 +41,13 @@ def db_stop() -> None:
 LOG_FORMAT = "%(levelname)s:     %(name)s: %(message)s"
 
 
+def _configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    # httpx logs every request at INFO: the drivers' calls to XDP agents (counters every second)
+    # would drown the portal's own log
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
 def _stop_on_signals(stop: threading.Event) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -63,7 +70,7 @@ def run(
     from sliceportal.control.supervisor import Child, Supervisor
     from sliceportal.services.bootstrap_data import create_demo_accounts, ensure_operator, seed_demo
 
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    _configure_logging()
     settings = get_settings()
     url = database_url()
     upgrade(url)
@@ -134,7 +141,7 @@ def controller() -> None:
     from sliceportal.control.controller import Controller
     from sliceportal.services.backends import POOL
 
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    _configure_logging()
     settings = get_settings()
     url = database_url()
     stop = threading.Event()

@@ -184,7 +184,7 @@ class XdpAgent(ManagedProcess):
 
     def __init__(self, prefix: str, pin_name: str, interface: str, netns: str, options: dict[str, object]) -> None:
         folder = run_dir(prefix)
-        sock = folder / "xdp-agent.sock"
+        sock = self.sock = folder / "xdp-agent.sock"
         sock.unlink(missing_ok=True)
         token_file = self.token_file = folder / "xdp-agent.token"
         self.token = secrets.token_urlsafe(24)
@@ -206,6 +206,7 @@ class XdpAgent(ManagedProcess):
         with self.log_file.open("ab") as log:
             subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=60, check=False)
         self.token_file.unlink(missing_ok=True)
+        self.sock.unlink(missing_ok=True)
 
 
 def _tcp_accepts(port: int) -> bool:
