@@ -109,14 +109,15 @@ def test_push_read_back_and_reconcile(sim: SimProcess) -> None:
         d.close()
 
 
-@pytest.mark.parametrize("fail_after", [0, 5, 100, 448, 451])
+@pytest.mark.parametrize("fail_after", [0, 5, 100, 320, 323])
 def test_connection_lost_mid_push_keeps_previous_table(sim: SimProcess, fail_after: int) -> None:
     d = Driver({"address": sim.address})
     try:
         old = d.lower(table2_ir(3))
         d.apply(old, lambda _: None)
         new = d.lower(table2_ir(16))
-        # 448 entry words + count + 2 version words, then the flip: every stage is hit.
+        # 320 entry words (those of 64 entries that differ from the model's zeroed bank 0),
+        # count, 2 version words, then the flip: every stage is hit.
         sim.command(f"FAULT {fail_after}")
         with pytest.raises(PushError) as e:
             d.apply(new, lambda _: None)

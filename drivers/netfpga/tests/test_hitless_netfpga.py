@@ -16,12 +16,12 @@ the shadow-bank writes (which packets cannot see: the bank is not the matched on
 updates fit in about a minute of test time.
 
 Write count: the shadow bank holds the version before the live one. A push writes the
-slots (entries and free slots, 7 words each) in which that bank differs from the new
-image, the entry count if it changes, the 2 version words, the buckets that change (rate,
-burst, enable), 1 flip, and the disables of buckets no longer used. Where entries sit is
-the driver's choice (stable slots with gaps), so the test reads the shadow bank from the
-card before and after the push and counts the slots that changed; that the new bank holds
-exactly the plan's entries in order is checked after every push too.
+entry words in which that bank differs from the new image (a slot freed: its src IP key
+and mask words), the entry count if it changes, the 2 version words, the buckets that
+change (rate, burst, enable), 1 flip, and the disables of buckets no longer used. Where
+entries sit is the driver's choice (stable slots with gaps), so the test reads every word
+of the shadow bank from the card before and after the push and counts those that changed;
+that the new bank holds exactly the plan's entries in order is checked after every push.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from sliceportal_netfpga.csr import CsrClient
 from sliceportal_netfpga.driver import Driver
 from sliceportal_netfpga.ratelimit import TABLE as RATE_TABLE
 from sliceportal_netfpga.simulator import SimProcess
-from sliceportal_netfpga.tcam import TcamEntry, decode_slot
+from sliceportal_netfpga.tcam import decode_slot
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "dataplane" / "conformance"
 if str(CONFORMANCE) not in sys.path:  # --import-mode=importlib: the shared helper by path
@@ -53,6 +53,7 @@ import hitless  # noqa: E402
 LANES, PATHS = 4, 8
 FIELDS = ("slice_id", "lane", "rr_path")
 UPDATES = 100
+CAPACITY = 64  # TCAM entries per bank of the model (dataplane/netfpga/Makefile)
 EVERY_WRITE = 20  # updates probed after every single write; later ones sample the bank writes
 
 
@@ -78,25 +79,31 @@ class Prober:
         return got + [None] * (self.n - len(got))  # None: the frame did not come out
 
 
-def read_slots(csr: CsrClient, bank: int) -> list[TcamEntry | None]:
-    """The bank's slots below its COUNT as the card holds them (None: a free slot)."""
-    count = csr.read(regmap.bank_count(bank))
-    words = csr.read_many(regmap.entry(bank, i, w) for i in range(count) for w in range(regmap.ENTRY_WORDS))
-    return [decode_slot(words[i * 7 : i * 7 + 7]) for i in range(count)]
+def read_bank(csr: CsrClient, bank: int) -> tuple[int, list[int]]:
+    """The bank's COUNT and every entry word of it, as the card holds them."""
+    words = csr.read_many(regmap.entry(bank, i, w) for i in range(CAPACITY) for w in range(regmap.ENTRY_WORDS))
+    return csr.read(regmap.bank_count(bank)), words
 
 
-def expected_writes(before: list[TcamEntry | None], after: list[TcamEntry | None], live: NativePlan,
+def entries_of(bank: tuple[int, list[int]]) -> list[dict[str, object]]:
+    """The entries below COUNT in slot order (free slots skipped), as plans list them."""
+    count, words = bank
+    slots = [decode_slot(words[i * 7 : i * 7 + 7]) for i in range(count)]
+    return [e.native() for e in slots if e is not None]
+
+
+def expected_writes(before: tuple[int, list[int]], after: tuple[int, list[int]], live: NativePlan,
                     new: NativePlan) -> int:
     """The CSR writes of a push that turned the shadow bank from ``before`` into ``after``
     (read from the card), with ``live`` the plan of the active bank: the diff as this plane's
     push protocol defines it (module docstring)."""
-    slots = sum(1 for i, e in enumerate(after) if i >= len(before) or before[i] != e)
-    count = 0 if len(before) == len(after) else 1
+    words = sum(1 for a, b in zip(before[1], after[1], strict=True) if a != b)
+    count = 0 if before[0] == after[0] else 1
     old_b = {b["slice_id"]: b for b in live.tables[RATE_TABLE]}
     new_b = {b["slice_id"]: b for b in new.tables[RATE_TABLE]}
     buckets = sum(3 for s, b in new_b.items() if old_b.get(s) != b)
     disables = sum(1 for s in old_b if s not in new_b)
-    return regmap.ENTRY_WORDS * slots + count + 2 + buckets + 1 + disables
+    return words + count + 2 + buckets + 1 + disables
 
 
 def test_random_updates_classify_every_probe_old_or_new_between_csr_writes(sim: SimProcess, tmp_path: Path) -> None:
@@ -127,7 +134,7 @@ def test_random_updates_classify_every_probe_old_or_new_between_csr_writes(sim: 
 
             live_b = plan.tables[RATE_TABLE]
             shadow = 1 - (csr.read(regmap.ACTIVE_BANK) & 1)
-            before = read_slots(csr, shadow)
+            before = read_bank(csr, shadow)
             bucket_writes = 3 * sum(1 for b in new_plan.tables[RATE_TABLE] if b not in live_b)
 
             def probe(e: ProgressEvent, n: int = n, sample: list[int] = sample, bucket_writes: int = bucket_writes,
@@ -149,8 +156,8 @@ def test_random_updates_classify_every_probe_old_or_new_between_csr_writes(sim: 
             got = prober.verdicts()
             assert got == up.expected, f"update {n}: after the push"
             # the flip and the disables come after the last "write" event: counted from the data plane
-            after = read_slots(csr, shadow)
-            assert [e.native() for e in after if e is not None] == new_plan.tables["tcam"], f"update {n}"
+            after = read_bank(csr, shadow)
+            assert entries_of(after) == new_plan.tables["tcam"], f"update {n}"
             expected = expected_writes(before, after, plan, new_plan)
             flip_and_disables = 1 + sum(
                 1 for b in plan.tables[RATE_TABLE]
@@ -204,10 +211,10 @@ def test_a_rule_added_or_removed_in_the_middle_writes_a_bounded_number_of_csr_wo
         drv.close()
     # per push: at most 2 slots of 7 words each for each of the last two changes, COUNT, VERSION, flip
     assert max(writes) <= 2 * 2 * regmap.ENTRY_WORDS + 4, writes
-    assert writes[0] >= regmap.ENTRY_WORDS + 3  # the added rule's slot, VERSION, flip
+    assert writes[0] >= 3 + 3  # words of the added rule's slot (a free slot holds an older entry's), VERSION, flip
     # removing it again: the shadow bank still holds the table without it, so at most the
     # slots the insertion shifted (none where the middle had a free slot: 8 and 24 rules)
     assert writes[1] <= writes[0], writes
     if size < 32:
-        assert writes[:2] == [regmap.ENTRY_WORDS + 3, 3], writes
+        assert writes[1] == 3, writes
     print(f"\n{size} rules: CSR writes per push {writes}")

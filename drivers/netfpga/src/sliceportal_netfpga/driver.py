@@ -7,7 +7,7 @@ the new plan uses (rate, burst, then enable: make before break, so a slice is li
 before any TCAM entry steers into it); lay the entries out in stable slots with free slots
 between them (slots.py: each keeps the slot it has in the active bank while its rank allows);
 write that image, the entry count and the plan version into the other bank (the RTL
-refuses writes into the active one; only the slots that bank does not hold already, so a
+refuses writes into the active one; only the words that bank does not hold already, so a
 push writes the diff); read it all back and compare; write ACTIVE_BANK; then disable the buckets the new plan no longer
 uses. Until the flip the previous table stays live, and a failure before it also puts
 the previous buckets back, so the data plane is left as it was. If the connection is
@@ -48,7 +48,7 @@ from .options import NetfpgaOptions
 from .ratelimit import FRAC_BITS, RateLimitEntry, lower_rate_limits
 from .ratelimit import TABLE as RATE_TABLE
 from .slots import layout
-from .tcam import KEY_FIELDS, EntryAction, FieldValues, TcamEntry, decode_slot, lower_rules, slot_words
+from .tcam import KEY_FIELDS, EntryAction, FieldValues, TcamEntry, decode_slot, lower_rules, slot_writes
 from .view import tcam_view
 
 TABLE = "tcam"
@@ -216,18 +216,20 @@ class Driver:
         keep = {b.slice_id for b in new}
         return [(regmap.rate_reg(b.slice_id, "enable"), 0) for b in old if b.slice_id not in keep]
 
+    @staticmethod
+    def _read_words(csr: CsrClient, bank: int, slots: int) -> list[list[int]]:
+        """The register words of the bank's first ``slots`` slots, as the card holds them."""
+        step = regmap.ENTRY_WORDS
+        words = csr.read_many(regmap.entry(bank, i, w) for i in range(slots) for w in range(step))
+        return [words[i * step : (i + 1) * step] for i in range(slots)]
+
     def _read_bank(self, csr: CsrClient, bank: int) -> tuple[int, int, list[TcamEntry | None]]:
         """COUNT, VERSION and the slots below COUNT (None: a free slot) of one bank."""
         count, v_lo, v_hi = csr.read_many(
             [regmap.bank_count(bank), regmap.bank_version(bank), regmap.bank_version(bank) + 4]
         )
         count = min(count, self.options.capacity)
-        words = csr.read_many(
-            regmap.entry(bank, i, w) for i in range(count) for w in range(regmap.ENTRY_WORDS)
-        )
-        step = regmap.ENTRY_WORDS
-        slots = [decode_slot(words[i * step : (i + 1) * step]) for i in range(count)]
-        return count, v_lo | v_hi << 32, slots
+        return count, v_lo | v_hi << 32, [decode_slot(w) for w in self._read_words(csr, bank, count)]
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         started = time.monotonic()
@@ -239,9 +241,11 @@ class Driver:
             self._check_hardware(csr)
             active = csr.read(regmap.ACTIVE_BANK) & 1
             _, _, live = self._read_bank(csr, active)
-            # the shadow bank holds an older version: only the slots in which it differs
-            # are written (issue #14: a push writes the diff, not the table)
-            held_count, _, held = self._read_bank(csr, 1 - active)
+            # the shadow bank holds an older version: only the words in which it differs
+            # are written (issue #14: a push writes the diff, not the table); slots above its
+            # COUNT are read too, they hold what an earlier version left there
+            held_count = min(csr.read(regmap.bank_count(1 - active)), self.options.capacity)
+            held = self._read_words(csr, 1 - active, self.options.capacity)
             old_buckets = self._read_buckets(csr)
         except DriverError:
             self._drop()
@@ -260,10 +264,7 @@ class Driver:
         # before its entries go live. Unchanged buckets are not rewritten (no reset).
         bucket_writes = self._bucket_writes([b for b in buckets if b not in old_buckets])
         writes = bucket_writes + [
-            (regmap.entry(shadow, i, w), v)
-            for i, e in enumerate(image)
-            if i >= len(held) or held[i] != e
-            for w, v in enumerate(slot_words(e))
+            (regmap.entry(shadow, i, w), v) for i, e in enumerate(image) for w, v in slot_writes(held[i], e)
         ]
         if held_count != len(image):
             writes.append((regmap.bank_count(shadow), len(image)))

@@ -11,6 +11,7 @@ exactly as the first matching rule wins in ``RuleIR.classify``. A slot between e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,7 +66,7 @@ class TcamEntry(BaseModel):
         ]
 
     @classmethod
-    def from_words(cls, words: list[int]) -> TcamEntry:
+    def from_words(cls, words: Sequence[int]) -> TcamEntry:
         def fields(src: int, dst: int, low: int) -> FieldValues:
             return FieldValues(src_ip=src, dst_ip=dst, dscp=(low >> 16) & 0x3F, dst_port=low & 0xFFFF)
 
@@ -86,15 +87,21 @@ class TcamEntry(BaseModel):
 
 # A free slot: src_ip value all ones under a zero mask (any value bit outside the mask would do).
 FREE_WORDS = (0xFFFF_FFFF, 0, 0, 0, 0, 0, 0)
+_FREEING = (0, 3)  # key and mask word of src_ip: these two alone make any slot free
 _LOW_WORD = 0x3F_FFFF  # key word 2 holds 22 bits: {dscp[21:16], dst_port[15:0]}
 
 
-def slot_words(entry: TcamEntry | None) -> list[int]:
-    """The seven register words of a slot: the entry's, or a free slot's."""
-    return list(FREE_WORDS) if entry is None else entry.words()
+def slot_writes(have: Sequence[int], want: TcamEntry | None) -> list[tuple[int, int]]:
+    """(word, value) writes that turn a slot holding the words ``have`` into ``want`` (None:
+    free): only the words that differ, and nothing for a free slot that already never matches."""
+    if want is None:
+        if decode_slot(have) is None:
+            return []
+        return [(w, FREE_WORDS[w]) for w in _FREEING if have[w] != FREE_WORDS[w]]
+    return [(w, v) for w, v in enumerate(want.words()) if have[w] != v]
 
 
-def decode_slot(words: list[int]) -> TcamEntry | None:
+def decode_slot(words: Sequence[int]) -> TcamEntry | None:
     """A slot read back from the card; None when it can never match (free)."""
     outside = (words[0] & ~words[3], words[1] & ~words[4], words[2] & ~words[5] & _LOW_WORD)
     return None if any(outside) else TcamEntry.from_words(words)
