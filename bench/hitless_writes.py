@@ -12,8 +12,10 @@ every change pushed on top of the previous one, as an operator editing rules doe
 * XDP: map slots written into the idle A/B copy, + 1 for the generation store. The idle copy
   holds the version before the live one, so in a chain a push writes the slots of the last
   two changes;
-* NetFPGA: CSR register writes: shadow-bank entry words (7 per entry), count, version
-  (2 words) and the ACTIVE_BANK flip; the shadow bank also holds the version before last.
+* NetFPGA: CSR register writes: the shadow-bank entry words that differ from the new bank
+  image (stable slots with free slots between them, docs/netfpga.md "Stable slots"), count,
+  version (2 words) and the ACTIVE_BANK flip; the shadow bank also holds the version before
+  last.
 The baseline is the writes of the same rule set pushed into empty tables.
 """
 
