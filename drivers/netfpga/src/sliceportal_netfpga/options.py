@@ -8,13 +8,12 @@ where the API receives the options; this schema only fixes their form.
 
 from __future__ import annotations
 
-import ipaddress
-import posixpath
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
+from sliceportal.drivers.addresses import check_address
 from sliceportal.drivers.contract import OptionsError
 
 
@@ -38,22 +37,7 @@ class NetfpgaOptions(BaseModel):
     @field_validator("address")
     @classmethod
     def _address(cls, v: str) -> str:
-        if v.startswith("tcp:"):
-            host, sep, port = v[4:].rpartition(":")
-            if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
-                raise ValueError("tcp address must be tcp:HOST:PORT with a port in 1..65535")
-            if host != "localhost":
-                try:
-                    ipaddress.ip_address(host.strip("[]"))
-                except ValueError:
-                    raise ValueError(f"tcp host {host!r} must be an IP address or localhost") from None
-            return v
-        path = v.removeprefix("unix:")
-        if not path.startswith("/") or posixpath.normpath(path) != path or "\x00" in path:
-            raise ValueError("a Unix socket address must be an absolute, normalised path (unix:/run/x.sock)")
-        if not path.endswith(".sock"):
-            raise ValueError("a Unix socket address must name a .sock file")
-        return v
+        return check_address(v, unprefixed="unix")
 
     def unix_socket(self) -> str | None:
         """The socket path when the address is a Unix socket."""

@@ -6,8 +6,6 @@ No option names a file on the server: the program is always the bundled build
 
 from __future__ import annotations
 
-import ipaddress
-import posixpath
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -20,6 +18,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from sliceportal.drivers.addresses import check_address
 
 from . import layout
 
@@ -81,21 +81,7 @@ class XdpOptions(BaseModel):
     @field_validator("address")
     @classmethod
     def _address(cls, v: str | None) -> str | None:
-        if v is None or v.startswith("unix:"):
-            path = None if v is None else v.removeprefix("unix:")
-            if path is not None and (not path.startswith("/") or posixpath.normpath(path) != path
-                                     or not path.endswith(".sock") or "\x00" in path):
-                raise ValueError("a Unix socket address is unix:/ABSOLUTE/NORMALISED/PATH.sock")
-            return v
-        host, sep, port = v.removeprefix("tcp:").rpartition(":")
-        if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
-            raise ValueError("an agent address is tcp:HOST:PORT (or HOST:PORT) with a port in 1..65535")
-        if host != "localhost":
-            try:
-                ipaddress.ip_address(host.strip("[]"))
-            except ValueError:
-                raise ValueError(f"the agent's host {host!r} must be an IP address or localhost") from None
-        return v
+        return None if v is None else check_address(v, unprefixed="tcp")
 
     @model_validator(mode="after")
     def _agent(self) -> XdpOptions:
