@@ -3,7 +3,9 @@
 
 Arbitration follows the P4Runtime spec as PI implements it: the stream with the highest
 election id is primary and alone may write; every Write / SetForwardingPipelineConfig
-from anyone else is PERMISSION_DENIED. Writes are CONTINUE_ON_ERROR (PI's only mode);
+from anyone else is PERMISSION_DENIED. A stream may change its election id (a backup
+outbids the primary); an id another stream holds ends the stream INVALID_ARGUMENT, and an
+unchanged one is not answered. Writes are CONTINUE_ON_ERROR (PI's only mode);
 a batch with failures answers UNKNOWN with one p4.v1.Error per update in the details.
 """
 
@@ -30,6 +32,8 @@ from .switch import Switch
 from .tables import encode
 
 Update = p4runtime_pb2.Update
+# a stream's outbox: messages, an error that ends the stream, None that ends it OK
+Outbox = queue.Queue[p4runtime_pb2.StreamMessageResponse | P4RTError | None]
 
 
 @dataclass
@@ -45,9 +49,7 @@ class Faults:
 class Arbitration:
     device_id: int
     lock: threading.Lock = field(default_factory=threading.Lock)
-    streams: dict[int, tuple[int, queue.Queue[p4runtime_pb2.StreamMessageResponse | None]]] = field(
-        default_factory=dict
-    )  # stream key -> (election id, outbox)
+    streams: dict[int, tuple[int, Outbox]] = field(default_factory=dict)  # stream key -> (election id, outbox)
 
     def primary(self) -> int | None:
         with self.lock:
@@ -74,7 +76,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
     def StreamChannel(
         self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest], context: grpc.ServicerContext
     ) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
-        outbox: queue.Queue[p4runtime_pb2.StreamMessageResponse | None] = queue.Queue()
+        outbox: Outbox = queue.Queue()
         key = id(outbox)
 
         def reader() -> None:
@@ -96,55 +98,65 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             msg = outbox.get()
             if msg is None:
                 return
+            if isinstance(msg, P4RTError):
+                context.abort(msg.code, msg.message)
             yield msg
 
-    def _arbitrate(
-        self,
-        key: int,
-        arb: p4runtime_pb2.MasterArbitrationUpdate,
-        outbox: queue.Queue[p4runtime_pb2.StreamMessageResponse | None],
-    ) -> None:
-        resp = p4runtime_pb2.StreamMessageResponse()
-        resp.arbitration.CopyFrom(arb)
+    def _arbitrate(self, key: int, arb: p4runtime_pb2.MasterArbitrationUpdate, outbox: Outbox) -> None:
+        """A stream joins, or changes its election id, as PI's arbitration does: the one
+        whose own role changed (it became primary, or stopped being it) makes everyone hear
+        of the new primary; otherwise only the stream that asked is answered."""
         if arb.device_id != self.arb.device_id:
+            resp = p4runtime_pb2.StreamMessageResponse()
+            resp.arbitration.CopyFrom(arb)
             resp.arbitration.status.code = code_pb2.NOT_FOUND
             resp.arbitration.status.message = f"unknown device id {arb.device_id}"
             outbox.put(resp)
             return
         election = _election(arb.election_id)
         with self.arb.lock:
-            if any(e == election and k != key for k, (e, _) in self.arb.streams.items()):
-                resp.arbitration.status.code = code_pb2.INVALID_ARGUMENT
-                resp.arbitration.status.message = "election id already in use"
-                outbox.put(resp)
+            old = self.arb.streams.get(key)
+            if old is not None and old[0] == election:
                 return
             before = self.arb.primary_locked()
+            if any(e == election and k != key for k, (e, _) in self.arb.streams.items()):
+                # PI ends the stream (and forgets its old id: the others hear of that)
+                self.arb.streams.pop(key, None)
+                self._announce_if_changed(before, skip=key)
+                outbox.put(invalid("Election id already exists" if old is None else "New election id already exists"))
+                return
+            was_primary = old is not None and old[0] == before
             self.arb.streams[key] = (election, outbox)
-            primary = max(e for e, _ in self.arb.streams.values())
-            resp.arbitration.election_id.high, resp.arbitration.election_id.low = (
-                primary >> 64,
-                primary & ((1 << 64) - 1),
-            )
-            resp.arbitration.status.code = code_pb2.OK if election == primary else code_pb2.ALREADY_EXISTS
-            outbox.put(resp)
-            self._announce_if_changed(before, skip=key)
+            is_primary = election == self.arb.primary_locked()
+            changed = is_primary if old is None else is_primary != was_primary
+            for k, (e, box) in self.arb.streams.items():
+                if k == key or changed:
+                    box.put(self._announcement(e))
+
+    def _announcement(self, election: int) -> p4runtime_pb2.StreamMessageResponse:
+        """Who is primary, as told to the stream holding ``election`` (P4Runtime spec §5: OK
+        to the primary, ALREADY_EXISTS to a backup; the primary's id either way)."""
+        primary = self.arb.primary_locked()
+        assert primary is not None
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.arbitration.device_id = self.arb.device_id
+        msg.arbitration.election_id.high, msg.arbitration.election_id.low = primary >> 64, primary & ((1 << 64) - 1)
+        ours = election == primary
+        msg.arbitration.status.code = code_pb2.OK if ours else code_pb2.ALREADY_EXISTS
+        msg.arbitration.status.message = "Is primary" if ours else "Is backup"
+        return msg
 
     def _announce_if_changed(self, before: int | None, skip: int) -> None:
         """When the primary changes, every other controller of the device is told who is
-        primary now (P4Runtime spec §5: OK to the new primary, ALREADY_EXISTS to backups), as
-        BMv2's PI does: a former primary learns that someone else may have written meanwhile.
-        Called under ``arb.lock`` so that announcements follow the order of changes."""
+        primary now, as BMv2's PI does: a former primary learns that someone else may have
+        written meanwhile. Called under ``arb.lock`` so that announcements follow the order
+        of changes."""
         primary = self.arb.primary_locked()
         if primary is None or primary == before:
             return
         for k, (election, box) in self.arb.streams.items():
-            if k == skip:
-                continue
-            msg = p4runtime_pb2.StreamMessageResponse()
-            msg.arbitration.device_id = self.arb.device_id
-            msg.arbitration.election_id.high, msg.arbitration.election_id.low = primary >> 64, primary & ((1 << 64) - 1)
-            msg.arbitration.status.code = code_pb2.OK if election == primary else code_pb2.ALREADY_EXISTS
-            box.put(msg)
+            if k != skip:
+                box.put(self._announcement(election))
 
     def _check_primary(self, device_id: int, election_id: p4runtime_pb2.Uint128) -> None:
         if device_id != self.arb.device_id:
@@ -237,7 +249,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
         except P4RTError as err:
             context.abort(err.code, err.message)
-        self._count_write(context)
+        self._count_write(context, len(updates))
         errors: list[p4runtime_pb2.Error | None] = []
         with self.switch.lock:
             engine = self.switch.pipeline  # the pipeline cannot change while the lock is held
@@ -259,7 +271,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             self._report([ok if e is None else e for e in errors], context)
         return b""  # an empty WriteResponse
 
-    def _count_write(self, context: grpc.ServicerContext) -> None:
+    def _count_write(self, context: grpc.ServicerContext, updates: int) -> None:
+        if not updates:
+            return  # an empty Write (a controller checking it is primary) writes nothing
         self.faults.writes_seen += 1
         if self.faults.exit_on_write and self.faults.writes_seen == self.faults.exit_on_write:
             os._exit(17)
@@ -288,7 +302,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
         except P4RTError as err:
             context.abort(err.code, err.message)
-        self._count_write(context)
+        self._count_write(context, len(request.updates))
         errors: list[p4runtime_pb2.Error] = []
         with self.switch.lock:
             for update in request.updates:

@@ -222,12 +222,13 @@ def test_a_push_after_a_drift_seen_by_read_back_repairs_it(target) -> None:
     plan = d.lower(two_tenants())
     d.apply(plan, lambda e: None)
     ours = next(e for e in plan.tables[CLASSIFIER] if not e.get("default"))
-    # another controller (higher election id, primary while it writes) deletes one of our entries
+    # another controller deletes one of our entries: primary while it writes, so its election
+    # id is above the one our driver took to write (client.WRITE_FLOOR and up)
     ch = grpc.insecure_channel(target.address)
     stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
     arb = p4runtime_pb2.StreamMessageRequest()
     arb.arbitration.device_id = 1
-    arb.arbitration.election_id.low = 99
+    arb.arbitration.election_id.high = 99
     hold = threading.Event()
 
     def requests():
@@ -237,7 +238,7 @@ def test_a_push_after_a_drift_seen_by_read_back_repairs_it(target) -> None:
     stream = stub.StreamChannel(requests())
     assert next(stream).arbitration.status.code == 0
     w = p4runtime_pb2.WriteRequest(device_id=1)
-    w.election_id.low = 99
+    w.election_id.high = 99
     w.updates.add(type=p4runtime_pb2.Update.DELETE).entity.table_entry.CopyFrom(
         d._update(p4runtime_pb2.Update.DELETE, CLASSIFIER, ours).entity.table_entry)
     stub.Write(w)

@@ -248,10 +248,10 @@ def push(
             message=f"{counts['added']} to add, {counts['removed']} to remove, {counts['modified']} to modify",
         )
     )
-    if diff.empty and before.version == plan.version:
+    if _holds(before, plan, diff):
         emit(ProgressEvent(phase="commit", done=0, total=0, message="already up to date"))
         result = ApplyResult(version=plan.version, added=0, removed=0, modified=0, duration_s=0.0)
-        return done(ok=True, version_after=before.version, result=result, diff=counts, verified=True)
+        return done(ok=True, version_after=plan.version, result=result, diff=counts, verified=True)
 
     try:
         result = driver.apply(plan, emit)
@@ -335,6 +335,14 @@ class ReconcileReport(_Model):
     error: str | None = None
 
 
+def _holds(state: DataPlaneState, plan: NativePlan, diff: PlanDiff) -> bool:
+    """The data plane holds exactly ``plan``: its tables, and its version or none it can name.
+    A driver names the version of what it holds when it knows the plan (one it lowered or
+    pushed); another process's driver, handed a plan stored at deploy time, may not -- the
+    tables are the fact then (the version is the digest of what lowered to them)."""
+    return diff.empty and state.version in (plan.version, None)
+
+
 def _read_with_one_retry(driver: Driver) -> DataPlaneState:
     # A driver whose session died with a restarted data plane typically notices on the
     # first failed call and reconnects on the next; one retry saves a whole period.
@@ -354,11 +362,12 @@ def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallb
             **base, found_version=None, reachable=False, in_sync=False, restarted_empty=False, error=str(e)
         )
     diff = diff_tables(state.tables, expected.tables)
+    if _holds(state, expected, diff):
+        return ReconcileReport(**base, found_version=expected.version, reachable=True, in_sync=True,
+                               restarted_empty=False)
     # No version means nothing the portal pushed is there: a restarted (or never filled)
     # data plane; it may still hold its own default entries.
     restarted = state.version is None
-    if diff.empty and state.version == expected.version:
-        return ReconcileReport(**base, found_version=state.version, reachable=True, in_sync=True, restarted_empty=False)
     outcome = push(driver, expected, progress)
     return ReconcileReport(
         **base,

@@ -3,7 +3,9 @@ per-update errors decoded, and reads."""
 
 from __future__ import annotations
 
+import functools
 import queue
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -46,13 +48,45 @@ class WriteCall:
             raise WriteFailed(e.code(), e.details() or "", _update_errors(e)) from None
 
 
+# Election ids a portal process takes to write: every join stays below, so a process that
+# joins (to read, or before its first write) never preempts one that is writing.
+WRITE_FLOOR = 1 << 64
+_JITTER = 1 << 32  # two bids derived from the same primary differ (PI ends a colliding stream)
+
+
+class ElectionIdInUse(DriverError):
+    """Another controller of the device joined with this election id (PI ends the stream)."""
+
+
+def _uint128(value: int, msg: p4runtime_pb2.Uint128) -> None:
+    msg.high, msg.low = value >> 64, value & ((1 << 64) - 1)
+
+
 class Session:
+    """One controller's stream to a device, joined as primary or as backup (both may read);
+    ``ensure_primary`` makes it the primary before a write by outbidding the one there.
+
+    Several portal processes each hold a session to the same switch; their writes to one
+    backend are serialised by the backend's PostgreSQL lock, so the process holding it takes
+    over the primary role for its push (P4Runtime §5: the highest election id is primary,
+    and the switch tells every controller when the primary changes)."""
+
     def __init__(self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0) -> None:
         self.device_id, self.election_id, self.timeout = device_id, election_id, timeout_s
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._outbox: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
-        self._arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | Exception] = queue.Queue()
+        # What the switch last told this stream, under ``_state``: every arbitration message
+        # carries the primary's election id, and OK when that is ours.
+        self._state = threading.Condition()
+        self._heard = 0
+        self._status = code_pb2.UNKNOWN
+        self._primary_id = 0
+        self._is_primary = False
+        self._ended: Exception | None = None
+        # Bumped each time this session becomes primary: what it read or wrote in one term is
+        # what the switch holds until the term ends (between two terms others may write).
+        self.term = 0
         try:
             grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
         except grpc.FutureTimeoutError:
@@ -61,9 +95,6 @@ class Session:
                 f"no P4Runtime server answers at {address}",
                 hint="start the switch (simple_switch_grpc or the bundled target)",
             ) from None
-        # Primary since our arbitration was answered OK and until the stream ends or tells of
-        # another primary: while it holds, no one else wrote to the switch (PI arbitration).
-        self._elected = self._lost = False
         self._write = self.channel.unary_unary(
             "/p4.v1.P4Runtime/Write",
             request_serializer=None,  # bytes as they are: see write()
@@ -71,27 +102,30 @@ class Session:
         )
         self._stream = self.stub.StreamChannel(self._requests())
         threading.Thread(target=self._responses, daemon=True).start()
-        self._outbox.put(self._arbitration_request())
-        try:
-            reply = self._arbitration.get(timeout=timeout_s)
-        except queue.Empty:
-            self.close()
-            raise UnreachableError(f"{address} did not answer the arbitration request") from None
-        if isinstance(reply, Exception):
-            self.close()
-            raise UnreachableError(f"stream channel to {address} failed: {reply}")
-        if reply.status.code != code_pb2.OK:
-            self.close()
+        with self._state:
+            self._outbox.put(self._arbitration_request())
+            self._state.wait_for(lambda: self._heard or self._ended is not None, timeout=timeout_s)
+            heard, ended, status = self._heard, self._ended, self._status
+        if heard and status in (code_pb2.OK, code_pb2.ALREADY_EXISTS):
+            return
+        self.close()
+        in_use = (heard and status == code_pb2.INVALID_ARGUMENT) or (
+            isinstance(ended, grpc.RpcError) and ended.code() == grpc.StatusCode.INVALID_ARGUMENT)
+        if in_use:
+            raise ElectionIdInUse(f"election id {election_id} is in use at device {device_id}")
+        if heard:  # e.g. NOT_FOUND: no such device
             raise DriverError(
-                f"not the primary controller of device {device_id}: {reply.status.message}",
-                hint="another controller holds a higher election id; raise 'election_id'",
+                f"device {device_id} at {address} refused the arbitration: {code_pb2.Code.Name(status)}",
+                hint="check 'device_id'",
             )
+        if ended is None:
+            raise UnreachableError(f"{address} did not answer the arbitration request")
+        raise UnreachableError(f"stream channel to {address} failed: {ended}")
 
     def _arbitration_request(self) -> p4runtime_pb2.StreamMessageRequest:
         req = p4runtime_pb2.StreamMessageRequest()
         req.arbitration.device_id = self.device_id
-        req.arbitration.election_id.high = self.election_id >> 64
-        req.arbitration.election_id.low = self.election_id & ((1 << 64) - 1)
+        _uint128(self.election_id, req.arbitration.election_id)
         return req
 
     def _requests(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
@@ -102,32 +136,79 @@ class Session:
             yield msg
 
     def _responses(self) -> None:
+        ended: Exception = ConnectionError("the switch ended the stream")
         try:
             for resp in self._stream:
                 if resp.HasField("arbitration"):
-                    if resp.arbitration.status.code == code_pb2.OK:
-                        self._elected = True
-                    elif self._elected:
-                        self._lost = True  # another controller became primary
-                    self._arbitration.put(resp.arbitration)
+                    arb = resp.arbitration
+                    with self._state:
+                        ours = arb.status.code == code_pb2.OK
+                        if ours and not self._is_primary:
+                            self.term += 1
+                        self._is_primary, self._status = ours, arb.status.code
+                        self._primary_id = arb.election_id.high << 64 | arb.election_id.low
+                        self._heard += 1
+                        self._state.notify_all()
         except grpc.RpcError as e:
-            self._arbitration.put(e)
+            ended = e
         finally:
-            self._lost = True
+            with self._state:
+                self._ended, self._is_primary = ended, False
+                self._state.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        """The stream is up: the switch still counts this session among its controllers."""
+        return self._ended is None
 
     @property
     def primary(self) -> bool:
-        """The stream is up and we have been the primary controller since it opened: what
-        the switch holds changed only through this session's writes."""
-        return self._elected and not self._lost
+        """The switch's last word to this stream was that it is primary, and the stream is up."""
+        return self._is_primary and self._ended is None
+
+    def ensure_primary(self) -> None:
+        """Be the primary for the writes that follow. A session the switch calls primary and
+        whose id is a writer's checks it with an empty Write (PI answers PERMISSION_DENIED to
+        anyone else); otherwise it bids above the primary the switch last named -- ids grow
+        from what the switch reports, never from a counter of this process -- and waits for
+        the verdict. A writer of another process that outbid us in between wins the next
+        round of the same: the backend's lock keeps two of them from racing for long."""
+        if self.primary and self.election_id >= WRITE_FLOOR:
+            try:
+                self.write([])
+                return
+            except WriteFailed as e:
+                if e.code != grpc.StatusCode.PERMISSION_DENIED:
+                    raise
+        for _ in range(3):
+            with self._state:
+                if self._ended is not None:
+                    raise UnreachableError(f"the stream channel ended: {self._ended}")
+                bid = max(self._primary_id + 1, WRITE_FLOOR) + secrets.randbelow(_JITTER)
+                self.election_id = bid
+                self._outbox.put(self._arbitration_request())
+                self._state.wait_for(functools.partial(self._answered, bid), self.timeout)
+                if self._is_primary and self._primary_id == bid and self._ended is None:
+                    return
+                if self._ended is None and self._primary_id < bid:
+                    raise UnreachableError(f"device {self.device_id} did not answer the arbitration update")
+        raise DriverError(
+            f"could not become the primary controller of device {self.device_id}: outbid three times",
+            hint="another controller keeps raising its election id",
+        )
+
+    def _answered(self, bid: int) -> bool:
+        """The switch has answered a bid of ``bid`` (or someone bid higher), or the stream ended."""
+        return self._ended is not None or self._primary_id >= bid
 
     def close(self) -> None:
-        self._lost = True
+        with self._state:
+            self._is_primary = False
         self._outbox.put(None)
         self.channel.close()
 
     def _election(self, msg: p4runtime_pb2.Uint128) -> None:
-        msg.high, msg.low = self.election_id >> 64, self.election_id & ((1 << 64) - 1)
+        _uint128(self.election_id, msg)
 
     # ---- pipeline ---------------------------------------------------------------------
 
@@ -184,6 +265,17 @@ class Session:
         for resp in self.stub.Read(req, timeout=self.timeout):
             out.extend(resp.entities)
         return out
+
+
+def read_once(
+    address: str, device_id: int, entities: Sequence[p4runtime_pb2.Entity], timeout_s: float
+) -> list[p4runtime_pb2.Entity]:
+    """One Read without a session (P4Runtime lets any client read): fails at once with
+    UNAVAILABLE when nothing listens (no wait for the channel), within ``timeout_s`` else."""
+    with grpc.insecure_channel(address) as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        req = p4runtime_pb2.ReadRequest(device_id=device_id, entities=entities)
+        return [e for resp in stub.Read(req, timeout=timeout_s) for e in resp.entities]
 
 
 def write_request_bytes(head: p4runtime_pb2.WriteRequest, updates: Sequence[p4runtime_pb2.Update | bytes]) -> bytes:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -50,7 +51,7 @@ from sliceportal.drivers.contract import (
 from sliceportal.rules.ir import RuleIR
 
 from . import wire
-from .client import Session, WriteCall, WriteFailed
+from .client import WRITE_FLOOR, ElectionIdInUse, Session, WriteCall, WriteFailed, read_once
 from .lowering import MatchKey, PortPlan, entry_sort_key, lower_ir, match_key, with_full_masks
 from .p4info import (
     CLASSIFIER,
@@ -71,6 +72,7 @@ FieldMatch = p4runtime_pb2.FieldMatch
 Pending = tuple[int, bytes]  # (Update.Type, serialized Update)
 # (Update.Type asked for, table, entry, its identity or None): encoded batch by batch
 Op = tuple[int, str, NativeEntry, object]
+Tables = Mapping[str, Sequence[NativeEntry]]
 
 
 @contextmanager
@@ -180,14 +182,19 @@ class Driver:
         self.sizes[SLICE_METER] = int(self.p4info.meter(SLICE_METER).size)
         self.sizes["slices"] = self.sizes[SLICE_METER]
         self._session: Session | None = None
+        # The version the switch was last seen (read or written) to hold: for health().
         self._version: str | None = None
-        # What the switch holds of ours, as last read or written through ``_held_by``: valid
-        # while that session stays primary (no one else can have written), so a push diffs
-        # against it instead of reading the whole table back. read_state() refreshes it.
+        # What the switch holds of ours, as last read or written through ``_held_by`` in its
+        # primary term ``_held_term``: valid while that term lasts (no one else can have
+        # written), so a push diffs against it instead of reading the whole table back.
+        # read_state() refreshes it.
         self._held: dict[str, list[NativeEntry]] | None = None
         self._held_by: Session | None = None
-        # (match, priority) -> IR rule index: of each version's last lowering, and in force.
-        self._lowered: dict[str, dict[tuple[MatchKey, int], int]] = {}
+        self._held_term = -1
+        # Of each version's last lowering: (match, priority) -> IR rule index, and its tables
+        # (what read_state recognises a version by); the plan last applied, lowered here or not.
+        self._lowered: dict[str, tuple[dict[tuple[MatchKey, int], int], Tables]] = {}
+        self._applied: tuple[str, Tables] | None = None
         self._rule_of: dict[tuple[MatchKey, int], int] = {}
         self._encoded: dict[tuple[str, object], tuple[NativeEntry, bytes]] = {}
         self._encoded_ids: dict[int, tuple[NativeEntry, bytes]] = {}
@@ -220,7 +227,8 @@ class Driver:
             self.widths,
         )
         version = ir.digest()
-        self._lowered[version] = rule_of
+        self._lowered.pop(version, None)  # the newest lowering last: the first to go is the oldest
+        self._lowered[version] = (rule_of, tables)
         while len(self._lowered) > 8:  # previews of versions never pushed
             del self._lowered[next(iter(self._lowered))]
         usage = {
@@ -236,11 +244,17 @@ class Driver:
         """What lowering keeps from the switch: classifier priorities (match -> priority) and
         tenant ids (VLAN ID -> id)."""
         held = self._held if self._held_valid() else None
-        if held is None and self._session is not None:
-            try:
+        try:
+            if held is None and self._session is not None:
                 held = self._read_tables(self._session)
-            except grpc.RpcError:
-                held = None
+            elif held is None:
+                # Not connected (a fresh process, the plan previewed before any push): one
+                # read without joining, failing fast when nothing answers -- the switch may
+                # hold what another portal process pushed, with priorities to keep.
+                held = self._tables_of(read_once(
+                    self.opts.address, self.opts.device_id, self._read_request(), min(self.opts.timeout_s, 1.0)))
+        except grpc.RpcError:
+            held = None
         held = held or {}
         priorities = {match_key(e): e["priority"] for e in held.get(CLASSIFIER, []) if not e.get("default")}
         tenants = {int(e["match"]["vid"][0]): int(e["params"]["tenant_id"]) for e in held.get(VLAN_TENANT, [])}
@@ -249,8 +263,9 @@ class Driver:
         return priorities, tenants
 
     def _held_valid(self) -> bool:
-        return self._held is not None and self._session is not None and self._held_by is self._session \
-            and self._session.primary
+        s = self._session
+        return self._held is not None and s is not None and self._held_by is s and s.primary \
+            and self._held_term == s.term
 
     def ternary_view(self, plan: NativePlan) -> TernaryView:
         """The plan's classifier entries as P4Runtime matches them (optional contract: TernaryViewer)."""
@@ -259,17 +274,25 @@ class Driver:
     # ---- session -----------------------------------------------------------------------
 
     def _connect(self) -> Session:
-        if self._session is not None:
+        if self._session is not None and self._session.alive:
             return self._session
-        s = Session(self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s)
+        self._drop_session()  # its stream ended (the switch restarted?): join again
+        try:
+            s = Session(self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s)
+        except ElectionIdInUse:
+            # another portal process joined with the same option: join as a backup with an id
+            # of our own, below every writer's (client.WRITE_FLOOR)
+            s = Session(self.opts.address, self.opts.device_id, 2 + secrets.randbelow(WRITE_FLOOR - 2),
+                        self.opts.timeout_s)
         try:
             if self.opts.set_pipeline and s.get_p4info() != self.p4info.proto:
                 # Only when the switch runs another program: a new pipeline wipes all state,
                 # including other controllers' entries.
+                s.ensure_primary()
                 s.set_pipeline(self.p4info.proto, self.program.device_config, cookie=0x51CE)
                 self._version = None
                 self._held = self._held_by = None
-        except (grpc.RpcError, OSError) as e:
+        except (grpc.RpcError, OSError, DriverError) as e:
             s.close()
             raise UnreachableError(f"cannot set the forwarding pipeline: {e}") from None
         self._session = s
@@ -380,8 +403,14 @@ class Driver:
     # ---- read ----------------------------------------------------------------------------
 
     def _read_tables(self, s: Session) -> dict[str, list[NativeEntry]]:
-        out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths}
-        out[SLICE_METER] = []
+        term = s.term  # taken before the read: a term that begins during it does not cover it
+        tables = self._tables_of(s.read(self._read_request()))
+        self._held, self._held_by, self._held_term = {k: list(v) for k, v in tables.items()}, s, term
+        return tables
+
+    def _read_request(self) -> list[p4runtime_pb2.Entity]:
+        """Every table entry (ours are told by their metadata), the default actions a
+        controller may set, and the meter's cells."""
         ents = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]
         for t in self.p4info.proto.tables:
             if not t.const_default_action_id:
@@ -393,7 +422,12 @@ class Driver:
         meter = p4runtime_pb2.Entity()
         meter.meter_entry.meter_id = self.p4info.meter(SLICE_METER).preamble.id
         ents.append(meter)
-        for ent in s.read(ents):
+        return ents
+
+    def _tables_of(self, entities: Sequence[p4runtime_pb2.Entity]) -> dict[str, list[NativeEntry]]:
+        out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths}
+        out[SLICE_METER] = []
+        for ent in entities:
             if ent.HasField("meter_entry"):
                 m = ent.meter_entry
                 if m.HasField("config") and m.config.pir:
@@ -416,18 +450,34 @@ class Driver:
             elif te.metadata == self.tag:
                 name, e = self._entry(te)
                 out[name].append(e)
-        tables = {k: sorted(v, key=entry_sort_key) for k, v in out.items()}
-        self._held, self._held_by = {k: list(v) for k, v in tables.items()}, s
-        return tables
+        return {k: sorted(v, key=entry_sort_key) for k, v in out.items()}
 
     def read_state(self) -> DataPlaneState:
+        """What the switch holds of ours, and its version as a fact of the switch: the version
+        of a plan this driver lowered or applied whose tables are exactly what was read (so
+        another process's push, or this process's restart, is seen as it is); None when
+        empty or when no plan known here matches."""
         try:
             tables = self._read_tables(self._connect())
         except grpc.RpcError as e:
             self._drop_session()
             raise UnreachableError(f"reading the switch failed: {e.code().name}") from None
-        empty = not any(tables.values())
-        return DataPlaneState(version=None if empty else self._version, tables=tables)
+        self._version = self._version_of(tables)
+        if self._version is not None and self._version in self._lowered:
+            self._rule_of = self._lowered[self._version][0]  # counters() map rules of what is there
+        return DataPlaneState(version=self._version, tables=tables)
+
+    def _version_of(self, tables: Tables) -> str | None:
+        if not any(tables.values()):
+            return None
+        known = [(v, t) for v, (_, t) in reversed(self._lowered.items())]
+        if self._applied is not None:
+            known.insert(0, self._applied)
+        for version, plan in known:
+            # both sides in entry_sort_key order (lowering and _tables_of sort): a list compare
+            if all(list(tables.get(n, ())) == list(plan.get(n, ())) for n in set(tables) | set(plan)):
+                return version
+        return None
 
     # ---- apply ---------------------------------------------------------------------------
 
@@ -582,6 +632,14 @@ class Driver:
             raise DriverError(f"plan was lowered by {plan.driver!r}, not {self.name!r}")
         started = time.monotonic()
         s = self._connect()
+        try:
+            s.ensure_primary()  # the caller holds the backend's lock: ours to write now
+        except (grpc.RpcError, WriteFailed) as e:
+            self._drop_session()
+            raise UnreachableError(f"becoming the primary controller failed: {e}") from None
+        except DriverError:
+            self._drop_session()
+            raise
         if self._held_valid():
             assert self._held is not None
             before = self._held
@@ -608,8 +666,10 @@ class Driver:
             self._held = None
             reason = e.errors[0].message if e.errors else e.message
             self._rollback(before, progress, reason)
-        self._held, self._held_by = {k: list(v) for k, v in plan.tables.items()}, s
-        self._rule_of = self._lowered.get(plan.version, {})
+        self._held, self._held_by, self._held_term = {k: list(v) for k, v in plan.tables.items()}, s, s.term
+        lowered = self._lowered.get(plan.version)
+        self._rule_of = lowered[0] if lowered else {}
+        self._applied = (plan.version, plan.tables)
         self._version = plan.version
         progress(ProgressEvent(phase="commit", done=len(updates), total=len(updates)))
         return ApplyResult(
@@ -625,11 +685,12 @@ class Driver:
     ) -> None:
         try:
             s = self._connect()
+            s.ensure_primary()  # may have been outbid: the push failed PERMISSION_DENIED
             now = self._read_tables(s)  # a failed batch may have applied part of itself
             undo, _ = self._diff(now, before)
             progress(ProgressEvent(phase="rollback", done=0, total=len(undo), message=reason))
             self._write_all(s, undo, self._encode, "rollback", progress)
-            self._held, self._held_by = {k: list(v) for k, v in before.items()}, s
+            self._held, self._held_by, self._held_term = {k: list(v) for k, v in before.items()}, s, s.term
         except (WriteFailed, grpc.RpcError, UnreachableError, DriverError) as e:
             self._drop_session()
             raise PushError(
@@ -725,8 +786,9 @@ class Driver:
             return Health(ok=False, detail=str(e))
         if info != self.p4info.proto:
             return Health(ok=False, detail="the switch runs another P4 program", version=None)
+        role = "primary" if s.primary else "backup"  # a backup until its next push (other processes write)
         return Health(
             ok=True,
-            detail=f"primary controller of device {self.opts.device_id} at {self.opts.address}",
+            detail=f"{role} controller of device {self.opts.device_id} at {self.opts.address}",
             version=self._version,
         )
