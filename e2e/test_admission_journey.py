@@ -2,7 +2,8 @@
 and per-port capacities (a bad value is explained next to its field), lowering a port under the
 guarantees it carries is refused next to that port, an SLA edit the link cannot carry is refused
 with the numbers next to the fields, and "Override with reason" admits it and shows the audit
-entry it made. Screenshots for docs/portal.md; axe-core checks the pages.
+entry it made; the same for a subscriber's own guaranteed rate on the Subscribers page.
+Screenshots for docs/portal.md; axe-core checks the pages.
 
 The backend is a record without a data plane behind it (nothing is deployed): admission control
 needs only the capacities and the slices assigned to the backend.
@@ -128,3 +129,64 @@ def test_capacities_refusal_and_override(page: Page, stack: Stack) -> None:
     assert_accessible(page, "a slice admitted over a refusal")
     _to_top(page, "SLA")
     shot(page, "admission-override", full_page=False)
+
+
+def test_subscriber_guarantee_refused_then_overridden(page: Page, stack: Stack) -> None:
+    """A subscriber's own guaranteed rate, typed in Mbit/s on the Subscribers page: more than its
+    slice's rate limit lets through is refused next to the field with the numbers; the operator
+    saves it anyway with a reason and sees the audit entry; the list shows the guarantee."""
+    api = _api(stack)
+    suffix = free_port()
+    tenant = api.post("/tenants", json={"name": f"mvno-sub-{suffix}", "vni": 8000 + suffix % 1000,
+                                        "vlan": 3500 + suffix % 500}).json()
+    assert "id" in tenant, tenant
+    r = api.post("/backends", json={"name": f"edge-sub-{suffix}", "driver": "p4rt", "link_bps": 100 * MBIT,
+                                    "options": {"address": f"127.0.0.1:{free_port()}"}})
+    assert r.status_code == 201, r.text
+    types = api.get("/slice-types", params={"q": "Flexible Slice"}).json()["data"]
+    flexible = next(t["id"] for t in types if t["name"] == "Flexible Slice")
+    r = api.post("/slices", json={
+        "name": f"sub-{suffix}", "tenant_id": tenant["id"], "slice_type_id": flexible,
+        "sla": {"guaranteed_mbps": 20, "rate_limit_mbps": 40}, "backend_ids": [r.json()["id"]],
+        "services": [{"name": "all", "lane": 0}]})
+    assert r.status_code == 201, r.text
+    sl = r.json()
+    imsi = f"00101{suffix:010d}"
+    r = api.post("/subscribers", json={"tenant_id": tenant["id"], "imsi": imsi, "ue_ip": "10.88.0.7",
+                                       "teids": [7], "slice_ids": [sl["id"]], "guaranteed_bps": 10 * MBIT})
+    assert r.status_code == 201, r.text
+    sub = r.json()
+
+    login(page, *OPERATOR)
+    page.goto(f"/subscribers?tenant_id={tenant['id']}")
+    table = page.get_by_role("table", name="Subscribers")
+    expect(table.get_by_role("row").filter(has_text=imsi)).to_contain_text("10 Mbit/s")
+    page.get_by_role("button", name=f"Edit subscriber {imsi}").click()
+    dialog = page.get_by_role("dialog", name="Edit subscriber")
+    rate = dialog.get_by_role("textbox", name="Guaranteed rate (Mbit/s)")
+    expect(rate).to_have_value("10")
+    rate.fill("0")  # explained as typed; nothing is sent
+    expect(rate).to_have_accessible_description(re.compile("Guaranteed rate must be above 0 Mbit/s; 0 is not."))
+    rate.fill("50")
+    dialog.get_by_role("button", name="Save").click()
+    refusal = (f"slice sub-{suffix}: the guarantees of its 1 subscribers add up to 50 Mbit/s, more than its rate "
+               "limit of 40 Mbit/s")
+    expect(rate).to_have_accessible_description(re.compile(re.escape(refusal)))
+    expect(dialog.get_by_test_id(f"admission-subscribers-sub-{suffix}")).to_have_text(
+        f"Slice sub-{suffix}: its 1 subscribers' guarantees = 50 Mbit/s, above its rate limit of 40 Mbit/s")
+    assert api.get(f"/subscribers/{sub['id']}").json()["guaranteed_bps"] == 10 * MBIT
+    reason = dialog.get_by_role("textbox", name="Reason for admitting it anyway")
+    reason.fill("premium SIM trial, the slice's limit is raised on Monday (change 4712)")
+    assert_accessible(page, "a subscriber's guarantee refused by admission control")
+    dialog.get_by_role("button", name="Override with reason").scroll_into_view_if_needed()
+    shot(page, "subscriber-guarantee-refused", full_page=False)
+    dialog.get_by_role("button", name="Override with reason").click()
+
+    audit = dialog.get_by_test_id("override-audit")
+    expect(audit).to_contain_text(f"admission_override (update) of subscriber {sub['id']} by {OPERATOR[0]}")
+    expect(audit).to_contain_text("Reason: premium SIM trial, the slice's limit is raised on Monday (change 4712)")
+    expect(audit).to_contain_text(refusal)
+    assert api.get(f"/subscribers/{sub['id']}").json()["guaranteed_bps"] == 50 * MBIT
+    shot(page, "subscriber-guarantee-override", full_page=False)
+    dialog.get_by_role("button", name="Close", exact=True).click()
+    expect(table.get_by_role("row").filter(has_text=imsi)).to_contain_text("50 Mbit/s")
