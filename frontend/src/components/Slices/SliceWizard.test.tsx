@@ -41,6 +41,17 @@ async function toSlaStep(user: ReturnType<typeof userEvent.setup>) {
   await waitFor(() => expect(screen.getByRole("heading", { name: "Step 3 of 6: SLA" })).toHaveFocus());
 }
 
+/** From the SLA step: names the slice "green", steps through the rest and submits it. */
+async function createGreen(user: ReturnType<typeof userEvent.setup>) {
+  await toSlaStep(user);
+    await user.type(screen.getByRole("textbox", { name: "Slice name" }), "green{Enter}");
+    for (const step of ["Step 5 of 6: Subscribers", "Step 6 of 6: Backend"]) {
+      await user.click(screen.getByRole("button", { name: /Next/ }));
+      await waitFor(() => expect(screen.getByRole("heading", { name: step })).toHaveFocus());
+    }
+    await user.click(screen.getByRole("button", { name: "Create slice" }));
+}
+
 describe("SliceWizard", () => {
   it("maps API field paths to the step that shows them", () => {
     expect(stepOfField("tenant_id")).toBe(0);
@@ -85,13 +96,7 @@ describe("SliceWizard", () => {
     vi.stubGlobal("fetch", fake.fetch);
     renderWizard();
     const user = userEvent.setup();
-    await toSlaStep(user);
-    await user.type(screen.getByRole("textbox", { name: "Slice name" }), "green{Enter}");
-    for (const step of ["Step 5 of 6: Subscribers", "Step 6 of 6: Backend"]) {
-      await user.click(screen.getByRole("button", { name: /Next/ }));
-      await waitFor(() => expect(screen.getByRole("heading", { name: step })).toHaveFocus());
-    }
-    await user.click(screen.getByRole("button", { name: "Create slice" }));
+    await createGreen(user);
     const field = await screen.findByRole("textbox", { name: "Service 2 first port" });
     await waitFor(() => expect(field).toHaveFocus());
     expect(field).toHaveAccessibleDescription(/overlaps service class-0 on ports 5000-5007/);
@@ -111,13 +116,7 @@ describe("SliceWizard", () => {
     setTokens({ access_token: "a", refresh_token: "r" });
     renderWizard();
     const user = userEvent.setup();
-    await toSlaStep(user);
-    await user.type(screen.getByRole("textbox", { name: "Slice name" }), "green{Enter}");
-    for (const step of ["Step 5 of 6: Subscribers", "Step 6 of 6: Backend"]) {
-      await user.click(screen.getByRole("button", { name: /Next/ }));
-      await waitFor(() => expect(screen.getByRole("heading", { name: step })).toHaveFocus());
-    }
-    await user.click(screen.getByRole("button", { name: "Create slice" }));
+    await createGreen(user);
     // the numbers next to the field that causes it, and the computation
     expect(await screen.findByRole("textbox", { name: "Guaranteed rate (Mbit/s)" })).toHaveAccessibleDescription(/110 Mbit\/s/);
     expect(screen.getByTestId("admission-details")).toHaveTextContent("60 Mbit/s (a) + 50 Mbit/s (green) = 110 Mbit/s of 100 Mbit/s");
