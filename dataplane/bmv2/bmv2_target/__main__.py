@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         help="live port over AF_PACKET (root): one traffic manager drains every egress port at "
         "--link-rate-bps in wall-clock time, strict priority across --priority-queues",
     )
-    ap.add_argument("--fail-write", type=int, default=0, help="Nth Write RPC answers UNAVAILABLE")
-    ap.add_argument("--exit-on-write", type=int, default=0, help="the process dies at the Nth Write RPC")
+    ap.add_argument("--fail-write", type=int, default=0, help="Nth Write RPC with updates answers UNAVAILABLE")
+    ap.add_argument("--exit-on-write", type=int, default=0, help="the process dies at the Nth Write RPC with updates")
     args = ap.parse_args(argv)
     faulthandler.enable()  # a crash in the compiled engine leaves every thread's stack in the log
     if not 1 <= args.priority_queues <= 8:

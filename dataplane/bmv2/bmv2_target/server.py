@@ -38,7 +38,7 @@ Outbox = queue.Queue[p4runtime_pb2.StreamMessageResponse | P4RTError | None]
 
 @dataclass
 class Faults:
-    """Fault injection for framework tests: which Write RPC (1-based) misbehaves."""
+    """Fault injection for framework tests: which Write RPC (1-based, empty ones not counted) misbehaves."""
 
     fail_write: int = 0  # answer UNAVAILABLE without applying anything
     exit_on_write: int = 0  # the process dies on receiving it (a switch crash mid-push)
