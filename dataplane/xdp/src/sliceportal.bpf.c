@@ -447,18 +447,24 @@ struct decision {
 	__u32 flags; /* SP_ACT_* */
 };
 
-static __always_inline struct sp_bitmap *tunnel_bits(void *hash, void *special, __u32 value,
-						     int present, __u32 idx_present)
+static __always_inline struct sp_bitmap *special_bits(void *special, __u32 idx)
 {
-	struct sp_bitmap *bm = NULL;
-	__u32 idx = idx_present + 1; /* the matching ..._ABSENT slot */
-	if (present) {
-		bm = bpf_map_lookup_elem(hash, &value);
-		if (bm)
-			return bm;
-		idx = idx_present;
-	}
 	return bpf_map_lookup_elem(special, &idx);
+}
+
+/* A field's two bitmaps: `*own` what the lookup of the packet's value returns and `*any`
+ * the set ORed onto it (the field's wildcards; for a tunnel field, present or absent).
+ * A lookup that finds nothing points `*own` at `*any` (x | x = x): no branch per word. */
+static __always_inline int tunnel_bits(void *hash, void *special, __u32 value, int present, __u32 idx_present,
+				       struct sp_bitmap **own, struct sp_bitmap **any)
+{
+	*any = special_bits(special, present ? idx_present : idx_present + 1);
+	if (!*any)
+		return 0;
+	*own = present ? bpf_map_lookup_elem(hash, &value) : NULL;
+	if (!*own)
+		*own = *any;
+	return 1;
 }
 
 static __always_inline void classify_in(struct flow *f, struct decision *d, void *src_lpm, void *dst_lpm,
@@ -474,20 +480,31 @@ static __always_inline void classify_in(struct flow *f, struct decision *d, void
 	struct sp_lpm_key sk = { .prefixlen = 32, .addr = f->src_ip };
 	struct sp_lpm_key dk = { .prefixlen = 32, .addr = f->dst_ip };
 	__u32 pk = f->dst_port, dsk = f->dscp;
+	struct sp_bitmap *as = special_bits(special, SP_SRC_ANY);
+	struct sp_bitmap *ad = special_bits(special, SP_DST_ANY);
+	struct sp_bitmap *ap = special_bits(special, SP_PORT_ANY);
+	struct sp_bitmap *aq = special_bits(special, SP_DSCP_ANY);
 	struct sp_bitmap *bs = bpf_map_lookup_elem(src_lpm, &sk);
 	struct sp_bitmap *bd = bpf_map_lookup_elem(dst_lpm, &dk);
 	struct sp_bitmap *bp = bpf_map_lookup_elem(port, &pk);
 	struct sp_bitmap *bq = bpf_map_lookup_elem(dscp, &dsk);
-	struct sp_bitmap *bv = tunnel_bits(vni, special, f->vni, f->present & P_VNI, SP_VNI_PRESENT);
-	struct sp_bitmap *bt = tunnel_bits(teid, special, f->teid, f->present & P_TEID, SP_TEID_PRESENT);
-	struct sp_bitmap *bl = tunnel_bits(vlan, special, f->vlan, f->present & P_VLAN, SP_VLAN_PRESENT);
+	struct sp_bitmap *bv, *av, *bt, *at, *bl, *al;
 
-	if (bs && bd && bp && bq && bv && bt && bl) {
+	if (as && ad && ap && aq && bp && bq &&
+	    tunnel_bits(vni, special, f->vni, f->present & P_VNI, SP_VNI_PRESENT, &bv, &av) &&
+	    tunnel_bits(teid, special, f->teid, f->present & P_TEID, SP_TEID_PRESENT, &bt, &at) &&
+	    tunnel_bits(vlan, special, f->vlan, f->present & P_VLAN, SP_VLAN_PRESENT, &bl, &al)) {
+		if (!bs)
+			bs = as; /* no prefix holds the address: the wildcards alone */
+		if (!bd)
+			bd = ad;
 		__u32 words = m->words;
 		for (__u32 i = 0; i < SP_WORDS; i++) {
 			if (i >= words)
 				break;
-			__u64 x = bs->w[i] & bd->w[i] & bp->w[i] & bq->w[i] & bv->w[i] & bt->w[i] & bl->w[i];
+			__u64 x = (bs->w[i] | as->w[i]) & (bd->w[i] | ad->w[i]) & (bp->w[i] | ap->w[i]) &
+				  (bq->w[i] | aq->w[i]) & (bv->w[i] | av->w[i]) & (bt->w[i] | at->w[i]) &
+				  (bl->w[i] | al->w[i]);
 			if (x) {
 				d->rule = i * 64 + ctz64(x);
 				break;

@@ -15,8 +15,11 @@
 #define SP_IP_PREFIXES 16384
 #define SP_TUNNEL_KEYS 16384
 
-/* Indices into the per-version `special` array: bitmaps for packets that carry the
- * header but whose value is not in the hash map, and for packets lacking the header. */
+/* Indices into the per-version `special` array. Per tunnel field: the rules every packet
+ * carrying the header matches (wildcard or "any value"; ORed onto the hash map's exact
+ * rules) and those a packet lacking it matches (wildcards). Per other field: its wildcard
+ * rules, ORed onto what the lookup returns, so a rule without that field is one slot,
+ * not a bit in every slot (65 536 ports) -- adding or removing it writes O(1) slots. */
 enum sp_special {
 	SP_VNI_PRESENT = 0,
 	SP_VNI_ABSENT,
@@ -24,6 +27,10 @@ enum sp_special {
 	SP_TEID_ABSENT,
 	SP_VLAN_PRESENT,
 	SP_VLAN_ABSENT,
+	SP_SRC_ANY,
+	SP_DST_ANY,
+	SP_PORT_ANY,
+	SP_DSCP_ANY,
 	SP_SPECIAL_N,
 };
 
@@ -52,7 +59,7 @@ struct sp_action {
 /* Per-version metadata (index 0 of the meta_a / meta_b arrays). */
 struct sp_meta {
 	__u32 words;      /* bitmap words in use: ceil(rules / 64), at least 1 */
-	__u32 rules;
+	__u32 rules;      /* rule slots in use: the highest rule position + 1 (positions have gaps) */
 	__u32 lanes;
 	__u32 paths;
 	__u32 miss_mode;

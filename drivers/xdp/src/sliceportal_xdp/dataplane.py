@@ -299,10 +299,11 @@ class DataPlane:
 
     def positions(self, v: VersionMaps) -> list[int]:
         """The rule positions a copy holds, rising (= IR order). Every rule is in the set of
-        at least one DSCP value (its own, or all 64 when it has no DSCP), and a free
-        position in none: the union of the 64 sets (8 KB of mmapped array) is the rules."""
+        at least one DSCP value or in ``dscp_any``, and a free position in none: the union
+        of those 65 sets (8 KB of mmapped arrays) is the rules."""
         raw = v.mem["dscp"][: L.DSCPS * L.BITMAP_BYTES]
-        bits = 0
+        at = L.SPECIAL_SLOTS.index("dscp_any") * L.BITMAP_BYTES
+        bits = L.bitmap_int(v.mem["special"][at : at + L.BITMAP_BYTES])
         for o in range(0, len(raw), L.BITMAP_BYTES):
             bits |= L.bitmap_int(raw[o : o + L.BITMAP_BYTES])
         return rules_list(bits)

@@ -81,7 +81,8 @@ def encode(tables: Tables) -> Image:
         u32 = L.U32.pack
         img[f] = {u32(e["value"]): one[r[0]] if len(r := e["rules"]) == 1 else _bitmap(r) for e in tables[f]}
     slots = {e["slot"]: e["rules"] for e in tables["special"]}
-    img["special"] = b"".join(_bitmap(slots[s]) for s in L.SPECIAL_SLOTS)
+    # plans lowered before the *_any sets hold wildcards in every entry instead: still right
+    img["special"] = b"".join(_bitmap(slots.get(s, [])) for s in L.SPECIAL_SLOTS)
     qos = {q["slice_id"]: q for q in tables["qos"]}
     acts = bytearray(L.MAX_RULES * L.ACTION.size)
     for a in tables["actions"]:

@@ -8,12 +8,16 @@ rule, exactly ``RuleIR.classify``. Per field:
 * ``src_ip`` / ``dst_ip``: LPM tries. A ternary whose mask is a prefix is one trie entry;
   a mask with holes is expanded into its prefixes (at most ``MAX_EXPANSION``, else
   ``NonPrefixMaskError``). Each entry's set also holds every rule of every shorter prefix
-  covering it, and a /0 entry holds the wildcard rules, so the longest match is the
-  whole answer.
+  covering it, so the longest match is the whole answer (with the wildcards, below).
 * ``dst_port`` (65 536 entries) and ``dscp`` (64): arrays, any mask.
 * ``vni`` / ``teid`` / ``vlan``: hash maps of exact values (masks expanded as above; mask
-  0 means "header present, any value") plus two sets per field for "present, value not
-  in the map" and "header absent" (only wildcard rules match packets without it).
+  0 means "header present, any value") plus two sets per field for "header present" (ORed
+  onto the map's hit, or alone on a miss) and "header absent" (only wildcard rules match
+  packets without it).
+* the wildcard rules of ``src_ip``, ``dst_ip``, ``dst_port`` and ``dscp`` (no ternary, or
+  mask 0) are one set per field in ``special`` (``<field>_any``) that the program ORs
+  onto the lookup's set, not a bit in every entry: a rule without a port is one slot, not
+  65 536, so adding or removing it writes O(1) slots.
 
 Tables are lists of JSON-able dicts; rule sets are sorted lists of rule *positions* (bit
 indices: rising along the IR's order, with gaps, kept across versions -- ``positions``),
@@ -94,17 +98,17 @@ def _expand(field: str, rule: int, t: Ternary, width: int) -> Iterator[tuple[int
         yield v, plen
 
 
-def _ip_table(ir: RuleIR, field: str) -> list[NativeEntry]:
+def _ip_table(ir: RuleIR, field: str) -> tuple[list[NativeEntry], int]:
+    """The trie's entries and the wildcard rules."""
     wild = 0
     direct: dict[tuple[int, int], int] = defaultdict(int)
     for i, rule in enumerate(ir.rules):
         t: Ternary | None = getattr(rule.match, field)
-        if t is None:
+        if t is None or t.mask == 0:  # every value: the field's ``*_any`` set
             wild |= 1 << i
             continue
         for v, plen in _expand(field, i, t, 32):
             direct[(v, plen)] |= 1 << i
-    direct[(0, 0)] |= wild
     entries = []
     for (v, plen), _ in sorted(direct.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         # the longest match must also answer for every covering shorter prefix
@@ -113,7 +117,7 @@ def _ip_table(ir: RuleIR, field: str) -> list[NativeEntry]:
             m = ((1 << anc) - 1) << (32 - anc) if anc else 0
             bits |= direct.get((v & m, anc), 0)
         entries.append({"prefix": f"{ipaddress.IPv4Address(v)}/{plen}", "rules": rules_list(bits)})
-    return entries
+    return entries, wild
 
 
 def rle(values: list[int]) -> list[NativeEntry]:
@@ -126,15 +130,19 @@ def rle(values: list[int]) -> list[NativeEntry]:
     return out
 
 
-def _array_bits(ir: RuleIR, field: str, size: int) -> list[int]:
-    by_ternary: dict[Ternary | None, int] = defaultdict(int)
+def _array_bits(ir: RuleIR, field: str, size: int) -> tuple[list[int], int]:
+    """Per value, the rules whose ternary holds it (wildcards apart); and the wildcards."""
+    by_ternary: dict[Ternary, int] = defaultdict(int)
+    wild = 0
     for i, rule in enumerate(ir.rules):
-        by_ternary[getattr(rule.match, field)] |= 1 << i
-    wild = by_ternary.pop(None, 0)
-    values = [wild] * size
+        t: Ternary | None = getattr(rule.match, field)
+        if t is None or t.mask == 0:  # every value: the field's ``*_any`` set
+            wild |= 1 << i
+        else:
+            by_ternary[t] |= 1 << i
+    values = [0] * size
     full = size - 1
     for t, bits in by_ternary.items():
-        assert t is not None  # the wildcard group was popped above
         free = ~t.mask & full
         sub = 0
         while True:  # every x with x & mask == value: value | each subset of the free bits
@@ -142,7 +150,7 @@ def _array_bits(ir: RuleIR, field: str, size: int) -> list[int]:
             if sub == free:
                 break
             sub = (sub - free) & free
-    return values
+    return values, wild
 
 
 def _tunnel_table(ir: RuleIR, field: str) -> tuple[list[NativeEntry], int, int]:
@@ -165,9 +173,9 @@ def _tunnel_table(ir: RuleIR, field: str) -> tuple[list[NativeEntry], int, int]:
             for v, _ in _expand(field, i, t, TUNNEL_WIDTHS[field]):
                 for lowbits in range(free_low + 1):
                     exact[v | lowbits] |= 1 << i
-    present = wild | anyval
-    entries = [{"value": v, "rules": rules_list(present | bits)} for v, bits in sorted(exact.items())]
-    return entries, present, wild
+    # the program ORs the "present" set onto a hit: an entry holds its exact rules only
+    entries = [{"value": v, "rules": rules_list(bits)} for v, bits in sorted(exact.items())]
+    return entries, wild | anyval, wild
 
 
 def ecn_threshold_ns(ecn_ms: float | None, rate_Bps: int, burst_bytes: int) -> int | None:
@@ -220,23 +228,20 @@ def lower_tables(ir: RuleIR, version: str, capacity: dict[str, int],
         raise ValueError(f"version {version!r} longer than 32 bytes")
 
     tables: dict[str, list[NativeEntry]] = {}
+    special: dict[str, int] = {}
     for f in ("src_ip", "dst_ip"):
-        tables[f] = _ip_table(ir, f)
+        tables[f], special[f"{f}_any"] = _ip_table(ir, f)
         if len(tables[f]) > capacity[f]:
             raise CapacityError(f, len(tables[f]), capacity[f])
-    tables["dst_port"] = rle(_array_bits(ir, "dst_port", layout.PORTS))
-    tables["dscp"] = rle(_array_bits(ir, "dscp", layout.DSCPS))
-    special: list[NativeEntry] = []
+    for f, size in (("dst_port", layout.PORTS), ("dscp", layout.DSCPS)):
+        values, special[f"{f}_any"] = _array_bits(ir, f, size)
+        tables[f] = rle(values)
     for f in TUNNEL_FIELDS:
-        entries, present, absent = _tunnel_table(ir, f)
+        entries, special[f"{f}_present"], special[f"{f}_absent"] = _tunnel_table(ir, f)
         if len(entries) > capacity[f]:
             raise CapacityError(f, len(entries), capacity[f])
         tables[f] = entries
-        special += [
-            {"slot": f"{f}_present", "rules": rules_list(present)},
-            {"slot": f"{f}_absent", "rules": rules_list(absent)},
-        ]
-    tables["special"] = special
+    tables["special"] = [{"slot": slot, "rules": rules_list(special[slot])} for slot in layout.SPECIAL_SLOTS]
     tables["actions"] = [
         {"rule": i, "slice_id": r.action.slice_id, "lane": r.action.lane, "rr_path": r.action.rr_path}
         for i, r in enumerate(ir.rules)
@@ -276,6 +281,7 @@ def first_rule(tables: dict[str, list[NativeEntry]], key: FlowKey) -> int | None
     model for previews and tests."""
     order = positions.rule_positions(tables)
     bits = rules_bits(order)
+    special = {e["slot"]: rules_bits(e["rules"]) for e in tables["special"]}
     for f in ("src_ip", "dst_ip"):
         best: tuple[int, list[int]] = (-1, [])
         addr = getattr(key, f)
@@ -283,15 +289,15 @@ def first_rule(tables: dict[str, list[NativeEntry]], key: FlowKey) -> int | None
             net = ipaddress.IPv4Network(e["prefix"])
             if net.prefixlen > best[0] and int(net.network_address) == addr & int(net.netmask):
                 best = (net.prefixlen, e["rules"])
-        bits &= rules_bits(best[1])
+        bits &= rules_bits(best[1]) | special[f"{f}_any"]
     for f, value in (("dst_port", key.dst_port), ("dscp", key.dscp)):
-        bits &= next(rules_bits(e["rules"]) for e in tables[f] if e["first"] <= value <= e["last"])
-    special = {e["slot"]: rules_bits(e["rules"]) for e in tables["special"]}
+        hit = next(rules_bits(e["rules"]) for e in tables[f] if e["first"] <= value <= e["last"])
+        bits &= hit | special[f"{f}_any"]
     for f in TUNNEL_FIELDS:
         v = getattr(key, f)
         if v is None:
             bits &= special[f"{f}_absent"]
         else:
-            hit = [e for e in tables[f] if e["value"] == v]
-            bits &= rules_bits(hit[0]["rules"]) if hit else special[f"{f}_present"]
+            hits = [e for e in tables[f] if e["value"] == v]
+            bits &= (rules_bits(hits[0]["rules"]) if hits else 0) | special[f"{f}_present"]
     return order.index((bits & -bits).bit_length() - 1) if bits else None

@@ -56,6 +56,7 @@ def signatures(tables: Mapping[str, list[NativeEntry]]) -> list[Signature]:
     """Per rule (IR order), the values of each field that select it; equal for equal
     matches whichever other rules share the tables."""
     fields: list[dict[int, Hashable]] = []
+    special = {e["slot"]: set(e["rules"]) for e in tables["special"]}
     for f in ("src_ip", "dst_ip"):
         ranges = []
         for e in tables[f]:
@@ -64,17 +65,16 @@ def signatures(tables: Mapping[str, list[NativeEntry]]) -> list[Signature]:
             ranges.append((lo, lo + net.num_addresses - 1, e["rules"]))
         # a prefix's entry also lists the rules of the shorter prefixes covering it: the
         # union of the ranges is the rule's own prefix (or prefixes)
-        fields.append(dict(_spans(ranges)))
+        fields.append(dict(_spans(ranges)) | dict.fromkeys(special[f"{f}_any"], "any"))
     for f in ("dst_port", "dscp"):
-        fields.append(dict(_spans([(e["first"], e["last"], e["rules"]) for e in tables[f]])))
-    special = {e["slot"]: set(e["rules"]) for e in tables["special"]}
+        spans = _spans([(e["first"], e["last"], e["rules"]) for e in tables[f]])
+        fields.append(dict(spans) | dict.fromkeys(special[f"{f}_any"], "any"))
     for f in ("vni", "teid", "vlan"):
         present, absent = special[f"{f}_present"], special[f"{f}_absent"]
         values: dict[int, list[int]] = defaultdict(list)
         for e in tables[f]:
             for r in e["rules"]:
-                if r not in present:  # a "present" rule is in every entry: not its own values
-                    values[r].append(int(e["value"]))
+                values[r].append(int(e["value"]))
         fields.append({r: (r in absent, r in present, tuple(values.get(r, ())))
                        for r in present | absent | set(values)})
     return [tuple(f.get(p) for f in fields) for p in rule_positions(tables)]

@@ -83,7 +83,8 @@ def run_segments(entries: Sequence[NativeEntry]) -> list[Segment]:
 
 def tunnel_segments(entries: Sequence[NativeEntry], present: Sequence[int], absent: Sequence[int],
                     width: int) -> list[Segment]:
-    """Over ``has:value`` (1 + width bits): absent, then each listed value and the gaps between."""
+    """Over ``has:value`` (1 + width bits): absent, then each listed value (its exact rules
+    and the "present" ones, which the program ORs onto a hit) and the gaps between."""
     base = 1 << width
     out: list[Segment] = [(0, base - 1, absent)]
     pos = base
@@ -91,7 +92,7 @@ def tunnel_segments(entries: Sequence[NativeEntry], present: Sequence[int], abse
         v = base + int(e["value"])
         if pos < v:
             out.append((pos, v - 1, present))
-        out.append((v, v, e["rules"]))
+        out.append((v, v, sorted({*e["rules"], *present})))
         pos = v + 1
     if pos < 2 * base:
         out.append((pos, 2 * base - 1, present))
@@ -99,13 +100,16 @@ def tunnel_segments(entries: Sequence[NativeEntry], present: Sequence[int], abse
 
 
 def _per_rule(segments: Sequence[Segment], width: int, shift: int,
-              order: Sequence[int]) -> list[list[tuple[int, int]]]:
+              order: Sequence[int], wild: Sequence[int] = ()) -> list[list[tuple[int, int]]]:
     """For each rule (IR order; ``order``: their positions): the blocks (value, mask),
-    placed at ``shift`` in the packed key, of S_f(i)."""
+    placed at ``shift`` in the packed key, of S_f(i); ``wild``: the field's ``*_any`` set,
+    rules every value selects."""
     spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for lo, hi, rules in segments:
         for r in rules:
             spans[r].append((lo, hi))
+    for r in wild:
+        spans[r].append((0, (1 << width) - 1))
     out: list[list[tuple[int, int]]] = []
     for p in order:
         out.append([(v << shift, m << shift) for lo, hi in merged(spans.get(p, ()))
@@ -124,11 +128,12 @@ def xdp_view(plan: NativePlan, max_entries: int = MAX_ENTRIES) -> TernaryView:
     order = rule_positions(t)  # rising along the IR order: the lowest set bit wins
     n = len(order)
     offsets = KEY_SPACE.offsets()
-    special = {e["slot"]: e["rules"] for e in t["special"]}
+    special = defaultdict(list, {e["slot"]: e["rules"] for e in t["special"]})  # older plans: no *_any
     fields: list[list[list[tuple[int, int]]]] = [
-        _per_rule(lpm_segments(t[f]), 32, offsets[f][0], order) for f in ("src_ip", "dst_ip")
+        _per_rule(lpm_segments(t[f]), 32, offsets[f][0], order, special[f"{f}_any"]) for f in ("src_ip", "dst_ip")
     ]
-    fields += [_per_rule(run_segments(t[f]), w, offsets[f][0], order) for f, w in (("dscp", 6), ("dst_port", 16))]
+    fields += [_per_rule(run_segments(t[f]), w, offsets[f][0], order, special[f"{f}_any"])
+               for f, w in (("dscp", 6), ("dst_port", 16))]
     for f in TUNNEL_FIELDS:
         w = TUNNEL_WIDTHS[f]
         segs = tunnel_segments(t[f], special[f"{f}_present"], special[f"{f}_absent"], w)
