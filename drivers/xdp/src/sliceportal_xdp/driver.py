@@ -147,19 +147,19 @@ class Driver:
             except DriverError:
                 return {}  # unreachable now: the push will say so
         with self._lock:
-            if self._dp is None and not (self.pin_dir and pins.read_abi(self.pin_dir)):
-                return {}  # nothing loaded and nothing pinned: no tables to keep
             try:
-                dp = self.dataplane
-            except DriverError:
-                return {}
-            v = dp.versions[dp.read_config()[0] & 1]
-            m = dp.read_meta(v)
-            if m is None:
-                return {}
-            if self._applied is not None and self._applied[0] == m["version"]:
-                return positions.held(self._applied[1])
-            return positions.held(dp.read(v))
+                if self._dp is None and not (self.pin_dir and pins.read_abi(self.pin_dir)):
+                    return {}  # nothing loaded and nothing pinned: no tables to keep
+                dp = self.dataplane  # pinned: taken over now, as the first push would
+                v = dp.versions[dp.read_config()[0] & 1]
+                m = dp.read_meta(v)
+                if m is None:
+                    return {}
+                if self._applied is not None and self._applied[0] == m["version"]:
+                    return positions.held(self._applied[1])
+                return positions.held(dp.read(v))
+            except (DriverError, OSError):
+                return {}  # the maps cannot be read here (no privileges, another build)
 
     def ternary_view(self, plan: NativePlan) -> TernaryView:
         """The plan's bit-vector tables as ternary entries (optional contract: TernaryViewer)."""

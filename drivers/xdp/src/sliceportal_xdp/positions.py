@@ -3,13 +3,14 @@
 In the bit-vector classifier a rule's position (its bit in every field's rule sets, its
 ``actions`` slot) *is* its priority: the lowest set bit wins. Numbering rules densely
 would move every rule below an added or removed one, and moving a rule rewrites every
-slot its match covers (a rule without a port is in all 65 536 ``dst_port`` slots). So
+slot its match covers (a /24 rule is in the entry of every longer prefix under it, a
+DSCP class in 8 ``dscp`` slots, every rule in some ``special`` sets). So
 positions rise along the IR's order with gaps between them, and lowering keeps the
 positions the data plane holds:
 
 * a rule is recognised by its *signature*: per field, the set of values that select it
-  (merged intervals; for a tunnel field "any present value" or its exact values, and
-  whether a packet without the header matches). That is a function of the rule's own
+  (merged intervals, or "any" for a wildcard; for a tunnel field "any present value" or
+  its exact values, and whether a packet without the header matches). That is a function of the rule's own
   match, whatever else the table holds, and it is read from the tables alone, so the
   positions the kernel's maps hold are known after a restart too (``held``);
 * the rules whose held positions still rise along the new order keep them (a longest
@@ -20,7 +21,7 @@ positions the data plane holds:
   width allows, and spreads rules evenly once ``GAP`` x rules exceeds it: gaps shrink as
   the table fills, and every count up to the width (``capabilities().capacity["rules"]``)
   still fits. Wider gaps cost classification time: the program ANDs ``meta.words`` =
-  ceil(highest position + 1 / 64) words on a miss.
+  ceil((highest position + 1) / 64) words on a miss.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def signatures(tables: Mapping[str, list[NativeEntry]]) -> list[Signature]:
     """Per rule (IR order), the values of each field that select it; equal for equal
     matches whichever other rules share the tables."""
     fields: list[dict[int, Hashable]] = []
-    special = {e["slot"]: set(e["rules"]) for e in tables["special"]}
+    # tables of an older build (an agent not yet upgraded) lack the *_any sets
+    special: dict[str, set[int]] = defaultdict(set, {e["slot"]: set(e["rules"]) for e in tables["special"]})
     for f in ("src_ip", "dst_ip"):
         ranges = []
         for e in tables[f]:
