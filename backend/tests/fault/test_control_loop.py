@@ -323,3 +323,36 @@ def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
     assert looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]["diff"]["restarted_empty"]
     b = looping.get(f"/api/v1/backends/{bid}", headers=op).json()
     assert b["health"] == "ok"
+
+
+def test_a_plan_stored_by_an_older_driver_layout_is_lowered_again_not_pushed(
+        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    """An upgrade that changes a driver's native layout (session 4 renumbered the P4 priorities
+    with gaps; session 5 added XDP special slots) leaves rule sets whose stored plan the driver
+    no longer produces. Reconcile must not call that drift and push the old layout back: it
+    lowers the rule set's IR again, finds the data plane holding exactly that, and keeps it."""
+    target = start_target(*EIGHT_QUEUES)
+    bid, _ = _setup(client, op, target.address, users=8)
+    assert client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
+    with session_factory(db_url)() as s:
+        rs = svc.current_rule_set(s, bid)
+        assert rs is not None
+        current = rs.plan
+        older = json.loads(json.dumps(current))  # the same rules, each one priority higher: another numbering
+        shifted = 0
+        for entries in older["tables"].values():
+            for e in entries:
+                if isinstance(e, dict) and "priority" in e and not e.get("default"):
+                    e["priority"] += 1
+                    shifted += 1
+        assert shifted > 8
+        rs.plan = older
+        s.commit()
+    before = client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"]
+    report = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
+    assert report["in_sync"] is True, report
+    # no repair was recorded (nothing was written), and the rule set now carries today's layout
+    assert client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"] == before
+    with session_factory(db_url)() as s:
+        rs = svc.current_rule_set(s, bid)
+        assert rs is not None and rs.plan == current

@@ -352,8 +352,9 @@ def _read_with_one_retry(driver: Driver) -> DataPlaneState:
         return driver.read_state()
 
 
-def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallback | None = None) -> ReconcileReport:
-    """Read the data plane back, report any drift from ``expected`` and repair it."""
+def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallback | None = None, *,
+                   repair: bool = True) -> ReconcileReport:
+    """Read the data plane back, report any drift from ``expected`` and (``repair``) repair it."""
     base: dict[str, Any] = {"driver": expected.driver, "expected_version": expected.version}
     try:
         state = _read_with_one_retry(driver)
@@ -368,6 +369,9 @@ def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallb
     # No version means nothing the portal pushed is there: a restarted (or never filled)
     # data plane; it may still hold its own default entries.
     restarted = state.version is None
+    if not repair:
+        return ReconcileReport(**base, found_version=state.version, reachable=True, in_sync=False,
+                               restarted_empty=restarted, drift=diff.counts(), drift_tables=sorted(diff.tables))
     outcome = push(driver, expected, progress)
     return ReconcileReport(
         **base,

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
+from functools import cache
+from typing import Any
+
+from pydantic import TypeAdapter
 
 # Widths of the match fields in bits, as they appear on the wire.
 FIELD_WIDTHS: dict[str, int] = {
@@ -250,3 +254,14 @@ class RuleIR:
         """A stable content hash: the version a data plane reports for what it holds."""
         blob = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> RuleIR:
+        """The IR a rule set stored (``to_json``), with the same digest: what a driver lowers again
+        when its native layout changed since the plan was stored."""
+        return _ir_adapter().validate_python(data)
+
+
+@cache
+def _ir_adapter() -> TypeAdapter[RuleIR]:
+    return TypeAdapter(RuleIR)

@@ -14,6 +14,7 @@ half-written data plane, and never compares it with a rule set a running push re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -53,7 +54,7 @@ from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import CompileResult, compile_rules
 from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
-from sliceportal.rules.ir import FIELD_WIDTHS, Qos
+from sliceportal.rules.ir import FIELD_WIDTHS, Qos, RuleIR
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
 from sliceportal.services import admission, enforcement
 from sliceportal.services.admission import Override
@@ -72,6 +73,7 @@ from sliceportal.services.errors import (
 )
 from sliceportal.services.intent_specs import with_intents
 
+log = logging.getLogger(__name__)
 MBIT = 1_000_000
 INTERRUPTED = "interrupted"  # the error of a deployment whose worker died or lost the database
 DOWN = ("down", "unreachable")
@@ -301,6 +303,20 @@ def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: Deployment
     return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
 
 
+def _as_lowered_now(session: Session, drv: Driver, rule_set: RuleSet, stored: NativePlan) -> NativePlan:
+    """The rule set's plan as this driver lowers its IR today. A plan stored by an older build of
+    the driver (an upgrade that changed the native layout, e.g. new XDP special slots) would
+    otherwise look like drift forever, and repairing towards it would write the old layout. The
+    re-lowered plan replaces the stored one (same IR, same version; audited as an update)."""
+    fresh = drv.lower(RuleIR.from_json(rule_set.ir))
+    if fresh.version != stored.version or fresh.tables == stored.tables:
+        return stored  # the IR does not round-trip (never expected), or the layout is the same: real drift
+    log.warning("backend %s: rule set %s was stored in an older %s layout; re-lowered", rule_set.backend_id,
+                rule_set.number, fresh.driver)
+    rule_set.plan = fresh.model_dump(mode="json")
+    return fresh
+
+
 def _refuse_if_down(backend: Backend) -> None:
     """Refuse (503, nothing stored) a push to a backend the health probes found down."""
     if backend.health in DOWN:
@@ -452,7 +468,10 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
         try:
             for attempt in range(2):
                 with POOL.use(session, backend) as drv:
-                    report = reconcile_once(drv, plan)
+                    report = reconcile_once(drv, plan, repair=False)
+                    if report.reachable and not report.in_sync:
+                        plan = _as_lowered_now(session, drv, expected, plan)
+                        report = reconcile_once(drv, plan)
                     health = drv.health()
                 if report.reachable or attempt:
                     break
