@@ -274,9 +274,8 @@ class Driver:
     # ---- session -----------------------------------------------------------------------
 
     def _connect(self) -> Session:
-        if self._session is not None and self._session.alive:
+        if self._session is not None:
             return self._session
-        self._drop_session()  # its stream ended (the switch restarted?): join again
         try:
             s = Session(self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s)
         except ElectionIdInUse:
@@ -296,6 +295,17 @@ class Driver:
             s.close()
             raise UnreachableError(f"cannot set the forwarding pipeline: {e}") from None
         self._session = s
+        return s
+
+    def _writer(self) -> Session:
+        """The session, made primary (the caller holds the backend's lock: ours to write
+        now); joined again first if its stream ended. Reads keep a session whose stream
+        ended: they fail fast on their own when the switch is gone (health probes rely on it)."""
+        s = self._connect()
+        if not s.alive:
+            self._drop_session()
+            s = self._connect()
+        s.ensure_primary()
         return s
 
     def _drop_session(self) -> None:
@@ -631,9 +641,8 @@ class Driver:
         if plan.driver != self.name:
             raise DriverError(f"plan was lowered by {plan.driver!r}, not {self.name!r}")
         started = time.monotonic()
-        s = self._connect()
         try:
-            s.ensure_primary()  # the caller holds the backend's lock: ours to write now
+            s = self._writer()
         except (grpc.RpcError, WriteFailed) as e:
             self._drop_session()
             raise UnreachableError(f"becoming the primary controller failed: {e}") from None
@@ -684,8 +693,7 @@ class Driver:
         self, before: dict[str, list[NativeEntry]], progress: ProgressCallback, reason: str
     ) -> None:
         try:
-            s = self._connect()
-            s.ensure_primary()  # may have been outbid: the push failed PERMISSION_DENIED
+            s = self._writer()  # may have been outbid: the push failed PERMISSION_DENIED
             now = self._read_tables(s)  # a failed batch may have applied part of itself
             undo, _ = self._diff(now, before)
             progress(ProgressEvent(phase="rollback", done=0, total=len(undo), message=reason))
