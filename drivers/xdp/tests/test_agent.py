@@ -24,13 +24,14 @@ import pytest
 
 from sliceportal.drivers.contract import DriverError, OptionsError
 from sliceportal.drivers.push import reconcile_once
-from sliceportal.rules.ir import MissMode, MissPolicy, RuleIR
+from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
 from sliceportal.testbed import Testbed
 from sliceportal.traffic.packets import Flow, Underlay, build_bytes, parse_payload, payload
 from sliceportal_xdp import pins
 from sliceportal_xdp.agent import LOCK_DIR
 from sliceportal_xdp.agent_client import AgentClient
 from sliceportal_xdp.driver import Driver
+from sliceportal_xdp.positions import rule_positions
 
 from .conftest import noop
 from .test_live import BULK_LANE, PRIO_LANE, listener, seed001_ir
@@ -265,6 +266,7 @@ import json, sys
 from pathlib import Path
 from sliceportal.drivers.contract import NativePlan
 from sliceportal_xdp.driver import Driver
+from sliceportal_xdp.positions import rule_positions
 url, token, what = sys.argv[1:4]
 d = Driver({"address": url.removeprefix("http://"), "agent_token": token})
 if what != "read":
@@ -309,6 +311,34 @@ def test_portal_restart_while_traffic_runs(bed: Bed, tmp_path: Path) -> None:
     assert min(traffic.sent.values()) > 50
     assert traffic.seen["core"] == traffic.expected(TEIDS[:8])
     assert traffic.seen["alt"] == traffic.expected(TEIDS[8:])
+
+
+@pytest.mark.needs_root
+def test_after_an_agent_restart_a_new_portal_driver_keeps_the_rule_positions(bed: Bed) -> None:
+    """Issue #14 item 4 across restarts: what lowering keeps comes from the pinned maps
+    (through the new agent), not from the memory of the process that pushed."""
+    ir = seed001_ir()
+    d = bed.driver()
+    try:
+        d.apply(d.lower(ir), noop)
+        held = rule_positions(d.read_state().tables)
+    finally:
+        d.close()
+    bed.kill9()
+    bed.start_agent(port=int(bed.url.rpartition(":")[2]))
+    added = Rule(Match(teid=Ternary.exact(4242, 32)), Action(1, BULK_LANE, 0))
+    fresh = bed.driver()  # a portal process that never pushed
+    try:
+        plan = fresh.lower(RuleIR(lanes=ir.lanes, paths=ir.paths, rules=(*ir.rules[:8], added, *ir.rules[8:]),
+                                  miss=ir.miss))
+        got = rule_positions(plan.tables)
+        assert got[:8] == held[:8] and got[9:] == held[8:] and held[7] < got[8] < held[8]
+        r = fresh.apply(plan, noop)
+        # the slots it differs in from the live copy: its TEID, its action, the wildcard sets
+        # it is in, meta (the idle copy written also catches up on the version before)
+        assert 0 < r.added + r.removed + r.modified <= 16
+    finally:
+        fresh.close()
 
 
 @pytest.mark.needs_root
