@@ -60,6 +60,8 @@ class Reconciler:
                     log.exception("reconcile of backend %s failed", backend.name)
                     session.rollback()
                     continue
-                if report is not None and not report.in_sync:
+                if report is not None and not report.reachable:
+                    log.warning("backend %s unreachable: %s", backend.name, report.error)
+                elif report is not None and not report.in_sync:
                     log.warning("backend %s drifted (%s); repaired=%s", backend.name, report.drift,
                                 report.repaired)
