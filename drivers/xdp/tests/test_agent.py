@@ -266,7 +266,6 @@ import json, sys
 from pathlib import Path
 from sliceportal.drivers.contract import NativePlan
 from sliceportal_xdp.driver import Driver
-from sliceportal_xdp.positions import rule_positions
 url, token, what = sys.argv[1:4]
 d = Driver({"address": url.removeprefix("http://"), "agent_token": token})
 if what != "read":
