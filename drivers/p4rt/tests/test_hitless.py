@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import pytest
@@ -165,10 +165,15 @@ def test_random_updates_classify_every_probe_old_or_new_after_every_write(wired:
     assert tally.neither == 0, str(tally)
 
 
-class Check:
-    """The progress callback: after every write, each watched probe's verdict is one allowed."""
+class Probes(Protocol):
+    def verdict(self, data: bytes) -> Verdict: ...
 
-    def __init__(self, prober: Prober, frames: list[bytes], allowed: list[set[Verdict]], tally: hitless.Tally,
+
+class Check:
+    """The progress callback: after every write, each watched probe's verdict is one allowed
+    (through the access port and trunk prober as through the plain one)."""
+
+    def __init__(self, prober: Probes, frames: list[bytes], allowed: list[set[Verdict]], tally: hitless.Tally,
                  where: str) -> None:
         self.prober, self.frames, self.allowed, self.tally, self.where = prober, frames, allowed, tally, where
         self.writes = 0
@@ -416,7 +421,7 @@ def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_writ
             moved = [i for i in range(len(flows)) if old_v[i] != new_v[i]]
             kept = rng.sample([i for i in range(len(flows)) if old_v[i] == new_v[i]], k=min(8, len(flows) - len(moved)))
             watch = moved[:16] + kept
-            check = TenantCheck(prober, [frames[i] for i in watch], [{old_v[i], new_v[i]} for i in watch], tally,
+            check = Check(prober, [frames[i] for i in watch], [{old_v[i], new_v[i]} for i in watch], tally,
                                 f"update {n}")
             result = drv.apply(new_plan, check)
             diff = sum(diff_tables(plan.tables, new_plan.tables).counts().values())
@@ -430,20 +435,6 @@ def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_writ
     assert tenant_changes > 15
     assert tally.checked > 1000
     assert tally.neither == 0, str(tally)
-
-
-class TenantCheck:
-    def __init__(self, prober: TrunkProber, frames: list[bytes], allowed: list[set[Verdict]], tally: hitless.Tally,
-                 where: str) -> None:
-        self.prober, self.frames, self.allowed, self.tally, self.where = prober, frames, allowed, tally, where
-        self.writes = 0
-
-    def __call__(self, e: ProgressEvent) -> None:
-        if e.phase != "write":
-            return
-        self.writes += 1
-        got = [self.prober.verdict(f) for f in self.frames]
-        self.tally.check(got, self.allowed, f"{self.where}, after write {self.writes}")
 
 
 def test_access_port_rebinding_is_hitless(trunked: tuple[str, socket.socket, socket.socket]) -> None:
