@@ -105,8 +105,9 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
     env = {**os.environ, "DATABASE_URL": url, "SLICEPORTAL_DATABASE_URL_RESOLVED": url,
            "SECRET_KEY": "e2e-secret-" + "x" * 24, "RECONCILE_INTERVAL_S": "0",
            "TESTBED": "true" if live else "false", "TESTBED_PREFIX": "sp-e2e-", "TESTBED_RATE_PPS": "1000"}
-    # the portal as `make run` serves it: the API with the controller beside it (its testbed,
-    # as root), on the database prepared above (migrations and the operator are already there)
+    # the portal as `make run` serves it: a controller process (its testbed, as root) and API
+    # workers (as many as cores, unless SLICEPORTAL_WORKERS says otherwise), on the database
+    # prepared above (migrations and the operator are already there)
     server = subprocess.Popen(
         [sys.executable, "-c", "from sliceportal.cli import main; main()", "run", "--host", "127.0.0.1",
          "--port", str(port), "--no-demo", "--testbed" if live else "--no-testbed"], env=env, cwd=REPO)

@@ -58,8 +58,8 @@ def run(
     host: Annotated[str | None, typer.Option(help="address to serve on")] = None,
     port: Annotated[int | None, typer.Option(help="port to serve on")] = None,
     workers: Annotated[int | None, typer.Option(
-        help="API worker processes (default SLICEPORTAL_WORKERS, or 1: one process with the controller; "
-        "N > 1: N workers and a controller process, see docs/install.md for the drivers' limits)")] = None,
+        help="API worker processes (default SLICEPORTAL_WORKERS, else as many as cores) beside a controller "
+        "process; 1: one process serving the API with the controller in it (docs/install.md)")] = None,
     demo: Annotated[bool, typer.Option(help="seed demo tenants, slices and subscribers")] = True,
     demo_accounts: Annotated[bool, typer.Option(
         help="also create a tenant login per demo tenant (random passwords, printed once)")] = False,
@@ -91,7 +91,7 @@ def run(
             for username, account_password in create_demo_accounts(session):
                 typer.secho(f"Demo tenant account: user {username!r}, password {account_password!r} (shown once)",
                             fg="yellow")
-    n = workers or settings.workers or 1
+    n = workers or settings.workers or os.cpu_count() or 1
     if n == 1:
         _serve_with_controller(settings.model_copy(update={"testbed": testbed}), url, host, port)
         return
@@ -113,11 +113,9 @@ def run(
 
 
 def _serve_with_controller(settings: Settings, url: str, host: str | None, port: int | None) -> None:
-    """One process: the API and the controller side by side. The default until the per-host
-    agents land (#16 item 2): drivers hold their data plane per process (the XDP program
-    attached by the process that loads it, the P4Runtime primary session per election id),
-    so the API's deploys and the controller's reconcile, probes and counters must share
-    one driver pool (docs/install.md)."""
+    """One process: the API and the controller side by side (``--workers 1``): the smallest
+    footprint, for a laptop or a test. Nothing depends on it since the data planes are driven
+    from any process (XDP through its agent, P4Runtime by outbidding under the backend's lock)."""
     import uvicorn
 
     from sliceportal.api.main import create_app

@@ -67,8 +67,9 @@ class Settings(BaseSettings):
     controller_period_s: float = Field(2.0, gt=0, le=60, description="leader lease period: how often a "
                                        "candidate tries, and how often the leader checks its lease")
     workers: int = Field(0, ge=0, le=256, validation_alias=AliasChoices("sliceportal_workers", "workers"),
-                         description="API worker processes of the run command (SLICEPORTAL_WORKERS); 0 or 1: one "
-                         "process serving the API with the controller beside it")
+                         description="API worker processes of the run command (SLICEPORTAL_WORKERS); 0: as many as "
+                         "the machine has cores, with a controller process beside them; 1: one process serving the "
+                         "API with the controller in it")
     testbed: bool = Field(False, description="the controller runs the emulated testbed with live traffic (run command)")
     testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
     testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")
