@@ -304,15 +304,17 @@ def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: Deployment
 
 
 def _as_lowered_now(session: Session, drv: Driver, rule_set: RuleSet, stored: NativePlan) -> NativePlan:
-    """The rule set's plan as this driver lowers its IR today. A plan stored by an older build of
-    the driver (an upgrade that changed the native layout, e.g. new XDP special slots) would
-    otherwise look like drift forever, and repairing towards it would write the old layout. The
-    re-lowered plan replaces the stored one (same IR, same version; audited as an update)."""
+    """The rule set's plan as this driver lowers its IR today, against what the data plane holds.
+    A plan stored by an older build of the driver (an upgrade that changed the native layout,
+    e.g. new XDP special slots) would otherwise look like drift forever, and repairing towards
+    it would write the old layout. Lowering may also follow the data plane (P4 priorities and
+    NetFPGA slots stay where the switch holds them; a restarted, empty one gets a fresh
+    numbering). The re-lowered plan replaces the stored one (same IR, same version; audited)."""
     fresh = drv.lower(RuleIR.from_json(rule_set.ir))
     if fresh.version != stored.version or fresh.tables == stored.tables:
         return stored  # the IR does not round-trip (never expected), or the layout is the same: real drift
-    log.warning("backend %s: rule set %s was stored in an older %s layout; re-lowered", rule_set.backend_id,
-                rule_set.number, fresh.driver)
+    log.info("backend %s: rule set %s lowered again for what the data plane holds (the stored %s plan differs: "
+             "an older layout or numbering)", rule_set.backend_id, rule_set.number, fresh.driver)
     rule_set.plan = fresh.model_dump(mode="json")
     return fresh
 
