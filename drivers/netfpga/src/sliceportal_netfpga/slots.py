@@ -15,8 +15,9 @@ the push then writes the shadow bank's slots that differ from the layout (driver
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping, Sequence
+
+from sliceportal.drivers.stable import longest_rising
 
 from .tcam import TcamEntry
 
@@ -88,21 +89,5 @@ def _spread(k: int, lo: int, hi: int) -> list[int]:
 
 def _longest_rising(pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """A longest subsequence of (position, slot) pairs, positions rising, along which
-    slot - position never falls (patience sorting, O(n log n))."""
-    tails: list[int] = []  # tails[k]: the smallest slot - position ending a run of length k + 1
-    ends: list[int] = []  # index into pairs of that run's last element
-    back = [-1] * len(pairs)
-    for i, (j, s) in enumerate(pairs):
-        k = bisect.bisect_right(tails, s - j)
-        if k == len(tails):
-            tails.append(s - j)
-            ends.append(i)
-        else:
-            tails[k], ends[k] = s - j, i
-        back[i] = ends[k - 1] if k else -1
-    out: list[tuple[int, int]] = []
-    i = ends[-1] if ends else -1
-    while i >= 0:
-        out.append(pairs[i])
-        i = back[i]
-    return out[::-1]
+    slot - position never falls."""
+    return [pairs[i] for i in longest_rising([s - j for j, s in pairs], strict=False)]

@@ -9,12 +9,12 @@ entry as ``{"default": true, "action": ..., "params": ...}``; a meter cell as
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sliceportal.drivers.contract import CapacityError, DriverError, NativeEntry
+from sliceportal.drivers.stable import longest_rising
 from sliceportal.rules.ir import FIELD_WIDTHS, MissMode, Qos, RuleIR, TenantEntry
 
 from .p4info import (
@@ -121,24 +121,8 @@ def _spread(n: int, lo: int, hi: int) -> list[int] | None:
 
 def _longest_falling(held: Sequence[tuple[int, int]]) -> set[int]:
     """Positions of a longest subsequence of ``held`` (position, priority) whose priorities
-    strictly fall: the entries that keep their priority (patience sorting, O(n log n))."""
-    tails: list[int] = []  # tails[k]: -priority ending the best run of length k + 1
-    ends: list[int] = []  # index into held of that run's last element
-    back: list[int] = [-1] * len(held)
-    for j, (_, prio) in enumerate(held):
-        k = bisect.bisect_left(tails, -prio)
-        if k == len(tails):
-            tails.append(-prio)
-            ends.append(j)
-        else:
-            tails[k], ends[k] = -prio, j
-        back[j] = ends[k - 1] if k else -1
-    out: set[int] = set()
-    j = ends[-1] if ends else -1
-    while j >= 0:
-        out.add(held[j][0])
-        j = back[j]
-    return out
+    strictly fall: the entries that keep their priority."""
+    return {held[i][0] for i in longest_rising([-prio for _, prio in held])}
 
 
 def assign_priorities(keys: Sequence[MatchKey], held: Mapping[MatchKey, int]) -> list[int]:

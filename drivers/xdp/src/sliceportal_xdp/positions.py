@@ -26,12 +26,12 @@ positions the data plane holds:
 
 from __future__ import annotations
 
-import bisect
 import ipaddress
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
 from sliceportal.drivers.contract import CapacityError, NativeEntry
+from sliceportal.drivers.stable import longest_rising
 from sliceportal.rules.equivalence import merged
 
 Tables = dict[str, list[NativeEntry]]
@@ -92,25 +92,8 @@ def held(tables: Mapping[str, list[NativeEntry]] | None) -> dict[Signature, list
 
 
 def _longest_rising(pairs: Sequence[tuple[int, int]]) -> set[int]:
-    """Indices (first of each pair) of a longest run whose positions strictly rise
-    (patience sorting, O(n log n))."""
-    tails: list[int] = []  # tails[k]: the smallest position ending a run of length k + 1
-    ends: list[int] = []
-    back = [-1] * len(pairs)
-    for j, (_, pos) in enumerate(pairs):
-        k = bisect.bisect_left(tails, pos)
-        if k == len(tails):
-            tails.append(pos)
-            ends.append(j)
-        else:
-            tails[k], ends[k] = pos, j
-        back[j] = ends[k - 1] if k else -1
-    out: set[int] = set()
-    j = ends[-1] if ends else -1
-    while j >= 0:
-        out.add(pairs[j][0])
-        j = back[j]
-    return out
+    """Indices (first of each pair) of a longest run whose positions strictly rise."""
+    return {pairs[i][0] for i in longest_rising([pos for _, pos in pairs])}
 
 
 def _spread(n: int, lo: int, hi: int, width: int) -> list[int] | None:
