@@ -66,7 +66,8 @@ def test_backends_carry_their_planes_link_rate_and_the_demo_is_admitted_knowingl
             assert any("exceed" in r or "worst-case delay" in r for r in after["refusals"]), after["refusals"]
             assert after["admission"][0]["capacity_bps"] == backends[driver].link_bps
         # and every plane got its start-up deployment (no refusal marked a backend failed)
-        assert all(b.health != "failed" for b in backends.values()), {b.name: b.health_detail for b in backends.values()}
+        assert all(b.health != "failed" for b in backends.values()), {
+            b.name: b.health_detail for b in backends.values()}
     finally:
         testbed.stop()
     assert leftovers(prefix) == []

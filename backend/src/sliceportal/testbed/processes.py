@@ -31,7 +31,8 @@ from sliceportal.core.config import REPO_ROOT
 
 BMV2_DIR = REPO_ROOT / "dataplane" / "bmv2"
 SP_SIM = REPO_ROOT / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
-DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim", "simple_switch_grpc", "sliceportal_xdp.agent")  # what a leftover's argv names
+# what a leftover's argv names
+DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim", "simple_switch_grpc", "sliceportal_xdp.agent")
 
 
 class ProcessError(RuntimeError):

@@ -11,9 +11,9 @@ from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
 from sliceportal.api.deps import NotTenant, SessionDep, Writer
 from sliceportal.api.errors import ApiError
+from sliceportal.core.redaction import keep_secrets
 from sliceportal.models import Backend, Deployment, Slice
 from sliceportal.models.slicing import DEFAULT_LINK_BPS
-from sliceportal.core.redaction import keep_secrets
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.services import admission
