@@ -342,7 +342,7 @@ def test_a_plan_stored_by_an_older_driver_layout_is_lowered_again_not_pushed(
         shifted = 0
         for entries in older["tables"].values():
             for e in entries:
-                if isinstance(e, dict) and "priority" in e and not e.get("default"):
+                if isinstance(e, dict) and e.get("priority") and not e.get("default"):  # ternary entries
                     e["priority"] += 1
                     shifted += 1
         assert shifted > 8
@@ -356,3 +356,35 @@ def test_a_plan_stored_by_an_older_driver_layout_is_lowered_again_not_pushed(
     with session_factory(db_url)() as s:
         rs = svc.current_rule_set(s, bid)
         assert rs is not None and rs.plan == current
+
+
+def _changes(client: TestClient, op: dict[str, str], bid: int) -> int:
+    """Entries the newest deployment of the backend changed."""
+    dep = client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]
+    return sum(sum(len(v) for k, v in t.items() if k in ("added", "removed", "modified"))
+               for t in dep["diff"]["tables"].values())
+
+
+def test_a_rollback_lowers_the_older_rule_set_against_what_the_plane_holds(
+        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    """Rolling back to a rule set stored with another numbering (or layout) writes the difference
+    between the two rule sets, not the older numbering over every entry."""
+    target = start_target(*EIGHT_QUEUES)
+    bid, sid = _setup(client, op, target.address, users=8)
+    assert client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
+    _move_service(client, op, sid, 7001)
+    assert client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
+    forward = _changes(client, op, bid)
+    with session_factory(db_url)() as s:
+        first = s.scalars(select(svc.RuleSet).where(svc.RuleSet.backend_id == bid, svc.RuleSet.number == 1)).one()
+        older = json.loads(json.dumps(first.plan))
+        for entries in older["tables"].values():
+            for e in entries:
+                if isinstance(e, dict) and e.get("priority") and not e.get("default"):  # ternary entries
+                    e["priority"] += 1
+        first.plan = older
+        s.commit()
+    r = client.post(f"/api/v1/backends/{bid}/rollback", json={"rule_set": 1}, headers=op)
+    assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
+    assert 0 < _changes(client, op, bid) <= forward  # the way back costs what the way there did
+    assert client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()["in_sync"] is True

@@ -413,6 +413,9 @@ def rollback(session: Session, backend: Backend, rule_set_number: int, actor: st
         _refuse_if_down(backend)
         with POOL.use(session, backend) as drv:
             _ensure_up(drv, backend)
+            # the older rule set as this driver lowers it against what the plane holds now: not
+            # the layout or numbering it had when it was stored
+            _as_lowered_now(session, drv, rule_set, NativePlan.model_validate(rule_set.plan))
             return _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress)
 
 
