@@ -1,10 +1,12 @@
 // sp_sim: the NetFPGA slicing data plane as a running process (Verilator model).
 //
-//   sp_sim --socket PATH [--tcp PORT] [--ingress-gbps 10] [--drain-gbps 4]
-//          [--veth-in IF --veth-out IF [--live-drain-mbps M]]
+//   sp_sim --socket PATH [--tcp PORT [--listen-host ADDR]] [--token-file F [--test-commands]]
+//          [--ingress-gbps 10] [--drain-gbps 4] [--veth-in IF --veth-out IF [--live-drain-mbps M]]
 //
 // The control socket speaks one text command per line, one reply line per command
 // ("OK ..." or "ERR <reason>"); see docs/netfpga.md:
+//   AUTH <token>             with --token-file: must be each connection's first line, else
+//                            "ERR unauthorized: ..." and the connection is closed
 //   R <addr>                 CSR read            -> OK <value>
 //   W <addr> <value>         CSR write           -> OK
 //   INJECT <pcap> [gap]      queue a pcap's packets on nf0 (gap idle cycles between)
@@ -18,6 +20,9 @@
 //   STATS                    -> OK cycle=.. injected=.. dma=.. phys=..
 //   FAULT <n>                drop this connection instead of executing the (n+1)th write
 //   QUIT
+// With --token-file the process is an agent other hosts may reach: a connection may then use
+// only what the driver needs (R, W, STATS); the rest names host files or stops the process,
+// and is refused unless --test-commands is given (tests and the local testbed).
 // With --veth-in / --veth-out the model free-runs: frames received on veth-in enter from
 // nf0, DMA output leaves on veth-out, frames received on veth-out enter from dma0 and
 // leave on veth-in (AF_PACKET). --live-drain-mbps (or LIVE_DRAIN) paces the DMA drain in
@@ -143,22 +148,102 @@ int listen_unix(const std::string& path) {
     return fd;
 }
 
-int listen_tcp(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+// An IPv4 or IPv6 literal (no names: what the listener binds must be what the operator wrote).
+struct ListenAddr {
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    bool loopback = false;
+};
+
+bool parse_listen_host(const std::string& host, int port, ListenAddr& out) {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&out.ss);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&out.ss);
+    if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(static_cast<uint16_t>(port));
+        out.len = sizeof *v4;
+        out.loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+        return true;
+    }
+    std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2)
+                                                                                     : host;
+    if (inet_pton(AF_INET6, bare.c_str(), &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(static_cast<uint16_t>(port));
+        out.len = sizeof *v6;
+        out.loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+        return true;
+    }
+    return false;
+}
+
+int listen_tcp(const ListenAddr& at) {
+    int fd = socket(at.ss.ss_family, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a {};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 || listen(fd, 4) < 0) return -1;
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&at.ss), at.len) < 0 || listen(fd, 16) < 0) {
+        ::close(fd);
+        return -1;
+    }
     return fd;
 }
+
+// The token from --token-file: surrounding whitespace stripped (a trailing newline is the
+// usual way such a file ends), at least 16 characters, no whitespace inside (it travels in a
+// line of a whitespace-separated protocol). Exits with a message when unusable.
+std::string read_token(const std::string& path) {
+    FILE* f = fopen(path.c_str(), "r");
+    if (!f) {
+        fprintf(stderr, "sp_sim: --token-file %s: %s\n", path.c_str(), strerror(errno));
+        exit(2);
+    }
+    std::string t;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) t.append(buf, n);
+    fclose(f);
+    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    while (!t.empty() && space(t.back())) t.pop_back();
+    size_t start = 0;
+    while (start < t.size() && space(t[start])) start++;
+    t.erase(0, start);
+    if (t.size() < 16 || t.size() > 1024 || std::any_of(t.begin(), t.end(), [](char c) { return c <= ' ' || c == 0x7f; })) {
+        fprintf(stderr, "sp_sim: --token-file %s: the token must be 16..1024 printable characters without spaces\n",
+                path.c_str());
+        exit(2);
+    }
+    return t;
+}
+
+// Equal strings, in a time that depends only on the expected token's length: a guess does not
+// learn from the reply's delay how many of its leading characters were right.
+bool same_token(const std::string& given, const std::string& want) {
+    unsigned char diff = given.size() == want.size() ? 0 : 1;
+    for (size_t i = 0; i < want.size(); i++)
+        diff |= static_cast<unsigned char>(want[i] ^ (i < given.size() ? given[i] : 0));
+    return diff == 0;
+}
+
+// What a driver needs of a token-protected agent; everything else is for tests and the testbed.
+bool driver_command(const std::string& cmd) { return cmd == "R" || cmd == "W" || cmd == "STATS"; }
+
+// A command line is short (a CSR access, or a command naming one file): a peer that sends more
+// without a newline is not speaking the protocol, and its buffer must not grow without bound.
+constexpr size_t kMaxLine = 8192;
+
+struct Client {
+    int fd;
+    std::string in;  // unparsed input
+    bool authed;
+};
 
 struct Server {
     Harness& h;
     Capture capture;
-    std::vector<std::pair<int, std::string>> clients;  // fd, unparsed input
+    std::vector<Client> clients;
+    std::string token;            // empty: no authentication (a local socket, the testbed)
+    bool test_commands = false;   // with a token: allow the commands beyond driver_command()
     long fault_writes = -1;  // writes left before the connection is dropped; -1 = none
     bool quit = false;
 
@@ -284,17 +369,44 @@ struct Server {
     void drop(int fd) {
         ::close(fd);
         for (size_t i = 0; i < clients.size(); i++)
-            if (clients[i].first == fd) clients.erase(clients.begin() + static_cast<long>(i));
+            if (clients[i].fd == fd) clients.erase(clients.begin() + static_cast<long>(i));
+    }
+
+    void accept_from(int lfd) {
+        int c = accept(lfd, nullptr, nullptr);
+        if (c >= 0) clients.push_back({c, std::string(), token.empty()});
+    }
+
+    // The reply to `line` from `c`; `close` is set when the connection must end after it.
+    std::string screen(Client& c, const std::string& line, bool& close) {
+        std::string cmd = line.substr(0, line.find(' '));
+        if (!c.authed) {
+            close = true;
+            if (cmd == "AUTH" && same_token(line.size() > 5 ? line.substr(5) : std::string(), token)) {
+                c.authed = true;
+                close = false;
+                return "OK";
+            }
+            return "ERR unauthorized: the first line must be AUTH <token> (this agent was started with --token-file)";
+        }
+        if (cmd == "AUTH")
+            return token.empty() ? "ERR no token: this agent was started without --token-file"
+                                 : "ERR already authenticated";
+        if (!token.empty() && !test_commands && !driver_command(cmd))
+            return "ERR refused: " + cmd + " is a test command, off on a token-protected agent (--test-commands)";
+        std::string reply = execute(line);
+        close = reply.empty();
+        return reply;
     }
 
     // Commands of one client run to completion before the next client's (the model is
     // single-threaded, like the register bus it stands for).
     void on_readable(int client) {
-        std::string* in = nullptr;  // this client's unparsed input
-        for (auto& c : clients)
-            if (c.first == client) in = &c.second;
-        if (!in) return;
-        std::string& inbuf = *in;
+        Client* c = nullptr;
+        for (auto& x : clients)
+            if (x.fd == client) c = &x;
+        if (!c) return;
+        std::string& inbuf = c->in;
         char buf[65536];
         ssize_t n = read(client, buf, sizeof buf);
         if (n <= 0) {
@@ -303,20 +415,22 @@ struct Server {
         }
         inbuf.append(buf, static_cast<size_t>(n));
         std::string replies;
+        bool close = false;
         size_t pos;
-        while ((pos = inbuf.find('\n')) != std::string::npos) {
+        while (!close && (pos = inbuf.find('\n')) != std::string::npos) {
             std::string line = inbuf.substr(0, pos);
             inbuf.erase(0, pos + 1);
+            if (!line.empty() && line.back() == '\r') line.pop_back();
             if (line.empty()) continue;
-            std::string reply = execute(line);
-            if (reply.empty()) {  // injected fault: vanish mid-conversation
-                if (!replies.empty()) (void)!write(client, replies.data(), replies.size());
-                drop(client);
-                return;
-            }
-            replies += reply + "\n";
+            std::string reply = screen(*c, line, close);
+            if (!reply.empty()) replies += reply + "\n";  // empty: an injected fault, vanish mid-conversation
+        }
+        if (!close && inbuf.size() > kMaxLine) {
+            replies += "ERR line too long\n";
+            close = true;
         }
         if (!replies.empty()) (void)!write(client, replies.data(), replies.size());
+        if (close) drop(client);  // the lines after a refused AUTH are never executed
     }
 };
 
@@ -326,8 +440,9 @@ void on_signal(int) { g_stop = 1; }
 
 int main(int argc, char** argv) {
     Verilated::commandArgs(argc, argv);
-    std::string sock_path, veth_in, veth_out;
+    std::string sock_path, veth_in, veth_out, listen_host = "127.0.0.1", token_file;
     int tcp_port = 0;
+    bool test_commands = false;
     double in_gbps = 10, drain_gbps = 4, live_drain_mbps = 0;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -340,6 +455,9 @@ int main(int argc, char** argv) {
         };
         if (a == "--socket") sock_path = next();
         else if (a == "--tcp") tcp_port = std::stoi(next());
+        else if (a == "--listen-host") listen_host = next();
+        else if (a == "--token-file") token_file = next();
+        else if (a == "--test-commands") test_commands = true;
         else if (a == "--ingress-gbps") in_gbps = std::stod(next());
         else if (a == "--drain-gbps") drain_gbps = std::stod(next());
         else if (a == "--veth-in") veth_in = next();
@@ -351,8 +469,21 @@ int main(int argc, char** argv) {
         }
     }
     if (sock_path.empty() && tcp_port == 0) {
-        fprintf(stderr, "usage: sp_sim --socket PATH [--tcp PORT] [--ingress-gbps G] [--drain-gbps G] "
+        fprintf(stderr, "usage: sp_sim --socket PATH [--tcp PORT [--listen-host ADDR]] [--token-file F "
+                        "[--test-commands]] [--ingress-gbps G] [--drain-gbps G] "
                         "[--veth-in IF --veth-out IF [--live-drain-mbps M]]\n");
+        return 2;
+    }
+    ListenAddr tcp_at;
+    if (tcp_port && (tcp_port < 1 || tcp_port > 65535 || !parse_listen_host(listen_host, tcp_port, tcp_at))) {
+        fprintf(stderr, "sp_sim: --listen-host %s --tcp %d: need an IPv4 or IPv6 address and a port in 1..65535\n",
+                listen_host.c_str(), tcp_port);
+        return 2;
+    }
+    // Register writes decide where every packet goes: beyond this host, only with a token.
+    if (tcp_port && !tcp_at.loopback && token_file.empty()) {
+        fprintf(stderr, "sp_sim: --listen-host %s is reachable from other hosts: give --token-file\n",
+                listen_host.c_str());
         return 2;
     }
     if (in_gbps <= 0 || drain_gbps <= 0 || live_drain_mbps < 0) {
@@ -366,8 +497,10 @@ int main(int argc, char** argv) {
     Harness h(gbps_to_bytes_per_cycle(in_gbps), gbps_to_bytes_per_cycle(drain_gbps));
     h.set_wall_drain(live_drain_mbps * 1e6 / 8.0);
     Server srv(h);
+    if (!token_file.empty()) srv.token = read_token(token_file);
+    srv.test_commands = test_commands;
     int lfd_unix = sock_path.empty() ? -1 : listen_unix(sock_path);
-    int lfd_tcp = tcp_port ? listen_tcp(tcp_port) : -1;
+    int lfd_tcp = tcp_port ? listen_tcp(tcp_at) : -1;
     if ((!sock_path.empty() && lfd_unix < 0) || (tcp_port && lfd_tcp < 0)) {
         fprintf(stderr, "sp_sim: cannot listen: %s\n", strerror(errno));
         return 1;
@@ -389,7 +522,7 @@ int main(int argc, char** argv) {
         std::vector<pollfd> fds;
         if (lfd_unix >= 0) fds.push_back({lfd_unix, POLLIN, 0});
         if (lfd_tcp >= 0) fds.push_back({lfd_tcp, POLLIN, 0});
-        for (auto& c : srv.clients) fds.push_back({c.first, POLLIN, 0});
+        for (auto& c : srv.clients) fds.push_back({c.fd, POLLIN, 0});
         if (fd_in >= 0) fds.push_back({fd_in, POLLIN, 0});
         if (fd_out >= 0) fds.push_back({fd_out, POLLIN, 0});
         bool live = fd_in >= 0 && h.busy();
@@ -402,8 +535,7 @@ int main(int argc, char** argv) {
         for (auto& p : fds) {
             if (!(p.revents & (POLLIN | POLLHUP))) continue;
             if (p.fd == lfd_unix || p.fd == lfd_tcp) {
-                int c = accept(p.fd, nullptr, nullptr);
-                if (c >= 0) srv.clients.emplace_back(c, std::string());
+                srv.accept_from(p.fd);
             } else if (p.fd != fd_in && p.fd != fd_out) {
                 srv.on_readable(p.fd);
             } else if (p.fd == fd_in || p.fd == fd_out) {

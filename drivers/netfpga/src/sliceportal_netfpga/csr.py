@@ -1,7 +1,8 @@
 """Client of the simulator's control socket (text lines, see dataplane/netfpga/sim/main.cpp).
 
 A real NetFPGA SUME exposes the same AXI4-Lite registers through its driver's register
-ioctl; only this transport would change. Every failure surfaces as ``UnreachableError``.
+ioctl; only this transport would change. Every failure surfaces as ``UnreachableError``,
+except a token the agent refuses (``OptionsError``: retrying cannot help, the options must change).
 """
 
 from __future__ import annotations
@@ -9,7 +10,11 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable, Sequence
 
-from sliceportal.drivers.contract import DriverError, UnreachableError
+from sliceportal.drivers.contract import DriverError, OptionsError, UnreachableError
+
+# The agent's answer to a connection that did not open with the right ``AUTH <token>``;
+# it closes the connection after it, before executing anything else that was sent.
+_UNAUTHORIZED = "ERR unauthorized"
 
 
 class CsrError(DriverError):
@@ -20,7 +25,7 @@ def _connect(address: str, timeout: float) -> socket.socket:
     try:
         if address.startswith("tcp:"):
             host, _, port = address[4:].rpartition(":")
-            return socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
+            return socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout)
         path = address.removeprefix("unix:")
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
@@ -36,10 +41,20 @@ def _connect(address: str, timeout: float) -> socket.socket:
 class CsrClient:
     """Register reads and writes; batches are pipelined (all lines sent, then all replies)."""
 
-    def __init__(self, address: str, timeout: float = 30.0) -> None:
+    def __init__(self, address: str, timeout: float = 30.0, token: str | None = None) -> None:
         self.address = address
         self._sock = _connect(address, timeout)
         self._buf = b""
+        if token is not None:
+            try:
+                self.command(f"AUTH {token}")
+            except CsrError as e:  # an agent without a token answers AUTH with "ERR no token"
+                self.close()
+                raise OptionsError(f"the NetFPGA agent at {address!r} does not take a token: {e}",
+                                   hint="remove agent_token, or start the agent with --token-file") from e
+            except DriverError:
+                self.close()
+                raise
 
     def close(self) -> None:
         self._sock.close()
@@ -67,8 +82,17 @@ class CsrClient:
             self._sock.sendall(("\n".join(lines) + "\n").encode())
         except OSError as e:
             raise self._lost(e) from e
-        # Every reply is read before raising, so the connection stays in step.
-        replies = [self._readline() for _ in lines]
+        # Every reply is read before raising, so the connection stays in step; but an agent that
+        # refused the token answers once and closes, so that reply is raised at once.
+        replies = []
+        for _ in lines:
+            reply = self._readline()
+            if reply.startswith(_UNAUTHORIZED):
+                raise OptionsError(
+                    f"the NetFPGA agent at {self.address!r} refused the connection: {reply[4:]}",
+                    hint="set the backend's agent_token to the token in the agent's --token-file",
+                )
+            replies.append(reply)
         for line, reply in zip(lines, replies, strict=True):
             if not reply.startswith("OK"):
                 raise CsrError(f"data plane refused {line.split()[0]!r}: {reply}")

@@ -74,7 +74,7 @@ class Driver:
     # ---- connection -------------------------------------------------------------------
     def _client(self) -> CsrClient:
         if self._csr is None:
-            self._csr = CsrClient(self.options.address, self.options.timeout_s)
+            self._csr = CsrClient(self.options.address, self.options.timeout_s, self.options.agent_token)
         return self._csr
 
     def _fresh(self) -> CsrClient:

@@ -22,6 +22,9 @@ class NetfpgaOptions(BaseModel):
 
     address: str = Field(min_length=1, max_length=200,
                          description="control socket: tcp:HOST:PORT, or a Unix socket unix:/PATH.sock")
+    agent_token: str | None = Field(None, min_length=16, max_length=1024, pattern=r"^[!-~]+$",
+                                    description="the token of an agent started with sp_sim --token-file "
+                                    "(sent as its connection's first line, AUTH <token>)")
     paths: StrictInt = Field(8, ge=1, le=256, description="round-robin paths the bitstream was built with")
     lanes: StrictInt = Field(4, ge=1, le=8, description="priority lanes per path")
     capacity: StrictInt = Field(64, ge=1, le=1024, description="TCAM entries per bank")
