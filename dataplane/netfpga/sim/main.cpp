@@ -21,8 +21,8 @@
 //   FAULT <n>                drop this connection instead of executing the (n+1)th write
 //   QUIT
 // With --token-file the process is an agent other hosts may reach: a connection may then use
-// only what the driver needs (R, W, STATS); the rest names host files or stops the process,
-// and is refused unless --test-commands is given (tests and the local testbed).
+// only what the driver needs (R, W); the rest names host files, stops the process or drives
+// the simulation, and is refused unless --test-commands is given (tests, the local testbed).
 // With --veth-in / --veth-out the model free-runs: frames received on veth-in enter from
 // nf0, DMA output leaves on veth-out, frames received on veth-out enter from dma0 and
 // leave on veth-in (AF_PACKET). --live-drain-mbps (or LIVE_DRAIN) paces the DMA drain in
@@ -226,7 +226,7 @@ bool same_token(const std::string& given, const std::string& want) {
 }
 
 // What a driver needs of a token-protected agent; everything else is for tests and the testbed.
-bool driver_command(const std::string& cmd) { return cmd == "R" || cmd == "W" || cmd == "STATS"; }
+bool driver_command(const std::string& cmd) { return cmd == "R" || cmd == "W"; }
 
 // A command line is short (a CSR access, or a command naming one file): a peer that sends more
 // without a newline is not speaking the protocol, and its buffer must not grow without bound.
