@@ -87,6 +87,9 @@ pub struct Engine {
 
 struct ParseError(u32);
 
+/// Action data this long or shorter is copied on the stack in `apply_table`.
+const INLINE_PARAMS: usize = 16;
+
 fn read_bits(data: &[u8], bit_off: usize, width: u32) -> u64 {
     // width <= 64 and the caller checked the bytes exist
     let first = bit_off / 8;
@@ -349,57 +352,14 @@ impl Engine {
                 }
                 read_bits(&pkt.data, bit, *width) as i128
             }
-            Expr::Un(op, x) => {
-                let v = self.eval(x, pkt, params, cursor)?;
-                match op {
-                    UnOp::D2b => (v != 0) as i128,
-                    UnOp::Not => (v == 0) as i128,
-                    UnOp::BitNot => !v,
-                    UnOp::Neg => v.wrapping_neg(),
-                    UnOp::B2d => v,
-                }
-            }
+            Expr::Un(op, x) => un_op(*op, self.eval(x, pkt, params, cursor)?),
             Expr::Bin(BinOp::LAnd, a, b) => {
                 (self.eval(a, pkt, params, cursor)? != 0 && self.eval(b, pkt, params, cursor)? != 0) as i128
             }
             Expr::Bin(BinOp::LOr, a, b) => {
                 (self.eval(a, pkt, params, cursor)? != 0 || self.eval(b, pkt, params, cursor)? != 0) as i128
             }
-            Expr::Bin(op, a, b) => {
-                let x = self.eval(a, pkt, params, cursor)?;
-                let y = self.eval(b, pkt, params, cursor)?;
-                match op {
-                    BinOp::And => x & y,
-                    BinOp::Or => x | y,
-                    BinOp::Xor => x ^ y,
-                    BinOp::Add => x.wrapping_add(y),
-                    BinOp::Sub => x.wrapping_sub(y),
-                    BinOp::Mul => x.wrapping_mul(y),
-                    BinOp::Shl => {
-                        if (0..128).contains(&y) {
-                            x.wrapping_shl(y as u32)
-                        } else {
-                            0
-                        }
-                    }
-                    BinOp::Shr => {
-                        if (0..128).contains(&y) {
-                            x >> y
-                        } else if x < 0 {
-                            -1
-                        } else {
-                            0
-                        }
-                    }
-                    BinOp::Eq => (x == y) as i128,
-                    BinOp::Ne => (x != y) as i128,
-                    BinOp::Lt => (x < y) as i128,
-                    BinOp::Le => (x <= y) as i128,
-                    BinOp::Gt => (x > y) as i128,
-                    BinOp::Ge => (x >= y) as i128,
-                    BinOp::LAnd | BinOp::LOr => unreachable!(),
-                }
-            }
+            Expr::Bin(op, a, b) => bin_op(*op, self.eval(a, pkt, params, cursor)?, self.eval(b, pkt, params, cursor)?),
             Expr::Cond(c, a, b) => {
                 if self.eval(c, pkt, params, cursor)? != 0 {
                     self.eval(a, pkt, params, cursor)?
@@ -433,9 +393,14 @@ impl Engine {
     }
 
     fn apply_table(&mut self, t: usize, pkt: &mut Packet) -> Option<Node> {
-        let (action, params, hit) = if self.tables[t].keyless() {
+        // The action data is copied out of the table (run_action mutably borrows the engine
+        // for counters, meters and registers) onto the stack: a heap copy per table per
+        // packet cost more than the action.
+        let mut inline = [0u64; INLINE_PARAMS];
+        let heap: Vec<u64>;
+        let (action, hit, src) = if self.tables[t].keyless() {
             let ts = &self.tables[t];
-            (ts.default_action, ts.default_params.clone(), false)
+            (ts.default_action, false, &ts.default_params)
         } else {
             let mut values = [0u64; 32];
             let nkeys = self.ir.tables[t].keys.len();
@@ -451,14 +416,21 @@ impl Engine {
                         e.packets += 1;
                         e.bytes += pkt.ingress_length;
                     }
-                    (e.action, e.params.clone(), true)
+                    (e.action, true, &e.params)
                 }
-                None => (ts.default_action, ts.default_params.clone(), false),
+                None => (ts.default_action, false, &ts.default_params),
             }
         };
-        self.run_action(action, &params, pkt);
+        let params: &[u64] = if src.len() <= INLINE_PARAMS {
+            inline[..src.len()].copy_from_slice(src);
+            &inline[..src.len()]
+        } else {
+            heap = src.clone();
+            &heap
+        };
+        self.run_action(action, params, pkt);
         match &self.ir.tables[t].next {
-            crate::ir::NextIr::ByAction(by) => by.get(&action).copied().flatten(),
+            crate::ir::NextIr::ByAction(by) => by.iter().find(|(a, _)| *a == action).and_then(|(_, n)| *n),
             crate::ir::NextIr::HitMiss(h, m) => {
                 if hit {
                     *h
@@ -581,6 +553,56 @@ impl Engine {
         }
         out.extend_from_slice(&pkt.data[pkt.payload..]);
         out
+    }
+}
+
+/// A unary operator on a value (the engine's arithmetic, shared with load-time folding).
+#[inline]
+pub(crate) fn un_op(op: UnOp, v: i128) -> i128 {
+    match op {
+        UnOp::D2b => (v != 0) as i128,
+        UnOp::Not => (v == 0) as i128,
+        UnOp::BitNot => !v,
+        UnOp::Neg => v.wrapping_neg(),
+        UnOp::B2d => v,
+    }
+}
+
+/// A binary operator on two values; `LAnd` / `LOr` here on values already computed (the
+/// evaluator short-circuits them itself: a lookahead past the end must not fail the parser).
+#[inline]
+pub(crate) fn bin_op(op: BinOp, x: i128, y: i128) -> i128 {
+    match op {
+        BinOp::And => x & y,
+        BinOp::Or => x | y,
+        BinOp::Xor => x ^ y,
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Shl => {
+            if (0..128).contains(&y) {
+                x.wrapping_shl(y as u32)
+            } else {
+                0
+            }
+        }
+        BinOp::Shr => {
+            if (0..128).contains(&y) {
+                x >> y
+            } else if x < 0 {
+                -1
+            } else {
+                0
+            }
+        }
+        BinOp::Eq => (x == y) as i128,
+        BinOp::Ne => (x != y) as i128,
+        BinOp::Lt => (x < y) as i128,
+        BinOp::Le => (x <= y) as i128,
+        BinOp::Gt => (x > y) as i128,
+        BinOp::Ge => (x >= y) as i128,
+        BinOp::LAnd => (x != 0 && y != 0) as i128,
+        BinOp::LOr => (x != 0 || y != 0) as i128,
     }
 }
 

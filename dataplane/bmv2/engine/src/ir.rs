@@ -131,8 +131,9 @@ pub enum Node {
 
 #[derive(Debug, Clone)]
 pub enum NextIr {
-    /// Next node per action index (global), None = end of the control.
-    ByAction(HashMap<usize, Option<Node>>),
+    /// Next node per action index (global), None = end of the control. A short list
+    /// scanned per packet: a table has a few actions, and hashing cost more than the scan.
+    ByAction(Vec<(usize, Option<Node>)>),
     HitMiss(Option<Node>, Option<Node>),
 }
 
@@ -730,14 +731,14 @@ pub fn build(raw: &Value) -> R<Ir> {
                 )
             } else {
                 let names = arr(t, "actions");
-                let mut by = HashMap::new();
+                let mut by = Vec::new();
                 for (i, a) in acts.iter().enumerate() {
                     let aname = names.get(i).and_then(Value::as_str).unwrap_or_default();
                     let n = match next_tables.get(aname) {
                         Some(v) => node(v).map_err(ctx)?,
                         None => node(&t["base_default_next"]).map_err(ctx)?,
                     };
-                    by.insert(*a, n);
+                    by.push((*a, n));
                 }
                 NextIr::ByAction(by)
             };

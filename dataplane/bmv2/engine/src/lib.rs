@@ -11,6 +11,7 @@ pub mod live;
 pub mod loadgen;
 pub mod p4rt;
 pub mod rawsock;
+pub mod simplify;
 #[cfg(feature = "python")]
 mod python;
 pub mod table;
@@ -252,7 +253,8 @@ fn check(program: &Program, raw: &Value) -> Vec<String> {
 pub fn engine(json: &str) -> Result<exec::Engine, LoadError> {
     load(json)?;
     let raw: Value = serde_json::from_str(json).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
-    let ir = ir::build(&raw).map_err(|e| LoadError { unsupported: vec![e], detail: String::new() })?;
+    let mut ir = ir::build(&raw).map_err(|e| LoadError { unsupported: vec![e], detail: String::new() })?;
+    simplify::program(&mut ir);
     Ok(exec::Engine::new(ir))
 }
 
