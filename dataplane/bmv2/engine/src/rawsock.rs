@@ -121,7 +121,9 @@ impl RawSock {
     }
 }
 
-/// Receive buffers for one socket: `batch` slots, reused across calls.
+/// Receive buffers for one socket: `batch` slots and their message headers, built once and
+/// reused across calls (a call that finds one frame, as a spinning receiver's often do,
+/// would otherwise rebuild every slot's header).
 pub struct RxRing {
     bufs: Vec<Vec<u8>>,
     control: Vec<[u8; CONTROL]>,
@@ -135,13 +137,36 @@ unsafe impl Send for RxRing {}
 
 impl RxRing {
     pub fn new(batch: usize) -> RxRing {
-        RxRing {
+        let mut ring = RxRing {
             bufs: vec![vec![0u8; SLOT]; batch],
             control: vec![[0u8; CONTROL]; batch],
             addrs: vec![unsafe { zeroed() }; batch],
             iovs: Vec::with_capacity(batch),
             msgs: Vec::with_capacity(batch),
+        };
+        // the vectors never grow again, so the pointers below stay valid when the ring moves
+        for i in 0..batch {
+            ring.iovs.push(libc::iovec { iov_base: ring.bufs[i].as_mut_ptr() as *mut libc::c_void, iov_len: SLOT });
         }
+        for i in 0..batch {
+            let mut m: libc::mmsghdr = unsafe { zeroed() };
+            m.msg_hdr.msg_iov = &mut ring.iovs[i];
+            m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_name = &mut ring.addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
+            m.msg_hdr.msg_control = ring.control[i].as_mut_ptr() as *mut libc::c_void;
+            ring.msgs.push(m);
+            ring.reset(i);
+        }
+        ring
+    }
+
+    /// The lengths the kernel overwrote in slot `i` back to the buffers' sizes.
+    fn reset(&mut self, i: usize) {
+        let m = &mut self.msgs[i];
+        m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
+        m.msg_hdr.msg_controllen = CONTROL;
+        m.msg_hdr.msg_flags = 0;
+        m.msg_len = 0;
     }
 
     /// Wait for frames (up to the socket's timeout) and take every one already queued, up
@@ -153,22 +178,7 @@ impl RxRing {
 
     /// As [`RxRing::receive`]; `wait` false: only what is queued now, never sleeping.
     pub fn receive_with(&mut self, sock: &RawSock, out: &mut Vec<Vec<u8>>, wait: bool) {
-        let n = self.bufs.len();
-        self.iovs.clear();
-        self.msgs.clear();
-        for i in 0..n {
-            self.iovs.push(libc::iovec { iov_base: self.bufs[i].as_mut_ptr() as *mut libc::c_void, iov_len: SLOT });
-        }
-        for i in 0..n {
-            let mut m: libc::mmsghdr = unsafe { zeroed() };
-            m.msg_hdr.msg_iov = &mut self.iovs[i];
-            m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_name = &mut self.addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
-            m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
-            m.msg_hdr.msg_control = self.control[i].as_mut_ptr() as *mut libc::c_void;
-            m.msg_hdr.msg_controllen = CONTROL;
-            self.msgs.push(m);
-        }
+        let n = self.msgs.len();
         // SAFETY: every mmsghdr points into this ring's buffers, alive for the call
         let got = unsafe {
             let flags = if wait { libc::MSG_WAITFORONE } else { libc::MSG_DONTWAIT };
@@ -178,22 +188,22 @@ impl RxRing {
             return;
         }
         for i in 0..got as usize {
-            if self.addrs[i].sll_pkttype == libc::PACKET_OUTGOING {
-                continue;
-            }
-            let len = (self.msgs[i].msg_len as usize).min(SLOT);
-            let data = &self.bufs[i][..len];
-            match vlan_of(&self.msgs[i].msg_hdr) {
-                Some((tpid, tci)) if len >= 12 => {
-                    let mut f = Vec::with_capacity(len + 4);
-                    f.extend_from_slice(&data[..12]);
-                    f.extend_from_slice(&tpid.to_be_bytes());
-                    f.extend_from_slice(&tci.to_be_bytes());
-                    f.extend_from_slice(&data[12..]);
-                    out.push(f);
+            if self.addrs[i].sll_pkttype != libc::PACKET_OUTGOING {
+                let len = (self.msgs[i].msg_len as usize).min(SLOT);
+                let data = &self.bufs[i][..len];
+                match vlan_of(&self.msgs[i].msg_hdr) {
+                    Some((tpid, tci)) if len >= 12 => {
+                        let mut f = Vec::with_capacity(len + 4);
+                        f.extend_from_slice(&data[..12]);
+                        f.extend_from_slice(&tpid.to_be_bytes());
+                        f.extend_from_slice(&tci.to_be_bytes());
+                        f.extend_from_slice(&data[12..]);
+                        out.push(f);
+                    }
+                    _ => out.push(data.to_vec()),
                 }
-                _ => out.push(data.to_vec()),
             }
+            self.reset(i);
         }
     }
 }
