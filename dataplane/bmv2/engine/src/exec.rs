@@ -83,6 +83,8 @@ pub struct Engine {
     pub counters: Vec<Vec<(u64, u64)>>,
     pub registers: Vec<Vec<u64>>,
     pub meters: Vec<Vec<MeterCell>>,
+    /// A new packet's validity bits: metadata headers valid, the others not.
+    valid_init: Vec<bool>,
 }
 
 struct ParseError(u32);
@@ -143,7 +145,8 @@ impl Engine {
         let counters = ir.counters.iter().map(|c| vec![(0, 0); c.size]).collect();
         let registers = ir.registers.iter().map(|r| vec![0; r.size]).collect();
         let meters = ir.meters.iter().map(|m| vec![MeterCell::default(); m.size]).collect();
-        Engine { ir, tables, counters, registers, meters }
+        let valid_init = ir.headers.iter().map(|h| h.metadata).collect();
+        Engine { ir, tables, counters, registers, meters, valid_init }
     }
 
     // ---- control plane ---------------------------------------------------------------
@@ -199,7 +202,7 @@ impl Engine {
         let n = self.ir.slot_width.len();
         let mut pkt = Packet {
             fields: vec![0; n],
-            valid: self.ir.headers.iter().map(|h| h.metadata).collect(),
+            valid: self.valid_init.clone(),
             varbits: vec![Vec::new(); self.ir.headers.len()],
             ingress_length: data.len() as u64,
             extracted_at: vec![-1; self.ir.headers.len()],
@@ -339,7 +342,18 @@ impl Engine {
         Ok(())
     }
 
+    /// The leaves most operands are, here without a call; the rest in [`Engine::eval_tree`].
+    #[inline(always)]
     fn eval(&self, e: &Expr, pkt: &Packet, params: &[u64], cursor: usize) -> Result<i128, ParseError> {
+        match e {
+            Expr::Const(c) => Ok(*c),
+            Expr::Field(f) => Ok(pkt.fields[*f] as i128),
+            Expr::Valid(h) => Ok(pkt.valid[*h] as i128),
+            _ => self.eval_tree(e, pkt, params, cursor),
+        }
+    }
+
+    fn eval_tree(&self, e: &Expr, pkt: &Packet, params: &[u64], cursor: usize) -> Result<i128, ParseError> {
         Ok(match e {
             Expr::Const(c) => *c,
             Expr::Field(f) => pkt.fields[*f] as i128,
