@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -353,8 +353,10 @@ def _read_with_one_retry(driver: Driver) -> DataPlaneState:
 
 
 def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallback | None = None, *,
-                   repair: bool = True) -> ReconcileReport:
-    """Read the data plane back, report any drift from ``expected`` and (``repair``) repair it."""
+                   relower: Callable[[NativePlan], NativePlan] | None = None) -> ReconcileReport:
+    """Read the data plane back, report any drift from ``expected`` and repair it. ``relower``:
+    on drift, before any write, the plan as the driver lowers the same rule set now (a stored
+    plan may carry an older layout or numbering); compared with the same read-back."""
     base: dict[str, Any] = {"driver": expected.driver, "expected_version": expected.version}
     try:
         state = _read_with_one_retry(driver)
@@ -363,15 +365,15 @@ def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallb
             **base, found_version=None, reachable=False, in_sync=False, restarted_empty=False, error=str(e)
         )
     diff = diff_tables(state.tables, expected.tables)
+    if not _holds(state, expected, diff) and relower is not None:
+        expected = relower(expected)
+        diff = diff_tables(state.tables, expected.tables)
     if _holds(state, expected, diff):
         return ReconcileReport(**base, found_version=expected.version, reachable=True, in_sync=True,
                                restarted_empty=False)
     # No version means nothing the portal pushed is there: a restarted (or never filled)
     # data plane; it may still hold its own default entries.
     restarted = state.version is None
-    if not repair:
-        return ReconcileReport(**base, found_version=state.version, reachable=True, in_sync=False,
-                               restarted_empty=restarted, drift=diff.counts(), drift_tables=sorted(diff.tables))
     outcome = push(driver, expected, progress)
     return ReconcileReport(
         **base,

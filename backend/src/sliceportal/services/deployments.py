@@ -473,10 +473,7 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
         try:
             for attempt in range(2):
                 with POOL.use(session, backend) as drv:
-                    report = reconcile_once(drv, plan, repair=False)
-                    if report.reachable and not report.in_sync:
-                        plan = _as_lowered_now(session, drv, expected, plan)
-                        report = reconcile_once(drv, plan)
+                    report = reconcile_once(drv, plan, relower=lambda p: _as_lowered_now(session, drv, expected, p))
                     health = drv.health()
                 if report.reachable or attempt:
                     break
