@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from scapy.utils import wrpcap
 
 from sliceportal.drivers.conformance import DriverConformance
 from sliceportal.drivers.contract import OptionsError
-from sliceportal.traffic.packets import Flow, build
 from sliceportal_netfpga import regmap, simulator
 from sliceportal_netfpga.csr import CsrClient
 from sliceportal_netfpga.driver import Driver
@@ -255,12 +253,9 @@ class TestNetfpgaAgentConformance(DriverConformance):
         return fault
 
     @pytest.fixture
-    def traffic(self, card: list[Agent], tmp_path: Path) -> Callable[[], None]:
-        pcap = tmp_path / "t.pcap"
-        wrpcap(str(pcap), [build(Flow(f"10.45.0.{i}", "10.60.0.1", 5000 + 2 * i, vni=7, teid=i)) for i in range(16)])
-
+    def traffic(self, card: list[Agent], conformance_pcap: Path) -> Callable[[], None]:
         def send() -> None:
-            card[-1].authed(f"INJECT {pcap}")
+            card[-1].authed(f"INJECT {conformance_pcap}")
             card[-1].authed("RUN")
 
         return send

@@ -6,10 +6,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from scapy.utils import wrpcap
 
 from sliceportal.drivers.conformance import DriverConformance
-from sliceportal.traffic.packets import Flow, build
 from sliceportal_netfpga import simulator
 from sliceportal_netfpga.driver import Driver
 from sliceportal_netfpga.simulator import SimProcess
@@ -42,12 +40,9 @@ class TestNetfpgaConformance(DriverConformance):
         return lambda: card[-1].command("FAULT 10")
 
     @pytest.fixture
-    def traffic(self, card: list[SimProcess], tmp_path: Path) -> Callable[[], None]:  # type: ignore[override]
-        pcap = tmp_path / "t.pcap"
-        wrpcap(str(pcap), [build(Flow(f"10.45.0.{i}", "10.60.0.1", 5000 + 2 * i, vni=7, teid=i)) for i in range(16)])
-
+    def traffic(self, card: list[SimProcess], conformance_pcap: Path) -> Callable[[], None]:  # type: ignore[override]
         def send() -> None:
-            card[-1].command(f"INJECT {pcap}")
+            card[-1].command(f"INJECT {conformance_pcap}")
             card[-1].command("RUN")
 
         return send
