@@ -1,6 +1,8 @@
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
+import { setTokens } from "../../api/client";
+import { SessionProvider } from "../../auth/session";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { parseTeids } from "./SubscriberForm";
 import { SubscribersPage } from "./SubscribersPage";
@@ -13,14 +15,24 @@ function api(extra: Parameters<typeof fakeApi>[0] = {}) {
     "GET /api/v1/subscribers": () => jsonResponse({ count: 1, data: [SUB] }),
     "GET /api/v1/tenants": () => jsonResponse({ count: 1, data: [{ id: 3, name: "acme" }] }),
     "GET /api/v1/slices": () => jsonResponse({ count: 1, data: [{ id: 21, name: "video", tenant_id: 3 }] }),
+    "GET /api/v1/users/me": () => jsonResponse({ id: 1, username: "op", role: "operator", tenant_id: null, full_name: "",
+      is_active: true, version: 1 }),
     ...extra,
   });
 }
 
+/** The page as the app mounts it: inside the signed-in session (the import offers operators an override). */
+function renderPage(url: string) {
+  setTokens({ access_token: "a", refresh_token: "r" });
+  renderWithApp(<SessionProvider><SubscribersPage /></SessionProvider>, { url });
+}
+
+afterEach(() => setTokens(null));
+
 describe("SubscribersPage", () => {
   it("shows tenant and slice names with links instead of ids", async () => {
     vi.stubGlobal("fetch", api().fetch);
-    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    renderPage("/subscribers");
     const tenant = await screen.findByRole("link", { name: "acme" });
     expect(tenant).toHaveAttribute("href", "/subscribers?tenant_id=3");
     expect(await screen.findByRole("link", { name: "video" })).toHaveAttribute("href", "/slices/21");
@@ -29,7 +41,7 @@ describe("SubscribersPage", () => {
   it("shows each subscriber's own guaranteed rate in Mbit/s, and a dash for none", async () => {
     vi.stubGlobal("fetch", api({ "GET /api/v1/subscribers": () => jsonResponse({ count: 2, data: [
       { ...SUB, guaranteed_bps: 12_500_000 }, { ...SUB, id: 12, imsi: "001010000000002", guaranteed_bps: null }] }) }).fetch);
-    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    renderPage("/subscribers");
     const table = await screen.findByRole("table", { name: "Subscribers" });
     expect(within(table).getByRole("columnheader", { name: "Guaranteed rate" })).toBeInTheDocument();
     const rows = within(table).getAllByRole("row").slice(1);
@@ -40,7 +52,7 @@ describe("SubscribersPage", () => {
   it("passes the tenant filter from the URL to the API", async () => {
     const fake = api();
     vi.stubGlobal("fetch", fake.fetch);
-    renderWithApp(<SubscribersPage />, { url: "/subscribers?tenant_id=3" });
+    renderPage("/subscribers?tenant_id=3");
     await screen.findByRole("link", { name: "acme" });
     const call = fake.calls.find((c) => c.url.pathname === "/api/v1/subscribers");
     expect(call?.url.searchParams.get("tenant_id")).toBe("3");
@@ -49,7 +61,7 @@ describe("SubscribersPage", () => {
   it("deletes only after a confirmation that names the subscriber", async () => {
     const fake = api({ "DELETE /api/v1/subscribers/11": () => new Response(null, { status: 204 }) });
     vi.stubGlobal("fetch", fake.fetch);
-    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    renderPage("/subscribers");
     const user = userEvent.setup();
     await user.click(await screen.findByRole("button", { name: "Delete subscriber 001010000000001" }));
     const dialog = await screen.findByRole("dialog", { name: "Delete subscriber 001010000000001?" });
@@ -73,7 +85,7 @@ describe("parseTeids", () => {
   it("bulk-deletes what the filter selects, after a confirmation naming the count and the filter", async () => {
     const fake = api({ "POST /api/v1/subscribers/bulk-delete": () => jsonResponse({ deleted: 1, filter: {} }) });
     vi.stubGlobal("fetch", fake.fetch);
-    renderWithApp(<SubscribersPage />, { url: "/subscribers?tenant_id=3&q=10.47" });
+    renderPage("/subscribers?tenant_id=3&q=10.47");
     const user = userEvent.setup();
     await screen.findByRole("link", { name: "acme" });
     await user.click(await screen.findByRole("button", { name: "Delete 1 matching" }));
@@ -89,7 +101,7 @@ describe("parseTeids", () => {
   it("says so when no filter is set, and sends all=true", async () => {
     const fake = api({ "POST /api/v1/subscribers/bulk-delete": () => jsonResponse({ deleted: 1, filter: {} }) });
     vi.stubGlobal("fetch", fake.fetch);
-    renderWithApp(<SubscribersPage />, { url: "/subscribers" });
+    renderPage("/subscribers");
     const user = userEvent.setup();
     await screen.findByRole("link", { name: "acme" });
     await user.click(await screen.findByRole("button", { name: "Delete 1 matching" }));
