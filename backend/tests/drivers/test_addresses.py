@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sliceportal.drivers.addresses import check_address
+from sliceportal.drivers.addresses import TcpAddress, UnixAddress, check_address, parse_address
 
 
 @pytest.mark.parametrize(("address", "unprefixed"), [
@@ -13,6 +13,18 @@ from sliceportal.drivers.addresses import check_address
 ])
 def test_well_formed_addresses_pass_unchanged(address: str, unprefixed: str) -> None:
     assert check_address(address, unprefixed) == address  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("address", "unprefixed", "where"), [
+    ("tcp:127.0.0.1:7700", "unix", TcpAddress("127.0.0.1", 7700)),
+    ("tcp:[::1]:7700", "unix", TcpAddress("::1", 7700)),  # the brackets are the address's, not the host's
+    ("localhost:1", "tcp", TcpAddress("localhost", 1)),
+    ("unix:/run/sliceportal/x.sock", "tcp", UnixAddress("/run/sliceportal/x.sock")),
+    ("/tmp/sp/netfpga.sock", "unix", UnixAddress("/tmp/sp/netfpga.sock")),
+])
+def test_what_a_client_connects_to_is_what_the_check_read(address: str, unprefixed: str,
+                                                         where: TcpAddress | UnixAddress) -> None:
+    assert parse_address(address, unprefixed) == where  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("address", "unprefixed", "why"), [

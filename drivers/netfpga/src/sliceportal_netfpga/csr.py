@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable, Sequence
 
+from sliceportal.drivers.addresses import TcpAddress, parse_address
 from sliceportal.drivers.contract import DriverError, OptionsError, UnreachableError
 
 # The agent's answer to a connection that did not open with the right ``AUTH <token>``;
@@ -23,13 +24,12 @@ class CsrError(DriverError):
 
 def _connect(address: str, timeout: float) -> socket.socket:
     try:
-        if address.startswith("tcp:"):
-            host, _, port = address[4:].rpartition(":")
-            return socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout)
-        path = address.removeprefix("unix:")
+        where = parse_address(address, unprefixed="unix")
+        if isinstance(where, TcpAddress):
+            return socket.create_connection((where.host, where.port), timeout=timeout)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
-        s.connect(path)
+        s.connect(where.path)
         return s
     except (OSError, ValueError) as e:
         raise UnreachableError(

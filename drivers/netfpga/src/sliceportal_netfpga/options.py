@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
-from sliceportal.drivers.addresses import check_address
+from sliceportal.drivers.addresses import UnixAddress, check_address, parse_address
 from sliceportal.drivers.contract import OptionsError
 
 
@@ -44,7 +44,8 @@ class NetfpgaOptions(BaseModel):
 
     def unix_socket(self) -> str | None:
         """The socket path when the address is a Unix socket."""
-        return None if self.address.startswith("tcp:") else self.address.removeprefix("unix:")
+        where = parse_address(self.address, unprefixed="unix")
+        return where.path if isinstance(where, UnixAddress) else None
 
     @field_validator("paths", "lanes")
     @classmethod
