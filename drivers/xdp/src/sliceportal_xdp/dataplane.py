@@ -16,7 +16,7 @@ from dataclasses import astuple, dataclass, field
 from sliceportal.drivers.contract import NativeEntry
 
 from . import layout as L
-from .image import ARRAY_SHAPE, ARRAYS, KEYED, Image, ImageDiff
+from .image import ARRAY_SHAPE, ARRAYS, KEYED, Image, ImageDiff, keyed_holds
 from .libbpf import BpfObject, Map, TestRun, obj_id, test_run
 from .lowering import TUNNEL_FIELDS, rules_list
 from .pins import PinDir
@@ -259,6 +259,24 @@ class DataPlane:
             n, size = ARRAY_SHAPE[f]
             img[f] = v.mem[f][: n * size]
         return img
+
+    def mismatched(self, v: VersionMaps, want: Image) -> list[str]:
+        """The tables where a copy does not hold ``want`` byte for byte (empty: it holds
+        it exactly). One batch lookup per keyed map compared in the kernel's order, the
+        arrays compared through their mmap: cheaper than ``read_image`` + compare, which
+        builds a dict of every entry read."""
+        bad = []
+        for f in KEYED:
+            m, w = v.table(f), want[f]
+            assert isinstance(w, dict)
+            raw = m.lookup_raw()  # None: no batch lookup in this kernel, read key by key
+            if not (keyed_holds(*raw, m.key_size, w) if raw is not None else dict(m.lookup_all()) == w):
+                bad.append(f)
+        for f in ARRAYS:
+            n, size = ARRAY_SHAPE[f]
+            if v.mem[f][: n * size] != want[f]:
+                bad.append(f)
+        return bad
 
     def write_changes(self, v: VersionMaps, d: ImageDiff, progress: Callable[[int], None]) -> int:
         """Apply ``d`` to a copy: per map one batch delete and one batch update of only

@@ -284,8 +284,8 @@ class Driver:
             live_v, idle = dp.versions[active], dp.versions[1 - active]
             known = dp.held[active]
             change = image.diff(known if known is not None else dp.read_image(live_v), want)
-            if change.writes == 0 and known is not None:
-                # confirm with the kernel: a hand-edited live copy must be repaired by a re-push
+            if change.writes == 0 and known is not None and dp.mismatched(live_v, want):
+                # the kernel disagrees: a hand-edited live copy must be repaired by a re-push
                 change = image.diff(dp.read_image(live_v), want)
             added, removed, modified = change.added, change.removed, change.modified
             progress(ProgressEvent(phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} entries"))
@@ -313,15 +313,14 @@ class Driver:
                 if fail_after is not None and work.writes == 0:
                     wrote(fail_after)
                 dp.write_changes(idle, work, wrote)
-                back = dp.read_image(idle)
-                if back != want and base is not None:
+                bad = dp.mismatched(idle, want)  # the read-back, compared as bytes
+                if bad and base is not None:
                     # the copy had drifted from what we last wrote there: diff what it holds
-                    work = image.diff(back, want)
+                    work = image.diff(dp.read_image(idle), want)
                     dp.write_changes(idle, work, wrote)
-                    back = dp.read_image(idle)
+                    bad = dp.mismatched(idle, want)
                 progress(ProgressEvent(phase="verify", done=1, total=1))
-                if back != want:
-                    bad = [t for t in want if back.get(t) != want[t]]
+                if bad:
                     raise PushError(f"read-back of the new tables differs in {bad}", rolled_back=True)
             except (BpfError, ValueError, KeyError, TypeError) as e:
                 # the live copy was never touched: the old version is still what packets see

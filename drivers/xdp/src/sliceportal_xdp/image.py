@@ -13,7 +13,10 @@ An image maps each table name (``VersionMaps.FIELDS``) to either
 
 from __future__ import annotations
 
+import operator
 import socket
+import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sliceportal.drivers.contract import NativeEntry
@@ -36,6 +39,7 @@ ARRAY_SHAPE = {
     "meta": (1, L.META.size),
 }
 _BLOCK = 256  # array slots compared as one slice before looking at single slots
+_FIRST = operator.itemgetter(0)
 
 
 _ONE = [(1 << r).to_bytes(L.BITMAP_BYTES, "little") for r in range(L.MAX_RULES)]
@@ -51,11 +55,27 @@ def _bitmap(rules: list[int]) -> bytes:
 
 
 _PLEN = [L.LPM_KEY.pack(p, b"\0\0\0\0")[:4] for p in range(33)]
+_PLEN_OF = {str(p): k for p, k in enumerate(_PLEN)}  # "24" -> the key's prefixlen word
 
 
-def _lpm_key(prefix: str) -> bytes:
-    addr, _, plen = prefix.partition("/")
-    return _PLEN[int(plen)] + socket.inet_aton(addr)
+def _bitmaps(entries: list[NativeEntry]) -> Iterable[bytes]:
+    """The rule bitmaps of ``entries``, in order."""
+    rules = list(map(operator.itemgetter("rules"), entries))
+    if set(map(len, rules)) == {1}:  # the common case of expanded entries: table lookups, at C speed
+        return map(_ONE.__getitem__, map(operator.itemgetter(0), rules))
+    return map(_bitmap, rules)
+
+
+def _lpm_map(entries: list[NativeEntry]) -> dict[bytes, bytes]:
+    """An LPM table's image. An expanded plan has tens of thousands of prefixes, so the
+    parsing runs in C-level map() pipelines: all prefixes joined and split at "/" give the
+    addresses and the prefix lengths in alternation."""
+    prefixes = list(map(operator.itemgetter("prefix"), entries))
+    parts = "/".join(prefixes).split("/") if prefixes else []
+    if len(parts) != 2 * len(prefixes):
+        raise ValueError("an LPM entry's prefix is not address/length")
+    keys = map(operator.add, map(_PLEN_OF.__getitem__, parts[1::2]), map(socket.inet_aton, parts[0::2]))
+    return dict(zip(keys, _bitmaps(entries), strict=True))
 
 
 def _rle_array(entries: list[NativeEntry], size: int) -> bytes:
@@ -68,18 +88,13 @@ def _rle_array(entries: list[NativeEntry], size: int) -> bytes:
 def encode(tables: Tables) -> Image:
     """The image of ``tables`` (a plan's normal form)."""
     img: Image = {}
-    aton, plen, one = socket.inet_aton, _PLEN, _ONE
     for f in ("src_ip", "dst_ip"):
-        # inlined _lpm_key / _bitmap: an expanded plan has tens of thousands of prefixes
-        img[f] = {
-            plen[int(p)] + aton(a): one[r[0]] if len(r) == 1 else _bitmap(r)
-            for a, _, p, r in ((*e["prefix"].partition("/"), e["rules"]) for e in tables[f])
-        }
+        img[f] = _lpm_map(tables[f])
     img["dst_port"] = _rle_array(tables["dst_port"], L.PORTS)
     img["dscp"] = _rle_array(tables["dscp"], L.DSCPS)
     for f in TUNNEL_FIELDS:
-        u32 = L.U32.pack
-        img[f] = {u32(e["value"]): one[r[0]] if len(r := e["rules"]) == 1 else _bitmap(r) for e in tables[f]}
+        keys = map(L.U32.pack, map(operator.itemgetter("value"), tables[f]))
+        img[f] = dict(zip(keys, _bitmaps(tables[f]), strict=True))
     slots = {e["slot"]: e["rules"] for e in tables["special"]}
     # plans lowered before the *_any sets hold wildcards in every entry instead: still right
     img["special"] = b"".join(_bitmap(slots.get(s, [])) for s in L.SPECIAL_SLOTS)
@@ -202,6 +217,20 @@ def diff(old: Image, new: Image) -> ImageDiff:
                 d.modified += 1
         d.changes[f] = c
     return d
+
+
+def keyed_holds(keys: memoryview, values: memoryview, key_size: int, want: dict[bytes, bytes]) -> bool:
+    """Whether a keyed map's batch read (packed keys and values, kernel order) holds
+    exactly ``want``: as many keys, each one wanted (the kernel never repeats a key), and
+    the wanted values laid out in the kernel's key order equal to the values read, byte
+    for byte. No per-entry objects of the read besides its keys."""
+    if len(keys) != key_size * len(want):
+        return False
+    try:
+        expected = b"".join(map(want.__getitem__, map(_FIRST, struct.Struct(f"{key_size}s").iter_unpack(keys))))
+    except KeyError:
+        return False
+    return expected == values.tobytes()
 
 
 def empty() -> Image:

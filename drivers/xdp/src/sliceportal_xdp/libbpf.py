@@ -214,40 +214,35 @@ class Map:
         for k in keys[done:]:
             self.delete(k)
 
-    def array_values(self) -> bytes:
-        """All values of an array map, index order, as one buffer (one batch call)."""
+    def lookup_raw(self) -> tuple[memoryview, memoryview] | None:
+        """Every key and every value as two packed buffers (kernel order, ``key_size`` /
+        ``value_size`` bytes per entry) from one batch call; None where the kernel has no
+        batch lookup for this map type. The buffers are capacity-sized bytearrays: their
+        pages are zeroed lazily, so only the part the kernel fills is ever touched."""
         n = self.max_entries
-        keys = ctypes.create_string_buffer(self.key_size * n)
-        vals = ctypes.create_string_buffer(self.value_size * n)
-        out_batch = ctypes.create_string_buffer(8)
-        count = ctypes.c_uint32(n)
-        opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
-        rc = _lib.bpf_map_lookup_batch(self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts))
-        if rc < 0 and ctypes.get_errno() != errno.ENOENT:
-            _check(rc, f"batch lookup {self.name}")
-        if count.value != n:
-            raise BpfError(errno.EIO, f"batch lookup {self.name}: {count.value} of {n} entries")
-        return vals.raw
-
-    def lookup_all(self) -> list[tuple[bytes, bytes]]:
-        """Every (key, value) pair, by batch where supported, else key by key."""
-        n = self.max_entries
-        keys = ctypes.create_string_buffer(self.key_size * n)
-        vals = ctypes.create_string_buffer(self.value_size * n)
+        kb, vb = bytearray(self.key_size * n), bytearray(self.value_size * n)
+        keys, vals = (ctypes.c_char * len(kb)).from_buffer(kb), (ctypes.c_char * len(vb)).from_buffer(vb)
         out_batch = ctypes.create_string_buffer(max(self.key_size, 8))
         count = ctypes.c_uint32(n)
         opts = _BatchOpts(ctypes.sizeof(_BatchOpts), 0, 0)
         rc = _lib.bpf_map_lookup_batch(self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts))
-        if rc >= 0 or ctypes.get_errno() == errno.ENOENT:
-            ks, vs, got = self.key_size, self.value_size, count.value
-            # copy only the filled part of the (capacity-sized) buffers
-            kr, vr = ctypes.string_at(keys, got * ks), ctypes.string_at(vals, got * vs)
-            # split at C speed (iter_unpack + itemgetter), not a Python loop per entry
-            first = operator.itemgetter(0)
-            ksplit, vsplit = struct.Struct(f"{ks}s").iter_unpack(kr), struct.Struct(f"{vs}s").iter_unpack(vr)
-            return list(zip(map(first, ksplit), map(first, vsplit), strict=True))
+        if rc >= 0 or ctypes.get_errno() == errno.ENOENT:  # ENOENT: the batch reached the end
+            got = count.value
+            del keys, vals  # release the exports, so the bytearrays stay resizable / freeable
+            return memoryview(kb)[: got * self.key_size], memoryview(vb)[: got * self.value_size]
         if ctypes.get_errno() not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
             _check(rc, f"batch lookup {self.name}")
+        return None
+
+    def lookup_all(self) -> list[tuple[bytes, bytes]]:
+        """Every (key, value) pair, by batch where supported, else key by key."""
+        raw = self.lookup_raw()
+        if raw is not None:
+            # split at C speed (iter_unpack + itemgetter), not a Python loop per entry
+            first = operator.itemgetter(0)
+            ksplit = struct.Struct(f"{self.key_size}s").iter_unpack(raw[0])
+            vsplit = struct.Struct(f"{self.value_size}s").iter_unpack(raw[1])
+            return list(zip(map(first, ksplit), map(first, vsplit), strict=True))
         pairs = []
         for k in self.keys():
             v = self.lookup(k)
