@@ -85,7 +85,14 @@ pub struct Engine {
     pub meters: Vec<Vec<MeterCell>>,
     /// A new packet's validity bits: metadata headers valid, the others not.
     valid_init: Vec<bool>,
+    /// Packets done with (dropped, or deparsed by egress), reused by the next ingress: a
+    /// packet's header vector and frame buffer were five allocations, freed on the live
+    /// path by another thread than the one that allocated them (slow in glibc's malloc).
+    spare: Vec<Packet>,
 }
+
+/// Packets [`Engine::spare`] keeps at most (a live port's batch is 256).
+const SPARE: usize = 1024;
 
 struct ParseError(u32);
 
@@ -122,18 +129,6 @@ impl BitWriter<'_> {
     }
 }
 
-fn csum16(bytes: &[u8]) -> u64 {
-    let mut sum: u64 = 0;
-    for c in bytes.chunks(2) {
-        let w = if c.len() == 2 { (c[0] as u64) << 8 | c[1] as u64 } else { (c[0] as u64) << 8 };
-        sum += w;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !sum & 0xffff
-}
-
 struct Ctx<'p> {
     pkt: &'p mut Packet,
     cursor: usize,
@@ -146,7 +141,7 @@ impl Engine {
         let registers = ir.registers.iter().map(|r| vec![0; r.size]).collect();
         let meters = ir.meters.iter().map(|m| vec![MeterCell::default(); m.size]).collect();
         let valid_init = ir.headers.iter().map(|h| h.metadata).collect();
-        Engine { ir, tables, counters, registers, meters, valid_init }
+        Engine { ir, tables, counters, registers, meters, valid_init, spare: Vec::new() }
     }
 
     // ---- control plane ---------------------------------------------------------------
@@ -199,16 +194,52 @@ impl Engine {
 
     /// Parser + ingress. None: dropped in ingress (egress_spec = 511).
     pub fn ingress(&mut self, data: Vec<u8>, port: u64, now_us: u64) -> Option<Packet> {
-        let n = self.ir.slot_width.len();
-        let mut pkt = Packet {
-            fields: vec![0; n],
-            valid: self.valid_init.clone(),
-            varbits: vec![Vec::new(); self.ir.headers.len()],
-            ingress_length: data.len() as u64,
-            extracted_at: vec![-1; self.ir.headers.len()],
-            data,
-            payload: 0,
-        };
+        let mut pkt = self.fresh();
+        pkt.data = data;
+        self.run_ingress(pkt, port, now_us)
+    }
+
+    /// [`Engine::ingress`] of a frame copied into a reused buffer (no allocation per packet
+    /// once the engine has spare packets).
+    pub fn ingress_from(&mut self, frame: &[u8], port: u64, now_us: u64) -> Option<Packet> {
+        let mut pkt = self.fresh();
+        pkt.data.clear();
+        pkt.data.extend_from_slice(frame);
+        self.run_ingress(pkt, port, now_us)
+    }
+
+    /// A packet with a blank header vector: a spare one reset, or a new one.
+    fn fresh(&mut self) -> Packet {
+        match self.spare.pop() {
+            Some(mut p) => {
+                p.fields.fill(0);
+                p.valid.copy_from_slice(&self.valid_init);
+                p.varbits.iter_mut().for_each(Vec::clear);
+                p.extracted_at.fill(-1);
+                p.payload = 0;
+                p
+            }
+            None => Packet {
+                fields: vec![0; self.ir.slot_width.len()],
+                valid: self.valid_init.clone(),
+                varbits: vec![Vec::new(); self.ir.headers.len()],
+                extracted_at: vec![-1; self.ir.headers.len()],
+                data: Vec::new(),
+                payload: 0,
+                ingress_length: 0,
+            },
+        }
+    }
+
+    /// Keep a packet's buffers for a later ingress.
+    pub fn recycle(&mut self, pkt: Packet) {
+        if self.spare.len() < SPARE {
+            self.spare.push(pkt);
+        }
+    }
+
+    fn run_ingress(&mut self, mut pkt: Packet, port: u64, now_us: u64) -> Option<Packet> {
+        pkt.ingress_length = pkt.data.len() as u64;
         let std = self.ir.std;
         pkt.fields[std.ingress_port] = port & full(self.ir.slot_width[std.ingress_port]);
         pkt.fields[std.packet_length] = pkt.ingress_length;
@@ -221,20 +252,28 @@ impl Engine {
         pkt.payload = ctx.cursor;
         pkt.fields[std.parser_error] = err as u64;
         if let Some(ce) = std.checksum_error {
-            if self.checksums_fail(&mut pkt) {
+            if self.checksums_fail(&pkt) {
                 pkt.fields[ce] = 1;
             }
         }
         let init = self.ir.ingress_init;
         self.run_control(init, &mut pkt);
         if pkt.fields[std.egress_spec] == DROP_PORT {
+            self.recycle(pkt);
             return None;
         }
         Some(pkt)
     }
 
     /// Egress + checksums + deparser. None: dropped in egress.
-    pub fn egress(&mut self, mut pkt: Packet, now_us: u64) -> Option<Vec<u8>> {
+    pub fn egress(&mut self, pkt: Packet, now_us: u64) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(pkt.data.len() + 8);
+        self.egress_into(pkt, now_us, &mut out).then_some(out)
+    }
+
+    /// [`Engine::egress`] deparsing into `out` (cleared first; the caller reuses it); false:
+    /// dropped in egress. The packet's buffers are kept for a later ingress.
+    pub fn egress_into(&mut self, mut pkt: Packet, now_us: u64, out: &mut Vec<u8>) -> bool {
         let std = self.ir.std;
         pkt.fields[std.egress_port] = pkt.fields[std.egress_spec];
         pkt.fields[std.egress_spec] = 0;
@@ -243,11 +282,14 @@ impl Engine {
         }
         let init = self.ir.egress_init;
         self.run_control(init, &mut pkt);
-        if pkt.fields[std.egress_spec] == DROP_PORT {
-            return None;
+        let sent = pkt.fields[std.egress_spec] != DROP_PORT;
+        if sent {
+            self.update_checksums(&mut pkt);
+            out.clear();
+            self.deparse(&pkt, out);
         }
-        self.update_checksums(&mut pkt);
-        Some(self.deparse(&pkt))
+        self.recycle(pkt);
+        sent
     }
 
     pub fn egress_spec(&self, pkt: &Packet) -> u64 {
@@ -516,28 +558,43 @@ impl Engine {
         }
     }
 
-    fn pack(&self, pkt: &Packet, inputs: &[(usize, u32)]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64);
-        let mut w = BitWriter { out: &mut out, acc: 0, nbits: 0 };
+    /// The ones' complement sum (csum16) of `inputs` packed big-endian and padded to a byte,
+    /// summed as the bits are packed (no buffer).
+    fn csum16_of(&self, pkt: &Packet, inputs: &[(usize, u32)]) -> u64 {
+        let (mut acc, mut nbits, mut sum) = (0u128, 0u32, 0u64);
         for &(slot, width) in inputs {
-            w.push(pkt.fields[slot], width);
+            acc = (acc << width) | (pkt.fields[slot] & full(width)) as u128; // < 16 + 64 bits
+            nbits += width;
+            while nbits >= 16 {
+                nbits -= 16;
+                sum += ((acc >> nbits) & 0xffff) as u64;
+            }
+            acc &= (1u128 << nbits) - 1;
         }
-        if w.nbits > 0 {
-            let pad = 8 - w.nbits;
-            w.push(0, pad);
+        if nbits % 8 != 0 {
+            acc <<= 8 - nbits % 8;
+            nbits += 8 - nbits % 8;
         }
-        out
+        match nbits {
+            16 => sum += acc as u64 & 0xffff,
+            8 => sum += (acc as u64 & 0xff) << 8, // an odd byte is a word's high half
+            _ => {}
+        }
+        while sum >> 16 != 0 {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !sum & 0xffff
     }
 
     fn checksum_applies(&self, c: &crate::ir::ChecksumIr, pkt: &Packet) -> bool {
         c.cond.as_ref().is_none_or(|e| self.value(e, pkt, &[]) != 0)
     }
 
-    fn checksums_fail(&self, pkt: &mut Packet) -> bool {
+    fn checksums_fail(&self, pkt: &Packet) -> bool {
         let mut bad = false;
         for c in self.ir.checksums.iter().filter(|c| c.verify) {
             if self.checksum_applies(c, pkt) {
-                let sum = csum16(&self.pack(pkt, &c.inputs)) & full(c.target_width);
+                let sum = self.csum16_of(pkt, &c.inputs) & full(c.target_width);
                 bad |= sum != pkt.fields[c.target];
             }
         }
@@ -547,26 +604,24 @@ impl Engine {
     fn update_checksums(&self, pkt: &mut Packet) {
         for c in self.ir.checksums.iter().filter(|c| c.update) {
             if self.checksum_applies(c, pkt) {
-                pkt.fields[c.target] = csum16(&self.pack(pkt, &c.inputs)) & full(c.target_width);
+                pkt.fields[c.target] = self.csum16_of(pkt, &c.inputs) & full(c.target_width);
             }
         }
     }
 
-    fn deparse(&self, pkt: &Packet) -> Vec<u8> {
-        let mut out = Vec::with_capacity(pkt.data.len() + 8);
+    fn deparse(&self, pkt: &Packet, out: &mut Vec<u8>) {
         for &h in &self.ir.deparse_order {
             if !pkt.valid[h] {
                 continue;
             }
             let hdr = &self.ir.headers[h];
-            let mut w = BitWriter { out: &mut out, acc: 0, nbits: 0 };
+            let mut w = BitWriter { out, acc: 0, nbits: 0 };
             for &(slot, width) in &hdr.fields {
                 w.push(pkt.fields[slot], width);
             }
             out.extend_from_slice(&pkt.varbits[h]);
         }
         out.extend_from_slice(&pkt.data[pkt.payload..]);
-        out
     }
 }
 
@@ -624,6 +679,18 @@ pub(crate) fn bin_op(op: BinOp, x: i128, y: i128) -> i128 {
 mod tests {
     use super::*;
 
+    fn csum16(bytes: &[u8]) -> u64 {
+        let mut sum: u64 = 0;
+        for c in bytes.chunks(2) {
+            let w = if c.len() == 2 { (c[0] as u64) << 8 | c[1] as u64 } else { (c[0] as u64) << 8 };
+            sum += w;
+        }
+        while sum >> 16 != 0 {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !sum & 0xffff
+    }
+
     const SLICING: &str = include_str!("../../compiled/slicing.json");
 
     fn table(e: &Engine, name: &str) -> usize {
@@ -661,6 +728,52 @@ mod tests {
         let a = action(&e, ev, "SlicingEgress.vlan_tag.push_tenant_vlan");
         e.insert(ev, vec![(2, 511)], 0, a, vec![]).unwrap();
         e
+    }
+
+    #[test]
+    fn checksum_summed_while_packing_equals_csum16_of_the_packed_bytes() {
+        let mut e = access_setup();
+        let mut pkt = e.fresh();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for widths in [&[16u32, 16, 8][..], &[3, 13, 8, 7], &[48, 48, 16, 4, 4, 8, 9], &[1], &[64, 64, 5], &[8, 8, 8]] {
+            for _ in 0..50 {
+                let inputs: Vec<(usize, u32)> = widths.iter().enumerate().map(|(i, w)| (i, *w)).collect();
+                for (slot, _) in &inputs {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    pkt.fields[*slot] = seed; // wider than the width: packing masks it
+                }
+                let mut bytes = Vec::new();
+                let mut w = BitWriter { out: &mut bytes, acc: 0, nbits: 0 };
+                for &(slot, width) in &inputs {
+                    w.push(pkt.fields[slot], width);
+                }
+                if w.nbits > 0 {
+                    let pad = 8 - w.nbits;
+                    w.push(0, pad);
+                }
+                assert_eq!(e.csum16_of(&pkt, &inputs), csum16(&bytes), "widths {widths:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn reused_packets_start_blank() {
+        let mut e = access_setup();
+        let frame = ipv4_udp(0, 5000, false);
+        let pkt = e.ingress(frame.clone(), 1, 10).unwrap();
+        let first = e.egress(pkt, 11).unwrap();
+        // a dropped packet (unknown port) and a forwarded one leave their buffers behind
+        assert!(e.ingress_from(&frame, 9, 10).is_none());
+        for _ in 0..3 {
+            let mut out = vec![0xee; 7];
+            // a truncated frame (malformed) parses fewer headers into the reused vector
+            if let Some(pkt) = e.ingress_from(&frame[..frame.len() - 8], 1, 10) {
+                e.egress_into(pkt, 11, &mut out);
+            }
+            let pkt = e.ingress_from(&frame, 1, 10).unwrap();
+            assert!(e.egress_into(pkt, 11, &mut out));
+            assert_eq!(out, first);
+        }
     }
 
     #[test]

@@ -210,15 +210,13 @@ impl Live {
 
     fn receive_loop(self: Arc<Self>, port: u64, sock: &RawSock) {
         let mut ring = RxRing::new(BATCH);
-        let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
         let mut out: Vec<(u64, u64, Queued)> = Vec::with_capacity(BATCH);
         let mut ports: HashMap<u64, Arc<EgressPort>> = HashMap::new();
         let mut busy_until: Option<Instant> = None;
         while !self.stop.load(Relaxed) {
-            frames.clear();
             let spin = busy_until.is_some_and(|t| Instant::now() < t);
-            ring.receive_with(sock, &mut frames, !spin);
-            if frames.is_empty() {
+            let n = ring.receive(sock, !spin);
+            if n == 0 {
                 if spin {
                     std::thread::yield_now();
                 } else {
@@ -227,13 +225,13 @@ impl Live {
                 continue;
             }
             busy_until = Some(Instant::now() + SPIN);
-            self.counters.received.fetch_add(frames.len() as u64, Relaxed);
+            self.counters.received.fetch_add(n as u64, Relaxed);
             let Some(engine) = lock(&self.engine).clone() else { continue };
             let now = now_us();
             {
                 let mut e = self.gate.enter(&engine);
-                for data in frames.drain(..) {
-                    if let Some(p) = e.ingress(data, port, now) {
+                for data in ring.frames() {
+                    if let Some(p) = e.ingress_from(data, port, now) {
                         let (egress_port, priority, length) = (e.egress_spec(&p), e.priority(&p), p.data.len());
                         out.push((egress_port, priority, Queued { packet: p, engine: Arc::clone(&engine), length }));
                     }
@@ -269,6 +267,7 @@ impl Live {
     fn drain_loop(self: Arc<Self>, port: u64, eg: &EgressPort) {
         let mut link_free = Instant::now();
         let mut batch: Vec<Queued> = Vec::with_capacity(BATCH);
+        // the frames of a batch, deparsed into buffers kept from batch to batch
         let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
         let sock = self.socks.get(&port).cloned();
         loop {
@@ -292,30 +291,34 @@ impl Live {
                     queues = eg.cv.wait(queues).unwrap_or_else(|p| p.into_inner());
                 }
             }
-            self.transmit(&mut batch, &mut frames);
+            let n = self.transmit(&mut batch, &mut frames);
             if let Some(sock) = &sock {
-                let failed = sock.send_batch(&frames);
+                let failed = sock.send_batch(&frames[..n]);
                 self.counters.send_errors.fetch_add(failed as u64, Relaxed);
             }
-            frames.clear();
         }
     }
 
-    /// Egress + deparser for a batch leaving now, under one engine lock; a packet of a
-    /// replaced pipeline is counted as a stale drop, not as transmitted.
-    fn transmit(&self, batch: &mut Vec<Queued>, frames: &mut Vec<Vec<u8>>) {
+    /// Egress + deparser for a batch leaving now, under one engine lock, into the first of
+    /// `frames` (grown as needed); how many to send. A packet of a replaced pipeline is
+    /// counted as a stale drop, not as transmitted.
+    fn transmit(&self, batch: &mut Vec<Queued>, frames: &mut Vec<Vec<u8>>) -> usize {
         let n = batch.len() as u64;
         let current = lock(&self.engine).clone();
         let now = now_us();
         let mut stale = 0;
+        let mut ready = 0;
         match current {
             Some(engine) => {
                 let mut e = self.gate.enter(&engine);
                 for q in batch.drain(..) {
                     if !Arc::ptr_eq(&q.engine, &engine) {
                         stale += 1;
-                    } else if let Some(data) = e.egress(q.packet, now) {
-                        frames.push(data);
+                    } else {
+                        if frames.len() == ready {
+                            frames.push(Vec::new());
+                        }
+                        ready += e.egress_into(q.packet, now, &mut frames[ready]) as usize;
                     }
                 }
             }
@@ -326,5 +329,6 @@ impl Live {
         }
         self.counters.stale_drops.fetch_add(stale, Relaxed);
         self.counters.transmitted.fetch_add(n - stale, Relaxed);
+        ready
     }
 }

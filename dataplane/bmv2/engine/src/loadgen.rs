@@ -38,13 +38,11 @@ pub fn run(tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stal
         let (got, done, last_rx, wake) = (Arc::clone(&got), Arc::clone(&done), Arc::clone(&last_rx), Arc::clone(&wake));
         std::thread::spawn(move || {
             let mut ring = RxRing::new(256);
-            let mut frames = Vec::with_capacity(256);
             let mut idle_since = Instant::now();
             loop {
-                frames.clear();
-                ring.receive(&rx, &mut frames);
-                if !frames.is_empty() {
-                    got.fetch_add(frames.len() as u64, Relaxed);
+                let n = ring.receive(&rx, true);
+                if n > 0 {
+                    got.fetch_add(n as u64, Relaxed);
                     last_rx.store(t0.elapsed().as_nanos() as u64, Relaxed);
                     idle_since = Instant::now();
                     let _g = crate::live::lock(&wake.0);
@@ -55,6 +53,7 @@ pub fn run(tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stal
             }
         })
     };
+    let frames = vec![frame.to_vec(); 256];
     let mut sent = 0u64;
     let mut written_off = 0u64;
     let mut progress = (0u64, Instant::now());
@@ -77,8 +76,7 @@ pub fn run(tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stal
             continue;
         }
         let n = (window - in_flight).min(count - sent).min(256) as usize;
-        let frames = vec![frame.to_vec(); n];
-        let failed = tx.send_batch(&frames);
+        let failed = tx.send_batch(&frames[..n]);
         sent += (n - failed) as u64;
     }
     let send_s = t0.elapsed().as_secs_f64();

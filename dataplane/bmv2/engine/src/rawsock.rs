@@ -123,14 +123,20 @@ impl RawSock {
 
 /// Receive buffers for one socket: `batch` slots and their message headers, built once and
 /// reused across calls (a call that finds one frame, as a spinning receiver's often do,
-/// would otherwise rebuild every slot's header).
+/// would otherwise rebuild every slot's header). The kernel writes a frame 4 bytes into
+/// its slot, so that a stripped VLAN tag goes back in place, without a copy of the frame.
 pub struct RxRing {
     bufs: Vec<Vec<u8>>,
     control: Vec<[u8; CONTROL]>,
     addrs: Vec<libc::sockaddr_ll>,
     iovs: Vec<libc::iovec>,
     msgs: Vec<libc::mmsghdr>,
+    /// (slot, start, end) of each frame the last [`RxRing::receive`] took.
+    ready: Vec<(usize, usize, usize)>,
 }
+
+/// Room before a received frame for the 802.1Q tag the kernel stripped.
+const HEADROOM: usize = 4;
 
 // SAFETY: the raw pointers point into the ring's own heap buffers, which move with it
 unsafe impl Send for RxRing {}
@@ -143,10 +149,13 @@ impl RxRing {
             addrs: vec![unsafe { zeroed() }; batch],
             iovs: Vec::with_capacity(batch),
             msgs: Vec::with_capacity(batch),
+            ready: Vec::with_capacity(batch),
         };
         // the vectors never grow again, so the pointers below stay valid when the ring moves
         for i in 0..batch {
-            ring.iovs.push(libc::iovec { iov_base: ring.bufs[i].as_mut_ptr() as *mut libc::c_void, iov_len: SLOT });
+            // SAFETY: HEADROOM < SLOT, within the slot's buffer
+            let base = unsafe { ring.bufs[i].as_mut_ptr().add(HEADROOM) };
+            ring.iovs.push(libc::iovec { iov_base: base as *mut libc::c_void, iov_len: SLOT - HEADROOM });
         }
         for i in 0..batch {
             let mut m: libc::mmsghdr = unsafe { zeroed() };
@@ -169,42 +178,41 @@ impl RxRing {
         m.msg_len = 0;
     }
 
-    /// Wait for frames (up to the socket's timeout) and take every one already queued, up
-    /// to the batch size, each as it was on the wire (VLAN tag restored), skipping the
-    /// frames this host sent out of the interface. Empty on timeout.
-    pub fn receive(&mut self, sock: &RawSock, out: &mut Vec<Vec<u8>>) {
-        self.receive_with(sock, out, true)
-    }
-
-    /// As [`RxRing::receive`]; `wait` false: only what is queued now, never sleeping.
-    pub fn receive_with(&mut self, sock: &RawSock, out: &mut Vec<Vec<u8>>, wait: bool) {
+    /// Take every frame already queued, up to the batch size (`wait`: first wait for one,
+    /// up to the socket's timeout; otherwise never sleep), each as it was on the wire (VLAN
+    /// tag restored), skipping the frames this host sent out of the interface; the number
+    /// taken, which [`RxRing::frames`] then lists.
+    pub fn receive(&mut self, sock: &RawSock, wait: bool) -> usize {
+        self.ready.clear();
         let n = self.msgs.len();
         // SAFETY: every mmsghdr points into this ring's buffers, alive for the call
         let got = unsafe {
             let flags = if wait { libc::MSG_WAITFORONE } else { libc::MSG_DONTWAIT };
             libc::recvmmsg(sock.fd.as_raw_fd(), self.msgs.as_mut_ptr(), n as u32, flags, std::ptr::null_mut())
         };
-        if got <= 0 {
-            return;
-        }
-        for i in 0..got as usize {
+        for i in 0..got.max(0) as usize {
             if self.addrs[i].sll_pkttype != libc::PACKET_OUTGOING {
-                let len = (self.msgs[i].msg_len as usize).min(SLOT);
-                let data = &self.bufs[i][..len];
+                let len = (self.msgs[i].msg_len as usize).min(SLOT - HEADROOM);
                 match vlan_of(&self.msgs[i].msg_hdr) {
                     Some((tpid, tci)) if len >= 12 => {
-                        let mut f = Vec::with_capacity(len + 4);
-                        f.extend_from_slice(&data[..12]);
-                        f.extend_from_slice(&tpid.to_be_bytes());
-                        f.extend_from_slice(&tci.to_be_bytes());
-                        f.extend_from_slice(&data[12..]);
-                        out.push(f);
+                        // the MAC addresses 4 bytes forward, the tag after them
+                        let buf = &mut self.bufs[i];
+                        buf.copy_within(HEADROOM..HEADROOM + 12, 0);
+                        buf[12..14].copy_from_slice(&tpid.to_be_bytes());
+                        buf[14..16].copy_from_slice(&tci.to_be_bytes());
+                        self.ready.push((i, 0, HEADROOM + len));
                     }
-                    _ => out.push(data.to_vec()),
+                    _ => self.ready.push((i, HEADROOM, HEADROOM + len)),
                 }
             }
             self.reset(i);
         }
+        self.ready.len()
+    }
+
+    /// The frames the last [`RxRing::receive`] took, valid until the next one.
+    pub fn frames(&self) -> impl Iterator<Item = &[u8]> {
+        self.ready.iter().map(|&(i, start, end)| &self.bufs[i][start..end])
     }
 }
 
