@@ -30,6 +30,26 @@ def _api(stack: Stack) -> httpx.Client:
     return httpx.Client(base_url=f"{stack.base_url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=60)
 
 
+def _tenant_backend_slice(api: httpx.Client, name: str, suffix: int, *, vni: int, vlan: int, link_bps: int,
+                          options: dict[str, object], sla: dict[str, int]) -> tuple[dict, dict, dict]:
+    """A tenant, a p4rt backend record (no data plane behind it) and a Flexible Slice of the tenant
+    assigned to it: what admission control needs. ``options`` may name ``{vlan}`` (the tenant's)."""
+    tenant = api.post("/tenants", json={"name": f"mvno-{name}-{suffix}", "vni": vni, "vlan": vlan}).json()
+    assert "id" in tenant, tenant
+    opts = {k: ({p: tenant["vlan"] for p in v} if k == "access_ports" else v) for k, v in options.items()}
+    r = api.post("/backends", json={"name": f"edge-{name}-{suffix}", "driver": "p4rt", "link_bps": link_bps,
+                                    "options": {"address": f"127.0.0.1:{free_port()}", **opts}})
+    assert r.status_code == 201, r.text
+    backend = r.json()
+    types = api.get("/slice-types", params={"q": "Flexible Slice"}).json()["data"]
+    flexible = next(t["id"] for t in types if t["name"] == "Flexible Slice")
+    r = api.post("/slices", json={
+        "name": f"{name}-{suffix}", "tenant_id": tenant["id"], "slice_type_id": flexible, "sla": sla,
+        "backend_ids": [backend["id"]], "services": [{"name": "all", "lane": 0}]})
+    assert r.status_code == 201, r.text
+    return tenant, backend, r.json()
+
+
 def _to_top(page: Page, heading: str) -> None:
     """Scroll a section's heading to the top of the window, below the shell's header (for a shot)."""
     page.get_by_role("heading", name=heading, exact=True).evaluate(
@@ -39,15 +59,11 @@ def _to_top(page: Page, heading: str) -> None:
 def test_capacities_refusal_and_override(page: Page, stack: Stack) -> None:
     api = _api(stack)
     suffix = free_port()
-    tenant = api.post("/tenants", json={"name": f"mvno-adm-{suffix}", "vni": 7000 + suffix % 1000,
-                                        "vlan": 3000 + suffix % 1000}).json()
-    assert "id" in tenant, tenant
-    # port 3 is the tenant's access port (seed 002): only its slices count on it
-    r = api.post("/backends", json={"name": f"edge-adm-{suffix}", "driver": "p4rt", "link_bps": 10_000 * MBIT,
-                                    "options": {"address": f"127.0.0.1:{free_port()}",
-                                                "access_ports": {"3": tenant["vlan"]}, "trunk_ports": [1]}})
-    assert r.status_code == 201, r.text
-    backend = r.json()
+    # port 3 is the tenant's access port (seed 002): only its slices count on it. The slice
+    # guarantees 40 Mbit/s: it fits port 3 and the link once the operator has recorded them.
+    tenant, backend, sl = _tenant_backend_slice(
+        api, "adm", suffix, vni=7000 + suffix % 1000, vlan=3000 + suffix % 1000, link_bps=10_000 * MBIT,
+        options={"access_ports": ["3"], "trunk_ports": [1]}, sla={"guaranteed_mbps": 40, "rate_limit_mbps": 40})
 
     login(page, *OPERATOR)
     page.goto(f"/backends/{backend['id']}")
@@ -71,16 +87,6 @@ def test_capacities_refusal_and_override(page: Page, stack: Stack) -> None:
     assert_accessible(page, "the backend page with its capacities")
     _to_top(page, "Capacities (admission control)")
     shot(page, "backend-capacities", full_page=False)
-
-    # a slice of the tenant guaranteeing 40 Mbit/s: it fits port 3 and the link
-    types = api.get("/slice-types", params={"q": "Flexible Slice"}).json()["data"]
-    flexible = next(t["id"] for t in types if t["name"] == "Flexible Slice")
-    r = api.post("/slices", json={
-        "name": f"adm-{suffix}", "tenant_id": tenant["id"], "slice_type_id": flexible,
-        "sla": {"guaranteed_mbps": 40, "rate_limit_mbps": 40}, "backend_ids": [backend["id"]],
-        "services": [{"name": "all", "lane": 0}]})
-    assert r.status_code == 201, r.text
-    sl = r.json()
 
     # lowering port 3 under the 40 Mbit/s it carries: refused next to the port, nothing saved
     page.reload()
@@ -137,20 +143,9 @@ def test_subscriber_guarantee_refused_then_overridden(page: Page, stack: Stack) 
     saves it anyway with a reason and sees the audit entry; the list shows the guarantee."""
     api = _api(stack)
     suffix = free_port()
-    tenant = api.post("/tenants", json={"name": f"mvno-sub-{suffix}", "vni": 8000 + suffix % 1000,
-                                        "vlan": 3500 + suffix % 500}).json()
-    assert "id" in tenant, tenant
-    r = api.post("/backends", json={"name": f"edge-sub-{suffix}", "driver": "p4rt", "link_bps": 100 * MBIT,
-                                    "options": {"address": f"127.0.0.1:{free_port()}"}})
-    assert r.status_code == 201, r.text
-    types = api.get("/slice-types", params={"q": "Flexible Slice"}).json()["data"]
-    flexible = next(t["id"] for t in types if t["name"] == "Flexible Slice")
-    r = api.post("/slices", json={
-        "name": f"sub-{suffix}", "tenant_id": tenant["id"], "slice_type_id": flexible,
-        "sla": {"guaranteed_mbps": 20, "rate_limit_mbps": 40}, "backend_ids": [r.json()["id"]],
-        "services": [{"name": "all", "lane": 0}]})
-    assert r.status_code == 201, r.text
-    sl = r.json()
+    tenant, _, sl = _tenant_backend_slice(
+        api, "sub", suffix, vni=8000 + suffix % 1000, vlan=3500 + suffix % 500, link_bps=100 * MBIT,
+        options={}, sla={"guaranteed_mbps": 20, "rate_limit_mbps": 40})
     imsi = f"00101{suffix:010d}"
     r = api.post("/subscribers", json={"tenant_id": tenant["id"], "imsi": imsi, "ue_ip": "10.88.0.7",
                                        "teids": [7], "slice_ids": [sl["id"]], "guaranteed_bps": 10 * MBIT})
@@ -190,3 +185,41 @@ def test_subscriber_guarantee_refused_then_overridden(page: Page, stack: Stack) 
     shot(page, "subscriber-guarantee-override", full_page=False)
     dialog.get_by_role("button", name="Close", exact=True).click()
     expect(table.get_by_role("row").filter(has_text=imsi)).to_contain_text("50 Mbit/s")
+
+
+def test_csv_import_refused_then_overridden(page: Page, stack: Stack) -> None:
+    """A CSV whose subscribers' guarantees exceed their slice's rate limit: the import shows
+    admission control's numbers and imports nothing; the operator imports the same file anyway
+    with a reason, and the subscribers are there."""
+    api = _api(stack)
+    suffix = free_port()
+    tenant, _, sl = _tenant_backend_slice(
+        api, "csv", suffix, vni=9000 + suffix % 1000, vlan=2000 + suffix % 500, link_bps=100 * MBIT,
+        options={}, sla={"guaranteed_mbps": 10, "rate_limit_mbps": 40})
+    imsis = [f"00102{suffix:06d}{i:04d}" for i in (1, 2)]
+    csv = "imsi,ue_ip,teids,tenant,slices,guaranteed_bps\n" + "".join(
+        f"{imsi},10.89.0.{i},{100 + i},{tenant['name']},{sl['name']},{30 * MBIT}\n" for i, imsi in enumerate(imsis, 1))
+
+    login(page, *OPERATOR)
+    page.goto(f"/subscribers?tenant_id={tenant['id']}")
+    page.locator('input[type="file"]').set_input_files(
+        files=[{"name": "subscribers.csv", "mimeType": "text/csv", "buffer": csv.encode()}])
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.get_by_text(f"Nothing was imported: slice {sl['name']}: the guarantees of its 2 subscribers add up "
+                            "to 60 Mbit/s, more than its rate limit of 40 Mbit/s")).to_be_visible()
+    expect(page.get_by_test_id(f"admission-subscribers-{sl['name']}")).to_have_text(
+        f"Slice {sl['name']}: its 2 subscribers' guarantees = 60 Mbit/s, above its rate limit of 40 Mbit/s")
+    assert api.get("/subscribers", params={"tenant_id": tenant["id"]}).json()["count"] == 0
+    page.get_by_role("textbox", name="Reason for admitting it anyway").fill("bulk trial SIMs, ticket 4713")
+    assert_accessible(page, "a CSV import refused by admission control")
+    page.get_by_role("button", name="Override with reason").scroll_into_view_if_needed()
+    shot(page, "subscriber-import-refused", full_page=False)
+    page.get_by_role("button", name="Override with reason").click()
+
+    expect(page.get_by_role("status").filter(has_text="Imported")).to_contain_text("2 of 2 rows")
+    table = page.get_by_role("table", name="Subscribers")
+    for imsi in imsis:
+        expect(table.get_by_role("row").filter(has_text=imsi)).to_contain_text("30 Mbit/s")
+    entries = api.get("/audit", params={"q": "admission_override", "sort": "-id", "limit": 5}).json()["data"]
+    assert any(e["after"]["reason"] == "bulk trial SIMs, ticket 4713" and e["after"]["action"] == "import"
+               for e in entries), entries
