@@ -228,7 +228,7 @@ class Map:
         rc = _lib.bpf_map_lookup_batch(self.fd, None, out_batch, keys, vals, ctypes.byref(count), ctypes.byref(opts))
         if rc >= 0 or ctypes.get_errno() == errno.ENOENT:  # ENOENT: the batch reached the end
             got = count.value
-            del keys, vals  # release the exports, so the bytearrays stay resizable / freeable
+            del keys, vals  # the ctypes views end here; the memoryviews below keep the buffers
             return memoryview(kb)[: got * self.key_size], memoryview(vb)[: got * self.value_size]
         if ctypes.get_errno() not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
             _check(rc, f"batch lookup {self.name}")
