@@ -16,7 +16,6 @@ from __future__ import annotations
 import operator
 import socket
 import struct
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sliceportal.drivers.contract import NativeEntry
@@ -58,12 +57,11 @@ _PLEN = [L.LPM_KEY.pack(p, b"\0\0\0\0")[:4] for p in range(33)]
 _PLEN_OF = {str(p): k for p, k in enumerate(_PLEN)}  # "24" -> the key's prefixlen word
 
 
-def _bitmaps(entries: list[NativeEntry]) -> Iterable[bytes]:
-    """The rule bitmaps of ``entries``, in order."""
-    rules = list(map(operator.itemgetter("rules"), entries))
-    if set(map(len, rules)) == {1}:  # the common case of expanded entries: table lookups, at C speed
-        return map(_ONE.__getitem__, map(operator.itemgetter(0), rules))
-    return map(_bitmap, rules)
+def _bitmaps(entries: list[NativeEntry]) -> list[bytes]:
+    """The rule bitmaps of ``entries``, in order (a single rule, the common case of
+    expanded entries, is a table lookup)."""
+    one = _ONE
+    return [one[r[0]] if len(r) == 1 else _bitmap(r) for r in map(operator.itemgetter("rules"), entries)]
 
 
 def _lpm_map(entries: list[NativeEntry]) -> dict[bytes, bytes]:
@@ -79,9 +77,13 @@ def _lpm_map(entries: list[NativeEntry]) -> dict[bytes, bytes]:
 
 
 def _rle_array(entries: list[NativeEntry], size: int) -> bytes:
-    data = b"".join(_bitmap(e["rules"]) * (e["last"] - e["first"] + 1) for e in entries)
+    # empty runs (most of the 65 536 ports) as bytes(n): calloc'd, not written twice
+    bm = L.BITMAP_BYTES
+    data = b"".join(
+        _bitmap(r) * n if (r := e["rules"]) else bytes(bm * n) for e in entries if (n := e["last"] - e["first"] + 1)
+    )
     if len(data) != size * L.BITMAP_BYTES:
-        raise ValueError(f"run-length table covers {len(data) // L.BITMAP_BYTES} of {size} entries")
+        raise ValueError(f"run-length table covers {len(data) // bm} of {size} entries")
     return data
 
 
