@@ -148,9 +148,9 @@ def main() -> None:
         print(f"{name:40} {cum:7.1f} {cum - prev:8.1f} {cum / pass_ns:7.2f}")
         stages.rows.append([name, round(cum, 1), round(cum - prev, 1), round(cum / pass_ns, 2)])
         prev = cum
-    stages.note = ("the program built with -DSP_STAGE=n returns XDP_PASS after stage n; stage ns = the "
-                   "difference to the previous cut (the first: to the empty program); prioritised GTP-in-VXLAN, "
-                   "flow cache warm")
+    stages.note = ("the program built with -DSP_STAGE=n returns XDP_PASS after stage n (what the stage hands "
+                   "to the next, e.g. the key words, still computed); stage ns = the difference to the previous cut "
+                   "(the first: to the empty program); prioritised GTP-in-VXLAN, flow cache warm")
     out = plots_dir() / "xdp_cost_stages.png"
     plot(rows, pass_ns, out)
     res.plot(out)

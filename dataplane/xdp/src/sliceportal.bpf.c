@@ -253,77 +253,82 @@ static __always_inline int parse_gtp(void **pos, void *end, struct flow *f)
  * tag, no GTP-U optional fields and no fragments, read at fixed offsets inside ONE
  * validated window (a single bounds check instead of one per header). It accepts a
  * packet only where parse() would return PARSE_OK with the same fields; anything else
- * (shorter frames included) returns -1 and goes to parse(). */
+ * (shorter frames included) returns -1 and goes to parse(). The key comes out as the
+ * three words of struct sp_flow_key, in registers (hashed and compared there, stored only
+ * when a slot is refilled); each IPv4 header is checked from one 8-byte load. The cost
+ * of the hot path follows its instruction count (bench/xdp_cost.py), so it is kept short. */
 #define FAST_WINDOW 124 /* eth 14 + ip 20 + udp 8 + vxlan 8 + eth 14 + ip 20 + udp 8 + gtp 8 + ip 20 + ports 4 */
 #define OFF_IP1 14
 #define OFF_L4_1 34
 
-/* an option-less, unfragmented IPv4 header whose total length fits the frame */
-static __always_inline int plain_ipv4(struct iphdr *ip, void *end)
+/* struct sp_flow_key as words (little-endian): w0 = src_ip | dst_ip << 32, w1 = vni |
+ * teid << 32, w2 = vlan | dst_port << 32 | dscp << 48 | present << 56 */
+struct fkey {
+	__u64 w0, w1, w2;
+};
+_Static_assert(sizeof(struct sp_flow_key) == sizeof(struct fkey), "the key is three words");
+_Static_assert(__builtin_offsetof(struct sp_flow_key, vni) == 8 && __builtin_offsetof(struct sp_flow_key, vlan) == 16 &&
+		       __builtin_offsetof(struct sp_flow_key, dst_port) == 20 &&
+		       __builtin_offsetof(struct sp_flow_key, present) == 23,
+	       "fkey word layout");
+
+/* Bytes 0..7 of an IPv4 header, as one little-endian word: version 4 with IHL 5 (no
+ * options), no fragment offset and no MF flag, and a total length of at least a header
+ * that fits the `room` bytes from the header to the end of the frame. */
+static __always_inline int plain_ipv4(__u64 w, __u64 room)
 {
-	if (*(__u8 *)ip != 0x45 || is_fragment(ip))
-		return 0;
-	return (void *)ip + bpf_ntohs(ip->tot_len) <= end && bpf_ntohs(ip->tot_len) >= 20;
+	__u64 tot = bpf_ntohs((__u16)(w >> 16));
+	return (w & 0xff1f0000000000ffULL) == 0x45 && tot - 20 <= room - 20;
 }
 
-static __always_inline int udp_dport(struct iphdr *ip, __u16 port)
-{
-	struct udphdr *udp = (void *)(ip + 1);
-	return ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(port);
-}
+#define LOAD(T, p, off) (*(T *)((void *)(p) + (off))) /* inside the validated window */
 
-/* a GTP-U G-PDU header without optional fields (version 1) */
-static __always_inline int gtp_gpdu(struct gtphdr *g)
-{
-	return (g->flags & 0xe7) == 0x20 && g->type == 255;
-}
-
-static __always_inline int parse_fast(void *data, void *end, struct flow *f)
+static __always_inline int parse_fast(void *data, void *end, struct fkey *k, __u32 *ipn_off)
 {
 	if (data + FAST_WINDOW > end)
 		return -1;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = data + OFF_IP1;
-	if (eth->h_proto != bpf_htons(ETH_P_IP) || !plain_ipv4(ip, end))
+	__u64 len = end - data;
+	__u64 w = LOAD(__u64, data, OFF_IP1);
+	if (LOAD(__be16, data, 12) != bpf_htons(ETH_P_IP) || !plain_ipv4(w, len - OFF_IP1))
 		return -1;
-	f->ip1_off = OFF_IP1;
-	f->l4_1_off = OFF_L4_1;
-	if (udp_dport(ip, VXLAN_PORT)) {
-		struct vxlanhdr *vx = data + 42;
-		struct ethhdr *ieth = data + 50;
-		f->vni = ((__u32)vx->vni[0] << 16) | ((__u32)vx->vni[1] << 8) | vx->vni[2];
-		f->present |= P_VNI;
-		ip = data + 64;
-		if (ieth->h_proto != bpf_htons(ETH_P_IP) || !plain_ipv4(ip, end))
+	__u32 off = OFF_IP1; /* the innermost IPv4 header so far */
+	__u64 tunnel = 0, present = 0;
+	__u8 proto = LOAD(__u8, data, 23);
+	__be16 dport = LOAD(__be16, data, 36);
+	if (proto == IPPROTO_UDP && dport == bpf_htons(VXLAN_PORT)) {
+		/* the 3 VNI bytes and the reserved byte after them, as one big-endian word */
+		tunnel = bpf_ntohl(LOAD(__u32, data, 46)) >> 8;
+		present = P_VNI;
+		w = LOAD(__u64, data, 64);
+		if (LOAD(__be16, data, 62) != bpf_htons(ETH_P_IP) || !plain_ipv4(w, len - 64))
 			return -1;
-		if (udp_dport(ip, GTPU_PORT)) {
-			struct gtphdr *g = data + 92;
-			ip = data + 100;
-			if (!gtp_gpdu(g) || !plain_ipv4(ip, end))
+		off = 64;
+		if (LOAD(__u8, data, 73) == IPPROTO_UDP && LOAD(__be16, data, 86) == bpf_htons(GTPU_PORT)) {
+			/* G-PDU (type 255), version 1, no optional fields: flags & 0xe7 == 0x20 */
+			w = LOAD(__u64, data, 100);
+			if ((LOAD(__u16, data, 92) & 0xffe7) != 0xff20 || !plain_ipv4(w, len - 100))
 				return -1;
-			f->teid = bpf_ntohl(g->teid);
-			f->present |= P_TEID;
+			tunnel |= (__u64)bpf_ntohl(LOAD(__u32, data, 96)) << 32;
+			present |= P_TEID;
+			off = 100;
 		}
-	} else if (udp_dport(ip, GTPU_PORT)) {
-		struct gtphdr *g = data + 42;
-		ip = data + 50;
-		if (!gtp_gpdu(g) || !plain_ipv4(ip, end))
+	} else if (proto == IPPROTO_UDP && dport == bpf_htons(GTPU_PORT)) {
+		w = LOAD(__u64, data, 50);
+		if ((LOAD(__u16, data, 42) & 0xffe7) != 0xff20 || !plain_ipv4(w, len - 50))
 			return -1;
-		f->teid = bpf_ntohl(g->teid);
-		f->present |= P_TEID;
+		tunnel = (__u64)bpf_ntohl(LOAD(__u32, data, 46)) << 32;
+		present = P_TEID;
+		off = 50;
 	}
-	/* ip is the innermost header, at most at offset 100: its ports lie in the window */
-	f->ipn_off = (void *)ip - data;
-	f->src_ip = ip->saddr;
-	f->dst_ip = ip->daddr;
-	f->dscp = ip->tos >> 2;
-	f->dst_port = 0;
-	if (ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) {
-		__be16 *ports = (void *)(ip + 1);
-		if ((void *)(ports + 2) > end)
-			return -1;
-		f->dst_port = bpf_ntohs(ports[1]);
-	}
+	/* the innermost header is at most at offset 100: its ports lie in the window */
+	struct iphdr *ip = data + off;
+	__u64 port = 0;
+	if (ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP)
+		port = bpf_ntohs(LOAD(__be16, ip, 22));
+	*ipn_off = off;
+	k->w0 = LOAD(__u64, ip, 12); /* saddr and daddr, adjacent as in the key */
+	k->w1 = tunnel;
+	k->w2 = port << 32 | ((w >> 10) & 0x3f) << 48 | present << 56; /* DSCP: TOS (byte 1 of w) >> 2 */
 	return PARSE_OK;
 }
 
@@ -553,22 +558,21 @@ __attribute__((noinline)) int classify(struct flow *f, struct decision *d, __u32
 
 /* ---- flow cache ---------------------------------------------------------------- */
 
-static __always_inline __u32 flow_slot(struct sp_flow_key *k)
+_Static_assert(SP_FLOW_CACHE == 1 << SP_FLOW_CACHE_BITS, "cache size");
+
+static __always_inline __u32 flow_slot(struct fkey *k)
 {
-	/* multiply-xorshift mixing: only picks the slot, the key is compared in full */
-	__u32 h = k->src_ip * 0x9E3779B1u;
-	h = (h ^ k->dst_ip) * 0x85EBCA6Bu;
-	h = (h ^ k->teid) * 0xC2B2AE35u;
-	h = (h ^ k->vni ^ (k->vlan << 20)) * 0x9E3779B1u;
-	h = (h ^ k->dst_port ^ ((__u32)k->dscp << 16) ^ ((__u32)k->present << 24)) * 0x85EBCA6Bu;
-	h ^= h >> 15;
-	return h & (SP_FLOW_CACHE - 1);
+	/* multiply-shift over the three words: the products are independent (one multiply
+	 * of latency instead of a chain of five); the top bits of the sum depend on every
+	 * key bit. It only picks the slot, the key is compared in full. */
+	__u64 h = k->w0 * 0x9E3779B97F4A7C15ULL + k->w1 * 0xC2B2AE3D27D4EB4FULL + k->w2 * 0x165667B19E3779F9ULL;
+	return h >> (64 - SP_FLOW_CACHE_BITS);
 }
 
-static __always_inline int same_key(struct sp_flow_key *a, struct sp_flow_key *b)
+static __always_inline int same_key(struct sp_flow_key *a, struct fkey *k)
 {
-	__u64 *x = (__u64 *)a, *y = (__u64 *)b;
-	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+	__u64 *x = (__u64 *)a;
+	return ((x[0] ^ k->w0) | (x[1] ^ k->w1) | (x[2] ^ k->w2)) == 0;
 }
 
 /* ---- actions ------------------------------------------------------------------- */
@@ -603,11 +607,10 @@ static __always_inline void csum_replace2(__u16 *sum, __u16 from, __u16 to)
  * ECN-capable (ECT(0), ECT(1) or already CE) and it has no options; Not-ECT frames and
  * headers with options are left alone. The header checksum is fixed incrementally. Returns
  * 1 when the frame counts as marked. */
-static __always_inline int ecn_mark(struct xdp_md *ctx, struct flow *f)
+static __always_inline int ecn_mark(struct xdp_md *ctx, __u64 off)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	__u32 off = f->ipn_off;
 	if (off > 1500)
 		return 0;
 	struct iphdr *ip = data + off;
@@ -623,7 +626,7 @@ static __always_inline int ecn_mark(struct xdp_md *ctx, struct flow *f)
 	return 1;
 }
 
-static __always_inline int to_alt(struct xdp_md *ctx, struct flow *f)
+static __always_inline int to_alt(struct xdp_md *ctx, __u64 ip_off, __u64 l4_off)
 {
 	__u32 zero = 0;
 	struct sp_alt *a = bpf_map_lookup_elem(&alt, &zero);
@@ -631,15 +634,16 @@ static __always_inline int to_alt(struct xdp_md *ctx, struct flow *f)
 		return -1;
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	__u32 ip_off = f->ip1_off, l4_off = f->l4_1_off;
 	if (ip_off > 64 || l4_off > 128)
 		return -1;
 	struct ethhdr *eth = data;
 	struct iphdr *ip = data + ip_off;
 	if ((void *)(eth + 1) > end || (void *)(ip + 1) > end)
 		return -1;
-	__builtin_memcpy(eth->h_dest, a->dst_mac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, a->src_mac, ETH_ALEN);
+	/* both MACs, adjacent in the frame as in struct sp_alt: one 8- and one 4-byte copy */
+	_Static_assert(__builtin_offsetof(struct sp_alt, src_mac) == ETH_ALEN, "MACs adjacent");
+	*(__u64 *)eth = *(__u64 *)a->dst_mac;
+	*(__u32 *)((void *)eth + 8) = *(__u32 *)(a->dst_mac + 8);
 	__u32 from = ip->daddr, to = a->dst_ip;
 	if (from == to)
 		return 0;
@@ -813,90 +817,23 @@ static __always_inline void global_inc(__u32 idx)
 		if (SP_STAGE <= (n))   \
 			return XDP_PASS; \
 	} while (0)
+/* At a cut, what the stage produced for the next one must still be computed: an empty
+ * asm reading it (no instruction), else the compiler drops the work (the key words) and
+ * the next stage is charged for it. */
+#define STAGE_KEEP(n, x)                               \
+	do {                                           \
+		if (SP_STAGE <= (n))                   \
+			asm volatile("" : : "r"(x));   \
+	} while (0)
 
-SEC("xdp")
-int sliceportal_xdp(struct xdp_md *ctx)
+/* Seed 001 Algorithm 1: a prioritised lane whose CPU is not overloaded (and whose queue
+ * has room) -> cpumap redirect to its CPU; otherwise rewrite for the alt node and
+ * XDP_TX. Sets *alt_sent when it did the latter. */
+static __always_inline int steer(struct xdp_md *ctx, __u32 lane, __u32 rule, __u32 flags, __u64 ip1_off,
+				 __u64 l4_1_off, int *alt_sent)
 {
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	__u64 len = end - data;
-	struct flow f = {};
-	struct decision d = { .rule = SP_MAX_RULES };
-	struct sp_cache_slot *c = NULL;
-	__u32 zero = 0;
-	int verdict = XDP_PASS, parsed = 0, alt_sent = 0, dropped = 0, marked = 0, mark = 0;
-
-	struct sp_config *cfg = bpf_map_lookup_elem(&config, &zero);
-	if (!cfg)
-		return XDP_PASS;
-	__u32 flags = cfg->flags;
-
-	int r = parse_fast(data, end, &f);
-	if (r != PARSE_OK)
-		r = parse(ctx, &f);
-	if (r != PARSE_OK) {
-		global_inc(r == PARSE_MALFORMED ? SP_G_MALFORMED : SP_G_UNPARSED);
-		goto out; /* the default path: the local stack decides */
-	}
-	parsed = 1;
-	STAGE_DONE(1);
-
-	__u32 gen = READ_ONCE(cfg->generation);
-	__u32 active = gen & 1;
-	if (flags & SP_CFG_NO_CACHE) {
-		classify(&f, &d, active);
-	} else {
-		struct sp_flow_key *k = (struct sp_flow_key *)&f;
-		__u32 idx = flow_slot(k);
-		c = bpf_map_lookup_elem(&flow_cache, &idx);
-		if (!c) {
-			classify(&f, &d, active);
-		} else if (c->val.generation == gen && same_key(&c->key, k)) {
-			/* the hit: the slot answers everything the fast path needs */
-			d.rule = c->val.rule;
-			d.slice_id = c->val.slice_id;
-			d.lane = c->val.lane;
-			d.rr_path = c->val.rr_path;
-			d.flags = c->val.flags;
-		} else {
-			classify(&f, &d, active);
-			flush(&c->val, &c->pending); /* the slot changes hands: settle its counts */
-			c->key = *k;
-			c->val.generation = gen;
-			c->val.rule = d.rule;
-			c->val.flags = d.flags;
-			c->val.slice_id = d.slice_id;
-			c->val.lane = d.lane;
-			c->val.rr_path = d.rr_path;
-		}
-	}
-	STAGE_DONE(2);
-
-	/* policing, skipped by flags when the slice has no limit and no budget is set */
-	if (d.flags & SP_ACT_LIMITED) {
-		__u32 sid = d.slice_id;
-		struct sp_slice_qos *qos = active ? bpf_map_lookup_elem(&qos_b, &sid) : bpf_map_lookup_elem(&qos_a, &sid);
-		int rate = rate_ok(sid, qos, len);
-		if (rate == RATE_DROP) {
-			verdict = XDP_DROP;
-			dropped = 1;
-			goto account;
-		}
-		mark = rate == RATE_MARK;
-	}
-	__u32 lane = d.lane;
-	if ((flags & SP_CFG_EGRESS) && !egress_ok(lane, len)) {
-		verdict = XDP_DROP;
-		dropped = 1;
-		goto account;
-	}
-	if (mark)
-		marked = ecn_mark(ctx, &f); /* before the alt rewrite: both fix the checksum incrementally */
-	STAGE_DONE(3);
-
-	/* seed 001 Algorithm 1: prioritised and not overloaded -> its CPU; else alt */
 	struct sp_lane_cfg *lc = bpf_map_lookup_elem(&lane_cfg, &lane);
-	int prio = lc && !(lc->flags & SP_LANE_ALT) && !(d.rule == SP_MAX_RULES && (flags & SP_CFG_MISS_TO_ALT));
+	int prio = lc && !(lc->flags & SP_LANE_ALT) && !(rule == SP_MAX_RULES && (flags & SP_CFG_MISS_TO_ALT));
 	if (prio) {
 		__u32 cpu = lc->cpu;
 		__u32 *over = bpf_map_lookup_elem(&overload, &cpu);
@@ -907,15 +844,107 @@ int sliceportal_xdp(struct xdp_md *ctx)
 			global_inc(SP_G_OVERFLOW);
 		}
 	}
-	if (prio) {
-		if (lc->flags & SP_LANE_STEER)
-			verdict = bpf_redirect_map(&cpu_map, lc->cpu, XDP_PASS);
-	} else if (to_alt(ctx, &f) == 0) {
-		verdict = XDP_TX;
-		alt_sent = 1;
-	} else {
-		global_inc(SP_G_TX_NO_ALT);
+	if (prio)
+		return lc->flags & SP_LANE_STEER ? bpf_redirect_map(&cpu_map, lc->cpu, XDP_PASS) : XDP_PASS;
+	if (to_alt(ctx, ip1_off, l4_1_off) == 0) {
+		*alt_sent = 1;
+		return XDP_TX;
 	}
+	global_inc(SP_G_TX_NO_ALT);
+	return XDP_PASS;
+}
+
+/* The whole pipeline, for every packet the hot path in sliceportal_xdp leaves to it
+ * (anything but a fast-parsed cache hit of an unlimited slice with no budget and no
+ * recording). A global function: verified once, and its register pressure stays out of
+ * the hot path. */
+__attribute__((noinline)) int pipeline(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u64 len = end - data;
+	struct flow f; /* parse()'s output and classify()'s input */
+	struct fkey k;
+	struct decision d;
+	struct sp_cache_slot *c = NULL;
+	__u32 zero = 0, ip1_off = OFF_IP1, l4_1_off = OFF_L4_1, ipn_off = 0;
+	__u32 rule = SP_MAX_RULES, aflags = 0, slice = 0, lane = 0, path = 0;
+	int verdict = XDP_PASS, parsed = 0, alt_sent = 0, dropped = 0, marked = 0, mark = 0;
+
+	struct sp_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg)
+		return XDP_PASS;
+	__u32 flags = cfg->flags;
+
+	if (parse_fast(data, end, &k, &ipn_off) != PARSE_OK) {
+		__builtin_memset(&f, 0, sizeof(f));
+		int r = parse(ctx, &f);
+		if (r != PARSE_OK) {
+			global_inc(r == PARSE_MALFORMED ? SP_G_MALFORMED : SP_G_UNPARSED);
+			goto out; /* the default path: the local stack decides */
+		}
+		__builtin_memcpy(&k, &f, sizeof(k));
+		ip1_off = f.ip1_off;
+		l4_1_off = f.l4_1_off;
+		ipn_off = f.ipn_off;
+	}
+	parsed = 1;
+	STAGE_DONE(1);
+
+	__u32 gen = READ_ONCE(cfg->generation);
+	if (!(flags & SP_CFG_NO_CACHE)) {
+		__u32 idx = flow_slot(&k);
+		c = bpf_map_lookup_elem(&flow_cache, &idx);
+	}
+	if (c && c->val.generation == gen && same_key(&c->key, &k)) {
+		rule = c->val.rule;
+		aflags = c->val.flags;
+		slice = c->val.slice_id;
+		lane = c->val.lane;
+		path = c->val.rr_path;
+	} else {
+		__builtin_memcpy(&f, &k, sizeof(k));
+		classify(&f, &d, gen & 1);
+		rule = d.rule;
+		aflags = d.flags;
+		slice = d.slice_id;
+		lane = d.lane;
+		path = d.rr_path;
+		if (c) {
+			flush(&c->val, &c->pending); /* the slot changes hands: settle its counts */
+			__builtin_memcpy(&c->key, &k, sizeof(k));
+			c->val.generation = gen;
+			c->val.rule = rule;
+			c->val.flags = aflags;
+			c->val.slice_id = slice;
+			c->val.lane = lane;
+			c->val.rr_path = path;
+		}
+	}
+	STAGE_DONE(2);
+
+	/* policing, skipped by flags when the slice has no limit and no budget is set */
+	if (aflags & SP_ACT_LIMITED) {
+		__u32 sid = slice;
+		struct sp_slice_qos *qos = gen & 1 ? bpf_map_lookup_elem(&qos_b, &sid) : bpf_map_lookup_elem(&qos_a, &sid);
+		int rate = rate_ok(sid, qos, len);
+		if (rate == RATE_DROP) {
+			verdict = XDP_DROP;
+			dropped = 1;
+			goto account;
+		}
+		mark = rate == RATE_MARK;
+	}
+	if ((flags & SP_CFG_EGRESS) && !egress_ok(lane, len)) {
+		verdict = XDP_DROP;
+		dropped = 1;
+		goto account;
+	}
+	if (mark)
+		marked = ecn_mark(ctx, ipn_off); /* before the alt rewrite: both fix the checksum incrementally */
+	STAGE_DONE(3);
+
+	verdict = steer(ctx, lane, rule, flags, ip1_off, l4_1_off, &alt_sent);
 	STAGE_DONE(4);
 
 account:
@@ -923,18 +952,20 @@ account:
 		add(&c->pending, len, verdict, alt_sent, dropped, marked);
 	} else {
 		struct sp_counter one = {};
-		struct sp_flow_val v = { .rule = d.rule, .slice_id = d.slice_id, .lane = d.lane, .rr_path = d.rr_path };
+		struct sp_flow_val v = { .rule = rule, .slice_id = slice, .lane = lane, .rr_path = path };
 		add(&one, len, verdict, alt_sent, dropped, marked);
 		flush(&v, &one);
 	}
 out:
 	if (flags & SP_CFG_RECORD_LAST) {
 		struct sp_last *l = bpf_map_lookup_elem(&last, &zero);
+		if (parsed)
+			__builtin_memcpy(&f, &k, sizeof(k)); /* else: what parse() got to */
 		if (l) {
-			l->rule = d.rule;
-			l->slice_id = d.slice_id;
-			l->lane = d.lane;
-			l->rr_path = d.rr_path;
+			l->rule = rule;
+			l->slice_id = slice;
+			l->lane = lane;
+			l->rr_path = path;
 			l->verdict = verdict;
 			l->parsed = parsed;
 			l->src_ip = bpf_ntohl(f.src_ip);
@@ -947,6 +978,46 @@ out:
 			l->present = f.present;
 		}
 	}
+	return verdict;
+}
+
+/* The hot path: a fast-parsed packet whose flow-cache slot holds its key and a
+ * decision of the live generation, for a slice without a rate limit, with no egress
+ * budget and no recording: exactly what pipeline() does for it, minus its bookkeeping.
+ * Anything else goes to pipeline() before any side effect. */
+SEC("xdp")
+int sliceportal_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct fkey k;
+	__u32 zero = 0, ipn_off;
+	int alt_sent = 0;
+
+	struct sp_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg)
+		return XDP_PASS;
+	__u32 flags = cfg->flags;
+	if (flags & (SP_CFG_NO_CACHE | SP_CFG_EGRESS | SP_CFG_RECORD_LAST))
+		return pipeline(ctx);
+	if (parse_fast(data, end, &k, &ipn_off) != PARSE_OK)
+		return pipeline(ctx);
+	STAGE_KEEP(1, k.w0);
+	STAGE_KEEP(1, k.w1);
+	STAGE_KEEP(1, k.w2);
+	STAGE_DONE(1);
+
+	__u32 idx = flow_slot(&k);
+	struct sp_cache_slot *c = bpf_map_lookup_elem(&flow_cache, &idx);
+	if (!c || c->val.generation != READ_ONCE(cfg->generation) || !same_key(&c->key, &k) ||
+	    (c->val.flags & SP_ACT_LIMITED))
+		return pipeline(ctx);
+	STAGE_DONE(2);
+	STAGE_DONE(3); /* no policing: the slice is unlimited, no budget is set */
+
+	int verdict = steer(ctx, c->val.lane, c->val.rule, flags, OFF_IP1, OFF_L4_1, &alt_sent);
+	STAGE_DONE(4);
+	add(&c->pending, end - data, verdict, alt_sent, 0, 0);
 	return verdict;
 }
 

@@ -157,7 +157,8 @@ struct sp_config {
 /* Exact-match flow cache: a direct-mapped per-CPU array; a slot holds the full
  * innermost key (compared in full, so a hash collision only costs a classification)
  * and the decision of one generation. Per CPU, so no reader sees a half-written slot. */
-#define SP_FLOW_CACHE 16384 /* slots per CPU, a power of two */
+#define SP_FLOW_CACHE 16384 /* slots per CPU, a power of two: */
+#define SP_FLOW_CACHE_BITS 14 /* its log2 */
 
 struct sp_flow_key {
 	__u32 src_ip, dst_ip; /* network order */
