@@ -242,33 +242,31 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                     split = None
         if split is None:  # no pipeline yet, or bytes only protobuf can judge
             return bytes(self.Write(p4runtime_pb2.WriteRequest.FromString(raw), context).SerializeToString())
-        device_id, election, atomicity, updates = split
+        device_id, election, atomicity, n = split
         try:
             self._check_primary(device_id, p4runtime_pb2.Uint128(high=election >> 64, low=election & ((1 << 64) - 1)))
             if atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
         except P4RTError as err:
             context.abort(err.code, err.message)
-        self._count_write(context, len(updates))
-        errors: list[p4runtime_pb2.Error | None] = []
+        self._count_write(context, n)
+        failed: dict[int, p4runtime_pb2.Error] = {}  # update index -> its error (most batches: none)
         with self.switch.lock:
             engine = self.switch.pipeline  # the pipeline cannot change while the lock is held
             assert engine is not None and self.switch.tables is not None
-            i, n = 0, len(updates)
+            i = 0
             while i < n:
                 j = engine.fast_updates(raw, i)  # the engine applies [i, j) in order
-                errors += [None] * (j - i)
-                if j < n:  # updates[j] is not a plain valid entry write: the full path decides
+                if j < n:  # update j is not a plain valid entry write: the full path decides
                     try:
-                        self._apply(Update.FromString(updates[j]))
-                        errors.append(None)
+                        self._apply(Update.FromString(engine.write_update(raw, j)))
                     except P4RTError as err:
-                        errors.append(p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message))
+                        failed[j] = p4runtime_pb2.Error(canonical_code=err.code.value[0], message=err.message)
                 i = j + 1
             self.switch.tables.commit()
-        ok = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
-        if any(e is not None for e in errors):
-            self._report([ok if e is None else e for e in errors], context)
+        if failed:
+            ok = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
+            self._report([failed.get(k, ok) for k in range(n)], context)
         return b""  # an empty WriteResponse
 
     def _count_write(self, context: grpc.ServicerContext, updates: int) -> None:

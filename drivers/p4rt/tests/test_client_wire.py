@@ -39,6 +39,7 @@ def test_updates_written_as_bytes_are_what_the_protobuf_api_builds(utype: int, q
     d = Driver({"qos_mode": qos_mode, "access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3})
     plan = d.lower(two_tenants())
     seen = 0
+    ops = []
     for table, entries in plan.tables.items():
         for e in entries:
             want = d._update(utype, table, e)
@@ -50,5 +51,12 @@ def test_updates_written_as_bytes_are_what_the_protobuf_api_builds(utype: int, q
             assert d._kind((utype, table, e, None)) == want.type
             if "match" in e:  # and from the bytes lower() built for the plan
                 assert p4runtime_pb2.Update.FromString(d._encode((utype, table, e, ident(e)))) == want
+            # framed as the push sends them: one WriteRequest ``updates`` field each
+            for key in (None, ident(e)):
+                framed = p4runtime_pb2.WriteRequest.FromString(d._frame((utype, table, e, key)) * 2)
+                assert list(framed.updates) == [want, want], (table, e)
+            ops.append((utype, table, e, None))
             seen += 1
     assert seen > 10
+    kinds = (Update.INSERT, Update.DELETE, Update.MODIFY)
+    assert d._counts(ops) == {k: sum(1 for op in ops if d._kind(op) == k) for k in kinds}

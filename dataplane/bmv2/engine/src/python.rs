@@ -242,11 +242,18 @@ impl PyEngine {
         Ok(())
     }
 
-    /// A WriteRequest's (device id, election id, atomicity, [each Update's bytes]).
-    fn split_write<'py>(&self, py: Python<'py>, raw: &[u8]) -> PyResult<(u64, u128, u64, Vec<Bound<'py, PyBytes>>)> {
+    /// A WriteRequest's (device id, election id, atomicity, number of updates): no Python
+    /// object per update (``write_update`` gives the bytes of one the fast path defers).
+    fn split_write(&self, raw: &[u8]) -> PyResult<(u64, u128, u64, usize)> {
         let w = split_write(raw).ok_or_else(|| PyValueError::new_err("malformed WriteRequest"))?;
-        let updates = w.updates.iter().map(|u| PyBytes::new(py, u)).collect();
-        Ok((w.device_id, w.election_id, w.atomicity, updates))
+        Ok((w.device_id, w.election_id, w.atomicity, w.updates.len()))
+    }
+
+    /// The serialized Update at ``index`` of the WriteRequest ``raw``.
+    fn write_update<'py>(&self, py: Python<'py>, raw: &[u8], index: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let w = split_write(raw).ok_or_else(|| PyValueError::new_err("malformed WriteRequest"))?;
+        let u = w.updates.get(index).ok_or_else(|| PyValueError::new_err("no such update"))?;
+        Ok(PyBytes::new(py, u))
     }
 
     /// Apply an Update (its bytes) if it is a valid table-entry write; False = nothing

@@ -1,10 +1,11 @@
-//! Match tables: entries by handle, and a lookup index rebuilt lazily after writes (a
-//! batch of writes costs one rebuild). Exact / ternary / LPM keys use tuple-space search:
-//! one hash map per distinct mask vector, groups visited by falling best priority; a
-//! table with a range key is scanned in priority order.
+//! Match tables: entries by handle, and a lookup index. Exact / ternary / LPM keys use
+//! tuple-space search: one hash map per distinct mask vector, groups visited by falling best
+//! priority, kept up to date by each insert and delete (a rebuild per batch made a push of n
+//! entries in batches of b cost n^2 / b); only the groups' order is settled lazily. A table
+//! with a range key is scanned in priority order, rebuilt lazily after writes.
 
 use crate::ir::{KeyIr, MatchKind, TableIr};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A multiply-rotate hasher for the tables' integer keys (handles, key vectors): std's
@@ -57,13 +58,113 @@ struct Group {
     masks: Vec<u64>,
     best: i64,
     map: KeyMap<Vec<u64>, (i64, u64)>, // masked key -> (priority, handle) of the winner
+    /// Entries of the same masked key that do not win (they differ by priority only): the
+    /// next winner when the winner goes. Rare, so kept apart from ``map``.
+    losers: KeyMap<Vec<u64>, Vec<(i64, u64)>>,
+    /// Priority -> how many entries of the group hold it: ``best`` after a delete.
+    priorities: BTreeMap<i64, usize>,
 }
 
 #[derive(Debug, Default)]
 struct Index {
     groups: Vec<Group>,
+    /// Mask vector -> position in ``groups`` (valid while ``reorder`` is false or until the
+    /// next sort: new groups are appended, so positions hold until then).
+    by_masks: KeyMap<Vec<u64>, usize>,
+    /// ``groups`` is not sorted by falling ``best`` (an insert or delete changed one).
+    reorder: bool,
     /// Range tables: handles by falling priority.
     scan: Vec<u64>,
+}
+
+/// ``a`` wins over ``b``: the higher priority, the older entry (lower handle) on a tie.
+fn wins(a: (i64, u64), b: (i64, u64)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
+}
+
+impl Index {
+    fn add(&mut self, e: &Entry, h: u64) {
+        let masks: Vec<u64> = e.key.iter().map(|(_, m)| *m).collect();
+        let gi = match self.by_masks.get(&masks) {
+            Some(&gi) => gi,
+            None => {
+                self.groups.push(Group { masks: masks.clone(), best: i64::MIN, ..Default::default() });
+                self.by_masks.insert(masks, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        let g = &mut self.groups[gi];
+        let values: Vec<u64> = e.key.iter().map(|(v, _)| *v).collect();
+        let cand = (e.priority, h);
+        match g.map.get_mut(&values) {
+            None => {
+                g.map.insert(values, cand);
+            }
+            Some(cur) => {
+                let loser = if wins(cand, *cur) { std::mem::replace(cur, cand) } else { cand };
+                g.losers.entry(values).or_default().push(loser);
+            }
+        }
+        *g.priorities.entry(e.priority).or_insert(0) += 1;
+        if e.priority > g.best {
+            g.best = e.priority;
+            self.reorder = true;
+        }
+    }
+
+    fn remove(&mut self, e: &Entry, h: u64) {
+        let masks: Vec<u64> = e.key.iter().map(|(_, m)| *m).collect();
+        let Some(&gi) = self.by_masks.get(&masks) else { return };
+        let g = &mut self.groups[gi];
+        let values: Vec<u64> = e.key.iter().map(|(v, _)| *v).collect();
+        let mut next = None;
+        if let Some(others) = g.losers.get_mut(&values) {
+            if let Some(i) = others.iter().position(|x| x.1 == h) {
+                others.swap_remove(i); // a loser goes: the winner stays
+            } else {
+                // the winner goes: the best of the others takes its place
+                let i = (0..others.len()).reduce(|a, b| if wins(others[b], others[a]) { b } else { a });
+                next = i.map(|i| others.swap_remove(i));
+            }
+            if others.is_empty() {
+                g.losers.remove(&values);
+            }
+            match next {
+                Some(n) => {
+                    g.map.insert(values, n);
+                }
+                None if g.map.get(&values).is_some_and(|w| w.1 == h) => {
+                    g.map.remove(&values);
+                }
+                None => {}
+            }
+        } else if g.map.get(&values).is_some_and(|w| w.1 == h) {
+            g.map.remove(&values);
+        }
+        if let Some(n) = g.priorities.get_mut(&e.priority) {
+            *n -= 1;
+            if *n == 0 {
+                g.priorities.remove(&e.priority);
+                let best = g.priorities.keys().next_back().copied().unwrap_or(i64::MIN);
+                if best != g.best {
+                    g.best = best;
+                    self.reorder = true;
+                }
+            }
+        }
+    }
+
+    /// Groups by falling best priority (lookup stops at the first group below its best
+    /// hit); empty groups dropped. The groups are few: this is cheap next to a rebuild.
+    fn settle(&mut self) {
+        if !self.reorder {
+            return;
+        }
+        self.groups.retain(|g| !g.map.is_empty());
+        self.groups.sort_by_key(|g| std::cmp::Reverse(g.best));
+        self.by_masks = self.groups.iter().enumerate().map(|(i, g)| (g.masks.clone(), i)).collect();
+        self.reorder = false;
+    }
 }
 
 #[derive(Debug)]
@@ -157,8 +258,12 @@ impl TableState {
         let h = self.next_handle;
         self.next_handle += 1;
         self.by_key.insert(slot, h);
+        if self.has_range {
+            self.dirty = true;
+        } else {
+            self.index.add(&entry, h);
+        }
         self.entries.insert(h, entry);
-        self.dirty = true;
         Ok(h)
     }
 
@@ -175,8 +280,12 @@ impl TableState {
 
     pub fn delete(&mut self, handle: u64) -> Result<(), WriteError> {
         let e = self.entries.remove(&handle).ok_or(WriteError::NotFound)?;
+        if self.has_range {
+            self.dirty = true;
+        } else {
+            self.index.remove(&e, handle);
+        }
         self.by_key.remove(&(e.key, e.priority));
-        self.dirty = true;
         Ok(())
     }
 
@@ -186,6 +295,7 @@ impl TableState {
         self.dirty = true;
     }
 
+    /// The index from scratch: a range table's scan order, or (after ``clear``) empty groups.
     fn rebuild(&mut self, t: &TableIr) {
         let mut index = Index::default();
         if self.has_range {
@@ -194,33 +304,10 @@ impl TableState {
             hs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             index.scan = hs.into_iter().map(|(_, h)| h).collect();
         } else {
-            let mut by_masks: KeyMap<Vec<u64>, usize> = KeyMap::default();
-            let mut masks: Vec<u64> = Vec::new();
             for (h, e) in &self.entries {
-                masks.clear();
-                masks.extend(e.key.iter().map(|(_, m)| *m));
-                let gi = match by_masks.get(&masks) {
-                    Some(&gi) => gi,
-                    None => {
-                        index.groups.push(Group { masks: masks.clone(), best: i64::MIN, map: KeyMap::default() });
-                        by_masks.insert(masks.clone(), index.groups.len() - 1);
-                        index.groups.len() - 1
-                    }
-                };
-                let g = &mut index.groups[gi];
-                let values: Vec<u64> = e.key.iter().map(|(v, _)| *v).collect();
-                let cand = (e.priority, *h);
-                g.map
-                    .entry(values)
-                    .and_modify(|cur| {
-                        if cand.0 > cur.0 || (cand.0 == cur.0 && cand.1 < cur.1) {
-                            *cur = cand;
-                        }
-                    })
-                    .or_insert(cand);
-                g.best = g.best.max(e.priority);
+                index.add(e, *h); // in any order: ``wins`` breaks ties by age
             }
-            index.groups.sort_by_key(|g| std::cmp::Reverse(g.best));
+            index.settle();
         }
         let _ = t;
         self.index = index;
@@ -231,13 +318,12 @@ impl TableState {
         if self.dirty {
             self.rebuild(t);
         }
+        self.index.settle();
     }
 
     /// The handle of the entry a packet with these key values hits.
     pub fn lookup(&mut self, t: &TableIr, values: &[u64]) -> Option<u64> {
-        if self.dirty {
-            self.rebuild(t);
-        }
+        self.commit(t);
         if self.has_range {
             'entries: for h in &self.index.scan {
                 let e = &self.entries[h];
@@ -270,5 +356,81 @@ impl TableState {
             }
         }
         best.map(|(_, h)| h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Expr, KeyIr, NextIr};
+
+    fn ir() -> TableIr {
+        let key = |name: &str, kind| KeyIr { name: name.into(), kind, src: Expr::Const(0), width: 4 };
+        TableIr {
+            name: "t".into(),
+            keys: vec![key("a", MatchKind::Ternary), key("b", MatchKind::Exact)],
+            max_size: 0,
+            actions: vec![0],
+            next: NextIr::HitMiss(None, None),
+            default_action: 0,
+            default_params: vec![],
+            default_const: false,
+            direct_counter: false,
+        }
+    }
+
+    /// The incrementally kept index answers every lookup as a scan of all entries does
+    /// (highest priority, then oldest), through random inserts and deletes that collide on
+    /// keys, priorities and masks; lookups interleave with the writes, as packets do.
+    #[test]
+    fn incremental_index_matches_a_scan() {
+        let t = ir();
+        let mut s = TableState::new(&t);
+        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut live: Vec<u64> = Vec::new();
+        for step in 0..20_000 {
+            let r = next();
+            if live.is_empty() || r % 3 != 0 {
+                let m = [0u64, 0xc, 0xf][(r >> 8) as usize % 3];
+                let key = vec![((r >> 16) & m, m), ((r >> 24) & 3, 0xf)];
+                let e = Entry {
+                    key,
+                    priority: ((r >> 32) % 4) as i64,
+                    action: 0,
+                    params: vec![],
+                    packets: 0,
+                    bytes: 0,
+                    meta: Default::default(),
+                };
+                if let Ok(h) = s.insert(&t, e) {
+                    live.push(h);
+                }
+            } else {
+                let h = live.swap_remove((r >> 8) as usize % live.len());
+                s.delete(h).expect("live");
+            }
+            if step % 7 == 0 {
+                for a in 0..16u64 {
+                    for b in 0..4u64 {
+                        let want = s
+                            .entries
+                            .iter()
+                            .filter(|(_, e)| a & e.key[0].1 == e.key[0].0 && b == e.key[1].0)
+                            .map(|(h, e)| (e.priority, *h))
+                            .reduce(|x, y| if wins(y, x) { y } else { x })
+                            .map(|(_, h)| h);
+                        assert_eq!(s.lookup(&t, &[a, b]), want, "step {step} key {a} {b}");
+                    }
+                }
+            }
+        }
+        s.clear();
+        assert_eq!(s.lookup(&t, &[0, 0]), None);
     }
 }

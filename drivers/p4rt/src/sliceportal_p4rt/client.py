@@ -17,7 +17,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from sliceportal.drivers.contract import DriverError, UnreachableError
 
-from .wire import varint
+from .wire import update_field
 
 
 @dataclass
@@ -259,6 +259,13 @@ class Session:
         self._election(head.election_id)
         return WriteCall(self._write.future(write_request_bytes(head, updates), timeout=self.timeout))
 
+    def write_fields_async(self, fields: bytes) -> WriteCall:
+        """``write_async`` of updates already framed and joined (``wire.update_field`` each):
+        the push path's form, with no per-update step left here."""
+        head = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        self._election(head.election_id)
+        return WriteCall(self._write.future(head.SerializeToString() + fields, timeout=self.timeout))
+
     def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=entities)
         out: list[p4runtime_pb2.Entity] = []
@@ -282,13 +289,7 @@ def write_request_bytes(head: p4runtime_pb2.WriteRequest, updates: Sequence[p4ru
     """The serialized WriteRequest ``head`` with ``updates`` appended to its ``updates`` field:
     protobuf parses concatenated pieces as one message, repeated fields in order."""
     head_bytes: bytes = head.SerializeToString()
-    return head_bytes + b"".join(
-        _UPDATES_TAG + varint(len(b)) + b
-        for b in (u if isinstance(u, bytes) else u.SerializeToString() for u in updates)
-    )
-
-
-_UPDATES_TAG = varint(p4runtime_pb2.WriteRequest.DESCRIPTOR.fields_by_name["updates"].number << 3 | 2)
+    return head_bytes + b"".join(update_field(u if isinstance(u, bytes) else u.SerializeToString()) for u in updates)
 
 
 def _update_errors(e: grpc.RpcError) -> list[UpdateError]:

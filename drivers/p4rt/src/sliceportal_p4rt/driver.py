@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import operator
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -178,6 +179,7 @@ class Driver:
         }
         self._wire_tables = {name: (wire.table_id(tid), fields) for name, (tid, fields) in self._tables.items()}
         self._type_fields = {t: wire.update_type(t) for t in (Update.INSERT, Update.MODIFY, Update.DELETE)}
+        self._field_heads: dict[tuple[int, int], bytes] = {}  # (type, entity length) -> wire.update_field_head
         self._tag_field = wire.metadata(self.tag)
         self.sizes[SLICE_METER] = int(self.p4info.meter(SLICE_METER).size)
         self.sizes["slices"] = self.sizes[SLICE_METER]
@@ -510,9 +512,19 @@ class Driver:
         deletes: list[tuple[tuple[bool, int], Op]] = []
         crowded: list[str] = []
         for table in sorted(set(have) | set(want)):
+            door = table in (PORT_TENANT, VLAN_TENANT)
+            if not have.get(table):
+                # into an empty table everything is new: no identities to compare (a fresh
+                # push); an entry without a match is a default action or a meter cell
+                entries = want.get(table, [])
+                modifies += [(Update.MODIFY, table, e, None) for e in entries if "match" not in e]
+                plain = [e for e in entries if "match" in e]
+                if len(plain) > self.sizes.get(table, len(plain)):
+                    crowded.append(table)  # nothing to free: the switch refuses the excess
+                inserts += [((door, -e["priority"]), (Update.INSERT, table, e, None)) for e in plain]
+                continue
             old = {ident(e): e for e in have.get(table, [])}
-            # into an empty table everything is new: no identities to compare (a fresh push)
-            new = {ident(e): e for e in want.get(table, [])} if old else {id(e): e for e in want.get(table, [])}
+            new = {ident(e): e for e in want.get(table, [])}
             added = []
             for k, e in new.items():
                 if k not in old:
@@ -530,11 +542,10 @@ class Driver:
                 take = [e for e in gone if not e.get("default") and "index" not in e][: len(added) - room]
                 early += [(0, (Update.DELETE, table, e, None)) for e in take]
                 gone = [e for e in gone if all(e is not t for t in take)]
-            door = table in (PORT_TENANT, VLAN_TENANT)
-            inserts += [((door, -int(e["priority"])), (Update.INSERT, table, e, k if old else None)) for k, e in added]
+            inserts += [((door, -int(e["priority"])), (Update.INSERT, table, e, k)) for k, e in added]
             deletes += [((not door, int(e.get("priority", 0))), (Update.DELETE, table, e, None)) for e in gone]
-        inserts.sort(key=lambda t: t[0])
-        deletes.sort(key=lambda t: t[0])
+        inserts.sort(key=operator.itemgetter(0))
+        deletes.sort(key=operator.itemgetter(0))
         modifies.sort(key=lambda op: op[1] in (PORT_TENANT, VLAN_TENANT))  # stable: the door's last
         return [u for _, u in early] + [u for _, u in inserts] + modifies + [u for _, u in deletes], crowded
 
@@ -558,37 +569,57 @@ class Driver:
         return out
 
     def _write_all(
-        self, s: Session, updates: Sequence[T], encode: Callable[[T], bytes], phase: str, progress: ProgressCallback
+        self, s: Session, updates: Sequence[T], frame: Callable[[T], bytes], phase: str, progress: ProgressCallback
     ) -> None:
-        """Batches of ``batch_size`` in order, pipelined: the next batch is encoded while the
-        switch applies the one before; it is sent only once that one succeeded (and its
-        progress was reported), so batches never overtake and a failure stops the push."""
+        """Batches of ``batch_size`` in order, pipelined: the next batch is framed (each update
+        as the request's ``updates`` field, joined) while the switch applies the one before;
+        it is sent only once that one succeeded (and its progress was reported), so batches
+        never overtake and a failure stops the push."""
         n = self.opts.batch_size
         sent: WriteCall | None = None
         for i in range(0, len(updates), n):
-            batch = [encode(u) for u in updates[i : i + n]]
+            batch = b"".join([frame(u) for u in updates[i : i + n]])
             if sent is not None:
                 sent.result()
                 progress(ProgressEvent(phase=phase, done=i, total=len(updates)))
-            sent = s.write_async(batch)
+            sent = s.write_fields_async(batch)
         if sent is not None:
             sent.result()
             progress(ProgressEvent(phase=phase, done=len(updates), total=len(updates)))
 
-    def _encode(self, op: Op) -> bytes:
-        """``_update_bytes`` of an op: an INSERT / MODIFY from the bytes ``lower`` built for
-        that very entry when it did, else (and for a DELETE, which carries no action) built
-        here; a default action or a meter cell by ``_update_bytes``."""
+    def _pre_encoded(self, op: Op) -> bytes | None:
+        """The entity bytes ``lower`` built for this very entry of an INSERT / MODIFY (or an
+        equal one of the same identity: a plan read back from the database), else None."""
         utype, table, e, key = op
+        if utype == Update.DELETE or "match" not in e:
+            return None  # a DELETE carries no action; defaults and meter cells are not cached
+        hit = self._encoded_ids.get(id(e))
+        if hit is None or hit[0] is not e:
+            hit = self._encoded.get((table, ident(e) if key is None else key))
+        return hit[1] if hit is not None and (hit[0] is e or hit[0] == e) else None
+
+    def _encode(self, op: Op) -> bytes:
+        """``_update_bytes`` of an op: from the bytes ``lower`` pre-encoded when it did, else
+        (and for a DELETE) built here; a default action or a meter cell by ``_update_bytes``."""
+        utype, table, e, _ = op
         if "match" not in e:
             return self._update_bytes(utype, table, e)[1]
-        if utype != Update.DELETE:
-            hit = self._encoded_ids.get(id(e))
-            if hit is None or hit[0] is not e:
-                hit = self._encoded.get((table, ident(e) if key is None else key))
-            if hit is not None and (hit[0] is e or hit[0] == e):
-                return self._type_fields[utype] + hit[1]
-        return self._type_fields[utype] + self._entity(table, e, with_action=utype != Update.DELETE)
+        ent = self._pre_encoded(op)
+        if ent is None:
+            ent = self._entity(table, e, with_action=utype != Update.DELETE)
+        return self._type_fields[utype] + ent
+
+    def _frame(self, op: Op) -> bytes:
+        """``_encode`` as a WriteRequest ``updates`` field (the push path's unit): for a
+        pre-encoded entry one cached head and one concatenation."""
+        ent = self._pre_encoded(op)
+        if ent is None:
+            return wire.update_field(self._encode(op))
+        key = (op[0], len(ent))
+        head = self._field_heads.get(key)
+        if head is None:
+            head = self._field_heads[key] = wire.update_field_head(self._type_fields[op[0]], len(ent))
+        return head + ent
 
     def _entity(self, table: str, e: NativeEntry, with_action: bool = True) -> bytes:
         """The Update's entity field for a table entry with a match: inline, from the per-table
@@ -617,6 +648,13 @@ class Driver:
         self._encoded_ids = {id(hit[0]): hit for hit in self._encoded.values()}
 
     @staticmethod
+    def _counts(updates: Sequence[Op]) -> dict[int, int]:
+        """How many updates of each type are written (``_kind``, without a call per op): an
+        op on an entry with no match (a default action, a meter cell) is written as MODIFY."""
+        kinds = [Update.MODIFY if "match" not in e else t for t, _, e, _ in updates]
+        return {k: kinds.count(k) for k in (Update.INSERT, Update.DELETE, Update.MODIFY)}
+
+    @staticmethod
     def _kind(op: Op) -> int:
         """The Update type written: a default action or a meter cell is always MODIFY."""
         utype, table, e, _ = op
@@ -630,7 +668,7 @@ class Driver:
         if not resets or not self._registers_writable:
             return
         try:
-            self._write_all(s, resets, lambda u: bytes(u.SerializeToString()), "write", progress)
+            self._write_all(s, resets, lambda u: wire.update_field(u.SerializeToString()), "write", progress)
         except WriteFailed as e:
             if e.errors and all(err.code == code_pb2.UNIMPLEMENTED for err in e.errors):
                 self._registers_writable = False
@@ -662,13 +700,10 @@ class Driver:
             updates, crowded = self._diff(before, plan.tables)
         note = f"full tables {crowded}: deletes before inserts there, not hitless" if crowded else ""
         progress(ProgressEvent(phase="diff", done=0, total=len(updates), message=note))
-        kinds = (Update.INSERT, Update.DELETE, Update.MODIFY)
-        counts = dict.fromkeys(kinds, 0)
-        for op in updates:
-            counts[self._kind(op)] += 1
+        counts = self._counts(updates)
         try:
             with _collector_paused():
-                self._write_all(s, updates, self._encode, "write", progress)
+                self._write_all(s, updates, self._frame, "write", progress)
             self._held = None  # the registers' reset may fail: the tables are known again below
             self._reset_registers(s, self._register_resets(plan, before), progress)
         except WriteFailed as e:
@@ -697,7 +732,7 @@ class Driver:
             now = self._read_tables(s)  # a failed batch may have applied part of itself
             undo, _ = self._diff(now, before)
             progress(ProgressEvent(phase="rollback", done=0, total=len(undo), message=reason))
-            self._write_all(s, undo, self._encode, "rollback", progress)
+            self._write_all(s, undo, self._frame, "rollback", progress)
             self._held, self._held_by, self._held_term = {k: list(v) for k, v in before.items()}, s, s.term
         except (WriteFailed, grpc.RpcError, UnreachableError, DriverError) as e:
             self._drop_session()

@@ -143,3 +143,21 @@ def metadata(value: bytes) -> bytes:
 def entity(table_entry: bytes) -> bytes:
     """The Update's ``entity`` field holding this serialized TableEntry."""
     return _ld(U_ENTITY, _ld(E_TABLE_ENTRY, table_entry))
+
+
+# ---- a WriteRequest's ``updates`` field, the unit the push path joins into a request ----
+
+WR_UPDATES = _tag(p4runtime_pb2.WriteRequest.DESCRIPTOR, "updates", _LEN)
+
+
+def update_field(update: bytes) -> bytes:
+    """A serialized Update as one element of a WriteRequest's ``updates`` (protobuf parses
+    concatenated fields as one message, repeated fields in order)."""
+    return _ld(WR_UPDATES, update)
+
+
+def update_field_head(update_type: bytes, entity_len: int) -> bytes:
+    """What precedes an Update's entity field of ``entity_len`` bytes in ``update_field``:
+    the tag, the Update's length and its ``type`` field (the same for every entry of one
+    type and size, so the push path caches it)."""
+    return WR_UPDATES + varint(len(update_type) + entity_len) + update_type
