@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
-from sliceportal.models import Backend, Role, SlaViolation
+from sliceportal.models import Backend, Intent, Role, RuleSet, SlaViolation
+from sliceportal.services.slice_status import slice_part
 from sliceportal.testbed.processes import RunningTarget
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
@@ -166,3 +168,105 @@ def test_sla_status_from_samples(client: TestClient, session: Session, op: dict[
     session.commit()
     st = _status(client, op, sid)["backends"][0]
     assert st["sla"] == "degraded" and [x["id"] for x in st["open_violations"]] == [v.id]
+
+
+def _rule_set_ir(session: Session, bid: int, number: int) -> dict[str, Any]:
+    rs = session.scalar(select(RuleSet).where(RuleSet.backend_id == bid, RuleSet.number == number))
+    assert rs is not None
+    return rs.ir
+
+
+def _rollback(client: TestClient, op: dict[str, str], bid: int, number: int) -> None:
+    r = client.post(f"/api/v1/backends/{bid}/rollback", json={"rule_set": number}, headers=op)
+    assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
+
+
+@pytest.mark.parametrize(("action", "words"), [
+    ({"action": "rate_limit", "rate_mbps": 5}, "rate_limit 5 Mbit/s"),
+    ({"action": "drop"}, "drop"),
+])
+def test_state_covers_the_slices_policed_intents(client: TestClient, session: Session, op: dict[str, str],
+                                                 start_target: Callable[..., RunningTarget],
+                                                 action: dict[str, Any], words: str) -> None:
+    """A rate_limit / drop intent is a sub-slice of its own in the rule set (same ref as the
+    slice): whether the data plane holds it is part of the slice's state. Rule sets with and
+    without the intent are put in force by pushes and rollbacks through the API."""
+    bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
+    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    a = _slice(client, op, tenant, "a", bid, 5000)
+    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,a\n"
+                                                         for u in range(4))
+    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
+    assert r.status_code == 201, r.text
+    assert _deploy(client, op, bid)["status"] == "succeeded"  # rule set 1: the slice, no intent
+
+    r = client.post("/api/v1/intents", json={"operation": "insert", "imsi": ["001010000000001"],
+                                             "dst_ports": [[5000, 5007]], **action}, headers=op)
+    assert r.status_code == 201 and [d["status"] for d in r.json()["deployments"]] == ["succeeded"], r.text
+    iid = r.json()["intents"][0]["id"]
+    st = _status(client, op, a)["backends"][0]
+    assert (st["state"], st["rule_set_number"], st["changes"]) == ("deployed", 2, [])
+
+    # the plane holds rule set 1 again, without the intent: the slice is not as configured
+    _rollback(client, op, bid, 1)
+    st = _status(client, op, a)["backends"][0]
+    assert (st["state"], st["rule_set_number"]) == ("pending", 1)
+    assert st["changes"] == [f"intent {iid} ({words}): not in force yet (1 classifier entry)"]
+    listed = client.get("/api/v1/slices", headers=op).json()["data"]
+    assert [(s["id"], s["state"]) for s in listed] == [(a, "pending")]
+    assert _deploy(client, op, bid)["status"] == "succeeded"
+    st = _status(client, op, a)["backends"][0]
+    assert (st["state"], st["rule_set_number"], st["changes"]) == ("deployed", 3, [])
+
+    # which entry of the IR comes first does not matter: the sub-slice is never taken for the slice
+    ir = _rule_set_ir(session, bid, 3)
+    assert [s.get("intent_ref") for s in ir["slices"]] == [None, iid]
+    turned = {**ir, "slices": ir["slices"][::-1], "rules": ir["rules"][::-1]}
+    assert slice_part(turned, a) == slice_part(ir, a)
+    part = slice_part(turned, a)
+    assert part is not None and set(part) == {None, iid} and "intent_ref" not in (part[None].entry or {})
+
+    # the intent deleted (and pushed): deployed; the plane back on rule set 3 still holds it
+    gone = client.delete(f"/api/v1/intents/{iid}", headers=op)
+    assert gone.status_code == 200 and gone.json()["deployments"][0]["status"] == "succeeded"
+    assert _status(client, op, a)["backends"][0]["state"] == "deployed"
+    _rollback(client, op, bid, 3)
+    st = _status(client, op, a)["backends"][0]
+    assert (st["state"], st["rule_set_number"]) == ("pending", 3)
+    assert st["changes"] == [f"intent {iid} ({words}): removed since the push, still in force (1 classifier entry)"]
+
+
+def test_a_changed_intent_is_named(client: TestClient, session: Session, op: dict[str, str],
+                                   start_target: Callable[..., RunningTarget]) -> None:
+    """The intent's rate and the slice's burst limit its sub-slice inherits: each change is
+    named on the intent (the slice's own entries alongside)."""
+    bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
+    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    a = _slice(client, op, tenant, "a", bid, 5000)
+    r = client.post("/api/v1/subscribers/import", headers=op, files={"file": (
+        "s.csv", b"imsi,ue_ip,teids,tenant,slices\n001010000000001,10.45.0.1,2,mvno-a,a\n", "text/csv")})
+    assert r.status_code == 201, r.text
+    r = client.post("/api/v1/intents", json={"operation": "insert", "imsi": ["001010000000001"],
+                                             "dst_ports": [[5000, 5007]], "action": "rate_limit", "rate_mbps": 5},
+                    headers=op)
+    assert r.status_code == 201 and [d["status"] for d in r.json()["deployments"]] == ["succeeded"], r.text
+    iid = r.json()["intents"][0]["id"]
+    assert _status(client, op, a)["backends"][0]["state"] == "deployed"
+
+    # a new rate (no API edits an intent yet; the row is the configuration the status compiles)
+    it = session.get_one(Intent, iid)
+    it.rate_mbps = 4
+    session.commit()
+    st = _status(client, op, a)["backends"][0]
+    assert (st["state"], st["changes"]) == ("pending", [f"intent {iid}: rate_limit 5 Mbit/s → 4 Mbit/s"])
+    it.rate_mbps = 5
+    session.commit()
+    assert _status(client, op, a)["backends"][0]["state"] == "deployed"
+
+    sl = client.get(f"/api/v1/slices/{a}", headers=op).json()
+    r = client.patch(f"/api/v1/slices/{a}", json={"sla": {**sl["sla"], "max_delay_ms": 30},
+                                                   "version": sl["version"]}, headers=op)
+    assert r.status_code == 200, r.text
+    st = _status(client, op, a)["backends"][0]
+    assert st["state"] == "pending"
+    assert f"intent {iid} (rate_limit 5 Mbit/s): qos.burst_ms: 20.0 → 30.0" in st["changes"]

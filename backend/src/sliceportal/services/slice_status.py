@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, Deployment, DeploymentKind, DeploymentStatus, KpiSample, RuleSet, SlaViolation
 from sliceportal.models.slicing import Slice
-from sliceportal.rules.compiler import compile_rules
+from sliceportal.rules.compiler import compile_rules, intent_ref_of
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, MissMode, MissPolicy
 from sliceportal.rules.spec import TargetSpec
@@ -90,17 +90,133 @@ def _canonical(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def slice_part(ir: dict[str, Any], ref: int) -> tuple[dict[str, Any], list[str]] | None:
-    """The slice's entry (without its dense data-plane id) and its rules (match + lane +
-    path, as sorted canonical JSON) in one rule-set IR; None when the IR does not carry it."""
-    entry = next((s for s in ir.get("slices", []) if s.get("ref") == ref), None)
+@dataclass(frozen=True)
+class Footprint:
+    """One part of a slice in a rule set: its entry (without the dense data-plane id, which
+    shifts when other slices come and go) and its rules (match + lane + path, as sorted
+    canonical JSON). An intent without a sub-slice (prioritise / steer) has rules only."""
+
+    entry: dict[str, Any] | None
+    rules: list[str]
+
+
+# A slice's whole footprint: None -> the slice's own entry and rules; an intent id -> that
+# intent's sub-slice (rate_limit / drop) and the rules compiled from it.
+SlicePart = dict[int | None, Footprint]
+
+
+def _rule_text(r: dict[str, Any]) -> str:
+    return json.dumps(_canonical({"match": r["match"], "lane": r["action"]["lane"], "rr_path": r["action"]["rr_path"]}),
+                      sort_keys=True)
+
+
+def slice_parts(ir: dict[str, Any]) -> dict[int, SlicePart]:
+    """Every slice's footprint in one rule-set IR, by slice ref, in one pass over it: entries
+    are keyed by (ref, intent_ref), never by position, so a sub-slice listed before its
+    parent is still the intent's. A ref without its own entry is not carried (left out)."""
+    owner: dict[int, tuple[int, int | None]] = {}  # dense id -> (ref, intent ref or None)
+    entries: dict[int, dict[int | None, dict[str, Any]]] = defaultdict(dict)
+    for e in ir.get("slices", []):
+        key = e.get("intent_ref")
+        owner[e["slice_id"]] = (e["ref"], key)
+        entries[e["ref"]][key] = _canonical({k: v for k, v in e.items() if k not in ("slice_id", "intent_ref")})
+    rules: dict[int, dict[int | None, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in ir.get("rules", []):
+        o = owner.get(r["action"]["slice_id"])
+        if o is not None:
+            # a prioritise / steer intent's rules keep the slice's id: its note names the intent
+            ref, key = o[0], (o[1] if o[1] is not None else intent_ref_of(r.get("note", "")))
+            rules[ref][key].append(_rule_text(r))
+    out: dict[int, SlicePart] = {}
+    for ref, own in entries.items():
+        if None not in own:
+            continue
+        keys = set(own) | set(rules[ref])
+        out[ref] = {k: Footprint(own.get(k), sorted(rules[ref].get(k, []))) for k in keys}
+    return out
+
+
+def slice_part(ir: dict[str, Any], ref: int) -> SlicePart | None:
+    """The slice's footprint in one rule-set IR; None when the IR does not carry the slice."""
+    return slice_parts(ir).get(ref)
+
+
+def _entries(n: int) -> str:
+    return f"{n} classifier entr{'y' if n == 1 else 'ies'}"
+
+
+def _rule_changes(now: list[str], held: list[str]) -> list[str]:
+    added = len(set(now) - set(held))
+    removed = len(set(held) - set(now))
+    if not (added or removed):
+        return []
+    return [f"classifier entries: {added} to add, {removed} to remove ({len(held)} in force, {len(now)} after a push)"]
+
+
+def _entry_changes(now: dict[str, Any], held: dict[str, Any]) -> list[str]:
+    out = []
+    for key in sorted(set(now) | set(held)):
+        a, b = held.get(key), now.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{key}.{k}: {a.get(k)} → {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        elif a != b:
+            out.append(f"{key}: {a} → {b}")
+    return out
+
+
+def _policer(entry: dict[str, Any] | None) -> str | None:
+    """What a sub-slice's policer does, in the intent's words (None: no sub-slice)."""
     if entry is None:
         return None
-    dense = entry["slice_id"]
-    rules = sorted(json.dumps(_canonical({"match": r["match"], "lane": r["action"]["lane"],
-                                          "rr_path": r["action"]["rr_path"]}), sort_keys=True)
-                   for r in ir.get("rules", []) if r["action"]["slice_id"] == dense)
-    return _canonical({k: v for k, v in entry.items() if k != "slice_id"}), rules
+    rate = (entry.get("qos") or {}).get("rate_bps")
+    return "drop" if rate == 0 else f"rate_limit {(rate or 0) / 1e6:g} Mbit/s"
+
+
+def _policer_change(was: str | None, will: str | None) -> str:
+    if was is not None and will is not None and was.startswith("rate_limit") and will.startswith("rate_limit"):
+        return f"{was} → {will.removeprefix('rate_limit ')}"  # "rate_limit 5 Mbit/s → 4 Mbit/s"
+    return f"{was or 'no policer'} → {will or 'no policer'}"
+
+
+def _without_policer(entry: dict[str, Any] | None) -> dict[str, Any]:
+    """A sub-slice's entry less what ``_policer`` names (its rate) and its name, which is
+    derived from the slice's name, the intent id and the action, each reported on its own."""
+    if entry is None:
+        return {}
+    qos = {k: v for k, v in (entry.get("qos") or {}).items() if k != "rate_bps"}
+    return {k: v for k, v in entry.items() if k != "name"} | {"qos": qos}
+
+
+def _intent_changes(ref: int, now: Footprint | None, held: Footprint | None) -> list[str]:
+    """What differs for one intent, named by its id and what its policer does."""
+    part = now or held
+    assert part is not None
+    what = _policer(part.entry)
+    label = f"intent {ref}" + (f" ({what})" if what else "")
+    if held is None:
+        return [f"{label}: not in force yet ({_entries(len(part.rules))})"]
+    if now is None:
+        return [f"{label}: removed since the push, still in force ({_entries(len(part.rules))})"]
+    out = []
+    was, will = _policer(held.entry), _policer(now.entry)
+    if was != will:
+        out.append(f"intent {ref}: {_policer_change(was, will)}")
+        label = f"intent {ref}"
+    out += [f"{label}: {c}" for c in _entry_changes(_without_policer(now.entry), _without_policer(held.entry))]
+    out += [f"{label}: {c}" for c in _rule_changes(now.rules, held.rules)]
+    return out
+
+
+def changes(now: SlicePart | None, held: SlicePart) -> list[str]:
+    """What differs between the slice as compiled now and as the rule set in force holds it:
+    its own entry and rules, then each of its intents (added, removed or changed)."""
+    if now is None:
+        return ["the slice compiles to no entries now"]
+    own_now, own_held = now[None], held[None]
+    out = _entry_changes(own_now.entry or {}, own_held.entry or {}) + _rule_changes(own_now.rules, own_held.rules)
+    for ref in sorted(k for k in set(now) | set(held) if k is not None):
+        out += _intent_changes(ref, now.get(ref), held.get(ref))
+    return out
 
 
 def _target_of(ir: dict[str, Any]) -> TargetSpec:
@@ -125,26 +241,6 @@ def _compiled_now(session: Session, backend: Backend, in_force: RuleSet) -> dict
         return f"the configuration does not compile now: {exc}"
 
 
-def changes(now: tuple[dict[str, Any], list[str]] | None, held: tuple[dict[str, Any], list[str]]) -> list[str]:
-    """What differs between the slice as compiled now and as the rule set in force holds it."""
-    if now is None:
-        return ["the slice compiles to no entries now"]
-    (entry_now, rules_now), (entry_held, rules_held) = now, held
-    out = []
-    for key in sorted(set(entry_now) | set(entry_held)):
-        a, b = entry_held.get(key), entry_now.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += [f"{key}.{k}: {a.get(k)} → {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        elif a != b:
-            out.append(f"{key}: {a} → {b}")
-    added = len(set(rules_now) - set(rules_held))
-    removed = len(set(rules_held) - set(rules_now))
-    if added or removed:
-        out.append(f"classifier entries: {added} to add, {removed} to remove "
-                   f"({len(rules_held)} in force, {len(rules_now)} after a push)")
-    return out
-
-
 # ---- per backend ----------------------------------------------------------------------------
 
 @dataclass
@@ -155,12 +251,31 @@ class _BackendFacts:
     last_push: Deployment | None
     ever: set[int]  # slice refs of every rule set a push ever put in force here
     compiled: dict[str, Any] | str | None = None  # lazily: compiled now
+    # lazily, each IR indexed once for all the slices of a listing (not one scan per slice)
+    held_parts: dict[int, SlicePart] | None = None
+    now_parts: dict[int, SlicePart] | None = None
 
     def compiled_now(self, session: Session) -> dict[str, Any] | str:
         if self.compiled is None:
             assert self.in_force is not None
             self.compiled = _compiled_now(session, self.backend, self.in_force)
         return self.compiled
+
+    def held(self, ref: int) -> SlicePart | None:
+        if self.in_force is None:
+            return None
+        if self.held_parts is None:
+            self.held_parts = slice_parts(self.in_force.ir)
+        return self.held_parts.get(ref)
+
+    def now(self, session: Session, ref: int) -> SlicePart | str | None:
+        """The slice as compiling now gives it, or why the configuration does not compile."""
+        compiled = self.compiled_now(session)
+        if isinstance(compiled, str):
+            return compiled
+        if self.now_parts is None:
+            self.now_parts = slice_parts(compiled)
+        return self.now_parts.get(ref)
 
 
 def _facts(session: Session, backend: Backend) -> _BackendFacts:
@@ -187,15 +302,15 @@ def _deploy_state(session: Session, s: Slice, f: _BackendFacts) -> BackendStatus
     b = f.backend
     st = BackendStatus(backend_id=b.id, backend_name=b.name, state=DeployState.DRAFT, detail="",
                        sync_state=b.sync_state, sync_detail=dict(b.sync_detail or {}), synced_at=b.synced_at)
-    held = slice_part(f.in_force.ir, s.id) if f.in_force is not None else None
+    held = f.held(s.id)
     if f.in_force is not None and held is not None:
         st.rule_set_number, st.since = f.in_force.number, f.in_force_since
         if b.sync_state == "out_of_sync":
             st.state = DeployState.OUT_OF_SYNC
             st.detail = f"reconcile found the data plane differs from rule set {f.in_force.number}"
             return st
-        now = f.compiled_now(session)
-        diff = [now] if isinstance(now, str) else changes(slice_part(now, s.id), held)
+        now = f.now(session, s.id)
+        diff = [now] if isinstance(now, str) else changes(now, held)
         if diff:
             st.state, st.changes = DeployState.PENDING, diff
             st.detail = f"changed since rule set {f.in_force.number} was pushed; deploy to apply"
