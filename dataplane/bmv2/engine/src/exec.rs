@@ -102,6 +102,13 @@ const INLINE_PARAMS: usize = 16;
 fn read_bits(data: &[u8], bit_off: usize, width: u32) -> u64 {
     // width <= 64 and the caller checked the bytes exist
     let first = bit_off / 8;
+    if width > 0 {
+        if let Some(window) = data.get(first..first + 16) {
+            // 16 bytes from the field's first byte hold it at any bit offset (7 + 64 bits)
+            let v = u128::from_be_bytes(window.try_into().expect("16 bytes"));
+            return ((v << (bit_off % 8)) >> (128 - width)) as u64;
+        }
+    }
     let last = (bit_off + width as usize).div_ceil(8);
     let mut acc: u128 = 0;
     for b in &data[first..last] {
@@ -121,11 +128,13 @@ impl BitWriter<'_> {
     fn push(&mut self, value: u64, width: u32) {
         self.acc = (self.acc << width) | (value & full(width)) as u128;
         self.nbits += width;
-        while self.nbits >= 8 {
-            self.nbits -= 8;
-            self.out.push((self.acc >> self.nbits) as u8);
+        let whole = self.nbits / 8; // whole bytes to write, at most 8 (7 + 64 bits)
+        if whole > 0 {
+            self.nbits -= whole * 8;
+            let bytes = (self.acc >> self.nbits).to_be_bytes();
+            self.out.extend_from_slice(&bytes[16 - whole as usize..]);
+            self.acc &= (1u128 << self.nbits) - 1;
         }
-        self.acc &= (1u128 << self.nbits) - 1;
     }
 }
 
@@ -757,6 +766,19 @@ mod tests {
     }
 
     #[test]
+    fn bits_read_through_the_16_byte_window_equal_bits_read_byte_by_byte() {
+        let data: Vec<u8> = (0..40u32).map(|i| (i.wrapping_mul(151) ^ 0x5a) as u8).collect();
+        for off in 0..80 {
+            for width in 0..=64u32 {
+                // cut right after the field: too short for the window, read byte by byte
+                let short = &data[..(off + width as usize).div_ceil(8)];
+                assert_eq!(read_bits(&data, off, width), read_bits(short, off, width), "offset {off} width {width}");
+            }
+        }
+        assert_eq!(read_bits(&[0xab, 0xcd], 4, 8), 0xbc);
+    }
+
+    #[test]
     fn reused_packets_start_blank() {
         let mut e = access_setup();
         let frame = ipv4_udp(0, 5000, false);
@@ -886,12 +908,21 @@ mod speed {
         f.extend([0, 1, 0, 0, 64, 17, 0, 0, 10, 1, 0, 5, 10, 9, 0, 1, 0x9c, 0x40, 0x13, 0x88, 0, 166, 0, 0]);
         f.resize(200, 0);
         let n = 200_000;
-        let t0 = std::time::Instant::now();
+        // the thread's CPU time as well as the wall clock: on a machine shared with other
+        // work the wall clock measures the load as much as the engine
+        let cpu = || {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: a plain system call writing the timespec given
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+        };
+        let (t0, c0) = (std::time::Instant::now(), cpu());
+        let mut out = Vec::new();
         for i in 0..n {
-            let p = e.ingress(f.clone(), 1, i).unwrap();
-            e.egress(p, i).unwrap();
+            let p = e.ingress_from(&f, 1, i).unwrap();
+            assert!(e.egress_into(p, i, &mut out));
         }
-        let dt = t0.elapsed().as_secs_f64();
-        println!("{:.0} ns/packet, {:.0} packets/s", dt / n as f64 * 1e9, n as f64 / dt);
+        let (dt, dc) = (t0.elapsed().as_secs_f64(), cpu() - c0);
+        println!("{:.0} ns/packet CPU, {:.0} ns/packet wall, {:.0} packets/s", dc / n as f64 * 1e9, dt / n as f64 * 1e9, n as f64 / dt);
     }
 }

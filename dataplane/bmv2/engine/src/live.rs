@@ -1,7 +1,7 @@
 //! Live ports in native threads: the bundled target's data path on veth / NICs.
 //!
-//! Per live port a receive thread takes frames in batches (`recvmmsg`) and runs the ingress
-//! pipeline on the whole batch under one engine lock; the packets go into their egress
+//! Per live port a receive thread takes frames in batches (from its PACKET_MMAP ring) and
+//! runs the ingress pipeline on the whole batch under one engine lock; the packets go into their egress
 //! port's strict-priority queues (BMv2's: priority p of n queues, 7 highest, a priority not
 //! below n drops as "out of range", a full queue tail-drops); per egress port a drain thread
 //! is the link: when it frees, the highest-priority packet queued at that instant goes, and
@@ -30,7 +30,6 @@ pub type Shared = Arc<Mutex<Engine>>;
 
 /// Frames per system call and per engine lock.
 pub const BATCH: usize = 256;
-const RCVBUF: usize = 8 << 20;
 const POLL: Duration = Duration::from_millis(100);
 /// While frames keep coming, a receive thread polls this long for the next ones before it
 /// sleeps in the kernel: a wake-up per batch costs more than the batch's pipeline.
@@ -122,7 +121,7 @@ impl Live {
     ) -> io::Result<Arc<Live>> {
         let mut socks = HashMap::new();
         for (port, ifname) in ports {
-            socks.insert(*port, Arc::new(RawSock::open(ifname, RCVBUF, POLL)?));
+            socks.insert(*port, Arc::new(RawSock::open(ifname, true, POLL)?));
         }
         Ok(Arc::new(Live {
             priority_queues,
@@ -230,7 +229,7 @@ impl Live {
             let now = now_us();
             {
                 let mut e = self.gate.enter(&engine);
-                for data in ring.frames() {
+                for data in ring.frames(sock) {
                     if let Some(p) = e.ingress_from(data, port, now) {
                         let (egress_port, priority, length) = (e.egress_spec(&p), e.priority(&p), p.data.len());
                         out.push((egress_port, priority, Queued { packet: p, engine: Arc::clone(&engine), length }));

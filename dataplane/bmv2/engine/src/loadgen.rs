@@ -1,9 +1,9 @@
 //! The forwarding benchmark's sender and receiver (`bench/p4rt_write.py`): one frame
 //! offered into a switch's port in batches (`sendmmsg`) with at most `window` frames inside
 //! the switch at a time (a closed loop: the measure is the switch's capacity, not how much
-//! of an unpaced burst its input buffer drops), counted on the output port in batches
-//! (`recvmmsg`). A sender of one system call per frame offers about as much as the switch
-//! it measures, so it could not show a ratio of several times.
+//! of an unpaced burst its input buffer drops), counted on the output port from a
+//! PACKET_MMAP ring. A sender of one system call per frame offers about as much as the
+//! switch it measures, so it could not show a ratio of several times.
 
 use crate::rawsock::{RawSock, RxRing};
 use std::io;
@@ -25,8 +25,8 @@ pub struct Measured {
 /// Offer `count` copies of `frame` into `tx_if`, count frames arriving on `rx_if`; frames
 /// lost inside the switch are written off after `stall` without progress (the window reopens).
 pub fn run(tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stall: Duration) -> io::Result<Measured> {
-    let tx = RawSock::open(tx_if, 1 << 20, Duration::from_millis(50))?;
-    let rx = RawSock::open(rx_if, 256 << 20, Duration::from_millis(20))?;
+    let tx = RawSock::open(tx_if, false, Duration::from_millis(50))?;
+    let rx = RawSock::open(rx_if, true, Duration::from_millis(20))?;
     let got = Arc::new(AtomicU64::new(0));
     // the sender sleeps here while the window is full (a spinning sender would take a CPU
     // from the switch it measures on a small machine); the counter wakes it

@@ -1,39 +1,85 @@
-//! AF_PACKET sockets with batched I/O (`recvmmsg` / `sendmmsg`): one system call moves up
-//! to a batch of frames, which is what lets the live ports and the benchmark's sender run
-//! at hundreds of thousands of frames per second where one call per frame cannot.
+//! AF_PACKET sockets for the live ports and the benchmark's sender: frames are received
+//! through a PACKET_MMAP ring (TPACKET_V2) shared with the kernel, read in place without a
+//! system call while frames keep coming, and sent in batches (`sendmmsg`), so that one
+//! port moves hundreds of thousands of frames per second where a call per frame cannot.
 //!
 //! Linux strips a received 802.1Q tag into packet metadata (VLAN offload, on by default on
-//! veth); it comes back through PACKET_AUXDATA and is put back where it was on the wire.
+//! veth); the ring's frame header carries it and it is put back where it was on the wire.
 
 use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 const ETH_P_ALL: u16 = 0x0003;
-const PACKET_AUXDATA: libc::c_int = 8;
+const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_VERSION: libc::c_int = 10;
+const PACKET_RESERVE: libc::c_int = 12;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const TPACKET_V2: libc::c_int = 1;
+const TP_STATUS_KERNEL: u32 = 0;
+const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_VLAN_VALID: u32 = 0x10;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 0x40;
-/// Largest frame a slot holds (veth MTUs here are 1500; a jumbo frame still fits).
-const SLOT: usize = 16384;
-const CONTROL: usize = 64; // CMSG_SPACE(sizeof(struct tpacket_auxdata)) is 48
+/// Bytes of a receive ring: as much as the socket buffer the live ports had before the
+/// ring (8 MB, thousands of small frames), so that a burst is queued by the switch's
+/// traffic manager, not lost in the kernel.
+const RING_BYTES: usize = 8 << 20;
+/// Room before a received frame for the 802.1Q tag the kernel stripped (PACKET_RESERVE).
+const HEADROOM: usize = 4;
+/// struct tpacket2_hdr, then (TPACKET_ALIGN'ed) the struct sockaddr_ll of the frame.
+const HDR2: usize = 32;
 
 #[repr(C)]
-#[derive(Clone, Copy)]
-struct TpacketAuxdata {
+struct Tpacket2Hdr {
     tp_status: u32,
     tp_len: u32,
     tp_snaplen: u32,
     tp_mac: u16,
     tp_net: u16,
+    tp_sec: u32,
+    tp_nsec: u32,
     tp_vlan_tci: u16,
     tp_vlan_tpid: u16,
+    tp_padding: [u8; 4],
+}
+
+#[repr(C)]
+struct TpacketReq {
+    tp_block_size: u32,
+    tp_block_nr: u32,
+    tp_frame_size: u32,
+    tp_frame_nr: u32,
+}
+
+/// The receive ring mapped from the kernel: `frames` frames of `frame_size` bytes.
+struct Mapping {
+    base: *mut u8,
+    bytes: usize,
+    frame_size: usize,
+    frames: usize,
 }
 
 pub struct RawSock {
     fd: OwnedFd,
+    ring: Option<Mapping>,
+    timeout: Duration,
+}
+
+// SAFETY: the mapping is only read by one RxRing at a time (one receiving thread per
+// socket) and only written by the kernel; sending never touches it
+unsafe impl Send for RawSock {}
+unsafe impl Sync for RawSock {}
+
+impl Drop for RawSock {
+    fn drop(&mut self) {
+        if let Some(m) = &self.ring {
+            // SAFETY: the region mmap returned, unmapped once
+            unsafe { libc::munmap(m.base as *mut libc::c_void, m.bytes) };
+        }
+    }
 }
 
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
@@ -51,10 +97,10 @@ fn setsockopt<T>(fd: libc::c_int, level: libc::c_int, name: libc::c_int, value: 
 }
 
 impl RawSock {
-    /// A raw socket bound to `ifname`, receiving every protocol with its VLAN tag data, with
-    /// a receive buffer of `rcvbuf` bytes (forced when root) and `timeout` on receives so
+    /// A raw socket bound to `ifname`, receiving every protocol, with a receive ring when
+    /// `ring` (a socket that only sends has none), waiting at most `timeout` for frames so
     /// that a receiving thread notices a stop.
-    pub fn open(ifname: &str, rcvbuf: usize, timeout: Duration) -> io::Result<RawSock> {
+    pub fn open(ifname: &str, ring: bool, timeout: Duration) -> io::Result<RawSock> {
         let name = CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name"))?;
         // SAFETY: plain system calls on a descriptor this function owns
         let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
@@ -62,19 +108,15 @@ impl RawSock {
             return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface {ifname}")));
         }
         let raw = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, ETH_P_ALL.to_be() as i32) })?;
-        let sock = RawSock { fd: unsafe { OwnedFd::from_raw_fd(raw) } };
+        let mut sock = RawSock { fd: unsafe { OwnedFd::from_raw_fd(raw) }, ring: None, timeout };
         let fd = sock.fd.as_raw_fd();
-        setsockopt(fd, libc::SOL_PACKET, PACKET_AUXDATA, &1i32)?;
         // this host's own frames out of the interface (e.g. what the switch sends on a port
         // it also receives on) are not queued to the socket at all (Linux 4.20+; before,
         // `receive` skips them by packet type)
         let _ = setsockopt(fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &1i32);
-        let size = rcvbuf as libc::c_int;
-        if setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size).is_err() {
-            setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &size)?; // not root: what the system allows
+        if ring {
+            sock.ring = Some(map_ring(fd, ifname)?); // before bind: no frame lands outside it
         }
-        let tv = libc::timeval { tv_sec: timeout.as_secs() as _, tv_usec: timeout.subsec_micros() as _ };
-        setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv)?;
         let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
         addr.sll_protocol = ETH_P_ALL.to_be();
@@ -121,120 +163,115 @@ impl RawSock {
     }
 }
 
-/// Receive buffers for one socket: `batch` slots and their message headers, built once and
-/// reused across calls (a call that finds one frame, as a spinning receiver's often do,
-/// would otherwise rebuild every slot's header). The kernel writes a frame 4 bytes into
-/// its slot, so that a stripped VLAN tag goes back in place, without a copy of the frame.
-pub struct RxRing {
-    bufs: Vec<Vec<u8>>,
-    control: Vec<[u8; CONTROL]>,
-    addrs: Vec<libc::sockaddr_ll>,
-    iovs: Vec<libc::iovec>,
-    msgs: Vec<libc::mmsghdr>,
-    /// (slot, start, end) of each frame the last [`RxRing::receive`] took.
-    ready: Vec<(usize, usize, usize)>,
+/// A TPACKET_V2 receive ring on `fd`, frames sized for the interface's MTU.
+fn map_ring(fd: libc::c_int, ifname: &str) -> io::Result<Mapping> {
+    let mtu: usize = std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1500);
+    // header, address, reserve, Ethernet + VLAN header and the MTU, in a power of two
+    let frame_size = (HDR2 + 32 + HEADROOM + 18 + mtu).next_power_of_two().max(2048);
+    let block_size = frame_size.max(1 << 16);
+    let frames = (RING_BYTES / frame_size).max(block_size / frame_size);
+    let block_nr = frames * frame_size / block_size;
+    setsockopt(fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V2)?;
+    setsockopt(fd, libc::SOL_PACKET, PACKET_RESERVE, &(HEADROOM as u32))?;
+    let req = TpacketReq {
+        tp_block_size: block_size as u32,
+        tp_block_nr: block_nr as u32,
+        tp_frame_size: frame_size as u32,
+        tp_frame_nr: frames as u32,
+    };
+    setsockopt(fd, libc::SOL_PACKET, PACKET_RX_RING, &req)?;
+    let bytes = block_size * block_nr;
+    // SAFETY: maps the ring the kernel just allocated for this socket
+    let base = unsafe {
+        libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Mapping { base: base as *mut u8, bytes, frame_size, frames })
 }
 
-/// Room before a received frame for the 802.1Q tag the kernel stripped.
-const HEADROOM: usize = 4;
-
-// SAFETY: the raw pointers point into the ring's own heap buffers, which move with it
-unsafe impl Send for RxRing {}
+/// One reader of a socket's receive ring: where it is in the ring, the frames it took last
+/// (handed back to the kernel at the next [`RxRing::receive`]) and up to how many it takes
+/// at a time.
+pub struct RxRing {
+    head: usize,
+    batch: usize,
+    taken: Vec<usize>,
+    /// (offset in the ring, length) of each frame the last receive took.
+    ready: Vec<(usize, usize)>,
+}
 
 impl RxRing {
     pub fn new(batch: usize) -> RxRing {
-        let mut ring = RxRing {
-            bufs: vec![vec![0u8; SLOT]; batch],
-            control: vec![[0u8; CONTROL]; batch],
-            addrs: vec![unsafe { zeroed() }; batch],
-            iovs: Vec::with_capacity(batch),
-            msgs: Vec::with_capacity(batch),
-            ready: Vec::with_capacity(batch),
-        };
-        // the vectors never grow again, so the pointers below stay valid when the ring moves
-        for i in 0..batch {
-            // SAFETY: HEADROOM < SLOT, within the slot's buffer
-            let base = unsafe { ring.bufs[i].as_mut_ptr().add(HEADROOM) };
-            ring.iovs.push(libc::iovec { iov_base: base as *mut libc::c_void, iov_len: SLOT - HEADROOM });
-        }
-        for i in 0..batch {
-            let mut m: libc::mmsghdr = unsafe { zeroed() };
-            m.msg_hdr.msg_iov = &mut ring.iovs[i];
-            m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_name = &mut ring.addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
-            m.msg_hdr.msg_control = ring.control[i].as_mut_ptr() as *mut libc::c_void;
-            ring.msgs.push(m);
-            ring.reset(i);
-        }
-        ring
+        RxRing { head: 0, batch, taken: Vec::with_capacity(batch), ready: Vec::with_capacity(batch) }
     }
 
-    /// The lengths the kernel overwrote in slot `i` back to the buffers' sizes.
-    fn reset(&mut self, i: usize) {
-        let m = &mut self.msgs[i];
-        m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
-        m.msg_hdr.msg_controllen = CONTROL;
-        m.msg_hdr.msg_flags = 0;
-        m.msg_len = 0;
+    fn status(m: &Mapping, frame: usize) -> &AtomicU32 {
+        // SAFETY: tp_status is the first, aligned u32 of a frame inside the mapping; the
+        // kernel and this reader hand the frame over through it
+        unsafe { &*(m.base.add(frame * m.frame_size) as *const AtomicU32) }
     }
 
-    /// Take every frame already queued, up to the batch size (`wait`: first wait for one,
-    /// up to the socket's timeout; otherwise never sleep), each as it was on the wire (VLAN
-    /// tag restored), skipping the frames this host sent out of the interface; the number
-    /// taken, which [`RxRing::frames`] then lists.
+    /// Take every frame already in the ring, up to the batch size (`wait`: first wait for
+    /// one, up to the socket's timeout; otherwise never sleep), each as it was on the wire
+    /// (VLAN tag restored), skipping the frames this host sent out of the interface; the
+    /// number taken, which [`RxRing::frames`] then lists. The frames of the call before go
+    /// back to the kernel first.
     pub fn receive(&mut self, sock: &RawSock, wait: bool) -> usize {
+        let m = sock.ring.as_ref().expect("a socket opened with a receive ring");
+        for &f in &self.taken {
+            Self::status(m, f).store(TP_STATUS_KERNEL, Ordering::Release);
+        }
+        self.taken.clear();
         self.ready.clear();
-        let n = self.msgs.len();
-        // SAFETY: every mmsghdr points into this ring's buffers, alive for the call
-        let got = unsafe {
-            let flags = if wait { libc::MSG_WAITFORONE } else { libc::MSG_DONTWAIT };
-            libc::recvmmsg(sock.fd.as_raw_fd(), self.msgs.as_mut_ptr(), n as u32, flags, std::ptr::null_mut())
-        };
-        for i in 0..got.max(0) as usize {
-            if self.addrs[i].sll_pkttype != libc::PACKET_OUTGOING {
-                let len = (self.msgs[i].msg_len as usize).min(SLOT - HEADROOM);
-                match vlan_of(&self.msgs[i].msg_hdr) {
-                    Some((tpid, tci)) if len >= 12 => {
-                        // the MAC addresses 4 bytes forward, the tag after them
-                        let buf = &mut self.bufs[i];
-                        buf.copy_within(HEADROOM..HEADROOM + 12, 0);
-                        buf[12..14].copy_from_slice(&tpid.to_be_bytes());
-                        buf[14..16].copy_from_slice(&tci.to_be_bytes());
-                        self.ready.push((i, 0, HEADROOM + len));
-                    }
-                    _ => self.ready.push((i, HEADROOM, HEADROOM + len)),
+        if wait && Self::status(m, self.head).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
+            let mut pfd = libc::pollfd { fd: sock.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one pollfd, alive for the call
+            unsafe { libc::poll(&mut pfd, 1, sock.timeout.as_millis() as libc::c_int) };
+        }
+        while self.taken.len() < self.batch {
+            let f = self.head;
+            let status = Self::status(m, f).load(Ordering::Acquire);
+            if status & TP_STATUS_USER == 0 {
+                break;
+            }
+            self.taken.push(f);
+            self.head = (f + 1) % m.frames;
+            let at = f * m.frame_size;
+            // SAFETY: the frame belongs to this reader until its status is handed back; its
+            // header, address and data lie within the frame, as the kernel laid them out
+            unsafe {
+                let hdr = &*(m.base.add(at) as *const Tpacket2Hdr);
+                let sll = &*(m.base.add(at + HDR2) as *const libc::sockaddr_ll);
+                if sll.sll_pkttype == libc::PACKET_OUTGOING {
+                    continue;
+                }
+                let (mac, len) = (at + hdr.tp_mac as usize, hdr.tp_snaplen as usize);
+                if status & TP_STATUS_VLAN_VALID != 0 && len >= 12 {
+                    // the MAC addresses 4 bytes back (into the reserve), the tag after them
+                    let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 { hdr.tp_vlan_tpid } else { 0x8100 };
+                    let tci = hdr.tp_vlan_tci;
+                    std::ptr::copy(m.base.add(mac), m.base.add(mac - HEADROOM), 12);
+                    let [a, b] = tpid.to_be_bytes();
+                    let [c, d] = tci.to_be_bytes();
+                    std::ptr::copy_nonoverlapping([a, b, c, d].as_ptr(), m.base.add(mac + 12 - HEADROOM), 4);
+                    self.ready.push((mac - HEADROOM, len + HEADROOM));
+                } else {
+                    self.ready.push((mac, len));
                 }
             }
-            self.reset(i);
         }
         self.ready.len()
     }
 
     /// The frames the last [`RxRing::receive`] took, valid until the next one.
-    pub fn frames(&self) -> impl Iterator<Item = &[u8]> {
-        self.ready.iter().map(|&(i, start, end)| &self.bufs[i][start..end])
+    pub fn frames<'a>(&'a self, sock: &'a RawSock) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let m = sock.ring.as_ref().expect("a socket opened with a receive ring");
+        // SAFETY: each (offset, length) lies in a frame this reader holds until its next receive
+        self.ready.iter().map(move |&(at, len)| unsafe { std::slice::from_raw_parts(m.base.add(at), len) })
     }
-}
-
-/// The (TPID, TCI) the kernel stripped from a received frame, from its PACKET_AUXDATA.
-fn vlan_of(hdr: &libc::msghdr) -> Option<(u16, u16)> {
-    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within controllen
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(hdr);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_PACKET
-                && (*c).cmsg_type == PACKET_AUXDATA
-                && (*c).cmsg_len as usize >= libc::CMSG_LEN(size_of::<TpacketAuxdata>() as u32) as usize
-            {
-                let aux = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const TpacketAuxdata);
-                if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
-                    let tpid = if aux.tp_status & TP_STATUS_VLAN_TPID_VALID != 0 { aux.tp_vlan_tpid } else { 0x8100 };
-                    return Some((tpid, aux.tp_vlan_tci));
-                }
-                return None;
-            }
-            c = libc::CMSG_NXTHDR(hdr, c);
-        }
-    }
-    None
 }
