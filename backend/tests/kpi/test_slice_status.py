@@ -1,7 +1,9 @@
 """Slice status per backend, derived from facts, against the real p4rt driver and the bundled
 P4Runtime target: draft → deployed → pending (with what changed) → deployed; a rollback to a
 rule set without a slice → not_deployed; reconcile's drift → out_of_sync; a failed push →
-failed; and the SLA status from stored samples and violations (met / degraded / no_data)."""
+failed; a slice's rate_limit / drop intents (sub-slices) not yet or no longer in force →
+pending, naming the intent; and the SLA status from stored samples and violations (met /
+degraded / no_data)."""
 
 from __future__ import annotations
 
