@@ -184,14 +184,17 @@ def _rollback(client: TestClient, op: dict[str, str], bid: int, number: int) -> 
 
 
 @pytest.mark.parametrize(("action", "words"), [
-    ({"action": "rate_limit", "rate_mbps": 5}, "rate_limit 5 Mbit/s"),
-    ({"action": "drop"}, "drop"),
+    ({"action": "rate_limit", "rate_mbps": 5}, " (rate_limit 5 Mbit/s)"),
+    ({"action": "drop"}, " (drop)"),
+    # a prioritise intent has no sub-slice: its entries (the slice's id) are named by their note
+    ({"lane": 6}, ""),
 ])
 def test_state_covers_the_slices_policed_intents(client: TestClient, session: Session, op: dict[str, str],
                                                  start_target: Callable[..., RunningTarget],
                                                  action: dict[str, Any], words: str) -> None:
     """A rate_limit / drop intent is a sub-slice of its own in the rule set (same ref as the
-    slice): whether the data plane holds it is part of the slice's state. Rule sets with and
+    slice), a prioritise intent entries of the slice's id: whether the data plane holds them is
+    part of the slice's state, named by the intent. Rule sets with and
     without the intent are put in force by pushes and rollbacks through the API."""
     bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
     tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
@@ -213,7 +216,7 @@ def test_state_covers_the_slices_policed_intents(client: TestClient, session: Se
     _rollback(client, op, bid, 1)
     st = _status(client, op, a)["backends"][0]
     assert (st["state"], st["rule_set_number"]) == ("pending", 1)
-    assert st["changes"] == [f"intent {iid} ({words}): not in force yet (1 classifier entry)"]
+    assert st["changes"] == [f"intent {iid}{words}: not in force yet (1 classifier entry)"]
     listed = client.get("/api/v1/slices", headers=op).json()["data"]
     assert [(s["id"], s["state"]) for s in listed] == [(a, "pending")]
     assert _deploy(client, op, bid)["status"] == "succeeded"
@@ -222,7 +225,7 @@ def test_state_covers_the_slices_policed_intents(client: TestClient, session: Se
 
     # which entry of the IR comes first does not matter: the sub-slice is never taken for the slice
     ir = _rule_set_ir(session, bid, 3)
-    assert [s.get("intent_ref") for s in ir["slices"]] == [None, iid]
+    assert [s.get("intent_ref") for s in ir["slices"]] == ([None, iid] if words else [None])
     turned = {**ir, "slices": ir["slices"][::-1], "rules": ir["rules"][::-1]}
     assert slice_part(turned, a) == slice_part(ir, a)
     part = slice_part(turned, a)
@@ -235,7 +238,7 @@ def test_state_covers_the_slices_policed_intents(client: TestClient, session: Se
     _rollback(client, op, bid, 3)
     st = _status(client, op, a)["backends"][0]
     assert (st["state"], st["rule_set_number"]) == ("pending", 3)
-    assert st["changes"] == [f"intent {iid} ({words}): removed since the push, still in force (1 classifier entry)"]
+    assert st["changes"] == [f"intent {iid}{words}: removed since the push, still in force (1 classifier entry)"]
 
 
 def test_a_changed_intent_is_named(client: TestClient, session: Session, op: dict[str, str],
