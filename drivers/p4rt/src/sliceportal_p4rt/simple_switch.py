@@ -83,7 +83,9 @@ def start_simple_switch_grpc(
     if not 1 <= priority_queues <= 8:
         raise SimpleSwitchError(f"priority_queues must be 1..8, got {priority_queues}")
     port = port or _free_port(host)
-    args = [exe, "--no-p4", "--device-id", str(device_id)]
+    # a Thrift port of its own: two switches on the default 9090 (tests and benches of
+    # several processes at once) made the second one exit with SIGSEGV at start
+    args = [exe, "--no-p4", "--device-id", str(device_id), "--thrift-port", str(_free_port(host))]
     for p, ifname in sorted((interfaces or {}).items()):
         args += ["-i", f"{p}@{ifname}"]
     args += list(extra_args)
