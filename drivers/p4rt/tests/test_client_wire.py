@@ -3,10 +3,13 @@ the WriteRequest protobuf itself builds, for any number and size of updates."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from irs import two_tenants
 from p4.v1 import p4runtime_pb2
 
+from sliceportal.rules.ir import RuleIR
 from sliceportal_p4rt.client import write_request_bytes
 from sliceportal_p4rt.driver import Driver, ident
 
@@ -60,3 +63,19 @@ def test_updates_written_as_bytes_are_what_the_protobuf_api_builds(utype: int, q
     assert seen > 10
     kinds = (Update.INSERT, Update.DELETE, Update.MODIFY)
     assert d._counts(ops) == {k: sum(1 for op in ops if d._kind(op) == k) for k in kinds}
+
+
+def test_diff_from_cached_identities_is_the_diff_of_copies() -> None:
+    """The diff of two lowerings finds their entries' identities cached (the last two
+    lowerings'); the same plans as copies (read back from the database) find none: the
+    updates, and the bytes framed for them, are the same."""
+    d = Driver({"access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3})
+    ir = two_tenants()
+    held = d.lower(ir).tables
+    want = d.lower(RuleIR(lanes=ir.lanes, paths=1, rules=ir.rules[2:] + ir.rules[:1], slices=ir.slices,
+                          tenants=ir.tenants)).tables
+    assert all(id(e) in d._idents for t in (held, want) for lst in t.values() for e in lst if "match" in e)
+    fast, _ = d._diff(held, want)
+    slow, _ = d._diff(copy.deepcopy(held), copy.deepcopy(want))
+    assert fast == slow and {op[0] for op in fast} >= {Update.INSERT, Update.DELETE}
+    assert [d._frame(op) for op in fast] == [d._frame(op) for op in slow]

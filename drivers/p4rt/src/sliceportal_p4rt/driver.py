@@ -200,6 +200,8 @@ class Driver:
         self._rule_of: dict[tuple[MatchKey, int], int] = {}
         self._encoded: dict[tuple[str, object], tuple[NativeEntry, bytes]] = {}
         self._encoded_ids: dict[int, tuple[NativeEntry, bytes]] = {}
+        self._idents: dict[int, tuple[NativeEntry, object]] = {}
+        self._last_idents: dict[int, tuple[NativeEntry, object]] = {}
         self._registers_writable = True
 
     # ---- pure --------------------------------------------------------------------------
@@ -523,8 +525,8 @@ class Driver:
                     crowded.append(table)  # nothing to free: the switch refuses the excess
                 inserts += [((door, -e["priority"]), (Update.INSERT, table, e, None)) for e in plain]
                 continue
-            old = {ident(e): e for e in have.get(table, [])}
-            new = {ident(e): e for e in want.get(table, [])}
+            old = {self._ident(e): e for e in have.get(table, [])}
+            new = {self._ident(e): e for e in want.get(table, [])}
             added = []
             for k, e in new.items():
                 if k not in old:
@@ -595,7 +597,7 @@ class Driver:
             return None  # a DELETE carries no action; defaults and meter cells are not cached
         hit = self._encoded_ids.get(id(e))
         if hit is None or hit[0] is not e:
-            hit = self._encoded.get((table, ident(e) if key is None else key))
+            hit = self._encoded.get((table, self._ident(e) if key is None else key))
         return hit[1] if hit is not None and (hit[0] is e or hit[0] == e) else None
 
     def _encode(self, op: Op) -> bytes:
@@ -636,16 +638,28 @@ class Driver:
         """Build the plan's entries as wire bytes now (P4Runtime identity -> (entry, bytes)), so
         that a push of this plan (or of a copy read back from the database) only looks them
         up. The last lowering's only: a preview of another version replaces them."""
-        self._encoded = {
-            (table, ident(e)): (e, self._entity(table, e))
-            for table, entries in tables.items()
-            if table != SLICE_METER
-            for e in entries
-            if "match" in e
-        }
+        encoded: dict[tuple[str, object], tuple[NativeEntry, bytes]] = {}
+        idents: dict[int, tuple[NativeEntry, object]] = {}
+        for table, entries in tables.items():
+            if table == SLICE_METER:
+                continue
+            for e in entries:
+                if "match" in e:
+                    key = ident(e)
+                    idents[id(e)] = (e, key)
+                    encoded[table, key] = (e, self._entity(table, e))
+        self._encoded = encoded
         # the same by the entry object (kept alive here, so its id is its own): no identity to
         # compute for a push of this very plan into an empty table
         self._encoded_ids = {id(hit[0]): hit for hit in self._encoded.values()}
+        # identities by entry object, of this lowering and the one before (usually what the
+        # switch holds when this one is pushed: the diff's other side)
+        self._idents, self._last_idents = self._last_idents | idents, idents
+
+    def _ident(self, e: NativeEntry) -> object:
+        """``ident(e)``, known without recomputing for an entry of the last two lowerings."""
+        hit = self._idents.get(id(e))
+        return hit[1] if hit is not None and hit[0] is e else ident(e)
 
     @staticmethod
     def _counts(updates: Sequence[Op]) -> dict[int, int]:
