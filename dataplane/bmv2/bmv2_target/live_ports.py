@@ -2,7 +2,8 @@
 compiled engine's native threads (``dataplane/bmv2/engine/src/live.rs``), this module keeps
 the control.
 
-Per port a thread receives frames in batches (``recvmmsg``) and runs the ingress pipeline;
+Per port a thread takes frames in batches from a PACKET_MMAP receive ring (read in place,
+no system call while frames keep coming) and runs the ingress pipeline;
 the packet goes into its egress port's strict-priority queues; the port's drain thread runs
 the egress pipeline and sends (``sendmmsg``) at the link rate in wall-clock time. So under
 overload the queues decide which lanes lose, as on BMv2, instead of every lane losing alike

@@ -1,9 +1,9 @@
 //! Live ports in native threads: the bundled target's data path on veth / NICs.
 //!
 //! Per live port a receive thread takes frames in batches (from its PACKET_MMAP ring) and
-//! runs the ingress pipeline on the whole batch under one engine lock; the packets go into their egress
-//! port's strict-priority queues (BMv2's: priority p of n queues, 7 highest, a priority not
-//! below n drops as "out of range", a full queue tail-drops); per egress port a drain thread
+//! runs the ingress pipeline on the whole batch under one engine lock; the packets go into
+//! their egress port's strict-priority queues (BMv2's: priority p of n queues, 7 highest, a
+//! priority not below n drops as "out of range", a full queue tail-drops); per egress port a drain thread
 //! is the link: when it frees, the highest-priority packet queued at that instant goes, and
 //! the next choice waits until its bytes would have left at the link rate (None: no wait).
 //! Egress runs at departure, then `sendmmsg`. So under overload the queues decide which
@@ -72,7 +72,10 @@ impl Gate {
 
 struct Queued {
     packet: Packet,
-    engine: Shared, // compared by identity at departure
+    /// The pipeline that ingressed it, compared with the current one's at departure (a
+    /// number rather than a reference count the receiving and the draining thread would
+    /// both write per packet).
+    generation: u64,
     length: usize,
 }
 
@@ -97,7 +100,8 @@ pub struct Live {
     pub queue_depth: usize,
     /// Bits per second; 0 = unlimited.
     link_bps: AtomicU64,
-    engine: Mutex<Option<Shared>>,
+    /// The current pipeline and its generation (counts pipeline changes).
+    engine: Mutex<(Option<Shared>, u64)>,
     gate: Arc<Gate>,
     socks: HashMap<u64, Arc<RawSock>>,
     egress: Mutex<HashMap<u64, Arc<EgressPort>>>,
@@ -127,7 +131,7 @@ impl Live {
             priority_queues,
             queue_depth,
             link_bps: AtomicU64::new(link_bps.unwrap_or(0)),
-            engine: Mutex::new(None),
+            engine: Mutex::new((None, 0)),
             gate,
             socks,
             egress: Mutex::new(HashMap::new()),
@@ -139,7 +143,15 @@ impl Live {
 
     /// The pipeline that ingresses from now on (None: frames are received and dropped).
     pub fn set_engine(&self, engine: Option<Shared>) {
-        *lock(&self.engine) = engine;
+        let mut current = lock(&self.engine);
+        let same = match (&current.0, &engine) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            *current = (engine, current.1 + 1);
+        }
     }
 
     pub fn link_bps(&self) -> Option<u64> {
@@ -225,14 +237,14 @@ impl Live {
             }
             busy_until = Some(Instant::now() + SPIN);
             self.counters.received.fetch_add(n as u64, Relaxed);
-            let Some(engine) = lock(&self.engine).clone() else { continue };
+            let (Some(engine), generation) = lock(&self.engine).clone() else { continue };
             let now = now_us();
             {
                 let mut e = self.gate.enter(&engine);
                 for data in ring.frames(sock) {
                     if let Some(p) = e.ingress_from(data, port, now) {
                         let (egress_port, priority, length) = (e.egress_spec(&p), e.priority(&p), p.data.len());
-                        out.push((egress_port, priority, Queued { packet: p, engine: Arc::clone(&engine), length }));
+                        out.push((egress_port, priority, Queued { packet: p, generation, length }));
                     }
                 }
             }
@@ -303,7 +315,7 @@ impl Live {
     /// counted as a stale drop, not as transmitted.
     fn transmit(&self, batch: &mut Vec<Queued>, frames: &mut Vec<Vec<u8>>) -> usize {
         let n = batch.len() as u64;
-        let current = lock(&self.engine).clone();
+        let (current, generation) = lock(&self.engine).clone();
         let now = now_us();
         let mut stale = 0;
         let mut ready = 0;
@@ -311,7 +323,7 @@ impl Live {
             Some(engine) => {
                 let mut e = self.gate.enter(&engine);
                 for q in batch.drain(..) {
-                    if !Arc::ptr_eq(&q.engine, &engine) {
+                    if q.generation != generation {
                         stale += 1;
                     } else {
                         if frames.len() == ready {
