@@ -158,11 +158,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             if k != skip:
                 box.put(self._announcement(election))
 
-    def _check_primary(self, device_id: int, election_id: p4runtime_pb2.Uint128) -> None:
+    def _check_primary(self, device_id: int, election_id: p4runtime_pb2.Uint128 | int) -> None:
         if device_id != self.arb.device_id:
             raise not_found(f"unknown device id {device_id}")
         primary = self.arb.primary()
-        if primary is None or _election(election_id) != primary:
+        election = election_id if isinstance(election_id, int) else _election(election_id)
+        if primary is None or election != primary:
             raise P4RTError(grpc.StatusCode.PERMISSION_DENIED, "not the primary controller")
 
     # ---- pipeline config ----------------------------------------------------------------
@@ -244,7 +245,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             return bytes(self.Write(p4runtime_pb2.WriteRequest.FromString(raw), context).SerializeToString())
         device_id, election, atomicity, n = split
         try:
-            self._check_primary(device_id, p4runtime_pb2.Uint128(high=election >> 64, low=election & ((1 << 64) - 1)))
+            self._check_primary(device_id, election)  # an int: no pure-Python protobuf message per Write
             if atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR is supported")
         except P4RTError as err:
