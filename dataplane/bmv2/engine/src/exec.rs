@@ -63,9 +63,13 @@ impl MeterCell {
     }
 }
 
-/// A packet between the stages: its header vector and the bytes not yet parsed.
+/// A packet between the stages, boxed: it moves through the pipeline, the queues and the
+/// engine's spares by pointer, not as a 200-byte struct copied at every hand-over.
+pub type Packet = Box<PacketData>;
+
+/// A packet's header vector and the bytes not yet parsed.
 #[derive(Debug, Clone)]
-pub struct Packet {
+pub struct PacketData {
     pub fields: Vec<u64>,
     pub valid: Vec<bool>,
     pub varbits: Vec<Vec<u8>>,
@@ -228,7 +232,7 @@ impl Engine {
                 p.payload = 0;
                 p
             }
-            None => Packet {
+            None => Box::new(PacketData {
                 fields: vec![0; self.ir.slot_width.len()],
                 valid: self.valid_init.clone(),
                 varbits: vec![Vec::new(); self.ir.headers.len()],
@@ -236,7 +240,7 @@ impl Engine {
                 data: Vec::new(),
                 payload: 0,
                 ingress_length: 0,
-            },
+            }),
         }
     }
 
