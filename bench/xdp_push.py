@@ -72,7 +72,7 @@ def entries_of(img: image.Image) -> int:
     """Map slots of an image (arrays count every slot, as the push writes them)."""
     n = 0
     for f, v in img.items():
-        n += len(v) if isinstance(v, dict) else image.ARRAY_SHAPE[f][0]
+        n += len(v) if isinstance(v, image.Keyed) else image.ARRAY_SHAPE[f][0]
     return n
 
 
@@ -82,8 +82,8 @@ def raw_write(dp: DataPlane, v: VersionMaps, img: image.Image, batched: bool) ->
     t0 = time.perf_counter()
     for f, val in img.items():
         m = v.table(f)
-        if isinstance(val, dict):
-            keys, vals = list(val), list(val.values())
+        if isinstance(val, image.Keyed):
+            keys, vals = list(map(bytes, val.keys)), list(map(bytes, val.values))
         else:
             n, size = image.ARRAY_SHAPE[f]
             keys = [i.to_bytes(4, "little") for i in range(n)]

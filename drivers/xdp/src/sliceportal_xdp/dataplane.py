@@ -16,7 +16,7 @@ from dataclasses import astuple, dataclass, field
 from sliceportal.drivers.contract import NativeEntry
 
 from . import layout as L
-from .image import ARRAY_SHAPE, ARRAYS, KEYED, Image, ImageDiff, keyed_holds
+from .image import ARRAY_SHAPE, ARRAYS, KEYED, Image, ImageDiff, Keyed, holds
 from .libbpf import BpfObject, Map, TestRun, obj_id, test_run
 from .lowering import TUNNEL_FIELDS, rules_list
 from .pins import PinDir
@@ -251,30 +251,36 @@ class DataPlane:
     # ---- the rule tables -------------------------------------------------------------
 
     def read_image(self, v: VersionMaps) -> Image:
-        """The bytes a copy holds: one batch lookup per map."""
-        img: Image = {}
-        for f in KEYED:
-            img[f] = dict(v.table(f).lookup_all())
+        """The bytes a copy holds: one batch lookup per keyed map, the arrays through
+        their mmap."""
+        img: Image = {f: self._read_keyed(v.table(f)) for f in KEYED}
         for f in ARRAYS:
             n, size = ARRAY_SHAPE[f]
             img[f] = v.mem[f][: n * size]
         return img
 
+    @staticmethod
+    def _read_keyed(m: Map) -> Keyed:
+        raw = m.lookup_raw()  # None: no batch lookup in this kernel, read key by key
+        if raw is None:
+            pairs = m.lookup_all()
+            raw = memoryview(b"".join(k for k, _ in pairs)), memoryview(b"".join(val for _, val in pairs))
+        return Keyed.read(*raw, m.key_size, m.value_size)
+
     def mismatched(self, v: VersionMaps, want: Image) -> list[str]:
         """The tables where a copy does not hold ``want`` byte for byte (empty: it holds
-        it exactly). One batch lookup per keyed map compared in the kernel's order, the
-        arrays compared through their mmap: cheaper than ``read_image`` + compare, which
-        builds a dict of every entry read."""
+        it exactly). A keyed map's batch read is sorted by key and compared with the
+        plan's sorted rows as two arrays (the kernel answers a hash map in bucket order);
+        the arrays are compared in place through their mmap."""
         bad = []
         for f in KEYED:
-            m, w = v.table(f), want[f]
-            assert isinstance(w, dict)
-            raw = m.lookup_raw()  # None: no batch lookup in this kernel, read key by key
-            if not (keyed_holds(*raw, m.key_size, w) if raw is not None else dict(m.lookup_all()) == w):
+            if self._read_keyed(v.table(f)) != want[f]:
                 bad.append(f)
         for f in ARRAYS:
             n, size = ARRAY_SHAPE[f]
-            if v.mem[f][: n * size] != want[f]:
+            w = want[f]
+            assert isinstance(w, bytes) and len(w) == n * size
+            if not holds(v.mem[f], w):
                 bad.append(f)
         return bad
 
@@ -291,8 +297,8 @@ class DataPlane:
                     mem[first * size : (last + 1) * size] = c.array[first * size : (last + 1) * size]
             else:
                 m = v.table(f)
-                m.delete_many(c.delete)
-                m.update_batch(b"".join(c.keys), b"".join(c.values))
+                m.delete_many(list(map(bytes, c.delete)))
+                m.update_batch(c.put.keys.tobytes(), c.put.values.tobytes())
             done += c.writes
             progress(done)
         return done

@@ -8,15 +8,21 @@ read-back check after a write is a byte comparison, not a decode.
 
 An image maps each table name (``VersionMaps.FIELDS``) to either
 * ``bytes``: an array map's values in index order (every slot; all-zero = empty), or
-* ``dict[bytes, bytes]``: a hash / LPM map's keys and values.
+* ``Keyed``: a hash / LPM map's keys and values as numpy rows sorted by key.
+
+Keyed maps hold tens of thousands of entries in an expanded plan, so they are packed,
+diffed and compared as whole arrays (numpy), never as one Python object per entry.
 """
 
 from __future__ import annotations
 
+import itertools
+import mmap
 import operator
-import socket
-import struct
 from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from sliceportal.drivers.contract import NativeEntry
 
@@ -24,10 +30,11 @@ from . import layout as L
 from .lowering import TUNNEL_FIELDS
 
 Tables = dict[str, list[NativeEntry]]
-Image = dict[str, bytes | dict[bytes, bytes]]
+Rows = npt.NDArray[np.uint8]  # (entries, bytes per entry)
 
 KEYED = ("src_ip", "dst_ip", "vni", "teid", "vlan")
 ARRAYS = ("dst_port", "dscp", "special", "actions", "qos", "meta")
+KEY_SIZE = {"src_ip": L.LPM_KEY.size, "dst_ip": L.LPM_KEY.size, "vni": 4, "teid": 4, "vlan": 4}
 # array maps: (slots, value size)
 ARRAY_SHAPE = {
     "dst_port": (L.PORTS, L.BITMAP_BYTES),
@@ -37,43 +44,127 @@ ARRAY_SHAPE = {
     "qos": (L.MAX_SLICES, L.QOS.size),
     "meta": (1, L.META.size),
 }
-_BLOCK = 256  # array slots compared as one slice before looking at single slots
-_FIRST = operator.itemgetter(0)
 
 
-_ONE = [(1 << r).to_bytes(L.BITMAP_BYTES, "little") for r in range(L.MAX_RULES)]
+def _rows(buf: bytes | memoryview, size: int) -> Rows:
+    return np.frombuffer(buf, np.uint8).reshape(-1, size)
+
+
+@dataclass(frozen=True, eq=False)
+class Keyed:
+    """A hash / LPM map's entries: ``keys`` and ``values`` as rows of bytes, sorted by key
+    (``_order``), each key once. Two maps hold the
+    same entries exactly when their sorted rows are equal, whatever order a kernel walk
+    gave them in."""
+
+    keys: Rows
+    values: Rows
+
+    @classmethod
+    def of(cls, keys: Rows, values: Rows) -> Keyed:
+        """``keys`` / ``values`` sorted by key; a key given twice is refused (a kernel
+        never answers one twice, a lowered plan never holds one twice)."""
+        if len(keys) != len(values):
+            raise ValueError(f"{len(keys)} keys but {len(values)} values")
+        order = _order(keys)
+        if len(order) < 2 or bool((order[1:] > order[:-1]).all()):
+            return cls(keys, values)  # sorted already: a lowered plan, an LPM trie's walk
+        perm = np.argsort(order)
+        ordered = order[perm]
+        if bool((ordered[1:] == ordered[:-1]).any()):
+            raise ValueError("a key appears twice")
+        return cls(_take(keys, perm), _take(values, perm))
+
+    @classmethod
+    def read(cls, keys: bytes | memoryview, values: bytes | memoryview, key_size: int, value_size: int) -> Keyed:
+        """A batch read's packed keys and values (kernel order)."""
+        return cls.of(_rows(keys, key_size), _rows(values, value_size))
+
+    @classmethod
+    def empty(cls, key_size: int, value_size: int = L.BITMAP_BYTES) -> Keyed:
+        return cls(np.zeros((0, key_size), np.uint8), np.zeros((0, value_size), np.uint8))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Keyed):
+            return NotImplemented
+        return np.array_equal(self.keys, other.keys) and np.array_equal(self.values, other.values)
+
+    def pairs(self) -> list[tuple[bytes, bytes]]:
+        return list(zip(map(bytes, self.keys), map(bytes, self.values), strict=True))
+
+
+Image = dict[str, bytes | Keyed]
+
+
+def _take(rows: Rows, perm: npt.NDArray[np.intp]) -> Rows:
+    """``rows`` in the order ``perm``, moved 8 bytes at a time where the width allows."""
+    if rows.shape[1] % 8:
+        return rows[perm]
+    return np.ascontiguousarray(rows).view("<u8")[perm].view(np.uint8)
+
+
+def _order(keys: Rows) -> npt.NDArray[np.uint64]:
+    """Each key as one integer to sort on: a tunnel key's value; an LPM key's prefix
+    length, then its address (the order ``lower`` lists prefixes in, so a plan's image
+    needs no permutation)."""
+    k = np.ascontiguousarray(keys)
+    if k.shape[1] == 4:
+        return k.view("<u4").ravel().astype(np.uint64)
+    head, addr = k[:, :4].copy().view("<u4").ravel(), k[:, 4:].copy().view(">u4").ravel()
+    return (head.astype(np.uint64) << np.uint64(32)) | addr.astype(np.uint64)
+
+
+def _bitmaps(entries: list[NativeEntry]) -> Rows:
+    """The rule bitmaps of ``entries`` as rows (one bit per rule position)."""
+    rules = list(map(operator.itemgetter("rules"), entries))
+    n = len(rules)
+    counts = np.fromiter(map(len, rules), np.intp, n)
+    flat = np.fromiter(itertools.chain.from_iterable(rules), np.int64, int(counts.sum()))
+    if flat.size and (flat.min() < 0 or flat.max() >= L.MAX_RULES):
+        raise ValueError(f"a rule position is outside 0..{L.MAX_RULES - 1}")
+    words = np.zeros((n, L.WORDS), "<u8")
+    bits = np.left_shift(np.uint64(1), (flat & 63).astype(np.uint64))
+    if flat.size == n and counts.all():  # one rule each, the common case of expanded entries
+        words[np.arange(n), flat >> 6] = bits
+    else:
+        np.bitwise_or.at(words, (np.repeat(np.arange(n), counts), flat >> 6), bits)
+    return words.view(np.uint8)
 
 
 def _bitmap(rules: list[int]) -> bytes:
-    if len(rules) == 1:  # the common case of expanded entries: a table lookup
-        return _ONE[rules[0]]
     bits = 0
     for r in rules:
         bits |= 1 << r
     return bits.to_bytes(L.BITMAP_BYTES, "little")
 
 
-_PLEN = [L.LPM_KEY.pack(p, b"\0\0\0\0")[:4] for p in range(33)]
-_PLEN_OF = {str(p): k for p, k in enumerate(_PLEN)}  # "24" -> the key's prefixlen word
-
-
-def _bitmaps(entries: list[NativeEntry]) -> list[bytes]:
-    """The rule bitmaps of ``entries``, in order (a single rule, the common case of
-    expanded entries, is a table lookup)."""
-    one = _ONE
-    return [one[r[0]] if len(r) == 1 else _bitmap(r) for r in map(operator.itemgetter("rules"), entries)]
-
-
-def _lpm_map(entries: list[NativeEntry]) -> dict[bytes, bytes]:
-    """An LPM table's image. An expanded plan has tens of thousands of prefixes, so the
-    parsing runs in C-level map() pipelines: all prefixes joined and split at "/" give the
-    addresses and the prefix lengths in alternation."""
+def _lpm_map(entries: list[NativeEntry]) -> Keyed:
+    """An LPM table's image: every "a.b.c.d/len" parsed by one numpy text scan (the "/"
+    made a "." so each prefix is five numbers), the keys built as columns."""
     prefixes = list(map(operator.itemgetter("prefix"), entries))
-    parts = "/".join(prefixes).split("/") if prefixes else []
-    if len(parts) != 2 * len(prefixes):
-        raise ValueError("an LPM entry's prefix is not address/length")
-    keys = map(operator.add, map(_PLEN_OF.__getitem__, parts[1::2]), map(socket.inet_aton, parts[0::2]))
-    return dict(zip(keys, _bitmaps(entries), strict=True))
+    n = len(prefixes)
+    text = ".".join(prefixes)
+    nums = np.fromstring(text.replace("/", "."), dtype=np.int64, sep=".") if n else np.zeros(0, np.int64)
+    if text.count("/") != n or nums.size != 5 * n:
+        raise ValueError("an LPM entry's prefix is not a.b.c.d/length")
+    nums = nums.reshape(n, 5)
+    if nums.size and (nums.min() < 0 or nums[:, :4].max() > 255 or nums[:, 4].max() > 32):
+        raise ValueError("an LPM entry's prefix is out of range")
+    keys = np.zeros((n, L.LPM_KEY.size), np.uint8)  # prefixlen (host order), address (network order)
+    keys[:, 0] = nums[:, 4]
+    keys[:, 4:] = nums[:, :4]
+    return Keyed.of(keys, _bitmaps(entries))
+
+
+def _tunnel_map(entries: list[NativeEntry]) -> Keyed:
+    values = list(map(operator.itemgetter("value"), entries))
+    if values and not 0 <= min(values) <= max(values) < 1 << 32:
+        raise ValueError("a tunnel key is outside 32 bits")
+    keys = np.fromiter(values, "<u4", len(values)).view(np.uint8).reshape(-1, 4)
+    return Keyed.of(keys, _bitmaps(entries))
 
 
 def _rle_array(entries: list[NativeEntry], size: int) -> bytes:
@@ -95,8 +186,7 @@ def encode(tables: Tables) -> Image:
     img["dst_port"] = _rle_array(tables["dst_port"], L.PORTS)
     img["dscp"] = _rle_array(tables["dscp"], L.DSCPS)
     for f in TUNNEL_FIELDS:
-        keys = map(L.U32.pack, map(operator.itemgetter("value"), tables[f]))
-        img[f] = dict(zip(keys, _bitmaps(tables[f]), strict=True))
+        img[f] = _tunnel_map(tables[f])
     slots = {e["slot"]: e["rules"] for e in tables["special"]}
     # plans lowered before the *_any sets hold wildcards in every entry instead: still right
     img["special"] = b"".join(_bitmap(slots.get(s, [])) for s in L.SPECIAL_SLOTS)
@@ -130,17 +220,16 @@ def encode(tables: Tables) -> Image:
 @dataclass
 class MapChange:
     """What to do to one map to turn its old image into the new one: keyed maps delete
-    ``delete`` and write ``keys`` / ``values``; arrays copy the ``slots`` from ``array``."""
+    the keys ``delete`` and write ``put``; arrays copy the ``slots`` from ``array``."""
 
-    delete: list[bytes] = field(default_factory=list)
-    keys: list[bytes] = field(default_factory=list)
-    values: list[bytes] = field(default_factory=list)
+    delete: Rows = field(default_factory=lambda: np.zeros((0, 4), np.uint8))
+    put: Keyed = field(default_factory=lambda: Keyed.empty(4))
     slots: list[int] = field(default_factory=list)
     array: bytes = b""
 
     @property
     def writes(self) -> int:
-        return len(self.delete) + len(self.keys) + len(self.slots)
+        return len(self.delete) + len(self.put) + len(self.slots)
 
     def runs(self) -> list[tuple[int, int]]:
         """The changed slots as [first, last] runs (one copy per run)."""
@@ -165,20 +254,24 @@ class ImageDiff:
         return sum(c.writes for c in self.changes.values())
 
 
-def _changed_slots(old: bytes, new: bytes, size: int) -> list[int]:
-    """Indices of the ``size``-byte slots that differ (whole blocks compared first:
-    an unchanged 8 MB port array costs a few hundred slice comparisons)."""
-    if old == new:
-        return []
-    out: list[int] = []
-    step = _BLOCK * size
-    for b in range(0, len(new), step):
-        if old[b : b + step] == new[b : b + step]:
-            continue
-        for o in range(b, min(b + step, len(new)), size):
-            if old[o : o + size] != new[o : o + size]:
-                out.append(o // size)
-    return out
+def _slots(buf: bytes, size: int) -> Rows:
+    """An array image as one row per slot, in 8-byte words where the slot size allows."""
+    return np.frombuffer(buf, "<u8" if size % 8 == 0 else np.uint8).reshape(-1, size // 8 if size % 8 == 0 else size)
+
+
+def _keyed_change(o: Keyed, n: Keyed) -> tuple[MapChange, int]:
+    """The change from ``o`` to ``n`` and how many of its writes modify a key ``o`` has:
+    both sorted, so membership is a binary search of one in the other."""
+    ko, kn = _order(o.keys), _order(n.keys)
+    at = np.minimum(np.searchsorted(ko, kn), max(len(ko) - 1, 0))
+    kept = ko[at] == kn if len(ko) else np.zeros(len(kn), bool)
+    same = kept.copy()
+    same[kept] = (o.values[at[kept]] == n.values[kept]).all(axis=1)
+    gone = np.ones(len(ko), bool)
+    gone[at[kept]] = False
+    put = ~same
+    c = MapChange(delete=o.keys[gone], put=Keyed(n.keys[put], n.values[put]))
+    return c, int(np.count_nonzero(kept & put))
 
 
 def diff(old: Image, new: Image) -> ImageDiff:
@@ -187,57 +280,46 @@ def diff(old: Image, new: Image) -> ImageDiff:
     d = ImageDiff()
     for f in KEYED:
         o, n = old[f], new[f]
-        assert isinstance(o, dict) and isinstance(n, dict)
-        if o == n:  # the common case of a re-push, at C speed
+        assert isinstance(o, Keyed) and isinstance(n, Keyed)
+        if o == n:  # the common case of a re-push: two array comparisons
             d.changes[f] = MapChange()
             continue
-        if not o:  # into an empty map (a first push): every entry is new, no set algebra
-            d.changes[f] = MapChange(keys=list(n), values=list(n.values()))
+        if not len(o):  # into an empty map (a first push): every entry is new, no search
+            d.changes[f] = MapChange(put=n)
             d.added += len(n)
             continue
-        # set operations on the items views run in C: (key, value) pairs new or changed
-        fresh = n.items() - o.items()
-        c = MapChange(delete=list(o.keys() - n.keys()), keys=[k for k, _ in fresh], values=[v for _, v in fresh])
-        mod = sum(1 for k in c.keys if k in o)
+        c, mod = _keyed_change(o, n)
         d.modified += mod
-        d.added += len(c.keys) - mod
+        d.added += len(c.put) - mod
         d.removed += len(c.delete)
         d.changes[f] = c
     for f in ARRAYS:
         o2, n2 = old[f], new[f]
         assert isinstance(o2, bytes) and isinstance(n2, bytes)
+        if o2 == n2:  # one memcmp: the common case of an unchanged array
+            d.changes[f] = MapChange(array=n2)
+            continue
         size = ARRAY_SHAPE[f][1]
-        c = MapChange(array=n2, slots=_changed_slots(o2, n2, size))
-        zero = bytes(size)
-        for i in c.slots:
-            ov, nv = o2[i * size : (i + 1) * size], n2[i * size : (i + 1) * size]
-            if ov == zero:
-                d.added += 1
-            elif nv == zero:
-                d.removed += 1
-            else:
-                d.modified += 1
-        d.changes[f] = c
+        ro, rn = _slots(o2, size), _slots(n2, size)
+        slots = np.flatnonzero((ro != rn).any(axis=1))
+        was, now = ro[slots].any(axis=1), rn[slots].any(axis=1)  # non-zero before / after
+        d.added += int(np.count_nonzero(~was))
+        d.removed += int(np.count_nonzero(~now))
+        d.modified += int(np.count_nonzero(was & now))
+        d.changes[f] = MapChange(array=n2, slots=slots.tolist())
     return d
 
 
-def keyed_holds(keys: memoryview, values: memoryview, key_size: int, want: dict[bytes, bytes]) -> bool:
-    """Whether a keyed map's batch read (packed keys and values, kernel order) holds
-    exactly ``want``: as many keys, each one wanted (the kernel never repeats a key), and
-    the wanted values laid out in the kernel's key order equal to the values read, byte
-    for byte. No per-entry objects of the read besides its keys."""
-    if len(keys) != key_size * len(want):
-        return False
-    try:
-        expected = b"".join(map(want.__getitem__, map(_FIRST, struct.Struct(f"{key_size}s").iter_unpack(keys))))
-    except KeyError:
-        return False
-    return expected == values.tobytes()
+def holds(mem: bytes | mmap.mmap, want: bytes) -> bool:
+    """Whether ``mem`` starts with ``want``, compared in place (8 bytes at a time where
+    the length allows): no copy of an 8 MB mmapped array, unlike a slice of it."""
+    word = np.uint64 if len(want) % 8 == 0 else np.uint8
+    return np.array_equal(np.frombuffer(mem, word, len(want) // word().itemsize), np.frombuffer(want, word))
 
 
 def empty() -> Image:
     """The image of a copy that was never written."""
-    img: Image = {f: {} for f in KEYED}
+    img: Image = {f: Keyed.empty(KEY_SIZE[f]) for f in KEYED}
     for f, (n, size) in ARRAY_SHAPE.items():
         img[f] = bytes(n * size)
     return img
