@@ -276,3 +276,26 @@ def test_arbitration_announcements_are_the_same(
     assert ("a", "ALREADY_EXISTS", 9 if steps is COME_AND_GO else 6) in real  # the former primary heard
     bundled = arbitration_story(start_target("--priority-queues", "8").address, steps)
     assert bundled == real, f"BMv2 {real}\nbundled {bundled}"
+
+
+@pytest.mark.parametrize("switch", ["bundled", "simple_switch_grpc"])
+def test_a_failed_batch_of_500_names_every_error(
+    switch: str, start_target: Callable[..., Target], request: pytest.FixtureRequest
+) -> None:
+    """A batch of 500 duplicates answers 500 ALREADY_EXISTS, one per update, on both
+    switches: the errors (~50 KiB of trailing metadata) pass the session's channel, whose
+    default limit (16 KiB) turned them into RESOURCE_EXHAUSTED with none named."""
+    address = start_target("--priority-queues", "8").address if switch == "bundled" \
+        else request.getfixturevalue("bmv2_address")
+    d = Driver({"address": address, "access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2})
+    d.health()  # the pipeline pushed
+    s = Session(address, 1, 1 << 70)  # above the driver's session: primary
+    updates = [ins(slice_rule(dport=(5000 + i).to_bytes(2, "big"))) for i in range(500)]
+    s.write(updates)
+    with pytest.raises(WriteFailed) as failed:
+        s.write(updates)
+    assert failed.value.code == grpc.StatusCode.UNKNOWN
+    assert [e.index for e in failed.value.errors] == list(range(500))
+    assert {e.code for e in failed.value.errors} == {code_pb2.ALREADY_EXISTS}
+    s.close()
+    d.close()

@@ -48,6 +48,13 @@ class WriteCall:
             raise WriteFailed(e.code(), e.details() or "", _update_errors(e)) from None
 
 
+# A failed Write answers one p4.v1.Error per update in its trailing metadata (PI's form): ~35
+# bytes per update that succeeded, ~100 per failure, so a batch of a few hundred passes gRPC's
+# default limits (8 KiB soft, 16 KiB hard) and the client got RESOURCE_EXHAUSTED instead of the
+# errors. Room for a batch of 100 000 failures.
+_METADATA_LIMIT = 16 << 20
+CHANNEL_OPTIONS = [("grpc.max_metadata_size", _METADATA_LIMIT), ("grpc.absolute_max_metadata_size", _METADATA_LIMIT)]
+
 # Election ids a portal process takes to write: every join stays below, so a process that
 # joins (to read, or before its first write) never preempts one that is writing.
 WRITE_FLOOR = 1 << 64
@@ -73,7 +80,7 @@ class Session:
 
     def __init__(self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0) -> None:
         self.device_id, self.election_id, self.timeout = device_id, election_id, timeout_s
-        self.channel = grpc.insecure_channel(address)
+        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._outbox: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         # What the switch last told this stream, under ``_state``: every arbitration message
