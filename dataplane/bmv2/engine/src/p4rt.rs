@@ -134,19 +134,35 @@ fn bytes_value(b: &[u8], width: u32) -> Option<u64> {
     (v & !full(width) == 0).then_some(v)
 }
 
-struct Decoded {
+/// Most fields or parameters a fast-path update may carry (more: the full path takes it).
+const MAX_FIELDS: usize = 16;
+
+/// One update as decoded, on the stack: the fast path allocates only what the table keeps.
+struct Decoded<'a> {
     kind: u64,
     table_id: u32,
-    matches: Vec<(u32, u32, u64, u64)>, // (field id, oneof number, a, b)
+    matches: [(u32, u32, u64, u64); MAX_FIELDS], // (field id, oneof number, a, b)
+    n_matches: usize,
     priority: i64,
     action_id: u32,
-    params: Vec<(u32, u64)>,
-    metadata: Vec<u8>,
+    params: [(u32, u64); MAX_FIELDS],
+    n_params: usize,
+    metadata: &'a [u8],
     controller_metadata: u64,
     has_action: bool,
 }
 
-fn decode_update(buf: &[u8]) -> Option<Decoded> {
+impl Decoded<'_> {
+    fn matches(&self) -> &[(u32, u32, u64, u64)] {
+        &self.matches[..self.n_matches]
+    }
+
+    fn params(&self) -> &[(u32, u64)] {
+        &self.params[..self.n_params]
+    }
+}
+
+fn decode_update(buf: &[u8]) -> Option<Decoded<'_>> {
     let mut r = Reader::new(buf);
     let mut kind = 0;
     let mut entity = None;
@@ -168,11 +184,13 @@ fn decode_update(buf: &[u8]) -> Option<Decoded> {
     let mut d = Decoded {
         kind,
         table_id: 0,
-        matches: Vec::new(),
+        matches: [(0, 0, 0, 0); MAX_FIELDS],
+        n_matches: 0,
         priority: 0,
         action_id: 0,
-        params: Vec::new(),
-        metadata: Vec::new(),
+        params: [(0, 0); MAX_FIELDS],
+        n_params: 0,
+        metadata: &[],
         controller_metadata: 0,
         has_action: false,
     };
@@ -210,10 +228,11 @@ fn decode_update(buf: &[u8]) -> Option<Decoded> {
                     Some(Err(x)) if x.len() <= 8 && !x.is_empty() => bytes_value(x, 64)?,
                     Some(Err(_)) => return None,
                 };
-                if which == 0 {
+                if which == 0 || d.n_matches == MAX_FIELDS {
                     return None;
                 }
-                d.matches.push((fid, which, av, bv));
+                d.matches[d.n_matches] = (fid, which, av, bv);
+                d.n_matches += 1;
             }
             (3, Val::Bytes(b)) => {
                 let mut ta = Reader::new(b);
@@ -239,7 +258,11 @@ fn decode_update(buf: &[u8]) -> Option<Decoded> {
                                         if val.is_empty() || val.len() > 8 {
                                             return None;
                                         }
-                                        d.params.push((pid, bytes_value(val, 64)?));
+                                        if d.n_params == MAX_FIELDS {
+                                            return None;
+                                        }
+                                        d.params[d.n_params] = (pid, bytes_value(val, 64)?);
+                                        d.n_params += 1;
                                     }
                                     _ => return None,
                                 }
@@ -251,7 +274,7 @@ fn decode_update(buf: &[u8]) -> Option<Decoded> {
             }
             (4, Val::Int(x)) => d.priority = x as i32 as i64,
             (5, Val::Int(x)) => d.controller_metadata = x,
-            (11, Val::Bytes(b)) => d.metadata = b.to_vec(),
+            (11, Val::Bytes(b)) => d.metadata = b,
             _ => return None, // default entries, counters, meters, timeouts: the full path
         }
     }
@@ -260,8 +283,11 @@ fn decode_update(buf: &[u8]) -> Option<Decoded> {
 
 /// Key (P4Info order) of a decoded entry, or None when anything is off.
 fn key_of(s: &TableSchema, d: &Decoded) -> Option<Vec<(u64, u64)>> {
-    let mut key: Vec<Option<(u64, u64)>> = vec![None; s.fields.len()];
-    for &(fid, which, a, b) in &d.matches {
+    if s.fields.len() > MAX_FIELDS {
+        return None;
+    }
+    let mut key: [Option<(u64, u64)>; MAX_FIELDS] = [None; MAX_FIELDS];
+    for &(fid, which, a, b) in d.matches() {
         let i = s.fields.iter().position(|f| f.0 == fid)?;
         if key[i].is_some() {
             return None;
@@ -301,7 +327,7 @@ fn key_of(s: &TableSchema, d: &Decoded) -> Option<Vec<(u64, u64)>> {
     }
     s.fields
         .iter()
-        .zip(key)
+        .zip(key.iter().copied())
         .map(|((_, kind, width), k)| match (k, kind) {
             (Some(p), _) => Some(p),
             (None, MatchKind::Exact) => None,
@@ -339,12 +365,12 @@ impl Engine {
             return false;
         }
         let Some((action, params_spec, default_only)) = s.actions.get(&d.action_id) else { return false };
-        if *default_only || d.params.len() != params_spec.len() {
+        if *default_only || d.n_params != params_spec.len() {
             return false;
         }
         let mut params = Vec::with_capacity(params_spec.len());
         for &(pid, width) in params_spec {
-            let mut it = d.params.iter().filter(|p| p.0 == pid);
+            let mut it = d.params().iter().filter(|p| p.0 == pid);
             let (Some(&(_, v)), None) = (it.next(), it.next()) else { return false };
             if v & !full(width) != 0 {
                 return false;
@@ -354,7 +380,7 @@ impl Engine {
         let meta = EntryMeta {
             p4_priority: d.priority,
             p4_action: d.action_id,
-            metadata: d.metadata,
+            metadata: d.metadata.to_vec(),
             controller_metadata: d.controller_metadata,
         };
         match (d.kind, found) {

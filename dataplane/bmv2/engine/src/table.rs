@@ -77,6 +77,17 @@ struct Index {
     scan: Vec<u64>,
 }
 
+/// ``buf`` filled from ``it`` (a key's masks or values: the loader refuses over 32 key fields),
+/// as a slice: the index is searched without allocating a vector per write.
+fn fill(buf: &mut [u64; 32], it: impl Iterator<Item = u64>) -> &[u64] {
+    let mut n = 0;
+    for (slot, v) in buf.iter_mut().zip(it) {
+        *slot = v;
+        n += 1;
+    }
+    &buf[..n]
+}
+
 /// ``a`` wins over ``b``: the higher priority, the older entry (lower handle) on a tie.
 fn wins(a: (i64, u64), b: (i64, u64)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
@@ -84,12 +95,13 @@ fn wins(a: (i64, u64), b: (i64, u64)) -> bool {
 
 impl Index {
     fn add(&mut self, e: &Entry, h: u64) {
-        let masks: Vec<u64> = e.key.iter().map(|(_, m)| *m).collect();
-        let gi = match self.by_masks.get(&masks) {
+        let mut masks = [0u64; 32];
+        let masks = fill(&mut masks, e.key.iter().map(|(_, m)| *m));
+        let gi = match self.by_masks.get(masks) {
             Some(&gi) => gi,
             None => {
-                self.groups.push(Group { masks: masks.clone(), best: i64::MIN, ..Default::default() });
-                self.by_masks.insert(masks, self.groups.len() - 1);
+                self.groups.push(Group { masks: masks.to_vec(), best: i64::MIN, ..Default::default() });
+                self.by_masks.insert(masks.to_vec(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
@@ -113,12 +125,13 @@ impl Index {
     }
 
     fn remove(&mut self, e: &Entry, h: u64) {
-        let masks: Vec<u64> = e.key.iter().map(|(_, m)| *m).collect();
-        let Some(&gi) = self.by_masks.get(&masks) else { return };
+        let (mut masks, mut values) = ([0u64; 32], [0u64; 32]);
+        let masks = fill(&mut masks, e.key.iter().map(|(_, m)| *m));
+        let Some(&gi) = self.by_masks.get(masks) else { return };
         let g = &mut self.groups[gi];
-        let values: Vec<u64> = e.key.iter().map(|(v, _)| *v).collect();
+        let values = fill(&mut values, e.key.iter().map(|(v, _)| *v));
         let mut next = None;
-        if let Some(others) = g.losers.get_mut(&values) {
+        if let Some(others) = g.losers.get_mut(values) {
             if let Some(i) = others.iter().position(|x| x.1 == h) {
                 others.swap_remove(i); // a loser goes: the winner stays
             } else {
@@ -127,19 +140,19 @@ impl Index {
                 next = i.map(|i| others.swap_remove(i));
             }
             if others.is_empty() {
-                g.losers.remove(&values);
+                g.losers.remove(values);
             }
             match next {
                 Some(n) => {
-                    g.map.insert(values, n);
+                    g.map.insert(values.to_vec(), n);
                 }
-                None if g.map.get(&values).is_some_and(|w| w.1 == h) => {
-                    g.map.remove(&values);
+                None if g.map.get(values).is_some_and(|w| w.1 == h) => {
+                    g.map.remove(values);
                 }
                 None => {}
             }
-        } else if g.map.get(&values).is_some_and(|w| w.1 == h) {
-            g.map.remove(&values);
+        } else if g.map.get(values).is_some_and(|w| w.1 == h) {
+            g.map.remove(values);
         }
         if let Some(n) = g.priorities.get_mut(&e.priority) {
             *n -= 1;
