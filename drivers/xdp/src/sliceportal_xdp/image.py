@@ -259,6 +259,16 @@ def _slots(buf: bytes, size: int) -> Rows:
     return np.frombuffer(buf, "<u8" if size % 8 == 0 else np.uint8).reshape(-1, size // 8 if size % 8 == 0 else size)
 
 
+def _changed_slots(old: Rows, new: Rows) -> npt.NDArray[np.intp]:
+    """The rows that differ, rising: the differing words of the flat arrays, by row (a
+    row-wise any() over 16-word rows costs 3x more on the 65 536-slot port array)."""
+    words = np.flatnonzero(old.ravel() != new.ravel()) // old.shape[1]
+    first = np.ones(len(words), bool)
+    first[1:] = words[1:] != words[:-1]
+    rows: npt.NDArray[np.intp] = words[first]
+    return rows
+
+
 def _keyed_change(o: Keyed, n: Keyed) -> tuple[MapChange, int]:
     """The change from ``o`` to ``n`` and how many of its writes modify a key ``o`` has:
     both sorted, so membership is a binary search of one in the other."""
@@ -301,7 +311,7 @@ def diff(old: Image, new: Image) -> ImageDiff:
             continue
         size = ARRAY_SHAPE[f][1]
         ro, rn = _slots(o2, size), _slots(n2, size)
-        slots = np.flatnonzero((ro != rn).any(axis=1))
+        slots = _changed_slots(ro, rn)
         was, now = ro[slots].any(axis=1), rn[slots].any(axis=1)  # non-zero before / after
         d.added += int(np.count_nonzero(~was))
         d.removed += int(np.count_nonzero(~now))

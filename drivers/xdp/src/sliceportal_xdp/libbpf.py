@@ -219,11 +219,12 @@ class Map:
     def lookup_raw(self) -> tuple[memoryview, memoryview] | None:
         """Every key and every value as two packed buffers (kernel order, ``key_size`` /
         ``value_size`` bytes per entry) from one batch call; None where the kernel has no
-        batch lookup for this map type. The buffers are capacity-sized and calloc'd
-        (numpy zeros; a bytearray would memset all of them, 8 MB for a 64 k-entry bitmap
-        map), so only the part the kernel fills is ever touched."""
+        batch lookup for this map type. The buffers are capacity-sized and left
+        uninitialised (numpy empty: a bytearray, or calloc from a warm heap, would zero all
+        of them, 8 MB for a 64 k-entry bitmap map); only the part the kernel filled is
+        returned."""
         n = self.max_entries
-        kb, vb = np.zeros(self.key_size * n, np.uint8), np.zeros(self.value_size * n, np.uint8)
+        kb, vb = np.empty(self.key_size * n, np.uint8), np.empty(self.value_size * n, np.uint8)
         keys, vals = (ctypes.c_char * kb.size).from_buffer(kb.data), (ctypes.c_char * vb.size).from_buffer(vb.data)
         out_batch = ctypes.create_string_buffer(max(self.key_size, 8))
         count = ctypes.c_uint32(n)
