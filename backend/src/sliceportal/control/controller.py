@@ -117,17 +117,20 @@ class Controller:
             self._beat = SupervisedLoop("controller-beat", BEAT_S, self._beat_step)
             self._beat.run_once()
             self._beat.start()
-            if self.settings.reconcile_interval_s > 0:
-                self._duties = [Reconciler(self.sessions, self.settings.reconcile_interval_s),
-                                HealthProber(self.sessions)]
-                for duty in self._duties:
-                    duty.start()
             if self.settings.testbed:
                 testbed = LiveTestbed(self.sessions, self.hub, prefix=self.settings.testbed_prefix,
                                       rate_pps=self.settings.testbed_rate_pps,
                                       p4_target=self.settings.testbed_p4_target)
                 testbed.start()  # never raises: a testbed that failed says why in its state
                 self.testbed = testbed
+            # After the testbed: its planes get new addresses and agent tokens at every start,
+            # and a reconcile or probe begun before it recorded them would call the planes of
+            # this run unreachable with the last run's options.
+            if self.settings.reconcile_interval_s > 0:
+                self._duties = [Reconciler(self.sessions, self.settings.reconcile_interval_s),
+                                HealthProber(self.sessions)]
+                for duty in self._duties:
+                    duty.start()
             self._starting_since = None
             self._beat.run_once()  # the testbed's first state, before anyone waits a beat
             self._ready.set()
