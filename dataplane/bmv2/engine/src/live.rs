@@ -6,7 +6,7 @@
 //! priority not below n drops as "out of range", a full queue tail-drops); per egress port a drain thread
 //! is the link: when it frees, the highest-priority packet queued at that instant goes, and
 //! the next choice waits until its bytes would have left at the link rate (None: no wait).
-//! Egress runs at departure, then `sendmmsg`. So under overload the queues decide which
+//! Egress runs at departure, into the port's PACKET_MMAP transmit ring (one `send` a batch). So under overload the queues decide which
 //! lanes lose, as on BMv2, not the CPU or the kernel's socket buffers.
 //!
 //! Python keeps only control (start / stop, link rate, status, pipeline swaps). The
@@ -17,7 +17,7 @@
 
 use crate::exec::{Engine, Packet};
 use crate::lanes::{Lanes, Refused};
-use crate::rawsock::{RawSock, RxRing};
+use crate::rawsock::{RawSock, RxRing, TxRing};
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -104,6 +104,8 @@ pub struct Live {
     engine: Mutex<(Option<Shared>, u64)>,
     gate: Arc<Gate>,
     socks: HashMap<u64, Arc<RawSock>>,
+    /// Per port, the transmit ring its drain thread takes (once).
+    tx: Mutex<HashMap<u64, TxRing>>,
     egress: Mutex<HashMap<u64, Arc<EgressPort>>>,
     pub counters: Counters,
     stop: AtomicBool,
@@ -124,8 +126,10 @@ impl Live {
         gate: Arc<Gate>,
     ) -> io::Result<Arc<Live>> {
         let mut socks = HashMap::new();
+        let mut tx = HashMap::new();
         for (port, ifname) in ports {
             socks.insert(*port, Arc::new(RawSock::open(ifname, true, POLL)?));
+            tx.insert(*port, TxRing::open(ifname)?);
         }
         Ok(Arc::new(Live {
             priority_queues,
@@ -134,6 +138,7 @@ impl Live {
             engine: Mutex::new((None, 0)),
             gate,
             socks,
+            tx: Mutex::new(tx),
             egress: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             stop: AtomicBool::new(false),
@@ -280,7 +285,7 @@ impl Live {
         let mut batch: Vec<Queued> = Vec::with_capacity(BATCH);
         // the frames of a batch, deparsed into buffers kept from batch to batch
         let mut frames: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
-        let sock = self.socks.get(&port).cloned();
+        let mut sock = lock(&self.tx).remove(&port);
         loop {
             {
                 let mut queues = lock(&eg.queues);
@@ -303,7 +308,7 @@ impl Live {
                 }
             }
             let n = self.transmit(&mut batch, &mut frames);
-            if let Some(sock) = &sock {
+            if let Some(sock) = &mut sock {
                 let failed = sock.send_batch(&frames[..n]);
                 self.counters.send_errors.fetch_add(failed as u64, Relaxed);
             }

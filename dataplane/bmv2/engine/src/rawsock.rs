@@ -15,6 +15,8 @@ use std::time::Duration;
 
 const ETH_P_ALL: u16 = 0x0003;
 const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_LOSS: libc::c_int = 14;
+const PACKET_TX_RING: libc::c_int = 13;
 const PACKET_VERSION: libc::c_int = 10;
 const PACKET_RESERVE: libc::c_int = 12;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
@@ -23,6 +25,11 @@ const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_VLAN_VALID: u32 = 0x10;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 0x40;
+const TP_STATUS_AVAILABLE: u32 = 0;
+const TP_STATUS_SEND_REQUEST: u32 = 1;
+/// Bytes of a transmit ring: several batches of the drain thread in flight (a frame's slot
+/// frees when the kernel has freed its buffer, which on veth is after the peer took it).
+const TX_RING_BYTES: usize = 2 << 20;
 /// Bytes of a receive ring: as much as the socket buffer the live ports had before the
 /// ring (8 MB, thousands of small frames), so that a burst is queued by the switch's
 /// traffic manager, not lost in the kernel.
@@ -115,7 +122,7 @@ impl RawSock {
         // `receive` skips them by packet type)
         let _ = setsockopt(fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &1i32);
         if ring {
-            sock.ring = Some(map_ring(fd, ifname)?); // before bind: no frame lands outside it
+            sock.ring = Some(map_ring(fd, ifname, PACKET_RX_RING, RING_BYTES)?); // before bind: no frame lands outside it
         }
         let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
@@ -163,8 +170,9 @@ impl RawSock {
     }
 }
 
-/// A TPACKET_V2 receive ring on `fd`, frames sized for the interface's MTU.
-fn map_ring(fd: libc::c_int, ifname: &str) -> io::Result<Mapping> {
+/// A TPACKET_V2 ring on `fd` (`kind`: PACKET_RX_RING or PACKET_TX_RING) of about
+/// `ring_bytes`, frames sized for the interface's MTU.
+fn map_ring(fd: libc::c_int, ifname: &str, kind: libc::c_int, ring_bytes: usize) -> io::Result<Mapping> {
     let mtu: usize = std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -172,17 +180,19 @@ fn map_ring(fd: libc::c_int, ifname: &str) -> io::Result<Mapping> {
     // header, address, reserve, Ethernet + VLAN header and the MTU, in a power of two
     let frame_size = (HDR2 + 32 + HEADROOM + 18 + mtu).next_power_of_two().max(2048);
     let block_size = frame_size.max(1 << 16);
-    let frames = (RING_BYTES / frame_size).max(block_size / frame_size);
+    let frames = (ring_bytes / frame_size).max(block_size / frame_size);
     let block_nr = frames * frame_size / block_size;
     setsockopt(fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V2)?;
-    setsockopt(fd, libc::SOL_PACKET, PACKET_RESERVE, &(HEADROOM as u32))?;
+    if kind == PACKET_RX_RING {
+        setsockopt(fd, libc::SOL_PACKET, PACKET_RESERVE, &(HEADROOM as u32))?;
+    }
     let req = TpacketReq {
         tp_block_size: block_size as u32,
         tp_block_nr: block_nr as u32,
         tp_frame_size: frame_size as u32,
         tp_frame_nr: frames as u32,
     };
-    setsockopt(fd, libc::SOL_PACKET, PACKET_RX_RING, &req)?;
+    setsockopt(fd, libc::SOL_PACKET, kind, &req)?;
     let bytes = block_size * block_nr;
     // SAFETY: maps the ring the kernel just allocated for this socket
     let base = unsafe {
@@ -273,5 +283,106 @@ impl RxRing {
         let m = sock.ring.as_ref().expect("a socket opened with a receive ring");
         // SAFETY: each (offset, length) lies in a frame this reader holds until its next receive
         self.ready.iter().map(move |&(at, len)| unsafe { std::slice::from_raw_parts(m.base.add(at), len) })
+    }
+}
+
+/// A socket that only sends, through a PACKET_MMAP transmit ring (TPACKET_V2): frames are
+/// written into the ring shared with the kernel and one `send` hands the whole batch over,
+/// instead of a message and an iovec per frame copied in by `sendmmsg`. Bound with protocol
+/// 0, it receives nothing.
+pub struct TxRing {
+    fd: OwnedFd,
+    ring: Mapping,
+    head: usize,
+}
+
+// SAFETY: the mapping is written by the one thread that owns the TxRing (and the kernel)
+unsafe impl Send for TxRing {}
+
+impl Drop for TxRing {
+    fn drop(&mut self) {
+        // SAFETY: the region mmap returned, unmapped once
+        unsafe { libc::munmap(self.ring.base as *mut libc::c_void, self.ring.bytes) };
+    }
+}
+
+impl TxRing {
+    pub fn open(ifname: &str) -> io::Result<TxRing> {
+        let name = CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name"))?;
+        // SAFETY: plain system calls on a descriptor this function owns
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface {ifname}")));
+        }
+        let raw = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })?;
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // a frame the kernel cannot send (malformed, device down) is skipped, not retried
+        // forever at the head of the ring
+        setsockopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_LOSS, &1i32)?;
+        let ring = map_ring(fd.as_raw_fd(), ifname, PACKET_TX_RING, TX_RING_BYTES)?;
+        let tx = TxRing { fd, ring, head: 0 };
+        let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = 0;
+        addr.sll_ifindex = ifindex as i32;
+        check(unsafe {
+            libc::bind(tx.fd.as_raw_fd(), &addr as *const libc::sockaddr_ll as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
+        })?;
+        Ok(tx)
+    }
+
+    fn status(&self, frame: usize) -> &AtomicU32 {
+        // SAFETY: tp_status is the first, aligned u32 of a frame inside the mapping
+        unsafe { &*(self.ring.base.add(frame * self.ring.frame_size) as *const AtomicU32) }
+    }
+
+    /// Hand every frame queued in the ring to the kernel, without waiting for them to leave.
+    fn flush(&self) {
+        // SAFETY: a send with no data: the kernel takes the ring's SEND_REQUEST frames
+        unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+    }
+
+    /// Send every frame (one system call per batch, more only when the ring is full); the
+    /// number of frames not sent (larger than a ring frame, or the ring stayed full).
+    pub fn send_batch(&mut self, frames: &[Vec<u8>]) -> usize {
+        let room = self.ring.frame_size - HDR2;
+        let mut failed = 0;
+        let mut queued = 0;
+        for f in frames {
+            if f.len() > room {
+                failed += 1;
+                continue;
+            }
+            if self.status(self.head).load(Ordering::Acquire) != TP_STATUS_AVAILABLE {
+                // the ring is full of frames the kernel has not freed yet: send what is
+                // queued and wait for the head's slot (POLLOUT), at most 100 ms
+                if queued > 0 {
+                    self.flush();
+                    queued = 0;
+                }
+                let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+                // SAFETY: one pollfd, alive for the call
+                unsafe { libc::poll(&mut pfd, 1, 100) };
+                if self.status(self.head).load(Ordering::Acquire) != TP_STATUS_AVAILABLE {
+                    failed += 1;
+                    continue;
+                }
+            }
+            let at = self.head * self.ring.frame_size;
+            // SAFETY: the slot is AVAILABLE, so it belongs to this writer until its status
+            // says SEND_REQUEST; the data fits after the header (checked above)
+            unsafe {
+                let hdr = &mut *(self.ring.base.add(at) as *mut Tpacket2Hdr);
+                hdr.tp_len = f.len() as u32;
+                std::ptr::copy_nonoverlapping(f.as_ptr(), self.ring.base.add(at + HDR2), f.len());
+            }
+            self.status(self.head).store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+            self.head = (self.head + 1) % self.ring.frames;
+            queued += 1;
+        }
+        if queued > 0 {
+            self.flush();
+        }
+        failed
     }
 }
