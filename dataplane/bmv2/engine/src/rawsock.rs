@@ -1,6 +1,7 @@
 //! AF_PACKET sockets for the live ports and the benchmark's sender: frames are received
 //! through a PACKET_MMAP ring (TPACKET_V2) shared with the kernel, read in place without a
-//! system call while frames keep coming, and sent in batches (`sendmmsg`), so that one
+//! system call while frames keep coming, and sent in batches (the live ports through a
+//! PACKET_MMAP transmit ring, [`TxRing`]; the benchmark's sender with `sendmmsg`), so that one
 //! port moves hundreds of thousands of frames per second where a call per frame cannot.
 //!
 //! Linux strips a received 802.1Q tag into packet metadata (VLAN offload, on by default on
