@@ -853,19 +853,9 @@ mod tests {
 
     #[test]
     fn lpm_and_range_tables_match_as_p4runtime_defines() {
-        use crate::ir::{Expr, KeyIr, MatchKind, NextIr, TableIr};
+        use crate::ir::{Expr, KeyIr, MatchKind, TableIr};
         use crate::table::{Entry, TableState};
-        let mk = |kind| TableIr {
-            name: "t".into(),
-            keys: vec![KeyIr { name: "k".into(), kind, src: Expr::Field(0), width: 16 }],
-            max_size: 2,
-            actions: vec![0],
-            next: NextIr::HitMiss(None, None),
-            default_action: 0,
-            default_params: vec![],
-            default_const: false,
-            direct_counter: false,
-        };
+        let mk = |kind| TableIr::for_test(vec![KeyIr { name: "k".into(), kind, src: Expr::Field(0), width: 16 }], 2);
         let entry = |key, priority| Entry {
             key: vec![key],
             priority,

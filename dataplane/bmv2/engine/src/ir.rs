@@ -151,6 +151,25 @@ pub struct TableIr {
     pub direct_counter: bool,
 }
 
+#[cfg(test)]
+impl TableIr {
+    /// A table "t" matching on `keys`, running action 0 on a hit and by default: what the
+    /// engine's table tests need around the match kinds they exercise.
+    pub(crate) fn for_test(keys: Vec<KeyIr>, max_size: usize) -> TableIr {
+        TableIr {
+            name: "t".into(),
+            keys,
+            max_size,
+            actions: vec![0],
+            next: NextIr::HitMiss(None, None),
+            default_action: 0,
+            default_params: vec![],
+            default_const: false,
+            direct_counter: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CondIr {
     pub expr: Expr,

@@ -375,21 +375,11 @@ impl TableState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Expr, KeyIr, NextIr};
+    use crate::ir::{Expr, KeyIr};
 
     fn ir() -> TableIr {
         let key = |name: &str, kind| KeyIr { name: name.into(), kind, src: Expr::Const(0), width: 4 };
-        TableIr {
-            name: "t".into(),
-            keys: vec![key("a", MatchKind::Ternary), key("b", MatchKind::Exact)],
-            max_size: 0,
-            actions: vec![0],
-            next: NextIr::HitMiss(None, None),
-            default_action: 0,
-            default_params: vec![],
-            default_const: false,
-            direct_counter: false,
-        }
+        TableIr::for_test(vec![key("a", MatchKind::Ternary), key("b", MatchKind::Exact)], 0)
     }
 
     /// The incrementally kept index answers every lookup as a scan of all entries does
