@@ -31,14 +31,15 @@ def _api(stack: Stack) -> httpx.Client:
 
 
 def _tenant_backend_slice(api: httpx.Client, name: str, suffix: int, *, vni: int, vlan: int, link_bps: int,
-                          options: dict[str, object], sla: dict[str, int]) -> tuple[dict, dict, dict]:
+                          sla: dict[str, int], access_ports: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
     """A tenant, a p4rt backend record (no data plane behind it) and a Flexible Slice of the tenant
-    assigned to it: what admission control needs. ``options`` may name ``{vlan}`` (the tenant's)."""
+    assigned to it: what admission control needs. ``access_ports`` are the tenant's access ports
+    on the backend (its VLAN; port 1 is then the trunk)."""
     tenant = api.post("/tenants", json={"name": f"mvno-{name}-{suffix}", "vni": vni, "vlan": vlan}).json()
     assert "id" in tenant, tenant
-    opts = {k: ({p: tenant["vlan"] for p in v} if k == "access_ports" else v) for k, v in options.items()}
+    ports = ({"access_ports": {p: vlan for p in access_ports}, "trunk_ports": [1]} if access_ports else {})
     r = api.post("/backends", json={"name": f"edge-{name}-{suffix}", "driver": "p4rt", "link_bps": link_bps,
-                                    "options": {"address": f"127.0.0.1:{free_port()}", **opts}})
+                                    "options": {"address": f"127.0.0.1:{free_port()}", **ports}})
     assert r.status_code == 201, r.text
     backend = r.json()
     types = api.get("/slice-types", params={"q": "Flexible Slice"}).json()["data"]
@@ -63,7 +64,7 @@ def test_capacities_refusal_and_override(page: Page, stack: Stack) -> None:
     # guarantees 40 Mbit/s: it fits port 3 and the link once the operator has recorded them.
     tenant, backend, sl = _tenant_backend_slice(
         api, "adm", suffix, vni=7000 + suffix % 1000, vlan=3000 + suffix % 1000, link_bps=10_000 * MBIT,
-        options={"access_ports": ["3"], "trunk_ports": [1]}, sla={"guaranteed_mbps": 40, "rate_limit_mbps": 40})
+        access_ports=("3",), sla={"guaranteed_mbps": 40, "rate_limit_mbps": 40})
 
     login(page, *OPERATOR)
     page.goto(f"/backends/{backend['id']}")
@@ -145,7 +146,7 @@ def test_subscriber_guarantee_refused_then_overridden(page: Page, stack: Stack) 
     suffix = free_port()
     tenant, _, sl = _tenant_backend_slice(
         api, "sub", suffix, vni=8000 + suffix % 1000, vlan=3500 + suffix % 500, link_bps=100 * MBIT,
-        options={}, sla={"guaranteed_mbps": 20, "rate_limit_mbps": 40})
+        sla={"guaranteed_mbps": 20, "rate_limit_mbps": 40})
     imsi = f"00101{suffix:010d}"
     r = api.post("/subscribers", json={"tenant_id": tenant["id"], "imsi": imsi, "ue_ip": "10.88.0.7",
                                        "teids": [7], "slice_ids": [sl["id"]], "guaranteed_bps": 10 * MBIT})
@@ -195,7 +196,7 @@ def test_csv_import_refused_then_overridden(page: Page, stack: Stack) -> None:
     suffix = free_port()
     tenant, _, sl = _tenant_backend_slice(
         api, "csv", suffix, vni=9000 + suffix % 1000, vlan=2000 + suffix % 500, link_bps=100 * MBIT,
-        options={}, sla={"guaranteed_mbps": 10, "rate_limit_mbps": 40})
+        sla={"guaranteed_mbps": 10, "rate_limit_mbps": 40})
     imsis = [f"00102{suffix:06d}{i:04d}" for i in (1, 2)]
     csv = "imsi,ue_ip,teids,tenant,slices,guaranteed_bps\n" + "".join(
         f"{imsi},10.89.0.{i},{100 + i},{tenant['name']},{sl['name']},{30 * MBIT}\n" for i, imsi in enumerate(imsis, 1))
