@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, Intent, Role, RuleSet, SlaViolation
-from sliceportal.services.slice_status import slice_part
+from sliceportal.services.slice_status import slice_parts
 from sliceportal.testbed.processes import RunningTarget
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
@@ -227,8 +227,8 @@ def test_state_covers_the_slices_policed_intents(client: TestClient, session: Se
     ir = _rule_set_ir(session, bid, 3)
     assert [s.get("intent_ref") for s in ir["slices"]] == ([None, iid] if words else [None])
     turned = {**ir, "slices": ir["slices"][::-1], "rules": ir["rules"][::-1]}
-    assert slice_part(turned, a) == slice_part(ir, a)
-    part = slice_part(turned, a)
+    assert slice_parts(turned)[a] == slice_parts(ir)[a]
+    part = slice_parts(turned)[a]
     assert part is not None and set(part) == {None, iid} and "intent_ref" not in (part[None].entry or {})
 
     # the intent deleted (and pushed): deployed; the plane back on rule set 3 still holds it

@@ -136,11 +136,6 @@ def slice_parts(ir: dict[str, Any]) -> dict[int, SlicePart]:
     return out
 
 
-def slice_part(ir: dict[str, Any], ref: int) -> SlicePart | None:
-    """The slice's footprint in one rule-set IR; None when the IR does not carry the slice."""
-    return slice_parts(ir).get(ref)
-
-
 def _entries(n: int) -> str:
     return f"{n} classifier entr{'y' if n == 1 else 'ies'}"
 
