@@ -95,21 +95,55 @@ class DataPlaneState(_Frozen):
     tables: dict[str, list[NativeEntry]]
 
 
+DELAY_BUCKETS = 32  # log2 buckets of a DelayHistogram
+
+
+class DelayHistogram(_Frozen):
+    """Queueing delay (sojourn from enqueue to dequeue) of the packets a lane dequeued, as
+    measured inside the data plane; monotonic since the data plane started, like every counter.
+
+    Bucket ``i`` counts sojourns in ``[2**i, 2**(i+1))`` units of ``unit_ns`` (bucket 0 also
+    counts 0); a sojourn past the last bucket is counted in the last. Two reads give an
+    interval's count, mean and percentiles (``sliceportal.kpi.delay``) without the data
+    plane keeping any per-interval state.
+    """
+
+    unit_ns: int = Field(gt=0, description="the time unit of sum, max and the buckets (1000 = microseconds)")
+    count: int = 0
+    sum: int = Field(default=0, description="sum of the sojourns, in unit_ns")
+    max: int = Field(default=0, description="largest sojourn since the data plane started, in unit_ns")
+    buckets: tuple[int, ...] = Field(default=(0,) * DELAY_BUCKETS, min_length=DELAY_BUCKETS,
+                                     max_length=DELAY_BUCKETS)
+
+
 class LaneCounters(_Frozen):
-    packets: int = 0
+    packets: int = 0  # entered (classified into this slice / lane)
     bytes: int = 0
-    drops: dict[str, int] = Field(default_factory=dict)  # reason -> packets
+    drops: dict[str, int] = Field(default_factory=dict)  # reason -> packets: queue, policer, rate_limit, ...
     ecn_marks: int = 0
     alt_forwarded: int = 0  # seed 001: sent to the alternative node
+    # left the lane's queue towards the egress; None where the data plane does not count it
+    tx_packets: int | None = None
+    tx_bytes: int | None = None
+    # None: the data plane does not measure queueing delay (shown as "not measured", never 0)
+    delay: DelayHistogram | None = None
 
 
 class Counters(_Frozen):
     """Monotonic counters. Keys are strings so they survive JSON: lanes as "path/lane"."""
 
     timestamp: float
+    # changes whenever the data plane's counters restarted from zero (a restarted process, a
+    # reloaded program); None where the data plane cannot tell, and the collector then treats
+    # any counter that went backwards as a restart
+    epoch: str | None = None
     rules: dict[int, LaneCounters] = Field(default_factory=dict)  # rule index -> hits
     lanes: dict[str, LaneCounters] = Field(default_factory=dict)
     slices: dict[int, LaneCounters] = Field(default_factory=dict)  # IR slice_id -> totals
+    # per IR slice and target lane, "slice_id/lane": what the KPI collector turns into samples
+    # (entered, left, dropped by cause, ECN marks, queueing delay); empty where a data plane
+    # counts per rule only (the collector then folds ``rules`` through the rule set)
+    slice_lanes: dict[str, LaneCounters] = Field(default_factory=dict)
     misses: LaneCounters = Field(default_factory=LaneCounters)
     malformed: int = 0
 
