@@ -4,6 +4,7 @@ by uvicorn in its own process, and a logged-in client's headers."""
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = N
             [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--port", str(port), "--log-level", "warning",
              "--workers", str(workers)])
     server = subprocess.Popen(argv, env={**os.environ, "DATABASE_URL": pg.url(), "RECONCILE_INTERVAL_S": "0",
-                                         "SECRET_KEY": "bench-" + "x" * 32, "PORT": str(port)})
+                                         "SECRET_KEY": secrets.token_urlsafe(32), "PORT": str(port)})
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -103,7 +104,7 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
     port = free_port()
     live = os.geteuid() == 0 and os.environ.get("E2E_TESTBED", "true") != "false"
     env = {**os.environ, "DATABASE_URL": url, "SLICEPORTAL_DATABASE_URL_RESOLVED": url,
-           "SECRET_KEY": "e2e-secret-" + "x" * 24, "RECONCILE_INTERVAL_S": "0",
+           "SECRET_KEY": secrets.token_urlsafe(32), "RECONCILE_INTERVAL_S": "0",
            "TESTBED": "true" if live else "false", "TESTBED_PREFIX": "sp-e2e-", "TESTBED_RATE_PPS": "1000"}
     # the portal as `make run` serves it: a controller process (its testbed, as root) and API
     # workers (as many as cores, unless SLICEPORTAL_WORKERS says otherwise), on the database

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
+from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import Role
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.netns_testbed import namespaces
@@ -33,7 +33,7 @@ def test_lost_lease_stops_the_testbed_and_the_next_term_starts_it(db_url: str, s
     seed_demo(session, users_per_slice=2)
     make_user(session, "op", Role.OPERATOR)
     prefix = f"l{os.getpid() % 10000}-"
-    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
+    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
                         testbed_prefix=prefix)
     with TestClient(create_app(settings, db_url)) as client, \
             running_controller(settings, db_url, period_s=PERIOD_S) as controller:

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
+from sliceportal.core.config import Settings, random_secret
 from sliceportal.core.secret_store import SecretFileError, load_or_create
 from sliceportal.models import AuthSession, Role
 from tests.factories import PASSWORD, make_user
@@ -86,7 +86,7 @@ def test_without_secret_key_the_app_signs_with_the_install_secret(db_url: str, s
     secret = (tmp_path / "secret_key").read_text().strip()
     assert jwt.decode(access, secret, algorithms=["HS256"])["sub"]
     # SECRET_KEY wins over the file: tokens of the file's secret no longer verify
-    other = Settings(data_dir=tmp_path, secret_key="k" * 40, reconcile_interval_s=0)
+    other = Settings(data_dir=tmp_path, secret_key=random_secret(), reconcile_interval_s=0)
     with TestClient(create_app(other, db_url)) as c:
         assert c.get("/api/v1/users/me", headers=_bearer(access)).status_code == 401
 

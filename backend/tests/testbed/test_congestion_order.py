@@ -43,7 +43,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
+from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import KpiSample, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from tests.factories import login, make_user, running_controller, wait_until
@@ -61,7 +61,7 @@ def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, 
     seed_demo(session, users_per_slice=4)
     make_user(session, "op", Role.OPERATOR)
     prefix = f"c{os.getpid() % 10000}-"
-    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
+    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
                         testbed_prefix=prefix)
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
+from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import Backend, Deployment, DeploymentKind, KpiSample, Role, Slice, Subscriber
 from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments
@@ -39,7 +39,7 @@ def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, 
     seed_demo(session, users_per_slice=2)
     make_user(session, "op", Role.OPERATOR)
     prefix = f"k{os.getpid() % 10000}-"
-    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
+    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
                         testbed_prefix=prefix)
     app = create_app(settings, db_url)
     with TestClient(app) as client, running_controller(settings, db_url) as controller:
@@ -108,7 +108,7 @@ def test_a_backend_that_refuses_at_start_is_failed_and_the_portal_starts(db_url:
                                ue_ip=ipaddress.IPv4Address(base + 2 * i), teids=[500000 + i], slices=[embb]))
     session.commit()
     prefix = f"r{os.getpid() % 10000}-"
-    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
+    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
                         testbed_prefix=prefix)
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
@@ -129,7 +129,7 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
     as they were (restored by reconcile, not redeployed), and traffic follows the assignment."""
     seed_demo(session, users_per_slice=2)
     prefix = f"s{os.getpid() % 10000}-"
-    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
+    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
                         testbed_prefix=prefix)
     with TestClient(create_app(settings, db_url)), running_controller(settings, db_url):
         pass

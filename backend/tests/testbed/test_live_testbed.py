@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
+from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import KpiSample, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.services.deployments import current_rule_set
@@ -39,7 +39,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
     make_user(session, "op", Role.OPERATOR)
     make_user(session, "viewer", Role.TENANT)
     prefix = _prefix()
-    settings = Settings(secret_key="t" * 40, reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
+    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
                         testbed_prefix=prefix)
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 import secrets
+from collections import Counter
 from enum import StrEnum
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
@@ -22,6 +25,10 @@ PUBLISHED_SECRET_DIGESTS = frozenset({
     "534fb4d152fedfad04322b2ae774613134968d8c46d11410ad027dad76a14308",
 })
 MIN_SECRET_LENGTH = 32
+# Estimated bits a secret must carry (estimated_bits): 32 random hex digits estimate 97 or more
+# (2 000 draws), token_urlsafe(32) 189 or more; 36 x "a" estimates 0, "abcd" x 9 27, the
+# alphabet then the digits 7 (its steps are all +1).
+MIN_SECRET_BITS = 80
 
 
 class Environment(StrEnum):
@@ -104,6 +111,25 @@ def check_secret(secret: str, where: str) -> None:
     if hashlib.sha256(secret.encode()).hexdigest() in PUBLISHED_SECRET_DIGESTS:
         raise ValueError(f"{where} is a published default secret: anyone can forge tokens with it; "
                          "unset it (a random one is generated) or set a random value")
+    hint = "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')"
     if len(secret) < MIN_SECRET_LENGTH:
-        raise ValueError(f"{where} must be at least {MIN_SECRET_LENGTH} characters of random text "
-                         "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        raise ValueError(f"{where} must be at least {MIN_SECRET_LENGTH} characters of random text {hint}")
+    bits = estimated_bits(secret)
+    if bits < MIN_SECRET_BITS:
+        raise ValueError(f"{where} looks guessable (repeated or sequential characters: about {bits:.0f} bits of "
+                         f"entropy, at least {MIN_SECRET_BITS} needed); set random text {hint}")
+
+
+def estimated_bits(secret: str) -> float:
+    """A conservative estimate of a secret's entropy: its length times the Shannon entropy of
+    its characters, and of the steps between neighbours (so that a run such as "abcdef..."
+    counts as little as "aaaaaa..."), whichever is smaller. Not a proof of randomness: it
+    refuses the secrets people type, and passes what a generator produces."""
+
+    def shannon(symbols: list[int]) -> float:
+        counts = Counter(symbols)
+        return -sum(c / len(symbols) * math.log2(c / len(symbols)) for c in counts.values()) * len(symbols)
+
+    codes = [ord(c) for c in secret]
+    steps = [b - a for a, b in pairwise(codes)]
+    return max(0.0, min(shannon(codes), shannon(steps) if steps else 0.0))
