@@ -1,17 +1,21 @@
 # Backend image: the API serving the built frontend. Data planes run where their hardware is.
-FROM node:20-bookworm-slim AS frontend
+# Tools are pinned (Node 22 LTS, uv) so that a rebuild gives the same image; the portal runs
+# as an unprivileged user that owns only its data directory.
+FROM node:22-bookworm-slim AS frontend
 WORKDIR /src/frontend
 COPY frontend/ ./
-RUN if [ -f package.json ]; then npm ci && npm run build; else mkdir -p dist; fi
+RUN npm ci && npm run build
 
 FROM python:3.11-slim-bookworm
-RUN pip install --no-cache-dir uv
+RUN pip install --no-cache-dir uv==0.13.9 \
+ && useradd --system --create-home --home-dir /var/lib/sliceportal --shell /usr/sbin/nologin sliceportal
 WORKDIR /app
 COPY pyproject.toml uv.lock ./
 COPY backend/ backend/
 COPY drivers/ drivers/
 RUN uv sync --locked --all-packages --no-dev
 COPY --from=frontend /src/frontend/dist frontend/dist
-ENV PATH="/app/.venv/bin:$PATH" HOST=0.0.0.0 PORT=8000
+ENV PATH="/app/.venv/bin:$PATH" HOST=0.0.0.0 PORT=8000 DATA_DIR=/var/lib/sliceportal
+USER sliceportal
 EXPOSE 8000
 CMD ["sh", "-c", "sliceportal db migrate && uvicorn sliceportal.asgi:app --host $HOST --port $PORT"]
