@@ -13,6 +13,7 @@ import grpc
 from p4.v1 import p4runtime_pb2_grpc
 
 from .live_ports import LivePorts
+from .security import add_tls_arguments, server_credentials
 from .server import DataplaneService, Faults, P4RuntimeServicer
 from .switch import Switch, SwitchConfig
 
@@ -40,10 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--fail-write", type=int, default=0, help="Nth Write RPC with updates answers UNAVAILABLE")
     ap.add_argument("--exit-on-write", type=int, default=0, help="the process dies at the Nth Write RPC with updates")
+    add_tls_arguments(ap)
     args = ap.parse_args(argv)
     faulthandler.enable()  # a crash in the compiled engine leaves every thread's stack in the log
     if not 1 <= args.priority_queues <= 8:
         ap.error("--priority-queues must be 1..8 (standard_metadata.priority is 3 bits)")
+    try:
+        tls = server_credentials(args)
+    except ValueError as e:
+        ap.error(str(e))
 
     switch = Switch(SwitchConfig(args.priority_queues, args.queue_depth, args.link_rate_bps))
     server = grpc.server(
@@ -56,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     live = LivePorts(switch, args.interface) if args.interface else None
     if live is not None:
         server.add_generic_rpc_handlers((live.handler(),))
-    port = server.add_insecure_port(f"127.0.0.1:{args.grpc_port}")
+    address = f"127.0.0.1:{args.grpc_port}"
+    port = server.add_insecure_port(address) if tls is None else server.add_secure_port(address, tls)
     server.start()
     if live is not None:
         live.start()

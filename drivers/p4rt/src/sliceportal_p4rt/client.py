@@ -17,6 +17,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from sliceportal.drivers.contract import DriverError, UnreachableError
 
+from .tls import Tls, open_channel
 from .wire import update_field
 
 
@@ -78,9 +79,10 @@ class Session:
     over the primary role for its push (P4Runtime §5: the highest election id is primary,
     and the switch tells every controller when the primary changes)."""
 
-    def __init__(self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0) -> None:
+    def __init__(self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0,
+                 tls: Tls | None = None) -> None:
         self.device_id, self.election_id, self.timeout = device_id, election_id, timeout_s
-        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self.channel = open_channel(address, tls, CHANNEL_OPTIONS)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._outbox: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         # What the switch last told this stream, under ``_state``: every arbitration message
@@ -97,7 +99,10 @@ class Session:
         try:
             grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
         except grpc.FutureTimeoutError:
+            handshake = _handshake_failure(self.channel, tls is not None)
             self.channel.close()
+            if handshake is not None:
+                raise UnreachableError(f"P4Runtime at {address}: {handshake}", hint=TLS_HINT) from None
             raise UnreachableError(
                 f"no P4Runtime server answers at {address}",
                 hint="start the switch (simple_switch_grpc or the bundled target)",
@@ -281,12 +286,40 @@ class Session:
         return out
 
 
+TLS_HINT = ("set the transport to what the switch serves: tls_ca_cert (the CA of its certificate), tls_server_name "
+            "(a name its certificate carries) and, with client authentication, tls_client_cert / "
+            "tls_client_key_secret (docs/security.md)")
+
+
+def _handshake_failure(channel: grpc.Channel, tls: bool) -> str | None:
+    """Why a channel that never became ready failed, when the TLS handshake is the cause (from
+    gRPC's own text, which names the local check that failed, e.g. CERTIFICATE_VERIFY_FAILED),
+    else None: nothing listens, or the server is slow. A switch that refuses the client's
+    certificate (or its absence) just closes the connection; so does a TLS switch to a
+    plaintext client."""
+    try:
+        p4runtime_pb2_grpc.P4RuntimeStub(channel).Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=1.0)
+    except grpc.RpcError as e:
+        if e.code() != grpc.StatusCode.UNAVAILABLE:
+            return None
+        last = (e.details() or "").rsplit("last error: ", 1)[-1]
+        if tls and any(w in last.lower() for w in ("handshake", "verification")):
+            # "UNKNOWN: ipv4:HOST:PORT: <what failed>": the address is in our message already
+            return "the TLS handshake failed: " + last.split(": ", 2)[-1][:300]
+        if "socket closed" in last.lower():
+            return ("the switch closed the connection in the TLS handshake: it did not accept this client's "
+                    "certificate (or its absence)") if tls else (
+                    "the switch closed the connection: does it serve TLS (simple_switch_grpc --grpc-server-ssl)?")
+    return None
+
+
 def read_once(
-    address: str, device_id: int, entities: Sequence[p4runtime_pb2.Entity], timeout_s: float
+    address: str, device_id: int, entities: Sequence[p4runtime_pb2.Entity], timeout_s: float,
+    tls: Tls | None = None,
 ) -> list[p4runtime_pb2.Entity]:
     """One Read without a session (P4Runtime lets any client read): fails at once with
     UNAVAILABLE when nothing listens (no wait for the channel), within ``timeout_s`` else."""
-    with grpc.insecure_channel(address) as channel:
+    with open_channel(address, tls) as channel:
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
         req = p4runtime_pb2.ReadRequest(device_id=device_id, entities=entities)
         return [e for resp in stub.Read(req, timeout=timeout_s) for e in resp.entities]

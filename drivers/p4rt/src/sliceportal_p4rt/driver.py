@@ -4,7 +4,8 @@ Options (the Backend record's mapping; all optional, unknown keys refused):
   address "127.0.0.1:9559" (host:port), device_id 1, election_id 1, set_pipeline true,
   lanes 8 (queues simple_switch_grpc was started with via --priority-queues), batch_size
   500, qos_mode "vqueue" | "meter", access_ports {port: vid}, trunk_ports [..],
-  uplink_port, owner "sliceportal".
+  uplink_port, owner "sliceportal"; the transport: plaintext, tls_ca_cert, tls_client_cert,
+  tls_client_key_secret, tls_server_name (tls.py: TLS / mutual TLS, PEM text, never paths).
 
 The program is not an option: the driver pushes p4c's compilation of slicing.p4 that ships
 with it (dataplane/bmv2/compiled/, the P4Info and the BMv2 JSON) with
@@ -28,7 +29,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 import grpc
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 
 from sliceportal.drivers.contract import (
     ApplyResult,
@@ -66,6 +67,7 @@ from .p4info import (
     P4Info,
     shipped_program,
 )
+from .tls import TlsOptions
 from .view import classifier_view
 
 Update = p4runtime_pb2.Update
@@ -112,7 +114,7 @@ def _host_port(value: str) -> str:
     return value
 
 
-class Options(BaseModel):
+class Options(TlsOptions):
     model_config = ConfigDict(extra="forbid")
 
     address: Annotated[str, AfterValidator(_host_port)] = "127.0.0.1:9559"
@@ -256,7 +258,8 @@ class Driver:
                 # read without joining, failing fast when nothing answers -- the switch may
                 # hold what another portal process pushed, with priorities to keep.
                 held = self._tables_of(read_once(
-                    self.opts.address, self.opts.device_id, self._read_request(), min(self.opts.timeout_s, 1.0)))
+                    self.opts.address, self.opts.device_id, self._read_request(), min(self.opts.timeout_s, 1.0),
+                    self.opts.tls()))
         except grpc.RpcError:
             held = None
         held = held or {}
@@ -281,12 +284,13 @@ class Driver:
         if self._session is not None:
             return self._session
         try:
-            s = Session(self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s)
+            s = Session(self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s,
+                        self.opts.tls())
         except ElectionIdInUse:
             # another portal process joined with the same option: join as a backup with an id
             # of our own, below every writer's (client.WRITE_FLOOR)
             s = Session(self.opts.address, self.opts.device_id, 2 + secrets.randbelow(WRITE_FLOOR - 2),
-                        self.opts.timeout_s)
+                        self.opts.timeout_s, self.opts.tls())
         try:
             if self.opts.set_pipeline and s.get_p4info() != self.p4info.proto:
                 # Only when the switch runs another program: a new pipeline wipes all state,
