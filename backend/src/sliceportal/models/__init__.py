@@ -15,6 +15,7 @@ from sliceportal.models.base import Base
 from sliceportal.models.catalogue import SliceType
 from sliceportal.models.controller import ControllerHeartbeat, TestbedCommand, TestbedReport
 from sliceportal.models.deployments import Deployment, DeploymentKind, DeploymentStatus, RuleSet
+from sliceportal.models.footprint import BackendFootprint, RuleSetFootprint, SliceFootprintGen
 from sliceportal.models.intents import Intent
 from sliceportal.models.kpi import KpiSample, SlaViolation
 from sliceportal.models.slicing import Backend, PathMode, ServiceClass, Slice, SliceState
@@ -26,6 +27,7 @@ __all__ = [
     "AuditLog",
     "AuthSession",
     "Backend",
+    "BackendFootprint",
     "Base",
     "ControllerHeartbeat",
     "Deployment",
@@ -39,10 +41,12 @@ __all__ = [
     "RefreshToken",
     "Role",
     "RuleSet",
+    "RuleSetFootprint",
     "Scope",
     "ServiceClass",
     "SlaViolation",
     "Slice",
+    "SliceFootprintGen",
     "SliceState",
     "SliceType",
     "Subscriber",

@@ -1,4 +1,4 @@
-"""A slice's state on each backend it is assigned to, derived from facts, never stored.
+"""A slice's state on each backend it is assigned to, derived from facts.
 
 Deployment state — from the deployments and rule sets of the backend:
 
@@ -18,6 +18,7 @@ open, else ``met``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -26,17 +27,18 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from sliceportal.models import Backend, Deployment, DeploymentKind, DeploymentStatus, KpiSample, RuleSet, SlaViolation
+from sliceportal.models import Backend, DeploymentKind, DeploymentStatus, KpiSample, RuleSet, SlaViolation
 from sliceportal.models.slicing import Slice
 from sliceportal.rules.compiler import compile_rules, intent_ref_of
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, MissMode, MissPolicy
 from sliceportal.rules.spec import TargetSpec
-from sliceportal.services.deployments import current_rule_set, domain_specs
+from sliceportal.services import footprint_state as state
+from sliceportal.services.deployments import domain_specs
 
 
 class DeployState(StrEnum):
@@ -214,26 +216,78 @@ def changes(now: SlicePart | None, held: SlicePart) -> list[str]:
     return out
 
 
-def _target_of(ir: dict[str, Any]) -> TargetSpec:
+def _target_json(ir: dict[str, Any]) -> dict[str, Any]:
     """The target a stored IR was compiled for: its geometry and miss policy as stored, and
     the match fields its rules use (the driver's full list needs the driver, which a status
     read must not lock; a field the target has but no rule used is not compared)."""
     used = {name for r in ir.get("rules", []) for name, t in r["match"].items() if t is not None}
     miss = ir.get("miss") or {}
-    return TargetSpec(lanes=ir["lanes"], paths=ir["paths"], match_fields=frozenset(used & FIELD_WIDTHS.keys()),
-                      miss=MissPolicy(mode=MissMode(miss.get("mode", MissMode.ALGORITHM1)),
-                                      lane=miss.get("lane", 0), rr_path=miss.get("rr_path", 0)))
+    return {"lanes": ir["lanes"], "paths": ir["paths"], "match_fields": sorted(used & FIELD_WIDTHS.keys()),
+            "miss": {"mode": str(miss.get("mode", MissMode.ALGORITHM1)), "lane": miss.get("lane", 0),
+                     "rr_path": miss.get("rr_path", 0)}}
 
 
-def _compiled_now(session: Session, backend: Backend, in_force: RuleSet) -> dict[str, Any] | str:
-    """The IR compiling the configuration now would give, for the target ``in_force`` was
-    compiled for; or why it cannot be compiled."""
+def _target_from(t: dict[str, Any]) -> TargetSpec:
+    miss = t["miss"]
+    return TargetSpec(lanes=t["lanes"], paths=t["paths"], match_fields=frozenset(t["match_fields"]),
+                      miss=MissPolicy(mode=MissMode(miss["mode"]), lane=miss["lane"], rr_path=miss["rr_path"]))
+
+
+def _compiled_now(session: Session, backend: Backend, target: dict[str, Any]) -> dict[str, Any] | str:
+    """The IR compiling the configuration now would give, for ``target`` (``_target_json`` of
+    the rule set in force); or why it cannot be compiled."""
     try:
         tenants, specs, _ = domain_specs(session, backend)
-        compiled: dict[str, Any] = _canonical(compile_rules(tenants, specs, _target_of(in_force.ir)).ir.to_json())
+        compiled: dict[str, Any] = _canonical(compile_rules(tenants, specs, _target_from(target)).ir.to_json())
         return compiled
     except CompileError as exc:
         return f"the configuration does not compile now: {exc}"
+
+
+# ---- digests: a footprint as stored state (issue #28) ---------------------------------------
+
+ABSENT = "absent"  # the wanted digest of a slice that compiles to no entries
+
+
+def _strip(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry less what ``_entry_changes`` cannot tell from a missing key (None values, at
+    the top and one level down), so that equal digests mean no change to report."""
+    return {k: ({kk: vv for kk, vv in v.items() if vv is not None} if isinstance(v, dict) else v)
+            for k, v in entry.items() if v is not None}
+
+
+def footprint_digest(part: SlicePart | None) -> str:
+    """A slice's footprint as one digest: equal digests exactly when ``changes`` finds nothing
+    (the same projection: own entry and rule set; per intent its policer as named, its entry
+    less the policer and name, its rule set)."""
+    if part is None:
+        return ABSENT
+    own = part[None]
+    projection = {
+        "entry": _strip(own.entry or {}), "rules": sorted(set(own.rules)),
+        "intents": {str(k): {"policer": _policer(p.entry), "entry": _strip(_without_policer(p.entry)),
+                             "rules": sorted(set(p.rules))}
+                    for k, p in part.items() if k is not None}}
+    return hashlib.sha256(json.dumps(projection, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def ir_footprint(rule_set_id: int, ir: dict[str, Any]) -> dict[str, Any]:
+    """What a rule set holds, as the row ``rule_set_footprint`` stores."""
+    return {"rule_set_id": rule_set_id,
+            "digests": {str(ref): footprint_digest(p) for ref, p in slice_parts(ir).items()},
+            "refs": sorted({int(e["ref"]) for e in ir.get("slices", []) if "ref" in e}),
+            "target": _target_json(ir)}
+
+
+def _wanted_now(session: Session, backend: Backend, rule_set_id: int, target: dict[str, Any],
+                input_key: str) -> state.Wanted:
+    """Compile the backend's configuration now (for the target of the rule set in force) and
+    keep each slice's digest: once per change of what the backend's slices compile from."""
+    compiled = _compiled_now(session, backend, target)
+    if isinstance(compiled, str):
+        return state.Wanted(rule_set_id, input_key, {}, compiled)
+    return state.Wanted(rule_set_id, input_key,
+                        {str(ref): footprint_digest(p) for ref, p in slice_parts(compiled).items()}, "")
 
 
 # ---- per backend ----------------------------------------------------------------------------
@@ -241,73 +295,78 @@ def _compiled_now(session: Session, backend: Backend, in_force: RuleSet) -> dict
 @dataclass
 class _BackendFacts:
     backend: Backend
-    in_force: RuleSet | None
-    in_force_since: datetime | None
-    last_push: Deployment | None
-    ever: set[int]  # slice refs of every rule set a push ever put in force here
-    compiled: dict[str, Any] | str | None = None  # lazily: compiled now
-    # lazily, each IR indexed once for all the slices of a listing (not one scan per slice)
+    in_force: state.InForce | None
+    held: dict[str, str]  # slice id -> digest in the rule set in force
+    target: dict[str, Any]  # what the rule set in force was compiled for
+    last_push: state.LastPush | None
+    wanted: state.Wanted | None  # None: nothing in force, nothing to compare
+    # for ``changes`` only, lazily: the rule set in force and the configuration, each indexed once
     held_parts: dict[int, SlicePart] | None = None
-    now_parts: dict[int, SlicePart] | None = None
+    now_parts: dict[int, SlicePart] | str | None = None
 
-    def compiled_now(self, session: Session) -> dict[str, Any] | str:
-        if self.compiled is None:
-            assert self.in_force is not None
-            self.compiled = _compiled_now(session, self.backend, self.in_force)
-        return self.compiled
-
-    def held(self, ref: int) -> SlicePart | None:
-        if self.in_force is None:
-            return None
+    def detail(self, session: Session, ref: int) -> list[str]:
+        """What a push would change for slice ``ref`` (compiles: asked for, never listed)."""
+        assert self.in_force is not None
         if self.held_parts is None:
-            self.held_parts = slice_parts(self.in_force.ir)
-        return self.held_parts.get(ref)
-
-    def now(self, session: Session, ref: int) -> SlicePart | str | None:
-        """The slice as compiling now gives it, or why the configuration does not compile."""
-        compiled = self.compiled_now(session)
-        if isinstance(compiled, str):
-            return compiled
+            ir = session.scalar(select(RuleSet.ir).where(RuleSet.id == self.in_force.rule_set_id))
+            self.held_parts = slice_parts(ir or {})
         if self.now_parts is None:
-            self.now_parts = slice_parts(compiled)
-        return self.now_parts.get(ref)
+            compiled = _compiled_now(session, self.backend, self.target)
+            self.now_parts = compiled if isinstance(compiled, str) else slice_parts(compiled)
+        if isinstance(self.now_parts, str):
+            return [self.now_parts]
+        held = self.held_parts.get(ref)
+        return changes(self.now_parts.get(ref), held) if held is not None else []
 
 
-def _facts(session: Session, backend: Backend) -> _BackendFacts:
-    in_force = current_rule_set(session, backend.id)
-    put_in_force = session.scalar(
-        select(Deployment).where(Deployment.backend_id == backend.id, Deployment.kind.in_(PUSHES),
-                                 Deployment.status == DeploymentStatus.SUCCEEDED)
-        .order_by(Deployment.id.desc()).limit(1))
-    last_push = session.scalar(
-        select(Deployment).where(Deployment.backend_id == backend.id, Deployment.kind.in_(PUSHES),
-                                 Deployment.status != DeploymentStatus.RUNNING)
-        .order_by(Deployment.id.desc()).limit(1))
-    ever = set(session.scalars(text(
-        "SELECT DISTINCT (e->>'ref')::bigint FROM rule_set, jsonb_array_elements(rule_set.ir->'slices') e "
-        "WHERE rule_set.id IN (SELECT rule_set_id FROM deployment WHERE backend_id = :b AND status = :ok)"),
-        {"b": backend.id, "ok": DeploymentStatus.SUCCEEDED.value}))
-    since = None
-    if put_in_force is not None:
-        since = put_in_force.finished_at or put_in_force.created_at
-    return _BackendFacts(backend, in_force, since, last_push, ever)
+def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[int]
+           ) -> tuple[dict[int, _BackendFacts], set[tuple[int, int]]]:
+    """The stored facts of every backend of a page, in a fixed number of statements; a
+    footprint not stored yet (a rule set not read before, a configuration changed since) is
+    computed once and stored."""
+    ids = [b.id for b in backends]
+    forced = state.in_force(session, ids)
+    pushes = state.last_pushes(session, ids)
+    missing = state.unindexed_rule_sets(session, ids)
+    if missing:
+        state.store_rule_set_footprints(session, [
+            ir_footprint(rs, ir) for rs, ir in session.execute(select(RuleSet.id, RuleSet.ir)
+                                                               .where(RuleSet.id.in_(missing)))])
+    ever = state.ever(session, ids, slice_ids)
+    keys = state.input_keys(session, ids)  # before compiling: a change after it only makes the cache stale
+    stored = state.wanted(session, ids)
+    held = state.rule_set_footprints(session, (f.rule_set_id for f in forced.values()))
+    out = {}
+    for b in backends:
+        f = forced.get(b.id)
+        fp = held.get(f.rule_set_id) if f is not None else None
+        w = None
+        if f is not None and fp is not None:
+            key = keys.get(b.id, "")
+            w = stored.get(b.id)
+            if w is None or w.rule_set_id != f.rule_set_id or w.input_key != key:
+                w = _wanted_now(session, b, f.rule_set_id, fp.target, key)
+                state.store_wanted(session, b.id, w)
+        out[b.id] = _BackendFacts(b, f, dict(fp.digests) if fp else {}, dict(fp.target) if fp else {},
+                                  pushes.get(b.id), w)
+    return out, ever
 
 
-def _deploy_state(session: Session, s: Slice, f: _BackendFacts) -> BackendStatus:
+def _deploy_state(session: Session, s: Slice, f: _BackendFacts, ever: set[tuple[int, int]],
+                  detail: bool) -> BackendStatus:
     b = f.backend
     st = BackendStatus(backend_id=b.id, backend_name=b.name, state=DeployState.DRAFT, detail="",
                        sync_state=b.sync_state, sync_detail=dict(b.sync_detail or {}), synced_at=b.synced_at)
-    held = f.held(s.id)
-    if f.in_force is not None and held is not None:
-        st.rule_set_number, st.since = f.in_force.number, f.in_force_since
+    held = f.held.get(str(s.id))
+    if f.in_force is not None and held is not None and f.wanted is not None:
+        st.rule_set_number, st.since = f.in_force.number, f.in_force.since
         if b.sync_state == "out_of_sync":
             st.state = DeployState.OUT_OF_SYNC
             st.detail = f"reconcile found the data plane differs from rule set {f.in_force.number}"
             return st
-        now = f.now(session, s.id)
-        diff = [now] if isinstance(now, str) else changes(now, held)
-        if diff:
-            st.state, st.changes = DeployState.PENDING, diff
+        if f.wanted.error or f.wanted.wanted.get(str(s.id), ABSENT) != held:
+            st.state = DeployState.PENDING
+            st.changes = [f.wanted.error] if f.wanted.error else (f.detail(session, s.id) if detail else [])
             st.detail = f"changed since rule set {f.in_force.number} was pushed; deploy to apply"
         else:
             st.state = DeployState.DEPLOYED
@@ -315,8 +374,8 @@ def _deploy_state(session: Session, s: Slice, f: _BackendFacts) -> BackendStatus
         return st
     if f.last_push is not None and f.last_push.status == DeploymentStatus.FAILED:
         st.state = DeployState.FAILED
-        st.detail = f"the last push (deployment {f.last_push.id}) failed: {f.last_push.error}"
-    elif s.id in f.ever:
+        st.detail = f"the last push (deployment {f.last_push.deployment_id}) failed: {f.last_push.error}"
+    elif (b.id, s.id) in ever:
         st.state = DeployState.NOT_DEPLOYED
         number = f.in_force.number if f.in_force is not None else None
         st.rule_set_number = number
@@ -354,17 +413,15 @@ def _sla(session: Session, statuses: dict[int, list[BackendStatus]], now: dateti
 
 
 def slice_statuses(session: Session, slices: Sequence[Slice], now: datetime,
-                   no_data_after: int) -> dict[int, list[BackendStatus]]:
-    """Every slice's status on each backend it is assigned to (ordered by backend id)."""
-    facts: dict[int, _BackendFacts] = {}
-    out: dict[int, list[BackendStatus]] = {}
-    for s in slices:
-        entries = []
-        for b in sorted(s.backends, key=lambda x: x.id):
-            if b.id not in facts:
-                facts[b.id] = _facts(session, b)
-            entries.append(_deploy_state(session, s, facts[b.id]))
-        out[s.id] = entries
+                   no_data_after: int, *, detail: bool = False) -> dict[int, list[BackendStatus]]:
+    """Every slice's status on each backend it is assigned to (ordered by backend id), from
+    stored state in a fixed number of statements. ``detail``: also what a push would change
+    (``changes`` of a pending slice), which compiles the backend's configuration."""
+    backends = {b.id: b for s in slices for b in s.backends}
+    facts, ever = _facts(session, [backends[i] for i in sorted(backends)], [s.id for s in slices]) \
+        if backends else ({}, set())
+    out = {s.id: [_deploy_state(session, s, facts[b.id], ever, detail) for b in sorted(s.backends, key=lambda x: x.id)]
+           for s in slices}
     if out:
         _sla(session, out, now, no_data_after)
     return out

@@ -58,8 +58,9 @@ def to_public(s: Slice, status: list[BackendStatus]) -> SlicePublic:
     )
 
 
-def _statuses(session: Session, settings: Settings, slices: list[Slice]) -> dict[int, list[BackendStatus]]:
-    return slice_statuses(session, slices, datetime.now(UTC), settings.sla_no_data_after)
+def _statuses(session: Session, settings: Settings, slices: list[Slice], *, detail: bool = False
+              ) -> dict[int, list[BackendStatus]]:
+    return slice_statuses(session, slices, datetime.now(UTC), settings.sla_no_data_after, detail=detail)
 
 
 def _public(session: Session, settings: Settings, s: Slice) -> SlicePublic:
@@ -115,7 +116,7 @@ def list_slices(principal: Reader, session: SessionDep, settings: SettingsDep, p
     if tenant_id is not None:
         stmt = stmt.where(Slice.tenant_id == tenant_id)
     if state is not None:
-        # derived, not stored: the states of every candidate are computed, then filtered
+        # derived from stored state (services/slice_status.py): every candidate's, then filtered
         every = _statuses(session, settings, list(session.scalars(stmt)))
         stmt = stmt.where(Slice.id.in_([sid for sid, st in every.items() if summary(st) == state]))
     rows, count = page(session, stmt, params, SORTABLE, [Slice.name, Slice.description])
@@ -144,9 +145,10 @@ def slice_status(slice_id: PathId, principal: Reader, session: SessionDep, setti
                  ) -> SliceStatusPublic:
     """The slice on each backend it is assigned to, derived from facts: the rule set in force
     and what compiling now gives (draft / pending / deployed / out_of_sync / failed /
-    not_deployed), and the SLA from its samples and violations (met / degraded / no_data)."""
+    not_deployed), and the SLA from its samples and violations (met / degraded / no_data).
+    Only here is a pending slice's ``changes`` worked out (it compiles the backend's slices)."""
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
-    entries = _statuses(session, settings, [s])[s.id]
+    entries = _statuses(session, settings, [s], detail=True)[s.id]
     return SliceStatusPublic(slice_id=s.id, state=summary(entries), backends=[
         SliceBackendStatus(
             backend_id=e.backend_id, backend_name=e.backend_name, state=e.state.value, sla=e.sla.value,
