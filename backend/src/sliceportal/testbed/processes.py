@@ -21,13 +21,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from sliceportal.core.config import REPO_ROOT
+from sliceportal.core.config import REPO_ROOT, get_settings
+from sliceportal.core.private_files import private_dir, write_private_file
 
 BMV2_DIR = REPO_ROOT / "dataplane" / "bmv2"
 SP_SIM = REPO_ROOT / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
@@ -64,10 +64,10 @@ def start_p4runtime_target(*args: str) -> RunningTarget:
 
 
 def run_dir(prefix: str) -> Path:
-    """Where a testbed with this prefix keeps pid and log files (one per process)."""
-    d = Path(tempfile.gettempdir()) / f"sliceportal-{prefix.rstrip('-')}"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    """Where a testbed with this prefix keeps pid, log, token and key files and its sockets:
+    a directory only the portal's user enters (0700, checked) under the portal's run
+    directory (settings ``run_dir``), never a fixed name in the shared temp directory."""
+    return private_dir(Path(get_settings().run_dir) / f"testbed-{prefix.rstrip('-')}")
 
 
 class ManagedProcess:
@@ -189,9 +189,7 @@ class XdpAgent(ManagedProcess):
         sock.unlink(missing_ok=True)
         token_file = self.token_file = folder / "xdp-agent.token"
         self.token = secrets.token_urlsafe(24)
-        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(self.token)
+        write_private_file(token_file, self.token)
         # --replace: pins of another build (a crashed run of an older checkout) are removed, the
         # portal re-pushes its rule set; pins of this build are taken over as they are
         argv = [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", pin_name, "--interface", interface,
