@@ -14,6 +14,7 @@ APT_PACKAGES=(
   make g++
   wrk                                          # load generator of bench/api_latency.py
   prometheus                                   # scrapes /metrics in the compose-config test
+  tcpreplay                                    # replays pcaps at a known rate (kpi collector test)
 )
 
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }

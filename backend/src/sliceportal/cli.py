@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,6 +17,7 @@ from sliceportal.core.db import session_scope
 from sliceportal.core.dsn import RESOLVED_ENV, database_url, embedded
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.core.private_files import write_private_file
 from sliceportal.traffic import cli as traffic_cli
 
 app = typer.Typer(help="QoS-aware network slicing portal", no_args_is_help=True)
@@ -39,6 +40,8 @@ def db_stop() -> None:
 
 
 LOG_FORMAT = "%(levelname)s:     %(name)s: %(message)s"
+# in the data directory, mode 0600: the first operator's password (docs/install.md)
+OPERATOR_PASSWORD_FILE = "operator-password.txt"
 
 
 def _configure_logging() -> None:
@@ -46,6 +49,41 @@ def _configure_logging() -> None:
     # httpx logs every request at INFO: the drivers' calls to XDP agents (counters every second)
     # would drown the portal's own log
     logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def first_operator(settings: Settings, url: str) -> Path | None:
+    """Create the first operator (an empty database) and say where its password is: in a
+    0600 file in the data directory, never on stdout, since a terminal's scrollback and a
+    service's log (often 0644) outlive it. The file's path, or None if operators exist."""
+    from sliceportal.services.bootstrap_data import ensure_operator
+
+    with session_scope(url) as session:
+        password = ensure_operator(session)
+    if not password:
+        return None
+    secret_file = Path(settings.data_dir) / OPERATOR_PASSWORD_FILE
+    secret_file.parent.mkdir(parents=True, exist_ok=True)
+    write_private_file(secret_file, f"admin {password}\n")
+    typer.secho(f"First operator created: user 'admin'; its password is in {secret_file} (readable by this "
+                "user only): log in, change it, then delete the file", fg="green", bold=True)
+    return secret_file
+
+
+def proxy_header_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's proxy-header handling from TRUSTED_PROXIES. uvicorn by default believes
+    X-Forwarded-For / -Proto from 127.0.0.1, so any local client could pick its address (and
+    slip the per-address login lock-out); empty TRUSTED_PROXIES: the headers are ignored."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(str(n) for n in settings.trusted_proxies)}
+
+
+def proxy_header_args(settings: Settings) -> list[str]:
+    """:func:`proxy_header_options` as uvicorn's command-line flags."""
+    options = proxy_header_options(settings)
+    if not options["proxy_headers"]:
+        return ["--no-proxy-headers"]
+    return ["--proxy-headers", "--forwarded-allow-ips", options["forwarded_allow_ips"]]
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -68,20 +106,13 @@ def run(
     """Run the portal: database, migrations, first operator, demo data, then the controller
     process and the API (N uvicorn workers) under supervision; Ctrl-C stops them all."""
     from sliceportal.control.supervisor import Child, Supervisor
-    from sliceportal.services.bootstrap_data import create_demo_accounts, ensure_operator, seed_demo
+    from sliceportal.services.bootstrap_data import create_demo_accounts, seed_demo
 
     _configure_logging()
     settings = get_settings()
     url = database_url()
     upgrade(url)
-    with session_scope(url) as session:
-        password = ensure_operator(session)
-    if password:
-        secret_file = Path(settings.data_dir) / "operator-password.txt"
-        secret_file.write_text(f"admin {password}\n")
-        os.chmod(secret_file, 0o600)
-        typer.secho(f"First operator created: user 'admin', password '{password}' "
-                    f"(shown once; also in {secret_file}, delete it after reading)", fg="green", bold=True)
+    first_operator(settings, url)
     if demo:
         with session_scope(url) as session:
             if seed_demo(session):
@@ -101,6 +132,7 @@ def run(
         Child("controller", [*here, "controller"], env),
         Child(f"api ({n} workers)", [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app",
                                      "--host", host or settings.host, "--port", str(port or settings.port),
+                                     *proxy_header_args(settings),
                                      "--workers", str(n), "--log-level", "info"], env),
     ])
     _stop_on_signals(supervisor.stopping)
@@ -129,7 +161,8 @@ def _serve_with_controller(settings: Settings, url: str, host: str | None, port:
     # shutdown hooks, not code after run(), stop the controller (its testbed), then the cluster
     api.state.on_shutdown.extend([controller.stop, POOL.close_all, *([pg.stop] if pg is not None else [])])
     with controller:
-        uvicorn.run(api, host=host or settings.host, port=port or settings.port, log_level="info")
+        uvicorn.run(api, host=host or settings.host, port=port or settings.port, log_level="info",
+                    **proxy_header_options(settings))
 
 
 @app.command()

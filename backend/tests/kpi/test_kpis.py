@@ -46,7 +46,7 @@ XDP = BMV2 = 0  # the world's two backends' ids
 
 def _point(slice_id: int, lane: int, second: int, loss: float = 0.0, delay: float = 1.0,
            backend_id: int | None = None) -> KpiPoint:
-    return KpiPoint(slice_id=slice_id, backend_id=XDP if backend_id is None else backend_id, lane=lane,
+    return KpiPoint(slice_id=slice_id, backend_id=XDP if backend_id is None else backend_id, lane=lane, source="testbed",
                     ts=T0 + timedelta(seconds=second), tx_packets=1000,
                     rx_packets=int(1000 * (1 - loss / 100)), rx_bytes=1_000_000, throughput_bps=8e6,
                     loss_pct=loss, delay_mean_ms=delay / 2, delay_p50_ms=delay / 2, delay_p99_ms=delay, jitter_ms=0.1)

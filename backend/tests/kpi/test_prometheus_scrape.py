@@ -96,7 +96,7 @@ def dashboard_queries() -> list[str]:
 def test_prometheus_scrapes_the_portal_and_every_dashboard_query_answers(
         session: Session, tenants: dict[str, int], prometheus: str) -> None:
     now = datetime.now(UTC)
-    ingest(session, [KpiPoint(slice_id=tenants[n], backend_id=tenants["backend"], lane=lane, ts=now,
+    ingest(session, [KpiPoint(slice_id=tenants[n], backend_id=tenants["backend"], lane=lane, source="testbed", ts=now,
                               tx_packets=1000, rx_packets=990, throughput_bps=8e6, loss_pct=1.0,
                               delay_p99_ms=2.5, delay_mean_ms=1.0, jitter_ms=0.1, ecn_marks=3)
                      for n in ("red", "blue") for lane in (0, 1)])

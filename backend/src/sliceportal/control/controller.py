@@ -26,8 +26,12 @@ from sliceportal.control.leader import Identity, LeaderLease
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
 from sliceportal.core.loops import LOOPS, SupervisedLoop
+from sliceportal.drivers.contract import Counters
+from sliceportal.kpi.collector import KpiCollector
 from sliceportal.kpi.hub import KpiHub
+from sliceportal.models import Backend
 from sliceportal.schemas.testbed import TestbedState
+from sliceportal.services.backends import POOL
 from sliceportal.services.deployments import interrupt_all_orphans
 from sliceportal.services.health_probe import HealthProber
 from sliceportal.services.reconciler import Reconciler
@@ -37,6 +41,12 @@ log = logging.getLogger(__name__)
 
 BEAT_S = 0.5  # heartbeat, testbed report and command poll
 SUPERVISE_EVERY_S = 1.0  # a loop whose thread died is restarted this soon
+
+
+def pooled_counters(session: Session, backend: Backend) -> Counters | None:
+    """The KPI collector's read: the shared driver pool; None while a push holds the driver."""
+    with POOL.try_use(session, backend) as driver:
+        return None if driver is None else driver.counters()
 
 
 class Controller:
@@ -53,7 +63,7 @@ class Controller:
                                  name="controller-lease")
         self.testbed: LiveTestbed | None = None
         self.since: datetime | None = None
-        self._duties: list[Reconciler | HealthProber] = []
+        self._duties: list[Reconciler | HealthProber | KpiCollector] = []
         self._beat: SupervisedLoop | None = None
         self._starting_since: datetime | None = None
         self._ready = threading.Event()  # leading, and every duty started
@@ -131,6 +141,14 @@ class Controller:
                                 HealthProber(self.sessions)]
                 for duty in self._duties:
                     duty.start()
+            if self.settings.kpi_interval_s > 0:
+                # every backend's own counters into KPI samples; the testbed's planes keep their
+                # meter (source 'testbed') until the testbed becomes a user of the product (#25 item 4)
+                collector = KpiCollector(
+                    self.sessions, pooled_counters, self.settings.kpi_interval_s,
+                    skip=lambda: {p.backend_id for p in (self.testbed.planes if self.testbed else ())})
+                collector.start()
+                self._duties.append(collector)
             self._starting_since = None
             self._beat.run_once()  # the testbed's first state, before anyone waits a beat
             self._ready.set()

@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     port: int = 8000
     cors_origins: list[str] = []
     reconcile_interval_s: float = Field(15.0, ge=0, description="0 disables the reconcile loop")
+    kpi_interval_s: float = Field(1.0, ge=0, description="KPI collector period (the data planes' own counters "
+                                  "into samples, kpi/collector.py); 0 disables it")
     # the controller process (control/): one leader in the cluster runs the reconciler, the
     # health prober and the testbed; another takes over within this period when it dies
     controller_period_s: float = Field(2.0, gt=0, le=60, description="leader lease period: how often a "

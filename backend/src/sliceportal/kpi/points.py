@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from sliceportal.traffic.meter import MeterReport
+
+# Who measured a point (docs/kpis.md, "Sources"): the KPI collector from the data plane's own
+# counters, active probes through the ingest API, the testbed's traffic meter.
+Source = Literal["counters", "probe", "testbed"]
+SOURCES: tuple[Source, ...] = ("counters", "probe", "testbed")
 
 
 class KpiPoint(BaseModel):
     slice_id: int  # the portal's slice id
     backend_id: int  # the data plane whose egress was measured (issue #12: KPIs keyed by backend)
     lane: int  # the slice's catalogue lane (seed 000 Table 1)
+    source: Source
     ts: datetime  # end of the interval
     interval_s: float = 1.0
     tx_packets: int = 0
@@ -53,7 +60,8 @@ def points_from_meter(report: MeterReport, slices: Mapping[int, int], ts: dateti
             continue
         d = g.delay
         points.append(KpiPoint(
-            slice_id=slices[g.slice_index], backend_id=backend_id, lane=g.lane, ts=ts, interval_s=interval_s,
+            slice_id=slices[g.slice_index], backend_id=backend_id, lane=g.lane, source="testbed", ts=ts,
+            interval_s=interval_s,
             # offered bytes: the sender's packet count at the received mean size (the meter
             # sees only what arrived; sizes are constant per flow in the generator)
             tx_packets=g.expected, rx_packets=g.received, rx_bytes=g.bytes,
@@ -66,7 +74,7 @@ def points_from_meter(report: MeterReport, slices: Mapping[int, int], ts: dateti
 
 
 def combine_lanes(points: list[KpiPoint]) -> KpiPoint:
-    """One slice-wide point from its lanes' points of one interval on one backend: counts
+    """One slice-wide point from its lanes' points of one interval on one backend and source: counts
     and throughput summed, loss from the summed counts, the worst p99, the mean delays
     and jitter weighted by packets received."""
     first = points[0]
@@ -83,7 +91,8 @@ def combine_lanes(points: list[KpiPoint]) -> KpiPoint:
         for reason, n in p.drops.items():
             drops[reason] = drops.get(reason, 0) + n
     return KpiPoint(
-        slice_id=first.slice_id, backend_id=first.backend_id, lane=-1, ts=first.ts, interval_s=first.interval_s,
+        slice_id=first.slice_id, backend_id=first.backend_id, lane=-1, source=first.source, ts=first.ts,
+        interval_s=first.interval_s,
         tx_packets=tx, rx_packets=rx, tx_bytes=sum(p.tx_bytes for p in points),
         rx_bytes=sum(p.rx_bytes for p in points), throughput_bps=sum(p.throughput_bps for p in points),
         loss_pct=100.0 * max(tx - rx, 0) / tx if tx else 0.0, delay_mean_ms=weighted("delay_mean_ms"),

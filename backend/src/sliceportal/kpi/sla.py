@@ -12,6 +12,17 @@ is not an event and a flapping KPI is one violation, not hundreds. ``started_at`
 start of the first bad interval, ``ended_at`` the end of the last bad one: an interval is
 inside the violation when its sample's ``ts`` lies in (started_at, ended_at].
 
+Several sources may report the same slice and lane (``KpiSample.source``: the testbed's
+meter, the data plane's counters, active probes), each with its own interval boundaries.
+Judging their samples together would count one event twice, or let one source's good
+interval break another's run of bad ones. So each check is judged from ONE source per
+(slice, backend): the first of its ``Check.sources`` that has a value in the window read.
+End-to-end measurements come first (the testbed's meter sees every packet end to end);
+then, for loss and the guaranteed rate, the data plane's counters (every packet, inside
+the plane) before probes (a few packets a second); for delay and jitter, probes (end to
+end) before counters (queueing inside the plane only). Probes never judge the guaranteed
+rate: their throughput is their own probing rate.
+
 The evaluation reads the windows from ``kpi_sample`` (the samples are the facts; nothing
 else is kept between intervals), so any worker evaluates the same way, and re-storing an
 interval does not open a second violation. Each violation keeps its evidence: the samples
@@ -55,15 +66,24 @@ class HoldDown:
 class Check:
     metric: str  # the KpiPoint field compared (or RATE_METRIC)
     sla: str  # the Slice SLA field it is compared with
+    sources: tuple[str, ...]  # which source judges it, first present first (module docstring)
     below: bool = False  # True: bad when below the limit (a floor), else when above (a ceiling)
 
 
 LANE_CHECKS = (
-    Check("loss_pct", "max_loss_pct"),
-    Check("delay_p99_ms", "max_delay_ms"),
-    Check("jitter_ms", "max_jitter_ms"),
+    Check("loss_pct", "max_loss_pct", ("testbed", "counters", "probe")),
+    Check("delay_p99_ms", "max_delay_ms", ("testbed", "probe", "counters")),
+    Check("jitter_ms", "max_jitter_ms", ("testbed", "probe", "counters")),
 )
-RATE_CHECK = Check(RATE_METRIC, "guaranteed_mbps", below=True)
+RATE_CHECK = Check(RATE_METRIC, "guaranteed_mbps", ("testbed", "counters"), below=True)
+
+
+def judging_source(check: Check, intervals: Sequence[tuple[datetime, list[KpiSample]]]) -> str | None:
+    """The source whose samples judge ``check`` in this window: the first of its preference
+    with a value (any sample, for the rate) in the window."""
+    present = {r.source for _, rows in intervals for r in rows
+               if check is RATE_CHECK or getattr(r, check.metric) is not None}
+    return next((src for src in check.sources if src in present), None)
 
 
 @dataclass(frozen=True)
@@ -228,10 +248,15 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
             for lane in lanes_seen]
         if s.guaranteed_mbps is not None:
             checks.append((None, RATE_CHECK, s.guaranteed_mbps))
+        by_check = {check: judging_source(check, intervals) for check in (*LANE_CHECKS, RATE_CHECK)}
         for lane, check, limit in checks:
             history: list[Reading] = []
             okey = (key[0], key[1], lane, check.metric)
-            for ts, rows in intervals:
+            source = by_check[check]
+            for ts, all_rows in intervals:
+                rows = [r for r in all_rows if r.source == source]
+                if not rows:
+                    continue  # another source's interval: not this check's to judge
                 history.append(_reading(rows, ts, lane, check, limit))
                 if ts not in new_ts[key]:
                     continue  # judged when it arrived

@@ -18,7 +18,7 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.sla import HoldDown, evaluate
 from sliceportal.models import KpiSample, SlaViolation, Slice
 
-KEY = ("slice_id", "backend_id", "lane", "ts")  # one sample per key: no duplicates, no zero twins
+KEY = ("slice_id", "backend_id", "lane", "source", "ts")  # one sample per key: no duplicates, no zero twins
 
 
 def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = None
@@ -29,7 +29,7 @@ def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = 
     # a source that reports an interval twice (a restarted collector) overwrites, not duplicates
     stmt = insert(KpiSample).values(rows)
     stmt = stmt.on_conflict_do_update(
-        index_elements=[KpiSample.slice_id, KpiSample.backend_id, KpiSample.lane, KpiSample.ts],
+        index_elements=[getattr(KpiSample, k) for k in KEY],
         set_={c: stmt.excluded[c] for c in rows[0] if c not in KEY})
     session.execute(stmt)
     changed = evaluate(session, points, hold)

@@ -25,6 +25,10 @@ class KpiSample(Base):
         BigInteger, ForeignKey("backend.id", ondelete="CASCADE"), primary_key=True
     )
     lane: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # who measured it (docs/kpis.md "Sources"): 'counters' (the data plane's own counters, read
+    # by the KPI collector), 'probe' (active STAMP probes, posted to the ingest API), 'testbed'
+    # (the emulator's traffic meter). Each source keeps its own series; kpi/sla.py picks one per check.
+    source: Mapped[str] = mapped_column(String(16), primary_key=True)
     ts: Mapped[datetime] = mapped_column(primary_key=True)  # end of the interval
     interval_s: Mapped[float] = mapped_column(Float, default=1.0)
     tx_packets: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -27,26 +27,27 @@ def current_rule_set(session: Session, backend_id: int) -> RuleSet | None:
                           .order_by(Deployment.id.desc()).limit(1))
 
 
-# The newest sample of each (backend, lane) of a slice by walking the primary key (slice_id,
-# backend_id, lane, ts): a skip scan finds the pairs, one backwards index probe per pair finds
-# its newest sample. A GROUP BY max(ts) reads every sample of the slice instead (136 ms at
-# 250 k samples per slice against 0.4 ms, EXPLAIN ANALYZE in bench/api_latency.py's database).
+# The newest sample of each (backend, lane, source) of a slice by walking the primary key
+# (slice_id, backend_id, lane, source, ts): a skip scan finds the triples, one backwards index
+# probe per triple finds its newest sample. A GROUP BY max(ts) reads every sample of the slice
+# instead (136 ms at 250 k samples per slice against 0.4 ms, EXPLAIN ANALYZE in bench/api_latency.py's database).
 NEWEST_PER_LANE = """
-WITH RECURSIVE pairs(backend_id, lane) AS (
-  (SELECT backend_id, lane FROM kpi_sample WHERE slice_id = :s {backend} ORDER BY backend_id, lane LIMIT 1)
+WITH RECURSIVE keys(backend_id, lane, source) AS (
+  (SELECT backend_id, lane, source FROM kpi_sample WHERE slice_id = :s {backend}
+   ORDER BY backend_id, lane, source LIMIT 1)
   UNION ALL
-  SELECT n.backend_id, n.lane FROM pairs p CROSS JOIN LATERAL (
-    SELECT backend_id, lane FROM kpi_sample WHERE slice_id = :s {backend}
-      AND (backend_id, lane) > (p.backend_id, p.lane) ORDER BY backend_id, lane LIMIT 1) n)
-SELECT k.* FROM pairs p CROSS JOIN LATERAL (
+  SELECT n.backend_id, n.lane, n.source FROM keys p CROSS JOIN LATERAL (
+    SELECT backend_id, lane, source FROM kpi_sample WHERE slice_id = :s {backend}
+      AND (backend_id, lane, source) > (p.backend_id, p.lane, p.source) ORDER BY backend_id, lane, source LIMIT 1) n)
+SELECT k.* FROM keys p CROSS JOIN LATERAL (
   SELECT * FROM kpi_sample WHERE slice_id = :s AND backend_id = p.backend_id AND lane = p.lane
-  ORDER BY ts DESC LIMIT 1) k
-ORDER BY k.backend_id, k.lane
+    AND source = p.source ORDER BY ts DESC LIMIT 1) k
+ORDER BY k.backend_id, k.lane, k.source
 """
 
 
 def newest_samples(session: Session, slice_id: int, backend_id: int | None = None) -> list[KpiSample]:
-    """The newest KPI sample of each (backend, lane) of a slice, optionally of one backend."""
+    """The newest KPI sample of each (backend, lane, source) of a slice, optionally of one backend."""
     backend = "AND backend_id = :b" if backend_id is not None else ""
     binds: dict[str, int] = {"s": slice_id} | ({"b": backend_id} if backend_id is not None else {})
     return list(session.scalars(select(KpiSample).from_statement(

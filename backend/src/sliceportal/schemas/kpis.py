@@ -14,6 +14,8 @@ class KpiSamplePublic(ORMModel):
     slice_id: int
     backend_id: int
     lane: int | None = Field(description="catalogue lane; null when grouped by backend (all lanes summed)")
+    source: str = Field(description="who measured it: counters (the data plane's own counters), probe (active "
+                                    "probes), testbed (the emulator's traffic meter); docs/kpis.md")
     ts: datetime
     interval_s: float
     tx_packets: int

@@ -17,7 +17,7 @@ from sliceportal.api.deps import Reader, SessionDep, StreamReader
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.kpi.bins import binned_samples
 from sliceportal.kpi.hub import KpiHub
-from sliceportal.kpi.points import KpiPoint, combine_lanes
+from sliceportal.kpi.points import KpiPoint, Source, combine_lanes
 from sliceportal.kpi.sla import within_sla
 from sliceportal.models import KpiSample, SlaViolation, Slice
 from sliceportal.models.queries import newest_samples
@@ -48,6 +48,7 @@ def slice_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
                until: AwareDatetime | None = None,
                lane: Annotated[int | None, Query(ge=0, le=7)] = None,
                backend_id: QueryId = None,
+               source: Annotated[Source | None, Query(description="only this source's samples")] = None,
                group_by: Annotated[Literal["lane", "backend"], Query(
                    description="lane: one sample per (backend, lane, interval); "
                                "backend: one per (backend, interval), the slice's lanes combined")] = "lane",
@@ -65,35 +66,40 @@ def slice_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
         where.append(KpiSample.lane == lane)
     if backend_id is not None:
         where.append(KpiSample.backend_id == backend_id)
+    if source is not None:
+        where.append(KpiSample.source == source)
     if step_s is not None:
         samples = [KpiSamplePublic.model_validate(p.model_dump())
                    for p in binned_samples(session, where, step_s, MAX_POINTS)]
     else:
         rows = session.execute(select(*SAMPLE_COLUMNS).where(*where)
-                               .order_by(KpiSample.ts.desc(), KpiSample.backend_id, KpiSample.lane).limit(MAX_POINTS))
+                               .order_by(KpiSample.ts.desc(), KpiSample.backend_id, KpiSample.lane,
+                                         KpiSample.source).limit(MAX_POINTS))
         # newest first under the cap (a long range loses its oldest samples, not its newest).
         # Columns, not ORM objects, and constructed, not validated: the rows are the table's own
         # typed columns, and a 5-minute window is ~1 200 rows per backend, where ORM loading and
         # validation took 70 % of the request (bench api_latency, "slice KPIs, last 5 min")
         samples = sorted((KpiSamplePublic.model_construct(**dict(zip(SAMPLE_FIELDS, r, strict=True))) for r in rows),
-                         key=lambda x: (x.ts, x.backend_id, x.lane or 0))
+                         key=lambda x: (x.ts, x.backend_id, x.lane or 0, x.source))
     return samples if group_by == "lane" else _by_backend(samples)
 
 
 def _by_backend(samples: list[KpiSamplePublic]) -> list[KpiSamplePublic]:
-    """One sample per (backend, interval): the lanes combined (``lane`` null)."""
-    groups: dict[tuple[int, datetime], list[KpiPoint]] = {}
+    """One sample per (backend, source, interval): the lanes combined (``lane`` null)."""
+    groups: dict[tuple[int, str, datetime], list[KpiPoint]] = {}
     for x in samples:
-        groups.setdefault((x.backend_id, x.ts), []).append(KpiPoint.model_validate(x.model_dump()))
+        groups.setdefault((x.backend_id, x.source, x.ts), []).append(KpiPoint.model_validate(x.model_dump()))
     return [KpiSamplePublic.model_validate(combine_lanes(g).model_dump() | {"lane": None}) for g in groups.values()]
 
 
 @router.get("/slices/{slice_id}/kpis/current", response_model=list[KpiSamplePublic])
 def current_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
-                 backend_id: QueryId = None) -> list[KpiSample]:
-    """The newest sample of each (backend, lane)."""
+                 backend_id: QueryId = None,
+                 source: Annotated[Source | None, Query(description="only this source's samples")] = None,
+                 ) -> list[KpiSample]:
+    """The newest sample of each (backend, lane, source)."""
     get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
-    return newest_samples(session, slice_id, backend_id)
+    return [s for s in newest_samples(session, slice_id, backend_id) if source is None or s.source == source]
 
 
 
@@ -147,7 +153,7 @@ def explain_violation(violation_id: PathId, principal: Reader, session: SessionD
     rows = session.scalars(select(KpiSample).where(
         KpiSample.slice_id == v.slice_id, KpiSample.backend_id == v.backend_id, KpiSample.ts > first,
         KpiSample.ts <= last, *([KpiSample.lane == v.lane] if v.lane is not None else []))
-        .order_by(KpiSample.ts, KpiSample.lane).limit(MAX_EXPLAIN))
+        .order_by(KpiSample.ts, KpiSample.lane, KpiSample.source).limit(MAX_EXPLAIN))
     samples = [KpiSamplePublic.model_validate(r) for r in rows]
     if v.lane is None:
         samples = _by_backend(samples)

@@ -13,7 +13,7 @@ from sliceportal.models import Backend, SlaViolation, Slice, Tenant
 from sliceportal.models.queries import newest_samples
 
 router = APIRouter(tags=["kpis"])
-LABELS = ("tenant", "slice", "slice_id", "backend", "lane")
+LABELS = ("tenant", "slice", "slice_id", "backend", "lane", "source")
 GAUGES = {
     "throughput_bps": "Received throughput in bits per second over the last interval",
     "loss_pct": "Packets lost in the last interval, percent",
@@ -38,7 +38,8 @@ def metrics(_: NotTenant, session: SessionDep) -> PlainTextResponse:
     for slice_id, slice_name, tenant_name in session.execute(
             select(Slice.id, Slice.name, Tenant.name).join(Tenant, Tenant.id == Slice.tenant_id)):
         for sample in newest_samples(session, slice_id):
-            labels = (tenant_name, slice_name, str(slice_id), backend_names[sample.backend_id], str(sample.lane))
+            labels = (tenant_name, slice_name, str(slice_id), backend_names[sample.backend_id], str(sample.lane),
+                      sample.source)
             for name, gauge in gauges.items():
                 value = getattr(sample, name)
                 if value is not None:
