@@ -10,7 +10,7 @@ import { useKpiStream } from "../components/Kpis/kpiStream";
 
 function sample(sliceId: number, lane: number, secondsAgo: number, throughput: number): KpiSample {
   return {
-    slice_id: sliceId, backend_id: 1, lane, ts: new Date(Date.now() - secondsAgo * 1000).toISOString(),
+    slice_id: sliceId, backend_id: 1, lane, source: "testbed", ts: new Date(Date.now() - secondsAgo * 1000).toISOString(),
     throughput_bps: throughput, interval_s: 1, rx_bytes: 0, rx_packets: 0, tx_bytes: 0, tx_packets: 0, loss_pct: 0, ecn_marks: 0, drops: {},
     delay_mean_ms: null, delay_p50_ms: null, delay_p99_ms: null, jitter_ms: null,
   };
