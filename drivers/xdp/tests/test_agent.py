@@ -373,6 +373,17 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
     wrong.close()
 
 
+@pytest.mark.needs_root
+def test_the_agent_serves_no_schema_or_docs_to_a_caller_without_its_token(bed: Bed) -> None:
+    # issue #27: /openapi.json listed every route and body of the agent to anyone who connected
+    for path in ("/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"):
+        r = httpx.get(bed.url + path, timeout=10)
+        assert r.status_code in (401, 404), (path, r.status_code)
+        assert "/v1/apply" not in r.text
+    authorised = httpx.get(bed.url + "/v1/health", headers={"Authorization": f"Bearer {bed.token}"}, timeout=10)
+    assert authorised.status_code == 200
+
+
 def attached_prog(bed: Bed) -> int:
     core = bed.tb["core"]
     out = subprocess.run(["ip", "-n", core.netns, "-j", "link", "show", core.ifname], capture_output=True, text=True)

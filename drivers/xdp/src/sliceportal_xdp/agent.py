@@ -85,7 +85,9 @@ def create_app(driver: Driver, token: str, backend: str, test_hooks: bool = Fals
         # a clean stop (SIGTERM, SIGINT): release the fds; a pinned data plane stays attached
         driver.close()
 
-    app = FastAPI(title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None, lifespan=lifespan)
+    # no schema, no docs: what the agent serves and how is no business of a caller without its token
+    app = FastAPI(title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
     want = token.encode()
 
     def authorised(creds: Creds) -> None:
