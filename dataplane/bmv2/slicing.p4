@@ -16,6 +16,7 @@
 #include "include/vqueue.p4"
 #include "include/forward.p4"
 #include "include/egress_vlan.p4"
+#include "include/lane_telemetry.p4"
 
 control SlicingIngress(inout headers_t hdr, inout metadata_t meta,
                        inout standard_metadata_t standard_metadata) {
@@ -39,9 +40,11 @@ control SlicingIngress(inout headers_t hdr, inout metadata_t meta,
 control SlicingEgress(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
     EgressVlan() vlan_tag;
+    LaneTelemetry() telemetry;
 
     apply {
         vlan_tag.apply(hdr, meta, standard_metadata);
+        telemetry.apply(hdr, meta, standard_metadata);
     }
 }
 

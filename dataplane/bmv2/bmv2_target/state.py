@@ -4,6 +4,9 @@ P4Info whose externs the device config (p4c's JSON) does not have."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import overload
+
 import grpc
 
 from .engine import Engine
@@ -17,6 +20,31 @@ def _resolve(kind: str, name: str, found: int | None) -> int:
             grpc.StatusCode.INVALID_ARGUMENT, f"the P4Info's {kind} {name} is not in the device config (p4c's JSON)"
         )
     return found
+
+
+class CounterCells(Sequence[tuple[int, int]]):
+    """A counter array's (packets, bytes) cells, each read from the engine when asked for:
+    a P4Runtime read of a few indices of a large array (slicing.p4's delay histogram has
+    65 536 cells) copies those cells, not the whole array each time."""
+
+    def __init__(self, engine: Engine, array: int) -> None:
+        self.engine, self.array = engine, array
+        self.size: int = engine.counter_size(array)
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.size))]
+        cell: tuple[int, int] = self.engine.counter_cell(self.array, i)
+        return cell
 
 
 class Externs:
@@ -35,9 +63,8 @@ class Externs:
             for mid, m in index.meters.items()
         }
 
-    def counter_cells(self, cid: int) -> list[tuple[int, int]]:
-        cells: list[tuple[int, int]] = self.engine.counter_cells(self.counters[cid])
-        return cells
+    def counter_cells(self, cid: int) -> CounterCells:
+        return CounterCells(self.engine, self.counters[cid])
 
     def set_counter(self, cid: int, i: int, packets: int, bytes_: int) -> None:
         self.engine.set_counter(self.counters[cid], i, packets, bytes_)

@@ -95,9 +95,9 @@ class Switch:
         """Process (time ns, ingress port, frame) in time order; outputs in departure order."""
         out: list[Output] = []
 
-        def deliver(t: int, port: int, f: InFlight) -> None:
+        def deliver(dequeued: int, t: int, port: int, f: InFlight) -> None:
             assert self.pipeline is not None
-            data = self.pipeline.egress(f, t // 1000)
+            data = self.pipeline.egress(f, dequeued // 1000)
             if data is not None:
                 out.append(Output(port, t, data))
 

@@ -31,7 +31,9 @@ class TrafficManager:
     priority_queues: int
     queue_depth: int
     link_bps: int | None  # None: the link is never the bottleneck
-    deliver: Callable[[int, int, InFlight], None]  # (departure ns, port, packet)
+    # (dequeue ns: egress runs then, so deq_timedelta is the sojourn in the queue as on
+    # BMv2; departure ns: the last bit left; port; packet)
+    deliver: Callable[[int, int, int, InFlight], None]
     ports: dict[int, PortQueues] = field(default_factory=dict)
     drops_out_of_range: int = 0
     drops_queue_full: int = 0
@@ -41,7 +43,7 @@ class TrafficManager:
             self.drops_out_of_range += 1
             return
         if self.link_bps is None:
-            self.deliver(now_ns, f.egress_port, f)
+            self.deliver(now_ns, now_ns, f.egress_port, f)
             return
         port = self.ports.get(f.egress_port)
         if port is None:
@@ -72,7 +74,7 @@ class TrafficManager:
                 assert self.link_bps is not None
                 done = start + len(f.data) * 8 * 1_000_000_000 // self.link_bps
                 port.link_free_ns = done
-                self.deliver(done, port_no, f)
+                self.deliver(start, done, port_no, f)
 
     def flush(self) -> None:
         self.advance(1 << 62)

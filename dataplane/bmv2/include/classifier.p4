@@ -13,6 +13,8 @@ control Classifier(inout headers_t hdr, inout metadata_t meta,
     direct_counter(CounterType.packets_and_bytes) classifier_hits;
     // Indexed by DP_SID; cell 0 counts classifier misses.
     counter(MAX_SLICES, CounterType.packets_and_bytes) slice_rx;
+    // What entered each slice x lane (index meta.slice_lane; slice 0 = misses, per lane).
+    counter(SLICE_LANES, CounterType.packets_and_bytes) slice_lane_rx;
     // Packets the parser could not take apart (truncated): counted, still forwarded.
     counter(1, CounterType.packets) malformed;
 
@@ -65,6 +67,8 @@ control Classifier(inout headers_t hdr, inout metadata_t meta,
             classifier.apply();
         }
         slice_rx.count((bit<32>)meta.slice_id);
+        meta.slice_lane = ((bit<32>)meta.slice_id << LANE_BITS) | (bit<32>)standard_metadata.priority;
+        slice_lane_rx.count(meta.slice_lane);
     }
 }
 

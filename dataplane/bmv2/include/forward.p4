@@ -1,5 +1,6 @@
 // Tenant forwarding: a tenant's packets leave only through that tenant's ports (its
-// exclusive ports, or a trunk where they are tagged with its VID).
+// exclusive ports, or a trunk where they are tagged with its VID). A classified packet
+// with nowhere to go is counted per slice x lane as dropped for want of a route.
 #ifndef SLICING_FORWARD_P4
 #define SLICING_FORWARD_P4
 
@@ -8,6 +9,8 @@
 
 control TenantForward(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
+    counter(SLICE_LANES, CounterType.packets) slice_lane_unrouted;
+
     action forward(port_t port) {
         standard_metadata.egress_spec = port;
     }
@@ -32,8 +35,8 @@ control TenantForward(inout headers_t hdr, inout metadata_t meta,
     apply {
         if (meta.drop == 1) {
             mark_to_drop(standard_metadata);
-        } else {
-            tenant_forward.apply();
+        } else if (!tenant_forward.apply().hit) {
+            slice_lane_unrouted.count(meta.slice_lane);
         }
     }
 }

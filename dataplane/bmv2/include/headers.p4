@@ -157,6 +157,7 @@ struct metadata_t {
     tenant_id_t     tenant_id;
     vid_t           tenant_vid;
     slice_id_t      slice_id;   // DP_SID; 0 = classifier miss
+    bit<32>         slice_lane; // slice_id * MAX_LANES + lane: the telemetry cells' index
     bit<1>          drop;
     bit<1>          ecn_mark;
     vqueue_params_t qm;

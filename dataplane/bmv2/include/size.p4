@@ -12,5 +12,14 @@
 #define MAX_SLICES 256
 // standard_metadata.priority is 3 bits: at most 8 strict-priority queues per port.
 #define MAX_LANES 8
+#define LANE_BITS 3
+// Per slice x lane telemetry cells (#25), indexed slice_id * MAX_LANES + lane.
+#define SLICE_LANES 2048
+// log2 buckets of the queueing-delay histogram per slice x lane (lane_telemetry.p4).
+#define DELAY_BUCKETS 32
+#define DELAY_BUCKET_BITS 5
+// A sojourn's 8 nibbles, each counted in the cell of its position and value (16 x 8).
+#define DELAY_NIBBLE_CELLS 128
+#define DELAY_NIBBLE_BITS 7
 
 #endif

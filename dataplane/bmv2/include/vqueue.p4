@@ -22,6 +22,9 @@ control VirtualQueue(inout headers_t hdr, inout metadata_t meta,
     meter(MAX_SLICES, MeterType.bytes) slice_meter;
     counter(MAX_SLICES, CounterType.packets) slice_drops;
     counter(MAX_SLICES, CounterType.packets) slice_ecn_marks;
+    // The same two per slice x lane (index meta.slice_lane), for the KPI collector (#25).
+    counter(SLICE_LANES, CounterType.packets) slice_lane_drops;
+    counter(SLICE_LANES, CounterType.packets) slice_lane_ecn_marks;
 
     action queue_manage(bit<32> byte_time, bit<32> c_delay, bit<32> m_delay) {
         meta.qm.byte_time = byte_time;
@@ -74,6 +77,7 @@ control VirtualQueue(inout headers_t hdr, inout metadata_t meta,
                 if (delay + t_delay > (bit<64>)meta.qm.c_delay) {
                     meta.drop = 1;
                     slice_drops.count(idx);
+                    slice_lane_drops.count(meta.slice_lane);
                 } else {
                     delay = delay + t_delay;
                 }
@@ -90,6 +94,7 @@ control VirtualQueue(inout headers_t hdr, inout metadata_t meta,
                 if (meta.color == METER_RED) {
                     meta.drop = 1;
                     slice_drops.count(idx);
+                    slice_lane_drops.count(meta.slice_lane);
                 }
             }
         }
@@ -101,16 +106,19 @@ control VirtualQueue(inout headers_t hdr, inout metadata_t meta,
                 if (hdr.ue_ipv4.ecn != 0 && hdr.ue_ipv4.ihl == 5) {
                     hdr.ue_ipv4.ecn = ECN_CE;
                     slice_ecn_marks.count(idx);
+                    slice_lane_ecn_marks.count(meta.slice_lane);
                 }
             } else if (hdr.inner_ipv4.isValid()) {
                 if (hdr.inner_ipv4.ecn != 0 && hdr.inner_ipv4.ihl == 5) {
                     hdr.inner_ipv4.ecn = ECN_CE;
                     slice_ecn_marks.count(idx);
+                    slice_lane_ecn_marks.count(meta.slice_lane);
                 }
             } else if (hdr.ipv4.isValid()) {
                 if (hdr.ipv4.ecn != 0 && hdr.ipv4.ihl == 5) {
                     hdr.ipv4.ecn = ECN_CE;
                     slice_ecn_marks.count(idx);
+                    slice_lane_ecn_marks.count(meta.slice_lane);
                 }
             }
         }

@@ -56,7 +56,13 @@ class Outcome:
 
 
 def _counters(c: Counters) -> dict[str, Any]:
-    return c.model_dump(exclude={"timestamp"})
+    """What both switches must count alike: not the read's time, the epoch (each switch's
+    own pipeline cookie) nor the sojourns (each switch's own clock), but how many packets
+    the delay histograms counted."""
+    out = c.model_dump(exclude={"timestamp", "epoch"})
+    for lane in out["slice_lanes"].values():
+        lane["delay"] = lane["delay"]["count"]
+    return out
 
 
 # ---- the two targets --------------------------------------------------------------------

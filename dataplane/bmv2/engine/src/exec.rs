@@ -77,6 +77,11 @@ pub struct PacketData {
     /// Offset of the payload (what the parser did not extract) in `data`.
     pub payload: usize,
     pub ingress_length: u64,
+    /// When the packet entered the traffic manager, on the clock ingress ran on (us): its
+    /// ingress instant, which is when ingress hands it to the queues (live.rs stamps a
+    /// whole batch with one clock read). Egress turns it into enq_timestamp and
+    /// deq_timedelta.
+    pub enq_us: u64,
     /// Byte offset at which the parser extracted each header (-1: not extracted).
     pub extracted_at: Vec<i64>,
 }
@@ -240,6 +245,7 @@ impl Engine {
                 data: Vec::new(),
                 payload: 0,
                 ingress_length: 0,
+                enq_us: 0,
             }),
         }
     }
@@ -257,6 +263,7 @@ impl Engine {
         pkt.fields[std.ingress_port] = port & full(self.ir.slot_width[std.ingress_port]);
         pkt.fields[std.packet_length] = pkt.ingress_length;
         pkt.fields[std.ingress_global_timestamp] = now_us & full(48);
+        pkt.enq_us = now_us;
         let mut ctx = Ctx { pkt: &mut pkt, cursor: 0 };
         let err = match self.parse(&mut ctx) {
             Ok(()) => 0,
@@ -292,6 +299,13 @@ impl Engine {
         pkt.fields[std.egress_spec] = 0;
         if let Some(ts) = std.egress_global_timestamp {
             pkt.fields[ts] = now_us & full(48);
+        }
+        // BMv2's: 32-bit microseconds, the sojourn from enqueue to dequeue (`now_us`).
+        if let Some(f) = std.enq_timestamp {
+            pkt.fields[f] = pkt.enq_us & full(32);
+        }
+        if let Some(f) = std.deq_timedelta {
+            pkt.fields[f] = now_us.saturating_sub(pkt.enq_us) & full(32);
         }
         let init = self.ir.egress_init;
         self.run_control(init, &mut pkt);

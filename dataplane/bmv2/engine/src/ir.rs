@@ -205,6 +205,9 @@ pub struct StdSlots {
     pub packet_length: usize,
     pub ingress_global_timestamp: usize,
     pub egress_global_timestamp: Option<usize>,
+    /// Set at egress from the packet's enqueue instant (BMv2: the traffic manager's).
+    pub enq_timestamp: Option<usize>,
+    pub deq_timedelta: Option<usize>,
     pub parser_error: usize,
     pub checksum_error: Option<usize>,
     pub priority: Option<usize>,
@@ -487,6 +490,8 @@ pub fn build(raw: &Value) -> R<Ir> {
         packet_length: need("standard_metadata", "packet_length")?,
         ingress_global_timestamp: need("standard_metadata", "ingress_global_timestamp")?,
         egress_global_timestamp: slot("standard_metadata", "egress_global_timestamp"),
+        enq_timestamp: slot("standard_metadata", "enq_timestamp"),
+        deq_timedelta: slot("standard_metadata", "deq_timedelta"),
         parser_error: need("standard_metadata", "parser_error")?,
         checksum_error: slot("standard_metadata", "checksum_error"),
         priority: slot("standard_metadata", "priority"),

@@ -366,6 +366,21 @@ impl PyEngine {
         Ok(e.counters[c].clone())
     }
 
+    /// One cell and the array's size: a P4Runtime read of one index of a large array
+    /// (the delay histogram's 65 536 cells) copies that cell, not the array.
+    fn counter_cell(&self, c: usize, i: usize) -> PyResult<(u64, u64)> {
+        let e = self.g();
+        check_index(&e.counters, c, "counter")?;
+        check_index(&e.counters[c], i, "counter cell")?;
+        Ok(e.counters[c][i])
+    }
+
+    fn counter_size(&self, c: usize) -> PyResult<usize> {
+        let e = self.g();
+        check_index(&e.counters, c, "counter")?;
+        Ok(e.counters[c].len())
+    }
+
     fn set_counter(&self, c: usize, i: usize, packets: u64, bytes: u64) -> PyResult<()> {
         let mut e = self.g();
         check_index(&e.counters, c, "counter")?;

@@ -52,7 +52,7 @@ from sliceportal.drivers.contract import (
 )
 from sliceportal.rules.ir import RuleIR
 
-from . import wire
+from . import telemetry, wire
 from .client import WRITE_FLOOR, ElectionIdInUse, Session, WriteCall, WriteFailed, read_once
 from .lowering import MatchKey, PortPlan, entry_sort_key, lower_ir, match_key, with_full_masks
 from .p4info import (
@@ -296,7 +296,8 @@ class Driver:
                 # Only when the switch runs another program: a new pipeline wipes all state,
                 # including other controllers' entries.
                 s.ensure_primary()
-                s.set_pipeline(self.p4info.proto, self.program.device_config, cookie=0x51CE)
+                # a new cookie: the counters' epoch (telemetry.py), so a reload is seen as one
+                s.set_pipeline(self.p4info.proto, self.program.device_config, cookie=telemetry.new_cookie())
                 self._version = None
                 self._held = self._held_by = None
         except (grpc.RpcError, OSError, DriverError) as e:
@@ -788,7 +789,10 @@ class Driver:
         hits.table_entry.table_id = self.p4info.table(CLASSIFIER).preamble.id
         hits.table_entry.counter_data.SetInParent()
         ents.append(hits)
+        ids.update({self.p4info.counter_id(n): n for n in telemetry.CELL_COUNTERS})
+        ents += telemetry.cell_reads(self.p4info)
         try:
+            epoch = self._epoch(s)
             got = s.read(ents)
         except grpc.RpcError as e:
             self._drop_session()
@@ -829,14 +833,31 @@ class Driver:
             if i < self.opts.lanes
         }
         miss = rx.get(0, (0, 0))
+        active = telemetry.active_cells(cells, self.opts.lanes)
+        try:
+            delays = telemetry.delay_cells(
+                self.p4info, s.read(telemetry.delay_reads(self.p4info, active)) if active else [])
+        except grpc.RpcError as e:
+            self._drop_session()
+            raise UnreachableError(f"reading the delay counters failed: {e.code().name}") from None
+        slice_lanes = telemetry.slice_lanes(cells, delays, active, reason)
         return Counters(
             timestamp=time.time(),
+            epoch=epoch,
+            slice_lanes=slice_lanes,
             rules=rules,
             lanes=lanes,
             slices=slices,
             misses=LaneCounters(packets=miss[0], bytes=miss[1]),
             malformed=cells[f"{ING}.classifier.malformed"].get(0, (0, 0))[0],
         )
+
+    def _epoch(self, s: Session) -> str:
+        """The pipeline's cookie (telemetry.py): changes whenever the counters restart."""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=s.device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+        resp = s.stub.GetForwardingPipelineConfig(req, timeout=s.timeout)
+        return f"{resp.config.cookie.cookie:x}"
 
     def health(self) -> Health:
         try:
