@@ -68,8 +68,18 @@ def test_import_conflicts_with_existing_rows(client: TestClient, session: Sessio
 
 
 def test_import_bad_header_and_encoding(client: TestClient, op: dict[str, str]) -> None:
-    r = _upload(client, op, "who,what\n1,2\n")
-    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "file"  # type: ignore[attr-defined]
+    # every missing and every unknown column named in one answer, each on its own field (#29)
+    r = _upload(client, op, "imsi,who,what,teid\n1,2,3,4\n")
+    body = r.json()  # type: ignore[attr-defined]
+    assert r.status_code == 422, body  # type: ignore[attr-defined]
+    assert [(e["field"], e["message"], e["line"]) for e in body["errors"]] == [
+        ("ue_ip", "missing column", 1), ("tenant", "missing column", 1),
+        ("who", "unknown column", 1), ("what", "unknown column", 1), ("teid", "unknown column", 1)]
+    assert "missing column(s) ue_ip, tenant" in body["detail"] and "'teid'" in body["detail"]
+    for empty in ("", "\n1,2\n"):
+        r = _upload(client, op, empty)
+        assert r.status_code == 422 and [e["field"] for e in r.json()["errors"]] == ["file"]  # type: ignore[attr-defined]
+        assert "no header row" in r.json()["detail"]  # type: ignore[attr-defined]
     r = client.post("/api/v1/subscribers/import", files={"file": ("x.csv", b"\xff\xfe\x00bad", "text/csv")},
                     headers=op)
     assert r.status_code == 422

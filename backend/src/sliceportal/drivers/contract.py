@@ -189,12 +189,17 @@ class OptionsError(DriverError):
         """Each field and what is wrong with it, never the values given: options may hold a secret
         (an option named ``*_token``, ``*_secret``, ``*_password``; the portal never shows those back),
         and pydantic's own message quotes the input."""
-        fields = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc']) or 'options'}: "
-            + (unknown if err["type"] == "extra_forbidden" else err["msg"])
+        issues = [
+            (".".join(str(x) for x in err["loc"]), unknown if err["type"] == "extra_forbidden" else err["msg"])
             for err in e.errors()
-        )
-        return cls(f"invalid {driver} backend options: {fields}", hint="fix the backend's options")
+        ]
+        fields = "; ".join(f"{loc or 'options'}: {msg}" for loc, msg in issues)
+        error = cls(f"invalid {driver} backend options: {fields}", hint="fix the backend's options")
+        error.issues = tuple(issues)
+        return error
+
+    # (option path, what is wrong) per invalid option, so the API names each field
+    issues: tuple[tuple[str, str], ...] = ()
 
 
 class GeometryError(DriverError):

@@ -24,7 +24,7 @@ from sliceportal.core.db import advisory_lock
 from sliceportal.drivers.contract import Driver, DriverError, OptionsError
 from sliceportal.drivers.registry import DriverRegistry, UnknownDriverError, discover
 from sliceportal.models import Backend
-from sliceportal.services.errors import InvalidError
+from sliceportal.services.errors import FieldIssue, InvalidError
 
 
 @lru_cache(maxsize=1)
@@ -45,7 +45,8 @@ def _construct(backend: Backend) -> Driver:
         return driver_class(backend.driver)(backend.options)
     except OptionsError as exc:
         raise InvalidError(f"options rejected by the {backend.driver} driver: {exc.message}",
-                           field="options") from exc
+                           issues=[FieldIssue(f"options.{loc}" if loc else "options", msg)
+                                   for loc, msg in exc.issues] or None, field="options") from exc
 
 
 @dataclass

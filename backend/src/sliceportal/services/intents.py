@@ -181,8 +181,36 @@ def _refusal(exc: CompileError) -> DomainError:
     return _invalid(exc.message, exc.field or "intent")
 
 
+def _foreign(exc: CompileError, specs: Sequence[SliceSpec] | None, tenant_scope: int | None) -> bool:
+    """Whether a refusal of a backend's whole configuration names another tenant's slice or
+    service, which a caller scoped to one tenant must not learn (#27); unknown specs: assume so."""
+    if tenant_scope is None:
+        return False
+    if specs is None:
+        return True
+    for spec in specs:
+        if spec.tenant_ref == tenant_scope:
+            continue
+        names = [spec.name, *(svc.name for svc in spec.services)]
+        if exc.slice_ref == spec.ref or any(f"'{n}'" in exc.message or f" {n} " in f" {exc.message} "
+                                            for n in names):
+            return True
+    return False
+
+
+def _backend_refusal(exc: CompileError, b: Backend, specs: Sequence[SliceSpec] | None, tenant_scope: int | None,
+                     ) -> DomainError:
+    """A compile refusal on a backend every tenant's slices share: in full for an operator; for a
+    tenant only that the intent collides with another tenant's configuration there."""
+    if not _foreign(exc, specs, tenant_scope):
+        return _refusal(exc)
+    detail = (f"the intent collides with another tenant's configuration on backend {b.id} of the slice; "
+              "narrow the UEs / ports / DSCP, or ask an operator (who sees the details)")
+    return ConflictError(detail, field=exc.field or "intent", title="Conflicting intent")
+
+
 def _check_policer(session: Session, b: Backend, s: Slice, it: Intent, tenants: Sequence[TenantSpec],
-                   specs: Sequence[SliceSpec]) -> None:
+                   specs: Sequence[SliceSpec], tenant_scope: int | None) -> None:
     """A rate_limit / drop needs the backend's per-slice policer (422 on intents.<id>.action, as a
     slice's SLA field is refused: services/enforcement.py) and a slice id / policer slot for
     its sub-slice (409 naming the table): the driver's lowering, pure, says whether it fits."""
@@ -199,13 +227,14 @@ def _check_policer(session: Session, b: Backend, s: Slice, it: Intent, tenants: 
                             f"{exc.message}", title="Does not fit",
                             issues=[FieldIssue("action", f"backend {b.name}: {exc.message}")]) from exc
     except CompileError as exc:
-        raise _refusal(exc) from exc
+        raise _backend_refusal(exc, b, specs, tenant_scope) from exc
     except DriverError:
         return  # the driver cannot be built or refuses for another reason: the deploy reports that backend
 
 
-def _check(session: Session, s: Slice, it: Intent) -> None:
-    """Conflicts with the slice's other intents, then a compile for every backend of the slice."""
+def _check(session: Session, s: Slice, it: Intent, tenant_scope: int | None) -> None:
+    """Conflicts with the slice's other intents, then a compile for every backend of the slice
+    (whose refusals a caller scoped to ``tenant_scope`` gets without other tenants' names)."""
     members = _member_specs(session, s.id)
     spec = intent_spec(it, members)
     if spec is None:
@@ -229,15 +258,18 @@ def _check(session: Session, s: Slice, it: Intent) -> None:
         max_rules = min(b.capacity.values()) if b.capacity else None
         try:
             tenants, specs, _ = svc.domain_specs(session, b)
+        except CompileError as exc:
+            raise _backend_refusal(exc, b, None, tenant_scope) from exc
+        try:
             compiled = compile_rules(tenants, specs, TargetSpec(lanes=b.lanes, paths=b.paths, max_rules=max_rules,
                                                                 match_fields=frozenset(FIELD_WIDTHS)))
         except CompileError as exc:
-            raise _refusal(exc) from exc
+            raise _backend_refusal(exc, b, specs, tenant_scope) from exc
         if not compiled.fits:
             raise ConflictError(f"with {_describe(it)} backend {b.name!r} would need {compiled.rules_after} classifier "
                                 f"entries; it has {max_rules}", field="intent", title="Does not fit")
         if it.action in enforcement.POLICED_INTENT_ACTIONS:
-            _check_policer(session, b, s, it, tenants, specs)
+            _check_policer(session, b, s, it, tenants, specs, tenant_scope)
 
 
 def create(session: Session, change: IntentChange, body: dict[str, Any], who: Requester,
@@ -263,7 +295,7 @@ def create(session: Session, change: IntentChange, body: dict[str, Any], who: Re
     try:
         session.add(it)
         session.flush()
-        _check(session, s, it)
+        _check(session, s, it, who.tenant_scope)
         session.commit()
     except IntegrityError:
         # a concurrent retry with the same key committed first: it is the first result

@@ -31,6 +31,7 @@ from sliceportal.models import Backend, Slice, Tenant
 from sliceportal.models.audit import record
 from sliceportal.services import admission
 from sliceportal.services.admission import AdmissionError, Override
+from sliceportal.services.collisions import imsi_in_use
 from sliceportal.services.errors import FieldIssue, InvalidError
 
 IMSI = re.compile(r"^[0-9]{14,15}$")
@@ -65,21 +66,38 @@ def _resolver(session: Session) -> tuple[dict[str, Tenant], dict[tuple[int, str]
     return tenants, slices
 
 
+def _check_header(header: list[str]) -> None:
+    """Every missing and every unknown column of the header row in one answer (#29): a field
+    error per column, on line 1."""
+    expected = f"the columns are {','.join(REQUIRED)} and optionally {','.join(KNOWN[len(REQUIRED):])}"
+    if not any(header):
+        raise InvalidError(f"the file has no header row; {expected}", title="Bad CSV header",
+                           issues=[FieldIssue(field="file", message=f"no header row; {expected}", line=1)])
+    missing = [c for c in REQUIRED if c not in header]
+    # A misspelt column (teid for teids) would otherwise be dropped without a word.
+    unknown = [c for c in header if c not in KNOWN]
+    if not missing and not unknown:
+        return
+    said = ([f"missing column(s) {', '.join(missing)}"] if missing else []) + (
+        [f"unknown column(s) {', '.join(repr(c) for c in unknown)}"] if unknown else [])
+    raise InvalidError(f"the CSV header has {' and '.join(said)}; {expected}", title="Bad CSV header",
+                       issues=[FieldIssue(field=c, message="missing column", line=1) for c in missing]
+                       + [FieldIssue(field=c or "file", message="unknown column", line=1) for c in unknown])
+
+
+def _cell(value: str | None) -> str:
+    """A name cell, without the `'` the portal's export puts before a leading = + - @ tab or CR
+    (CSV injection: a spreadsheet would run the cell as a formula), so an export imports again."""
+    text = (value or "").strip()
+    return text[1:] if len(text) > 1 and text[0] == "'" and text[1] in "=+-@\t\r" else text
+
+
 def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | None = None,
                override: Override | None = None) -> ImportResult:
     started = time.perf_counter()
     reader = csv.DictReader(lines)
     header = [h.strip() for h in (reader.fieldnames or [])]
-    unknown = [c for c in header if c not in KNOWN]
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise InvalidError(f"CSV header lacks column(s) {missing}; expected "
-                           "imsi,ue_ip,teids,tenant,slices" + (f" (unknown: {unknown})" if unknown else ""),
-                           issues=[FieldIssue(field="file", message="bad header", line=1)])
-    if unknown:
-        # A misspelt column (teid for teids) would otherwise be dropped without a word.
-        raise InvalidError(f"CSV header has unknown column(s) {unknown}; the columns are {','.join(KNOWN)}",
-                           issues=[FieldIssue(field=c, message="unknown column", line=1) for c in unknown])
+    _check_header(header)
     reader.fieldnames = header
     tenants, slices = _resolver(session)
     errors: list[FieldIssue] = []
@@ -101,7 +119,7 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
         for row in reader:
             rows += 1
             line = reader.line_num
-            tenant = tenants.get((row.get("tenant") or "").strip())
+            tenant = tenants.get(_cell(row.get("tenant")))
             if tenant is None:
                 bad(line, "tenant", f"unknown tenant {row.get('tenant')!r}")
                 continue
@@ -139,7 +157,7 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
                 else:
                     teids.append(int(part))
             slice_ids: list[int] = []
-            for part in filter(None, (p.strip() for p in (row.get("slices") or "").split(";"))):
+            for part in filter(None, (p.strip() for p in _cell(row.get("slices")).split(";"))):
                 sid = slices.get((tenant.id, part))
                 if sid is None:
                     bad(line, "slices", f"tenant {tenant.name} has no slice {part!r}")
@@ -165,22 +183,27 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
 
     # one indexable join per kind of conflict (imsi / (tenant, ue_ip) / TEID GIN), one row per line
     conflicts = conn.execute("""
-        SELECT DISTINCT ON (line) line, col, id, tenant, value FROM (
-            SELECT st.line, 'imsi' AS col, s.id, t.name AS tenant, st.imsi AS value, 1 AS rank
+        SELECT DISTINCT ON (line) line, col, id, tenant_id, tenant, value FROM (
+            SELECT st.line, 'imsi' AS col, s.id, t.id AS tenant_id, t.name AS tenant, st.imsi AS value, 1 AS rank
               FROM subscriber_stage st JOIN subscriber s ON s.imsi = st.imsi JOIN tenant t ON t.id = s.tenant_id
             UNION ALL
-            SELECT st.line, 'ue_ip', s.id, t.name, host(st.ue_ip), 2
+            SELECT st.line, 'ue_ip', s.id, t.id, t.name, host(st.ue_ip), 2
               FROM subscriber_stage st JOIN subscriber s ON s.tenant_id = st.tenant_id AND s.ue_ip = st.ue_ip
               JOIN tenant t ON t.id = s.tenant_id
             UNION ALL
-            SELECT st.line, 'teids', s.id, t.name, array_to_string(
+            SELECT st.line, 'teids', s.id, t.id, t.name, array_to_string(
                      ARRAY(SELECT unnest(st.teids) INTERSECT SELECT unnest(s.teids)), ', '), 3
               FROM subscriber_stage st JOIN subscriber s ON s.tenant_id = st.tenant_id AND s.teids && st.teids
               JOIN tenant t ON t.id = s.tenant_id) c
         ORDER BY line, rank LIMIT %s""", (MAX_REPORTED,)).fetchall()
     what = {"imsi": "IMSI", "ue_ip": "UE address", "teids": "TEID"}
-    for line, column, existing, tenant_name, value in conflicts:
-        bad(line, column, f"{what[column]} {value} is already used by subscriber {existing} of tenant {tenant_name}")
+    for line, column, existing, tenant_id, tenant_name, value in conflicts:
+        if tenant_scope is not None and tenant_id != tenant_scope:
+            # another tenant's subscriber: the caller learns the IMSI is taken, not by whom
+            bad(line, column, imsi_in_use(value))
+        else:
+            bad(line, column, f"{what[column]} {value} is already used by subscriber {existing} of tenant "
+                f"{tenant_name}")
     if error_count:
         errors.sort(key=lambda e: e.line or 0)
         session.rollback()

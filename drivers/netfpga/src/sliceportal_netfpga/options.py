@@ -28,8 +28,8 @@ class NetfpgaOptions(BaseModel):
     paths: StrictInt = Field(8, ge=1, le=256, description="round-robin paths the bitstream was built with")
     lanes: StrictInt = Field(4, ge=1, le=8, description="priority lanes per path")
     capacity: StrictInt = Field(64, ge=1, le=1024, description="TCAM entries per bank")
-    timeout_s: float = Field(30.0, gt=0, le=60, description="per register transaction; bounded so that "
-                             "an unreachable card cannot hold a worker")
+    timeout_s: float = Field(30.0, gt=0, le=60, allow_inf_nan=False, description="per register transaction; "
+                             "bounded so that an unreachable card cannot hold a worker")
     batch: StrictInt = Field(128, ge=1, le=4096, description="register writes per pipelined batch")
     clock_hz: StrictInt = Field(200_000_000, ge=1_000_000, le=1_000_000_000,
                                 description="clock the bitstream runs at (checked against its CLOCK_HZ "

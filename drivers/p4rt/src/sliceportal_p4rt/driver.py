@@ -114,21 +114,27 @@ def _host_port(value: str) -> str:
     return value
 
 
+Port = Annotated[int, Field(ge=0, lt=1 << 9)]
+Vid = Annotated[int, Field(ge=0, le=4095)]
+
+
 class Options(TlsOptions):
     model_config = ConfigDict(extra="forbid")
 
     address: Annotated[str, AfterValidator(_host_port)] = "127.0.0.1:9559"
-    device_id: int = Field(1, ge=0)
+    # Every number bounded (#27): P4Runtime's device_id is a uint64, v1model ports 9 bits, VLAN
+    # ids 12; an unbounded value passed validation and failed later (protobuf, grpc timers).
+    device_id: int = Field(1, ge=0, lt=1 << 64)
     election_id: int = Field(1, ge=1, lt=1 << 128)
     set_pipeline: bool = True
     lanes: int = Field(8, ge=1, le=8)
-    batch_size: int = Field(500, ge=1)
+    batch_size: int = Field(500, ge=1, le=100_000)
     qos_mode: str = Field("vqueue", pattern="^(vqueue|meter)$")
-    access_ports: dict[int, int] = Field(default_factory=dict)
-    trunk_ports: list[int] = Field(default_factory=lambda: [1, 2])
-    uplink_port: int | None = 2
-    owner: str = "sliceportal"
-    timeout_s: float = 10.0
+    access_ports: dict[Port, Vid] = Field(default_factory=dict, max_length=512)
+    trunk_ports: list[Port] = Field(default_factory=lambda: [1, 2], max_length=512)
+    uplink_port: Port | None = 2
+    owner: str = Field("sliceportal", min_length=1, max_length=64)
+    timeout_s: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
 
 
 def _enc(value: int) -> bytes:

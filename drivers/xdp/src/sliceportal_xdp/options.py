@@ -27,6 +27,10 @@ from . import layout
 # name under /run/netns, so no slash and no leading dot (which would allow "..").
 IfName = Annotated[str, Field(min_length=1, max_length=15, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")]
 NetnsName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
+# every number bounded (#27): a lane is a slot of the lane table, a CPU an index the kernel's
+# cpumap takes (NR_CPUS is at most 8192)
+Lane = Annotated[int, Field(ge=0, lt=layout.MAX_LANES)]
+Cpu = Annotated[int, Field(ge=0, lt=8192)]
 
 
 class XdpOptions(BaseModel):
@@ -43,12 +47,12 @@ class XdpOptions(BaseModel):
     )
     lanes: StrictInt = Field(4, description="priority lanes the IR is compiled for")
     paths: StrictInt = Field(8, description="RR paths the IR is compiled for")
-    lane_cpus: dict[int, int] = Field(default_factory=dict, description="lane -> CPU; default lane % CPUs")
-    alt_lanes: frozenset[int] = Field(frozenset(), description="lanes that are not prioritised")
+    lane_cpus: dict[Lane, Cpu] = Field(default_factory=dict, description="lane -> CPU; default lane % CPUs")
+    alt_lanes: frozenset[Lane] = Field(frozenset(), description="lanes that are not prioritised")
     misses_to_alt: StrictBool = Field(True, description="rule misses are not prioritised (seed 001)")
     steer: Literal["cpumap", "pass"] = Field("cpumap", description="how a prioritised lane reaches its CPU")
     cpumap_qsize: int = Field(2048, ge=1, le=16384)
-    lane_capacity_pps: dict[int, Annotated[int, Field(ge=1)]] = Field(
+    lane_capacity_pps: dict[int, Annotated[int, Field(ge=1, le=10**9)]] = Field(
         default_factory=dict,
         description="prioritised lane -> packets/s its CPU takes (the most: the rate backs off while its "
         "cpumap queue still overflows); with 3/4 of cpumap_qsize as burst, the overflow beyond it goes to "
@@ -58,8 +62,10 @@ class XdpOptions(BaseModel):
     alt_ip: IPvAnyAddress | None = Field(None, description="IPv4 of the alternative node")
     src_mac: str | None = Field(None, description="source MAC for XDP_TX; default: the interface's")
     capacity: dict[str, int] = Field(default_factory=dict, description="src_ip/dst_ip/vni/teid/vlan sizes")
-    overload_poll_s: float = Field(0.5, ge=0, description="overload detection period; 0 = off")
-    overload_busy: float = Field(0.9, gt=0, le=1, description="CPU busy fraction that marks overload")
+    overload_poll_s: float = Field(0.5, ge=0, le=3600, allow_inf_nan=False,
+                                   description="overload detection period; 0 = off")
+    overload_busy: float = Field(0.9, gt=0, le=1, allow_inf_nan=False,
+                                 description="CPU busy fraction that marks overload")
     flow_cache: bool = Field(True, description="exact-match flow cache in front of the classifier")
     record_last: bool = Field(False, description="record every decision (tests only; costs ~2 ns)")
     pin_name: NetnsName | None = Field(
@@ -75,8 +81,8 @@ class XdpOptions(BaseModel):
         "tcp:HOST:PORT (or HOST:PORT) or unix:/PATH.sock instead of in-process; the portal's allow-list "
         "of backend networks applies to it like to every backend address",
     )
-    agent_token: str | None = Field(None, min_length=16, description="the agent's bearer token")
-    agent_timeout_s: float = Field(10.0, gt=0, le=300, description="per request to the agent")
+    agent_token: str | None = Field(None, min_length=16, max_length=1024, description="the agent's bearer token")
+    agent_timeout_s: float = Field(10.0, gt=0, le=300, allow_inf_nan=False, description="per request to the agent")
 
     @field_validator("address")
     @classmethod

@@ -6,9 +6,12 @@ type Subscriber = Schemas["SubscriberPublic"];
 export const EXPORT_HEADER = "imsi,ue_ip,teids,tenant,slices,guaranteed_bps";
 const PAGE = 500; // the API's largest page
 
-/** RFC 4180 field: quoted when it holds a comma, quote or line break. */
-function field(v: string): string {
-  return /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
+/** RFC 4180 field: quoted when it holds a comma, quote or line break. A cell a spreadsheet would
+ * run as a formula (= + - @, tab, carriage return first: OWASP's CSV injection list) gets a `'`
+ * in front, which spreadsheets show as text; the import drops that `'` again (subscriber_import.py). */
+export function field(v: string): string {
+  const safe = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 export function toCsv(rows: Subscriber[], tenantName: Map<number, string>, sliceName: Map<number, string>): string {

@@ -198,7 +198,7 @@ def create_subscriber(body: SubscriberCreate, principal: Writer, session: Sessio
     _lock_tenant(session, tenant.id)
     lock_imsi(session, body.imsi)
     slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, None) or []
-    check_imsi(session, body.imsi, None)
+    check_imsi(session, body.imsi, None, tenant_scope=principal.tenant_scope)
     s = Subscriber(tenant_id=tenant.id, imsi=body.imsi, ue_ip=body.ue_ip, teids=body.teids, slices=slices,
                    guaranteed_bps=body.guaranteed_bps)
     session.add(s)
@@ -222,7 +222,7 @@ def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: 
     slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, s.id)
     if body.imsi is not None and body.imsi != s.imsi:
         lock_imsi(session, body.imsi)
-        check_imsi(session, body.imsi, s.id)
+        check_imsi(session, body.imsi, s.id, tenant_scope=principal.tenant_scope)
     before_bps, before_slices = s.guaranteed_bps or 0, {x.id for x in s.slices}
     changes = body.model_dump(exclude_unset=True, exclude={"version", "slice_ids"})
     apply_changes(s, changes, not_null=("imsi", "ue_ip", "teids"))

@@ -14,7 +14,7 @@ from sliceportal.models import Slice, Subscriber, Tenant, User
 from sliceportal.models.audit import record
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.tenants import TenantCreate, TenantPublic, TenantUpdate
-from sliceportal.services.collisions import check_ue_pool, lock_ue_pools
+from sliceportal.services.collisions import check_tenant_unique, lock_ue_pools
 
 router = APIRouter(prefix="/tenants", tags=["tenants"])
 SORTABLE = {"id": Tenant.id, "name": Tenant.name, "vni": Tenant.vni, "vlan": Tenant.vlan}
@@ -36,11 +36,12 @@ def read_tenant(tenant_id: PathId, principal: Reader, session: SessionDep, respo
 
 @router.post("", response_model=TenantPublic, status_code=201)
 def create_tenant(body: TenantCreate, _: Writer, session: SessionDep, response: Response) -> Tenant:
-    tenant = Tenant(**body.model_dump(exclude_none=True))
     lock_ue_pools(session)
+    # every clash at once (name, VNI, VLAN, UE pool), before the database's constraints would
+    # refuse the first of them alone (#29)
+    check_tenant_unique(session, None, name=body.name, vni=body.vni, vlan=body.vlan, pool=body.ue_pool)
+    tenant = Tenant(**body.model_dump(exclude_none=True))
     session.add(tenant)
-    session.flush()  # the database's own refusals (name, VNI, VLAN in use) come first
-    check_ue_pool(session, body.ue_pool, tenant.id)
     session.commit()
     etag(response, tenant)
     return tenant
@@ -54,11 +55,11 @@ def update_tenant(tenant_id: PathId, body: TenantUpdate, principal: Writer, sess
     changes = body.model_dump(exclude_unset=True, exclude={"version"})
     if changes.get("contact", "") is None or changes.get("description", "") is None:
         changes = {k: ("" if v is None and k in ("contact", "description") else v) for k, v in changes.items()}
-    apply_changes(tenant, changes, not_null=("name", "vni"))
     if changes.get("ue_pool") is not None:
         lock_ue_pools(session)
-        session.flush()
-        check_ue_pool(session, changes["ue_pool"], tenant.id)
+    check_tenant_unique(session, tenant.id, name=changes.get("name"), vni=changes.get("vni"),
+                        vlan=changes.get("vlan"), pool=changes.get("ue_pool"))
+    apply_changes(tenant, changes, not_null=("name", "vni"))
     session.commit()
     etag(response, tenant)
     return tenant

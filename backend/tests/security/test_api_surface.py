@@ -1,0 +1,55 @@
+"""#27, the API surface: bounded options, malformed paths, a minimal public health, CORS."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from sliceportal.models import Backend, Role
+from tests.factories import login, make_user
+
+
+@pytest.fixture
+def op(client: TestClient, session: Session) -> dict[str, str]:
+    make_user(session, "op", Role.OPERATOR)
+    return login(client, "op")
+
+
+_names = itertools.count()
+P4 = {"address": "127.0.0.1:9559"}
+NF = {"address": "tcp:127.0.0.1:1"}
+XDP_AGENT = {"address": "tcp:127.0.0.1:1", "agent_token": "x" * 16}
+
+
+BOUNDS_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("p4rt", {**P4, "device_id": 2**200}, "options.device_id"),
+    ("p4rt", {**P4, "timeout_s": 1e12}, "options.timeout_s"),
+    ("p4rt", {**P4, "timeout_s": 0}, "options.timeout_s"),
+    ("p4rt", {**P4, "batch_size": 2**70}, "options.batch_size"),
+    ("p4rt", {**P4, "election_id": 2**130}, "options.election_id"),
+    ("p4rt", {**P4, "uplink_port": 2**40}, "options.uplink_port"),
+    ("p4rt", {**P4, "trunk_ports": [1, 2**40]}, "options.trunk_ports.1"),
+    ("p4rt", {**P4, "access_ports": {"1": 2**40}}, "options.access_ports.1"),
+    ("netfpga", {**NF, "timeout_s": 1e12}, "options.timeout_s"),
+    ("xdp", {**XDP_AGENT, "agent_timeout_s": 1e12}, "options.agent_timeout_s"),
+    ("xdp", {**XDP_AGENT, "overload_poll_s": 1e12}, "options.overload_poll_s"),
+    ("xdp", {**XDP_AGENT, "lane_cpus": {"0": 2**40}}, "options.lane_cpus.0"),
+    ("xdp", {**XDP_AGENT, "lane_capacity_pps": {"1": 2**70}}, "options.lane_capacity_pps.1"),
+    ("xdp", {**XDP_AGENT, "alt_lanes": [2**40]}, "options.alt_lanes"),
+]
+
+
+def test_every_numeric_option_is_bounded(client: TestClient, session: Session, op: dict[str, str]) -> None:
+    # one app and login for all cases (each would otherwise pay the fixtures' seconds)
+    for driver, options, field in BOUNDS_CASES:
+        r = client.post("/api/v1/backends", json={"name": f"b{next(_names)}", "driver": driver, "options": options},
+                        headers=op)
+        assert r.status_code == 422, (options, r.text)
+        fields = [e["field"] for e in r.json()["errors"]]
+        assert any(f.startswith(field) for f in fields), (fields, r.text)
+    assert session.scalar(select(func.count()).select_from(Backend)) == 0
