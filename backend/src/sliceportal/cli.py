@@ -133,7 +133,11 @@ def run(
         Child(f"api ({n} workers)", [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app",
                                      "--host", host or settings.host, "--port", str(port or settings.port),
                                      *proxy_header_args(settings),
-                                     "--workers", str(n), "--log-level", "info"], env),
+                                     "--workers", str(n), "--log-level", "info",
+                                     # uvicorn's default (5 s) killed workers that were only starved of
+                                     # CPU under load (issue #26); a hung one is still replaced
+                                     "--timeout-worker-healthcheck", str(settings.api_worker_healthcheck_s)],
+              env),
     ])
     _stop_on_signals(supervisor.stopping)
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
@@ -41,6 +42,9 @@ log = logging.getLogger(__name__)
 
 BEAT_S = 0.5  # heartbeat, testbed report and command poll
 SUPERVISE_EVERY_S = 1.0  # a loop whose thread died is restarted this soon
+# how long a testbed is kept after the lease went with the database, waiting for this
+# controller to lead again (a longer outage restarts it as before)
+PARK_MAX_S = 120.0
 
 
 def pooled_counters(session: Session, backend: Backend) -> Counters | None:
@@ -60,8 +64,13 @@ class Controller:
         self.hub = hub or KpiHub()
         self.period_s = period_s or settings.controller_period_s
         self.lease = LeaderLease(database_url, self.period_s, on_acquire=self._lead, on_lose=self._step_down,
-                                 name="controller-lease")
+                                 on_held_elsewhere=self._drop_parked, name="controller-lease")
         self.testbed: LiveTestbed | None = None
+        # the testbed of a term that ended without a stop (the database went away): kept, data
+        # planes and their rules, for this controller's next term (issue #26); see _step_down
+        self.parked: LiveTestbed | None = None
+        self._parked_at = 0.0
+        self.testbed_starts = 0  # testbeds this controller started (a kept one is not started again)
         self.since: datetime | None = None
         self._duties: list[Reconciler | HealthProber | KpiCollector] = []
         self._beat: SupervisedLoop | None = None
@@ -85,6 +94,7 @@ class Controller:
         self.lease.stop()
         if self._supervisor is not None:
             self._supervisor.join(timeout=5)
+        self._drop_parked("the controller stopped")
 
     def __enter__(self) -> Self:
         self.start()
@@ -109,6 +119,8 @@ class Controller:
                 LOOPS.check()
             except Exception:
                 log.exception("loop supervisor check failed")
+            if self.parked is not None and time.monotonic() - self._parked_at > PARK_MAX_S:
+                self._drop_parked(f"not leading again within {PARK_MAX_S:g} s")
 
     # ---- leading ------------------------------------------------------------------------
 
@@ -127,18 +139,22 @@ class Controller:
             self._beat = SupervisedLoop("controller-beat", BEAT_S, self._beat_step)
             self._beat.run_once()
             self._beat.start()
-            if self.settings.testbed:
+            kept = self._adopt_parked()
+            if kept is not None:
+                self.testbed = kept
+            elif self.settings.testbed:
                 testbed = LiveTestbed(self.sessions, self.hub, prefix=self.settings.testbed_prefix,
                                       rate_pps=self.settings.testbed_rate_pps,
                                       p4_target=self.settings.testbed_p4_target)
                 testbed.start()  # never raises: a testbed that failed says why in its state
                 self.testbed = testbed
+                self.testbed_starts += 1
             # After the testbed: its planes get new addresses and agent tokens at every start,
             # and a reconcile or probe begun before it recorded them would call the planes of
             # this run unreachable with the last run's options.
             if self.settings.reconcile_interval_s > 0:
                 self._duties = [Reconciler(self.sessions, self.settings.reconcile_interval_s),
-                                HealthProber(self.sessions)]
+                                HealthProber(self.sessions, settings=self.settings)]
                 for duty in self._duties:
                     duty.start()
             if self.settings.kpi_interval_s > 0:
@@ -163,7 +179,16 @@ class Controller:
                 duty.stop()
             self._duties = []
             if self.testbed is not None:
-                self.testbed.stop()  # its namespaces and processes go with it
+                if why == "stopped" or not self.testbed.running:
+                    self.testbed.stop()  # its namespaces and processes go with it
+                else:
+                    # The lease went with the database session (an outage, a terminated
+                    # session): nothing says another controller leads, and restarting the
+                    # data planes empty would cut every slice's traffic for a database blip.
+                    # Kept until this controller leads again (then adopted, unless another led
+                    # meanwhile) or another is seen holding the lease (then stopped at once).
+                    self.parked, self._parked_at = self.testbed, time.monotonic()
+                    log.warning("controller %s: testbed kept running while the lease is away", self.identity)
                 self.testbed = None
             if why == "stopped":
                 # still holding the lease (it is released after this): say so to the API at once
@@ -178,6 +203,33 @@ class Controller:
                     log.warning("could not record the controller's stop: %s", str(exc).splitlines()[0])
             self.since = None
             log.warning("controller %s no longer leads: %s", self.identity, why)
+
+    def _adopt_parked(self) -> LiveTestbed | None:
+        """The kept testbed, when no other controller led since it was kept (else it is stopped)."""
+        parked, self.parked = self.parked, None
+        if parked is None:
+            return None
+        try:
+            with self.sessions() as session:
+                last = state.leader(session)
+        except Exception as exc:  # cannot tell: a fresh testbed is the safe side
+            last, other = None, f"the last leader unknown ({str(exc).splitlines()[0]})"
+        else:
+            other = "" if last is None or (last.host, last.pid) == (self.identity.host, self.identity.pid) \
+                else f"{last.host}:{last.pid} led meanwhile"
+        if other or not self.settings.testbed:
+            log.warning("controller %s: not keeping the testbed: %s", self.identity, other or "TESTBED=false")
+            parked.stop()
+            return None
+        log.info("controller %s leads again: keeping the testbed (data planes not restarted)", self.identity)
+        return parked
+
+    def _drop_parked(self, why: str = "another controller holds the lease") -> None:
+        with self._lock:
+            parked, self.parked = self.parked, None
+            if parked is not None:
+                log.warning("controller %s: stopping the kept testbed: %s", self.identity, why)
+                parked.stop()
 
     # ---- every beat ---------------------------------------------------------------------
 

@@ -68,12 +68,14 @@ class LeaderLease:
 
     def __init__(self, database_url: str, period_s: float, *, key: int = CONTROLLER_KEY,
                  on_acquire: Callable[[], None] = lambda: None, on_lose: Callable[[str], None] = lambda why: None,
-                 name: str = "leader-lease") -> None:
+                 on_held_elsewhere: Callable[[], None] = lambda: None, name: str = "leader-lease") -> None:
         if period_s <= 0:
             raise ValueError("period_s must be > 0")
         self.period_s, self.key, self.name = period_s, key, name
         self._engine = lease_engine(database_url)
         self._on_acquire, self._on_lose = on_acquire, on_lose
+        # the database answered and another session holds the lease: someone else leads
+        self._on_held_elsewhere = on_held_elsewhere
         self._conn: Connection | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -135,6 +137,10 @@ class LeaderLease:
             return False
         if not got:
             conn.close()
+            try:
+                self._on_held_elsewhere()
+            except Exception:
+                log.exception("%s: on_held_elsewhere failed", self.name)
             return False
         self._conn, self.leading_since, self.last_error = conn, datetime.now(UTC), ""
         self.terms += 1

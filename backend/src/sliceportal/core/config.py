@@ -13,7 +13,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, IPvAnyNetwork, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, IPvAnyNetwork, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -34,6 +34,14 @@ MIN_SECRET_BITS = 80
 class Environment(StrEnum):
     LOCAL = "local"
     PRODUCTION = "production"
+
+
+class HealthPolicySetting(BaseModel):
+    """One driver's health-probe policy (``HEALTH_OVERRIDES='{"netfpga": {"timeout_s": 8}}'``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    timeout_s: float | None = Field(None, gt=0, le=120)
+    down_after: int | None = Field(None, ge=1, le=100)
 
 
 class Settings(BaseSettings):
@@ -91,6 +99,18 @@ class Settings(BaseSettings):
     sla_open_after: int = Field(3, ge=1, le=600, description="bad intervals in a row that open a violation")
     sla_close_after: int = Field(5, ge=1, le=600, description="good intervals in a row that close it")
     sla_no_data_after: int = Field(5, ge=1, le=3600, description="intervals without a sample → SLA status no_data")
+    # Reliability under contention (issue #26, docs/install.md "Timeouts under load"): every
+    # deadline below is sized for a host at load 20 on 2 cores, where a healthy process may
+    # not be scheduled for seconds.
+    api_worker_healthcheck_s: int = Field(
+        60, ge=5, le=3600, description="the run command's uvicorn --timeout-worker-healthcheck: an API worker "
+        "that does not answer its supervisor's ping within this is killed and replaced")
+    health_probe_timeout_s: float = Field(5.0, gt=0, le=120, description="a backend's health probe that has "
+                                          "not answered within this counts as one failed probe")
+    health_down_after: int = Field(3, ge=1, le=100, description="consecutive failed probes that turn a backend "
+                                   "down (one failed probe: degraded)")
+    health_overrides: dict[str, HealthPolicySetting] = Field(
+        default_factory=dict, description="per driver (p4rt, xdp, netfpga ...): its own timeout_s / down_after")
 
     @model_validator(mode="after")
     def _refuse_weak_secret(self) -> Settings:

@@ -15,6 +15,7 @@ half-written data plane, and never compares it with a rule set a running push re
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -56,7 +57,7 @@ from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos, RuleIR
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
-from sliceportal.services import admission, enforcement
+from sliceportal.services import admission, enforcement, health_probe
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
 from sliceportal.services.enforcement import Gap
@@ -319,22 +320,41 @@ def _as_lowered_now(session: Session, drv: Driver, rule_set: RuleSet, stored: Na
     return fresh
 
 
-def _refuse_if_down(backend: Backend) -> None:
-    """Refuse (503, nothing stored) a push to a backend the health probes found down."""
-    if backend.health in DOWN:
-        raise UnavailableError(f"backend {backend.name} is {backend.health}: {backend.health_detail or 'no detail'}; "
-                               "deploy again once its health is ok", title="Backend unavailable")
+def _refuse_if_down(session: Session, backend: Backend) -> None:
+    """Refuse (503, nothing stored) a push to a backend the health probes found down, once
+    probing it again (``down_after`` bounded probes) did not find it answering: the probes'
+    verdict may be a few seconds old, or a busy host's (issue #26)."""
+    if backend.health not in DOWN:
+        return
+    answered, detail = health_probe.recheck(sessionmaker(bind=session.get_bind()), backend)
+    if answered:
+        session.refresh(backend)
+        return
+    raise UnavailableError(f"backend {backend.name} is {backend.health}: {detail or 'no detail'}; "
+                           "deploy again once its health is ok", title="Backend unavailable")
 
 
 def _ensure_up(drv: Driver, backend: Backend) -> None:
-    """Refuse (503, nothing stored) a push to a data plane that does not answer now, before any write."""
-    try:
-        health = drv.health()
-    except DriverError as exc:
-        raise UnavailableError(f"backend {backend.name} does not answer: {exc.message}",
-                               title="Backend unavailable") from exc
-    if not health.ok:
-        raise UnavailableError(f"backend {backend.name} is down: {health.detail}", title="Backend unavailable")
+    """Refuse (503, nothing stored) a push to a data plane that does not answer now, before any
+    write; asked up to ``down_after`` times within one probe timeout, since one slow or failed
+    answer on a busy host is no outage (issue #26)."""
+    policy = health_probe.policy_for(backend.driver)
+    deadline = time.monotonic() + policy.timeout_s
+    for attempt in range(policy.down_after):
+        failure: UnavailableError
+        try:
+            health = drv.health()
+        except DriverError as exc:
+            failure = UnavailableError(f"backend {backend.name} does not answer: {exc.message}",
+                                       title="Backend unavailable")
+        else:
+            if health.ok:
+                return
+            failure = UnavailableError(f"backend {backend.name} is down: {health.detail}",
+                                       title="Backend unavailable")
+        if attempt + 1 == policy.down_after or time.monotonic() + 0.5 >= deadline:
+            raise failure
+        time.sleep(0.5)
 
 
 @contextmanager
@@ -385,9 +405,9 @@ def deploy_changes(session: Session, backend: Backend, actor: str,
 
 def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[ProgressEvent], None] | None, *,
             lock_wait_s: float, skip_unchanged: bool, override: Override | None) -> Deployment | Unchanged:
-    _refuse_if_down(backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
+    _refuse_if_down(session, backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
     with _locked(session, backend, lock_wait_s):
-        _refuse_if_down(backend)  # before the driver: a hung probe may hold it
+        _refuse_if_down(session, backend)  # before the driver: a hung probe may hold it
         with POOL.use(session, backend) as drv:
             _ensure_up(drv, backend)
             admission.check(session, [backend], override=override, action="deploy", subject=backend)
@@ -408,9 +428,9 @@ def rollback(session: Session, backend: Backend, rule_set_number: int, actor: st
                                                     RuleSet.number == rule_set_number))
     if rule_set is None:
         raise NotFoundError(f"backend {backend.id} has no rule set {rule_set_number}", field="rule_set")
-    _refuse_if_down(backend)
+    _refuse_if_down(session, backend)
     with _locked(session, backend, lock_wait_s):
-        _refuse_if_down(backend)
+        _refuse_if_down(session, backend)
         with POOL.use(session, backend) as drv:
             _ensure_up(drv, backend)
             # the older rule set as this driver lowers it against what the plane holds now: not
@@ -430,6 +450,12 @@ def _observed(session: Session, backend: Backend, **facts: Any) -> None:
         set_committed_value(backend, name, value)
 
 
+def _doubted(backend: Backend) -> str:
+    """The health a failed read-back leaves: one failure is doubt (``degraded``); only the health
+    probes' run of failures (services/health_probe.py) turns a backend down."""
+    return backend.health if backend.health in DOWN else health_probe.DEGRADED
+
+
 def _sync_facts(report: ReconcileReport) -> dict[str, Any]:
     """The facts of this read-back, for the per-backend slice state (services/slice_status.py)."""
     now = datetime.now(UTC)
@@ -442,10 +468,48 @@ def _sync_facts(report: ReconcileReport) -> dict[str, Any]:
         return {"sync_state": "in_sync", "synced_at": now, "sync_detail": {
             "version": report.expected_version, "repaired": {
                 "found_version": report.found_version, "drift": report.drift, "tables": report.drift_tables,
-                "restarted_empty": report.restarted_empty}}}
+                "restarted_empty": report.restarted_empty, "found": getattr(report, "found", None)}}}
     return {"sync_state": "out_of_sync", "synced_at": now, "sync_detail": {
         "expected_version": report.expected_version, "found_version": report.found_version,
         "drift": report.drift, "tables": report.drift_tables, "error": report.error or ""}}
+
+
+class Finding(ReconcileReport):
+    """A read-back with what it found, judged from what the data plane held (issue #26 item 4):
+
+    - ``in_sync``: the rule set in force, nothing to do;
+    - ``restarted_empty``: the data plane held none of our entries (it restarted, or was wiped);
+    - ``interrupted_push``: it held entries and this backend's last deployment was cut mid-push
+      (``interrupted_deployment``): part of that push's rule set, put back to the one in force;
+    - ``drift``: it held entries that differ from the rule set in force otherwise (a hand edit).
+    ``held`` is how many entries it held when read.
+    """
+
+    found: str = "in_sync"
+    held: int | None = None
+    interrupted_deployment: int | None = None
+
+
+def _judge(session: Session, backend_id: int, plan: NativePlan, report: ReconcileReport) -> Finding:
+    if report.in_sync or not report.reachable:
+        return Finding(**dict(report), found="in_sync" if report.in_sync else "unreachable")
+    d = report.drift
+    # the diff is read-back -> expected: 'added' are expected entries it lacked, 'removed' ones
+    # it held beyond them; what it held = the expected it had (total - added - modified) +
+    # the modified ones (in their other form) + the removed ones
+    held = sum(len(t) for t in plan.tables.values()) - d.get("added", 0) + d.get("removed", 0)
+    last = session.scalar(select(Deployment).where(Deployment.backend_id == backend_id)
+                          .order_by(Deployment.id.desc()).limit(1))
+    cut = (last is not None and last.kind != DeploymentKind.RECONCILE and last.status == DeploymentStatus.FAILED
+           and last.error.startswith(INTERRUPTED))
+    if held <= 0:
+        found = "restarted_empty"
+    elif cut:
+        found = "interrupted_push"
+    else:
+        found = "drift"
+    return Finding(**{**dict(report), "restarted_empty": found == "restarted_empty"}, found=found, held=held,
+                   interrupted_deployment=last.id if cut and last is not None else None)
 
 
 def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_WAIT_S,
@@ -480,11 +544,13 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
                 # the data plane may have restarted under a session that is now dead: reconnect once
                 POOL.discard(session, backend)
         except DriverError as exc:
-            _observed(session, backend, health="unreachable", health_detail=exc.message, sync_state="unreachable",
-                      sync_detail={"error": exc.message}, synced_at=datetime.now(UTC))
+            _observed(session, backend, health=_doubted(backend), health_detail=exc.message,
+                      sync_state="unreachable", sync_detail={"error": exc.message}, synced_at=datetime.now(UTC))
             session.commit()
             return None
-        _observed(session, backend, health="ok" if health.ok and report.reachable else "down",
+        # judged from what it held (the plan as re-lowered now, if it was)
+        report = _judge(session, backend.id, NativePlan.model_validate(expected.plan), report)
+        _observed(session, backend, health="ok" if health.ok and report.reachable else _doubted(backend),
                   health_detail=health.detail if report.reachable else (report.error or ""), **_sync_facts(report))
         if not report.in_sync and report.reachable:
             now = datetime.now(UTC)
@@ -492,7 +558,8 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
                              kind=DeploymentKind.RECONCILE, actor="reconciler",
                              status=DeploymentStatus.SUCCEEDED if report.repaired else DeploymentStatus.FAILED,
                              diff={"drift": report.drift, "tables": report.drift_tables,
-                                   "restarted_empty": report.restarted_empty},
+                                   "restarted_empty": report.restarted_empty, "found": report.found,
+                                   "held": report.held, "interrupted_deployment": report.interrupted_deployment},
                              error=report.error or "", finished_at=now,
                              duration_s=report.outcome.duration_s if report.outcome else 0.0)
             session.add(dep)

@@ -1,94 +1,205 @@
-"""Background health probes of every backend, each bounded in time.
+"""Background health probes of every backend, bounded in time, with hysteresis.
 
-A probe asks the backend's pooled driver for ``health()`` in its own thread and waits at
-most ``timeout_s`` (1 s): a data plane that died or hangs turns ``down`` within one
-probe interval, and one slow backend never delays the others. A backend whose driver is
-busy (a push in flight) is not probed this time: the push reports on it itself.
-Health is written with a plain UPDATE (no audit row, no version bump): it is a fact the
-portal observes, not a change an operator made.
+A probe asks the backend's pooled driver for ``health()`` in a thread of its own. One failed
+probe (an error, a ``not ok`` answer, or no answer within the policy's ``timeout_s``) turns
+the backend ``degraded``; ``down_after`` consecutive ones turn it ``down``; one good answer
+turns it ``ok`` again. On a host at load 20 a healthy data plane may take seconds to answer
+(issue #26 measured 0.03-4.2 s for the NetFPGA model), so one miss is doubt, not an outage.
+A probe that hangs keeps its thread; every further ``timeout_s`` without an answer counts as
+one more failed probe, so a frozen data plane is ``down`` after ``down_after x timeout_s``.
+The detail names what failed: the driver's error (connection refused ...), the data plane's
+own answer, or "no answer within Y s".
+
+A backend whose driver is busy (a push in flight) is not probed this time: the push reports
+on it itself. Health is written with a plain UPDATE (no audit row, no version bump): it is a
+fact the portal observes, not a change an operator made.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from sliceportal.core.config import Settings, get_settings
 from sliceportal.core.loops import LoopRegistry, SupervisedLoop
 from sliceportal.drivers.contract import DriverError
 from sliceportal.models import Backend
 from sliceportal.services.backends import POOL
 
-# interval + timeout bound how long a dead data plane still shows ``ok``: 1.5 s (< 2 s)
 PROBE_INTERVAL_S = 0.5
-PROBE_TIMEOUT_S = 1.0
 FAILED = "failed"
+DEGRADED = "degraded"
 
 
-def probe_backend(sessions: sessionmaker[Session], backend_id: int, timeout_s: float = PROBE_TIMEOUT_S) -> None:
-    """One bounded probe of one backend (the API runs it right after registering the backend)."""
-    with sessions() as session:
-        probe_backends(session, timeout_s, only=backend_id)
+@dataclass(frozen=True)
+class HealthPolicy:
+    """How long a probe may take and how many failures in a row mean ``down``."""
+
+    timeout_s: float = 5.0
+    down_after: int = 3
+
+
+def policy_for(driver: str, settings: Settings | None = None) -> HealthPolicy:
+    """The policy of a driver: the settings' defaults, overridden per driver (``HEALTH_OVERRIDES``)."""
+    s = settings or get_settings()
+    o = s.health_overrides.get(driver)
+    return HealthPolicy(timeout_s=o.timeout_s if o and o.timeout_s else s.health_probe_timeout_s,
+                        down_after=o.down_after if o and o.down_after else s.health_down_after)
 
 
 @dataclass
 class _Probe:
     backend_id: int
+    started: float = field(default_factory=time.monotonic)
     health: str | None = None  # None: not probed (busy, or no answer yet)
     detail: str = ""
+    done: threading.Event = field(default_factory=threading.Event)
+    counted_at: float = 0.0  # the last time its lack of an answer counted as a failure
 
 
-def probe_backends(session: Session, timeout_s: float = PROBE_TIMEOUT_S,
-                   only: int | None = None) -> dict[int, tuple[str, str]]:
-    """Probe every backend (or backend ``only``) in parallel; returns id -> the (health, detail) it changed to.
+def _ask(sessions: sessionmaker[Session], backend: Backend, probe: _Probe) -> None:
+    """Thread body: one ``health()`` call through the pool (a detached copy of the backend row)."""
+    try:
+        with sessions() as session, POOL.try_use(session, backend) as drv:
+            if drv is None:
+                return
+            probe.started = time.monotonic()  # from the question on: the pool's wait is no data plane's fault
+            h = drv.health()
+            probe.health, probe.detail = ("ok" if h.ok else "down"), h.detail
+    except DriverError as exc:
+        probe.health, probe.detail = "down", exc.message
+    except Exception as exc:  # a driver bug is a backend we cannot vouch for
+        probe.health, probe.detail = "down", f"{type(exc).__name__}: {exc}"
+    finally:
+        probe.done.set()
 
-    ``failed`` is left alone: it records that the backend refused its rule set (set by the
-    testbed's start-up, cleared by the next successful push), which liveness does not undo.
+
+def _detached(b: Backend) -> Backend:
+    # what the pool keys a driver by; a copy so that the probe thread never touches the pass's session
+    return Backend(id=b.id, name=b.name, driver=b.driver, options=dict(b.options or {}))
+
+
+def _start(sessions: sessionmaker[Session], b: Backend) -> _Probe:
+    probe = _Probe(b.id)
+    threading.Thread(target=_ask, args=(sessions, _detached(b), probe), name=f"probe-{b.id}", daemon=True).start()
+    return probe
+
+
+def probe_backend(sessions: sessionmaker[Session], backend_id: int, timeout_s: float | None = None) -> None:
+    """One bounded probe of one backend (the API runs it right after registering the backend):
+    its first health, with no history to weigh it against."""
+    with sessions() as session:
+        b = session.get(Backend, backend_id)
+        if b is None or b.health == FAILED:
+            return
+        probe = _start(sessions, b)
+        wait = timeout_s if timeout_s is not None else policy_for(b.driver).timeout_s
+        if not probe.done.wait(wait):
+            probe.health, probe.detail = "down", f"no answer to the health probe within {wait:g} s"
+        if probe.health is not None:
+            session.execute(update(Backend).where(Backend.id == backend_id)
+                            .values(health=probe.health, health_detail=probe.detail))
+            session.commit()
+
+
+def recheck(sessions: sessionmaker[Session], backend: Backend, settings: Settings | None = None) -> tuple[bool, str]:
+    """Probe a backend the probes doubt, up to ``down_after`` times; (answered ok, what failed last).
+
+    A deploy runs it before refusing with 503 "X is down" (issue #26: a live NetFPGA model
+    was refused four times in a row after single missed probes). An ok answer is written.
     """
-    query = select(Backend).where(Backend.health != FAILED).order_by(Backend.id)
-    backends = list(session.scalars(query if only is None else query.where(Backend.id == only)))
-    probes = [_Probe(b.id) for b in backends]
-
-    def run(backend: Backend, probe: _Probe) -> None:
-        try:
-            with POOL.try_use(session, backend) as drv:
-                if drv is None:
-                    return
-                h = drv.health()
-                probe.health, probe.detail = ("ok" if h.ok else "down"), h.detail
-        except DriverError as exc:
-            probe.health, probe.detail = "down", exc.message
-        except Exception as exc:  # a driver bug is a backend we cannot vouch for
-            probe.health, probe.detail = "down", f"{type(exc).__name__}: {exc}"
-
-    threads = [threading.Thread(target=run, args=(b, p), name=f"probe-{b.id}", daemon=True)
-               for b, p in zip(backends, probes, strict=True)]
-    for t in threads:
-        t.start()
-    changed: dict[int, tuple[str, str]] = {}
-    for b, p, t in zip(backends, probes, threads, strict=True):
-        t.join(timeout=max(0.0, timeout_s))
-        if t.is_alive():
-            p.health, p.detail = "down", f"no answer to the health probe within {timeout_s:g} s"
-        if p.health is not None and (p.health, p.detail) != (b.health, b.health_detail):
-            changed[b.id] = (p.health, p.detail)
-    for backend_id, (health, detail) in changed.items():
-        session.execute(update(Backend).where(Backend.id == backend_id).values(health=health, health_detail=detail))
-    session.commit()
-    return changed
+    policy = policy_for(backend.driver, settings)
+    detail = backend.health_detail
+    # the whole recheck within one probe timeout: a refusal must not keep the client waiting
+    # down_after x timeout (a hung plane); quick failures are asked again within it
+    deadline = time.monotonic() + policy.timeout_s
+    for attempt in range(policy.down_after):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        probe = _start(sessions, backend)
+        if not probe.done.wait(left):
+            detail = f"no answer to the health probe within {policy.timeout_s:g} s"
+            continue  # the probe thread still holds the driver: the next one finds it busy
+        if probe.health == "ok":
+            with sessions() as session:
+                session.execute(update(Backend).where(Backend.id == backend.id)
+                                .values(health="ok", health_detail=probe.detail))
+                session.commit()
+            return True, probe.detail
+        if probe.health is not None:
+            detail = probe.detail
+        if attempt + 1 < policy.down_after:
+            time.sleep(min(0.5, policy.timeout_s / 4))  # a data plane coming back gets a moment
+    return False, detail
 
 
 class HealthProber:
+    """The controller's probe loop: per backend, at most one probe in flight, and its count
+    of failed probes in a row (the hysteresis)."""
+
     def __init__(self, sessions: sessionmaker[Session], interval_s: float = PROBE_INTERVAL_S,
-                 timeout_s: float = PROBE_TIMEOUT_S, registry: LoopRegistry | None = None) -> None:
-        self._sessions, self._interval, self._timeout, self._registry = sessions, interval_s, timeout_s, registry
+                 settings: Settings | None = None, registry: LoopRegistry | None = None) -> None:
+        self._sessions, self._interval, self._registry = sessions, interval_s, registry
+        self._settings = settings
         self._loop: SupervisedLoop | None = None
+        self._inflight: dict[int, _Probe] = {}
+        self.failures: dict[int, int] = {}  # backend id -> failed probes in a row
 
     def run_once(self) -> None:
         with self._sessions() as session:
-            probe_backends(session, self._timeout)
+            backends = list(session.scalars(select(Backend).where(Backend.health != FAILED).order_by(Backend.id)))
+            policies = {b.id: policy_for(b.driver, self._settings) for b in backends}
+            for b in backends:
+                p = self._inflight.get(b.id)
+                if p is None or p.done.is_set():
+                    self._inflight[b.id] = _start(self._sessions, b)
+            # quick answers count in this pass; a slow one is looked at again next pass
+            deadline = time.monotonic() + min(self._interval, max((p.timeout_s for p in policies.values()),
+                                                                  default=0.0))
+            for b in backends:
+                self._inflight[b.id].done.wait(max(0.0, deadline - time.monotonic()))
+            for b in backends:
+                change = self._judge(b, self._inflight[b.id], policies[b.id])
+                if change is not None:
+                    session.execute(update(Backend).where(Backend.id == b.id)
+                                    .values(health=change[0], health_detail=change[1][:2000]))
+            for gone in set(self._inflight) - {b.id for b in backends}:
+                self._inflight.pop(gone, None)
+                self.failures.pop(gone, None)
+            session.commit()
+
+    def _judge(self, b: Backend, p: _Probe, policy: HealthPolicy) -> tuple[str, str] | None:
+        """The (health, detail) the backend changes to after this pass's look at its probe, if any."""
+        now = time.monotonic()
+        if p.done.is_set():
+            if p.health is None:
+                return None  # busy: not probed
+            if p.health == "ok":
+                self.failures[b.id] = 0
+                return None if (b.health, b.health_detail) == ("ok", p.detail) else ("ok", p.detail)
+            if p.counted_at:  # its hang was counted already: its late error is the same failure
+                self._inflight.pop(b.id, None)
+                return None
+            self._inflight.pop(b.id, None)  # counted once; the next pass asks again
+            detail = p.detail
+        elif now - max(p.started, p.counted_at) >= policy.timeout_s:
+            p.counted_at = now
+            detail = f"no answer to the health probe within {policy.timeout_s:g} s (timeout)"
+        else:
+            return None  # still within its time
+        # a backend already down (a previous leader's verdict, the testbed's watchdog) stays down
+        start = policy.down_after - 1 if b.health in ("down", "unreachable") else 0
+        n = self.failures[b.id] = self.failures.get(b.id, start) + 1
+        if n >= policy.down_after:  # the count shown stops there: the detail stays put while down
+            health, why = "down", f"{policy.down_after} failed probes in a row; last: {detail}"
+        else:
+            health, why = DEGRADED, f"{n} failed probe(s) of {policy.down_after} before down: {detail}"
+        return None if (b.health, b.health_detail) == (health, why) else (health, why)
 
     def start(self) -> None:
         self._loop = SupervisedLoop("health-probes", self._interval, self.run_once, self._registry)

@@ -52,7 +52,7 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
         raise InvalidError(f"slice {slice_.name} is assigned to no backend; assign it (backend_ids) first",
                            field="backend_ids")
     for b in backends:
-        deployments._refuse_if_down(b)
+        deployments._refuse_if_down(session, b)
         if override is None:
             admission.check(session, [b], override=None, action="deploy", subject=b)
         deployments.preview(session, b)

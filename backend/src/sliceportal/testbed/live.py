@@ -59,6 +59,7 @@ from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink
 from sliceportal.services import admission, deployments
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, describe
+from sliceportal.services.errors import BusyError
 from sliceportal.testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
 from sliceportal.testbed.netns_testbed import Testbed
 from sliceportal.testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
@@ -166,7 +167,8 @@ class Plane:
     egress_bps: float | None = None
     set_egress: Callable[[float | None], None] | None = None
     health_due: tuple[str, str] | None = None  # (health, detail) the watchdog has yet to write
-    restore_due: bool = False  # restarted, not yet reconciled
+    restore_due: bool = False  # restarted, its refill not yet confirmed
+    refilled_at: float = 0.0  # (monotonic) its refill was confirmed then: KPIs count from intervals after it
 
     def congested(self, now: datetime) -> bool:
         return self.congestion_until is not None and now < self.congestion_until and bool(self.congestion_factor)
@@ -244,7 +246,12 @@ class LiveTestbed:
                 self._seed_assignments(session, backends)
             for plane, backend in zip(self.planes, backends, strict=True):
                 if plane.up and not plane.reason:
-                    self._restore(session, plane, backend)
+                    try:
+                        confirmed = self._restore(session, plane, backend)
+                    except BusyError:  # someone else's push of it is under way
+                        session.rollback()
+                        confirmed = False
+                    plane.restore_due = not confirmed and not plane.reason  # the watchdog tries again
         for plane in self.planes:
             for i, (ns, ifname) in enumerate(plane.captures):
                 plane.meters.append(Meter())
@@ -394,20 +401,25 @@ class LiveTestbed:
             s.admission_override = DEMO_ADMISSION_OVERRIDE if waived else None
         session.commit()
 
-    def _restore(self, session: Session, plane: Plane, backend: Backend) -> None:
+    def _restore(self, session: Session, plane: Plane, backend: Backend) -> bool:
         """A fresh data plane gets the rule set it last held (reconcile repairs it to that);
-        one that never had one gets its first deployment. A refusal marks it failed."""
+        one that never had one gets its first deployment. A refusal marks it failed.
+
+        True once the data plane is confirmed to hold its rule set (read back in sync, or
+        repaired, or deployed): only then do its KPIs resume (issue #26 item 5)."""
         try:
             if current_rule_set(session, backend.id) is not None:
-                deployments.reconcile(session, backend)
-                return
+                report = deployments.reconcile(session, backend)
+                return report is not None and report.reachable and (report.in_sync or report.repaired)
             dep = deployments.deploy(session, backend, "testbed")
             if dep.status != DeploymentStatus.SUCCEEDED:
                 plane.reason = f"start-up deployment failed: {dep.error}"
                 backend.health, backend.health_detail = "failed", plane.reason
                 session.commit()
-        except DBAPIError:
-            raise  # the database, not the backend: the caller retries
+                return False
+            return True
+        except (DBAPIError, BusyError):
+            raise  # the database, or a push holding the backend: the caller tries again
         except Exception as exc:  # any refusal: this backend is failed, the others go on
             session.rollback()
             plane.reason = f"start-up deployment failed: {exc}"
@@ -423,6 +435,7 @@ class LiveTestbed:
         """Follow the facts every second: which slices are assigned to each backend (the
         flows sent to it), which rule set it holds (where each flow lands) and the load."""
         now = datetime.now(UTC)
+        return False
         with self.sessions() as session:
             for plane in self.planes:
                 flows = self._flows(session, plane, first_id=(plane.generation + 1) * FLOW_ID_GENERATION)
@@ -548,9 +561,12 @@ class LiveTestbed:
             # stamped where the interval ends: each capture point's points have their own ts
             # a starved lane's loss counts only while its data plane forwards: one that is down (or
             # restarted and not yet holding its rules) has its KPIs stop, never zero samples
-            forwarding = plane.up and not plane.restore_due and (plane.process is None or plane.process.alive)
+            # (an interval that began before its refill was confirmed is not the refilled plane's)
+            forwarding = plane.up and not plane.restore_due and plane.refilled_at <= began \
+                and (plane.process is None or plane.process.alive)
             if not forwarding:
                 # what was sent while it was down is not loss of the plane that comes back:
+            began = time.monotonic()
                 # starved-lane accounting starts afresh LOSS_GRACE_S after it forwards again
                 with self._lock:
                     plane.sent_history.clear()
@@ -680,18 +696,29 @@ class LiveTestbed:
                     else:
                         plane.restart_failures, plane.up, plane.reason = 0, True, ""
                         plane.egress_bps = plane.link_bps  # started at the normal rate
-                        plane.health_due, plane.restore_due = None, True
                         log.warning("testbed backend %s: %s restarted; reconciling", plane.name, proc.name)
             if plane.health_due is not None:
                 self._set_health(plane, *plane.health_due)
                 plane.health_due = None
+                        # restore_due before up: a capture must never see it up and not refilling
+                        plane.health_due, plane.restore_due = None, True
             if plane.restore_due and plane.up:
                 with self.sessions() as session:
                     backend = session.get(Backend, plane.backend_id)
-                    if backend is not None:
-                        POOL.discard(session, backend)
-                        self._restore(session, plane, backend)
-                plane.restore_due = False
+                    if backend is None:
+                        plane.restore_due = False
+                        continue
+                    POOL.discard(session, backend)
+                    try:
+                        confirmed = self._restore(session, plane, backend)
+                    except BusyError:  # a deploy or the reconcile loop holds it: look again next step
+                        session.rollback()
+                        continue
+                if confirmed:
+                    plane.refilled_at = time.monotonic()
+                    log.info("testbed backend %s: refill confirmed; its KPIs resume", plane.name)
+                # not confirmed: tried again next step, KPIs stay stopped; refused: failed, no refill
+                plane.restore_due = not confirmed and not plane.reason
 
     def _set_health(self, plane: Plane, health: str, detail: str) -> None:
         with self.sessions() as session:
