@@ -428,6 +428,7 @@ class LiveTestbed:
             if b is not None:
                 b.health, b.health_detail = "failed", plane.reason[:2000]
                 session.commit()
+        return False
 
     # ---- traffic ----------------------------------------------------------------------
 
@@ -435,7 +436,6 @@ class LiveTestbed:
         """Follow the facts every second: which slices are assigned to each backend (the
         flows sent to it), which rule set it holds (where each flow lands) and the load."""
         now = datetime.now(UTC)
-        return False
         with self.sessions() as session:
             for plane in self.planes:
                 flows = self._flows(session, plane, first_id=(plane.generation + 1) * FLOW_ID_GENERATION)
@@ -557,6 +557,7 @@ class LiveTestbed:
     def _capture_step(self, plane: Plane, index: int) -> Callable[[], None]:
         def step() -> None:
             meter, sock = plane.meters[index], plane.socks[index]
+            began = time.monotonic()
             run_capture(sock, meter, duration_s=self.interval_s, stop=self._stop)
             # stamped where the interval ends: each capture point's points have their own ts
             # a starved lane's loss counts only while its data plane forwards: one that is down (or
@@ -566,7 +567,6 @@ class LiveTestbed:
                 and (plane.process is None or plane.process.alive)
             if not forwarding:
                 # what was sent while it was down is not loss of the plane that comes back:
-            began = time.monotonic()
                 # starved-lane accounting starts afresh LOSS_GRACE_S after it forwards again
                 with self._lock:
                     plane.sent_history.clear()
@@ -694,14 +694,14 @@ class LiveTestbed:
                         plane.restart_at = time.monotonic() + wait
                         plane.health_due = ("down", f"{plane.reason} (next restart in {wait:.0f} s)")
                     else:
+                        # restore_due before up: a capture must never see it up and not refilling
+                        plane.health_due, plane.restore_due = None, True
                         plane.restart_failures, plane.up, plane.reason = 0, True, ""
                         plane.egress_bps = plane.link_bps  # started at the normal rate
                         log.warning("testbed backend %s: %s restarted; reconciling", plane.name, proc.name)
             if plane.health_due is not None:
                 self._set_health(plane, *plane.health_due)
                 plane.health_due = None
-                        # restore_due before up: a capture must never see it up and not refilling
-                        plane.health_due, plane.restore_due = None, True
             if plane.restore_due and plane.up:
                 with self.sessions() as session:
                     backend = session.get(Backend, plane.backend_id)
