@@ -210,7 +210,7 @@ StreamReader = Annotated[Principal, Depends(get_stream_principal)]
 # Where a key bound to one tenant may write: routes that check every object against the
 # principal's tenant scope (intents: only the tenant's subscribers and slices). Everything
 # else (slices' tenant choice, backends, deployments) spans tenants, so a bound key only reads there.
-BOUND_KEY_WRITABLE = ("/api/v1/subscribers", "/api/v1/intents")
+BOUND_KEY_WRITABLE = ("/api/v1/subscribers", "/api/v1/intents", "/api/v1/kpis/ingest")
 
 
 def require(scope: Scope) -> object:

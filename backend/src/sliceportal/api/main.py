@@ -30,6 +30,7 @@ from sliceportal.api.routes import (
     slice_types,
     slices,
     subscribers,
+    telemetry,
     tenants,
     users,
 )
@@ -47,7 +48,7 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(limit_expensive)])
     for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
-                   kpis, audit, testbed_routes):
+                   kpis, telemetry, audit, testbed_routes):
         router.include_router(module.router)
     router.include_router(users.keys)
     router.include_router(rule_sets.router)

@@ -21,6 +21,7 @@ class Scope(StrEnum):
     READ = "read"
     WRITE = "write"
     DEPLOY = "deploy"
+    TELEMETRY = "telemetry"  # posts KPI samples measured outside the portal (POST /kpis/ingest)
 
 
 class User(IdMixin, TimestampMixin, AuditedMixin, Base):

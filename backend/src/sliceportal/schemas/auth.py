@@ -88,7 +88,7 @@ class UserPublic(ORMModel):
 class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
-    scopes: list[Scope] = Field(min_length=1, max_length=3)
+    scopes: list[Scope] = Field(min_length=1, max_length=len(Scope))
     tenant_id: DbId | None = Field(None, description="bind the key to one tenant: it sees and changes only "
                                    "that tenant's objects")
 

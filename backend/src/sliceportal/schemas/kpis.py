@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from sliceportal.schemas.common import ORMModel
+from sliceportal.schemas.common import DbId, ORMModel
+
+MAX_COUNT = (1 << 63) - 1  # BIGINT
 
 
 class KpiSamplePublic(ORMModel):
@@ -78,3 +80,50 @@ class SlaSummary(BaseModel):
     since: datetime
     until: datetime
     backends: list[SlaBackendSummary]
+
+
+# ---- the ingest API (api/routes/telemetry.py) ------------------------------------------
+
+MAX_INGEST_POINTS = 5_000  # points per request: about 1.5 MB of JSON, one transaction
+
+
+class IngestPoint(BaseModel):
+    """One measured interval of one slice lane on one backend, from a source outside the portal."""
+
+    model_config = ConfigDict(extra="forbid")
+    slice_id: DbId
+    backend_id: DbId = Field(description="the data plane the measured traffic crossed")
+    lane: int = Field(ge=0, le=7, description="the slice type's catalogue lane")
+    source: Literal["probe", "testbed"] = Field(description="who measured it; 'counters' is the portal's own "
+                                                            "collector and cannot be posted")
+    ts: AwareDatetime = Field(description="end of the interval, with a time zone")
+    interval_s: float = Field(1.0, gt=0, le=3600)
+    tx_packets: int = Field(0, ge=0, le=MAX_COUNT, description="packets sent (offered)")
+    rx_packets: int = Field(0, ge=0, le=MAX_COUNT, description="packets received")
+    tx_bytes: int = Field(0, ge=0, le=MAX_COUNT)
+    rx_bytes: int = Field(0, ge=0, le=MAX_COUNT)
+    throughput_bps: float = Field(0.0, ge=0, le=1e13)
+    loss_pct: float = Field(0.0, ge=0, le=100)
+    delay_mean_ms: float | None = Field(None, ge=0, le=3.6e6, description="null: not measured")
+    delay_p50_ms: float | None = Field(None, ge=0, le=3.6e6)
+    delay_p99_ms: float | None = Field(None, ge=0, le=3.6e6)
+    jitter_ms: float | None = Field(None, ge=0, le=3.6e6)
+    drops: dict[Annotated[str, Field(min_length=1, max_length=32)], Annotated[int, Field(ge=0, le=MAX_COUNT)]] = (
+        Field(default_factory=dict, max_length=16))
+    ecn_marks: int = Field(0, ge=0, le=MAX_COUNT)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> IngestPoint:
+        if self.rx_packets > self.tx_packets > 0:
+            raise ValueError("rx_packets exceeds tx_packets")
+        return self
+
+
+class IngestBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    points: list[IngestPoint] = Field(min_length=1, max_length=MAX_INGEST_POINTS)
+
+
+class IngestResult(BaseModel):
+    stored: int
+    violations_changed: int = Field(description="SLA violations the points opened or closed")

@@ -7,9 +7,12 @@ All of it is in counters (BMv2's P4Runtime server answers register reads UNIMPLE
 the sum and the max come as nibble counts, cell ``j * 16 + v`` counting the packets (for
 the max: the rises) whose nibble ``j`` is ``v``, so ``sum = sum(cells[j*16+v] * v << 4j)``.
 
-Cells are indexed ``slice_id * MAX_LANES + lane``. The per-cell counters (2 048 cells
-each) come in one Read with the driver's other counters; the delay arrays (32 + 2 x 128
-cells per slice lane) in a second Read, by index, for the slice lanes that saw traffic.
+Cells are indexed ``slice_id * MAX_LANES + lane``. Reads go by index, narrowing step by
+step (a wildcard read of the 2 048-cell arrays, let alone the 262 144-cell nibble arrays,
+costs seconds in the pure-Python protobuf runtime p4runtime needs): the per-slice counters
+the driver reads anyway name the slices that saw traffic; their lanes' counters name the
+slice lanes; their histograms bound the highest nibble a sojourn can have; only those
+nibbles' cells are read (value 0 adds nothing to a sum and is never read).
 
 The counters' epoch is the pipeline's cookie: the driver sets a random one with every
 SetForwardingPipelineConfig, and a restarted switch has none until a driver sets the
@@ -19,7 +22,7 @@ pipeline again, so a restart or a reload changes it.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from p4.v1 import p4runtime_pb2
 
@@ -66,39 +69,56 @@ def nibble_total(cells: list[int]) -> int:
     return sum(n * (i % 16) << (4 * (i // 16)) for i, n in enumerate(cells))
 
 
-def cell_reads(p4info: P4Info) -> list[p4runtime_pb2.Entity]:
-    """Wildcard reads of every per-cell counter."""
+def _entries(p4info: P4Info, name: str, indices: Iterable[int]) -> list[p4runtime_pb2.Entity]:
+    cid = p4info.counter_id(name)
     out = []
-    for name in CELL_COUNTERS:
+    for i in indices:
         e = p4runtime_pb2.Entity()
-        e.counter_entry.counter_id = p4info.counter_id(name)
+        e.counter_entry.counter_id = cid
+        e.counter_entry.index.index = i
         out.append(e)
     return out
 
 
-def delay_reads(p4info: P4Info, cells: Iterable[int]) -> list[p4runtime_pb2.Entity]:
-    """Reads of every delay counter of each slice lane given, by index."""
-    out = []
-    for name, width in DELAY_ARRAYS:
-        cid = p4info.counter_id(name)
-        for cell in cells:
-            for i in range(cell * width, (cell + 1) * width):
-                e = p4runtime_pb2.Entity()
-                e.counter_entry.counter_id = cid
-                e.counter_entry.index.index = i
-                out.append(e)
+def cell_reads(p4info: P4Info, slices: Iterable[int], lanes: int) -> list[p4runtime_pb2.Entity]:
+    """Every per-cell counter of each lane of ``slices``."""
+    cells = [cell_of(s, lane) for s in slices for lane in range(lanes)]
+    return [e for name in CELL_COUNTERS for e in _entries(p4info, name, cells)]
+
+
+def histogram_reads(p4info: P4Info, cells: Iterable[int]) -> list[p4runtime_pb2.Entity]:
+    return _entries(p4info, HISTOGRAM, (c * DELAY_BUCKETS + b for c in cells for b in range(DELAY_BUCKETS)))
+
+
+def nibble_reads(p4info: P4Info, nibbles: Mapping[int, int]) -> list[p4runtime_pb2.Entity]:
+    """The sum's and the max's nibble cells of values 1-15 at positions below
+    ``nibbles[cell]`` for each cell."""
+    indices = [c * NIBBLE_CELLS + j * 16 + v for c, n in nibbles.items() for j in range(n) for v in range(1, 16)]
+    return _entries(p4info, SUM_NIBBLES, indices) + _entries(p4info, MAX_NIBBLES, indices)
+
+
+def nibbles_needed(buckets: list[int]) -> int:
+    """How many low nibbles the largest sojourn a histogram counted can have."""
+    used = [b for b, n in enumerate(buckets) if n]
+    return used[-1] // 4 + 1 if used else 0
+
+
+def counter_cells(p4info: P4Info, got: Iterable[p4runtime_pb2.Entity]) -> dict[str, Cells]:
+    """{counter name: {index: (packets, bytes)}} of every counter's answers among ``got``."""
+    names = {p4info.counter_id(name): name for name in (*CELL_COUNTERS, *(n for n, _ in DELAY_ARRAYS))}
+    out: dict[str, Cells] = {name: {} for name in names.values()}
+    for ent in got:
+        c = ent.counter_entry
+        if ent.HasField("counter_entry") and c.counter_id in names:
+            out[names[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
     return out
 
 
-def delay_cells(p4info: P4Info, got: Iterable[p4runtime_pb2.Entity]) -> dict[str, dict[int, list[int]]]:
-    """{array name: {slice lane cell: its packet counts}} of the delay arrays' answers."""
-    arrays = {p4info.counter_id(name): (name, width) for name, width in DELAY_ARRAYS}
-    out: dict[str, dict[int, list[int]]] = {name: {} for name, _ in DELAY_ARRAYS}
-    for ent in got:
-        c = ent.counter_entry
-        if ent.HasField("counter_entry") and c.counter_id in arrays:
-            name, width = arrays[c.counter_id]
-            out[name].setdefault(c.index.index // width, [0] * width)[c.index.index % width] = c.data.packet_count
+def per_cell(cells: Cells, width: int) -> dict[int, list[int]]:
+    """A delay array's packet counts grouped by slice lane: {cell: [width counts]}."""
+    out: dict[int, list[int]] = {}
+    for i, (packets, _) in cells.items():
+        out.setdefault(i // width, [0] * width)[i % width] = packets
     return out
 
 
@@ -112,13 +132,16 @@ def active_cells(counters: Mapping[str, Cells], lanes: int) -> list[int]:
 
 def slice_lanes(
     counters: Mapping[str, Cells],
-    delays: Mapping[str, Mapping[int, list[int]]],
+    delays: Mapping[str, Cells],
     cells: Iterable[int],
     policer_reason: str,
 ) -> dict[str, LaneCounters]:
     """Counters.slice_lanes ("slice_id/lane") for ``cells``. Slice 0 holds what the
     classifier missed (its lane from the miss policy). The histogram's count is the sum of
     its buckets: every packet that left counted once, in one bucket."""
+    hist = per_cell(delays.get(HISTOGRAM, {}), DELAY_BUCKETS)
+    sums = per_cell(delays.get(SUM_NIBBLES, {}), NIBBLE_CELLS)
+    rises = per_cell(delays.get(MAX_NIBBLES, {}), NIBBLE_CELLS)
     out: dict[str, LaneCounters] = {}
     for cell in cells:
         rx = counters[RX].get(cell, (0, 0))
@@ -127,12 +150,12 @@ def slice_lanes(
             (policer_reason, counters[POLICED].get(cell, (0, 0))[0]),
             ("no_route", counters[UNROUTED].get(cell, (0, 0))[0]),
         ) if n}
-        buckets = delays[HISTOGRAM].get(cell, [0] * DELAY_BUCKETS)
+        buckets = hist.get(cell, [0] * DELAY_BUCKETS)
         delay = DelayHistogram(
             unit_ns=UNIT_NS,
             count=sum(buckets),
-            sum=nibble_total(delays[SUM_NIBBLES].get(cell, [])),
-            max=nibble_total(delays[MAX_NIBBLES].get(cell, [])),
+            sum=nibble_total(sums.get(cell, [])),
+            max=nibble_total(rises.get(cell, [])),
             buckets=tuple(buckets),
         )
         out[f"{cell // MAX_LANES}/{cell % MAX_LANES}"] = LaneCounters(
@@ -140,3 +163,29 @@ def slice_lanes(
             tx_packets=tx[0], tx_bytes=tx[1], delay=delay,
         )
     return out
+
+
+def read_slice_lanes(
+    read: Callable[[list[p4runtime_pb2.Entity]], list[p4runtime_pb2.Entity]],
+    p4info: P4Info,
+    slices: Iterable[int],
+    lanes: int,
+    policer_reason: str,
+) -> dict[str, LaneCounters]:
+    """Counters.slice_lanes of ``slices`` (those the per-slice counters saw traffic in) in at
+    most three Reads: their lanes' counters, the active lanes' histograms, the nibbles the
+    histograms say can be set."""
+    slices = list(slices)
+    if not slices:
+        return {}
+    counters = counter_cells(p4info, read(cell_reads(p4info, slices, lanes)))
+    active = active_cells(counters, lanes)
+    leaving = [c for c in active if counters[TX].get(c, (0, 0))[0]]
+    if not leaving:
+        return slice_lanes(counters, {}, active, policer_reason)
+    delays = counter_cells(p4info, read(histogram_reads(p4info, leaving)))
+    nibbles = {c: n for c, b in per_cell(delays[HISTOGRAM], DELAY_BUCKETS).items() if (n := nibbles_needed(b))}
+    if nibbles:
+        more = counter_cells(p4info, read(nibble_reads(p4info, nibbles)))
+        delays[SUM_NIBBLES], delays[MAX_NIBBLES] = more[SUM_NIBBLES], more[MAX_NIBBLES]
+    return slice_lanes(counters, delays, active, policer_reason)
