@@ -795,8 +795,6 @@ class Driver:
         hits.table_entry.table_id = self.p4info.table(CLASSIFIER).preamble.id
         hits.table_entry.counter_data.SetInParent()
         ents.append(hits)
-        ids.update({self.p4info.counter_id(n): n for n in telemetry.CELL_COUNTERS})
-        ents += telemetry.cell_reads(self.p4info)
         try:
             epoch = self._epoch(s)
             got = s.read(ents)
@@ -839,14 +837,12 @@ class Driver:
             if i < self.opts.lanes
         }
         miss = rx.get(0, (0, 0))
-        active = telemetry.active_cells(cells, self.opts.lanes)
+        seen = {sid for c in (rx, tx, drops) for sid, (pk, _) in c.items() if pk}
         try:
-            delays = telemetry.delay_cells(
-                self.p4info, s.read(telemetry.delay_reads(self.p4info, active)) if active else [])
+            slice_lanes = telemetry.read_slice_lanes(s.read, self.p4info, sorted(seen), self.opts.lanes, reason)
         except grpc.RpcError as e:
             self._drop_session()
-            raise UnreachableError(f"reading the delay counters failed: {e.code().name}") from None
-        slice_lanes = telemetry.slice_lanes(cells, delays, active, reason)
+            raise UnreachableError(f"reading the slice lanes' counters failed: {e.code().name}") from None
         return Counters(
             timestamp=time.time(),
             epoch=epoch,
