@@ -1,7 +1,8 @@
 """The testbed's P4 plane on the real BMv2 (``testbed_p4_target="bmv2"``): simple_switch_grpc
 from ../shared/p4tools gets the p4c build through the p4rt driver, carries the demo
 subscribers' traffic, and its own P4Runtime counters agree with where the KPIs put each flow;
-the congestion scenario is refused there with the reason (BMv2 has no port rate to lower)."""
+the congestion scenario is refused there with the reason (BMv2 has no port rate to lower);
+its P4Runtime is mutual TLS, so a local user's read without the portal's certificate is refused."""
 
 from __future__ import annotations
 
@@ -9,17 +10,21 @@ import os
 import shutil
 import subprocess
 
+import grpc
 import pytest
+from p4.v1 import p4runtime_pb2
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
-from sliceportal.models import KpiSample, Slice
+from sliceportal.models import Backend, KpiSample, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.testbed.live import LiveTestbed, NoCongestionMechanism
 from sliceportal.testbed.netns_testbed import namespaces
 from sliceportal.testbed.processes import leftovers
+from sliceportal_p4rt.client import read_once
+from sliceportal_p4rt.tls import Tls
 from tests.factories import wait_until
 
 pytestmark = pytest.mark.needs_root
@@ -58,6 +63,18 @@ def test_the_p4_plane_on_simple_switch_grpc_carries_traffic_and_its_counters_agr
         assert shown.congestion_mechanism == "" and shown.egress_capacity_bps is None, shown
         with pytest.raises(NoCongestionMechanism, match="priority queues"):
             testbed.congest(plane.backend_id, 5, 2)
+
+        # mutual TLS (#27): the portal holds the client certificate; a local user without it reads nothing
+        backend = session.get(Backend, plane.backend_id)
+        assert backend is not None and backend.options["tls_client_key_secret"].startswith("-----BEGIN")
+        anything = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]  # every table's entries
+        for tls in (None, Tls(ca_cert=backend.options["tls_ca_cert"].encode())):
+            with pytest.raises(grpc.RpcError) as refused:
+                read_once(plane.process.address, 1, anything, timeout_s=5, tls=tls)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        portal = Tls(*(backend.options[k].encode()
+                       for k in ("tls_ca_cert", "tls_client_cert", "tls_client_key_secret")))
+        assert read_once(plane.process.address, 1, anything, timeout_s=5, tls=portal)  # the rule set, to the portal
     finally:
         testbed.stop()
     assert not set(namespaces(prefix)) & set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,

@@ -18,7 +18,7 @@ egress link rate while traffic flows (the testbed's congestion scenario);
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 
@@ -85,10 +85,22 @@ class LivePorts:
         )
 
 
-def call_live(address: str, method: str, body: dict[str, Any] | None = None, timeout_s: float = 5.0) -> dict[str, Any]:
+class ClientTls(NamedTuple):
+    """PEM bytes of a TLS client: the CA of the server's certificate, and the client's
+    certificate and key (a target with ``--grpc-server-with-client-auth`` wants both)."""
+
+    ca_cert: bytes
+    cert: bytes | None = None
+    key: bytes | None = None
+
+
+def call_live(address: str, method: str, body: dict[str, Any] | None = None, timeout_s: float = 5.0,
+              tls: ClientTls | None = None) -> dict[str, Any]:
     """Client of the Live service (the testbed's congestion scenario): ``method`` is
-    SetLinkRate or Status; returns the target's status."""
-    with grpc.insecure_channel(address) as channel:
+    SetLinkRate or Status; returns the target's status. ``tls`` for a target serving TLS."""
+    channel = grpc.insecure_channel(address) if tls is None else grpc.secure_channel(
+        address, grpc.ssl_channel_credentials(tls.ca_cert, tls.key, tls.cert))
+    with channel:
         call = channel.unary_unary(f"/sliceportal.bmv2.Live/{method}")
         reply: bytes = call(json.dumps(body or {}).encode(), timeout=timeout_s)
     result: dict[str, Any] = json.loads(reply)

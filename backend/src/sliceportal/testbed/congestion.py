@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sliceportal.models import Backend
 from sliceportal.services.backends import POOL
 from sliceportal.testbed.processes import BMV2_DIR
+from sliceportal.testbed.tls import P4RuntimeCerts
 
 LINK_HEADROOM = 4.0  # a software plane's normal egress link rate / its normal offered bit rate
 
@@ -52,14 +53,17 @@ class CapError(RuntimeError):
     """The data plane did not take the new egress rate; the message says why."""
 
 
-def p4_link_rate(address: str, rate_bps: int | None) -> dict[str, Any]:
-    """Set the bundled P4 target's egress link rate (None: unlimited); returns its status."""
+def p4_link_rate(address: str, rate_bps: int | None, certs: P4RuntimeCerts | None = None) -> dict[str, Any]:
+    """Set the bundled P4 target's egress link rate (None: unlimited); returns its status.
+    ``certs``: the target serves mutual TLS with them (the testbed's P4 plane does)."""
     if str(BMV2_DIR) not in sys.path:
         sys.path.insert(0, str(BMV2_DIR))
-    from bmv2_target.live_ports import call_live
+    from bmv2_target.live_ports import ClientTls, call_live
 
+    tls = None if certs is None else ClientTls(
+        certs.ca_cert.read_bytes(), certs.client_cert.read_bytes(), certs.client_key.read_bytes())
     try:
-        status: dict[str, Any] = call_live(address, "SetLinkRate", {"link_rate_bps": rate_bps})
+        status: dict[str, Any] = call_live(address, "SetLinkRate", {"link_rate_bps": rate_bps}, tls=tls)
     except Exception as exc:  # grpc.RpcError and connection failures alike
         raise CapError(f"the P4 target at {address} refused the link rate {rate_bps}: {exc}") from exc
     return status
@@ -79,11 +83,11 @@ def netfpga_drain(sock_path: str, rate_bps: float) -> None:
         raise CapError(f"the NetFPGA model refused LIVE_DRAIN {rate_bps / 1e6:.3f}: {reply}")
 
 
-def p4_egress(address: str) -> Callable[[float | None], None]:
+def p4_egress(address: str, certs: P4RuntimeCerts | None = None) -> Callable[[float | None], None]:
     """The setter the testbed calls with a P4 target's egress rate in bit/s."""
 
     def set_rate(bps: float | None) -> None:
-        p4_link_rate(address, None if bps is None else int(bps))
+        p4_link_rate(address, None if bps is None else int(bps), certs)
 
     return set_rate
 

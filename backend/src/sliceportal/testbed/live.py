@@ -72,6 +72,7 @@ from sliceportal.testbed.processes import (
     reap_leftovers,
     simple_switch_process,
 )
+from sliceportal.testbed.tls import testbed_certs
 from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
 from sliceportal.traffic.packets import Encap, Flow, Underlay
@@ -313,14 +314,20 @@ class LiveTestbed:
         real = self.p4_target == "bmv2"
         # the real BMv2 has rates per priority queue, none per port: no link to lower, so its
         # plane runs without the congestion scenario (and without a link rate: unpaced)
-        p4 = (simple_switch_process(self.prefix, {1: p4_in, 2: p4_out}) if real
-              else bmv2_process(self.prefix, {1: p4_in, 2: p4_out}, link_rate_bps=int(p4_link)))
+        # P4Runtime over mutual TLS: only the portal, holding the client certificate issued beside
+        # the switch's, reads or writes the P4 plane; a local user on loopback is refused (#27)
+        p4_tls = testbed_certs(self.prefix)
+        self._stack.callback(p4_tls.remove)
+        p4 = (simple_switch_process(self.prefix, {1: p4_in, 2: p4_out}, tls_args=p4_tls.server_args()) if real
+              else bmv2_process(self.prefix, {1: p4_in, 2: p4_out}, link_rate_bps=int(p4_link),
+                                tls_args=p4_tls.server_args()))
         bmv2 = Plane(
             name="bmv2", driver="p4rt", ingress=(edge.netns, "p4-in"), captures=[(sink, "p4-out")],
             underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:01:01", outer_src=edge.ip, outer_dst="10.77.1.1"),
             base_pps=p4_pps, tagged=True, process=p4, link_bps=None if real else p4_link,
-            egress_bps=None if real else p4_link, set_egress=None if real else p4_egress(p4.address),
-            options={"address": p4.address, "lanes": 8, "trunk_ports": [1, 2], "uplink_port": 2})
+            egress_bps=None if real else p4_link, set_egress=None if real else p4_egress(p4.address, p4_tls),
+            options={"address": p4.address, "lanes": 8, "trunk_ports": [1, 2], "uplink_port": 2,
+                     **p4_tls.client_options()}, stale_options=("plaintext", "tls_server_name"))
         planes = [xdp, bmv2]
         nf_in, nf_out = tb.host_link("nfi", edge.netns, "nf-in"), tb.host_link("nfo", sink, "nf-out")
         nf_pps = min(PROCESS_PLANE_PPS["netfpga"], self.rate_pps)

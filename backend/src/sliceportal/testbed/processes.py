@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -132,12 +132,13 @@ class ManagedProcess:
 
 
 def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None,
-                 link_rate_bps: int | None = None) -> ManagedProcess:
+                 link_rate_bps: int | None = None, tls_args: Sequence[str] = ()) -> ManagedProcess:
     """The bundled P4 target on live ports ``{port: ifname}`` (AF_PACKET, as BMv2's ``-i``),
     8 priority queues, each egress port drained at ``link_rate_bps`` (None: unlimited), on a
-    fixed gRPC port so a restart keeps the backend's address."""
+    fixed gRPC port so a restart keeps the backend's address; ``tls_args`` are its server's
+    TLS flags (``P4RuntimeCerts.server_args``)."""
     port = grpc_port or free_port()
-    argv = [sys.executable, "-m", "bmv2_target", "--grpc-port", str(port), "--priority-queues", "8"]
+    argv = [sys.executable, "-m", "bmv2_target", "--grpc-port", str(port), "--priority-queues", "8", *tls_args]
     if link_rate_bps is not None:
         argv += ["--link-rate-bps", str(link_rate_bps)]
     for p, ifname in sorted(ports.items()):
@@ -146,11 +147,13 @@ def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = Non
     return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}", env=env)
 
 
-def simple_switch_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None) -> ManagedProcess:
+def simple_switch_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None,
+                          tls_args: Sequence[str] = ()) -> ManagedProcess:
     """The real BMv2 (``simple_switch_grpc``, from ../shared/p4tools) on live ports, empty
     (``--no-p4``: the p4rt driver pushes the p4c build), 8 priority queues, on a fixed gRPC
     port so a restart keeps the backend's address. Its Thrift port is a free one, so that
-    several testbeds (tests, a run) never collide on BMv2's default 9090."""
+    several testbeds (tests, a run) never collide on BMv2's default 9090 (BMv2 binds it to
+    every interface, unauthenticated: docs/bmv2.md). ``tls_args``: as ``bmv2_process``'s."""
     exe = shutil.which("simple_switch_grpc")
     if exe is None:
         raise ProcessError("simple_switch_grpc is not on PATH (../shared/p4tools/install.sh installs it)")
@@ -158,7 +161,7 @@ def simple_switch_process(prefix: str, ports: dict[int, str], grpc_port: int | N
     argv = [exe, "--no-p4", "--device-id", "1", "--thrift-port", str(free_port())]
     for p, ifname in sorted(ports.items()):
         argv += ["-i", f"{p}@{ifname}"]
-    argv += ["--", "--grpc-server-addr", f"127.0.0.1:{port}", "--priority-queues", "8"]
+    argv += ["--", "--grpc-server-addr", f"127.0.0.1:{port}", "--priority-queues", "8", *tls_args]
     return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}")
 
 

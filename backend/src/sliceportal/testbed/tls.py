@@ -16,6 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sliceportal.testbed.processes import run_dir
+
 DAYS = 7
 _CURVE = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
 
@@ -40,6 +42,9 @@ class P4RuntimeCerts:
         args = ["--grpc-server-ssl", "--grpc-server-cert", str(self.server_cert),
                 "--grpc-server-key", str(self.server_key), "--grpc-server-cacert", str(self.ca_cert)]
         return [*args, "--grpc-server-with-client-auth"] if client_auth else args
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def client_options(self) -> dict[str, str]:
         """The p4rt backend options of a client that the switch accepts (PEM text, the key a secret)."""
@@ -77,3 +82,8 @@ def issue_p4runtime_certs(parent: Path, hosts: tuple[str, ...] = ("127.0.0.1", "
     _leaf(d, "client", "/CN=sliceportal P4Runtime client",
           "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
     return P4RuntimeCerts(d, d / "ca.crt", d / "server.crt", d / "server.key", d / "client.crt", d / "client.key")
+
+
+def testbed_certs(prefix: str) -> P4RuntimeCerts:
+    """The certificates of one testbed run, under its run directory (``remove`` at its stop)."""
+    return issue_p4runtime_certs(run_dir(prefix))
