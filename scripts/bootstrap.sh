@@ -14,6 +14,7 @@ APT_PACKAGES=(
   make g++
   wrk                                          # load generator of bench/api_latency.py
   prometheus                                   # scrapes /metrics in the compose-config test
+  openssl                                      # the testbed's P4Runtime certificates (testbed/tls.py)
   tcpreplay                                    # replays pcaps at a known rate (kpi collector test)
 )
 
