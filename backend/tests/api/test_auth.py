@@ -68,8 +68,8 @@ def test_tenant_sees_only_its_own_objects(client: TestClient, session: Session) 
 
 
 def test_integrator_key_scopes(client: TestClient, session: Session) -> None:
-    _two_tenants(client, session)
-    make_user(session, "integ", Role.INTEGRATOR)
+    op = _two_tenants(client, session)[0]
+    integ = make_user(session, "integ", Role.INTEGRATOR)
     it = login(client, "integ")
     created = client.post("/api/v1/api-keys", json={"name": "ro", "scopes": ["read"]}, headers=it)
     assert created.status_code == 201
@@ -82,7 +82,12 @@ def test_integrator_key_scopes(client: TestClient, session: Session) -> None:
     assert client.get("/api/v1/tenants", headers=ro).status_code == 200
     r = client.post("/api/v1/tenants", json=tenant_body("c", 13, 103), headers=ro)
     assert r.status_code == 403 and "write" in r.json()["detail"]
-    rw = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"]}, headers=it).json()
+    # an integrator's login reads only, so its own keys do (#27); an operator grants more
+    r = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"]}, headers=it)
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "scopes", r.text
+    rw = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"], "user_id": integ.id},
+                     headers=op).json()
+    assert rw["user_id"] == integ.id
     assert client.post("/api/v1/tenants", json=tenant_body("c", 13, 103),
                        headers={"Authorization": f"Bearer {rw['secret']}"}).status_code == 201
     # revoked keys stop working at once

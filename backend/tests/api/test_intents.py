@@ -218,10 +218,9 @@ def test_refusals_name_the_field(client: TestClient, session: Session, op: dict[
 
 
 def test_tenant_scope(client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]) -> None:
-    make_user(session, "integrator", Role.INTEGRATOR)
-    it = login(client, "integrator")
+    integ = make_user(session, "integrator", Role.INTEGRATOR)
     key = client.post("/api/v1/api-keys", json={"name": "b", "scopes": ["read", "write", "deploy"],
-                                                "tenant_id": world["tenant_b"]}, headers=it)
+                                                "tenant_id": world["tenant_b"], "user_id": integ.id}, headers=op)
     assert key.status_code == 201, key.text
     as_b = {"X-API-Key": key.json()["secret"]}
     # tenant B's key naming tenant A's UE: refused, naming the UE; nothing stored

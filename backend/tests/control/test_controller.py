@@ -107,14 +107,14 @@ def test_health_and_testbed_routes_show_the_controller(client: TestClient, sessi
                                                        settings: Settings) -> None:
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
-    h = client.get("/api/v1/health").json()
+    h = client.get("/api/v1/health/detail", headers=op).json()
     assert h["controller"] is None and h["status"] == "degraded"  # nobody runs the loops
     r = client.get("/api/v1/testbed", headers=op)
     assert r.status_code == 409 and "no controller has ever reported" in r.json()["detail"]
     ctl = Controller(settings.model_copy(update={"reconcile_interval_s": 1.0}), db_url, period_s=PERIOD_S)
     with ctl:
         assert ctl.wait_ready(10)
-        h = client.get("/api/v1/health").json()
+        h = client.get("/api/v1/health/detail", headers=op).json()
         assert h["controller"]["pid"] == os.getpid() and h["controller"]["alive"]
         assert {"reconciler", "health-probes", "controller-beat"} <= {lp["name"] for lp in h["loops"]}
         r = client.get("/api/v1/testbed", headers=op)
@@ -122,7 +122,7 @@ def test_health_and_testbed_routes_show_the_controller(client: TestClient, sessi
         c = client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 10}, headers=op)
         assert c.status_code == 409, c.text
     # stopped on purpose: it said so, and no longer leads
-    h = client.get("/api/v1/health").json()
+    h = client.get("/api/v1/health/detail", headers=op).json()
     assert h["controller"] is None
     r = client.get("/api/v1/testbed", headers=op)
     assert r.status_code == 409 and "stopped" in r.json()["detail"]

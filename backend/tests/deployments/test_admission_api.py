@@ -160,9 +160,9 @@ def test_override_operators_only_and_audited(client: TestClient, session: Sessio
     t = _tenant(client, op)
     bid = _backend(client, op, 100)
     body = _slice_body(client, op, t, bid, "big", 0, guaranteed_mbps=150, rate_limit_mbps=150)
-    make_user(session, "integ", Role.INTEGRATOR)
-    key = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write", "deploy"]},
-                      headers=login(client, "integ")).json()["secret"]
+    integ = make_user(session, "integ", Role.INTEGRATOR)
+    key = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write", "deploy"],
+                                                "user_id": integ.id}, headers=op).json()["secret"]
     r = client.post("/api/v1/slices", json=body, headers={"X-API-Key": key, "Admission-Override": "trust me"})
     assert r.status_code == 403 and r.json()["errors"][0]["field"] == "admission_override"
     r = client.post("/api/v1/slices", json=body, headers={**op, "Admission-Override": "  "})

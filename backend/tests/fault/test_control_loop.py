@@ -222,8 +222,8 @@ def looping(db_url: str, settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-def _loops(c: TestClient) -> dict[str, dict[str, Any]]:
-    return {lp["name"]: lp for lp in c.get("/api/v1/health").json()["loops"]}
+def _loops(c: TestClient, op: dict[str, str]) -> dict[str, dict[str, Any]]:
+    return {lp["name"]: lp for lp in c.get("/api/v1/health/detail", headers=op).json()["loops"]}
 
 
 def test_database_stopped_and_restarted_mid_push(
@@ -264,12 +264,12 @@ def test_database_stopped_and_restarted_mid_push(
     _wait(lambda: looping.get("/api/v1/health").status_code == 200, 5)
     # the database took the controller's lease with it: the controller stopped its loops at
     # once, and leads (loops running again) within a lease period or two of the database's return
-    _wait(lambda: set(_loops(looping)) >= {"reconciler", "health-probes"}
-          and all(lp["alive"] and lp["running"] for lp in _loops(looping).values()), 5)
+    _wait(lambda: set(_loops(looping, op)) >= {"reconciler", "health-probes"}
+          and all(lp["alive"] and lp["running"] for lp in _loops(looping, op).values()), 5)
 
     def succeeded_since_restart(name: str) -> Callable[[], bool]:
         def check() -> bool:
-            lp = _loops(looping).get(name)
+            lp = _loops(looping, op).get(name)
             return lp is not None and lp["consecutive_failures"] == 0 and lp["last_success"] is not None \
                 and datetime.fromisoformat(lp["last_success"]) > db_back_at
         return check

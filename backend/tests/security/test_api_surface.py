@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import os
+import socket
 from typing import Any
 
 import pytest
@@ -53,3 +55,17 @@ def test_every_numeric_option_is_bounded(client: TestClient, session: Session, o
         fields = [e["field"] for e in r.json()["errors"]]
         assert any(f.startswith(field) for f in fields), (fields, r.text)
     assert session.scalar(select(func.count()).select_from(Backend)) == 0
+
+
+def test_public_health_says_up_or_not_and_operators_see_the_detail(
+        client: TestClient, session: Session, op: dict[str, str]) -> None:
+    r = client.get("/api/v1/health")
+    assert r.status_code == 200 and set(r.json()) == {"status", "database"}, r.text
+    for secret in (socket.gethostname(), f'"pid":{os.getpid()}', "loops", "controller", "version"):
+        assert secret not in r.text
+    detail = client.get("/api/v1/health/detail", headers=op)
+    assert detail.status_code == 200 and {"controller", "loops", "version"} <= set(detail.json())
+    assert client.get("/api/v1/health/detail").status_code == 401
+    viewer = make_user(session, "viewer", Role.TENANT,
+                       tenant_id=client.post("/api/v1/tenants", json={"name": "t", "vni": 9}, headers=op).json()["id"])
+    assert client.get("/api/v1/health/detail", headers=login(client, viewer.username)).status_code == 403

@@ -136,10 +136,9 @@ def test_tenant_deletion_with_users_needs_force_and_is_audited(
 def test_integrator_key_bound_to_one_tenant(client: TestClient, session: Session, op: dict[str, str]) -> None:
     a = client.post("/api/v1/tenants", json=tenant_body("a", 11, 101), headers=op).json()["id"]
     b = client.post("/api/v1/tenants", json=tenant_body("b", 12, 102), headers=op).json()["id"]
-    make_user(session, "integ", Role.INTEGRATOR)
-    it = login(client, "integ")
-    key = client.post("/api/v1/api-keys", json={"name": "a-only", "scopes": ["read", "write"], "tenant_id": a},
-                      headers=it).json()
+    integ = make_user(session, "integ", Role.INTEGRATOR)
+    key = client.post("/api/v1/api-keys", json={"name": "a-only", "scopes": ["read", "write"], "tenant_id": a,
+                                                "user_id": integ.id}, headers=op).json()
     k = {"X-API-Key": key["secret"]}
     assert [t["id"] for t in client.get("/api/v1/tenants", headers=k).json()["data"]] == [a]
     assert client.get(f"/api/v1/tenants/{b}", headers=k).status_code == 404

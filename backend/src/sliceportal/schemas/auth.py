@@ -85,12 +85,19 @@ class UserPublic(ORMModel):
     version: int
 
 
+class UserUpdated(UserPublic):
+    api_keys_revoked: int = Field(0, description="a new password revokes the user's API keys (they were "
+                                  "created from sessions of the old one): how many this change revoked")
+
+
 class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
     scopes: list[Scope] = Field(min_length=1, max_length=len(Scope))
     tenant_id: DbId | None = Field(None, description="bind the key to one tenant: it sees and changes only "
                                    "that tenant's objects")
+    user_id: DbId | None = Field(None, description="operators: create the key for this user (an integrator), "
+                                 "with at most the scopes that user's role lets a key carry; default: your own")
 
 
 class ApiKeyPublic(ORMModel):

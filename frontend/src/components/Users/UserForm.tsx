@@ -69,7 +69,8 @@ export function UserForm({ user, onDone }: { user?: User; onDone: () => void }) 
             value={tenantId} onChange={setTenantId} error={err("tenant_id")} />
         )}
         <PasswordInput label={user ? "New password (reset)" : "Password"} required={!user} autoComplete="new-password"
-          description={user ? "Leave empty to keep the current password." : `At least ${PASSWORD_MIN} characters.`}
+          description={user ? "Leave empty to keep the current password. A new one ends the user's sessions and revokes their API keys."
+            : `At least ${PASSWORD_MIN} characters.`}
           value={password} onChange={(e) => setPassword(e.currentTarget.value)} error={err("password")} />
         {user && (
           <Switch label="Active (can log in)" checked={active} onChange={(e) => setActive(e.currentTarget.checked)}

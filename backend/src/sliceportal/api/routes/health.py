@@ -1,9 +1,11 @@
-"""Liveness and readiness, open without a token; answers while the database is down.
+"""Liveness and readiness: ``/health`` open without a token, ``/health/detail`` for operators.
 
 ``status`` is ``ok`` when the database answers, a controller leads (its heartbeat is
-fresh) and every background loop is alive, ``degraded`` otherwise; ``database``,
-``controller`` and each loop say which dependency is the cause. The loops are the
-leader's, as its last heartbeat reported them, or this process's own when it leads.
+fresh) and every background loop is alive, ``degraded`` otherwise. The public answer says
+only that and whether the database answers (it works while the database is down); the
+detail names the cause: the controller (host, pid), each loop and its last error -- what
+an anonymous client must not learn of the host (#27). The loops are the leader's, as its
+last heartbeat reported them, or this process's own when it leads.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session
 
 from sliceportal import __version__
+from sliceportal.api.deps import CurrentUser
+from sliceportal.api.errors import ApiError
 from sliceportal.control import state
 from sliceportal.core.db import engine_for
+from sliceportal.models import Role
 
 router = APIRouter(tags=["health"])
 
@@ -49,10 +54,15 @@ class ControllerPublic(BaseModel):
     period_s: float = Field(description="lease period: a successor takes over within it when the leader dies")
 
 
-class HealthPublic(BaseModel):
-    status: str = Field(description="ok, or degraded when the database or a loop is down")
-    version: str
+class HealthStatus(BaseModel):
+    """What anyone may know: up or not (load balancers, the portal's offline banner)."""
+
+    status: str = Field(description="ok, or degraded when the database, the controller or a loop is down")
     database: str = Field(description="ok, or down")
+
+
+class HealthPublic(HealthStatus):
+    version: str
     database_detail: str = ""
     controller: ControllerPublic | None = Field(None, description="who leads; null: no controller ever did, or "
                                                 "the database is down")
@@ -76,8 +86,7 @@ def _local_loops() -> list[LoopHealthPublic]:
     return [LoopHealthPublic.model_validate(r) for r in state.loop_records()]
 
 
-@router.get("/health", response_model=HealthPublic)
-def health(request: Request, response: Response) -> HealthPublic:
+def _health(request: Request, response: Response) -> HealthPublic:
     database, detail, leader = _database(request.app.state.database_url)
     controller = None
     loops = _local_loops()
@@ -93,3 +102,18 @@ def health(request: Request, response: Response) -> HealthPublic:
         response.headers["Retry-After"] = "2"
     return HealthPublic(status="ok" if ok else "degraded", version=__version__, database=database,
                         database_detail=detail, controller=controller, loops=loops)
+
+
+@router.get("/health", response_model=HealthStatus)
+def health(request: Request, response: Response) -> HealthStatus:
+    """Up or not, for anyone: no host name, pid, version or loop errors (``/health/detail``)."""
+    full = _health(request, response)
+    return HealthStatus(status=full.status, database=full.database)
+
+
+@router.get("/health/detail", response_model=HealthPublic, responses={403: {"description": "operators only"}})
+def health_detail(principal: CurrentUser, request: Request, response: Response) -> HealthPublic:
+    """Who leads, each background loop and its last error (operators)."""
+    if principal.role is not Role.OPERATOR or principal.key_tenant_id is not None:
+        raise ApiError(403, "Forbidden", "only operators see the health detail; GET /health says up or not")
+    return _health(request, response)

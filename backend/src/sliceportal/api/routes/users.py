@@ -7,10 +7,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from sliceportal.api.auth_sessions import revoke_user_sessions
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
-from sliceportal.api.deps import CurrentUser, NotTenant, SessionDep
+from sliceportal.api.deps import KEY_ROLE_SCOPES, ROLE_SCOPES, CurrentUser, NotTenant, Principal, SessionDep
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.core.security import hash_password, new_api_key, sha256
 from sliceportal.models import ApiKey, Role, Tenant, User
@@ -21,6 +22,7 @@ from sliceportal.schemas.auth import (
     UserCreate,
     UserPublic,
     UserUpdate,
+    UserUpdated,
 )
 from sliceportal.schemas.common import ListQuery, Page, PathId
 
@@ -64,9 +66,18 @@ def create_user(body: UserCreate, principal: CurrentUser, session: SessionDep) -
     return user
 
 
-@router.patch("/{user_id}", response_model=UserPublic)
+def _revoke_keys(session: Session, user_id: int) -> int:
+    """Revoke every live key of a user (one audit row each); returns how many."""
+    live = list(session.scalars(select(ApiKey).where(ApiKey.user_id == user_id, ApiKey.revoked_at.is_(None))))
+    now = datetime.now(UTC)
+    for key in live:
+        key.revoked_at = now
+    return len(live)
+
+
+@router.patch("/{user_id}", response_model=UserUpdated)
 def update_user(user_id: PathId, body: UserUpdate, principal: CurrentUser, session: SessionDep, response: Response,
-                if_match: Annotated[str | None, Header()] = None) -> User:
+                if_match: Annotated[str | None, Header()] = None) -> UserUpdated:
     _operator(principal)
     user = get_scoped(session, User, user_id, None, "user")
     check_version(user, if_match, body.version)
@@ -76,13 +87,17 @@ def update_user(user_id: PathId, body: UserUpdate, principal: CurrentUser, sessi
     apply_changes(user, changes, not_null=("full_name", "is_active", "password_hash"))
     # A new password or a disabled account ends every session at once: whoever held the old
     # credentials (or tokens made from them) is out on their next request.
+    # Its API keys too (#27): they were minted from sessions of the old password, perhaps by
+    # whoever knew it; the response says how many, so the operator can hand out new ones.
+    revoked = 0
     if "password_hash" in changes:
         revoke_user_sessions(session, user.id, "password-changed")
+        revoked = _revoke_keys(session, user.id)
     if changes.get("is_active") is False:
         revoke_user_sessions(session, user.id, "user-disabled")
     session.commit()
     etag(response, user)
-    return user
+    return UserUpdated.model_validate({**UserPublic.model_validate(user).model_dump(), "api_keys_revoked": revoked})
 
 
 @keys.get("", response_model=list[ApiKeyPublic])
@@ -94,14 +109,40 @@ def list_keys(principal: NotTenant, session: SessionDep,
     return list(session.scalars(stmt))
 
 
+def _key_owner(session: Session, principal: Principal, user_id: int | None) -> User:
+    """Whose key it is: the caller's own, or -- operators only -- another user's (an integrator's)."""
+    owner = session.get(User, user_id if user_id is not None else principal.user_id)
+    if user_id is not None and user_id != principal.user_id:
+        if principal.role is not Role.OPERATOR:
+            raise ApiError(403, "Forbidden", "only operators create keys for other users", field="user_id")
+        if owner is None or not owner.is_active:
+            raise ApiError(422, "Validation failed", f"user {user_id} does not exist or is disabled",
+                           field="user_id")
+    assert owner is not None
+    return owner
+
+
 @keys.post("", response_model=ApiKeyCreated, status_code=201)
 def create_key(body: ApiKeyCreate, principal: NotTenant, session: SessionDep) -> ApiKeyCreated:
+    """A key never carries more than its creator may grant (#27): one's own key at most the
+    scopes of one's login (an integrator's login reads only), a key an operator creates for
+    another user at most what that user's role lets a key carry."""
     if not principal.via == "token":
         raise ApiError(403, "Forbidden", "API keys are created from a logged-in session, not with another key")
+    owner = _key_owner(session, principal, body.user_id)
+    grantable = principal.scopes & KEY_ROLE_SCOPES[Role(owner.role)]
+    if owner.id == principal.user_id:
+        grantable &= ROLE_SCOPES[principal.role]
+    beyond = sorted({s.value for s in body.scopes} - {s.value for s in grantable})
+    if beyond:
+        who = "your login" if owner.id == principal.user_id else f"user {owner.username}'s role"
+        raise ApiError(422, "Validation failed", f"{who} cannot grant the scope(s) {', '.join(beyond)} "
+                       f"(at most: {', '.join(sorted(s.value for s in grantable))}); an operator creates keys "
+                       "with more for an integrator (user_id)", field="scopes")
     if body.tenant_id is not None and session.get(Tenant, body.tenant_id) is None:
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     prefix, secret = new_api_key()
-    key = ApiKey(user_id=principal.user_id, name=body.name, prefix=prefix, key_hash=sha256(secret),
+    key = ApiKey(user_id=owner.id, name=body.name, prefix=prefix, key_hash=sha256(secret),
                  scopes=sorted({s.value for s in body.scopes}), tenant_id=body.tenant_id)
     session.add(key)
     session.commit()
