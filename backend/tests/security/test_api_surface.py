@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from sliceportal.api.main import create_app
+from sliceportal.core.config import Settings
 from sliceportal.models import Backend, Role
 from tests.factories import login, make_user
 
@@ -69,3 +71,37 @@ def test_public_health_says_up_or_not_and_operators_see_the_detail(
     viewer = make_user(session, "viewer", Role.TENANT,
                        tenant_id=client.post("/api/v1/tenants", json={"name": "t", "vni": 9}, headers=op).json()["id"])
     assert client.get("/api/v1/health/detail", headers=login(client, viewer.username)).status_code == 403
+
+
+MALFORMED = ["/index.html%00.png", "/assets/x%00.js", "/api/v1/tenants%00", "/%0a", "/a%7f", "/" + "a" * 5000,
+             "/%ff%fe.png", "/assets/" + "b" * 5000 + ".js"]
+
+
+def test_malformed_paths_are_4xx(client: TestClient) -> None:
+    for path in MALFORMED:
+        r = client.get(path)
+        assert r.status_code < 500, (path, r.status_code, r.text[:200])
+        if "%00" in path or "%0a" in path or "%7f" in path:
+            assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
+            assert r.json()["errors"][0]["field"] == "path" and "\x00" not in r.json()["instance"]
+
+
+def test_cors_allows_exactly_the_listed_origins(db_url: str, settings: Settings) -> None:
+    allowed = "https://ops.example.net"
+    with TestClient(create_app(settings.model_copy(update={"cors_origins": [allowed]}), db_url)) as c:
+        pre = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
+        r = c.options("/api/v1/tenants", headers={"Origin": allowed, **pre})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == allowed
+        assert "access-control-allow-credentials" not in r.headers
+        r = c.get("/api/v1/health", headers={"Origin": allowed})
+        assert r.headers["access-control-allow-origin"] == allowed
+        for origin in ("https://evil.example", "https://ops.example.net.evil.example", "null"):
+            r = c.options("/api/v1/tenants", headers={"Origin": origin, **pre})
+            assert "access-control-allow-origin" not in r.headers
+            assert "access-control-allow-origin" not in c.get("/api/v1/health", headers={"Origin": origin}).headers
+    # none listed: no CORS header at all
+    with TestClient(create_app(settings, db_url)) as c:
+        assert "access-control-allow-origin" not in c.get("/api/v1/health", headers={"Origin": allowed}).headers
+    for bad in ("*", "https://ops.example.net/path", "ops.example.net"):
+        with pytest.raises(ValueError, match="CORS_ORIGINS"):
+            create_app(settings.model_copy(update={"cors_origins": [bad]}), db_url)

@@ -7,8 +7,10 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -91,12 +93,31 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     errors.install(app)
     app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     app.add_middleware(SecurityMiddleware, settings=settings)
+    _allow_origins(app, settings.cors_origins)
     app.include_router(api_router())
     app.include_router(metrics.router)
     docs.install(app, API_PREFIX)
     _unknown_api_paths(app)
     _serve_frontend(app, FRONTEND_DIST)
     return app
+
+
+CORS_HEADERS = ["Authorization", "Content-Type", "X-API-Key", "If-Match", "Idempotency-Key", "Admission-Override"]
+
+
+def _allow_origins(app: FastAPI, origins: list[str]) -> None:
+    """CORS_ORIGINS: browser pages of exactly these origins may call the API (with a bearer token
+    or API key; never with the refresh cookie, which is SameSite=Strict). Empty: none but the
+    portal's own, as browsers enforce without any header."""
+    if not origins:
+        return
+    for origin in origins:
+        parts = urlsplit(origin)
+        if origin == "*" or parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
+            raise ValueError(f"CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port], no wildcard)")
+    app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False,
+                       allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"], allow_headers=CORS_HEADERS,
+                       expose_headers=["ETag", "Retry-After", "Location", "Idempotent-Replayed"], max_age=600)
 
 
 def _unknown_api_paths(app: FastAPI) -> None:
@@ -135,7 +156,15 @@ def _serve_frontend(app: FastAPI, dist: Path) -> None:
     @app.get("/{path:path}", include_in_schema=False)
     def spa(path: str) -> FileResponse:
         # Client-side routes all load the single page; real files are served as they are.
-        candidate = (dist / path).resolve()
-        if path and candidate.is_file() and dist.resolve() in candidate.parents:
-            return FileResponse(candidate)
-        return FileResponse(dist / "index.html")
+        found = _file_under(dist, path) if path else None
+        return FileResponse(found or dist / "index.html")
+
+
+def _file_under(root: Path, path: str) -> Path | None:
+    """The file ``path`` names inside ``root``, if any; a name the file system refuses (too long,
+    not encodable) names none -- its exception here was a 500 (#27)."""
+    try:
+        candidate = (root / path).resolve()
+        return candidate if candidate.is_file() and root.resolve() in candidate.parents else None
+    except (OSError, ValueError):
+        return None

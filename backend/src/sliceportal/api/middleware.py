@@ -3,12 +3,15 @@
 - security headers (CSP, frame denial, no MIME sniffing, referrer policy) on every response;
 - a size limit on request bodies (larger uploads for CSV imports), enforced while reading,
   so a client that lies about Content-Length or streams chunks is cut off too (413);
-- the request's backend policy (allowed networks, run directory) for option validation.
+- the request's backend policy (allowed networks, run directory) for option validation;
+- a 400 for a path with control characters (a NUL: ``/index.html%00.png``), which no route
+  or file name holds and which the file system refuses with an exception, not an answer.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -56,6 +59,9 @@ class SecurityMiddleware:
             await self.app(scope, receive, send)
             return
         BACKEND_POLICY.set(self.policy)
+        if _MALFORMED.search(scope["path"]):
+            await _problem(scope, send, 400, "Bad request", "the path holds a control character", "path")
+            return
         limit = self._limit(scope["path"])
         started = False
 
@@ -92,9 +98,21 @@ class SecurityMiddleware:
 
     @staticmethod
     async def _too_large(scope: Scope, send: Send, limit: int) -> None:
-        body = json.dumps({"type": "about:blank", "title": "Payload too large", "status": 413,
-                           "detail": f"the request body exceeds {limit} bytes", "instance": scope["path"],
-                           "errors": [{"field": "body", "message": f"at most {limit} bytes", "line": None}]}).encode()
-        headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _problem(scope, send, 413, "Payload too large", f"the request body exceeds {limit} bytes", "body",
+                       f"at most {limit} bytes")
+
+
+_MALFORMED = re.compile(r"[\x00-\x1f\x7f]")
+
+
+async def _problem(scope: Scope, send: Send, status: int, title: str, detail: str, field: str,
+                   message: str | None = None) -> None:
+    """A problem+json answer from the middleware itself (before any route ran)."""
+    instance = _MALFORMED.sub("\N{REPLACEMENT CHARACTER}", scope["path"])
+    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail,
+                       "instance": instance,
+                       "errors": [{"field": field, "message": message or detail, "line": None}]}).encode()
+    headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()),
+               *SECURITY_HEADERS]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
