@@ -96,9 +96,11 @@ class Session:
         # Bumped each time this session becomes primary: what it read or wrote in one term is
         # what the switch holds until the term ends (between two terms others may write).
         self.term = 0
+        ready = grpc.channel_ready_future(self.channel)
         try:
-            grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
+            ready.result(timeout=timeout_s)
         except grpc.FutureTimeoutError:
+            ready.cancel()  # its polling thread would fail on the closed channel
             handshake = _handshake_failure(self.channel, tls is not None)
             self.channel.close()
             if handshake is not None:
@@ -132,7 +134,7 @@ class Session:
             )
         if ended is None:
             raise UnreachableError(f"{address} did not answer the arbitration request")
-        raise UnreachableError(f"stream channel to {address} failed: {ended}")
+        raise UnreachableError(f"stream channel to {address} failed: {_ended_words(ended)}")
 
     def _arbitration_request(self) -> p4runtime_pb2.StreamMessageRequest:
         req = p4runtime_pb2.StreamMessageRequest()
@@ -345,3 +347,19 @@ def _update_errors(e: grpc.RpcError) -> list[UpdateError]:
                     out.append(UpdateError(i, err.canonical_code, err.message))
             return out
     return []
+
+
+def _ended_words(ended: object) -> str:
+    """Why the stream channel of a peer not yet known to speak P4Runtime ended, in our words:
+    gRPC's text quotes what the peer sent (an HTTP/1 server's status line), never shown (#27)."""
+    if not isinstance(ended, grpc.RpcError):
+        return type(ended).__name__
+    details = (ended.details() or "").lower()
+    if "http1" in details or "http/1" in details or ended.code() in (grpc.StatusCode.UNIMPLEMENTED,
+                                                                       grpc.StatusCode.INTERNAL):
+        return "protocol mismatch: not a P4Runtime (gRPC) server"
+    if ended.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "no answer in time"
+    if ended.code() == grpc.StatusCode.UNAVAILABLE:
+        return "connection refused or closed (UNAVAILABLE)"
+    return f"ended with {ended.code().name}"

@@ -132,6 +132,9 @@ def start_simple_switch_grpc(
     switch = SimpleSwitch(f"{host}:{port}", proc, log, dict(interfaces or {}))
     deadline = time.monotonic() + ready_timeout_s
     channel = open_channel(switch.address, client_tls if server_tls is not None else None)
+    # one future for the whole wait, cancelled before the channel closes: a future per try left
+    # gRPC's polling threads behind, which then failed on the closed channel
+    ready = grpc.channel_ready_future(channel)
     try:
         while True:
             if proc.poll() is not None:
@@ -139,7 +142,7 @@ def start_simple_switch_grpc(
                 switch.stop()
                 raise SimpleSwitchError(f"{binary} exited with {proc.returncode}: {text}")
             try:
-                grpc.channel_ready_future(channel).result(timeout=0.2)
+                ready.result(timeout=0.2)
                 return switch
             except grpc.FutureTimeoutError:
                 if time.monotonic() > deadline:
@@ -149,4 +152,5 @@ def start_simple_switch_grpc(
                         f"within {ready_timeout_s:.0f} s"
                     ) from None
     finally:
+        ready.cancel()
         channel.close()
