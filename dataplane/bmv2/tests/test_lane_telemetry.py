@@ -1,7 +1,8 @@
 """slicing.p4's egress delay telemetry (lane_telemetry.p4) run by the bundled engine: the
 sojourn egress sees is dequeue time - enqueue time (v1model's deq_timedelta, us), and the
 program's five halving tests put it in the bucket of its highest set bit, as the driver's
-``telemetry.bucket_of`` reads it; its nibble counts add up to the exact sum and max. p4c's program, packets through the Python module."""
+``telemetry.bucket_of`` reads it; its nibble counts add up to the exact sum and max. p4c's
+program, packets through the Python module."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
 from bmv2_target.engine import COMPILED_JSON, Engine  # noqa: E402
+
 from sliceportal_p4rt.telemetry import DELAY_BUCKETS, MAX_LANES, NIBBLE_CELLS, bucket_of, nibble_total  # noqa: E402
 
 FRAME = bytes.fromhex("020000000002020000000001" "0800") + bytes(46)  # not IPv4: slice 0, lane 0
