@@ -8,6 +8,7 @@
 //   0x20000 TCAM (sp_tcam window)
 //   0x40000 classifier counters (sp_match_action window)
 //   0x80000 queue counters (sp_two_level_queue window)
+//   0xA0000 per slice x lane telemetry: in, out, drops, queueing delay (sp_slice_stats window)
 //   0xC0000 rate limiter (sp_rate_limiter window: per-slice rate, burst, enable, drops)
 
 `resetall
@@ -33,6 +34,9 @@ module sp_datapath #(
     parameter HDR_BYTES = 192,
     // Rate-limiter buckets: slice ids 1..RATE_SLICES-1 can be limited (2..256).
     parameter RATE_SLICES = 64,
+    // Slice ids the per slice x lane telemetry counts (0..STATS_SLICES-1): power of two,
+    // STATS_SLICES * LANES <= 256; by default as many as the window holds.
+    parameter STATS_SLICES = 256 / LANES,
     // Clock the design is built for, in Hz; read by the driver to turn bit/s into the
     // limiter's bytes per cycle (200 MHz as NetFPGA SUME's core clock).
     parameter CLOCK_HZ = 200_000_000,
@@ -92,7 +96,7 @@ module sp_datapath #(
 );
 
 localparam [31:0] ID = 32'h5350_4E46;          // "SPNF"
-localparam [31:0] HW_VERSION = 32'h0001_0000;
+localparam [31:0] HW_VERSION = 32'h0001_0100;  // 1.1: slice x lane telemetry, EPOCH
 
 initial begin
     if (ADDR_W != 20) begin
@@ -128,16 +132,18 @@ wire rd_cls = reg_rd_en && reg_rd_addr[19:16] == 4'h4;
 wire rd_queue = reg_rd_en && reg_rd_addr[19:16] == 4'h8;
 wire wr_rate = reg_wr_en && reg_wr_addr[19:16] == 4'hC;
 wire rd_rate = reg_rd_en && reg_rd_addr[19:16] == 4'hC;
+wire rd_stats = reg_rd_en && reg_rd_addr[19:17] == 3'b101;
 
 reg  [2:0]  rd_sel;  // which block answers the read in flight
 reg  [31:0] global_rd_data;
-wire [31:0] tcam_rd_data, cls_rd_data, queue_rd_data, rate_rd_data;
+wire [31:0] tcam_rd_data, cls_rd_data, queue_rd_data, rate_rd_data, stats_rd_data;
 always @* begin
     case (rd_sel)
         3'd0: reg_rd_data = global_rd_data;
         3'd1: reg_rd_data = tcam_rd_data;
         3'd2: reg_rd_data = cls_rd_data;
         3'd3: reg_rd_data = queue_rd_data;
+        3'd5: reg_rd_data = stats_rd_data;
         default: reg_rd_data = rate_rd_data;
     endcase
 end
@@ -146,6 +152,10 @@ reg [63:0] cycles;
 reg [63:0] rate_now;  // the rate limiter's time base: cycles plus any skipped by a simulator
 reg        snap;
 reg [31:0] scratch;
+// Counter epoch: 0 after reset; the first write of a non-zero value sticks until the next
+// reset (later writes are ignored), so every reader agrees on it and a changed or zero
+// epoch tells a reader the counters restarted from zero.
+reg [31:0] epoch_reg;
 wire [63:0] p_packets, p_malformed, p_non_ipv4;
 reg  [63:0] s_packets, s_malformed, s_non_ipv4;
 
@@ -156,13 +166,16 @@ always @(posedge clk) begin
     if (wr_global && reg_wr_addr[15:0] == 16'h0048) begin
         scratch <= reg_wr_data;
     end
+    if (wr_global && reg_wr_addr[15:0] == 16'h0050 && epoch_reg == 32'd0) begin
+        epoch_reg <= reg_wr_data;
+    end
     if (snap) begin
         s_packets <= p_packets;
         s_malformed <= p_malformed;
         s_non_ipv4 <= p_non_ipv4;
     end
     if (reg_rd_en) begin
-        rd_sel <= rd_tcam ? 3'd1 : rd_cls ? 3'd2 : rd_queue ? 3'd3 : rd_rate ? 3'd4 : 3'd0;
+        rd_sel <= rd_tcam ? 3'd1 : rd_cls ? 3'd2 : rd_queue ? 3'd3 : rd_rate ? 3'd4 : rd_stats ? 3'd5 : 3'd0;
     end
     if (rd_global) begin
         case (reg_rd_addr[15:0])
@@ -183,6 +196,8 @@ always @(posedge clk) begin
             16'h0040: global_rd_data <= s_non_ipv4[31:0];
             16'h0044: global_rd_data <= s_non_ipv4[63:32];
             16'h0048: global_rd_data <= scratch;
+            16'h004c: global_rd_data <= STATS_SLICES;
+            16'h0050: global_rd_data <= epoch_reg;
             default: global_rd_data <= 32'd0;
         endcase
     end
@@ -191,6 +206,7 @@ always @(posedge clk) begin
         rate_now <= 64'd0;
         snap <= 1'b0;
         scratch <= 32'd0;
+        epoch_reg <= 32'd0;
         rd_sel <= 3'd0;
         s_packets <= 64'd0;
         s_malformed <= 64'd0;
@@ -230,8 +246,9 @@ sp_match_action #(.ENTRIES(TCAM_ENTRIES), .LANES(LANES), .PATHS(PATHS), .DATA_W(
 );
 
 // Per-slice rate limits: excess packets are dropped (and counted) before the queue.
+wire rl_drop;
 sp_rate_limiter #(.SLICES(RATE_SLICES), .DATA_W(DATA_W)) rate_inst (
-    .clk(clk), .rst(rst), .now(rate_now),
+    .clk(clk), .rst(rst), .now(rate_now), .ev_drop(rl_drop),
     .s_axis_tdata(l_tdata), .s_axis_tkeep(l_tkeep), .s_axis_tvalid(l_tvalid),
     .s_axis_tready(l_tready), .s_axis_tlast(l_tlast), .s_axis_tuser(l_tuser),
     .m_axis_tdata(c_tdata), .m_axis_tkeep(c_tkeep), .m_axis_tvalid(c_tvalid),
@@ -264,14 +281,29 @@ assign m_axis_phys_tlast = c_tlast;
 assign m_axis_phys_tuser = c_tuser;
 assign m_axis_phys_tvalid = c_tvalid && !route_dma;
 
+// The queue's time base is the rate limiter's: the cycle count on the card; a simulator
+// running in real time adds the cycles it skipped, so sojourns are wall-clock time there.
+wire              q_enq, q_full, q_deq;
+wire [USER_W-1:0] q_in_user, q_deq_user;
+wire [31:0]       q_sojourn;
 sp_two_level_queue #(.PATHS(PATHS), .LANES(LANES), .DEPTH(QUEUE_DEPTH), .DATA_W(DATA_W)) queue_inst (
-    .clk(clk), .rst(rst), .now(cycles[31:0]),
+    .clk(clk), .rst(rst), .now(rate_now[31:0]),
+    .ev_enq(q_enq), .ev_full(q_full), .ev_in_user(q_in_user),
+    .ev_deq(q_deq), .ev_deq_user(q_deq_user), .ev_deq_sojourn(q_sojourn),
     .s_axis_tdata(c_tdata), .s_axis_tkeep(c_tkeep), .s_axis_tvalid(c_tvalid && route_dma),
     .s_axis_tready(q_tready), .s_axis_tlast(c_tlast), .s_axis_tuser(c_tuser),
     .m_axis_tdata(m_axis_dma_tdata), .m_axis_tkeep(m_axis_dma_tkeep), .m_axis_tvalid(m_axis_dma_tvalid),
     .m_axis_tready(m_axis_dma_tready), .m_axis_tlast(m_axis_dma_tlast), .m_axis_tuser(m_axis_dma_tuser),
     .snap(snap),
     .cnt_rd_en(rd_queue), .cnt_rd_addr(reg_rd_addr[15:0]), .cnt_rd_data(queue_rd_data)
+);
+
+sp_slice_stats #(.SLICES(STATS_SLICES), .LANES(LANES)) stats_inst (
+    .clk(clk), .rst(rst), .snap(snap),
+    .enq_ok(q_enq), .enq_full(q_full), .enq_user(q_in_user),
+    .rl_drop(rl_drop), .rl_user(l_tuser),
+    .deq(q_deq), .deq_user(q_deq_user), .deq_sojourn(q_sojourn),
+    .cnt_rd_en(rd_stats), .cnt_rd_addr(reg_rd_addr[16:0]), .cnt_rd_data(stats_rd_data)
 );
 
 endmodule

@@ -78,6 +78,10 @@ module sp_rate_limiter #(
     output reg               m_axis_tlast,
     output reg  [USER_W-1:0] m_axis_tuser,
 
+    // A packet is dropped: one cycle on its first beat, with its tuser on s_axis_tuser
+    // (the per slice x lane telemetry, sp_slice_stats).
+    output wire              ev_drop,
+
     input  wire              snap,
 
     // Register window (one write or read per cycle; reads answer one cycle later).
@@ -167,6 +171,7 @@ wire           wr_slice_ok = !cfg_wr_addr[15] && {16'd0, wr_idx} < SLICES;
 wire [S_W-1:0] wsid = wr_idx[S_W-1:0];
 wire           turn_on = cfg_wr_en && wr_slice_ok && wr_off == RL_ENABLE && cfg_wr_data[0] && !enable_mem[wsid];
 wire           update = s_fire && first_reg && limited;
+assign ev_drop = update && !conforms;
 
 genvar g;
 generate

@@ -14,6 +14,13 @@
 //   +0x18 dequeued bytes    +0x20 dropped packets +0x28 dropped bytes
 //   +0x30 sojourn sum (cycles, first beat in to first beat out)   +0x38 sojourn max
 //   +0x40 live occupancy {packets[31:16], beats[15:0]} (not snapshotted)
+//
+// Time base `now`: each beat is stored with the time it arrived; a packet's sojourn is the
+// time its first beat leaves minus the time that beat arrived (cycles on the card; the
+// simulator's real-time base in live mode, see sp_datapath). Sojourns are exact up to
+// 2^32 - 1 units. The ev_* outputs report every enqueue, drop and dequeue with the
+// packet's first-beat tuser (and the sojourn) for the per slice x lane telemetry
+// (sp_slice_stats).
 
 `resetall
 `timescale 1ns / 1ps
@@ -50,6 +57,16 @@ module sp_two_level_queue #(
     input  wire              m_axis_tready,
     output wire              m_axis_tlast,
     output wire [USER_W-1:0] m_axis_tuser,
+
+    // Events: a packet committed (ev_enq) or dropped for lack of room (ev_full), on its
+    // last beat, with its first beat's tuser; a packet's first beat left (ev_deq), with
+    // that beat's tuser and the packet's sojourn.
+    output wire              ev_enq,
+    output wire              ev_full,
+    output wire [USER_W-1:0] ev_in_user,
+    output wire              ev_deq,
+    output wire [USER_W-1:0] ev_deq_user,
+    output wire [31:0]       ev_deq_sojourn,
 
     input  wire              snap,
     input  wire              cnt_rd_en,
@@ -116,12 +133,14 @@ reg [D_W-1:0] in_ptr;
 reg [D_W:0]   in_cnt;
 reg           in_drop;
 reg [15:0]    in_len;
+reg [USER_W-1:0] in_user_reg;  // the packet's first-beat tuser
 
 wire [Q_W-1:0] cur_q = in_first ? queue_of(s_axis_tuser) : in_q;
 wire [D_W-1:0] cur_ptr = in_first ? wr_ptr[cur_q] : in_ptr;
 wire [D_W:0]   cur_cnt = in_first ? {(D_W+1){1'b0}} : in_cnt;
 wire           cur_drop = in_first ? 1'b0 : in_drop;
 wire [15:0]    cur_len = in_first ? s_axis_tuser[`SP_LEN] : in_len;
+wire [USER_W-1:0] cur_user = in_first ? s_axis_tuser : in_user_reg;
 wire [D_W+1:0] after = {1'b0, used[cur_q]} + {1'b0, cur_cnt} + 1;
 wire           fits = !cur_drop && after <= DEPTH[D_W+1:0];
 
@@ -135,6 +154,7 @@ always @(posedge clk) begin
         in_first <= s_axis_tlast;
         in_q <= cur_q;
         in_len <= cur_len;
+        in_user_reg <= cur_user;
         in_ptr <= cur_ptr + 1;
         in_cnt <= cur_cnt + 1;
         in_drop <= !fits;
@@ -227,6 +247,13 @@ always @(posedge clk) begin
         out_len <= m_axis_tuser[`SP_LEN];
     end
 end
+
+assign ev_enq = commit;
+assign ev_full = drop_done;
+assign ev_in_user = cur_user;
+assign ev_deq = m_fire && out_first;
+assign ev_deq_user = m_axis_tuser;
+assign ev_deq_sojourn = sojourn;
 
 genvar g;
 generate

@@ -37,3 +37,21 @@ def test_rate_window_and_clock_register_decode() -> None:
     assert nibble << 16 == regmap.RATE
     clock = re.search(r"16'h([0-9a-f]{4}): global_rd_data <= CLOCK_HZ;", top)
     assert clock and int(clock.group(1), 16) == regmap.CLOCK_HZ
+
+
+def test_slice_stats_offsets_and_window_match_the_rtl() -> None:
+    st = localparams(RTL / "sp_slice_stats.v", "ST_")
+    assert st.pop("ST_STRIDE") == regmap.STATS_STRIDE
+    assert st.pop("ST_DELAY_BUCKETS") == regmap.STATS_DELAY_BUCKETS
+    fields = {name.removeprefix("ST_").lower(): off for name, off in st.items()}
+    assert fields == regmap.STATS_FIELDS
+    src = (RTL / "sp_slice_stats.v").read_text()
+    assert re.search(rf"localparam BUCKETS = {regmap.DELAY_BUCKETS};", src)
+    top = (RTL / "sp_datapath.v").read_text()
+    window = re.search(r"wire rd_stats = reg_rd_en && reg_rd_addr\[19:17\] == 3'b([01]{3});", top)
+    assert window and int(window.group(1), 2) << 17 == regmap.STATS
+    for name in ("STATS_SLICES", "epoch_reg"):
+        reg = re.search(rf"16'h([0-9a-f]{{4}}): global_rd_data <= {name};", top)
+        assert reg and int(reg.group(1), 16) == getattr(regmap, name.removesuffix("_reg").upper()), name
+    epoch_write = re.search(r"reg_wr_addr\[15:0\] == 16'h([0-9a-f]{4}) && epoch_reg == 32'd0", top)
+    assert epoch_write and int(epoch_write.group(1), 16) == regmap.EPOCH

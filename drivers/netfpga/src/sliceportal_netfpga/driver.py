@@ -16,6 +16,7 @@ lost around the flip, the driver reconnects and puts the previous bank back.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -28,6 +29,7 @@ from sliceportal.drivers.contract import (
     CapacityError,
     Counters,
     DataPlaneState,
+    DelayHistogram,
     DriverError,
     GeometryError,
     Health,
@@ -429,8 +431,12 @@ class Driver:
             )
             for (path, lane), c in queues.items()
         }
+        pairs = sorted({(e.action.slice_id, e.action.lane) for _, e in used if e.action.slice_id})
+        epoch, slice_lanes = self._slice_lanes(csr, pairs)
         return Counters(
             timestamp=time.time(),
+            epoch=epoch,
+            slice_lanes=slice_lanes,
             rules=rules,
             lanes=lanes,
             slices={
@@ -440,6 +446,74 @@ class Driver:
             misses=LaneCounters(packets=m_lo | m_hi << 32, bytes=mb_lo | mb_hi << 32),
             malformed=bad_lo | bad_hi << 32,
         )
+
+    def _epoch(self, csr: CsrClient) -> str:
+        """The card's counter epoch: 0 after a reset, so the first reader after one sets a
+        random value (the register keeps the first write until the next reset, so concurrent
+        readers agree); a new value means the counters restarted from zero."""
+        epoch = csr.read(regmap.EPOCH)
+        if epoch == 0:
+            csr.write(regmap.EPOCH, secrets.randbits(32) | 1)
+            epoch = csr.read(regmap.EPOCH)
+        return f"{epoch:08x}"
+
+    def _slice_lanes(self, csr: CsrClient, pairs: list[tuple[int, int]]) -> tuple[str, dict[str, LaneCounters]]:
+        """Per IR slice x lane from the card's telemetry table (sp_slice_stats), from the
+        snapshot already taken: entered (committed + dropped by the queue + dropped by the
+        rate limiter), left, drops by cause and the queueing-delay histogram (clock cycles,
+        reported in whole ns per cycle). Slice ids the table does not count are left out."""
+        try:
+            epoch = self._epoch(csr)
+            tracked = csr.read(regmap.STATS_SLICES)  # 0: a bitstream without the table
+            lanes = self.options.lanes
+            pairs = [(s, lane) for s, lane in pairs if s < tracked and lane < lanes]
+            fields = list(regmap.STATS_FIELDS)
+            words = csr.read_many(
+                regmap.stats_field(s, lane, lanes, f) + half for s, lane in pairs for f in fields for half in (0, 4)
+            )
+            per = 2 * len(fields)
+            values = [
+                dict(zip(fields, (words[i * per + 2 * j] | words[i * per + 2 * j + 1] << 32
+                                  for j in range(len(fields))), strict=True))
+                for i in range(len(pairs))
+            ]
+            # histograms only where a packet left (most pairs of a quiet card have none)
+            busy = [i for i, v in enumerate(values) if v["tx_packets"]]
+            bucket_words = csr.read_many(
+                regmap.stats_bucket(*pairs[i], lanes, b) + half
+                for i in busy for b in range(regmap.DELAY_BUCKETS) for half in (0, 4)
+            )
+        except DriverError:
+            self._drop()
+            raise
+        per_b = 2 * regmap.DELAY_BUCKETS
+        histograms = {
+            i: tuple(bucket_words[k * per_b + 2 * b] | bucket_words[k * per_b + 2 * b + 1] << 32
+                     for b in range(regmap.DELAY_BUCKETS))
+            for k, i in enumerate(busy)
+        }
+        # The histogram is in clock cycles; the contract's unit is whole nanoseconds, exact
+        # for the 200 MHz of NetFPGA SUME (5 ns). A clock with a fractional period is not
+        # turned into a rounded delay: it reports none.
+        unit_ns, rest = divmod(10**9, self.options.clock_hz)
+        out: dict[str, LaneCounters] = {}
+        for i, (s, lane) in enumerate(pairs):
+            v = values[i]
+            delay = None
+            if not rest:
+                delay = DelayHistogram(
+                    unit_ns=unit_ns, count=v["tx_packets"], sum=v["delay_sum"], max=v["delay_max"],
+                    buckets=histograms.get(i, (0,) * regmap.DELAY_BUCKETS),
+                )
+            out[f"{s}/{lane}"] = LaneCounters(
+                packets=v["enq_packets"] + v["queue_drop_packets"] + v["rate_drop_packets"],
+                bytes=v["enq_bytes"] + v["queue_drop_bytes"] + v["rate_drop_bytes"],
+                drops={"queue": v["queue_drop_packets"], "rate_limit": v["rate_drop_packets"]},
+                tx_packets=v["tx_packets"],
+                tx_bytes=v["tx_bytes"],
+                delay=delay,
+            )
+        return epoch, out
 
     def health(self) -> Health:
         try:

@@ -23,6 +23,8 @@ PARSED_PACKETS = 0x00030
 MALFORMED_PACKETS = 0x00038
 NON_IPV4_PACKETS = 0x00040
 SCRATCH = 0x00048
+STATS_SLICES = 0x0004C  # slice ids the slice x lane telemetry counts (0 on a bitstream before 1.1)
+EPOCH = 0x00050  # 0 after reset; the first non-zero write sticks until the next reset
 
 # TCAM block: two banks, writes only into the one packets do not use.
 TCAM = 0x20000
@@ -98,3 +100,36 @@ RATE_FRAC_BITS = RATE + 0x8004
 
 def rate_reg(slice_id: int, field: str) -> int:
     return RATE + RATE_STRIDE * slice_id + RATE_FIELDS[field]
+
+
+# Per slice x lane telemetry (sp_slice_stats): entry e = slice * lanes + lane at
+# STATS_STRIDE * e; 64-bit values from the snapshot. Offsets mirror the ST_* localparams of
+# rtl/sp_slice_stats.v (checked by dataplane/netfpga/tb/test_regmap_consistency.py).
+STATS = 0xA0000
+STATS_STRIDE = 0x200
+STATS_FIELDS = {
+    "enq_packets": 0x00,  # committed to the queue
+    "enq_bytes": 0x08,
+    "queue_drop_packets": 0x10,  # dropped whole: the queue had no room
+    "queue_drop_bytes": 0x18,
+    "rate_drop_packets": 0x20,  # dropped by the slice's token bucket, before the queue
+    "rate_drop_bytes": 0x28,
+    "tx_packets": 0x30,  # left the queue towards the DMA port (= delay count)
+    "tx_bytes": 0x38,
+    "delay_sum": 0x40,  # sojourns, clock cycles
+    "delay_max": 0x48,  # cycles
+}
+STATS_DELAY_BUCKETS = 0x100  # + 8 * b: sojourns in [2**b, 2**(b+1)) cycles (b = 0 also 0)
+DELAY_BUCKETS = 32
+
+
+def stats_entry(slice_id: int, lane: int, lanes: int) -> int:
+    return STATS + STATS_STRIDE * (slice_id * lanes + lane)
+
+
+def stats_field(slice_id: int, lane: int, lanes: int, field: str) -> int:
+    return stats_entry(slice_id, lane, lanes) + STATS_FIELDS[field]
+
+
+def stats_bucket(slice_id: int, lane: int, lanes: int, bucket: int) -> int:
+    return stats_entry(slice_id, lane, lanes) + STATS_DELAY_BUCKETS + 8 * bucket

@@ -15,6 +15,7 @@ import os
 import subprocess
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -76,6 +77,36 @@ def _lane_counters(c: Counter | None) -> LaneCounters:
         return LaneCounters()
     drops = {"rate_limit": c.drop_rate} if c.drop_rate else {}
     return LaneCounters(packets=c.packets, bytes=c.bytes, drops=drops, ecn_marks=c.ecn, alt_forwarded=c.alt)
+
+
+def _slice_lanes(raw: RawCounters, targets: Mapping[int, tuple[int, int]]) -> dict[str, LaneCounters]:
+    """Per IR slice x lane ("slice/lane"): what the live rules of that slice and lane
+    counted (entered, rate-limit drops, ECN marks, sent to the alternative node). A slice
+    whose rules all lead to one lane takes the slice's own counter (kept by slice id, so it
+    stays monotonic when a push moves rules between positions); otherwise the rules'
+    position counters are added up (a push that moves or re-uses a position can lower
+    such a sum once, which the KPI collector treats as a restart).
+
+    The program counts no packets leaving towards the lane's device and measures no
+    queueing delay (XDP sees a frame once, before any queue): ``tx_*`` and ``delay`` stay
+    None, "not measured by this data plane" (docs/xdp.md)."""
+    by_slice: dict[int, set[int]] = defaultdict(set)
+    for sid, lane in targets.values():
+        if sid:
+            by_slice[sid].add(lane)
+    sums: dict[tuple[int, int], Counter] = {}
+    for pos, (sid, lane) in targets.items():
+        if not sid:
+            continue
+        c, acc = raw.rules.get(pos), sums.setdefault((sid, lane), Counter())
+        if c is not None:
+            for f in dataclasses.fields(Counter):
+                setattr(acc, f.name, getattr(acc, f.name) + getattr(c, f.name))
+    out = {}
+    for (sid, lane), c in sorted(sums.items()):
+        own = raw.slices.get(sid) if len(by_slice[sid]) == 1 else None
+        out[f"{sid}/{lane}"] = _lane_counters(own if own is not None else c)
+    return out
 
 
 class Driver:
@@ -367,6 +398,9 @@ class Driver:
             live = dp.versions[dp.read_config()[0] & 1]
             m = dp.read_meta(live) or {"lanes": self.options.lanes, "paths": self.options.paths}
             held = dp.positions(live)
+            acts = dict(live.actions.lookup_all())
+        # position -> (slice, lane) of the rule it holds (flags follow from qos)
+        targets = {p: L.ACTION.unpack(acts[L.U32.pack(p)])[:2] for p in held if L.U32.pack(p) in acts}
         lanes: dict[str, LaneCounters] = {}
         for path in range(int(m["paths"])):
             for lane in range(int(m["lanes"])):
@@ -380,6 +414,7 @@ class Driver:
             rules={i: _lane_counters(raw.rules.get(p)) for i, p in enumerate(held)},
             lanes=lanes,
             slices={s: _lane_counters(raw.slices.get(s)) for s in sorted(slice_ids)},
+            slice_lanes=_slice_lanes(raw, targets),
             misses=_lane_counters(raw.rules.get(L.MISS_INDEX)),
             malformed=raw.globals[L.G_MALFORMED],
         )
