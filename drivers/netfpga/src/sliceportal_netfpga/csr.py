@@ -7,6 +7,7 @@ except a token the agent refuses (``OptionsError``: retrying cannot help, the op
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterable, Sequence
 
@@ -16,6 +17,9 @@ from sliceportal.drivers.contract import DriverError, OptionsError, UnreachableE
 # The agent's answer to a connection that did not open with the right ``AUTH <token>``;
 # it closes the connection after it, before executing anything else that was sent.
 _UNAUTHORIZED = "ERR unauthorized"
+# What the agent answers: "OK[ payload]" or "ERR <reason>", printable ASCII. Anything else is
+# another service (an HTTP server's "HTTP/1.1 400 Bad Request"), never quoted back.
+_PROTOCOL_REPLY = re.compile(rb"^(OK( [ -~]*)?|ERR [ -~]{1,300})\r?$")
 
 
 class CsrError(DriverError):
@@ -59,6 +63,13 @@ class CsrClient:
     def close(self) -> None:
         self._sock.close()
 
+    def _mismatch(self) -> UnreachableError:
+        # Our words only: what answered is not quoted back (#27), or a backend's health would
+        # tell whoever registers one what any port of the backend networks replies.
+        return UnreachableError(f"protocol mismatch: what answers at {self.address!r} is not a NetFPGA agent "
+                                "(its reply is not of the register protocol)",
+                                hint="check the backend's address: it must be an sp_sim / NetFPGA agent")
+
     def _lost(self, e: Exception | None = None) -> UnreachableError:
         return UnreachableError(f"the NetFPGA data plane at {self.address!r} dropped the connection: {e or 'EOF'}")
 
@@ -72,6 +83,8 @@ class CsrClient:
                 raise self._lost()
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
+        if not _PROTOCOL_REPLY.match(line):
+            raise self._mismatch()
         return line.decode()
 
     def commands(self, lines: Sequence[str]) -> list[str]:
@@ -89,7 +102,8 @@ class CsrClient:
             reply = self._readline()
             if reply.startswith(_UNAUTHORIZED):
                 raise OptionsError(
-                    f"the NetFPGA agent at {self.address!r} refused the connection: {reply[4:]}",
+                    f"the NetFPGA agent at {self.address!r} refused the connection: it needs the token of its "
+                    "--token-file",
                     hint="set the backend's agent_token to the token in the agent's --token-file",
                 )
             replies.append(reply)
@@ -101,11 +115,17 @@ class CsrClient:
     def command(self, line: str) -> str:
         return self.commands([line])[0]
 
+    def _value(self, payload: str) -> int:
+        try:
+            return int(payload)
+        except ValueError:
+            raise self._mismatch() from None
+
     def read(self, addr: int) -> int:
-        return int(self.command(f"R {addr:#x}"))
+        return self._value(self.command(f"R {addr:#x}"))
 
     def read_many(self, addrs: Iterable[int]) -> list[int]:
-        return [int(v) for v in self.commands([f"R {a:#x}" for a in addrs])]
+        return [self._value(v) for v in self.commands([f"R {a:#x}" for a in addrs])]
 
     def read64(self, addr: int) -> int:
         lo, hi = self.read_many([addr, addr + 4])

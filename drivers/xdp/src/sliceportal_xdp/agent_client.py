@@ -49,6 +49,11 @@ def _error(p: Problem) -> DriverError:
     return DriverError(p.detail, hint=p.hint)
 
 
+def _timeout_kind(e: httpx.TimeoutException) -> str:
+    return {httpx.ConnectTimeout: "connecting", httpx.ReadTimeout: "reading", httpx.WriteTimeout: "sending",
+            httpx.PoolTimeout: "waiting for a connection"}.get(type(e), "timeout")
+
+
 class AgentClient:
     def __init__(self, address: str, token: str, timeout_s: float, retry_s: float = 10.0) -> None:
         """``address``: tcp:HOST:PORT, HOST:PORT, unix:/PATH.sock, or an http:// URL."""
@@ -93,32 +98,42 @@ class AgentClient:
         kw: dict[str, Any] = {}
         if read_timeout_s is not None:
             kw["timeout"] = httpx.Timeout(read_timeout_s, connect=min(self._timeout_s, 3.0))
+        # Errors in our words: nothing the remote side sent is quoted back (#27) -- httpx's
+        # protocol errors and pydantic's carry the reply's bytes, and a backend's health would
+        # tell whoever registers one what any port of the backend networks answers.
         try:
             r = send(method, path, content=content, headers=headers, **kw)
         except httpx.TimeoutException as e:
             raise UnreachableError(
-                f"the XDP agent at {self.url} did not answer {method} {path} in time: {e!r}",
+                f"the XDP agent at {self.url} did not answer {method} {path} within "
+                f"{read_timeout_s or self._timeout_s:g} s ({_timeout_kind(e)})",
                 hint="check the agent's health; a push is confirmed by the next read-back",
             ) from e
+        except httpx.ConnectError as e:
+            raise UnreachableError(f"cannot reach the XDP agent at {self.url}: connection refused or no route",
+                                   hint="is the agent running?") from e
+        except (httpx.RemoteProtocolError, httpx.LocalProtocolError, httpx.DecodingError) as e:
+            raise self._mismatch(f"{method} {path} got no HTTP reply") from e
         except httpx.HTTPError as e:
-            raise UnreachableError(
-                f"cannot reach the XDP agent at {self.url}: {e!r}", hint="is the agent running?"
-            ) from e
+            raise UnreachableError(f"cannot reach the XDP agent at {self.url}: {type(e).__name__}",
+                                   hint="is the agent running?") from e
         if r.status_code >= 400:
             try:
                 problem = Problem.model_validate_json(r.content)
             except ValidationError:
-                title = "unauthorized" if r.status_code == 401 else "error"
-                problem = Problem(title=title, status=r.status_code, detail=f"the XDP agent answered {r.status_code}: "
-                                  f"{r.text[:200]}", kind="unreachable" if r.status_code >= 500 else "driver")
+                raise self._mismatch(f"{method} {path} got an HTTP error without the agent's problem body") from None
             if r.status_code in (401, 403):
-                raise OptionsError(f"the XDP agent at {self.url} refused the token: {problem.detail}",
+                raise OptionsError(f"the XDP agent at {self.url} refused the token",
                                    hint="set agent_token to the agent's token")
             raise _error(problem)
         try:
             return model.model_validate_json(r.content)
         except ValidationError as e:
-            raise UnreachableError(f"the XDP agent at {self.url} answered {path} with an unexpected body: {e}") from e
+            raise self._mismatch(f"the answer to {method} {path} is not the agent's {model.__name__}") from e
+
+    def _mismatch(self, what: str) -> UnreachableError:
+        return UnreachableError(f"protocol mismatch: what answers at {self.url} is not an XDP agent ({what})",
+                                hint="check the backend's address: it must be a sliceportal XDP agent")
 
     # ---- the contract ------------------------------------------------------------------
 
