@@ -10,12 +10,12 @@ a row computed from a state that is rolled back can never match a later one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Executable, bindparam, select, text
+from sqlalchemy import Engine, Executable, String, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger
@@ -47,77 +47,73 @@ class Wanted:
     error: str
 
 
-_IN_FORCE = text("""
-SELECT DISTINCT ON (d.backend_id) d.backend_id, d.rule_set_id, rs.number, coalesce(d.finished_at, d.created_at)
-FROM deployment d JOIN rule_set rs ON rs.id = d.rule_set_id
-WHERE d.backend_id = ANY(:b) AND d.status = 'succeeded' AND d.kind IN ('deploy', 'rollback')
-  AND d.finished_at IS NOT NULL
-ORDER BY d.backend_id, d.id DESC""").bindparams(bindparam("b", type_=IDS))
+@dataclass(frozen=True)
+class Stored:
+    """What is stored about one backend, for the slices of one page."""
 
-_LAST_PUSH = text("""
-SELECT DISTINCT ON (backend_id) backend_id, id, status, error FROM deployment
-WHERE backend_id = ANY(:b) AND kind IN ('deploy', 'rollback') AND status <> 'running'
-ORDER BY backend_id, id DESC""").bindparams(bindparam("b", type_=IDS))
-
-_UNINDEXED = text("""
-SELECT DISTINCT d.rule_set_id FROM deployment d
-WHERE d.backend_id = ANY(:b) AND d.status = 'succeeded'
-  AND NOT EXISTS (SELECT 1 FROM rule_set_footprint f WHERE f.rule_set_id = d.rule_set_id)""").bindparams(
-    bindparam("b", type_=IDS))
-
-_EVER = text("""
-SELECT DISTINCT d.backend_id, u.ref FROM deployment d
-JOIN rule_set_footprint f ON f.rule_set_id = d.rule_set_id CROSS JOIN unnest(f.refs) AS u(ref)
-WHERE d.backend_id = ANY(:b) AND d.status = 'succeeded' AND u.ref = ANY(:s)""").bindparams(
-    bindparam("b", type_=IDS), bindparam("s", type_=IDS))
-
-# what every slice of a backend compiles from, as one key: its slices and their generations
-_INPUT_KEYS = text("""
-SELECT sb.backend_id, md5(string_agg(sb.slice_id::text || ':' || coalesce(g.gen, 0)::text, ','
-                                     ORDER BY sb.slice_id))
-FROM slice_backend sb LEFT JOIN slice_footprint_gen g ON g.slice_id = sb.slice_id
-WHERE sb.backend_id = ANY(:b) GROUP BY sb.backend_id""").bindparams(bindparam("b", type_=IDS))
+    in_force: InForce | None  # the rule set in force (as ``models.queries.current_rule_set``)
+    last_push: LastPush | None  # the last finished deploy or rollback
+    input_key: str  # what the backend's slices compile from, now
+    wanted: Wanted | None  # the cached wanted digests (page slices only), whatever their key
+    held: dict[str, str]  # page slice -> digest in the rule set in force
+    target: dict[str, Any]  # what the rule set in force was compiled for
+    indexed: bool  # the rule set in force has its footprint stored
+    ever: set[int]  # page slices some rule set a push put in force here carried
+    unindexed: list[int]  # rule sets put in force here whose footprint is not stored yet
 
 
-def in_force(session: Session, backend_ids: Sequence[int]) -> dict[int, InForce]:
-    """The rule set in force on each backend (as ``models.queries.current_rule_set``) and
-    since when, without loading its IR."""
-    return {b: InForce(rs, number, since) for b, rs, number, since in session.execute(_IN_FORCE, {"b": backend_ids})}
+# One statement for every backend of a page: a page's cost does not grow with its backends,
+# slices or subscribers, and a read is one round trip to the database, not seven.
+_STORED = text("""
+WITH b AS (SELECT DISTINCT unnest(:b) AS id),
+forced AS (
+  SELECT DISTINCT ON (d.backend_id) d.backend_id, d.rule_set_id, rs.number,
+         coalesce(d.finished_at, d.created_at) AS since
+  FROM deployment d JOIN rule_set rs ON rs.id = d.rule_set_id
+  WHERE d.backend_id = ANY(:b) AND d.status = 'succeeded' AND d.kind IN ('deploy', 'rollback')
+    AND d.finished_at IS NOT NULL
+  ORDER BY d.backend_id, d.id DESC),
+pushed AS (
+  SELECT DISTINCT ON (backend_id) backend_id, id, status, error FROM deployment
+  WHERE backend_id = ANY(:b) AND kind IN ('deploy', 'rollback') AND status <> 'running'
+  ORDER BY backend_id, id DESC),
+keys AS (
+  SELECT sb.backend_id, md5(string_agg(sb.slice_id::text || ':' || coalesce(g.gen, 0)::text, ','
+                                       ORDER BY sb.slice_id)) AS input_key
+  FROM slice_backend sb LEFT JOIN slice_footprint_gen g ON g.slice_id = sb.slice_id
+  WHERE sb.backend_id = ANY(:b) GROUP BY sb.backend_id),
+succeeded AS (SELECT DISTINCT backend_id, rule_set_id FROM deployment
+              WHERE backend_id = ANY(:b) AND status = 'succeeded')
+SELECT b.id, f.rule_set_id, f.number, f.since, p.id, p.status, p.error, coalesce(k.input_key, ''),
+  w.rule_set_id, w.input_key, w.error,
+  (SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each_text(w.wanted) e WHERE e.key = ANY(:keys)),
+  h.rule_set_id IS NOT NULL,
+  (SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each_text(h.digests) e WHERE e.key = ANY(:keys)),
+  h.target,
+  ARRAY(SELECT DISTINCT u.ref FROM succeeded s JOIN rule_set_footprint rf ON rf.rule_set_id = s.rule_set_id
+        CROSS JOIN unnest(rf.refs) AS u(ref) WHERE s.backend_id = b.id AND u.ref = ANY(:s)),
+  ARRAY(SELECT s.rule_set_id FROM succeeded s WHERE s.backend_id = b.id
+        AND NOT EXISTS (SELECT 1 FROM rule_set_footprint rf WHERE rf.rule_set_id = s.rule_set_id))
+FROM b LEFT JOIN forced f ON f.backend_id = b.id LEFT JOIN pushed p ON p.backend_id = b.id
+  LEFT JOIN keys k ON k.backend_id = b.id LEFT JOIN backend_footprint w ON w.backend_id = b.id
+  LEFT JOIN rule_set_footprint h ON h.rule_set_id = f.rule_set_id""").bindparams(
+    bindparam("b", type_=IDS), bindparam("s", type_=IDS), bindparam("keys", type_=ARRAY(String)))
 
 
-def last_pushes(session: Session, backend_ids: Sequence[int]) -> dict[int, LastPush]:
-    return {b: LastPush(i, status, error or "")
-            for b, i, status, error in session.execute(_LAST_PUSH, {"b": backend_ids})}
-
-
-def unindexed_rule_sets(session: Session, backend_ids: Sequence[int]) -> list[int]:
-    """Rule sets a push put in force on these backends whose footprint is not stored yet
-    (rule sets stored before migration 0015, or pushed since and not read yet)."""
-    return sorted(session.scalars(_UNINDEXED, {"b": backend_ids}))
-
-
-def ever(session: Session, backend_ids: Sequence[int], slice_ids: Sequence[int]) -> set[tuple[int, int]]:
-    """(backend, slice) pairs of every rule set a push ever put in force there."""
-    return {(b, ref) for b, ref in session.execute(_EVER, {"b": backend_ids, "s": slice_ids})}
-
-
-def rule_set_footprints(session: Session, rule_set_ids: Iterable[int]) -> dict[int, RuleSetFootprint]:
-    ids = sorted(set(rule_set_ids))
-    if not ids:
-        return {}
-    return {f.rule_set_id: f for f in session.scalars(select(RuleSetFootprint)
-                                                       .where(RuleSetFootprint.rule_set_id.in_(ids)))}
-
-
-def input_keys(session: Session, backend_ids: Sequence[int]) -> dict[int, str]:
-    return {b: key for b, key in session.execute(_INPUT_KEYS, {"b": backend_ids})}
-
-
-def wanted(session: Session, backend_ids: Sequence[int]) -> dict[int, Wanted]:
-    rows = session.execute(select(BackendFootprint.backend_id, BackendFootprint.rule_set_id,
-                                  BackendFootprint.input_key, BackendFootprint.wanted, BackendFootprint.error)
-                           .where(BackendFootprint.backend_id.in_(backend_ids)))
-    return {b: Wanted(rs, key, dict(w), err) for b, rs, key, w, err in rows}
+def stored(session: Session, backend_ids: Sequence[int], slice_ids: Sequence[int]) -> dict[int, Stored]:
+    """What is stored about each backend, for the slices ``slice_ids`` of a page: one statement."""
+    out = {}
+    for (b, rs, number, since, push, push_status, push_error, key, w_rs, w_key, w_error, wanted, indexed, held,
+         target, ever, unindexed) in session.execute(
+            _STORED, {"b": list(backend_ids), "s": list(slice_ids), "keys": [str(i) for i in slice_ids]}):
+        out[b] = Stored(
+            in_force=InForce(rs, number, since) if rs is not None else None,
+            last_push=LastPush(push, push_status, push_error or "") if push is not None else None,
+            input_key=key,
+            wanted=Wanted(w_rs, w_key, dict(wanted or {}), w_error) if w_rs is not None else None,
+            held=dict(held or {}), target=dict(target or {}), indexed=bool(indexed), ever=set(ever),
+            unindexed=list(unindexed))
+    return out
 
 
 def _write(session: Session, stmt: Executable) -> None:

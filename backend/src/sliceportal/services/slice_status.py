@@ -14,6 +14,12 @@ Deployment state — from the deployments and rule sets of the backend:
 SLA state — from the KPI samples and violations of (slice, backend): ``no_data`` when no
 sample arrived in the last ``no_data_after`` intervals, ``degraded`` while a violation is
 open, else ``met``.
+
+"Compiling now" is not done on every read (issue #28): a slice's footprint is compared as
+digests (``footprint_digest``), the held one stored once per rule set, the wanted one stored
+per backend and recomputed only when the footprint generations of the backend's slices or
+its rule set in force changed (``services/footprint_state.py``, migration 0015). Only
+``detail`` (``GET /slices/{id}/status``) compiles, to say what a push would change.
 """
 
 from __future__ import annotations
@@ -295,10 +301,7 @@ def _wanted_now(session: Session, backend: Backend, rule_set_id: int, target: di
 @dataclass
 class _BackendFacts:
     backend: Backend
-    in_force: state.InForce | None
-    held: dict[str, str]  # slice id -> digest in the rule set in force
-    target: dict[str, Any]  # what the rule set in force was compiled for
-    last_push: state.LastPush | None
+    stored: state.Stored
     wanted: state.Wanted | None  # None: nothing in force, nothing to compare
     # for ``changes`` only, lazily: the rule set in force and the configuration, each indexed once
     held_parts: dict[int, SlicePart] | None = None
@@ -306,12 +309,12 @@ class _BackendFacts:
 
     def detail(self, session: Session, ref: int) -> list[str]:
         """What a push would change for slice ``ref`` (compiles: asked for, never listed)."""
-        assert self.in_force is not None
+        assert self.stored.in_force is not None
         if self.held_parts is None:
-            ir = session.scalar(select(RuleSet.ir).where(RuleSet.id == self.in_force.rule_set_id))
+            ir = session.scalar(select(RuleSet.ir).where(RuleSet.id == self.stored.in_force.rule_set_id))
             self.held_parts = slice_parts(ir or {})
         if self.now_parts is None:
-            compiled = _compiled_now(session, self.backend, self.target)
+            compiled = _compiled_now(session, self.backend, self.stored.target)
             self.now_parts = compiled if isinstance(compiled, str) else slice_parts(compiled)
         if isinstance(self.now_parts, str):
             return [self.now_parts]
@@ -319,65 +322,59 @@ class _BackendFacts:
         return changes(self.now_parts.get(ref), held) if held is not None else []
 
 
-def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[int]
-           ) -> tuple[dict[int, _BackendFacts], set[tuple[int, int]]]:
-    """The stored facts of every backend of a page, in a fixed number of statements; a
-    footprint not stored yet (a rule set not read before, a configuration changed since) is
-    computed once and stored."""
+def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[int]) -> dict[int, _BackendFacts]:
+    """The stored facts of every backend of a page, in one statement; a footprint not stored
+    yet (a rule set not read before, a configuration changed since) is computed once and stored."""
     ids = [b.id for b in backends]
-    forced = state.in_force(session, ids)
-    pushes = state.last_pushes(session, ids)
-    missing = state.unindexed_rule_sets(session, ids)
-    if missing:
+    found = state.stored(session, ids, slice_ids)
+    missing = sorted({rs for st in found.values() for rs in st.unindexed})
+    if missing:  # once per rule set: its IR is read and indexed, then the facts read again
         state.store_rule_set_footprints(session, [
             ir_footprint(rs, ir) for rs, ir in session.execute(select(RuleSet.id, RuleSet.ir)
                                                                .where(RuleSet.id.in_(missing)))])
-    ever = state.ever(session, ids, slice_ids)
-    keys = state.input_keys(session, ids)  # before compiling: a change after it only makes the cache stale
-    stored = state.wanted(session, ids)
-    held = state.rule_set_footprints(session, (f.rule_set_id for f in forced.values()))
+        found = state.stored(session, ids, slice_ids)
     out = {}
     for b in backends:
-        f = forced.get(b.id)
-        fp = held.get(f.rule_set_id) if f is not None else None
+        st = found[b.id]
         w = None
-        if f is not None and fp is not None:
-            key = keys.get(b.id, "")
-            w = stored.get(b.id)
-            if w is None or w.rule_set_id != f.rule_set_id or w.input_key != key:
-                w = _wanted_now(session, b, f.rule_set_id, fp.target, key)
-                state.store_wanted(session, b.id, w)
-        out[b.id] = _BackendFacts(b, f, dict(fp.digests) if fp else {}, dict(fp.target) if fp else {},
-                                  pushes.get(b.id), w)
-    return out, ever
+        if st.in_force is not None and st.indexed:
+            w = st.wanted
+            # the key was read before compiling: a change after it only leaves the row stale
+            if w is None or w.rule_set_id != st.in_force.rule_set_id or w.input_key != st.input_key:
+                full = _wanted_now(session, b, st.in_force.rule_set_id, st.target, st.input_key)
+                state.store_wanted(session, b.id, full)
+                w = full
+        out[b.id] = _BackendFacts(b, st, w)
+    return out
 
 
-def _deploy_state(session: Session, s: Slice, f: _BackendFacts, ever: set[tuple[int, int]],
-                  detail: bool) -> BackendStatus:
+def _deploy_state(session: Session, s: Slice, f: _BackendFacts, detail: bool) -> BackendStatus:
     b = f.backend
     st = BackendStatus(backend_id=b.id, backend_name=b.name, state=DeployState.DRAFT, detail="",
                        sync_state=b.sync_state, sync_detail=dict(b.sync_detail or {}), synced_at=b.synced_at)
-    held = f.held.get(str(s.id))
-    if f.in_force is not None and held is not None and f.wanted is not None:
-        st.rule_set_number, st.since = f.in_force.number, f.in_force.since
+    stored = f.stored
+    in_force = stored.in_force
+    held = stored.held.get(str(s.id))
+    if in_force is not None and held is not None and f.wanted is not None:
+        st.rule_set_number, st.since = in_force.number, in_force.since
         if b.sync_state == "out_of_sync":
             st.state = DeployState.OUT_OF_SYNC
-            st.detail = f"reconcile found the data plane differs from rule set {f.in_force.number}"
+            st.detail = f"reconcile found the data plane differs from rule set {in_force.number}"
             return st
         if f.wanted.error or f.wanted.wanted.get(str(s.id), ABSENT) != held:
             st.state = DeployState.PENDING
             st.changes = [f.wanted.error] if f.wanted.error else (f.detail(session, s.id) if detail else [])
-            st.detail = f"changed since rule set {f.in_force.number} was pushed; deploy to apply"
+            st.detail = f"changed since rule set {in_force.number} was pushed; deploy to apply"
         else:
             st.state = DeployState.DEPLOYED
-            st.detail = f"in force as rule set {f.in_force.number}"
+            st.detail = f"in force as rule set {in_force.number}"
         return st
-    if f.last_push is not None and f.last_push.status == DeploymentStatus.FAILED:
+    if stored.last_push is not None and stored.last_push.status == DeploymentStatus.FAILED:
         st.state = DeployState.FAILED
-        st.detail = f"the last push (deployment {f.last_push.deployment_id}) failed: {f.last_push.error}"
-    elif (b.id, s.id) in ever:
+        st.detail = f"the last push (deployment {stored.last_push.deployment_id}) failed: {stored.last_push.error}"
+    elif s.id in stored.ever:
         st.state = DeployState.NOT_DEPLOYED
-        number = f.in_force.number if f.in_force is not None else None
+        number = in_force.number if in_force is not None else None
         st.rule_set_number = number
         st.detail = (f"rule set {number} in force does not carry it" if number is not None
                      else "no rule set is in force on this backend")
@@ -418,9 +415,8 @@ def slice_statuses(session: Session, slices: Sequence[Slice], now: datetime,
     stored state in a fixed number of statements. ``detail``: also what a push would change
     (``changes`` of a pending slice), which compiles the backend's configuration."""
     backends = {b.id: b for s in slices for b in s.backends}
-    facts, ever = _facts(session, [backends[i] for i in sorted(backends)], [s.id for s in slices]) \
-        if backends else ({}, set())
-    out = {s.id: [_deploy_state(session, s, facts[b.id], ever, detail) for b in sorted(s.backends, key=lambda x: x.id)]
+    facts = _facts(session, [backends[i] for i in sorted(backends)], [s.id for s in slices]) if backends else {}
+    out = {s.id: [_deploy_state(session, s, facts[b.id], detail) for b in sorted(s.backends, key=lambda x: x.id)]
            for s in slices}
     if out:
         _sla(session, out, now, no_data_after)

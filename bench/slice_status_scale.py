@@ -1,0 +1,122 @@
+"""Slice status at scale (issue #28, first goal row): ``GET /slices?limit=50`` and
+``GET /slices/{id}`` for a slice of 10 000 subscribers deployed on three P4Runtime backends,
+against the same requests while the same slice had 10 subscribers (same run, same database).
+
+The portal in this process (its ASGI app through a TestClient, a private PostgreSQL, the real
+p4rt driver); the backends are bundled P4Runtime targets in one fleet process. One client, a
+request at a time: the medians are the server's own time for a request. The status is read
+from stored state (services/slice_status.py): the first read after a change recomputes the
+wanted digests (one compile per backend) and is reported on its own, as is
+``GET /slices/{id}/status``, which compiles to say what a push would change.
+
+    .venv/bin/python bench/slice_status_scale.py       # BENCH_QUICK=1: 2 000 subscribers, fewer reads
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "dataplane" / "bmv2"))
+
+from _results import Results, quick  # noqa: E402
+from bmv2_target.fleet import Fleet  # noqa: E402
+from stack_common import InProcessPortal  # noqa: E402
+
+BACKENDS = 3
+SMALL = 10
+LARGE = 2_000 if quick() else 10_000
+READS = 10 if quick() else 40
+GOAL_MS = 20.0
+
+
+def world(p: InProcessPortal, addresses: list[str]) -> int:
+    ids = [p.call("POST", "/backends", json={"name": f"agent-{i}", "driver": "p4rt",
+                                             "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2}})["id"]
+           for i, a in enumerate(addresses)]
+    t = p.call("POST", "/tenants", json={"name": "scale", "vni": 3001, "vlan": 300})["id"]
+    st = next(x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"]
+              if x["name"] == "Flexible Slice")
+    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+                for i, lane in enumerate([0, 2, 4, 6])]
+    sid: int = p.call("POST", "/slices", json={"name": "embb", "tenant_id": t, "slice_type_id": st,
+                                               "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
+                                               "services": services, "backend_ids": ids})["id"]
+    return sid
+
+
+def subscribers(p: InProcessPortal, users: range) -> None:
+    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
+        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in users)
+    p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
+
+
+def deploy(p: InProcessPortal, sid: int) -> None:
+    out = p.call("POST", f"/slices/{sid}/deploy")["backends"]
+    assert {b["status"] for b in out} == {"succeeded"}, out
+
+
+def timed(p: InProcessPortal, path: str, expect: str) -> float:
+    t0 = time.perf_counter()
+    body = p.call("GET", path)
+    dt = time.perf_counter() - t0
+    state = body["data"][0]["state"] if "data" in body else body["state"]
+    assert state == expect, (path, state)
+    return dt * 1e3
+
+
+def medians(p: InProcessPortal, sid: int) -> dict[str, float]:
+    paths = {"list": "/slices?limit=50", "read": f"/slices/{sid}"}
+    samples: dict[str, list[float]] = {k: [] for k in paths}
+    for _ in range(READS):  # interleaved: a drift of the machine's load hits both alike
+        for k, path in paths.items():
+            samples[k].append(timed(p, path, "deployed"))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def main() -> None:
+    res = Results("slice_status_scale")
+    fleet = Fleet(BACKENDS)
+    p: InProcessPortal | None = None
+    try:
+        p = InProcessPortal(rate_limit_expensive="10000/minute")
+        sid = world(p, fleet.addresses)
+        subscribers(p, range(SMALL))
+        deploy(p, sid)
+        small_cold = timed(p, "/slices?limit=50", "deployed")
+        small = medians(p, sid)
+        subscribers(p, range(SMALL, LARGE))
+        deploy(p, sid)
+        large_cold = timed(p, "/slices?limit=50", "deployed")
+        large = medians(p, sid)
+        detail = statistics.median(timed(p, f"/slices/{sid}/status", "deployed") for _ in range(3))
+    finally:
+        if p is not None:
+            p.close()
+        fleet.stop()
+    setup = f"one slice on {BACKENDS} p4rt backends (bundled targets), one client, median of {READS}"
+    for k, name in (("list", "GET /slices?limit=50"), ("read", "GET /slices/{id}")):
+        res.figure(f"{name}, slice of {LARGE} subscribers", large[k], "ms", baseline=small[k],
+                   baseline_name=f"the same request with the slice at {SMALL} subscribers, same run",
+                   goal=f"median <= {GOAL_MS:g} ms and <= 2 x baseline",
+                   met=large[k] <= GOAL_MS and large[k] <= 2 * small[k], note=setup)
+    res.figure(f"first GET /slices?limit=50 after a deploy, slice of {LARGE} subscribers", large_cold, "ms",
+               baseline=small_cold, baseline_name=f"the same at {SMALL} subscribers",
+               note=f"once per change: the wanted digests are recomputed (a compile per backend, {BACKENDS} here)")
+    res.figure(f"GET /slices/{{id}}/status (with what changed), slice of {LARGE} subscribers", detail, "ms",
+               baseline=large["read"], baseline_name="GET /slices/{id} of the same slice",
+               note="compiles the backends' slices to work out 'changes'; median of 3")
+    table = res.table("Slice status from stored state: one slice on 3 backends, one client (ms, median)",
+                      ["subscribers", "GET /slices?limit=50", "GET /slices/{id}", "first list after deploy"])
+    table.rows.append([SMALL, round(small["list"], 2), round(small["read"], 2), round(small_cold, 1)])
+    table.rows.append([LARGE, round(large["list"], 2), round(large["read"], 2), round(large_cold, 1)])
+    res.write()
+    for row in table.rows:
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
