@@ -7,7 +7,8 @@
 // Everything is exported in counters: BMv2's P4Runtime server (PI) answers register reads
 // UNIMPLEMENTED, so a register can keep state inside the pipeline but cannot report it.
 // A sum is counted in pieces instead: each packet counts, for each of its sojourn's 8
-// nibbles, the cell of that nibble's position j and value v, and
+// nibbles (those of value 0 above the fourth may be skipped), the cell of that nibble's
+// position j and value v, and
 //     sum = sum over j, v of cells[j][v] * v * 16^j
 // exactly. The max is kept in a register (inside the pipeline) and each time it rises,
 // the rise is counted the same way, so the rises add up to the max.
@@ -43,11 +44,17 @@ control LaneTelemetry(inout headers_t hdr, inout metadata_t meta,
         delay_max.write(cell, sojourn > largest ? sojourn : largest);
     }
 
-    action count_sum(bit<32> base, bit<32> v) {
+    // The low four nibbles always, the high four only when one of them is set: a nibble of
+    // value 0 adds nothing to the sum (and its cells are never read), and sojourns under
+    // 65 ms then cost four counts instead of eight.
+    action count_sum_low(bit<32> base, bit<32> v) {
         delay_sum_nibbles.count(base | (v & 0xf));
         delay_sum_nibbles.count(base | 0x10 | ((v >> 4) & 0xf));
         delay_sum_nibbles.count(base | 0x20 | ((v >> 8) & 0xf));
         delay_sum_nibbles.count(base | 0x30 | ((v >> 12) & 0xf));
+    }
+
+    action count_sum_high(bit<32> base, bit<32> v) {
         delay_sum_nibbles.count(base | 0x40 | ((v >> 16) & 0xf));
         delay_sum_nibbles.count(base | 0x50 | ((v >> 20) & 0xf));
         delay_sum_nibbles.count(base | 0x60 | ((v >> 24) & 0xf));
@@ -92,7 +99,10 @@ control LaneTelemetry(inout headers_t hdr, inout metadata_t meta,
         slice_lane_tx.count(meta.slice_lane);
         delay_hist.count((meta.slice_lane << DELAY_BUCKET_BITS) | bucket);
         bit<32> base = meta.slice_lane << DELAY_NIBBLE_BITS;
-        count_sum(base, sojourn);
+        count_sum_low(base, sojourn);
+        if (sojourn[31:16] != 0) {
+            count_sum_high(base, sojourn);
+        }
         track_max(meta.slice_lane, sojourn);
         if (rise != 0) {
             count_rise(base, rise);
