@@ -133,7 +133,8 @@ def seed(st: Stack, subscribers: int, kpi_rows: int) -> Seeded:
     lanes = 4
     per_series = kpi_rows // (len(slice_ids) * lanes)
     now = datetime.now(UTC).replace(microsecond=0)
-    with psycopg.connect(host=str(st.pg.sock), port=st.pg.port, user="postgres", dbname=st.pg.dbname) as conn:
+    with psycopg.connect(host=str(st.pg.sock), port=st.pg.port, user="postgres", password=st.pg.password(),
+                         dbname=st.pg.dbname) as conn:
         backend_id = conn.execute(
             "INSERT INTO backend (name, driver, options, paths, lanes, capacity, health, health_detail, version) "
             "VALUES ('bench', 'p4rt', '{}', 8, 4, '{}', 'unknown', '', 1) RETURNING id").fetchone()[0]  # type: ignore[index]

@@ -80,7 +80,8 @@ def main() -> None:
         import_s = time.perf_counter() - t0
         assert r.status_code == 201, r.text[:500]
 
-        with psycopg.connect(host=str(st.pg.sock), port=st.pg.port, user="postgres", dbname="bench") as conn:
+        with psycopg.connect(host=str(st.pg.sock), port=st.pg.port, user="postgres", password=st.pg.password(),
+                             dbname="bench") as conn:
             conn.execute("CREATE TEMP TABLE raw (imsi text, ue_ip inet, teids bigint[])")
             t0 = time.perf_counter()
             with conn.cursor().copy("COPY raw FROM STDIN") as copy:

@@ -35,7 +35,8 @@ class Stack:
     server_pid: int = 0  # the uvicorn process (the parent of its workers when there are several)
 
     def sql(self, statement: str, params: tuple[object, ...] = ()) -> None:
-        with psycopg.connect(host=str(self.pg.sock), port=self.pg.port, user="postgres", dbname=self.pg.dbname,
+        with psycopg.connect(host=str(self.pg.sock), port=self.pg.port, user="postgres", password=self.pg.password(),
+                             dbname=self.pg.dbname,
                              autocommit=True) as conn:
             conn.execute(statement, params)  # type: ignore[arg-type]
 
@@ -56,7 +57,7 @@ def database(prepare_sql: tuple[str, ...] = ()) -> Iterator[EmbeddedPostgres]:
     pg.start()
     try:
         upgrade(pg.url())
-        with psycopg.connect(host=str(pg.sock), port=pg.port, user="postgres", dbname="bench",
+        with psycopg.connect(host=str(pg.sock), port=pg.port, user="postgres", password=pg.password(), dbname="bench",
                              autocommit=True) as c:
             c.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
                       "VALUES (%s, %s, 'operator', '', true, 1)", (USER, hash_password(PASSWORD)))
