@@ -192,12 +192,13 @@ class EmbeddedPostgres:
             # rewritten in place: the file keeps its owner (the cluster's user) and mode
             (self.data / "pg_hba.conf").write_text(HBA)
             conn.execute("SELECT pg_reload_conf()")
-        # the reload is a signal: start() returns once a connection without password is refused
+        # the reload is a signal: start() returns once a wrong password is refused (trust takes
+        # any; a wrong one, not none, so that PGPASSWORD or ~/.pgpass cannot stand in for it)
         deadline = time.monotonic() + 30
         while True:
             try:
                 psycopg.connect(host=str(self.sock), port=self.port, user=self._user, dbname="postgres",
-                                connect_timeout=5).close()
+                                password=f"not-{password}", connect_timeout=5).close()
             except psycopg.OperationalError:
                 break
             if time.monotonic() > deadline:
