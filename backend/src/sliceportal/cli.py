@@ -42,6 +42,7 @@ def db_stop() -> None:
 LOG_FORMAT = "%(levelname)s:     %(name)s: %(message)s"
 # in the data directory, mode 0600: the first operator's password (docs/install.md)
 OPERATOR_PASSWORD_FILE = "operator-password.txt"
+DEMO_ACCOUNTS_FILE = "demo-accounts.txt"  # likewise, --demo-accounts
 
 
 def _configure_logging() -> None:
@@ -67,6 +68,22 @@ def first_operator(settings: Settings, url: str) -> Path | None:
     typer.secho(f"First operator created: user 'admin'; its password is in {secret_file} (readable by this "
                 "user only): log in, change it, then delete the file", fg="green", bold=True)
     return secret_file
+
+
+def demo_logins(settings: Settings, url: str) -> Path | None:
+    """A login per demo tenant (``--demo-accounts``), their passwords as the operator's: in a
+    0600 file in the data directory, not on stdout. The file, or None if none was created."""
+    from sliceportal.services.bootstrap_data import create_demo_accounts
+
+    with session_scope(url) as session:
+        accounts = create_demo_accounts(session)
+    if not accounts:
+        return None
+    accounts_file = Path(settings.data_dir) / DEMO_ACCOUNTS_FILE
+    write_private_file(accounts_file, "".join(f"{user} {password}\n" for user, password in accounts))
+    typer.secho(f"Demo tenant logins {', '.join(user for user, _ in accounts)}: their passwords are in "
+                f"{accounts_file} (readable by this user only)", fg="yellow")
+    return accounts_file
 
 
 def proxy_header_options(settings: Settings) -> dict[str, Any]:
@@ -106,7 +123,7 @@ def run(
     """Run the portal: database, migrations, first operator, demo data, then the controller
     process and the API (N uvicorn workers) under supervision; Ctrl-C stops them all."""
     from sliceportal.control.supervisor import Child, Supervisor
-    from sliceportal.services.bootstrap_data import create_demo_accounts, seed_demo
+    from sliceportal.services.bootstrap_data import seed_demo
 
     _configure_logging()
     settings = get_settings()
@@ -118,10 +135,7 @@ def run(
             if seed_demo(session):
                 typer.echo("demo tenants, slices and subscribers created")
     if demo_accounts:
-        with session_scope(url) as session:
-            for username, account_password in create_demo_accounts(session):
-                typer.secho(f"Demo tenant account: user {username!r}, password {account_password!r} (shown once)",
-                            fg="yellow")
+        demo_logins(settings, url)
     n = workers or settings.workers or os.cpu_count() or 1
     if n == 1:
         _serve_with_controller(settings.model_copy(update={"testbed": testbed}), url, host, port)

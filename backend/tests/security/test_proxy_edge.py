@@ -10,19 +10,16 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
-import pytest
 import uvicorn
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.cli import first_operator, proxy_header_args, proxy_header_options
+from sliceportal.cli import proxy_header_args, proxy_header_options
 from sliceportal.core.config import Settings, random_secret
-from sliceportal.core.security import verify_password
-from sliceportal.models import AuditLog, LoginAttempt, Role, User
+from sliceportal.models import AuditLog, LoginAttempt, Role
 from sliceportal.testbed.processes import free_port
 from tests.factories import PASSWORD, make_user
 
@@ -85,20 +82,3 @@ def test_the_run_command_passes_uvicorn_the_same_choice() -> None:
     trusting = Settings(trusted_proxies=["10.0.0.0/8", "::1/128"])
     assert proxy_header_args(trusting) == ["--proxy-headers", "--forwarded-allow-ips", "10.0.0.0/8,::1/128"]
 
-
-def test_the_first_operator_password_is_in_a_private_file_not_on_stdout(
-        db_url: str, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import os
-    import stat
-
-    settings = Settings(data_dir=tmp_path / "data", reconcile_interval_s=0)
-    path = first_operator(settings, db_url)
-    out = capsys.readouterr().out
-    assert path is not None and path.parent == tmp_path / "data" and str(path) in out
-    user, password = path.read_text().split()
-    assert password not in out
-    st = path.lstat()
-    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid()
-    admin = session.scalar(select(User).where(User.username == user))
-    assert admin is not None and verify_password(password, admin.password_hash)
-    assert first_operator(settings, db_url) is None  # once only
