@@ -18,12 +18,14 @@ from sliceportal.core.dsn import RESOLVED_ENV, database_url, embedded
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.core.private_files import write_private_file
+from sliceportal.probe import cli as probe_cli
 from sliceportal.traffic import cli as traffic_cli
 
 app = typer.Typer(help="QoS-aware network slicing portal", no_args_is_help=True)
 db = typer.Typer(help="database: migrate, embedded cluster")
 app.add_typer(db, name="db")
 app.add_typer(traffic_cli.app, name="traffic", help="traffic generation and measurement (docs/traffic.md)")
+app.add_typer(probe_cli.app, name="probe", help="active probes per slice lane, STAMP RFC 8762 (docs/kpis.md)")
 
 
 @db.command("migrate")
