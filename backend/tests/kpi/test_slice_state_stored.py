@@ -8,10 +8,11 @@ import, a reconcile that finds drift it cannot repair, and the list page's state
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from sliceportal.drivers.contract import ProgressEvent
@@ -170,3 +171,47 @@ def test_list_page_statements_do_not_grow_with_subscribers(client: TestClient, o
     assert len(many) == len(few), many
     # nothing compiled: no subscriber (nor rule-set IR) read for a page of slices
     assert not [s for s in many if "subscriber" in s or "rule_set.ir" in s], many
+
+
+def test_every_input_of_a_compile_bumps_the_slice_generation(client: TestClient, session: Session,
+                                                             op: dict[str, str]) -> None:
+    """The triggers of migration 0015 cover each thing a slice compiles from, and only those:
+    checked on the database, with no backend (what the compiler reads: services/deployments.py
+    domain_specs and services/intent_specs.py)."""
+    tenant = int(client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"])
+    st = slice_type_id(client, op, "Flexible Slice")
+    s = client.post("/api/v1/slices", json={"name": "a", "tenant_id": tenant, "slice_type_id": st, "sla": SLA},
+                    headers=op)
+    assert s.status_code == 201, s.text
+    sid = int(s.json()["id"])
+    _import(client, op, range(2))
+    other = client.post("/api/v1/slices", json={"name": "b", "tenant_id": tenant, "slice_type_id": st}, headers=op)
+    assert other.status_code == 201, other.text
+
+    def gen() -> int:
+        session.rollback()
+        return int(session.scalar(text("SELECT coalesce((SELECT gen FROM slice_footprint_gen "
+                                        "WHERE slice_id = :s), 0)"), {"s": sid}))
+
+    def bumps(sql: str, **binds: Any) -> bool:
+        before = gen()
+        session.execute(text(sql), {"s": sid, **binds})
+        session.commit()
+        return gen() != before
+
+    assert bumps("INSERT INTO service_class (slice_id, name, lane, dst_ports, dscp, protocol, version) "
+                 "VALUES (:s, 'x', 4, '[]', '{}', 'any', 1)")
+    assert bumps("UPDATE service_class SET lane = 2 WHERE slice_id = :s")
+    assert bumps("DELETE FROM service_class WHERE slice_id = :s")
+    assert bumps("UPDATE slice SET rate_limit_mbps = 40 WHERE id = :s")
+    assert bumps("UPDATE subscriber SET ue_ip = '10.45.7.7' WHERE id = (SELECT min(subscriber_id) "
+                 "FROM subscriber_slice WHERE slice_id = :s)")
+    assert bumps("DELETE FROM subscriber_slice WHERE slice_id = :s AND subscriber_id = (SELECT min(subscriber_id) "
+                 "FROM subscriber_slice WHERE slice_id = :s)")
+    assert bumps("INSERT INTO subscriber_slice (subscriber_id, slice_id) SELECT min(id), :s FROM subscriber")
+    assert bumps("UPDATE tenant SET vlan = 101 WHERE id = :t", t=tenant)
+    assert not bumps("UPDATE slice_type SET lanes = lanes WHERE id = :st", st=st)  # written, not changed
+    assert bumps("UPDATE slice_type SET lanes = array_append(lanes, 7) WHERE id = :st", st=st)
+    # what a deploy writes, and what the compiler never reads, leave it alone
+    assert not bumps("UPDATE slice SET state = 'deployed', description = 'x' WHERE id = :s")
+    assert not bumps("UPDATE slice SET rate_limit_mbps = 8 WHERE id = :o", o=other.json()["id"])
