@@ -83,3 +83,15 @@ def test_import_bad_header_and_encoding(client: TestClient, op: dict[str, str]) 
     r = client.post("/api/v1/subscribers/import", files={"file": ("x.csv", b"\xff\xfe\x00bad", "text/csv")},
                     headers=op)
     assert r.status_code == 422
+
+
+def test_an_export_neutralised_against_formulas_imports_again(client: TestClient, op: dict[str, str]) -> None:
+    # the export writes '=calc for a tenant named =calc (CSV injection, #27); the import reads the name
+    t = client.post("/api/v1/tenants", json=tenant_body("=calc", 2, 2), headers=op).json()["id"]
+    st = slice_type_id(client, op, "Best Effort")
+    assert client.post("/api/v1/slices", json={"name": "+s", "tenant_id": t, "slice_type_id": st},
+                       headers=op).status_code == 201
+    r = _upload(client, op, HEADER + "001010000000777,10.9.0.1,,'=calc,'+s\n")
+    assert r.status_code == 201, r.text  # type: ignore[attr-defined]
+    listed = client.get("/api/v1/subscribers", params={"tenant_id": t}, headers=op).json()
+    assert listed["count"] == 1 and len(listed["data"][0]["slice_ids"]) == 1
