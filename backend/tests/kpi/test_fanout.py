@@ -29,7 +29,8 @@ from tests.factories import login, wait_until
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 def points(ids: dict[str, int], names: tuple[str, ...], seconds: range, lanes: range = range(2)) -> list[KpiPoint]:
-    return [KpiPoint(slice_id=ids[n], backend_id=ids["backend"], lane=lane, source="testbed", ts=T0 + timedelta(seconds=s),
+    return [KpiPoint(slice_id=ids[n], backend_id=ids["backend"], lane=lane, source="testbed",
+                     ts=T0 + timedelta(seconds=s),
                      tx_packets=1000 + s, rx_packets=1000 + s, throughput_bps=8e6, drops={"meter": s})
             for s in seconds for n in names for lane in lanes]
 

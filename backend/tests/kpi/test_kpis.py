@@ -46,8 +46,8 @@ XDP = BMV2 = 0  # the world's two backends' ids
 
 def _point(slice_id: int, lane: int, second: int, loss: float = 0.0, delay: float = 1.0,
            backend_id: int | None = None) -> KpiPoint:
-    return KpiPoint(slice_id=slice_id, backend_id=XDP if backend_id is None else backend_id, lane=lane, source="testbed",
-                    ts=T0 + timedelta(seconds=second), tx_packets=1000,
+    return KpiPoint(slice_id=slice_id, backend_id=XDP if backend_id is None else backend_id, lane=lane,
+                    source="testbed", ts=T0 + timedelta(seconds=second), tx_packets=1000,
                     rx_packets=int(1000 * (1 - loss / 100)), rx_bytes=1_000_000, throughput_bps=8e6,
                     loss_pct=loss, delay_mean_ms=delay / 2, delay_p50_ms=delay / 2, delay_p99_ms=delay, jitter_ms=0.1)
 
@@ -98,9 +98,16 @@ def test_prometheus_metrics(client: TestClient, session: Session, world: dict[st
            hold=HoldDown(1, 1))  # type: ignore[index]
     r = client.get("/metrics", headers=world["op"])  # type: ignore[arg-type]
     assert r.status_code == 200
-    line = next(x for x in r.text.splitlines() if x.startswith("sliceportal_slice_delay_p99_ms{"))
-    assert 'tenant="red"' in line and 'slice="red-s"' in line and 'lane="2"' in line and line.endswith(" 3.0")
-    assert "sliceportal_slice_sla_violations_open" in r.text
+    line = next(x for x in r.text.splitlines() if x.startswith("sliceportal_lane_delay_p99_seconds{"))
+    assert 'tenant="red"' in line and 'slice="red-s"' in line and 'lane="2"' in line and 'source="testbed"' in line
+    assert float(line.rsplit(" ", 1)[1]) == pytest.approx(0.003)  # base units: seconds
+    assert "sliceportal_sla_violations_open" in r.text
+    # the portal's own metrics beside the KPIs
+    for name in ("sliceportal_deployments_total", "sliceportal_push_duration_seconds_bucket",
+                 "sliceportal_backend_reconcile_drift{", "sliceportal_http_request_duration_seconds_bucket{"):
+        assert name in r.text, name
+    # by route template as clients call it (the world's slices were created by POST /api/v1/slices)
+    assert 'method="POST",route="/api/v1/slices",status="201"' in r.text
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers=world["red"]).status_code == 403  # type: ignore[arg-type]
 
@@ -187,8 +194,8 @@ def test_samples_keyed_by_backend(client: TestClient, session: Session, world: d
     bad = client.get(f"/api/v1/slices/{red_slice}/kpis", params={"group_by": "tenant"}, headers=op)  # type: ignore[arg-type]
     assert bad.status_code == 422 and "group_by" in bad.text
     text = client.get("/metrics", headers=op).text  # type: ignore[arg-type]
-    lines = [x for x in text.splitlines() if x.startswith("sliceportal_slice_delay_p99_ms{") and 'lane="2"' in x]
-    assert sorted((('backend="xdp-a"' in x), x.rsplit(" ", 1)[1]) for x in lines) == [(False, "4.0"), (True, "1.0")]
+    lines = [x for x in text.splitlines() if x.startswith("sliceportal_lane_delay_p99_seconds{") and 'lane="2"' in x]
+    assert sorted((('backend="xdp-a"' in x), x.rsplit(" ", 1)[1]) for x in lines) == [(False, "0.004"), (True, "0.001")]
 
 
 def test_migration_attributes_old_samples_to_the_xdp_backend(pg: object, session: Session) -> None:

@@ -98,15 +98,19 @@ def test_prometheus_scrapes_the_portal_and_every_dashboard_query_answers(
     now = datetime.now(UTC)
     ingest(session, [KpiPoint(slice_id=tenants[n], backend_id=tenants["backend"], lane=lane, source="testbed", ts=now,
                               tx_packets=1000, rx_packets=990, throughput_bps=8e6, loss_pct=1.0,
-                              delay_p99_ms=2.5, delay_mean_ms=1.0, jitter_ms=0.1, ecn_marks=3)
+                              delay_p99_ms=2.5, delay_p50_ms=1.5, delay_mean_ms=1.0, jitter_ms=0.1, ecn_marks=3)
                      for n in ("red", "blue") for lane in (0, 1)])
     wait_until("Prometheus holds the slices' throughput",
-               lambda: len(query(prometheus, "sliceportal_slice_throughput_bps")) == 4, timeout_s=60)
+               lambda: len(query(prometheus, "sliceportal_lane_throughput_bytes_per_second")) == 4, timeout_s=60)
 
     up = query(prometheus, 'up{job="sliceportal"}')
     assert [s["value"][1] for s in up] == ["1"], "the scrape with the API key failed"
-    series = query(prometheus, 'sliceportal_slice_delay_p99_ms{slice="red-s", lane="1"}')
-    assert [(s["metric"]["tenant"], s["metric"]["backend"], s["value"][1]) for s in series] == [("red", "xdp-a", "2.5")]
+    series = query(prometheus, 'sliceportal_lane_delay_p99_seconds{slice="red-s", lane="1"}')
+    assert [(s["metric"]["tenant"], s["metric"]["backend"], s["metric"]["source"], s["value"][1]) for s in series] == [
+        ("red", "xdp-a", "testbed", "0.0025")]
+    # counters: what this API process received since it started, in base units
+    sent = query(prometheus, 'sliceportal_lane_sent_packets_total{slice="red-s", lane="1"}')
+    assert [s["value"][1] for s in sent] == ["1000"]
 
     # Grafana sends each panel's query with the template variables expanded; "All" is .*
     exprs = dashboard_queries()
@@ -115,8 +119,9 @@ def test_prometheus_scrapes_the_portal_and_every_dashboard_query_answers(
         if "sla_violations_open" in expr:
             query(prometheus, expanded)  # valid; empty while no violation is open
             continue
-        assert query(prometheus, expanded), f"dashboard query answers nothing: {expanded}"
-    shown = {name for name in GAUGES if any(f"sliceportal_slice_{name}" in e for e in exprs)}
+        # a rate() answers once two scrapes of its counter are in the window
+        wait_until(f"dashboard query {expanded} answers", lambda e=expanded: query(prometheus, e), timeout_s=15)  # type: ignore[misc]
+    shown = {name for name in GAUGES if any(name in e for e in exprs)}
     assert shown == set(GAUGES), f"KPIs the portal exports but the dashboard does not show: {set(GAUGES) - shown}"
 
     dashboard = json.loads(DASHBOARD.read_text())

@@ -49,7 +49,8 @@ def world(client: TestClient, session: Session) -> dict[str, object]:
 def _point(slice_id: int, backend_id: int, second: int, lane: int = 0, loss: float = 0.0,
            offered_mbps: float = 4.0, delivered_mbps: float | None = None, drops: int = 0) -> KpiPoint:
     delivered = offered_mbps if delivered_mbps is None else delivered_mbps
-    return KpiPoint(slice_id=slice_id, backend_id=backend_id, lane=lane, source="testbed", ts=T0 + timedelta(seconds=second),
+    return KpiPoint(slice_id=slice_id, backend_id=backend_id, lane=lane, source="testbed",
+                    ts=T0 + timedelta(seconds=second),
                     tx_packets=1000, rx_packets=int(1000 * (1 - loss / 100)), tx_bytes=int(offered_mbps * 1e6 / 8),
                     rx_bytes=int(delivered * 1e6 / 8), throughput_bps=delivered * 1e6, loss_pct=loss,
                     delay_p99_ms=1.0, jitter_ms=0.1, drops={"vq_burst": drops} if drops else {})

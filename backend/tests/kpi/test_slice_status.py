@@ -156,7 +156,8 @@ def test_sla_status_from_samples(client: TestClient, session: Session, op: dict[
     now = datetime.now(UTC)
 
     def point(ts: datetime) -> KpiPoint:
-        return KpiPoint(slice_id=sid, backend_id=backend.id, lane=4, source="testbed", ts=ts, tx_packets=100, rx_packets=100,
+        return KpiPoint(slice_id=sid, backend_id=backend.id, lane=4, source="testbed", ts=ts, tx_packets=100,
+                        rx_packets=100,
                         rx_bytes=100_000, throughput_bps=8e5, delay_p99_ms=1.0)
 
     ingest(session, [point(now - timedelta(seconds=30))])

@@ -94,6 +94,7 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     app.add_middleware(SecurityMiddleware, settings=settings)
     _allow_origins(app, settings.cors_origins)
+    app.add_middleware(metrics.RequestTimer)  # outermost: a request's whole time, by route
     app.include_router(api_router())
     app.include_router(metrics.router)
     docs.install(app, API_PREFIX)

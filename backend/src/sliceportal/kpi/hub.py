@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 
 from sliceportal.kpi.points import KpiPoint
+from sliceportal.kpi.totals import LaneTotals
 
 
 @dataclass(eq=False)
@@ -33,6 +34,7 @@ class KpiHub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._subs: set[Subscription] = set()
+        self.totals = LaneTotals()  # every point published, for /metrics' counters
 
     def subscribe(self, tenant_scope: int | None, slice_ids: frozenset[int] | None) -> Subscription:
         sub = Subscription(tenant_scope, slice_ids, asyncio.get_running_loop())
@@ -46,6 +48,7 @@ class KpiHub:
 
     def publish(self, points: list[KpiPoint], tenant_of: dict[int, int]) -> None:
         """``tenant_of`` maps each point's slice to its tenant (the filter is enforced here)."""
+        self.totals.add(points)
         with self._lock:
             subs = list(self._subs)
         for sub in subs:
