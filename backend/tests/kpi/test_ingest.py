@@ -16,9 +16,13 @@ URL = "/api/v1/kpis/ingest"
 
 
 def key(client: TestClient, scopes: list[str], tenant_id: int | None = None) -> dict[str, str]:
-    it = login(client, "integrator")
+    """A key of the integrator's, created by an operator (an integrator's login grants only read)."""
+    op = login(client, "op")
+    users = client.get("/api/v1/users", headers=op).json()
+    integrator = next(u["id"] for u in (users["data"] if isinstance(users, dict) else users)
+                      if u["username"] == "integrator")
     r = client.post("/api/v1/api-keys", json={"name": f"k{len(scopes)}{tenant_id}", "scopes": scopes,
-                                              "tenant_id": tenant_id}, headers=it)
+                                              "tenant_id": tenant_id, "user_id": integrator}, headers=op)
     assert r.status_code == 201, r.text
     return {"X-API-Key": r.json()["secret"]}
 
@@ -107,10 +111,13 @@ def test_size_and_rate_limits(client: TestClient, session: Session, tenants: dic
             for i in range(5_001)]
     r = client.post(URL, json={"points": many}, headers=k)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "points", r.text
+    # the largest batch allowed is stored whole (more rows than one statement binds)
+    full = client.post(URL, json={"points": many[:5_000]}, headers=k)
+    assert full.status_code == 201 and full.json()["stored"] == 5_000, full.text[:500]
     huge = client.post(URL, content=b'{"points": [' + b" " * (3 * 1024 * 1024) + b"]}",
                        headers=k | {"Content-Type": "application/json"})
     assert huge.status_code == 413, huge.text
     client.app.state.telemetry_rate_limit = "3/minute"  # type: ignore[attr-defined]
     codes = [client.post(URL, json={"points": [point(red, backend, s)]}, headers=k).status_code for s in range(4)]
     assert codes == [201, 201, 201, 429]
-    assert stored(session) == 3
+    assert stored(session) == 5_003

@@ -19,6 +19,7 @@ from sliceportal.kpi.sla import HoldDown, evaluate
 from sliceportal.models import KpiSample, SlaViolation, Slice
 
 KEY = ("slice_id", "backend_id", "lane", "source", "ts")  # one sample per key: no duplicates, no zero twins
+ROWS_PER_STATEMENT = 3_000
 
 
 def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = None
@@ -26,12 +27,16 @@ def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = 
     """Insert the points and judge them against the SLAs in ``session``'s transaction (not
     committed); the violations changed and each point's slice -> tenant."""
     rows = [p.model_dump() for p in points]
-    # a source that reports an interval twice (a restarted collector) overwrites, not duplicates
-    stmt = insert(KpiSample).values(rows)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[getattr(KpiSample, k) for k in KEY],
-        set_={c: stmt.excluded[c] for c in rows[0] if c not in KEY})
-    session.execute(stmt)
+    # PostgreSQL binds at most 65 535 parameters per statement: 18 columns x 3 000 rows fit
+    # (an interval of the collector is one statement; a full ingest batch of 5 000, two)
+    for i in range(0, len(rows), ROWS_PER_STATEMENT):
+        chunk = rows[i:i + ROWS_PER_STATEMENT]
+        # a source that reports an interval twice (a restarted collector) overwrites, not duplicates
+        stmt = insert(KpiSample).values(chunk)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[getattr(KpiSample, k) for k in KEY],
+            set_={c: stmt.excluded[c] for c in chunk[0] if c not in KEY})
+        session.execute(stmt)
     changed = evaluate(session, points, hold)
     tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(
         Slice.id.in_({p.slice_id for p in points}))).all())
