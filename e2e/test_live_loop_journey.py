@@ -138,8 +138,12 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
         # the API for a deeper cut (capacity 1/20 of the offered load) on this plane
         api.post("/testbed/congestion", {"backend_id": backend, "duration_s": 30, "factor": 20}, status=202)
     else:
+        # traffic-affecting: the button only asks; the dialog says what and for how long
+        page.get_by_role("button", name="Congestion (30 s)…").click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog).to_contain_text("for 30 seconds")
         with page.expect_response(lambda r: r.url.endswith("/testbed/congestion")) as started:
-            page.get_by_role("button", name="Congestion (30 s)").click()
+            dialog.get_by_role("button", name="Congest for 30 s").click()
         assert started.value.status == 202
     expect(row).to_have_attribute("data-sla", "degraded", timeout=30_000)
     assert _status(api, sl["id"], backend)["sla"] == "degraded"

@@ -273,7 +273,7 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     assert saved.value.status == 200
     nav.get_by_role("link", name="Overview").click()
     violations = page.get_by_role("table", name="SLA violations")
-    expect(violations).to_contain_text("delay_p99_ms", timeout=10_000)
+    expect(violations).to_contain_text("p99 delay", timeout=10_000)
     # one violation per backend red-iot runs on (KPIs and violations are keyed by backend)
     expect(violations.get_by_role("link", name="red-iot").first).to_be_visible()
     # green-embb lost its voice service after rule set 1, which the rollback put back in

@@ -12,18 +12,23 @@ import { Pager } from "../common/Pager";
 import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 import { queryOf, usePageParams } from "../common/usePaged";
-import { fieldDiff, OBJECT_TYPES, objectLink, objectName, typeLabel, verb, type AuditEntry } from "./auditEntry";
+import { useBackends } from "../Slices/queries";
+import {
+  fieldDiff, knownKey, OBJECT_TYPES, objectLink, objectName, SELF_ACTIONS, typeLabel, verb, type AuditEntry, type KnownNames,
+} from "./auditEntry";
 
-function Entry({ e }: { e: AuditEntry }) {
+function Entry({ e, known }: { e: AuditEntry; known: KnownNames }) {
   const changes = fieldDiff(e.before, e.after);
-  const link = objectLink(e);
-  const name = objectName(e);
+  const link = objectLink(e, known);
+  const name = objectName(e, known);
+  const self = SELF_ACTIONS.has(e.action);
   return (
     <Paper withBorder p="sm" component="li" data-testid="audit-entry">
       <Group justify="space-between" gap="xs" wrap="wrap">
         <Text>
-          <b>{e.actor}</b> {verb(e.action)} {typeLabel(e.object_type)}{" "}
-          {link ? <Anchor component={Link} to={link} fw={600}>{name}</Anchor> : <b>{name}</b>}
+          <b>{e.actor}</b> {verb(e.action)}
+          {!self && <> {typeLabel(e.object_type)}{" "}
+            {link ? <Anchor component={Link} to={link} fw={600}>{name}</Anchor> : <b>{name}</b>}</>}
         </Text>
         <Group gap="xs">
           <Badge variant="light" color="gray" title="How the change was made">{e.via}</Badge>
@@ -78,6 +83,9 @@ export function AuditPage() {
     queryFn: () => unwrap(api.GET("/api/v1/audit", { params: { query } })),
     placeholderData: keepPreviousData,
   });
+  // deploy / rollback / reconcile entries name their backend by id only
+  const backends = useBackends();
+  const known: KnownNames = new Map((backends.data?.data ?? []).map((b) => [knownKey("backend", b.id), b.name]));
   return (
     <>
       <PageTitle>Audit log</PageTitle>
@@ -94,7 +102,7 @@ export function AuditPage() {
             {page.data.length === 0 && <Text c="dimmed">No entries match these filters.</Text>}
             <Stack component="ol" gap="xs" p={0} m={0} style={{ listStyle: "none", opacity: audit.isPlaceholderData ? 0.6 : 1 }}
               aria-label="Audit log">
-              {page.data.map((e) => <Entry key={e.id} e={e} />)}
+              {page.data.map((e) => <Entry key={e.id} e={e} known={known} />)}
             </Stack>
             <Pager count={page.count} params={params} onPage={(p) => setParams({ page: p })} />
           </>

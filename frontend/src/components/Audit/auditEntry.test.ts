@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fieldDiff, objectLink, objectName, typeLabel, verb } from "./auditEntry";
+import { fieldDiff, knownKey, objectLink, objectName, SELF_ACTIONS, typeLabel, verb } from "./auditEntry";
 
 describe("audit entries in words", () => {
   const update = {
@@ -35,5 +35,17 @@ describe("audit entries in words", () => {
     expect(verb("rollback")).toBe("rolled back");
     expect(typeLabel("user_account")).toBe("user");
     expect(typeLabel("something_new")).toBe("something new");
+  });
+});
+
+describe("names without a snapshot", () => {
+  it("come from what the page knows (a deploy names its backend by id)", () => {
+    const deploy = { action: "deploy", object_type: "backend", object_id: 3, before: null, after: null };
+    expect(objectName(deploy)).toBe("backend #3");
+    expect(objectName(deploy, new Map([[knownKey("backend", 3), "bmv2-lab"]]))).toBe("bmv2-lab");
+  });
+  it("a login names no object: the actor logged in", () => {
+    expect(SELF_ACTIONS.has("login")).toBe(true);
+    expect(verb("login")).toBe("logged in");
   });
 });

@@ -22,7 +22,7 @@ export const OBJECT_TYPES: Record<string, string> = {
 const VERBS: Record<string, string> = {
   create: "created", insert: "created", update: "changed", delete: "deleted",
   deploy: "deployed", rollback: "rolled back", reconcile: "reconciled", import: "imported",
-  login: "logged in as", login_locked: "was locked out as", revoke: "revoked",
+  login: "logged in", login_locked: "was locked out", revoke: "revoked",
 };
 
 // Bookkeeping columns every row has; a diff of them says nothing to a reader.
@@ -36,20 +36,33 @@ export function verb(action: string): string {
   return VERBS[action] ?? action.replace(/_/g, " ");
 }
 
-/** The object's name as its snapshot holds it, else "<type> #<id>". */
-export function objectName(e: Pick<AuditEntry, "object_type" | "object_id" | "before" | "after">): string {
+/** Actions on the actor's own account ("bob logged in"): the sentence names no object. */
+export const SELF_ACTIONS = new Set(["login", "login_locked"]);
+
+/** Names the page knows of objects whose entries carry no snapshot (a deploy names its backend by id). */
+export type KnownNames = Map<string, string>;
+export const knownKey = (objectType: string, id: number) => `${objectType}:${id}`;
+
+/**
+ * The object's name as its snapshot holds it, else as the page knows it (``known``), else
+ * "<type> #<id>" (an object deleted since, whose entries never carried its name).
+ */
+export function objectName(e: Pick<AuditEntry, "object_type" | "object_id" | "before" | "after">, known?: KnownNames): string {
   const snap = (e.after ?? e.before ?? {}) as Record<string, unknown>;
   for (const key of ["name", "username", "imsi", "prefix"]) {
     const v = snap[key];
     if (typeof v === "string" && v !== "") return v;
   }
+  const named = e.object_id != null ? known?.get(knownKey(e.object_type, e.object_id)) : undefined;
+  if (named) return named;
   return e.object_id != null ? `${typeLabel(e.object_type)} #${e.object_id}` : typeLabel(e.object_type);
 }
 
 /** Where the object lives in the portal; none once it was deleted. */
-export function objectLink(e: Pick<AuditEntry, "action" | "object_type" | "object_id" | "before" | "after">): string | null {
+export function objectLink(e: Pick<AuditEntry, "action" | "object_type" | "object_id" | "before" | "after">,
+  known?: KnownNames): string | null {
   if (e.action === "delete" || e.object_id == null) return null;
-  const name = encodeURIComponent(objectName(e));
+  const name = encodeURIComponent(objectName(e, known));
   switch (e.object_type) {
     case "tenant": return `/tenants?q=${name}`;
     case "slice": return `/slices/${e.object_id}`;

@@ -88,7 +88,7 @@ export function CapacityEditor({ backend, canOverride, onOverridden }: {
       {save.isError && <ProblemAlert error={save.error} shownOnFields={["link_bps", "port_bps"]} />}
       <form aria-label="Capacities" noValidate onSubmit={(e) => { e.preventDefault(); if (!invalid) save.mutate(undefined); }}>
         <Stack>
-          <NumberInput label="Egress link capacity (Mbit/s)" w={260} clampBehavior="none" allowNegative={false} decimalScale={6}
+          <NumberInput label="Egress link capacity (Mbit/s)" w={260} clampBehavior="none" allowNegative decimalScale={6}
             value={link} onChange={setLink} error={linkError ?? problem?.fieldMessage("link_bps")}
             description="Σ guarantees and every lane's worst-case delay are checked against it" />
           <Table aria-label="Port capacities" maw={720}>
@@ -103,7 +103,7 @@ export function CapacityEditor({ backend, canOverride, onOverridden }: {
                   </Table.Td>
                   <Table.Td>
                     <NumberInput aria-label={`Port ${p.port || i + 1} capacity (Mbit/s)`} w={300} clampBehavior="none"
-                      allowNegative={false} decimalScale={6} value={p.mbps} onChange={(v) => setPort(i, { mbps: v })}
+                      allowNegative decimalScale={6} value={p.mbps} onChange={(v) => setPort(i, { mbps: v })}
                       error={portErrors[i]?.mbps ?? serverPortError(p.port)} />
                   </Table.Td>
                   <Table.Td>

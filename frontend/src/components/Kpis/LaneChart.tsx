@@ -3,19 +3,22 @@
 // greens, violets and greys only: red always means a violated SLA, never a lane.
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
-import { Box, Group, Paper, Text } from "@mantine/core";
+import { Box, Center, Group, Paper, Text } from "@mantine/core";
 import { useElementSize } from "@mantine/hooks";
+import { formatTime } from "../common/time";
+import { alignSeries, axisTime, formatValue, lastValue, sourceLabel, zoneName, type LaneSeries } from "./chartSeries";
+
+export type { LaneSeries } from "./chartSeries";
 
 export const LANE_COLORS = ["#868e96", "#1c7ed6", "#0ca678", "#7048e8", "#1098ad", "#5c940d", "#364fc7", "#862e9c"];
 export const SLA_RED = "#e03131";
 export const GUARANTEE_TEAL = "#087f5b";
-const TOTAL_INK = "#212529"; // a series with lane < 0: all lanes together
-
-export interface LaneSeries {
-  lane: number;
-  label: string; // e.g. "lane 4 · video"
-  points: [number, number | null][]; // [unix seconds, value]
-}
+// All lanes together: a thin light dashed line, hidden until picked in the legend, so it never
+// hides the lanes it sums.
+const TOTAL_INK = "#adb5bd";
+const HEIGHT = 220;
+// A second (third) source of the same lane: same colour, its own dash, never one line with the first.
+const SOURCE_DASH: (number[] | undefined)[] = [undefined, [2, 3], [8, 3]];
 
 export interface Limit {
   kind: "sla" | "guarantee" | "rate_limit";
@@ -26,32 +29,34 @@ export interface Limit {
 
 const SPOKEN: Record<Limit["kind"], string> = { sla: "SLA", guarantee: "guaranteed", rate_limit: "rate limit" };
 
-export function LaneChart({ title, unit, series, limits }: {
+export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
   title: string;
   unit: string;
   series: LaneSeries[];
   limits: Limit[];
+  /** sources whose samples lack this metric: said in words, never drawn as 0 */
+  notMeasured?: string[];
 }) {
   const el = useRef<HTMLDivElement>(null);
   // The chart follows its container's width (laptop: two columns, tablet: one).
   const { ref: box, width: boxWidth } = useElementSize();
   const width = Math.max(240, Math.floor(boxWidth));
   const plot = useRef<uPlot | null>(null);
-  const shapeKey = series.map((s) => s.label).join(",") + "|" + limits.map((l) => `${l.label}=${l.value}`).join(",");
-
-  // Align every lane on one time axis (uPlot wants columns).
-  const times = [...new Set(series.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
-  const columns: (number | null)[][] = series.map((s) => {
-    const m = new Map(s.points);
-    return times.map((t) => m.get(t) ?? null);
-  });
-  const data: uPlot.AlignedData = [times, ...columns, ...limits.map((l) => times.map(() => l.value))];
+  const { times, columns } = alignSeries(series);
+  const empty = times.length === 0;
+  const shapeKey = series.map((s) => s.label).join(",") + "|" + limits.map((l) => `${l.label}=${l.value}`).join(",")
+    + `|${empty}`;
+  // uPlot's types say (number | null)[]; undefined (an alignment hole, joined over) is what it
+  // documents for "no point of this series here", null for a gap.
+  const data = [times, ...columns, ...limits.map((l) => times.map(() => l.value))] as uPlot.AlignedData;
+  const sources = [...new Set(series.map((s) => s.source ?? ""))];
+  const zone = zoneName();
 
   useEffect(() => {
-    if (!el.current) return;
+    if (!el.current || empty) return;
     const opts: uPlot.Options = {
       width,
-      height: 220,
+      height: HEIGHT,
       // KPIs are never negative: the y axis starts at 0 so a flat line reads as its value,
       // and always shows the limits, so "far below the SLA" is visible as such.
       scales: {
@@ -62,12 +67,34 @@ export function LaneChart({ title, unit, series, limits }: {
           return [0, top > 0 ? top * 1.15 : 1];
         } },
       },
-      axes: [{ label: "time (your zone)", labelSize: 20 }, { label: unit, size: 64, labelSize: 20 }],
+      axes: [
+        // 24-hour clock in the browser's zone, like every other time on the page
+        { label: `time (${zone})`, labelSize: 20,
+          values: (u, splits) => {
+            const span = (u.scales.x?.max ?? 0) - (u.scales.x?.min ?? 0);
+            return splits.map((t) => axisTime(t, span));
+          } },
+        { label: unit, size: 64, labelSize: 20 },
+      ],
       series: [
-        {},
-        ...series.map((s) => ({ label: s.label, stroke: s.lane < 0 ? TOTAL_INK : LANE_COLORS[s.lane % 8], width: 2,
-          spanGaps: false })),
-        ...limits.map((l) => ({ label: l.label, stroke: l.color, dash: [6, 4], width: 1.5, points: { show: false } })),
+        { label: "time", value: (_u, v) => (v == null ? "latest" : formatTime(new Date(v * 1000))) },
+        ...series.map((s, i) => {
+          const dash = SOURCE_DASH[Math.max(0, sources.indexOf(s.source ?? "")) % SOURCE_DASH.length];
+          const total = s.lane < 0;
+          return {
+            label: s.label,
+            stroke: total ? TOTAL_INK : LANE_COLORS[s.lane % 8],
+            width: total ? 1.5 : 2,
+            dash: total ? [4, 4] : dash,
+            show: !total,
+            spanGaps: false,
+            // not hovering: the newest value, so the legend reads live
+            value: (_u: uPlot, v: number | null, _si: number, idx: number | null) =>
+              formatValue(idx == null ? lastValue(columns[i] ?? []) : v, unit),
+          };
+        }),
+        ...limits.map((l) => ({ label: l.label, stroke: l.color, dash: [6, 4], width: 1.5, points: { show: false },
+          value: () => formatValue(l.value, unit) })),
       ],
     };
     plot.current = new uPlot(opts, data, el.current);
@@ -81,14 +108,22 @@ export function LaneChart({ title, unit, series, limits }: {
   }, [shapeKey, unit]);
 
   useEffect(() => {
-    plot.current?.setSize({ width, height: 220 });
+    plot.current?.setSize({ width, height: HEIGHT });
   }, [width]);
 
   useEffect(() => {
-    plot.current?.setData(data);
+    if (!plot.current) return;
+    plot.current.setData(data);
+    // not hovering: refresh the legend's live (newest) values
+    if ((plot.current.cursor.left ?? -1) < 0) plot.current.setLegend({ idx: null as unknown as number });
   });
 
   const described = limits.map((l) => `, ${SPOKEN[l.kind]} ${l.value} ${unit}`).join("");
+  const unmeasured = notMeasured.length > 0 && (
+    <Text size="xs" c="dimmed" data-testid="not-measured">
+      Not measured by this data plane ({notMeasured.map(sourceLabel).join(", ")}).
+    </Text>
+  );
   return (
     <Paper withBorder p="xs" role="figure" aria-label={`${title} per lane${described}`}>
       <Group gap="xs" justify="space-between">
@@ -97,9 +132,16 @@ export function LaneChart({ title, unit, series, limits }: {
           {limits.map((l) => <Text key={l.label} size="xs" style={{ color: l.color }}>{l.label}</Text>)}
         </Group>
       </Group>
+      {!empty && unmeasured}
       <Box ref={box}>
         {/* data-last: the newest sample's time, which moves even when the full window keeps its size */}
-        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} data-last={times.at(-1) ?? ""} />
+        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} data-last={times.at(-1) ?? ""}>
+          {empty && (
+            <Center h={HEIGHT + 40} data-testid="chart-empty">
+              {notMeasured.length > 0 && series.length === 0 ? unmeasured : <Text c="dimmed" size="sm">No data yet</Text>}
+            </Center>
+          )}
+        </div>
       </Box>
     </Paper>
   );

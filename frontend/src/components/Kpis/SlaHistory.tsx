@@ -10,16 +10,13 @@ import { Dialog } from "../common/Dialog";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { formatTime, Time } from "../common/time";
 import { LaneChart, SLA_RED, GUARANTEE_TEAL } from "./LaneChart";
+import { metricName, metricUnit } from "./metricLabels";
 
 type Violation = Schemas["SlaViolationPublic"];
 type Evidence = Schemas["EvidenceSample"];
 const WINDOWS = { "1h": { label: "last hour", seconds: 3600 }, "24h": { label: "last day", seconds: 86_400 } } as const;
 type WindowKey = keyof typeof WINDOWS;
 
-const UNITS: Record<string, string> = { loss_pct: "%", delay_p99_ms: "ms", jitter_ms: "ms", throughput_mbps: "Mbit/s" };
-export const metricName = (m: string) => ({
-  loss_pct: "loss", delay_p99_ms: "delay p99", jitter_ms: "jitter", throughput_mbps: "guaranteed rate",
-}[m] ?? m);
 
 function fmt(v: number | null | undefined, unit: string): string {
   return v == null ? "—" : `${Number(v.toFixed(3))} ${unit}`;
@@ -50,7 +47,7 @@ export function ExplainDialog({ violation, onClose }: { violation: Violation | n
       params: { path: { violation_id: violation?.id ?? 0 } } })),
     enabled: violation != null,
   });
-  const unit = UNITS[violation?.metric ?? ""] ?? "";
+  const unit = metricUnit(violation?.metric ?? "");
   return (
     <Dialog opened={violation != null} onClose={onClose} size="xl" title={`Why violation ${violation?.id ?? ""}`}>
       <QueryView query={explain} what="violation">
@@ -138,7 +135,7 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
             <Table.Tr key={v.id}>
               <Table.Td>{v.backend_name}</Table.Td><Table.Td>{v.lane ?? "all"}</Table.Td>
               <Table.Td><Badge color="red" variant="light">{metricName(v.metric)}</Badge></Table.Td>
-              <Table.Td>{fmt(v.worst, UNITS[v.metric] ?? "")}</Table.Td><Table.Td>{fmt(v.threshold, UNITS[v.metric] ?? "")}</Table.Td>
+              <Table.Td>{fmt(v.worst, metricUnit(v.metric))}</Table.Td><Table.Td>{fmt(v.threshold, metricUnit(v.metric))}</Table.Td>
               <Table.Td><Time value={v.started_at} /></Table.Td>
               <Table.Td>{v.ended_at ? <Time value={v.ended_at} /> : <Badge color="red">open</Badge>}</Table.Td>
               <Table.Td><Button size="xs" variant="subtle" onClick={() => setExplained(v)}

@@ -3,17 +3,18 @@
 // of 5 min (live) / 1 h / 24 h from the stored samples; the SLA status of that backend.
 import { useState } from "react";
 import { Alert, Badge, Button, Group, SegmentedControl, SimpleGrid, Stack, Text } from "@mantine/core";
-import { useMutation } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useHasPath } from "../../api/features";
 import { useSession } from "../../auth/session";
+import { useConfirm } from "../common/Confirm";
 import { notify } from "../common/notify";
 import { ProblemAlert } from "../common/QueryView";
 import { formatTime } from "../common/time";
 import { useSliceStatus } from "../Slices/queries";
 import { stateLabel } from "../Slices/StateBadge";
-import { GUARANTEE_TEAL, LaneChart, SLA_RED, type LaneSeries, type Limit } from "./LaneChart";
-import { RANGES, useKpis, type KpiSample, type RangeKey } from "./kpiSource";
+import { buildSeries, sourcesOf } from "./chartSeries";
+import { GUARANTEE_TEAL, LaneChart, SLA_RED, type Limit } from "./LaneChart";
+import { RANGES, useKpis, type RangeKey } from "./kpiSource";
 import { ViolationsTable } from "./ViolationsTable";
 
 type Slice = Schemas["SlicePublic"];
@@ -26,41 +27,41 @@ function laneLabel(slice: Slice, lane: number): string {
   return `lane ${lane}${names.length ? ` · ${names.join(", ")}` : ""}`;
 }
 
-function seriesOf(slice: Slice, samples: KpiSample[], lanes: number[], pick: (s: KpiSample) => number | null,
-  total?: (rows: KpiSample[]) => number): LaneSeries[] {
-  const out: LaneSeries[] = lanes.map((lane) => ({
-    lane, label: laneLabel(slice, lane),
-    points: samples.filter((s) => s.lane === lane).map((s) => [Date.parse(s.ts) / 1000, pick(s)] as [number, number | null]),
-  }));
-  if (total) {
-    const byTs = new Map<string, KpiSample[]>();
-    for (const s of samples) byTs.set(s.ts, [...(byTs.get(s.ts) ?? []), s]);
-    out.push({ lane: TOTAL, label: laneLabel(slice, TOTAL),
-      points: [...byTs.entries()].map(([ts, rows]) => [Date.parse(ts) / 1000, total(rows)] as [number, number]) });
-  }
-  return out;
-}
-
 function limit(kind: Limit["kind"], value: number | null | undefined, label: string, color: string): Limit[] {
   return value != null ? [{ kind, value, label, color }] : [];
 }
 
 const SLA_COLORS = { met: "green", degraded: "red", no_data: "gray" } as const;
 
-function CongestionButton({ backendId }: { backendId: number }) {
+const CONGESTION = { duration_s: 30, factor: 4 } as const;
+
+function CongestionButton({ backendId, backendName }: { backendId: number; backendName: string }) {
   const { me } = useSession();
   const available = useHasPath("/api/v1/testbed/congestion");
-  const start = useMutation({
-    mutationFn: () => unwrap(api.POST("/api/v1/testbed/congestion", { body: { backend_id: backendId, duration_s: 30, factor: 4 } })),
-    onSuccess: (r) => notify("Congestion started", `egress capacity ÷${r.factor} (${(r.egress_capacity_bps / 1e6).toFixed(2)} Mbit/s) on this backend until ${formatTime(r.until)}`, "orange"),
-    onError: (e) => notify("Congestion not started", e instanceof Error ? e.message : String(e), "red"),
-  });
+  const confirm = useConfirm();
   if (me?.role !== "operator" || available !== true) return null;
+  // traffic-affecting: it runs only from the dialog, which says what it does and for how long
+  const ask = () => confirm.ask({
+    title: `Congest backend ${backendName} for ${CONGESTION.duration_s} s?`,
+    message: `The testbed divides ${backendName}'s egress capacity by ${CONGESTION.factor} for ${CONGESTION.duration_s} seconds. `
+      + "Every slice on this backend is affected: lanes degrade lowest priority first and SLA violations may open; "
+      + "the capacity comes back by itself when the time is up.",
+    confirmLabel: `Congest for ${CONGESTION.duration_s} s`,
+    color: "orange",
+    action: async () => {
+      const r = await unwrap(api.POST("/api/v1/testbed/congestion", { body: { backend_id: backendId, ...CONGESTION } }));
+      notify("Congestion started", `egress capacity ÷${r.factor} (${(r.egress_capacity_bps / 1e6).toFixed(2)} Mbit/s) `
+        + `on ${backendName} until ${formatTime(r.until)}`, "orange");
+    },
+  });
   return (
-    <Button size="xs" variant="light" color="orange" loading={start.isPending} onClick={() => start.mutate()}
-      title="Overload this backend for 30 s (its egress capacity ÷4): lanes degrade lowest priority first, then recover">
-      Congestion (30 s)
-    </Button>
+    <>
+      <Button size="xs" variant="light" color="orange" onClick={ask}
+        title={`Overload this backend for ${CONGESTION.duration_s} s (its egress capacity ÷${CONGESTION.factor}): lanes degrade lowest priority first, then recover`}>
+        Congestion ({CONGESTION.duration_s} s)…
+      </Button>
+      {confirm.dialog}
+    </>
   );
 }
 
@@ -74,9 +75,18 @@ export function SliceKpis({ slice }: { slice: Slice }) {
   const lanes = [...new Set([...slice.lanes, ...samples.flatMap((s) => (s.lane === null ? [] : [s.lane]))])].sort((a, b) => a - b);
   const here = status.data?.backends.find((b) => b.backend_id === backendId);
   const names = new Map((status.data?.backends ?? []).map((b) => [b.backend_id, b.backend_name]));
-  const newest = samples.at(-1)?.ts ?? null;
-  const deliveredNow = newest ? samples.filter((s) => s.ts === newest).reduce((a, s) => a + s.throughput_bps, 0) / 1e6 : null;
+  // "delivered now" from one source (the data plane's counters when it has them), never a sum over sources
+  const rateSource = sourcesOf(samples)[0];
+  const rated = samples.filter((s) => s.source === rateSource);
+  const newest = rated.at(-1)?.ts ?? null;
+  const deliveredNow = newest ? rated.filter((s) => s.ts === newest).reduce((a, s) => a + s.throughput_bps, 0) / 1e6 : null;
   const { sla } = slice;
+  const label = (lane: number) => laneLabel(slice, lane);
+  const throughput = buildSeries(samples, lanes, label, (s) => s.throughput_bps / 1e6,
+    { label: laneLabel(slice, TOTAL), sum: (rows) => rows.reduce((a, s) => a + s.throughput_bps, 0) / 1e6 });
+  const loss = buildSeries(samples, lanes, label, (s) => s.loss_pct);
+  const delay = buildSeries(samples, lanes, label, (s) => s.delay_p99_ms);
+  const jitter = buildSeries(samples, lanes, label, (s) => s.jitter_ms);
 
   return (
     <Stack>
@@ -99,7 +109,7 @@ export function SliceKpis({ slice }: { slice: Slice }) {
               <SegmentedControl size="xs" aria-label="Time range" value={range} onChange={(v) => setRange(v as RangeKey)}
                 data={Object.entries(RANGES).map(([value, r]) => ({ value, label: r.label }))} />
             </Group>
-            {backendId != null && <CongestionButton backendId={backendId} />}
+            {backendId != null && <CongestionButton backendId={backendId} backendName={names.get(backendId) ?? `backend ${backendId}`} />}
           </Group>
           <Group gap="md">
             {here && (
@@ -120,14 +130,13 @@ export function SliceKpis({ slice }: { slice: Slice }) {
             <LaneChart title="Throughput" unit="Mbit/s"
               limits={[...limit("rate_limit", sla.rate_limit_mbps, `rate limit ${sla.rate_limit_mbps} Mbit/s`, RATE_GREY),
                 ...limit("guarantee", sla.guaranteed_mbps, `guaranteed ${sla.guaranteed_mbps} Mbit/s`, GUARANTEE_TEAL)]}
-              series={seriesOf(slice, samples, lanes, (s) => s.throughput_bps / 1e6,
-                (rows) => rows.reduce((a, s) => a + s.throughput_bps, 0) / 1e6)} />
+              series={throughput.series} notMeasured={throughput.notMeasured} />
             <LaneChart title="Loss" unit="%" limits={limit("sla", sla.max_loss_pct, `SLA max ${sla.max_loss_pct} %`, SLA_RED)}
-              series={seriesOf(slice, samples, lanes, (s) => s.loss_pct)} />
+              series={loss.series} notMeasured={loss.notMeasured} />
             <LaneChart title="Delay (p99)" unit="ms" limits={limit("sla", sla.max_delay_ms, `SLA max ${sla.max_delay_ms} ms`, SLA_RED)}
-              series={seriesOf(slice, samples, lanes, (s) => s.delay_p99_ms)} />
+              series={delay.series} notMeasured={delay.notMeasured} />
             <LaneChart title="Jitter" unit="ms" limits={limit("sla", sla.max_jitter_ms, `SLA max ${sla.max_jitter_ms} ms`, SLA_RED)}
-              series={seriesOf(slice, samples, lanes, (s) => s.jitter_ms)} />
+              series={jitter.series} notMeasured={jitter.notMeasured} />
           </SimpleGrid>
         </>
       )}

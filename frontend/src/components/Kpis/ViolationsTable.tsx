@@ -6,6 +6,8 @@ import { api, unwrap } from "../../api/client";
 import { useHasPath } from "../../api/features";
 import { ProblemAlert } from "../common/QueryView";
 import { Time } from "../common/time";
+import { formatValue } from "./chartSeries";
+import { metricName, metricUnit } from "./metricLabels";
 
 export function useOpenViolations(sliceId?: number) {
   const available = useHasPath("/api/v1/violations");
@@ -50,8 +52,8 @@ export function ViolationsTable({ sliceId }: { sliceId?: number }) {
             )}
             <Table.Td>{v.backend_name}</Table.Td>
             <Table.Td>{v.lane ?? "all"}</Table.Td>
-            <Table.Td><Badge color="red" variant="light">{v.metric}</Badge></Table.Td>
-            <Table.Td>{v.worst.toFixed(2)}</Table.Td><Table.Td>{v.threshold}</Table.Td>
+            <Table.Td><Badge color="red" variant="light" tt="none">{metricName(v.metric)}</Badge></Table.Td>
+            <Table.Td>{formatValue(v.worst, metricUnit(v.metric))}</Table.Td><Table.Td>{formatValue(v.threshold, metricUnit(v.metric))}</Table.Td>
             <Table.Td><Time value={v.started_at} /></Table.Td>
           </Table.Tr>
         ))}

@@ -52,7 +52,7 @@ export function SlaFields({ value, onChange, error }: {
           label={`${f.label} (${f.unit})`}
           decimalScale={3}
           clampBehavior="none"
-          allowNegative={false}
+          allowNegative
           value={value[f.key] ?? ""}
           onChange={(v) => onChange({ ...value, [f.key]: v === "" ? null : Number(v) })}
           error={slaFieldError(f, value[f.key]) ?? error(f.key)}

@@ -3,8 +3,9 @@
 import { Badge, Code, Group, List, Stack, Table, Text } from "@mantine/core";
 import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
+import { metricLabel } from "../Kpis/metricLabels";
 import { useSliceStatus } from "./queries";
-import { StateBadge, stateLabel } from "./StateBadge";
+import { StateBadge, stateLabel, WHOLE_BADGE } from "./StateBadge";
 
 const SLA_COLORS: Record<string, string> = { met: "green", degraded: "red", no_data: "gray" };
 
@@ -16,6 +17,8 @@ export function SliceStatusPanel({ sliceId }: { sliceId: number }) {
         <Stack>
           {st.backends.length === 0 && <Text c="dimmed">Not assigned to any backend: nothing to deploy.</Text>}
           {st.backends.length > 0 && (
+            // below ~600 px the table scrolls sideways instead of wrapping one word per line
+            <Table.ScrollContainer minWidth={600}>
             <Table aria-label="Status per backend">
               <Table.Thead>
                 <Table.Tr><Table.Th>Backend</Table.Th><Table.Th>Deployment</Table.Th><Table.Th>SLA</Table.Th><Table.Th>Why</Table.Th></Table.Tr>
@@ -30,9 +33,9 @@ export function SliceStatusPanel({ sliceId }: { sliceId: number }) {
                       {b.since && <Text size="xs" c="dimmed">since <Time value={b.since} /></Text>}
                     </Table.Td>
                     <Table.Td>
-                      <Badge color={SLA_COLORS[b.sla]} variant="light">{stateLabel(b.sla)}</Badge>
+                      <Badge color={SLA_COLORS[b.sla]} variant="light" styles={WHOLE_BADGE}>{stateLabel(b.sla)}</Badge>
                       {b.open_violations.length > 0 && (
-                        <Text size="xs" c="red">{b.open_violations.map((v) => `${v.metric}${v.lane != null ? ` lane ${v.lane}` : ""}`).join(", ")}</Text>
+                        <Text size="xs" c="red">{b.open_violations.map((v) => metricLabel(v.metric, v.lane)).join("; ")}</Text>
                       )}
                       {b.last_sample_at && <Text size="xs" c="dimmed">last sample <Time value={b.last_sample_at} /></Text>}
                     </Table.Td>
@@ -51,6 +54,7 @@ export function SliceStatusPanel({ sliceId }: { sliceId: number }) {
                 ))}
               </Table.Tbody>
             </Table>
+            </Table.ScrollContainer>
           )}
         </Stack>
       )}

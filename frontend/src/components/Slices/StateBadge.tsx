@@ -15,8 +15,17 @@ const COLORS: Record<string, string> = {
 
 export const stateLabel = (state: string) => state.replace(/_/g, " ");
 
+/**
+ * Badges keep their whole word: a badge in a narrow flex row neither shrinks to "DEGR…" nor
+ * clips; a long one ("bmv2-lab: out of sync · degraded") wraps inside itself instead.
+ */
+export const WHOLE_BADGE = {
+  root: { flexShrink: 0, maxWidth: "100%", height: "auto", minHeight: "var(--badge-height)" },
+  label: { overflow: "visible", textOverflow: "clip", whiteSpace: "normal" },
+} as const;
+
 export function StateBadge({ state }: { state: string }) {
-  return <Badge color={COLORS[state] ?? "gray"} variant="light" data-state={state}>{stateLabel(state)}</Badge>;
+  return <Badge color={COLORS[state] ?? "gray"} variant="light" data-state={state} styles={WHOLE_BADGE}>{stateLabel(state)}</Badge>;
 }
 
 // One badge per backend: deployment state and SLA state, e.g. "bmv2: deployed · met".
@@ -29,7 +38,7 @@ export function BackendBadges({ status }: { status: BackendSummary[] }) {
         const color = sla === "degraded" ? "red" : COLORS[b.state] ?? "gray";
         return (
           <Tooltip key={b.backend_id} label={`rule set ${b.rule_set_number ?? "—"} · SLA ${stateLabel(b.sla)}`}>
-            <Badge color={color} variant="light" data-testid={`backend-state-${b.backend_id}`}
+            <Badge color={color} variant="light" data-testid={`backend-state-${b.backend_id}`} styles={WHOLE_BADGE}
               data-state={b.state} data-sla={b.sla}>
               {b.backend_name}: {stateLabel(b.state)}{sla ? ` · ${stateLabel(sla)}` : ""}
             </Badge>

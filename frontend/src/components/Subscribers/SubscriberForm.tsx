@@ -130,7 +130,7 @@ export function SubscriberForm({ subscriber, onDone }: { subscriber?: Subscriber
           <MultiSelect label="Slices" data={tenantSlices.map((s) => ({ value: String(s.id), label: s.name }))}
             value={sliceIds} onChange={setSliceIds} disabled={!tenantId} error={err("slice_ids")}
             placeholder={tenantId ? "Choose slices" : "Choose the tenant first"} />
-          <NumberInput label={`${GUARANTEE_LABEL} (Mbit/s)`} decimalScale={6} clampBehavior="none" allowNegative={false}
+          <NumberInput label={`${GUARANTEE_LABEL} (Mbit/s)`} decimalScale={6} clampBehavior="none" allowNegative
             description="This subscriber's own guarantee inside its slices; empty: none. Admission control checks it."
             value={guarantee} onChange={setGuarantee} error={local.guaranteed_bps ?? remote.guaranteed_bps} />
           <AdmissionDetails problem={save.error} />

@@ -3,6 +3,7 @@ import type { ReactNode } from "react";
 import { Alert, Center, List, Loader, Stack, Text, Title } from "@mantine/core";
 import type { UseQueryResult } from "@tanstack/react-query";
 import { ApiProblem } from "../../api/client";
+import { errorText } from "./errorText";
 import { mapProblem, problemSummary } from "./fieldErrors";
 
 export function NotFound({ what = "page" }: { what?: string }) {
@@ -22,7 +23,8 @@ export function ProblemAlert({ error, shownOnFields = [] }: { error: unknown; sh
   if (!error) return null;
   const p = error instanceof ApiProblem ? error : null;
   if (!p) {
-    return <Alert color="red" title="Something went wrong" role="alert">{String(error)}</Alert>;
+    const { title, message } = errorText(error);
+    return <Alert color="red" title={title} role="alert">{message}</Alert>;
   }
   const { byField, other } = mapProblem(p, shownOnFields);
   const onFields = Object.keys(byField).length;

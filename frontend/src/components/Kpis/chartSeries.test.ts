@@ -1,0 +1,105 @@
+import { describe, expect, it } from "vitest";
+import type { Schemas } from "../../api/client";
+import { alignSeries, axisTime, buildSeries, formatValue, lastValue, sourcesOf, typicalStep, withGaps, zoneName } from "./chartSeries";
+
+type KpiSample = Schemas["KpiSamplePublic"];
+
+function sample(over: Partial<KpiSample>): KpiSample {
+  return {
+    slice_id: 1, backend_id: 1, lane: 0, source: "counters", ts: "2026-11-27T10:00:00Z", interval_s: 1,
+    tx_packets: 0, rx_packets: 0, tx_bytes: 0, rx_bytes: 0, throughput_bps: 1e6, loss_pct: 0,
+    delay_mean_ms: null, delay_p50_ms: null, delay_p99_ms: null, jitter_ms: null, drops: {}, ecn_marks: 0, ...over,
+  };
+}
+const at = (s: number) => new Date(Date.UTC(2026, 10, 27, 10, 0, s)).toISOString();
+
+describe("withGaps", () => {
+  it("breaks the line inside a hole longer than 2.5 usual steps, not inside regular spacing", () => {
+    const pts: [number, number | null][] = [[0, 1], [1, 1], [2, 1], [3, 1], [10, 2], [11, 2]];
+    const out = withGaps(pts);
+    expect(out.filter((p) => p[1] === null)).toEqual([[6.5, null]]);
+    expect(withGaps([[0, 1], [1, 1], [2, 1]]).some((p) => p[1] === null)).toBe(false);
+  });
+  it("sorts and leaves one point alone", () => {
+    expect(withGaps([[5, 1]])).toEqual([[5, 1]]);
+    expect(withGaps([[2, 1], [1, 1]]).map((p) => p[0])).toEqual([1, 2]);
+    expect(typicalStep([1])).toBeNull();
+  });
+});
+
+describe("alignSeries", () => {
+  it("joins over another series' times (undefined) and keeps real gaps (null)", () => {
+    const { times, columns } = alignSeries([
+      { points: [[0, 1], [2, 1], [4, null], [6, 1]] },
+      { points: [[1, 5], [3, 5]] },
+    ]);
+    expect(times).toEqual([0, 1, 2, 3, 4, 6]);
+    expect(columns[0]).toEqual([1, undefined, 1, undefined, null, 1]);
+    expect(columns[1]).toEqual([undefined, 5, undefined, 5, undefined, undefined]);
+  });
+  it("is empty without points", () => {
+    expect(alignSeries([{ points: [] }])).toEqual({ times: [], columns: [[]] });
+  });
+});
+
+describe("buildSeries", () => {
+  const label = (lane: number) => `lane ${lane}`;
+  it("never mixes sources into one line and names the source when there are several", () => {
+    const samples = [
+      sample({ lane: 0, source: "counters", ts: at(0), loss_pct: 1 }),
+      sample({ lane: 0, source: "probe", ts: at(0), loss_pct: 2 }),
+      sample({ lane: 0, source: "counters", ts: at(1), loss_pct: 1 }),
+      sample({ lane: 0, source: "probe", ts: at(1), loss_pct: 2 }),
+    ];
+    const { series } = buildSeries(samples, [0], label, (s) => s.loss_pct);
+    expect(series.map((s) => s.label)).toEqual(["lane 0 (data-plane counters)", "lane 0 (STAMP probes)"]);
+    expect(series[0]?.points.map((p) => p[1])).toEqual([1, 1]);
+    expect(series[1]?.points.map((p) => p[1])).toEqual([2, 2]);
+  });
+  it("reports a metric a source does not measure instead of drawing it", () => {
+    const samples = [sample({ source: "counters", delay_p99_ms: null }), sample({ source: "probe", delay_p99_ms: 3 })];
+    const r = buildSeries(samples, [0], label, (s) => s.delay_p99_ms);
+    expect(r.notMeasured).toEqual(["counters"]);
+    expect(r.series.map((s) => s.source)).toEqual(["probe"]);
+    const only = buildSeries([sample({ delay_p99_ms: null })], [0], label, (s) => s.delay_p99_ms);
+    expect(only).toEqual({ series: [], notMeasured: ["counters"] });
+  });
+  it("adds the total as a lane < 0 per source, label without suffix for one source", () => {
+    const samples = [sample({ lane: 0, throughput_bps: 1e6 }), sample({ lane: 1, throughput_bps: 2e6 })];
+    const { series } = buildSeries(samples, [0, 1], label, (s) => s.throughput_bps / 1e6,
+      { label: "all lanes", sum: (rows) => rows.reduce((a, s) => a + s.throughput_bps, 0) / 1e6 });
+    const total = series.find((s) => s.lane < 0);
+    expect(total?.label).toBe("all lanes");
+    expect(total?.points.map((p) => p[1])).toEqual([3]);
+  });
+  it("orders sources counters, probe, testbed, then others", () => {
+    expect(sourcesOf([{ source: "x" }, { source: "testbed" }, { source: "counters" }, { source: "probe" }]))
+      .toEqual(["counters", "probe", "testbed", "x"]);
+  });
+});
+
+describe("legend values", () => {
+  it("the last number of a column, skipping gaps and holes", () => {
+    expect(lastValue([1, 2, null, undefined])).toBe(2);
+    expect(lastValue([null])).toBeNull();
+  });
+  it("formats with the unit and a dash for no value, never 0", () => {
+    expect(formatValue(12.345, "ms")).toBe("12.3 ms");
+    expect(formatValue(0.01234, "%")).toBe("0.012 %");
+    expect(formatValue(null, "ms")).toBe("—");
+  });
+});
+
+describe("axis time", () => {
+  const t = Date.UTC(2026, 10, 27, 15, 4, 5) / 1000;
+  it("uses a 24-hour clock in the zone given", () => {
+    expect(axisTime(t, 3600, "UTC")).toBe("15:04");
+    expect(axisTime(t, 300, "UTC")).toBe("15:04:05");
+    expect(axisTime(t, 86_400, "Europe/Berlin")).toMatch(/^27 Nov,? 16:04$/);
+    expect(axisTime(t, 3600, "UTC")).not.toMatch(/[AP]M/i);
+  });
+  it("names the zone", () => {
+    expect(zoneName("UTC")).toBe("UTC");
+    expect(zoneName("Europe/Berlin", new Date(t * 1000))).toMatch(/CET|GMT\+1/);
+  });
+});

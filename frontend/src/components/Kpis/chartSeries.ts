@@ -1,0 +1,148 @@
+// Pure helpers of the KPI charts: building one series per (lane, source) from samples, aligning
+// them on one time axis with real gaps (null: "no data here", drawn as a break) apart from
+// alignment holes (undefined: another series has a point here, this one does not; joined over),
+// the last value for the live legend, and 24-hour time labels with the zone named.
+import type { Schemas } from "../../api/client";
+
+type KpiSample = Schemas["KpiSamplePublic"];
+
+/** Who measured a sample (docs/kpis.md). Unknown sources keep their own name. */
+export const SOURCE_LABELS: Record<string, string> = {
+  counters: "data-plane counters", probe: "STAMP probes", testbed: "testbed meter",
+};
+const SOURCE_ORDER = ["counters", "probe", "testbed"];
+export const sourceLabel = (s: string) => SOURCE_LABELS[s] ?? s;
+
+export interface LaneSeries {
+  lane: number; // < 0: all lanes together
+  source?: string;
+  label: string; // e.g. "lane 4 · video"
+  points: [number, number | null][]; // [unix seconds, value]
+}
+
+/** The sources present in ``samples``, in a fixed order (counters, probe, testbed, then others). */
+export function sourcesOf(samples: { source: string }[]): string[] {
+  const found = [...new Set(samples.map((s) => s.source))];
+  const rank = (s: string) => (SOURCE_ORDER.includes(s) ? SOURCE_ORDER.indexOf(s) : SOURCE_ORDER.length);
+  return found.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/**
+ * Series of one metric, one per (lane, source): sources are never mixed into one line. A source
+ * whose samples all lack the metric (null: that data plane does not measure it) gives no series;
+ * ``notMeasured`` lists those sources so the chart can say so instead of drawing 0.
+ */
+export function buildSeries(samples: KpiSample[], lanes: number[], laneLabel: (lane: number) => string,
+  pick: (s: KpiSample) => number | null,
+  total?: { label: string; sum: (rows: KpiSample[]) => number | null }):
+  { series: LaneSeries[]; notMeasured: string[] } {
+  const sources = sourcesOf(samples);
+  const several = sources.length > 1;
+  const series: LaneSeries[] = [];
+  const notMeasured: string[] = [];
+  for (const source of sources) {
+    const mine = samples.filter((s) => s.source === source);
+    if (mine.every((s) => pick(s) === null)) {
+      notMeasured.push(source);
+      continue;
+    }
+    const suffix = several ? ` (${sourceLabel(source)})` : "";
+    for (const lane of lanes) {
+      const points = mine.filter((s) => s.lane === lane).map((s) => [Date.parse(s.ts) / 1000, pick(s)] as [number, number | null]);
+      series.push({ lane, source, label: laneLabel(lane) + suffix, points });
+    }
+    if (total) {
+      const byTs = new Map<string, KpiSample[]>();
+      for (const s of mine) byTs.set(s.ts, [...(byTs.get(s.ts) ?? []), s]);
+      series.push({ lane: -1, source, label: total.label + suffix,
+        points: [...byTs.entries()].map(([ts, rows]) => [Date.parse(ts) / 1000, total.sum(rows)] as [number, number | null]) });
+    }
+  }
+  return { series, notMeasured };
+}
+
+/** The usual spacing of a series' points (median step), or null with fewer than two points. */
+export function typicalStep(times: number[]): number | null {
+  if (times.length < 2) return null;
+  const steps = times.slice(1).map((t, i) => t - (times[i] ?? t)).filter((d) => d > 0).sort((a, b) => a - b);
+  return steps[Math.floor(steps.length / 2)] ?? null;
+}
+
+/**
+ * The points sorted, with a null point inserted inside every hole longer than ``factor`` times the
+ * series' usual step, so the line breaks there instead of bridging minutes without data.
+ */
+export function withGaps(points: [number, number | null][], factor = 2.5): [number, number | null][] {
+  const sorted = [...points].sort((a, b) => a[0] - b[0]);
+  const step = typicalStep(sorted.map((p) => p[0]));
+  if (step === null) return sorted;
+  const out: [number, number | null][] = [];
+  let prev: number | null = null;
+  for (const p of sorted) {
+    if (prev !== null && p[0] - prev > factor * step) out.push([(p[0] + prev) / 2, null]);
+    out.push(p);
+    prev = p[0];
+  }
+  return out;
+}
+
+/**
+ * All series on one sorted time axis (uPlot's columns). A series' value at a time it has no
+ * point for is undefined (joined over), a gap or an unmeasured sample is null (a break).
+ */
+export function alignSeries(series: { points: [number, number | null][] }[]):
+  { times: number[]; columns: (number | null | undefined)[][] } {
+  const gapped = series.map((s) => withGaps(s.points));
+  const times = [...new Set(gapped.flatMap((pts) => pts.map((p) => p[0])))].sort((a, b) => a - b);
+  const columns = gapped.map((pts) => {
+    const m = new Map(pts);
+    return times.map((t) => (m.has(t) ? (m.get(t) as number | null) : undefined));
+  });
+  return { times, columns };
+}
+
+/** The newest value of a column that is a number (the live legend when not hovering). */
+export function lastValue(column: readonly (number | null | undefined)[]): number | null {
+  for (let i = column.length - 1; i >= 0; i--) {
+    const v = column[i];
+    if (typeof v === "number") return v;
+  }
+  return null;
+}
+
+/** "12.3" style: three significant digits at most, no exponent for KPI-sized values. */
+export function formatValue(v: number | null | undefined, unit: string): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "—";
+  const abs = Math.abs(v);
+  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
+  return `${v.toFixed(digits)} ${unit}`.trim();
+}
+
+const clockFormats = new Map<string, Intl.DateTimeFormat>();
+function clock(kind: "hm" | "hms" | "dhm" | "zone", timeZone?: string): Intl.DateTimeFormat {
+  const key = `${kind}|${timeZone ?? ""}`;
+  let f = clockFormats.get(key);
+  if (!f) {
+    const base = { hourCycle: "h23", timeZone } as const;
+    f = new Intl.DateTimeFormat("en-GB", kind === "hm" ? { ...base, hour: "2-digit", minute: "2-digit" }
+      : kind === "hms" ? { ...base, hour: "2-digit", minute: "2-digit", second: "2-digit" }
+      : kind === "dhm" ? { ...base, day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit" }
+      : { ...base, hour: "2-digit", timeZoneName: "short" });
+    clockFormats.set(key, f);
+  }
+  return f;
+}
+
+/** The short name of the zone times are shown in ("CET", "UTC", "GMT+5:30"). */
+export function zoneName(timeZone?: string, at: Date = new Date()): string {
+  return clock("zone", timeZone).formatToParts(at).find((p) => p.type === "timeZoneName")?.value ?? "";
+}
+
+/**
+ * An axis tick at ``seconds`` (unix) on an axis spanning ``spanS`` seconds, on a 24-hour clock:
+ * seconds for spans up to 15 min, the day for spans over 20 h.
+ */
+export function axisTime(seconds: number, spanS: number, timeZone?: string): string {
+  const kind = spanS > 20 * 3600 ? "dhm" : spanS <= 900 ? "hms" : "hm";
+  return clock(kind, timeZone).format(new Date(seconds * 1000));
+}
