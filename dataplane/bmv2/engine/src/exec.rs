@@ -387,7 +387,12 @@ impl Engine {
         let mut var = 0usize;
         if let Some(bits) = vl_bits {
             let max = hdr.varbit_max_bytes.unwrap_or(0) as u64;
-            if bits % 8 != 0 || bits / 8 > max {
+            // BMv2's extract_VL: a length that is not whole bytes is the program's bad
+            // argument (ParserInvalidArgument), checked before the header's maximum.
+            if bits % 8 != 0 {
+                return Err(ParseError(self.ir.error_parser_invalid_argument));
+            }
+            if bits / 8 > max {
                 return Err(ParseError(self.ir.error_header_too_short));
             }
             var = (bits / 8) as usize;

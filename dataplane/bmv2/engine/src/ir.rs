@@ -235,6 +235,7 @@ pub struct Ir {
     pub error_packet_too_short: u32,
     pub error_no_match: u32,
     pub error_header_too_short: u32,
+    pub error_parser_invalid_argument: u32,
 }
 
 type R<T> = Result<T, String>;
@@ -832,5 +833,6 @@ pub fn build(raw: &Value) -> R<Ir> {
         error_packet_too_short: error("PacketTooShort"),
         error_no_match: error("NoMatch"),
         error_header_too_short: error("HeaderTooShort"),
+        error_parser_invalid_argument: error("ParserInvalidArgument"),
     })
 }
