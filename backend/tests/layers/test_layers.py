@@ -1,4 +1,4 @@
-"""Layering (ARCHITECTURE.md §8, issue #16): no layer imports a higher one, only ``api`` knows HTTP.
+"""Layering (docs/architecture.md, issue #16): no layer imports a higher one, only ``api`` knows HTTP.
 
 The contracts are in ``contracts.ini`` (import-linter): direct and indirect imports, lazy ones
 inside functions included.

@@ -1,4 +1,4 @@
-// Header parser for the nested 5G format (ARCHITECTURE.md §5, seed 000 §3), exactly as
+// Header parser for the nested 5G format (docs/packets.md, seed 000 §3), exactly as
 // docs/packets.md specifies it for all three data planes:
 // Ethernet [802.1Q/802.1ad, up to two tags] / IPv4 [/ UDP 4789 / VXLAN / Ethernet / IPv4]
 // [/ UDP 2152 / GTP-U [ext headers] / IPv4] / UDP|TCP. Extracts the innermost IPv4 src,

@@ -1,4 +1,4 @@
-"""The driver contract (ARCHITECTURE.md §4): one object per data-plane instance.
+"""The driver contract (docs/architecture.md, docs/drivers.md): one object per data-plane instance.
 
 A driver package registers a class under the entry-point group ``sliceportal.drivers``.
 The class is constructed with the backend's options (a plain mapping from the portal's

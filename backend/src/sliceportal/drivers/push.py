@@ -1,4 +1,4 @@
-"""Transactional push and reconcile, pure of the database (ARCHITECTURE.md §4 steps 2-4).
+"""Transactional push and reconcile, pure of the database (docs/architecture.md, "A deploy, end to end", steps 3-6).
 
 The lead's deployment service calls, per backend:
 

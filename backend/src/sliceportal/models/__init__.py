@@ -1,4 +1,4 @@
-"""The domain model (ARCHITECTURE.md §3). Importing this package registers every table."""
+"""The domain model (docs/architecture.md). Importing this package registers every table."""
 
 from sliceportal.models.audit import AuditLog
 from sliceportal.models.auth import (

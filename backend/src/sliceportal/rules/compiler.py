@@ -1,6 +1,6 @@
 """The rule compiler: tenants + slices (services, subscribers) + one target -> ``RuleIR``.
 
-Pure and I/O-free (ARCHITECTURE.md §4 step 1). The pipeline, explained in docs/rules.md:
+Pure and I/O-free (docs/architecture.md, "A deploy, end to end"). The pipeline, explained in docs/rules.md:
 
 1. validate: service lanes belong to the slice type, services of one slice that could see
    the same packet agree on the lane, no two slices claim the same packet, the target can

@@ -1,7 +1,7 @@
 """The backend-neutral rule IR: what the compiler produces and every driver lowers.
 
 A ``RuleIR`` is compiled for one target geometry (lanes x RR paths), so lanes here are
-already folded onto the backend (ARCHITECTURE.md §4 step 1) and every ``rr_path`` is
+already folded onto the backend (docs/architecture.md, "A deploy, end to end") and every ``rr_path`` is
 below ``RuleIR.paths``. Rules are ordered: the first rule whose match holds wins, exactly
 as the lowest-index TCAM entry wins in seed 000; a packet no rule matches follows the
 ``MissPolicy`` (seed 000 Algorithm 1).
