@@ -10,7 +10,7 @@ A private PostgreSQL with the demo data. Two measurements:
    per backend and interval (reads, deltas, percentiles, the interval's one ``ingest``), so
    the data plane's own answer time is left out. Baseline in the same run: ``kpi.store.ingest``
    of the same points alone (what any source pays to store them).
-2. Ingest: batches of 5 000 points (the ingest API's maximum) through ``kpi.store.ingest``
+2. Ingest: batches of 2 000 points (the ingest API's maximum) through ``kpi.store.ingest``
    (insert, SLA evaluation, NOTIFY), and through the HTTP route ``POST /api/v1/kpis/ingest``
    (pydantic validation, existence checks) with a telemetry key; goal >= 50 000 points/s.
 """
@@ -163,8 +163,8 @@ def ingest_bench(res: Results, sessions: Any, url: str, slice_ids: list[int]) ->
         session.add(backend)
         session.commit()
         bid = backend.id
-    batch, batches = 5000, (4 if quick() else 10)
-    t_start = datetime(2030, 1, 1, tzinfo=UTC)
+    batch, batches = 2000, (4 if quick() else 10)
+    t_start = datetime(2020, 1, 1, tzinfo=UTC)  # the ingest API refuses points from the future
 
     def points(k: int) -> list[KpiPoint]:
         return [KpiPoint(slice_id=slice_ids[i % len(slice_ids)], backend_id=bid, lane=i % LANES, source="probe",
@@ -199,9 +199,9 @@ def ingest_bench(res: Results, sessions: Any, url: str, slice_ids: list[int]) ->
             http_times.append(time.perf_counter() - t0)
             assert r.status_code == 201, r.text
     http_rate = batch / statistics.median(http_times)
-    res.figure("ingest through kpi.store.ingest (5 000-point batches)", store_rate, "points/s",
+    res.figure("ingest through kpi.store.ingest (2 000-point batches)", store_rate, "points/s",
                goal=">= 50000", met=store_rate >= 50_000, note=f"median of {batches} batches")
-    res.figure("ingest through POST /api/v1/kpis/ingest (5 000-point batches)", http_rate, "points/s",
+    res.figure("ingest through POST /api/v1/kpis/ingest (2 000-point batches)", http_rate, "points/s",
                baseline=store_rate, baseline_name="kpi.store.ingest alone", goal=">= 50000",
                met=http_rate >= 50_000, note=f"median of {batches} batches, TestClient in process")
     print({"store points/s": round(store_rate), "http points/s": round(http_rate)}, flush=True)

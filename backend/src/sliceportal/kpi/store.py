@@ -28,7 +28,7 @@ def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = 
     committed); the violations changed and each point's slice -> tenant."""
     rows = [p.model_dump() for p in points]
     # PostgreSQL binds at most 65 535 parameters per statement: 18 columns x 3 000 rows fit
-    # (an interval of the collector is one statement; a full ingest batch of 5 000, two)
+    # (an interval of the collector is one statement, and so is a full ingest batch of 2 000)
     for i in range(0, len(rows), ROWS_PER_STATEMENT):
         chunk = rows[i:i + ROWS_PER_STATEMENT]
         # a source that reports an interval twice (a restarted collector) overwrites, not duplicates

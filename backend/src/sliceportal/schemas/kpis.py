@@ -84,7 +84,7 @@ class SlaSummary(BaseModel):
 
 # ---- the ingest API (api/routes/telemetry.py) ------------------------------------------
 
-MAX_INGEST_POINTS = 5_000  # points per request: about 1.5 MB of JSON, one transaction
+MAX_INGEST_POINTS = 2_000  # points per request: < 1 MiB of JSON (the API's body limit), one transaction
 
 
 class IngestPoint(BaseModel):

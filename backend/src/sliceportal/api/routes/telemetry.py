@@ -34,7 +34,7 @@ from sliceportal.models import Backend, Scope, Slice
 from sliceportal.schemas.kpis import MAX_INGEST_POINTS, IngestBatch, IngestResult
 
 router = APIRouter(tags=["kpis"])
-MAX_BODY_BYTES = 2 * 1024 * 1024
+MAX_BODY_BYTES = 1 << 20  # the API's default body limit (Settings.max_body_bytes) applies before this
 FUTURE_SLACK = timedelta(minutes=1)  # clocks differ; a point from further ahead is a mistake
 RATE_LIMIT = "300/minute"  # a probe agent posting every second, with room for a catch-up
 
@@ -74,7 +74,7 @@ async def body_within_limit(request: Request) -> None:
                         429: {"description": "too many requests; see Retry-After"}})
 async def ingest_points(batch: IngestBatch, principal: Telemetry, session: SessionDep,
                         request: Request) -> IngestResult:
-    """Store KPI points measured outside the portal (at most 5 000 a request, scope ``telemetry``):
+    """Store KPI points measured outside the portal (at most 2 000 a request, scope ``telemetry``):
     all of them, or none, with each bad point's field named."""
     spec = getattr(request.app.state, "telemetry_rate_limit", RATE_LIMIT)
     wait = LIMITER.hit(spec, f"user:{principal.user_id}")
