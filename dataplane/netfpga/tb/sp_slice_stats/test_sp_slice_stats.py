@@ -192,7 +192,8 @@ async def random_events_match_a_model_and_never_decrease(dut: object) -> None:
             last[k] = got
 
 
-@pytest.mark.parametrize("geometry", [(64, 4), (32, 8)], ids=["prototype-64x4", "production-32x8"])
+# The production table (32 slices x 8 lanes) runs in tb/sp_datapath's production geometry.
+@pytest.mark.parametrize("geometry", [(64, 4)], ids=["prototype-64x4"])
 def test_sp_slice_stats(cocotb_run, geometry: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
     slices, lanes = geometry
     cocotb_run("sp_slice_stats", __file__, {"SLICES": slices, "LANES": lanes})
