@@ -69,7 +69,7 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
       },
       axes: [
         // 24-hour clock in the browser's zone, like every other time on the page
-        { label: `time (${zone})`, labelSize: 20,
+        { label: `time (${zone})`, labelSize: 20, space: 80, // room for "17:12:15" between ticks
           values: (u, splits) => {
             const span = (u.scales.x?.max ?? 0) - (u.scales.x?.min ?? 0);
             return splits.map((t) => axisTime(t, span));
