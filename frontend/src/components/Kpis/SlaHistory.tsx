@@ -3,10 +3,11 @@
 // that opened and closed it (hold-down), the rule set in force, the data plane's counters.
 import { useState } from "react";
 import { Badge, Button, Code, Group, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from "@mantine/core";
-import { useQuery } from "@tanstack/react-query";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useHasPath } from "../../api/features";
 import { Dialog } from "../common/Dialog";
+import { Pager } from "../common/Pager";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { formatTime, Time } from "../common/time";
 import { LaneChart, SLA_RED, GUARANTEE_TEAL } from "./LaneChart";
@@ -16,6 +17,7 @@ type Violation = Schemas["SlaViolationPublic"];
 type Evidence = Schemas["EvidenceSample"];
 const WINDOWS = { "1h": { label: "last hour", seconds: 3600 }, "24h": { label: "last day", seconds: 86_400 } } as const;
 type WindowKey = keyof typeof WINDOWS;
+const HISTORY_PAGE = 20;
 
 
 function fmt(v: number | null | undefined, unit: string): string {
@@ -98,17 +100,21 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
     queryFn: () => unwrap(api.GET("/api/v1/slices/{slice_id}/sla", { params: { path: { slice_id: sliceId }, query: { since: since() } } })),
     enabled: available === true, refetchInterval: 5000,
   });
+  // paged on the server (newest first), the previous page kept on screen while the next loads
+  const [page, setPage] = useState(1);
+  const paging = { page, q: "", sort: "-started_at", limit: HISTORY_PAGE };
   const history = useQuery({
-    queryKey: ["violations", { sliceId, win }],
-    queryFn: () => unwrap(api.GET("/api/v1/violations", { params: { query: { slice_id: sliceId, since: since(), limit: 200 } } })),
-    enabled: available === true, refetchInterval: 5000,
+    queryKey: ["violations", { sliceId, win, page }],
+    queryFn: () => unwrap(api.GET("/api/v1/violations", { params: { query: {
+      slice_id: sliceId, since: since(), limit: HISTORY_PAGE, offset: (page - 1) * HISTORY_PAGE, sort: "-started_at" } } })),
+    enabled: available === true, refetchInterval: 5000, placeholderData: keepPreviousData,
   });
   if (available === false) return null;
   return (
     <Stack>
       <Group justify="space-between">
         <Title order={2} size="h4">SLA history</Title>
-        <SegmentedControl size="xs" aria-label="History window" value={win} onChange={(v) => setWin(v as WindowKey)}
+        <SegmentedControl size="xs" aria-label="History window" value={win} onChange={(v) => { setWin(v as WindowKey); setPage(1); }}
           data={Object.entries(WINDOWS).map(([value, w]) => ({ value, label: w.label }))} />
       </Group>
       {summary.isError && <ProblemAlert error={summary.error} />}
@@ -144,6 +150,9 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
           ))}
         </Table.Tbody>
       </Table>
+      {(history.data?.count ?? 0) > HISTORY_PAGE && (
+        <Pager count={history.data?.count ?? 0} params={paging} onPage={setPage} />
+      )}
       <ExplainDialog violation={explained} onClose={() => setExplained(null)} />
     </Stack>
   );
