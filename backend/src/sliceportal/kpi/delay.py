@@ -4,7 +4,8 @@ A data plane counts each dequeued packet's sojourn in bucket ``i`` = [2**i, 2**(
 (bucket 0 also holds 0; the last bucket everything above), plus the count, the sum and the
 largest sojourn since it started (``drivers.contract.DelayHistogram``). The difference of two
 reads is the interval's histogram: its mean is exact (sum / count), its percentiles are
-interpolated linearly inside the bucket the rank falls in.
+interpolated linearly inside the bucket the rank falls in (the k-th of its n sojourns at the
+middle of its 1/n share).
 
 Error bound: the true percentile lies in the same bucket as the estimate, so the estimate is
 off by less than that bucket's width — less than 2**i units for bucket i, i.e. within a
@@ -14,6 +15,7 @@ also capped by the largest sojourn the data plane ever saw, which bounds the ope
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sliceportal.drivers.contract import DelayHistogram
@@ -70,7 +72,10 @@ def percentile(d: DelayDelta, q: float) -> float | None:
             low, high = bucket_bounds(i)
             if i == len(d.buckets) - 1:
                 high = max(high, d.max_ever)  # the open last bucket reaches up to the largest seen
-            estimate = low + (high - low) * min(max((rank - seen) / n, 0.0), 1.0)
+            # the k-th of the bucket's n sojourns sits at the middle of its 1/n share of the
+            # bucket, so the estimate stays inside the half-open [low, high)
+            k = min(max(math.ceil(rank - seen), 1), n)
+            estimate = low + (high - low) * (k - 0.5) / n
             # no sojourn exceeded the largest ever seen (when the plane reports it)
             return min(estimate, float(d.max_ever)) if d.max_ever >= low else estimate
         seen += n
