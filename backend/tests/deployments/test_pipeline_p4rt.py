@@ -176,7 +176,7 @@ def test_unknown_driver_and_bad_options(client: TestClient, op: dict[str, str]) 
     r = client.post("/api/v1/backends", json={"name": "x", "driver": "nope"}, headers=op)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "driver"
     r = client.post("/api/v1/backends", json={"name": "x", "driver": "p4rt", "options": {"lanes": 99}}, headers=op)
-    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "options"
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "options.lanes"  # the option itself
 
 
 def test_intent_listing_1(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:
