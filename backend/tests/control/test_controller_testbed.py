@@ -70,9 +70,10 @@ def test_lost_lease_keeps_the_testbed_unless_another_leads(db_url: str, session:
         other.start()
         try:
             wait_until("the other candidate to lead", lambda: other.leading, 10)
+            # the namespaces go before the testbed says it stopped: wait for the whole teardown
             wait_until("the kept testbed torn down", lambda: controller.parked is None and controller.testbed is None
-                       and not set(namespaces(prefix)) & _netns(), 30)
-            assert not first.running and leftovers(prefix) == []
+                       and not set(namespaces(prefix)) & _netns() and not first.running
+                       and leftovers(prefix) == [], 30)
         finally:
             other.stop()
         # and it leads again once the other is gone: a new testbed, reported running
