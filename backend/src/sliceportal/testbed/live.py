@@ -572,13 +572,17 @@ class LiveTestbed:
             # (an interval that began before its refill was confirmed is not the refilled plane's)
             forwarding = plane.up and not plane.restore_due and plane.refilled_at <= began \
                 and (plane.process is None or plane.process.alive)
-            if not forwarding:
+            if forwarding:
+                report = meter.interval_report(sent_before=self._sent_before(plane))
+                self._reports.put((plane, datetime.now(UTC), report))
+            else:
                 # what was sent while it was down is not loss of the plane that comes back:
-                # starved-lane accounting starts afresh LOSS_GRACE_S after it forwards again
+                # starved-lane accounting starts afresh LOSS_GRACE_S after it forwards again; and
+                # what it forwarded before its refill (an empty plane's default path) is no KPI of
+                # the slices: the interval is read out and dropped
                 with self._lock:
                     plane.sent_history.clear()
-            sent_before = self._sent_before(plane) if forwarding else None
-            self._reports.put((plane, datetime.now(UTC), meter.interval_report(sent_before=sent_before)))
+                meter.interval_report(sent_before=None)
             # flows of earlier traffic generations (and stray ids) are done: forget them here,
             # on the thread that owns the meter's accumulators
             places = meter.places
