@@ -5,6 +5,7 @@ import { QueryClientProvider } from "@tanstack/react-query";
 import { BrowserRouter } from "react-router";
 import "@mantine/core/styles.css";
 import "uplot/dist/uPlot.min.css";
+import "./components/Kpis/legend.css";
 import { App } from "./App";
 import { SessionProvider } from "./auth/session";
 import { ErrorBoundary } from "./components/common/ErrorBoundary";
