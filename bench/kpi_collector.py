@@ -18,24 +18,20 @@ A private PostgreSQL with the demo data. Two measurements:
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from _results import Results, quick
 from fastapi.testclient import TestClient
 from sqlalchemy import select
+from stack_common import database
 
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
-from sliceportal.core.migrate import upgrade
-from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.core.security import hash_password
 from sliceportal.drivers.contract import DELAY_BUCKETS, Counters, DelayHistogram, LaneCounters
 from sliceportal.kpi.collector import KpiCollector
@@ -52,7 +48,6 @@ from sliceportal.models import (
     User,
 )
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.processes import free_port
 
 LANES = 8
 
@@ -85,21 +80,14 @@ def rule_set_for(session: Any, backend: Backend, slice_id: int) -> None:
 
 def main() -> None:
     res = Results("kpi_collector")
-    tmp = Path(tempfile.mkdtemp(prefix="kpic-"))
-    pg = EmbeddedPostgres(tmp, port=free_port(), dbname="bench")
-    pg.start()
-    try:
+    with database() as pg:  # private, migrated, removed afterwards (stack_common)
         url = pg.url()
-        upgrade(url)
         sessions = session_factory(url)
         with sessions() as session:
             seed_demo(session, users_per_slice=1)
             slice_ids = list(session.scalars(select(Slice.id).order_by(Slice.id)))
         collector_bench(res, sessions, slice_ids)
         ingest_bench(res, sessions, url, slice_ids)
-    finally:
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     res.write()
 
 
