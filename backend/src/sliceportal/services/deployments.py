@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import cast, func, literal, select, type_coerce, update
+from sqlalchemy import BigInteger, cast, func, literal, select, type_coerce, update
 from sqlalchemy.dialects.postgresql import INET
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -128,7 +128,7 @@ def domain_specs(session: Session, backend: Backend) -> tuple[list[TenantSpec], 
         # columns, not ORM objects, and the address as an integer computed by PostgreSQL
         # (inet - inet): loading 10 k subscribers as objects and parsing their addresses took
         # 3.5 s of a 3.8 s deploy, paid again by every backend of a fleet (bench/scale_backends.py)
-        ip = (Subscriber.ue_ip - cast(literal("0.0.0.0"), INET)).label("ip")
+        ip = Subscriber.ue_ip.op("-", return_type=BigInteger)(cast(literal("0.0.0.0"), INET)).label("ip")
         teids = type_coerce(Subscriber.teids, NullType()).label("teids")  # psycopg's list as is, no per-item pass
         rows = session.execute(select(subscriber_slice.c.slice_id, Subscriber.id, Subscriber.imsi, ip, teids)
                                .join(Subscriber, Subscriber.id == subscriber_slice.c.subscriber_id)
@@ -541,6 +541,14 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
                     health = drv.health()
                 if report.reachable or attempt:
                     break
+                # What this pass saw is written at once: a reconnect to a dead data plane waits out
+                # the driver's connect timeout (10 s for P4Runtime) holding the driver, and the
+                # health probes cannot ask it meanwhile (CI saw "degraded" 10 s late).
+                doubted = backend.health != "ok"
+                _observed(session, backend, health=_doubted(backend), health_detail=report.error or "")
+                session.commit()
+                if doubted:
+                    break  # already in doubt: reconnecting is the health probes' part, bounded and counted
                 # the data plane may have restarted under a session that is now dead: reconnect once
                 POOL.discard(session, backend)
         except DriverError as exc:
