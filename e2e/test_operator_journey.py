@@ -288,7 +288,7 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(table.get_by_text("draft", exact=True)).to_have_count(0)
 
     nav.get_by_role("link", name="Audit log").click()
-    expect(page.get_by_role("list", name="Audit log")).to_contain_text("mvno-green")
+    expect(page.get_by_role("table", name="Audit log")).to_contain_text("mvno-green")
     assert_accessible(page, "the audit log")
     shot(page, "audit", full_page=False)
 

@@ -1,15 +1,14 @@
 // The audit log as a timeline: who did what to which object (named, linked), what changed
 // (field: before → after), filtered by object type, person and free text; filters live in the URL.
-import { Anchor, Badge, Group, Paper, Select, Stack, Table, Text, TextInput } from "@mantine/core";
+import { Anchor, Badge, Code, Group, Select, Table, Text, TextInput } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, unwrap } from "../../api/client";
+import { DataTable } from "../common/DataTable";
 import { labelOf } from "../common/fieldErrors";
 import { PageTitle } from "../common/PageTitle";
-import { Pager } from "../common/Pager";
-import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 import { queryOf, usePageParams } from "../common/usePaged";
 import { useBackends } from "../Slices/queries";
@@ -17,41 +16,43 @@ import {
   fieldDiff, knownKey, OBJECT_TYPES, objectLink, objectName, SELF_ACTIONS, typeLabel, verb, type AuditEntry, type KnownNames,
 } from "./auditEntry";
 
-function Entry({ e, known }: { e: AuditEntry; known: KnownNames }) {
-  const changes = fieldDiff(e.before, e.after);
+/** A changed value: a plain one inline, a structured one (object, list) as indented JSON. */
+function Value({ text, struck }: { text: string; struck: boolean }) {
+  if (text.includes("\n")) {
+    return <Code block fz="xs" td={struck ? "line-through" : undefined} mah={240} style={{ overflow: "auto" }}>{text}</Code>;
+  }
+  return <Text span size="sm" td={struck ? "line-through" : undefined} style={{ wordBreak: "break-all" }}>{text}</Text>;
+}
+
+function Sentence({ e, known }: { e: AuditEntry; known: KnownNames }) {
   const link = objectLink(e, known);
   const name = objectName(e, known);
-  const self = SELF_ACTIONS.has(e.action);
   return (
-    <Paper withBorder p="sm" component="li" data-testid="audit-entry">
-      <Group justify="space-between" gap="xs" wrap="wrap">
-        <Text>
-          <b>{e.actor}</b> {verb(e.action)}
-          {!self && <> {typeLabel(e.object_type)}{" "}
-            {link ? <Anchor component={Link} to={link} fw={600}>{name}</Anchor> : <b>{name}</b>}</>}
-        </Text>
-        <Group gap="xs">
-          <Badge variant="light" color="gray" title="How the change was made">{e.via}</Badge>
-          <Text size="sm" c="dimmed"><Time value={e.ts} /></Text>
-        </Group>
-      </Group>
-      {changes.length > 0 && (
-        <Table.ScrollContainer minWidth={300} mt={6}>
-          <Table fz="sm" withRowBorders={false} aria-label={`Changes to ${name}`}>
-            <Table.Thead><Table.Tr><Table.Th>Field</Table.Th><Table.Th>Before</Table.Th><Table.Th>After</Table.Th></Table.Tr></Table.Thead>
-            <Table.Tbody>
-              {changes.slice(0, 20).map((c) => (
-                <Table.Tr key={c.field}>
-                  <Table.Td>{labelOf(c.field)}</Table.Td>
-                  <Table.Td><Text span size="sm" td={e.before ? "line-through" : undefined} style={{ wordBreak: "break-all" }}>{c.before}</Text></Table.Td>
-                  <Table.Td><Text span size="sm" style={{ wordBreak: "break-all" }}>{c.after}</Text></Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
-      )}
-    </Paper>
+    <Text size="sm" component="div">
+      <b>{e.actor}</b> {verb(e.action)}
+      {!SELF_ACTIONS.has(e.action) && <> {typeLabel(e.object_type)}{" "}
+        {link ? <Anchor component={Link} to={link} fw={600} fz="sm">{name}</Anchor> : <b>{name}</b>}</>}
+      {" "}<Badge variant="light" color="gray" size="sm" title="How the change was made">{e.via}</Badge>
+    </Text>
+  );
+}
+
+function Changes({ e, known }: { e: AuditEntry; known: KnownNames }) {
+  const changes = fieldDiff(e.before, e.after);
+  if (changes.length === 0) return <Text size="sm" c="dimmed">—</Text>;
+  return (
+    <Table fz="sm" withRowBorders={false} aria-label={`Changes to ${objectName(e, known)}`}>
+      <Table.Thead><Table.Tr><Table.Th>Field</Table.Th><Table.Th>Before</Table.Th><Table.Th>After</Table.Th></Table.Tr></Table.Thead>
+      <Table.Tbody>
+        {changes.slice(0, 20).map((c) => (
+          <Table.Tr key={c.field}>
+            <Table.Td>{labelOf(c.field)}</Table.Td>
+            <Table.Td><Value text={c.before} struck={e.before != null} /></Table.Td>
+            <Table.Td><Value text={c.after} struck={false} /></Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
   );
 }
 
@@ -96,18 +97,15 @@ export function AuditPage() {
         <TextInput label="Who (username)" w={200} maw="100%" value={actorText} onChange={(e) => setActorText(e.currentTarget.value)} />
         <TextInput label="Search the audit log" w={260} maw="100%" value={search} onChange={(e) => setSearch(e.currentTarget.value)} />
       </Group>
-      <QueryView query={audit}>
-        {(page) => (
-          <>
-            {page.data.length === 0 && <Text c="dimmed">No entries match these filters.</Text>}
-            <Stack component="ol" gap="xs" p={0} m={0} style={{ listStyle: "none", opacity: audit.isPlaceholderData ? 0.6 : 1 }}
-              aria-label="Audit log">
-              {page.data.map((e) => <Entry key={e.id} e={e} known={known} />)}
-            </Stack>
-            <Pager count={page.count} params={params} onPage={(p) => setParams({ page: p })} />
-          </>
-        )}
-      </QueryView>
+      <DataTable label="Audit log" query={audit} params={params} rowKey={(e) => e.id} minWidth={760}
+        onPage={(p) => setParams({ page: p })} onSort={(sort) => setParams({ sort, page: 1 })}
+        rowProps={() => ({ "data-testid": "audit-entry" })}
+        empty={params.q || objectType || actor ? "No entries match these filters." : "Nothing has been logged yet."}
+        columns={[
+          { key: "ts", header: "When", sortable: true, cell: (e) => <Text size="sm" style={{ whiteSpace: "nowrap" }}><Time value={e.ts} /></Text> },
+          { key: "actor", header: "What happened", sortable: true, cell: (e) => <Sentence e={e} known={known} /> },
+          { key: "changes", header: "Changes", cell: (e) => <Changes e={e} known={known} /> },
+        ]} />
     </>
   );
 }

@@ -30,6 +30,13 @@ describe("audit entries in words", () => {
       { field: "name", before: "x", after: "—" },
     ]);
   });
+  it("shows a structured value as indented JSON, a short one inline", () => {
+    const sla = { delay_p99_ms: 20, loss_pct: 0.1, lanes: [{ lane: 1, min_mbps: 10 }] };
+    const [change] = fieldDiff({ sla: null }, { sla });
+    expect(change?.after).toBe(JSON.stringify(sla, null, 2));
+    expect(change?.after.split("\n").length).toBeGreaterThan(5);
+    expect(fieldDiff({ lanes: [1] }, { lanes: [1, 2] })[0]?.after).toBe("[1,2]");
+  });
   it("says actions and types as people do", () => {
     expect(verb("update")).toBe("changed");
     expect(verb("rollback")).toBe("rolled back");

@@ -82,7 +82,9 @@ function show(v: unknown): string {
   if (v === undefined) return "—";
   if (v === null || v === "") return "(empty)";
   if (typeof v === "string") return v;
-  return JSON.stringify(v);
+  const compact = JSON.stringify(v);
+  // a longer object or list indented, so a reader sees its structure (the page shows it as a block)
+  return typeof v === "object" && compact.length > 40 ? JSON.stringify(v, null, 2) : compact;
 }
 
 /** Fields that differ between the snapshots (all set fields for a create or delete). */

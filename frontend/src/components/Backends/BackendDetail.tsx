@@ -2,16 +2,18 @@
 // and the deployment history with diffs and rollback.
 import { useState } from "react";
 import {
-  Alert, Badge, Button, Code, Group, NumberInput, Paper, Progress, SimpleGrid, Stack, Table, Text, Title,
+  Alert, Badge, Button, Code, Group, NumberInput, Paper, Progress, SimpleGrid, Stack, Text, Title,
 } from "@mantine/core";
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useParams } from "react-router";
 import { api, ApiProblem, unwrap } from "../../api/client";
 import { useConfirm } from "../common/Confirm";
+import { DataTable } from "../common/DataTable";
 import { NO_CLAMP, rangeError } from "../common/numberRange";
 import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
+import { queryOf, type PageParams } from "../common/usePaged";
 import { useSession } from "../../auth/session";
 import { AdmissionDetails } from "../Slices/AdmissionDetails";
 import { AdmissionOverride, OverrideAudit } from "../Slices/AdmissionOverride";
@@ -71,6 +73,8 @@ function diffSummary(diff: Record<string, unknown>): string {
   return parts.join(", ") || "no changes";
 }
 
+const HISTORY_FIRST: PageParams = { page: 1, q: "", sort: "-id", limit: 20 };
+
 function isSuccess(status: string): boolean {
   return status === "succeeded" || status === "success";
 }
@@ -86,6 +90,16 @@ export function BackendDetail() {
     queryKey: ["deployments", { id }],
     queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/deployments", { params: { path: { backend_id: id }, query: { sort: "-id", limit: 20 } } })),
   });
+  // The table pages and sorts on the server; its first page newest-first is the query above.
+  const [histParams, setHistParams] = useState<PageParams>(HISTORY_FIRST);
+  const firstPage = histParams.page === 1 && histParams.sort === HISTORY_FIRST.sort;
+  const otherPage = useQuery({
+    queryKey: ["deployments", { id, ...histParams }],
+    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/deployments", {
+      params: { path: { backend_id: id }, query: queryOf(histParams) } })),
+    enabled: !firstPage, placeholderData: keepPreviousData,
+  });
+  const shown = firstPage ? history : otherPage;
   const [progress, setProgress] = useState<ProgressEvent | null>(null);
   const [outcome, setOutcome] = useState<Deployment | null>(null);
   const [failure, setFailure] = useState<unknown>(null);
@@ -185,38 +199,33 @@ export function BackendDetail() {
           </Paper>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Deployment history</Title>
-            <QueryView query={history}>
-              {(page) => (
-                <Table.ScrollContainer minWidth={700}>
-                  <Table striped aria-label="Deployments">
-                    <Table.Thead><Table.Tr><Table.Th>#</Table.Th><Table.Th>Rule set</Table.Th><Table.Th>When</Table.Th><Table.Th>Kind</Table.Th>
-                      <Table.Th>Status</Table.Th><Table.Th>Who</Table.Th><Table.Th>Diff</Table.Th><Table.Th>Duration</Table.Th></Table.Tr></Table.Thead>
-                    <Table.Tbody>
-                      {page.data.map((d) => (
-                        <Table.Tr key={d.id}>
-                          <Table.Td>{d.id}</Table.Td>
-                          <Table.Td>
-                            {d.rule_set_number}
-                            {d === active && <Badge ml="xs" size="sm" color="green" variant="light">active</Badge>}
-                            {isSuccess(d.status) && d.rule_set_number !== active?.rule_set_number && (
-                              <Button size="compact-xs" variant="subtle" color="orange" ml="xs" disabled={busy}
-                                aria-label={`Roll back to rule set ${d.rule_set_number}`}
-                                onClick={() => askRollback(b.name, b.id, d.rule_set_number)}>
-                                roll back
-                              </Button>
-                            )}
-                          </Table.Td>
-                          <Table.Td><Time value={d.created_at} /></Table.Td>
-                          <Table.Td>{d.kind}</Table.Td><Table.Td>{d.status}{d.rolled_back ? " (rolled back)" : ""}</Table.Td>
-                          <Table.Td>{d.actor}</Table.Td><Table.Td>{diffSummary(d.diff)}{d.error && <Text c="red" size="xs">{d.error}</Text>}</Table.Td>
-                          <Table.Td>{d.duration_s != null ? `${d.duration_s.toFixed(2)} s` : "—"}</Table.Td>
-                        </Table.Tr>
-                      ))}
-                    </Table.Tbody>
-                  </Table>
-                </Table.ScrollContainer>
-              )}
-            </QueryView>
+            <DataTable label="Deployments" query={shown} params={histParams} rowKey={(d) => d.id} minWidth={700}
+              onPage={(page) => setHistParams({ ...histParams, page })} onSort={(sort) => setHistParams({ ...histParams, sort, page: 1 })}
+              pagerWhenOnePage={false} empty="Nothing deployed to this backend yet." what="deployment history"
+              columns={[
+                { key: "id", header: "#", sortable: true, cell: (d) => d.id },
+                { key: "rule_set", header: "Rule set", cell: (d) => (
+                  <>
+                    {d.rule_set_number}
+                    {d.id === active?.id && <Badge ml="xs" size="sm" color="green" variant="light">active</Badge>}
+                    {isSuccess(d.status) && d.rule_set_number !== active?.rule_set_number && (
+                      <Button size="compact-xs" variant="subtle" color="orange" ml="xs" disabled={busy}
+                        aria-label={`Roll back to rule set ${d.rule_set_number}`}
+                        onClick={() => askRollback(b.name, b.id, d.rule_set_number)}>
+                        roll back
+                      </Button>
+                    )}
+                  </>
+                ) },
+                { key: "created_at", header: "When", sortable: true, cell: (d) => <Time value={d.created_at} /> },
+                { key: "kind", header: "Kind", cell: (d) => d.kind },
+                { key: "status", header: "Status", sortable: true, cell: (d) => `${d.status}${d.rolled_back ? " (rolled back)" : ""}` },
+                { key: "actor", header: "Who", cell: (d) => d.actor },
+                { key: "diff", header: "Diff", cell: (d) => (
+                  <>{diffSummary(d.diff)}{d.error && <Text c="red" size="xs">{d.error}</Text>}</>
+                ) },
+                { key: "duration", header: "Duration", cell: (d) => (d.duration_s != null ? `${d.duration_s.toFixed(2)} s` : "—") },
+              ]} />
             <Title order={3} size="h5" mt="md" mb={4}>Compare rule sets</Title>
             <CompareRuleSets backendId={b.id} numbers={deployments.map((d) => d.rule_set_number)}
               active={active?.rule_set_number} />

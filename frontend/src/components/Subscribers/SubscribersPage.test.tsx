@@ -42,7 +42,7 @@ describe("SubscribersPage", () => {
     vi.stubGlobal("fetch", api({ "GET /api/v1/subscribers": () => jsonResponse({ count: 2, data: [
       { ...SUB, guaranteed_bps: 12_500_000 }, { ...SUB, id: 12, imsi: "001010000000002", guaranteed_bps: null }] }) }).fetch);
     renderPage("/subscribers");
-    const table = await screen.findByRole("table", { name: "Subscribers" });
+    const table = await screen.findByRole("table", { name: "Subscribers", busy: false });
     expect(within(table).getByRole("columnheader", { name: "Guaranteed rate" })).toBeInTheDocument();
     const rows = within(table).getAllByRole("row").slice(1);
     expect(rows[0]).toHaveTextContent("12.5 Mbit/s");

@@ -1,17 +1,16 @@
 // Subscribers: server-side paged, sorted, searched and filtered by tenant (the browser holds one
 // page, however many rows exist); tenants and slices by name with links; add, edit, delete, and
 // delete everything the current filter selects (confirming the count and the filter in words).
-import { Anchor, Button, Group, Paper, Select, Table, TextInput, Title, UnstyledButton, VisuallyHidden } from "@mantine/core";
+import { Anchor, Button, Group, Paper, Select, Text, TextInput, Title } from "@mantine/core";
 import { useDebouncedValue } from "@mantine/hooks";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useConfirm } from "../common/Confirm";
+import { DataTable, type Column } from "../common/DataTable";
 import { Dialog } from "../common/Dialog";
 import { PageTitle } from "../common/PageTitle";
-import { Pager } from "../common/Pager";
-import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 import { queryOf, usePageParams } from "../common/usePaged";
 import { download, fetchAll, toCsv } from "./exportCsv";
@@ -28,12 +27,6 @@ export function filterWords(q: string, tenant: string | null): string {
   return parts.join(" ");
 }
 
-const COLUMNS = [
-  { key: "imsi", label: "IMSI" },
-  { key: "ue_ip", label: "UE address" },
-  { key: "tenant_id", label: "Tenant" },
-  { key: "created_at", label: "Created" },
-];
 
 export function SubscribersPage() {
   const qc = useQueryClient();
@@ -67,8 +60,6 @@ export function SubscribersPage() {
     }
   }
   const confirm = useConfirm();
-  const sortBy = (key: string) => setParams({ sort: params.sort === key ? `-${key}` : key, page: 1 });
-  const ariaSort = (key: string) => (params.sort === key ? "ascending" : params.sort === `-${key}` ? "descending" : "none");
   const setTenantFilter = (v: string | null) => {
     const next = new URLSearchParams(url);
     if (v) next.set("tenant_id", v); else next.delete("tenant_id");
@@ -107,6 +98,30 @@ export function SubscribersPage() {
     },
   });
 
+  const columns: Column<Subscriber>[] = [
+    { key: "imsi", header: "IMSI", sortable: true, cell: (s) => <Text span ff="monospace" fz="sm">{s.imsi}</Text> },
+    { key: "ue_ip", header: "UE address", sortable: true, cell: (s) => s.ue_ip },
+    { key: "tenant_id", header: "Tenant", sortable: true, cell: (s) => (
+      <Anchor component={Link} to={`/subscribers?tenant_id=${s.tenant_id}`}
+        title="Show this tenant's subscribers">{tenantName.get(s.tenant_id) ?? `tenant ${s.tenant_id}`}</Anchor>
+    ) },
+    { key: "created_at", header: "Created", sortable: true, cell: (s) => <Time value={s.created_at} /> },
+    { key: "teids", header: "TEIDs", cell: (s) => s.teids.join(", ") },
+    { key: "slices", header: "Slices", cell: (s) => (
+      <Group gap={6}>
+        {s.slice_ids.map((id) => <Anchor key={id} component={Link} to={`/slices/${id}`}>{sliceName.get(id) ?? `slice ${id}`}</Anchor>)}
+      </Group>
+    ) },
+    { key: "guaranteed_bps", header: "Guaranteed rate", cell: (s) => (s.guaranteed_bps != null ? mbitText(s.guaranteed_bps) : "—") },
+    { key: "actions", header: "Actions", hiddenHeader: true, cell: (s) => (
+      <Group gap={4} wrap="nowrap">
+        <Button size="compact-xs" variant="subtle" onClick={() => setEditing(s)} aria-label={`Edit subscriber ${s.imsi}`}>Edit</Button>
+        <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(s)}
+          aria-label={`Delete subscriber ${s.imsi}`}>Delete</Button>
+      </Group>
+    ) },
+  ];
+
   return (
     <>
       <PageTitle actions={
@@ -133,58 +148,9 @@ export function SubscribersPage() {
           Delete {matching} matching
         </Button>
       </Group>
-      <QueryView query={subs}>
-        {(page) => (
-          <>
-            <Table.ScrollContainer minWidth={880}>
-              <Table striped aria-label="Subscribers" style={{ opacity: subs.isPlaceholderData ? 0.6 : 1 }}>
-                <Table.Thead>
-                  <Table.Tr>
-                    {COLUMNS.map((c) => (
-                      <Table.Th key={c.key} aria-sort={ariaSort(c.key)}>
-                        <UnstyledButton onClick={() => sortBy(c.key)} fw={600}>
-                          {c.label} {params.sort === c.key ? "▲" : params.sort === `-${c.key}` ? "▼" : ""}
-                        </UnstyledButton>
-                      </Table.Th>
-                    ))}
-                    <Table.Th>TEIDs</Table.Th><Table.Th>Slices</Table.Th><Table.Th>Guaranteed rate</Table.Th>
-                    <Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {page.data.map((s) => (
-                    <Table.Tr key={s.id}>
-                      <Table.Td ff="monospace">{s.imsi}</Table.Td><Table.Td>{s.ue_ip}</Table.Td>
-                      <Table.Td>
-                        <Anchor component={Link} to={`/subscribers?tenant_id=${s.tenant_id}`}
-                          title="Show this tenant's subscribers">{tenantName.get(s.tenant_id) ?? `tenant ${s.tenant_id}`}</Anchor>
-                      </Table.Td>
-                      <Table.Td><Time value={s.created_at} /></Table.Td>
-                      <Table.Td>{s.teids.join(", ")}</Table.Td>
-                      <Table.Td>
-                        <Group gap={6}>
-                          {s.slice_ids.map((id) => (
-                            <Anchor key={id} component={Link} to={`/slices/${id}`}>{sliceName.get(id) ?? `slice ${id}`}</Anchor>
-                          ))}
-                        </Group>
-                      </Table.Td>
-                      <Table.Td>{s.guaranteed_bps != null ? mbitText(s.guaranteed_bps) : "—"}</Table.Td>
-                      <Table.Td>
-                        <Group gap={4} wrap="nowrap">
-                          <Button size="compact-xs" variant="subtle" onClick={() => setEditing(s)} aria-label={`Edit subscriber ${s.imsi}`}>Edit</Button>
-                          <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(s)}
-                            aria-label={`Delete subscriber ${s.imsi}`}>Delete</Button>
-                        </Group>
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
-            <Pager count={page.count} params={params} onPage={(p) => setParams({ page: p })} />
-          </>
-        )}
-      </QueryView>
+      <DataTable label="Subscribers" columns={columns} rowKey={(s) => s.id} query={subs} params={params}
+        onPage={(p) => setParams({ page: p })} onSort={(sort) => setParams({ sort, page: 1 })} minWidth={880}
+        empty={params.q || tenantFilter ? "No subscribers match this search and filter." : "No subscribers yet: add one or import a CSV."} />
       <Dialog opened={editing !== null} onClose={() => setEditing(null)}
         title={editing === "new" ? "New subscriber" : "Edit subscriber"}>
         {editing !== null && <SubscriberForm subscriber={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />}
