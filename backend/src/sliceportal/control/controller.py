@@ -34,6 +34,7 @@ from sliceportal.models import Backend
 from sliceportal.schemas.testbed import TestbedState
 from sliceportal.services.backends import POOL
 from sliceportal.services.deployments import interrupt_all_orphans
+from sliceportal.services.footprint_refresher import FootprintRefresher
 from sliceportal.services.health_probe import HealthProber
 from sliceportal.services.reconciler import Reconciler
 from sliceportal.testbed.live import BackendDown, LiveTestbed
@@ -72,7 +73,7 @@ class Controller:
         self._parked_at = 0.0
         self.testbed_starts = 0  # testbeds this controller started (a kept one is not started again)
         self.since: datetime | None = None
-        self._duties: list[Reconciler | HealthProber | KpiCollector] = []
+        self._duties: list[Reconciler | HealthProber | KpiCollector | FootprintRefresher] = []
         self._beat: SupervisedLoop | None = None
         self._starting_since: datetime | None = None
         self._ready = threading.Event()  # leading, and every duty started
@@ -165,6 +166,10 @@ class Controller:
                     skip=lambda: {p.backend_id for p in (self.testbed.planes if self.testbed else ())})
                 collector.start()
                 self._duties.append(collector)
+            # slice status kept current: wanted footprints computed on each change (issue #28)
+            refresher = FootprintRefresher(self.sessions, self.database_url)
+            refresher.start()
+            self._duties.append(refresher)
             self._starting_since = None
             self._beat.run_once()  # the testbed's first state, before anyone waits a beat
             self._ready.set()

@@ -57,7 +57,7 @@ from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos, RuleIR
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
-from sliceportal.services import admission, enforcement, health_probe
+from sliceportal.services import admission, enforcement, footprint_push, health_probe
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
 from sliceportal.services.enforcement import Gap
@@ -411,6 +411,7 @@ def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[
         with POOL.use(session, backend) as drv:
             _ensure_up(drv, backend)
             admission.check(session, [backend], override=override, action="deploy", subject=backend)
+            key = footprint_push.input_key(session, backend.id)  # before the compile: footprint_push.py
             p = _preview(session, backend, drv)
             if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
                 record(session, DeploymentKind.DEPLOY.value, "backend", backend.id,
@@ -418,7 +419,9 @@ def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[
                 session.commit()
                 return Unchanged(backend.id, current.number, current.digest)
             rule_set = _store_rule_set(session, backend, p, actor)
-            return _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress)
+            dep = _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress)
+            footprint_push.after_push(session, dep, key)
+            return dep
 
 
 def rollback(session: Session, backend: Backend, rule_set_number: int, actor: str,
@@ -436,7 +439,9 @@ def rollback(session: Session, backend: Backend, rule_set_number: int, actor: st
             # the older rule set as this driver lowers it against what the plane holds now: not
             # the layout or numbering it had when it was stored
             _as_lowered_now(session, drv, rule_set, NativePlan.model_validate(rule_set.plan))
-            return _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress)
+            dep = _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress)
+            footprint_push.after_push(session, dep, None)
+            return dep
 
 
 def _observed(session: Session, backend: Backend, **facts: Any) -> None:

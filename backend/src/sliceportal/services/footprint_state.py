@@ -116,6 +116,18 @@ def stored(session: Session, backend_ids: Sequence[int], slice_ids: Sequence[int
     return out
 
 
+# The same key as ``_STORED``'s, for one backend: read before a deploy compiles (see
+# services/footprint_refresh.py), so a change committed after it makes the stored row stale.
+_KEY = text("""
+SELECT coalesce(md5(string_agg(sb.slice_id::text || ':' || coalesce(g.gen, 0)::text, ',' ORDER BY sb.slice_id)), '')
+FROM slice_backend sb LEFT JOIN slice_footprint_gen g ON g.slice_id = sb.slice_id WHERE sb.backend_id = :b""")
+
+
+def input_key(session: Session, backend_id: int) -> str:
+    """What the backend's slices compile from now, as ``Stored.input_key`` says it."""
+    return str(session.scalar(_KEY, {"b": backend_id}) or "")
+
+
 def _write(session: Session, stmt: Executable) -> None:
     bind = session.get_bind()
     if isinstance(bind, Engine):
@@ -123,6 +135,11 @@ def _write(session: Session, stmt: Executable) -> None:
             conn.execute(stmt)
     else:  # a session on a caller's own connection: its transaction decides
         session.execute(stmt)
+
+
+def notify(session: Session, channel: str) -> None:
+    """NOTIFY ``channel`` (on a connection of its own: sent at once, whatever the caller's transaction)."""
+    _write(session, text("SELECT pg_notify(:c, '')").bindparams(c=channel))
 
 
 def store_rule_set_footprints(session: Session, rows: Sequence[dict[str, Any]]) -> None:

@@ -24,8 +24,6 @@ its rule set in force changed (``services/footprint_state.py``, migration 0015).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,12 +37,23 @@ from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, DeploymentKind, DeploymentStatus, KpiSample, RuleSet, SlaViolation
 from sliceportal.models.slicing import Slice
-from sliceportal.rules.compiler import compile_rules, intent_ref_of
+from sliceportal.rules.compiler import compile_rules
 from sliceportal.rules.errors import CompileError
-from sliceportal.rules.ir import FIELD_WIDTHS, MissMode, MissPolicy
+from sliceportal.rules.ir import MissMode, MissPolicy
 from sliceportal.rules.spec import TargetSpec
 from sliceportal.services import footprint_state as state
 from sliceportal.services.deployments import domain_specs
+from sliceportal.services.footprint import (
+    ABSENT,
+    Footprint,
+    SlicePart,
+    canonical,
+    footprint_digest,
+    ir_footprint,
+    policer,
+    slice_parts,
+    without_policer,
+)
 
 
 class DeployState(StrEnum):
@@ -92,57 +101,7 @@ def summary(statuses: Sequence[BackendStatus]) -> str:
     return next((w for w in SUMMARY_ORDER if w in words), "draft")
 
 
-# ---- what the backend holds for a slice, and what compiling now would give it --------------
-
-def _canonical(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """One part of a slice in a rule set: its entry (without the dense data-plane id, which
-    shifts when other slices come and go) and its rules (match + lane + path, as sorted
-    canonical JSON). An intent without a sub-slice (prioritise / steer) has rules only."""
-
-    entry: dict[str, Any] | None
-    rules: list[str]
-
-
-# A slice's whole footprint: None -> the slice's own entry and rules; an intent id -> that
-# intent's sub-slice (rate_limit / drop) and the rules compiled from it.
-SlicePart = dict[int | None, Footprint]
-
-
-def _rule_text(r: dict[str, Any]) -> str:
-    return json.dumps(_canonical({"match": r["match"], "lane": r["action"]["lane"], "rr_path": r["action"]["rr_path"]}),
-                      sort_keys=True)
-
-
-def slice_parts(ir: dict[str, Any]) -> dict[int, SlicePart]:
-    """Every slice's footprint in one rule-set IR, by slice ref, in one pass over it: entries
-    are keyed by (ref, intent_ref), never by position, so a sub-slice listed before its
-    parent is still the intent's. A ref without its own entry is not carried (left out)."""
-    owner: dict[int, tuple[int, int | None]] = {}  # dense id -> (ref, intent ref or None)
-    entries: dict[int, dict[int | None, dict[str, Any]]] = defaultdict(dict)
-    for e in ir.get("slices", []):
-        key = e.get("intent_ref")
-        owner[e["slice_id"]] = (e["ref"], key)
-        entries[e["ref"]][key] = _canonical({k: v for k, v in e.items() if k not in ("slice_id", "intent_ref")})
-    rules: dict[int, dict[int | None, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for r in ir.get("rules", []):
-        o = owner.get(r["action"]["slice_id"])
-        if o is not None:
-            # a prioritise / steer intent's rules keep the slice's id: its note names the intent
-            ref, key = o[0], (o[1] if o[1] is not None else intent_ref_of(r.get("note", "")))
-            rules[ref][key].append(_rule_text(r))
-    out: dict[int, SlicePart] = {}
-    for ref, own in entries.items():
-        if None not in own:
-            continue
-        keys = set(own) | set(rules[ref])
-        out[ref] = {k: Footprint(own.get(k), sorted(rules[ref].get(k, []))) for k in keys}
-    return out
-
+# ---- what a push would change (footprints and digests: services/footprint.py) ---------------
 
 def _entries(n: int) -> str:
     return f"{n} classifier entr{'y' if n == 1 else 'ies'}"
@@ -167,13 +126,6 @@ def _entry_changes(now: dict[str, Any], held: dict[str, Any]) -> list[str]:
     return out
 
 
-def _policer(entry: dict[str, Any] | None) -> str | None:
-    """What a sub-slice's policer does, in the intent's words (None: no sub-slice)."""
-    if entry is None:
-        return None
-    rate = (entry.get("qos") or {}).get("rate_bps")
-    return "drop" if rate == 0 else f"rate_limit {(rate or 0) / 1e6:g} Mbit/s"
-
 
 def _policer_change(was: str | None, will: str | None) -> str:
     if was is not None and will is not None and was.startswith("rate_limit") and will.startswith("rate_limit"):
@@ -181,31 +133,23 @@ def _policer_change(was: str | None, will: str | None) -> str:
     return f"{was or 'no policer'} → {will or 'no policer'}"
 
 
-def _without_policer(entry: dict[str, Any] | None) -> dict[str, Any]:
-    """A sub-slice's entry less what ``_policer`` names (its rate) and its name, which is
-    derived from the slice's name, the intent id and the action, each reported on its own."""
-    if entry is None:
-        return {}
-    qos = {k: v for k, v in (entry.get("qos") or {}).items() if k != "rate_bps"}
-    return {k: v for k, v in entry.items() if k != "name"} | {"qos": qos}
-
 
 def _intent_changes(ref: int, now: Footprint | None, held: Footprint | None) -> list[str]:
     """What differs for one intent, named by its id and what its policer does."""
     part = now or held
     assert part is not None
-    what = _policer(part.entry)
+    what = policer(part.entry)
     label = f"intent {ref}" + (f" ({what})" if what else "")
     if held is None:
         return [f"{label}: not in force yet ({_entries(len(part.rules))})"]
     if now is None:
         return [f"{label}: removed since the push, still in force ({_entries(len(part.rules))})"]
     out = []
-    was, will = _policer(held.entry), _policer(now.entry)
+    was, will = policer(held.entry), policer(now.entry)
     if was != will:
         out.append(f"intent {ref}: {_policer_change(was, will)}")
         label = f"intent {ref}"
-    out += [f"{label}: {c}" for c in _entry_changes(_without_policer(now.entry), _without_policer(held.entry))]
+    out += [f"{label}: {c}" for c in _entry_changes(without_policer(now.entry), without_policer(held.entry))]
     out += [f"{label}: {c}" for c in _rule_changes(now.rules, held.rules)]
     return out
 
@@ -222,17 +166,6 @@ def changes(now: SlicePart | None, held: SlicePart) -> list[str]:
     return out
 
 
-def _target_json(ir: dict[str, Any]) -> dict[str, Any]:
-    """The target a stored IR was compiled for: its geometry and miss policy as stored, and
-    the match fields its rules use (the driver's full list needs the driver, which a status
-    read must not lock; a field the target has but no rule used is not compared)."""
-    used = {name for r in ir.get("rules", []) for name, t in r["match"].items() if t is not None}
-    miss = ir.get("miss") or {}
-    return {"lanes": ir["lanes"], "paths": ir["paths"], "match_fields": sorted(used & FIELD_WIDTHS.keys()),
-            "miss": {"mode": str(miss.get("mode", MissMode.ALGORITHM1)), "lane": miss.get("lane", 0),
-                     "rr_path": miss.get("rr_path", 0)}}
-
-
 def _target_from(t: dict[str, Any]) -> TargetSpec:
     miss = t["miss"]
     return TargetSpec(lanes=t["lanes"], paths=t["paths"], match_fields=frozenset(t["match_fields"]),
@@ -240,49 +173,14 @@ def _target_from(t: dict[str, Any]) -> TargetSpec:
 
 
 def _compiled_now(session: Session, backend: Backend, target: dict[str, Any]) -> dict[str, Any] | str:
-    """The IR compiling the configuration now would give, for ``target`` (``_target_json`` of
+    """The IR compiling the configuration now would give, for ``target`` (``target_json`` of
     the rule set in force); or why it cannot be compiled."""
     try:
         tenants, specs, _ = domain_specs(session, backend)
-        compiled: dict[str, Any] = _canonical(compile_rules(tenants, specs, _target_from(target)).ir.to_json())
+        compiled: dict[str, Any] = canonical(compile_rules(tenants, specs, _target_from(target)).ir.to_json())
         return compiled
     except CompileError as exc:
         return f"the configuration does not compile now: {exc}"
-
-
-# ---- digests: a footprint as stored state (issue #28) ---------------------------------------
-
-ABSENT = "absent"  # the wanted digest of a slice that compiles to no entries
-
-
-def _strip(entry: dict[str, Any]) -> dict[str, Any]:
-    """An entry less what ``_entry_changes`` cannot tell from a missing key (None values, at
-    the top and one level down), so that equal digests mean no change to report."""
-    return {k: ({kk: vv for kk, vv in v.items() if vv is not None} if isinstance(v, dict) else v)
-            for k, v in entry.items() if v is not None}
-
-
-def footprint_digest(part: SlicePart | None) -> str:
-    """A slice's footprint as one digest: equal digests exactly when ``changes`` finds nothing
-    (the same projection: own entry and rule set; per intent its policer as named, its entry
-    less the policer and name, its rule set)."""
-    if part is None:
-        return ABSENT
-    own = part[None]
-    projection = {
-        "entry": _strip(own.entry or {}), "rules": sorted(set(own.rules)),
-        "intents": {str(k): {"policer": _policer(p.entry), "entry": _strip(_without_policer(p.entry)),
-                             "rules": sorted(set(p.rules))}
-                    for k, p in part.items() if k is not None}}
-    return hashlib.sha256(json.dumps(projection, sort_keys=True, default=str).encode()).hexdigest()[:32]
-
-
-def ir_footprint(rule_set_id: int, ir: dict[str, Any]) -> dict[str, Any]:
-    """What a rule set holds, as the row ``rule_set_footprint`` stores."""
-    return {"rule_set_id": rule_set_id,
-            "digests": {str(ref): footprint_digest(p) for ref, p in slice_parts(ir).items()},
-            "refs": sorted({int(e["ref"]) for e in ir.get("slices", []) if "ref" in e}),
-            "target": _target_json(ir)}
 
 
 def _wanted_now(session: Session, backend: Backend, rule_set_id: int, target: dict[str, Any],
@@ -322,9 +220,12 @@ class _BackendFacts:
         return changes(self.now_parts.get(ref), held) if held is not None else []
 
 
-def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[int]) -> dict[int, _BackendFacts]:
+def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[int],
+           computed: list[int] | None = None) -> dict[int, _BackendFacts]:
     """The stored facts of every backend of a page, in one statement; a footprint not stored
-    yet (a rule set not read before, a configuration changed since) is computed once and stored."""
+    yet (a rule set not read before, a configuration changed since) is computed once and stored
+    (normally by the controller first: services/footprint_refresh.py), its backend added to
+    ``computed``."""
     ids = [b.id for b in backends]
     found = state.stored(session, ids, slice_ids)
     missing = sorted({rs for st in found.values() for rs in st.unindexed})
@@ -344,8 +245,18 @@ def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[in
                 full = _wanted_now(session, b, st.in_force.rule_set_id, st.target, st.input_key)
                 state.store_wanted(session, b.id, full)
                 w = full
+                if computed is not None:
+                    computed.append(b.id)
         out[b.id] = _BackendFacts(b, st, w)
     return out
+
+
+def refresh_wanted(session: Session, backends: Sequence[Backend]) -> list[int]:
+    """Compute and store the wanted digests of each of ``backends`` whose stored ones are stale
+    (what a read would otherwise compute); the ids of those computed."""
+    computed: list[int] = []
+    _facts(session, backends, [], computed)
+    return computed
 
 
 def _deploy_state(session: Session, s: Slice, f: _BackendFacts, detail: bool) -> BackendStatus:

@@ -1,0 +1,55 @@
+"""What a completed push tells slice status (issue #28), stored when the push completes.
+
+A deploy compiles the backend's configuration and puts the result in force: its rule set
+*is* that configuration compiled. So when it succeeds, the rule set's footprint (what the
+backend holds) and, as the backend's wanted digests, the very same digests are stored,
+keyed by the footprint generations read *before* the compile (``input_key``, called by the
+deploy before it compiles). An edit committed after that read bumps a generation: the key no
+longer matches, the wanted digests are recomputed (by the controller, or by the first read),
+and the slice shows ``pending`` -- never a stale ``deployed``. Without this the first read
+after every deploy compiled each backend again (3.3 s at 10 000 subscribers on 3 backends).
+
+A rollback puts an older rule set in force: what the configuration compiles to for it is not
+known without a compile, which the controller's ``FootprintRefresher`` does on the NOTIFY
+every completed push sends.
+
+Storing is best effort: the push is done and recorded; a cache that could not be written is
+computed by the next read instead.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from sliceportal.models import Deployment, DeploymentKind, DeploymentStatus, RuleSet
+from sliceportal.services import footprint_state as state
+from sliceportal.services.footprint import ir_footprint
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "sliceportal_footprint"  # NOTIFYed by the generation triggers (migration 0018) and here
+input_key = state.input_key  # read it before the deploy compiles
+
+
+def after_push(session: Session, dep: Deployment, key: str | None) -> None:
+    """Store what a finished push ``dep`` left in force (nothing when it failed). ``key``: the
+    deploy's ``input_key`` read before it compiled; None for a rollback (not compiled now)."""
+    if dep.status != DeploymentStatus.SUCCEEDED:
+        return
+    try:
+        ir = session.scalar(select(RuleSet.ir).where(RuleSet.id == dep.rule_set_id))
+        row = ir_footprint(dep.rule_set_id, ir or {})
+        state.store_rule_set_footprints(session, [row])
+        if key is not None and dep.kind == DeploymentKind.DEPLOY:
+            state.store_wanted(session, dep.backend_id, state.Wanted(dep.rule_set_id, key, row["digests"], ""))
+        # the refresher's pass finds the row stale if an edit came after ``key`` was read (its own
+        # NOTIFY was heard while the previous rule set was in force), or after a rollback
+        state.notify(session, CHANNEL)
+    except Exception:  # a cache: the next read computes it
+        session.rollback()
+        log.warning("backend %s: the footprint of rule set %s not stored; the next read computes it",
+                    dep.backend_id, dep.rule_set_id, exc_info=True)
+
