@@ -1,5 +1,6 @@
 // A slice's SLA history over the last hour or day: the share of measured intervals within the
-// SLA per backend, every violation in the window, and for each an explanation — the samples
+// SLA per backend, the window's violations grouped into episodes (slaEpisodes.ts), and for each
+// an explanation of its worst violation — the samples
 // that opened and closed it (hold-down), the rule set in force, the data plane's counters.
 import { useState } from "react";
 import { Badge, Button, Code, Group, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from "@mantine/core";
@@ -7,17 +8,20 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useHasPath } from "../../api/features";
 import { Dialog } from "../common/Dialog";
-import { Pager } from "../common/Pager";
+import { DataTable } from "../common/DataTable";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { formatTime, Time } from "../common/time";
 import { LaneChart, SLA_RED, GUARANTEE_TEAL } from "./LaneChart";
 import { metricName, metricUnit } from "./metricLabels";
+import { durationText, EPISODE_HOLD_S, mergeEpisodes } from "./slaEpisodes";
 
 type Violation = Schemas["SlaViolationPublic"];
 type Evidence = Schemas["EvidenceSample"];
 const WINDOWS = { "1h": { label: "last hour", seconds: 3600 }, "24h": { label: "last day", seconds: 86_400 } } as const;
 type WindowKey = keyof typeof WINDOWS;
 const HISTORY_PAGE = 20;
+// Beyond this many violations in the window the oldest are not grouped (a day of a flapping KPI).
+const MAX_VIOLATIONS = 5000;
 
 
 function fmt(v: number | null | undefined, unit: string): string {
@@ -100,13 +104,27 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
     queryFn: () => unwrap(api.GET("/api/v1/slices/{slice_id}/sla", { params: { path: { slice_id: sliceId }, query: { since: since() } } })),
     enabled: available === true, refetchInterval: 5000,
   });
-  // paged on the server (newest first), the previous page kept on screen while the next loads
+  // The window's violations (oldest first, 500 a request, at most MAX_VIOLATIONS), merged into
+  // episodes here; the episodes are paged 20 at a time.
   const [page, setPage] = useState(1);
   const paging = { page, q: "", sort: "-started_at", limit: HISTORY_PAGE };
   const history = useQuery({
-    queryKey: ["violations", { sliceId, win, page }],
-    queryFn: () => unwrap(api.GET("/api/v1/violations", { params: { query: {
-      slice_id: sliceId, since: since(), limit: HISTORY_PAGE, offset: (page - 1) * HISTORY_PAGE, sort: "-started_at" } } })),
+    queryKey: ["violations", { sliceId, win, all: true }],
+    queryFn: async () => {
+      const from = since();
+      const rows: Violation[] = [];
+      let count = 0;
+      do {
+        const got = await unwrap(api.GET("/api/v1/violations", { params: { query: {
+          slice_id: sliceId, since: from, limit: 500, offset: rows.length, sort: "-started_at" } } }));
+        rows.push(...got.data);
+        count = got.count;
+        if (got.data.length === 0) break;
+      } while (rows.length < count && rows.length < MAX_VIOLATIONS);
+      return { episodes: mergeEpisodes(rows), violations: count, truncated: rows.length < count };
+    },
+    select: (all) => ({ ...all, count: all.episodes.length,
+      data: all.episodes.slice((page - 1) * HISTORY_PAGE, page * HISTORY_PAGE) }),
     enabled: available === true, refetchInterval: 5000, placeholderData: keepPreviousData,
   });
   if (available === false) return null;
@@ -127,32 +145,33 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
           </Badge>
         ))}
       </Group>
-      {history.isError && <ProblemAlert error={history.error} />}
-      <Table aria-label="SLA history" striped>
-        <Table.Thead>
-          <Table.Tr><Table.Th>Backend</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Metric</Table.Th><Table.Th>Worst</Table.Th>
-            <Table.Th>Limit</Table.Th><Table.Th>From</Table.Th><Table.Th>To</Table.Th><Table.Th /></Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {history.data?.count === 0 && (
-            <Table.Tr><Table.Td colSpan={8}><Text size="sm" c="dimmed">No violations in the {WINDOWS[win].label}.</Text></Table.Td></Table.Tr>
-          )}
-          {(history.data?.data ?? []).map((v) => (
-            <Table.Tr key={v.id}>
-              <Table.Td>{v.backend_name}</Table.Td><Table.Td>{v.lane ?? "all"}</Table.Td>
-              <Table.Td><Badge color="red" variant="light">{metricName(v.metric)}</Badge></Table.Td>
-              <Table.Td>{fmt(v.worst, metricUnit(v.metric))}</Table.Td><Table.Td>{fmt(v.threshold, metricUnit(v.metric))}</Table.Td>
-              <Table.Td><Time value={v.started_at} /></Table.Td>
-              <Table.Td>{v.ended_at ? <Time value={v.ended_at} /> : <Badge color="red">open</Badge>}</Table.Td>
-              <Table.Td><Button size="xs" variant="subtle" onClick={() => setExplained(v)}
-                aria-label={`Explain violation ${v.id} (${metricName(v.metric)} from ${formatTime(v.started_at)})`}>Explain</Button></Table.Td>
-            </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
-      {(history.data?.count ?? 0) > HISTORY_PAGE && (
-        <Pager count={history.data?.count ?? 0} params={paging} onPage={setPage} />
+      {history.data && history.data.violations > 0 && (
+        <Text size="sm" c="dimmed" data-testid="episode-summary">
+          {history.data.violations} violation{history.data.violations === 1 ? "" : "s"} in {history.data.count}{" "}
+          episode{history.data.count === 1 ? "" : "s"}: violations of one check less than {EPISODE_HOLD_S} s apart are one episode.
+          {history.data.truncated && ` Only the newest ${MAX_VIOLATIONS} violations are grouped.`}
+        </Text>
       )}
+      <DataTable label="SLA history" query={history} params={paging} onPage={setPage} rowKey={(e) => e.key}
+        pagerWhenOnePage={false} minWidth={760} empty={`No violations in the ${WINDOWS[win].label}.`}
+        columns={[
+          { key: "backend", header: "Backend", cell: (e) => e.backendName },
+          { key: "lane", header: "Lane", cell: (e) => e.lane ?? "all" },
+          { key: "metric", header: "Metric", cell: (e) => <Badge color="red" variant="light">{metricName(e.metric)}</Badge> },
+          { key: "worst", header: "Worst", cell: (e) => fmt(e.worst, metricUnit(e.metric)) },
+          { key: "limit", header: "Limit", cell: (e) => `${e.below ? "≥" : "≤"} ${fmt(e.threshold, metricUnit(e.metric))}` },
+          { key: "from", header: "From", cell: (e) => <Time value={e.startedAt} /> },
+          { key: "to", header: "To", cell: (e) => (e.endedAt ? <Time value={e.endedAt} /> : <Badge color="red">open</Badge>) },
+          { key: "duration", header: "Duration", cell: (e) => (
+            <span title={`${e.violations} violation${e.violations === 1 ? "" : "s"} merged`}>
+              {durationText(e.startedAt, e.endedAt)}{e.violations > 1 ? ` (${e.violations}×)` : ""}
+            </span>
+          ) },
+          { key: "explain", header: "Explain", hiddenHeader: true, cell: (e) => (
+            <Button size="xs" variant="subtle" onClick={() => setExplained(e.worstViolation)}
+              aria-label={`Explain the worst violation (${metricName(e.metric)} from ${formatTime(e.startedAt)})`}>Explain</Button>
+          ) },
+        ]} />
       <ExplainDialog violation={explained} onClose={() => setExplained(null)} />
     </Stack>
   );
