@@ -119,3 +119,10 @@ def test_a_slice_edited_while_a_deploy_runs_ends_pending_computed_ahead(
     assert _states(client, op, sid) == ("pending",) * 3
     _deploy(client, op, bid)
     assert _states(client, op, sid) == ("deployed",) * 3
+    # an edit alone: the triggers' NOTIFY wakes the refresher (migration 0018)
+    version = client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]
+    r = client.patch(f"/api/v1/slices/{sid}", json={"sla": SLA, "version": version}, headers=op)
+    assert r.status_code == 200, r.text
+    _until_current(session, bid, _rule_set_id(session, bid, 3))
+    assert _reads_compile(client, op, db_url, sid) == []
+    assert _states(client, op, sid) == ("pending",) * 3
