@@ -6,7 +6,7 @@ import uPlot from "uplot";
 import { Box, Center, Group, Paper, Text } from "@mantine/core";
 import { useElementSize } from "@mantine/hooks";
 import { formatTime } from "../common/time";
-import { alignSeries, axisTime, formatValue, lastValue, sourceLabel, zoneName, type LaneSeries } from "./chartSeries";
+import { alignSeries, axisTime, formatValue, gapSpans, lastValue, sourceLabel, zoneName, type LaneSeries } from "./chartSeries";
 
 export type { LaneSeries } from "./chartSeries";
 
@@ -17,6 +17,10 @@ export const GUARANTEE_TEAL = "#087f5b";
 // hides the lanes it sums.
 const TOTAL_INK = "#adb5bd";
 const HEIGHT = 220;
+// "No data" shading: light grey with dark text (contrast 4.5:1 and more against it).
+const GAP_FILL = "rgba(134, 142, 150, 0.18)";
+const GAP_INK = "#495057";
+const GAPS_LISTED = 3;
 // A second (third) source of the same lane: same colour, its own dash, never one line with the first.
 const SOURCE_DASH: (number[] | undefined)[] = [undefined, [2, 3], [8, 3]];
 
@@ -43,6 +47,12 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
   const width = Math.max(240, Math.floor(boxWidth));
   const plot = useRef<uPlot | null>(null);
   const { times, columns } = alignSeries(series);
+  const gaps = gapSpans(series);
+  // read by the draw hook, which uPlot keeps from the chart's creation; updated before it draws
+  const gapsRef = useRef(gaps);
+  useEffect(() => {
+    gapsRef.current = gaps;
+  });
   const empty = times.length === 0;
   const shapeKey = series.map((s) => s.label).join(",") + "|" + limits.map((l) => `${l.label}=${l.value}`).join(",")
     + `|${empty}`;
@@ -76,6 +86,27 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
           } },
         { label: unit, size: 64, labelSize: 20 },
       ],
+      hooks: {
+        // under the axes and lines: where no sample exists, a shaded band saying so
+        drawClear: [(u: uPlot) => {
+          const ctx = u.ctx;
+          const px = uPlot.pxRatio;
+          ctx.save();
+          for (const [a, b] of gapsRef.current) {
+            const x0 = u.valToPos(a, "x", true);
+            const x1 = u.valToPos(b, "x", true);
+            ctx.fillStyle = GAP_FILL;
+            ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+            if (x1 - x0 > 56 * px) {
+              ctx.fillStyle = GAP_INK;
+              ctx.font = `${12 * px}px sans-serif`;
+              ctx.textAlign = "center";
+              ctx.fillText("no data", (x0 + x1) / 2, u.bbox.top + 16 * px);
+            }
+          }
+          ctx.restore();
+        }],
+      },
       series: [
         { label: "time", value: (_u, v) => (v == null ? "latest" : formatTime(new Date(v * 1000))) },
         ...series.map((s, i) => {
@@ -133,9 +164,16 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
         </Group>
       </Group>
       {!empty && unmeasured}
+      {!empty && gaps.length > 0 && (
+        <Text size="xs" c="dimmed" data-testid="chart-gaps">
+          No data {gaps.slice(0, GAPS_LISTED).map(([a, b]) => `${axisTime(a, 0)}–${axisTime(b, 0)}`).join(", ")}
+          {gaps.length > GAPS_LISTED ? ` and ${gaps.length - GAPS_LISTED} more` : ""} (shaded).
+        </Text>
+      )}
       <Box ref={box}>
         {/* data-last: the newest sample's time, which moves even when the full window keeps its size */}
-        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} data-last={times.at(-1) ?? ""}>
+        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} data-last={times.at(-1) ?? ""}
+          data-gaps={gaps.length}>
           {empty && (
             <Center h={HEIGHT + 40} data-testid="chart-empty">
               {notMeasured.length > 0 && series.length === 0 ? unmeasured : <Text c="dimmed" size="sm">No data yet</Text>}

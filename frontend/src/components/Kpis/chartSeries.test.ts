@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
-import { alignSeries, axisTime, buildSeries, formatValue, lastValue, sourcesOf, typicalStep, withGaps, zoneName } from "./chartSeries";
+import { alignSeries, axisTime, gapSpans, buildSeries, formatValue, lastValue, sourcesOf, typicalStep, withGaps, zoneName } from "./chartSeries";
 
 type KpiSample = Schemas["KpiSamplePublic"];
 
@@ -101,5 +101,21 @@ describe("axis time", () => {
   it("names the zone", () => {
     expect(zoneName("UTC")).toBe("UTC");
     expect(zoneName("Europe/Berlin", new Date(t * 1000))).toMatch(/CET|GMT\+1/);
+  });
+});
+
+describe("gapSpans", () => {
+  it("finds where no series has a value, not a hole of one series covered by another", () => {
+    const lane1: [number, number | null][] = [[0, 1], [1, 1], [2, 1], [3, 1], [20, 1], [21, 1]];
+    const lane2: [number, number | null][] = [[0, 2], [1, 2], [2, 2], [3, 2], [4, 2], [5, 2], [20, 2]];
+    expect(gapSpans([{ points: lane1 }, { points: lane2 }])).toEqual([[5, 20]]);
+    expect(gapSpans([{ points: lane1 }])).toEqual([[3, 20]]);
+    expect(gapSpans([{ points: [[0, 1], [1, 1], [2, 1]] }])).toEqual([]);
+  });
+  it("shades samples without the metric (null), not as zero, and nothing without values", () => {
+    const pts: [number, number | null][] = [[0, 1], [1, 1], [2, null], [3, null], [4, null], [5, 1], [6, null], [7, null], [8, null], [9, null]];
+    expect(gapSpans([{ points: pts }])).toEqual([[1, 5], [5, 9]]);
+    expect(gapSpans([{ points: [[0, null], [1, null]] }])).toEqual([]);
+    expect(gapSpans([])).toEqual([]);
   });
 });

@@ -87,6 +87,31 @@ export function withGaps(points: [number, number | null][], factor = 2.5): [numb
 }
 
 /**
+ * The stretches of time where no series has a value (no sample, or only samples without this
+ * metric): holes longer than ``factor`` times the usual step of all series together. The chart
+ * shades them as "no data" — a gap is never bridged by a line or filled with zeros.
+ */
+export function gapSpans(series: { points: [number, number | null][] }[], factor = 2.5): [number, number][] {
+  const all = series.flatMap((s) => s.points);
+  const times = [...new Set(all.map((p) => p[0]))].sort((a, b) => a - b);
+  const valued = [...new Set(all.filter((p) => p[1] !== null).map((p) => p[0]))].sort((a, b) => a - b);
+  const step = typicalStep(times);
+  if (step === null || valued.length === 0) return [];
+  const spans: [number, number][] = [];
+  // before the first value and after the last, inside the drawn axis (samples without the metric)
+  const first = valued[0] as number;
+  const last = valued.at(-1) as number;
+  if (first - (times[0] as number) > factor * step) spans.push([times[0] as number, first]);
+  for (let i = 1; i < valued.length; i++) {
+    const a = valued[i - 1] as number;
+    const b = valued[i] as number;
+    if (b - a > factor * step) spans.push([a, b]);
+  }
+  if ((times.at(-1) as number) - last > factor * step) spans.push([last, times.at(-1) as number]);
+  return spans;
+}
+
+/**
  * All series on one sorted time axis (uPlot's columns). A series' value at a time it has no
  * point for is undefined (joined over), a gap or an unmeasured sample is null (a break).
  */
