@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from sliceportal.testbed.processes import RunningTarget, start_p4runtime_target
+from sliceportal_testbed.processes import RunningTarget, start_p4runtime_target
 
 # The reference P4 toolchain (../shared/p4tools, installed by scripts/bootstrap.sh): tests
 # that need it fail in CI when it is missing and skip with the reason elsewhere.

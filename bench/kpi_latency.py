@@ -47,9 +47,9 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, KpiSample, Slice
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed import live
-from sliceportal.testbed.live import LiveTestbed
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed import live
+from sliceportal_testbed.live import LiveTestbed
+from sliceportal_testbed.processes import free_port
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -33,9 +33,9 @@ from pathlib import Path
 from _results import Results, plots_dir, quick
 
 from sliceportal.rules.ir import Action, Match, Qos, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
-from sliceportal.testbed.processes import start_p4runtime_target
 from sliceportal.traffic.packets import Encap, Flow, build
 from sliceportal_netfpga.rate_experiment import conformance
+from sliceportal_testbed.processes import start_p4runtime_target
 
 SEED004 = {"DC": (48e6, 20.0), "Enterprise": (12e6, 10.0), "Peering": (240e6, 30.0)}  # rate, burst ms (Table II)
 FACTORS = (0.99, 2.0)

@@ -22,7 +22,7 @@ import psycopg
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.core.security import hash_password
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 
 USER, PASSWORD = "bench", "bench-password"
 

@@ -33,8 +33,8 @@ from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import KpiSample, Slice
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.live import LiveTestbed
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.live import LiveTestbed
+from sliceportal_testbed.processes import free_port
 
 SLICE = "red-embb"
 LANES = (0, 2, 4, 6)

@@ -33,10 +33,10 @@ from pathlib import Path
 from _results import Results, plots_dir
 
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
-from sliceportal.testbed import Testbed
 from sliceportal.traffic.packets import Underlay
 from sliceportal.traffic.scenarios import table1
 from sliceportal.traffic.sender import open_sender, send
+from sliceportal_testbed import Testbed
 from sliceportal_xdp import layout as L
 from sliceportal_xdp.driver import Driver
 

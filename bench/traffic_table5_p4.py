@@ -24,9 +24,9 @@ from pathlib import Path
 from _results import Results, plots_dir, quick
 from _table5 import PAPER, plot
 
-from sliceportal.testbed.processes import start_p4runtime_target
 from sliceportal.traffic.meter import GroupStats
 from sliceportal_p4rt.experiment import LINK_BPS, OFFERED_PPS, TARGET_ARGS, pattern_holds, table5
+from sliceportal_testbed.processes import start_p4runtime_target
 
 
 def main() -> None:

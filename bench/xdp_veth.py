@@ -20,8 +20,8 @@ from pathlib import Path
 from _results import Results
 
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, Ternary
-from sliceportal.testbed import Testbed, in_netns
 from sliceportal.traffic.packets import Flow, Underlay, build_bytes
+from sliceportal_testbed import Testbed, in_netns
 from sliceportal_xdp import libbpf
 from sliceportal_xdp.driver import Driver
 

@@ -41,7 +41,7 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Role, Slice, Tenant, User
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.processes import free_port, start_p4runtime_target
+from sliceportal_testbed.processes import free_port, start_p4runtime_target
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = REPO / "frontend" / "dist"

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from e2e.conftest import INTEGRATOR, OPERATOR, RED, REPO, Stack, login, shot
-from sliceportal.testbed.processes import start_p4runtime_target
+from sliceportal_testbed.processes import start_p4runtime_target
 
 AXE = REPO / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
 BLOCKING = {"serious", "critical"}

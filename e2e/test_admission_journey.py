@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 
 from e2e.conftest import OPERATOR, Stack, login, shot
 from e2e.test_accessibility import assert_accessible
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 
 MBIT = 1_000_000
 

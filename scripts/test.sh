@@ -7,7 +7,7 @@ bash scripts/bootstrap.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff"; ruff check .
-echo "== mypy"; mypy backend/src drivers/*/src
+echo "== mypy"; mypy backend/src drivers/*/src testbed/src
 echo "== frontend lint + types"; (cd frontend && npm run -s lint)
 echo "== frontend unit tests (vitest)"; (cd frontend && npm run -s test)
 echo "== pytest"; pytest "$@"

@@ -22,7 +22,7 @@ from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings, random_secret
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 
 TEMPLATE = "sp_template"
 _counter = itertools.count()

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, Role, ServiceClass, Slice
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import Role
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 from tests.factories import PASSWORD, make_user, slice_type_id, tenant_body
 
 # login is rate-limited by design: a flood of failed attempts answers 429, which is right

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.models import AuditLog, Intent, Role
-from sliceportal.testbed.processes import RunningTarget
+from sliceportal_testbed.processes import RunningTarget
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 UES = 100
@@ -145,7 +145,7 @@ def test_rate_limit_needs_a_free_policer_slot(client: TestClient, session: Sessi
     (id 2) has none left -- 409 on ``action`` naming the backend and the table, nothing stored.
     The driver's lowering is pure: no simulator needs to run."""
     from sliceportal.core.config import REPO_ROOT
-    from sliceportal.testbed.processes import free_port
+    from sliceportal_testbed.processes import free_port
 
     b = client.post("/api/v1/backends", json={"name": "nf-small", "driver": "netfpga", "options": {
         "address": f"unix:{REPO_ROOT}/var/run/h2-absent-{free_port()}.sock", "rate_slices": 2}}, headers=op)

@@ -18,8 +18,8 @@ from sliceportal.control.leader import LeaderLease
 from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import Role
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.netns_testbed import namespaces
-from sliceportal.testbed.processes import leftovers
+from sliceportal_testbed.netns_testbed import namespaces
+from sliceportal_testbed.processes import leftovers
 from tests.factories import login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root

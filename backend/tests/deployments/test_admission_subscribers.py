@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.models import AuditLog, Role, Slice
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 MBIT = 1_000_000

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from sliceportal.core.config import REPO_ROOT
 from sliceportal.drivers.registry import discover
 from sliceportal.models import Role
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Deployment
-from sliceportal.testbed.processes import RunningTarget
+from sliceportal_testbed.processes import RunningTarget
 from tests.deployments.test_pipeline_p4rt import EIGHT_QUEUES, _setup
 from tests.deployments.test_pipeline_p4rt import op as op
 from tests.kpi.conftest import worker_a as worker_a

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from sliceportal.core.db import session_factory
 from sliceportal.models import AuditLog, Role
 from sliceportal.services.reconciler import Reconciler
-from sliceportal.testbed.processes import RunningTarget, free_port
+from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Role
-from sliceportal.testbed.processes import RunningTarget
+from sliceportal_testbed.processes import RunningTarget
 from tests.deployments.test_pipeline_p4rt import EIGHT_QUEUES, _deploy, _setup
 from tests.factories import login, make_user
 

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Role
-from sliceportal.testbed.processes import BMV2_DIR, RunningTarget
+from sliceportal_testbed.processes import BMV2_DIR, RunningTarget
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")

@@ -24,7 +24,7 @@ from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments as svc
 from sliceportal.services.backends import POOL
 from sliceportal.services.health_probe import HealthProber
-from sliceportal.testbed.processes import RunningTarget, free_port
+from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user, wait_until
 from tests.fault.test_control_loop import EIGHT_QUEUES, _move_service, _setup
 

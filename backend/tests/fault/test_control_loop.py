@@ -26,7 +26,7 @@ from sliceportal.services import deployments as svc
 from sliceportal.services.backends import backend_lock
 from sliceportal.services.errors import BusyError
 from sliceportal.services.reconciler import Reconciler
-from sliceportal.testbed.processes import RunningTarget, free_port
+from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user, running_controller, slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")

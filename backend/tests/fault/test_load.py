@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, Slice, Subscriber
 from sliceportal.models.subscribers import subscriber_slice
-from sliceportal.testbed.processes import free_port, leftovers
+from sliceportal_testbed.processes import free_port, leftovers
 from tests.factories import slice_type_id, wait_until
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.slow]

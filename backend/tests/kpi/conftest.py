@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from sliceportal.core.config import Settings
 from sliceportal.models import Backend, Role
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 from tests.factories import login, make_user, serving, slice_type_id, tenant_body
 
 # Worker A: the same app factory under uvicorn in its own process, on the same database.

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from sliceportal.api.routes.metrics import GAUGES
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 from tests.factories import login, serving, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from sliceportal.drivers.contract import ProgressEvent
 from sliceportal.models import Backend, BackendFootprint, DeploymentStatus, Role
 from sliceportal.services.deployments import deploy
-from sliceportal.testbed.processes import RunningTarget, free_port
+from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.api.test_query_counts import statements
 from tests.factories import login, make_user, slice_type_id, tenant_body
 

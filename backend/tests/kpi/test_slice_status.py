@@ -20,7 +20,7 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, Intent, Role, RuleSet, SlaViolation
 from sliceportal.services.slice_status import slice_parts
-from sliceportal.testbed.processes import RunningTarget
+from sliceportal_testbed.processes import RunningTarget
 from tests.factories import login, make_user, slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")

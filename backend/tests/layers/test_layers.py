@@ -13,12 +13,14 @@ import pytest
 from importlinter.cli import lint_imports
 
 import sliceportal
+from sliceportal.control import extensions
 
 CONTRACTS = Path(__file__).with_name("contracts.ini")
 # the packages the contracts leave free, each for a reason: entry points and process supervision
-# sit on top (cli, asgi, control), the testbed is a client of everything, schemas are the API's
-# shapes, migrations only read models
-OUTSIDE = {"cli", "asgi", "control", "testbed", "schemas", "migrations"}
+# sit on top (cli, asgi, control), schemas are the API's shapes, migrations only read models.
+# The testbed is no package of the product at all (sliceportal_testbed, #25): two contracts of
+# its own keep it a user of the product.
+OUTSIDE = {"cli", "asgi", "control", "schemas", "migrations"}
 
 
 def test_the_layers_hold(capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,3 +39,18 @@ def test_every_package_is_placed() -> None:
         p.stem for p in root.glob("*.py") if p.stem != "__init__"}
     assert packages - layered - OUTSIDE == set()
     assert layered & OUTSIDE == set()
+
+
+def test_the_testbed_stays_a_user_of_the_product() -> None:
+    """The testbed's contracts are kept in the file (the product never imports it; it uses no API
+    internals nor controller machinery), and the product finds it only through its entry point."""
+    ini = configparser.ConfigParser()
+    ini.read(CONTRACTS)
+    outside = ini["importlinter:contract:testbed-outside"]
+    assert (outside["source_modules"].split(), outside["forbidden_modules"].split()) == (
+        ["sliceportal"], ["sliceportal_testbed"])
+    assert "sliceportal_testbed" in ini["importlinter:contract:testbed-user"]["source_modules"].split()
+    assert not (Path(sliceportal.__file__).parent / "testbed").exists()
+    factory = extensions.find_factory()
+    assert factory is not None and factory.__module__ == "sliceportal_testbed.extension"
+    assert extensions.find_factory("no-such-extension") is None

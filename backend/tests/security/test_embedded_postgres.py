@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from sliceportal.core.pgembed import EmbeddedPostgres, EmbeddedPostgresError
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 
 
 def _connect(pg: EmbeddedPostgres, password: str | None, dbname: str = "postgres") -> psycopg.Connection:

@@ -20,7 +20,7 @@ from sliceportal.api.main import create_app
 from sliceportal.cli import proxy_header_args, proxy_header_options
 from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import AuditLog, LoginAttempt, Role
-from sliceportal.testbed.processes import free_port
+from sliceportal_testbed.processes import free_port
 from tests.factories import PASSWORD, make_user
 
 LOGIN = "/api/v1/login/access-token"

@@ -15,7 +15,7 @@ import pytest
 
 from sliceportal.core.config import get_settings
 from sliceportal.core.private_files import UnsafePathError, private_dir
-from sliceportal.testbed.processes import XdpAgent, run_dir
+from sliceportal_testbed.processes import XdpAgent, run_dir
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from sliceportal.core.config import REPO_ROOT
 from sliceportal.models import Backend, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.processes import RunningTarget, free_port
+from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user
 
 # What each driver needs to lower; nothing listens at the addresses: lowering is pure, a

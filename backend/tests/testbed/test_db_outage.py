@@ -19,8 +19,8 @@ from sliceportal.core.config import Settings, random_secret
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.models import Deployment, DeploymentKind, KpiSample
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.live import Plane
-from sliceportal.testbed.processes import leftovers
+from sliceportal_testbed.live import Plane
+from sliceportal_testbed.processes import leftovers
 from tests.factories import running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root

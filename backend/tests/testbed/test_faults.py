@@ -25,9 +25,9 @@ from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments
 from sliceportal.services.backends import POOL
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.live import Plane
-from sliceportal.testbed.netns_testbed import Testbed, namespaces
-from sliceportal.testbed.processes import BMV2_DIR, leftovers, reap_leftovers
+from sliceportal_testbed.live import Plane
+from sliceportal_testbed.netns_testbed import Testbed, namespaces
+from sliceportal_testbed.processes import BMV2_DIR, leftovers, reap_leftovers
 from tests.factories import login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root

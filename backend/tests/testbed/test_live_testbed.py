@@ -21,8 +21,8 @@ from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import KpiSample, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal.services.deployments import current_rule_set
-from sliceportal.testbed.netns_testbed import namespaces
-from sliceportal.testbed.processes import leftovers
+from sliceportal_testbed.netns_testbed import namespaces
+from sliceportal_testbed.processes import leftovers
 from tests.factories import login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root

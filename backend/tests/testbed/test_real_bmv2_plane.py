@@ -20,11 +20,11 @@ from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import Backend, KpiSample, Slice
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.live import LiveTestbed, NoCongestionMechanism
-from sliceportal.testbed.netns_testbed import namespaces
-from sliceportal.testbed.processes import leftovers
 from sliceportal_p4rt.client import read_once
 from sliceportal_p4rt.tls import Tls
+from sliceportal_testbed.live import LiveTestbed, NoCongestionMechanism
+from sliceportal_testbed.netns_testbed import namespaces
+from sliceportal_testbed.processes import leftovers
 from tests.factories import wait_until
 
 pytestmark = pytest.mark.needs_root

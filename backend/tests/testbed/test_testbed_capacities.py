@@ -19,8 +19,8 @@ from sliceportal.models import AuditLog, Backend, Slice
 from sliceportal.models.slicing import DEFAULT_LINK_BPS
 from sliceportal.services import admission
 from sliceportal.services.bootstrap_data import seed_demo
-from sliceportal.testbed.live import DEMO_ADMISSION_OVERRIDE, LiveTestbed
-from sliceportal.testbed.processes import leftovers
+from sliceportal_testbed.live import DEMO_ADMISSION_OVERRIDE, LiveTestbed
+from sliceportal_testbed.processes import leftovers
 
 pytestmark = pytest.mark.needs_root
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from irs import two_tenants
 
-from sliceportal.testbed.processes import free_port
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.p4info import compiled_dir
+from sliceportal_testbed.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from bmv2_target.packet_io import open_port, receive
 
-from sliceportal.testbed.processes import RunningTarget
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal_p4rt.driver import Driver
+from sliceportal_testbed.processes import RunningTarget
 
 from .irs import two_tenants
 from .traffic import frame

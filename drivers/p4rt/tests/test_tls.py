@@ -18,12 +18,12 @@ from p4.v1 import p4runtime_pb2
 
 from sliceportal.core.redaction import REDACTED, redact_options
 from sliceportal.drivers.contract import OptionsError, UnreachableError
-from sliceportal.testbed.tls import P4RuntimeCerts, issue_p4runtime_certs
 from sliceportal_p4rt.client import read_once
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.p4info import CLASSIFIER
 from sliceportal_p4rt.simple_switch import ServerTls, start_simple_switch_grpc
 from sliceportal_p4rt.tls import Tls
+from sliceportal_testbed.tls import P4RuntimeCerts, issue_p4runtime_certs
 
 
 @pytest.fixture(scope="module")

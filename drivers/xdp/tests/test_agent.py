@@ -25,8 +25,8 @@ import pytest
 from sliceportal.drivers.contract import DriverError, OptionsError
 from sliceportal.drivers.push import reconcile_once
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
-from sliceportal.testbed import Testbed
 from sliceportal.traffic.packets import Flow, Underlay, build_bytes, parse_payload, payload
+from sliceportal_testbed import Testbed
 from sliceportal_xdp import pins
 from sliceportal_xdp.agent import LOCK_DIR
 from sliceportal_xdp.agent_client import AgentClient

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
-from sliceportal.testbed import Testbed, in_netns
 from sliceportal.traffic.packets import VXLAN_PORT, Flow, Underlay, build_bytes, parse_payload, payload
+from sliceportal_testbed import Testbed, in_netns
 from sliceportal_xdp import layout
 from sliceportal_xdp.dataplane import RawCounters
 from sliceportal_xdp.driver import Driver

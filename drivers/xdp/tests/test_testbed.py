@@ -1,4 +1,4 @@
-"""The generic testbed (backend/src/sliceportal/testbed): topology, reachability through
+"""The generic testbed (testbed/src/sliceportal_testbed): topology, reachability through
 the bridge, and clean-up after a run that never tore down."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from sliceportal.testbed import Testbed, cleanup, in_netns
+from sliceportal_testbed import Testbed, cleanup, in_netns
 
 pytestmark = pytest.mark.needs_root
 

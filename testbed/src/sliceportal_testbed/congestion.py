@@ -34,8 +34,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.models import Backend
 from sliceportal.services.backends import POOL
-from sliceportal.testbed.processes import BMV2_DIR
-from sliceportal.testbed.tls import P4RuntimeCerts
+from sliceportal_testbed.processes import BMV2_DIR
+from sliceportal_testbed.tls import P4RuntimeCerts
 
 LINK_HEADROOM = 4.0  # a software plane's normal egress link rate / its normal offered bit rate
 

@@ -46,6 +46,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from sliceportal.control import extensions
 from sliceportal.core.loops import SupervisedLoop
 from sliceportal.drivers.contract import Counters
 from sliceportal.kpi.counters import CounterCollector, DropTotals
@@ -60,10 +61,15 @@ from sliceportal.services import admission, deployments
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, describe
 from sliceportal.services.errors import BusyError
-from sliceportal.testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
-from sliceportal.testbed.netns_testbed import Testbed
-from sliceportal.testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
-from sliceportal.testbed.processes import (
+from sliceportal.traffic.capture import open_capture, run_capture
+from sliceportal.traffic.meter import Meter, MeterReport
+from sliceportal.traffic.packets import Encap, Flow, Underlay
+from sliceportal.traffic.scenarios import ScenarioFlow
+from sliceportal.traffic.sender import open_sender, send
+from sliceportal_testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
+from sliceportal_testbed.netns_testbed import Testbed
+from sliceportal_testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
+from sliceportal_testbed.processes import (
     ManagedProcess,
     ProcessError,
     XdpAgent,
@@ -72,12 +78,7 @@ from sliceportal.testbed.processes import (
     reap_leftovers,
     simple_switch_process,
 )
-from sliceportal.testbed.tls import testbed_certs
-from sliceportal.traffic.capture import open_capture, run_capture
-from sliceportal.traffic.meter import Meter, MeterReport
-from sliceportal.traffic.packets import Encap, Flow, Underlay
-from sliceportal.traffic.scenarios import ScenarioFlow
-from sliceportal.traffic.sender import open_sender, send
+from sliceportal_testbed.tls import testbed_certs
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +116,11 @@ def pooled_counters(session: Session, backend: Backend) -> Counters:
         return driver.counters()
 
 
-class BackendDown(RuntimeError):
+class BackendDown(extensions.BackendDown):
     """The backend's data plane is down; the message says why."""
 
 
-class NoCongestionMechanism(RuntimeError):
+class NoCongestionMechanism(extensions.ScenarioRefused):
     """The backend's data plane has no rate the congestion scenario could lower."""
 
 
@@ -558,6 +559,10 @@ class LiveTestbed:
     def base_pps(self) -> dict[int, float]:
         """Per backend, the packets/s its subscribers are sent (what a congestion factor divides)."""
         return {p.backend_id: p.base_pps for p in self.planes if p.backend_id}
+
+    def backend_ids(self) -> set[int]:
+        """The backends whose KPI samples the testbed's meters write (the controller's collector skips them)."""
+        return {p.backend_id for p in self.planes}
 
     # ---- measurement ------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sliceportal.testbed.processes import run_dir
+from sliceportal_testbed.processes import run_dir
 
 DAYS = 7
 _CURVE = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]

@@ -23,6 +23,7 @@ from typing import Self
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.control import state
+from sliceportal.control.extensions import BackendDown, ControllerExtension, ExtensionContext, find_factory
 from sliceportal.control.leader import Identity, LeaderLease
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
@@ -36,8 +37,8 @@ from sliceportal.services.backends import POOL
 from sliceportal.services.deployments import interrupt_all_orphans
 from sliceportal.services.footprint_refresher import FootprintRefresher
 from sliceportal.services.health_probe import HealthProber
+from sliceportal.services.jobs import JobResumer
 from sliceportal.services.reconciler import Reconciler
-from sliceportal.testbed.live import BackendDown, LiveTestbed
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +67,17 @@ class Controller:
         self.period_s = period_s or settings.controller_period_s
         self.lease = LeaderLease(database_url, self.period_s, on_acquire=self._lead, on_lose=self._step_down,
                                  on_held_elsewhere=self._drop_parked, name="controller-lease")
-        self.testbed: LiveTestbed | None = None
+        # the testbed is an extension found through its entry point (control/extensions.py), never
+        # imported: None when the setting is off or no installed package provides one
+        self._testbed_factory = find_factory() if settings.testbed else None
+        self.testbed: ControllerExtension | None = None
         # the testbed of a term that ended without a stop (the database went away): kept, data
         # planes and their rules, for this controller's next term (issue #26); see _step_down
-        self.parked: LiveTestbed | None = None
+        self.parked: ControllerExtension | None = None
         self._parked_at = 0.0
         self.testbed_starts = 0  # testbeds this controller started (a kept one is not started again)
         self.since: datetime | None = None
-        self._duties: list[Reconciler | HealthProber | KpiCollector | FootprintRefresher] = []
+        self._duties: list[Reconciler | HealthProber | KpiCollector | FootprintRefresher | JobResumer] = []
         self._beat: SupervisedLoop | None = None
         self._starting_since: datetime | None = None
         self._ready = threading.Event()  # leading, and every duty started
@@ -143,10 +147,8 @@ class Controller:
             kept = self._adopt_parked()
             if kept is not None:
                 self.testbed = kept
-            elif self.settings.testbed:
-                testbed = LiveTestbed(self.sessions, self.hub, prefix=self.settings.testbed_prefix,
-                                      rate_pps=self.settings.testbed_rate_pps,
-                                      p4_target=self.settings.testbed_p4_target)
+            elif self._testbed_factory is not None:
+                testbed = self._testbed_factory(ExtensionContext(self.sessions, self.hub, self.settings))
                 testbed.start()  # never raises: a testbed that failed says why in its state
                 self.testbed = testbed
                 self.testbed_starts += 1
@@ -158,12 +160,16 @@ class Controller:
                                 HealthProber(self.sessions, settings=self.settings)]
                 for duty in self._duties:
                     duty.start()
+            # deploys and rollbacks whose process died mid-push are finished here (services/jobs.py)
+            resumer = JobResumer(self.sessions)
+            resumer.start()
+            self._duties.append(resumer)
             if self.settings.kpi_interval_s > 0:
                 # every backend's own counters into KPI samples; the testbed's planes keep their
                 # meter (source 'testbed') until the testbed becomes a user of the product (#25 item 4)
                 collector = KpiCollector(
                     self.sessions, pooled_counters, self.settings.kpi_interval_s,
-                    skip=lambda: {p.backend_id for p in (self.testbed.planes if self.testbed else ())})
+                    skip=lambda: self.testbed.backend_ids() if self.testbed else set())
                 collector.start()
                 self._duties.append(collector)
             # slice status kept current: wanted footprints computed on each change (issue #28)
@@ -209,7 +215,7 @@ class Controller:
             self.since = None
             log.warning("controller %s no longer leads: %s", self.identity, why)
 
-    def _adopt_parked(self) -> LiveTestbed | None:
+    def _adopt_parked(self) -> ControllerExtension | None:
         """The kept testbed, when no other controller led since it was kept (else it is stopped)."""
         parked, self.parked = self.parked, None
         if parked is None:
@@ -243,6 +249,9 @@ class Controller:
         if not self.settings.testbed:
             return TestbedState(running=False, prefix=prefix, backends=[],
                                 error="the controller runs without one (TESTBED=false)"), {}
+        if self._testbed_factory is None:
+            return TestbedState(running=False, prefix=prefix, backends=[],
+                                error="the testbed package (sliceportal-testbed) is not installed"), {}
         testbed = self.testbed
         if testbed is None:
             since = self._starting_since.isoformat(timespec="seconds") if self._starting_since else "?"
@@ -279,6 +288,6 @@ class Controller:
                     error = f"unknown: backend {cmd.backend_id} is not part of the testbed"
                 except BackendDown as exc:
                     error = f"down: {exc}"
-                except RuntimeError as exc:  # no mechanism to lower on that plane
+                except RuntimeError as exc:  # ScenarioRefused (no mechanism to lower on that plane) or another refusal
                     error = f"refused: {exc}"
             state.mark_applied(session, cmd.id, error)

@@ -17,7 +17,6 @@ from sliceportal.api.errors import ApiError
 from sliceportal.control import state
 from sliceportal.models import Role
 from sliceportal.schemas.testbed import CongestionCreate, CongestionStarted, TestbedState
-from sliceportal.testbed.live import FRAME_SIZE
 
 router = APIRouter(prefix="/testbed", tags=["testbed"])
 
@@ -97,5 +96,8 @@ def start_congestion(body: CongestionCreate, principal: CurrentUser, session: Se
     command = state.record_congestion(session, body.backend_id, body.factor, until, principal.username)
     _await_controller(session, command, body.backend_id)
     offered = report.base_pps[body.backend_id]
+    # the bits per packet the testbed sends, from its own report (the product does not import the
+    # testbed package, whose frame size this is)
+    bits_per_packet = plane.offered_bps / plane.offered_pps if plane.offered_pps else 0.0
     return CongestionStarted(backend_id=body.backend_id, factor=body.factor, offered_pps=offered,
-                             egress_capacity_bps=offered * FRAME_SIZE * 8 / body.factor, until=until)
+                             egress_capacity_bps=offered * bits_per_packet / body.factor, until=until)
