@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -39,7 +39,12 @@ class DeploymentKind(StrEnum):
 
 
 class Deployment(IdMixin, TimestampMixin, Base):
+    """The record of a push, and the job record of a deploy or rollback (issue #26): while it
+    runs, ``runner`` (host:pid) renews ``heartbeat_at``; a stale heartbeat means the runner died
+    and the leading controller finishes the push (``resumed_by``; services/jobs.py)."""
+
     __tablename__ = "deployment"
+    __table_args__ = (Index("ix_deployment_running", "heartbeat_at", postgresql_where=text("status = 'running'")),)
 
     backend_id: Mapped[int] = mapped_column(ForeignKey("backend.id", ondelete="CASCADE"), index=True)
     rule_set_id: Mapped[int] = mapped_column(ForeignKey("rule_set.id"))
@@ -52,6 +57,10 @@ class Deployment(IdMixin, TimestampMixin, Base):
     rolled_back: Mapped[bool | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column()
     duration_s: Mapped[float | None] = mapped_column(Float)
+    runner: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    heartbeat_at: Mapped[datetime | None] = mapped_column()  # None: a row from before jobs (0017)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONB)  # the latest progress event
+    resumed_by: Mapped[str] = mapped_column(String(200), default="", server_default="")
 
     rule_set: Mapped[RuleSet] = relationship(foreign_keys=[rule_set_id], lazy="joined")
     previous_rule_set: Mapped[RuleSet | None] = relationship(foreign_keys=[previous_rule_set_id], lazy="joined")

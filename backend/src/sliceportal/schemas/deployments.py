@@ -90,6 +90,14 @@ class DeploymentPublic(ORMModel):
     created_at: datetime
     finished_at: datetime | None
     duration_s: float | None
+    # the job record (issue #26; docs/api.md "Deployments are jobs")
+    runner: str = Field("", description="host:pid of the process that started the push")
+    heartbeat_at: datetime | None = Field(None, description="renewed every second while the push runs; "
+                                          "stale: its runner died and the leading controller finishes it")
+    progress: dict[str, Any] | None = Field(None, description="the push's latest progress event "
+                                            "(phase, done, total, message)")
+    resumed_by: str = Field("", description="host:pid of the controller that finished the push after "
+                            "its runner died; empty when the runner finished it")
 
 
 class RuleSetPublic(ORMModel):

@@ -4,8 +4,11 @@ The pure parts (compiler, lowering, push, diff, reconcile) live in ``sliceportal
 and ``sliceportal.drivers.push``; this module adds what needs the database: building the
 compiler's input from the domain, versioned RuleSets, Deployment records, slice states
 and the audit trail. A deployment row is committed as ``running`` before the push starts
-and completed afterwards, so a crash mid-push leaves a visible record; the next holder of
-the backend's lock (or the next start-up) ends such a row as failed (interrupted).
+and completed afterwards; it is the push's job record (``services/jobs.py``): its runner
+renews a heartbeat while it pushes, and when the runner dies mid-push the leading controller
+(or whoever takes the backend's lock first) finishes the push (``resume``), so the row ends
+``succeeded`` or ``failed`` with ``resumed_by`` saying so. A row without a heartbeat (written
+before jobs existed) ends as failed (interrupted) as before.
 
 Deploy, rollback and reconcile of one backend hold the backend's PostgreSQL advisory lock
 for their whole duration (``services.backends.backend_lock``): a reconcile never reads a
@@ -57,7 +60,7 @@ from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import FIELD_WIDTHS, Qos, RuleIR
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
-from sliceportal.services import admission, enforcement, footprint_push, health_probe
+from sliceportal.services import admission, enforcement, footprint_push, health_probe, jobs
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
 from sliceportal.services.enforcement import Gap
@@ -195,7 +198,9 @@ def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) 
 
 
 def interrupt_orphans(session: Session, backend_id: int) -> int:
-    """Mark this backend's ``running`` deployments failed (interrupted); the caller holds its lock.
+    """Mark this backend's ``running`` deployments without a job heartbeat (rows from before
+    jobs, migration 0017) failed (interrupted); the caller holds its lock. Job rows are
+    resumed instead (``_settle_orphans``).
 
     Every push holds the backend's advisory lock from before its row exists until after it
     is finished, and PostgreSQL drops a lock with its connection: so a running row seen
@@ -203,7 +208,8 @@ def interrupt_orphans(session: Session, backend_id: int) -> int:
     """
     now = datetime.now(UTC)
     orphans = list(session.scalars(select(Deployment).where(Deployment.backend_id == backend_id,
-                                                            Deployment.status == DeploymentStatus.RUNNING)))
+                                                            Deployment.status == DeploymentStatus.RUNNING,
+                                                            Deployment.heartbeat_at.is_(None))))
     for dep in orphans:
         dep.status, dep.finished_at = DeploymentStatus.FAILED, now
         dep.error = INTERRUPTED
@@ -215,11 +221,13 @@ def interrupt_orphans(session: Session, backend_id: int) -> int:
 
 
 def interrupt_all_orphans(sessions: sessionmaker[Session]) -> int:
-    """At start-up: end every deployment a dead process left ``running`` (skips backends in use)."""
+    """At start-up: end every deployment a dead process left ``running`` without a job
+    heartbeat (skips backends in use). Job rows are the leader's to resume (``services/jobs.py``):
+    a worker uvicorn starts in place of a killed one must not fail the job it left."""
     count = 0
     with sessions() as session:
         ids = list(session.scalars(select(Deployment.backend_id).where(
-            Deployment.status == DeploymentStatus.RUNNING).distinct()))
+            Deployment.status == DeploymentStatus.RUNNING, Deployment.heartbeat_at.is_(None)).distinct()))
         for backend_id in ids:
             with backend_lock(session, backend_id, wait_s=0) as got:
                 if got:  # a live worker holding it is still pushing: its row is not an orphan
@@ -282,26 +290,106 @@ def _finish_retrying(session: Session, dep_id: int, rule_set_id: int, kind: Depl
 
 
 def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: DeploymentKind, actor: str,
-         drv: Driver, progress: Callable[[ProgressEvent], None] | None) -> Deployment:
+         drv: Driver, progress: Callable[[ProgressEvent], None] | None,
+         on_job: Callable[[int], None] | None = None) -> Deployment:
     previous = current_rule_set(session, backend.id)
     prev_plan = NativePlan.model_validate(previous.plan) if previous else None
     new_plan = NativePlan.model_validate(rule_set.plan)
     diff = diff_tables(prev_plan.tables if prev_plan else {}, new_plan.tables)
     dep = Deployment(backend_id=backend.id, rule_set_id=rule_set.id,
                      previous_rule_set_id=previous.id if previous else None, kind=kind, actor=actor,
-                     diff=diff.model_dump(mode="json"))
+                     diff=diff.model_dump(mode="json"), runner=jobs.runner_name(),
+                     heartbeat_at=func.clock_timestamp())
     session.add(dep)
-    session.commit()  # visible as running while the push is under way
+    session.commit()  # visible as running while the push is under way; the job record from here on
     dep_id, rule_set_id, backend_id = dep.id, rule_set.id, backend.id
+    if on_job is not None:
+        on_job(dep_id)
+    return _push_job(session, dep_id, rule_set_id, kind, backend_id, drv, new_plan, prev_plan, progress)
+
+
+def _push_job(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
+              drv: Driver, new_plan: NativePlan, prev_plan: NativePlan | None,
+              progress: Callable[[ProgressEvent], None] | None, prefix: str = "") -> Deployment:
+    """Push a job's rule set with its heartbeat renewed, and record the outcome once."""
+    with jobs.Heartbeat(sessionmaker(bind=session.get_bind()), dep_id, progress) as beat:
+        try:
+            outcome: PushOutcome = push(drv, new_plan, beat.progress, previous=prev_plan)
+        except Exception as exc:  # push reports driver failures itself; anything else still ends the row
+            outcome = PushOutcome(ok=False, driver=new_plan.driver, target_version=new_plan.version,
+                                  previous_version=prev_plan.version if prev_plan else None, version_after=None,
+                                  error=f"{INTERRUPTED}: {prefix}{type(exc).__name__}: {exc}")
+            _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
+            raise
+    if not outcome.ok and prefix:
+        outcome = outcome.model_copy(update={"error": f"{prefix}{outcome.error}"})
+    return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
+
+
+def resume(session: Session, backend: Backend, dep_id: int, by: str) -> Deployment | None:
+    """Finish the push of a job whose runner died; the caller holds the backend's lock.
+
+    The row keeps its ``runner`` and gains ``resumed_by``; the push starts again from what the
+    data plane holds (part of the interrupted push, or all of it), so it writes only what is
+    missing. The outcome and its one audit row are written as the runner would have. None
+    when the row is no longer running.
+    """
+    dep = session.get(Deployment, dep_id, populate_existing=True)
+    if dep is None or dep.status != DeploymentStatus.RUNNING:
+        return None
+    kind, rule_set_id, runner = DeploymentKind(dep.kind), dep.rule_set_id, dep.runner or "?"
+    new_plan = NativePlan.model_validate(dep.rule_set.plan)
+    prev_plan = NativePlan.model_validate(dep.previous_rule_set.plan) if dep.previous_rule_set else None
+    log.warning("backend %s: deployment %d was left running by %s (last heartbeat %s); %s finishes it",
+                backend.name, dep_id, runner, dep.heartbeat_at, by)
+    session.execute(update(Deployment).where(Deployment.id == dep_id)
+                    .values(resumed_by=by, heartbeat_at=func.clock_timestamp()))
+    session.commit()
+    prefix = f"{INTERRUPTED} (runner {runner} died; resumed by {by}): "
     try:
-        outcome: PushOutcome = push(drv, new_plan, progress, previous=prev_plan)
-    except Exception as exc:  # push reports driver failures itself; anything else still ends the row
+        with POOL.use(session, backend) as drv:
+            return _push_job(session, dep_id, rule_set_id, kind, backend.id, drv, new_plan, prev_plan, None,
+                             prefix=prefix)
+    except (DomainError, DriverError) as exc:  # the driver cannot even be built: say so, end the row
         outcome = PushOutcome(ok=False, driver=new_plan.driver, target_version=new_plan.version,
                               previous_version=prev_plan.version if prev_plan else None, version_after=None,
-                              error=f"{INTERRUPTED}: {type(exc).__name__}: {exc}")
-        _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
-        raise
-    return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
+                              error=f"{prefix}{getattr(exc, 'message', None) or exc}")
+        return _finish_retrying(session, dep_id, rule_set_id, kind, backend.id, outcome)
+
+
+def _settle_orphans(session: Session, backend: Backend) -> None:
+    """Whatever a dead process left ``running`` on this backend; the caller holds its lock.
+
+    Rows from before jobs end as failed (interrupted). A job whose heartbeat is stale is
+    finished now (``resume``). A job whose heartbeat is fresh has a live runner that lost the
+    lock with a database blip and is still pushing: the backend is busy until it finishes or
+    its heartbeat goes stale.
+    """
+    interrupt_orphans(session, backend.id)
+    running = session.execute(select(Deployment.id, jobs.stale().label("stale")).where(
+        Deployment.backend_id == backend.id, Deployment.status == DeploymentStatus.RUNNING,
+        Deployment.heartbeat_at.is_not(None)).order_by(Deployment.id)).all()
+    for dep_id, is_stale in running:
+        if not is_stale:
+            raise BusyError(f"deployment {dep_id} of backend {backend.name} is still being pushed by its runner; "
+                            "retry when it has finished")
+        resume(session, backend, dep_id, jobs.runner_name())
+
+
+def resume_stale(session: Session, backend_id: int, by: str) -> int:
+    """The job duty's pass over one backend: finish its stale jobs if its lock is free (else a
+    live holder has it: skipped). How many were finished."""
+    backend = session.get(Backend, backend_id)
+    if backend is None:
+        return 0
+    with backend_lock(session, backend_id, wait_s=0) as got:
+        if not got:
+            return 0
+        interrupt_orphans(session, backend_id)
+        ids = list(session.scalars(select(Deployment.id).where(Deployment.backend_id == backend_id, jobs.stale())
+                                   .order_by(Deployment.id)))
+        session.rollback()
+        return sum(resume(session, backend, dep_id, by) is not None for dep_id in ids)
 
 
 def _as_lowered_now(session: Session, drv: Driver, rule_set: RuleSet, stored: NativePlan) -> NativePlan:
@@ -364,7 +452,7 @@ def _locked(session: Session, backend: Backend, wait_s: float) -> Iterator[None]
             raise BusyError(f"another deployment or reconcile of backend {backend.name} is in progress; "
                             "retry when it has finished")
         session.refresh(backend)  # as it is now that we hold it (health, sync facts, options)
-        interrupt_orphans(session, backend.id)
+        _settle_orphans(session, backend)
         yield
 
 
@@ -396,15 +484,18 @@ def deploy(session: Session, backend: Backend, actor: str,
 
 def deploy_changes(session: Session, backend: Backend, actor: str,
                    progress: Callable[[ProgressEvent], None] | None = None, *,
-                   lock_wait_s: float = LOCK_WAIT_S, override: Override | None = None) -> Deployment | Unchanged:
+                   lock_wait_s: float = LOCK_WAIT_S, override: Override | None = None,
+                   on_job: Callable[[int], None] | None = None) -> Deployment | Unchanged:
     """Like ``deploy``, but an identical redeploy is a no-op: ``Unchanged`` names the rule set in
-    force; no rule set is stored, nothing is pushed, and the audit log records it as such."""
+    force; no rule set is stored, nothing is pushed, and the audit log records it as such.
+    ``on_job`` is called with the deployment's id once its row is committed, before the push."""
     return _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=True,
-                   override=override)
+                   override=override, on_job=on_job)
 
 
 def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[ProgressEvent], None] | None, *,
-            lock_wait_s: float, skip_unchanged: bool, override: Override | None) -> Deployment | Unchanged:
+            lock_wait_s: float, skip_unchanged: bool, override: Override | None,
+            on_job: Callable[[int], None] | None = None) -> Deployment | Unchanged:
     _refuse_if_down(session, backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
     with _locked(session, backend, lock_wait_s):
         _refuse_if_down(session, backend)  # before the driver: a hung probe may hold it
@@ -419,14 +510,14 @@ def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[
                 session.commit()
                 return Unchanged(backend.id, current.number, current.digest)
             rule_set = _store_rule_set(session, backend, p, actor)
-            dep = _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress)
+            dep = _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress, on_job)
             footprint_push.after_push(session, dep, key)
             return dep
 
 
 def rollback(session: Session, backend: Backend, rule_set_number: int, actor: str,
              progress: Callable[[ProgressEvent], None] | None = None, *,
-             lock_wait_s: float = LOCK_WAIT_S) -> Deployment:
+             lock_wait_s: float = LOCK_WAIT_S, on_job: Callable[[int], None] | None = None) -> Deployment:
     rule_set = session.scalar(select(RuleSet).where(RuleSet.backend_id == backend.id,
                                                     RuleSet.number == rule_set_number))
     if rule_set is None:
@@ -439,7 +530,7 @@ def rollback(session: Session, backend: Backend, rule_set_number: int, actor: st
             # the older rule set as this driver lowers it against what the plane holds now: not
             # the layout or numbering it had when it was stored
             _as_lowered_now(session, drv, rule_set, NativePlan.model_validate(rule_set.plan))
-            dep = _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress)
+            dep = _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress, on_job)
             footprint_push.after_push(session, dep, None)
             return dep
 

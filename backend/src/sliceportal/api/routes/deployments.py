@@ -1,4 +1,11 @@
-"""Rule preview, deployment (with streamed progress), history, rollback and reconcile."""
+"""Rule preview, deployment (with streamed progress), history, rollback and reconcile.
+
+A deploy or rollback is a job whose record is its deployment row (``services/jobs.py``): the
+request waits for it and answers with the finished row (or streams its progress), or, with
+``Prefer: respond-async``, answers 202 with the row's ``Location`` as soon as the row exists
+and the push goes on in a thread of this process. Either way the push survives this process:
+when it dies mid-push the leading controller finishes the job.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +15,10 @@ import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -117,22 +124,75 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
     return StreamingResponse(body(), media_type=NDJSON)
 
 
+def _wants_async(prefer: str | None) -> bool:
+    # RFC 7240: a list of preferences, each possibly with parameters
+    return prefer is not None and any(p.split(";")[0].strip().lower() == "respond-async" for p in prefer.split(","))
+
+
+def _start_job(request: Request, session: SessionDep, backend_id: int, principal: Principal,
+               rollback_to: int | None, override: Override | None) -> Response:
+    """``Prefer: respond-async``: run the job in a thread of this process and answer once its row
+    exists: 202 with ``Location``; refusals (before any row) answer as without the header."""
+    started: queue.Queue[tuple[str, object]] = queue.Queue()
+
+    def work() -> None:
+        try:
+            with request.app.state.sessionmaker() as s:
+                set_actor(s, Actor(principal.user_id, principal.username, principal.via))
+                backend = get_scoped(s, Backend, backend_id, None, "backend")
+
+                def on_job(dep_id: int) -> None:
+                    started.put(("job", dep_id))
+                dep = (svc.deploy_changes(s, backend, principal.username, override=override, on_job=on_job)
+                       if rollback_to is None
+                       else svc.rollback(s, backend, rollback_to, principal.username, on_job=on_job))
+                started.put(("done", dep if isinstance(dep, svc.Unchanged) else None))
+        except Exception as exc:  # before its row: the request answers it; after: the row records it
+            if not isinstance(exc, DomainError | ApiError):
+                log.exception("deployment job of backend %s failed", backend_id)
+            started.put(("error", exc))
+
+    threading.Thread(target=work, name=f"deploy-job-{backend_id}", daemon=True).start()
+    what, value = started.get()  # the first of: the row exists, unchanged, refused
+    if what == "error":
+        assert isinstance(value, Exception)
+        raise value
+    if isinstance(value, svc.Unchanged):
+        return JSONResponse(unchanged_public(value).model_dump(mode="json"), status_code=200)
+    assert what == "job" and isinstance(value, int)
+    dep = session.get_one(Deployment, value, populate_existing=True)
+    body = DeploymentPublic.model_validate(dep).model_dump(mode="json")
+    location = request.app.url_path_for("read_deployment", backend_id=backend_id, deployment_id=value)
+    return JSONResponse(body, status_code=202, headers={"Location": str(location)})
+
+
+ASYNC_RESPONSE: dict[int | str, dict[str, Any]] = {202: {
+    "model": DeploymentPublic, "description": "with Prefer: respond-async: the job is running; Location names "
+    "its deployment row (GET it for status and progress)"}}
+
+
 @router.post("/deployments", response_model=DeploymentPublic, status_code=201,
              responses={200: {"model": DeployUnchangedPublic, "content": {NDJSON: {}},
                               "description": "an identical redeploy (nothing pushed: already deployed as rule "
-                              "set N); or, with Accept: application/x-ndjson, progress events then the result"}})
+                              "set N); or, with Accept: application/x-ndjson, progress events then the result"},
+                        **ASYNC_RESPONSE})
 def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request: Request,
            override: AdmissionOverride, accept: Annotated[str | None, Header()] = None,
-           ) -> Deployment | StreamingResponse | JSONResponse:
+           prefer: Annotated[str | None, Header()] = None,
+           ) -> Deployment | Response:
     """Compile, lower and push every slice assigned to the backend, all or nothing.
 
     When the compiled plan equals the rule set in force the answer is 200
     ``{"status": "unchanged", "rule_set": N}``: no rule set is written and nothing is pushed.
     Admission control runs first: 409 with the computation (``admission``) when the slices on
     the backend's link do not fit; an operator may send ``Admission-Override: <reason>``.
-    With ``Accept: application/x-ndjson`` the progress events stream as they happen.
+    With ``Accept: application/x-ndjson`` the progress events stream as they happen. With
+    ``Prefer: respond-async`` the answer is 202 as soon as the deployment row exists
+    (``Location``: the row; it reads ``running`` with its progress until it ends).
     """
     backend = get_scoped(session, Backend, backend_id, None, "backend")
+    if _wants_async(prefer):
+        return _start_job(request, session, backend_id, principal, None, override)
     if accept and NDJSON in accept:
         svc.preview(session, backend)  # refusals (compile, capacity) answer 4xx before streaming
         if override is None:  # admission too (an override is checked and audited once, by the worker)
@@ -155,6 +215,16 @@ def list_deployments(backend_id: PathId, _: NotTenant, session: SessionDep,
     return Page(data=[DeploymentPublic.model_validate(d) for d in rows], count=count)
 
 
+@router.get("/deployments/{deployment_id}", response_model=DeploymentPublic)
+def read_deployment(backend_id: PathId, deployment_id: PathId, _: NotTenant, session: SessionDep) -> Deployment:
+    """One deployment: a job while ``running`` (``runner``, ``heartbeat_at``, ``progress``), its outcome after."""
+    get_scoped(session, Backend, backend_id, None, "backend")
+    dep = session.scalar(select(Deployment).where(Deployment.id == deployment_id, Deployment.backend_id == backend_id))
+    if dep is None:
+        raise not_found("deployment", deployment_id)
+    return dep
+
+
 @router.get("/rule-sets/{number}", response_model=RuleSetPublic)
 def read_rule_set(backend_id: PathId, number: PathId, _: NotTenant, session: SessionDep) -> RuleSet:
     rs = session.scalar(select(RuleSet).where(RuleSet.backend_id == backend_id, RuleSet.number == number))
@@ -163,11 +233,15 @@ def read_rule_set(backend_id: PathId, number: PathId, _: NotTenant, session: Ses
     return rs
 
 
-@router.post("/rollback", response_model=DeploymentPublic, status_code=201)
+@router.post("/rollback", response_model=DeploymentPublic, status_code=201, responses={**ASYNC_RESPONSE})
 def rollback(backend_id: PathId, body: RollbackRequest, principal: Deployer, session: SessionDep,
-             request: Request, accept: Annotated[str | None, Header()] = None) -> Deployment | StreamingResponse:
-    """Push an earlier rule set again (a new deployment of kind ``rollback``)."""
+             request: Request, accept: Annotated[str | None, Header()] = None,
+             prefer: Annotated[str | None, Header()] = None) -> Deployment | Response:
+    """Push an earlier rule set again (a new deployment of kind ``rollback``); ``Prefer:
+    respond-async`` as for a deploy."""
     backend = get_scoped(session, Backend, backend_id, None, "backend")
+    if _wants_async(prefer):
+        return _start_job(request, session, backend_id, principal, body.rule_set, None)
     if accept and NDJSON in accept:
         session.close()  # release the request's connection now: the stream may outlive the database
         return _stream(request, backend_id, principal, body.rule_set)

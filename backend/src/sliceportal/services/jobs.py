@@ -1,0 +1,143 @@
+"""Deploys and rollbacks are jobs: their ``deployment`` row is the job record (issue #26).
+
+The process that pushes a deployment names itself in the row (``runner``, host:pid) and
+renews ``heartbeat_at`` every ``HEARTBEAT_S`` from a thread of its own, with the push's
+latest progress event (``progress``): anyone reading the row sees a live job and how far it
+got. A row still ``running`` whose heartbeat is older than ``STALE_S`` belongs to a runner
+that died (uvicorn replaced the worker, OOM, SIGKILL) or lost the database: the leading
+controller's ``JobResumer`` takes the backend's lock and finishes the push
+(``services.deployments.resume``). A push diffs against what the data plane holds
+(``drivers/push.py``), so running an interrupted one again is safe.
+
+Times are the database's (``clock_timestamp()``): runners and the controller may live on
+hosts whose clocks disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
+from sliceportal.core.loops import LoopRegistry, SupervisedLoop
+from sliceportal.drivers.contract import ProgressEvent
+from sliceportal.models import Deployment, DeploymentStatus
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_S = 1.0  # how often a runner renews its job's heartbeat
+# A heartbeat this old means its runner is gone. Ten beats: a runner starved of CPU on a busy
+# host (load 20+, issue #26) still beats within it, and a database blip shorter than it lets a
+# live runner finish its own job instead of racing a resumer on the data plane.
+STALE_S = 10.0
+RESUME_EVERY_S = 1.0  # how often the leader looks for stale jobs
+
+
+def runner_name() -> str:
+    """This process, as a job's ``runner`` / ``resumed_by`` names it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def stale(stale_s: float | None = None) -> ColumnElement[bool]:
+    """Running job rows whose heartbeat is older than ``stale_s`` (default ``STALE_S``), by the database's clock."""
+    age = timedelta(seconds=STALE_S if stale_s is None else stale_s)
+    return (Deployment.status == DeploymentStatus.RUNNING) & Deployment.heartbeat_at.is_not(None) \
+        & (Deployment.heartbeat_at < func.clock_timestamp() - age)
+
+
+class Heartbeat:
+    """Renews a running job's heartbeat (and its latest progress) until the block ends.
+
+    Its own thread and sessions: the push holds the caller's session (and the backend's lock
+    on it) for its whole duration. A beat that fails (the database away) is retried at the
+    next one; the job is not stopped for it.
+    """
+
+    def __init__(self, sessions: sessionmaker[Session], deployment_id: int,
+                 forward: Callable[[ProgressEvent], None] | None = None) -> None:
+        self._sessions, self._id, self._forward = sessions, deployment_id, forward
+        self._latest: dict[str, object] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"job-heartbeat-{deployment_id}", daemon=True)
+
+    def progress(self, event: ProgressEvent) -> None:
+        """The push's progress callback: kept for the next beat, and passed on."""
+        self._latest = event.model_dump(mode="json")
+        if self._forward is not None:
+            self._forward(event)
+
+    def beat(self) -> None:
+        values: dict[str, object] = {"heartbeat_at": func.clock_timestamp()}
+        if self._latest is not None:
+            values["progress"] = self._latest
+        with self._sessions() as session:
+            session.execute(update(Deployment).where(Deployment.id == self._id,
+                                                     Deployment.status == DeploymentStatus.RUNNING).values(**values))
+            session.commit()
+
+    def _run(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                self.beat()
+            except DBAPIError as exc:
+                log.warning("job %d: heartbeat not written (retried in %g s): %s", self._id, HEARTBEAT_S,
+                            str(exc).splitlines()[0])
+            except Exception:  # a beat must never end the thread while the push goes on
+                log.exception("job %d: heartbeat failed", self._id)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join(timeout=HEARTBEAT_S + 5)
+
+
+class JobResumer:
+    """The leader's duty: finish every job whose runner died (its heartbeat went stale).
+
+    One pass every ``RESUME_EVERY_S``; a backend whose lock is held is skipped (its holder is
+    alive, or another pass already resumes it). A failed pass (the database away) is retried
+    by the supervised loop with backoff.
+    """
+
+    def __init__(self, sessions: sessionmaker[Session], period_s: float = RESUME_EVERY_S,
+                 registry: LoopRegistry | None = None) -> None:
+        self._sessions, self._period, self._registry = sessions, period_s, registry
+        self._loop: SupervisedLoop | None = None
+        self.resumed = 0  # jobs this duty finished
+
+    def start(self) -> None:
+        self._loop = SupervisedLoop("deploy-jobs", self._period, self.run_once, self._registry)
+        self._loop.start()
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.stop()
+
+    def run_once(self) -> None:
+        from sliceportal.services.deployments import resume_stale  # deployments uses this module's Heartbeat
+
+        with self._sessions() as session:
+            backend_ids = list(session.scalars(select(Deployment.backend_id).where(stale()).distinct()))
+            session.rollback()
+            for backend_id in backend_ids:
+                try:
+                    self.resumed += resume_stale(session, backend_id, by=runner_name())
+                except DBAPIError:
+                    session.rollback()
+                    raise  # the database, not the job: the whole pass failed
+                except Exception:  # one broken backend must not keep the others' jobs running
+                    log.exception("resuming the interrupted deployment(s) of backend %s failed", backend_id)
+                    session.rollback()
