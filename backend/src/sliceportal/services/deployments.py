@@ -248,16 +248,19 @@ def _mark_slices_deployed(session: Session, rule_set: RuleSet) -> None:
 
 
 def _finish(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
-            outcome: PushOutcome) -> Deployment | None:
+            outcome: PushOutcome, owner: str = "") -> Deployment | None:
     """Write the outcome, its slice states and its audit row in one transaction.
 
-    Returns None when the row is no longer running: a reconcile declared it interrupted
-    while this worker had lost the database (and with it the lock); that verdict stands.
+    Returns None when the row is no longer running, or is no longer this caller's job
+    (``owner``: "" for its runner, the resumer's name for a resumed push): it was declared
+    interrupted, or resumed, while this worker had lost the database (and with it the lock);
+    that verdict, or the resumer's outcome, stands.
     """
     # the row lock orders this write against a reconcile that declares the row interrupted
-    status = session.scalar(select(Deployment.status).where(Deployment.id == dep_id).with_for_update())
+    row = session.execute(select(Deployment.status, Deployment.resumed_by).where(Deployment.id == dep_id)
+                          .with_for_update()).one_or_none()
     dep = session.get(Deployment, dep_id, populate_existing=True)
-    if dep is None or status != DeploymentStatus.RUNNING:
+    if dep is None or row is None or row.status != DeploymentStatus.RUNNING or row.resumed_by != owner:
         session.rollback()
         return None
     dep.status = DeploymentStatus.SUCCEEDED if outcome.ok else DeploymentStatus.FAILED
@@ -276,14 +279,14 @@ def _finish(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKin
 
 
 def _finish_retrying(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
-                     outcome: PushOutcome) -> Deployment:
+                     outcome: PushOutcome, owner: str = "") -> Deployment:
     # The push is done on the wire; losing its record to a database blip would leave the
     # row running. Retry while the database comes back (bounded), then give up loudly.
     for attempt in Retrying(stop=stop_after_delay(FINISH_RETRY_S), wait=wait_exponential(0.2, max=2),
                             retry=retry_if_exception_type(DBAPIError), reraise=True,
                             before_sleep=lambda _: session.rollback()):
         with attempt:
-            dep = _finish(session, dep_id, rule_set_id, kind, backend_id, outcome)
+            dep = _finish(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
     if dep is None:
         dep = session.get_one(Deployment, dep_id, populate_existing=True)
     return dep
@@ -310,20 +313,21 @@ def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: Deployment
 
 def _push_job(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
               drv: Driver, new_plan: NativePlan, prev_plan: NativePlan | None,
-              progress: Callable[[ProgressEvent], None] | None, prefix: str = "") -> Deployment:
-    """Push a job's rule set with its heartbeat renewed, and record the outcome once."""
+              progress: Callable[[ProgressEvent], None] | None, prefix: str = "", owner: str = "") -> Deployment:
+    """Push a job's rule set with its heartbeat renewed, and record the outcome once (``owner``:
+    "" for the job's runner, the resumer's name when resumed)."""
     with jobs.Heartbeat(sessionmaker(bind=session.get_bind()), dep_id, progress) as beat:
         try:
             outcome: PushOutcome = push(drv, new_plan, beat.progress, previous=prev_plan)
         except Exception as exc:  # push reports driver failures itself; anything else still ends the row
             outcome = PushOutcome(ok=False, driver=new_plan.driver, target_version=new_plan.version,
                                   previous_version=prev_plan.version if prev_plan else None, version_after=None,
-                                  error=f"{INTERRUPTED}: {prefix}{type(exc).__name__}: {exc}")
-            _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
+                                  error=f"{prefix or INTERRUPTED + ': '}{type(exc).__name__}: {exc}")
+            _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
             raise
     if not outcome.ok and prefix:
         outcome = outcome.model_copy(update={"error": f"{prefix}{outcome.error}"})
-    return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome)
+    return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
 
 
 def resume(session: Session, backend: Backend, dep_id: int, by: str) -> Deployment | None:
@@ -349,12 +353,12 @@ def resume(session: Session, backend: Backend, dep_id: int, by: str) -> Deployme
     try:
         with POOL.use(session, backend) as drv:
             return _push_job(session, dep_id, rule_set_id, kind, backend.id, drv, new_plan, prev_plan, None,
-                             prefix=prefix)
+                             prefix=prefix, owner=by)
     except (DomainError, DriverError) as exc:  # the driver cannot even be built: say so, end the row
         outcome = PushOutcome(ok=False, driver=new_plan.driver, target_version=new_plan.version,
                               previous_version=prev_plan.version if prev_plan else None, version_after=None,
                               error=f"{prefix}{getattr(exc, 'message', None) or exc}")
-        return _finish_retrying(session, dep_id, rule_set_id, kind, backend.id, outcome)
+        return _finish_retrying(session, dep_id, rule_set_id, kind, backend.id, outcome, by)
 
 
 def _settle_orphans(session: Session, backend: Backend) -> None:
