@@ -11,12 +11,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
@@ -183,3 +184,43 @@ def test_respond_async_answers_202_with_the_job_and_it_runs_to_its_end(
                .json()["status"] != "running", 30)
     # another backend's path does not name this job
     assert client.get(f"/api/v1/backends/{bid + 1}/deployments/{job['id']}", headers=op).status_code == 404
+
+
+def test_a_job_left_by_a_worker_that_lost_the_lock_is_busy_while_it_beats_then_resumed(
+        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    """Under the backend's lock, a ``running`` job with a fresh heartbeat belongs to a live runner
+    that lost the database for a moment: busy. Once its heartbeat is stale, whoever takes the
+    lock (here a manual reconcile) finishes the job first."""
+    target = start_target(*EIGHT_QUEUES)
+    bid, sid = _setup(client, op, target.address, users=8)
+    first = client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()
+    svc0 = client.get(f"/api/v1/slices/{sid}", headers=op).json()["services"][0]
+    r = client.patch(f"/api/v1/slices/{sid}/services/{svc0['id']}",
+                     json={"dst_ports": [{"lo": 7001, "hi": 7001}], "version": svc0["version"]}, headers=op)
+    assert r.status_code == 200, r.text
+    second = client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()
+    assert first["status"] == second["status"] == "succeeded"
+    # a rollback to the first rule set, as a worker that lost the database (and its lock) leaves it
+    with session_factory(db_url)() as s:
+        dep = Deployment(backend_id=bid, rule_set_id=first["rule_set_id"], previous_rule_set_id=second["rule_set_id"],
+                         kind=DeploymentKind.ROLLBACK, actor="op", runner="elsewhere:1", diff={},
+                         heartbeat_at=func.clock_timestamp())
+        s.add(dep)
+        s.commit()
+        dep_id = dep.id
+    busy = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op)
+    assert busy.status_code == 409 and busy.headers["retry-after"], busy.text
+    assert client.get(f"/api/v1/backends/{bid}/deployments/{dep_id}", headers=op).json()["status"] == "running"
+    with session_factory(db_url)() as s:  # its runner stops beating
+        s.execute(update(Deployment).where(Deployment.id == dep_id)
+                  .values(heartbeat_at=func.clock_timestamp() - timedelta(seconds=jobs.STALE_S + 1)))
+        s.commit()
+    rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op)
+    assert rec.status_code == 200 and rec.json()["in_sync"] is True, rec.text
+    done = client.get(f"/api/v1/backends/{bid}/deployments/{dep_id}", headers=op).json()
+    assert done["status"] == "succeeded" and done["resumed_by"] and done["runner"] == "elsewhere:1", done
+    with session_factory(db_url)() as s:
+        in_force = svc.current_rule_set(s, bid)
+    assert in_force is not None and in_force.id == first["rule_set_id"] == done["rule_set_id"]
+    assert rec.json()["found_version"] == in_force.digest
+    assert len(_audit_rows(db_url, dep_id)) == 1
