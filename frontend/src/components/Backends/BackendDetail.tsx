@@ -12,6 +12,7 @@ import { DataTable } from "../common/DataTable";
 import { NO_CLAMP, rangeError } from "../common/numberRange";
 import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
+import { StatusBadge } from "../common/statusWords";
 import { Time } from "../common/time";
 import { queryOf, type PageParams } from "../common/usePaged";
 import { useSession } from "../../auth/session";
@@ -157,7 +158,7 @@ export function BackendDetail() {
       {(b) => (
         <Stack>
           {confirm.dialog}
-          <PageTitle actions={<Badge>{b.health}</Badge>}>Backend {b.name}</PageTitle>
+          <PageTitle actions={<StatusBadge kind="health" value={b.health} size="lg" />}>Backend {b.name}</PageTitle>
           <Paper withBorder p="md">
             <Title order={2} size="h4" mb="sm">Rule preview</Title>
             <Preview backendId={b.id} />

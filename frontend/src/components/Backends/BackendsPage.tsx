@@ -1,7 +1,7 @@
 // Data-plane backends: list with health, registration of a new one, and deletion (confirmed,
 // naming the slices that still use it; the API refuses while any does).
 import { useState, type FormEvent } from "react";
-import { Anchor, Badge, Button, Group, Stack, Table, Text, TextInput, Textarea, VisuallyHidden } from "@mantine/core";
+import { Anchor, Button, Group, Stack, Table, Text, TextInput, Textarea, VisuallyHidden } from "@mantine/core";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
@@ -10,6 +10,7 @@ import { Dialog } from "../common/Dialog";
 import { mapProblem } from "../common/fieldErrors";
 import { PageTitle } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
+import { StatusBadge } from "../common/statusWords";
 import { useBackends } from "../Slices/queries";
 import { useAllSlices } from "../Subscribers/lookups";
 
@@ -99,7 +100,7 @@ export function BackendsPage() {
                     <Table.Td>{b.driver}</Table.Td><Table.Td>{b.paths} × {b.lanes}</Table.Td>
                     <Table.Td>{+(b.link_bps / 1e6).toFixed(3)} Mbit/s{Object.keys(b.port_bps).length > 0
                       ? ` · ${Object.keys(b.port_bps).length} ${Object.keys(b.port_bps).length === 1 ? "port" : "ports"}` : ""}</Table.Td>
-                    <Table.Td><Badge variant="light">{b.health}</Badge></Table.Td><Table.Td>{b.health_detail}</Table.Td>
+                    <Table.Td><StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} /></Table.Td><Table.Td>{b.health_detail}</Table.Td>
                     <Table.Td>
                       <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(b)}
                         aria-label={`Delete backend ${b.name}`}>Delete</Button>

@@ -11,7 +11,7 @@ import { notify } from "../common/notify";
 import { ProblemAlert } from "../common/QueryView";
 import { formatTime } from "../common/time";
 import { useSliceStatus } from "../Slices/queries";
-import { stateLabel } from "../Slices/StateBadge";
+import { statusWord } from "../common/statusWords";
 import { buildSeries, sourcesOf } from "./chartSeries";
 import { GUARANTEE_TEAL, LaneChart, SLA_RED, type Limit } from "./LaneChart";
 import { RANGES, useKpis, type RangeKey } from "./kpiSource";
@@ -31,7 +31,6 @@ function limit(kind: Limit["kind"], value: number | null | undefined, label: str
   return value != null ? [{ kind, value, label, color }] : [];
 }
 
-const SLA_COLORS = { met: "green", degraded: "red", no_data: "gray" } as const;
 
 const CONGESTION = { duration_s: 30, factor: 4 } as const;
 
@@ -74,7 +73,8 @@ export function SliceKpis({ slice }: { slice: Slice }) {
   const samples = (kpis.data ?? []).filter((s) => s.backend_id === backendId && s.lane !== null);
   const lanes = [...new Set([...slice.lanes, ...samples.flatMap((s) => (s.lane === null ? [] : [s.lane]))])].sort((a, b) => a - b);
   const here = status.data?.backends.find((b) => b.backend_id === backendId);
-  const names = new Map((status.data?.backends ?? []).map((b) => [b.backend_id, b.backend_name]));
+  // the slice's own summary names its backends from the first render ("backend 3" never flashes)
+  const names = new Map([...slice.status, ...(status.data?.backends ?? [])].map((b) => [b.backend_id, b.backend_name]));
   // "delivered now" from one source (the data plane's counters when it has them), never a sum over sources
   const rateSource = sourcesOf(samples)[0];
   const rated = samples.filter((s) => s.source === rateSource);
@@ -113,11 +113,11 @@ export function SliceKpis({ slice }: { slice: Slice }) {
           </Group>
           <Group gap="md">
             {here && (
-              <Badge color={SLA_COLORS[here.sla]} data-testid="sla-status" data-sla={here.sla}>
-                {here.backend_name}: SLA {stateLabel(here.sla)}
+              <Badge color={statusWord("sla", here.sla).color} data-testid="sla-status" data-sla={here.sla}>
+                {here.backend_name}: SLA {statusWord("sla", here.sla).label}
               </Badge>
             )}
-            {here && <Text size="sm" data-testid="deploy-state" data-state={here.state}>{stateLabel(here.state)}
+            {here && <Text size="sm" data-testid="deploy-state" data-state={here.state}>{statusWord("slice", here.state).label}
               {here.rule_set_number != null ? ` · rule set ${here.rule_set_number}` : ""}</Text>}
             <Text size="sm" c="dimmed" data-testid="kpi-samples">{samples.length} samples in the last {RANGES[range].label}</Text>
             <Text size="sm" data-testid="effective-rate">

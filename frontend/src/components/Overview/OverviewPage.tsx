@@ -1,13 +1,12 @@
 // Operator overview: backends and their health, slices by state.
-import { Anchor, Badge, Card, Group, SimpleGrid, Stack, Text, Title } from "@mantine/core";
+import { Anchor, Card, Group, SimpleGrid, Stack, Text, Title } from "@mantine/core";
 import { Link } from "react-router";
 import { PageTitle } from "../common/PageTitle";
 import { QueryView } from "../common/QueryView";
+import { StatusBadge } from "../common/statusWords";
 import { useBackends, useSliceStateCounts } from "../Slices/queries";
 import { SLICE_STATES, StateBadge } from "../Slices/StateBadge";
 import { ViolationsTable } from "../Kpis/ViolationsTable";
-
-const HEALTH: Record<string, string> = { ok: "green", healthy: "green", degraded: "orange", down: "red", unreachable: "red" };
 
 export function OverviewPage() {
   const backends = useBackends();
@@ -37,7 +36,7 @@ export function OverviewPage() {
                 <Stack gap={4}>
                   <Group justify="space-between">
                     <Anchor component={Link} to={`/backends/${b.id}`} fw={600}>{b.name}</Anchor>
-                    <Badge color={HEALTH[b.health] ?? "gray"}>{b.health}</Badge>
+                    <StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} />
                   </Group>
                   <Text size="sm">{b.driver} · {b.paths} paths × {b.lanes} lanes</Text>
                   {b.health_detail && <Text size="xs" c="dimmed">{b.health_detail}</Text>}

@@ -1,13 +1,12 @@
 // The slice on each of its backends, from GET /slices/{id}/status: deployment state with why
 // (pending: what a push would change; out of sync: what reconcile read back), and SLA state.
-import { Badge, Code, Group, List, Stack, Table, Text } from "@mantine/core";
+import { Code, Group, List, Stack, Table, Text } from "@mantine/core";
 import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 import { metricLabel } from "../Kpis/metricLabels";
 import { useSliceStatus } from "./queries";
-import { StateBadge, stateLabel, WHOLE_BADGE } from "./StateBadge";
-
-const SLA_COLORS: Record<string, string> = { met: "green", degraded: "red", no_data: "gray" };
+import { StatusBadge } from "../common/statusWords";
+import { StateBadge } from "./StateBadge";
 
 export function SliceStatusPanel({ sliceId }: { sliceId: number }) {
   const status = useSliceStatus(sliceId);
@@ -33,7 +32,7 @@ export function SliceStatusPanel({ sliceId }: { sliceId: number }) {
                       {b.since && <Text size="xs" c="dimmed">since <Time value={b.since} /></Text>}
                     </Table.Td>
                     <Table.Td>
-                      <Badge color={SLA_COLORS[b.sla]} variant="light" styles={WHOLE_BADGE}>{stateLabel(b.sla)}</Badge>
+                      <StatusBadge kind="sla" value={b.sla} />
                       {b.open_violations.length > 0 && (
                         <Text size="xs" c="red">{b.open_violations.map((v) => metricLabel(v.metric, v.lane)).join("; ")}</Text>
                       )}

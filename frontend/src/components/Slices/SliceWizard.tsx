@@ -17,6 +17,7 @@ import { useAllTenants } from "../Tenants/queries";
 import { useSession } from "../../auth/session";
 import { AdmissionDetails } from "./AdmissionDetails";
 import { AdmissionOverride, overrideHeader } from "./AdmissionOverride";
+import { statusWord } from "../common/statusWords";
 import { useBackends } from "./queries";
 import { servicesError, ServicesEditor, toServiceCreate, type ServiceDraft } from "./ServicesEditor";
 import { slaError, SlaFields, type Sla } from "./SlaFields";
@@ -220,7 +221,7 @@ export function SliceWizard() {
           <Checkbox.Group label="Deploy on backends" value={backendIds} onChange={setBackendIds} error={err("backend_ids")}>
             <Stack mt="xs">
               {(backends.data?.data ?? []).map((b) => (
-                <Checkbox key={b.id} value={String(b.id)} label={`${b.name} (${b.driver}, ${b.paths}×${b.lanes} queues, ${b.health})`} />
+                <Checkbox key={b.id} value={String(b.id)} label={`${b.name} (${b.driver}, ${b.paths}×${b.lanes} queues, ${statusWord("health", b.health).label})`} />
               ))}
               {backends.data?.count === 0 && <Alert color="gray">No backends registered yet.</Alert>}
             </Stack>
