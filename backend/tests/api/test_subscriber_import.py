@@ -59,6 +59,14 @@ def test_import_bad_rows_import_nothing(client: TestClient, session: Session, op
     assert session.scalar(select(func.count()).select_from(Subscriber)) == 0
 
 
+def test_import_short_row_says_so(client: TestClient, op: dict[str, str]) -> None:
+    # a row cut short names what is missing, never "unknown tenant None" (#29)
+    r = _upload(client, op, HEADER + "001010000000001,10.45.0.1\n")
+    assert r.status_code == 422  # type: ignore[attr-defined]
+    errors = [(e["line"], e["field"], e["message"]) for e in r.json()["errors"]]  # type: ignore[attr-defined]
+    assert errors == [(2, "tenant", "no tenant: the row has 2 of the header's 5 columns")]
+
+
 def test_import_conflicts_with_existing_rows(client: TestClient, session: Session, op: dict[str, str]) -> None:
     assert _upload(client, op, HEADER + _rows(5)).status_code == 201  # type: ignore[attr-defined]
     r = _upload(client, op, HEADER + _rows(3, start=4))  # row of i=4 exists already

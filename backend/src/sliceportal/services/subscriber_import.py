@@ -119,6 +119,10 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
         for row in reader:
             rows += 1
             line = reader.line_num
+            if row.get("tenant") is None:  # a short row: csv fills its missing cells with None
+                cells = sum(v is not None for k, v in row.items() if k is not None)
+                bad(line, "tenant", f"no tenant: the row has {cells} of the header's {len(header)} columns")
+                continue
             tenant = tenants.get(_cell(row.get("tenant")))
             if tenant is None:
                 bad(line, "tenant", f"unknown tenant {row.get('tenant')!r}")
