@@ -14,6 +14,7 @@ COPY pyproject.toml uv.lock ./
 COPY backend/ backend/
 COPY drivers/ drivers/
 COPY testbed/ testbed/
+COPY proto/ proto/
 RUN uv sync --locked --all-packages --no-dev
 COPY --from=frontend /src/frontend/dist frontend/dist
 ENV PATH="/app/.venv/bin:$PATH" HOST=0.0.0.0 PORT=8000 DATA_DIR=/var/lib/sliceportal
