@@ -30,6 +30,7 @@ from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.factories import login, make_user, running_controller, slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")
+PUSHES = 8
 SERVICES = 4
 
 
@@ -74,10 +75,14 @@ def _entries(client: TestClient, op: dict[str, str], bid: int) -> tuple[str, int
     return p["version"], sum(len(v) for v in p["tables"].values())
 
 
-@pytest.mark.timeout(1500)  # 20 pushes of ~1 000 changes to a software target: minutes on a busy machine
+@pytest.mark.timeout(900)  # 8 pushes of ~1 000 changes to a software target: minutes on a busy machine
 def test_large_deploys_with_reconcile_every_second_are_never_reverted(
         client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
-    """Finding 1: 20 deploys of > 2 000 P4 entries while the reconcile loop runs every second."""
+    """Finding 1: deploys of > 2 000 P4 entries while the reconcile loop runs every second.
+
+    Eight pushes, each longer than a reconcile period, so the loop runs into pushes in flight
+    (``skipped`` says it did); the issue reproduced it with twenty, which added CI minutes but
+    no case."""
     target = start_target(*EIGHT_QUEUES)
     bid, sid = _setup(client, op, target.address, users=530)
     _, entries = _entries(client, op, bid)
@@ -87,7 +92,7 @@ def test_large_deploys_with_reconcile_every_second_are_never_reverted(
     reconciler.start()
     deployed: list[str] = []
     try:
-        for i in range(20):
+        for i in range(PUSHES):
             _move_service(client, op, sid, 6001 + 2 * i)  # ~530 entries leave, ~530 arrive
             version, _ = _entries(client, op, bid)
             started = time.monotonic()
@@ -108,7 +113,7 @@ def test_large_deploys_with_reconcile_every_second_are_never_reverted(
         assert backend.sync_state == "in_sync" and backend.synced_at is not None
     # reconcile ran all along yet never repaired anything: it never saw a half-written plane
     assert not [k for k in kinds if k[0] == DeploymentKind.RECONCILE], kinds
-    assert len(set(deployed)) == 20 and in_force is not None and in_force.digest == deployed[-1]
+    assert len(set(deployed)) == PUSHES and in_force is not None and in_force.digest == deployed[-1]
     rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
     assert rec["in_sync"] is True and rec["found_version"] == deployed[-1]
 

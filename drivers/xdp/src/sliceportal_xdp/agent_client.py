@@ -91,8 +91,8 @@ class AgentClient:
         return cls(o.address, o.agent_token, o.agent_timeout_s)
 
     def _call(self, method: str, path: str, model: type[M], body: BaseModel | None = None,
-              read_timeout_s: float | None = None) -> M:
-        send = self._send_read if method == "GET" else self._send_write
+              read_timeout_s: float | None = None, retry: bool = True) -> M:
+        send = self._request if not retry else self._send_read if method == "GET" else self._send_write
         content = body.model_dump_json() if body is not None else None
         headers = {"Content-Type": "application/json"} if content is not None else None
         kw: dict[str, Any] = {}
@@ -154,12 +154,15 @@ class AgentClient:
     def counters(self) -> Counters:
         return self._call("GET", "/counters", Counters)
 
-    def agent_health(self) -> AgentHealth:
-        return self._call("GET", "/health", AgentHealth)
+    def agent_health(self, retry: bool = True) -> AgentHealth:
+        return self._call("GET", "/health", AgentHealth, retry=retry)
 
     def health(self) -> Health:
+        # One question, no retries: the health probes weigh failures themselves (down after N
+        # in a row, services/health_probe.py); retrying here for 10 s turned "connection
+        # refused" into "no answer within 5 s" and kept the probe (and a registering request) waiting.
         try:
-            h = self.agent_health()
+            h = self.agent_health(retry=False)
         except DriverError as e:
             return Health(ok=False, detail=e.message)
         return Health(ok=h.ok, detail=f"agent {self.url}: {h.detail}", version=h.version)
