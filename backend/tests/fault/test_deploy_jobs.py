@@ -157,7 +157,7 @@ def test_a_worker_killed_mid_push_leaves_a_job_the_controller_finishes(
 def test_respond_async_answers_202_with_the_job_and_it_runs_to_its_end(
         client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
     target = start_target(*EIGHT_QUEUES)
-    bid, _ = _setup(client, op, target.address, users=120)
+    bid, _ = _setup(client, op, target.address, users=40)
     r = client.post(f"/api/v1/backends/{bid}/deployments", headers={**op, "Prefer": "respond-async"})
     assert r.status_code == 202, r.text
     job = r.json()

@@ -109,7 +109,7 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
         except (OperationalError, InterfaceError) as exc:
             events.put(error(503, "Database unavailable",
                              f"the portal's database became unreachable: {str(exc).splitlines()[0]}; "
-                             "the deployment is recorded as failed (interrupted) once it is back"))
+                             "the deployment (a job) is finished and recorded once it is back: read its row"))
         except Exception as exc:  # a bug must still end the stream, not leave the client waiting
             log.exception("streamed deployment to backend %s failed", backend_id)
             events.put(error(500, "Internal error", f"{type(exc).__name__}: {exc}"))
