@@ -153,6 +153,7 @@ def run_program(json_text: str, p4info_text: str, stf_text: str) -> tuple[str, s
             continue
         jnames = json_keys.get(t.preamble.name, [])
         for kname, value in e.keys:
+            kname = re.sub(r"\$(\d+)", r"[\1]", kname)  # bmv2stf writes stack element i as $i
             try:
                 i = by_name([f.name for f in t.match_fields], kname, f"key of {t.preamble.name}")
             except LookupError:
@@ -184,10 +185,12 @@ def run_program(json_text: str, p4info_text: str, stf_text: str) -> tuple[str, s
             else:
                 m.range.low, m.range.high = v.to_bytes(nbytes, "big"), v.to_bytes(nbytes, "big")
         if any(f.match_type in (MF.TERNARY, MF.RANGE, MF.OPTIONAL) for f in t.match_fields):
-            # BMv2's priority: a larger number loses; P4Runtime's: a larger number wins.
-            # Without one, bmv2stf's entries rank in the order they were added.
+            # An STF priority: a larger number wins, as in P4Runtime (bmv2stf hands
+            # simple_switch's CLI 10000 - priority, where a larger number loses; P4Runtime
+            # needs > 0, hence + 1). Without one, bmv2stf's entries rank in the order
+            # they were added.
             bmv2_priorities += 1
-            te.priority = (1 << 24) - (e.priority if e.priority is not None else bmv2_priorities)
+            te.priority = e.priority + 1 if e.priority is not None else (1 << 24) - bmv2_priorities
         try:
             switch.tables.write(p4runtime_pb2.Update.INSERT, te)
         except P4RTError as err:

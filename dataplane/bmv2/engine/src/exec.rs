@@ -2,7 +2,7 @@
 //! checksums, ingress; the caller's traffic manager; egress, update checksums, deparser.
 //! The header vector (PHV) travels with the packet from ingress to egress, as in BMv2.
 
-use crate::ir::{BinOp, Expr, Ir, Node, ParserOp, Prim, UnOp};
+use crate::ir::{BinOp, Expr, HRef, Ir, Node, ParserOp, Prim, UnOp};
 use crate::table::{full, Entry, TableState, WriteError};
 
 /// BMv2's drop port: egress_spec set to it (mark_to_drop) drops the packet.
@@ -84,6 +84,10 @@ pub struct PacketData {
     pub enq_us: u64,
     /// Byte offset at which the parser extracted each header (-1: not extracted).
     pub extracted_at: Vec<i64>,
+    /// Each header stack's next index.
+    pub next: Vec<usize>,
+    /// An `exit` ran: the current control ends before its next table or condition.
+    pub exit: bool,
 }
 
 pub struct Engine {
@@ -202,6 +206,20 @@ impl Engine {
         Ok(())
     }
 
+    /// The program's `const entries` into their tables (at load).
+    pub fn install_const_entries(&mut self) -> Result<(), String> {
+        for t in 0..self.ir.tables.len() {
+            let entries = std::mem::take(&mut self.ir.tables[t].entries);
+            for (n, (key, prio, action, params)) in entries.iter().enumerate() {
+                self.insert(t, key.clone(), *prio, *action, params.clone())
+                    .map_err(|e| format!("table {}: const entry {n}: {e:?}", self.ir.tables[t].name))?;
+            }
+            self.ir.tables[t].entries = entries;
+        }
+        self.commit();
+        Ok(())
+    }
+
     pub fn commit(&mut self) {
         for (t, ir) in self.tables.iter_mut().zip(&self.ir.tables) {
             t.commit(ir);
@@ -234,6 +252,8 @@ impl Engine {
                 p.valid.copy_from_slice(&self.valid_init);
                 p.varbits.iter_mut().for_each(Vec::clear);
                 p.extracted_at.fill(-1);
+                p.next.fill(0);
+                p.exit = false;
                 p.payload = 0;
                 p
             }
@@ -242,6 +262,8 @@ impl Engine {
                 valid: self.valid_init.clone(),
                 varbits: vec![Vec::new(); self.ir.headers.len()],
                 extracted_at: vec![-1; self.ir.headers.len()],
+                next: vec![0; self.ir.stacks.len()],
+                exit: false,
                 data: Vec::new(),
                 payload: 0,
                 ingress_length: 0,
@@ -343,6 +365,32 @@ impl Engine {
                         ctx.pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
                     }
                     ParserOp::Extract(h) => self.extract(ctx, *h, None)?,
+                    ParserOp::ExtractStack(st) => {
+                        let n = ctx.pkt.next[*st];
+                        let h = *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
+                        self.extract(ctx, h, None)?;
+                        ctx.pkt.next[*st] = n + 1;
+                    }
+                    ParserOp::ExtractStackVl(st, e) => {
+                        let n = ctx.pkt.next[*st];
+                        let h = *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
+                        let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                        self.extract(ctx, h, Some(bits as u64 & 0xffff_ffff))?;
+                        ctx.pkt.next[*st] = n + 1;
+                    }
+                    ParserOp::Advance(e) => {
+                        // BMv2: not whole bytes is ParserInvalidArgument, past the end PacketTooShort
+                        let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                        if bits % 8 != 0 || bits < 0 {
+                            return Err(ParseError(self.ir.error_parser_invalid_argument));
+                        }
+                        let bytes = usize::try_from(bits / 8).unwrap_or(usize::MAX);
+                        if ctx.pkt.data.len() - ctx.cursor < bytes {
+                            return Err(ParseError(self.ir.error_packet_too_short));
+                        }
+                        ctx.cursor += bytes;
+                    }
+                    ParserOp::Prim(p) => self.phv_prim(p, &[], ctx.pkt),
                     ParserOp::ExtractVl(h, e) => {
                         let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
                         self.extract(ctx, *h, Some(bits as u64 & 0xffff_ffff))?
@@ -410,7 +458,7 @@ impl Engine {
             let from = start + fixed;
             ctx.pkt.varbits[h] = ctx.pkt.data[from..from + var].to_vec();
         }
-        ctx.pkt.valid[h] = true;
+        self.mark_valid(ctx.pkt, h);
         ctx.pkt.extracted_at[h] = start as i64;
         ctx.cursor = start + fixed + var;
         Ok(())
@@ -455,7 +503,171 @@ impl Engine {
                     self.eval(b, pkt, params, cursor)?
                 }
             }
+            Expr::StackField { stack, index, offset } => {
+                let i = self.eval(index, pkt, params, cursor)?;
+                // BMv2 aborts on an index out of range; here it reads 0
+                match self.element(*stack, i) {
+                    Some(h) => pkt.fields[self.ir.headers[h].fields[*offset].0] as i128,
+                    None => 0,
+                }
+            }
+            Expr::StackValid { stack, index } => {
+                let i = self.eval(index, pkt, params, cursor)?;
+                self.element(*stack, i).is_some_and(|h| pkt.valid[h]) as i128
+            }
+            Expr::LastField { stack, offset } => {
+                // `last` of an empty stack: the parser's StackOutOfBounds
+                let n = pkt.next[*stack];
+                let h = match n.checked_sub(1) {
+                    Some(i) => self.ir.stacks[*stack].headers[i],
+                    None => return Err(ParseError(self.ir.error_stack_out_of_bounds)),
+                };
+                pkt.fields[self.ir.headers[h].fields[*offset].0] as i128
+            }
+            Expr::UnionValid(u) => self.ir.unions[*u].iter().any(|h| pkt.valid[*h]) as i128,
         })
+    }
+
+    /// The header of `stack[i]`, None out of range.
+    fn element(&self, stack: usize, i: i128) -> Option<usize> {
+        usize::try_from(i).ok().and_then(|i| self.ir.stacks[stack].headers.get(i)).copied()
+    }
+
+    fn resolve(&self, r: &HRef, pkt: &Packet, params: &[u64]) -> Option<usize> {
+        match r {
+            HRef::Fixed(h) => Some(*h),
+            HRef::Dyn(stack, index) => self.element(*stack, self.value(index, pkt, params)),
+            HRef::Cond(c, a, b) => self.resolve(if self.value(c, pkt, params) != 0 { a } else { b }, pkt, params),
+        }
+    }
+
+    /// A header made valid: the other members of its union, if any, become invalid.
+    #[inline]
+    fn mark_valid(&self, pkt: &mut Packet, h: usize) {
+        pkt.valid[h] = true;
+        if let Some(u) = self.ir.union_of[h] {
+            for &m in &self.ir.unions[u] {
+                if m != h {
+                    pkt.valid[m] = false;
+                }
+            }
+        }
+    }
+
+    /// BMv2's assign_header: an invalid source makes the destination invalid; a valid one
+    /// is copied with its validity.
+    fn assign_header(&self, pkt: &mut Packet, dst: usize, src: usize) {
+        if !pkt.valid[src] {
+            pkt.valid[dst] = false;
+            return;
+        }
+        self.mark_valid(pkt, dst);
+        if dst == src {
+            return;
+        }
+        let (d, s) = (&self.ir.headers[dst].fields, &self.ir.headers[src].fields);
+        for (&(ds, _), &(ss, _)) in d.iter().zip(s) {
+            pkt.fields[ds] = pkt.fields[ss];
+        }
+        let v = pkt.varbits[src].clone();
+        pkt.varbits[dst] = v;
+    }
+
+    /// Header::swap_values: validity, fields and a varbit exchanged.
+    fn swap_headers(&self, pkt: &mut Packet, a: usize, b: usize) {
+        pkt.valid.swap(a, b);
+        for (&(x, _), &(y, _)) in self.ir.headers[a].fields.iter().zip(&self.ir.headers[b].fields) {
+            pkt.fields.swap(x, y);
+        }
+        pkt.varbits.swap(a, b);
+    }
+
+    /// The primitives that touch only the header vector (also run in parser states).
+    fn phv_prim(&self, prim: &Prim, params: &[u64], pkt: &mut Packet) {
+        match prim {
+            Prim::Assign(dst, e) => {
+                let v = self.value(e, pkt, params);
+                pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
+            }
+            Prim::AssignDyn(stack, index, offset, e) => {
+                let i = self.value(index, pkt, params);
+                let v = self.value(e, pkt, params);
+                if let Some(h) = self.element(*stack, i) {
+                    let slot = self.ir.headers[h].fields[*offset].0;
+                    pkt.fields[slot] = v as u64 & full(self.ir.slot_width[slot]);
+                }
+            }
+            Prim::AddHeader(r) => {
+                if let Some(h) = self.resolve(r, pkt, params) {
+                    if !pkt.valid[h] {
+                        for &(slot, _) in &self.ir.headers[h].fields {
+                            pkt.fields[slot] = 0;
+                        }
+                        pkt.varbits[h].clear();
+                        self.mark_valid(pkt, h);
+                    }
+                }
+            }
+            Prim::RemoveHeader(r) => {
+                if let Some(h) = self.resolve(r, pkt, params) {
+                    pkt.valid[h] = false;
+                }
+            }
+            Prim::AssignHeader(d, s) => {
+                if let (Some(d), Some(s)) = (self.resolve(d, pkt, params), self.resolve(s, pkt, params)) {
+                    self.assign_header(pkt, d, s);
+                }
+            }
+            Prim::AssignUnion(d, s) => {
+                for (&dh, &sh) in self.ir.unions[*d].iter().zip(&self.ir.unions[*s]) {
+                    self.assign_header(pkt, dh, sh);
+                }
+            }
+            Prim::AssignStack(d, s) => {
+                pkt.next[*d] = pkt.next[*s];
+                for (&dh, &sh) in self.ir.stacks[*d].headers.iter().zip(&self.ir.stacks[*s].headers) {
+                    self.assign_header(pkt, dh, sh);
+                }
+            }
+            Prim::Push(st, n) => {
+                // StackP4_16::push_front: elements move up by n, the first n become invalid
+                let n = usize::try_from(self.value(n, pkt, params)).unwrap_or(0);
+                let hs = &self.ir.stacks[*st].headers;
+                let size = hs.len();
+                if n > 0 {
+                    pkt.next[*st] = size.min(pkt.next[*st] + n);
+                    for i in (n.min(size)..size).rev() {
+                        self.swap_headers(pkt, hs[i], hs[i - n]);
+                    }
+                    for &h in &hs[..n.min(size)] {
+                        pkt.valid[h] = false;
+                    }
+                }
+            }
+            Prim::Pop(st, n) => {
+                // StackP4_16::pop_front: elements move down by n, the last n become invalid
+                let n = usize::try_from(self.value(n, pkt, params)).unwrap_or(0);
+                let hs = &self.ir.stacks[*st].headers;
+                let size = hs.len();
+                if n > 0 {
+                    pkt.next[*st] -= pkt.next[*st].min(n);
+                    let keep = size.saturating_sub(n);
+                    for i in 0..keep {
+                        self.swap_headers(pkt, hs[i], hs[i + n]);
+                    }
+                    for &h in &hs[keep..] {
+                        pkt.valid[h] = false;
+                    }
+                }
+            }
+            Prim::Exit => pkt.exit = true,
+            // externs and drop: run by run_action (refused in parser states at load)
+            Prim::Count(..)
+            | Prim::ExecuteMeter(..)
+            | Prim::MarkToDrop
+            | Prim::RegisterRead(..)
+            | Prim::RegisterWrite(..) => {}
+        }
     }
 
     fn value(&self, e: &Expr, pkt: &Packet, params: &[u64]) -> i128 {
@@ -466,6 +678,9 @@ impl Engine {
     fn run_control(&mut self, init: Option<Node>, pkt: &mut Packet) {
         let mut node = init;
         while let Some(n) = node {
+            if pkt.exit {
+                break;
+            }
             node = match n {
                 Node::Cond(c) => {
                     let cond = &self.ir.conds[c];
@@ -478,6 +693,7 @@ impl Engine {
                 Node::Table(t) => self.apply_table(t, pkt),
             };
         }
+        pkt.exit = false;
     }
 
     fn apply_table(&mut self, t: usize, pkt: &mut Packet) -> Option<Node> {
@@ -576,16 +792,7 @@ impl Engine {
                         *cell = v;
                     }
                 }
-                Prim::AddHeader(h) => {
-                    if !pkt.valid[*h] {
-                        for &(slot, _) in &self.ir.headers[*h].fields {
-                            pkt.fields[slot] = 0;
-                        }
-                        pkt.varbits[*h].clear();
-                        pkt.valid[*h] = true;
-                    }
-                }
-                Prim::RemoveHeader(h) => pkt.valid[*h] = false,
+                p => self.phv_prim(p, params, pkt),
             }
         }
     }
@@ -704,6 +911,10 @@ pub(crate) fn bin_op(op: BinOp, x: i128, y: i128) -> i128 {
         BinOp::Ge => (x >= y) as i128,
         BinOp::LAnd => (x != 0 && y != 0) as i128,
         BinOp::LOr => (x != 0 || y != 0) as i128,
+        BinOp::USat => {
+            let max = if (0..127).contains(&y) { (1i128 << y) - 1 } else { i128::MAX };
+            x.clamp(0, max)
+        }
     }
 }
 

@@ -18,6 +18,24 @@ pub enum Expr {
     Un(UnOp, Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `stack[index].field` with a run-time index (dereference_header_stack + access_field):
+    /// the field at `offset` of the element's header type.
+    StackField { stack: usize, index: Box<Expr>, offset: usize },
+    /// `stack[index].isValid()` with a run-time index.
+    StackValid { stack: usize, index: Box<Expr> },
+    /// `stack.last.field` (the element below the stack's next index).
+    LastField { stack: usize, offset: usize },
+    /// `union.isValid()`: any member valid.
+    UnionValid(usize),
+}
+
+/// A header a primitive names: a fixed one, or a stack element chosen at run time.
+#[derive(Debug, Clone)]
+pub enum HRef {
+    Fixed(usize),
+    Dyn(usize, Box<Expr>),
+    /// `cond ? a : b` of headers.
+    Cond(Box<Expr>, Box<HRef>, Box<HRef>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +65,8 @@ pub enum BinOp {
     Ge,
     LAnd,
     LOr,
+    /// usat_cast(x, width): x clamped to 0 ..= 2^width - 1 (p4c's `|+|` / `|-|` on bit<N>).
+    USat,
 }
 
 #[derive(Debug, Clone)]
@@ -66,7 +86,14 @@ pub enum ParserOp {
     Set(usize, Expr),
     Extract(usize),
     ExtractVl(usize, Expr),
+    /// Extract into a stack's next element (StackOutOfBounds when it is full).
+    ExtractStack(usize),
+    ExtractStackVl(usize, Expr),
+    /// advance(bits): skip bits of the packet (whole bytes).
+    Advance(Expr),
     Verify(Expr, Expr),
+    /// An action primitive inside a parser state (header copies, setValid / setInvalid).
+    Prim(Prim),
 }
 
 #[derive(Debug, Clone)]
@@ -94,8 +121,28 @@ pub enum Prim {
     MarkToDrop,
     RegisterRead(usize, usize, Expr),
     RegisterWrite(usize, Expr, Expr),
-    AddHeader(usize),
-    RemoveHeader(usize),
+    AddHeader(HRef),
+    RemoveHeader(HRef),
+    /// `stack[index].field = value` with a run-time index.
+    AssignDyn(usize, Box<Expr>, usize, Expr),
+    /// A header copy: the source's validity and, when valid, its fields.
+    AssignHeader(HRef, HRef),
+    /// A union copy, member by member.
+    AssignUnion(usize, usize),
+    /// A stack copy: next index and every element.
+    AssignStack(usize, usize),
+    /// push_front / pop_front of P4-16 (BMv2's StackP4_16).
+    Push(usize, Expr),
+    Pop(usize, Expr),
+    /// The packet leaves the current control after this action.
+    Exit,
+}
+
+#[derive(Debug, Clone)]
+pub struct StackIr {
+    pub name: String,
+    /// Element headers, index order.
+    pub headers: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -149,6 +196,9 @@ pub struct TableIr {
     pub default_params: Vec<u64>,
     pub default_const: bool,
     pub direct_counter: bool,
+    /// The program's `const entries`: (key as the engine's table stores it, priority
+    /// (larger wins), action, parameters), installed when the engine is built.
+    pub entries: Vec<(Vec<(u64, u64)>, i64, usize, Vec<u64>)>,
 }
 
 #[cfg(test)]
@@ -166,6 +216,7 @@ impl TableIr {
             default_params: vec![],
             default_const: false,
             direct_counter: false,
+            entries: vec![],
         }
     }
 }
@@ -218,6 +269,11 @@ pub struct StdSlots {
 #[derive(Debug, Clone)]
 pub struct Ir {
     pub headers: Vec<HeaderIr>,
+    pub stacks: Vec<StackIr>,
+    /// Member headers of each header union.
+    pub unions: Vec<Vec<usize>>,
+    /// The union each header belongs to, if any.
+    pub union_of: Vec<Option<usize>>,
     pub slot_width: Vec<u32>,
     pub std: StdSlots,
     pub states: Vec<StateIr>,
@@ -236,6 +292,7 @@ pub struct Ir {
     pub error_no_match: u32,
     pub error_header_too_short: u32,
     pub error_parser_invalid_argument: u32,
+    pub error_stack_out_of_bounds: u32,
 }
 
 type R<T> = Result<T, String>;
@@ -275,6 +332,11 @@ struct Builder<'a> {
     counter_index: HashMap<String, usize>,
     register_index: HashMap<String, usize>,
     meter_index: HashMap<String, usize>,
+    stack_index: HashMap<String, usize>,
+    union_index: HashMap<String, usize>,
+    stacks: Vec<StackIr>,
+    /// Slots of each header's fixed fields, for field offsets into stack elements.
+    header_slots: Vec<Vec<usize>>,
     calc: HashMap<String, Vec<(usize, u32)>>,
 }
 
@@ -304,6 +366,12 @@ impl<'a> Builder<'a> {
                 } else {
                     Expr::Field(self.field(val)?)
                 }
+            }
+            "stack_field" => {
+                let pair = val.as_array().filter(|a| a.len() == 2).ok_or("bad stack_field")?;
+                let stack = self.stack(pair[0].as_str().unwrap_or_default())?;
+                let offset = self.offset_in(stack, pair[1].as_str().unwrap_or_default())?;
+                Expr::LastField { stack, offset }
             }
             "hexstr" => Expr::Const(parse_hex(val.as_str().ok_or("bad hexstr")?)?),
             "bool" => Expr::Const(val.as_bool().ok_or("bad bool")? as i128),
@@ -355,16 +423,99 @@ impl<'a> Builder<'a> {
             "~" => Expr::Un(UnOp::BitNot, right()?),
             "b2d" => Expr::Un(UnOp::B2d, right()?),
             "d2b" => Expr::Un(UnOp::D2b, right()?),
-            "valid" => {
-                let h = &v["right"];
-                if s(h, "type")? != "header" {
-                    return Err(format!("valid() of {}", short(h)));
+            "valid" => match self.href(&v["right"])? {
+                HRef::Fixed(h) => Expr::Valid(h),
+                HRef::Dyn(stack, index) => Expr::StackValid { stack, index },
+                HRef::Cond(..) => return Err("valid() of a conditional header expression".into()),
+            },
+            "valid_union" => {
+                let u = &v["right"];
+                if s(u, "type")? != "header_union" {
+                    return Err(format!("valid_union() of {}", short(u)));
                 }
-                Expr::Valid(self.header(h["value"].as_str().unwrap_or_default())?)
+                let name = u["value"].as_str().unwrap_or_default();
+                Expr::UnionValid(*self.union_index.get(name).ok_or_else(|| format!("unknown header union {name}"))?)
+            }
+            "access_field" => {
+                let (stack, index) = self.deref(&v["left"])?;
+                let offset = v["right"].as_u64().ok_or("access_field: bad field offset")? as usize;
+                if offset >= self.header_slots[self.stacks[stack].headers[0]].len() {
+                    return Err(format!("access_field: offset {offset} of a varbit or missing field"));
+                }
+                Expr::StackField { stack, index: Box::new(index), offset }
             }
             "?" => Expr::Cond(Box::new(self.expr(&v["cond"])?), left()?, right()?),
+            "usat_cast" => bin(BinOp::USat)?,
             other => return Err(format!("expression operator {other:?}")),
         })
+    }
+
+    fn stack(&self, name: &str) -> R<usize> {
+        self.stack_index.get(name).copied().ok_or_else(|| format!("unknown header stack {name}"))
+    }
+
+    /// The offset of a fixed field in the elements of a stack.
+    fn offset_in(&self, stack: usize, field: &str) -> R<usize> {
+        let h0 = self.stacks[stack].headers[0];
+        let slot = self.field_slot.get(&(self.stacks[stack].name.clone() + "[0]", field.to_string()));
+        slot.and_then(|sl| self.header_slots[h0].iter().position(|x| x == sl))
+            .ok_or_else(|| format!("unknown field {field} of stack {}", self.stacks[stack].name))
+    }
+
+    /// `dereference_header_stack(stack, index)`, under any wrapping of "expression" nodes.
+    fn deref(&self, v: &Value) -> R<(usize, Expr)> {
+        let mut v = v;
+        while s(v, "type")? == "expression" && v["value"].get("op").is_none() {
+            v = &v["value"];
+        }
+        let e = if s(v, "type")? == "expression" { &v["value"] } else { v };
+        if e.get("op").and_then(Value::as_str) != Some("dereference_header_stack") {
+            return Err(format!("a header expression {}", short(v)));
+        }
+        if s(&e["left"], "type")? != "header_stack" {
+            return Err(format!("dereference of {}", short(&e["left"])));
+        }
+        let stack = self.stack(e["left"]["value"].as_str().unwrap_or_default())?;
+        Ok((stack, self.expr(&e["right"])?))
+    }
+
+    /// A header operand: a named header or a stack element at a run-time index.
+    fn href(&self, v: &Value) -> R<HRef> {
+        match s(v, "type")? {
+            "header" => Ok(HRef::Fixed(self.header(v["value"].as_str().unwrap_or_default())?)),
+            "expression" => {
+                let mut e = v;
+                while s(e, "type")? == "expression" && e["value"].get("op").is_none() {
+                    e = &e["value"];
+                }
+                if e["value"].get("op").and_then(Value::as_str) == Some("?") {
+                    let c = &e["value"];
+                    return Ok(HRef::Cond(
+                        Box::new(self.expr(&c["cond"])?),
+                        Box::new(self.href(&c["left"])?),
+                        Box::new(self.href(&c["right"])?),
+                    ));
+                }
+                let (stack, index) = self.deref(v)?;
+                Ok(HRef::Dyn(stack, Box::new(index)))
+            }
+            other => Err(format!("a header operand of type {other}")),
+        }
+    }
+
+    fn stack_param(&self, v: &Value) -> R<usize> {
+        if s(v, "type")? != "header_stack" && s(v, "type")? != "stack" {
+            return Err(format!("expected a header stack, got {}", short(v)));
+        }
+        self.stack(v["value"].as_str().unwrap_or_default())
+    }
+
+    fn union_param(&self, v: &Value) -> R<usize> {
+        if s(v, "type")? != "header_union" {
+            return Err(format!("expected a header union, got {}", short(v)));
+        }
+        let name = v["value"].as_str().unwrap_or_default();
+        self.union_index.get(name).copied().ok_or_else(|| format!("unknown header union {name}"))
     }
 
     fn array_ref(&self, v: &Value, kind: &str, index: &HashMap<String, usize>) -> R<usize> {
@@ -382,19 +533,22 @@ impl<'a> Builder<'a> {
         self.field(&v["value"])
     }
 
-    fn header_param(&self, v: &Value) -> R<usize> {
-        if s(v, "type")? != "header" {
-            return Err(format!("expected a header, got {}", short(v)));
-        }
-        self.header(v["value"].as_str().unwrap_or_default())
-    }
-
     fn prim(&self, p: &Value) -> R<Prim> {
         let op = s(p, "op")?;
         let a = p["parameters"].as_array().ok_or("primitive without parameters")?;
         let arg = |i: usize| a.get(i).ok_or_else(|| format!("{op}: missing parameter {i}"));
         Ok(match op {
-            "assign" => Prim::Assign(self.dst_field(arg(0)?)?, self.expr(arg(1)?)?),
+            "assign" => match self.expr(arg(0)?)? {
+                Expr::Field(f) => Prim::Assign(f, self.expr(arg(1)?)?),
+                Expr::StackField { stack, index, offset } => Prim::AssignDyn(stack, index, offset, self.expr(arg(1)?)?),
+                _ => return Err(format!("assignment to {} (only fields)", short(arg(0)?))),
+            },
+            "assign_header" => Prim::AssignHeader(self.href(arg(0)?)?, self.href(arg(1)?)?),
+            "assign_union" => Prim::AssignUnion(self.union_param(arg(0)?)?, self.union_param(arg(1)?)?),
+            "assign_header_stack" => Prim::AssignStack(self.stack_param(arg(0)?)?, self.stack_param(arg(1)?)?),
+            "push" => Prim::Push(self.stack_param(arg(0)?)?, self.expr(arg(1)?)?),
+            "pop" => Prim::Pop(self.stack_param(arg(0)?)?, self.expr(arg(1)?)?),
+            "exit" => Prim::Exit,
             "count" => Prim::Count(self.array_ref(arg(0)?, "counter_array", &self.counter_index)?, self.expr(arg(1)?)?),
             "execute_meter" => Prim::ExecuteMeter(
                 self.array_ref(arg(0)?, "meter_array", &self.meter_index)?,
@@ -412,8 +566,8 @@ impl<'a> Builder<'a> {
                 self.expr(arg(1)?)?,
                 self.expr(arg(2)?)?,
             ),
-            "add_header" => Prim::AddHeader(self.header_param(arg(0)?)?),
-            "remove_header" => Prim::RemoveHeader(self.header_param(arg(0)?)?),
+            "add_header" => Prim::AddHeader(self.href(arg(0)?)?),
+            "remove_header" => Prim::RemoveHeader(self.href(arg(0)?)?),
             other => return Err(format!("primitive {other:?}")),
         })
     }
@@ -439,6 +593,10 @@ pub fn build(raw: &Value) -> R<Ir> {
         counter_index: HashMap::new(),
         register_index: HashMap::new(),
         meter_index: HashMap::new(),
+        stack_index: HashMap::new(),
+        union_index: HashMap::new(),
+        stacks: Vec::new(),
+        header_slots: Vec::new(),
         calc: HashMap::new(),
     };
     let mut headers = Vec::new();
@@ -480,7 +638,43 @@ pub fn build(raw: &Value) -> R<Ir> {
             return Err(format!("header {name}: {fixed_bits} bits is not a whole number of bytes"));
         }
         b.header_index.insert(name.clone(), headers.len());
+        b.header_slots.push(fields.iter().map(|(slot, _)| *slot).collect());
         headers.push(HeaderIr { name, metadata, fields, fixed_bits, varbit_max_bytes });
+    }
+    // ---- header stacks and unions ----
+    let by_id: HashMap<u64, usize> = arr(raw, "headers")
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.get("id").and_then(Value::as_u64).map(|id| (id, i)))
+        .collect();
+    let members = |v: &Value, what: &str| -> R<Vec<usize>> {
+        let name = s(v, "name")?;
+        let ids = arr(v, "header_ids");
+        if ids.is_empty() {
+            return Err(format!("{what} {name} without elements"));
+        }
+        ids.iter()
+            .map(|id| id.as_u64().and_then(|id| by_id.get(&id).copied()).ok_or_else(|| format!("{what} {name}: unknown header id {id}")))
+            .collect()
+    };
+    for st in arr(raw, "header_stacks") {
+        let name = s(st, "name")?.to_string();
+        let hs = members(st, "header stack")?;
+        b.stack_index.insert(name.clone(), b.stacks.len());
+        b.stacks.push(StackIr { name, headers: hs });
+    }
+    let mut unions = Vec::new();
+    let mut union_of = vec![None; headers.len()];
+    for u in arr(raw, "header_unions") {
+        let hs = members(u, "header union")?;
+        for &h in &hs {
+            union_of[h] = Some(unions.len());
+        }
+        b.union_index.insert(s(u, "name")?.to_string(), unions.len());
+        unions.push(hs);
+    }
+    if let Some(us) = arr(raw, "header_union_stacks").first() {
+        return Err(format!("header union stack {} (stacks of header unions)", s(us, "name")?));
     }
     let slot = |h: &str, f: &str| b.field_slot.get(&(h.to_string(), f.to_string())).copied();
     let need = |h: &str, f: &str| slot(h, f).ok_or_else(|| format!("v1model field {h}.{f} missing"));
@@ -612,9 +806,31 @@ pub fn build(raw: &Value) -> R<Ir> {
             let p = arr(op, "parameters");
             let o = match s(op, "op")? {
                 "set" => ParserOp::Set(b.dst_field(&p[0]).map_err(ctx)?, b.expr(&p[1]).map_err(ctx)?),
+                "extract" if s(&p[0], "type")? == "stack" => {
+                    let st = b.stack(p[0]["value"].as_str().unwrap_or_default()).map_err(ctx)?;
+                    if headers[b.stacks[st].headers[0]].varbit_max_bytes.is_some() {
+                        return Err(ctx("fixed extract of a varbit header".into()));
+                    }
+                    ParserOp::ExtractStack(st)
+                }
+                "primitive" => {
+                    let prim = b.prim(p.first().ok_or_else(|| ctx("primitive without a body".into()))?).map_err(ctx)?;
+                    match prim {
+                        Prim::Assign(..)
+                        | Prim::AssignDyn(..)
+                        | Prim::AddHeader(_)
+                        | Prim::RemoveHeader(_)
+                        | Prim::AssignHeader(..)
+                        | Prim::AssignUnion(..)
+                        | Prim::AssignStack(..)
+                        | Prim::Push(..)
+                        | Prim::Pop(..) => ParserOp::Prim(prim),
+                        other => return Err(ctx(format!("primitive {other:?} in a parser state"))),
+                    }
+                }
                 "extract" => {
                     if s(&p[0], "type")? != "regular" {
-                        return Err(ctx(format!("extract into {} (header stacks)", short(&p[0]))));
+                        return Err(ctx(format!("extract into {}", short(&p[0]))));
                     }
                     let h = b.header(p[0]["value"].as_str().unwrap_or_default()).map_err(ctx)?;
                     if headers[h].varbit_max_bytes.is_some() {
@@ -622,7 +838,18 @@ pub fn build(raw: &Value) -> R<Ir> {
                     }
                     ParserOp::Extract(h)
                 }
+                "extract_VL" if s(&p[0], "type")? == "stack" => {
+                    let st = b.stack(p[0]["value"].as_str().unwrap_or_default()).map_err(ctx)?;
+                    if headers[b.stacks[st].headers[0]].varbit_max_bytes.is_none() {
+                        return Err(ctx("extract_VL of a header without a varbit field".into()));
+                    }
+                    ParserOp::ExtractStackVl(st, b.expr(&p[1]).map_err(ctx)?)
+                }
+                "advance" => ParserOp::Advance(b.expr(&p[0]).map_err(ctx)?),
                 "extract_VL" => {
+                    if s(&p[0], "type")? != "regular" {
+                        return Err(ctx(format!("extract_VL into {}", short(&p[0]))));
+                    }
                     let h = b.header(p[0]["value"].as_str().unwrap_or_default()).map_err(ctx)?;
                     ParserOp::ExtractVl(h, b.expr(&p[1]).map_err(ctx)?)
                 }
@@ -639,6 +866,7 @@ pub fn build(raw: &Value) -> R<Ir> {
                 Expr::Field(f) => slot_width[*f],
                 Expr::Lookahead { width, .. } => *width,
                 Expr::Valid(_) => 1,
+                Expr::LastField { stack, offset } => slot_width[b.header_slots[b.stacks[*stack].headers[0]][*offset]],
                 _ => return Err(ctx(format!("transition key {}", short(k)))),
             };
             let nbytes = width.div_ceil(8);
@@ -706,9 +934,6 @@ pub fn build(raw: &Value) -> R<Ir> {
         for t in ptables {
             let tname = s(t, "name")?.to_string();
             let ctx = |e: String| format!("table {tname}: {e}");
-            if !arr(t, "entries").is_empty() {
-                return Err(ctx("const entries".into()));
-            }
             if !arr(t, "direct_meters").is_empty() || t.get("direct_meters").is_some_and(|v| !v.is_null() && !v.is_array()) {
                 return Err(ctx("direct meters".into()));
             }
@@ -721,11 +946,8 @@ pub fn build(raw: &Value) -> R<Ir> {
                     "range" => MatchKind::Range,
                     other => return Err(ctx(format!("match kind {other}"))),
                 };
-                if k.get("mask").is_some_and(|m| !m.is_null()) {
-                    return Err(ctx("masked key fields".into()));
-                }
                 let target = &k["target"];
-                let src = if target.as_array().and_then(|a| a.get(1)).and_then(Value::as_str) == Some("$valid$") {
+                let mut src = if target.as_array().and_then(|a| a.get(1)).and_then(Value::as_str) == Some("$valid$") {
                     Expr::Valid(b.header(target[0].as_str().unwrap_or_default()).map_err(ctx)?)
                 } else {
                     Expr::Field(b.field(target).map_err(ctx)?)
@@ -734,6 +956,10 @@ pub fn build(raw: &Value) -> R<Ir> {
                     Expr::Field(f) => slot_width[f],
                     _ => 1,
                 };
+                // A masked key field (`f & m : exact`): BMv2 matches on the field's masked value.
+                if let Some(m) = k.get("mask").and_then(Value::as_str) {
+                    src = Expr::Bin(BinOp::And, Box::new(src), Box::new(Expr::Const(parse_hex(m).map_err(ctx)?)));
+                }
                 keys.push(KeyIr { name: s(k, "name").unwrap_or_default().to_string(), kind, src, width });
             }
             if keys.len() > 32 {
@@ -782,7 +1008,57 @@ pub fn build(raw: &Value) -> R<Ir> {
                 let a = acts.first().copied().ok_or_else(|| ctx("no actions".into()))?;
                 (a, vec![0; actions[a].param_widths.len()], false)
             };
+            let mut entries = Vec::new();
+            let prioritised = keys.iter().any(|k| matches!(k.kind, MatchKind::Ternary | MatchKind::Range));
+            for (n, e) in arr(t, "entries").iter().enumerate() {
+                let ectx = |m: String| ctx(format!("const entry {n}: {m}"));
+                let mk = arr(e, "match_key");
+                if mk.len() != keys.len() {
+                    return Err(ectx(format!("{} key fields for {} keys", mk.len(), keys.len())));
+                }
+                let hex = |v: &Value, k: &str| -> R<u64> {
+                    let x = parse_hex(s(v, k)?)?;
+                    u64::try_from(x).map_err(|_| format!("{k} {x} out of range"))
+                };
+                let mut key = Vec::new();
+                let mut plen = 0;
+                for (k, m) in keys.iter().zip(mk) {
+                    let ones = crate::table::full(k.width);
+                    let part = match k.kind {
+                        MatchKind::Exact => (hex(m, "key").map_err(ectx)?, ones),
+                        MatchKind::Ternary => {
+                            let mask = hex(m, "mask").map_err(ectx)?;
+                            (hex(m, "key").map_err(ectx)? & mask, mask)
+                        }
+                        MatchKind::Lpm => {
+                            let p = m["prefix_length"].as_u64().ok_or_else(|| ectx("lpm without prefix_length".into()))? as u32;
+                            plen = p as i64;
+                            let mask = if p == 0 { 0 } else { ones & !(crate::table::full(k.width - p.min(k.width))) };
+                            (hex(m, "key").map_err(ectx)? & mask, mask)
+                        }
+                        MatchKind::Range => (hex(m, "start").map_err(ectx)?, hex(m, "end").map_err(ectx)?),
+                    };
+                    key.push(part);
+                }
+                // BMv2's priority: the smaller number wins; the engine's: the larger. An LPM
+                // table without ternary or range fields ranks by prefix length.
+                let prio = if prioritised {
+                    (1i64 << 24) - e["priority"].as_i64().unwrap_or(n as i64 + 1)
+                } else {
+                    plen
+                };
+                let ae = &e["action_entry"];
+                let id = ae["action_id"].as_u64().unwrap_or(u64::MAX) as u32;
+                let a = *b.action_index.get(&id).ok_or_else(|| ectx(format!("unknown action id {id}")))?;
+                let params = arr(ae, "action_data")
+                    .iter()
+                    .map(|d| parse_hex(d.as_str().unwrap_or("0")).map(|v| v as u64))
+                    .collect::<R<Vec<_>>>()
+                    .map_err(ectx)?;
+                entries.push((key, prio, a, params));
+            }
             tables.push(TableIr {
+                entries,
                 direct_counter: direct_of_table.contains_key(&tname),
                 name: tname,
                 keys,
@@ -816,6 +1092,9 @@ pub fn build(raw: &Value) -> R<Ir> {
     let _ = b.raw;
     Ok(Ir {
         headers,
+        stacks: b.stacks,
+        unions,
+        union_of,
         slot_width,
         std,
         states,
@@ -834,5 +1113,6 @@ pub fn build(raw: &Value) -> R<Ir> {
         error_no_match: error("NoMatch"),
         error_header_too_short: error("HeaderTooShort"),
         error_parser_invalid_argument: error("ParserInvalidArgument"),
+        error_stack_out_of_bounds: error("StackOutOfBounds"),
     })
 }

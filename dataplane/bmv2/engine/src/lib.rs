@@ -31,9 +31,15 @@ pub const PRIMITIVES: &[&str] = &[
     "register_write",
     "add_header",
     "remove_header",
+    "assign_header",
+    "assign_union",
+    "assign_header_stack",
+    "push",
+    "pop",
+    "exit",
 ];
 /// Parser operations.
-pub const PARSER_OPS: &[&str] = &["set", "extract", "extract_VL", "verify"];
+pub const PARSER_OPS: &[&str] = &["set", "extract", "extract_VL", "verify", "primitive", "advance"];
 /// Parser transition kinds.
 pub const TRANSITIONS: &[&str] = &["hexstr", "default"];
 /// Table match kinds.
@@ -41,7 +47,8 @@ pub const MATCH_KINDS: &[&str] = &["exact", "ternary", "lpm", "range", "valid"];
 /// Expression operators.
 pub const EXPR_OPS: &[&str] = &[
     "&", "|", "^", "~", "+", "-", "*", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or",
-    "not", "b2d", "d2b", "valid", "?",
+    "not", "b2d", "d2b", "valid", "?", "valid_union", "dereference_header_stack", "access_field",
+    "usat_cast",
 ];
 /// Checksum algorithms (verify / update checksum).
 pub const CHECKSUM_ALGOS: &[&str] = &["csum16"];
@@ -134,6 +141,8 @@ pub struct Action {
 #[derive(Debug, Deserialize)]
 pub struct KeyField {
     pub match_type: String,
+    /// p4c leaves the keys of the hidden tables of `switch` statements unnamed.
+    #[serde(default)]
     pub name: String,
     pub target: Value,
 }
@@ -231,8 +240,6 @@ fn check(program: &Program, raw: &Value) -> Vec<String> {
         not_in(&mut bad, CHECKSUM_ALGOS, &c.algo, format!("calculation {} algorithm", c.name));
     }
     for (what, list) in [
-        ("header stacks", &program.header_stacks),
-        ("header unions", &program.header_unions),
         ("parse value sets", &program.parse_vsets),
         ("extern instances", &program.extern_instances),
         ("learn lists (digests)", &program.learn_lists),
@@ -255,7 +262,9 @@ pub fn engine(json: &str) -> Result<exec::Engine, LoadError> {
     let raw: Value = serde_json::from_str(json).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
     let mut ir = ir::build(&raw).map_err(|e| LoadError { unsupported: vec![e], detail: String::new() })?;
     simplify::program(&mut ir);
-    Ok(exec::Engine::new(ir))
+    let mut e = exec::Engine::new(ir);
+    e.install_const_entries().map_err(|err| LoadError { unsupported: vec![err], detail: String::new() })?;
+    Ok(e)
 }
 
 /// Parse a BMv2 JSON program and check that this engine supports every construct in it.

@@ -16,16 +16,37 @@ pub fn program(ir: &mut Ir) {
         s(e);
         *e = into(std::mem::replace(e, Expr::Const(0)), widths[dst]);
     };
+    let prim = |p: &mut Prim| match p {
+        Prim::Assign(dst, e) => set(*dst, e),
+        Prim::Count(_, e) | Prim::ExecuteMeter(_, e, _) | Prim::RegisterRead(_, _, e) => s(e),
+        Prim::RegisterWrite(_, i, e) => {
+            s(i);
+            s(e)
+        }
+        Prim::AssignDyn(_, i, _, e) => {
+            s(i);
+            s(e)
+        }
+        Prim::Push(_, e) | Prim::Pop(_, e) => s(e),
+        Prim::AddHeader(_)
+        | Prim::RemoveHeader(_)
+        | Prim::AssignHeader(..)
+        | Prim::AssignUnion(..)
+        | Prim::AssignStack(..)
+        | Prim::Exit
+        | Prim::MarkToDrop => {}
+    };
     for st in &mut ir.states {
         for op in &mut st.ops {
             match op {
                 ParserOp::Set(dst, e) => set(*dst, e),
-                ParserOp::ExtractVl(_, e) => s(e),
+                ParserOp::ExtractVl(_, e) | ParserOp::ExtractStackVl(_, e) | ParserOp::Advance(e) => s(e),
                 ParserOp::Verify(c, e) => {
                     s(c);
                     s(e)
                 }
-                ParserOp::Extract(_) => {}
+                ParserOp::Prim(p) => prim(p),
+                ParserOp::Extract(_) | ParserOp::ExtractStack(_) => {}
             }
         }
         for (e, _) in &mut st.key {
@@ -34,15 +55,7 @@ pub fn program(ir: &mut Ir) {
     }
     for a in &mut ir.actions {
         for p in &mut a.prims {
-            match p {
-                Prim::Assign(dst, e) => set(*dst, e),
-                Prim::Count(_, e) | Prim::ExecuteMeter(_, e, _) | Prim::RegisterRead(_, _, e) => s(e),
-                Prim::RegisterWrite(_, i, e) => {
-                    s(i);
-                    s(e)
-                }
-                Prim::MarkToDrop | Prim::AddHeader(_) | Prim::RemoveHeader(_) => {}
-            }
+            prim(p);
         }
     }
     for t in &mut ir.tables {
@@ -70,7 +83,8 @@ pub fn bits(e: &Expr, widths: &[u32]) -> Option<u32> {
         Expr::Field(f) => widths.get(*f).copied(),
         Expr::Valid(_) => Some(1),
         Expr::Lookahead { width, .. } => Some(*width),
-        Expr::Runtime(_) => None,
+        Expr::Runtime(_) | Expr::StackField { .. } | Expr::LastField { .. } => None,
+        Expr::StackValid { .. } | Expr::UnionValid(_) => Some(1),
         Expr::Un(UnOp::D2b | UnOp::Not, _) => Some(1),
         Expr::Un(UnOp::B2d, x) => bits(x, widths),
         Expr::Un(UnOp::BitNot | UnOp::Neg, _) => None,
@@ -97,6 +111,10 @@ pub fn bits(e: &Expr, widths: &[u32]) -> Option<u32> {
                     _ => None,
                 },
                 BinOp::Sub => None,
+                BinOp::USat => match &**b {
+                    Expr::Const(k) if (0..=MAX as i128).contains(k) => Some(*k as u32),
+                    _ => None,
+                },
             }
         }
         Expr::Cond(_, a, b) => Some(bits(a, widths)?.max(bits(b, widths)?)),
