@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import jwt
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.security import OAuth2PasswordBearer
+from fastapi.security import APIKeyHeader, OAuth2PasswordBearer
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -24,6 +24,9 @@ from sliceportal.models import ApiKey, AuthSession, Role, Scope, User
 from sliceportal.models.audit import Actor, set_actor
 
 oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/login/access-token", auto_error=False)
+# a security scheme, not a bare header parameter: OpenAPI clients then offer it as a credential
+api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False,
+                              description="An API key (`spk_...`), as created under /api/v1/api-keys")
 
 
 # Dependencies that do no I/O are ``async def``: FastAPI runs a plain ``def`` dependency in
@@ -182,7 +185,7 @@ def _authenticate(session: Session, signing_key: str, token: str | None, x_api_k
 def get_principal(
     session: SessionDep, signing_key: SecretDep,
     token: Annotated[str | None, Depends(oauth2)],
-    x_api_key: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Depends(api_key_header)] = None,
 ) -> Principal:
     principal = _authenticate(session, signing_key, token, x_api_key)
     set_actor(session, Actor(principal.user_id, principal.username, principal.via))
@@ -192,7 +195,7 @@ def get_principal(
 def get_stream_principal(
     request: Request, signing_key: SecretDep,
     token: Annotated[str | None, Depends(oauth2)],
-    x_api_key: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Depends(api_key_header)] = None,
 ) -> Principal:
     """For long-lived streams: authenticate with a session of its own, returned at once,
     rather than holding a pooled connection for the stream's whole life."""

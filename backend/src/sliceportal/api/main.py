@@ -82,6 +82,9 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=None,  # api/docs.py: local assets, login required
         redoc_url=None,
+        # operation ids a client generator turns into method names: the handler's own name
+        # (unique across the API; tests/api/test_openapi_conventions.py keeps it so)
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.settings = settings
     app.state.database_url = database_url
