@@ -8,6 +8,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff"; ruff check .
 echo "== mypy"; mypy backend/src drivers/*/src testbed/src
+# the architecture's import rules, named one by one (docs/architecture.md; also run by pytest)
+echo "== import contracts"; lint-imports --config backend/tests/layers/contracts.ini --no-cache --no-logo
 echo "== frontend lint + types"; (cd frontend && npm run -s lint)
 echo "== frontend unit tests (vitest)"; (cd frontend && npm run -s test)
 echo "== pytest"; pytest "$@"
