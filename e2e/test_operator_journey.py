@@ -287,8 +287,14 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     assert _count(stack, "pending") >= 1
     expect(table.get_by_text("draft", exact=True)).to_have_count(0)
 
-    nav.get_by_role("link", name="Audit log").click()
-    expect(page.get_by_role("table", name="Audit log")).to_contain_text("mvno-green")
+    with page.expect_response(lambda r: "/api/v1/audit?" in r.url) as first_page:
+        nav.get_by_role("link", name="Audit log").click()
+    # paged on the server: the page asks for 50 entries and shows the total (#29)
+    assert "limit=50" in first_page.value.url and "offset=0" in first_page.value.url, first_page.value.url
+    audit = page.get_by_role("table", name="Audit log")
+    expect(audit).to_contain_text("mvno-green")
+    expect(page.get_by_test_id("row-count")).to_have_text(re.compile(r"^[\d,]+ rows$"))
+    assert audit.get_by_test_id("audit-entry").count() <= 50
     assert_accessible(page, "the audit log")
     shot(page, "audit", full_page=False)
 

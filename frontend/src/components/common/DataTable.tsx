@@ -75,7 +75,8 @@ export function DataTable<T>({
     }
     return page.data.map((row) => (
       <Table.Tr key={rowKey(row)} {...rowProps?.(row)}>
-        {columns.map((c) => <Table.Td key={c.key}>{c.cell(row)}</Table.Td>)}
+        {/* top-aligned: a tall cell (an audit entry's changes) keeps its row's other cells beside its start */}
+        {columns.map((c) => <Table.Td key={c.key} style={{ verticalAlign: "top" }}>{c.cell(row)}</Table.Td>)}
       </Table.Tr>
     ));
   })();
