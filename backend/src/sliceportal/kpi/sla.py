@@ -32,13 +32,14 @@ data plane's counters (drops by reason, ECN marks, packets) over the opening sam
 
 from __future__ import annotations
 
-from collections import defaultdict
+import json
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import Text, cast, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from sliceportal.core.config import Settings, get_settings
@@ -78,15 +79,18 @@ LANE_CHECKS = (
 RATE_CHECK = Check(RATE_METRIC, "guaranteed_mbps", ("testbed", "counters"), below=True)
 
 
-def judging_source(check: Check, intervals: Sequence[tuple[datetime, list[KpiSample]]]) -> str | None:
+Sample = Any  # a ``kpi_sample`` row as ``_windows`` reads it: its columns as attributes
+
+
+def judging_source(check: Check, intervals: Sequence[tuple[datetime, dict[str, list[Sample]]]]) -> str | None:
     """The source whose samples judge ``check`` in this window: the first of its preference
     with a value (any sample, for the rate) in the window."""
-    present = {r.source for _, rows in intervals for r in rows
-               if check is RATE_CHECK or getattr(r, check.metric) is not None}
+    present = {src for _, by_source in intervals for src, rows in by_source.items()
+               if check is RATE_CHECK or any(getattr(r, check.metric) is not None for r in rows)}
     return next((src for src in check.sources if src in present), None)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a setattr call per field
 class Reading:
     """One check's value in one interval: ``bad`` is None when there is nothing to judge."""
 
@@ -95,7 +99,7 @@ class Reading:
     value: float | None
     bad: bool
     offered_mbps: float | None = None
-    samples: tuple[KpiSample, ...] = ()  # every lane's sample of the interval (for counters)
+    samples: tuple[Sample, ...] = ()  # every lane's sample of the interval (for counters)
 
     def evidence(self, lane: int | None) -> dict[str, Any]:
         out: dict[str, Any] = {"ts": self.ts.isoformat(), "lane": lane, "value": self.value}
@@ -104,30 +108,17 @@ class Reading:
         return out
 
 
-def offered_mbps(s: KpiSample) -> float:
+def offered_mbps(s: Sample) -> float:
     """Offered load of one sample: the bytes sent, else the packets sent at the received mean size."""
     sent = s.tx_bytes or (s.tx_packets * s.rx_bytes / s.rx_packets if s.rx_packets else 0)
-    return sent * 8 / s.interval_s / 1e6
+    return float(sent * 8 / s.interval_s / 1e6)
 
 
-def _lane_reading(s: KpiSample | None, ts: datetime, interval_s: float, check: Check, limit: float,
-                  lanes: tuple[KpiSample, ...]) -> Reading:
-    value = getattr(s, check.metric) if s is not None else None
-    return Reading(ts, interval_s, value, value is not None and value > limit, samples=lanes)
-
-
-def _rate_reading(lanes: tuple[KpiSample, ...], ts: datetime, interval_s: float, guaranteed: float) -> Reading:
+def _rate_reading(lanes: tuple[Sample, ...], ts: datetime, interval_s: float, guaranteed: float) -> Reading:
     delivered = sum(s.throughput_bps for s in lanes) / 1e6
     offered = sum(offered_mbps(s) for s in lanes)
     return Reading(ts, interval_s, delivered, offered > guaranteed and delivered < guaranteed,
                    offered_mbps=offered, samples=lanes)
-
-
-def _reading(rows: list[KpiSample], ts: datetime, lane: int | None, check: Check, limit: float) -> Reading:
-    if check is RATE_CHECK:
-        return _rate_reading(tuple(rows), ts, rows[0].interval_s, limit)
-    return _lane_reading(next((x for x in rows if x.lane == lane), None), ts, rows[0].interval_s, check, limit,
-                         tuple(rows))
 
 
 def _counters(readings: Sequence[Reading], lane: int | None) -> dict[str, Any]:
@@ -141,9 +132,32 @@ def _counters(readings: Sequence[Reading], lane: int | None) -> dict[str, Any]:
             totals["tx_packets"] += s.tx_packets
             totals["rx_packets"] += s.rx_packets
             totals["ecn_marks"] += s.ecn_marks
-            for reason, n in (s.drops or {}).items():
+            for reason, n in (json.loads(s.drops) if s.drops else {}).items():
                 drops[reason] += n
     return {**totals, "drops": dict(drops)}
+
+
+class _Track:
+    """The hold-down state of one check on one lane (or the slice) as its readings arrive in
+    time order: the run of bad readings (the last ``open_after``), the run of good ones (the
+    last ``close_after``) and the last bad reading. That is all a verdict looks at, so each
+    reading costs O(1), however long the window."""
+
+    __slots__ = ("bad_run", "good_run", "last_bad")
+
+    def __init__(self, hold: HoldDown) -> None:
+        self.bad_run: deque[Reading] = deque(maxlen=hold.open_after)
+        self.good_run: deque[Reading] = deque(maxlen=hold.close_after)
+        self.last_bad: Reading | None = None
+
+    def push(self, r: Reading) -> None:
+        if r.bad:
+            self.bad_run.append(r)
+            self.good_run.clear()
+            self.last_bad = r
+        else:
+            self.good_run.append(r)
+            self.bad_run.clear()
 
 
 class _Evaluator:
@@ -161,13 +175,14 @@ class _Evaluator:
         return self._rule_sets[backend_id]
 
     def step(self, s: Slice, backend_id: int, lane: int | None, check: Check, limit: float,
-             history: Sequence[Reading], current: SlaViolation | None) -> SlaViolation | None:
-        """Judge the newest reading of ``history`` (oldest first); returns the open violation."""
-        newest = history[-1]
+             track: _Track, newest: Reading, current: SlaViolation | None,
+             events: list[tuple[bool, SlaViolation]]) -> SlaViolation | None:
+        """Judge ``newest``, the reading ``track`` took last; returns the open violation and
+        appends what changed to ``events`` (True: opened)."""
         if current is None:
-            window = history[-self.hold.open_after:]
-            if len(window) < self.hold.open_after or not all(r.bad for r in window):
-                return None
+            if len(track.bad_run) < self.hold.open_after:
+                return None  # fewer than open_after bad readings in a row
+            window = list(track.bad_run)
             values = [r.value for r in window if r.value is not None]
             current = SlaViolation(
                 slice_id=s.id, backend_id=backend_id, lane=lane, metric=check.metric, threshold=limit,
@@ -177,32 +192,36 @@ class _Evaluator:
                 evidence={"opened_by": [r.evidence(lane) for r in window], "closed_by": [],
                           "hold_down": self.hold.as_dict(), "rule_set": self.rule_set(backend_id),
                           "counters": _counters(window, lane)})
-            self.session.add(current)
-            self.changed.append(current)
+            events.append((True, current))
             return current
         if newest.bad and newest.value is not None:
             current.worst = min(current.worst, newest.value) if check.below else max(current.worst, newest.value)
             return current
-        window = history[-self.hold.close_after:]
-        if len(window) < self.hold.close_after or any(r.bad for r in window):
-            return current
-        last_bad = next((r for r in reversed(history[:-self.hold.close_after]) if r.bad), None)
+        if len(track.good_run) < self.hold.close_after:
+            return current  # fewer than close_after good readings in a row
+        window = list(track.good_run)
+        last_bad = track.last_bad  # the window is all good: the last bad one lies before it
         current.ended_at = last_bad.ts if last_bad is not None and last_bad.ts > current.started_at else (
             window[0].ts - timedelta(seconds=window[0].interval_s))
         current.evidence = {**current.evidence, "closed_by": [r.evidence(lane) for r in window]}
-        self.changed.append(current)
+        events.append((False, current))
         return None
 
 
 def _windows(session: Session, keys: set[tuple[int, int]], since: datetime, until: datetime
-             ) -> dict[tuple[int, int], dict[datetime, list[KpiSample]]]:
-    """Stored samples of each (slice, backend) in (since, until], grouped by interval."""
-    out: dict[tuple[int, int], dict[datetime, list[KpiSample]]] = defaultdict(lambda: defaultdict(list))
-    rows = session.scalars(select(KpiSample).where(
-        tuple_(KpiSample.slice_id, KpiSample.backend_id).in_(list(keys)),
-        KpiSample.ts > since, KpiSample.ts <= until).order_by(KpiSample.ts, KpiSample.lane))
+             ) -> dict[tuple[int, int], dict[datetime, dict[str, list[Sample]]]]:
+    """Stored samples of each (slice, backend) in (since, until], grouped by interval and
+    source (rows, not ORM objects: a window is read on every ingest)."""
+    out: dict[tuple[int, int], dict[datetime, dict[str, list[Sample]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    t = KpiSample.__table__
+    # drops as text: parsed only for a violation's evidence (``_counters``), not for every row read
+    columns = [cast(c, Text).label("drops") if c.name == "drops" else c for c in t.c]
+    rows = session.execute(select(*columns).where(
+        tuple_(t.c.slice_id, t.c.backend_id).in_(list(keys)),
+        t.c.ts > since, t.c.ts <= until).order_by(t.c.ts, t.c.lane))
     for r in rows:
-        out[(r.slice_id, r.backend_id)][r.ts].append(r)
+        out[(r.slice_id, r.backend_id)][r.ts][r.source].append(r)
     return out
 
 
@@ -220,7 +239,8 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
     slices = {s.id: s for s in session.scalars(select(Slice).where(Slice.id.in_({k[0] for k in keys})))}
     span = max(hold.open_after, hold.close_after) + 1
     widest = max(p.interval_s for p in points)
-    windows = _windows(session, keys, min(p.ts for p in points) - timedelta(seconds=span * widest * 2),
+    earliest = min(new for ts in new_ts.values() for new in ts)
+    windows = _windows(session, keys, earliest - timedelta(seconds=span * widest * 2),
                        max(p.ts for p in points))
     open_rows: dict[tuple[int, int, int | None, str], SlaViolation] = {
         (v.slice_id, v.backend_id, v.lane, v.metric): v for v in session.scalars(
@@ -231,7 +251,7 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
     judged: dict[tuple[int, int, int | None, str], list[tuple[datetime, datetime]]] = defaultdict(list)
     for v in session.scalars(select(SlaViolation).where(
             tuple_(SlaViolation.slice_id, SlaViolation.backend_id).in_(list(keys)),
-            SlaViolation.ended_at >= min(p.ts for p in points) - timedelta(seconds=span * widest * 2))):
+            SlaViolation.ended_at >= earliest - timedelta(seconds=span * widest * 2))):
         closed_by = (v.evidence or {}).get("closed_by") or []
         until = datetime.fromisoformat(closed_by[-1]["ts"]) if closed_by else v.ended_at
         assert until is not None
@@ -242,34 +262,76 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
         if s is None:
             continue
         intervals = sorted(windows.get(key, {}).items())
-        lanes_seen = sorted({x.lane for _, rows in intervals for x in rows})
-        checks: list[tuple[int | None, Check, float]] = [
-            (lane, check, getattr(s, check.sla)) for check in LANE_CHECKS if getattr(s, check.sla) is not None
-            for lane in lanes_seen]
-        if s.guaranteed_mbps is not None:
-            checks.append((None, RATE_CHECK, s.guaranteed_mbps))
-        by_check = {check: judging_source(check, intervals) for check in (*LANE_CHECKS, RATE_CHECK)}
-        for lane, check, limit in checks:
-            history: list[Reading] = []
+        lanes_seen = sorted({x.lane for _, by_source in intervals for rows in by_source.values() for x in rows})
+        fresh = new_ts[key]
+        # what changed, per (check, lane) in time order: added to the session and reported in
+        # the order a check-by-check, lane-by-lane pass gives (ids follow it)
+        events: dict[tuple[int, int], list[tuple[bool, SlaViolation]]] = defaultdict(list)
+
+        def judge(lane: int | None, check: Check, limit: float, track: _Track, reading: Reading, ts: datetime,
+                  order: tuple[int, int], key: tuple[int, int] = key, s: Slice = s, fresh: set[datetime] = fresh,
+                  events: dict[tuple[int, int], list[tuple[bool, SlaViolation]]] = events) -> None:
+            if ts not in fresh:
+                return  # judged when it arrived
             okey = (key[0], key[1], lane, check.metric)
-            source = by_check[check]
-            for ts, all_rows in intervals:
-                rows = [r for r in all_rows if r.source == source]
+            current = open_rows.get(okey)
+            if current is not None and ts <= current.started_at:
+                return  # an interval from before the open violation: already judged
+            if current is None and any(lo < ts <= hi for lo, hi in judged.get(okey, ())):
+                return
+            after = ev.step(s, key[1], lane, check, limit, track, reading, current, events[order])
+            if after is None:
+                open_rows.pop(okey, None)
+            else:
+                open_rows[okey] = after
+
+        for c, check in enumerate(LANE_CHECKS):
+            limit = getattr(s, check.sla)
+            if limit is None or not lanes_seen:
+                continue
+            source = judging_source(check, intervals)
+            tracks = {lane: _Track(hold) for lane in lanes_seen}
+            # a lane whose reading can change something: one with a violation open or a run of
+            # bad readings; any other lane without a sample in an interval reads "not bad" there,
+            # which changes nothing, so it is skipped (the cost is per sample, not per lane)
+            busy = {lane for lane in lanes_seen if (key[0], key[1], lane, check.metric) in open_rows}
+            for ts, by_source in intervals:
+                rows = by_source.get(source) if source is not None else None
                 if not rows:
                     continue  # another source's interval: not this check's to judge
-                history.append(_reading(rows, ts, lane, check, limit))
-                if ts not in new_ts[key]:
-                    continue  # judged when it arrived
-                current = open_rows.get(okey)
-                if current is not None and ts <= current.started_at:
-                    continue  # an interval from before the open violation: already judged
-                if current is None and any(lo < ts <= hi for lo, hi in judged.get(okey, ())):
+                interval_s = rows[0].interval_s
+                every = tuple(rows)
+                here: dict[int, Sample] = {}
+                for r in rows:
+                    here.setdefault(r.lane, r)
+                for lane in sorted(here.keys() | busy):
+                    sample = here.get(lane)
+                    value = getattr(sample, check.metric) if sample is not None else None
+                    reading = Reading(ts, interval_s, value, value is not None and value > limit, samples=every)
+                    track = tracks[lane]
+                    track.push(reading)
+                    if ts in fresh:
+                        judge(lane, check, limit, track, reading, ts, (c, lane))
+                    if track.bad_run or (key[0], key[1], lane, check.metric) in open_rows:
+                        busy.add(lane)
+                    else:
+                        busy.discard(lane)
+        if s.guaranteed_mbps is not None:
+            source = judging_source(RATE_CHECK, intervals)
+            track = _Track(hold)
+            for ts, by_source in intervals:
+                rows = by_source.get(source) if source is not None else None
+                if not rows:
                     continue
-                after = ev.step(s, key[1], lane, check, limit, history, current)
-                if after is None:
-                    open_rows.pop(okey, None)
-                else:
-                    open_rows[okey] = after
+                reading = _rate_reading(tuple(rows), ts, rows[0].interval_s, s.guaranteed_mbps)
+                track.push(reading)
+                if ts in fresh:
+                    judge(None, RATE_CHECK, s.guaranteed_mbps, track, reading, ts, (len(LANE_CHECKS), 0))
+        for order in sorted(events):
+            for opened, v in events[order]:
+                if opened:
+                    ev.session.add(v)
+                ev.changed.append(v)
     session.flush()
     return ev.changed
 

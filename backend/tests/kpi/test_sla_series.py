@@ -1,0 +1,112 @@
+"""The SLA evaluation on random series (real PostgreSQL) against a from-scratch reference:
+the hold-down of docs/kpis.md written as a plain function over the whole series. The
+evaluator keeps only each check's runs of bad / good readings as it walks a window, and
+judges only the intervals a batch brings; whether the series arrives one interval at a
+time, in one batch or in random chunks, its violations must be the reference's."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from sliceportal.kpi.points import KpiPoint
+from sliceportal.kpi.sla import HoldDown
+from sliceportal.kpi.store import ingest
+from sliceportal.models import Backend, Role, SlaViolation
+from tests.factories import login, make_user, slice_type_id, tenant_body
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+HOLD = HoldDown(open_after=3, close_after=5)
+LIMIT = 1.0  # the slice's max_loss_pct
+LANES = (0, 2)
+
+# one interval: each lane's loss %, or None where that lane has no sample (at least one has)
+interval = st.tuples(*(st.one_of(st.none(), st.sampled_from([0.0, 0.5, 5.0, 9.0])) for _ in LANES)).filter(
+    lambda losses: any(v is not None for v in losses))
+# runs of equal intervals: hold-down patterns (N bad in a row, M good in a row, one bad amid goods)
+series_of = st.lists(st.tuples(interval, st.integers(1, 6)), min_size=1, max_size=7).map(
+    lambda runs: [losses for losses, n in runs for _ in range(n)][:24])
+Violation = tuple[int, datetime, datetime | None, float]  # lane, started_at, ended_at, worst
+
+
+def reference(series: list[tuple[float | None, ...]]) -> list[Violation]:
+    """The hold-down judged from scratch over the whole series, lane by lane."""
+    out: list[Violation] = []
+    for i, lane in enumerate(LANES):
+        readings = [(T0 + timedelta(seconds=t), losses[i]) for t, losses in enumerate(series)]
+        bad = [v is not None and v > LIMIT for _, v in readings]
+        start: datetime | None = None
+        worst = 0.0
+        for k, (_, value) in enumerate(readings):
+            if start is None:
+                if k + 1 >= HOLD.open_after and all(bad[k + 1 - HOLD.open_after:k + 1]):
+                    start = readings[k + 1 - HOLD.open_after][0] - timedelta(seconds=1)
+                    worst = max(v for _, v in readings[k + 1 - HOLD.open_after:k + 1] if v is not None)
+            elif bad[k]:
+                assert value is not None
+                worst = max(worst, value)
+            elif k + 1 >= HOLD.close_after and not any(bad[k + 1 - HOLD.close_after:k + 1]):
+                last_bad = max(j for j in range(k + 1) if bad[j])
+                end = readings[last_bad][0]
+                out.append((lane, start, end if end > start else
+                            readings[k + 1 - HOLD.close_after][0] - timedelta(seconds=1), worst))
+                start = None
+        if start is not None:
+            out.append((lane, start, None, worst))
+    return sorted(out, key=lambda v: (v[0], v[1]))
+
+
+def _points(slice_id: int, backend_id: int, series: list[tuple[float | None, ...]], first: int = 0) -> list[KpiPoint]:
+    return [KpiPoint(slice_id=slice_id, backend_id=backend_id, lane=lane, source="testbed",
+                     ts=T0 + timedelta(seconds=first + t), tx_packets=1000,
+                     rx_packets=int(1000 * (1 - loss / 100)), loss_pct=loss, delay_p99_ms=1.0, jitter_ms=0.1)
+            for t, losses in enumerate(series) for lane, loss in zip(LANES, losses, strict=True) if loss is not None]
+
+
+def _stored(session: Session, slice_id: int, backend_id: int) -> list[Violation]:
+    rows = list(session.scalars(select(SlaViolation).where(SlaViolation.slice_id == slice_id,
+                                                           SlaViolation.backend_id == backend_id)))
+    assert all(v.metric == "loss_pct" for v in rows)
+    return sorted(((v.lane, v.started_at, v.ended_at, v.worst) for v in rows), key=lambda v: (v[0], v[1]))
+
+
+def test_random_series_judge_as_the_reference(client: TestClient, session: Session) -> None:
+    make_user(session, "op", Role.OPERATOR)
+    op = login(client, "op")
+    st_id = slice_type_id(client, op, "Dual Best Effort + Low Latency")
+    tenant = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
+    r = client.post("/api/v1/slices", json={"name": "s", "tenant_id": tenant, "slice_type_id": st_id,
+                                            "sla": {"max_loss_pct": LIMIT}}, headers=op)
+    assert r.status_code == 201, r.text
+    slice_id = r.json()["id"]
+    runs = iter(range(10_000))
+
+    def backend() -> int:
+        b = Backend(name=f"series-{next(runs)}", driver="xdp")  # a fresh key for every arrival order
+        session.add(b)
+        session.commit()
+        return b.id
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(series=series_of, cuts=st.lists(st.integers(1, 23), max_size=4))
+    def check(series: list[tuple[float | None, ...]], cuts: list[int]) -> None:
+        expected = reference(series)
+        one_by_one, whole, chunked = backend(), backend(), backend()
+        for t in range(len(series)):
+            ingest(session, _points(slice_id, one_by_one, series[t:t + 1], first=t), hold=HOLD)
+        ingest(session, _points(slice_id, whole, series), hold=HOLD)
+        bounds = [0, *sorted({c for c in cuts if c < len(series)}), len(series)]
+        for lo, hi in itertools.pairwise(bounds):
+            ingest(session, _points(slice_id, chunked, series[lo:hi], first=lo), hold=HOLD)
+        # and storing the whole series again (a restarted source) changes nothing
+        ingest(session, _points(slice_id, chunked, series), hold=HOLD)
+        for b in (one_by_one, whole, chunked):
+            assert _stored(session, slice_id, b) == expected, (b, series)
+
+    check()
