@@ -29,8 +29,12 @@ from typing import IO, Annotated, Any
 import uvicorn
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 from sliceportal.drivers.contract import (
     ApplyResult,
@@ -149,6 +153,14 @@ def create_app(driver: Driver, token: str, backend: str, test_hooks: bool = Fals
         driver.set_overloaded(set(body.cpus) if body.cpus is not None else None)
         return Ok()
 
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(CountersCollector(driver.counters, backend))
+
+    @app.get("/metrics", dependencies=[Auth])
+    def metrics() -> Response:
+        """Prometheus text format (a scrape config with the agent's token as its credentials)."""
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
     if test_hooks:
 
         @app.post(f"{API}/test/inject-write-failure", dependencies=[Auth])
@@ -157,6 +169,55 @@ def create_app(driver: Driver, token: str, backend: str, test_hooks: bool = Fals
             return Ok()
 
     return app
+
+
+# The portal's per-lane names (sliceportal.api.routes.metrics, docs/kpis.md "Prometheus"), so a
+# Prometheus that scrapes the agents directly at scale sums and rates them like the portal's.
+# Labels: slice and lane are the DATA PLANE's (the IR slice id, the target lane: the agent
+# does not know the portal's slice names or catalogue lanes), backend the agent's --backend,
+# source always "counters".
+AGENT_LABELS = ("slice", "backend", "lane", "source")
+AGENT_COUNTERS: dict[str, tuple[str, str]] = {
+    "sliceportal_lane_sent_packets": ("packets", "Packets classified into the slice lane (offered)"),
+    "sliceportal_lane_sent_bytes": ("bytes", "Bytes classified into the slice lane (offered)"),
+    "sliceportal_lane_received_packets": ("tx_packets", "Packets that left the lane towards the egress"),
+    "sliceportal_lane_received_bytes": ("tx_bytes", "Bytes that left the lane towards the egress"),
+    "sliceportal_lane_dropped_packets": ("drops", "Packets the data plane dropped (every cause)"),
+    "sliceportal_lane_ecn_marked_packets": ("ecn_marks", "Packets ECN-marked by the lane's virtual queue"),
+}
+
+
+class CountersCollector(Collector):
+    """Prometheus view of ``read()``'s per slice x lane counters, read at every scrape (the
+    data plane's own monotonic counters: nothing is kept here). A counter the data plane does
+    not count (egress, queueing delay on XDP) has no series: not measured, never 0."""
+
+    def __init__(self, read: Callable[[], Counters], backend: str) -> None:
+        self.read = read
+        self.backend = backend
+
+    def collect(self) -> list[Metric]:
+        counters = self.read()
+        families = {name: CounterMetricFamily(name, help_, labels=AGENT_LABELS)
+                    for name, (_, help_) in AGENT_COUNTERS.items()}
+        delay = HistogramMetricFamily("sliceportal_lane_queue_delay_seconds",
+                                      "Queueing delay inside the data plane (enqueue to dequeue)", labels=AGENT_LABELS)
+        for key, lc in sorted(counters.slice_lanes.items()):
+            slice_id, _, lane = key.partition("/")
+            labels = [slice_id, self.backend, lane, "counters"]
+            for name, (field, _) in AGENT_COUNTERS.items():
+                value = sum(lc.drops.values()) if field == "drops" else getattr(lc, field)
+                if value is not None:
+                    families[name].add_metric(labels, value)
+            if lc.delay is not None:
+                h, seen = lc.delay, 0
+                buckets = []
+                for i, n in enumerate(h.buckets):  # bucket i: [2**i, 2**(i+1)) units
+                    seen += n
+                    le = "+Inf" if i == len(h.buckets) - 1 else repr(2 ** (i + 1) * h.unit_ns / 1e9)
+                    buckets.append((le, seen))
+                delay.add_metric(labels, buckets, h.sum * h.unit_ns / 1e9)
+        return [*families.values(), delay]
 
 
 class _UnauthorisedError(Exception):
