@@ -237,6 +237,11 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
     for p in points:
         new_ts[(p.slice_id, p.backend_id)].add(p.ts)
     slices = {s.id: s for s in session.scalars(select(Slice).where(Slice.id.in_({k[0] for k in keys})))}
+    # a slice without an SLA has nothing to judge: its windows are not read
+    keys = {k for k in keys if k[0] in slices and any(
+        getattr(slices[k[0]], check.sla) is not None for check in (*LANE_CHECKS, RATE_CHECK))}
+    if not keys:
+        return []
     span = max(hold.open_after, hold.close_after) + 1
     widest = max(p.interval_s for p in points)
     earliest = min(new for ts in new_ts.values() for new in ts)
