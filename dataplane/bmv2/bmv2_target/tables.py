@@ -46,6 +46,9 @@ def encode(value: int) -> bytes:
 Key = tuple[tuple[int, int], ...]
 
 _ENGINE_KIND = {MF.EXACT: "exact", MF.TERNARY: "ternary", MF.LPM: "lpm", MF.RANGE: "range"}
+# What p4c's BMv2 JSON makes of each P4Info match kind: an optional field is ternary there
+# (a value with a full mask, or omitted). The write fast path knows no optional fields.
+_JSON_KIND = {**_ENGINE_KIND, MF.OPTIONAL: "ternary"}
 
 
 @dataclass
@@ -86,7 +89,7 @@ def _engine_table(engine: Engine, index: P4InfoIndex, t: p4info_pb2.Table) -> tu
     if ti is None:
         raise invalid(f"the P4Info's table {name} is not in the device config (p4c's JSON)")
     _, keys, _ = engine.tables()[ti]
-    mine = [(f.name, _ENGINE_KIND.get(f.match_type, "?"), f.bitwidth) for f in t.match_fields]
+    mine = [(f.name, _JSON_KIND.get(f.match_type, "?"), f.bitwidth) for f in t.match_fields]
     if [tuple(k) for k in keys] != mine:
         raise invalid(f"table {name}: P4Info match fields {mine} differ from the device config's {keys}")
     actions: dict[int, int] = {}
@@ -126,7 +129,12 @@ class TableStore:
             self.tables[tid] = table
             self._schema(table)
         described = {t.preamble.name for t in index.tables.values()}
-        missing = [name for name, keys, _ in engine.tables() if keys and name not in described]
+        # p4c's tables for `switch` statements on values are hidden from the P4Info; their
+        # keys have no name (and their entries are const): no controller writes them.
+        missing = [
+            name for name, keys, _ in engine.tables()
+            if keys and name not in described and any(k[0] for k in keys)
+        ]  # fmt: skip
         if missing:
             # A P4Info for another program: the controller could not reach these tables.
             raise invalid(f"the P4Info does not describe the device config's tables {missing}")
@@ -199,6 +207,10 @@ class TableStore:
                 if value & ~mask:
                     raise invalid(f"match field {f.name}: value {value:#x} has bits outside mask {mask:#x}")
                 given[m.field_id] = (value, mask)
+            elif f.match_type == MF.OPTIONAL:
+                if which != "optional":
+                    raise invalid(f"match field {f.name} is OPTIONAL, got {which}")
+                given[m.field_id] = (decode(m.optional.value, f.bitwidth, f.name), full)
             elif f.match_type == MF.LPM:
                 if which != "lpm":
                     raise invalid(f"match field {f.name} is LPM, got {which}")
@@ -350,6 +362,8 @@ class TableStore:
                 m.ternary.value, m.ternary.mask = encode(value), encode(mask)
             elif f.match_type == MF.RANGE:
                 m.range.low, m.range.high = encode(value), encode(mask)
+            elif f.match_type == MF.OPTIONAL:
+                m.optional.value = encode(value)
             else:
                 m.lpm.value, m.lpm.prefix_len = encode(value), bin(mask).count("1")
         self._set_action(te.action.action, e.action_id, e.params)

@@ -177,7 +177,12 @@ def run_program(json_text: str, p4info_text: str, stf_text: str) -> tuple[str, s
                 m.exact.value = v.to_bytes(nbytes, "big")
             elif f.match_type == MF.LPM:
                 m.lpm.value, m.lpm.prefix_len = (v & mask).to_bytes(nbytes, "big"), bin(mask).count("1")
-            elif f.match_type in (MF.TERNARY, MF.OPTIONAL):
+            elif f.match_type == MF.OPTIONAL:
+                if mask == 0:
+                    del te.match[-1]  # don't care: P4Runtime omits the field
+                    continue
+                m.optional.value = v.to_bytes(nbytes, "big")
+            elif f.match_type == MF.TERNARY:
                 if mask == 0:
                     del te.match[-1]  # don't care: P4Runtime omits the field
                     continue

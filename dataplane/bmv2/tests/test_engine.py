@@ -71,10 +71,10 @@ def test_module_write_errors_name_the_problem() -> None:
 def test_unsupported_constructs_are_refused_at_load_by_name() -> None:
     program = json.loads(COMPILED_JSON.read_text())
     program["actions"][1]["primitives"][0]["op"] = "clone_ingress_pkt_to_egress"
-    program["header_stacks"] = [{"name": "labels", "id": 0}]
+    program["learn_lists"] = [{"name": "digest", "id": 1}]
     with pytest.raises(ValueError) as err:
         Engine(json.dumps(program))
     assert "primitive: clone_ingress_pkt_to_egress" in str(err.value)
-    assert "header stacks" in str(err.value)
+    assert "learn lists" in str(err.value)
     with pytest.raises(ValueError, match="not a BMv2 JSON program"):
         Engine("{}")

@@ -525,6 +525,13 @@ impl Engine {
                 pkt.fields[self.ir.headers[h].fields[*offset].0] as i128
             }
             Expr::UnionValid(u) => self.ir.unions[*u].iter().any(|h| pkt.valid[*h]) as i128,
+            Expr::VarbitEq(a, b) => {
+                let value = |h: usize| {
+                    let v = &pkt.varbits[h];
+                    &v[v.iter().position(|x| *x != 0).unwrap_or(v.len())..]
+                };
+                (value(*a) == value(*b)) as i128
+            }
         })
     }
 
@@ -661,12 +668,19 @@ impl Engine {
                 }
             }
             Prim::Exit => pkt.exit = true,
+            Prim::AssignVl(d, s) => {
+                if d != s {
+                    let v = pkt.varbits[*s].clone();
+                    pkt.varbits[*d] = v;
+                }
+            }
             // externs and drop: run by run_action (refused in parser states at load)
             Prim::Count(..)
             | Prim::ExecuteMeter(..)
             | Prim::MarkToDrop
             | Prim::RegisterRead(..)
-            | Prim::RegisterWrite(..) => {}
+            | Prim::RegisterWrite(..)
+            | Prim::HashOffset(..) => {}
         }
     }
 
@@ -792,6 +806,22 @@ impl Engine {
                         *cell = v;
                     }
                 }
+                Prim::HashOffset(dst, base, inputs, size) => {
+                    // BMv2's BufBuilder: the fields' bits packed, the last byte zero-padded
+                    let mut bytes = Vec::new();
+                    let mut w = BitWriter { out: &mut bytes, acc: 0, nbits: 0 };
+                    for &(slot, width) in inputs {
+                        w.push(pkt.fields[slot], width);
+                    }
+                    if w.nbits > 0 {
+                        let pad = 8 - w.nbits;
+                        w.push(0, pad);
+                    }
+                    let hash = crc16(&bytes) as i128;
+                    let size = self.value(size, pkt, params);
+                    let v = self.value(base, pkt, params) + if size > 0 { hash % size } else { 0 };
+                    pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
+                }
                 p => self.phv_prim(p, params, pkt),
             }
         }
@@ -825,6 +855,41 @@ impl Engine {
         !sum & 0xffff
     }
 
+    /// csum16 of inputs that include a varbit field: the bytes packed into a buffer first.
+    fn csum16_with_varbits(&self, pkt: &Packet, inputs: &[(usize, u32)]) -> u64 {
+        let mut bytes = Vec::new();
+        let mut w = BitWriter { out: &mut bytes, acc: 0, nbits: 0 };
+        for &(x, width) in inputs {
+            if width == crate::ir::VARBIT_INPUT {
+                for b in &pkt.varbits[x] {
+                    w.push(*b as u64, 8);
+                }
+            } else {
+                w.push(pkt.fields[x], width);
+            }
+        }
+        if w.nbits > 0 {
+            let pad = 8 - w.nbits;
+            w.push(0, pad);
+        }
+        let mut sum: u64 = 0;
+        for c in bytes.chunks(2) {
+            sum += (c[0] as u64) << 8 | c.get(1).copied().unwrap_or(0) as u64;
+        }
+        while sum >> 16 != 0 {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !sum & 0xffff
+    }
+
+    fn checksum_of(&self, c: &crate::ir::ChecksumIr, pkt: &Packet) -> u64 {
+        if c.has_varbit {
+            self.csum16_with_varbits(pkt, &c.inputs)
+        } else {
+            self.csum16_of(pkt, &c.inputs)
+        }
+    }
+
     fn checksum_applies(&self, c: &crate::ir::ChecksumIr, pkt: &Packet) -> bool {
         c.cond.as_ref().is_none_or(|e| self.value(e, pkt, &[]) != 0)
     }
@@ -833,7 +898,7 @@ impl Engine {
         let mut bad = false;
         for c in self.ir.checksums.iter().filter(|c| c.verify) {
             if self.checksum_applies(c, pkt) {
-                let sum = self.csum16_of(pkt, &c.inputs) & full(c.target_width);
+                let sum = self.checksum_of(c, pkt) & full(c.target_width);
                 bad |= sum != pkt.fields[c.target];
             }
         }
@@ -843,7 +908,7 @@ impl Engine {
     fn update_checksums(&self, pkt: &mut Packet) {
         for c in self.ir.checksums.iter().filter(|c| c.update) {
             if self.checksum_applies(c, pkt) {
-                pkt.fields[c.target] = self.csum16_of(pkt, &c.inputs) & full(c.target_width);
+                pkt.fields[c.target] = self.checksum_of(c, pkt) & full(c.target_width);
             }
         }
     }
@@ -862,6 +927,18 @@ impl Engine {
         }
         out.extend_from_slice(&pkt.data[pkt.payload..]);
     }
+}
+
+/// BMv2's crc16: CRC-16/ARC (polynomial 0x8005 reflected, initial 0, no final xor).
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for b in bytes {
+        crc ^= *b as u16;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xa001 } else { crc >> 1 };
+        }
+    }
+    crc
 }
 
 /// A unary operator on a value (the engine's arithmetic, shared with load-time folding).

@@ -27,6 +27,8 @@ pub enum Expr {
     LastField { stack: usize, offset: usize },
     /// `union.isValid()`: any member valid.
     UnionValid(usize),
+    /// `a.v == b.v` of two headers' varbit fields (values compared, as BMv2's Data).
+    VarbitEq(usize, usize),
 }
 
 /// A header a primitive names: a fixed one, or a stack element chosen at run time.
@@ -136,6 +138,10 @@ pub enum Prim {
     Pop(usize, Expr),
     /// The packet leaves the current control after this action.
     Exit,
+    /// A varbit field copied (destination header, source header).
+    AssignVl(usize, usize),
+    /// dst = base + crc16(inputs) % size (v1model's hash with HashAlgorithm.crc16).
+    HashOffset(usize, Expr, Vec<(usize, u32)>, Expr),
 }
 
 #[derive(Debug, Clone)]
@@ -244,9 +250,14 @@ pub struct ChecksumIr {
     pub cond: Option<Expr>,
     /// (slot, width) of each input field, packed in order.
     pub inputs: Vec<(usize, u32)>,
+    /// An input is a varbit field ((header, [`VARBIT_INPUT`])): summed through a buffer.
+    pub has_varbit: bool,
     pub verify: bool,
     pub update: bool,
 }
+
+/// The width that marks a checksum input as a header's varbit field.
+pub const VARBIT_INPUT: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
 pub struct StdSlots {
@@ -338,6 +349,7 @@ struct Builder<'a> {
     /// Slots of each header's fixed fields, for field offsets into stack elements.
     header_slots: Vec<Vec<usize>>,
     calc: HashMap<String, Vec<(usize, u32)>>,
+    calc_algo: HashMap<String, String>,
 }
 
 impl<'a> Builder<'a> {
@@ -411,6 +423,19 @@ impl<'a> Builder<'a> {
             "*" => bin(BinOp::Mul)?,
             "<<" => bin(BinOp::Shl)?,
             ">>" => bin(BinOp::Shr)?,
+            "==" | "!=" if self.varbit_header(&v["left"]).is_some() || self.varbit_header(&v["right"]).is_some() => {
+                match (self.varbit_header(&v["left"]), self.varbit_header(&v["right"])) {
+                    (Some(a), Some(b)) => {
+                        let eq = Expr::VarbitEq(a?, b?);
+                        if op == "==" {
+                            eq
+                        } else {
+                            Expr::Un(UnOp::Not, Box::new(eq))
+                        }
+                    }
+                    _ => return Err("a varbit field compared with a value that is not one".into()),
+                }
+            }
             "==" => bin(BinOp::Eq)?,
             "!=" => bin(BinOp::Ne)?,
             "<" => bin(BinOp::Lt)?,
@@ -448,6 +473,16 @@ impl<'a> Builder<'a> {
             "usat_cast" => bin(BinOp::USat)?,
             other => return Err(format!("expression operator {other:?}")),
         })
+    }
+
+    /// The header whose varbit field `v` names, None when `v` is not a varbit field.
+    fn varbit_header(&self, v: &Value) -> Option<R<usize>> {
+        if v.get("type").and_then(Value::as_str) != Some("field") {
+            return None;
+        }
+        let pair = v["value"].as_array().filter(|a| a.len() == 2)?;
+        let (h, f) = (pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string());
+        self.varbit_fields.contains_key(&(h.clone(), f)).then(|| self.header(&h))
     }
 
     fn stack(&self, name: &str) -> R<usize> {
@@ -549,6 +584,26 @@ impl<'a> Builder<'a> {
             "push" => Prim::Push(self.stack_param(arg(0)?)?, self.expr(arg(1)?)?),
             "pop" => Prim::Pop(self.stack_param(arg(0)?)?, self.expr(arg(1)?)?),
             "exit" => Prim::Exit,
+            "modify_field_with_hash_based_offset" => {
+                let calc = &arg(2)?["value"];
+                let name = calc.as_str().unwrap_or_default();
+                let algo = self.calc_algo.get(name).map(String::as_str).unwrap_or_default();
+                if algo != "crc16" {
+                    return Err(format!("hash algorithm {algo:?} (calculation {name})"));
+                }
+                let inputs = self.calc.get(name).cloned().ok_or_else(|| format!("unknown calculation {name}"))?;
+                if inputs.iter().any(|(_, w)| *w == VARBIT_INPUT) {
+                    return Err(format!("calculation {name}: a varbit input to a hash"));
+                }
+                Prim::HashOffset(self.dst_field(arg(0)?)?, self.expr(arg(1)?)?, inputs, self.expr(arg(3)?)?)
+            }
+            "assign_VL" => {
+                let (d, s) = (self.varbit_header(arg(0)?), self.varbit_header(arg(1)?));
+                match (d, s) {
+                    (Some(d), Some(s)) => Prim::AssignVl(d?, s?),
+                    _ => return Err("assign_VL of fields that are not varbit".into()),
+                }
+            }
             "count" => Prim::Count(self.array_ref(arg(0)?, "counter_array", &self.counter_index)?, self.expr(arg(1)?)?),
             "execute_meter" => Prim::ExecuteMeter(
                 self.array_ref(arg(0)?, "meter_array", &self.meter_index)?,
@@ -598,6 +653,7 @@ pub fn build(raw: &Value) -> R<Ir> {
         stacks: Vec::new(),
         header_slots: Vec::new(),
         calc: HashMap::new(),
+        calc_algo: HashMap::new(),
     };
     let mut headers = Vec::new();
     let mut slot_width = Vec::new();
@@ -743,10 +799,17 @@ pub fn build(raw: &Value) -> R<Ir> {
             if s(i, "type")? != "field" {
                 return Err(format!("calculation {}: input {}", s(c, "name")?, short(i)));
             }
-            let f = b.field(&i["value"])?;
-            inputs.push((f, slot_width[f]));
+            match b.varbit_header(i) {
+                // a varbit field: its header, marked by the width VARBIT_INPUT
+                Some(h) => inputs.push((h?, VARBIT_INPUT)),
+                None => {
+                    let f = b.field(&i["value"])?;
+                    inputs.push((f, slot_width[f]));
+                }
+            }
         }
         b.calc.insert(s(c, "name")?.to_string(), inputs);
+        b.calc_algo.insert(s(c, "name")?.to_string(), s(c, "algo")?.to_string());
     }
     let mut checksums = Vec::new();
     for c in arr(raw, "checksums") {
@@ -755,12 +818,17 @@ pub fn build(raw: &Value) -> R<Ir> {
             return Err(format!("checksum {name}: type {}", s(c, "type")?));
         }
         let target = b.field(&c["target"])?;
+        let algo = b.calc_algo.get(s(c, "calculation")?).map(String::as_str).unwrap_or_default();
+        if algo != "csum16" {
+            return Err(format!("checksum {name}: algorithm {algo}"));
+        }
         let inputs = b.calc.get(s(c, "calculation")?).cloned().ok_or("checksum: unknown calculation")?;
         let cond = match c.get("if_cond") {
             None | Some(Value::Null) => None,
             Some(e) => Some(b.expr(e)?),
         };
         checksums.push(ChecksumIr {
+            has_varbit: inputs.iter().any(|(_, w)| *w == VARBIT_INPUT),
             target,
             target_width: slot_width[target],
             cond,
@@ -817,6 +885,7 @@ pub fn build(raw: &Value) -> R<Ir> {
                     let prim = b.prim(p.first().ok_or_else(|| ctx("primitive without a body".into()))?).map_err(ctx)?;
                     match prim {
                         Prim::Assign(..)
+                        | Prim::AssignVl(..)
                         | Prim::AssignDyn(..)
                         | Prim::AddHeader(_)
                         | Prim::RemoveHeader(_)

@@ -37,6 +37,8 @@ pub const PRIMITIVES: &[&str] = &[
     "push",
     "pop",
     "exit",
+    "assign_VL",
+    "modify_field_with_hash_based_offset",
 ];
 /// Parser operations.
 pub const PARSER_OPS: &[&str] = &["set", "extract", "extract_VL", "verify", "primitive", "advance"];
@@ -50,8 +52,8 @@ pub const EXPR_OPS: &[&str] = &[
     "not", "b2d", "d2b", "valid", "?", "valid_union", "dereference_header_stack", "access_field",
     "usat_cast",
 ];
-/// Checksum algorithms (verify / update checksum).
-pub const CHECKSUM_ALGOS: &[&str] = &["csum16"];
+/// Calculation algorithms: csum16 (verify / update checksum), crc16 (hash).
+pub const CHECKSUM_ALGOS: &[&str] = &["csum16", "crc16"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {

@@ -28,12 +28,17 @@ pub fn program(ir: &mut Ir) {
             s(e)
         }
         Prim::Push(_, e) | Prim::Pop(_, e) => s(e),
+        Prim::HashOffset(_, b, _, n) => {
+            s(b);
+            s(n)
+        }
         Prim::AddHeader(_)
         | Prim::RemoveHeader(_)
         | Prim::AssignHeader(..)
         | Prim::AssignUnion(..)
         | Prim::AssignStack(..)
         | Prim::Exit
+        | Prim::AssignVl(..)
         | Prim::MarkToDrop => {}
     };
     for st in &mut ir.states {
@@ -84,7 +89,7 @@ pub fn bits(e: &Expr, widths: &[u32]) -> Option<u32> {
         Expr::Valid(_) => Some(1),
         Expr::Lookahead { width, .. } => Some(*width),
         Expr::Runtime(_) | Expr::StackField { .. } | Expr::LastField { .. } => None,
-        Expr::StackValid { .. } | Expr::UnionValid(_) => Some(1),
+        Expr::StackValid { .. } | Expr::UnionValid(_) | Expr::VarbitEq(..) => Some(1),
         Expr::Un(UnOp::D2b | UnOp::Not, _) => Some(1),
         Expr::Un(UnOp::B2d, x) => bits(x, widths),
         Expr::Un(UnOp::BitNot | UnOp::Neg, _) => None,
