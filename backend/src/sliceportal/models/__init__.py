@@ -16,6 +16,7 @@ from sliceportal.models.catalogue import SliceType
 from sliceportal.models.controller import ControllerHeartbeat, TestbedCommand, TestbedReport
 from sliceportal.models.deployments import Deployment, DeploymentKind, DeploymentStatus, RuleSet
 from sliceportal.models.footprint import BackendFootprint, RuleSetFootprint, SliceFootprintGen
+from sliceportal.models.import_jobs import ImportJob, ImportJobStatus
 from sliceportal.models.intents import Intent
 from sliceportal.models.kpi import KpiSample, SlaViolation
 from sliceportal.models.slicing import Backend, PathMode, ServiceClass, Slice, SliceState
@@ -33,6 +34,8 @@ __all__ = [
     "Deployment",
     "DeploymentKind",
     "DeploymentStatus",
+    "ImportJob",
+    "ImportJobStatus",
     "Intent",
     "KpiSample",
     "LoginAttempt",

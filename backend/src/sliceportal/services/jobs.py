@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.core.loops import LoopRegistry, SupervisedLoop
 from sliceportal.drivers.contract import ProgressEvent
-from sliceportal.models import Deployment, DeploymentStatus
+from sliceportal.models import Deployment, DeploymentStatus, ImportJob
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +47,14 @@ def runner_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def stale(stale_s: float | None = None) -> ColumnElement[bool]:
+JobModel = type[Deployment] | type[ImportJob]  # job records: id, status, heartbeat_at
+
+
+def stale(stale_s: float | None = None, model: JobModel = Deployment) -> ColumnElement[bool]:
     """Running job rows whose heartbeat is older than ``stale_s`` (default ``STALE_S``), by the database's clock."""
     age = timedelta(seconds=STALE_S if stale_s is None else stale_s)
-    return (Deployment.status == DeploymentStatus.RUNNING) & Deployment.heartbeat_at.is_not(None) \
-        & (Deployment.heartbeat_at < func.clock_timestamp() - age)
+    return (model.status == DeploymentStatus.RUNNING) & model.heartbeat_at.is_not(None) \
+        & (model.heartbeat_at < func.clock_timestamp() - age)
 
 
 class Heartbeat:
@@ -63,8 +66,8 @@ class Heartbeat:
     """
 
     def __init__(self, sessions: sessionmaker[Session], deployment_id: int,
-                 forward: Callable[[ProgressEvent], None] | None = None) -> None:
-        self._sessions, self._id, self._forward = sessions, deployment_id, forward
+                 forward: Callable[[ProgressEvent], None] | None = None, model: JobModel = Deployment) -> None:
+        self._sessions, self._id, self._forward, self._model = sessions, deployment_id, forward, model
         self._latest: dict[str, object] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"job-heartbeat-{deployment_id}", daemon=True)
@@ -80,8 +83,9 @@ class Heartbeat:
         if self._latest is not None:
             values["progress"] = self._latest
         with self._sessions() as session:
-            session.execute(update(Deployment).where(Deployment.id == self._id,
-                                                     Deployment.status == DeploymentStatus.RUNNING).values(**values))
+            model = self._model
+            session.execute(update(model).where(model.id == self._id,
+                                                model.status == DeploymentStatus.RUNNING).values(**values))
             session.commit()
 
     def _run(self) -> None:
@@ -105,7 +109,8 @@ class Heartbeat:
 
 
 class JobResumer:
-    """The leader's duty: finish every job whose runner died (its heartbeat went stale).
+    """The leader's duty: finish every job whose runner died (its heartbeat went stale): deploys
+    and rollbacks, then CSV imports.
 
     One pass every ``RESUME_EVERY_S``; a backend whose lock is held is skipped (its holder is
     alive, or another pass already resumes it). A failed pass (the database away) is retried
@@ -141,3 +146,7 @@ class JobResumer:
                 except Exception:  # one broken backend must not keep the others' jobs running
                     log.exception("resuming the interrupted deployment(s) of backend %s failed", backend_id)
                     session.rollback()
+        # CSV imports whose process died: imported again from the stored upload (services/import_jobs.py)
+        from sliceportal.services.import_jobs import resume_stale as resume_imports
+
+        self.resumed += resume_imports(self._sessions, by=runner_name())

@@ -21,8 +21,9 @@ import csv
 import ipaddress
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
@@ -93,7 +94,10 @@ def _cell(value: str | None) -> str:
 
 
 def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | None = None,
-               override: Override | None = None) -> ImportResult:
+               override: Override | None = None, audit: dict[str, Any] | None = None,
+               before_commit: Callable[[Session, ImportResult], None] | None = None) -> ImportResult:
+    """``audit``: more keys for the import's audit row; ``before_commit`` runs in the import's
+    transaction once everything is inserted and admitted."""
     started = time.perf_counter()
     reader = csv.DictReader(lines)
     header = [h.strip() for h in (reader.fieldnames or [])]
@@ -234,6 +238,9 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
         except AdmissionError:
             session.rollback()  # nothing of the import is kept
             raise
-    record(session, "import", "subscriber", None, after={"rows": rows}, tenant_id=tenant_scope)
+    record(session, "import", "subscriber", None, after={"rows": rows, **(audit or {})}, tenant_id=tenant_scope)
+    result = ImportResult(rows=rows, imported=rows, duration_s=time.perf_counter() - started)
+    if before_commit is not None:  # the job's outcome, in the transaction of the rows (services/import_jobs.py)
+        before_commit(session, result)
     session.commit()
-    return ImportResult(rows=rows, imported=rows, duration_s=time.perf_counter() - started)
+    return result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any
 
@@ -26,7 +25,7 @@ from sliceportal.api.crud import (
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.models import Slice, Subscriber, Tenant
-from sliceportal.models.audit import record
+from sliceportal.models.audit import actor_of, record
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
 from sliceportal.schemas.subscribers import (
@@ -37,10 +36,9 @@ from sliceportal.schemas.subscribers import (
     SubscriberPublic,
     SubscriberUpdate,
 )
-from sliceportal.services import admission
+from sliceportal.services import admission, import_jobs
 from sliceportal.services.admission import Override
 from sliceportal.services.collisions import check_imsi, lock_imsi
-from sliceportal.services.subscriber_import import import_csv
 
 router = APIRouter(prefix="/subscribers", tags=["subscribers"])
 SORTABLE = {"id": Subscriber.id, "imsi": Subscriber.imsi, "ue_ip": Subscriber.ue_ip,
@@ -249,17 +247,17 @@ def delete_subscriber(subscriber_id: PathId, principal: Writer, session: Session
 def import_subscribers(principal: Writer, session: SessionDep, override: AdmissionOverride,
                        file: Annotated[UploadFile, File(description="CSV with a header row")]) -> ImportReport:
     """An optional ``guaranteed_bps`` column gives subscribers their own guarantees: admission
-    control then runs for the slices they join (409 with the computation, nothing imported)."""
-    # newline="" lets the csv module see quoted line breaks and stray carriage returns itself
-    lines = io.TextIOWrapper(file.file, encoding="utf-8-sig", newline="")
+    control then runs for the slices they join (409 with the computation, nothing imported).
+
+    The import is a job (services/import_jobs.py): if the API worker dies mid-import, the
+    leading controller imports the upload again, as the same user; nothing is half imported."""
+    data = file.file.read()  # at most Settings.max_upload_bytes (the upload limit's middleware)
+    job_id = import_jobs.create(session, data, actor=actor_of(session), tenant_scope=principal.tenant_scope,
+                                override=override)
     try:
-        result = import_csv(session, lines, tenant_scope=principal.tenant_scope, override=override)
+        result = import_jobs.run(session, job_id, data, tenant_scope=principal.tenant_scope, override=override)
     except UnicodeDecodeError as exc:
-        session.rollback()
-        raise ApiError(422, "Validation failed", f"the file is not UTF-8 text: {exc.reason}", field="file") from exc
+        raise ApiError(422, "Validation failed", import_jobs.describe(exc), field="file") from exc
     except csv.Error as exc:
-        session.rollback()
-        raise ApiError(422, "Validation failed", f"the file is not valid CSV: {exc}", field="file") from exc
-    finally:
-        lines.detach()
+        raise ApiError(422, "Validation failed", import_jobs.describe(exc), field="file") from exc
     return ImportReport(imported=result.imported, rows=result.rows, duration_s=result.duration_s)
