@@ -596,7 +596,8 @@ impl Engine {
                 let v = self.value(e, pkt, params);
                 pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
             }
-            Prim::AssignDyn(stack, index, offset, e) => {
+            Prim::AssignDyn(a) => {
+                let (stack, index, offset, e) = &**a;
                 let i = self.value(index, pkt, params);
                 let v = self.value(e, pkt, params);
                 if let Some(h) = self.element(*stack, i) {
@@ -806,7 +807,8 @@ impl Engine {
                         *cell = v;
                     }
                 }
-                Prim::HashOffset(dst, base, inputs, size) => {
+                Prim::HashOffset(h) => {
+                    let (dst, base, inputs, size) = &**h;
                     // BMv2's BufBuilder: the fields' bits packed, the last byte zero-padded
                     let mut bytes = Vec::new();
                     let mut w = BitWriter { out: &mut bytes, acc: 0, nbits: 0 };
@@ -1087,6 +1089,14 @@ mod tests {
             }
         }
         assert_eq!(read_bits(&[0xab, 0xcd], 4, 8), 0xbc);
+    }
+
+    #[test]
+    fn primitives_and_expressions_stay_small() {
+        // the per-packet loops walk these in place: a wide variant widens every one (80 and
+        // 32 bytes before stacks, unions and hashes came)
+        assert!(std::mem::size_of::<crate::ir::Prim>() <= 80, "{}", std::mem::size_of::<crate::ir::Prim>());
+        assert!(std::mem::size_of::<Expr>() <= 32, "{}", std::mem::size_of::<Expr>());
     }
 
     #[test]

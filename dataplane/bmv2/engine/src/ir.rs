@@ -126,7 +126,7 @@ pub enum Prim {
     AddHeader(HRef),
     RemoveHeader(HRef),
     /// `stack[index].field = value` with a run-time index.
-    AssignDyn(usize, Box<Expr>, usize, Expr),
+    AssignDyn(Box<(usize, Expr, usize, Expr)>),
     /// A header copy: the source's validity and, when valid, its fields.
     AssignHeader(HRef, HRef),
     /// A union copy, member by member.
@@ -140,8 +140,9 @@ pub enum Prim {
     Exit,
     /// A varbit field copied (destination header, source header).
     AssignVl(usize, usize),
-    /// dst = base + crc16(inputs) % size (v1model's hash with HashAlgorithm.crc16).
-    HashOffset(usize, Expr, Vec<(usize, u32)>, Expr),
+    /// dst = base + crc16(inputs) % size (v1model's hash with HashAlgorithm.crc16), boxed:
+    /// a large variant would widen every primitive the per-packet loop walks.
+    HashOffset(Box<(usize, Expr, Vec<(usize, u32)>, Expr)>),
 }
 
 #[derive(Debug, Clone)]
@@ -575,7 +576,9 @@ impl<'a> Builder<'a> {
         Ok(match op {
             "assign" => match self.expr(arg(0)?)? {
                 Expr::Field(f) => Prim::Assign(f, self.expr(arg(1)?)?),
-                Expr::StackField { stack, index, offset } => Prim::AssignDyn(stack, index, offset, self.expr(arg(1)?)?),
+                Expr::StackField { stack, index, offset } => {
+                    Prim::AssignDyn(Box::new((stack, *index, offset, self.expr(arg(1)?)?)))
+                }
                 _ => return Err(format!("assignment to {} (only fields)", short(arg(0)?))),
             },
             "assign_header" => Prim::AssignHeader(self.href(arg(0)?)?, self.href(arg(1)?)?),
@@ -595,7 +598,7 @@ impl<'a> Builder<'a> {
                 if inputs.iter().any(|(_, w)| *w == VARBIT_INPUT) {
                     return Err(format!("calculation {name}: a varbit input to a hash"));
                 }
-                Prim::HashOffset(self.dst_field(arg(0)?)?, self.expr(arg(1)?)?, inputs, self.expr(arg(3)?)?)
+                Prim::HashOffset(Box::new((self.dst_field(arg(0)?)?, self.expr(arg(1)?)?, inputs, self.expr(arg(3)?)?)))
             }
             "assign_VL" => {
                 let (d, s) = (self.varbit_header(arg(0)?), self.varbit_header(arg(1)?));

@@ -23,14 +23,14 @@ pub fn program(ir: &mut Ir) {
             s(i);
             s(e)
         }
-        Prim::AssignDyn(_, i, _, e) => {
-            s(i);
-            s(e)
+        Prim::AssignDyn(a) => {
+            s(&mut a.1);
+            s(&mut a.3)
         }
         Prim::Push(_, e) | Prim::Pop(_, e) => s(e),
-        Prim::HashOffset(_, b, _, n) => {
-            s(b);
-            s(n)
+        Prim::HashOffset(h) => {
+            s(&mut h.1);
+            s(&mut h.3)
         }
         Prim::AddHeader(_)
         | Prim::RemoveHeader(_)
