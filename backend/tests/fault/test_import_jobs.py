@@ -165,3 +165,24 @@ def test_an_import_is_a_job_ending_with_its_rows_or_its_refusal(
     not_utf8 = _job(db_url)
     assert not_utf8 is not None and not_utf8.status == "failed" and not_utf8.error == bad.json()["detail"]
     assert _count(db_url) == 50 and len(_audit(db_url)) == 1
+
+
+def test_respond_async_answers_202_with_the_job_and_it_ends(client: TestClient, op: dict[str, str]) -> None:
+    r = client.post("/api/v1/subscribers/import", headers={**op, "Prefer": "respond-async"},
+                    files={"file": ("s.csv", _csv(200), "text/csv")})
+    assert r.status_code == 202, r.text
+    job = r.json()
+    assert r.headers["location"] == f"/api/v1/subscribers/import-jobs/{job['id']}"
+    assert job["status"] in ("running", "succeeded") and job["runner"] and job["actor"] == "op", job
+    done = wait_until("the import job ends", lambda: (j := client.get(r.headers["location"], headers=op).json())
+                      ["status"] != "running" and j, 30)
+    assert done["status"] == "succeeded" and done["report"]["imported"] == 200 and done["error"] == "", done
+    # a refused import: 202 too (the file is read by the job), the job says why
+    again = client.post("/api/v1/subscribers/import", headers={**op, "Prefer": "respond-async"},
+                        files={"file": ("s.csv", _csv(200), "text/csv")})
+    assert again.status_code == 202, again.text
+    failed = wait_until("the refused job ends", lambda: (j := client.get(again.headers["location"], headers=op)
+                                                          .json())["status"] != "running" and j, 30)
+    assert failed["status"] == "failed" and "nothing was imported" in failed["error"], failed
+    assert client.get("/api/v1/subscribers/import-jobs/999999", headers=op).status_code == 404
+

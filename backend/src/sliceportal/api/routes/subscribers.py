@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import csv
+import logging
+import threading
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Header, Response, UploadFile
+from fastapi import APIRouter, File, Header, Request, Response, UploadFile
+from fastapi.responses import JSONResponse
 from sqlalchemy import BigInteger, Row, Select, any_, bindparam, cast, func, or_, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, INET
 from sqlalchemy.orm import Session, lazyload, raiseload
@@ -24,10 +27,11 @@ from sliceportal.api.crud import (
 )
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError, not_found
-from sliceportal.models import Slice, Subscriber, Tenant
-from sliceportal.models.audit import actor_of, record
+from sliceportal.models import ImportJob, Slice, Subscriber, Tenant
+from sliceportal.models.audit import actor_of, record, set_actor
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
+from sliceportal.schemas.import_jobs import ImportJobPublic
 from sliceportal.schemas.subscribers import (
     BulkDeleteReport,
     ImportReport,
@@ -40,6 +44,7 @@ from sliceportal.services import admission, import_jobs
 from sliceportal.services.admission import Override
 from sliceportal.services.collisions import check_imsi, lock_imsi
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/subscribers", tags=["subscribers"])
 SORTABLE = {"id": Subscriber.id, "imsi": Subscriber.imsi, "ue_ip": Subscriber.ue_ip,
             "tenant_id": Subscriber.tenant_id, "created_at": Subscriber.created_at}
@@ -242,22 +247,57 @@ def delete_subscriber(subscriber_id: PathId, principal: Writer, session: Session
     session.commit()
 
 
-@router.post("/import", response_model=ImportReport, status_code=201,
+IMPORT_ASYNC: dict[int | str, dict[str, Any]] = {202: {
+    "model": ImportJobPublic, "description": "with Prefer: respond-async: the import job is running; Location "
+    "names it (GET it for its outcome)"}}
+
+
+@router.post("/import", response_model=ImportReport, status_code=201, responses=IMPORT_ASYNC,
              summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices[,guaranteed_bps]); all or nothing")
-def import_subscribers(principal: Writer, session: SessionDep, override: AdmissionOverride,
-                       file: Annotated[UploadFile, File(description="CSV with a header row")]) -> ImportReport:
+def import_subscribers(principal: Writer, session: SessionDep, override: AdmissionOverride, request: Request,
+                       file: Annotated[UploadFile, File(description="CSV with a header row")],
+                       prefer: Annotated[str | None, Header()] = None) -> ImportReport | Response:
     """An optional ``guaranteed_bps`` column gives subscribers their own guarantees: admission
     control then runs for the slices they join (409 with the computation, nothing imported).
 
     The import is a job (services/import_jobs.py): if the API worker dies mid-import, the
-    leading controller imports the upload again, as the same user; nothing is half imported."""
+    leading controller imports the upload again, as the same user; nothing is half imported.
+    With ``Prefer: respond-async`` the answer is 202 as soon as the job exists (``Location``:
+    ``GET /subscribers/import-jobs/{id}``, ``running`` until it ends)."""
     data = file.file.read()  # at most Settings.max_upload_bytes (the upload limit's middleware)
-    job_id = import_jobs.create(session, data, actor=actor_of(session), tenant_scope=principal.tenant_scope,
-                                override=override)
+    actor, scope = actor_of(session), principal.tenant_scope
+    job_id = import_jobs.create(session, data, actor=actor, tenant_scope=scope, override=override)
+    if prefer is not None and any(p.split(";")[0].strip().lower() == "respond-async" for p in prefer.split(",")):
+        sessions = request.app.state.sessionmaker
+
+        def work() -> None:
+            try:
+                with sessions() as s:
+                    set_actor(s, actor)
+                    import_jobs.run(s, job_id, data, tenant_scope=scope, override=override)
+            except import_jobs.REFUSALS:
+                pass  # the job records the refusal
+            except Exception:  # the job stays running: the leader imports it again once stale
+                log.exception("import job %d failed", job_id)
+
+        threading.Thread(target=work, name=f"import-job-{job_id}", daemon=True).start()
+        body = ImportJobPublic.model_validate(session.get_one(ImportJob, job_id)).model_dump(mode="json")
+        location = request.app.url_path_for("read_import_job", job_id=job_id)
+        return JSONResponse(body, status_code=202, headers={"Location": str(location)})
     try:
-        result = import_jobs.run(session, job_id, data, tenant_scope=principal.tenant_scope, override=override)
+        result = import_jobs.run(session, job_id, data, tenant_scope=scope, override=override)
     except UnicodeDecodeError as exc:
         raise ApiError(422, "Validation failed", import_jobs.describe(exc), field="file") from exc
     except csv.Error as exc:
         raise ApiError(422, "Validation failed", import_jobs.describe(exc), field="file") from exc
     return ImportReport(imported=result.imported, rows=result.rows, duration_s=result.duration_s)
+
+
+@router.get("/import-jobs/{job_id}", response_model=ImportJobPublic)
+def read_import_job(job_id: PathId, principal: Writer, session: SessionDep) -> ImportJobPublic:
+    """One CSV import job: ``running`` until it ends, then ``succeeded`` with its report or
+    ``failed`` with its error. A tenant-bound caller sees its own tenant's jobs only."""
+    job = session.get(ImportJob, job_id)
+    if job is None or (principal.tenant_scope is not None and job.tenant_id != principal.tenant_scope):
+        raise not_found("import job", job_id)
+    return ImportJobPublic.model_validate(job)
