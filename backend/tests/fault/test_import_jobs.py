@@ -167,7 +167,8 @@ def test_an_import_is_a_job_ending_with_its_rows_or_its_refusal(
     assert _count(db_url) == 50 and len(_audit(db_url)) == 1
 
 
-def test_respond_async_answers_202_with_the_job_and_it_ends(client: TestClient, op: dict[str, str]) -> None:
+def test_respond_async_answers_202_with_the_job_and_it_ends(client: TestClient, session: Session,
+                                                            op: dict[str, str]) -> None:
     r = client.post("/api/v1/subscribers/import", headers={**op, "Prefer": "respond-async"},
                     files={"file": ("s.csv", _csv(200), "text/csv")})
     assert r.status_code == 202, r.text
@@ -185,4 +186,15 @@ def test_respond_async_answers_202_with_the_job_and_it_ends(client: TestClient, 
                                                           .json())["status"] != "running" and j, 30)
     assert failed["status"] == "failed" and "nothing was imported" in failed["error"], failed
     assert client.get("/api/v1/subscribers/import-jobs/999999", headers=op).status_code == 404
+    # a key bound to another tenant: its own tenant's jobs only
+    blue = client.post("/api/v1/tenants", json=tenant_body("blue", 5002, 2), headers=op).json()["id"]
+    integ = make_user(session, "integrator", Role.INTEGRATOR)
+    key = client.post("/api/v1/api-keys", json={"name": "b", "scopes": ["read", "write"], "tenant_id": blue,
+                                                "user_id": integ.id}, headers=op)
+    as_blue = {"X-API-Key": key.json()["secret"]}
+    assert client.get(r.headers["location"], headers=as_blue).status_code == 404
+    own = client.post("/api/v1/subscribers/import", headers={**as_blue, "Prefer": "respond-async"},
+                      files={"file": ("s.csv", HEADER.encode() + b"001019999999999,10.9.0.1,,blue,\n", "text/csv")})
+    assert own.status_code == 202 and own.json()["tenant_id"] == blue, own.text
+    assert client.get(own.headers["location"], headers=as_blue).status_code == 200
 
