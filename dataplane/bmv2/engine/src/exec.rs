@@ -589,6 +589,18 @@ impl Engine {
         pkt.varbits.swap(a, b);
     }
 
+    /// setValid: an invalid header becomes valid with its fields zeroed.
+    #[inline]
+    fn add_header(&self, pkt: &mut Packet, h: usize) {
+        if !pkt.valid[h] {
+            for &(slot, _) in &self.ir.headers[h].fields {
+                pkt.fields[slot] = 0;
+            }
+            pkt.varbits[h].clear();
+            self.mark_valid(pkt, h);
+        }
+    }
+
     /// The primitives that touch only the header vector (also run in parser states).
     fn phv_prim(&self, prim: &Prim, params: &[u64], pkt: &mut Packet) {
         match prim {
@@ -607,13 +619,7 @@ impl Engine {
             }
             Prim::AddHeader(r) => {
                 if let Some(h) = self.resolve(r, pkt, params) {
-                    if !pkt.valid[h] {
-                        for &(slot, _) in &self.ir.headers[h].fields {
-                            pkt.fields[slot] = 0;
-                        }
-                        pkt.varbits[h].clear();
-                        self.mark_valid(pkt, h);
-                    }
+                    self.add_header(pkt, h);
                 }
             }
             Prim::RemoveHeader(r) => {
@@ -824,6 +830,9 @@ impl Engine {
                     let v = self.value(base, pkt, params) + if size > 0 { hash % size } else { 0 };
                     pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
                 }
+                // the fixed-header forms inline: slicing.p4's VLAN push and pop
+                Prim::AddHeader(HRef::Fixed(h)) => self.add_header(pkt, *h),
+                Prim::RemoveHeader(HRef::Fixed(h)) => pkt.valid[*h] = false,
                 p => self.phv_prim(p, params, pkt),
             }
         }

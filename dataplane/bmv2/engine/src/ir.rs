@@ -94,8 +94,9 @@ pub enum ParserOp {
     /// advance(bits): skip bits of the packet (whole bytes).
     Advance(Expr),
     Verify(Expr, Expr),
-    /// An action primitive inside a parser state (header copies, setValid / setInvalid).
-    Prim(Prim),
+    /// An action primitive inside a parser state (header copies, setValid / setInvalid),
+    /// boxed: the parser walks its ops in place.
+    Prim(Box<Prim>),
 }
 
 #[derive(Debug, Clone)]
@@ -142,8 +143,14 @@ pub enum Prim {
     AssignVl(usize, usize),
     /// dst = base + crc16(inputs) % size (v1model's hash with HashAlgorithm.crc16), boxed:
     /// a large variant would widen every primitive the per-packet loop walks.
-    HashOffset(Box<(usize, Expr, Vec<(usize, u32)>, Expr)>),
+    HashOffset(Box<HashIr>),
 }
+
+/// A hash primitive: (destination slot, base, input (slot, width)s, size).
+pub type HashIr = (usize, Expr, Vec<(usize, u32)>, Expr);
+
+/// A const entry: (key as the engine's table stores it, priority, action, parameters).
+pub type ConstEntry = (Vec<(u64, u64)>, i64, usize, Vec<u64>);
 
 #[derive(Debug, Clone)]
 pub struct StackIr {
@@ -205,7 +212,7 @@ pub struct TableIr {
     pub direct_counter: bool,
     /// The program's `const entries`: (key as the engine's table stores it, priority
     /// (larger wins), action, parameters), installed when the engine is built.
-    pub entries: Vec<(Vec<(u64, u64)>, i64, usize, Vec<u64>)>,
+    pub entries: Vec<ConstEntry>,
 }
 
 #[cfg(test)]
@@ -896,7 +903,7 @@ pub fn build(raw: &Value) -> R<Ir> {
                         | Prim::AssignUnion(..)
                         | Prim::AssignStack(..)
                         | Prim::Push(..)
-                        | Prim::Pop(..) => ParserOp::Prim(prim),
+                        | Prim::Pop(..) => ParserOp::Prim(Box::new(prim)),
                         other => return Err(ctx(format!("primitive {other:?} in a parser state"))),
                     }
                 }
