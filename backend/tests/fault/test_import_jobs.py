@@ -59,7 +59,8 @@ def worker(db_url: str, settings: Settings) -> Iterator[tuple[subprocess.Popen[b
                 return httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200
             except httpx.TransportError:
                 return False
-        wait_until("the API worker serves", serves, 60)
+        # its imports alone take ~7 s at load 7 on 2 cores; 60 s was once not enough under a full run
+        wait_until("the API worker serves", serves, 120)
         yield proc, base
     finally:
         if proc.poll() is None:
