@@ -41,6 +41,7 @@ from sliceportal.core.config import REPO_ROOT, Settings
 from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.notify import start_listener
+from sliceportal.services import backends as backends_service
 from sliceportal.services.backends import POOL
 
 API_PREFIX = "/api/v1"
@@ -62,6 +63,9 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(lifecycle.end_interrupted, app)
+        # the driver plugins (grpc, protobuf, libbpf bindings) are imported before the first
+        # request, not by it: on a busy host that import held the first registration ~4 s
+        await asyncio.to_thread(backends_service.registry)
         # points ingested by any process reach this one's KPI streams (kpi/notify.py); stopped first
         app.state.kpi_listener = await asyncio.to_thread(start_listener, database_url, app.state.kpi_hub)
         app.state.on_shutdown.insert(0, app.state.kpi_listener.stop)

@@ -19,7 +19,11 @@ import {
 /** A changed value: a plain one inline, a structured one (object, list) as indented JSON. */
 function Value({ text, struck }: { text: string; struck: boolean }) {
   if (text.includes("\n")) {
-    return <Code block fz="xs" td={struck ? "line-through" : undefined} mah={240} style={{ overflow: "auto" }}>{text}</Code>;
+    // scrollable, so reachable by keyboard too (tabIndex), with a name for screen readers
+    return (
+      <Code block fz="xs" td={struck ? "line-through" : undefined} mah={240} style={{ overflow: "auto" }}
+        tabIndex={0} role="region" aria-label={struck ? "value before (JSON)" : "value after (JSON)"}>{text}</Code>
+    );
   }
   return <Text span size="sm" td={struck ? "line-through" : undefined} style={{ wordBreak: "break-all" }}>{text}</Text>;
 }
