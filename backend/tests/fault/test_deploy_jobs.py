@@ -8,9 +8,8 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -26,18 +25,11 @@ from sliceportal.core.db import session_factory
 from sliceportal.models import Backend, Deployment, DeploymentKind, Role
 from sliceportal.services import deployments as svc
 from sliceportal.services import jobs
-from sliceportal_testbed.processes import RunningTarget, free_port
+from sliceportal_testbed.processes import RunningTarget
 from tests.factories import login, make_user, running_controller, wait_until
 from tests.fault.test_control_loop import EIGHT_QUEUES, _setup
 
 # the same app factory under uvicorn, alone in its own process, on the test's database
-WORKER = """
-import sys, uvicorn
-from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
-app = create_app(Settings(secret_key=sys.argv[1], reconcile_interval_s=0), sys.argv[2])
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
-"""
 USERS = 300  # 1 200 P4 entries that do not aggregate
 BATCH = 4  # P4Runtime updates a write: the push takes a few hundred steps, each reported
 
@@ -48,26 +40,6 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     return login(client, "op")
 
 
-@pytest.fixture
-def worker(db_url: str, settings: Settings) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """An API worker process (``sliceportal run`` starts N of these under uvicorn)."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, settings.secret_key, db_url, str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        def serves() -> bool:
-            assert proc.poll() is None, f"the worker exited with {proc.returncode}"
-            try:
-                return httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200
-            except httpx.TransportError:
-                return False
-        wait_until("the API worker serves", serves, 60)
-        yield proc, base
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=20)
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,9 +20,7 @@ from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
 from sliceportal.models import ImportJob, Role, Subscriber
 from sliceportal.services import jobs
-from sliceportal_testbed.processes import free_port
 from tests.factories import login, make_user, running_controller, slice_type_id, tenant_body, wait_until
-from tests.fault.test_deploy_jobs import WORKER
 
 ROWS = 10_000
 HEADER = "imsi,ue_ip,teids,tenant,slices\n"
@@ -45,27 +41,6 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     return headers
 
 
-@pytest.fixture
-def worker(db_url: str, settings: Settings) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """An API worker process (``sliceportal run`` starts N of these under uvicorn)."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, settings.secret_key, db_url, str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        def serves() -> bool:
-            assert proc.poll() is None, f"the worker exited with {proc.returncode}"
-            try:
-                return httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200
-            except httpx.TransportError:
-                return False
-        # its imports alone take ~7 s at load 7 on 2 cores; 60 s was once not enough under a full run
-        wait_until("the API worker serves", serves, 120)
-        yield proc, base
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=20)
 
 
 def _job(db_url: str) -> ImportJob | None:
