@@ -56,6 +56,11 @@ def get_secret(request: Request) -> str:
     return secret
 
 
+def wants_async(prefer: str | None) -> bool:
+    """``Prefer: respond-async`` (RFC 7240: a list of preferences, each possibly with parameters)."""
+    return prefer is not None and any(p.split(";")[0].strip().lower() == "respond-async" for p in prefer.split(","))
+
+
 def client_address(request: Request, settings: Settings) -> str:
     """The client's address: the socket peer, or — only when the peer is a trusted proxy —
     the right-most X-Forwarded-For hop that is not itself a trusted proxy."""

@@ -24,7 +24,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import get_scoped, page
-from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep
+from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep, wants_async
 from sliceportal.api.errors import ApiError, domain_problem, not_found
 from sliceportal.models import Backend, Deployment, RuleSet, Slice
 from sliceportal.models.audit import Actor, set_actor
@@ -124,11 +124,6 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
     return StreamingResponse(body(), media_type=NDJSON)
 
 
-def _wants_async(prefer: str | None) -> bool:
-    # RFC 7240: a list of preferences, each possibly with parameters
-    return prefer is not None and any(p.split(";")[0].strip().lower() == "respond-async" for p in prefer.split(","))
-
-
 def _start_job(request: Request, session: SessionDep, backend_id: int, principal: Principal,
                rollback_to: int | None, override: Override | None) -> Response:
     """``Prefer: respond-async``: run the job in a thread of this process and answer once its row
@@ -191,7 +186,7 @@ def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request
     (``Location``: the row; it reads ``running`` with its progress until it ends).
     """
     backend = get_scoped(session, Backend, backend_id, None, "backend")
-    if _wants_async(prefer):
+    if wants_async(prefer):
         return _start_job(request, session, backend_id, principal, None, override)
     if accept and NDJSON in accept:
         svc.preview(session, backend)  # refusals (compile, capacity) answer 4xx before streaming
@@ -240,7 +235,7 @@ def rollback(backend_id: PathId, body: RollbackRequest, principal: Deployer, ses
     """Push an earlier rule set again (a new deployment of kind ``rollback``); ``Prefer:
     respond-async`` as for a deploy."""
     backend = get_scoped(session, Backend, backend_id, None, "backend")
-    if _wants_async(prefer):
+    if wants_async(prefer):
         return _start_job(request, session, backend_id, principal, body.rule_set, None)
     if accept and NDJSON in accept:
         session.close()  # release the request's connection now: the stream may outlive the database

@@ -25,7 +25,7 @@ from sliceportal.api.crud import (
     page_rows,
     scoped,
 )
-from sliceportal.api.deps import Reader, SessionDep, Writer
+from sliceportal.api.deps import Reader, SessionDep, Writer, wants_async
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.models import ImportJob, Slice, Subscriber, Tenant
 from sliceportal.models.audit import actor_of, record, set_actor
@@ -267,7 +267,7 @@ def import_subscribers(principal: Writer, session: SessionDep, override: Admissi
     data = file.file.read()  # at most Settings.max_upload_bytes (the upload limit's middleware)
     actor, scope = actor_of(session), principal.tenant_scope
     job_id = import_jobs.create(session, data, actor=actor, tenant_scope=scope, override=override)
-    if prefer is not None and any(p.split(";")[0].strip().lower() == "respond-async" for p in prefer.split(",")):
+    if wants_async(prefer):
         sessions = request.app.state.sessionmaker
 
         def work() -> None:
@@ -286,9 +286,7 @@ def import_subscribers(principal: Writer, session: SessionDep, override: Admissi
         return JSONResponse(body, status_code=202, headers={"Location": str(location)})
     try:
         result = import_jobs.run(session, job_id, data, tenant_scope=scope, override=override)
-    except UnicodeDecodeError as exc:
-        raise ApiError(422, "Validation failed", import_jobs.describe(exc), field="file") from exc
-    except csv.Error as exc:
+    except (UnicodeDecodeError, csv.Error) as exc:
         raise ApiError(422, "Validation failed", import_jobs.describe(exc), field="file") from exc
     return ImportReport(imported=result.imported, rows=result.rows, duration_s=result.duration_s)
 
