@@ -47,15 +47,14 @@ def slice_type_id(client: TestClient, headers: dict[str, str], name: str) -> int
 
 
 def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 30.0, poll_s: float = 0.2) -> Any:
-    """Poll ``check`` until it returns something truthy (returned); fail naming ``what``."""
+    """Poll ``check`` until it returns something truthy (returned); fail naming ``what``.
+    ``check`` runs at least once, and once more after the deadline (``timeout_s=0``: now)."""
     deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
+    while not (last := check()):
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")
         time.sleep(poll_s)
-    raise AssertionError(f"{what} within {timeout_s:.0f} s (last: {last!r})")
+    return last
 
 
 @contextmanager

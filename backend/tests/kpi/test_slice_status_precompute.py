@@ -7,7 +7,6 @@ p4rt driver and the bundled P4Runtime target."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -23,6 +22,7 @@ from sliceportal.services.footprint_refresher import FootprintRefresher
 from sliceportal.services.slice_status import refresh_wanted
 from sliceportal_testbed.processes import RunningTarget
 from tests.api.test_query_counts import statements
+from tests.factories import wait_until
 from tests.kpi.test_slice_state_stored import EIGHT_QUEUES, SLA, _deploy, _states, _world, op  # noqa: F401
 
 DEADLINE_S = 30.0
@@ -58,14 +58,13 @@ def refresher(db_url: str, session: Session) -> Iterator[FootprintRefresher]:
 def _until_current(session: Session, bid: int, rule_set_id: int, wait_s: float = DEADLINE_S) -> BackendFootprint:
     """The backend's stored wanted digests once they are for ``rule_set_id`` and the
     configuration as it is now (computed by someone other than a read: no read runs meanwhile)."""
-    deadline = time.monotonic() + wait_s
-    while True:
+    def current() -> BackendFootprint | None:
         row = _row(session, bid)
-        key = footprint_state.input_key(session, bid)
-        if row is not None and row.rule_set_id == rule_set_id and row.input_key == key:
-            return row
-        assert time.monotonic() < deadline, f"stale after {wait_s} s: {row and row.rule_set_id} for {rule_set_id}"
-        time.sleep(0.05)
+        current_key = footprint_state.input_key(session, bid)
+        return row if row is not None and (row.rule_set_id, row.input_key) == (rule_set_id, current_key) else None
+    row: BackendFootprint = wait_until(f"stored digests of rule set {rule_set_id}, current", current, wait_s,
+                                       poll_s=0.05)
+    return row
 
 
 def test_a_deploy_stores_what_it_compiled(client: TestClient, session: Session, op: dict[str, str],  # noqa: F811
