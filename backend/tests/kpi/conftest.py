@@ -25,6 +25,13 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
 
 
 @pytest.fixture
+def op(client: TestClient, session: Session) -> dict[str, str]:
+    """An operator's headers (a module may define its own)."""
+    make_user(session, "op", Role.OPERATOR)
+    return login(client, "op")
+
+
+@pytest.fixture
 def worker_a(db_url: str, settings: Settings) -> Iterator[str]:
     base = f"http://127.0.0.1:{free_port()}"
     argv = [sys.executable, "-c", WORKER, settings.secret_key, db_url, base.rsplit(":", 1)[1]]

@@ -10,26 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from sliceportal.drivers.contract import ProgressEvent
-from sliceportal.models import Backend, BackendFootprint, DeploymentStatus, Role
+from sliceportal.models import Backend, BackendFootprint, DeploymentStatus
 from sliceportal.services.deployments import deploy
 from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.api.test_query_counts import statements
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from tests.factories import slice_type_id, tenant_body
 
 EIGHT_QUEUES = ("--priority-queues", "8")
 SLA = {"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1}
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
 
 
 def _world(client: TestClient, op: dict[str, str], address: str, users: int = 4) -> tuple[int, int, int]:

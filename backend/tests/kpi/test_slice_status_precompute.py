@@ -23,7 +23,7 @@ from sliceportal.services.slice_status import refresh_wanted
 from sliceportal_testbed.processes import RunningTarget
 from tests.api.test_query_counts import statements
 from tests.factories import wait_until
-from tests.kpi.test_slice_state_stored import EIGHT_QUEUES, SLA, _deploy, _states, _world, op  # noqa: F401
+from tests.kpi.test_slice_state_stored import EIGHT_QUEUES, SLA, _deploy, _states, _world
 
 DEADLINE_S = 30.0
 
@@ -38,7 +38,7 @@ def _rule_set_id(session: Session, bid: int, number: int) -> int:
     return int(session.scalar(select(RuleSet.id).where(RuleSet.backend_id == bid, RuleSet.number == number)) or 0)
 
 
-def _reads_compile(client: TestClient, op: dict[str, str], db_url: str, sid: int) -> list[str]:  # noqa: F811
+def _reads_compile(client: TestClient, op: dict[str, str], db_url: str, sid: int) -> list[str]:
     """The statements of the list and read pages that only a compile issues (subscribers, IRs)."""
     with statements(db_url) as seen:
         for path in ("/api/v1/slices?limit=50", f"/api/v1/slices/{sid}"):
@@ -67,7 +67,7 @@ def _until_current(session: Session, bid: int, rule_set_id: int, wait_s: float =
     return row
 
 
-def test_a_deploy_stores_what_it_compiled(client: TestClient, session: Session, op: dict[str, str],  # noqa: F811
+def test_a_deploy_stores_what_it_compiled(client: TestClient, session: Session, op: dict[str, str],
                                           db_url: str, start_target: Callable[..., RunningTarget]) -> None:
     bid, _, sid = _world(client, op, start_target(*EIGHT_QUEUES).address)
     _deploy(client, op, bid)
@@ -85,7 +85,7 @@ def test_a_deploy_stores_what_it_compiled(client: TestClient, session: Session, 
 
 
 def test_a_slice_edited_while_a_deploy_runs_ends_pending_computed_ahead(
-        client: TestClient, session: Session, op: dict[str, str], db_url: str,  # noqa: F811
+        client: TestClient, session: Session, op: dict[str, str], db_url: str,
         start_target: Callable[..., RunningTarget], refresher: FootprintRefresher) -> None:
     bid, _, sid = _world(client, op, start_target(*EIGHT_QUEUES).address)
     _deploy(client, op, bid)
