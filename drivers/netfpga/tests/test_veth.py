@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,18 +50,18 @@ def test_frames_cross_the_simulated_card(sim_binary: Path, tmp_path: Path, veths
         driver.apply(driver.lower(table2_ir(1)), lambda _: None)
         flows = [Flow("10.0.0.5", "10.255.0.1", 5000 + 8 * lane) for lane in range(4)]
         frames = [build_bytes(f, payload(i, 0, 0, 64)) for i, f in enumerate(flows)]
-        sniffer = AsyncSniffer(iface=host, store=True)
+        ours: list[bytes] = []  # only our frames count: the kernel may send its own on a new link
+        listening = threading.Event()
+        sniffer = AsyncSniffer(iface=host, store=False, started_callback=listening.set,
+                               lfilter=lambda p: parse_payload(bytes(p)[-64:]) is not None,
+                               prn=lambda p: ours.append(bytes(p)))
         sniffer.start()
-        time.sleep(0.3)
+        assert listening.wait(10), "the sniffer did not start"
         sendp(frames, iface=wire, verbose=False)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if sum(c.packets for c in driver.counters().lanes.values()) >= len(frames):
-                break
-            time.sleep(0.1)
-        time.sleep(0.3)
+        while len(ours) < len(frames) and time.monotonic() < deadline:
+            time.sleep(0.05)
         sniffer.stop()
-        ours = [bytes(p) for p in sniffer.results or [] if parse_payload(bytes(p)[-64:]) is not None]
         assert sorted(ours) == sorted(frames)
         c = driver.counters()
         assert [c.lanes[f"0/{lane}"].packets for lane in range(4)] == [1, 1, 1, 1]
@@ -93,9 +94,10 @@ def test_rate_limit_holds_in_wall_clock_time(sim_binary: Path, tmp_path: Path, v
         flow = Flow("10.0.0.5", "10.255.0.1", 5000)
         frames = [build_bytes(flow, payload(i, 0, 0, 900)) for i in range(300)]
         size = len(frames[0])
-        sniffer = AsyncSniffer(iface=host, store=True)
+        listening = threading.Event()
+        sniffer = AsyncSniffer(iface=host, store=True, started_callback=listening.set)
         sniffer.start()
-        time.sleep(0.3)
+        assert listening.wait(10), "the sniffer did not start"
         t0 = time.monotonic()
         sendp(frames, iface=wire, verbose=False, inter=1 / 200)  # ~1.5 Mbit/s when the host keeps up
         elapsed = time.monotonic() - t0
