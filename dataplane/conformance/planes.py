@@ -82,14 +82,14 @@ XDP_MIN_FRAME = 14  # BPF_PROG_TEST_RUN refuses shorter frames; no NIC delivers 
 def run_xdp(d: XdpDriver, frames: Sequence[bytes]) -> list[Verdict | None]:
     """None for a frame the kernel does not hand to an XDP program at all."""
     out: list[Verdict | None] = []
-    g = d.raw_counters().globals
+    g = d.dataplane.global_counts()  # per frame: the full counters scan the flow cache
     for data in frames:
         if len(data) < XDP_MIN_FRAME:
             out.append(None)
             continue
         r = d.run(data)
         last = d.last_decision()
-        g2 = d.raw_counters().globals
+        g2 = d.dataplane.global_counts()
         mal = g2[layout.G_MALFORMED] - g[layout.G_MALFORMED]
         unp = g2[layout.G_UNPARSED] - g[layout.G_UNPARSED]
         g = g2

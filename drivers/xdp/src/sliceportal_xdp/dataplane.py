@@ -425,11 +425,17 @@ class DataPlane:
                     c.passed += counts[5]
                     c.ecn += counts[6]
 
-    def counters(self) -> RawCounters:
+    def global_counts(self) -> list[int]:
+        """The global counters (``L.G_*``) summed over CPUs: one small map, without the
+        per-rule, per-lane and per-slice statistics and the flow cache ``counters`` scans."""
         g = [0] * L.G_N
         for k, val in self.global_stats.lookup_all():
             idx = L.U32.unpack(k)[0]
             g[idx] = sum(int.from_bytes(val[o : o + 8], "little") for o in range(0, len(val), 8))
+        return g
+
+    def counters(self) -> RawCounters:
+        g = self.global_counts()
         # read the statistics before the cache: a slot flushed in between is then missed
         # once (read again next time), never counted twice
         rules = self._sum_counters(self.rule_stats)
