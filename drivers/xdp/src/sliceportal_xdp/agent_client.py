@@ -138,8 +138,11 @@ class AgentClient:
     # ---- the contract ------------------------------------------------------------------
 
     def capabilities(self) -> Capabilities:
-        # not cached: an agent restarted with other options (--replace) has other capacities
-        return self._call("GET", "/capabilities", Capabilities)
+        # Not cached: an agent restarted with other options (--replace) has other capacities.
+        # Not retried: it is asked while an operator registers the backend (who should hear
+        # "unreachable" at once, not after 10 s) and before a push (which the reconcile and
+        # the operator retry with fresh state anyway).
+        return self._call("GET", "/capabilities", Capabilities, retry=False)
 
     def apply(self, plan: NativePlan, progress: ProgressCallback) -> ApplyResult:
         # a large push on a loaded host, or one queued behind another push, outlasts a read
