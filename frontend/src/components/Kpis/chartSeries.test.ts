@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
-import { alignSeries, axisTime, gapSpans, buildSeries, formatValue, lastValue, sourcesOf, typicalStep, withGaps, zoneName } from "./chartSeries";
+import { alignSeries, axisTime, gapSpans, buildSeries, formatValue, lastValue, sourcesOf, stillArriving, typicalStep, withGaps, zoneName } from "./chartSeries";
 
 type KpiSample = Schemas["KpiSamplePublic"];
 
@@ -113,9 +113,34 @@ describe("gapSpans", () => {
     expect(gapSpans([{ points: [[0, 1], [1, 1], [2, 1]] }])).toEqual([]);
   });
   it("shades samples without the metric (null), not as zero, and nothing without values", () => {
-    const pts: [number, number | null][] = [[0, 1], [1, 1], [2, null], [3, null], [4, null], [5, 1], [6, null], [7, null], [8, null], [9, null]];
-    expect(gapSpans([{ points: pts }])).toEqual([[1, 5], [5, 9]]);
+    const pts: [number, number | null][] = [[0, 1], [1, 1], [2, null], [3, null], [4, null], [5, 1], [6, null], [7, null],
+      [8, null], [9, null], [10, null]];
+    expect(gapSpans([{ points: pts }])).toEqual([[1, 5], [5, 10]]);
     expect(gapSpans([{ points: [[0, null], [1, null]] }])).toEqual([]);
     expect(gapSpans([])).toEqual([]);
+  });
+});
+
+describe("the newest intervals, not collected yet (#29)", () => {
+  // one sample a second for 42 s; the interval ending at 43 not yet posted when 44 arrives
+  const upTo = (n: number) => Array.from({ length: n + 1 }, (_, t) => [t, 1] as [number, number | null]);
+  it("are not shaded or broken as a gap", () => {
+    const live: [number, number | null][] = [...upTo(42), [44, 1]];
+    expect(gapSpans([{ points: live }])).toEqual([]);
+    expect(withGaps(live).some((p) => p[1] === null)).toBe(false);
+    // its timestamp a little late too (0.9 s): still arriving, not a gap
+    expect(gapSpans([{ points: [...upTo(42), [44.9, 1]] }])).toEqual([]);
+    // the newest samples without the metric yet (a probe's reply still due)
+    expect(gapSpans([{ points: [...upTo(42), [43, null], [44, null]] }])).toEqual([]);
+  });
+  it("become a gap once older, and a long outage ending now is one at once", () => {
+    const older: [number, number | null][] = [...upTo(40).filter(([t]) => t !== 37 && t !== 38), [41, 1], [42, 1], [43, 1]];
+    expect(gapSpans([{ points: older }])).toEqual([[36, 39]]);
+    expect(withGaps(older).filter((p) => p[1] === null)).toEqual([[37.5, null]]);
+    const outage: [number, number | null][] = [...upTo(20), [60, 1]];
+    expect(gapSpans([{ points: outage }])).toEqual([[20, 60]]);
+    expect(withGaps(outage).filter((p) => p[1] === null)).toEqual([[40, null]]);
+    expect(stillArriving(20, 60, 60, 1)).toBe(false);
+    expect(stillArriving(42, 44, 44, 1)).toBe(true);
   });
 });

@@ -69,6 +69,18 @@ export function typicalStep(times: number[]): number | null {
 }
 
 /**
+ * Intervals at the newest edge of a live chart may not be collected yet: the collector, a probe or
+ * the testbed meter posts an interval after it ends, and the live stream and the poll deliver
+ * out of order. A hole of at most ``SETTLE_STEPS`` usual steps that ends within as many steps of
+ * the newest time is such an interval still arriving, not a gap; once older, it is one.
+ */
+export const SETTLE_STEPS = 3;
+export function stillArriving(from: number, to: number, newest: number, step: number): boolean {
+  const settle = SETTLE_STEPS * step;
+  return to - from <= settle && newest - to <= settle;
+}
+
+/**
  * The points sorted, with a null point inserted inside every hole longer than ``factor`` times the
  * series' usual step, so the line breaks there instead of bridging minutes without data.
  */
@@ -76,10 +88,13 @@ export function withGaps(points: [number, number | null][], factor = 2.5): [numb
   const sorted = [...points].sort((a, b) => a[0] - b[0]);
   const step = typicalStep(sorted.map((p) => p[0]));
   if (step === null) return sorted;
+  const newest = (sorted.at(-1) as [number, number | null])[0];
   const out: [number, number | null][] = [];
   let prev: number | null = null;
   for (const p of sorted) {
-    if (prev !== null && p[0] - prev > factor * step) out.push([(p[0] + prev) / 2, null]);
+    if (prev !== null && p[0] - prev > factor * step && !stillArriving(prev, p[0], newest, step)) {
+      out.push([(p[0] + prev) / 2, null]);
+    }
     out.push(p);
     prev = p[0];
   }
@@ -101,13 +116,16 @@ export function gapSpans(series: { points: [number, number | null][] }[], factor
   // before the first value and after the last, inside the drawn axis (samples without the metric)
   const first = valued[0] as number;
   const last = valued.at(-1) as number;
-  if (first - (times[0] as number) > factor * step) spans.push([times[0] as number, first]);
+  const newest = times.at(-1) as number;
+  // the newest interval or two, not collected yet, are no gap (stillArriving)
+  const hole = (a: number, b: number) => b - a > factor * step && !stillArriving(a, b, newest, step);
+  if (hole(times[0] as number, first)) spans.push([times[0] as number, first]);
   for (let i = 1; i < valued.length; i++) {
     const a = valued[i - 1] as number;
     const b = valued[i] as number;
-    if (b - a > factor * step) spans.push([a, b]);
+    if (hole(a, b)) spans.push([a, b]);
   }
-  if ((times.at(-1) as number) - last > factor * step) spans.push([last, times.at(-1) as number]);
+  if (hole(last, newest)) spans.push([last, newest]);
   return spans;
 }
 
