@@ -9,6 +9,7 @@ mutations, and the seed 000 Table 3 / seed 001 Table 1 / seed 004 scenario flows
 
 from __future__ import annotations
 
+import functools
 import random
 import struct
 import sys
@@ -285,6 +286,12 @@ def scenario_frames() -> Iterator[Frame]:
 
 
 def generate(mutation_count: int = 1500) -> list[Frame]:
+    """The corpus (deterministic); built once per process: scapy takes ~13 s for it."""
+    return list(_generate(mutation_count))
+
+
+@functools.cache
+def _generate(mutation_count: int) -> tuple[Frame, ...]:
     base = stacks()
     families: list[Callable[[], Iterator[Frame]]] = [
         lambda: (Frame(f"whole/{n}", d) for n, d in base.items()),
@@ -302,7 +309,7 @@ def generate(mutation_count: int = 1500) -> list[Frame]:
             if f.name not in seen:  # names identify frames in reports
                 seen.add(f.name)
                 out.append(f)
-    return out
+    return tuple(out)
 
 
 if __name__ == "__main__":
