@@ -83,7 +83,7 @@ def test_hold_down_opens_after_n_bad_and_closes_after_m_good(session: Session, w
     v = session.scalars(select(SlaViolation).where(SlaViolation.slice_id == ids["stream"])).one()
     assert [(e["ts"][17:19], e["value"]) for e in v.evidence["opened_by"]] == [("04", 5), ("05", 5), ("06", 5)]
     assert [e["ts"][17:19] for e in v.evidence["closed_by"]] == ["12", "13", "14", "15", "16"]
-    assert v.evidence["hold_down"] == {"open_after": 3, "close_after": 5}
+    assert v.evidence["hold_down"] == {"open_after": 3, "close_after": 5, "merge_within_s": 0.0}
     assert v.evidence["counters"]["tx_packets"] == 3000 and v.evidence["counters"]["rx_packets"] == 3 * 950
 
 
@@ -139,7 +139,7 @@ def test_history_within_sla_and_explain(client: TestClient, session: Session, wo
     vid = history["data"][0]["id"]
     ex = client.get(f"/api/v1/violations/{vid}/explain", headers=op).json()
     assert [e["value"] for e in ex["opened_by"]] == [5, 5, 5] and len(ex["closed_by"]) == 5
-    assert ex["hold_down"] == {"open_after": 3, "close_after": 5} and ex["rule_set"] is None
+    assert ex["hold_down"] == {"open_after": 3, "close_after": 5, "merge_within_s": 0.0} and ex["rule_set"] is None
     # the lane's samples from before the start to after the end: seconds 2..17
     assert [p["ts"][17:19] for p in ex["samples"]] == [f"{s:02d}" for s in range(2, 18)]
     bad = client.get(f"/api/v1/slices/{ids['stream']}/sla", params={"since": window["until"],

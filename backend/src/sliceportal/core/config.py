@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     # of bounds and closes after that many good ones, so one noisy interval is not an event.
     sla_open_after: int = Field(3, ge=1, le=600, description="bad intervals in a row that open a violation")
     sla_close_after: int = Field(5, ge=1, le=600, description="good intervals in a row that close it")
+    # a flapping KPI is one episode: a violation that opens again within this many seconds of
+    # its end re-opens the same row (issue #29) instead of adding one row per flap
+    sla_merge_within_s: float = Field(60.0, ge=0, le=86400,
+                                      description="re-openings within this many seconds merge into one episode")
     sla_no_data_after: int = Field(5, ge=1, le=3600, description="intervals without a sample → SLA status no_data")
     # Reliability under contention (issue #26, docs/install.md "Timeouts under load"): every
     # deadline below is sized for a host at load 20 on 2 cores, where a healthy process may
