@@ -171,8 +171,10 @@ def replay_and_collect(session: Session, db_url: str, bid: int, sid: int, read: 
         after = wait_until("the plane's counters to settle", settled(read), 20)
 
         def all_counted() -> list[KpiSample] | None:
+            # every frame entered, and left or was dropped (a queue drains after the replay)
             got = samples()
-            return got if sum(x.tx_packets for x in got) >= pps * seconds else None
+            entered, out = sum(x.tx_packets for x in got), sum(x.rx_packets + sum(x.drops.values()) for x in got)
+            return got if min(entered, out) >= pps * seconds else None
 
         got = wait_until("samples covering every replayed packet", all_counted, 10)
     finally:

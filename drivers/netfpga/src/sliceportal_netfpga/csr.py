@@ -136,3 +136,9 @@ class CsrClient:
 
     def write_many(self, writes: Iterable[tuple[int, int]]) -> None:
         self.commands([f"W {a:#x} {v:#x}" for a, v in writes])
+
+    def write_read(self, writes: Iterable[tuple[int, int]], addrs: Iterable[int]) -> list[int]:
+        """``writes``, then reads of ``addrs``, in that order and in one round trip."""
+        ws = [f"W {a:#x} {v:#x}" for a, v in writes]
+        replies = self.commands([*ws, *(f"R {a:#x}" for a in addrs)])
+        return [self._value(v) for v in replies[len(ws):]]

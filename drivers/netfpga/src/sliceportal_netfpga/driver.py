@@ -368,19 +368,20 @@ class Driver:
     def queue_counters(self) -> dict[tuple[int, int], dict[str, int]]:
         """Per (rr_path, lane): the raw queue counters incl. sojourn sum / max in cycles."""
         csr = self._fresh()
-        o = self.options
         try:
-            csr.write(regmap.SNAPSHOT, 1)
-            addrs = [
-                regmap.queue_counter(q, f) + half
-                for q in range(o.paths * o.lanes)
-                for f in range(len(regmap.QUEUE_FIELDS))
-                for half in (0, 4)
-            ]
-            words = csr.read_many(addrs)
+            words = csr.write_read([(regmap.SNAPSHOT, 1)], self._queue_addrs())
         except DriverError:
             self._drop()
             raise
+        return self._queues(words)
+
+    def _queue_addrs(self) -> list[int]:
+        o = self.options
+        return [regmap.queue_counter(q, f) + half for q in range(o.paths * o.lanes)
+                for f in range(len(regmap.QUEUE_FIELDS)) for half in (0, 4)]
+
+    def _queues(self, words: list[int]) -> dict[tuple[int, int], dict[str, int]]:
+        o = self.options
         out: dict[tuple[int, int], dict[str, int]] = {}
         n = len(regmap.QUEUE_FIELDS)
         for q in range(o.paths * o.lanes):
@@ -389,24 +390,38 @@ class Driver:
         return out
 
     def counters(self) -> Counters:
-        queues = self.queue_counters()  # takes the snapshot the reads below use
-        csr = self._client()
+        # Few round trips: a live card answers each one between its bursts of clock cycles
+        # (the model on a loaded host: tens of ms each), and the KPI collector bounds a read
+        # by its interval. The first takes the snapshot every later read sees, and reads all
+        # that does not depend on the rule table; the second the active bank's slots; the
+        # third their hit counters and the per slice x lane table; a fourth the histograms.
+        csr = self._fresh()
+        drop_ids = range(1, self.options.rate_slices)
+        queue_addrs = self._queue_addrs()
+        fixed = [regmap.ACTIVE_BANK, regmap.bank_count(0), regmap.bank_count(1), regmap.EPOCH, regmap.STATS_SLICES,
+                 regmap.MISS_COUNTER, regmap.MISS_COUNTER + 4, regmap.MISS_COUNTER + 8, regmap.MISS_COUNTER + 12,
+                 regmap.MALFORMED_PACKETS, regmap.MALFORMED_PACKETS + 4]
+        drop_addrs = [regmap.rate_reg(s, "drop_packets") + off for s in drop_ids for off in (0, 4)]
         try:
-            active = csr.read(regmap.ACTIVE_BANK) & 1
-            _, _, slots = self._read_bank(csr, active)
+            words = csr.write_read([(regmap.SNAPSHOT, 1)], [*fixed, *drop_addrs, *queue_addrs])
+            active, count0, count1, epoch_word, tracked, m_lo, m_hi, mb_lo, mb_hi, bad_lo, bad_hi = words[:len(fixed)]
+            drop_words = words[len(fixed):len(fixed) + len(drop_addrs)]
+            queues = self._queues(words[len(fixed) + len(drop_addrs):])
+            active &= 1
+            count = min(count1 if active else count0, self.options.capacity)
+            slots = [decode_slot(w) for w in self._read_words(csr, active, count)]
             # hit counters are per slot; rule i of the plan is the i-th used slot
             used = [(s, e) for s, e in enumerate(slots) if e is not None]
-            rule_words = csr.read_many(
-                regmap.rule_counter(s) + off for s, _ in used for off in (0, 4, 8, 12)
-            )
-            m_lo, m_hi, mb_lo, mb_hi, bad_lo, bad_hi = csr.read_many(
-                [regmap.MISS_COUNTER, regmap.MISS_COUNTER + 4, regmap.MISS_COUNTER + 8,
-                 regmap.MISS_COUNTER + 12, regmap.MALFORMED_PACKETS, regmap.MALFORMED_PACKETS + 4]
-            )
-            drop_ids = range(1, self.options.rate_slices)
-            drop_words = csr.read_many(
-                regmap.rate_reg(s, "drop_packets") + off for s in drop_ids for off in (0, 4)
-            )
+            pairs = sorted({(e.action.slice_id, e.action.lane) for _, e in used if e.action.slice_id})
+            pairs = [(s, lane) for s, lane in pairs if s < tracked and lane < self.options.lanes]
+            fields = list(regmap.STATS_FIELDS)
+            rule_addrs = [regmap.rule_counter(s) + off for s, _ in used for off in (0, 4, 8, 12)]
+            stats_addrs = [regmap.stats_field(s, lane, self.options.lanes, f) + half
+                           for s, lane in pairs for f in fields for half in (0, 4)]
+            words = csr.read_many([*rule_addrs, *stats_addrs])
+            rule_words, stats_words = words[:len(rule_addrs)], words[len(rule_addrs):]
+            epoch = self._epoch(csr, epoch_word)
+            slice_lanes = self._slice_lanes(csr, pairs, stats_words)
         except DriverError:
             self._drop()
             raise
@@ -431,8 +446,6 @@ class Driver:
             )
             for (path, lane), c in queues.items()
         }
-        pairs = sorted({(e.action.slice_id, e.action.lane) for _, e in used if e.action.slice_id})
-        epoch, slice_lanes = self._slice_lanes(csr, pairs)
         return Counters(
             timestamp=time.time(),
             epoch=epoch,
@@ -447,45 +460,37 @@ class Driver:
             malformed=bad_lo | bad_hi << 32,
         )
 
-    def _epoch(self, csr: CsrClient) -> str:
-        """The card's counter epoch: 0 after a reset, so the first reader after one sets a
-        random value (the register keeps the first write until the next reset, so concurrent
-        readers agree); a new value means the counters restarted from zero."""
-        epoch = csr.read(regmap.EPOCH)
+    def _epoch(self, csr: CsrClient, epoch: int) -> str:
+        """The card's counter epoch (``epoch`` as just read): 0 after a reset, so the first
+        reader after one sets a random value (the register keeps the first write until the
+        next reset, so concurrent readers agree); a new value means the counters restarted
+        from zero."""
         if epoch == 0:
             csr.write(regmap.EPOCH, secrets.randbits(32) | 1)
             epoch = csr.read(regmap.EPOCH)
         return f"{epoch:08x}"
 
-    def _slice_lanes(self, csr: CsrClient, pairs: list[tuple[int, int]]) -> tuple[str, dict[str, LaneCounters]]:
+    def _slice_lanes(self, csr: CsrClient, pairs: list[tuple[int, int]],
+                     words: list[int]) -> dict[str, LaneCounters]:
         """Per IR slice x lane from the card's telemetry table (sp_slice_stats), from the
-        snapshot already taken: entered (committed + dropped by the queue + dropped by the
-        rate limiter), left, drops by cause and the queueing-delay histogram (clock cycles,
-        reported in whole ns per cycle). Slice ids the table does not count are left out."""
-        try:
-            epoch = self._epoch(csr)
-            tracked = csr.read(regmap.STATS_SLICES)  # 0: a bitstream without the table
-            lanes = self.options.lanes
-            pairs = [(s, lane) for s, lane in pairs if s < tracked and lane < lanes]
-            fields = list(regmap.STATS_FIELDS)
-            words = csr.read_many(
-                regmap.stats_field(s, lane, lanes, f) + half for s, lane in pairs for f in fields for half in (0, 4)
-            )
-            per = 2 * len(fields)
-            values = [
-                dict(zip(fields, (words[i * per + 2 * j] | words[i * per + 2 * j + 1] << 32
-                                  for j in range(len(fields))), strict=True))
-                for i in range(len(pairs))
-            ]
-            # histograms only where a packet left (most pairs of a quiet card have none)
-            busy = [i for i, v in enumerate(values) if v["tx_packets"]]
-            bucket_words = csr.read_many(
-                regmap.stats_bucket(*pairs[i], lanes, b) + half
-                for i in busy for b in range(regmap.DELAY_BUCKETS) for half in (0, 4)
-            )
-        except DriverError:
-            self._drop()
-            raise
+        snapshot already taken (``words``: the table's fields of ``pairs``, as read): entered
+        (committed + dropped by the queue + dropped by the rate limiter), left, drops by cause
+        and the queueing-delay histogram (clock cycles, reported in whole ns per cycle). Slice
+        ids the table does not count are left out of ``pairs``."""
+        lanes = self.options.lanes
+        fields = list(regmap.STATS_FIELDS)
+        per = 2 * len(fields)
+        values = [
+            dict(zip(fields, (words[i * per + 2 * j] | words[i * per + 2 * j + 1] << 32
+                              for j in range(len(fields))), strict=True))
+            for i in range(len(pairs))
+        ]
+        # histograms only where a packet left (most pairs of a quiet card have none)
+        busy = [i for i, v in enumerate(values) if v["tx_packets"]]
+        bucket_words = csr.read_many(
+            regmap.stats_bucket(*pairs[i], lanes, b) + half
+            for i in busy for b in range(regmap.DELAY_BUCKETS) for half in (0, 4)
+        ) if busy else []
         per_b = 2 * regmap.DELAY_BUCKETS
         histograms = {
             i: tuple(bucket_words[k * per_b + 2 * b] | bucket_words[k * per_b + 2 * b + 1] << 32
@@ -513,7 +518,7 @@ class Driver:
                 tx_bytes=v["tx_bytes"],
                 delay=delay,
             )
-        return epoch, out
+        return out
 
     def health(self) -> Health:
         try:
