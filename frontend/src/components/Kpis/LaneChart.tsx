@@ -173,7 +173,7 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
       <Box ref={box}>
         {/* data-last: the newest sample's time, which moves even when the full window keeps its size */}
         <div ref={el} data-testid={`chart-${title}`} data-points={times.length} data-last={times.at(-1) ?? ""}
-          data-gaps={gaps.length}>
+          data-gaps={gaps.length} data-last-gap-end={gaps.at(-1)?.[1] ?? ""}>
           {empty && (
             <Center h={HEIGHT + 40} data-testid="chart-empty">
               {notMeasured.length > 0 && series.length === 0 ? unmeasured : <Text c="dimmed" size="sm">No data yet</Text>}

@@ -37,6 +37,8 @@ export function ViolationsTable({ sliceId }: { sliceId?: number }) {
   const rows = violations.data?.data ?? [];
   if (rows.length === 0) return <Text size="sm" c="dimmed" data-testid="no-violations">No SLA violations now.</Text>;
   return (
+    // at 390 px the table scrolls inside its box: never squeezed to a cut badge or a word a line
+    <Table.ScrollContainer minWidth={sliceId ? 560 : 640}>
     <Table aria-label="SLA violations" striped>
       <Table.Thead>
         <Table.Tr>
@@ -59,5 +61,6 @@ export function ViolationsTable({ sliceId }: { sliceId?: number }) {
         ))}
       </Table.Tbody>
     </Table>
+    </Table.ScrollContainer>
   );
 }

@@ -24,6 +24,9 @@ export const theme = createTheme({
     // A table wider than a phone scrolls inside itself; keyboard users must be able to focus the
     // scrolling box to scroll it (WCAG 2.1.1), so it scrolls natively and takes focus.
     TableScrollContainer: { defaultProps: { type: "native", tabIndex: 0 } },
+    // A badge keeps its whole word ("DEGRADED", "p99 delay"): its label may not shrink below its
+    // text (Mantine's ellipsis cut state badges to "DEGR…" in narrow table cells).
+    Badge: { styles: { label: { overflow: "visible" } } },
   },
 });
 
