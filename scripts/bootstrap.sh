@@ -18,7 +18,8 @@ APT_PACKAGES=(
   tcpreplay                                    # replays pcaps at a known rate (kpi collector test)
 )
 
-log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
+# each line says how long the set-up has run so far: CI's time budget shows where it goes
+log() { printf '\033[1m[bootstrap +%ss]\033[0m %s\n' "$SECONDS" "$*"; }
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
