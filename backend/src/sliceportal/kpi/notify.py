@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import psycopg
+from pydantic import TypeAdapter
 from sqlalchemy import make_url, text
 from sqlalchemy.orm import Session
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
@@ -37,34 +38,39 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "sliceportal_kpi"
 MAX_PAYLOAD = 7900  # bytes per NOTIFY (the server's limit is 8000, header included)
-FIELDS = tuple(KpiPoint.model_fields)  # row layout of a batch: one array per point, in this order
 
 
-def encode(points: Sequence[KpiPoint], tenant_of: dict[int, int]) -> list[str]:
-    """The NOTIFY payloads of one batch: compact JSON rows with the tenant of each slice, chunked."""
-    body = json.dumps({"tenants": {str(s): t for s, t in tenant_of.items()},
-                       "points": [[getattr(p, f) if f != "ts" else p.ts.isoformat() for f in FIELDS]
-                                  for p in points]},
-                      separators=(",", ":"))  # ensure_ascii (the default): one byte per character
+_POINTS = TypeAdapter(list[KpiPoint])
+
+
+def encode(points: Sequence[KpiPoint], tenant_of: dict[int, int], points_json: str | None = None) -> list[str]:
+    """The NOTIFY payloads of one batch: the points as JSON objects (``points_json`` when the
+    caller encoded them already, else by pydantic's Rust core: a Python-side row per point
+    cost ~40 µs, half a 10 000-point ingest) with the tenant of each slice, chunked."""
+    body = points_json if points_json is not None else _POINTS.dump_json(list(points)).decode()
+    if not body.isascii():  # a chunk is cut by characters and must stay under MAX_PAYLOAD bytes
+        body = json.dumps(json.loads(body), separators=(",", ":"))  # ensure_ascii: one byte per character
+    full = f'{{"tenants":{json.dumps({str(s): t for s, t in tenant_of.items()})},"points":{body}}}'
     batch = uuid.uuid4().hex[:12]
     size = MAX_PAYLOAD - 32  # room for the header
-    pieces = [body[i:i + size] for i in range(0, len(body), size)]
+    pieces = [full[i:i + size] for i in range(0, len(full), size)]
     return [f"{batch}:{i}:{len(pieces)}:{piece}" for i, piece in enumerate(pieces)]
 
 
 def decode(body: str) -> tuple[list[KpiPoint], dict[int, int]]:
     data = json.loads(body)
-    points = [KpiPoint.model_validate(dict(zip(FIELDS, row, strict=True))) for row in data["points"]]
-    return points, {int(s): t for s, t in data["tenants"].items()}
+    return _POINTS.validate_python(data["points"]), {int(s): t for s, t in data["tenants"].items()}
 
 
-def notify(session: Session, points: Sequence[KpiPoint], tenant_of: dict[int, int]) -> None:
+def notify(session: Session, points: Sequence[KpiPoint], tenant_of: dict[int, int],
+           points_json: str | None = None) -> None:
     """Queue ``points`` on the channel in ``session``'s transaction: sent when it commits.
     Every chunk of the batch in one statement (one round trip, whatever the batch's size),
     queued in the array's order."""
     # the chunks travel as one JSON array: a text[] parameter costs a Python-side escape per element
     session.execute(text("SELECT pg_notify(:channel, payload) FROM json_array_elements_text(CAST(:payloads AS json))"
-                         " AS payload"), {"channel": CHANNEL, "payloads": json.dumps(encode(points, tenant_of))})
+                         " AS payload"),
+                    {"channel": CHANNEL, "payloads": json.dumps(encode(points, tenant_of, points_json))})
 
 
 class _Batches:

@@ -352,7 +352,8 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
                 judged, valued, interval_s = parsed.get(src, (None, None, rows[0].interval_s))
                 if judged is not None and ts <= judged:
                     continue  # judged already (stored again, or older than what its source sent since)
-                has_value = check is RATE_CHECK or any(getattr(r, check.metric) is not None for r in rows)
+                values = None if check is RATE_CHECK else [(r.lane, getattr(r, check.metric), r) for r in rows]
+                has_value = values is None or any(v is not None for _, v, _ in values)
                 if has_value:
                     valued, interval_s = ts, rows[0].interval_s
                 parsed[src] = (ts, valued, interval_s)
@@ -367,13 +368,19 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
                     readings = [(SLICE_WIDE, {"ts": iso, "i": rows[0].interval_s, "v": delivered, "o": offered,
                                               "bad": bad, **({"c": _counters(rows)} if bad else {})})]
                 else:
-                    here: dict[int, KpiPoint] = {}
-                    for r in rows:
-                        here.setdefault(r.lane, r)
+                    assert values is not None
+                    # only a bad reading or a lane with something pending can change anything: the
+                    # good readings of lanes with no state are passed over without building a reading
+                    pending = {ln for ln, st in lanes.items() if st.busy() and st.src == src}
+                    acting: dict[int, tuple[float | None, KpiPoint | None]] = {}
+                    for lane, value, r in values:
+                        if lane not in acting and ((value is not None and value > limit) or lane in lanes):
+                            acting[lane] = (value, r)
+                    for lane in pending - {lane for lane, _, _ in values}:
+                        acting[lane] = (None, None)  # no sample of a pending lane: not bad
                     readings = []
-                    for lane in sorted(here.keys() | {ln for ln, st in lanes.items() if st.busy() and st.src == src}):
-                        sample = here.get(lane)
-                        value = getattr(sample, check.metric) if sample is not None else None
+                    for lane in sorted(acting):
+                        value, sample = acting[lane]
                         bad = value is not None and value > limit
                         readings.append((lane, {"ts": iso, "i": rows[0].interval_s, "v": value, "bad": bad,
                                                 **({"c": _counters([sample])} if bad and sample else {})}))

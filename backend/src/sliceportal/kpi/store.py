@@ -51,8 +51,9 @@ class UnknownReference(ValueError):
         self.field, self.ids = field, ids
 
 
-def _insert(session: Session, points: Sequence[KpiPoint]) -> None:
-    """Upsert ``points`` in ``session``'s transaction (on its own psycopg connection)."""
+def _insert(session: Session, points: Sequence[KpiPoint]) -> str:
+    """Upsert ``points`` in ``session``'s transaction (on its own psycopg connection); the
+    points as JSON (what the live streams are notified)."""
     session.flush()  # what the session holds goes first, as with any statement it executes
     body = _BATCH.dump_json(list(points)).decode()
     raw = session.connection().connection.driver_connection
@@ -65,17 +66,24 @@ def _insert(session: Session, points: Sequence[KpiPoint]) -> None:
             if missing:
                 raise UnknownReference(field, missing)
         cur.execute(_UPSERT, (body,))
+    return body
+
+
+def _store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None
+           ) -> tuple[list[SlaViolation], dict[int, int], str]:
+    body = _insert(session, points)
+    changed = evaluate(session, points, hold)
+    tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(
+        Slice.id.in_({p.slice_id for p in points}))).all())
+    return changed, {int(s): int(t) for s, t in tenant_of.items()}, body
 
 
 def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = None
           ) -> tuple[list[SlaViolation], dict[int, int]]:
     """Insert the points and judge them against the SLAs in ``session``'s transaction (not
     committed); the violations changed and each point's slice -> tenant."""
-    _insert(session, points)
-    changed = evaluate(session, points, hold)
-    tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(
-        Slice.id.in_({p.slice_id for p in points}))).all())
-    return changed, {int(s): int(t) for s, t in tenant_of.items()}
+    changed, tenant_of, _ = _store(session, points, hold)
+    return changed, tenant_of
 
 
 def ingest(session: Session, points: Sequence[KpiPoint], *, hold: HoldDown | None = None) -> list[SlaViolation]:
@@ -83,7 +91,7 @@ def ingest(session: Session, points: Sequence[KpiPoint], *, hold: HoldDown | Non
     hold-down, default from the settings) and publish them to every process's live streams."""
     if not points:
         return []
-    changed, tenant_of = store(session, points, hold)
-    notify(session, points, tenant_of)
+    changed, tenant_of, body = _store(session, points, hold)
+    notify(session, points, tenant_of, body)
     session.commit()
     return changed
