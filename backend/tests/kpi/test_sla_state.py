@@ -5,13 +5,16 @@ kpi_sample's foreign keys (the cascade on delete included)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from threading import Barrier
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.orm import Session
 
+from sliceportal.core.db import session_factory
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.sla import HoldDown
 from sliceportal.kpi.store import UnknownReference, ingest
@@ -104,3 +107,24 @@ def test_unknown_ids_store_nothing_and_a_deleted_slice_takes_its_samples(
     session.execute(delete(Slice).where(Slice.id == s))
     session.commit()
     assert session.scalar(select(func.count()).select_from(KpiSample)) == 0 and _states(session, s) == []
+
+
+def test_two_workers_storing_the_same_intervals_judge_once(db_url: str, session: Session,
+                                                           world: dict[str, int]) -> None:
+    """Two processes' ingests of the same bad intervals at once (a collector restarted beside
+    its successor): the head row's lock orders them, the second finds them judged — one
+    violation, not two."""
+    sessions = session_factory(db_url)
+    b, s = world["backend"], world["merged"]
+    batch = [_point(s, b, t, 5.0) for t in range(6)]
+    gate = Barrier(2)
+
+    def worker() -> int:
+        with sessions() as mine:
+            gate.wait(timeout=30)
+            return len(ingest(mine, batch, hold=HoldDown(3, 5)))
+
+    with ThreadPoolExecutor(2) as pool:
+        opened = sorted(f.result(timeout=60) for f in [pool.submit(worker) for _ in range(2)])
+    assert opened == [0, 1]
+    assert len(_rows(session, s)) == 1
