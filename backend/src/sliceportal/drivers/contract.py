@@ -132,6 +132,8 @@ class LaneCounters(_Frozen):
 class Counters(_Frozen):
     """Monotonic counters. Keys are strings so they survive JSON: lanes as "path/lane"."""
 
+    # when the counters were taken (time.time(); a snapshot's time where the plane takes one):
+    # the KPI collector's intervals are the differences of these, not of when reads returned
     timestamp: float
     # changes whenever the data plane's counters restarted from zero (a restarted process, a
     # reloaded program); None where the data plane cannot tell, and the collector then treats

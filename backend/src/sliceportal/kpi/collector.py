@@ -210,7 +210,7 @@ def point_of(place: Place, backend_id: int, d: LaneDelta, ts: datetime, interval
 class _Baseline:
     counters: Counters
     rule_set_id: int
-    read_at: float  # time.time() of the read
+    read_at: float  # the counters' own timestamp (Counters.timestamp)
 
 
 class KpiCollector:
@@ -243,7 +243,7 @@ class KpiCollector:
             return self._read(session, backend)
 
     def read_all(self, backends: list[Backend]) -> dict[int, tuple[Counters, float]]:
-        """backend id -> its counters and when they were read, for those that answered within the interval."""
+        """backend id -> its counters and when they were taken, for those that answered within the interval."""
         deadline = time.monotonic() + self.interval_s * 0.8
         started: dict[int, Future[Counters | None]] = {}
         for b in backends:
@@ -264,7 +264,9 @@ class KpiCollector:
                 continue
             self._in_flight.pop(backend_id, None)
             if c is not None:
-                got[backend_id] = (c, time.time())
+                # the data plane's own time of the counters: a slow read (a loaded host, a card
+                # answering between bursts) must not stretch or shrink the interval's rates
+                got[backend_id] = (c, c.timestamp)
         return got
 
     def collect(self, session: Session, backends: list[Backend]) -> list[KpiPoint]:

@@ -17,13 +17,12 @@ class KpiSample(Base):
     __tablename__ = "kpi_sample"
     __table_args__ = (Index("ix_kpi_sample_slice_backend_ts", "slice_id", "backend_id", "ts"),)
 
-    slice_id: Mapped[int] = mapped_column(
-        BigInteger, ForeignKey("slice.id", ondelete="CASCADE"), primary_key=True
-    )
+    # No foreign keys (migration 0021): PostgreSQL checked them once per row, most of a large
+    # ingest's time. kpi.store checks a batch's distinct ids once under the same FOR KEY SHARE
+    # lock, and a trigger on slice and backend deletes their samples (the old ON DELETE CASCADE).
+    slice_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     # the data plane whose egress was measured: one sample per (slice, backend, lane, interval)
-    backend_id: Mapped[int] = mapped_column(
-        BigInteger, ForeignKey("backend.id", ondelete="CASCADE"), primary_key=True
-    )
+    backend_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     lane: Mapped[int] = mapped_column(Integer, primary_key=True)
     # who measured it (docs/kpis.md "Sources"): 'counters' (the data plane's own counters, read
     # by the KPI collector), 'probe' (active STAMP probes, posted to the ingest API), 'testbed'

@@ -403,7 +403,11 @@ class Driver:
                  regmap.MALFORMED_PACKETS, regmap.MALFORMED_PACKETS + 4]
         drop_addrs = [regmap.rate_reg(s, "drop_packets") + off for s in drop_ids for off in (0, 4)]
         try:
+            sent = time.time()
             words = csr.write_read([(regmap.SNAPSHOT, 1)], [*fixed, *drop_addrs, *queue_addrs])
+            # the counters' time is the snapshot's (the middle of its round trip), not the end of
+            # the later reads: a card answering between bursts of cycles would stretch intervals
+            snapshot_at = (sent + time.time()) / 2
             active, count0, count1, epoch_word, tracked, m_lo, m_hi, mb_lo, mb_hi, bad_lo, bad_hi = words[:len(fixed)]
             drop_words = words[len(fixed):len(fixed) + len(drop_addrs)]
             queues = self._queues(words[len(fixed) + len(drop_addrs):])
@@ -447,7 +451,7 @@ class Driver:
             for (path, lane), c in queues.items()
         }
         return Counters(
-            timestamp=time.time(),
+            timestamp=snapshot_at,
             epoch=epoch,
             slice_lanes=slice_lanes,
             rules=rules,
