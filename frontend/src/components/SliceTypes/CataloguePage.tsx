@@ -28,7 +28,8 @@ export function CataloguePage() {
               <Table.Tbody>
                 {page.data.map((t) => (
                   <Table.Tr key={t.id}>
-                    <Table.Td fw={600}>{t.name}</Table.Td>
+                    {/* a type's name on one line (the table scrolls at 390 px instead of wrapping it a word a line) */}
+                    <Table.Td fw={600} style={{ whiteSpace: "nowrap" }}>{t.name}</Table.Td>
                     <Table.Td>{t.traffic_classes}</Table.Td>
                     <Table.Td><LaneStrip lanes={t.lanes} label={t.name} /></Table.Td>
                     <Table.Td>
