@@ -109,6 +109,35 @@ _OVERFLOWING = """() => {
 }"""
 
 
+# Badges whose text is cut ("DEGR…"), and table cells of three words or more wrapped one word a
+# line (a status table squeezed to 390 px instead of scrolling inside its box).
+_CUT_AND_WRAPPED = """() => {
+    const cut = [...document.querySelectorAll(".mantine-Badge-label")]
+        .filter((l) => l.getClientRects().length > 0 && l.scrollWidth > l.clientWidth + 1)
+        .map((l) => l.textContent);
+    const wrapped = [];
+    for (const td of document.querySelectorAll("main table td")) {
+        const words = (td.innerText || "").trim().split(/\\s+/).filter(Boolean);
+        if (words.length < 3) continue;
+        const tops = new Set();
+        const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+            const r = document.createRange();
+            r.selectNodeContents(n);
+            for (const rect of r.getClientRects()) if (rect.width > 0) tops.add(Math.round(rect.top / 4));
+        }
+        if (tops.size >= words.length) wrapped.push(td.innerText.trim().slice(0, 40));
+    }
+    return { cut, wrapped };
+}"""
+
+
+def assert_badges_whole_and_cells_unwrapped(page: Page, where: str, *, cells: bool = True) -> None:
+    r = page.evaluate(_CUT_AND_WRAPPED)
+    assert not r["cut"], f"{where}: badges cut: {r['cut']}"
+    assert not cells or not r["wrapped"], f"{where}: table cells wrapped one word a line: {r['wrapped']}"
+
+
 def assert_no_sideways_scroll(page: Page, where: str) -> None:
     r = page.evaluate(_OVERFLOWING)
     assert r["scroll"] <= r["width"], f"{where} scrolls sideways at {r['width']} px: content is {r['scroll']} px wide"
@@ -249,6 +278,8 @@ def test_tenant_pages_are_accessible_and_fit_a_phone(browser: Browser, stack: St
             visit(page, v)
             assert_no_sideways_scroll(page, f"{v.path} as tenant")
             assert_accessible(page, f"{v.path} as tenant at 390 px")
+            # state badges whole, the status table scrolled in its box, not one word a line (#29)
+            assert_badges_whole_and_cells_unwrapped(page, f"{v.path} as tenant at 390 px")
         shot(page, "phone-tenant-slice")
         # An operator page by URL: an explanation, no operator controls.
         page.goto("/tenants")
@@ -277,6 +308,8 @@ def test_operator_pages_fit_a_phone(browser: Browser, stack: Stack, kpi_feed: No
         for v in operator_pages(stack, a11y_backend):
             visit(page, v)
             assert_no_sideways_scroll(page, f"{v.path} as operator")
+            # cells: not yet on every operator page (the slice list's type and backend cells wrap)
+            assert_badges_whole_and_cells_unwrapped(page, f"{v.path} as operator at 390 px", cells=False)
     finally:
         context.close()
 
@@ -307,6 +340,16 @@ def test_unreachable_api_shows_a_banner_not_a_white_page(page: Page, stack: Stac
     banner = page.get_by_test_id("offline-banner")
     expect(banner).to_contain_text("The portal cannot reach the API", timeout=20_000)
     expect(page.get_by_role("heading", name="Subscribers", level=1)).to_be_visible()  # the page, not a white screen
+    # the banner covers neither the header nor the first menu item (#29)
+    first_item = page.get_by_role("navigation", name="Main navigation").get_by_role("link").first
+    boxes = [loc.bounding_box() for loc in (banner, page.get_by_role("banner"), first_item)]
+    b, *covered = boxes
+    assert b is not None and all(c is not None for c in covered), boxes
+    for c in covered:
+        assert c is not None
+        apart = (b["x"] + b["width"] <= c["x"] + 1 or c["x"] + c["width"] <= b["x"] + 1
+                 or b["y"] + b["height"] <= c["y"] + 1 or c["y"] + c["height"] <= b["y"] + 1)
+        assert apart, f"the offline banner {b} covers {c}"
     assert_accessible(page, "the offline banner")
     page.unroute("**/api/v1/**")
     banner.get_by_role("button", name="Retry now").click()

@@ -29,6 +29,20 @@ def _count(stack: Stack, state: str) -> int:
                          headers={"Authorization": f"Bearer {token}"}).json()["count"])
 
 
+def _tenant(stack: Stack, name: str) -> dict[str, object]:
+    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
+                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
+    page = httpx.get(f"{stack.base_url}/api/v1/tenants", params={"q": name},
+                     headers={"Authorization": f"Bearer {token}"}).json()
+    return dict(next(t for t in page["data"] if t["name"] == name))
+
+
+# 1 Jan 2000 (unix seconds): no chart draws an axis before it (an empty chart once showed 1970)
+Y2000 = 946_684_800
+# "27 Nov 2026, 21:06:29 UTC": 24-hour clock with the zone named, everywhere on the page
+CLOCK = re.compile(r"^\d{2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}:\d{2} \S+$")
+
+
 def _classifier_change(text: str) -> tuple[int, int]:
     m = re.search(r"classifier\.classifier: (\d+) added, (\d+) removed", text)
     assert m, text
@@ -66,6 +80,19 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     page.get_by_role("button", name="New tenant").click()
     dialog = page.get_by_role("dialog")
     dialog.get_by_label("Name").fill("mvno-green")
+    # mvno-red's VNI, VLAN and pool: every clash in one answer, each on its field (#29)
+    red = _tenant(stack, "mvno-red")
+    dialog.get_by_label("VXLAN VNI").fill(str(red["vni"]))
+    dialog.get_by_label("VLAN ID").fill(str(red["vlan"]))
+    assert red["ue_pool"], red  # the demo gives every tenant a pool
+    dialog.get_by_label("UE address pool").fill(str(red["ue_pool"]))
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/api/v1/tenants")) as clash:
+        dialog.get_by_role("button", name="Create tenant").click()
+    assert clash.value.status == 409, clash.value.status
+    for label, says in (("VXLAN VNI", f"VNI {red['vni']} is already in use"),
+                        ("VLAN ID", f"VLAN ID {red['vlan']} is already in use")):
+        expect(dialog.get_by_label(label)).to_have_accessible_description(re.compile(says))
+    expect(dialog.get_by_label("UE address pool")).to_have_accessible_description(re.compile("mvno-red"))
     dialog.get_by_label("VXLAN VNI").fill("1003")
     dialog.get_by_label("VLAN ID").fill("300")
     dialog.get_by_label("UE address pool").fill("not-a-network")
@@ -87,6 +114,11 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     page.get_by_label("Flexible Slice", exact=True).check()
     page.get_by_role("button", name="Next").click()
     page.get_by_label("Slice name").fill("green-embb")
+    # a negative bound is kept as typed and explained, never turned into 1 (#29)
+    page.get_by_label("Max delay (ms)").fill("-1")
+    delay = page.get_by_label("Max delay (ms)")
+    expect(delay).to_have_value("-1")
+    expect(delay).to_have_accessible_description(re.compile(r"must be (above|at least) 0"))
     page.get_by_label("Max delay (ms)").fill("20")
     page.get_by_role("button", name="Next").click()
     # Only the type's lanes can be chosen for a service.
@@ -101,6 +133,10 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     page.get_by_label(re.compile(r"^bmv2-e2e \(p4rt")).check()
     page.get_by_role("button", name="Create slice").click()
     expect(page.get_by_role("heading", name="Slice green-embb")).to_be_visible()
+    # not deployed yet, no samples: each chart says so instead of drawing an empty (1970) axis
+    for title in ("Throughput", "Loss", "Delay (p99)", "Jitter"):
+        expect(page.get_by_test_id(f"chart-{title}")).to_contain_text("No data yet")
+        expect(page.get_by_test_id(f"chart-{title}").locator("canvas")).to_have_count(0)
     assert_accessible(page, "the slice page")
     slice_url = page.url
 
@@ -136,6 +172,19 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     bad.write_text("imsi,ue_ip,teids,tenant,slices\n001010000000001,10.47.0.1,1,mvno-green,green-embb\n"
                    "001010000000002,192.168.9.9,2,mvno-green,green-embb\n001010000000003,10.47.0.3,3,nobody,\n")
     nav.get_by_role("link", name="Subscribers").click()
+    # A wrong header: every missing and every unknown column named, on line 1 (#29)
+    header = tmp_path / "header.csv"
+    header.write_text("imsi,ue_addr,teid,tenant\n001010000000001,10.47.0.1,1,mvno-green\n")
+    page.locator("input[type=file]").set_input_files(str(header))
+    page.get_by_role("button", name="Import").click()
+    errors = page.get_by_role("table", name="Import errors")
+    expect(errors.get_by_role("row")).to_have_count(4)  # header + ue_ip missing, ue_addr and teid unknown
+    rows = errors.get_by_role("row")
+    expect(rows.filter(has_text="missing column")).to_have_text([re.compile(r"^1\s*UE address\s*missing column$")])
+    unknown = rows.filter(has_text="unknown column")
+    expect(unknown).to_have_count(2)
+    expect(unknown.filter(has_text=re.compile(r"ue.?addr", re.I))).to_have_count(1)
+    expect(unknown.filter(has_text=re.compile(r"teid(?!s)", re.I))).to_have_count(1)
     # One by one: an IMSI another tenant's UE already has is refused on its field, naming that tenant.
     page.get_by_role("button", name="Add subscriber").click()
     form = page.get_by_role("dialog", name="New subscriber")
@@ -257,6 +306,18 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(chart).not_to_have_attribute("data-last", "")
     expect(chart).not_to_have_attribute("data-last", chart.get_attribute("data-last") or "", timeout=10_000)
     expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 500 ms")).to_be_visible()
+    assert float(chart.get_attribute("data-last") or 0) > Y2000
+    # the newest second or two, still being collected, are not shaded as "no data" (#29)
+    page.wait_for_function("""() => [...document.querySelectorAll("[data-testid^=chart-][data-last]")].every(
+        (c) => c.dataset.last === "" || c.dataset.lastGapEnd !== c.dataset.last)""", timeout=5_000)
+    # times on a 24-hour clock with the zone ("since ..." per backend, the SLA history)
+    stamps = page.locator("main time")
+    expect(stamps.first).to_have_text(CLOCK)
+    assert not any(re.search(r"\b(AM|PM)\b", t) for t in stamps.all_inner_texts())
+    # the SLA history is paged (20 episodes a page), never one long list
+    history = page.get_by_role("table", name="SLA history")
+    expect(history).to_be_visible()
+    assert history.locator("tbody tr").count() <= 20
     shot(page, "slice-detail")
 
     # Tighten red-iot's delay bound below what its traffic gets: the overview lists the violation.
