@@ -144,3 +144,12 @@ describe("the newest intervals, not collected yet (#29)", () => {
     expect(stillArriving(42, 44, 44, 1)).toBe(true);
   });
 });
+
+describe("lanes read a few ms apart (#29)", () => {
+  it("are no gap between every two intervals", () => {
+    const lane = (offset: number) => ({ points: Array.from({ length: 30 }, (_, t) => [t + offset, 1] as [number, number | null]) });
+    expect(gapSpans([lane(0), lane(0.002), lane(0.004), lane(0.006)])).toEqual([]);
+    const holed = [lane(0), lane(0.002)].map((l) => ({ points: l.points.filter(([t]) => t < 10 || t > 15) }));
+    expect(gapSpans(holed)).toEqual([[9.002, 15.002]]);
+  });
+});

@@ -110,7 +110,11 @@ export function gapSpans(series: { points: [number, number | null][] }[], factor
   const all = series.flatMap((s) => s.points);
   const times = [...new Set(all.map((p) => p[0]))].sort((a, b) => a - b);
   const valued = [...new Set(all.filter((p) => p[1] !== null).map((p) => p[0]))].sort((a, b) => a - b);
-  const step = typicalStep(times);
+  // each series' own spacing: lanes read a few ms apart must not make the step of the union a
+  // few ms (every interval between two reads would then be a "gap")
+  const steps = series.map((s) => typicalStep([...new Set(s.points.map((p) => p[0]))].sort((a, b) => a - b)))
+    .filter((x): x is number => x !== null).sort((a, b) => a - b);
+  const step = steps[Math.floor(steps.length / 2)] ?? typicalStep(times);
   if (step === null || valued.length === 0) return [];
   const spans: [number, number][] = [];
   // before the first value and after the last, inside the drawn axis (samples without the metric)
