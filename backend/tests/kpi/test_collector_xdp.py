@@ -17,7 +17,7 @@ import os
 import socket
 import subprocess
 import sys
-import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -56,7 +56,8 @@ def test_xdp_agent_counters_become_kpis(client: TestClient, session: Session, db
         agent = subprocess.Popen([*argv, "--listen", f"127.0.0.1:{port}", "--token-file", str(tmp_path / "token")],
                                  stderr=subprocess.PIPE)
         try:
-            _wait_healthy(agent, f"http://127.0.0.1:{port}", token)
+            with closing(AgentClient(f"http://127.0.0.1:{port}", token, 5.0, retry_s=0.5)) as ready:
+                ready.wait_ready(60, lambda: _alive(agent))
             reg = {"address": f"127.0.0.1:{port}", "agent_token": token}
             bid, sid = deploy(client, session, "xdp", reg, RATE_LIMIT_MBPS)
             size = write_pcap(tmp_path / "flow.pcap", PPS)
@@ -83,19 +84,7 @@ def test_xdp_agent_counters_become_kpis(client: TestClient, session: Session, db
         assert x.rx_bytes == x.tx_bytes  # no egress bytes either: throughput falls back to what entered
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], url: str, token: str) -> None:
-    client = AgentClient(url, token, 5.0, retry_s=0.5)
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"the agent exited: {proc.stderr.read().decode() if proc.stderr else ''}")
-            try:
-                if client.agent_health().ok:
-                    return
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.1)
-    finally:
-        client.close()
+def _alive(proc: subprocess.Popen[bytes]) -> None:
+    """Raise at once when the agent under test has exited (AgentClient.wait_ready's check)."""
+    if proc.poll() is not None:
+        raise AssertionError(f"the agent exited: {proc.stderr.read().decode() if proc.stderr else ''}")

@@ -46,6 +46,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _alive(proc: subprocess.Popen[bytes] | None) -> None:
+    """Raise at once when the agent under test has exited (AgentClient.wait_ready's check)."""
+    if proc is not None and proc.poll() is not None:
+        raise AssertionError(f"agent exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+
+
 @dataclass
 class Bed:
     tb: Testbed
@@ -72,19 +78,8 @@ class Bed:
         )
         self.started.append(self.proc)
         client = AgentClient(self.url, self.token, 5.0, retry_s=0.5)
-        deadline = time.monotonic() + 60
         try:
-            while True:
-                if self.proc.poll() is not None:
-                    err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                    raise AssertionError(f"agent exited: {err}")
-                try:
-                    if client.agent_health().ok:
-                        return
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                time.sleep(0.1)
+            client.wait_ready(60, lambda: _alive(self.proc))
         finally:
             client.close()
 

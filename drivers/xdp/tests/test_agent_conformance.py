@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,19 +39,14 @@ class LoadOnlyAgent:
         self.proc = subprocess.Popen(self.argv("--listen", f"unix:{self.socket}",
                                                "--token-file", str(self.token_file), "--test-hooks"))
         client = AgentClient(f"unix:{self.socket}", self.token, 5.0, retry_s=0.5)
-        deadline = time.monotonic() + 60
         try:
-            while self.proc.poll() is None:
-                try:
-                    client.agent_health()
-                    return
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
-            raise AssertionError(f"the agent exited with {self.proc.returncode}")
+            client.wait_ready(60, self._alive)
         finally:
             client.close()
+
+    def _alive(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise AssertionError(f"the agent exited with {self.proc.returncode}")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -8,11 +8,12 @@ that timed out is not repeated blindly: the reconciler's read-back decides.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import Retrying, retry, retry_if_exception_type, stop_after_delay, wait_exponential, wait_fixed
 
 from sliceportal.drivers.contract import (
     ApplyResult,
@@ -159,6 +160,20 @@ class AgentClient:
 
     def agent_health(self, retry: bool = True) -> AgentHealth:
         return self._call("GET", "/health", AgentHealth, retry=retry)
+
+    def wait_ready(self, timeout_s: float, check: Callable[[], None] = lambda: None) -> AgentHealth:
+        """Ask until the agent answers healthy (one just started binds, then loads its program);
+        the last error after ``timeout_s``. ``check`` runs before each question: the caller's way
+        to stop at once, e.g. by raising when the agent's process has exited."""
+        for attempt in Retrying(retry=retry_if_exception_type(DriverError), stop=stop_after_delay(timeout_s),
+                                wait=wait_fixed(0.1), reraise=True):
+            with attempt:
+                check()
+                h = self.agent_health(retry=False)
+                if not h.ok:
+                    raise UnreachableError(f"the XDP agent at {self.url} is not ready: {h.detail}")
+                return h
+        raise AssertionError("unreachable: Retrying reraises the last error")
 
     def health(self) -> Health:
         # One question, no retries: the health probes weigh failures themselves (down after N
