@@ -59,16 +59,36 @@ class SupervisedLoop:
         self.status = LoopStatus(name, period_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # start() and the registry's restart of a dead thread decide under this lock: without it,
+        # a check() between start()'s creating and starting the thread saw a "dead" loop and
+        # started a second thread on the same step (the CI log of a loaded host, issue #26)
+        self._life = threading.Lock()
         self._registry = registry or LOOPS
         self._registry.add(self)
 
     def start(self) -> None:
+        with self._life:
+            self._start()
+
+    def _start(self) -> None:
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        thread.start()
+        self._thread = thread
+
+    def restart_if_dead(self) -> bool:
+        """Start the loop again when its thread ended although nobody stopped it; True if it did."""
+        with self._life:
+            if self.stopped or self._thread is None or self._thread.is_alive():
+                return False
+            self.status.restarts += 1
+            log.error("loop %s died; restarting it (restart %d)", self.name, self.status.restarts)
+            self._start()
+            return True
 
     def stop(self, timeout_s: float | None = None) -> None:
-        self._stop.set()
+        with self._life:  # a restart under way must not clear it again
+            self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=timeout_s if timeout_s is not None else self.period_s + 5)
         self._registry.discard(self)
@@ -130,10 +150,7 @@ class LoopRegistry:
         with self._lock:
             loops = list(self._loops.values())
         for loop in loops:
-            if not loop.stopped and loop._thread is not None and not loop.running:
-                loop.status.restarts += 1
-                log.error("loop %s died; restarting it (restart %d)", loop.name, loop.status.restarts)
-                loop.start()
+            loop.restart_if_dead()
 
     def get(self, name: str) -> SupervisedLoop | None:
         with self._lock:
