@@ -157,9 +157,12 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
     expect(explain).to_contain_text("Hold-down: opened after 3 consecutive intervals")
     shot(page, f"live-loop-{driver}-degraded", full_page=False)
     page.keyboard.press("Escape")
-    # the scenario ends by itself (a starved lane would hide where the rollback puts the traffic)
-    _wait(f"the congestion scenario on {driver} over", lambda: next(
-        b for b in api.get("/testbed")["backends"] if b["backend_id"] == backend)["congestion_until"] is None, 40)
+    # the operator ends it (a starved lane would hide where the rollback puts the traffic)
+    with page.expect_response(lambda r: "/testbed/congestion/" in r.url) as ended:
+        page.get_by_role("button", name=re.compile(r"^End congestion")).click()
+    assert ended.value.status == 204
+    expect(page.get_by_role("button", name="Congestion (30 s)…")).to_be_visible(timeout=5_000)
+    assert next(b for b in api.get("/testbed")["backends"] if b["backend_id"] == backend)["congestion_until"] is None
 
     # roll back to the rule set before this slice → not deployed there; its traffic goes
     # where the data plane puts it now (the default path), and no new KPIs of its own

@@ -145,8 +145,8 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         # the traffic loop's one-second step can lag by seconds on a loaded 2-core CI machine; the 15 s scenario
         # leaves the 5 s window below inside it either way
         # while it runs, red-embb's best-effort lane loses there (and only there: the same slice
-        # on XDP does not); the order of the lanes is test_congestion_order's; afterwards it
-        # recovers by itself
+        # on XDP does not); the order of the lanes is test_congestion_order's; once it ends
+        # (the operator ends it early here; test_congestion_order lets it run out) it recovers
         started = datetime.now(UTC)
         time.sleep(5)
         session.expire_all()
@@ -162,6 +162,13 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         congested, elsewhere = window_loss(ids["netfpga"]), window_loss(ids["xdp"])
         assert set(congested) == {0, 2, 4, 6} and congested[0] > 10, congested
         assert set(elsewhere) == {0, 2, 4, 6} and max(elsewhere.values()) < 5, elsewhere
+        # the operator ends it early: capacity back, no scenario reported (and ending none is no error)
+        assert client.delete(f"/api/v1/testbed/congestion/{ids['netfpga']}", headers=op).status_code == 204
+        nf_now = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
+                      if b["driver"] == "netfpga")
+        assert nf_now["congestion_until"] is None, nf_now
+        assert client.delete(f"/api/v1/testbed/congestion/{ids['netfpga']}", headers=op).status_code == 204
+        assert client.delete("/api/v1/testbed/congestion/99999", headers=op).status_code == 404
 
         def recovered() -> dict[int, float] | None:
             session.expire_all()
@@ -173,6 +180,6 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             now_loss = {lane: 100 * (tx - rx) / tx for lane, tx, rx in got if tx}
             return now_loss if now_loss and max(now_loss.values()) < 5 else None
 
-        wait_until("red-embb's lanes on the NetFPGA model recovered after the congestion", recovered, 30)
+        wait_until("red-embb's lanes on the NetFPGA model recovered after the congestion ended", recovered, 30)
     assert not set(namespaces(prefix)) & set(os.popen("ip netns list").read().split())
     assert leftovers(prefix) == []

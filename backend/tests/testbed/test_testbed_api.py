@@ -22,6 +22,8 @@ def test_testbed_routes_without_a_testbed(client: TestClient, session: Session) 
     assert client.get("/api/v1/testbed", headers=integ).status_code == 403
     assert client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 10},
                        headers=integ).status_code == 403
+    assert client.delete("/api/v1/testbed/congestion/1", headers=op).status_code == 409
+    assert client.delete("/api/v1/testbed/congestion/1", headers=integ).status_code == 403
     r = client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 601, "factor": 0.5},
                     headers=op)
     assert r.status_code == 422

@@ -556,6 +556,16 @@ class LiveTestbed:
         plane.congestion_until = until
         return plane
 
+    def end_congestion(self, backend_id: int) -> bool:
+        """End a backend's running scenario now (the traffic step restores its capacity within a
+        second); False when none ran there."""
+        plane = next((p for p in self.planes if p.backend_id == backend_id), None)
+        now = datetime.now(UTC)
+        if plane is None or not plane.congested(now):
+            return False
+        plane.congestion_until = now
+        return True
+
     def base_pps(self) -> dict[int, float]:
         """Per backend, the packets/s its subscribers are sent (what a congestion factor divides)."""
         return {p.backend_id: p.base_pps for p in self.planes if p.backend_id}

@@ -277,7 +277,10 @@ class Controller:
             return  # starting: applied once it runs (a scenario already over is dropped then)
         for cmd in state.pending_commands(session):
             error = ""
-            if cmd.until <= datetime.now(UTC):
+            if cmd.factor <= state.END_FACTOR:
+                if testbed.end_congestion(cmd.backend_id):
+                    log.info("testbed: congestion on backend %d ended early (by %s)", cmd.backend_id, cmd.actor)
+            elif cmd.until <= datetime.now(UTC):
                 error = "expired: over before the testbed could apply it"
             else:
                 try:

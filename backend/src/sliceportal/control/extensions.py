@@ -80,6 +80,10 @@ class ControllerExtension(Protocol):
         ``BackendDown`` or ``ScenarioRefused``."""
         ...
 
+    def end_congestion(self, backend_id: int) -> bool:
+        """End a backend's running scenario now; False when none ran there."""
+        ...
+
 
 class ExtensionFactory(Protocol):
     def __call__(self, context: ExtensionContext) -> ControllerExtension: ...

@@ -13,7 +13,7 @@ pulling in the controller's machinery.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
@@ -123,6 +123,14 @@ def record_congestion(session: Session, backend_id: int, factor: float, until: d
     session.add(cmd)
     session.commit()
     return cmd.id
+
+
+# A command of factor 1 (no overload) ends the backend's running scenario at its ``until``.
+END_FACTOR = 1.0
+
+
+def record_congestion_end(session: Session, backend_id: int, actor: str) -> int:
+    return record_congestion(session, backend_id, END_FACTOR, datetime.now(UTC), actor)
 
 
 def pending_commands(session: Session) -> list[TestbedCommand]:

@@ -2,6 +2,7 @@
 // rate limit and guaranteed rate drawn, loss / delay / jitter with their SLA limits; a time range
 // of 5 min (live) / 1 h / 24 h from the stored samples; the SLA status of that backend.
 import { useState } from "react";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Alert, Badge, Button, Group, SegmentedControl, SimpleGrid, Stack, Text } from "@mantine/core";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useHasPath } from "../../api/features";
@@ -34,31 +35,68 @@ function limit(kind: Limit["kind"], value: number | null | undefined, label: str
 
 const CONGESTION = { duration_s: 30, factor: 4 } as const;
 
+// The scenario running on a backend, from the testbed's report (the button offers to end it early)
+function useCongestionUntil(backendId: number, enabled: boolean): string | null {
+  const state = useQuery({
+    queryKey: ["testbed"],
+    queryFn: () => unwrap(api.GET("/api/v1/testbed")),
+    enabled,
+    refetchInterval: 2000,
+    retry: false,  // 409: no testbed runs; the button then stays as it is
+  });
+  return state.data?.backends.find((b) => b.backend_id === backendId)?.congestion_until ?? null;
+}
+
 function CongestionButton({ backendId, backendName }: { backendId: number; backendName: string }) {
   const { me } = useSession();
   const available = useHasPath("/api/v1/testbed/congestion");
   const confirm = useConfirm();
-  if (me?.role !== "operator" || available !== true) return null;
+  const client = useQueryClient();
+  const allowed = me?.role === "operator" && available === true;
+  const until = useCongestionUntil(backendId, allowed);
+  const [ending, setEnding] = useState(false);
+  if (!allowed) return null;
   // traffic-affecting: it runs only from the dialog, which says what it does and for how long
   const ask = () => confirm.ask({
     title: `Congest backend ${backendName} for ${CONGESTION.duration_s} s?`,
     message: `The testbed divides ${backendName}'s egress capacity by ${CONGESTION.factor} for ${CONGESTION.duration_s} seconds. `
       + "Every slice on this backend is affected: lanes degrade lowest priority first and SLA violations may open; "
-      + "the capacity comes back by itself when the time is up.",
+      + "the capacity comes back by itself when the time is up (or when you end it).",
     confirmLabel: `Congest for ${CONGESTION.duration_s} s`,
     color: "orange",
     action: async () => {
       const r = await unwrap(api.POST("/api/v1/testbed/congestion", { body: { backend_id: backendId, ...CONGESTION } }));
       notify("Congestion started", `egress capacity ÷${r.factor} (${(r.egress_capacity_bps / 1e6).toFixed(2)} Mbit/s) `
         + `on ${backendName} until ${formatTime(r.until)}`, "orange");
+      await client.invalidateQueries({ queryKey: ["testbed"] });
     },
   });
+  // ending restores capacity: nothing to confirm
+  const end = async () => {
+    setEnding(true);
+    try {
+      await unwrap(api.DELETE("/api/v1/testbed/congestion/{backend_id}", { params: { path: { backend_id: backendId } } }));
+      notify("Congestion ended", `${backendName}'s egress capacity is back`, "teal");
+      await client.invalidateQueries({ queryKey: ["testbed"] });
+    } catch (e) {
+      notify("Congestion not ended", e instanceof Error ? e.message : String(e), "red");
+    } finally {
+      setEnding(false);
+    }
+  };
   return (
     <>
-      <Button size="xs" variant="light" color="orange" onClick={ask}
-        title={`Overload this backend for ${CONGESTION.duration_s} s (its egress capacity ÷${CONGESTION.factor}): lanes degrade lowest priority first, then recover`}>
-        Congestion ({CONGESTION.duration_s} s)…
-      </Button>
+      {until ? (
+        <Button size="xs" variant="light" color="teal" onClick={end} loading={ending}
+          title={`The congestion scenario on ${backendName} runs until ${formatTime(until)}: end it now`}>
+          End congestion (until {formatTime(until)})
+        </Button>
+      ) : (
+        <Button size="xs" variant="light" color="orange" onClick={ask}
+          title={`Overload this backend for ${CONGESTION.duration_s} s (its egress capacity ÷${CONGESTION.factor}): lanes degrade lowest priority first, then recover`}>
+          Congestion ({CONGESTION.duration_s} s)…
+        </Button>
+      )}
       {confirm.dialog}
     </>
   );

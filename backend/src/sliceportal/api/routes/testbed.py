@@ -101,3 +101,16 @@ def start_congestion(body: CongestionCreate, principal: CurrentUser, session: Se
     bits_per_packet = plane.offered_bps / plane.offered_pps if plane.offered_pps else 0.0
     return CongestionStarted(backend_id=body.backend_id, factor=body.factor, offered_pps=offered,
                              egress_capacity_bps=offered * bits_per_packet / body.factor, until=until)
+
+
+@router.delete("/congestion/{backend_id}", status_code=204)
+def end_congestion(backend_id: int, principal: CurrentUser, session: SessionDep) -> None:
+    """End a backend's congestion scenario now instead of at its ``until`` (its egress capacity
+    comes back within the traffic step's second); nothing running there is no error. Answered
+    once the controller applied it."""
+    _operator(principal)
+    report = _running(session)
+    if backend_id not in report.base_pps:
+        raise ApiError(404, "Unknown backend", f"backend {backend_id} is not part of the testbed")
+    command = state.record_congestion_end(session, backend_id, principal.username)
+    _await_controller(session, command, backend_id)
