@@ -132,10 +132,10 @@ _CUT_AND_WRAPPED = """() => {
 }"""
 
 
-def assert_badges_whole_and_cells_unwrapped(page: Page, where: str, *, cells: bool = True) -> None:
+def assert_badges_whole_and_cells_unwrapped(page: Page, where: str) -> None:
     r = page.evaluate(_CUT_AND_WRAPPED)
     assert not r["cut"], f"{where}: badges cut: {r['cut']}"
-    assert not cells or not r["wrapped"], f"{where}: table cells wrapped one word a line: {r['wrapped']}"
+    assert not r["wrapped"], f"{where}: table cells wrapped one word a line: {r['wrapped']}"
 
 
 def assert_no_sideways_scroll(page: Page, where: str) -> None:
@@ -308,8 +308,7 @@ def test_operator_pages_fit_a_phone(browser: Browser, stack: Stack, kpi_feed: No
         for v in operator_pages(stack, a11y_backend):
             visit(page, v)
             assert_no_sideways_scroll(page, f"{v.path} as operator")
-            # cells: not yet on every operator page (the slice list's type and backend cells wrap)
-            assert_badges_whole_and_cells_unwrapped(page, f"{v.path} as operator at 390 px", cells=False)
+            assert_badges_whole_and_cells_unwrapped(page, f"{v.path} as operator at 390 px")
     finally:
         context.close()
 

@@ -88,8 +88,9 @@ export function BackendsPage() {
     <>
       <PageTitle actions={<Button onClick={() => setAdding(true)}>New backend</Button>}>Backends</PageTitle>
       <QueryView query={backends}>
+        {/* a health detail holds a socket path: it breaks inside the path, not one word a line (#29) */}
         {(page) => (
-          <Table.ScrollContainer minWidth={640}>
+          <Table.ScrollContainer minWidth={900}>
             <Table striped aria-label="Backends">
               <Table.Thead><Table.Tr><Table.Th>Name</Table.Th><Table.Th>Driver</Table.Th><Table.Th>Queues</Table.Th>
                 <Table.Th>Link capacity</Table.Th><Table.Th>Health</Table.Th><Table.Th>Detail</Table.Th><Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th></Table.Tr></Table.Thead>
@@ -100,7 +101,7 @@ export function BackendsPage() {
                     <Table.Td>{b.driver}</Table.Td><Table.Td>{b.paths} × {b.lanes}</Table.Td>
                     <Table.Td>{+(b.link_bps / 1e6).toFixed(3)} Mbit/s{Object.keys(b.port_bps).length > 0
                       ? ` · ${Object.keys(b.port_bps).length} ${Object.keys(b.port_bps).length === 1 ? "port" : "ports"}` : ""}</Table.Td>
-                    <Table.Td><StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} /></Table.Td><Table.Td>{b.health_detail}</Table.Td>
+                    <Table.Td><StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} /></Table.Td><Table.Td miw={260} style={{ overflowWrap: "anywhere" }}>{b.health_detail}</Table.Td>
                     <Table.Td>
                       <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(b)}
                         aria-label={`Delete backend ${b.name}`}>Delete</Button>

@@ -35,7 +35,9 @@ export function SlicesPage() {
       <QueryView query={slices}>
         {(page) => (
           <>
-            <Table.ScrollContainer minWidth={700}>
+            {/* below this width the table scrolls inside its box: a type's name and a backend's
+                badge stay on one line each (a phone squeezed them one word a line, #29) */}
+            <Table.ScrollContainer minWidth={980}>
               <Table striped highlightOnHover aria-label="Slices">
                 <Table.Thead>
                   <Table.Tr>
@@ -47,10 +49,10 @@ export function SlicesPage() {
                   {page.data.map((s) => (
                     <Table.Tr key={s.id}>
                       <Table.Td><Anchor component={Link} to={`/slices/${s.id}`} fw={600}>{s.name}</Anchor></Table.Td>
-                      <Table.Td>{s.slice_type_name}</Table.Td>
+                      <Table.Td style={{ whiteSpace: "nowrap" }}>{s.slice_type_name}</Table.Td>
                       <Table.Td><LaneStrip lanes={s.lanes} label={s.name} /></Table.Td>
                       <Table.Td><StateBadge state={s.state} /></Table.Td>
-                      <Table.Td><BackendBadges status={s.status} /></Table.Td>
+                      <Table.Td miw={260}><BackendBadges status={s.status} /></Table.Td>
                       <Table.Td>{s.sla.rate_limit_mbps != null ? `${s.sla.rate_limit_mbps} Mbit/s` : "—"}</Table.Td>
                       <Table.Td>{s.sla.max_delay_ms != null ? `${s.sla.max_delay_ms} ms` : "—"}</Table.Td>
                     </Table.Tr>
