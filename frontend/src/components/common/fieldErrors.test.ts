@@ -71,6 +71,12 @@ describe("csvRowError and problemSummary", () => {
     expect(csvRowError({ field: "ue_ip", message: "10.9.0.1 is outside tenant a's UE pool", line: 3 }))
       .toEqual({ line: 3, column: "UE address", message: "10.9.0.1 is outside tenant a's UE pool" });
   });
+  it("names a header's missing or unknown column as the file spells it", () => {
+    expect(csvRowError({ field: "ue_addr", message: "unknown column", line: 1 }))
+      .toEqual({ line: 1, column: "ue_addr", message: "unknown column" });
+    expect(csvRowError({ field: "ue_ip", message: "missing column", line: 1 }))
+      .toEqual({ line: 1, column: "ue_ip", message: "missing column" });
+  });
   it("summarises without database text", () => {
     expect(problemSummary(new ApiProblem(409, "Conflict", "Key (name)=(x) already exists."))).toBe(
       "Name x is already in use; choose another.");

@@ -120,7 +120,10 @@ export function mapProblem(problem: ApiProblem | null | undefined, fields: reado
 
 /** One CSV import error as a row of the error table: the file's line (1 = header), column, words. */
 export function csvRowError(e: FieldError, labels: Record<string, string> = FIELD_LABELS) {
-  return { line: e.line ?? null, column: labelOf(leafField(e.field) || e.field, labels), message: humanMessage(e.message, labels) };
+  // a header error names the column as the file spells it (or must spell it): "ue_addr", not "Ue addr"
+  const header = e.message === "missing column" || e.message === "unknown column";
+  const column = header ? e.field : labelOf(leafField(e.field) || e.field, labels);
+  return { line: e.line ?? null, column, message: humanMessage(e.message, labels) };
 }
 
 /** The problem's headline without raw database text: detail only when it reads as a sentence. */
