@@ -2,23 +2,17 @@
 // token goes in a header (EventSource cannot send one). One stream per page, for all its slices.
 import { useEffect } from "react";
 import { useQueryClient } from "@tanstack/react-query";
+import { EventSourceParserStream } from "eventsource-parser/stream";
 import { authFetch } from "../../api/client";
 import { useHasPath } from "../../api/features";
 import { mergeSamples, type KpiSample } from "./kpiSource";
 
-function parseEvents(chunk: string, onKpi: (points: KpiSample[]) => void): void {
-  let event = "message";
-  const data: string[] = [];
-  for (const line of chunk.split("\n")) {
-    if (line.startsWith("event:")) event = line.slice(6).trim();
-    else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-  }
-  if (event !== "kpi" || data.length === 0) return;
+function parsePoints(data: string): KpiSample[] {
   try {
-    const parsed: unknown = JSON.parse(data.join("\n"));
-    if (Array.isArray(parsed)) onKpi(parsed as KpiSample[]);
+    const parsed: unknown = JSON.parse(data);
+    return Array.isArray(parsed) ? (parsed as KpiSample[]) : [];
   } catch {
-    // a malformed event is skipped; the 1 s poll fills any gap
+    return [];  // a malformed event is skipped; the 1 s poll fills any gap
   }
 }
 
@@ -31,6 +25,7 @@ export function useKpiStream(sliceIds: number[]): void {
     if (!available || key === "") return;
     const abort = new AbortController();
     let retry: number | undefined;
+    let retryMs = 2000;  // until the server says otherwise (its "retry:" field)
     const ids = key.split(",").map(Number);
 
     const connect = async () => {
@@ -40,26 +35,22 @@ export function useKpiStream(sliceIds: number[]): void {
           headers: { Accept: "text/event-stream" }, signal: abort.signal,
         }));
         if (!res.ok || !res.body) throw new Error(`stream: HTTP ${res.status}`);
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = "";
+        // framing (multi-line data, comments, keep-alive pings) is the parser's, per the SSE spec
+        const events = res.body.pipeThrough(new TextDecoderStream())
+          .pipeThrough(new EventSourceParserStream({ onRetry: (ms) => { retryMs = ms; } }));
+        const reader = events.getReader();
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
-          buffer += value;
-          let end: number;
-          while ((end = buffer.indexOf("\n\n")) >= 0) {
-            parseEvents(buffer.slice(0, end), (points) => {
-              const bySlice = new Map<number, KpiSample[]>();
-              for (const p of points) bySlice.set(p.slice_id, [...(bySlice.get(p.slice_id) ?? []), p]);
-              bySlice.forEach((pts, id) => mergeSamples(qc, id, pts));
-            });
-            buffer = buffer.slice(end + 2);
-          }
+          if (value.event !== "kpi") continue;
+          const bySlice = new Map<number, KpiSample[]>();
+          for (const p of parsePoints(value.data)) bySlice.set(p.slice_id, [...(bySlice.get(p.slice_id) ?? []), p]);
+          bySlice.forEach((pts, id) => mergeSamples(qc, id, pts));
         }
       } catch {
         if (abort.signal.aborted) return;
       }
-      if (!abort.signal.aborted) retry = window.setTimeout(connect, 2000);
+      if (!abort.signal.aborted) retry = window.setTimeout(connect, retryMs);
     };
     void connect();
     return () => {
