@@ -13,7 +13,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -75,53 +75,70 @@ def unchanged_public(u: svc.Unchanged) -> DeployUnchangedPublic:
                                  detail=f"already deployed as rule set {u.rule_set}")
 
 
-def _result_event(dep: Deployment | svc.Unchanged) -> str:
+def _result(dep: Deployment | svc.Unchanged) -> dict[str, Any]:
     body = (unchanged_public(dep) if isinstance(dep, svc.Unchanged) else DeploymentPublic.model_validate(dep))
-    return json.dumps({"event": "result", **body.model_dump(mode="json")})
+    return body.model_dump(mode="json")
 
 
-def _stream(request: Request, backend_id: int, principal: Principal, rollback_to: int | None,
-            override: Override | None = None) -> StreamingResponse:
-    """Run the push in a worker with its own session; stream progress, then the outcome."""
+Emit = Callable[[dict[str, Any]], None]
+
+
+def _error_event(exc: Exception, what: str) -> dict[str, Any]:
+    """A streamed job's failure as its last event, with the status the same request would
+    have answered without streaming (called inside the ``except`` that caught it)."""
+    if isinstance(exc, DomainError):
+        p = domain_problem(exc)
+        return {"status": p.status, "title": p.title, "detail": p.detail, **(getattr(exc, "extensions", None) or {})}
+    if isinstance(exc, ApiError):
+        return {"status": exc.status, "title": exc.title, "detail": exc.detail}
+    if isinstance(exc, OperationalError | InterfaceError):
+        return {"status": 503, "title": "Database unavailable",
+                "detail": f"the portal's database became unreachable: {str(exc).splitlines()[0]}; "
+                          "the deployment (a job) is finished and recorded once it is back: read its row"}
+    log.exception("streamed %s failed", what)  # a bug must still end the stream, not leave the client waiting
+    return {"status": 500, "title": "Internal error", "detail": f"{type(exc).__name__}: {exc}"}
+
+
+def _ndjson(what: str, run: Callable[[Emit], dict[str, Any]]) -> StreamingResponse:
+    """Run ``run`` in a worker thread (with sessions of its own) and stream NDJSON: the progress
+    events it emits as they happen, then exactly one ``result`` (what it returns) or ``error``
+    event, whatever happens. The push is a job: a client that goes away does not cut it."""
     events: queue.Queue[str | None] = queue.Queue()
 
-    def error(status: int, title: str, detail: str, extra: dict[str, object] | None = None) -> str:
-        return json.dumps({"event": "error", "status": status, "title": title, "detail": detail, **(extra or {})})
+    def emit(event: dict[str, Any]) -> None:
+        events.put(json.dumps(event))
 
     def work() -> None:
-        # Whatever happens, the stream ends with exactly one result or error event.
         try:
-            with request.app.state.sessionmaker() as session:
-                set_actor(session, Actor(principal.user_id, principal.username, principal.via))
-                backend = get_scoped(session, Backend, backend_id, None, "backend")
-
-                def progress(e: object) -> None:
-                    events.put(json.dumps({"event": "progress", **e.model_dump()}))  # type: ignore[attr-defined]
-                dep = (svc.deploy_changes(session, backend, principal.username, progress, override=override)
-                       if rollback_to is None
-                       else svc.rollback(session, backend, rollback_to, principal.username, progress))
-                events.put(_result_event(dep))
-        except DomainError as exc:
-            p = domain_problem(exc)
-            events.put(error(p.status, p.title, p.detail, getattr(exc, "extensions", None)))
-        except ApiError as exc:
-            events.put(error(exc.status, exc.title, exc.detail))
-        except (OperationalError, InterfaceError) as exc:
-            events.put(error(503, "Database unavailable",
-                             f"the portal's database became unreachable: {str(exc).splitlines()[0]}; "
-                             "the deployment (a job) is finished and recorded once it is back: read its row"))
-        except Exception as exc:  # a bug must still end the stream, not leave the client waiting
-            log.exception("streamed deployment to backend %s failed", backend_id)
-            events.put(error(500, "Internal error", f"{type(exc).__name__}: {exc}"))
+            emit({"event": "result", **run(emit)})
+        except Exception as exc:
+            emit({"event": "error", **_error_event(exc, what)})
         finally:
             events.put(None)
 
-    threading.Thread(target=work, name=f"deploy-{backend_id}", daemon=True).start()
+    threading.Thread(target=work, name=what, daemon=True).start()
 
     def body() -> Iterator[str]:
         while (item := events.get()) is not None:
             yield item + "\n"
     return StreamingResponse(body(), media_type=NDJSON)
+
+
+def _stream(request: Request, backend_id: int, principal: Principal, rollback_to: int | None,
+            override: Override | None = None) -> StreamingResponse:
+    """A deploy (or rollback) of one backend, streamed."""
+    def run(emit: Emit) -> dict[str, Any]:
+        with request.app.state.sessionmaker() as session:
+            set_actor(session, Actor(principal.user_id, principal.username, principal.via))
+            backend = get_scoped(session, Backend, backend_id, None, "backend")
+
+            def progress(e: object) -> None:
+                emit({"event": "progress", **e.model_dump()})  # type: ignore[attr-defined]
+            dep = (svc.deploy_changes(session, backend, principal.username, progress, override=override)
+                   if rollback_to is None
+                   else svc.rollback(session, backend, rollback_to, principal.username, progress))
+            return _result(dep)
+    return _ndjson(f"deploy-{backend_id}", run)
 
 
 def _start_job(request: Request, session: SessionDep, backend_id: int, principal: Principal,
@@ -280,25 +297,9 @@ def deploy_slice(slice_id: PathId, principal: Deployer, session: SessionDep, req
     sessions = request.app.state.sessionmaker
     if not (accept and NDJSON in accept):
         return _slice_result(slice_id, slice_deploy.deploy_slice(sessions, actor, ids, override=override))
-    events: queue.Queue[str | None] = queue.Queue()
-
-    def progress(backend_id: int, e: object) -> None:
-        events.put(json.dumps({"event": "progress", "backend_id": backend_id, **e.model_dump()}))  # type: ignore[attr-defined]
-
-    def work() -> None:
-        try:
-            outcomes = slice_deploy.deploy_slice(sessions, actor, ids, override=override, progress=progress)
-            events.put(json.dumps({"event": "result", **_slice_result(slice_id, outcomes).model_dump(mode="json")}))
-        except Exception as exc:  # the stream ends with exactly one result or error event
-            log.exception("streamed deployment of slice %s failed", slice_id)
-            events.put(json.dumps({"event": "error", "status": 500, "title": "Internal error",
-                                   "detail": f"{type(exc).__name__}: {exc}"}))
-        finally:
-            events.put(None)
-
-    threading.Thread(target=work, name=f"deploy-slice-{slice_id}", daemon=True).start()
-
-    def body() -> Iterator[str]:
-        while (item := events.get()) is not None:
-            yield item + "\n"
-    return StreamingResponse(body(), media_type=NDJSON)
+    def run(emit: Emit) -> dict[str, Any]:
+        def progress(backend_id: int, e: object) -> None:
+            emit({"event": "progress", "backend_id": backend_id, **e.model_dump()})  # type: ignore[attr-defined]
+        outcomes = slice_deploy.deploy_slice(sessions, actor, ids, override=override, progress=progress)
+        return _slice_result(slice_id, outcomes).model_dump(mode="json")
+    return _ndjson(f"deploy-slice-{slice_id}", run)
