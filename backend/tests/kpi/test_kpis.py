@@ -108,6 +108,13 @@ def test_prometheus_metrics(client: TestClient, session: Session, world: dict[st
         assert name in r.text, name
     # by route template as clients call it (the world's slices were created by POST /api/v1/slices)
     assert 'method="POST",route="/api/v1/slices",status="201"' in r.text
+
+    def compiles(text: str) -> float:  # this process's compiles for the P4 driver (the registry outlives tests)
+        return next((float(x.rsplit(" ", 1)[1]) for x in text.splitlines()
+                     if x.startswith('sliceportal_compile_duration_seconds_count{driver="p4rt"}')), 0.0)
+    before = compiles(r.text)
+    assert client.get(f"/api/v1/backends/{BMV2}/preview", headers=world["op"]).status_code == 200  # type: ignore[arg-type]
+    assert compiles(client.get("/metrics", headers=world["op"]).text) == before + 1  # type: ignore[arg-type]
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers=world["red"]).status_code == 403  # type: ignore[arg-type]
 

@@ -33,6 +33,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.types import NullType
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from sliceportal.core.process_metrics import COMPILE_DURATION
 from sliceportal.drivers.contract import (
     CapacityError,
     Driver,
@@ -171,8 +172,9 @@ def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
         found = enforcement.gaps(backend, drv.capabilities(), slices)
         found += enforcement.slice_intent_gaps(session, backend, drv.capabilities(), slices)
         enforcement.refuse_unenforceable(found)
-        compiled = compile_rules(tenants, specs, _target(drv))
-        plan = plan_for(drv, compiled.ir)
+        with COMPILE_DURATION.labels(backend.driver).time():
+            compiled = compile_rules(tenants, specs, _target(drv))
+            plan = plan_for(drv, compiled.ir)
         return Preview(compiled, plan, check_plan(compiled.ir, plan, drv), tuple(found))
     except (CompileError, DriverError) as exc:
         raise _refusal(exc) from exc

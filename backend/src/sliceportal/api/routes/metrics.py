@@ -10,8 +10,9 @@ probe, testbed; docs/kpis.md).
 * gauges: the newest sample of each (slice, backend, lane, source): throughput, loss ratio,
   delay and jitter (a KPI the source does not measure has no series: "not measured", never 0);
 * the portal: deployments by kind and result, push durations (histogram), backends whose
-  last reconcile found drift, open SLA violations, HTTP request durations by route
-  (histogram, this process's requests: ``RequestTimer``).
+  last reconcile found drift, open SLA violations; and this process's own timings
+  (``core/process_metrics.py``): HTTP request durations by route (``RequestTimer``) and
+  compile durations by driver (histograms).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sliceportal.api.deps import NotTenant, SessionDep
+from sliceportal.core import process_metrics
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import Backend, Deployment, SlaViolation, Slice, Tenant
 from sliceportal.models.queries import newest_samples
@@ -58,10 +60,9 @@ COUNTERS: dict[str, tuple[str, str]] = {
 }
 PUSH_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
-# this process's HTTP requests (the only in-process state besides the KPI totals)
-HTTP_REGISTRY = CollectorRegistry()
+# this process's HTTP requests, beside its compiles (core/process_metrics.py)
 HTTP_DURATION = Histogram("sliceportal_http_request_duration_seconds", "HTTP requests by route template",
-                          ("method", "route", "status"), registry=HTTP_REGISTRY)
+                          ("method", "route", "status"), registry=process_metrics.REGISTRY)
 
 
 class RequestTimer:
@@ -167,5 +168,5 @@ def metrics(_: NotTenant, session: SessionDep, request: Request) -> PlainTextRes
     for tenant_name, slice_name, backend_name, n in open_counts:
         violations.labels(tenant_name, slice_name, backend_name).set(n)
     registry.register(_Portal(session, getattr(request.app.state, "kpi_hub", None)))
-    body = generate_latest(registry) + generate_latest(HTTP_REGISTRY)
+    body = generate_latest(registry) + generate_latest(process_metrics.REGISTRY)
     return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
