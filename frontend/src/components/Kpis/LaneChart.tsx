@@ -6,7 +6,7 @@ import uPlot from "uplot";
 import { Box, Center, Group, Paper, Text } from "@mantine/core";
 import { useElementSize } from "@mantine/hooks";
 import { formatTime } from "../common/time";
-import { alignSeries, axisTime, formatValue, gapSpans, lastValue, sourceLabel, zoneName, type LaneSeries } from "./chartSeries";
+import { alignSeries, axisTime, formatValue, gapSpans, lastValue, sourceLabel, timeRange, zoneName, type LaneSeries } from "./chartSeries";
 
 export type { LaneSeries } from "./chartSeries";
 
@@ -70,8 +70,13 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
       // KPIs are never negative: the y axis starts at 0 so a flat line reads as its value,
       // and always shows the limits, so "far below the SLA" is visible as such.
       scales: {
-        // one sample alone would stretch the axis over years: show the minute before it
-        x: { time: true, range: (_u, min, max) => (min === max ? [min - 60, max + 1] : [min, max]) },
+        // from the samples' own times: for a single sample uPlot widens the span to 86 400 of its
+        // time units (1 000 days in seconds) before asking, which read "01 Jan, 00:00" on every tick
+        x: { time: true, range: (u, min, max) => {
+          const xs = u.data[0];
+          const first = xs[0], last = xs[xs.length - 1];
+          return first != null && last != null ? timeRange(first, last) : [min, max];
+        } },
         y: { range: (_u, _min, max) => {
           const top = Math.max(max, ...limits.map((l) => l.value));
           return [0, top > 0 ? top * 1.15 : 1];

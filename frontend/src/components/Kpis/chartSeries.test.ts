@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../../api/client";
-import { alignSeries, axisTime, gapSpans, buildSeries, formatValue, lastValue, sourcesOf, stillArriving, typicalStep, withGaps, zoneName } from "./chartSeries";
+import { alignSeries, axisTime, gapSpans, buildSeries, formatValue, lastValue, sourcesOf, stillArriving, timeRange, typicalStep, withGaps, zoneName } from "./chartSeries";
 
 type KpiSample = Schemas["KpiSamplePublic"];
 
@@ -151,5 +151,15 @@ describe("lanes read a few ms apart (#29)", () => {
     expect(gapSpans([lane(0), lane(0.002), lane(0.004), lane(0.006)])).toEqual([]);
     const holed = [lane(0), lane(0.002)].map((l) => ({ points: l.points.filter(([t]) => t < 10 || t > 15) }));
     expect(gapSpans(holed)).toEqual([[9.002, 15.002]]);
+  });
+});
+
+describe("timeRange", () => {
+  it("shows the ten seconds up to the newest sample when the samples span less", () => {
+    expect(timeRange(1000, 1000)).toEqual([990, 1001]);
+    expect(timeRange(1000, 1001.2)).toEqual([991.2, 1002.2]);  // two samples a second apart: whole-second ticks
+  });
+  it("keeps the samples' own range from ten seconds up", () => {
+    expect(timeRange(1000, 1010)).toEqual([1000, 1010]);
   });
 });

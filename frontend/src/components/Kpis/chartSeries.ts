@@ -185,6 +185,16 @@ export function zoneName(timeZone?: string, at: Date = new Date()): string {
   return clock("zone", timeZone).formatToParts(at).find((p) => p.type === "timeZoneName")?.value ?? "";
 }
 
+/** The time axis shows at least this much: a few samples seconds apart would otherwise be
+ * spread over ticks a fraction of a second apart, each labelled with the same second. */
+export const MIN_AXIS_SPAN_S = 10;
+
+/** The x range for samples from ``min`` to ``max`` (unix seconds): theirs, or the ten seconds up to
+ * the newest when they span less (one sample alone would stretch the axis over years). */
+export function timeRange(min: number, max: number): [number, number] {
+  return max - min < MIN_AXIS_SPAN_S ? [max - MIN_AXIS_SPAN_S, max + 1] : [min, max];
+}
+
 /**
  * An axis tick at ``seconds`` (unix) on an axis spanning ``spanS`` seconds, on a 24-hour clock:
  * seconds for spans up to 15 min, the day for spans over 20 h.
