@@ -126,7 +126,9 @@ _CUT_AND_WRAPPED = """() => {
             r.selectNodeContents(n);
             for (const rect of r.getClientRects()) if (rect.width > 0) tops.add(Math.round(rect.top / 4));
         }
-        if (tops.size >= words.length) wrapped.push(td.innerText.trim().slice(0, 40));
+        // lines the text breaks itself (a JSON diff, one value a line) are layout, not squeezing
+        const own = (td.innerText || "").split("\\n").filter((l) => l.trim()).length;
+        if (tops.size >= words.length && own < words.length) wrapped.push(td.innerText.trim().slice(0, 40));
     }
     return { cut, wrapped };
 }"""

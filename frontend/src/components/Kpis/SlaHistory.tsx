@@ -15,6 +15,8 @@ import { LaneChart, SLA_RED, GUARANTEE_TEAL } from "./LaneChart";
 import { metricName, metricUnit } from "./metricLabels";
 import { durationText, EPISODE_HOLD_S, mergeEpisodes } from "./slaEpisodes";
 
+const NOWRAP = { whiteSpace: "nowrap" } as const;
+
 type Violation = Schemas["SlaViolationPublic"];
 type Evidence = Schemas["EvidenceSample"];
 const WINDOWS = { "1h": { label: "last hour", seconds: 3600 }, "24h": { label: "last day", seconds: 86_400 } } as const;
@@ -158,12 +160,14 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
           { key: "backend", header: "Backend", cell: (e) => e.backendName },
           { key: "lane", header: "Lane", cell: (e) => e.lane ?? "all" },
           { key: "metric", header: "Metric", cell: (e) => <Badge color="red" variant="light">{metricName(e.metric)}</Badge> },
-          { key: "worst", header: "Worst", cell: (e) => fmt(e.worst, metricUnit(e.metric)) },
-          { key: "limit", header: "Limit", cell: (e) => `${e.below ? "≥" : "≤"} ${fmt(e.threshold, metricUnit(e.metric))}` },
+          // a value and its unit stay on one line (a phone squeezed "≤ 250 ms" one word a line)
+          { key: "worst", header: "Worst", cell: (e) => <span style={NOWRAP}>{fmt(e.worst, metricUnit(e.metric))}</span> },
+          { key: "limit", header: "Limit", cell: (e) => (
+            <span style={NOWRAP}>{`${e.below ? "≥" : "≤"} ${fmt(e.threshold, metricUnit(e.metric))}`}</span>) },
           { key: "from", header: "From", cell: (e) => <Time value={e.startedAt} /> },
           { key: "to", header: "To", cell: (e) => (e.endedAt ? <Time value={e.endedAt} /> : <Badge color="red">open</Badge>) },
           { key: "duration", header: "Duration", cell: (e) => (
-            <span title={`${e.violations} violation${e.violations === 1 ? "" : "s"} merged`}>
+            <span style={NOWRAP} title={`${e.violations} violation${e.violations === 1 ? "" : "s"} merged`}>
               {durationText(e.startedAt, e.endedAt)}{e.violations > 1 ? ` (${e.violations}×)` : ""}
             </span>
           ) },
