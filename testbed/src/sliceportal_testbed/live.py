@@ -161,6 +161,8 @@ class Plane:
     restart_at: float = 0.0
     last_interval_at: datetime | None = None
     default_traffic: list[DefaultLane] = field(default_factory=list)
+    # per capture point, its newest interval's miss-path traffic (XDP has two: core and alt)
+    default_parts: dict[int, list[DefaultLane]] = field(default_factory=dict)
     expected: tuple[frozenset[int], bool] = (frozenset(), False)  # data-plane slices hit, any miss
     placement_check: str = "not checked yet"
     # a congestion scenario lowers its egress capacity (the offered load stays): the normal
@@ -199,7 +201,7 @@ class LiveTestbed:
     running: bool = False
     error: str = ""
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    _reports: queue.Queue[tuple[Plane, datetime, MeterReport]] = field(default_factory=queue.Queue)
+    _reports: queue.Queue[tuple[Plane, int, datetime, MeterReport]] = field(default_factory=queue.Queue)
     _loops: list[SupervisedLoop] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -589,7 +591,7 @@ class LiveTestbed:
                 and (plane.process is None or plane.process.alive)
             if forwarding:
                 report = meter.interval_report(sent_before=self._sent_before(plane))
-                self._reports.put((plane, datetime.now(UTC), report))
+                self._reports.put((plane, index, datetime.now(UTC), report))
             else:
                 # what was sent while it was down is not loss of the plane that comes back:
                 # starved-lane accounting starts afresh LOSS_GRACE_S after it forwards again; and
@@ -622,7 +624,7 @@ class LiveTestbed:
     def _write_step(self) -> None:
         """Store what the meters reported (one point per slice, backend, lane and interval),
         with the data planes' per-rule drops and ECN marks of that backend added."""
-        batch: list[tuple[Plane, datetime, MeterReport]] = []
+        batch: list[tuple[Plane, int, datetime, MeterReport]] = []
         with contextlib.suppress(queue.Empty):
             while len(batch) < 64:
                 batch.append(self._reports.get_nowait())
@@ -630,12 +632,12 @@ class LiveTestbed:
             return
         points: list[KpiPoint] = []
         with self.sessions() as session:
-            for plane, now, report in batch:
+            for plane, index, now, report in batch:
                 lanes = [g for g in report.lanes if g.received or g.expected]  # nothing crossed: no point
                 if not lanes:
                     continue
                 plane.last_interval_at = now
-                self._note_default(plane, [g for g in lanes if g.slice_index == DEFAULT_SLICE])
+                self._note_default(plane, index, [g for g in lanes if g.slice_index == DEFAULT_SLICE])
                 kept = report.model_copy(update={"lanes": [g for g in lanes if g.slice_index != DEFAULT_SLICE]})
                 slice_ids = {g.slice_index: g.slice_index for g in kept.lanes if g.slice_index is not None}
                 for p in points_from_meter(kept, slice_ids, now, self.interval_s, plane.backend_id):
@@ -680,15 +682,26 @@ class LiveTestbed:
             plane.placement_check = (f"differs: the data plane counted slices {sorted(hit)} (miss path used: "
                                      f"{missed}); its rule set predicts {sorted(want_hit)} (misses: {want_miss})")
 
-    def _note_default(self, plane: Plane, groups: list[Any]) -> None:
+    def _note_default(self, plane: Plane, index: int, groups: list[Any]) -> None:
+        """The miss-path traffic of one capture point's interval, merged with the plane's other
+        capture points' newest (each used to overwrite the other's: on XDP the alt node's report,
+        without default traffic, hid the core's from the API most of the time)."""
         by_flow = {sf.flow_id: sf.slice_index for sf in plane.flows}
-        out = []
-        for g in groups:
-            sources = sorted({by_flow[f] for f, place in plane.places.items()
-                              if place == (DEFAULT_SLICE, g.lane) and f in by_flow})
-            out.append(DefaultLane(lane=g.lane or 0, rx_packets=g.received, loss_pct=g.loss_pct,
-                                   throughput_bps=g.bytes * 8 / self.interval_s, from_slices=sources))
-        plane.default_traffic = out
+        plane.default_parts[index] = [
+            DefaultLane(lane=g.lane or 0, rx_packets=g.received, loss_pct=g.loss_pct,
+                        throughput_bps=g.bytes * 8 / self.interval_s,
+                        from_slices=sorted({by_flow[f] for f, place in plane.places.items()
+                                            if place == (DEFAULT_SLICE, g.lane) and f in by_flow}))
+            for g in groups]
+        merged: dict[int, DefaultLane] = {}
+        for part in plane.default_parts.values():
+            for d in part:
+                m = merged.get(d.lane)
+                merged[d.lane] = d if m is None else DefaultLane(
+                    lane=d.lane, rx_packets=m.rx_packets + d.rx_packets,
+                    throughput_bps=m.throughput_bps + d.throughput_bps, loss_pct=max(m.loss_pct, d.loss_pct),
+                    from_slices=sorted({*m.from_slices, *d.from_slices}))
+        plane.default_traffic = [merged[lane] for lane in sorted(merged)]
 
     # ---- supervision ------------------------------------------------------------------
 
