@@ -160,7 +160,6 @@ class Plane:
     restart_failures: int = 0
     restart_at: float = 0.0
     last_interval_at: datetime | None = None
-    default_traffic: list[DefaultLane] = field(default_factory=list)
     # per capture point, its newest interval's miss-path traffic (XDP has two: core and alt)
     default_parts: dict[int, list[DefaultLane]] = field(default_factory=dict)
     expected: tuple[frozenset[int], bool] = (frozenset(), False)  # data-plane slices hit, any miss
@@ -173,6 +172,19 @@ class Plane:
     health_due: tuple[str, str] | None = None  # (health, detail) the watchdog has yet to write
     restore_due: bool = False  # restarted, its refill not yet confirmed
     refilled_at: float = 0.0  # (monotonic) its refill was confirmed then: KPIs count from intervals after it
+
+    def default_traffic(self) -> list[DefaultLane]:
+        """The miss-path traffic over all capture points, per lane (each point's newest interval:
+        packets and throughput summed, the worst loss, every source slice)."""
+        merged: dict[int, DefaultLane] = {}
+        for part in list(self.default_parts.values()):  # a snapshot: the KPI writer replaces parts
+            for d in part:
+                m = merged.get(d.lane)
+                merged[d.lane] = d if m is None else DefaultLane(
+                    lane=d.lane, rx_packets=m.rx_packets + d.rx_packets,
+                    throughput_bps=m.throughput_bps + d.throughput_bps, loss_pct=max(m.loss_pct, d.loss_pct),
+                    from_slices=sorted({*m.from_slices, *d.from_slices}))
+        return [merged[lane] for lane in sorted(merged)]
 
     def congested(self, now: datetime) -> bool:
         return self.congestion_until is not None and now < self.congestion_until and bool(self.congestion_factor)
@@ -683,9 +695,9 @@ class LiveTestbed:
                                      f"{missed}); its rule set predicts {sorted(want_hit)} (misses: {want_miss})")
 
     def _note_default(self, plane: Plane, index: int, groups: list[Any]) -> None:
-        """The miss-path traffic of one capture point's interval, merged with the plane's other
-        capture points' newest (each used to overwrite the other's: on XDP the alt node's report,
-        without default traffic, hid the core's from the API most of the time)."""
+        """The miss-path traffic of one capture point's interval; the plane reports it merged with
+        its other capture points' (one point's report used to replace the other's: on XDP the
+        alt node's, without default traffic, hid the core's from the API most of the time)."""
         by_flow = {sf.flow_id: sf.slice_index for sf in plane.flows}
         plane.default_parts[index] = [
             DefaultLane(lane=g.lane or 0, rx_packets=g.received, loss_pct=g.loss_pct,
@@ -693,15 +705,6 @@ class LiveTestbed:
                         from_slices=sorted({by_flow[f] for f, place in plane.places.items()
                                             if place == (DEFAULT_SLICE, g.lane) and f in by_flow}))
             for g in groups]
-        merged: dict[int, DefaultLane] = {}
-        for part in plane.default_parts.values():
-            for d in part:
-                m = merged.get(d.lane)
-                merged[d.lane] = d if m is None else DefaultLane(
-                    lane=d.lane, rx_packets=m.rx_packets + d.rx_packets,
-                    throughput_bps=m.throughput_bps + d.throughput_bps, loss_pct=max(m.loss_pct, d.loss_pct),
-                    from_slices=sorted({*m.from_slices, *d.from_slices}))
-        plane.default_traffic = [merged[lane] for lane in sorted(merged)]
 
     # ---- supervision ------------------------------------------------------------------
 
@@ -784,7 +787,7 @@ class LiveTestbed:
                 congestion_factor=p.congestion_factor if running else None,
                 egress_capacity_bps=p.egress_bps, congestion_mechanism=mechanism,
                 restarts=max(0, (p.process.starts - 1) if p.process else 0),
-                last_interval_at=p.last_interval_at, default_traffic=list(p.default_traffic),
+                last_interval_at=p.last_interval_at, default_traffic=p.default_traffic(),
                 placement_check=p.placement_check))
         return TestbedState(running=self.running, error=self.error, prefix=self.prefix, backends=out)
 
