@@ -125,7 +125,7 @@ def record_congestion(session: Session, backend_id: int, factor: float, until: d
     return cmd.id
 
 
-# A command of factor 1 (no overload) ends the backend's running scenario at its ``until``.
+# A command of factor 1 (no overload) ends the backend's running scenario when the controller applies it.
 END_FACTOR = 1.0
 
 

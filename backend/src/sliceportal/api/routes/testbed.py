@@ -16,6 +16,7 @@ from sliceportal.api.deps import CurrentUser, SessionDep
 from sliceportal.api.errors import ApiError
 from sliceportal.control import state
 from sliceportal.models import Role
+from sliceportal.schemas.common import PathId
 from sliceportal.schemas.testbed import CongestionCreate, CongestionStarted, TestbedState
 
 router = APIRouter(prefix="/testbed", tags=["testbed"])
@@ -104,7 +105,7 @@ def start_congestion(body: CongestionCreate, principal: CurrentUser, session: Se
 
 
 @router.delete("/congestion/{backend_id}", status_code=204)
-def end_congestion(backend_id: int, principal: CurrentUser, session: SessionDep) -> None:
+def end_congestion(backend_id: PathId, principal: CurrentUser, session: SessionDep) -> None:
     """End a backend's congestion scenario now instead of at its ``until`` (its egress capacity
     comes back within the traffic step's second); nothing running there is no error. Answered
     once the controller applied it."""
