@@ -2,7 +2,7 @@
 // rate limit and guaranteed rate drawn, loss / delay / jitter with their SLA limits; a time range
 // of 5 min (live) / 1 h / 24 h from the stored samples; the SLA status of that backend.
 import { useState } from "react";
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Alert, Badge, Button, Group, SegmentedControl, SimpleGrid, Stack, Text } from "@mantine/core";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useHasPath } from "../../api/features";
@@ -54,7 +54,15 @@ function CongestionButton({ backendId, backendName }: { backendId: number; backe
   const client = useQueryClient();
   const allowed = me?.role === "operator" && available === true;
   const until = useCongestionUntil(backendId, allowed);
-  const [ending, setEnding] = useState(false);
+  // ending restores capacity: nothing to confirm
+  const end = useMutation({
+    mutationFn: () => unwrap(api.DELETE("/api/v1/testbed/congestion/{backend_id}", { params: { path: { backend_id: backendId } } })),
+    onSuccess: async () => {
+      notify("Congestion ended", `${backendName}'s egress capacity is back`, "teal");
+      await client.invalidateQueries({ queryKey: ["testbed"] });
+    },
+    onError: (e) => notify("Congestion not ended", e.message, "red"),
+  });
   if (!allowed) return null;
   // traffic-affecting: it runs only from the dialog, which says what it does and for how long
   const ask = () => confirm.ask({
@@ -71,23 +79,10 @@ function CongestionButton({ backendId, backendName }: { backendId: number; backe
       await client.invalidateQueries({ queryKey: ["testbed"] });
     },
   });
-  // ending restores capacity: nothing to confirm
-  const end = async () => {
-    setEnding(true);
-    try {
-      await unwrap(api.DELETE("/api/v1/testbed/congestion/{backend_id}", { params: { path: { backend_id: backendId } } }));
-      notify("Congestion ended", `${backendName}'s egress capacity is back`, "teal");
-      await client.invalidateQueries({ queryKey: ["testbed"] });
-    } catch (e) {
-      notify("Congestion not ended", e instanceof Error ? e.message : String(e), "red");
-    } finally {
-      setEnding(false);
-    }
-  };
   return (
     <>
       {until ? (
-        <Button size="xs" variant="light" color="teal" onClick={end} loading={ending}
+        <Button size="xs" variant="light" color="teal" onClick={() => end.mutate()} loading={end.isPending}
           title={`The congestion scenario on ${backendName} runs until ${formatTime(until)}: end it now`}>
           End congestion (until {formatTime(until)})
         </Button>
