@@ -102,6 +102,33 @@ def test_a_frozen_data_plane_is_degraded_then_down_and_a_deploy_reprobes(
     assert _health(session, bid)[0] == "ok"
 
 
+def test_a_probe_waits_behind_a_read_back_but_not_behind_a_push(
+        client: TestClient, op: dict[str, str], session: Session, prober: HealthProber,
+        start_target: Callable[..., RunningTarget]) -> None:
+    """A read of the data plane that hangs (a reconcile or a counters read reconnecting to a dead
+    plane) is the plane's silence: the probe waits behind it and counts. A push holding the driver
+    as long is not (it reports on the plane itself): CI saw a dead plane stay ``degraded`` for 15 s
+    while every probe found the driver busy with a read and counted nothing."""
+    target = start_target(*EIGHT_QUEUES)
+    bid, _ = _setup(client, op, target.address, users=4)
+    wait_until("health ok", lambda: _health(session, bid)[0] == "ok", 10)
+    backend = session.get_one(Backend, bid)
+
+    with POOL.use(session, backend):  # as a push holds it, longer than down_after x timeout
+        until = time.monotonic() + DOWN_AFTER * TIMEOUT_S + 1
+        seen = set()
+        while time.monotonic() < until:  # observing for the whole hold, not waiting for a condition
+            seen.add(_health(session, bid)[0])
+            time.sleep(0.1)
+    assert seen == {"ok"}, seen
+
+    with POOL.use(session, backend, read_back=True):  # as a read-back hung on the data plane
+        stopped = time.monotonic()
+        wait_until("down", lambda: _health(session, bid)[0] == "down", DOWN_AFTER * TIMEOUT_S + 5)
+        assert time.monotonic() - stopped >= (DOWN_AFTER - 1) * TIMEOUT_S
+    wait_until("health ok once the read is done", lambda: _health(session, bid)[0] == "ok", 10)
+
+
 WORKER = """
 import sys
 from sliceportal.core.db import session_factory

@@ -17,7 +17,7 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings
+from sliceportal.core.config import Settings, get_settings
 from sliceportal.core.db import engine_for, session_factory
 from sliceportal.core.loops import LoopRegistry
 from sliceportal.core.pgembed import EmbeddedPostgres
@@ -221,13 +221,20 @@ def _engine_ok(db_url: str) -> bool:
 
 
 @pytest.fixture
-def looping(db_url: str, settings: Settings) -> Iterator[TestClient]:
+def looping(db_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
     """The portal with its controller beside it running the control loops (reconcile every
     second, health probes; a one-second lease)."""
-    # probes with hysteresis (issue #26): down after 3 failed probes; 1 s per probe keeps it quick
+    # probes with hysteresis (issue #26): down after 3 failed probes; 1 s per probe keeps it quick,
+    # for the API's recheck before a refusal too (it reads the process's settings, as in production)
     live = settings.model_copy(update={"reconcile_interval_s": 1.0, "health_probe_timeout_s": 1.0})
-    with TestClient(create_app(live, db_url)) as c, running_controller(live, db_url, period_s=1.0):
-        yield c
+    monkeypatch.setenv("HEALTH_PROBE_TIMEOUT_S", "1")
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(live, db_url)) as c, running_controller(live, db_url, period_s=1.0):
+            yield c
+    finally:
+        monkeypatch.delenv("HEALTH_PROBE_TIMEOUT_S")
+        get_settings.cache_clear()
 
 
 def _loops(c: TestClient, op: dict[str, str]) -> dict[str, dict[str, Any]]:

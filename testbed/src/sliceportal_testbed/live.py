@@ -112,7 +112,7 @@ LOSS_GRACE_S = 2.0
 
 def pooled_counters(session: Session, backend: Backend) -> Counters:
     """The counter collector's access to a data plane: the shared driver pool (kpi/ imports no services)."""
-    with POOL.use(session, backend) as driver:
+    with POOL.use(session, backend, read_back=True) as driver:
         return driver.counters()
 
 

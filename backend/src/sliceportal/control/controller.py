@@ -51,7 +51,7 @@ PARK_MAX_S = 120.0
 
 def pooled_counters(session: Session, backend: Backend) -> Counters | None:
     """The KPI collector's read: the shared driver pool; None while a push holds the driver."""
-    with POOL.try_use(session, backend) as driver:
+    with POOL.try_use(session, backend, read_back=True) as driver:
         return None if driver is None else driver.counters()
 
 

@@ -49,6 +49,7 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend
 from sliceportal.models.queries import current_rule_set
+from sliceportal.models.slicing import HEALTH_DOWN
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +308,10 @@ class KpiCollector:
     def run_once(self) -> list[KpiPoint]:
         with self._lock, self._sessions() as session:
             skip = self._skip()
-            backends = [b for b in session.scalars(select(Backend).order_by(Backend.id)) if b.id not in skip]
+            # a backend the probes found dead is not read: its read would hold the driver through
+            # the connect timeout, and it shows "no data" either way
+            backends = [b for b in session.scalars(select(Backend).order_by(Backend.id))
+                        if b.id not in skip and b.health not in HEALTH_DOWN]
             session.expunge_all()  # the reads run in threads with sessions of their own
             points = self.collect(session, backends)
             if points:

@@ -51,6 +51,11 @@ slice_backend = Table(
 )
 
 
+# the healths in which a backend is known not to answer (the probes' run of failures, or a
+# failed registration): reads of it are skipped, pushes refused
+HEALTH_DOWN = ("down", "unreachable")
+
+
 class Backend(IdMixin, TimestampMixin, AuditedMixin, Base):
     """A data-plane instance reached through a driver plugin."""
 
@@ -70,7 +75,7 @@ class Backend(IdMixin, TimestampMixin, AuditedMixin, Base):
     # SLA capabilities (Capabilities.rate_limit / ecn) the operator accepts this backend does not
     # enforce; empty: a slice asking for one is refused at preview / deploy (no silent downgrade)
     accept_unenforced: Mapped[list[str]] = mapped_column(ARRAY(String(20)), default=list, server_default="{}")
-    health: Mapped[str] = mapped_column(String(20), default="unknown")
+    health: Mapped[str] = mapped_column(String(20), default="unknown")  # HEALTH_DOWN: found dead
     health_detail: Mapped[str] = mapped_column(Text, default="")
     # What the last reconcile read back from the data plane (a fact, not an intention):
     # unknown (never checked) / in_sync / out_of_sync (drift, see detail) / unreachable.

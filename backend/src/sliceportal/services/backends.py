@@ -3,7 +3,8 @@
 A driver holds a session with its data plane (a P4Runtime stream with mastership, a CSR
 connection, loaded BPF maps) and what it last applied, as a controller does; so drivers are
 kept in a pool rather than opened per request. A driver object is used by one thread at a
-time (its slot's mutex: driver sessions are not thread-safe). Deployments, rollbacks and
+time (its slot's mutex: driver sessions are not thread-safe); a health probe waits only behind
+a read of the data plane, never behind a push (``probe_use``). Deployments, rollbacks and
 reconciles of one backend exclude each other across all portal workers through the
 backend's PostgreSQL advisory lock (``backend_lock``), held for the whole push or
 reconcile. A driver that failed is dropped and reopened on next use.
@@ -54,6 +55,7 @@ class _Slot:
     key: str
     driver: Driver
     lock: threading.Lock = field(default_factory=threading.Lock)
+    reading_back: bool = False  # its holder reads the data plane (a reconcile, counters)
 
 
 class DriverPool:
@@ -79,28 +81,49 @@ class DriverPool:
             return slot
 
     @contextmanager
-    def use(self, session: Session, backend: Backend) -> Iterator[Driver]:
+    def use(self, session: Session, backend: Backend, *, read_back: bool = False) -> Iterator[Driver]:
+        """The backend's driver, once no other thread uses it. ``read_back``: for a read of the
+        data plane (a reconcile, counters), which a health probe waits behind (``probe_use``)."""
         slot = self._slot(session, backend)
-        with slot.lock:
-            try:
-                yield slot.driver
-            except DriverError:
-                self.discard(session, backend)
-                raise
+        slot.lock.acquire()
+        with self._holding(session, backend, slot, read_back) as driver:
+            yield driver
 
     @contextmanager
-    def try_use(self, session: Session, backend: Backend) -> Iterator[Driver | None]:
+    def try_use(self, session: Session, backend: Backend, *, read_back: bool = False) -> Iterator[Driver | None]:
         """Like ``use``, but yields None at once while another thread uses the driver (a push)."""
         slot = self._slot(session, backend)
         if not slot.lock.acquire(blocking=False):
             yield None
             return
+        with self._holding(session, backend, slot, read_back) as driver:
+            yield driver
+
+    @contextmanager
+    def probe_use(self, session: Session, backend: Backend, poll_s: float = 0.05) -> Iterator[Driver | None]:
+        """For a health probe: the driver, waiting behind a read of the data plane (one hung on a
+        dead plane then delays the probe's answer, and counts, instead of hiding it); None at
+        once while anything else holds it (a push reports on the data plane itself; a compile
+        is no data plane's silence)."""
+        slot = self._slot(session, backend)
+        while not slot.lock.acquire(timeout=poll_s):
+            if not slot.reading_back:
+                yield None
+                return
+        with self._holding(session, backend, slot, False) as driver:
+            yield driver
+
+    @contextmanager
+    def _holding(self, session: Session, backend: Backend, slot: _Slot, read_back: bool) -> Iterator[Driver]:
+        """The driver of a slot whose lock the caller acquired; released here."""
+        slot.reading_back = read_back
         try:
             yield slot.driver
         except DriverError:
             self.discard(session, backend)
             raise
         finally:
+            slot.reading_back = False
             slot.lock.release()
 
     def discard(self, session: Session, backend: Backend) -> None:

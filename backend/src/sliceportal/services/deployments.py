@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, cast, func, literal, select, type_coerce, update
+from sqlalchemy import BigInteger, ColumnElement, case, cast, func, literal, select, type_coerce, update
 from sqlalchemy.dialects.postgresql import INET
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -55,6 +55,7 @@ from sliceportal.models import (
 )
 from sliceportal.models.audit import record
 from sliceportal.models.queries import current_rule_set as current_rule_set  # the services' callers ask here
+from sliceportal.models.slicing import HEALTH_DOWN
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import CompileResult, compile_rules
 from sliceportal.rules.equivalence import EquivalenceResult
@@ -81,7 +82,6 @@ from sliceportal.services.intent_specs import with_intents
 log = logging.getLogger(__name__)
 MBIT = 1_000_000
 INTERRUPTED = "interrupted"  # the error of a deployment whose worker died or lost the database
-DOWN = ("down", "unreachable")
 LOCK_WAIT_S = 30.0  # how long a deploy waits for a reconcile / another deploy of the backend
 FINISH_RETRY_S = 30.0  # how long a finished push retries recording its outcome
 
@@ -418,7 +418,7 @@ def _refuse_if_down(session: Session, backend: Backend) -> None:
     """Refuse (503, nothing stored) a push to a backend the health probes found down, once
     probing it again (``down_after`` bounded probes) did not find it answering: the probes'
     verdict may be a few seconds old, or a busy host's (issue #26)."""
-    if backend.health not in DOWN:
+    if backend.health not in HEALTH_DOWN:
         return
     answered, detail = health_probe.recheck(sessionmaker(bind=session.get_bind()), backend)
     if answered:
@@ -549,13 +549,17 @@ def _observed(session: Session, backend: Backend, **facts: Any) -> None:
     """
     session.execute(update(Backend).where(Backend.id == backend.id).values(**facts))
     for name, value in facts.items():
-        set_committed_value(backend, name, value)
+        if isinstance(value, ColumnElement):  # computed by the database: read again when used
+            session.expire(backend, [name])
+        else:
+            set_committed_value(backend, name, value)
 
 
-def _doubted(backend: Backend) -> str:
+def _doubted() -> ColumnElement[str]:
     """The health a failed read-back leaves: one failure is doubt (``degraded``); only the health
-    probes' run of failures (services/health_probe.py) turns a backend down."""
-    return backend.health if backend.health in DOWN else health_probe.DEGRADED
+    probes' run of failures (services/health_probe.py) turns a backend down. Decided in the UPDATE
+    itself: the probes may have found it down while this read-back waited on the data plane."""
+    return case((Backend.health.in_(HEALTH_DOWN), Backend.health), else_=literal(health_probe.DEGRADED))
 
 
 def _sync_facts(report: ReconcileReport) -> dict[str, Any]:
@@ -615,22 +619,26 @@ def _judge(session: Session, backend_id: int, plan: NativePlan, report: Reconcil
 
 
 def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_WAIT_S,
-              skip_down: bool = False) -> ReconcileReport | None:
+              periodic: bool = False) -> ReconcileReport | None:
     """Read the backend back; report and repair drift from the rule set in force.
 
     Holds the backend's lock for the whole read-back and repair; raises ``BusyError`` when a
     deployment holds it (its push is in flight: the data plane is half-written by design).
     Returns None when nothing was deployed yet or the driver cannot be reached at all.
     ``lock_wait_s``: how long to wait for the lock (the periodic loop passes 0: skip, next pass).
-    ``skip_down`` (the periodic loop): do not try a backend the health probes found down.
+    ``periodic`` (the reconcile loop): a backend the health probes doubt or found down is left to
+    them, and a failed read-back is not retried on a new connection. Either would hold the driver
+    through its connect timeout (10 s for P4Runtime), and a probe that finds the driver busy cannot
+    count a failure: CI saw a dead plane stay ``degraded`` for 15 s. Once the probes find the backend
+    ok again, the next pass refills it.
     """
     with _locked(session, backend, lock_wait_s):
         expected = current_rule_set(session, backend.id)
         if expected is None:
             return None
-        if skip_down and backend.health in DOWN:
-            # the probes found it dead: a read-back would only wait out the driver's timeouts
-            # (holding the lock); once the probes see it back, the next pass refills it
+        if periodic and backend.health == health_probe.DEGRADED:
+            return None  # in doubt, not known unreachable: its last sync facts stand
+        if periodic and backend.health in HEALTH_DOWN:
             _observed(session, backend, sync_state="unreachable", synced_at=datetime.now(UTC),
                       sync_detail={"error": f"health {backend.health}: {backend.health_detail}"})
             session.commit()
@@ -638,29 +646,28 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
         plan = NativePlan.model_validate(expected.plan)
         try:
             for attempt in range(2):
-                with POOL.use(session, backend) as drv:
+                with POOL.use(session, backend, read_back=True) as drv:
                     report = reconcile_once(drv, plan, relower=lambda p: _as_lowered_now(session, drv, expected, p))
                     health = drv.health()
                 if report.reachable or attempt:
                     break
                 # What this pass saw is written at once: a reconnect to a dead data plane waits out
-                # the driver's connect timeout (10 s for P4Runtime) holding the driver, and the
-                # health probes cannot ask it meanwhile (CI saw "degraded" 10 s late).
+                # the driver's connect timeout holding the driver (CI saw "degraded" 10 s late).
                 doubted = backend.health != "ok"
-                _observed(session, backend, health=_doubted(backend), health_detail=report.error or "")
+                _observed(session, backend, health=_doubted(), health_detail=report.error or "")
                 session.commit()
-                if doubted:
-                    break  # already in doubt: reconnecting is the health probes' part, bounded and counted
+                if doubted or periodic:
+                    break  # reconnecting is the health probes' part, bounded and counted
                 # the data plane may have restarted under a session that is now dead: reconnect once
                 POOL.discard(session, backend)
         except DriverError as exc:
-            _observed(session, backend, health=_doubted(backend), health_detail=exc.message,
+            _observed(session, backend, health=_doubted(), health_detail=exc.message,
                       sync_state="unreachable", sync_detail={"error": exc.message}, synced_at=datetime.now(UTC))
             session.commit()
             return None
         # judged from what it held (the plan as re-lowered now, if it was)
         report = _judge(session, backend.id, NativePlan.model_validate(expected.plan), report)
-        _observed(session, backend, health="ok" if health.ok and report.reachable else _doubted(backend),
+        _observed(session, backend, health="ok" if health.ok and report.reachable else _doubted(),
                   health_detail=health.detail if report.reachable else (report.error or ""), **_sync_facts(report))
         if not report.in_sync and report.reachable:
             now = datetime.now(UTC)

@@ -10,9 +10,10 @@ one more failed probe, so a frozen data plane is ``down`` after ``down_after x t
 The detail names what failed: the driver's error (connection refused ...), the data plane's
 own answer, or "no answer within Y s".
 
-A backend whose driver is busy (a push in flight) is not probed this time: the push reports
-on it itself. Health is written with a plain UPDATE (no audit row, no version bump): it is a
-fact the portal observes, not a change an operator made.
+A backend whose driver a push (or a compile) holds is not probed this time: the push reports
+on it itself. A probe does wait behind a reconcile's read-back, its time running.
+Health is written with a plain UPDATE (no audit row, no version bump): it is a fact the portal
+observes, not a change an operator made.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sliceportal.core.config import Settings, get_settings
 from sliceportal.core.loops import LoopRegistry, SupervisedLoop
 from sliceportal.drivers.contract import DriverError
 from sliceportal.models import Backend
+from sliceportal.models.slicing import HEALTH_DOWN
 from sliceportal.services.backends import POOL
 
 PROBE_INTERVAL_S = 0.5
@@ -62,12 +64,14 @@ class _Probe:
 
 
 def _ask(sessions: sessionmaker[Session], backend: Backend, probe: _Probe) -> None:
-    """Thread body: one ``health()`` call through the pool (a detached copy of the backend row)."""
+    """Thread body: one ``health()`` call through the pool (a detached copy of the backend row).
+    Its time runs from the question, including the wait behind a read-back of the same driver:
+    a read-back hung on a dead data plane is the data plane's silence (CI saw one keep a dead
+    plane ``degraded`` for 15 s while every probe found the driver busy and counted nothing)."""
     try:
-        with sessions() as session, POOL.try_use(session, backend) as drv:
+        with sessions() as session, POOL.probe_use(session, backend) as drv:
             if drv is None:
                 return
-            probe.started = time.monotonic()  # from the question on: the pool's wait is no data plane's fault
             h = drv.health()
             probe.health, probe.detail = ("ok" if h.ok else "down"), h.detail
     except DriverError as exc:
@@ -193,7 +197,7 @@ class HealthProber:
         else:
             return None  # still within its time
         # a backend already down (a previous leader's verdict, the testbed's watchdog) stays down
-        start = policy.down_after - 1 if b.health in ("down", "unreachable") else 0
+        start = policy.down_after - 1 if b.health in HEALTH_DOWN else 0
         n = self.failures[b.id] = self.failures.get(b.id, start) + 1
         if n >= policy.down_after:  # the count shown stops there: the detail stays put while down
             health, why = "down", f"{policy.down_after} failed probes in a row; last: {detail}"

@@ -367,7 +367,7 @@ def _intent_counters(session: Session, b: Backend, rules: list[dict[str, Any]],
     if not rules:
         return None
     try:
-        with POOL.try_use(session, b) as drv:
+        with POOL.try_use(session, b, read_back=True) as drv:
             if drv is None:
                 return None  # a push holds the driver: no reading now
             c = drv.counters()

@@ -48,7 +48,7 @@ class Reconciler:
                 if backend is None:
                     continue
                 try:
-                    report = reconcile(session, backend, lock_wait_s=0, skip_down=True)
+                    report = reconcile(session, backend, lock_wait_s=0, periodic=True)
                 except BusyError:
                     self.skipped += 1
                     session.rollback()
