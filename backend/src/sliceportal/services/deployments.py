@@ -628,9 +628,9 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
     ``lock_wait_s``: how long to wait for the lock (the periodic loop passes 0: skip, next pass).
     ``periodic`` (the reconcile loop): a backend the health probes doubt or found down is left to
     them, and a failed read-back is not retried on a new connection. Either would hold the driver
-    through its connect timeout (10 s for P4Runtime), and a probe that finds the driver busy cannot
-    count a failure: CI saw a dead plane stay ``degraded`` for 15 s. Once the probes find the backend
-    ok again, the next pass refills it.
+    through its connect timeout (10 s for P4Runtime) while the probes, which wait behind it, ask the
+    same question bounded and counted. Once the probes find the backend ok again, the next pass
+    refills it.
     """
     with _locked(session, backend, lock_wait_s):
         expected = current_rule_set(session, backend.id)

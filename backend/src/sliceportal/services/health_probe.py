@@ -11,7 +11,8 @@ The detail names what failed: the driver's error (connection refused ...), the d
 own answer, or "no answer within Y s".
 
 A backend whose driver a push (or a compile) holds is not probed this time: the push reports
-on it itself. A probe does wait behind a reconcile's read-back, its time running.
+on it itself. A probe does wait behind a read of the data plane (a reconcile's read-back, a
+counters read), its time running.
 Health is written with a plain UPDATE (no audit row, no version bump): it is a fact the portal
 observes, not a change an operator made.
 """
