@@ -547,8 +547,8 @@ class Driver:
 
     def health(self) -> Health:
         # one round trip, not the whole TCAM: the model answers a round trip per turn of its
-        # simulation loop, and on a host at load 40 its turns came seconds apart (the full
-        # read_state it used to do took longer than the probe's 5 s)
+        # simulation loop, which a loaded host starves (CI's load test at load 40 saw the probe's
+        # 5 s pass three times in a row while health read the whole state in ~8 round trips)
         versions = [regmap.bank_version(b) + half for b in (0, 1) for half in (0, 4)]
         try:
             words = self._read_once([*HARDWARE, regmap.ACTIVE_BANK, *versions])
