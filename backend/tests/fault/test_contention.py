@@ -129,6 +129,53 @@ def test_a_probe_waits_behind_a_read_back_but_not_behind_a_push(
     wait_until("health ok once the read is done", lambda: _health(session, bid)[0] == "ok", 10)
 
 
+def _hold_the_gil(seconds: float) -> None:
+    """Stall this whole process as a host at load 40 does: no other thread runs meanwhile
+    (the GIL is handed over only at the switch interval, set far beyond ``seconds``)."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_a_stall_of_the_controller_itself_is_not_the_data_planes_silence(
+        client: TestClient, op: dict[str, str], session: Session, prober: HealthProber,
+        start_target: Callable[..., RunningTarget]) -> None:
+    """A probe's time is the time the prober's process could have read an answer in. CI saw a
+    live NetFPGA model declared down at load 40 while it answered register reads within 0.2 s:
+    the answers waited for the controller's own threads. Here a plane is silent for less than
+    a probe's time, plus a stall of the prober's own process (the GIL held) that makes the wall
+    clock pass the timeout: the old count turned it ``degraded``."""
+    target = start_target(*EIGHT_QUEUES)
+    pid = target.proc.pid  # type: ignore[attr-defined]
+    bid, _ = _setup(client, op, target.address, users=4)
+    wait_until("health ok", lambda: _health(session, bid)[0] == "ok", 10)
+
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.5)  # a probe is in flight to the frozen plane (one starts every 0.5 s)
+        _hold_the_gil(TIMEOUT_S + 1.0)
+        seen = set()
+        until = time.monotonic() + 0.5
+        while time.monotonic() < until:  # observing the prober's verdict on that window
+            seen.add(_health(session, bid))
+            time.sleep(0.1)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert {h for h, _ in seen} == {"ok"}, seen
+    # the plane's real silence still counts, the stall left out of it
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_until("degraded", lambda: _health(session, bid)[0] == "degraded", 2 * TIMEOUT_S + 3)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_until("health ok after SIGCONT", lambda: _health(session, bid)[0] == "ok", 10)
+
+
 WORKER = """
 import sys
 from sliceportal.core.db import session_factory

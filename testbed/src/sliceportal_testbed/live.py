@@ -18,7 +18,9 @@ flow; its place (slice, lane) is where the rule set the backend holds puts it
 traffic, never as the slice's KPIs. Every interval the meters' reports become KPI points
 of (slice, backend, lane), with the data plane's per-rule drops / ECN marks added.
 
-Everything runs as supervised loops (``core.loops``): captures, traffic, KPI writer and a
+The senders are processes of their own (``sender_process``: in the controller's process
+they held its GIL from its health probes on a busy host); everything else runs as
+supervised loops (``core.loops``): captures, traffic, KPI writer and a
 watchdog that restarts a dead data-plane process with backoff, marks its backend down
 meanwhile and reconciles it when it is back. Start-up never rewrites the operator's data
 (slice assignments are only seeded for slices without any, when the testbed's backends are
@@ -36,7 +38,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from socket import socket
@@ -65,7 +67,6 @@ from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
 from sliceportal.traffic.packets import Encap, Flow, Underlay
 from sliceportal.traffic.scenarios import ScenarioFlow
-from sliceportal.traffic.sender import open_sender, send
 from sliceportal_testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
 from sliceportal_testbed.netns_testbed import Testbed
 from sliceportal_testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
@@ -78,6 +79,7 @@ from sliceportal_testbed.processes import (
     reap_leftovers,
     simple_switch_process,
 )
+from sliceportal_testbed.sender_process import SenderProcess
 from sliceportal_testbed.tls import testbed_certs
 
 log = logging.getLogger(__name__)
@@ -149,11 +151,10 @@ class Plane:
     socks: list[socket] = field(default_factory=list)
     shape: frozenset[tuple[int, int, int]] | None = None
     generation: int = 0
-    sender: threading.Thread | None = None
-    sender_stop: threading.Event = field(default_factory=threading.Event)
+    sender: SenderProcess | None = None
     sending_pps: float = 0.0
-    # packets sent per flow (the sender thread keeps it up to date) and snapshots of it
-    progress: tuple[list[int], list[int]] = field(default_factory=lambda: ([], []))  # (flow ids, sent)
+    # packets sent per flow (the sender process keeps it up to date) and snapshots of it
+    progress: tuple[list[int], Sequence[int]] = field(default_factory=lambda: ([], []))  # (flow ids, sent)
     sent_history: list[tuple[float, dict[int, int]]] = field(default_factory=list)
     congestion_until: datetime | None = None
     congestion_factor: float | None = None
@@ -288,9 +289,8 @@ class LiveTestbed:
         self.running = False
 
     def _stop_plane(self, plane: Plane) -> None:
-        plane.sender_stop.set()
         if plane.sender is not None:
-            plane.sender.join(timeout=5)
+            plane.sender.stop()
         if plane.process is not None:
             plane.process.teardown()
 
@@ -469,7 +469,7 @@ class LiveTestbed:
                     plane.congestion_until = plane.congestion_factor = None
                 self._set_egress(plane, now)
                 restart = shape != plane.shape or pps != plane.sending_pps or (
-                    plane.sender is not None and not plane.sender.is_alive() and not plane.sender_stop.is_set())
+                    plane.sender is not None and not plane.sender.is_alive() and not plane.sender.stopping)
                 if restart:
                     plane.generation += 1
                     plane.shape = shape
@@ -501,26 +501,16 @@ class LiveTestbed:
         log.info("testbed %s: egress capacity %s bit/s", plane.name, "unlimited" if want is None else f"{want:.0f}")
 
     def _restart_sender(self, plane: Plane, pps: float) -> None:
-        plane.sender_stop.set()
         if plane.sender is not None:
-            plane.sender.join(timeout=5)
-        plane.sender_stop = threading.Event()
+            plane.sender.stop()
         plane.sending_pps = pps
         plane.sender = None
         if not plane.flows:
             return
-        out = open_sender(plane.ingress[1], plane.ingress[0])
-        progress = [0] * len(plane.flows)
-        plane.progress = ([sf.flow_id for sf in plane.flows], progress)
-
-        def run(stop: threading.Event = plane.sender_stop, flows: list[ScenarioFlow] = plane.flows) -> None:
-            try:
-                send(out, flows, rate_pps=pps, stop=stop, underlay=plane.underlay, progress=progress)
-            finally:
-                out.close()
-
-        plane.sender = threading.Thread(target=run, name=f"testbed-send-{plane.name}", daemon=True)
-        plane.sender.start()
+        sender = SenderProcess(plane.name, plane.ingress[0], plane.ingress[1], plane.flows, pps, plane.underlay)
+        plane.progress = ([sf.flow_id for sf in plane.flows], sender.progress)
+        sender.start()
+        plane.sender = sender
         log.info("testbed traffic to %s: %d flows at %.0f packets/s", plane.name, len(plane.flows), pps)
 
     @staticmethod

@@ -7,6 +7,9 @@ turns it ``ok`` again. On a host at load 20 a healthy data plane may take second
 (issue #26 measured 0.03-4.2 s for the NetFPGA model), so one miss is doubt, not an outage.
 A probe that hangs keeps its thread; every further ``timeout_s`` without an answer counts as
 one more failed probe, so a frozen data plane is ``down`` after ``down_after x timeout_s``.
+Those seconds are the controller's running time: the stalls of the controller process itself
+(``core/stall_clock.py``: starved of a CPU or of the GIL) are subtracted, because an answer
+waiting in our own socket is not the data plane's silence.
 The detail names what failed: the driver's error (connection refused ...), the data plane's
 own answer, or "no answer within Y s".
 
@@ -28,6 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.core.config import Settings, get_settings
 from sliceportal.core.loops import LoopRegistry, SupervisedLoop
+from sliceportal.core.stall_clock import STALLS
 from sliceportal.drivers.contract import DriverError
 from sliceportal.models import Backend
 from sliceportal.models.slicing import HEALTH_DOWN
@@ -192,11 +196,17 @@ class HealthProber:
                 return None
             self._inflight.pop(b.id, None)  # counted once; the next pass asks again
             detail = p.detail
-        elif now - max(p.started, p.counted_at) >= policy.timeout_s:
+        else:
+            # its time is the time this process could have read an answer in: a stall of our
+            # own (a CPU or the GIL out of reach) is not the data plane's silence
+            since = max(p.started, p.counted_at)
+            stalled = STALLS.stalled(since, now)
+            if now - since - stalled < policy.timeout_s:
+                return None  # still within its time
             p.counted_at = now
             detail = f"no answer to the health probe within {policy.timeout_s:g} s (timeout)"
-        else:
-            return None  # still within its time
+            if stalled >= 0.1:
+                detail += f"; this controller's own stalls meanwhile ({stalled:.1f} s) not counted"
         # a backend already down (a previous leader's verdict, the testbed's watchdog) stays down
         start = policy.down_after - 1 if b.health in HEALTH_DOWN else 0
         n = self.failures[b.id] = self.failures.get(b.id, start) + 1
@@ -207,6 +217,7 @@ class HealthProber:
         return None if (b.health, b.health_detail) == (health, why) else (health, why)
 
     def start(self) -> None:
+        STALLS.start()
         self._loop = SupervisedLoop("health-probes", self._interval, self.run_once, self._registry)
         self._loop.start()
 

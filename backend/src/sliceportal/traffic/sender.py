@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import errno
 import socket
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import MutableSequence, Sequence
+from typing import Protocol
 
 from sliceportal.traffic import netns
 from sliceportal.traffic.packets import Underlay
@@ -30,6 +30,13 @@ from sliceportal.traffic.templates import make_templates
 SNDBUF_BYTES = 16 << 20
 SO_SNDBUFFORCE = 32  # not exported by the socket module
 SPIN_BELOW_NS = 20_000  # shorter waits spin; longer ones sleep (and free the GIL and the CPU)
+
+
+class StopFlag(Protocol):
+    """What tells a sender to stop: a ``threading.Event``, or a ``multiprocessing`` one when
+    the sender is a process of its own (the live testbed's)."""
+
+    def is_set(self) -> bool: ...
 
 
 class SendError(OSError):
@@ -69,9 +76,9 @@ def send(
     packets: int | None = None,
     duration_s: float | None = None,
     burst: int | None = None,
-    stop: threading.Event | None = None,
+    stop: StopFlag | None = None,
     underlay: Underlay = DEFAULT_UNDERLAY,
-    progress: list[int] | None = None,
+    progress: MutableSequence[int] | None = None,
 ) -> SendResult:
     """Send ``flows`` round robin at ``rate_pps`` (None: as fast as possible) until
     ``packets`` are sent, ``duration_s`` passes or ``stop`` is set. ``progress`` (one zero
@@ -162,7 +169,7 @@ def send_profile(
     *,
     packets: int | None = None,
     duration_s: float | None = None,
-    stop: threading.Event | None = None,
+    stop: StopFlag | None = None,
     underlay: Underlay = DEFAULT_UNDERLAY,
 ) -> SendResult:
     """Send ``flows`` on a profile's schedule (bursts, per-service rates) live.
