@@ -45,6 +45,9 @@ LOG_FORMAT = "%(levelname)s:     %(name)s: %(message)s"
 # in the data directory, mode 0600: the first operator's password (docs/install.md)
 OPERATOR_PASSWORD_FILE = "operator-password.txt"
 DEMO_ACCOUNTS_FILE = "demo-accounts.txt"  # likewise, --demo-accounts
+# how long a stopping API waits for open requests: a live KPI stream never ends on its own,
+# so without a bound one open dashboard held Ctrl-C until its browser went away
+GRACEFUL_SHUTDOWN_S = 5
 
 
 def _configure_logging() -> None:
@@ -152,7 +155,8 @@ def run(
                                      "--workers", str(n), "--log-level", "info",
                                      # uvicorn's default (5 s) killed workers that were only starved of
                                      # CPU under load (issue #26); a hung one is still replaced
-                                     "--timeout-worker-healthcheck", str(settings.api_worker_healthcheck_s)],
+                                     "--timeout-worker-healthcheck", str(settings.api_worker_healthcheck_s),
+                                     "--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN_S)],
               env),
     ])
     _stop_on_signals(supervisor.stopping)
@@ -182,7 +186,7 @@ def _serve_with_controller(settings: Settings, url: str, host: str | None, port:
     api.state.on_shutdown.extend([controller.stop, POOL.close_all, *([pg.stop] if pg is not None else [])])
     with controller:
         uvicorn.run(api, host=host or settings.host, port=port or settings.port, log_level="info",
-                    **proxy_header_options(settings))
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **proxy_header_options(settings))
 
 
 @app.command()

@@ -75,6 +75,10 @@ def test_the_portal_beside_cpu_hogs_kills_no_worker_and_deploys_10k(
             r = api.get("/api/v1/testbed")
             return r.status_code == 200 and r.json()["running"]
         wait_until("the testbed", testbed_running, 300)
+        # a dashboard's live stream, open until the portal stops (it held Ctrl-C for 60 s)
+        streaming = threading.Event()
+        threading.Thread(target=_hold_a_stream, args=(api, streaming), daemon=True).start()
+        assert streaming.wait(60), "the KPI stream did not open"
         planes = {b["backend_id"]: b["name"] for b in api.get("/api/v1/testbed").json()["backends"]}
         p4 = next(b for b in session.scalars(select(Backend).where(Backend.id.in_(planes))) if b.driver == "p4rt")
         red = session.scalar(select(Slice).where(Slice.name == "red-embb"))
@@ -134,7 +138,18 @@ def test_the_portal_beside_cpu_hogs_kills_no_worker_and_deploys_10k(
     # uvicorn logs "Child process [N] died" for every worker it killed (or lost), the loop
     # registry "loop X died" for a supervised thread it had to restart: neither may happen here
     assert "died" not in text, [ln for ln in text.splitlines() if "died" in ln]
+    # the open stream ended with the graceful shutdown's bound: nothing had to be killed
+    assert "did not stop within" not in text, [ln for ln in text.splitlines() if "did not stop" in ln]
     assert leftovers(prefix) == []
+
+
+def _hold_a_stream(api: httpx.Client, opened: threading.Event) -> None:
+    try:
+        with api.stream("GET", "/api/v1/kpis/stream", timeout=httpx.Timeout(10, read=None)) as r:
+            for _ in r.iter_lines():
+                opened.set()
+    except httpx.HTTPError:
+        pass  # the portal stopped
 
 
 def _answers(base: str) -> bool:

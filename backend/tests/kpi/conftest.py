@@ -20,7 +20,7 @@ import sys, uvicorn
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 app = create_app(Settings(secret_key=sys.argv[1], reconcile_interval_s=0), sys.argv[2])
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", timeout_graceful_shutdown=1)
 """
 
 

@@ -10,7 +10,6 @@ data planes: their tests craft packets here and compare against ``RuleIR.classif
 from __future__ import annotations
 
 import ipaddress
-import struct
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -21,13 +20,10 @@ from scapy.layers.vxlan import VXLAN
 from scapy.packet import Packet, Raw
 
 from sliceportal.rules.ir import FlowKey
-
-VXLAN_PORT = 4789
-GTPU_PORT = 2152
-
-# Payload header every generated packet carries: magic, flow id, sequence, send time (ns).
-PAYLOAD_MAGIC = 0x5350  # "SP"
-PAYLOAD_HEADER = struct.Struct("!HIQQ")
+from sliceportal.traffic.wire import GTPU_PORT as GTPU_PORT
+from sliceportal.traffic.wire import PAYLOAD_HEADER as PAYLOAD_HEADER
+from sliceportal.traffic.wire import PAYLOAD_MAGIC as PAYLOAD_MAGIC
+from sliceportal.traffic.wire import VXLAN_PORT as VXLAN_PORT
 
 
 class Encap(StrEnum):

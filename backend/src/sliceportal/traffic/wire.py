@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import struct
 
-from sliceportal.traffic.packets import GTPU_PORT, PAYLOAD_HEADER, PAYLOAD_MAGIC, VXLAN_PORT
+VXLAN_PORT = 4789
+GTPU_PORT = 2152
+# Payload header every generated packet carries: magic, flow id, sequence, send time (ns).
+# Here, not beside the builders in ``packets``: parsing needs no scapy, and the API (whose
+# KPI points name the meter's report) imports this module, never scapy (~1 s per process).
+PAYLOAD_MAGIC = 0x5350  # "SP"
+PAYLOAD_HEADER = struct.Struct("!HIQQ")
 
 ETH_P_IP = 0x0800
 VLAN_TPIDS = (0x8100, 0x88A8)
