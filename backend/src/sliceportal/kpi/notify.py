@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -29,7 +30,7 @@ import psycopg
 from pydantic import TypeAdapter
 from sqlalchemy import make_url, text
 from sqlalchemy.orm import Session
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint
@@ -104,6 +105,10 @@ def libpq_url(database_url: str) -> str:
     return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.1, 5.0
+STABLE_S = 30.0  # a connection that listened this long and broke is a new outage: backoff anew
+
+
 class KpiListener:
     """Feeds ``hub`` with every batch notified on the channel, from a thread with its own connection.
 
@@ -114,7 +119,8 @@ class KpiListener:
     them, since the points are in ``kpi_sample`` before any NOTIFY is delivered.
     """
 
-    def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.1) -> None:
+    def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.1,
+                 stable_s: float = STABLE_S) -> None:
         self.hub = hub
         self._conninfo = libpq_url(database_url)
         # how often a quiet connection checks for stop(): an app's shutdown (every test's) waits for it
@@ -127,6 +133,10 @@ class KpiListener:
         self.batches = 0
         self._lost: datetime | None = None
         self.backend_pid: int | None = None  # the server process of the current connection
+        self._stable_s = stable_s
+        self._failed = 0  # reconnect attempts since the connection last stayed up for stable_s
+        self._listened_at: float | None = None  # when the current connection began to listen
+        self.last_wait = 0.0  # the backoff before the latest reconnect attempt
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="kpi-listener", daemon=True)
@@ -141,7 +151,7 @@ class KpiListener:
         retrying = Retrying(
             # the connection broke (server gone, backend terminated, network) or was left unusable
             retry=retry_if_exception_type((psycopg.OperationalError, psycopg.InterfaceError)),
-            wait=wait_exponential(multiplier=0.1, max=5),
+            wait=self._wait,
             stop=lambda _state: self._stop.is_set(),
             sleep=self._backoff,
             before_sleep=self._lost_connection,
@@ -155,6 +165,17 @@ class KpiListener:
         except Exception:
             log.exception("KPI listener stopped: live KPI streams on this process get no more points")
             raise
+
+    def _wait(self, _state: RetryCallState) -> float:
+        """Exponential backoff over the failures since the connection last stayed up for
+        ``stable_s``: tenacity's own count runs over the thread's life, so a blip a day after a
+        few others waited 5 s; a connection dropped as soon as it listens still backs off."""
+        if self._listened_at is not None and time.monotonic() - self._listened_at >= self._stable_s:
+            self._failed = 0
+        self._listened_at = None
+        self.last_wait = min(RECONNECT_MAX_S, RECONNECT_FIRST_S * 2 ** self._failed)
+        self._failed += 1
+        return self.last_wait
 
     def _backoff(self, seconds: float) -> None:
         self._stop.wait(seconds)  # stop() interrupts a backoff
@@ -178,6 +199,7 @@ class KpiListener:
                 log.warning("KPI listener listening again: points committed between %s and %s were not streamed "
                             "by this process (%.1f s); they are stored, dashboards re-read them",
                             gap[0].isoformat(), gap[1].isoformat(), (gap[1] - gap[0]).total_seconds())
+            self._listened_at = time.monotonic()
             self.listening.set()
             batches = _Batches()
             while not self._stop.is_set():

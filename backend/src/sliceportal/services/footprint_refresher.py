@@ -29,17 +29,23 @@ log = logging.getLogger(__name__)
 
 POLL_S = 5.0  # a pass without a notification: catches what was committed while not listening
 WAKE_S = 0.2  # how often a quiet connection checks for stop()
+FIRST_RETRY_S = 0.5  # then doubling up to poll_s while the database stays away
+STABLE_S = 30.0  # a connection that listened this long and broke is a new outage
 
 
 class FootprintRefresher:
-    def __init__(self, sessions: sessionmaker[Session], database_url: str, *, poll_s: float = POLL_S) -> None:
-        self._sessions, self._poll_s = sessions, poll_s
+    def __init__(self, sessions: sessionmaker[Session], database_url: str, *, poll_s: float = POLL_S,
+                 stable_s: float = STABLE_S) -> None:
+        self._sessions, self._poll_s, self._stable_s = sessions, poll_s, stable_s
         self._conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.listening = threading.Event()
         self.passes = 0
         self.computed = 0  # backends whose wanted digests this refresher computed
+        self.last_wait = 0.0  # the backoff before its latest attempt to listen again
+        self._listened_at: float | None = None
+        self.connects = 0  # connections that listened
 
     def start(self) -> None:
         self._stop.clear()
@@ -61,21 +67,31 @@ class FootprintRefresher:
         return computed
 
     def _run(self) -> None:
-        backoff = 0.5
+        failed = 0  # attempts in a row
+        trace: BaseException | None
         while not self._stop.is_set():
             try:
                 self._listen()
+                continue  # returned: stopping
             except (psycopg.Error, DBAPIError) as exc:  # the database away: listen again when it is back
-                log.warning("footprint refresher: %s; again in %.1f s", str(exc).splitlines()[0], backoff)
-            except Exception:  # a configuration that breaks the refresh must not end the duty
-                log.exception("footprint refresher pass failed; again in %.1f s", backoff)
+                why, trace = str(exc).splitlines()[0], None
+            except Exception as exc:  # a configuration that breaks the refresh must not end the duty
+                why, trace = "pass failed", exc  # with its traceback
+            # a connection that stayed up STABLE_S broke: a new outage, backoff anew (a pass that
+            # fails every time it listens keeps doubling)
+            stable = self._listened_at is not None and time.monotonic() - self._listened_at >= self._stable_s
+            failed = 1 if stable else failed + 1
+            self._listened_at = None
             self.listening.clear()
-            self._stop.wait(backoff)
-            backoff = min(backoff * 2, self._poll_s)
+            self.last_wait = min(FIRST_RETRY_S * 2 ** (failed - 1), self._poll_s)
+            log.warning("footprint refresher: %s; again in %.1f s", why, self.last_wait, exc_info=trace)
+            self._stop.wait(self.last_wait)
 
     def _listen(self) -> None:
         with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=3) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
+            self._listened_at = time.monotonic()
+            self.connects += 1
             self.listening.set()
             due = 0.0  # listening now: a first pass covers what changed before
             while not self._stop.is_set():
