@@ -53,13 +53,19 @@ def _health(session: Session, bid: int) -> tuple[str, str]:
     return b.health, b.health_detail
 
 
+def _healthy_plane(client: TestClient, op: dict[str, str], session: Session,
+                   start_target: Callable[..., RunningTarget]) -> tuple[int, int]:
+    """A P4 plane behind a backend of 4 subscribers, probed ok: (its process id, the backend's id)."""
+    target = start_target(*EIGHT_QUEUES)
+    bid, _ = _setup(client, op, target.address, users=4)
+    wait_until("health ok", lambda: _health(session, bid)[0] == "ok", 10)
+    return target.proc.pid, bid
+
+
 def test_a_frozen_data_plane_is_degraded_then_down_and_a_deploy_reprobes(
         client: TestClient, op: dict[str, str], session: Session, prober: HealthProber,
         start_target: Callable[..., RunningTarget]) -> None:
-    target = start_target(*EIGHT_QUEUES)
-    pid = target.proc.pid  # type: ignore[attr-defined]
-    bid, _ = _setup(client, op, target.address, users=4)
-    wait_until("health ok", lambda: _health(session, bid)[0] == "ok", 10)
+    pid, bid = _healthy_plane(client, op, session, start_target)
 
     # frozen for less than the threshold (the first miss counts after 2 s, down after 6 s)
     os.kill(pid, signal.SIGSTOP)
@@ -150,10 +156,7 @@ def test_a_stall_of_the_controller_itself_is_not_the_data_planes_silence(
     the answers waited for the controller's own threads. Here a plane is silent for less than
     a probe's time, plus a stall of the prober's own process (the GIL held) that makes the wall
     clock pass the timeout: the old count turned it ``degraded``."""
-    target = start_target(*EIGHT_QUEUES)
-    pid = target.proc.pid  # type: ignore[attr-defined]
-    bid, _ = _setup(client, op, target.address, users=4)
-    wait_until("health ok", lambda: _health(session, bid)[0] == "ok", 10)
+    pid, bid = _healthy_plane(client, op, session, start_target)
 
     os.kill(pid, signal.SIGSTOP)
     try:
