@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import sessionmaker
 
@@ -42,6 +42,10 @@ from sliceportal.kpi.store import ingest
 from sliceportal.models import Role, Slice, Tenant, User
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed.processes import free_port, start_p4runtime_target
+
+# An assertion waits as long as an action does (15 s, below): Playwright's 5 s default failed a
+# page that rendered in 5.5 s on a slow CI host. A passing check returns as soon as it holds.
+expect.set_options(timeout=15_000)
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = REPO / "frontend" / "dist"
