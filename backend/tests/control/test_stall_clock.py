@@ -11,8 +11,9 @@ from tests.factories import wait_until
 
 def test_a_stall_of_the_process_is_measured_under_way_and_after() -> None:
     clock = StallClock(tick_s=0.02)
+    started = time.monotonic()
     clock.start()
-    time.sleep(0.1)
+    wait_until("the clock ticking", lambda: clock._last_wake >= started + 0.02, 5)  # a first tick (start() sets it too)
     old = sys.getswitchinterval()
     sys.setswitchinterval(60.0)  # the GIL stays with this thread: the process's other threads stall
     try:

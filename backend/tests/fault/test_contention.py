@@ -159,8 +159,10 @@ def test_a_stall_of_the_controller_itself_is_not_the_data_planes_silence(
     pid, bid = _healthy_plane(client, op, session, start_target)
 
     os.kill(pid, signal.SIGSTOP)
+    frozen = time.monotonic()
     try:
-        time.sleep(0.5)  # a probe is in flight to the frozen plane (one starts every 0.5 s)
+        wait_until("a probe in flight to the frozen plane",
+                   lambda: bid in prober._inflight and prober._inflight[bid].started > frozen, 10)
         _hold_the_gil(TIMEOUT_S + 1.0)
         seen = set()
         until = time.monotonic() + 0.5
