@@ -50,7 +50,11 @@ if ! command -v uv >/dev/null 2>&1; then
   python3 -m pip install -q uv
 fi
 log "syncing the Python workspace (uv.lock)"
-uv sync --locked --all-packages --quiet
+# Bytecode compiled once here: with PYTHONDONTWRITEBYTECODE set (as on this machine) every
+# interpreter would otherwise compile all it imports from source at each start (an API
+# worker 5.9 s instead of 2.6 s; the suite starts hundreds of them).
+uv sync --locked --all-packages --quiet --compile-bytecode
+.venv/bin/python -m compileall -q -j0 backend/src drivers/*/src testbed/src >/dev/null
 
 for d in dataplane/*/; do
   if [[ -f "$d/Makefile" ]]; then
