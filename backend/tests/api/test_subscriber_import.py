@@ -84,6 +84,11 @@ def test_import_bad_header_and_encoding(client: TestClient, op: dict[str, str]) 
         ("ue_ip", "missing column", 1), ("tenant", "missing column", 1),
         ("who", "unknown column", 1), ("what", "unknown column", 1), ("teid", "unknown column", 1)]
     assert "missing column(s) ue_ip, tenant" in body["detail"] and "'teid'" in body["detail"]
+    # an empty header cell is named by its place, not as a column called "" or "file"
+    r = _upload(client, op, "imsi,,ue_ip,tenant\n1,2,3,4\n")
+    assert [(e["field"], e["message"]) for e in r.json()["errors"]] == [  # type: ignore[attr-defined]
+        ("column 2", "column without a name")]
+    assert "no name in column 2" in r.json()["detail"]  # type: ignore[attr-defined]
     for empty in ("", "\n1,2\n"):
         r = _upload(client, op, empty)
         assert r.status_code == 422 and [e["field"] for e in r.json()["errors"]] == ["file"]  # type: ignore[attr-defined]

@@ -76,14 +76,18 @@ def _check_header(header: list[str]) -> None:
                            issues=[FieldIssue(field="file", message=f"no header row; {expected}", line=1)])
     missing = [c for c in REQUIRED if c not in header]
     # A misspelt column (teid for teids) would otherwise be dropped without a word.
-    unknown = [c for c in header if c not in KNOWN]
-    if not missing and not unknown:
+    unknown = [c for c in header if c and c not in KNOWN]
+    # An empty header cell has no name to show: it is named by its place ("column 3").
+    unnamed = [f"column {i}" for i, c in enumerate(header, start=1) if not c]
+    if not missing and not unknown and not unnamed:
         return
     said = ([f"missing column(s) {', '.join(missing)}"] if missing else []) + (
-        [f"unknown column(s) {', '.join(repr(c) for c in unknown)}"] if unknown else [])
+        [f"unknown column(s) {', '.join(repr(c) for c in unknown)}"] if unknown else []) + (
+        [f"no name in {', '.join(unnamed)}"] if unnamed else [])
     raise InvalidError(f"the CSV header has {' and '.join(said)}; {expected}", title="Bad CSV header",
                        issues=[FieldIssue(field=c, message="missing column", line=1) for c in missing]
-                       + [FieldIssue(field=c or "file", message="unknown column", line=1) for c in unknown])
+                       + [FieldIssue(field=c, message="unknown column", line=1) for c in unknown]
+                       + [FieldIssue(field=c, message="column without a name", line=1) for c in unnamed])
 
 
 def _cell(value: str | None) -> str:

@@ -76,6 +76,8 @@ describe("csvRowError and problemSummary", () => {
       .toEqual({ line: 1, column: "ue_addr", message: "unknown column" });
     expect(csvRowError({ field: "ue_ip", message: "missing column", line: 1 }))
       .toEqual({ line: 1, column: "ue_ip", message: "missing column" });
+    expect(csvRowError({ field: "column 2", message: "column without a name", line: 1 }))
+      .toEqual({ line: 1, column: "column 2", message: "column without a name" });
   });
   it("summarises without database text", () => {
     expect(problemSummary(new ApiProblem(409, "Conflict", "Key (name)=(x) already exists."))).toBe(

@@ -118,10 +118,13 @@ export function mapProblem(problem: ApiProblem | null | undefined, fields: reado
   return { byField, other };
 }
 
+const HEADER_ERRORS = new Set(["missing column", "unknown column", "column without a name"]);
+
 /** One CSV import error as a row of the error table: the file's line (1 = header), column, words. */
 export function csvRowError(e: FieldError, labels: Record<string, string> = FIELD_LABELS) {
-  // a header error names the column as the file spells it (or must spell it): "ue_addr", not "Ue addr"
-  const header = e.message === "missing column" || e.message === "unknown column";
+  // a header error names the column as the file spells it (or must spell it): "ue_addr", not "Ue addr";
+  // an empty header cell by its place ("column 2")
+  const header = HEADER_ERRORS.has(e.message);
   const column = header ? e.field : labelOf(leafField(e.field) || e.field, labels);
   return { line: e.line ?? null, column, message: humanMessage(e.message, labels) };
 }
