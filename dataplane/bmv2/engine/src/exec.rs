@@ -367,13 +367,15 @@ impl Engine {
                     ParserOp::Extract(h) => self.extract(ctx, *h, None)?,
                     ParserOp::ExtractStack(st) => {
                         let n = ctx.pkt.next[*st];
-                        let h = *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
+                        let h =
+                            *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
                         self.extract(ctx, h, None)?;
                         ctx.pkt.next[*st] = n + 1;
                     }
                     ParserOp::ExtractStackVl(st, e) => {
                         let n = ctx.pkt.next[*st];
-                        let h = *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
+                        let h =
+                            *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
                         let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
                         self.extract(ctx, h, Some(bits as u64 & 0xffff_ffff))?;
                         ctx.pkt.next[*st] = n + 1;
@@ -1219,7 +1221,8 @@ mod speed {
     fn packets_per_second() {
         let mut e = crate::engine(include_str!("../../compiled/slicing.json")).unwrap();
         let pt = e.ir.tables.iter().position(|t| t.name == "SlicingIngress.tenant.port_tenant").unwrap();
-        let a = *e.ir.tables[pt].actions.iter().find(|a| e.ir.actions[**a].name.ends_with("set_access_tenant")).unwrap();
+        let a =
+            *e.ir.tables[pt].actions.iter().find(|a| e.ir.actions[**a].name.ends_with("set_access_tenant")).unwrap();
         e.insert(pt, vec![(1, 511)], 0, a, vec![1, 100]).unwrap();
         let fw = e.ir.tables.iter().position(|t| t.name == "SlicingIngress.fwd.tenant_forward").unwrap();
         let a = *e.ir.tables[fw].actions.iter().find(|a| e.ir.actions[**a].name.ends_with("fwd.forward")).unwrap();
@@ -1243,6 +1246,11 @@ mod speed {
             assert!(e.egress_into(p, i, &mut out));
         }
         let (dt, dc) = (t0.elapsed().as_secs_f64(), cpu() - c0);
-        println!("{:.0} ns/packet CPU, {:.0} ns/packet wall, {:.0} packets/s", dc / n as f64 * 1e9, dt / n as f64 * 1e9, n as f64 / dt);
+        println!(
+            "{:.0} ns/packet CPU, {:.0} ns/packet wall, {:.0} packets/s",
+            dc / n as f64 * 1e9,
+            dt / n as f64 * 1e9,
+            n as f64 / dt
+        );
     }
 }

@@ -14,17 +14,30 @@ pub enum Expr {
     Field(usize),
     Valid(usize),
     Runtime(usize),
-    Lookahead { offset: u32, width: u32 },
+    Lookahead {
+        offset: u32,
+        width: u32,
+    },
     Un(UnOp, Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `stack[index].field` with a run-time index (dereference_header_stack + access_field):
     /// the field at `offset` of the element's header type.
-    StackField { stack: usize, index: Box<Expr>, offset: usize },
+    StackField {
+        stack: usize,
+        index: Box<Expr>,
+        offset: usize,
+    },
     /// `stack[index].isValid()` with a run-time index.
-    StackValid { stack: usize, index: Box<Expr> },
+    StackValid {
+        stack: usize,
+        index: Box<Expr>,
+    },
     /// `stack.last.field` (the element below the stack's next index).
-    LastField { stack: usize, offset: usize },
+    LastField {
+        stack: usize,
+        offset: usize,
+    },
     /// `union.isValid()`: any member valid.
     UnionValid(usize),
     /// `a.v == b.v` of two headers' varbit fields (values compared, as BMv2's Data).
@@ -720,7 +733,11 @@ pub fn build(raw: &Value) -> R<Ir> {
             return Err(format!("{what} {name} without elements"));
         }
         ids.iter()
-            .map(|id| id.as_u64().and_then(|id| by_id.get(&id).copied()).ok_or_else(|| format!("{what} {name}: unknown header id {id}")))
+            .map(|id| {
+                id.as_u64()
+                    .and_then(|id| by_id.get(&id).copied())
+                    .ok_or_else(|| format!("{what} {name}: unknown header id {id}"))
+            })
             .collect()
     };
     for st in arr(raw, "header_stacks") {
@@ -1013,7 +1030,9 @@ pub fn build(raw: &Value) -> R<Ir> {
         for t in ptables {
             let tname = s(t, "name")?.to_string();
             let ctx = |e: String| format!("table {tname}: {e}");
-            if !arr(t, "direct_meters").is_empty() || t.get("direct_meters").is_some_and(|v| !v.is_null() && !v.is_array()) {
+            if !arr(t, "direct_meters").is_empty()
+                || t.get("direct_meters").is_some_and(|v| !v.is_null() && !v.is_array())
+            {
                 return Err(ctx("direct meters".into()));
             }
             let mut keys = Vec::new();
@@ -1110,7 +1129,9 @@ pub fn build(raw: &Value) -> R<Ir> {
                             (hex(m, "key").map_err(ectx)? & mask, mask)
                         }
                         MatchKind::Lpm => {
-                            let p = m["prefix_length"].as_u64().ok_or_else(|| ectx("lpm without prefix_length".into()))? as u32;
+                            let p =
+                                m["prefix_length"].as_u64().ok_or_else(|| ectx("lpm without prefix_length".into()))?
+                                    as u32;
                             plen = p as i64;
                             let mask = if p == 0 { 0 } else { ones & !(crate::table::full(k.width - p.min(k.width))) };
                             (hex(m, "key").map_err(ectx)? & mask, mask)
@@ -1121,11 +1142,8 @@ pub fn build(raw: &Value) -> R<Ir> {
                 }
                 // BMv2's priority: the smaller number wins; the engine's: the larger. An LPM
                 // table without ternary or range fields ranks by prefix length.
-                let prio = if prioritised {
-                    (1i64 << 24) - e["priority"].as_i64().unwrap_or(n as i64 + 1)
-                } else {
-                    plen
-                };
+                let prio =
+                    if prioritised { (1i64 << 24) - e["priority"].as_i64().unwrap_or(n as i64 + 1) } else { plen };
                 let ae = &e["action_entry"];
                 let id = ae["action_id"].as_u64().unwrap_or(u64::MAX) as u32;
                 let a = *b.action_index.get(&id).ok_or_else(|| ectx(format!("unknown action id {id}")))?;
@@ -1162,11 +1180,7 @@ pub fn build(raw: &Value) -> R<Ir> {
         return Err(format!("pipelines {names:?} (v1model has ingress and egress)"));
     }
     let error = |n: &str| -> u32 {
-        arr(raw, "errors")
-            .iter()
-            .find(|e| e[0].as_str() == Some(n))
-            .and_then(|e| e[1].as_u64())
-            .unwrap_or(0) as u32
+        arr(raw, "errors").iter().find(|e| e[0].as_str() == Some(n)).and_then(|e| e[1].as_u64()).unwrap_or(0) as u32
     };
     let _ = b.raw;
     Ok(Ir {

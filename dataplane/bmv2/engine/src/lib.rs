@@ -10,10 +10,10 @@ pub mod lanes;
 pub mod live;
 pub mod loadgen;
 pub mod p4rt;
-pub mod rawsock;
-pub mod simplify;
 #[cfg(feature = "python")]
 mod python;
+pub mod rawsock;
+pub mod simplify;
 pub mod table;
 
 use serde::Deserialize;
@@ -48,8 +48,31 @@ pub const TRANSITIONS: &[&str] = &["hexstr", "default"];
 pub const MATCH_KINDS: &[&str] = &["exact", "ternary", "lpm", "range", "valid"];
 /// Expression operators.
 pub const EXPR_OPS: &[&str] = &[
-    "&", "|", "^", "~", "+", "-", "*", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or",
-    "not", "b2d", "d2b", "valid", "?", "valid_union", "dereference_header_stack", "access_field",
+    "&",
+    "|",
+    "^",
+    "~",
+    "+",
+    "-",
+    "*",
+    "<<",
+    ">>",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "and",
+    "or",
+    "not",
+    "b2d",
+    "d2b",
+    "valid",
+    "?",
+    "valid_union",
+    "dereference_header_stack",
+    "access_field",
     "usat_cast",
 ];
 /// Calculation algorithms: csum16 (verify / update checksum), crc16 (hash).
@@ -67,11 +90,7 @@ impl fmt::Display for LoadError {
         if self.unsupported.is_empty() {
             write!(f, "not a BMv2 JSON program: {}", self.detail)
         } else {
-            write!(
-                f,
-                "the program uses constructs this engine does not execute: {}",
-                self.unsupported.join("; ")
-            )
+            write!(f, "the program uses constructs this engine does not execute: {}", self.unsupported.join("; "))
         }
     }
 }
@@ -85,7 +104,6 @@ pub struct HeaderType {
     /// [field name, bit width, signed]; a varbit field is [name, "*"].
     pub fields: Vec<Vec<Value>>,
 }
-
 
 #[derive(Debug, Deserialize)]
 pub struct Header {
@@ -261,7 +279,8 @@ fn check(program: &Program, raw: &Value) -> Vec<String> {
 /// Load a program and build the engine that runs it (all tables empty, externs zero).
 pub fn engine(json: &str) -> Result<exec::Engine, LoadError> {
     load(json)?;
-    let raw: Value = serde_json::from_str(json).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
+    let raw: Value =
+        serde_json::from_str(json).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
     let mut ir = ir::build(&raw).map_err(|e| LoadError { unsupported: vec![e], detail: String::new() })?;
     simplify::program(&mut ir);
     let mut e = exec::Engine::new(ir);
@@ -271,22 +290,15 @@ pub fn engine(json: &str) -> Result<exec::Engine, LoadError> {
 
 /// Parse a BMv2 JSON program and check that this engine supports every construct in it.
 pub fn load(json: &str) -> Result<Program, LoadError> {
-    let raw: Value = serde_json::from_str(json).map_err(|e| LoadError {
-        unsupported: vec![],
-        detail: e.to_string(),
-    })?;
-    let program: Program = serde_json::from_value(raw.clone()).map_err(|e| LoadError {
-        unsupported: vec![],
-        detail: e.to_string(),
-    })?;
+    let raw: Value =
+        serde_json::from_str(json).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
+    let program: Program =
+        serde_json::from_value(raw.clone()).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
     let unsupported = check(&program, &raw);
     if unsupported.is_empty() {
         Ok(program)
     } else {
-        Err(LoadError {
-            unsupported,
-            detail: String::new(),
-        })
+        Err(LoadError { unsupported, detail: String::new() })
     }
 }
 

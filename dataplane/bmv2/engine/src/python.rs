@@ -7,12 +7,12 @@ use crate::ir::MatchKind;
 use crate::live::{lock, Gate, Live, Shared};
 use crate::p4rt::{split_write, EntryMeta, TableSchema};
 use crate::table::WriteError;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 fn write_err(e: WriteError) -> PyErr {
     match e {
@@ -82,15 +82,16 @@ impl PyEngine {
     /// Load p4c's BMv2 JSON; ValueError naming every unsupported construct.
     #[new]
     fn new(json: &str) -> PyResult<Self> {
-        crate::engine(json).map(|e| PyEngine { e: Arc::new(Mutex::new(e)), schemas: HashMap::new() }).map_err(|err| PyValueError::new_err(err.to_string()))
+        crate::engine(json)
+            .map(|e| PyEngine { e: Arc::new(Mutex::new(e)), schemas: HashMap::new() })
+            .map_err(|err| PyValueError::new_err(err.to_string()))
     }
 
     /// [(table name, [(key name, match kind, bit width)], [action names])] in engine order.
     #[allow(clippy::type_complexity)]
     fn tables(&self) -> Vec<(String, Vec<(String, String, u32)>, Vec<String>)> {
         let e = self.g();
-        e.ir
-            .tables
+        e.ir.tables
             .iter()
             .map(|t| {
                 let keys = t
@@ -139,7 +140,14 @@ impl PyEngine {
 
     // ---- entries ----
 
-    fn insert(&self, table: usize, key: Vec<(u64, u64)>, priority: i64, action: usize, params: Vec<u64>) -> PyResult<u64> {
+    fn insert(
+        &self,
+        table: usize,
+        key: Vec<(u64, u64)>,
+        priority: i64,
+        action: usize,
+        params: Vec<u64>,
+    ) -> PyResult<u64> {
         let mut e = self.g();
         check_index(&e.ir.tables, table, "table")?;
         e.insert(table, key, priority, action, params).map_err(write_err)
@@ -330,7 +338,15 @@ impl PyEngine {
             .iter()
             .map(|(h, e)| {
                 let m = &e.meta;
-                (*h, e.key.clone(), m.p4_priority, m.p4_action, e.params.clone(), m.metadata.clone(), m.controller_metadata)
+                (
+                    *h,
+                    e.key.clone(),
+                    m.p4_priority,
+                    m.p4_action,
+                    e.params.clone(),
+                    m.metadata.clone(),
+                    m.controller_metadata,
+                )
             })
             .collect();
         out.sort_by_key(|v| v.0); // insertion order, as a read-back lists them
@@ -342,7 +358,15 @@ impl PyEngine {
         check_index(&e.ir.tables, table, "table")?;
         let e = e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
         let m = &e.meta;
-        Ok((handle, e.key.clone(), m.p4_priority, m.p4_action, e.params.clone(), m.metadata.clone(), m.controller_metadata))
+        Ok((
+            handle,
+            e.key.clone(),
+            m.p4_priority,
+            m.p4_action,
+            e.params.clone(),
+            m.metadata.clone(),
+            m.controller_metadata,
+        ))
     }
 
     // ---- externs ----
@@ -489,7 +513,13 @@ impl PyLive {
     /// interface otherwise.
     #[new]
     #[pyo3(signature = (ports, priority_queues, queue_depth, link_bps, gate))]
-    fn new(ports: Vec<(u64, String)>, priority_queues: usize, queue_depth: usize, link_bps: Option<u64>, gate: &PyGate) -> PyResult<Self> {
+    fn new(
+        ports: Vec<(u64, String)>,
+        priority_queues: usize,
+        queue_depth: usize,
+        link_bps: Option<u64>,
+        gate: &PyGate,
+    ) -> PyResult<Self> {
         if !(1..=8).contains(&priority_queues) {
             return Err(PyValueError::new_err("priority_queues must be 1..8 (standard_metadata.priority is 3 bits)"));
         }
@@ -548,10 +578,20 @@ impl PyLive {
 /// (sent, received, offered pps, forwarded pps).
 #[pyfunction]
 #[pyo3(signature = (tx_if, rx_if, frame, count, window, stall_s=0.5))]
-fn offer_closed_loop(py: Python<'_>, tx_if: &str, rx_if: &str, frame: &[u8], count: u64, window: u64, stall_s: f64) -> PyResult<(u64, u64, f64, f64)> {
+fn offer_closed_loop(
+    py: Python<'_>,
+    tx_if: &str,
+    rx_if: &str,
+    frame: &[u8],
+    count: u64,
+    window: u64,
+    stall_s: f64,
+) -> PyResult<(u64, u64, f64, f64)> {
     let frame = frame.to_vec();
     let m = py
-        .allow_threads(|| crate::loadgen::run(tx_if, rx_if, &frame, count, window.max(1), Duration::from_secs_f64(stall_s)))
+        .allow_threads(|| {
+            crate::loadgen::run(tx_if, rx_if, &frame, count, window.max(1), Duration::from_secs_f64(stall_s))
+        })
         .map_err(|e| PyOSError::new_err(format!("offer {tx_if} -> {rx_if}: {e}")))?;
     Ok((m.sent, m.received, m.offered_pps, m.forwarded_pps))
 }

@@ -115,7 +115,9 @@ impl RawSock {
         if ifindex == 0 {
             return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface {ifname}")));
         }
-        let raw = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, ETH_P_ALL.to_be() as i32) })?;
+        let raw = check(unsafe {
+            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, ETH_P_ALL.to_be() as i32)
+        })?;
         let mut sock = RawSock { fd: unsafe { OwnedFd::from_raw_fd(raw) }, ring: None, timeout };
         let fd = sock.fd.as_raw_fd();
         // this host's own frames out of the interface (e.g. what the switch sends on a port
@@ -123,14 +125,19 @@ impl RawSock {
         // `receive` skips them by packet type)
         let _ = setsockopt(fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &1i32);
         if ring {
-            sock.ring = Some(map_ring(fd, ifname, PACKET_RX_RING, RING_BYTES)?); // before bind: no frame lands outside it
+            sock.ring = Some(map_ring(fd, ifname, PACKET_RX_RING, RING_BYTES)?);
+            // before bind: no frame lands outside it
         }
         let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
         addr.sll_protocol = ETH_P_ALL.to_be();
         addr.sll_ifindex = ifindex as i32;
         check(unsafe {
-            libc::bind(fd, &addr as *const libc::sockaddr_ll as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
+            libc::bind(
+                fd,
+                &addr as *const libc::sockaddr_ll as *const libc::sockaddr,
+                size_of::<libc::sockaddr_ll>() as u32,
+            )
         })?;
         Ok(sock)
     }
@@ -155,7 +162,9 @@ impl RawSock {
         let mut failed = 0;
         while done < msgs.len() {
             // SAFETY: msgs[done..] point at iovecs and frames that outlive the call
-            let n = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs[done..].as_mut_ptr(), (msgs.len() - done) as u32, 0) };
+            let n = unsafe {
+                libc::sendmmsg(self.fd.as_raw_fd(), msgs[done..].as_mut_ptr(), (msgs.len() - done) as u32, 0)
+            };
             if n <= 0 {
                 let err = io::Error::last_os_error();
                 if err.kind() == io::ErrorKind::Interrupted {
@@ -196,9 +205,8 @@ fn map_ring(fd: libc::c_int, ifname: &str, kind: libc::c_int, ring_bytes: usize)
     setsockopt(fd, libc::SOL_PACKET, kind, &req)?;
     let bytes = block_size * block_nr;
     // SAFETY: maps the ring the kernel just allocated for this socket
-    let base = unsafe {
-        libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
-    };
+    let base =
+        unsafe { libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
     if base == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -327,7 +335,11 @@ impl TxRing {
         addr.sll_protocol = 0;
         addr.sll_ifindex = ifindex as i32;
         check(unsafe {
-            libc::bind(tx.fd.as_raw_fd(), &addr as *const libc::sockaddr_ll as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
+            libc::bind(
+                tx.fd.as_raw_fd(),
+                &addr as *const libc::sockaddr_ll as *const libc::sockaddr,
+                size_of::<libc::sockaddr_ll>() as u32,
+            )
         })?;
         Ok(tx)
     }
