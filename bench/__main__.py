@@ -29,39 +29,63 @@ from _results import RESULTS  # noqa: E402
 
 
 def benches() -> list[Path]:
-    return [p for p in sorted(HERE.glob("*.py"))
-            if not p.name.startswith("_") and not p.stem.endswith("_common")]
+    return [p for p in sorted(HERE.glob("*.py")) if not p.name.startswith("_") and not p.stem.endswith("_common")]
 
 
 def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    mem_kib = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                       if line.startswith("MemTotal")))
-    return {"cores": os.cpu_count(), "cpu": cpu, "memory_gib": round(mem_kib / 2**20, 1),
-            "kernel": platform.release(), "python": platform.python_version()}
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem_kib = int(
+        next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    )
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gib": round(mem_kib / 2**20, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
 
 
 def commit() -> str:
-    out = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True, check=False
+    )
     return out.stdout.strip() or "unknown"
 
 
 def merge(run_id: str, started: float, failed: list[str], quick: bool) -> Path:
     run_dir = RESULTS / "runs" / run_id
     results = {p.stem: json.loads(p.read_text()) for p in sorted(run_dir.glob("*.json"))} if run_dir.exists() else {}
-    doc = {"run_id": run_id, "commit": commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-           "quick": quick, "seconds": round(time.time() - started, 1), "machine": machine(),
-           "failed": failed, "benches": results}
+    doc = {
+        "run_id": run_id,
+        "commit": commit(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "quick": quick,
+        "seconds": round(time.time() - started, 1),
+        "machine": machine(),
+        "failed": failed,
+        "benches": results,
+    }
     out = RESULTS / f"{run_id}.json"
     out.write_text(json.dumps(doc, indent=1) + "\n")
     # latest.json keeps the newest figure of every bench: a partial run updates only its own
     latest_path = RESULTS / "latest.json"
     latest = json.loads(latest_path.read_text()) if latest_path.exists() else {"benches": {}}
     for name, r in results.items():
-        latest["benches"][name] = {**r, "run_id": run_id, "commit": doc["commit"], "date": doc["date"],
-                                   "machine": doc["machine"]}
+        latest["benches"][name] = {
+            **r,
+            "run_id": run_id,
+            "commit": doc["commit"],
+            "date": doc["date"],
+            "machine": doc["machine"],
+        }
     latest_path.write_text(json.dumps(latest, indent=1, sort_keys=True) + "\n")
     return out
 

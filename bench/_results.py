@@ -66,10 +66,21 @@ class Results:
         self.plots: list[str] = []
         self.started = time.time()
 
-    def figure(self, name: str, value: float, unit: str, *, baseline: float | None = None,
-               baseline_name: str = "", goal: str = "", met: bool | None = None, note: str = "") -> Figure:
-        f = Figure(name, float(value), unit, None if baseline is None else float(baseline), baseline_name, goal,
-                   met, note)
+    def figure(
+        self,
+        name: str,
+        value: float,
+        unit: str,
+        *,
+        baseline: float | None = None,
+        baseline_name: str = "",
+        goal: str = "",
+        met: bool | None = None,
+        note: str = "",
+    ) -> Figure:
+        f = Figure(
+            name, float(value), unit, None if baseline is None else float(baseline), baseline_name, goal, met, note
+        )
         self.figures.append(f)
         return f
 

@@ -41,8 +41,12 @@ def plot(results: dict[int, dict[int, GroupStats]], out: Path, *, title: str, la
     axes[0].set_yscale("log")  # lanes differ by orders of magnitude, as in the paper's Fig. 7
     # The pattern beside the paper's own Table 5: loss per lane at the largest scenario.
     largest, lanes, last = scenarios[-1], range(4), axes[-1]
-    last.bar([x - 0.2 for x in lanes], [results[largest][lane].loss_pct for lane in lanes], 0.4,
-             label=f"this run, {largest} slices")
+    last.bar(
+        [x - 0.2 for x in lanes],
+        [results[largest][lane].loss_pct for lane in lanes],
+        0.4,
+        label=f"this run, {largest} slices",
+    )
     last.bar([x + 0.2 for x in lanes], [PAPER[lane][1] for lane in lanes], 0.4, label="seed 000 Table 5")
     last.set_xticks(list(lanes), [f"{label} {lane}" for lane in lanes])
     last.set_title("packet loss (%) beside the paper")

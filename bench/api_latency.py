@@ -128,26 +128,43 @@ def seed(st: Stack, subscribers: int, kpi_rows: int) -> Seeded:
     api = httpx.Client(base_url=st.base, headers=st.headers, timeout=60)
     tenant = api.post("/api/v1/tenants", json={"name": "bench", "vni": 4242, "ue_pool": "10.0.0.0/8"}).json()
     types = api.get("/api/v1/slice-types").json()["data"]
-    slice_ids = [api.post("/api/v1/slices", json={"name": f"s{i}", "tenant_id": tenant["id"],
-                                                  "slice_type_id": types[0]["id"]}).json()["id"] for i in range(4)]
+    slice_ids = [
+        api.post(
+            "/api/v1/slices", json={"name": f"s{i}", "tenant_id": tenant["id"], "slice_type_id": types[0]["id"]}
+        ).json()["id"]
+        for i in range(4)
+    ]
     lanes = 4
     per_series = kpi_rows // (len(slice_ids) * lanes)
     now = datetime.now(UTC).replace(microsecond=0)
-    with psycopg.connect(host=str(st.pg.sock), port=st.pg.port, user="postgres", password=st.pg.password(),
-                         dbname=st.pg.dbname) as conn:
+    with psycopg.connect(
+        host=str(st.pg.sock), port=st.pg.port, user="postgres", password=st.pg.password(), dbname=st.pg.dbname
+    ) as conn:
         backend_id = conn.execute(
             "INSERT INTO backend (name, driver, options, paths, lanes, capacity, health, health_detail, version) "
-            "VALUES ('bench', 'p4rt', '{}', 8, 4, '{}', 'unknown', '', 1) RETURNING id").fetchone()[0]  # type: ignore[index]
-        conn.execute("INSERT INTO slice_backend (slice_id, backend_id) SELECT unnest(%s::bigint[]), %s",
-                     (slice_ids, backend_id))
+            "VALUES ('bench', 'p4rt', '{}', 8, 4, '{}', 'unknown', '', 1) RETURNING id"
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute(
+            "INSERT INTO slice_backend (slice_id, backend_id) SELECT unnest(%s::bigint[]), %s", (slice_ids, backend_id)
+        )
         with conn.cursor().copy("COPY subscriber (tenant_id, imsi, ue_ip, teids, version) FROM STDIN") as copy:
             for i in range(subscribers):
-                copy.write_row((tenant["id"], f"{1010000000000 + i:015d}",
-                                f"10.{40 + i // 65536}.{(i // 256) % 256}.{i % 256}", [i + 1], 1))
+                copy.write_row(
+                    (
+                        tenant["id"],
+                        f"{1010000000000 + i:015d}",
+                        f"10.{40 + i // 65536}.{(i // 256) % 256}.{i % 256}",
+                        [i + 1],
+                        1,
+                    )
+                )
         first = conn.execute("SELECT min(id) FROM subscriber").fetchone()[0]  # type: ignore[index]
         # subscriber k is in slice k % 4: every slice has a quarter of them
-        conn.execute("INSERT INTO subscriber_slice (subscriber_id, slice_id) "
-                     "SELECT id, (%s::bigint[])[1 + (id - %s) %% 4] FROM subscriber", (slice_ids, first))
+        conn.execute(
+            "INSERT INTO subscriber_slice (subscriber_id, slice_id) "
+            "SELECT id, (%s::bigint[])[1 + (id - %s) %% 4] FROM subscriber",
+            (slice_ids, first),
+        )
         # generated inside PostgreSQL (one INSERT ... SELECT): 1 M rows in seconds, where
         # formatting them in Python for COPY takes half a minute
         conn.execute(
@@ -157,7 +174,8 @@ def seed(st: Stack, subscribers: int, kpi_rows: int) -> Seeded:
             "SELECT s, %s, lane, %s - make_interval(secs => k), 1.0, 1000, 990, 1000000, 990000, 7.92e6, 1.0, "
             "0.5 + lane * 0.1, 0.4, 2.0, 0.1, '{\"queue_full\": 10}', 0 "
             "FROM unnest(%s::bigint[]) s, generate_series(0, %s) lane, generate_series(0, %s - 1) k",
-            (backend_id, now, slice_ids, lanes - 1, per_series))
+            (backend_id, now, slice_ids, lanes - 1, per_series),
+        )
         conn.execute("ANALYZE")
     return Seeded(tenant["id"], slice_ids, first, subscribers, subscribers // 4)
 
@@ -168,17 +186,26 @@ def endpoints(seeded: Seeded) -> list[Endpoint]:
     return [
         Endpoint("health (baseline)", "/api/v1/health", goal=False),
         Endpoint("list subscribers, page 1", "/api/v1/subscribers?limit=50&offset=0&sort=imsi"),
-        Endpoint("list subscribers, deep page, slice filter",
-                 f"/api/v1/subscribers?limit=50&offset={{r}}&sort=imsi&slice_id={s0}", range=max(1, deep),
-                 quick=False),
-        Endpoint("read subscriber", "/api/v1/subscribers/{r}", range=seeded.subscribers,
-                 r_base=seeded.first_subscriber_id),
+        Endpoint(
+            "list subscribers, deep page, slice filter",
+            f"/api/v1/subscribers?limit=50&offset={{r}}&sort=imsi&slice_id={s0}",
+            range=max(1, deep),
+            quick=False,
+        ),
+        Endpoint(
+            "read subscriber", "/api/v1/subscribers/{r}", range=seeded.subscribers, r_base=seeded.first_subscriber_id
+        ),
         Endpoint("slice KPIs, current", f"/api/v1/slices/{s0}/kpis/current", goal=False),
         Endpoint("slice KPIs, last 5 min", f"/api/v1/slices/{s0}/kpis", goal=False, quick=False),
         Endpoint("slice SLA summary, last hour", f"/api/v1/slices/{s0}/sla", goal=False, quick=False),
-        Endpoint("create subscriber", "/api/v1/subscribers", method="POST",
-                 body=json.dumps({"tenant_id": seeded.tenant_id, "imsi": "{imsi}", "ue_ip": "{ip}",
-                                  "teids": ["{n}"]}).replace('"{n}"', "{n}")),
+        Endpoint(
+            "create subscriber",
+            "/api/v1/subscribers",
+            method="POST",
+            body=json.dumps(
+                {"tenant_id": seeded.tenant_id, "imsi": "{imsi}", "ue_ip": "{ip}", "teids": ["{n}"]}
+            ).replace('"{n}"', "{n}"),
+        ),
     ]
 
 
@@ -199,11 +226,19 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def run_wrk(st: Stack, ep: Endpoint, seconds: float, clients: int, script: Path, base_n: int, *,
-            check: bool = True) -> Measured:
-    env = {**os.environ, "BENCH_TEMPLATE": ep.template, "BENCH_METHOD": ep.method, "BENCH_BODY": ep.body,
-           "BENCH_RANGE": str(ep.range), "BENCH_RBASE": str(ep.r_base), "BENCH_BASE": str(base_n),
-           "BENCH_AUTH": st.headers["Authorization"]}
+def run_wrk(
+    st: Stack, ep: Endpoint, seconds: float, clients: int, script: Path, base_n: int, *, check: bool = True
+) -> Measured:
+    env = {
+        **os.environ,
+        "BENCH_TEMPLATE": ep.template,
+        "BENCH_METHOD": ep.method,
+        "BENCH_BODY": ep.body,
+        "BENCH_RANGE": str(ep.range),
+        "BENCH_RBASE": str(ep.r_base),
+        "BENCH_BASE": str(base_n),
+        "BENCH_AUTH": st.headers["Authorization"],
+    }
     before_server = cpu_seconds(st.server_pid)
     before_client = resource.getrusage(resource.RUSAGE_CHILDREN)
     argv = ["wrk", "-t1", f"-c{clients}", f"-d{max(1, round(seconds))}s", "--timeout", "10s", "-s", str(script)]
@@ -213,10 +248,16 @@ def run_wrk(st: Stack, ep: Endpoint, seconds: float, clients: int, script: Path,
     client_cpu = (after_client.ru_utime - before_client.ru_utime) + (after_client.ru_stime - before_client.ru_stime)
     doc = json.loads(out.strip().splitlines()[-1])
     if check and (doc["errors"] or doc["status_errors"]):
-        raise RuntimeError(f"{ep.name}: {doc['errors']} transport and {doc['status_errors']} HTTP errors "
-                           f"of {doc['requests']} requests")
-    return Measured(doc["requests"], doc["duration_us"] / 1e6, [(p, us / 1000) for p, us in doc["percentiles"]],
-                    client_cpu, server_cpu)
+        raise RuntimeError(
+            f"{ep.name}: {doc['errors']} transport and {doc['status_errors']} HTTP errors of {doc['requests']} requests"
+        )
+    return Measured(
+        doc["requests"],
+        doc["duration_us"] / 1e6,
+        [(p, us / 1000) for p, us in doc["percentiles"]],
+        client_cpu,
+        server_cpu,
+    )
 
 
 def main() -> None:
@@ -246,74 +287,130 @@ def main() -> None:
                 if seeded is None:  # by the first server: one start-up fewer
                     t0 = time.perf_counter()
                     seeded = seed(st, args.subscribers, args.kpi_rows)
-                    print(f"seeded {args.subscribers:,} subscribers and {args.kpi_rows:,} KPI samples in "
-                          f"{time.perf_counter() - t0:.1f} s")
+                    print(
+                        f"seeded {args.subscribers:,} subscribers and {args.kpi_rows:,} KPI samples in "
+                        f"{time.perf_counter() - t0:.1f} s"
+                    )
                 # --only keeps the health baseline
-                eps = [e for e in endpoints(seeded) if (e.quick or not quick()) and (
-                    not args.only or e.name.startswith("health") or any(o in e.name for o in args.only.split(",")))]
+                eps = [
+                    e
+                    for e in endpoints(seeded)
+                    if (e.quick or not quick())
+                    and (not args.only or e.name.startswith("health") or any(o in e.name for o in args.only.split(",")))
+                ]
                 measured[workers] = {}
                 load[workers] = os.getloadavg()[0]
                 for ep in eps:
                     # warm-up, not measured: each worker's first requests import, compile and
                     # prepare what the route uses (seconds each on a loaded machine)
                     warm = run_wrk(st, ep, 1, args.clients, script, 10_000_000 + created, check=False)
-                    m = run_wrk(st, ep, args.seconds, args.clients, script, 10_000_000 + created + warm.requests
-                                + args.clients)
+                    m = run_wrk(
+                        st, ep, args.seconds, args.clients, script, 10_000_000 + created + warm.requests + args.clients
+                    )
                     if ep.method == "POST":
                         created += warm.requests + m.requests + 2 * args.clients
                     if m.requests == 0:
                         print(f"  {workers} worker(s)  {ep.name}: no request completed in {args.seconds} s", flush=True)
                         continue
                     measured[workers][ep.name] = m
-                    print(f"  {workers} worker(s)  {ep.name:42s} {m.requests / m.seconds:7.0f} req/s  "
-                          f"p50 {m.at(50):6.1f}  p95 {m.at(95):6.1f}  p99 {m.at(99):6.1f} ms  "
-                          f"server CPU {m.server_cpu_ms:5.2f} ms/req  "
-                          f"(client CPU {m.client_cpu_s / max(m.server_cpu_s, 1e-9):.0%} of the server's)",
-                          flush=True)
+                    print(
+                        f"  {workers} worker(s)  {ep.name:42s} {m.requests / m.seconds:7.0f} req/s  "
+                        f"p50 {m.at(50):6.1f}  p95 {m.at(95):6.1f}  p99 {m.at(99):6.1f} ms  "
+                        f"server CPU {m.server_cpu_ms:5.2f} ms/req  "
+                        f"(client CPU {m.client_cpu_s / max(m.server_cpu_s, 1e-9):.0%} of the server's)",
+                        flush=True,
+                    )
     assert seeded is not None
     report(res, measured, args, seeded)
     for workers, avg in load.items():
-        res.figure(f"load average (1 min) as the {workers}-worker runs began", avg, "runnable tasks",
-                   note=f"{os.cpu_count()} cores; above that, other jobs shared the CPUs")
+        res.figure(
+            f"load average (1 min) as the {workers}-worker runs began",
+            avg,
+            "runnable tasks",
+            note=f"{os.cpu_count()} cores; above that, other jobs shared the CPUs",
+        )
     res.plot(plot(measured, plots_dir() / "api_latency_cdf.png", args))
     res.write()
 
 
-def report(res: Results, measured: dict[int, dict[str, Measured]], args: argparse.Namespace,
-           seeded: Seeded) -> None:
+def report(res: Results, measured: dict[int, dict[str, Measured]], args: argparse.Namespace, seeded: Seeded) -> None:
     eps = {e.name: e for e in endpoints(seeded)}
     one = min(measured)
     table = res.table(
         f"API latency, {args.clients} concurrent clients, {args.subscribers:,} subscribers, "
         f"{args.kpi_rows:,} KPI samples",
-        ["workers", "request", "req/s", "p50 ms", "p95 ms", "p99 ms", "p99 x health", "server CPU ms/req",
-         "client CPU / server CPU"],
+        [
+            "workers",
+            "request",
+            "req/s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "p99 x health",
+            "server CPU ms/req",
+            "client CPU / server CPU",
+        ],
         note="wrk (C, one thread) as the load generator; p50 <= 10 ms and p99 <= 50 ms is the goal of #16 "
-             "for list / read / create")
+        "for list / read / create",
+    )
     for workers, by_name in measured.items():
         health = by_name.get("health (baseline)")
         for name, m in by_name.items():
-            table.rows.append([workers, name, round(m.requests / m.seconds), round(m.at(50), 1), round(m.at(95), 1),
-                               round(m.at(99), 1), round(m.at(99) / health.at(99), 1) if health else None,
-                               round(m.server_cpu_ms, 2), round(m.client_cpu_s / max(m.server_cpu_s, 1e-9), 2)])
+            table.rows.append(
+                [
+                    workers,
+                    name,
+                    round(m.requests / m.seconds),
+                    round(m.at(50), 1),
+                    round(m.at(95), 1),
+                    round(m.at(99), 1),
+                    round(m.at(99) / health.at(99), 1) if health else None,
+                    round(m.server_cpu_ms, 2),
+                    round(m.client_cpu_s / max(m.server_cpu_s, 1e-9), 2),
+                ]
+            )
             ep = eps[name]
             if health is None:
                 continue
             if ep.goal:
-                res.figure(f"{name}, {workers} worker(s), p99", m.at(99), "ms", baseline=health.at(99),
-                           baseline_name="health p99", goal="<= 50 ms", met=m.at(99) <= 50)
-                res.figure(f"{name}, {workers} worker(s), p50", m.at(50), "ms", baseline=health.at(50),
-                           baseline_name="health p50", goal="<= 10 ms", met=m.at(50) <= 10)
+                res.figure(
+                    f"{name}, {workers} worker(s), p99",
+                    m.at(99),
+                    "ms",
+                    baseline=health.at(99),
+                    baseline_name="health p99",
+                    goal="<= 50 ms",
+                    met=m.at(99) <= 50,
+                )
+                res.figure(
+                    f"{name}, {workers} worker(s), p50",
+                    m.at(50),
+                    "ms",
+                    baseline=health.at(50),
+                    baseline_name="health p50",
+                    goal="<= 10 ms",
+                    met=m.at(50) <= 10,
+                )
             elif name != "health (baseline)":
-                res.figure(f"{name}, {workers} worker(s), p99", m.at(99), "ms", baseline=health.at(99),
-                           baseline_name="health p99")
+                res.figure(
+                    f"{name}, {workers} worker(s), p99",
+                    m.at(99),
+                    "ms",
+                    baseline=health.at(99),
+                    baseline_name="health p99",
+                )
     if len(measured) > 1:
         n = max(measured)
         for name in measured[one]:
             if name in measured[n]:
                 a, b = measured[one][name], measured[n][name]
-                res.figure(f"{name}: throughput with {n} workers", b.requests / b.seconds, "req/s",
-                           baseline=a.requests / a.seconds, baseline_name="1 worker")
+                res.figure(
+                    f"{name}: throughput with {n} workers",
+                    b.requests / b.seconds,
+                    "req/s",
+                    baseline=a.requests / a.seconds,
+                    baseline_name="1 worker",
+                )
 
 
 def plot(measured: dict[int, dict[str, Measured]], out: Path, args: argparse.Namespace) -> Path:
@@ -326,8 +423,12 @@ def plot(measured: dict[int, dict[str, Measured]], out: Path, args: argparse.Nam
     fig, axes = plt.subplots(1, len(counts), figsize=(7 * len(counts), 5), sharey=True, squeeze=False)
     for ax, workers in zip(axes[0], counts, strict=True):
         for name, m in measured[workers].items():
-            ax.plot([ms for _, ms in m.percentiles], [p / 100 for p, _ in m.percentiles], label=name,
-                    linestyle="--" if name.startswith("health") else "-")
+            ax.plot(
+                [ms for _, ms in m.percentiles],
+                [p / 100 for p, _ in m.percentiles],
+                label=name,
+                linestyle="--" if name.startswith("health") else "-",
+            )
         ax.axvline(50, color="grey", linewidth=0.8, linestyle=":")
         ax.axvline(10, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xscale("log")
@@ -336,8 +437,9 @@ def plot(measured: dict[int, dict[str, Measured]], out: Path, args: argparse.Nam
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("fraction of requests")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"API latency CDF: {args.subscribers:,} subscribers, {args.kpi_rows:,} KPI samples "
-                 "(dotted: 10 / 50 ms goals)")
+    fig.suptitle(
+        f"API latency CDF: {args.subscribers:,} subscribers, {args.kpi_rows:,} KPI samples (dotted: 10 / 50 ms goals)"
+    )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

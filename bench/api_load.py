@@ -67,34 +67,51 @@ def main() -> None:
 
     with stack() as st:
         base, headers = st.base, st.headers
-        tenant = httpx.post(f"{base}/api/v1/tenants", headers=headers,
-                            json={"name": "bench", "vni": 4242, "ue_pool": "10.0.0.0/8"}).json()
+        tenant = httpx.post(
+            f"{base}/api/v1/tenants", headers=headers, json={"name": "bench", "vni": 4242, "ue_pool": "10.0.0.0/8"}
+        ).json()
         types = httpx.get(f"{base}/api/v1/slice-types", headers=headers).json()["data"]
-        httpx.post(f"{base}/api/v1/slices", headers=headers,
-                   json={"name": "bulk", "tenant_id": tenant["id"], "slice_type_id": types[0]["id"]})
+        httpx.post(
+            f"{base}/api/v1/slices",
+            headers=headers,
+            json={"name": "bulk", "tenant_id": tenant["id"], "slice_type_id": types[0]["id"]},
+        )
 
         body = csv_rows(args.rows).encode()
         t0 = time.perf_counter()
-        r = httpx.post(f"{base}/api/v1/subscribers/import", headers=headers, timeout=600,
-                       files={"file": ("subs.csv", body, "text/csv")})
+        r = httpx.post(
+            f"{base}/api/v1/subscribers/import",
+            headers=headers,
+            timeout=600,
+            files={"file": ("subs.csv", body, "text/csv")},
+        )
         import_s = time.perf_counter() - t0
         assert r.status_code == 201, r.text[:500]
 
-        with psycopg.connect(host=str(st.pg.sock), port=st.pg.port, user="postgres", password=st.pg.password(),
-                             dbname="bench") as conn:
+        with psycopg.connect(
+            host=str(st.pg.sock), port=st.pg.port, user="postgres", password=st.pg.password(), dbname="bench"
+        ) as conn:
             conn.execute("CREATE TEMP TABLE raw (imsi text, ue_ip inet, teids bigint[])")
             t0 = time.perf_counter()
             with conn.cursor().copy("COPY raw FROM STDIN") as copy:
                 for i in range(args.rows):
-                    copy.write_row((f"{1010000000000 + i:015d}",
-                                    f"10.{40 + i // 65536}.{(i // 256) % 256}.{i % 256}", [i + 1]))
+                    copy.write_row(
+                        (f"{1010000000000 + i:015d}", f"10.{40 + i // 65536}.{(i // 256) % 256}.{i % 256}", [i + 1])
+                    )
             copy_s = time.perf_counter() - t0
 
-        print(f"import of {args.rows} subscribers over HTTP: {import_s:.2f} s "
-              f"({args.rows / import_s:,.0f} rows/s); raw COPY baseline {copy_s:.2f} s; "
-              f"ratio {import_s / copy_s:.1f}x")
-        res.figure(f"CSV import of {args.rows} subscribers over HTTP", import_s, "s", baseline=copy_s,
-                   baseline_name="raw COPY of the same rows")
+        print(
+            f"import of {args.rows} subscribers over HTTP: {import_s:.2f} s "
+            f"({args.rows / import_s:,.0f} rows/s); raw COPY baseline {copy_s:.2f} s; "
+            f"ratio {import_s / copy_s:.1f}x"
+        )
+        res.figure(
+            f"CSV import of {args.rows} subscribers over HTTP",
+            import_s,
+            "s",
+            baseline=copy_s,
+            baseline_name="raw COPY of the same rows",
+        )
 
         rng = random.Random(1)
         count = args.rows
@@ -107,29 +124,49 @@ def main() -> None:
 
         def create(i: int) -> tuple[str, str, dict[str, object]]:
             n = 10_000_000 + i
-            return "POST", "/api/v1/subscribers", {"tenant_id": tenant["id"], "imsi": f"{n:015d}",
-                                                   "ue_ip": f"10.200.{(i // 256) % 256}.{i % 256}",
-                                                   "teids": [n]}
+            return (
+                "POST",
+                "/api/v1/subscribers",
+                {
+                    "tenant_id": tenant["id"],
+                    "imsi": f"{n:015d}",
+                    "ue_ip": f"10.200.{(i // 256) % 256}.{i % 256}",
+                    "teids": [n],
+                },
+            )
 
         results = {}
-        for name, make in (("health (baseline)", health), ("list subscribers", listing),
-                           ("create subscriber", create)):
+        for name, make in (("health (baseline)", health), ("list subscribers", listing), ("create subscriber", create)):
             lat = asyncio.run(load(base, headers, args.clients, args.requests, make))
             results[name] = (statistics.median(lat), pct(lat, 99))
         base50, base99 = results["health (baseline)"]
-        print(f"{args.clients} concurrent clients, {args.requests} requests each kind, "
-              f"{count:,}+ subscribers in the database:")
+        print(
+            f"{args.clients} concurrent clients, {args.requests} requests each kind, "
+            f"{count:,}+ subscribers in the database:"
+        )
         for name, (p50, p99) in results.items():
-            print(f"  {name:18s} p50 {p50 * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms   "
-                  f"(x{p50 / base50:.1f} / x{p99 / base99:.1f} of the baseline)")
-        table = res.table(f"API latency, {args.clients} concurrent clients, {count:,}+ subscribers",
-                          ["request", "p50 ms", "p99 ms", "p50 x health", "p99 x health"])
+            print(
+                f"  {name:18s} p50 {p50 * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms   "
+                f"(x{p50 / base50:.1f} / x{p99 / base99:.1f} of the baseline)"
+            )
+        table = res.table(
+            f"API latency, {args.clients} concurrent clients, {count:,}+ subscribers",
+            ["request", "p50 ms", "p99 ms", "p50 x health", "p99 x health"],
+        )
         for name, (p50, p99) in results.items():
-            table.rows.append([name, round(p50 * 1e3, 1), round(p99 * 1e3, 1), round(p50 / base50, 1),
-                               round(p99 / base99, 1)])
+            table.rows.append(
+                [name, round(p50 * 1e3, 1), round(p99 * 1e3, 1), round(p50 / base50, 1), round(p99 / base99, 1)]
+            )
             if name != "health (baseline)":
-                res.figure(f"{name} p99", p99 * 1e3, "ms", baseline=base99 * 1e3, baseline_name="health p99",
-                           goal="<= 50 ms", met=p99 * 1e3 <= 50)
+                res.figure(
+                    f"{name} p99",
+                    p99 * 1e3,
+                    "ms",
+                    baseline=base99 * 1e3,
+                    baseline_name="health p99",
+                    goal="<= 50 ms",
+                    met=p99 * 1e3 <= 50,
+                )
     res.write()
 
 

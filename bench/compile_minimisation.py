@@ -41,8 +41,10 @@ def table3(res: Results) -> None:
         f"{'slices':>6} {'flows':>6} {'path mode':>15} {'per-flow':>9} {'minimised':>9} {'ratio':>7} "
         f"{'compile ms':>10} {'per-flow ms':>11}"
     )
-    table = res.table("seed 000 Table 3 on the 4-lane x 8-path NetFPGA target (TCAM entries)",
-                      ["slices", "flows", "path mode", "per-flow rules", "minimised", "ratio", "compile ms"])
+    table = res.table(
+        "seed 000 Table 3 on the 4-lane x 8-path NetFPGA target (TCAM entries)",
+        ["slices", "flows", "path mode", "per-flow rules", "minimised", "ratio", "compile ms"],
+    )
     for mode in ("per_slice", "per_user_group"):
         for n in TABLE3_SLICES:
             tenants, slices = table3_config(n, path_mode=mode)  # type: ignore[arg-type]
@@ -52,8 +54,17 @@ def table3(res: Results) -> None:
                 f"{n:>6} {small.flows:>6} {mode:>15} {len(big.ir.rules):>9} {len(small.ir.rules):>9} "
                 f"{len(big.ir.rules) / len(small.ir.rules):>6.0f}x {t_small * 1e3:>10.1f} {t_big * 1e3:>11.1f}"
             )
-            table.rows.append([n, small.flows, mode, len(big.ir.rules), len(small.ir.rules),
-                               round(len(big.ir.rules) / len(small.ir.rules)), round(t_small * 1e3, 1)])
+            table.rows.append(
+                [
+                    n,
+                    small.flows,
+                    mode,
+                    len(big.ir.rules),
+                    len(small.ir.rules),
+                    round(len(big.ir.rules) / len(small.ir.rules)),
+                    round(t_small * 1e3, 1),
+                ]
+            )
     tenants, slices = table3_config(16)
     got = len(compile_rules(tenants, slices, NETFPGA_TARGET).ir.rules)
     print(
@@ -61,8 +72,15 @@ def table3(res: Results) -> None:
         f"({got / PAPER_RULES_LARGEST:.2f}x the paper's figure; 16 slices x 4 lanes = 64 distinct actions "
         "is also the lower bound for any rule list)"
     )
-    res.figure("largest Table 3 scenario, TCAM entries", got, "entries", baseline=PAPER_RULES_LARGEST,
-               baseline_name="the paper's figure", goal="<= the paper's 64", met=got <= PAPER_RULES_LARGEST)
+    res.figure(
+        "largest Table 3 scenario, TCAM entries",
+        got,
+        "entries",
+        baseline=PAPER_RULES_LARGEST,
+        baseline_name="the paper's figure",
+        goal="<= the paper's 64",
+        met=got <= PAPER_RULES_LARGEST,
+    )
 
 
 def big_config(
@@ -101,8 +119,10 @@ def fifty_thousand(res: Results) -> None:
     print()
     print("Compile time for 50 000 subscribers x 16 services (800 000 flows), 64 slices, 8-path x 4-lane target")
     print(f"{'case':>36} {'per-flow rules':>14} {'minimised':>9} {'compile s':>9} {'per-flow s':>10} {'speed-up':>8}")
-    table = res.table("compile time, 50 000 subscribers x 16 services (800 000 flows), 64 slices",
-                      ["case", "per-flow rules", "minimised", "compile s", "per-flow s", "speed-up"])
+    table = res.table(
+        "compile time, 50 000 subscribers x 16 services (800 000 flows), 64 slices",
+        ["case", "per-flow rules", "minimised", "compile s", "per-flow s", "speed-up"],
+    )
     for label, scattered, mode in (
         ("contiguous UE blocks, per slice", 0.0, "per_slice"),
         ("10% scattered UEs, per slice", 0.1, "per_slice"),
@@ -116,8 +136,16 @@ def fifty_thousand(res: Results) -> None:
             f"{label:>36} {len(big.ir.rules):>14} {len(small.ir.rules):>9} {t_small:>9.3f} {t_big:>10.3f} "
             f"{t_big / t_small:>7.1f}x"
         )
-        table.rows.append([label, len(big.ir.rules), len(small.ir.rules), round(t_small, 3), round(t_big, 3),
-                           round(t_big / t_small, 1)])
+        table.rows.append(
+            [
+                label,
+                len(big.ir.rules),
+                len(small.ir.rules),
+                round(t_small, 3),
+                round(t_big, 3),
+                round(t_big / t_small, 1),
+            ]
+        )
 
 
 if __name__ == "__main__":

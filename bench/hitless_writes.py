@@ -100,32 +100,49 @@ def main() -> None:
     slices = hitless.catalogue_slices(4)
     rules = [hitless.random_rule(rng, slices) for _ in range(RULES)]
     res = Results("hitless_writes")
-    table = res.table("writes per push of a one-rule change", [
-        "backend", "unit", "table (empty to full)", "change", "pushes", "writes per push mean", "max",
-        "diff vs live mean"],
+    table = res.table(
+        "writes per push of a one-rule change",
+        [
+            "backend",
+            "unit",
+            "table (empty to full)",
+            "change",
+            "pushes",
+            "writes per push mean",
+            "max",
+            "diff vs live mean",
+        ],
         note=f"{RULES} random rules over every slice type; each change pushed on top of the previous one "
-             "(a chain); XDP and NetFPGA write the idle copy / shadow bank, which holds the version before last. "
-             "diff vs live: what the push reports against the live table (P4 updates, XDP slots, NetFPGA TCAM "
-             "entries). A P4 mean below 1: a rule added or removed whose match an earlier rule already has "
-             "is never hit and has no entry")
+        "(a chain); XDP and NetFPGA write the idle copy / shadow bank, which holds the version before last. "
+        "diff vs live: what the push reports against the live table (P4 updates, XDP slots, NetFPGA TCAM "
+        "entries). A P4 mean below 1: a rule added or removed whose match an earlier rule already has "
+        "is never hit and has no entry",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         sim = simulator.start(Path(tmp) / "s.sock")
         target = Target("--priority-queues", "8")
-        p4 = P4rtDriver({"address": target.address, "access_ports": {1: 100}, "trunk_ports": [2],
-                         "uplink_port": 2})
+        p4 = P4rtDriver({"address": target.address, "access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2})
         xdp = XdpDriver({"lanes": 4, "paths": 8, "overload_poll_s": 0, "lane_cpus": dict.fromkeys(range(4), 0)})
         nf = NetfpgaDriver({"address": sim.address})
-        planes: list[tuple[str, str, Callable[[RuleIR], NativePlan], Callable[[NativePlan], tuple[int, int]], int,
-                           int]] = [
+        planes: list[
+            tuple[str, str, Callable[[RuleIR], NativePlan], Callable[[NativePlan], tuple[int, int]], int, int]
+        ] = [
             ("P4Runtime (bundled target)", "table updates", p4.lower, lambda p: writes_p4(p4, p), 8, 1),
             ("XDP", "map slots (+1 generation)", xdp.lower, lambda p: writes_xdp(xdp, p), 4, 8),
             ("NetFPGA (Verilator)", "CSR writes", nf.lower, lambda p: writes_netfpga(nf, p), 4, 8),
         ]
         try:
             for name, unit, lower, push, lanes, paths in planes:
+
                 def ir_of(rs: list[Rule], lanes: int = lanes, paths: int = paths) -> RuleIR:
-                    return RuleIR(lanes=lanes, paths=paths, rules=tuple(rs), slices=tuple(slices),
-                                  tenants=(hitless.TENANT,), miss=MissPolicy(mode=MissMode.ALGORITHM1))
+                    return RuleIR(
+                        lanes=lanes,
+                        paths=paths,
+                        rules=tuple(rs),
+                        slices=tuple(slices),
+                        tenants=(hitless.TENANT,),
+                        miss=MissPolicy(mode=MissMode.ALGORITHM1),
+                    )
 
                 full, _ = push(lower(ir_of(rules)))  # into empty tables: the baseline
                 # both copies / banks filled (an A/B plane's first push went into an empty one)
@@ -142,13 +159,22 @@ def main() -> None:
                         diffs.append(d)
                         current = nxt
                     mean = statistics.fmean(counts)
-                    table.rows.append([name, unit, full, kind, chain, round(mean, 1), max(counts),
-                                       round(statistics.fmean(diffs), 1)])
-                    print(f"{name:<28} {kind:<24} {mean:>10.1f} {unit} per push (max {max(counts)}; "
-                          f"empty to full: {full})", flush=True)
+                    table.rows.append(
+                        [name, unit, full, kind, chain, round(mean, 1), max(counts), round(statistics.fmean(diffs), 1)]
+                    )
+                    print(
+                        f"{name:<28} {kind:<24} {mean:>10.1f} {unit} per push (max {max(counts)}; "
+                        f"empty to full: {full})",
+                        flush=True,
+                    )
                     if kind == "action changed":
-                        res.figure(f"{name}: writes of a one-rule action change", mean, unit, baseline=full,
-                                   baseline_name="writes of the whole rule set into empty tables")
+                        res.figure(
+                            f"{name}: writes of a one-rule action change",
+                            mean,
+                            unit,
+                            baseline=full,
+                            baseline_name="writes of the whole rule set into empty tables",
+                        )
         finally:
             p4.close()
             xdp.close()

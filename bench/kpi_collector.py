@@ -63,23 +63,41 @@ def counters_at(step: int, epoch: str = "bench") -> Counters:
         n = step * 1000 * (lane + 1)
         buckets = [0] * DELAY_BUCKETS
         buckets[4], buckets[7] = n * 9 // 10, n - n * 9 // 10
-        lanes[f"1/{lane}"] = LaneCounters(packets=n, bytes=n * 800, tx_packets=n - step, tx_bytes=(n - step) * 800,
-                                          drops={"vqueue_burst": step}, ecn_marks=step,
-                                          delay=DelayHistogram(unit_ns=1000, count=n, sum=n * 40, max=200,
-                                                               buckets=tuple(buckets)))
+        lanes[f"1/{lane}"] = LaneCounters(
+            packets=n,
+            bytes=n * 800,
+            tx_packets=n - step,
+            tx_bytes=(n - step) * 800,
+            drops={"vqueue_burst": step},
+            ecn_marks=step,
+            delay=DelayHistogram(unit_ns=1000, count=n, sum=n * 40, max=200, buckets=tuple(buckets)),
+        )
     return Counters(timestamp=time.time(), epoch=epoch, slice_lanes=lanes)
 
 
 def rule_set_for(session: Any, backend: Backend, slice_id: int) -> None:
     """A stored rule set placing IR slice 1's target lanes on the portal slice's catalogue lanes."""
-    rs = RuleSet(backend_id=backend.id, number=1, digest=f"bench{backend.id}",
-                 ir={"slices": [{"slice_id": 1, "ref": slice_id}], "rules": []}, plan={},
-                 explanation={"slices": [{"ref": slice_id, "lane_map": [[i, i] for i in range(LANES)]}]})
+    rs = RuleSet(
+        backend_id=backend.id,
+        number=1,
+        digest=f"bench{backend.id}",
+        ir={"slices": [{"slice_id": 1, "ref": slice_id}], "rules": []},
+        plan={},
+        explanation={"slices": [{"ref": slice_id, "lane_map": [[i, i] for i in range(LANES)]}]},
+    )
     session.add(rs)
     session.flush()
     # in force: the last finished successful deploy put it there (models.queries.current_rule_set)
-    session.add(Deployment(backend_id=backend.id, rule_set_id=rs.id, kind=DeploymentKind.DEPLOY,
-                           status=DeploymentStatus.SUCCEEDED, finished_at=datetime.now(UTC), duration_s=0.1))
+    session.add(
+        Deployment(
+            backend_id=backend.id,
+            rule_set_id=rs.id,
+            kind=DeploymentKind.DEPLOY,
+            status=DeploymentStatus.SUCCEEDED,
+            finished_at=datetime.now(UTC),
+            duration_s=0.1,
+        )
+    )
 
 
 def main() -> None:
@@ -96,9 +114,10 @@ def main() -> None:
 
 
 def collector_bench(res: Results, sessions: Any, slice_ids: list[int]) -> None:
-    table = res.table("KPI collector: time per backend per interval (drivers answer from memory)",
-                      ["backends", "points / interval", "collector ms / interval", "ms / backend",
-                       "ingest alone ms / interval"])
+    table = res.table(
+        "KPI collector: time per backend per interval (drivers answer from memory)",
+        ["backends", "points / interval", "collector ms / interval", "ms / backend", "ingest alone ms / interval"],
+    )
     for n in (4, 16) if quick() else (4, 16, 64):
         with sessions() as session:
             backends = [Backend(name=f"bench-{n}-{i}", driver="p4rt") for i in range(n)]
@@ -129,18 +148,33 @@ def collector_bench(res: Results, sessions: Any, slice_ids: list[int]) -> None:
         base = []
         for r in range(rounds):
             ts = datetime.now(UTC) + timedelta(seconds=r + 1000 + n)
-            pts = [KpiPoint(slice_id=slice_ids[i % len(slice_ids)], backend_id=b, lane=lane, source="counters",
-                            ts=ts, rx_packets=1000, tx_packets=1000) for i, b in enumerate(sorted(ids))
-                   for lane in range(LANES)]
+            pts = [
+                KpiPoint(
+                    slice_id=slice_ids[i % len(slice_ids)],
+                    backend_id=b,
+                    lane=lane,
+                    source="counters",
+                    ts=ts,
+                    rx_packets=1000,
+                    tx_packets=1000,
+                )
+                for i, b in enumerate(sorted(ids))
+                for lane in range(LANES)
+            ]
             with sessions() as session:
                 t0 = time.perf_counter()
                 ingest(session, pts)
                 base.append(time.perf_counter() - t0)
         med, base_med = statistics.median(times), statistics.median(base)
         table.rows.append([n, points, round(med * 1e3, 1), round(med * 1e3 / n, 2), round(base_med * 1e3, 1)])
-        res.figure(f"collector, {n} backends: ms per backend per interval", med * 1e3 / n, "ms",
-                   baseline=base_med * 1e3 / n, baseline_name="storing the same points alone",
-                   note=f"median of {rounds} intervals, {points} points each")
+        res.figure(
+            f"collector, {n} backends: ms per backend per interval",
+            med * 1e3 / n,
+            "ms",
+            baseline=base_med * 1e3 / n,
+            baseline_name="storing the same points alone",
+            note=f"median of {rounds} intervals, {points} points each",
+        )
         print(table.rows[-1], flush=True)
 
 
@@ -162,15 +196,29 @@ def _stream(slice_ids: list[int], backends: list[int], start: int, n: int) -> li
         k, c = divmod(i, per)
         s, rest = divmod(c, len(backends) * LANES)
         b, lane = divmod(rest, LANES)
-        out.append(KpiPoint(slice_id=slice_ids[s], backend_id=backends[b], lane=lane, source="probe",
-                            ts=t0 + timedelta(seconds=k), rx_packets=10, tx_packets=10, tx_bytes=8000, rx_bytes=8000,
-                            throughput_bps=64000.0, delay_p99_ms=1.0, jitter_ms=0.1))
+        out.append(
+            KpiPoint(
+                slice_id=slice_ids[s],
+                backend_id=backends[b],
+                lane=lane,
+                source="probe",
+                ts=t0 + timedelta(seconds=k),
+                rx_packets=10,
+                tx_packets=10,
+                tx_bytes=8000,
+                rx_bytes=8000,
+                throughput_bps=64000.0,
+                delay_p99_ms=1.0,
+                jitter_ms=0.1,
+            )
+        )
     return out
 
 
 def _upsert_alone(sessions: Any, points: list[KpiPoint]) -> None:
     """The baseline: the same rows stored by the same one statement, without SLA evaluation or NOTIFY."""
     from sliceportal.kpi.store import _insert
+
     with sessions() as session:
         _insert(session, points)
         session.commit()
@@ -184,8 +232,10 @@ def _ingest(sessions: Any, points: list[KpiPoint]) -> None:
 def ingest_bench(res: Results, sessions: Any, url: str, slice_ids: list[int]) -> None:
     clients_max = 4
     with sessions() as session:
-        fleet = [[Backend(name=f"bench-ingest-{c}-{i}", driver="p4rt") for i in range(BACKENDS_PER_CLIENT)]
-                 for c in range(clients_max)]
+        fleet = [
+            [Backend(name=f"bench-ingest-{c}-{i}", driver="p4rt") for i in range(BACKENDS_PER_CLIENT)]
+            for c in range(clients_max)
+        ]
         session.add_all([b for bs in fleet for b in bs])
         session.commit()
         ids = [[b.id for b in bs] for bs in fleet]
@@ -203,20 +253,29 @@ def ingest_bench(res: Results, sessions: Any, url: str, slice_ids: list[int]) ->
                 f.result()
         return clients * rounds * batch / (time.perf_counter() - t0)
 
-    table = res.table("Ingest path: points/s through kpi.store.ingest (insert, SLA evaluation, NOTIFY, commit)",
-                      ["batch", "clients", "points/s", "PostgreSQL upsert alone, points/s", "ratio"],
-                      note="each client its own 40 backends x 3 slices x 8 lanes, interval after interval; "
-                           "baseline: the same rows through the same one statement without SLA or NOTIFY, "
-                           "measured alternately in the same run")
+    table = res.table(
+        "Ingest path: points/s through kpi.store.ingest (insert, SLA evaluation, NOTIFY, commit)",
+        ["batch", "clients", "points/s", "PostgreSQL upsert alone, points/s", "ratio"],
+        note="each client its own 40 backends x 3 slices x 8 lanes, interval after interval; "
+        "baseline: the same rows through the same one statement without SLA or NOTIFY, "
+        "measured alternately in the same run",
+    )
     for batch in (1_000, 10_000):
         rounds = (3 if quick() else 8) if batch == 1_000 else (2 if quick() else 4)
         for clients in (1, clients_max):
             base = run(_upsert_alone, batch, clients, rounds)
             rate = run(_ingest, batch, clients, rounds)
             table.rows.append([batch, clients, round(rate), round(base), round(rate / base, 2)])
-            res.figure(f"ingest through kpi.store.ingest ({batch}-point batches, {clients} client(s))", rate,
-                       "points/s", baseline=base, baseline_name="PostgreSQL upsert of the same rows alone",
-                       goal=">= 50000", met=rate >= 50_000, note=f"{rounds} batches per client")
+            res.figure(
+                f"ingest through kpi.store.ingest ({batch}-point batches, {clients} client(s))",
+                rate,
+                "points/s",
+                baseline=base,
+                baseline_name="PostgreSQL upsert of the same rows alone",
+                goal=">= 50000",
+                met=rate >= 50_000,
+                note=f"{rounds} batches per client",
+            )
             print(table.rows[-1], flush=True)
 
     settings = Settings(secret_key=os.urandom(24).hex(), reconcile_interval_s=0)
@@ -224,13 +283,18 @@ def ingest_bench(res: Results, sessions: Any, url: str, slice_ids: list[int]) ->
     app.state.telemetry_rate_limit = "100000/minute"
     with TestClient(app) as client:
         with sessions() as session:
-            session.add(User(username="bench-op", password_hash=hash_password("bench-password-1234567"),
-                             role=Role.OPERATOR))
+            session.add(
+                User(username="bench-op", password_hash=hash_password("bench-password-1234567"), role=Role.OPERATOR)
+            )
             session.commit()
-        tok = client.post("/api/v1/login/access-token",
-                          data={"username": "bench-op", "password": "bench-password-1234567"}).json()["access_token"]
-        key = client.post("/api/v1/api-keys", json={"name": "bench", "scopes": ["telemetry"]},
-                          headers={"Authorization": f"Bearer {tok}"}).json()["secret"]
+        tok = client.post(
+            "/api/v1/login/access-token", data={"username": "bench-op", "password": "bench-password-1234567"}
+        ).json()["access_token"]
+        key = client.post(
+            "/api/v1/api-keys",
+            json={"name": "bench", "scopes": ["telemetry"]},
+            headers={"Authorization": f"Bearer {tok}"},
+        ).json()["secret"]
         for batch in (1_000, 2_000):  # 2 000: the route's maximum
             rounds = 3 if quick() else 6
             store_rate = run(_ingest, batch, 1, rounds)
@@ -243,12 +307,17 @@ def ingest_bench(res: Results, sessions: Any, url: str, slice_ids: list[int]) ->
                 times.append(time.perf_counter() - t0)
                 assert r.status_code == 201, r.text
             http_rate = batch / statistics.median(times)
-            res.figure(f"ingest through POST /api/v1/kpis/ingest ({batch}-point batches, 1 client)", http_rate,
-                       "points/s", baseline=store_rate, baseline_name="kpi.store.ingest alone, same batches",
-                       goal=">= 50000", met=http_rate >= 50_000,
-                       note=f"median of {rounds} requests, TestClient in process")
-            print({"batch": batch, "store points/s": round(store_rate), "http points/s": round(http_rate)},
-                  flush=True)
+            res.figure(
+                f"ingest through POST /api/v1/kpis/ingest ({batch}-point batches, 1 client)",
+                http_rate,
+                "points/s",
+                baseline=store_rate,
+                baseline_name="kpi.store.ingest alone, same batches",
+                goal=">= 50000",
+                met=http_rate >= 50_000,
+                note=f"median of {rounds} requests, TestClient in process",
+            )
+            print({"batch": batch, "store points/s": round(store_rate), "http points/s": round(http_rate)}, flush=True)
 
 
 if __name__ == "__main__":

@@ -86,8 +86,9 @@ class Listener:
         self.delays.clear()
 
 
-def run_testbed(url: str, seconds: float, process_pps: dict[str, float], listener: Listener | None, hub: KpiHub,
-                prefix: str) -> dict[str, dict[str, float]]:
+def run_testbed(
+    url: str, seconds: float, process_pps: dict[str, float], listener: Listener | None, hub: KpiHub, prefix: str
+) -> dict[str, dict[str, float]]:
     """The testbed for ``seconds``; per backend name: points, loss and delay of what it measured."""
     live.PROCESS_PLANE_PPS = process_pps  # the bench's knob: the process planes' offered load
     sessions = session_factory(url)
@@ -109,9 +110,13 @@ def run_testbed(url: str, seconds: float, process_pps: dict[str, float], listene
                 mine = [r for r in rows if r.backend_id == bid and r.rx_packets]
                 tx, rx = sum(r.tx_packets for r in mine), sum(r.rx_packets for r in mine)
                 p99s = [r.delay_p99_ms for r in mine if r.delay_p99_ms is not None]
-                out[name] = {"backend_id": bid, "points": len(mine), "rx_pps": rx / seconds,
-                             "loss_pct": 100 * max(tx - rx, 0) / tx if tx else 0.0,
-                             "delay_p99_ms": max(p99s) if p99s else 0.0}
+                out[name] = {
+                    "backend_id": bid,
+                    "points": len(mine),
+                    "rx_pps": rx / seconds,
+                    "loss_pct": 100 * max(tx - rx, 0) / tx if tx else 0.0,
+                    "delay_p99_ms": max(p99s) if p99s else 0.0,
+                }
         return out
     finally:
         tb.stop()
@@ -160,33 +165,58 @@ def main() -> None:
         per_batch = max(1, round(statistics.mean(m["points"] for m in measured.values()) / args.seconds))
         base = baseline(url, hub, listener, 20, per_batch)
         base_p50 = percentile(base, 50) * 1e3 if base else None
-        table = res.table("KPI latency: packet leaves the data plane -> point on the KPI stream (last packet of "
-                          "an interval; the first waits up to 1 s more)",
-                          ["backend", "points", "p50 ms", "p99 ms", "rx packets/s", "loss %", "delay p99 ms"])
+        table = res.table(
+            "KPI latency: packet leaves the data plane -> point on the KPI stream (last packet of "
+            "an interval; the first waits up to 1 s more)",
+            ["backend", "points", "p50 ms", "p99 ms", "rx packets/s", "loss %", "delay p99 ms"],
+        )
         for name, d in delays.items():
             m = measured[name]
             if not d:
                 table.rows.append([name, 0, None, None, round(m["rx_pps"]), None, None])
                 continue
             p50, p99 = percentile(d, 50) * 1e3, percentile(d, 99) * 1e3
-            table.rows.append([name, len(d), round(p50, 1), round(p99, 1), round(m["rx_pps"]),
-                               round(m["loss_pct"], 2), round(m["delay_p99_ms"], 1)])
-            res.figure(f"{name}: packet -> KPI stream p50", p50, "ms", baseline=base_p50,
-                       baseline_name="ingest -> stream, no data plane")
-            res.figure(f"{name}: packet -> KPI stream p99", percentile(d, 99) * 1e3, "ms", baseline=base_p50,
-                       baseline_name="ingest -> stream, no data plane", goal="<= 1000 ms (a 1 Hz chart)",
-                       met=p99 <= 1000)
+            table.rows.append(
+                [
+                    name,
+                    len(d),
+                    round(p50, 1),
+                    round(p99, 1),
+                    round(m["rx_pps"]),
+                    round(m["loss_pct"], 2),
+                    round(m["delay_p99_ms"], 1),
+                ]
+            )
+            res.figure(
+                f"{name}: packet -> KPI stream p50",
+                p50,
+                "ms",
+                baseline=base_p50,
+                baseline_name="ingest -> stream, no data plane",
+            )
+            res.figure(
+                f"{name}: packet -> KPI stream p99",
+                percentile(d, 99) * 1e3,
+                "ms",
+                baseline=base_p50,
+                baseline_name="ingest -> stream, no data plane",
+                goal="<= 1000 ms (a 1 Hz chart)",
+                met=p99 <= 1000,
+            )
         if base:
             res.figure("baseline: ingest -> stream p50", percentile(base, 50) * 1e3, "ms")
         if not quick():
-            sweep = res.table("Process data planes under offered load (per plane, 1024-byte frames)",
-                              ["offered packets/s", "backend", "rx packets/s", "loss %", "delay p99 ms"])
+            sweep = res.table(
+                "Process data planes under offered load (per plane, 1024-byte frames)",
+                ["offered packets/s", "backend", "rx packets/s", "loss %", "delay p99 ms"],
+            )
             for pps in (150.0, 300.0, 600.0, 1200.0):
                 got = run_testbed(url, 8.0, {"p4rt": pps, "netfpga": pps}, None, hub, prefix)
                 for name in ("bmv2", "netfpga-sim"):
                     m = got[name]
-                    sweep.rows.append([pps, name, round(m["rx_pps"]), round(m["loss_pct"], 2),
-                                       round(m["delay_p99_ms"], 1)])
+                    sweep.rows.append(
+                        [pps, name, round(m["rx_pps"]), round(m["loss_pct"], 2), round(m["delay_p99_ms"], 1)]
+                    )
         kpi_listener.stop()
         for t in res.tables:
             print(t.name)

@@ -47,8 +47,20 @@ PATHS = {"notify, other process": "remote", "notify, same process": "notify", "i
 
 def interval_points() -> list[KpiPoint]:
     ts = datetime.now(UTC)
-    return [KpiPoint(slice_id=s, backend_id=1, lane=lane, ts=ts, rx_packets=1000, throughput_bps=8e6,
-                     loss_pct=0.0, delay_p99_ms=1.0) for s in range(1, SLICES + 1) for lane in range(LANES)]
+    return [
+        KpiPoint(
+            slice_id=s,
+            backend_id=1,
+            lane=lane,
+            ts=ts,
+            rx_packets=1000,
+            throughput_bps=8e6,
+            loss_pct=0.0,
+            delay_p99_ms=1.0,
+        )
+        for s in range(1, SLICES + 1)
+        for lane in range(LANES)
+    ]
 
 
 # Started inside the server process: one interval per second, by the path the mode file names.
@@ -93,8 +105,10 @@ def remote_producer(url: str, mode_file: Path, stop: threading.Event) -> None:
 
 async def listen(base: str, headers: dict[str, str], seconds: float, delays: list[float]) -> int:
     updates = 0
-    async with (httpx.AsyncClient(base_url=base, timeout=None) as client,
-                client.stream("GET", "/api/v1/kpis/stream", headers=headers) as r):
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=None) as client,
+        client.stream("GET", "/api/v1/kpis/stream", headers=headers) as r,
+    ):
         end = time.time() + seconds
         async for line in r.aiter_lines():
             if line.startswith("data: "):
@@ -121,11 +135,16 @@ def main() -> None:
     if quick():
         args.seconds = min(args.seconds, 5)
     res = Results("kpi_streams")
-    prepare = ("INSERT INTO tenant (name, vni, contact, description, version) VALUES ('t', 1, '', '', 1)",
-               "INSERT INTO backend (name, driver, options, paths, lanes, capacity, health, health_detail, version) "
-               "VALUES ('b', 'xdp', '{}', 8, 4, '{}', 'ok', '', 1)",
-               *(f"INSERT INTO slice (tenant_id, slice_type_id, name, description, path_mode, state, version) "
-                 f"VALUES (1, 1, 's{s}', '', 'per_slice', 'deployed', 1)" for s in range(1, SLICES + 1)))
+    prepare = (
+        "INSERT INTO tenant (name, vni, contact, description, version) VALUES ('t', 1, '', '', 1)",
+        "INSERT INTO backend (name, driver, options, paths, lanes, capacity, health, health_detail, version) "
+        "VALUES ('b', 'xdp', '{}', 8, 4, '{}', 'ok', '', 1)",
+        *(
+            f"INSERT INTO slice (tenant_id, slice_type_id, name, description, path_mode, state, version) "
+            f"VALUES (1, 1, 's{s}', '', 'per_slice', 'deployed', 1)"
+            for s in range(1, SLICES + 1)
+        ),
+    )
     mode_file = Path(tempfile.mkstemp(prefix="kpi-bench-mode-")[1])
     mode_file.write_text("off")
     os.environ["KPI_BENCH_MODE"] = str(mode_file)  # the server process inherits it
@@ -153,27 +172,43 @@ def main() -> None:
     finally:
         stop.set()
         mode_file.unlink(missing_ok=True)
-    print(f"{SLICES} slices x {LANES} lanes stored and published once a second, {args.seconds:.0f} s per row "
-          f"in {ROUNDS} turns:")
-    table = res.table(f"KPI stream delay after the interval closed ({SLICES} slices x {LANES} lanes, 1 Hz), "
-                      "by publishing path", ["path", "streams", "updates", "p50 ms", "p99 ms", "max ms"])
+    print(
+        f"{SLICES} slices x {LANES} lanes stored and published once a second, {args.seconds:.0f} s per row "
+        f"in {ROUNDS} turns:"
+    )
+    table = res.table(
+        f"KPI stream delay after the interval closed ({SLICES} slices x {LANES} lanes, 1 Hz), by publishing path",
+        ["path", "streams", "updates", "p50 ms", "p99 ms", "max ms"],
+    )
     for (path, n), (p50, p99, worst, updates) in results.items():
-        print(f"  {path:22s} {n:4d} stream(s): {updates} updates, delay p50 {p50 * 1000:6.1f} ms, "
-              f"p99 {p99 * 1000:6.1f} ms, max {worst * 1000:6.1f} ms")
+        print(
+            f"  {path:22s} {n:4d} stream(s): {updates} updates, delay p50 {p50 * 1000:6.1f} ms, "
+            f"p99 {p99 * 1000:6.1f} ms, max {worst * 1000:6.1f} ms"
+        )
         table.rows.append([path, n, updates, round(p50 * 1e3, 1), round(p99 * 1e3, 1), round(worst * 1e3, 1)])
     multi = "notify, other process"
     for n in (1, args.streams):
         for i, stat in ((0, "p50"), (1, "p99")):
             value, base = results[multi, n][i], results["in-process hub", n][i]
-            res.figure(f"{n} KPI stream(s), ingest in another process -> stream through NOTIFY, {stat}",
-                       value * 1e3, "ms", baseline=base * 1e3,
-                       baseline_name=f"in-process hub (single-process portal), {n} stream(s) {stat}")
+            res.figure(
+                f"{n} KPI stream(s), ingest in another process -> stream through NOTIFY, {stat}",
+                value * 1e3,
+                "ms",
+                baseline=base * 1e3,
+                baseline_name=f"in-process hub (single-process portal), {n} stream(s) {stat}",
+            )
             print(f"  {n:4d} stream(s) {stat}: NOTIFY from another process x{value / base:.2f} of the in-process hub")
     p50, p99, worst, _ = results[multi, args.streams]
     print(f"  every update within 1 s through NOTIFY with {args.streams} streams: {worst < 1.0}")
-    res.figure(f"{args.streams} concurrent KPI streams, update delay p99 (NOTIFY from another process)", p99 * 1e3,
-               "ms", baseline=results[multi, 1][1] * 1e3, baseline_name="one stream p99",
-               goal="every update within 1 s", met=worst < 1.0)
+    res.figure(
+        f"{args.streams} concurrent KPI streams, update delay p99 (NOTIFY from another process)",
+        p99 * 1e3,
+        "ms",
+        baseline=results[multi, 1][1] * 1e3,
+        baseline_name="one stream p99",
+        goal="every update within 1 s",
+        met=worst < 1.0,
+    )
     res.write()
 
 

@@ -30,11 +30,16 @@ def version(k: int, paths: int = 8, lanes: int = 4) -> RuleIR:
     the other versions' (keys, masks and action shift with k): the driver writes only the
     words the shadow bank lacks, so nothing of an entry may already be there."""
     rules = tuple(
-        Rule(Match(src_ip=Ternary(0x0A00_0000 + (k << 22) + (i << 16), (0xFFFF_F000 << k) & 0xFFFF_FFFF),
-                   dst_ip=Ternary(0x0B00_0000 + (k << 22) + (i << 16), (0xFFFF_F000 << k) & 0xFFFF_FFFF),
-                   dst_port=Ternary(((k + 1) << 12) | (i << 6), (0xFFF0 << k) & 0xFFFF)),
-             Action(slice_id=1 + k, lane=i % lanes, rr_path=(i + k) % paths))
-        for i in range(ENTRIES))
+        Rule(
+            Match(
+                src_ip=Ternary(0x0A00_0000 + (k << 22) + (i << 16), (0xFFFF_F000 << k) & 0xFFFF_FFFF),
+                dst_ip=Ternary(0x0B00_0000 + (k << 22) + (i << 16), (0xFFFF_F000 << k) & 0xFFFF_FFFF),
+                dst_port=Ternary(((k + 1) << 12) | (i << 6), (0xFFF0 << k) & 0xFFFF),
+            ),
+            Action(slice_id=1 + k, lane=i % lanes, rr_path=(i + k) % paths),
+        )
+        for i in range(ENTRIES)
+    )
     return RuleIR(lanes=lanes, paths=paths, rules=rules)
 
 
@@ -66,8 +71,13 @@ def main() -> None:
             print(f"TCAM entries/s (driver push):  {rate:>10.0f}   = {rate * 7 / raw:.2f} x baseline in words")
             print(f"full 64-entry push:            {wall / ROUNDS * 1e3:>10.1f} ms")
             res = Results("netfpga_tcam_write")
-            res.figure("TCAM entries/s through the driver (7 CSR words each)", rate, "entries/s",
-                       baseline=raw / 7, baseline_name="raw CSR writes/s / 7 words")
+            res.figure(
+                "TCAM entries/s through the driver (7 CSR words each)",
+                rate,
+                "entries/s",
+                baseline=raw / 7,
+                baseline_name="raw CSR writes/s / 7 words",
+            )
             res.figure("full 64-entry TCAM push", wall / ROUNDS * 1e3, "ms")
             res.write()
         finally:

@@ -45,11 +45,15 @@ def main() -> None:
         # 1000 Gb/s both ways: the pacing never binds, only the RTL does.
         sim = simulator.start(d / "s.sock", "--ingress-gbps", "1000", "--drain-gbps", "1000")
         res = Results("netfpga_throughput")
-        table = res.table("NetFPGA RTL throughput (Verilator, 200 MHz)",
-                          ["frame B", "cycles/packet", "bus bound", "ratio", "Mpps", "Gb/s", "x 10G"])
+        table = res.table(
+            "NetFPGA RTL throughput (Verilator, 200 MHz)",
+            ["frame B", "cycles/packet", "bus bound", "ratio", "Mpps", "Gb/s", "x 10G"],
+        )
         try:
-            print(f"{'size B':>7} {'cyc/pkt':>8} {'bus bound':>9} {'ratio':>6} {'Mpps':>7} {'Gb/s':>7} "
-                  f"{'x10G':>6} {'sim pkt/s':>10} {'slowdown':>9}")
+            print(
+                f"{'size B':>7} {'cyc/pkt':>8} {'bus bound':>9} {'ratio':>6} {'Mpps':>7} {'Gb/s':>7} "
+                f"{'x10G':>6} {'sim pkt/s':>10} {'slowdown':>9}"
+            )
             for size in SIZES:
                 fr = frames(size)
                 w = RawPcapWriter(str(d / "in.pcap"), linktype=1, sync=False)
@@ -69,14 +73,31 @@ def main() -> None:
                 mpps = CLOCK_HZ / per_pkt / 1e6
                 gbps = mpps * 1e6 * real * 8 / 1e9
                 slowdown = CLOCK_HZ / (cycles / wall)
-                print(f"{real:>7} {per_pkt:>8.2f} {bound:>9} {bound / per_pkt:>6.2f} {mpps:>7.2f} {gbps:>7.2f} "
-                      f"{gbps / 10:>6.2f} {PACKETS / wall:>10.0f} {slowdown:>8.0f}x")
-                table.rows.append([real, round(per_pkt, 2), bound, round(bound / per_pkt, 2), round(mpps, 2),
-                                   round(gbps, 2), round(gbps / 10, 2)])
+                print(
+                    f"{real:>7} {per_pkt:>8.2f} {bound:>9} {bound / per_pkt:>6.2f} {mpps:>7.2f} {gbps:>7.2f} "
+                    f"{gbps / 10:>6.2f} {PACKETS / wall:>10.0f} {slowdown:>8.0f}x"
+                )
+                table.rows.append(
+                    [
+                        real,
+                        round(per_pkt, 2),
+                        bound,
+                        round(bound / per_pkt, 2),
+                        round(mpps, 2),
+                        round(gbps, 2),
+                        round(gbps / 10, 2),
+                    ]
+                )
                 if size == 64:
-                    res.figure("64 B frames, cycles/packet", per_pkt, "cycles", baseline=bound,
-                               baseline_name="AXI-Stream bus bound (32 B/beat)",
-                               goal="<= 3 cycles/packet (>= 66 Mpps at 200 MHz)", met=per_pkt <= 3)
+                    res.figure(
+                        "64 B frames, cycles/packet",
+                        per_pkt,
+                        "cycles",
+                        baseline=bound,
+                        baseline_name="AXI-Stream bus bound (32 B/beat)",
+                        goal="<= 3 cycles/packet (>= 66 Mpps at 200 MHz)",
+                        met=per_pkt <= 3,
+                    )
             res.write()
         finally:
             sim.stop()

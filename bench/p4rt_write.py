@@ -252,26 +252,37 @@ def main() -> int:
             bare = statistics.median(bare_rate(start, batch) for _ in range(TRIALS))
             rates[name, batch, "driver"], rates[name, batch, "bare"] = drv, bare
             writes.rows.append([name, batch, round(drv), round(bare), round(drv / bare, 2), round(lowered, 3)])
-            print(f"{name:20} batch {batch:4d}: driver {drv:8.0f}/s  bare {bare:8.0f}/s  ({drv / bare:.2f}x)  "
-                  f"lower {lowered:.3f} s  (driver runs {[round(r) for r, _ in runs]})", flush=True)
+            print(
+                f"{name:20} batch {batch:4d}: driver {drv:8.0f}/s  bare {bare:8.0f}/s  ({drv / bare:.2f}x)  "
+                f"lower {lowered:.3f} s  (driver runs {[round(r) for r, _ in runs]})",
+                flush=True,
+            )
     changes = results.table(
-        "P4Runtime updates (half of a rule set replaced)", ["target", "batch", "driver updates/s", "updates"],
+        "P4Runtime updates (half of a rule set replaced)",
+        ["target", "batch", "driver updates/s", "updates"],
         note=f"Driver.apply from {N // 2} pushed classifier entries to the set with {N // 4} of them replaced "
         f"(deletes and inserts, make-before-break order, kept entries keep their priorities), median of {TRIALS}, "
-        "each in a fresh switch: the diff against the state the driver holds, not a fresh table")
+        "each in a fresh switch: the diff against the state the driver holds, not a fresh table",
+    )
     for name, start in TARGETS.items():
         b = max(BATCHES)
         runs = [update_rate(start, b) for _ in range(TRIALS)]
         rate = statistics.median(r for r, _ in runs)
         changes.rows.append([name, b, round(rate), runs[0][1]])
-        print(f"{name:20} update batch {b}: driver {rate:8.0f} updates/s ({runs[0][1]} updates; runs "
-              f"{[round(r) for r, _ in runs]})", flush=True)
-    fwd = results.table("Forwarding", ["target", "mode", "offered pps", "forwarded pps"],
-                        note=f"{PACKETS} frames of {len(test_frame())} B (VXLAN-GTP, one classifier hit) after "
-                        f"{WARMUP} untimed; live veth: closed loop, at most {WINDOW} frames inside the switch, native "
-                        "batched sender and counter (sendmmsg / PACKET_MMAP ring) so that the offered rate is not the "
-                        f"limit; median of {FWD_ROUNDS} rounds, the two targets alternating, each round its own "
-                        "switch (load average in brackets)")
+        print(
+            f"{name:20} update batch {b}: driver {rate:8.0f} updates/s ({runs[0][1]} updates; runs "
+            f"{[round(r) for r, _ in runs]})",
+            flush=True,
+        )
+    fwd = results.table(
+        "Forwarding",
+        ["target", "mode", "offered pps", "forwarded pps"],
+        note=f"{PACKETS} frames of {len(test_frame())} B (VXLAN-GTP, one classifier hit) after "
+        f"{WARMUP} untimed; live veth: closed loop, at most {WINDOW} frames inside the switch, native "
+        "batched sender and counter (sendmmsg / PACKET_MMAP ring) so that the offered rate is not the "
+        f"limit; median of {FWD_ROUNDS} rounds, the two targets alternating, each round its own "
+        "switch (load average in brackets)",
+    )
     pps: dict[str, float] = {}
     if os.geteuid() == 0:
         rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in TARGETS}
@@ -280,8 +291,11 @@ def main() -> int:
             for name, start in TARGETS.items():
                 offered, got = live_pps(start)
                 rounds[name].append((offered, got))
-                print(f"{name:20} live veth, round {r}: offered {offered:8.0f} pps, forwarded {got:8.0f} pps "
-                      f"(load {os.getloadavg()[0]:.2f})", flush=True)
+                print(
+                    f"{name:20} live veth, round {r}: offered {offered:8.0f} pps, forwarded {got:8.0f} pps "
+                    f"(load {os.getloadavg()[0]:.2f})",
+                    flush=True,
+                )
             bundled_pps, bmv2_pps = (rounds[name][-1][1] for name in TARGETS)
             ratios.append(f"{bundled_pps / bmv2_pps:.2f} x (load {os.getloadavg()[0]:.1f})")
         for name, measured in rounds.items():
@@ -297,29 +311,49 @@ def main() -> int:
     alone, with_tm = engine_pps()
     fwd.rows.append(["bundled target", "engine in process, no I/O", None, round(alone)])
     fwd.rows.append(["bundled target", "engine + traffic manager in process", None, round(with_tm)])
-    print(f"{'bundled target':20} engine in process: {alone:8.0f} pps, with the traffic manager {with_tm:8.0f} pps",
-          flush=True)
+    print(
+        f"{'bundled target':20} engine in process: {alone:8.0f} pps, with the traffic manager {with_tm:8.0f} pps",
+        flush=True,
+    )
 
     b = max(BATCHES)
-    results.figure("P4Runtime writes through the driver to the bundled target, batched",
-                   rates["bundled target", b, "driver"], "entries/s", goal=">= 100000 entries/s (issue #13, #14)",
-                   met=rates["bundled target", b, "driver"] >= 100_000,
-                   note=f"median of {TRIALS}; Driver.apply of {N} classifier entries, batches of {b}")
-    results.figure("bundled target P4Runtime writes, batched, through the driver", rates["bundled target", b, "driver"],
-                   "entries/s", baseline=rates["simple_switch_grpc", b, "driver"],
-                   baseline_name="simple_switch_grpc, same driver, same run", goal=">= 20 x BMv2 (issue #13)",
-                   met=rates["bundled target", b, "driver"] >= 20 * rates["simple_switch_grpc", b, "driver"])
-    results.figure("p4rt driver writes to simple_switch_grpc, batched", rates["simple_switch_grpc", b, "driver"],
-                   "entries/s", baseline=rates["simple_switch_grpc", b, "bare"],
-                   baseline_name="bare P4Runtime client, prebuilt updates, same switch",
-                   goal=">= 0.8 x bare client", met=rates["simple_switch_grpc", b, "driver"]
-                   >= 0.8 * rates["simple_switch_grpc", b, "bare"])
+    results.figure(
+        "P4Runtime writes through the driver to the bundled target, batched",
+        rates["bundled target", b, "driver"],
+        "entries/s",
+        goal=">= 100000 entries/s (issue #13, #14)",
+        met=rates["bundled target", b, "driver"] >= 100_000,
+        note=f"median of {TRIALS}; Driver.apply of {N} classifier entries, batches of {b}",
+    )
+    results.figure(
+        "bundled target P4Runtime writes, batched, through the driver",
+        rates["bundled target", b, "driver"],
+        "entries/s",
+        baseline=rates["simple_switch_grpc", b, "driver"],
+        baseline_name="simple_switch_grpc, same driver, same run",
+        goal=">= 20 x BMv2 (issue #13)",
+        met=rates["bundled target", b, "driver"] >= 20 * rates["simple_switch_grpc", b, "driver"],
+    )
+    results.figure(
+        "p4rt driver writes to simple_switch_grpc, batched",
+        rates["simple_switch_grpc", b, "driver"],
+        "entries/s",
+        baseline=rates["simple_switch_grpc", b, "bare"],
+        baseline_name="bare P4Runtime client, prebuilt updates, same switch",
+        goal=">= 0.8 x bare client",
+        met=rates["simple_switch_grpc", b, "driver"] >= 0.8 * rates["simple_switch_grpc", b, "bare"],
+    )
     if pps:
-        results.figure("bundled target forwarding, live veth", pps["bundled target"], "packets/s",
-                       baseline=pps["simple_switch_grpc"], baseline_name="simple_switch_grpc, same frames",
-                       goal=">= 5 x BMv2 (issue #13)", met=pps["bundled target"] >= 5 * pps["simple_switch_grpc"],
-                       note=f"medians of {FWD_ROUNDS} interleaved rounds of {PACKETS} frames; "
-                       + fwd.note.split("; ")[-1])
+        results.figure(
+            "bundled target forwarding, live veth",
+            pps["bundled target"],
+            "packets/s",
+            baseline=pps["simple_switch_grpc"],
+            baseline_name="simple_switch_grpc, same frames",
+            goal=">= 5 x BMv2 (issue #13)",
+            met=pps["bundled target"] >= 5 * pps["simple_switch_grpc"],
+            note=f"medians of {FWD_ROUNDS} interleaved rounds of {PACKETS} frames; " + fwd.note.split("; ")[-1],
+        )
     results.write()
     return 0
 

@@ -64,8 +64,10 @@ class Point:
 
 def netfpga(packets: int, rates: list[float]) -> list[Point]:
     pts = conformance([(r, f) for r in rates for f in FACTORS], packets)
-    return [Point("NetFPGA (RTL model)", p.rate_bps, p.factor, p.frame_bytes, p.offered_bps, p.passed_bps, p.sent,
-                  p.passed) for p in pts]
+    return [
+        Point("NetFPGA (RTL model)", p.rate_bps, p.factor, p.frame_bytes, p.offered_bps, p.passed_bps, p.sent, p.passed)
+        for p in pts
+    ]
 
 
 def _ip(s: str) -> int:
@@ -113,8 +115,10 @@ def p4(duration_s: float, warmup_s: float) -> list[Point]:
                 w.close()
                 with grpc.insecure_channel(target.address) as ch:
                     call = ch.unary_unary("/sliceportal.bmv2.Dataplane/RunPcaps")
-                    call(json.dumps({"inputs": {"1": str(work / "in.pcap")}, "out_dir": str(work / "out")}).encode(),
-                         timeout=600)
+                    call(
+                        json.dumps({"inputs": {"1": str(work / "in.pcap")}, "out_dir": str(work / "out")}).encode(),
+                        timeout=600,
+                    )
                 start, end = int((1.0 + warmup_s) * 1e9), int((1.0 + duration_s) * 1e9)
                 sent = Counter(sid for t, _, sid in packets if start <= t < end)
                 passed: Counter[int] = Counter()
@@ -132,8 +136,18 @@ def p4(duration_s: float, warmup_s: float) -> list[Point]:
         window = duration_s - warmup_s
         for sid, (rate, _) in enumerate(SEED004.values(), start=1):
             size = len(frames[sid])
-            out.append(Point("P4 (bundled target, vQueue)", rate, factor, size, sent[sid] * size * 8 / window,
-                             passed[sid] * size * 8 / window, sent[sid], min(passed[sid], sent[sid])))
+            out.append(
+                Point(
+                    "P4 (bundled target, vQueue)",
+                    rate,
+                    factor,
+                    size,
+                    sent[sid] * size * 8 / window,
+                    passed[sid] * size * 8 / window,
+                    sent[sid],
+                    min(passed[sid], sent[sid]),
+                )
+            )
     return out
 
 
@@ -142,8 +156,10 @@ def xdp(window_s: float, warmup_s: float) -> list[Point]:
     from sliceportal_xdp.rate_experiment import measure
 
     cases = [(rate, burst, f) for rate, burst in SEED004.values() for f in FACTORS]
-    return [Point(XDP_BACKEND, p.rate_bps, p.factor, p.frame_bytes, p.offered_bps, p.passed_bps, p.offered,
-                  p.passed) for p in measure(cases, window_s, warmup_s)]
+    return [
+        Point(XDP_BACKEND, p.rate_bps, p.factor, p.frame_bytes, p.offered_bps, p.passed_bps, p.offered, p.passed)
+        for p in measure(cases, window_s, warmup_s)
+    ]
 
 
 XDP_BACKEND = "XDP (kernel, tbf-paced veth)"
@@ -157,10 +173,11 @@ def plot(points: list[Point], out: Path) -> None:
     from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    for ax, factor, title in ((axes[0], 2.0, "offered 2 x limit: passed / configured"),
-                              (axes[1], 0.99, "offered 0.99 x limit: passed / offered")):
-        for backend, marker in (("NetFPGA (RTL model)", "o"), ("P4 (bundled target, vQueue)", "s"),
-                                (XDP_BACKEND, "^")):
+    for ax, factor, title in (
+        (axes[0], 2.0, "offered 2 x limit: passed / configured"),
+        (axes[1], 0.99, "offered 0.99 x limit: passed / offered"),
+    ):
+        for backend, marker in (("NetFPGA (RTL model)", "o"), ("P4 (bundled target, vQueue)", "s"), (XDP_BACKEND, "^")):
             pts = [p for p in points if p.backend == backend and p.factor == factor]
             ax.plot([p.rate_bps / 1e6 for p in pts], [p.accuracy for p in pts], marker, label=backend, markersize=8)
         ax.axhspan(0.95, 1.05, color="green", alpha=0.12, label="+- 5 %")
@@ -190,29 +207,67 @@ def main() -> None:
     points = netfpga(150 if q else 200, seed + ([] if q else [1e9, 10e9]))
     points += p4(0.3 if q else 1.0, 0.1 if q else 0.2)
     points += xdp(1.0 if q else 3.0, 0.5)
-    table = res.table("Rate-limit conformance (offered 0.99 x and 2 x the limit)",
-                      ["backend", "limit Mbit/s", "offered x", "frame B", "offered Mbit/s", "passed Mbit/s",
-                       "sent", "passed", "loss %", "measured / configured"])
-    print(f"{'backend':<28} {'limit':>8} {'x':>5} {'frame':>5} {'offered':>9} {'passed':>9} {'sent':>6} "
-          f"{'passed':>6} {'loss %':>7} {'meas/conf':>9}")
+    table = res.table(
+        "Rate-limit conformance (offered 0.99 x and 2 x the limit)",
+        [
+            "backend",
+            "limit Mbit/s",
+            "offered x",
+            "frame B",
+            "offered Mbit/s",
+            "passed Mbit/s",
+            "sent",
+            "passed",
+            "loss %",
+            "measured / configured",
+        ],
+    )
+    print(
+        f"{'backend':<28} {'limit':>8} {'x':>5} {'frame':>5} {'offered':>9} {'passed':>9} {'sent':>6} "
+        f"{'passed':>6} {'loss %':>7} {'meas/conf':>9}"
+    )
     for p in points:
         acc = p.passed_bps / p.rate_bps
-        print(f"{p.backend:<28} {p.rate_bps / 1e6:>8g} {p.factor:>5} {p.frame_bytes:>5} {p.offered_bps / 1e6:>9.3f} "
-              f"{p.passed_bps / 1e6:>9.3f} {p.sent:>6} {p.passed:>6} {100 * p.loss:>7.2f} {acc:>9.4f}")
-        table.rows.append([p.backend, round(p.rate_bps / 1e6, 3), p.factor, p.frame_bytes,
-                           round(p.offered_bps / 1e6, 3), round(p.passed_bps / 1e6, 3), p.sent, p.passed,
-                           round(100 * p.loss, 2), round(acc, 4)])
+        print(
+            f"{p.backend:<28} {p.rate_bps / 1e6:>8g} {p.factor:>5} {p.frame_bytes:>5} {p.offered_bps / 1e6:>9.3f} "
+            f"{p.passed_bps / 1e6:>9.3f} {p.sent:>6} {p.passed:>6} {100 * p.loss:>7.2f} {acc:>9.4f}"
+        )
+        table.rows.append(
+            [
+                p.backend,
+                round(p.rate_bps / 1e6, 3),
+                p.factor,
+                p.frame_bytes,
+                round(p.offered_bps / 1e6, 3),
+                round(p.passed_bps / 1e6, 3),
+                p.sent,
+                p.passed,
+                round(100 * p.loss, 2),
+                round(acc, 4),
+            ]
+        )
     for backend in sorted({p.backend for p in points}):
         mine = [p for p in points if p.backend == backend]
         under = max(p.loss for p in mine if p.factor < 1)
         res.figure(f"{backend}: worst loss at 0.99 x the limit", 100 * under, "%", goal="0 % loss", met=under == 0)
         over = max(abs(p.loss - 0.5) for p in mine if p.factor > 1)
-        res.figure(f"{backend}: worst |loss - 50 %| at 2 x the limit", 100 * over, "points",
-                   goal="<= 1 point (50 % +- 1 %)", met=over <= 0.01)
+        res.figure(
+            f"{backend}: worst |loss - 50 %| at 2 x the limit",
+            100 * over,
+            "points",
+            goal="<= 1 point (50 % +- 1 %)",
+            met=over <= 0.01,
+        )
         for p in (p for p in mine if p.factor > 1 and p.rate_bps in seed):
-            res.figure(f"{backend}: seed 004 {p.rate_bps / 1e6:g} Mbit/s, passed at 2 x", p.passed_bps / 1e6,
-                       "Mbit/s", baseline=p.rate_bps / 1e6, baseline_name="configured limit",
-                       goal="within +- 5 % of the limit", met=abs(p.passed_bps / p.rate_bps - 1) <= 0.05)
+            res.figure(
+                f"{backend}: seed 004 {p.rate_bps / 1e6:g} Mbit/s, passed at 2 x",
+                p.passed_bps / 1e6,
+                "Mbit/s",
+                baseline=p.rate_bps / 1e6,
+                baseline_name="configured limit",
+                goal="within +- 5 % of the limit",
+                met=abs(p.passed_bps / p.rate_bps - 1) <= 0.05,
+            )
     plot(points, args.out)
     res.plot(args.out)
     res.write()

@@ -44,19 +44,41 @@ def start_agents(n: int) -> list[Fleet]:
 
 def world(p: InProcessPortal, addresses: list[str]) -> tuple[int, list[int]]:
     """A tenant, one Flexible Slice of SUBSCRIBERS subscribers, and a backend per address; (slice, backends)."""
-    ids = [p.call("POST", "/backends", json={"name": f"agent-{i:03d}", "driver": "p4rt",
-                                             "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2}})["id"]
-           for i, a in enumerate(addresses)]
+    ids = [
+        p.call(
+            "POST",
+            "/backends",
+            json={
+                "name": f"agent-{i:03d}",
+                "driver": "p4rt",
+                "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2},
+            },
+        )["id"]
+        for i, a in enumerate(addresses)
+    ]
     t = p.call("POST", "/tenants", json={"name": "scale", "vni": 3001, "vlan": 300})["id"]
-    st = next(x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"]
-              if x["name"] == "Flexible Slice")
-    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-                for i, lane in enumerate([0, 2, 4, 6])]
-    sid = p.call("POST", "/slices", json={"name": "embb", "tenant_id": t, "slice_type_id": st,
-                                          "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
-                                          "services": services, "backend_ids": ids[:1]})["id"]
+    st = next(
+        x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"] if x["name"] == "Flexible Slice"
+    )
+    services = [
+        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+        for i, lane in enumerate([0, 2, 4, 6])
+    ]
+    sid = p.call(
+        "POST",
+        "/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": st,
+            "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
+            "services": services,
+            "backend_ids": ids[:1],
+        },
+    )["id"]
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in range(SUBSCRIBERS))
+        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in range(SUBSCRIBERS)
+    )
     p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
     return sid, ids
 
@@ -97,15 +119,37 @@ def main() -> None:
         for f in fleets:
             f.stop()
     note = f"{SUBSCRIBERS} subscribers, {entries} native entries a backend; outcomes {sorted(statuses)}"
-    res.figure(f"slice deploy fan-out to {BACKENDS} backends", all_s, "s", baseline=one_s,
-               baseline_name="the same deploy to 1 backend, same run", goal=f"< {BACKENDS} x baseline (serial)",
-               met=all_s < BACKENDS * one_s and new == BACKENDS - 1, note=note)
-    res.figure(f"reconcile pass over {BACKENDS} backends", all_rc, "s", baseline=one_rc,
-               baseline_name="the same pass over 1 backend, same run", goal="",
-               note=f"{in_sync} of {BACKENDS} backends in sync after the pass")
-    table = res.table("Scale: one slice on N P4Runtime backends (bundled targets as agents)",
-                      ["backends", "subscribers", "entries a backend", "deploy s", "reconcile pass s",
-                       "deploy s a backend", "reconcile ms a backend"])
+    res.figure(
+        f"slice deploy fan-out to {BACKENDS} backends",
+        all_s,
+        "s",
+        baseline=one_s,
+        baseline_name="the same deploy to 1 backend, same run",
+        goal=f"< {BACKENDS} x baseline (serial)",
+        met=all_s < BACKENDS * one_s and new == BACKENDS - 1,
+        note=note,
+    )
+    res.figure(
+        f"reconcile pass over {BACKENDS} backends",
+        all_rc,
+        "s",
+        baseline=one_rc,
+        baseline_name="the same pass over 1 backend, same run",
+        goal="",
+        note=f"{in_sync} of {BACKENDS} backends in sync after the pass",
+    )
+    table = res.table(
+        "Scale: one slice on N P4Runtime backends (bundled targets as agents)",
+        [
+            "backends",
+            "subscribers",
+            "entries a backend",
+            "deploy s",
+            "reconcile pass s",
+            "deploy s a backend",
+            "reconcile ms a backend",
+        ],
+    )
     for n, d, r in ((1, one_s, one_rc), (BACKENDS, all_s, all_rc)):
         table.rows.append([n, SUBSCRIBERS, entries, round(d, 2), round(r, 2), round(d / n, 3), round(1e3 * r / n, 1)])
     res.write()

@@ -41,23 +41,45 @@ GOAL_MS = 20.0
 
 
 def world(p: InProcessPortal, addresses: list[str]) -> int:
-    ids = [p.call("POST", "/backends", json={"name": f"agent-{i}", "driver": "p4rt",
-                                             "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2}})["id"]
-           for i, a in enumerate(addresses)]
+    ids = [
+        p.call(
+            "POST",
+            "/backends",
+            json={
+                "name": f"agent-{i}",
+                "driver": "p4rt",
+                "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2},
+            },
+        )["id"]
+        for i, a in enumerate(addresses)
+    ]
     t = p.call("POST", "/tenants", json={"name": "scale", "vni": 3001, "vlan": 300})["id"]
-    st = next(x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"]
-              if x["name"] == "Flexible Slice")
-    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-                for i, lane in enumerate([0, 2, 4, 6])]
-    sid: int = p.call("POST", "/slices", json={"name": "embb", "tenant_id": t, "slice_type_id": st,
-                                               "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
-                                               "services": services, "backend_ids": ids})["id"]
+    st = next(
+        x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"] if x["name"] == "Flexible Slice"
+    )
+    services = [
+        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+        for i, lane in enumerate([0, 2, 4, 6])
+    ]
+    sid: int = p.call(
+        "POST",
+        "/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": st,
+            "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
+            "services": services,
+            "backend_ids": ids,
+        },
+    )["id"]
     return sid
 
 
 def subscribers(p: InProcessPortal, users: range) -> None:
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in users)
+        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in users
+    )
     p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
 
 
@@ -133,26 +155,52 @@ def main() -> None:
         fleet.stop()
     setup = f"one slice on {BACKENDS} p4rt backends (bundled targets), one client, median of {READS}"
     for k, name in (("list", "GET /slices?limit=50"), ("read", "GET /slices/{id}")):
-        res.figure(f"{name}, slice of {LARGE} subscribers", large[k], "ms", baseline=small[k],
-                   baseline_name=f"the same request with the slice at {SMALL} subscribers, same run",
-                   goal=f"median <= {GOAL_MS:g} ms and <= 2 x baseline",
-                   met=large[k] <= GOAL_MS and large[k] <= 2 * small[k], note=setup)
-    res.figure(f"first GET /slices?limit=50 after a deploy, slice of {LARGE} subscribers", large_cold, "ms",
-               baseline=small_cold, baseline_name=f"the same at {SMALL} subscribers",
-               note="the deploy stored what it compiled (services/footprint_push.py): nothing compiled by the read")
-    res.figure(f"edit to wanted digests recomputed by the controller's refresher, {BACKENDS} backends, "
-               f"{LARGE} subscribers", refreshed * 1e3, "ms", baseline=large["list"],
-               baseline_name="GET /slices?limit=50 (median), same run",
-               note="PATCH sent to every backend's wanted digests current: NOTIFY + one compile per backend")
-    res.figure(f"first GET /slices?limit=50 after an edit, once refreshed, {LARGE} subscribers", edit_cold, "ms",
-               baseline=large["list"], baseline_name="GET /slices?limit=50 (median), same run",
-               note="pending, read from stored state: nothing compiled by the read")
-    res.figure(f"GET /slices/{{id}}/status of the pending slice (with what changed), {LARGE} subscribers", detail,
-               "ms", baseline=pending,
-               baseline_name=f"GET /slices/{{id}} of the same pending slice (median of {READS})",
-               note=f"compiles the slice's {BACKENDS} backends to work out 'changes'; median of 3")
-    table = res.table("Slice status from stored state: one slice on 3 backends, one client (ms, median)",
-                      ["subscribers", "GET /slices?limit=50", "GET /slices/{id}", "first list after deploy"])
+        res.figure(
+            f"{name}, slice of {LARGE} subscribers",
+            large[k],
+            "ms",
+            baseline=small[k],
+            baseline_name=f"the same request with the slice at {SMALL} subscribers, same run",
+            goal=f"median <= {GOAL_MS:g} ms and <= 2 x baseline",
+            met=large[k] <= GOAL_MS and large[k] <= 2 * small[k],
+            note=setup,
+        )
+    res.figure(
+        f"first GET /slices?limit=50 after a deploy, slice of {LARGE} subscribers",
+        large_cold,
+        "ms",
+        baseline=small_cold,
+        baseline_name=f"the same at {SMALL} subscribers",
+        note="the deploy stored what it compiled (services/footprint_push.py): nothing compiled by the read",
+    )
+    res.figure(
+        f"edit to wanted digests recomputed by the controller's refresher, {BACKENDS} backends, {LARGE} subscribers",
+        refreshed * 1e3,
+        "ms",
+        baseline=large["list"],
+        baseline_name="GET /slices?limit=50 (median), same run",
+        note="PATCH sent to every backend's wanted digests current: NOTIFY + one compile per backend",
+    )
+    res.figure(
+        f"first GET /slices?limit=50 after an edit, once refreshed, {LARGE} subscribers",
+        edit_cold,
+        "ms",
+        baseline=large["list"],
+        baseline_name="GET /slices?limit=50 (median), same run",
+        note="pending, read from stored state: nothing compiled by the read",
+    )
+    res.figure(
+        f"GET /slices/{{id}}/status of the pending slice (with what changed), {LARGE} subscribers",
+        detail,
+        "ms",
+        baseline=pending,
+        baseline_name=f"GET /slices/{{id}} of the same pending slice (median of {READS})",
+        note=f"compiles the slice's {BACKENDS} backends to work out 'changes'; median of 3",
+    )
+    table = res.table(
+        "Slice status from stored state: one slice on 3 backends, one client (ms, median)",
+        ["subscribers", "GET /slices?limit=50", "GET /slices/{id}", "first list after deploy"],
+    )
     table.rows.append([SMALL, round(small["list"], 2), round(small["read"], 2), round(small_cold, 1)])
     table.rows.append([LARGE, round(large["list"], 2), round(large["read"], 2), round(large_cold, 1)])
     res.write()

@@ -35,9 +35,14 @@ class Stack:
     server_pid: int = 0  # the uvicorn process (the parent of its workers when there are several)
 
     def sql(self, statement: str, params: tuple[object, ...] = ()) -> None:
-        with psycopg.connect(host=str(self.pg.sock), port=self.pg.port, user="postgres", password=self.pg.password(),
-                             dbname=self.pg.dbname,
-                             autocommit=True) as conn:
+        with psycopg.connect(
+            host=str(self.pg.sock),
+            port=self.pg.port,
+            user="postgres",
+            password=self.pg.password(),
+            dbname=self.pg.dbname,
+            autocommit=True,
+        ) as conn:
             conn.execute(statement, params)  # type: ignore[arg-type]
 
 
@@ -57,10 +62,14 @@ def database(prepare_sql: tuple[str, ...] = ()) -> Iterator[EmbeddedPostgres]:
     pg.start()
     try:
         upgrade(pg.url())
-        with psycopg.connect(host=str(pg.sock), port=pg.port, user="postgres", password=pg.password(), dbname="bench",
-                             autocommit=True) as c:
-            c.execute("INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
-                      "VALUES (%s, %s, 'operator', '', true, 1)", (USER, hash_password(PASSWORD)))
+        with psycopg.connect(
+            host=str(pg.sock), port=pg.port, user="postgres", password=pg.password(), dbname="bench", autocommit=True
+        ) as c:
+            c.execute(
+                "INSERT INTO user_account (username, password_hash, role, full_name, is_active, version) "
+                "VALUES (%s, %s, 'operator', '', true, 1)",
+                (USER, hash_password(PASSWORD)),
+            )
             for statement in prepare_sql:
                 c.execute(statement)  # type: ignore[arg-type]
         yield pg
@@ -74,11 +83,32 @@ def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = N
     """The API over ``pg``: uvicorn with ``workers`` processes (or ``server_code``), logged in.
     Reconcile loops off (``RECONCILE_INTERVAL_S=0``), no testbed: the requests are all it serves."""
     port = free_port()
-    argv = ([sys.executable, "-c", server_code] if server_code else
-            [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app", "--port", str(port), "--log-level", "warning",
-             "--workers", str(workers)])
-    server = subprocess.Popen(argv, env={**os.environ, "DATABASE_URL": pg.url(), "RECONCILE_INTERVAL_S": "0",
-                                         "SECRET_KEY": secrets.token_urlsafe(32), "PORT": str(port)})
+    argv = (
+        [sys.executable, "-c", server_code]
+        if server_code
+        else [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "sliceportal.asgi:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--workers",
+            str(workers),
+        ]
+    )
+    server = subprocess.Popen(
+        argv,
+        env={
+            **os.environ,
+            "DATABASE_URL": pg.url(),
+            "RECONCILE_INTERVAL_S": "0",
+            "SECRET_KEY": secrets.token_urlsafe(32),
+            "PORT": str(port),
+        },
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -88,8 +118,9 @@ def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = N
             except httpx.TransportError:
                 time.sleep(0.1)
         # argon2 at login takes seconds on a loaded 2-core machine: more than httpx's default 5 s
-        token = httpx.post(f"{base}/api/v1/login/access-token", timeout=60,
-                           data={"username": USER, "password": PASSWORD}).json()["access_token"]
+        token = httpx.post(
+            f"{base}/api/v1/login/access-token", timeout=60, data={"username": USER, "password": PASSWORD}
+        ).json()["access_token"]
         yield Stack(pg, base, {"Authorization": f"Bearer {token}"}, server.pid)
     finally:
         server.terminate()

@@ -66,10 +66,15 @@ def main() -> None:
         def loss(since: datetime, until: datetime) -> dict[str, dict[int, float]]:
             with sessions() as session:
                 rows = session.execute(
-                    select(KpiSample.backend_id, KpiSample.lane, func.sum(KpiSample.tx_packets),
-                           func.sum(KpiSample.rx_packets))
+                    select(
+                        KpiSample.backend_id,
+                        KpiSample.lane,
+                        func.sum(KpiSample.tx_packets),
+                        func.sum(KpiSample.rx_packets),
+                    )
                     .where(KpiSample.slice_id == embb, KpiSample.ts > since, KpiSample.ts <= until)
-                    .group_by(KpiSample.backend_id, KpiSample.lane)).all()
+                    .group_by(KpiSample.backend_id, KpiSample.lane)
+                ).all()
             names = {p.backend_id: p.name for p in tb.planes}
             out: dict[str, dict[int, float]] = {}
             for bid, lane, tx, rx in rows:
@@ -95,20 +100,33 @@ def main() -> None:
             after = loss(t1, datetime.now(UTC))
         finally:
             tb.stop()
-        table = res.table(f"{SLICE}'s loss % per lane, congestion factor {args.factor:g} on each backend",
-                          ["backend", "lane", "before", "during", "after", "capacity during, Mbit/s"],
-                          note=f"{args.window:g} s windows; the scenario on all three backends at once")
+        table = res.table(
+            f"{SLICE}'s loss % per lane, congestion factor {args.factor:g} on each backend",
+            ["backend", "lane", "before", "during", "after", "capacity during, Mbit/s"],
+            note=f"{args.window:g} s windows; the scenario on all three backends at once",
+        )
         for name in sorted(during):
             for lane in LANES:
-                table.rows.append([name, lane, round(before.get(name, {}).get(lane, float("nan")), 2),
-                                   round(during[name].get(lane, float("nan")), 2),
-                                   round(after.get(name, {}).get(lane, float("nan")), 2),
-                                   round(capacity[name] / 1e6, 3)])
+                table.rows.append(
+                    [
+                        name,
+                        lane,
+                        round(before.get(name, {}).get(lane, float("nan")), 2),
+                        round(during[name].get(lane, float("nan")), 2),
+                        round(after.get(name, {}).get(lane, float("nan")), 2),
+                        round(capacity[name] / 1e6, 3),
+                    ]
+                )
             low, top = during[name].get(0, 0.0), during[name].get(6, 100.0)
-            res.figure(f"{name}: lane 0 loss during congestion", low, "%", baseline=top,
-                       baseline_name="lane 6 loss during congestion",
-                       goal="lane 0 >= 30 %, lane 6 <= 2 %, every lane < 2 % after",
-                       met=low >= 30 and top <= 2 and max(after.get(name, {0: 100.0}).values()) < 2)
+            res.figure(
+                f"{name}: lane 0 loss during congestion",
+                low,
+                "%",
+                baseline=top,
+                baseline_name="lane 6 loss during congestion",
+                goal="lane 0 >= 30 %, lane 6 <= 2 %, every lane < 2 % after",
+                met=low >= 30 and top <= 2 and max(after.get(name, {0: 100.0}).values()) < 2,
+            )
         for t in res.tables:
             print(t.name)
             print("  " + " | ".join(t.columns))

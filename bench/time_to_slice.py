@@ -53,15 +53,28 @@ def world(p: InProcessPortal, target: Target, name: str, users: int, net: int) -
     options = {"address": target.address, "access_ports": {"1": VLAN + net}, "trunk_ports": [2], "uplink_port": 2}
     bid = p.call("POST", "/backends", json={"name": name, "driver": "p4rt", "options": options})["id"]
     t = p.call("POST", "/tenants", json={"name": f"t-{name}", "vni": VNI + net, "vlan": VLAN + net})["id"]
-    st = next(x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"]
-              if x["name"] == "Flexible Slice")
-    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-                for i, lane in enumerate([0, 2, 4, 6])]
-    sid = p.call("POST", "/slices", json={"name": "embb", "tenant_id": t, "slice_type_id": st,
-                                          "sla": {"rate_limit_mbps": 100, "max_delay_ms": 20, "ecn_delay_ms": 5},
-                                          "services": services, "backend_ids": [bid]})["id"]
+    st = next(
+        x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"] if x["name"] == "Flexible Slice"
+    )
+    services = [
+        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+        for i, lane in enumerate([0, 2, 4, 6])
+    ]
+    sid = p.call(
+        "POST",
+        "/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": st,
+            "sla": {"rate_limit_mbps": 100, "max_delay_ms": 20, "ecn_delay_ms": 5},
+            "services": services,
+            "backend_ids": [bid],
+        },
+    )["id"]
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"001{net:02d}{u:010d},{ue_ip(u, net)},{net * 100_000 + u + 1},t-{name},embb\n" for u in range(users))
+        f"001{net:02d}{u:010d},{ue_ip(u, net)},{net * 100_000 + u + 1},t-{name},embb\n" for u in range(users)
+    )
     p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
     return bid, sid
 
@@ -106,22 +119,37 @@ def time_to_slice(p: InProcessPortal, users: int, net: int, tmp: Path) -> dict[s
             if time.perf_counter() - t0 > OBSERVE_TIMEOUT_S:
                 raise RuntimeError("the deployed slice never classified the last subscriber's frame")
         t_seen = time.perf_counter() - t0
-        entries = sum(len(v) for v in p.call("GET", f"/backends/{bid}/rule-sets/{dep['rule_set_number']}")
-                      ["plan"]["tables"].values())
+        entries = sum(
+            len(v)
+            for v in p.call("GET", f"/backends/{bid}/rule-sets/{dep['rule_set_number']}")["plan"]["tables"].values()
+        )
         # one rule: a per-flow intent for one subscriber, deployed by the intents API itself
         u = users // 2
-        intent = p.call("POST", "/intents", json={"operation": "insert", "imsi": [f"001{net:02d}{u:010d}"],
-                                                  "dst_ports": [[5000, 5007]], "lane": 6})
+        intent = p.call(
+            "POST",
+            "/intents",
+            json={"operation": "insert", "imsi": [f"001{net:02d}{u:010d}"], "dst_ports": [[5000, 5007]], "lane": 6},
+        )
         (dep_one,) = [d for d in intent["deployments"] if d["backend_id"] == bid]
         one_diff, one_writes = diff_counts(dep_one)
         # one service: the slice's first service moves to another port range
         svc = p.call("GET", f"/slices/{sid}")["services"][0]
-        p.call("PATCH", f"/slices/{sid}/services/{svc['id']}",
-               json={"dst_ports": [{"lo": 6000, "hi": 6007}], "version": svc["version"]})
+        p.call(
+            "PATCH",
+            f"/slices/{sid}/services/{svc['id']}",
+            json={"dst_ports": [{"lo": 6000, "hi": 6007}], "version": svc["version"]},
+        )
         service_diff, service_writes = diff_counts(p.call("POST", f"/backends/{bid}/deployments"))
-        return {"deploy_api_s": t_api, "time_to_slice_s": t_seen, "entries": entries, "missed_before": missed,
-                "one_rule_writes": one_writes, "one_rule_diff": one_diff,
-                "service_writes": service_writes, "service_diff": service_diff}
+        return {
+            "deploy_api_s": t_api,
+            "time_to_slice_s": t_seen,
+            "entries": entries,
+            "missed_before": missed,
+            "one_rule_writes": one_writes,
+            "one_rule_diff": one_diff,
+            "service_writes": service_writes,
+            "service_diff": service_diff,
+        }
     finally:
         target.stop()
 
@@ -136,25 +164,51 @@ def main() -> int:
     finally:
         p.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    results.figure("time to slice", big["time_to_slice_s"], "s", baseline=base["time_to_slice_s"],
-                   baseline_name="the same with 1 subscriber", goal="",
-                   note=f"{SUBSCRIBERS} subscribers, {big['entries']} native entries; deploy clicked -> a frame of "
-                   "the last subscriber counted in the slice by the bundled P4Runtime target")
-    results.figure("one-rule change writes", big["one_rule_writes"], "entries",
-                   baseline=base["one_rule_writes"], baseline_name="the same change with 1 subscriber",
-                   goal="= the diff size (1: one rule added above the slice's rules)", met=big["one_rule_writes"] == 1,
-                   note=f"a per-flow intent for one subscriber; diff {big['one_rule_diff']}")
-    results.figure("one-service change writes", big["service_writes"], "entries",
-                   baseline=base["service_writes"], baseline_name="the same change with 1 subscriber",
-                   note=f"one service's port range: one IR rule per subscriber block changes its match "
-                   f"(delete + insert each); diff {big['service_diff']}")
-    table = results.table("Time to slice (p4rt, bundled target)",
-                          ["subscribers", "entries", "deploy API s", "observed by traffic s", "one-rule writes",
-                           "one-service writes"])
+    results.figure(
+        "time to slice",
+        big["time_to_slice_s"],
+        "s",
+        baseline=base["time_to_slice_s"],
+        baseline_name="the same with 1 subscriber",
+        goal="",
+        note=f"{SUBSCRIBERS} subscribers, {big['entries']} native entries; deploy clicked -> a frame of "
+        "the last subscriber counted in the slice by the bundled P4Runtime target",
+    )
+    results.figure(
+        "one-rule change writes",
+        big["one_rule_writes"],
+        "entries",
+        baseline=base["one_rule_writes"],
+        baseline_name="the same change with 1 subscriber",
+        goal="= the diff size (1: one rule added above the slice's rules)",
+        met=big["one_rule_writes"] == 1,
+        note=f"a per-flow intent for one subscriber; diff {big['one_rule_diff']}",
+    )
+    results.figure(
+        "one-service change writes",
+        big["service_writes"],
+        "entries",
+        baseline=base["service_writes"],
+        baseline_name="the same change with 1 subscriber",
+        note=f"one service's port range: one IR rule per subscriber block changes its match "
+        f"(delete + insert each); diff {big['service_diff']}",
+    )
+    table = results.table(
+        "Time to slice (p4rt, bundled target)",
+        ["subscribers", "entries", "deploy API s", "observed by traffic s", "one-rule writes", "one-service writes"],
+    )
     for users, r in ((1, base), (SUBSCRIBERS, big)):
         assert r["missed_before"], "the frame was classified into the slice before its deploy"
-        table.rows.append([users, r["entries"], round(r["deploy_api_s"], 3), round(r["time_to_slice_s"], 3),
-                           r["one_rule_writes"], r["service_writes"]])
+        table.rows.append(
+            [
+                users,
+                r["entries"],
+                round(r["deploy_api_s"], 3),
+                round(r["time_to_slice_s"], 3),
+                r["one_rule_writes"],
+                r["service_writes"],
+            ]
+        )
     results.write()
     for row in table.rows:
         print(*row, sep="\t")

@@ -56,8 +56,13 @@ def offline(res: Results) -> None:
     print("offline, seed 000 Table 3 (1 slice) pcap, 200 k frames of 1500 B")
     print(f"  scapy dissection {base:>9.0f} frames/s")
     print(f"  ours             {rate:>9.0f} frames/s   ratio {rate / base:.0f}x   (report: {rep * 1e3:.0f} ms)")
-    res.figure("meter, offline pcap (1500 B frames)", rate, "frames/s", baseline=base,
-               baseline_name="scapy dissection of the same frames")
+    res.figure(
+        "meter, offline pcap (1500 B frames)",
+        rate,
+        "frames/s",
+        baseline=base,
+        baseline_name="scapy dissection of the same frames",
+    )
 
 
 def live(res: Results) -> None:
@@ -69,8 +74,10 @@ def live(res: Results) -> None:
     flows = table1(512)
     print("\nlive capture (meter in its own process), seed 001 Table 1, 512 B frames, 2 s per rate")
     print(f"{'asked pps':>10} {'sent pps':>9} {'sent':>8} {'received':>9} {'loss %':>7} {'p50 µs':>8} {'p99 µs':>8}")
-    table = res.table("live capture, seed 001 Table 1, 512 B frames, 2 s per rate",
-                      ["asked pps", "sent pps", "sent", "received", "loss %", "p50 µs", "p99 µs"])
+    table = res.table(
+        "live capture, seed 001 Table 1, 512 B frames, 2 s per rate",
+        ["asked pps", "sent pps", "sent", "received", "loss %", "p50 µs", "p99 µs"],
+    )
     with veth_wire("meter") as (ns, tx, rx), tempfile.TemporaryDirectory() as tmp:
         sock = open_sender(tx, ns)
         for asked in (10_000, 100_000) if quick() else (10_000, 50_000, 100_000, 150_000, 200_000, 300_000):
@@ -112,8 +119,17 @@ def live(res: Results) -> None:
                 f"{report['received']:>9} {loss:>7.2f} "
                 f"{delay.get('p50_us', 0):>8.1f} {delay.get('p99_us', 0):>8.1f}"
             )
-            table.rows.append([asked, round((r.packets - 1) / r.duration_s), r.packets, report["received"],
-                               round(loss, 2), delay.get("p50_us"), delay.get("p99_us")])
+            table.rows.append(
+                [
+                    asked,
+                    round((r.packets - 1) / r.duration_s),
+                    r.packets,
+                    report["received"],
+                    round(loss, 2),
+                    delay.get("p50_us"),
+                    delay.get("p99_us"),
+                ]
+            )
         sock.close()
 
 

@@ -50,8 +50,13 @@ def template_setup(res: Results) -> None:
     print(f"  scapy per flow     {scapy_ms:8.3f} ms/flow  ({scapy_ms * len(flows) / 1e3:.1f} s for the scenario)")
     total = fast_ms * len(flows) / 1e3
     print(f"  patched per shape  {fast_ms:8.3f} ms/flow  ({total:.2f} s)  {scapy_ms / fast_ms:.0f}x")
-    res.figure(f"frame templates, seed 000 Table 3 16 slices ({len(flows)} flows)", fast_ms, "ms/flow",
-               baseline=scapy_ms, baseline_name="scapy build per flow")
+    res.figure(
+        f"frame templates, seed 000 Table 3 16 slices ({len(flows)} flows)",
+        fast_ms,
+        "ms/flow",
+        baseline=scapy_ms,
+        baseline_name="scapy build per flow",
+    )
 
 
 def ours(flows: list[ScenarioFlow], path: Path, n: int) -> tuple[float, float]:
@@ -81,8 +86,15 @@ def main() -> None:
             ok = "yes" if rate >= 200_000 else "NO"
             print(f"{name:<48} {base:>10.0f} {rate:>10.0f} {rate / base:>6.0f}x {tpl_ms:>11.2f}  {ok}")
             table.rows.append([name, round(base), round(rate), round(rate / base), round(tpl_ms, 2)])
-            res.figure(f"pcap generation, {name}", rate, "packets/s", baseline=base,
-                       baseline_name="scapy build per packet", goal=">= 200 k packets/s", met=rate >= 200_000)
+            res.figure(
+                f"pcap generation, {name}",
+                rate,
+                "packets/s",
+                baseline=base,
+                baseline_name="scapy build per packet",
+                goal=">= 200 k packets/s",
+                met=rate >= 200_000,
+            )
     template_setup(res)
     res.write()
 

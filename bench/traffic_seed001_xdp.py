@@ -70,8 +70,12 @@ def meter(netns: str, out: Path) -> subprocess.Popen[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=plots_dir() / "traffic_seed001_xdp.png")
-    parser.add_argument("--capacity", type=int, default=CAPACITY_PPS,
-                        help="prioritised lane capacity, packets/s (0: uncapped, the old behaviour)")
+    parser.add_argument(
+        "--capacity",
+        type=int,
+        default=CAPACITY_PPS,
+        help="prioritised lane capacity, packets/s (0: uncapped, the old behaviour)",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (namespaces, XDP)")
@@ -136,27 +140,65 @@ def main() -> None:
             driver.close()
     plot(rows, args.out)
     res = Results("traffic_seed001_xdp")
-    table = res.table(f"seed 001 Table 1 load on XDP, {SIZE} B frames, 16 services (8 prioritised)",
-                      ["asked pps", "offered pps", "accepted %", "prio accepted %", "to alt %", "lost %",
-                       "meter drops", "core p50 µs", "alt p50 µs"])
-    table.rows = [[r[0] or "max", round(r[1]), *(round(v, 2) for v in r[2:6]), r[6], round(r[7], 1), round(r[8], 1)]
-                  for r in rows]
-    acct = res.table(f"seed 001 on XDP: every packet accounted for (prioritised lane capacity "
-                     f"{args.capacity or 'none'} packets/s)",
-                     ["asked pps", "sent", "accepted (core)", "to alt", "dropped", "of which meter capture",
-                      "of which cpumap queue", "unexplained", "prio delivered %", "overflow to alt (counted)"])
+    table = res.table(
+        f"seed 001 Table 1 load on XDP, {SIZE} B frames, 16 services (8 prioritised)",
+        [
+            "asked pps",
+            "offered pps",
+            "accepted %",
+            "prio accepted %",
+            "to alt %",
+            "lost %",
+            "meter drops",
+            "core p50 µs",
+            "alt p50 µs",
+        ],
+    )
+    table.rows = [
+        [r[0] or "max", round(r[1]), *(round(v, 2) for v in r[2:6]), r[6], round(r[7], 1), round(r[8], 1)] for r in rows
+    ]
+    acct = res.table(
+        f"seed 001 on XDP: every packet accounted for (prioritised lane capacity {args.capacity or 'none'} packets/s)",
+        [
+            "asked pps",
+            "sent",
+            "accepted (core)",
+            "to alt",
+            "dropped",
+            "of which meter capture",
+            "of which cpumap queue",
+            "unexplained",
+            "prio delivered %",
+            "overflow to alt (counted)",
+        ],
+    )
     acct.rows = [[r[0] or "max", r[12], r[13], r[14], r[15], r[6], r[11], r[16], round(r[9], 2), r[10]] for r in rows]
     acct.note = "accepted + to alt + dropped = sent; prio delivered = prioritised frames received on core or alt"
     worst = min(rows, key=lambda r: r[3])
-    res.figure("prioritised half accepted, worst rate", worst[3], "%", note=f"at {worst[1]:.0f} packets/s offered; "
-               "beyond the lane's capacity the prioritised overflow goes to alt by design")
+    res.figure(
+        "prioritised half accepted, worst rate",
+        worst[3],
+        "%",
+        note=f"at {worst[1]:.0f} packets/s offered; "
+        "beyond the lane's capacity the prioritised overflow goes to alt by design",
+    )
     worst = min(rows, key=lambda r: r[9])
-    res.figure("prioritised half delivered (core or alt), worst rate", worst[9], "%",
-               goal="100 % up to the sender's limit", met=worst[9] >= 99.99,
-               note=f"at {worst[1]:.0f} packets/s offered")
+    res.figure(
+        "prioritised half delivered (core or alt), worst rate",
+        worst[9],
+        "%",
+        goal="100 % up to the sender's limit",
+        met=worst[9] >= 99.99,
+        note=f"at {worst[1]:.0f} packets/s offered",
+    )
     unexplained = max(r[16] for r in rows)
-    res.figure("packets unaccounted for (sent - accepted - alt - counted drops), worst rate", unexplained,
-               "packets", goal="0", met=unexplained <= 0)
+    res.figure(
+        "packets unaccounted for (sent - accepted - alt - counted drops), worst rate",
+        unexplained,
+        "packets",
+        goal="0",
+        met=unexplained <= 0,
+    )
     res.plot(args.out)
     res.write()
 

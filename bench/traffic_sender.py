@@ -46,12 +46,18 @@ def main() -> None:
             rate = (r.packets - 1) / r.duration_s
             print(f"{name:<40} {base:>11.0f} {rate:>9.0f} {rate / base:>6.2f}")
             ceiling.rows.append([name, round(base), round(rate), round(rate / base, 2)])
-            res.figure(f"sender ceiling, {name}", rate, "packets/s", baseline=base,
-                       baseline_name="tight send() loop of one frame")
+            res.figure(
+                f"sender ceiling, {name}",
+                rate,
+                "packets/s",
+                baseline=base,
+                baseline_name="tight send() loop of one frame",
+            )
         print("\nrate accuracy (seed 001 Table 1, 512 B, 2 s each)")
         print(f"{'asked pps':>10} {'achieved':>10} {'ratio':>6}")
-        accuracy = res.table("sender rate accuracy (seed 001 Table 1, 512 B, 2 s each)",
-                             ["asked pps", "achieved pps", "ratio"])
+        accuracy = res.table(
+            "sender rate accuracy (seed 001 Table 1, 512 B, 2 s each)", ["asked pps", "achieved pps", "ratio"]
+        )
         flows = table1(512)
         for asked in (1_000, 10_000, 50_000, 100_000, 150_000):
             r = send(sock, flows, rate_pps=asked, duration_s=2.0)

@@ -41,11 +41,23 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[int, dict[int, GroupStats]] = {}
     res = Results("traffic_table5_netfpga")
-    table = res.table("seed 000 Table 5 on the NetFPGA model, beside the paper",
-                      ["slices", "rules", "lane", "sent", "received", "loss %", "delay µs", "jitter µs",
-                       "paper delay ms", "paper loss %", "paper jitter ms"],
-                      note=f"ingress {INGRESS_GBPS} Gbit/s, DMA drain {DRAIN_GBPS} Gbit/s, "
-                           "4 packets of 1500 B per flow")
+    table = res.table(
+        "seed 000 Table 5 on the NetFPGA model, beside the paper",
+        [
+            "slices",
+            "rules",
+            "lane",
+            "sent",
+            "received",
+            "loss %",
+            "delay µs",
+            "jitter µs",
+            "paper delay ms",
+            "paper loss %",
+            "paper jitter ms",
+        ],
+        note=f"ingress {INGRESS_GBPS} Gbit/s, DMA drain {DRAIN_GBPS} Gbit/s, 4 packets of 1500 B per flow",
+    )
     print(f"ingress {INGRESS_GBPS} Gbit/s, DMA drain {DRAIN_GBPS} Gbit/s, 4 packets of 1500 B per flow")
     print(f"{'slices':>6} {'rules':>5} {'lane':>4} {'sent':>6} {'recv':>6} {'loss %':>7} {'delay µs':>9} "
           f"{'jitter µs':>9}   paper: {'delay ms':>8} {'loss %':>7} {'jitter ms':>9}")  # fmt: skip
@@ -59,8 +71,21 @@ def main() -> None:
                 d = g.delay.mean_us if g.delay else float("nan")
                 print(f"{slices:>6} {rules:>5} {lane:>4} {g.expected:>6} {g.received:>6} {g.loss_pct:>7.2f} {d:>9.1f} "
                       f"{g.jitter_us:>9.2f}   paper: {p[0]:>8.4f} {p[1]:>7.2f} {p[2]:>9.5f}")  # fmt: skip
-                table.rows.append([slices, rules, lane, g.expected, g.received, round(g.loss_pct, 2), round(d, 1),
-                                   round(g.jitter_us, 2), p[0], p[1], p[2]])
+                table.rows.append(
+                    [
+                        slices,
+                        rules,
+                        lane,
+                        g.expected,
+                        g.received,
+                        round(g.loss_pct, 2),
+                        round(d, 1),
+                        round(g.jitter_us, 2),
+                        p[0],
+                        p[1],
+                        p[2],
+                    ]
+                )
             ordered = all(
                 lanes[a].delay is not None and lanes[b].delay is not None
                 and lanes[a].delay.mean_us > lanes[b].delay.mean_us  # type: ignore[union-attr]
@@ -70,13 +95,22 @@ def main() -> None:
                   f"{lanes[3].lost == 0}, lowest lane has the most loss "
                   f"{lanes[0].loss_pct == max(g.loss_pct for g in lanes.values())}; card: {stats}")  # fmt: skip
             upper = max(lanes[lane].loss_pct for lane in (1, 2, 3))
-            res.figure(f"{slices} slices: lane 0 loss / worst of lanes 1-3", lanes[0].loss_pct, "%",
-                       baseline=upper, baseline_name="worst loss of lanes 1-3",
-                       goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered",
-                       met=lanes[0].loss_pct >= 50 and upper <= 1 and ordered)
-    plot(results, args.out,
-         title="Seed 000 Figs. 7-9 / Table 5 on the simulated NetFPGA (sp_sim), measured by sliceportal traffic",
-         label="queue", jitter=True)
+            res.figure(
+                f"{slices} slices: lane 0 loss / worst of lanes 1-3",
+                lanes[0].loss_pct,
+                "%",
+                baseline=upper,
+                baseline_name="worst loss of lanes 1-3",
+                goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered",
+                met=lanes[0].loss_pct >= 50 and upper <= 1 and ordered,
+            )
+    plot(
+        results,
+        args.out,
+        title="Seed 000 Figs. 7-9 / Table 5 on the simulated NetFPGA (sp_sim), measured by sliceportal traffic",
+        label="queue",
+        jitter=True,
+    )
     res.plot(args.out)
     res.write()
 

@@ -35,11 +35,27 @@ def main() -> None:
     args = parser.parse_args()
     scales = (1, 4) if quick() else (1, 4, 8, 16)
     res = Results("traffic_table5_p4")
-    note = (f"{OFFERED_PPS} packets/s of 1500 B offered, egress link {LINK_BPS / 1e9:.3f} Gbit/s, 4 strict-priority "
-            "queues, 4 packets per flow")
-    table = res.table("seed 000 Table 5 on the bundled P4 target, beside the paper",
-                      ["slices", "rules", "lane", "sent", "received", "loss %", "delay µs", "jitter µs",
-                       "paper delay ms", "paper loss %", "paper jitter ms"], note=note)
+    note = (
+        f"{OFFERED_PPS} packets/s of 1500 B offered, egress link {LINK_BPS / 1e9:.3f} Gbit/s, 4 strict-priority "
+        "queues, 4 packets per flow"
+    )
+    table = res.table(
+        "seed 000 Table 5 on the bundled P4 target, beside the paper",
+        [
+            "slices",
+            "rules",
+            "lane",
+            "sent",
+            "received",
+            "loss %",
+            "delay µs",
+            "jitter µs",
+            "paper delay ms",
+            "paper loss %",
+            "paper jitter ms",
+        ],
+        note=note,
+    )
     print(note)
     results: dict[int, dict[int, GroupStats]] = {}
     for slices in scales:
@@ -53,20 +69,46 @@ def main() -> None:
         for lane in sorted(r.lanes):
             g, p = r.lanes[lane], PAPER[lane]
             d = g.delay.mean_us if g.delay else float("nan")
-            print(f"{slices:>3} slices {r.rules:>4} rules lane {lane}: {g.expected:>6} sent {g.received:>6} received "
-                  f"{g.loss_pct:>7.2f} % lost, delay {d:>9.1f} µs, jitter {g.jitter_us:>7.2f} µs   "
-                  f"paper: {p[0]} ms {p[1]} % {p[2]} ms")
-            table.rows.append([slices, r.rules, lane, g.expected, g.received, round(g.loss_pct, 2), round(d, 1),
-                               round(g.jitter_us, 2), p[0], p[1], p[2]])
+            print(
+                f"{slices:>3} slices {r.rules:>4} rules lane {lane}: {g.expected:>6} sent {g.received:>6} received "
+                f"{g.loss_pct:>7.2f} % lost, delay {d:>9.1f} µs, jitter {g.jitter_us:>7.2f} µs   "
+                f"paper: {p[0]} ms {p[1]} % {p[2]} ms"
+            )
+            table.rows.append(
+                [
+                    slices,
+                    r.rules,
+                    lane,
+                    g.expected,
+                    g.received,
+                    round(g.loss_pct, 2),
+                    round(d, 1),
+                    round(g.jitter_us, 2),
+                    p[0],
+                    p[1],
+                    p[2],
+                ]
+            )
         ok, why = pattern_holds(r.lanes)
         print(f"    pattern holds: {ok} ({why})")
         upper = max(r.lanes[lane].loss_pct for lane in (1, 2, 3) if lane in r.lanes)
-        res.figure(f"{slices} slices: lane 0 loss / worst of lanes 1-3", r.lanes[0].loss_pct if 0 in r.lanes else 0,
-                   "%", baseline=upper, baseline_name="worst loss of lanes 1-3",
-                   goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered", met=ok, note=why)
-    plot(results, args.out,
-         title="Seed 000 Table 5 on the bundled P4 target (strict priority, egress at 0.78 of the offered rate)",
-         label="lane", jitter=False)
+        res.figure(
+            f"{slices} slices: lane 0 loss / worst of lanes 1-3",
+            r.lanes[0].loss_pct if 0 in r.lanes else 0,
+            "%",
+            baseline=upper,
+            baseline_name="worst loss of lanes 1-3",
+            goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered",
+            met=ok,
+            note=why,
+        )
+    plot(
+        results,
+        args.out,
+        title="Seed 000 Table 5 on the bundled P4 target (strict priority, egress at 0.78 of the offered rate)",
+        label="lane",
+        jitter=False,
+    )
     res.plot(args.out)
     res.write()
 

@@ -31,8 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "dataplane/xdp/build"
 PACKET_BYTES = 160  # TOOLCHAIN.md reference size
 OPTIONS = {"alt_mac": "02:00:00:00:00:09", "alt_ip": "10.9.9.9", "alt_lanes": [2], "overload_poll_s": 0}
-STAGES = ("parse", "+ flow cache hit", "+ policing (rate limit, egress budget)", "+ steering (Algorithm 1)",
-          "+ counters (full program)")
+STAGES = (
+    "parse",
+    "+ flow cache hit",
+    "+ policing (rate limit, egress budget)",
+    "+ steering (Algorithm 1)",
+    "+ counters (full program)",
+)
 
 
 def seed001_ir() -> RuleIR:
@@ -130,13 +135,32 @@ def main() -> None:
         table.rows.append([label, verdict, round(ns[name], 1), round(ns[name] / pass_ns, 2), round(1e3 / ns[name], 1)])
     table.note = f"{len(hot)}-byte packets, BPF_PROG_TEST_RUN repeat {repeat}, median of {rounds} interleaved rounds"
     hit = ns["vxlan+gtp prioritised"]
-    res.figure("flow-cache hit (GTP-in-VXLAN, prioritised), ns/packet", hit, "ns", baseline=pass_ns,
-               baseline_name="empty XDP_PASS program", goal="<= 1.5 x baseline", met=hit / pass_ns <= 1.5)
+    res.figure(
+        "flow-cache hit (GTP-in-VXLAN, prioritised), ns/packet",
+        hit,
+        "ns",
+        baseline=pass_ns,
+        baseline_name="empty XDP_PASS program",
+        goal="<= 1.5 x baseline",
+        met=hit / pass_ns <= 1.5,
+    )
     avg = statistics.mean(ns[n] for n in cases)
-    res.figure("seed 001 mix (parse + classify + steer), ns/packet", avg, "ns", baseline=pass_ns,
-               baseline_name="empty XDP_PASS program", goal="<= 2.0 x baseline", met=avg / pass_ns <= 2.0)
-    res.figure("classifier with the flow cache off, ns/packet", ns["no cache"], "ns", baseline=pass_ns,
-               baseline_name="empty XDP_PASS program")
+    res.figure(
+        "seed 001 mix (parse + classify + steer), ns/packet",
+        avg,
+        "ns",
+        baseline=pass_ns,
+        baseline_name="empty XDP_PASS program",
+        goal="<= 2.0 x baseline",
+        met=avg / pass_ns <= 2.0,
+    )
+    res.figure(
+        "classifier with the flow cache off, ns/packet",
+        ns["no cache"],
+        "ns",
+        baseline=pass_ns,
+        baseline_name="empty XDP_PASS program",
+    )
 
     # cost per stage: each cut program against the one before it
     stages = res.table("XDP cost per stage", ["stage", "ns/packet (cumulative)", "stage ns", "x XDP_PASS"])
@@ -148,9 +172,11 @@ def main() -> None:
         print(f"{name:40} {cum:7.1f} {cum - prev:8.1f} {cum / pass_ns:7.2f}")
         stages.rows.append([name, round(cum, 1), round(cum - prev, 1), round(cum / pass_ns, 2)])
         prev = cum
-    stages.note = ("the program built with -DSP_STAGE=n returns XDP_PASS after stage n (what the stage hands "
-                   "to the next, e.g. the key words, still computed); stage ns = the difference to the previous cut "
-                   "(the first: to the empty program); prioritised GTP-in-VXLAN, flow cache warm")
+    stages.note = (
+        "the program built with -DSP_STAGE=n returns XDP_PASS after stage n (what the stage hands "
+        "to the next, e.g. the key words, still computed); stage ns = the difference to the previous cut "
+        "(the first: to the empty program); prioritised GTP-in-VXLAN, flow cache warm"
+    )
     out = plots_dir() / "xdp_cost_stages.png"
     plot(rows, pass_ns, out)
     res.plot(out)

@@ -121,12 +121,27 @@ def load() -> str:
 def main() -> None:
     rounds = 3 if quick() else 7
     results = Results("xdp_push")
-    cols = ["scenario", "entries", "lower s", "push s", "entries/s", "raw per-entry/s", "raw batched/s",
-            "push/batched", "push CPU s", "re-push s", "re-push slots written", "1-rule change s",
-            "1-rule slots written", "load avg"]
+    cols = [
+        "scenario",
+        "entries",
+        "lower s",
+        "push s",
+        "entries/s",
+        "raw per-entry/s",
+        "raw batched/s",
+        "push/batched",
+        "push CPU s",
+        "re-push s",
+        "re-push slots written",
+        "1-rule change s",
+        "1-rule slots written",
+        "load avg",
+    ]
     table = results.table("XDP rule push", cols)
-    print(f"{'scenario':24} {'entries':>8} {'push s':>7} {'entries/s':>10} {'per-entry/s':>12} {'batched/s':>10} "
-          f"{'push/bat':>8} {'re-push s':>9} {'1-rule s':>8} {'written':>7}  load")
+    print(
+        f"{'scenario':24} {'entries':>8} {'push s':>7} {'entries/s':>10} {'per-entry/s':>12} {'batched/s':>10} "
+        f"{'push/bat':>8} {'re-push s':>9} {'1-rule s':>8} {'written':>7}  load"
+    )
     for name, make in (("expanded 1024 rules", expanded), ("seed000 table3 16x32x16", table3)):
         ir = make()
         d = fresh()
@@ -177,29 +192,60 @@ def main() -> None:
         single, batch = statistics.median(t_single), statistics.median(t_batch)
         rate = entries / first
         loads = f"{load_before} -> {load()}"
-        print(f"{name:24} {entries:8d} {first:7.3f} {rate:10.0f} {entries / single:12.0f} "
-              f"{entries / batch:10.0f} {batch / first:8.2f} {again_s:9.3f} "
-              f"{changed.duration_s:8.3f} {written:7d}  {loads}")
+        print(
+            f"{name:24} {entries:8d} {first:7.3f} {rate:10.0f} {entries / single:12.0f} "
+            f"{entries / batch:10.0f} {batch / first:8.2f} {again_s:9.3f} "
+            f"{changed.duration_s:8.3f} {written:7d}  {loads}"
+        )
         print(f"  first pushes s: {[round(t, 3) for t in t_first]}, CPU s: {[round(t, 3) for t in cpu_first]}")
-        table.rows.append([name, entries, round(t_lower, 2), round(first, 3), round(rate),
-                           round(entries / single), round(entries / batch), round(batch / first, 2),
-                           round(statistics.median(cpu_first), 3), round(again_s, 3), re_written,
-                           round(changed.duration_s, 3), written, loads])
+        table.rows.append(
+            [
+                name,
+                entries,
+                round(t_lower, 2),
+                round(first, 3),
+                round(rate),
+                round(entries / single),
+                round(entries / batch),
+                round(batch / first, 2),
+                round(statistics.median(cpu_first), 3),
+                round(again_s, 3),
+                re_written,
+                round(changed.duration_s, 3),
+                written,
+                loads,
+            ]
+        )
         if name.startswith("expanded"):
             note = f"median of {rounds} rounds, fresh data planes; load avg {loads}"
-            results.figure("XDP rule push (expanded 1024 rules)", rate, "entries/s",
-                           baseline=entries / single, baseline_name="raw per-entry map writes of the same entries",
-                           goal=">= 1 M entries/s", met=rate >= 1e6, note=note)
-            results.figure("XDP rule push vs batched raw writes (expanded 1024 rules)", rate, "entries/s",
-                           baseline=entries / batch, baseline_name="raw batched map writes of the same entries",
-                           note=note)
-            results.figure("XDP unchanged re-push (expanded 1024 rules)", again_s, "s",
-                           note=f"{re_written} slots written; {note}")
-    table.note = ("entries: map slots of the plan (arrays in full); push: pack + diff + batched write of changed "
-                  "slots + byte read-back + switch; raw: the packed entries written into an empty copy; each on "
-                  f"a freshly loaded data plane; push, re-push and raw: medians of {rounds} interleaved rounds; "
-                  "push CPU: the pushing thread's CPU time, user + kernel (wall time minus waiting for a core); "
-                  "1-rule change: one push; load avg: 1/5/15 min before -> after")
+            results.figure(
+                "XDP rule push (expanded 1024 rules)",
+                rate,
+                "entries/s",
+                baseline=entries / single,
+                baseline_name="raw per-entry map writes of the same entries",
+                goal=">= 1 M entries/s",
+                met=rate >= 1e6,
+                note=note,
+            )
+            results.figure(
+                "XDP rule push vs batched raw writes (expanded 1024 rules)",
+                rate,
+                "entries/s",
+                baseline=entries / batch,
+                baseline_name="raw batched map writes of the same entries",
+                note=note,
+            )
+            results.figure(
+                "XDP unchanged re-push (expanded 1024 rules)", again_s, "s", note=f"{re_written} slots written; {note}"
+            )
+    table.note = (
+        "entries: map slots of the plan (arrays in full); push: pack + diff + batched write of changed "
+        "slots + byte read-back + switch; raw: the packed entries written into an empty copy; each on "
+        f"a freshly loaded data plane; push, re-push and raw: medians of {rounds} interleaved rounds; "
+        "push CPU: the pushing thread's CPU time, user + kernel (wall time minus waiting for a core); "
+        "1-rule change: one push; load avg: 1/5/15 min before -> after"
+    )
     results.write()
 
 

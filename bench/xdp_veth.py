@@ -96,8 +96,10 @@ def main() -> None:
         )
         d.apply(d.lower(RuleIR(lanes=4, paths=8, rules=rules)), lambda e: None)
         res = Results("xdp_veth")
-        table = res.table("XDP on veth: received packets/s", ["frame B", "XDP_PASS-only pps", "sliceportal pps",
-                                                                "ratio", "to cpumap /s", "to alt /s", "alt rx /s"])
+        table = res.table(
+            "XDP on veth: received packets/s",
+            ["frame B", "XDP_PASS-only pps", "sliceportal pps", "ratio", "to cpumap /s", "to alt /s", "alt rx /s"],
+        )
         print(
             f"{'bytes':>5} {'pass-only pps':>13} {'sliceportal pps':>15} {'ratio':>6} {'-> cpumap':>10} "
             f"{'-> alt':>10} {'alt rx':>10}"
@@ -114,8 +116,17 @@ def main() -> None:
                 f"{size:5d} {base_pps[size]:13.0f} {processed:15.0f} {processed / base_pps[size]:6.2f} "
                 f"{steered / seconds:10.0f} {to_alt / seconds:10.0f} {(a1 - a0) / seconds:10.0f}"
             )
-            table.rows.append([size, round(base_pps[size]), round(processed), round(processed / base_pps[size], 2),
-                               round(steered / seconds), round(to_alt / seconds), round((a1 - a0) / seconds)])
+            table.rows.append(
+                [
+                    size,
+                    round(base_pps[size]),
+                    round(processed),
+                    round(processed / base_pps[size], 2),
+                    round(steered / seconds),
+                    round(to_alt / seconds),
+                    round((a1 - a0) / seconds),
+                ]
+            )
         d.close()
         res.write()
 

@@ -53,8 +53,15 @@ DIST = REPO / "frontend" / "dist"
 # (UPDATE_SCREENSHOTS=1), so a test run leaves the work tree clean.
 SCREENSHOTS = REPO / ("docs/screenshots" if os.environ.get("UPDATE_SCREENSHOTS") == "1" else "e2e/screenshots")
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 OPERATOR = ("e2e-operator", "operator-e2e-pass")
 INTEGRATOR = ("e2e-integrator", "integrator-e2e-pass")
 RED = ("mvno-red-viewer", "red-viewer-e2e-pass")
@@ -89,33 +96,72 @@ def stack(frontend_dist: Path) -> Iterator[Stack]:
     upgrade(url)
     engine = create_engine(url)
     with sessionmaker(engine)() as session:
-        session.add(User(username=OPERATOR[0], password_hash=hash_password(OPERATOR[1]), role=Role.OPERATOR,
-                         full_name="e2e operator"))
-        session.add(User(username=INTEGRATOR[0], password_hash=hash_password(INTEGRATOR[1]), role=Role.INTEGRATOR,
-                         full_name="e2e integrator"))
+        session.add(
+            User(
+                username=OPERATOR[0],
+                password_hash=hash_password(OPERATOR[1]),
+                role=Role.OPERATOR,
+                full_name="e2e operator",
+            )
+        )
+        session.add(
+            User(
+                username=INTEGRATOR[0],
+                password_hash=hash_password(INTEGRATOR[1]),
+                role=Role.INTEGRATOR,
+                full_name="e2e integrator",
+            )
+        )
         session.commit()
         seed_demo(session, users_per_slice=8)
         # demo data carries no accounts (they are opt-in, with random passwords): the tests
         # create the red tenant's login themselves
         red = session.scalar(select(Tenant).where(Tenant.name == "mvno-red"))
         assert red is not None
-        session.add(User(username=RED[0], password_hash=hash_password(RED[1]), role=Role.TENANT, tenant_id=red.id,
-                         full_name="mvno-red NOC"))
+        session.add(
+            User(
+                username=RED[0],
+                password_hash=hash_password(RED[1]),
+                role=Role.TENANT,
+                tenant_id=red.id,
+                full_name="mvno-red NOC",
+            )
+        )
         session.commit()
     engine.dispose()
 
     target = start_p4runtime_target("--priority-queues", "8")
     port = free_port()
     live = os.geteuid() == 0 and os.environ.get("E2E_TESTBED", "true") != "false"
-    env = {**os.environ, "DATABASE_URL": url, "SLICEPORTAL_DATABASE_URL_RESOLVED": url,
-           "SECRET_KEY": secrets.token_urlsafe(32), "RECONCILE_INTERVAL_S": "0",
-           "TESTBED": "true" if live else "false", "TESTBED_PREFIX": "sp-e2e-", "TESTBED_RATE_PPS": "1000"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "SLICEPORTAL_DATABASE_URL_RESOLVED": url,
+        "SECRET_KEY": secrets.token_urlsafe(32),
+        "RECONCILE_INTERVAL_S": "0",
+        "TESTBED": "true" if live else "false",
+        "TESTBED_PREFIX": "sp-e2e-",
+        "TESTBED_RATE_PPS": "1000",
+    }
     # the portal as `make run` serves it: a controller process (its testbed, as root) and API
     # workers (as many as cores, unless SLICEPORTAL_WORKERS says otherwise), on the database
     # prepared above (migrations and the operator are already there)
     server = subprocess.Popen(
-        [sys.executable, "-c", "from sliceportal.cli import main; main()", "run", "--host", "127.0.0.1",
-         "--port", str(port), "--no-demo", "--testbed" if live else "--no-testbed"], env=env, cwd=REPO)
+        [
+            sys.executable,
+            "-c",
+            "from sliceportal.cli import main; main()",
+            "run",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-demo",
+            "--testbed" if live else "--no-testbed",
+        ],
+        env=env,
+        cwd=REPO,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -212,11 +258,23 @@ def _points(session_slices: list[Slice], tick: int, ts: datetime) -> list[KpiPoi
         for backend, (i, lane) in itertools.product(s.backends, enumerate(lanes)):
             delay = 2.0 + lane + (tick % 5) * 0.4
             mbps = 5.0 + 3.0 * i + (tick % 10)
-            points.append(KpiPoint(
-                slice_id=s.id, backend_id=backend.id, lane=lane, ts=ts,
-                tx_packets=1000, rx_packets=995, rx_bytes=int(mbps * 1e6 / 8),
-                throughput_bps=mbps * 1e6, loss_pct=0.5, delay_mean_ms=delay * 0.7, delay_p50_ms=delay * 0.6,
-                delay_p99_ms=delay, jitter_ms=0.3 + 0.1 * (tick % 3)))
+            points.append(
+                KpiPoint(
+                    slice_id=s.id,
+                    backend_id=backend.id,
+                    lane=lane,
+                    ts=ts,
+                    tx_packets=1000,
+                    rx_packets=995,
+                    rx_bytes=int(mbps * 1e6 / 8),
+                    throughput_bps=mbps * 1e6,
+                    loss_pct=0.5,
+                    delay_mean_ms=delay * 0.7,
+                    delay_p50_ms=delay * 0.6,
+                    delay_p99_ms=delay,
+                    jitter_ms=0.3 + 0.1 * (tick % 3),
+                )
+            )
     return points
 
 

@@ -173,8 +173,11 @@ def a11y_backend(stack: Stack) -> Iterator[dict[str, object]]:
     target = start_p4runtime_target("--priority-queues", "8")
     auth = _token(stack, OPERATOR)
     try:
-        r = httpx.post(f"{stack.base_url}/api/v1/backends", headers=auth,
-                       json={"name": "bmv2-a11y", "driver": "p4rt", "options": {"address": target.address}})
+        r = httpx.post(
+            f"{stack.base_url}/api/v1/backends",
+            headers=auth,
+            json={"name": "bmv2-a11y", "driver": "p4rt", "options": {"address": target.address}},
+        )
         assert r.status_code == 201, r.text
         backend = dict(r.json())
         yield backend
@@ -234,8 +237,9 @@ def test_login_page_is_accessible(page: Page, stack: Stack) -> None:
     assert_accessible(page, "/login")
 
 
-def test_operator_pages_are_accessible(page: Page, stack: Stack, kpi_feed: None,
-                                       a11y_backend: dict[str, object]) -> None:
+def test_operator_pages_are_accessible(
+    page: Page, stack: Stack, kpi_feed: None, a11y_backend: dict[str, object]
+) -> None:
     login(page, *OPERATOR)
     check_pages(page, operator_pages(stack, a11y_backend), "operator")
     # Dialogs too: their close buttons are named, their fields labelled.
@@ -296,8 +300,9 @@ def test_tenant_pages_are_accessible_and_fit_a_phone(browser: Browser, stack: St
         context.close()
 
 
-def test_operator_pages_fit_a_phone(browser: Browser, stack: Stack, kpi_feed: None,
-                                    a11y_backend: dict[str, object]) -> None:
+def test_operator_pages_fit_a_phone(
+    browser: Browser, stack: Stack, kpi_feed: None, a11y_backend: dict[str, object]
+) -> None:
     context = new_context(browser, stack, viewport=PHONE, is_mobile=True, has_touch=True)
     page = context.new_page()
     try:
@@ -348,8 +353,12 @@ def test_unreachable_api_shows_a_banner_not_a_white_page(page: Page, stack: Stac
     assert b is not None and all(c is not None for c in covered), boxes
     for c in covered:
         assert c is not None
-        apart = (b["x"] + b["width"] <= c["x"] + 1 or c["x"] + c["width"] <= b["x"] + 1
-                 or b["y"] + b["height"] <= c["y"] + 1 or c["y"] + c["height"] <= b["y"] + 1)
+        apart = (
+            b["x"] + b["width"] <= c["x"] + 1
+            or c["x"] + c["width"] <= b["x"] + 1
+            or b["y"] + b["height"] <= c["y"] + 1
+            or c["y"] + c["height"] <= b["y"] + 1
+        )
         assert apart, f"the offline banner {b} covers {c}"
     assert_accessible(page, "the offline banner")
     page.unroute("**/api/v1/**")

@@ -23,10 +23,12 @@ DRIVERS = ("xdp", "p4rt", "netfpga")
 
 class Api:
     def __init__(self, stack: Stack) -> None:
-        token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
-                           data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
-        self.client = httpx.Client(base_url=f"{stack.base_url}/api/v1", timeout=30,
-                                   headers={"Authorization": f"Bearer {token}"})
+        token = httpx.post(
+            f"{stack.base_url}/api/v1/login/access-token", data={"username": OPERATOR[0], "password": OPERATOR[1]}
+        ).json()["access_token"]
+        self.client = httpx.Client(
+            base_url=f"{stack.base_url}/api/v1", timeout=30, headers={"Authorization": f"Bearer {token}"}
+        )
 
     def get(self, path: str, **params: Any) -> Any:
         r = self.client.get(path, params=params)
@@ -46,9 +48,11 @@ def _wait_default(api: Any, backend: int, what: str, check: Callable[[], bool], 
         _wait(what, check, timeout_s)
     except AssertionError as exc:
         plane = next(b for b in api.get("/testbed")["backends"] if b["backend_id"] == backend)
-        raise AssertionError(f"{exc}; the plane: flows {plane['flows']}, offered {plane['offered_pps']} pps, "
-                             f"placement {plane['placement_check']}, default traffic {plane['default_traffic']}, "
-                             f"last interval {plane['last_interval_at']}") from None
+        raise AssertionError(
+            f"{exc}; the plane: flows {plane['flows']}, offered {plane['offered_pps']} pps, "
+            f"placement {plane['placement_check']}, default traffic {plane['default_traffic']}, "
+            f"last interval {plane['last_interval_at']}"
+        ) from None
 
 
 def _wait(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
@@ -72,9 +76,19 @@ def planes(stack: Stack) -> dict[str, int]:
     if not stack.live:
         pytest.fail("the live-loop journey needs the emulated testbed: run as root (E2E_TESTBED unset)")
     api = Api(stack)
-    state = _wait("the testbed's three data planes up", lambda: (lambda s: s if s["running"] and all(
-        b["up"] for b in s["backends"]) and {b["driver"] for b in s["backends"]} >= set(DRIVERS) else None)(
-        api.get("/testbed")), 60)
+    state = _wait(
+        "the testbed's three data planes up",
+        lambda: (
+            lambda s: (
+                s
+                if s["running"]
+                and all(b["up"] for b in s["backends"])
+                and {b["driver"] for b in s["backends"]} >= set(DRIVERS)
+                else None
+            )
+        )(api.get("/testbed")),
+        60,
+    )
     return {b["driver"]: b["backend_id"] for b in state["backends"]}
 
 
@@ -86,15 +100,30 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
     st = next(t for t in api.get("/slice-types", q="Best Effort")["data"] if t["name"] == "Best Effort")
     index = DRIVERS.index(driver)
     name = f"loop-{driver}"
-    sl = api.post("/slices", {
-        "name": name, "tenant_id": red["id"], "slice_type_id": st["id"], "backend_ids": [backend],
-        "sla": {"max_loss_pct": 1.0, "max_delay_ms": 200.0},
-        "services": [{"name": "bulk", "lane": st["lanes"][0],
-                      "dst_ports": [{"lo": 7200 + index, "hi": 7200 + index}]}]})
+    sl = api.post(
+        "/slices",
+        {
+            "name": name,
+            "tenant_id": red["id"],
+            "slice_type_id": st["id"],
+            "backend_ids": [backend],
+            "sla": {"max_loss_pct": 1.0, "max_delay_ms": 200.0},
+            "services": [
+                {"name": "bulk", "lane": st["lanes"][0], "dst_ports": [{"lo": 7200 + index, "hi": 7200 + index}]}
+            ],
+        },
+    )
     for u in range(2):
-        api.post("/subscribers", {"tenant_id": red["id"], "imsi": f"0010188{index:02d}{u:06d}",
-                                  "ue_ip": f"10.45.{60 + index}.{u + 1}", "teids": [880_000 + 10 * index + u],
-                                  "slice_ids": [sl["id"]]})
+        api.post(
+            "/subscribers",
+            {
+                "tenant_id": red["id"],
+                "imsi": f"0010188{index:02d}{u:06d}",
+                "ue_ip": f"10.45.{60 + index}.{u + 1}",
+                "teids": [880_000 + 10 * index + u],
+                "slice_ids": [sl["id"]],
+            },
+        )
     before = api.get(f"/backends/{backend}/deployments", limit=1)["data"][0]["rule_set_number"]
 
     login(page, *OPERATOR)
@@ -102,11 +131,16 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
     row = page.get_by_test_id(f"status-{_status(api, sl['id'], backend)['backend_name']}")
     expect(row).to_have_attribute("data-state", "draft")
     assert _status(api, sl["id"], backend)["state"] == "draft"
+
     # its subscribers already send (the slice is assigned): until it is deployed, the data
     # plane puts their packets on its default path, and the slice has no KPIs of its own
     def in_default() -> bool:
-        return any(sl["id"] in d["from_slices"] and d["rx_packets"] > 0
-                   for b in api.get("/testbed")["backends"] if b["backend_id"] == backend for d in b["default_traffic"])
+        return any(
+            sl["id"] in d["from_slices"] and d["rx_packets"] > 0
+            for b in api.get("/testbed")["backends"]
+            if b["backend_id"] == backend
+            for d in b["default_traffic"]
+        )
 
     # the traffic step adds the new subscribers' flows; under CI load an interval can take long
     _wait_default(api, backend, f"{name}'s traffic reaching {driver} as default traffic", in_default)
@@ -116,8 +150,11 @@ def test_live_loop_on_each_backend(page: Page, stack: Stack, planes: dict[str, i
     deployed = api.post(f"/backends/{backend}/deployments")
     assert deployed["status"] == "succeeded", deployed
     t0 = time.monotonic()
-    _wait(f"{name}'s KPIs from {driver}", lambda: [p for p in api.get(f"/slices/{sl['id']}/kpis", backend_id=backend)
-                                                   if p["rx_packets"] > 0], 5)
+    _wait(
+        f"{name}'s KPIs from {driver}",
+        lambda: [p for p in api.get(f"/slices/{sl['id']}/kpis", backend_id=backend) if p["rx_packets"] > 0],
+        5,
+    )
     latency = time.monotonic() - t0
     expect(row).to_have_attribute("data-state", "deployed", timeout=5_000)
     expect(page.get_by_role("heading", name=f"Slice {name}").locator("..")).to_contain_text("deployed", timeout=6_000)

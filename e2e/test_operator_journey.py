@@ -23,17 +23,23 @@ def _has_kpis(stack: Stack) -> bool:
 
 
 def _count(stack: Stack, state: str) -> int:
-    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
-                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
-    return int(httpx.get(f"{stack.base_url}/api/v1/slices", params={"state": state},
-                         headers={"Authorization": f"Bearer {token}"}).json()["count"])
+    token = httpx.post(
+        f"{stack.base_url}/api/v1/login/access-token", data={"username": OPERATOR[0], "password": OPERATOR[1]}
+    ).json()["access_token"]
+    return int(
+        httpx.get(
+            f"{stack.base_url}/api/v1/slices", params={"state": state}, headers={"Authorization": f"Bearer {token}"}
+        ).json()["count"]
+    )
 
 
 def _tenant(stack: Stack, name: str) -> dict[str, object]:
-    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
-                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
-    page = httpx.get(f"{stack.base_url}/api/v1/tenants", params={"q": name},
-                     headers={"Authorization": f"Bearer {token}"}).json()
+    token = httpx.post(
+        f"{stack.base_url}/api/v1/login/access-token", data={"username": OPERATOR[0], "password": OPERATOR[1]}
+    ).json()["access_token"]
+    page = httpx.get(
+        f"{stack.base_url}/api/v1/tenants", params={"q": name}, headers={"Authorization": f"Bearer {token}"}
+    ).json()
     return dict(next(t for t in page["data"] if t["name"] == name))
 
 
@@ -89,8 +95,10 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/api/v1/tenants")) as clash:
         dialog.get_by_role("button", name="Create tenant").click()
     assert clash.value.status == 409, clash.value.status
-    for label, says in (("VXLAN VNI", f"VNI {red['vni']} is already in use"),
-                        ("VLAN ID", f"VLAN ID {red['vlan']} is already in use")):
+    for label, says in (
+        ("VXLAN VNI", f"VNI {red['vni']} is already in use"),
+        ("VLAN ID", f"VLAN ID {red['vlan']} is already in use"),
+    ):
         expect(dialog.get_by_label(label)).to_have_accessible_description(re.compile(says))
     expect(dialog.get_by_label("UE address pool")).to_have_accessible_description(re.compile("mvno-red"))
     dialog.get_by_label("VXLAN VNI").fill("1003")
@@ -148,13 +156,17 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     page.get_by_role("button", name="Add service").click()
     expect(page.get_by_role("cell", name="voice", exact=True)).to_be_visible()
     slice_id = int(slice_url.rsplit("/", 1)[1])
-    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
-                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
+    token = httpx.post(
+        f"{stack.base_url}/api/v1/login/access-token", data={"username": OPERATOR[0], "password": OPERATOR[1]}
+    ).json()["access_token"]
     auth = {"Authorization": f"Bearer {token}"}
     current = httpx.get(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth).json()
     # Someone else changes the slice behind this page's back ...
-    r = httpx.patch(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth,
-                    json={"description": "changed elsewhere", "version": current["version"]})
+    r = httpx.patch(
+        f"{stack.base_url}/api/v1/slices/{slice_id}",
+        headers=auth,
+        json={"description": "changed elsewhere", "version": current["version"]},
+    )
     assert r.status_code == 200, r.text
     page.get_by_label("Max jitter (ms)").fill("8")
     page.get_by_role("button", name="Save SLA").click()
@@ -169,8 +181,10 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
 
     # Subscribers: a file with bad rows is refused with line numbers, nothing imported.
     bad = tmp_path / "bad.csv"
-    bad.write_text("imsi,ue_ip,teids,tenant,slices\n001010000000001,10.47.0.1,1,mvno-green,green-embb\n"
-                   "001010000000002,192.168.9.9,2,mvno-green,green-embb\n001010000000003,10.47.0.3,3,nobody,\n")
+    bad.write_text(
+        "imsi,ue_ip,teids,tenant,slices\n001010000000001,10.47.0.1,1,mvno-green,green-embb\n"
+        "001010000000002,192.168.9.9,2,mvno-green,green-embb\n001010000000003,10.47.0.3,3,nobody,\n"
+    )
     nav.get_by_role("link", name="Subscribers").click()
     # A wrong header: every missing and every unknown column named, on line 1 (#29)
     header = tmp_path / "header.csv"
@@ -183,8 +197,9 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     # each as the file spells it (or must): the user fixes the header with these words
     expect(rows.filter(has_text="missing column")).to_have_text([re.compile(r"^1\s*ue_ip\s*missing column$")])
     unknown = rows.filter(has_text="unknown column")
-    expect(unknown).to_have_text([re.compile(r"^1\s*ue_addr\s*unknown column$"),
-                                  re.compile(r"^1\s*teid\s*unknown column$")])
+    expect(unknown).to_have_text(
+        [re.compile(r"^1\s*ue_addr\s*unknown column$"), re.compile(r"^1\s*teid\s*unknown column$")]
+    )
     # One by one: an IMSI another tenant's UE already has is refused on its field, naming that tenant.
     page.get_by_role("button", name="Add subscriber").click()
     form = page.get_by_role("dialog", name="New subscriber")
@@ -217,8 +232,10 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     shot(page, "subscribers-import-errors")
 
     good = tmp_path / "good.csv"
-    good.write_text("imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"0010199{u:08d},10.47.0.{u + 1},{7000 + u},mvno-green,green-embb\n" for u in range(32)))
+    good.write_text(
+        "imsi,ue_ip,teids,tenant,slices\n"
+        + "".join(f"0010199{u:08d},10.47.0.{u + 1},{7000 + u},mvno-green,green-embb\n" for u in range(32))
+    )
     page.locator("input[type=file]").set_input_files(str(good))
     page.get_by_role("button", name="Import").click()
     expect(page.get_by_role("status")).to_contain_text("32 of 32 rows")
@@ -258,10 +275,15 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     shot(page, "deploy")
 
     # A second rule set without the voice service, then a rollback to the first one.
-    voice = next(s for s in httpx.get(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth).json()["services"]
-                 if s["name"] == "voice")
-    assert httpx.delete(f"{stack.base_url}/api/v1/slices/{slice_id}/services/{voice['id']}",
-                        headers=auth).status_code == 204
+    voice = next(
+        s
+        for s in httpx.get(f"{stack.base_url}/api/v1/slices/{slice_id}", headers=auth).json()["services"]
+        if s["name"] == "voice"
+    )
+    assert (
+        httpx.delete(f"{stack.base_url}/api/v1/slices/{slice_id}/services/{voice['id']}", headers=auth).status_code
+        == 204
+    )
     # before deploying, the diff of the preview against rule set 1 (active) says what goes
     page.reload()
     pending = page.get_by_test_id("preview-diff")
@@ -287,7 +309,8 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     # each successful deployment in the history offers a rollback to its rule set
     history.get_by_role("button", name="Roll back to rule set 1").click()
     page.get_by_role("dialog", name="Roll back backend bmv2-e2e to rule set 1?").get_by_role(
-        "button", name="Roll back to rule set 1").click()
+        "button", name="Roll back to rule set 1"
+    ).click()
     expect(history.get_by_role("row")).to_have_count(4, timeout=60_000)
     expect(history.get_by_role("row").nth(1)).to_contain_text("rollback")
     expect(outcome).to_contain_text("classifier")
@@ -308,8 +331,11 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 500 ms")).to_be_visible()
     assert float(chart.get_attribute("data-last") or 0) > Y2000
     # the newest second or two, still being collected, are not shaded as "no data" (#29)
-    page.wait_for_function("""() => [...document.querySelectorAll("[data-testid^=chart-][data-last]")].every(
-        (c) => c.dataset.last === "" || c.dataset.lastGapEnd !== c.dataset.last)""", timeout=5_000)
+    page.wait_for_function(
+        """() => [...document.querySelectorAll("[data-testid^=chart-][data-last]")].every(
+        (c) => c.dataset.last === "" || c.dataset.lastGapEnd !== c.dataset.last)""",
+        timeout=5_000,
+    )
     # times on a 24-hour clock with the zone ("since ..." per backend, the SLA history)
     stamps = page.locator("main time")
     expect(stamps.first).to_have_text(CLOCK)

@@ -12,8 +12,9 @@ from e2e.test_accessibility import assert_accessible
 
 
 def _operator(stack: Stack) -> dict[str, str]:
-    token = httpx.post(f"{stack.base_url}/api/v1/login/access-token",
-                       data={"username": OPERATOR[0], "password": OPERATOR[1]}).json()["access_token"]
+    token = httpx.post(
+        f"{stack.base_url}/api/v1/login/access-token", data={"username": OPERATOR[0], "password": OPERATOR[1]}
+    ).json()["access_token"]
     return {"Authorization": f"Bearer {token}"}
 
 
@@ -31,15 +32,23 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     iot = _slice(stack, "red-iot")
     sla = {**dict(iot["sla"]), "max_delay_ms": 0.001, "ecn_delay_ms": 0.001}  # type: ignore[call-overload]
     # admission control refuses a bound below red-embb's bursts on the same links: the operator overrides
-    r = httpx.patch(f"{stack.base_url}/api/v1/slices/{iot['id']}",
-                    headers={**_operator(stack), "Admission-Override": "e2e: provoke a delay violation"},
-                    json={"sla": sla, "version": iot["version"]})
+    r = httpx.patch(
+        f"{stack.base_url}/api/v1/slices/{iot['id']}",
+        headers={**_operator(stack), "Admission-Override": "e2e: provoke a delay violation"},
+        json={"sla": sla, "version": iot["version"]},
+    )
     assert r.status_code == 200, r.text
     # the landing page settles without a refused request (#29: three 422s): no 4xx but the
     # login page's 401 from asking whether a session exists (there is none yet)
     refused: list[str] = []
-    page.on("response", lambda r: refused.append(f"{r.status} {r.url}")
-            if 400 <= r.status < 500 and not (r.status == 401 and r.url.endswith("/login/refresh")) else None)
+    page.on(
+        "response",
+        lambda r: (
+            refused.append(f"{r.status} {r.url}")
+            if 400 <= r.status < 500 and not (r.status == 401 and r.url.endswith("/login/refresh"))
+            else None
+        ),
+    )
     login(page, *RED)
     expect(page.get_by_role("heading", name="SLA dashboard")).to_be_visible()
     assert_accessible(page, "the tenant's SLA dashboard")
@@ -48,8 +57,9 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     cards = page.get_by_test_id("dashboard-slice")
     # every slice of the red tenant (other journeys of this run may have added some), no other
     red_id = _slice(stack, "red-embb")["tenant_id"]
-    red_count = httpx.get(f"{stack.base_url}/api/v1/slices", params={"tenant_id": red_id, "limit": 1},
-                          headers=_operator(stack)).json()["count"]
+    red_count = httpx.get(
+        f"{stack.base_url}/api/v1/slices", params={"tenant_id": red_id, "limit": 1}, headers=_operator(stack)
+    ).json()["count"]
     expect(cards).to_have_count(red_count)
     expect(cards.filter(has_text="red-embb")).to_have_count(1)
     expect(cards.filter(has_text="blue-urllc")).to_have_count(0)

@@ -76,9 +76,11 @@ def render(spec: str, results: dict[str, Any]) -> str:
         lines += ["", f"*{t['note']}*", ""] if t.get("note") else [""]
     m = bench["machine"]
     form = "quick form" if bench.get("quick") else "full run"
-    lines.append(f"<sub>`{name}`, {form}, run {bench['run_id']} at commit {bench['commit']} on {m['cores']} cores "
-                 f"({m['cpu']}), kernel {m['kernel']}; regenerate with `make bench` + "
-                 f"`scripts/bench_docs.py`.</sub>")
+    lines.append(
+        f"<sub>`{name}`, {form}, run {bench['run_id']} at commit {bench['commit']} on {m['cores']} cores "
+        f"({m['cpu']}), kernel {m['kernel']}; regenerate with `make bench` + "
+        f"`scripts/bench_docs.py`.</sub>"
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -58,8 +58,9 @@ def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 30.0, pol
 
 
 @contextmanager
-def running_controller(settings: Settings, db_url: str, ready_timeout_s: float = 300.0,
-                       period_s: float | None = None) -> Iterator[Controller]:
+def running_controller(
+    settings: Settings, db_url: str, ready_timeout_s: float = 300.0, period_s: float | None = None
+) -> Iterator[Controller]:
     """A controller beside the app under test, as ``sliceportal run`` starts one beside the
     API workers (the app starts no loop and no testbed itself): it takes the lease of the
     test's own database at once, and is ready when its loops and (``settings.testbed``) the

@@ -119,23 +119,43 @@ def probe_flows(rng: random.Random, n: int = 96, tenant: TenantEntry = TENANT) -
     """Flows over the generator's key space and a little beyond it (UE .16-.17, port 5004:
     misses), GTP-U in VXLAN of the tenant."""
     return [
-        Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64),
-             vni=tenant.vni, teid=0x100, encap=Encap.VXLAN_GTP)
+        Flow(
+            f"10.0.0.{rng.randrange(18)}",
+            "10.2.0.1",
+            5000 + rng.randrange(5),
+            dscp=rng.randrange(64),
+            vni=tenant.vni,
+            teid=0x100,
+            encap=Encap.VXLAN_GTP,
+        )
         for _ in range(n)
     ]
 
 
 def rule_ir(base: RuleIR, rules: Sequence[Rule], slices: Sequence[SliceEntry] | None = None) -> RuleIR:
     """``base`` with other rules (and slices)."""
-    return RuleIR(lanes=base.lanes, paths=base.paths, rules=tuple(rules),
-                  slices=tuple(base.slices if slices is None else slices), tenants=base.tenants, miss=base.miss)
+    return RuleIR(
+        lanes=base.lanes,
+        paths=base.paths,
+        rules=tuple(rules),
+        slices=tuple(base.slices if slices is None else slices),
+        tenants=base.tenants,
+        miss=base.miss,
+    )
 
 
-def first_ir(rng: random.Random, lanes: int = 8, paths: int = 1, rules: int = 10,
-             miss: MissPolicy | None = None) -> RuleIR:
+def first_ir(
+    rng: random.Random, lanes: int = 8, paths: int = 1, rules: int = 10, miss: MissPolicy | None = None
+) -> RuleIR:
     slices = catalogue_slices(lanes)
-    return RuleIR(lanes=lanes, paths=paths, rules=tuple(random_rule(rng, slices, paths) for _ in range(rules)),
-                  slices=tuple(slices), tenants=(TENANT,), miss=miss or MissPolicy())
+    return RuleIR(
+        lanes=lanes,
+        paths=paths,
+        rules=tuple(random_rule(rng, slices, paths) for _ in range(rules)),
+        slices=tuple(slices),
+        tenants=(TENANT,),
+        miss=miss or MissPolicy(),
+    )
 
 
 def verdict(ir: RuleIR, flow: Flow, fields: Sequence[str] = ("slice_id", "lane")) -> Verdict:
@@ -160,8 +180,15 @@ class Update:
         return sum(1 for a in self.allowed if len(a) == 2)
 
 
-def update(rng: random.Random, old: RuleIR, new: RuleIR, flows: Sequence[Flow],
-           fields: Sequence[str] = ("slice_id", "lane"), moved_max: int = 16, kept: int = 8) -> Update:
+def update(
+    rng: random.Random,
+    old: RuleIR,
+    new: RuleIR,
+    flows: Sequence[Flow],
+    fields: Sequence[str] = ("slice_id", "lane"),
+    moved_max: int = 16,
+    kept: int = 8,
+) -> Update:
     """Watch every probe whose verdict changes (up to ``moved_max``) and ``kept`` that keep
     theirs (unchanged flows must not be disturbed either)."""
     old_v = [verdict(old, f, fields) for f in flows]
@@ -192,4 +219,5 @@ class Tally:
 
     def __str__(self) -> str:
         return f"{self.neither} of {self.checked} probes classified by neither the old nor the new rule set" + (
-            f": {self.examples}" if self.examples else "")
+            f": {self.examples}" if self.examples else ""
+        )

@@ -28,8 +28,7 @@ TENANT_VID = 100
 def driver(name: str, tmp: Path) -> Any:
     return {
         "netfpga": lambda: NetfpgaDriver({"address": str(tmp / "x.sock")}),
-        "p4rt": lambda: P4rtDriver({"lanes": 4, "access_ports": {1: TENANT_VID}, "trunk_ports": [2],
-                                    "uplink_port": 2}),
+        "p4rt": lambda: P4rtDriver({"lanes": 4, "access_ports": {1: TENANT_VID}, "trunk_ports": [2], "uplink_port": 2}),
         "xdp": lambda: XdpDriver({}),
     }[name]()
 
@@ -41,8 +40,9 @@ def test_lowered_entries_equal_the_ir_on_the_whole_key_space(plane: str, n_slice
     caps = d.capabilities()
     tenants, slices = table3_config(n_slices)
     tenants = tuple(dataclasses.replace(t, vlan=TENANT_VID) for t in tenants)
-    target = TargetSpec(lanes=caps.lanes, paths=caps.paths,
-                        match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys())
+    target = TargetSpec(
+        lanes=caps.lanes, paths=caps.paths, match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys()
+    )
     ir = compile_rules(tenants, slices, target).ir
     r = check(ir, ternary_view_of(d, d.lower(ir)))
     assert r.verdict is EquivalenceVerdict.PROVEN, (r.detail, r.counterexample)

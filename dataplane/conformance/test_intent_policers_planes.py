@@ -66,8 +66,11 @@ def sub_slice(ir: RuleIR, intent: IntentSpec) -> int:
     return s.slice_id
 
 
-FLOWS = [Flow(src_ip=ip(BASE + u), dst_ip="10.100.0.1", dst_port=port, vni=VNI, teid=0x1000 + u)
-         for u in range(UES) for port in PORTS]
+FLOWS = [
+    Flow(src_ip=ip(BASE + u), dst_ip="10.100.0.1", dst_port=port, vni=VNI, teid=0x1000 + u)
+    for u in range(UES)
+    for port in PORTS
+]
 FRAMES = [build_bytes(f, b"intent") for f in FLOWS]
 
 
@@ -79,9 +82,14 @@ def test_the_intents_get_sub_slices_of_their_own() -> None:
     for plane in TARGETS:
         ir = compiled(plane, DROP, limit(10_000_000))
         assert [(s.slice_id, s.intent_ref, s.qos.rate_bps) for s in ir.slices] == [
-            (1, None, None), (2, 7, 0), (3, 8, 10_000_000)], plane
-        want = [2 if d else 3 if f.src_ip == ip(BASE + LIMITED) else 1
-                for f, d in zip(FLOWS, dropped_expected(), strict=True)]
+            (1, None, None),
+            (2, 7, 0),
+            (3, 8, 10_000_000),
+        ], plane
+        want = [
+            2 if d else 3 if f.src_ip == ip(BASE + LIMITED) else 1
+            for f, d in zip(FLOWS, dropped_expected(), strict=True)
+        ]
         assert [ir.classify(f.key()).slice_id for f in FLOWS] == want, plane
     assert sum(dropped_expected()) == 1  # the test can fail: one frame must go
 
@@ -161,8 +169,12 @@ PAYLOAD = bytes(1000)
 
 def _pair() -> tuple[bytes, bytes]:
     """One frame of the limited UE and one of its neighbour, same size, same service."""
-    return tuple(build_bytes(Flow(src_ip=ip(BASE + u), dst_ip="10.100.0.1", dst_port=PORTS[0], vni=VNI,
-                                  teid=0x1000 + u), PAYLOAD) for u in (LIMITED, NEIGHBOUR))  # type: ignore[return-value]
+    return tuple(
+        build_bytes(
+            Flow(src_ip=ip(BASE + u), dst_ip="10.100.0.1", dst_port=PORTS[0], vni=VNI, teid=0x1000 + u), PAYLOAD
+        )
+        for u in (LIMITED, NEIGHBOUR)
+    )  # type: ignore[return-value]
 
 
 @pytest.mark.needs_root

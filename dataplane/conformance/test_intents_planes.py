@@ -50,10 +50,16 @@ PORTS = (5004, 5028)  # one port of each service
 OTHER_TEID = 0xBEEF  # the chosen UE's second tunnel, which the intent does not name
 
 TENANT = TenantSpec(ref=1, name="mvno", vni=VNI, vlan=planes.P4_TENANT_VID)
-SUBS = tuple(SubscriberSpec(ref=u + 1, imsi=f"00101{u:010d}", ue_ip=BASE + u, teids=(0x1000 + u,))
-             for u in range(UES))
-SLICE = SliceSpec(ref=1, name="embb", tenant_ref=1, type_lanes=(0, 2, 4, 6), subscribers=SUBS, match_tunnel=True,
-                  services=(ServiceSpec("video", 0, ((5000, 5007),)), ServiceSpec("voice", 6, ((5024, 5031),))))
+SUBS = tuple(SubscriberSpec(ref=u + 1, imsi=f"00101{u:010d}", ue_ip=BASE + u, teids=(0x1000 + u,)) for u in range(UES))
+SLICE = SliceSpec(
+    ref=1,
+    name="embb",
+    tenant_ref=1,
+    type_lanes=(0, 2, 4, 6),
+    subscribers=SUBS,
+    match_tunnel=True,
+    services=(ServiceSpec("video", 0, ((5000, 5007),)), ServiceSpec("voice", 6, ((5024, 5031),))),
+)
 INTENT = IntentSpec(ref=7, ue=((BASE + CHOSEN, 32),), lane=6, teids=(0x1000 + CHOSEN,), dst_ports=((5000, 5007),))
 TARGETS = {
     "xdp": TargetSpec(lanes=LANES, paths=8, match_fields=XDP_FIELDS),
@@ -67,8 +73,11 @@ def ip(n: int) -> str:
 
 
 def flows() -> list[Flow]:
-    out = [Flow(src_ip=ip(BASE + u), dst_ip="10.100.0.1", dst_port=port, vni=VNI, teid=0x1000 + u)
-           for u in range(UES) for port in PORTS]
+    out = [
+        Flow(src_ip=ip(BASE + u), dst_ip="10.100.0.1", dst_port=port, vni=VNI, teid=0x1000 + u)
+        for u in range(UES)
+        for port in PORTS
+    ]
     out.append(Flow(src_ip=ip(BASE + CHOSEN), dst_ip="10.100.0.1", dst_port=PORTS[0], vni=VNI, teid=OTHER_TEID))
     return out
 

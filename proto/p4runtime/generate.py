@@ -20,8 +20,7 @@ from grpc_tools import protoc
 
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "spec"
-PROTOS = ("p4/v1/p4runtime.proto", "p4/v1/p4data.proto", "p4/config/v1/p4info.proto",
-          "p4/config/v1/p4types.proto")
+PROTOS = ("p4/v1/p4runtime.proto", "p4/v1/p4data.proto", "p4/config/v1/p4info.proto", "p4/config/v1/p4types.proto")
 SERVICE = "p4/v1/p4runtime.proto"
 PACKAGES = ("p4", "p4/v1", "p4/config", "p4/config/v1")  # google.rpc comes from googleapis-common-protos
 
@@ -31,8 +30,10 @@ def generate(out: Path) -> None:
     well_known = resources.files("grpc_tools") / "_proto"  # google/protobuf/*.proto of the bundled protoc
     include = [f"-I{SPEC}", f"-I{well_known}"]
     # messages of every file; gRPC stubs only where a service is (p4runtime.proto)
-    for argv in (["protoc", *include, f"--python_out={out}", f"--pyi_out={out}", *PROTOS],
-                 ["protoc", *include, f"--grpc_python_out={out}", SERVICE]):
+    for argv in (
+        ["protoc", *include, f"--python_out={out}", f"--pyi_out={out}", *PROTOS],
+        ["protoc", *include, f"--grpc_python_out={out}", SERVICE],
+    ):
         if protoc.main(argv) != 0:
             raise SystemExit(f"protoc failed: {' '.join(argv)}")
     for pkg in PACKAGES:

@@ -70,8 +70,12 @@ def first_operator(settings: Settings, url: str) -> Path | None:
     secret_file = Path(settings.data_dir) / OPERATOR_PASSWORD_FILE
     secret_file.parent.mkdir(parents=True, exist_ok=True)
     write_private_file(secret_file, f"admin {password}\n")
-    typer.secho(f"First operator created: user 'admin'; its password is in {secret_file} (readable by this "
-                "user only): log in, change it, then delete the file", fg="green", bold=True)
+    typer.secho(
+        f"First operator created: user 'admin'; its password is in {secret_file} (readable by this "
+        "user only): log in, change it, then delete the file",
+        fg="green",
+        bold=True,
+    )
     return secret_file
 
 
@@ -86,8 +90,11 @@ def demo_logins(settings: Settings, url: str) -> Path | None:
         return None
     accounts_file = Path(settings.data_dir) / DEMO_ACCOUNTS_FILE
     write_private_file(accounts_file, "".join(f"{user} {password}\n" for user, password in accounts))
-    typer.secho(f"Demo tenant logins {', '.join(user for user, _ in accounts)}: their passwords are in "
-                f"{accounts_file} (readable by this user only)", fg="yellow")
+    typer.secho(
+        f"Demo tenant logins {', '.join(user for user, _ in accounts)}: their passwords are in "
+        f"{accounts_file} (readable by this user only)",
+        fg="yellow",
+    )
     return accounts_file
 
 
@@ -117,12 +124,17 @@ def _stop_on_signals(stop: threading.Event) -> None:
 def run(
     host: Annotated[str | None, typer.Option(help="address to serve on")] = None,
     port: Annotated[int | None, typer.Option(help="port to serve on")] = None,
-    workers: Annotated[int | None, typer.Option(
-        help="API worker processes (default SLICEPORTAL_WORKERS, else as many as cores) beside a controller "
-        "process; 1: one process serving the API with the controller in it (docs/install.md)")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="API worker processes (default SLICEPORTAL_WORKERS, else as many as cores) beside a controller "
+            "process; 1: one process serving the API with the controller in it (docs/install.md)"
+        ),
+    ] = None,
     demo: Annotated[bool, typer.Option(help="seed demo tenants, slices and subscribers")] = True,
-    demo_accounts: Annotated[bool, typer.Option(
-        help="also create a tenant login per demo tenant (random passwords, printed once)")] = False,
+    demo_accounts: Annotated[
+        bool, typer.Option(help="also create a tenant login per demo tenant (random passwords, printed once)")
+    ] = False,
     testbed: Annotated[bool, typer.Option(help="emulated testbed: data planes, live traffic, KPIs (root)")] = True,
 ) -> None:
     """Run the portal: database, migrations, first operator, demo data, then the controller
@@ -147,18 +159,36 @@ def run(
         return
     env = {**os.environ, RESOLVED_ENV: url, "TESTBED": "true" if testbed else "false"}
     here = [sys.executable, "-c", "from sliceportal.cli import main; main()"]
-    supervisor = Supervisor([
-        Child("controller", [*here, "controller"], env),
-        Child(f"api ({n} workers)", [sys.executable, "-m", "uvicorn", "sliceportal.asgi:app",
-                                     "--host", host or settings.host, "--port", str(port or settings.port),
-                                     *proxy_header_args(settings),
-                                     "--workers", str(n), "--log-level", "info",
-                                     # uvicorn's default (5 s) killed workers that were only starved of
-                                     # CPU under load (issue #26); a hung one is still replaced
-                                     "--timeout-worker-healthcheck", str(settings.api_worker_healthcheck_s),
-                                     "--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN_S)],
-              env),
-    ])
+    supervisor = Supervisor(
+        [
+            Child("controller", [*here, "controller"], env),
+            Child(
+                f"api ({n} workers)",
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "sliceportal.asgi:app",
+                    "--host",
+                    host or settings.host,
+                    "--port",
+                    str(port or settings.port),
+                    *proxy_header_args(settings),
+                    "--workers",
+                    str(n),
+                    "--log-level",
+                    "info",
+                    # uvicorn's default (5 s) killed workers that were only starved of
+                    # CPU under load (issue #26); a hung one is still replaced
+                    "--timeout-worker-healthcheck",
+                    str(settings.api_worker_healthcheck_s),
+                    "--timeout-graceful-shutdown",
+                    str(GRACEFUL_SHUTDOWN_S),
+                ],
+                env,
+            ),
+        ]
+    )
     _stop_on_signals(supervisor.stopping)
     try:
         supervisor.run()
@@ -185,8 +215,14 @@ def _serve_with_controller(settings: Settings, url: str, host: str | None, port:
     # shutdown hooks, not code after run(), stop the controller (its testbed), then the cluster
     api.state.on_shutdown.extend([controller.stop, POOL.close_all, *([pg.stop] if pg is not None else [])])
     with controller:
-        uvicorn.run(api, host=host or settings.host, port=port or settings.port, log_level="info",
-                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **proxy_header_options(settings))
+        uvicorn.run(
+            api,
+            host=host or settings.host,
+            port=port or settings.port,
+            log_level="info",
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            **proxy_header_options(settings),
+        )
 
 
 @app.command()

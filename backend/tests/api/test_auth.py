@@ -41,16 +41,18 @@ def _two_tenants(client: TestClient, session: Session) -> tuple[dict[str, str], 
     a = client.post("/api/v1/tenants", json=tenant_body("a", 11, 101), headers=op).json()["id"]
     b = client.post("/api/v1/tenants", json=tenant_body("b", 12, 102), headers=op).json()["id"]
     st = slice_type_id(client, op, "Best Effort")
-    slice_b = client.post("/api/v1/slices", json={"name": "b1", "tenant_id": b, "slice_type_id": st},
-                          headers=op).json()["id"]
+    slice_b = client.post(
+        "/api/v1/slices", json={"name": "b1", "tenant_id": b, "slice_type_id": st}, headers=op
+    ).json()["id"]
     return op, a, b, slice_b
 
 
 def test_tenant_sees_only_its_own_objects(client: TestClient, session: Session) -> None:
     op, a, b, slice_b = _two_tenants(client, session)
     st = slice_type_id(client, op, "Low Latency")
-    slice_a = client.post("/api/v1/slices", json={"name": "a1", "tenant_id": a, "slice_type_id": st},
-                          headers=op).json()["id"]
+    slice_a = client.post(
+        "/api/v1/slices", json={"name": "a1", "tenant_id": a, "slice_type_id": st}, headers=op
+    ).json()["id"]
     make_user(session, "viewer-a", Role.TENANT, tenant_id=a)
     ta = login(client, "viewer-a")
     assert client.get(f"/api/v1/slices/{slice_b}", headers=ta).status_code == 404
@@ -85,11 +87,16 @@ def test_integrator_key_scopes(client: TestClient, session: Session) -> None:
     # an integrator's login reads only, so its own keys do (#27); an operator grants more
     r = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"]}, headers=it)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "scopes", r.text
-    rw = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"], "user_id": integ.id},
-                     headers=op).json()
+    rw = client.post(
+        "/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"], "user_id": integ.id}, headers=op
+    ).json()
     assert rw["user_id"] == integ.id
-    assert client.post("/api/v1/tenants", json=tenant_body("c", 13, 103),
-                       headers={"Authorization": f"Bearer {rw['secret']}"}).status_code == 201
+    assert (
+        client.post(
+            "/api/v1/tenants", json=tenant_body("c", 13, 103), headers={"Authorization": f"Bearer {rw['secret']}"}
+        ).status_code
+        == 201
+    )
     # revoked keys stop working at once
     assert client.delete(f"/api/v1/api-keys/{rw['id']}", headers=it).status_code == 204
     assert client.get("/api/v1/tenants", headers={"X-API-Key": rw["secret"]}).status_code == 401
@@ -111,13 +118,18 @@ def test_refresh_tokens_rotate(client: TestClient, session: Session) -> None:
     tokens = client.post("/api/v1/login/access-token", data={"username": "op", "password": PASSWORD}).json()
     fresh = client.post("/api/v1/login/refresh", json={"refresh_token": tokens["refresh_token"]})
     assert fresh.status_code == 200
-    assert client.get("/api/v1/users/me",
-                      headers={"Authorization": f"Bearer {fresh.json()['access_token']}"}).json()["username"] == "op"
+    assert (
+        client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {fresh.json()['access_token']}"}).json()[
+            "username"
+        ]
+        == "op"
+    )
     again = client.post("/api/v1/login/refresh", json={"refresh_token": tokens["refresh_token"]})
     assert again.status_code == 401  # a refresh token works once
     client.post("/api/v1/login/logout", json={"refresh_token": fresh.json()["refresh_token"]})
-    assert client.post("/api/v1/login/refresh",
-                       json={"refresh_token": fresh.json()["refresh_token"]}).status_code == 401
+    assert (
+        client.post("/api/v1/login/refresh", json={"refresh_token": fresh.json()["refresh_token"]}).status_code == 401
+    )
 
 
 def test_tampered_token_is_refused(client: TestClient, session: Session) -> None:

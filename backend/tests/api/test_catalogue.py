@@ -10,16 +10,23 @@ from tests.factories import login, make_user
 
 # Transcribed independently of the migration, from the paper's Table 1 (name, classes, lanes).
 EXPECTED = [
-    ("Best Effort", 1, [0]), ("Best Effort Reliable", 1, [1]), ("Low Latency", 1, [2]),
-    ("Low Latency Reliable", 1, [3]), ("Ultra-Low Latency Reliable", 1, [4]),
-    ("Ultra-Low Latency High-Reliable", 1, [5]), ("Critical Communications", 1, [6]),
-    ("Network Control", 1, [7]), ("Dual Best Effort + Low Latency", 2, [0, 2]),
-    ("Dual Best Effort + Low Latency Reliable", 2, [1, 3]), ("Dual Best Effort + Ultra-Low Latency", 2, [0, 4]),
+    ("Best Effort", 1, [0]),
+    ("Best Effort Reliable", 1, [1]),
+    ("Low Latency", 1, [2]),
+    ("Low Latency Reliable", 1, [3]),
+    ("Ultra-Low Latency Reliable", 1, [4]),
+    ("Ultra-Low Latency High-Reliable", 1, [5]),
+    ("Critical Communications", 1, [6]),
+    ("Network Control", 1, [7]),
+    ("Dual Best Effort + Low Latency", 2, [0, 2]),
+    ("Dual Best Effort + Low Latency Reliable", 2, [1, 3]),
+    ("Dual Best Effort + Ultra-Low Latency", 2, [0, 4]),
     ("Dual Best Effort + Ultra-Low Latency Reliable", 2, [1, 5]),
     ("Dual Best Effort Reliable + Critical Communications", 2, [1, 6]),
     ("Triple Best Effort + Low-Latency + Ultra Low Latency", 3, [0, 2, 4]),
     ("Triple Best Effort + Low-Latency + Ultra Low Latency Reliable", 3, [1, 3, 5]),
-    ("Flexible Slice", 4, [0, 2, 4, 6]), ("Reliable Flexible Slice", 4, [1, 3, 5, 6]),
+    ("Flexible Slice", 4, [0, 2, 4, 6]),
+    ("Reliable Flexible Slice", 4, [1, 3, 5, 6]),
 ]
 
 

@@ -18,18 +18,27 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     return login(client, "op")
 
 
-def test_slice_and_backend_deletes_name_what_depends(client: TestClient, session: Session,
-                                                    op: dict[str, str]) -> None:
+def test_slice_and_backend_deletes_name_what_depends(client: TestClient, session: Session, op: dict[str, str]) -> None:
     # a backend whose data plane is not running: registering and deleting need no data plane
-    b = client.post("/api/v1/backends", json={"name": "edge-1", "driver": "p4rt",
-                                              "options": {"address": f"127.0.0.1:{free_port()}"}}, headers=op)
+    b = client.post(
+        "/api/v1/backends",
+        json={"name": "edge-1", "driver": "p4rt", "options": {"address": f"127.0.0.1:{free_port()}"}},
+        headers=op,
+    )
     assert b.status_code == 201, b.text
     bid = b.json()["id"]
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    s = client.post("/api/v1/slices", json={
-        "name": "embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "services": [{"name": "q0", "lane": 0, "dst_ports": [{"lo": 5000, "hi": 5007}]}], "backend_ids": [bid]},
-        headers=op)
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "services": [{"name": "q0", "lane": 0, "dst_ports": [{"lo": 5000, "hi": 5007}]}],
+            "backend_ids": [bid],
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     sid = s.json()["id"]
 

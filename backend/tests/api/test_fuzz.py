@@ -42,8 +42,11 @@ def live_url(db_url: str) -> Iterator[str]:
     # the expensive endpoints' per-user budget would otherwise turn most examples into 429s
     app_settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, rate_limit_expensive="100000/minute")
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(app_settings, db_url), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(app_settings, db_url), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -63,10 +66,16 @@ def test_no_server_errors_and_no_answer_contradicts_the_openapi(live_url: str, s
         headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
         t = http.post("/api/v1/tenants", json=tenant_body(), headers=headers).json()["id"]
         st = slice_type_id(http, headers, "Flexible Slice")  # type: ignore[arg-type]
-        http.post("/api/v1/slices", json={"name": "s", "tenant_id": t, "slice_type_id": st,
-                                          "services": [{"name": "be", "lane": 0}]}, headers=headers)
-        http.post("/api/v1/subscribers", json={"tenant_id": t, "imsi": "001010000000001", "ue_ip": "10.45.0.1"},
-                  headers=headers)
+        http.post(
+            "/api/v1/slices",
+            json={"name": "s", "tenant_id": t, "slice_type_id": st, "services": [{"name": "be", "lane": 0}]},
+            headers=headers,
+        )
+        http.post(
+            "/api/v1/subscribers",
+            json={"tenant_id": t, "imsi": "001010000000001", "ue_ip": "10.45.0.1"},
+            headers=headers,
+        )
     schema = schemathesis.openapi.from_url(f"{live_url}/api/v1/openapi.json")
     operations = [r.ok() for r in schema.get_all_operations()]
     assert len(operations) > 20

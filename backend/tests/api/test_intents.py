@@ -30,17 +30,29 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     return login(client, "op")
 
 
-def _tenant_with_slice(client: TestClient, op: dict[str, str], name: str, vni: int, vlan: int, net: str,
-                       backend_ids: list[int]) -> tuple[int, int]:
+def _tenant_with_slice(
+    client: TestClient, op: dict[str, str], name: str, vni: int, vlan: int, net: str, backend_ids: list[int]
+) -> tuple[int, int]:
     t = client.post("/api/v1/tenants", json=tenant_body(name, vni, vlan), headers=op).json()["id"]
-    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-                for i, lane in enumerate([0, 2, 4, 6])]
-    s = client.post("/api/v1/slices", json={
-        "name": f"{name}-embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "services": services, "backend_ids": backend_ids}, headers=op)
+    services = [
+        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+        for i, lane in enumerate([0, 2, 4, 6])
+    ]
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": f"{name}-embb",
+            "tenant_id": t,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "services": services,
+            "backend_ids": backend_ids,
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"{imsi(vni * 1000 + u)},{net}.{u},{vni * 1000 + u},{name},{name}-embb\n" for u in range(UES))
+        f"{imsi(vni * 1000 + u)},{net}.{u},{vni * 1000 + u},{name},{name}-embb\n" for u in range(UES)
+    )
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
     return t, s.json()["id"]
@@ -49,8 +61,9 @@ def _tenant_with_slice(client: TestClient, op: dict[str, str], name: str, vni: i
 @pytest.fixture
 def world(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> dict[str, Any]:
     target = start_target("--priority-queues", "8")
-    b = client.post("/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": target.address}},
-                    headers=op)
+    b = client.post(
+        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": target.address}}, headers=op
+    )
     assert b.status_code == 201, b.text
     bid = b.json()["id"]
     ta, sa = _tenant_with_slice(client, op, "mvno-a", 5001, 100, "10.45.0", [bid])
@@ -62,8 +75,9 @@ def native(u: int, lane: int = 6, **extra: Any) -> dict[str, Any]:
     return {"operation": "insert", "imsi": [imsi(5001 * 1000 + u)], "dst_ports": [[5000, 5007]], "lane": lane, **extra}
 
 
-def test_create_read_entries_and_delete(client: TestClient, session: Session, op: dict[str, str],
-                                        world: dict[str, Any]) -> None:
+def test_create_read_entries_and_delete(
+    client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]
+) -> None:
     r = client.post("/api/v1/intents", json=native(7), headers=op)
     assert r.status_code == 201, r.text
     body = r.json()
@@ -97,18 +111,20 @@ def test_create_read_entries_and_delete(client: TestClient, session: Session, op
     assert client.get(f"/api/v1/intents/{it['id']}", headers=op).status_code == 404
     after = client.get(f"/api/v1/backends/{world['backend']}/preview", headers=op).json()
     assert not any(r["note"].startswith("intent #") for r in after["ir"]["rules"])
-    audit = session.scalars(select(AuditLog.action).where(AuditLog.object_type == "intent")
-                            .order_by(AuditLog.id)).all()
+    audit = session.scalars(select(AuditLog.action).where(AuditLog.object_type == "intent").order_by(AuditLog.id)).all()
     assert audit == ["create", "delete"]
 
 
-@pytest.mark.parametrize(("extra", "qos"), [
-    ({"action": "rate_limit", "rate_mbps": 2.5}, {"rate_bps": 2_500_000}),
-    ({"action": "drop"}, {"rate_bps": 0}),
-])
-def test_rate_limit_and_drop_get_a_policer_of_their_own(client: TestClient, op: dict[str, str],
-                                                        world: dict[str, Any], extra: dict[str, Any],
-                                                        qos: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("extra", "qos"),
+    [
+        ({"action": "rate_limit", "rate_mbps": 2.5}, {"rate_bps": 2_500_000}),
+        ({"action": "drop"}, {"rate_bps": 0}),
+    ],
+)
+def test_rate_limit_and_drop_get_a_policer_of_their_own(
+    client: TestClient, op: dict[str, str], world: dict[str, Any], extra: dict[str, Any], qos: dict[str, int]
+) -> None:
     """One UE of 100: its flows get a sub-slice (the parent's ref, the intent's policer) on
     the backend; the slice's other UEs keep the slice's id; DELETE restores the rule set."""
     before = client.get(f"/api/v1/backends/{world['backend']}/preview", headers=op).json()["ir"]
@@ -125,8 +141,11 @@ def test_rate_limit_and_drop_get_a_policer_of_their_own(client: TestClient, op: 
     assert sub["ref"] == world["slice_a"] and {k: sub["qos"][k] for k in qos} == qos
     assert sub["slice_id"] != parent["slice_id"]
     # the detail names the policer there and what the data plane counted for it (no traffic yet)
-    assert entries["policer"] == {"slice_id": sub["slice_id"], "rate_bps": qos["rate_bps"],
-                                  "burst_ms": sub["qos"]["burst_ms"]}
+    assert entries["policer"] == {
+        "slice_id": sub["slice_id"],
+        "rate_bps": qos["rate_bps"],
+        "burst_ms": sub["qos"]["burst_ms"],
+    }
     assert entries["counters"] == {"packets": 0, "drops": {}}
     ue7 = (10 << 24) | (45 << 16) | 7
     assert entries["rules"] and all(e["action"]["slice_id"] == sub["slice_id"] for e in entries["rules"])
@@ -147,8 +166,15 @@ def test_rate_limit_needs_a_free_policer_slot(client: TestClient, session: Sessi
     from sliceportal.core.config import REPO_ROOT
     from sliceportal_testbed.processes import free_port
 
-    b = client.post("/api/v1/backends", json={"name": "nf-small", "driver": "netfpga", "options": {
-        "address": f"unix:{REPO_ROOT}/var/run/h2-absent-{free_port()}.sock", "rate_slices": 2}}, headers=op)
+    b = client.post(
+        "/api/v1/backends",
+        json={
+            "name": "nf-small",
+            "driver": "netfpga",
+            "options": {"address": f"unix:{REPO_ROOT}/var/run/h2-absent-{free_port()}.sock", "rate_slices": 2},
+        },
+        headers=op,
+    )
     assert b.status_code == 201, b.text
     _tenant_with_slice(client, op, "mvno-c", 5003, 300, "10.47.0", [b.json()["id"]])
     for extra in ({"action": "rate_limit", "rate_mbps": 5}, {"action": "drop"}):
@@ -172,8 +198,9 @@ def test_idempotency_key(client: TestClient, session: Session, op: dict[str, str
     assert session.scalar(select(func.count()).select_from(Intent)) == 1
     # remembering the first answer is no change: one audit row, version 1
     made = first.json()["intents"][0]["id"]
-    assert session.scalars(select(AuditLog.action).where(AuditLog.object_type == "intent",
-                                                         AuditLog.object_id == made)).all() == ["create"]
+    assert session.scalars(
+        select(AuditLog.action).where(AuditLog.object_type == "intent", AuditLog.object_id == made)
+    ).all() == ["create"]
     assert client.get(f"/api/v1/intents/{made}", headers=op).json()["version"] == 1
     other = client.post("/api/v1/intents", json=native(4), headers=key)
     assert other.status_code == 409 and other.json()["errors"][0]["field"] == "Idempotency-Key"
@@ -184,33 +211,44 @@ def test_idempotency_key(client: TestClient, session: Session, op: dict[str, str
     assert session.scalar(select(func.count()).select_from(Intent)) == 2
 
 
-def test_conflict_names_both_and_changes_nothing(client: TestClient, session: Session, op: dict[str, str],
-                                                 world: dict[str, Any]) -> None:
+def test_conflict_names_both_and_changes_nothing(
+    client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]
+) -> None:
     a = client.post("/api/v1/intents", json=native(9, lane=6), headers=op).json()["intents"][0]["id"]
     # a /28 around UE 9, ports overlapping 5000-5007, another lane
-    r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.45.0.0/28",
-                                             "dst_ports": [[5004, 5004]], "lane": 2}, headers=op)
+    r = client.post(
+        "/api/v1/intents",
+        json={"operation": "insert", "ue": "10.45.0.0/28", "dst_ports": [[5004, 5004]], "lane": 2},
+        headers=op,
+    )
     assert r.status_code == 409, r.text
     assert f"intent {a} (prioritise into lane 6" in r.json()["detail"] and "lane 2" in r.json()["detail"]
     assert session.scalar(select(func.count()).select_from(Intent)) == 1
     # disjoint ports: fine
-    ok = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.45.0.0/28",
-                                              "dst_ports": [[5008, 5015]], "lane": 2}, headers=op)
+    ok = client.post(
+        "/api/v1/intents",
+        json={"operation": "insert", "ue": "10.45.0.0/28", "dst_ports": [[5008, 5015]], "lane": 2},
+        headers=op,
+    )
     assert ok.status_code == 201, ok.text
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"operation": "insert", "imsi": ["001019999999999"], "lane": 6}, "imsi"),  # nobody's IMSI
-    ({"operation": "insert", "ue": "10.45.1.7", "lane": 6}, "ue"),  # no such UE
-    ({"operation": "insert", "imsi": [imsi(5001007)], "lane": 5}, "lane"),  # Flexible Slice has 0/2/4/6
-    ({"operation": "insert", "imsi": [imsi(5001007)], "action": "rate_limit", "rate_mbps": 0}, "rate_mbps"),
-    ({"operation": "insert", "imsi": [imsi(5001007)], "action": "rate_limit", "rate_mbps": -1}, "rate_mbps"),
-    ({"operation": "insert", "imsi": [imsi(5001007)], "lane": 6, "protocol": "tcp"}, "protocol"),
-    ({"operation": "insert", "imsi": [imsi(5001007)], "action": "steer", "rr_path": 99}, "rr_path"),
-    ({"operation": "insert", "imsi": [imsi(5001007)], "teid": 1, "lane": 6}, "teid"),  # not this UE's TEID
-])
-def test_refusals_name_the_field(client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any],
-                                 body: dict[str, Any], field: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"operation": "insert", "imsi": ["001019999999999"], "lane": 6}, "imsi"),  # nobody's IMSI
+        ({"operation": "insert", "ue": "10.45.1.7", "lane": 6}, "ue"),  # no such UE
+        ({"operation": "insert", "imsi": [imsi(5001007)], "lane": 5}, "lane"),  # Flexible Slice has 0/2/4/6
+        ({"operation": "insert", "imsi": [imsi(5001007)], "action": "rate_limit", "rate_mbps": 0}, "rate_mbps"),
+        ({"operation": "insert", "imsi": [imsi(5001007)], "action": "rate_limit", "rate_mbps": -1}, "rate_mbps"),
+        ({"operation": "insert", "imsi": [imsi(5001007)], "lane": 6, "protocol": "tcp"}, "protocol"),
+        ({"operation": "insert", "imsi": [imsi(5001007)], "action": "steer", "rr_path": 99}, "rr_path"),
+        ({"operation": "insert", "imsi": [imsi(5001007)], "teid": 1, "lane": 6}, "teid"),  # not this UE's TEID
+    ],
+)
+def test_refusals_name_the_field(
+    client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any], body: dict[str, Any], field: str
+) -> None:
     r = client.post("/api/v1/intents", json=body, headers=op)
     assert r.status_code == 422, r.text
     assert r.json()["errors"][0]["field"] == field, r.json()
@@ -219,8 +257,11 @@ def test_refusals_name_the_field(client: TestClient, session: Session, op: dict[
 
 def test_tenant_scope(client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]) -> None:
     integ = make_user(session, "integrator", Role.INTEGRATOR)
-    key = client.post("/api/v1/api-keys", json={"name": "b", "scopes": ["read", "write", "deploy"],
-                                                "tenant_id": world["tenant_b"], "user_id": integ.id}, headers=op)
+    key = client.post(
+        "/api/v1/api-keys",
+        json={"name": "b", "scopes": ["read", "write", "deploy"], "tenant_id": world["tenant_b"], "user_id": integ.id},
+        headers=op,
+    )
     assert key.status_code == 201, key.text
     as_b = {"X-API-Key": key.json()["secret"]}
     # tenant B's key naming tenant A's UE: refused, naming the UE; nothing stored
@@ -228,8 +269,11 @@ def test_tenant_scope(client: TestClient, session: Session, op: dict[str, str], 
     assert r.status_code == 422 and imsi(5001007) in r.json()["detail"], r.text
     r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.45.0.7", "lane": 6}, headers=as_b)
     assert r.status_code == 422 and "10.45.0.7" in r.json()["detail"]
-    r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.46.0.7", "lane": 6,
-                                             "slice_ref": world["slice_a"]}, headers=as_b)
+    r = client.post(
+        "/api/v1/intents",
+        json={"operation": "insert", "ue": "10.46.0.7", "lane": 6, "slice_ref": world["slice_a"]},
+        headers=as_b,
+    )
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "slice_ref"
     # its own UE: fine (slice B has no backend: nothing to push)
     mine = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.46.0.7", "lane": 6}, headers=as_b)
@@ -265,17 +309,26 @@ def test_listing1_insert_and_delete(client: TestClient, op: dict[str, str], worl
     assert rule["match"]["teid"]["value"] == 5001 * 1000 + 2 and rule["match"]["dst_port"]["value"] == 6000
     # the slice's services are untouched (an intent is not a slice-wide service class)
     assert len(client.get(f"/api/v1/slices/{world['slice_a']}/services", headers=op).json()) == 4
-    deleted = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "actionType": "DELETE"}},
-                          headers=op)
+    deleted = client.post(
+        "/api/v1/intents", json={**intent, "Action": {**intent["Action"], "actionType": "DELETE"}}, headers=op
+    )
     assert deleted.status_code == 201 and deleted.json()["operation"] == "delete"
     assert client.get("/api/v1/intents", headers=op).json()["count"] == 0
 
 
-def test_prefix_spanning_two_slices_needs_slice_ref(client: TestClient, op: dict[str, str],
-                                                   world: dict[str, Any]) -> None:
-    other = client.post("/api/v1/slices", json={
-        "name": "iot", "tenant_id": world["tenant_a"], "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "backend_ids": []}, headers=op)
+def test_prefix_spanning_two_slices_needs_slice_ref(
+    client: TestClient, op: dict[str, str], world: dict[str, Any]
+) -> None:
+    other = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "iot",
+            "tenant_id": world["tenant_a"],
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "backend_ids": [],
+        },
+        headers=op,
+    )
     assert other.status_code == 201, other.text
     csv = f"imsi,ue_ip,teids,tenant,slices\n{imsi(5001999)},10.45.0.200,5001999,mvno-a,iot\n"
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
@@ -292,13 +345,17 @@ def test_prefix_spanning_two_slices_needs_slice_ref(client: TestClient, op: dict
     assert covered and not any(ue200 & m == v for v, m in covered)
     assert all(any(((10 << 24) | (45 << 16) | u) & m == v for v, m in covered) for u in range(UES))
     # a single UE outside the slice named: refused, naming it
-    r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.45.0.200", "lane": 6,
-                                             "slice_ref": world["slice_a"]}, headers=op)
+    r = client.post(
+        "/api/v1/intents",
+        json={"operation": "insert", "ue": "10.45.0.200", "lane": 6, "slice_ref": world["slice_a"]},
+        headers=op,
+    )
     assert r.status_code == 422 and "10.45.0.200" in r.json()["detail"]
 
 
-def test_concurrent_retries_with_one_key_make_one_intent(client: TestClient, session: Session, op: dict[str, str],
-                                                         world: dict[str, Any]) -> None:
+def test_concurrent_retries_with_one_key_make_one_intent(
+    client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]
+) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     key = {**op, "Idempotency-Key": "race-1"}

@@ -33,8 +33,7 @@ def test_operation_ids_are_unique_snake_case_verbs(spec: dict[str, Any]) -> None
 
 def test_credentials_are_security_schemes_on_every_protected_operation(spec: dict[str, Any]) -> None:
     schemes = spec["components"]["securitySchemes"]
-    assert schemes["APIKeyHeader"] == {**schemes["APIKeyHeader"], "type": "apiKey", "in": "header",
-                                       "name": "X-API-Key"}
+    assert schemes["APIKeyHeader"] == {**schemes["APIKeyHeader"], "type": "apiKey", "in": "header", "name": "X-API-Key"}
     assert schemes["OAuth2PasswordBearer"]["type"] == "oauth2"
     unguarded = []
     for path, method, op in _operations(spec):

@@ -38,19 +38,26 @@ def world(client: TestClient, session: Session) -> dict[str, Any]:
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
     t = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1, ue_pool="10.45.0.0/16"), headers=op).json()
-    slices = [client.post("/api/v1/slices", headers=op, json={
-        "name": name, "tenant_id": t["id"], "slice_type_id": slice_type_id(client, op, "Best Effort")}).json()
-        for name in ("iot", "video")]
+    slices = [
+        client.post(
+            "/api/v1/slices",
+            headers=op,
+            json={"name": name, "tenant_id": t["id"], "slice_type_id": slice_type_id(client, op, "Best Effort")},
+        ).json()
+        for name in ("iot", "video")
+    ]
     # 60 UEs: every one in "iot", the even ones in "video" too
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.1.{u + 1},{u + 1},red,\"iot{';video' if u % 2 == 0 else ''}\"\n" for u in range(60))
+        f'00101{u:010d},10.45.1.{u + 1},{u + 1},red,"iot{";video" if u % 2 == 0 else ""}"\n' for u in range(60)
+    )
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
     return {"op": op, "tenant": t["id"], "iot": slices[0]["id"], "video": slices[1]["id"]}
 
 
-def test_list_page_costs_the_same_statements_for_5_and_50_rows(client: TestClient, db_url: str,
-                                                                world: dict[str, Any]) -> None:
+def test_list_page_costs_the_same_statements_for_5_and_50_rows(
+    client: TestClient, db_url: str, world: dict[str, Any]
+) -> None:
     counts = []
     for limit in (5, 50):
         with statements(db_url) as seen:
@@ -63,27 +70,35 @@ def test_list_page_costs_the_same_statements_for_5_and_50_rows(client: TestClien
     assert counts[1] <= 4, counts
 
 
-def test_list_and_read_answer_memberships_without_loading_slices(client: TestClient, db_url: str,
-                                                                 world: dict[str, Any]) -> None:
+def test_list_and_read_answer_memberships_without_loading_slices(
+    client: TestClient, db_url: str, world: dict[str, Any]
+) -> None:
     with statements(db_url) as seen:
-        page = client.get(f"/api/v1/subscribers?limit=50&sort=imsi&slice_id={world['video']}",
-                          headers=world["op"]).json()
+        page = client.get(
+            f"/api/v1/subscribers?limit=50&sort=imsi&slice_id={world['video']}", headers=world["op"]
+        ).json()
         one = client.get(f"/api/v1/subscribers/{page['data'][0]['id']}", headers=world["op"])
     assert page["count"] == 30
     assert all(s["slice_ids"] == sorted([world["iot"], world["video"]]) for s in page["data"])
     assert one.json()["slice_ids"] == sorted([world["iot"], world["video"]])
     assert not [s for s in seen if "FROM slice" in s or "FROM backend" in s or "service_class" in s]
-    odd = client.get(f"/api/v1/subscribers?limit=50&offset=30&sort=imsi&tenant_id={world['tenant']}",
-                     headers=world["op"]).json()
-    assert [len(s["slice_ids"]) for s in odd["data"]] == [2 if int(s["imsi"]) % 2 == 0 else 1
-                                                          for s in odd["data"]]
+    odd = client.get(
+        f"/api/v1/subscribers?limit=50&offset=30&sort=imsi&tenant_id={world['tenant']}", headers=world["op"]
+    ).json()
+    assert [len(s["slice_ids"]) for s in odd["data"]] == [2 if int(s["imsi"]) % 2 == 0 else 1 for s in odd["data"]]
 
 
 def test_create_with_slices_answers_their_ids(client: TestClient, db_url: str, world: dict[str, Any]) -> None:
-    body = {"tenant_id": world["tenant"], "imsi": "001019999999999", "ue_ip": "10.45.9.9", "teids": [999],
-            "slice_ids": [world["video"], world["iot"]]}
+    body = {
+        "tenant_id": world["tenant"],
+        "imsi": "001019999999999",
+        "ue_ip": "10.45.9.9",
+        "teids": [999],
+        "slice_ids": [world["video"], world["iot"]],
+    }
     r = client.post("/api/v1/subscribers", json=body, headers=world["op"])
     assert r.status_code == 201, r.text
     assert sorted(r.json()["slice_ids"]) == sorted([world["iot"], world["video"]])
     assert client.get(f"/api/v1/subscribers/{r.json()['id']}", headers=world["op"]).json()["slice_ids"] == sorted(
-        [world["iot"], world["video"]])
+        [world["iot"], world["video"]]
+    )

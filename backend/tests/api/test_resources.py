@@ -53,28 +53,40 @@ def test_paging_sorting_search(client: TestClient, op: dict[str, str]) -> None:
 def test_slice_with_services_and_subscribers(client: TestClient, op: dict[str, str]) -> None:
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     st = slice_type_id(client, op, "Flexible Slice")
-    body = {"name": "embb", "tenant_id": t, "slice_type_id": st,
-            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
-            "services": [{"name": "be", "lane": 0, "dst_ports": [{"lo": 5000, "hi": 5006}]},
-                         {"name": "crit", "lane": 6, "dst_ports": [{"lo": 5024, "hi": 5030}], "dscp": [46]}]}
+    body = {
+        "name": "embb",
+        "tenant_id": t,
+        "slice_type_id": st,
+        "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
+        "services": [
+            {"name": "be", "lane": 0, "dst_ports": [{"lo": 5000, "hi": 5006}]},
+            {"name": "crit", "lane": 6, "dst_ports": [{"lo": 5024, "hi": 5030}], "dscp": [46]},
+        ],
+    }
     r = client.post("/api/v1/slices", json=body, headers=op)
     assert r.status_code == 201, r.text
     s = r.json()
     assert s["state"] == "draft" and s["lanes"] == [0, 2, 4, 6] and s["sla"]["rate_limit_mbps"] == 48
     assert [(c["name"], c["lane"], c["dst_ports"]) for c in s["services"]] == [
-        ("be", 0, [{"lo": 5000, "hi": 5006}]), ("crit", 6, [{"lo": 5024, "hi": 5030}])]
+        ("be", 0, [{"lo": 5000, "hi": 5006}]),
+        ("crit", 6, [{"lo": 5024, "hi": 5030}]),
+    ]
     svc = client.post(f"/api/v1/slices/{s['id']}/services", json={"name": "ll", "lane": 4}, headers=op)
     assert svc.status_code == 201
-    upd = client.patch(f"/api/v1/slices/{s['id']}/services/{svc.json()['id']}",
-                       json={"lane": 2, "version": 1}, headers=op)
+    upd = client.patch(
+        f"/api/v1/slices/{s['id']}/services/{svc.json()['id']}", json={"lane": 2, "version": 1}, headers=op
+    )
     assert upd.status_code == 200 and upd.json()["lane"] == 2
-    sub = client.post("/api/v1/subscribers", json={"tenant_id": t, "imsi": "001010000000001",
-                                                   "ue_ip": "10.45.0.1", "teids": [1], "slice_ids": [s["id"]]},
-                      headers=op)
+    sub = client.post(
+        "/api/v1/subscribers",
+        json={"tenant_id": t, "imsi": "001010000000001", "ue_ip": "10.45.0.1", "teids": [1], "slice_ids": [s["id"]]},
+        headers=op,
+    )
     assert sub.status_code == 201 and sub.json()["slice_ids"] == [s["id"]]
     assert client.get("/api/v1/subscribers", params={"slice_id": s["id"]}, headers=op).json()["count"] == 1
     assert client.get("/api/v1/subscribers", params={"q": "10.45.0.1"}, headers=op).json()["count"] == 1
     # SLA consistency is validated as a whole
-    bad = client.patch(f"/api/v1/slices/{s['id']}", json={"sla": {"ecn_delay_ms": 50, "max_delay_ms": 20},
-                                                          "version": 1}, headers=op)
+    bad = client.patch(
+        f"/api/v1/slices/{s['id']}", json={"sla": {"ecn_delay_ms": 50, "max_delay_ms": 20}, "version": 1}, headers=op
+    )
     assert bad.status_code == 422

@@ -24,15 +24,21 @@ def world(client: TestClient, session: Session) -> dict[str, Any]:
     for name, vni, net in (("red", 1, "10.45"), ("blue", 2, "10.46")):
         t = client.post("/api/v1/tenants", json=tenant_body(name, vni, vni, ue_pool=f"{net}.0.0/16"), headers=op)
         ids[name] = t.json()["id"]
-        s = client.post("/api/v1/slices", json={"name": f"{name}-iot", "tenant_id": ids[name],
-                                                "slice_type_id": slice_type_id(client, op, "Best Effort")},
-                        headers=op)
+        s = client.post(
+            "/api/v1/slices",
+            json={
+                "name": f"{name}-iot",
+                "tenant_id": ids[name],
+                "slice_type_id": slice_type_id(client, op, "Best Effort"),
+            },
+            headers=op,
+        )
         ids[f"{name}-iot"] = s.json()["id"]
         # 10 UEs per tenant, the first 4 in the slice
         csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-            f"0010{vni}{u:010d},{net}.{u // 5}.{u + 1},,{name},{f'{name}-iot' if u < 4 else ''}\n" for u in range(10))
-        r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")},
-                        headers=op)
+            f"0010{vni}{u:010d},{net}.{u // 5}.{u + 1},,{name},{f'{name}-iot' if u < 4 else ''}\n" for u in range(10)
+        )
+        r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
         assert r.status_code == 201, r.text
     return {"op": op, **ids}
 
@@ -42,8 +48,9 @@ def _count(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(Subscriber)) or 0
 
 
-def test_deletes_what_the_filter_matches_and_audits_it(client: TestClient, session: Session,
-                                                       world: dict[str, Any]) -> None:
+def test_deletes_what_the_filter_matches_and_audits_it(
+    client: TestClient, session: Session, world: dict[str, Any]
+) -> None:
     op = world["op"]
     listed = client.get("/api/v1/subscribers", params={"slice_id": world["red-iot"]}, headers=op).json()
     assert listed["count"] == 4

@@ -17,8 +17,9 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     return login(client, "op")
 
 
-def test_duplicate_vni_vlan_and_overlapping_pool_together(client: TestClient, session: Session,
-                                                          op: dict[str, str]) -> None:
+def test_duplicate_vni_vlan_and_overlapping_pool_together(
+    client: TestClient, session: Session, op: dict[str, str]
+) -> None:
     first = client.post("/api/v1/tenants", json=tenant_body("red", 7, 70, ue_pool="10.50.0.0/16"), headers=op)
     assert first.status_code == 201
     r = client.post("/api/v1/tenants", json=tenant_body("red", 7, 70, ue_pool="10.50.3.0/24"), headers=op)
@@ -27,8 +28,11 @@ def test_duplicate_vni_vlan_and_overlapping_pool_together(client: TestClient, se
     assert session.scalar(select(func.count()).select_from(Tenant)) == 1
     # a change the same: all at once, nothing changed
     blue = client.post("/api/v1/tenants", json=tenant_body("blue", 8, 80), headers=op).json()
-    r = client.patch(f"/api/v1/tenants/{blue['id']}", json={"vni": 7, "vlan": 70, "ue_pool": "10.50.0.0/24",
-                                                            "version": 1}, headers=op)
+    r = client.patch(
+        f"/api/v1/tenants/{blue['id']}",
+        json={"vni": 7, "vlan": 70, "ue_pool": "10.50.0.0/24", "version": 1},
+        headers=op,
+    )
     assert r.status_code == 409 and [e["field"] for e in r.json()["errors"]] == ["vni", "vlan", "ue_pool"]
     assert client.get(f"/api/v1/tenants/{blue['id']}", headers=op).json()["vni"] == 8
     # one clash alone keeps its own title; a tenant's own values are no clash

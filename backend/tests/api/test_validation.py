@@ -21,8 +21,9 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 
 def _counts(session: Session) -> tuple[int, ...]:
     session.expire_all()
-    return tuple(session.scalar(select(func.count()).select_from(m)) or 0
-                 for m in (Tenant, Slice, Subscriber, AuditLog))
+    return tuple(
+        session.scalar(select(func.count()).select_from(m)) or 0 for m in (Tenant, Slice, Subscriber, AuditLog)
+    )
 
 
 def _assert_problem(r: Any, status: int, field: str) -> None:
@@ -50,13 +51,16 @@ def test_unknown_slice_type_names_the_field(client: TestClient, session: Session
     assert _counts(session) == before
 
 
-def test_service_lane_must_belong_to_the_slice_type(client: TestClient, session: Session,
-                                                    op: dict[str, str]) -> None:
+def test_service_lane_must_belong_to_the_slice_type(client: TestClient, session: Session, op: dict[str, str]) -> None:
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     st = slice_type_id(client, op, "Flexible Slice")
     before = _counts(session)
-    body = {"name": "s", "tenant_id": t, "slice_type_id": st,
-            "services": [{"name": "ok", "lane": 2}, {"name": "bad", "lane": 3}]}
+    body = {
+        "name": "s",
+        "tenant_id": t,
+        "slice_type_id": st,
+        "services": [{"name": "ok", "lane": 2}, {"name": "bad", "lane": 3}],
+    }
     _assert_problem(client.post("/api/v1/slices", json=body, headers=op), 422, "services.1.lane")
     assert _counts(session) == before
 
@@ -75,12 +79,20 @@ def test_duplicate_ue_ip_and_teid(client: TestClient, session: Session, op: dict
     assert _counts(session) == before
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("imsi", "12345"), ("imsi", "00101000000000a"), ("ue_ip", "10.45.0.256"), ("teids", [0]),
-    ("teids", [4_294_967_296]), ("teids", [5, 5]),
-])
-def test_subscriber_field_validation(client: TestClient, session: Session, op: dict[str, str],
-                                     field: str, value: object) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("imsi", "12345"),
+        ("imsi", "00101000000000a"),
+        ("ue_ip", "10.45.0.256"),
+        ("teids", [0]),
+        ("teids", [4_294_967_296]),
+        ("teids", [5, 5]),
+    ],
+)
+def test_subscriber_field_validation(
+    client: TestClient, session: Session, op: dict[str, str], field: str, value: object
+) -> None:
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     body = {"tenant_id": t, "imsi": "001010000000001", "ue_ip": "10.45.0.1", field: value}
     before = _counts(session)

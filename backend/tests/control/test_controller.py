@@ -46,13 +46,23 @@ def _wait(what: str, check: Callable[[], object], timeout_s: float) -> object:
 @pytest.fixture
 def spawn(db_url: str, tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
     procs: list[subprocess.Popen[bytes]] = []
-    env = {**os.environ, "DATABASE_URL": db_url, "DATA_DIR": str(tmp_path), "TESTBED": "false",
-           "RECONCILE_INTERVAL_S": "1", "CONTROLLER_PERIOD_S": str(PERIOD_S)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "DATA_DIR": str(tmp_path),
+        "TESTBED": "false",
+        "RECONCILE_INTERVAL_S": "1",
+        "CONTROLLER_PERIOD_S": str(PERIOD_S),
+    }
     env.pop("SLICEPORTAL_DATABASE_URL_RESOLVED", None)
 
     def start() -> subprocess.Popen[bytes]:
-        p = subprocess.Popen([sys.executable, "-c", "from sliceportal.cli import main; main()", "controller"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [sys.executable, "-c", "from sliceportal.cli import main; main()", "controller"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(p)
         return p
 
@@ -69,13 +79,17 @@ def spawn(db_url: str, tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen
 
 
 def test_killed_leader_process_is_replaced_within_one_period(
-        db_url: str, spawn: Callable[[], subprocess.Popen[bytes]]) -> None:
+    db_url: str, spawn: Callable[[], subprocess.Popen[bytes]]
+) -> None:
     a, b = spawn(), spawn()
     first = _wait("a controller to lead", lambda: _leader(db_url), 120)  # two interpreters importing, on a busy machine
     assert isinstance(first, state.Leader) and first.pid in (a.pid, b.pid)
     # the leader's reconciler runs: its loops are in the heartbeat
-    _wait("the leader's reconciler to succeed", lambda: any(
-        lp["name"] == "reconciler" and lp["last_success"] for lp in (_leader(db_url) or first).loops), 10)
+    _wait(
+        "the leader's reconciler to succeed",
+        lambda: any(lp["name"] == "reconciler" and lp["last_success"] for lp in (_leader(db_url) or first).loops),
+        10,
+    )
     leader, follower = (a, b) if first.pid == a.pid else (b, a)
     assert follower.stdout is not None
     assert b"competing for the lease" in follower.stdout.readline()  # started (imports take seconds here)
@@ -94,17 +108,21 @@ def test_killed_leader_process_is_replaced_within_one_period(
     took = time.monotonic() - killed
     assert took <= PERIOD_S + SLACK_S, f"took over after {took:.2f} s (period {PERIOD_S} s)"
     assert isinstance(hb, state.Leader) and hb.since > first.since
+
     # and it reconciles: its reconciler succeeds after the takeover
     def reconciled() -> bool:
         cur = _leader(db_url)
         return cur is not None and any(
-            lp["name"] == "reconciler" and lp["last_success"]
-            and datetime.fromisoformat(lp["last_success"]) >= hb.since for lp in cur.loops)
+            lp["name"] == "reconciler" and lp["last_success"] and datetime.fromisoformat(lp["last_success"]) >= hb.since
+            for lp in cur.loops
+        )
+
     _wait("the successor's reconciler to succeed", reconciled, PERIOD_S + SLACK_S + 2)
 
 
-def test_health_and_testbed_routes_show_the_controller(client: TestClient, session: Session, db_url: str,
-                                                       settings: Settings) -> None:
+def test_health_and_testbed_routes_show_the_controller(
+    client: TestClient, session: Session, db_url: str, settings: Settings
+) -> None:
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
     h = client.get("/api/v1/health/detail", headers=op).json()

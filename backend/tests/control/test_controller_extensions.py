@@ -17,14 +17,13 @@ from tests.factories import login, make_user
 
 
 def test_without_the_testbed_package_the_controller_runs_and_says_so(
-        client: TestClient, session: Session, db_url: str, settings: Settings,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    client: TestClient, session: Session, db_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the Python environment of an install without the package: no entry point in the group
     monkeypatch.setattr(extensions, "entry_points", lambda **_: EntryPoints(()))
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
-    ctl = Controller(settings.model_copy(update={"testbed": True, "reconcile_interval_s": 0}), db_url,
-                     period_s=1.0)
+    ctl = Controller(settings.model_copy(update={"testbed": True, "reconcile_interval_s": 0}), db_url, period_s=1.0)
     with ctl:
         assert ctl.wait_ready(10)
         assert ctl.testbed is None and ctl.testbed_starts == 0

@@ -42,10 +42,13 @@ def test_lost_lease_keeps_the_testbed_unless_another_leads(db_url: str, session:
     seed_demo(session, users_per_slice=2)
     make_user(session, "op", Role.OPERATOR)
     prefix = f"l{os.getpid() % 10000}-"
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
-                        testbed_prefix=prefix)
-    with TestClient(create_app(settings, db_url)) as client, \
-            running_controller(settings, db_url, period_s=PERIOD_S) as controller:
+    settings = Settings(
+        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300, testbed_prefix=prefix
+    )
+    with (
+        TestClient(create_app(settings, db_url)) as client,
+        running_controller(settings, db_url, period_s=PERIOD_S) as controller,
+    ):
         op = login(client, "op")
         assert client.get("/api/v1/testbed", headers=op).json()["running"]
         assert set(namespaces(prefix)) <= _netns()
@@ -61,8 +64,9 @@ def test_lost_lease_keeps_the_testbed_unless_another_leads(db_url: str, session:
         assert controller.testbed is first and controller.testbed_starts == 1 and first.running
         assert {p.name: p.process.proc.pid for p in first.planes if p.process and p.process.proc} == pids
         assert set(namespaces(prefix)) <= _netns()
-        wait_until("the API to show the testbed", lambda: client.get("/api/v1/testbed", headers=op).json()
-                   .get("running"), 5)
+        wait_until(
+            "the API to show the testbed", lambda: client.get("/api/v1/testbed", headers=op).json().get("running"), 5
+        )
 
         # now another candidate takes the lease while this one is away: the kept testbed goes
         other = LeaderLease(db_url, 0.1, name="other-candidate")
@@ -71,16 +75,27 @@ def test_lost_lease_keeps_the_testbed_unless_another_leads(db_url: str, session:
         try:
             wait_until("the other candidate to lead", lambda: other.leading, 10)
             # the namespaces go before the testbed says it stopped: wait for the whole teardown
-            wait_until("the kept testbed torn down", lambda: controller.parked is None and controller.testbed is None
-                       and not set(namespaces(prefix)) & _netns() and not first.running
-                       and leftovers(prefix) == [], 30)
+            wait_until(
+                "the kept testbed torn down",
+                lambda: (
+                    controller.parked is None
+                    and controller.testbed is None
+                    and not set(namespaces(prefix)) & _netns()
+                    and not first.running
+                    and leftovers(prefix) == []
+                ),
+                30,
+            )
         finally:
             other.stop()
         # and it leads again once the other is gone: a new testbed, reported running
         assert controller.wait_ready(300)
         assert controller.testbed is not None and controller.testbed is not first and controller.testbed.running
         assert controller.testbed_starts == 2
-        wait_until("the API to show the new testbed", lambda: client.get("/api/v1/testbed", headers=op).json()
-                   .get("running"), 5)
+        wait_until(
+            "the API to show the new testbed",
+            lambda: client.get("/api/v1/testbed", headers=op).json().get("running"),
+            5,
+        )
     assert not set(namespaces(prefix)) & _netns()
     assert leftovers(prefix) == []

@@ -36,9 +36,15 @@ def _holders(db_url: str) -> list[int]:
     engine = create_engine(db_url)
     try:
         with engine.connect() as conn:
-            return list(conn.scalars(text(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = :c AND objid = :k"),
-                {"c": LEADER_LOCK_CLASS, "k": CONTROLLER_KEY}))
+            return list(
+                conn.scalars(
+                    text(
+                        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                        " AND classid = :c AND objid = :k"
+                    ),
+                    {"c": LEADER_LOCK_CLASS, "k": CONTROLLER_KEY},
+                )
+            )
     finally:
         engine.dispose()
 
@@ -120,10 +126,10 @@ CANDIDATE_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_killed_leader_process_hands_over_within_one_period(
-        db_url: str, candidates: Callable[[], Candidate]) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", CANDIDATE_SCRIPT, db_url, str(PERIOD_S)],
-                            stdout=subprocess.PIPE, text=True)
+def test_killed_leader_process_hands_over_within_one_period(db_url: str, candidates: Callable[[], Candidate]) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CANDIDATE_SCRIPT, db_url, str(PERIOD_S)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "leading"
@@ -144,7 +150,8 @@ def test_killed_leader_process_hands_over_within_one_period(
 
 
 def test_stopping_the_leader_runs_its_duties_down_before_releasing(
-        db_url: str, candidates: Callable[[], Candidate]) -> None:
+    db_url: str, candidates: Callable[[], Candidate]
+) -> None:
     seen: list[list[int]] = []
     a = candidates()
     _wait("a leader", lambda: a.lease.leading, 2 * PERIOD_S)

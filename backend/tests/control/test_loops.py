@@ -56,6 +56,7 @@ def test_a_loop_whose_thread_died_is_restarted_once() -> None:
         if not first.is_set():
             first.set()
             raise SystemExit  # not an Exception: ends the thread as a crash would
+
     loop = SupervisedLoop("dies", 0.01, step, registry)
     loop.start()
     assert first.wait(10)

@@ -42,20 +42,33 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 
 
 def _backend(client: TestClient, op: dict[str, str], link_mbps: float, address: str | None = None) -> int:
-    r = client.post("/api/v1/backends", json={
-        "name": f"bmv2-{free_port()}", "driver": "p4rt", "link_bps": int(link_mbps * MBIT),
-        "options": {"address": address or f"127.0.0.1:{free_port()}"}}, headers=op)
+    r = client.post(
+        "/api/v1/backends",
+        json={
+            "name": f"bmv2-{free_port()}",
+            "driver": "p4rt",
+            "link_bps": int(link_mbps * MBIT),
+            "options": {"address": address or f"127.0.0.1:{free_port()}"},
+        },
+        headers=op,
+    )
     assert r.status_code == 201, r.text
     assert r.json()["link_bps"] == int(link_mbps * MBIT) and r.json()["lanes"] == 8
     return int(r.json()["id"])
 
 
-def _slice_body(client: TestClient, op: dict[str, str], tenant: int, bid: int, name: str, lane: int,
-                **sla: float) -> dict[str, Any]:
+def _slice_body(
+    client: TestClient, op: dict[str, str], tenant: int, bid: int, name: str, lane: int, **sla: float
+) -> dict[str, Any]:
     rate, burst = TABLE_II.get(name, (10.0, 10.0))
-    return {"name": name, "tenant_id": tenant, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": {"rate_limit_mbps": rate, "max_delay_ms": burst, **sla}, "backend_ids": [bid],
-            "services": [{"name": "all", "lane": lane, "dst_ports": [{"lo": 5000 + lane, "hi": 5000 + lane}]}]}
+    return {
+        "name": name,
+        "tenant_id": tenant,
+        "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+        "sla": {"rate_limit_mbps": rate, "max_delay_ms": burst, **sla},
+        "backend_ids": [bid],
+        "services": [{"name": "all", "lane": lane, "dst_ports": [{"lo": 5000 + lane, "hi": 5000 + lane}]}],
+    }
 
 
 def _tenant(client: TestClient, op: dict[str, str]) -> int:
@@ -84,8 +97,10 @@ def test_case_c_refused_at_320_then_admitted_at_330(client: TestClient, op: dict
     peering = next(v for v in computation["delay"] if v["slice_name"] == "Peering")
     assert peering["lane"] == 4 and peering["delay_bound_ms"] == 30 and peering["ok"] is False
     assert [(t["slice_name"], t["lane"], t["burst_bits"], t["residual_bps"]) for t in peering["terms"]] == [
-        ("DC", 6, pytest.approx(0.96 * MBIT), 320 * MBIT), ("Enterprise", 6, pytest.approx(0.12 * MBIT), 320 * MBIT),
-        ("Peering", 4, pytest.approx(7.2 * MBIT), 260 * MBIT)]
+        ("DC", 6, pytest.approx(0.96 * MBIT), 320 * MBIT),
+        ("Enterprise", 6, pytest.approx(0.12 * MBIT), 320 * MBIT),
+        ("Peering", 4, pytest.approx(7.2 * MBIT), 260 * MBIT),
+    ]
     assert [t["ms"] for t in peering["terms"]] == pytest.approx([3.0, 0.375, 27.6923], abs=1e-4)
     assert peering["worst_delay_ms"] == pytest.approx(31.0673, abs=1e-4)
     dc = next(v for v in computation["delay"] if v["slice_name"] == "DC")
@@ -110,8 +125,12 @@ def test_case_d(client: TestClient, op: dict[str, str], link: int, admitted: boo
     t = _tenant(client, op)
     bid = _backend(client, op, link)
     for name in ("DC", "Enterprise"):
-        assert client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, name, CASE_D[name]),
-                           headers=op).status_code == 201
+        assert (
+            client.post(
+                "/api/v1/slices", json=_slice_body(client, op, t, bid, name, CASE_D[name]), headers=op
+            ).status_code
+            == 201
+        )
     r = client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, "Peering", 2), headers=op)
     assert r.status_code == (201 if admitted else 409), r.text
     if not admitted:
@@ -123,12 +142,18 @@ def test_case_d(client: TestClient, op: dict[str, str], link: int, admitted: boo
 def test_guarantees_and_edits(client: TestClient, op: dict[str, str]) -> None:
     t = _tenant(client, op)
     bid = _backend(client, op, 100)
-    a = client.post("/api/v1/slices", headers=op,
-                    json=_slice_body(client, op, t, bid, "a", 0, guaranteed_mbps=60, rate_limit_mbps=60))
+    a = client.post(
+        "/api/v1/slices",
+        headers=op,
+        json=_slice_body(client, op, t, bid, "a", 0, guaranteed_mbps=60, rate_limit_mbps=60),
+    )
     assert a.status_code == 201, a.text
     # 60 + 50 = 110 Mbit/s guaranteed on a 100 Mbit/s link
-    r = client.post("/api/v1/slices", headers=op,
-                    json=_slice_body(client, op, t, bid, "b", 2, guaranteed_mbps=50, rate_limit_mbps=50))
+    r = client.post(
+        "/api/v1/slices",
+        headers=op,
+        json=_slice_body(client, op, t, bid, "b", 2, guaranteed_mbps=50, rate_limit_mbps=50),
+    )
     assert r.status_code == 409
     g = r.json()["admission"][0]["guaranteed"]
     assert (g["sum_bps"], g["limit_bps"], g["ok"]) == (110 * MBIT, 100 * MBIT, False)
@@ -161,8 +186,9 @@ def test_override_operators_only_and_audited(client: TestClient, session: Sessio
     bid = _backend(client, op, 100)
     body = _slice_body(client, op, t, bid, "big", 0, guaranteed_mbps=150, rate_limit_mbps=150)
     integ = make_user(session, "integ", Role.INTEGRATOR)
-    key = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write", "deploy"],
-                                                "user_id": integ.id}, headers=op).json()["secret"]
+    key = client.post(
+        "/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write", "deploy"], "user_id": integ.id}, headers=op
+    ).json()["secret"]
     r = client.post("/api/v1/slices", json=body, headers={"X-API-Key": key, "Admission-Override": "trust me"})
     assert r.status_code == 403 and r.json()["errors"][0]["field"] == "admission_override"
     r = client.post("/api/v1/slices", json=body, headers={**op, "Admission-Override": "  "})
@@ -177,8 +203,9 @@ def test_override_operators_only_and_audited(client: TestClient, session: Sessio
     big = r.json()
     # the admitted overbooking stands: another slice on the link (whose worst case holds big's
     # 1.5 Mbit burst: (1.5 + 0.01) / 100 = 15.1 ms > 10 ms) is not refused for it, and says so
-    small = client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, "small", 0, rate_limit_mbps=1),
-                        headers=op)
+    small = client.post(
+        "/api/v1/slices", json=_slice_body(client, op, t, bid, "small", 0, rate_limit_mbps=1), headers=op
+    )
     assert small.status_code == 201, small.text
     # editing the admitted slice without an override decides anew: refused again
     r = client.patch(f"/api/v1/slices/{big['id']}", json={"description": "x", "version": big["version"]}, headers=op)
@@ -187,27 +214,35 @@ def test_override_operators_only_and_audited(client: TestClient, session: Sessio
     assert verdicts[("small", 0)]["worst_delay_ms"] == pytest.approx(15.1) and not verdicts[("small", 0)]["waived"]
 
 
-def test_deploy_runs_admission(client: TestClient, op: dict[str, str],
-                               start_target: Callable[..., RunningTarget]) -> None:
+def test_deploy_runs_admission(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target("--priority-queues", "8")
     t = _tenant(client, op)
     bid = _backend(client, op, 330, target.address)
     for name, lane in CASE_C.items():
-        assert client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, name, lane),
-                           headers=op).status_code == 201
+        assert (
+            client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, name, lane), headers=op).status_code
+            == 201
+        )
     # the link is re-rated by an operator who overrides (audited); the deploy then refuses
     b = client.get(f"/api/v1/backends/{bid}", headers=op).json()
-    r = client.patch(f"/api/v1/backends/{bid}", json={"link_bps": 320 * MBIT, "version": b["version"]},
-                     headers={**op, "Admission-Override": "link being upgraded tonight"})
+    r = client.patch(
+        f"/api/v1/backends/{bid}",
+        json={"link_bps": 320 * MBIT, "version": b["version"]},
+        headers={**op, "Admission-Override": "link being upgraded tonight"},
+    )
     assert r.status_code == 200, r.text
     r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
     assert r.status_code == 409 and r.json()["admission"][0]["ok"] is False
     assert client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"] == 0
-    with client.stream("POST", f"/api/v1/backends/{bid}/deployments",
-                       headers={**op, "Accept": "application/x-ndjson"}) as s:
+    with client.stream(
+        "POST", f"/api/v1/backends/{bid}/deployments", headers={**op, "Accept": "application/x-ndjson"}
+    ) as s:
         assert s.status_code == 409
-    r = client.post(f"/api/v1/backends/{bid}/deployments",
-                    headers={**op, "Admission-Override": "link being upgraded tonight"})
+    r = client.post(
+        f"/api/v1/backends/{bid}/deployments", headers={**op, "Admission-Override": "link being upgraded tonight"}
+    )
     assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
 
 
@@ -217,17 +252,23 @@ def test_a_service_lane_change_is_admitted_too(client: TestClient, op: dict[str,
     # = 0.3636 + 22.6415 + 12.3077 = 35.313 ms > its 20 ms bound
     t = _tenant(client, op)
     bid = _backend(client, op, 330)
-    ids = {name: client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, name, lane),
-                             headers=op).json()["id"] for name, lane in CASE_C.items()}
+    ids = {
+        name: client.post("/api/v1/slices", json=_slice_body(client, op, t, bid, name, lane), headers=op).json()["id"]
+        for name, lane in CASE_C.items()
+    }
     svc = client.get(f"/api/v1/slices/{ids['DC']}", headers=op).json()["services"][0]
-    r = client.patch(f"/api/v1/slices/{ids['DC']}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]},
-                     headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{ids['DC']}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]}, headers=op
+    )
     assert r.status_code == 409, r.text
     dc = next(v for v in r.json()["admission"][0]["delay"] if v["slice_name"] == "DC")
     assert dc["lane"] == 2 and dc["worst_delay_ms"] == pytest.approx(0.12 / 330e-3 + 7.2 / 318e-3 + 0.96 / 78e-3)
     assert client.get(f"/api/v1/slices/{ids['DC']}", headers=op).json()["services"][0]["lane"] == 6
     # a new service on lane 2 is checked the same way
-    r = client.post(f"/api/v1/slices/{ids['DC']}/services", headers=op,
-                    json={"name": "low", "lane": 2, "dst_ports": [{"lo": 7000, "hi": 7000}]})
+    r = client.post(
+        f"/api/v1/slices/{ids['DC']}/services",
+        headers=op,
+        json={"name": "low", "lane": 2, "dst_ports": [{"lo": 7000, "hi": 7000}]},
+    )
     assert r.status_code == 409 and r.json()["errors"][0]["field"] == "sla.max_delay_ms"
     assert len(client.get(f"/api/v1/slices/{ids['DC']}/services", headers=op).json()) == 1

@@ -35,15 +35,25 @@ def _address(driver: str) -> str:
 
 
 def _world(client: TestClient, op: dict[str, str], driver: str, **options: Any) -> tuple[int, int]:
-    b = client.post("/api/v1/backends", json={"name": f"{driver}-{free_port()}", "driver": driver,
-                                              "options": {"address": _address(driver), **options}}, headers=op)
+    b = client.post(
+        "/api/v1/backends",
+        json={"name": f"{driver}-{free_port()}", "driver": driver, "options": {"address": _address(driver), **options}},
+        headers=op,
+    )
     assert b.status_code == 201, b.text
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    s = client.post("/api/v1/slices", json={
-        "name": "embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "sla": {"rate_limit_mbps": 20, "max_delay_ms": 50, "ecn_delay_ms": 10}, "backend_ids": [b.json()["id"]],
-        "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}], "dscp": [34]}]},
-        headers=op)
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": {"rate_limit_mbps": 20, "max_delay_ms": 50, "ecn_delay_ms": 10},
+            "backend_ids": [b.json()["id"]],
+            "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}], "dscp": [34]}],
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     return int(b.json()["id"]), int(s.json()["id"])
 
@@ -64,28 +74,30 @@ def test_netfpga_refuses_ecn_until_accepted(client: TestClient, op: dict[str, st
     # The rate limit and its burst (max delay) are enforced by the RTL's limiter now.
     assert [e["field"] for e in problem["errors"]] == [f"slices.{sid}.sla.ecn_delay_ms"]
     name = client.get(f"/api/v1/backends/{bid}", headers=op).json()["name"]
-    assert problem["errors"][0]["message"] == (f"slice embb: sla.ecn_delay_ms cannot be enforced on backend {name} "
-                                               "(netfpga does not mark ECN)")
+    assert problem["errors"][0]["message"] == (
+        f"slice embb: sla.ecn_delay_ms cannot be enforced on backend {name} (netfpga does not mark ECN)"
+    )
     # deploying refuses the same way, before anything is stored or pushed
     d = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
     assert d.status_code in (422, 503), d.text  # 503 first when the (absent) simulator does not answer
     assert client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"] == 0
     # accepting ECN lets the preview through, listing ECN as accepted (never as enforced)
     b = client.get(f"/api/v1/backends/{bid}", headers=op).json()
-    r = client.patch(f"/api/v1/backends/{bid}", json={"accept_unenforced": ["ecn"], "version": b["version"]},
-                     headers=op)
+    r = client.patch(
+        f"/api/v1/backends/{bid}", json={"accept_unenforced": ["ecn"], "version": b["version"]}, headers=op
+    )
     assert r.status_code == 200 and r.json()["accept_unenforced"] == ["ecn"]
     p = client.get(f"/api/v1/backends/{bid}/preview", headers=op)
     assert p.status_code == 200, p.text
     assert [(g["field"], g["capability"], g["accepted"]) for g in p.json()["enforcement"]] == [
-        ("sla.ecn_delay_ms", "ecn", True)]
+        ("sla.ecn_delay_ms", "ecn", True)
+    ]
     bad = client.patch(f"/api/v1/backends/{bid}", json={"accept_unenforced": ["teleport"]}, headers=op)
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"].startswith("accept_unenforced")
 
 
 @pytest.mark.parametrize(("qos_mode", "gaps"), [("vqueue", []), ("meter", ["sla.ecn_delay_ms"])])
-def test_p4rt_ecn_only_with_the_vqueue(client: TestClient, op: dict[str, str], qos_mode: str,
-                                       gaps: list[str]) -> None:
+def test_p4rt_ecn_only_with_the_vqueue(client: TestClient, op: dict[str, str], qos_mode: str, gaps: list[str]) -> None:
     bid, sid = _world(client, op, "p4rt", qos_mode=qos_mode)
     r = client.get(f"/api/v1/backends/{bid}/preview", headers=op)
     if gaps:

@@ -23,29 +23,36 @@ from tests.kpi.conftest import worker_a as worker_a
 
 def _add_users(client: TestClient, op: dict[str, str], first: int, n: int) -> None:
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.{u // 100}.{u % 100},{u + 1},mvno-a,embb\n" for u in range(first, first + n))
+        f"00101{u:010d},10.45.{u // 100}.{u % 100},{u + 1},mvno-a,embb\n" for u in range(first, first + n)
+    )
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
 
 
 @pytest.mark.timeout(300)
 def test_two_workers_deploy_in_turn_and_reconcile_finds_them_in_sync(
-        client: TestClient, session: Session, op: dict[str, str], worker_a: str,
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, session: Session, op: dict[str, str], worker_a: str, start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address)
     with httpx.Client(base_url=worker_a, headers=op, timeout=60) as a:
-        for n, deploy in enumerate([lambda: client.post(f"/api/v1/backends/{bid}/deployments", headers=op),
-                                    lambda: a.post(f"/api/v1/backends/{bid}/deployments"),
-                                    lambda: client.post(f"/api/v1/backends/{bid}/deployments", headers=op),
-                                    lambda: a.post(f"/api/v1/backends/{bid}/deployments")]):
+        for n, deploy in enumerate(
+            [
+                lambda: client.post(f"/api/v1/backends/{bid}/deployments", headers=op),
+                lambda: a.post(f"/api/v1/backends/{bid}/deployments"),
+                lambda: client.post(f"/api/v1/backends/{bid}/deployments", headers=op),
+                lambda: a.post(f"/api/v1/backends/{bid}/deployments"),
+            ]
+        ):
             if n:
                 _add_users(client, op, 1000 * n, 3)  # a new rule set each time
             r = deploy()
             assert r.status_code == 201, r.text
             assert r.json()["status"] == "succeeded", r.json()
-            for reconcile in (lambda: client.post(f"/api/v1/backends/{bid}/reconcile", headers=op),
-                              lambda: a.post(f"/api/v1/backends/{bid}/reconcile")):
+            for reconcile in (
+                lambda: client.post(f"/api/v1/backends/{bid}/reconcile", headers=op),
+                lambda: a.post(f"/api/v1/backends/{bid}/reconcile"),
+            ):
                 rec = reconcile()
                 assert rec.status_code == 200, rec.text
                 assert rec.json()["in_sync"] is True, rec.json()

@@ -29,8 +29,9 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 
 def _setup(client: TestClient, op: dict[str, str], address: str, users: int = 32) -> tuple[int, int]:
     """A tenant with one Flexible Slice (seed 000 Table 2 services) and ``users`` UEs on a p4rt backend."""
-    backend = client.post("/api/v1/backends", json={"name": "bmv2", "driver": "p4rt",
-                                                    "options": {"address": address}}, headers=op)
+    backend = client.post(
+        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}}, headers=op
+    )
     assert backend.status_code == 201, backend.text
     # registration answers at once; the bounded health probe runs right after the response
     assert backend.json()["health"] == "probing" and backend.json()["lanes"] == 8
@@ -38,15 +39,26 @@ def _setup(client: TestClient, op: dict[str, str], address: str, users: int = 32
     assert client.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "ok"
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     # seed 000 Table 2: ports 5000-5006 (even) -> lane group 0 ...; as aligned ranges 5000-5007 ...
-    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-                for i, lane in enumerate([0, 2, 4, 6])]
-    s = client.post("/api/v1/slices", json={
-        "name": "embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
-        "services": services, "backend_ids": [bid]}, headers=op)
+    services = [
+        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+        for i, lane in enumerate([0, 2, 4, 6])
+    ]
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
+            "services": services,
+            "backend_ids": [bid],
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,embb\n" for u in range(users))
+        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,embb\n" for u in range(users)
+    )
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
     return bid, s.json()["id"]
@@ -58,8 +70,9 @@ def _deploy(client: TestClient, op: dict[str, str], bid: int) -> dict[str, Any]:
     return dict(r.json())
 
 
-def test_preview_deploy_and_audit(client: TestClient, session: Session, op: dict[str, str],
-                                  start_target: Callable[..., RunningTarget]) -> None:
+def test_preview_deploy_and_audit(
+    client: TestClient, session: Session, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, sid = _setup(client, op, target.address)
     p = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()
@@ -76,8 +89,13 @@ def test_preview_deploy_and_audit(client: TestClient, session: Session, op: dict
     # a second deploy of the same configuration is a no-op: no rule set, no push, audited as such
     again = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
     assert again.status_code == 200, again.text
-    assert again.json() == {"backend_id": bid, "status": "unchanged", "rule_set": dep["rule_set_number"],
-                            "digest": p["version"], "detail": f"already deployed as rule set {dep['rule_set_number']}"}
+    assert again.json() == {
+        "backend_id": bid,
+        "status": "unchanged",
+        "rule_set": dep["rule_set_number"],
+        "digest": p["version"],
+        "detail": f"already deployed as rule set {dep['rule_set_number']}",
+    }
     audit = session.scalars(select(AuditLog).where(AuditLog.action == "deploy").order_by(AuditLog.id)).all()
     assert len(audit) == 2 and audit[0].actor == "op" and audit[0].after is not None
     assert audit[1].after == {"status": "unchanged", "rule_set": 1, "digest": p["version"]}
@@ -85,15 +103,21 @@ def test_preview_deploy_and_audit(client: TestClient, session: Session, op: dict
     assert history["count"] == 1 and history["data"][0]["id"] == dep["id"]
     assert client.get(f"/api/v1/backends/{bid}/rule-sets/2", headers=op).status_code == 404
     # streamed, the same answer is the stream's result event
-    with client.stream("POST", f"/api/v1/backends/{bid}/deployments",
-                       headers={**op, "Accept": "application/x-ndjson"}) as r:
+    with client.stream(
+        "POST", f"/api/v1/backends/{bid}/deployments", headers={**op, "Accept": "application/x-ndjson"}
+    ) as r:
         import json
+
         events = [json.loads(line) for line in r.iter_lines() if line]
     assert events == [{"event": "result", **again.json()}]
     # a changed slice deploys again (a new rule set), and the original is no longer "in force"
     svc = client.get(f"/api/v1/slices/{sid}", headers=op).json()["services"][0]
-    assert client.patch(f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]},
-                        headers=op).status_code == 200
+    assert (
+        client.patch(
+            f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]}, headers=op
+        ).status_code
+        == 200
+    )
     changed = _deploy(client, op, bid)
     assert changed["status"] == "succeeded" and changed["rule_set_number"] == 2
 
@@ -101,25 +125,29 @@ def test_preview_deploy_and_audit(client: TestClient, session: Session, op: dict
 def test_streamed_progress(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address)
-    with client.stream("POST", f"/api/v1/backends/{bid}/deployments",
-                       headers={**op, "Accept": "application/x-ndjson"}) as r:
+    with client.stream(
+        "POST", f"/api/v1/backends/{bid}/deployments", headers={**op, "Accept": "application/x-ndjson"}
+    ) as r:
         import json
+
         lines = [json.loads(line) for line in r.iter_lines() if line]
     assert [e["event"] for e in lines][-1] == "result"
     assert any(e["event"] == "progress" for e in lines)
     assert lines[-1]["status"] == "succeeded"
 
 
-def test_rollback_to_an_earlier_rule_set(client: TestClient, op: dict[str, str],
-                                         start_target: Callable[..., RunningTarget]) -> None:
+def test_rollback_to_an_earlier_rule_set(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, sid = _setup(client, op, target.address)
     first = _deploy(client, op, bid)
     v1 = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()["version"]
     slice_ = client.get(f"/api/v1/slices/{sid}", headers=op).json()
     svc = slice_["services"][0]
-    r = client.patch(f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]},
-                     headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]}, headers=op
+    )
     assert r.status_code == 200
     second = _deploy(client, op, bid)
     assert second["status"] == "succeeded" and second["diff"] != first["diff"]
@@ -130,8 +158,9 @@ def test_rollback_to_an_earlier_rule_set(client: TestClient, op: dict[str, str],
     assert client.post(f"/api/v1/backends/{bid}/rollback", json={"rule_set": 99}, headers=op).status_code == 404
 
 
-def test_failed_push_leaves_the_previous_version(client: TestClient, op: dict[str, str],
-                                                 start_target: Callable[..., RunningTarget]) -> None:
+def test_failed_push_leaves_the_previous_version(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     # Write RPCs: pipeline/initial writes succeed; the 3rd Write of the session fails
     target = start_target(*EIGHT_QUEUES, "--fail-write", "3")
     bid, sid = _setup(client, op, target.address, users=8)
@@ -140,8 +169,9 @@ def test_failed_push_leaves_the_previous_version(client: TestClient, op: dict[st
         v1 = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()["version"]
         slice_ = client.get(f"/api/v1/slices/{sid}", headers=op).json()
         svc = slice_["services"][0]
-        client.patch(f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]},
-                     headers=op)
+        client.patch(
+            f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]}, headers=op
+        )
         failed = client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()
         rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
         expected = v1
@@ -153,8 +183,9 @@ def test_failed_push_leaves_the_previous_version(client: TestClient, op: dict[st
         assert rec["found_version"] == expected
 
 
-def test_reconcile_loop_refills_a_restarted_data_plane(client: TestClient, op: dict[str, str], db_url: str,
-                                                       start_target: Callable[..., RunningTarget]) -> None:
+def test_reconcile_loop_refills_a_restarted_data_plane(
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     port = free_port()
     target = start_target(*EIGHT_QUEUES, "--grpc-port", str(port))
     bid, _ = _setup(client, op, target.address)
@@ -200,14 +231,16 @@ def test_intent_listing_1(client: TestClient, op: dict[str, str], start_target: 
     assert body["deployments"][0]["status"] == "succeeded"
     # an intent is per flow (issue #14): no slice-wide service class is created for it
     assert len(client.get(f"/api/v1/slices/{sid}/services", headers=op).json()) == 4
-    deleted = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "actionType": "DELETE"}},
-                          headers=op)
+    deleted = client.post(
+        "/api/v1/intents", json={**intent, "Action": {**intent["Action"], "actionType": "DELETE"}}, headers=op
+    )
     assert deleted.status_code == 201 and deleted.json()["intents"][0]["id"] == created["id"]
     assert client.get("/api/v1/intents", headers=op).json()["count"] == 0
-    bad = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "rx_queue": "zz"}},
-                      headers=op)
+    bad = client.post("/api/v1/intents", json={**intent, "Action": {**intent["Action"], "rx_queue": "zz"}}, headers=op)
     assert bad.status_code == 422 and bad.json()["errors"]
-    unknown_tenant = {**intent, "Resources": [{**intent["Resources"][0], "encapsulationID1": "00FFFFFF"},
-                                              *intent["Resources"][1:]]}
+    unknown_tenant = {
+        **intent,
+        "Resources": [{**intent["Resources"][0], "encapsulationID1": "00FFFFFF"}, *intent["Resources"][1:]],
+    }
     r = client.post("/api/v1/intents", json=unknown_tenant, headers=op)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "tenant_vni"

@@ -28,8 +28,9 @@ def _get(client: TestClient, op: dict[str, str], url: str, **params: Any) -> dic
     return dict(r.json())
 
 
-def test_preview_diff_then_diff_between_rule_sets(client: TestClient, op: dict[str, str],
-                                                   start_target: Callable[..., RunningTarget]) -> None:
+def test_preview_diff_then_diff_between_rule_sets(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, sid = _setup(client, op, target.address)
     base = f"/api/v1/backends/{bid}"
@@ -41,8 +42,7 @@ def test_preview_diff_then_diff_between_rule_sets(client: TestClient, op: dict[s
     assert first["active_number"] is None and not first["identical"]
     entries = sum(len(v) for v in preview["tables"].values())
     assert first["added"] == entries > 0 and first["removed"] == first["changed"] == 0
-    assert {t: d["added"] for t, d in first["tables"].items()} == {
-        t: len(v) for t, v in preview["tables"].items() if v}
+    assert {t: d["added"] for t, d in first["tables"].items()} == {t: len(v) for t, v in preview["tables"].items() if v}
 
     _deploy(client, op, bid)
     same = _get(client, op, f"{base}/preview/diff")
@@ -51,8 +51,9 @@ def test_preview_diff_then_diff_between_rule_sets(client: TestClient, op: dict[s
 
     # move the first service to another lane: the classifier entries of that port range change
     svc = _get(client, op, f"/api/v1/slices/{sid}")["services"][0]
-    r = client.patch(f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]},
-                     headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]}, headers=op
+    )
     assert r.status_code == 200, r.text
     pending = _get(client, op, f"{base}/preview/diff")
     assert not pending["identical"] and pending["changed"] + pending["added"] + pending["removed"] > 0
@@ -78,8 +79,9 @@ def test_preview_diff_then_diff_between_rule_sets(client: TestClient, op: dict[s
     assert all(t["truncated"] and not t["changed_entries"] for t in capped["tables"].values())
 
 
-def test_diff_refusals(client: TestClient, op: dict[str, str], session: Session,
-                       start_target: Callable[..., RunningTarget]) -> None:
+def test_diff_refusals(
+    client: TestClient, op: dict[str, str], session: Session, start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=4)
     _deploy(client, op, bid)

@@ -28,25 +28,41 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 
 
 def _backend(client: TestClient, op: dict[str, str], name: str, address: str) -> int:
-    r = client.post("/api/v1/backends", json={"name": name, "driver": "p4rt", "options": {"address": address}},
-                    headers=op)
+    r = client.post(
+        "/api/v1/backends", json={"name": name, "driver": "p4rt", "options": {"address": address}}, headers=op
+    )
     assert r.status_code == 201, r.text
     return int(r.json()["id"])
 
 
 def _slice(client: TestClient, op: dict[str, str], backend_ids: list[int]) -> int:
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    services = [{"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-                for i, lane in enumerate([0, 2, 4, 6])]
-    s = client.post("/api/v1/slices", json={
-        "name": "embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
-        "services": services, "backend_ids": backend_ids}, headers=op)
+    services = [
+        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+        for i, lane in enumerate([0, 2, 4, 6])
+    ]
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
+            "services": services,
+            "backend_ids": backend_ids,
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,embb\n" for u in range(8))
-    assert client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")},
-                       headers=op).status_code == 201
+        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,embb\n" for u in range(8)
+    )
+    assert (
+        client.post(
+            "/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op
+        ).status_code
+        == 201
+    )
     return int(s.json()["id"])
 
 
@@ -62,22 +78,28 @@ def _by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _change(client: TestClient, op: dict[str, str], sid: int, lane: int) -> None:
     svc = client.get(f"/api/v1/slices/{sid}", headers=op).json()["services"][0]
-    r = client.patch(f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": lane, "version": svc["version"]},
-                     headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": lane, "version": svc["version"]}, headers=op
+    )
     assert r.status_code == 200, r.text
 
 
-def test_fan_out_new_unchanged_and_streamed(client: TestClient, op: dict[str, str],
-                                            start_target: Callable[..., RunningTarget]) -> None:
+def test_fan_out_new_unchanged_and_streamed(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
     b = _backend(client, op, "bmv2-b", start_target(*EIGHT_QUEUES).address)
     sid = _slice(client, op, [a, b])
     first = _by_name(_fan_out(client, op, sid))
     assert {n: (x["where"], x["status"], x["rule_set"]) for n, x in first.items()} == {
-        "bmv2-a": ("new", "succeeded", 1), "bmv2-b": ("new", "succeeded", 1)}
+        "bmv2-a": ("new", "succeeded", 1),
+        "bmv2-b": ("new", "succeeded", 1),
+    }
     status = client.get(f"/api/v1/slices/{sid}/status", headers=op).json()
     assert {x["backend_name"]: (x["state"], x["rule_set_number"]) for x in status["backends"]} == {
-        "bmv2-a": ("deployed", 1), "bmv2-b": ("deployed", 1)}
+        "bmv2-a": ("deployed", 1),
+        "bmv2-b": ("deployed", 1),
+    }
     again = _fan_out(client, op, sid)
     assert again["ok"] is True and {x["where"] for x in again["backends"]} == {"unchanged"}
     _change(client, op, sid, 2)
@@ -88,8 +110,9 @@ def test_fan_out_new_unchanged_and_streamed(client: TestClient, op: dict[str, st
     assert {x["backend_name"]: x["rule_set"] for x in events[-1]["backends"]} == {"bmv2-a": 2, "bmv2-b": 2}
 
 
-def test_a_failing_backend_stays_on_its_previous_rule_set(client: TestClient, op: dict[str, str],
-                                                         start_target: Callable[..., RunningTarget]) -> None:
+def test_a_failing_backend_stays_on_its_previous_rule_set(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
     # this target fails the 3rd Write RPC of its session: the first or the second deployment to it fails
     b = _backend(client, op, "bmv2-b", start_target(*EIGHT_QUEUES, "--fail-write", "3").address)
@@ -119,19 +142,30 @@ def test_a_failing_backend_stays_on_its_previous_rule_set(client: TestClient, op
     assert rec["in_sync"] in (True, None)
 
 
-def test_refusals_before_any_push(client: TestClient, op: dict[str, str],
-                                  start_target: Callable[..., RunningTarget]) -> None:
+def test_refusals_before_any_push(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
-    meter = client.post("/api/v1/backends", json={"name": "bmv2-m", "driver": "p4rt", "options": {
-        "address": start_target(*EIGHT_QUEUES).address, "qos_mode": "meter"}}, headers=op).json()["id"]
+    meter = client.post(
+        "/api/v1/backends",
+        json={
+            "name": "bmv2-m",
+            "driver": "p4rt",
+            "options": {"address": start_target(*EIGHT_QUEUES).address, "qos_mode": "meter"},
+        },
+        headers=op,
+    ).json()["id"]
     sid = _slice(client, op, [a, meter])
     r = client.post(f"/api/v1/slices/{sid}/deploy", headers=op)
     # the meter-mode backend cannot mark ECN: refused there, so nothing is pushed to either
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == f"slices.{sid}.sla.ecn_delay_ms"
     for bid in (a, meter):
         assert client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["count"] == 0
-    lonely = client.patch(f"/api/v1/slices/{sid}", json={
-        "backend_ids": [], "version": client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]}, headers=op)
+    lonely = client.patch(
+        f"/api/v1/slices/{sid}",
+        json={"backend_ids": [], "version": client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]},
+        headers=op,
+    )
     assert lonely.status_code == 200
     r = client.post(f"/api/v1/slices/{sid}/deploy", headers=op)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "backend_ids"
@@ -153,6 +187,7 @@ def test_a_slice_on_a_fleet_deploys_to_every_backend(client: TestClient, op: dic
         result = _fan_out(client, op, sid)
         assert result["ok"] is True, result
         assert [(x["backend_id"], x["where"], x["rule_set"]) for x in result["backends"]] == [
-            (b, "new", 1) for b in ids]
+            (b, "new", 1) for b in ids
+        ]
     finally:
         fleet.stop()

@@ -27,15 +27,20 @@ def worker(db_url: str, settings: Settings) -> Iterator[tuple[subprocess.Popen[b
     """An API worker process serving the test's database; killed at the end if still alive."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, settings.secret_key, db_url, str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WORKER, settings.secret_key, db_url, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
+
         def serves() -> bool:
             assert proc.poll() is None, f"the worker exited with {proc.returncode}"
             try:
                 return httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200
             except httpx.TransportError:
                 return False
+
         # its imports alone take ~7 s at load 7 on 2 cores; 60 s was once not enough under a full run
         wait_until("the API worker serves", serves, 120)
         yield proc, base

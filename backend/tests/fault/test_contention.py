@@ -40,8 +40,10 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 @pytest.fixture
 def prober(db_url: str, settings: Settings) -> Iterator[HealthProber]:
     """The controller's probe loop itself, with a short policy."""
-    p = HealthProber(session_factory(db_url), settings=settings.model_copy(
-        update={"health_probe_timeout_s": TIMEOUT_S, "health_down_after": DOWN_AFTER}))
+    p = HealthProber(
+        session_factory(db_url),
+        settings=settings.model_copy(update={"health_probe_timeout_s": TIMEOUT_S, "health_down_after": DOWN_AFTER}),
+    )
     p.start()
     yield p
     p.stop()
@@ -53,8 +55,9 @@ def _health(session: Session, bid: int) -> tuple[str, str]:
     return b.health, b.health_detail
 
 
-def _healthy_plane(client: TestClient, op: dict[str, str], session: Session,
-                   start_target: Callable[..., RunningTarget]) -> tuple[int, int]:
+def _healthy_plane(
+    client: TestClient, op: dict[str, str], session: Session, start_target: Callable[..., RunningTarget]
+) -> tuple[int, int]:
     """A P4 plane behind a backend of 4 subscribers, probed ok: (its process id, the backend's id)."""
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=4)
@@ -63,8 +66,12 @@ def _healthy_plane(client: TestClient, op: dict[str, str], session: Session,
 
 
 def test_a_frozen_data_plane_is_degraded_then_down_and_a_deploy_reprobes(
-        client: TestClient, op: dict[str, str], session: Session, prober: HealthProber,
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient,
+    op: dict[str, str],
+    session: Session,
+    prober: HealthProber,
+    start_target: Callable[..., RunningTarget],
+) -> None:
     pid, bid = _healthy_plane(client, op, session, start_target)
 
     # frozen for less than the threshold (the first miss counts after 2 s, down after 6 s)
@@ -109,8 +116,12 @@ def test_a_frozen_data_plane_is_degraded_then_down_and_a_deploy_reprobes(
 
 
 def test_a_probe_waits_behind_a_read_back_but_not_behind_a_push(
-        client: TestClient, op: dict[str, str], session: Session, prober: HealthProber,
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient,
+    op: dict[str, str],
+    session: Session,
+    prober: HealthProber,
+    start_target: Callable[..., RunningTarget],
+) -> None:
     """A read of the data plane that hangs (a reconcile or a counters read reconnecting to a dead
     plane) is the plane's silence: the probe waits behind it and counts. A push holding the driver
     as long is not (it reports on the plane itself): CI saw a dead plane stay ``degraded`` for 15 s
@@ -149,8 +160,12 @@ def _hold_the_gil(seconds: float) -> None:
 
 
 def test_a_stall_of_the_controller_itself_is_not_the_data_planes_silence(
-        client: TestClient, op: dict[str, str], session: Session, prober: HealthProber,
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient,
+    op: dict[str, str],
+    session: Session,
+    prober: HealthProber,
+    start_target: Callable[..., RunningTarget],
+) -> None:
     """A probe's time is the time the prober's process could have read an answer in. CI saw a
     live NetFPGA model declared down at load 40 while it answered register reads within 0.2 s:
     the answers waited for the controller's own threads. Here a plane is silent for less than
@@ -161,8 +176,11 @@ def test_a_stall_of_the_controller_itself_is_not_the_data_planes_silence(
     os.kill(pid, signal.SIGSTOP)
     frozen = time.monotonic()
     try:
-        wait_until("a probe in flight to the frozen plane",
-                   lambda: bid in prober._inflight and prober._inflight[bid].started > frozen, 10)
+        wait_until(
+            "a probe in flight to the frozen plane",
+            lambda: bid in prober._inflight and prober._inflight[bid].started > frozen,
+            10,
+        )
         _hold_the_gil(TIMEOUT_S + 1.0)
         seen = set()
         until = time.monotonic() + 0.5
@@ -199,21 +217,23 @@ with session_factory(sys.argv[1])() as s:
 
 
 def test_the_reconcile_record_says_what_the_data_plane_held(
-        client: TestClient, op: dict[str, str], session: Session, db_url: str,
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], session: Session, db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     port = free_port()
     target = start_target(*EIGHT_QUEUES, "--grpc-port", str(port))
     bid, sid = _setup(client, op, target.address, users=130)  # 4 entries a UE: 130 modified by a move
     # batches of 50: the push below has three, and the worker stops after the first
-    session.execute(update(Backend).where(Backend.id == bid).values(
-        options={"address": target.address, "batch_size": 50}))
+    session.execute(
+        update(Backend).where(Backend.id == bid).values(options={"address": target.address, "batch_size": 50})
+    )
     session.commit()
     assert client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
 
     # an API worker killed mid-push (a real process, SIGKILLed after its first batch of 500)
     _move_service(client, op, sid, 7001)
-    worker = subprocess.Popen([sys.executable, "-c", WORKER, db_url, str(bid)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, db_url, str(bid)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert worker.stdout is not None
         line = worker.stdout.readline()  # ends when the worker prints, or dies (then "")
@@ -224,13 +244,19 @@ def test_the_reconcile_record_says_what_the_data_plane_held(
     # The push was a job (#26): whoever takes the lock once its heartbeat is stale finishes it
     # (tests/fault/test_deploy_jobs.py). A push cut by a version before jobs left no heartbeat:
     # that row is what a reconcile still finds half-written, and names an interrupted push.
-    session.execute(update(Deployment).where(Deployment.backend_id == bid,
-                                             Deployment.status == DeploymentStatus.RUNNING)
-                    .values(heartbeat_at=None))
+    session.execute(
+        update(Deployment)
+        .where(Deployment.backend_id == bid, Deployment.status == DeploymentStatus.RUNNING)
+        .values(heartbeat_at=None)
+    )
     session.commit()
     rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
-    cut = session.scalar(select(Deployment).where(Deployment.backend_id == bid, Deployment.kind == "deploy")
-                         .order_by(Deployment.id.desc()).limit(1))
+    cut = session.scalar(
+        select(Deployment)
+        .where(Deployment.backend_id == bid, Deployment.kind == "deploy")
+        .order_by(Deployment.id.desc())
+        .limit(1)
+    )
     assert cut is not None and cut.status == DeploymentStatus.FAILED and cut.error == svc.INTERRUPTED
     assert rec["found"] == "interrupted_push" and rec["restarted_empty"] is False, rec
     assert rec["interrupted_deployment"] == cut.id and rec["held"] > 0 and rec["repaired"], rec
@@ -244,8 +270,15 @@ def test_the_reconcile_record_says_what_the_data_plane_held(
     assert in_force is not None
     with POOL.use(session, backend) as drv:
         plan = drv.lower(RuleIR.from_json(in_force.ir))
-        drv.apply(plan.model_copy(update={"version": "hand-edit", "tables": {
-            t: entries[: len(entries) // 2] for t, entries in plan.tables.items()}}), lambda _: None)
+        drv.apply(
+            plan.model_copy(
+                update={
+                    "version": "hand-edit",
+                    "tables": {t: entries[: len(entries) // 2] for t, entries in plan.tables.items()},
+                }
+            ),
+            lambda _: None,
+        )
     rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op).json()
     assert rec["found"] == "drift" and rec["held"] > 0 and not rec["restarted_empty"] and rec["repaired"], rec
 

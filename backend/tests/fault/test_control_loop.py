@@ -42,22 +42,34 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 
 def _setup(client: TestClient, op: dict[str, str], address: str, users: int) -> tuple[int, int]:
     """One Flexible Slice on a p4rt backend whose UEs and ports do not aggregate: users x 4 entries."""
-    r = client.post("/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}},
-                    headers=op)
+    r = client.post(
+        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}}, headers=op
+    )
     assert r.status_code == 201, r.text
     bid = r.json()["id"]
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    services = [{"name": f"q{i}", "lane": 2 * i, "dst_ports": [{"lo": 5001 + 2 * i, "hi": 5001 + 2 * i}]}
-                for i in range(SERVICES)]
-    s = client.post("/api/v1/slices", json={
-        "name": "embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
-        "services": services, "backend_ids": [bid]}, headers=op)
+    services = [
+        {"name": f"q{i}", "lane": 2 * i, "dst_ports": [{"lo": 5001 + 2 * i, "hi": 5001 + 2 * i}]}
+        for i in range(SERVICES)
+    ]
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
+            "services": services,
+            "backend_ids": [bid],
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     # scattered addresses: ternary minimisation finds (almost) no common prefix or mask
     hosts = random.Random(19).sample(range(1, 65535), users)
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.{h // 256}.{h % 256},{u + 1},mvno-a,embb\n" for u, h in enumerate(hosts))
+        f"00101{u:010d},10.45.{h // 256}.{h % 256},{u + 1},mvno-a,embb\n" for u, h in enumerate(hosts)
+    )
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
     return bid, s.json()["id"]
@@ -65,8 +77,11 @@ def _setup(client: TestClient, op: dict[str, str], address: str, users: int) -> 
 
 def _move_service(client: TestClient, op: dict[str, str], sid: int, port: int) -> None:
     svc0 = client.get(f"/api/v1/slices/{sid}", headers=op).json()["services"][0]
-    r = client.patch(f"/api/v1/slices/{sid}/services/{svc0['id']}",
-                     json={"dst_ports": [{"lo": port, "hi": port}], "version": svc0["version"]}, headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{sid}/services/{svc0['id']}",
+        json={"dst_ports": [{"lo": port, "hi": port}], "version": svc0["version"]},
+        headers=op,
+    )
     assert r.status_code == 200, r.text
 
 
@@ -77,7 +92,8 @@ def _entries(client: TestClient, op: dict[str, str], bid: int) -> tuple[str, int
 
 @pytest.mark.timeout(900)  # 4 pushes of ~1 000 changes to a software target: minutes on a busy machine
 def test_large_deploys_with_reconcile_every_second_are_never_reverted(
-        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     """Finding 1: deploys of > 2 000 P4 entries while the reconcile loop runs every second.
 
     Four pushes, each longer than a reconcile period, so the loop runs into pushes in flight
@@ -102,8 +118,13 @@ def test_large_deploys_with_reconcile_every_second_are_never_reverted(
             deployed.append(version)
         for _ in range(2):  # two more whole reconcile passes over the final state
             mark = datetime.now(UTC)
-            wait_until("a reconcile pass", lambda mark=mark: any(
-                st.last_success is not None and st.last_success > mark for st in loops.statuses()), 60)
+            wait_until(
+                "a reconcile pass",
+                lambda mark=mark: any(
+                    st.last_success is not None and st.last_success > mark for st in loops.statuses()
+                ),
+                60,
+            )
     finally:
         reconciler.stop()
     assert reconciler.skipped > 0  # the loop did run into deploys in flight, and kept out
@@ -122,7 +143,8 @@ def test_large_deploys_with_reconcile_every_second_are_never_reverted(
 
 
 def test_a_held_backend_is_skipped_by_reconcile_and_busy_for_deploys(
-        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=8)
     assert client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()["status"] == "succeeded"
@@ -150,16 +172,22 @@ def _insert_running(db_url: str, bid: int) -> int:
     with session_factory(db_url)() as s:
         last = s.scalars(select(Deployment).where(Deployment.backend_id == bid).order_by(Deployment.id.desc())).first()
         assert last is not None
-        dep = Deployment(backend_id=bid, rule_set_id=last.rule_set_id, kind=DeploymentKind.DEPLOY, actor="op",
-                         status=DeploymentStatus.RUNNING, diff={})
+        dep = Deployment(
+            backend_id=bid,
+            rule_set_id=last.rule_set_id,
+            kind=DeploymentKind.DEPLOY,
+            actor="op",
+            status=DeploymentStatus.RUNNING,
+            diff={},
+        )
         s.add(dep)
         s.commit()
         return dep.id
 
 
 def test_deployments_left_running_by_a_dead_process_end_at_start_up(
-        client: TestClient, op: dict[str, str], db_url: str, settings: Settings,
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], db_url: str, settings: Settings, start_target: Callable[..., RunningTarget]
+) -> None:
     """Finding 3: a row left ``running`` ends as failed (interrupted) when the portal starts again."""
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=8)
@@ -182,11 +210,16 @@ def _ndjson(r: Any) -> list[dict[str, Any]]:
 
 
 def test_streamed_deploy_ends_with_an_error_event_when_refused(
-        client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=8)
-    with client.stream("POST", f"/api/v1/backends/{bid}/rollback", json={"rule_set": 7},
-                       headers={**op, "Accept": "application/x-ndjson"}) as r:
+    with client.stream(
+        "POST",
+        f"/api/v1/backends/{bid}/rollback",
+        json={"rule_set": 7},
+        headers={**op, "Accept": "application/x-ndjson"},
+    ) as r:
         lines = _ndjson(r)
     assert lines[-1]["event"] == "error" and lines[-1]["status"] == 404
 
@@ -203,6 +236,7 @@ def _wait(predicate: Callable[[], bool], timeout_s: float) -> float:
 @pytest.fixture
 def stop_database(pg: EmbeddedPostgres) -> Iterator[Callable[[], None]]:
     """Stops the shared test cluster on demand; always starts it again."""
+
     def stop() -> None:
         pg.stop()
 
@@ -242,8 +276,13 @@ def _loops(c: TestClient, op: dict[str, str]) -> dict[str, dict[str, Any]]:
 
 
 def test_database_stopped_and_restarted_mid_push(
-        looping: TestClient, session: Session, db_url: str, pg: EmbeddedPostgres,
-        stop_database: Callable[[], None], start_target: Callable[..., RunningTarget]) -> None:
+    looping: TestClient,
+    session: Session,
+    db_url: str,
+    pg: EmbeddedPostgres,
+    stop_database: Callable[[], None],
+    start_target: Callable[..., RunningTarget],
+) -> None:
     """Findings 2, 3 and 6: PostgreSQL stopped for 5 s during a large push, then restarted."""
     make_user(session, "op", Role.OPERATOR)
     op = login(looping, "op")
@@ -253,8 +292,9 @@ def test_database_stopped_and_restarted_mid_push(
     _move_service(looping, op, sid, 7001)
     events: list[dict[str, Any]] = []
     stopped_at, db_back_at = 0.0, datetime.now(UTC)
-    with looping.stream("POST", f"/api/v1/backends/{bid}/deployments",
-                        headers={**op, "Accept": "application/x-ndjson"}) as r:
+    with looping.stream(
+        "POST", f"/api/v1/backends/{bid}/deployments", headers={**op, "Accept": "application/x-ndjson"}
+    ) as r:
         for line in r.iter_lines():
             if not line:
                 continue
@@ -279,15 +319,26 @@ def test_database_stopped_and_restarted_mid_push(
     _wait(lambda: looping.get("/api/v1/health").status_code == 200, 5)
     # the database took the controller's lease with it: the controller stopped its loops at
     # once, and leads (loops running again) within a lease period or two of the database's return
-    _wait(lambda: set(_loops(looping, op)) >= {"reconciler", "health-probes"}
-          and all(lp["alive"] and lp["running"] for lp in _loops(looping, op).values()), 5)
+    _wait(
+        lambda: (
+            set(_loops(looping, op)) >= {"reconciler", "health-probes"}
+            and all(lp["alive"] and lp["running"] for lp in _loops(looping, op).values())
+        ),
+        5,
+    )
 
     def succeeded_since_restart(name: str) -> Callable[[], bool]:
         def check() -> bool:
             lp = _loops(looping, op).get(name)
-            return lp is not None and lp["consecutive_failures"] == 0 and lp["last_success"] is not None \
+            return (
+                lp is not None
+                and lp["consecutive_failures"] == 0
+                and lp["last_success"] is not None
                 and datetime.fromisoformat(lp["last_success"]) > db_back_at
+            )
+
         return check
+
     _wait(succeeded_since_restart("health-probes"), 5)
     # a reconcile pass may first have to return an interrupted push to the rule set in force
     # (~1 000 entries to a software target): bounded, not instant
@@ -305,7 +356,8 @@ def test_database_stopped_and_restarted_mid_push(
 
 
 def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
-        looping: TestClient, session: Session, start_target: Callable[..., RunningTarget]) -> None:
+    looping: TestClient, session: Session, start_target: Callable[..., RunningTarget]
+) -> None:
     """Finding 5 (portal half): health ``degraded`` within 2 s of the process dying, ``down`` after
     three failed probes (#26: one miss is doubt); deploy -> 503, nothing changed; once the data
     plane is back, health ``ok`` and the reconcile loop refills it."""
@@ -318,8 +370,9 @@ def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
     history = looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()
     state = looping.get(f"/api/v1/slices/{sid}", headers=op).json()["state"]
     target.stop()
-    took = _wait(lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] in ("degraded", "down"),
-                 2.5)
+    took = _wait(
+        lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] in ("degraded", "down"), 2.5
+    )
     assert took <= 2.0 + 0.5  # one probe interval + the bounded probe (the poll adds up to 50 ms)
     # the driver's reconnect then waits its own 10 s: each 1 s without an answer is one more
     # failure, two more probes after the first make it down (bounded by the probe cadence, plus
@@ -343,6 +396,7 @@ def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
     def refilled() -> bool:
         rows = looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"]
         return rows[0]["kind"] == "reconcile" and rows[0]["status"] == "succeeded"
+
     _wait(refilled, 15)
     assert looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]["diff"]["restarted_empty"]
     b = looping.get(f"/api/v1/backends/{bid}", headers=op).json()
@@ -350,7 +404,8 @@ def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
 
 
 def test_a_plan_stored_by_an_older_driver_layout_is_lowered_again_not_pushed(
-        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     """An upgrade that changes a driver's native layout (session 4 renumbered the P4 priorities
     with gaps; session 5 added XDP special slots) leaves rule sets whose stored plan the driver
     no longer produces. Reconcile must not call that drift and push the old layout back: it
@@ -385,12 +440,15 @@ def test_a_plan_stored_by_an_older_driver_layout_is_lowered_again_not_pushed(
 def _changes(client: TestClient, op: dict[str, str], bid: int) -> int:
     """Entries the newest deployment of the backend changed."""
     dep = client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]
-    return sum(sum(len(v) for k, v in t.items() if k in ("added", "removed", "modified"))
-               for t in dep["diff"]["tables"].values())
+    return sum(
+        sum(len(v) for k, v in t.items() if k in ("added", "removed", "modified"))
+        for t in dep["diff"]["tables"].values()
+    )
 
 
 def test_a_rollback_lowers_the_older_rule_set_against_what_the_plane_holds(
-        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     """Rolling back to a rule set stored with another numbering (or layout) writes the difference
     between the two rule sets, not the older numbering over every entry."""
     target = start_target(*EIGHT_QUEUES)

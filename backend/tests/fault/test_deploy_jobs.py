@@ -40,8 +40,6 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     return login(client, "op")
 
 
-
-
 @pytest.fixture
 def stale_after_3s(monkeypatch: pytest.MonkeyPatch) -> None:
     # the controller runs in this process: its job duty calls a heartbeat stale after 3 s (10 in
@@ -51,21 +49,37 @@ def stale_after_3s(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _audit_rows(db_url: str, dep_id: int) -> list[dict[str, Any]]:
     with session_factory(db_url)() as s:
-        rows = s.execute(text("SELECT after FROM audit_log WHERE action IN ('deploy', 'rollback') "
-                              "AND (after->>'deployment')::bigint = :d"), {"d": dep_id}).scalars().all()
+        rows = (
+            s.execute(
+                text(
+                    "SELECT after FROM audit_log WHERE action IN ('deploy', 'rollback') "
+                    "AND (after->>'deployment')::bigint = :d"
+                ),
+                {"d": dep_id},
+            )
+            .scalars()
+            .all()
+        )
     return list(rows)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_worker_killed_mid_push_leaves_a_job_the_controller_finishes(
-        client: TestClient, op: dict[str, str], session: Session, db_url: str, settings: Settings,
-        stale_after_3s: None,
-        worker: tuple[subprocess.Popen[bytes], str], start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient,
+    op: dict[str, str],
+    session: Session,
+    db_url: str,
+    settings: Settings,
+    stale_after_3s: None,
+    worker: tuple[subprocess.Popen[bytes], str],
+    start_target: Callable[..., RunningTarget],
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=USERS)
-    session.execute(update(Backend).where(Backend.id == bid)
-                    .values(options={"address": target.address, "batch_size": BATCH}))
+    session.execute(
+        update(Backend).where(Backend.id == bid).values(options={"address": target.address, "batch_size": BATCH})
+    )
     session.commit()
     proc, base = worker
     switch = target.proc.pid  # type: ignore[attr-defined]  # the bundled target's process
@@ -73,9 +87,12 @@ def test_a_worker_killed_mid_push_leaves_a_job_the_controller_finishes(
 
     def request() -> None:  # the issue's request: a plain deploy through the worker, progress streamed
         try:
-            with httpx.Client(base_url=base, headers=op, timeout=120) as api, \
-                    api.stream("POST", f"/api/v1/backends/{bid}/deployments",
-                               headers={"Accept": "application/x-ndjson"}) as r:
+            with (
+                httpx.Client(base_url=base, headers=op, timeout=120) as api,
+                api.stream(
+                    "POST", f"/api/v1/backends/{bid}/deployments", headers={"Accept": "application/x-ndjson"}
+                ) as r,
+            ):
                 for line in r.iter_lines():
                     if line:
                         events.append(json.loads(line))
@@ -87,13 +104,17 @@ def test_a_worker_killed_mid_push_leaves_a_job_the_controller_finishes(
 
     with running_controller(settings, db_url, period_s=1.0):
         threading.Thread(target=request, name="deploy-request", daemon=True).start()
-        wait_until("the push writes", lambda: any(e.get("phase") == "write" and e.get("done") for e in events),
-                   60, poll_s=0.02)
+        wait_until(
+            "the push writes", lambda: any(e.get("phase") == "write" and e.get("done") for e in events), 60, poll_s=0.02
+        )
         os.kill(switch, signal.SIGSTOP)  # the switch holds the push where it is: mid-way, deterministically
         try:
             # read through another process while it runs: a job with its runner, heartbeat and progress
-            running = wait_until("the job's heartbeat carries its progress", lambda: (
-                r if (r := job())["progress"] and r["progress"]["phase"] == "write" else None), 20)
+            running = wait_until(
+                "the job's heartbeat carries its progress",
+                lambda: r if (r := job())["progress"] and r["progress"]["phase"] == "write" else None,
+                20,
+            )
             assert running["status"] == "running" and running["runner"].endswith(f":{proc.pid}"), running
             assert 0 < running["progress"]["done"] < running["progress"]["total"], running
             os.kill(proc.pid, signal.SIGKILL)
@@ -108,6 +129,7 @@ def test_a_worker_killed_mid_push_leaves_a_job_the_controller_finishes(
         def finished() -> bool:
             r = client.get(f"/api/v1/backends/{bid}/deployments/{running['id']}", headers=op)
             return r.status_code == 200 and r.json()["status"] != "running"
+
         wait_until("the controller finishes the job", finished, 45)
     done = client.get(f"/api/v1/backends/{bid}/deployments/{running['id']}", headers=op).json()
     assert done["status"] == "succeeded" and done["error"] == "", done
@@ -127,7 +149,8 @@ def test_a_worker_killed_mid_push_leaves_a_job_the_controller_finishes(
 
 
 def test_respond_async_answers_202_with_the_job_and_it_runs_to_its_end(
-        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=40)
     r = client.post(f"/api/v1/backends/{bid}/deployments", headers={**op, "Prefer": "respond-async"})
@@ -138,6 +161,7 @@ def test_respond_async_answers_202_with_the_job_and_it_runs_to_its_end(
 
     def finished() -> bool:
         return client.get(r.headers["location"], headers=op).json()["status"] != "running"
+
     wait_until("the job ends", finished, 30)
     done = client.get(r.headers["location"], headers=op).json()
     assert done["status"] == "succeeded" and done["resumed_by"] == "", done
@@ -146,20 +170,26 @@ def test_respond_async_answers_202_with_the_job_and_it_runs_to_its_end(
     again = client.post(f"/api/v1/backends/{bid}/deployments", headers={**op, "Prefer": "respond-async"})
     assert again.status_code == 200 and again.json()["status"] == "unchanged", again.text
     # a refusal is the same answer as without the header: nothing started
-    bad = client.post(f"/api/v1/backends/{bid}/rollback", json={"rule_set": 7},
-                      headers={**op, "Prefer": "respond-async"})
+    bad = client.post(
+        f"/api/v1/backends/{bid}/rollback", json={"rule_set": 7}, headers={**op, "Prefer": "respond-async"}
+    )
     assert bad.status_code == 404 and bad.headers["content-type"] == "application/problem+json", bad.text
-    rolled = client.post(f"/api/v1/backends/{bid}/rollback", json={"rule_set": 1},
-                         headers={**op, "Prefer": "wait=5, respond-async"})
+    rolled = client.post(
+        f"/api/v1/backends/{bid}/rollback", json={"rule_set": 1}, headers={**op, "Prefer": "wait=5, respond-async"}
+    )
     assert rolled.status_code == 202 and rolled.json()["kind"] == "rollback", rolled.text
-    wait_until("the rollback ends", lambda: client.get(rolled.headers["location"], headers=op)
-               .json()["status"] != "running", 30)
+    wait_until(
+        "the rollback ends",
+        lambda: client.get(rolled.headers["location"], headers=op).json()["status"] != "running",
+        30,
+    )
     # another backend's path does not name this job
     assert client.get(f"/api/v1/backends/{bid + 1}/deployments/{job['id']}", headers=op).status_code == 404
 
 
 def test_a_job_left_by_a_worker_that_lost_the_lock_is_busy_while_it_beats_then_resumed(
-        client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     """Under the backend's lock, a ``running`` job with a fresh heartbeat belongs to a live runner
     that lost the database for a moment: busy. Once its heartbeat is stale, whoever takes the
     lock (here a manual reconcile) finishes the job first."""
@@ -167,16 +197,26 @@ def test_a_job_left_by_a_worker_that_lost_the_lock_is_busy_while_it_beats_then_r
     bid, sid = _setup(client, op, target.address, users=8)
     first = client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()
     svc0 = client.get(f"/api/v1/slices/{sid}", headers=op).json()["services"][0]
-    r = client.patch(f"/api/v1/slices/{sid}/services/{svc0['id']}",
-                     json={"dst_ports": [{"lo": 7001, "hi": 7001}], "version": svc0["version"]}, headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{sid}/services/{svc0['id']}",
+        json={"dst_ports": [{"lo": 7001, "hi": 7001}], "version": svc0["version"]},
+        headers=op,
+    )
     assert r.status_code == 200, r.text
     second = client.post(f"/api/v1/backends/{bid}/deployments", headers=op).json()
     assert first["status"] == second["status"] == "succeeded"
     # a rollback to the first rule set, as a worker that lost the database (and its lock) leaves it
     with session_factory(db_url)() as s:
-        dep = Deployment(backend_id=bid, rule_set_id=first["rule_set_id"], previous_rule_set_id=second["rule_set_id"],
-                         kind=DeploymentKind.ROLLBACK, actor="op", runner="elsewhere:1", diff={},
-                         heartbeat_at=func.clock_timestamp())
+        dep = Deployment(
+            backend_id=bid,
+            rule_set_id=first["rule_set_id"],
+            previous_rule_set_id=second["rule_set_id"],
+            kind=DeploymentKind.ROLLBACK,
+            actor="op",
+            runner="elsewhere:1",
+            diff={},
+            heartbeat_at=func.clock_timestamp(),
+        )
         s.add(dep)
         s.commit()
         dep_id = dep.id
@@ -184,8 +224,11 @@ def test_a_job_left_by_a_worker_that_lost_the_lock_is_busy_while_it_beats_then_r
     assert busy.status_code == 409 and busy.headers["retry-after"], busy.text
     assert client.get(f"/api/v1/backends/{bid}/deployments/{dep_id}", headers=op).json()["status"] == "running"
     with session_factory(db_url)() as s:  # its runner stops beating
-        s.execute(update(Deployment).where(Deployment.id == dep_id)
-                  .values(heartbeat_at=func.clock_timestamp() - timedelta(seconds=jobs.STALE_S + 1)))
+        s.execute(
+            update(Deployment)
+            .where(Deployment.id == dep_id)
+            .values(heartbeat_at=func.clock_timestamp() - timedelta(seconds=jobs.STALE_S + 1))
+        )
         s.commit()
     rec = client.post(f"/api/v1/backends/{bid}/reconcile", headers=op)
     assert rec.status_code == 200 and rec.json()["in_sync"] is True, rec.text

@@ -27,8 +27,9 @@ HEADER = "imsi,ue_ip,teids,tenant,slices\n"
 
 
 def _csv(n: int) -> bytes:
-    return (HEADER + "".join(f"{1010000000000 + i:015d},10.45.{i // 250}.{i % 250 + 1},{i + 1},red,iot\n"
-                             for i in range(n))).encode()
+    return (
+        HEADER + "".join(f"{1010000000000 + i:015d},10.45.{i // 250}.{i % 250 + 1},{i + 1},red,iot\n" for i in range(n))
+    ).encode()
 
 
 @pytest.fixture
@@ -39,8 +40,6 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     st = slice_type_id(client, headers, "Best Effort")
     client.post("/api/v1/slices", json={"name": "iot", "tenant_id": t, "slice_type_id": st}, headers=headers)
     return headers
-
-
 
 
 def _job(db_url: str) -> ImportJob | None:
@@ -65,8 +64,13 @@ def _audit(db_url: str) -> list[tuple[str, dict[str, Any]]]:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_worker_killed_mid_import_leaves_a_job_the_controller_finishes(
-        client: TestClient, op: dict[str, str], db_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch,
-        worker: tuple[subprocess.Popen[bytes], str]) -> None:
+    client: TestClient,
+    op: dict[str, str],
+    db_url: str,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    worker: tuple[subprocess.Popen[bytes], str],
+) -> None:
     # the controller runs in this process: stale after 3 s (10 in production); the worker beats every second
     monkeypatch.setattr(jobs, "STALE_S", 3.0)
     proc, base = worker
@@ -74,8 +78,12 @@ def test_a_worker_killed_mid_import_leaves_a_job_the_controller_finishes(
 
     def request() -> None:  # the request: a plain import through the worker
         try:
-            r = httpx.post(f"{base}/api/v1/subscribers/import", headers=op, timeout=60,
-                           files={"file": ("subs.csv", _csv(ROWS), "text/csv")})
+            r = httpx.post(
+                f"{base}/api/v1/subscribers/import",
+                headers=op,
+                timeout=60,
+                files={"file": ("subs.csv", _csv(ROWS), "text/csv")},
+            )
             answers.append(r.status_code)
         except httpx.HTTPError:
             pass  # the worker dies under it
@@ -92,9 +100,14 @@ def test_a_worker_killed_mid_import_leaves_a_job_the_controller_finishes(
             if job is None or job.heartbeat_at is None or job.heartbeat_at <= job.created_at:
                 return None  # not yet renewed by its heartbeat thread
             with session_factory(db_url)() as s:  # not the blocker's: a transaction sees one stats snapshot
-                waiting = s.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                        "AND query LIKE '%INSERT INTO subscriber %'"))
+                waiting = s.scalar(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND query LIKE '%INSERT INTO subscriber %'"
+                    )
+                )
             return job if waiting else None
+
         running = wait_until("the import waits to insert while its job beats", held_mid_import, 30, poll_s=0.05)
         assert running.status == "running" and running.runner.endswith(f":{proc.pid}"), running.runner
         assert running.actor == "op" and running.resumed_by == "" and len(running.csv) == len(_csv(ROWS))
@@ -124,7 +137,8 @@ def test_a_worker_killed_mid_import_leaves_a_job_the_controller_finishes(
 
 
 def test_an_import_is_a_job_ending_with_its_rows_or_its_refusal(
-        client: TestClient, op: dict[str, str], db_url: str) -> None:
+    client: TestClient, op: dict[str, str], db_url: str
+) -> None:
     r = client.post("/api/v1/subscribers/import", headers=op, files={"file": ("s.csv", _csv(50), "text/csv")})
     assert r.status_code == 201 and r.json()["imported"] == 50, r.text
     ok = _job(db_url)
@@ -143,34 +157,52 @@ def test_an_import_is_a_job_ending_with_its_rows_or_its_refusal(
     assert _count(db_url) == 50 and len(_audit(db_url)) == 1
 
 
-def test_respond_async_answers_202_with_the_job_and_it_ends(client: TestClient, session: Session,
-                                                            op: dict[str, str]) -> None:
-    r = client.post("/api/v1/subscribers/import", headers={**op, "Prefer": "respond-async"},
-                    files={"file": ("s.csv", _csv(200), "text/csv")})
+def test_respond_async_answers_202_with_the_job_and_it_ends(
+    client: TestClient, session: Session, op: dict[str, str]
+) -> None:
+    r = client.post(
+        "/api/v1/subscribers/import",
+        headers={**op, "Prefer": "respond-async"},
+        files={"file": ("s.csv", _csv(200), "text/csv")},
+    )
     assert r.status_code == 202, r.text
     job = r.json()
     assert r.headers["location"] == f"/api/v1/subscribers/import-jobs/{job['id']}"
     assert job["status"] in ("running", "succeeded") and job["runner"] and job["actor"] == "op", job
-    done = wait_until("the import job ends", lambda: (j := client.get(r.headers["location"], headers=op).json())
-                      ["status"] != "running" and j, 30)
+    done = wait_until(
+        "the import job ends",
+        lambda: (j := client.get(r.headers["location"], headers=op).json())["status"] != "running" and j,
+        30,
+    )
     assert done["status"] == "succeeded" and done["report"]["imported"] == 200 and done["error"] == "", done
     # a refused import: 202 too (the file is read by the job), the job says why
-    again = client.post("/api/v1/subscribers/import", headers={**op, "Prefer": "respond-async"},
-                        files={"file": ("s.csv", _csv(200), "text/csv")})
+    again = client.post(
+        "/api/v1/subscribers/import",
+        headers={**op, "Prefer": "respond-async"},
+        files={"file": ("s.csv", _csv(200), "text/csv")},
+    )
     assert again.status_code == 202, again.text
-    failed = wait_until("the refused job ends", lambda: (j := client.get(again.headers["location"], headers=op)
-                                                          .json())["status"] != "running" and j, 30)
+    failed = wait_until(
+        "the refused job ends",
+        lambda: (j := client.get(again.headers["location"], headers=op).json())["status"] != "running" and j,
+        30,
+    )
     assert failed["status"] == "failed" and "nothing was imported" in failed["error"], failed
     assert client.get("/api/v1/subscribers/import-jobs/999999", headers=op).status_code == 404
     # a key bound to another tenant: its own tenant's jobs only
     blue = client.post("/api/v1/tenants", json=tenant_body("blue", 5002, 2), headers=op).json()["id"]
     integ = make_user(session, "integrator", Role.INTEGRATOR)
-    key = client.post("/api/v1/api-keys", json={"name": "b", "scopes": ["read", "write"], "tenant_id": blue,
-                                                "user_id": integ.id}, headers=op)
+    key = client.post(
+        "/api/v1/api-keys",
+        json={"name": "b", "scopes": ["read", "write"], "tenant_id": blue, "user_id": integ.id},
+        headers=op,
+    )
     as_blue = {"X-API-Key": key.json()["secret"]}
     assert client.get(r.headers["location"], headers=as_blue).status_code == 404
-    own = client.post("/api/v1/subscribers/import", headers={**as_blue, "Prefer": "respond-async"},
-                      files={"file": ("s.csv", HEADER.encode() + b"001019999999999,10.9.0.1,,blue,\n", "text/csv")})
+    own = client.post(
+        "/api/v1/subscribers/import",
+        headers={**as_blue, "Prefer": "respond-async"},
+        files={"file": ("s.csv", HEADER.encode() + b"001019999999999,10.9.0.1,,blue,\n", "text/csv")},
+    )
     assert own.status_code == 202 and own.json()["tenant_id"] == blue, own.text
     assert client.get(own.headers["location"], headers=as_blue).status_code == 200
-

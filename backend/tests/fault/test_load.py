@@ -55,16 +55,37 @@ def _api(base: str, data_dir: Path) -> httpx.Client:
 
 @pytest.mark.timeout(900)
 def test_the_portal_beside_cpu_hogs_kills_no_worker_and_deploys_10k(
-        db_url: str, session: Session, tmp_path: Path, hogs: list[subprocess.Popen[bytes]]) -> None:
+    db_url: str, session: Session, tmp_path: Path, hogs: list[subprocess.Popen[bytes]]
+) -> None:
     port, prefix = free_port(), f"h{os.getpid() % 10000}-"
     log = tmp_path / "portal.log"
-    env = {**os.environ, "DATABASE_URL": db_url, "DATA_DIR": str(tmp_path), "TESTBED_PREFIX": prefix,
-           "TESTBED_RATE_PPS": "300", "RECONCILE_INTERVAL_S": "5", "RUN_DIR": str(tmp_path / "run")}
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "DATA_DIR": str(tmp_path),
+        "TESTBED_PREFIX": prefix,
+        "TESTBED_RATE_PPS": "300",
+        "RECONCILE_INTERVAL_S": "5",
+        "RUN_DIR": str(tmp_path / "run"),
+    }
     env.pop("SLICEPORTAL_DATABASE_URL_RESOLVED", None)
     with log.open("wb") as out:
-        portal = subprocess.Popen([sys.executable, "-c", "from sliceportal.cli import main; main()", "run",
-                                   "--workers", "2", "--port", str(port)], env=env, stdout=out,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        portal = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from sliceportal.cli import main; main()",
+                "run",
+                "--workers",
+                "2",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until("the operator's password file", lambda: (tmp_path / "operator-password.txt").exists(), 120)
@@ -74,6 +95,7 @@ def test_the_portal_beside_cpu_hogs_kills_no_worker_and_deploys_10k(
         def testbed_running() -> bool:
             r = api.get("/api/v1/testbed")
             return r.status_code == 200 and r.json()["running"]
+
         wait_until("the testbed", testbed_running, 300)
         # a dashboard's live stream, open until the portal stops (it held Ctrl-C for 60 s)
         streaming = threading.Event()
@@ -85,17 +107,34 @@ def test_the_portal_beside_cpu_hogs_kills_no_worker_and_deploys_10k(
         assert red is not None
 
         # a slice of 10 000 subscribers on the P4 plane (the small classifiers could not hold it)
-        r = api.post("/api/v1/slices", headers={"Admission-Override": "load test on the testbed's link"}, json={
-            "name": "load-10k", "tenant_id": red.tenant_id,
-            "slice_type_id": slice_type_id(api, {}, "Best Effort"),  # type: ignore[arg-type]
-            "sla": {"rate_limit_mbps": 1}, "services": [{"name": "all", "lane": 0}], "backend_ids": [p4.id]})
+        r = api.post(
+            "/api/v1/slices",
+            headers={"Admission-Override": "load test on the testbed's link"},
+            json={
+                "name": "load-10k",
+                "tenant_id": red.tenant_id,
+                "slice_type_id": slice_type_id(api, {}, "Best Effort"),  # type: ignore[arg-type]
+                "sla": {"rate_limit_mbps": 1},
+                "services": [{"name": "all", "lane": 0}],
+                "backend_ids": [p4.id],
+            },
+        )
         assert r.status_code == 201, r.text
         big = session.get_one(Slice, r.json()["id"])
         first = int(ipaddress.IPv4Address("10.45.128.0"))
         # one bulk insert (10 000 ORM objects take minutes on a loaded host)
-        ids = session.scalars(insert(Subscriber).returning(Subscriber.id), [
-            {"tenant_id": red.tenant_id, "imsi": f"0010177{i:08d}", "ue_ip": ipaddress.IPv4Address(first + i),
-             "teids": [700000 + i]} for i in range(SUBSCRIBERS)]).all()
+        ids = session.scalars(
+            insert(Subscriber).returning(Subscriber.id),
+            [
+                {
+                    "tenant_id": red.tenant_id,
+                    "imsi": f"0010177{i:08d}",
+                    "ue_ip": ipaddress.IPv4Address(first + i),
+                    "teids": [700000 + i],
+                }
+                for i in range(SUBSCRIBERS)
+            ],
+        ).all()
         session.execute(insert(subscriber_slice), [{"subscriber_id": i, "slice_id": big.id} for i in ids])
         session.commit()
 

@@ -75,22 +75,32 @@ def write_pcap(path: Path, pps: int) -> int:
     return len(data)
 
 
-def deploy(client: TestClient, session: Session, driver: str, options: dict[str, Any],
-           rate_limit_mbps: float | None) -> tuple[int, int]:
+def deploy(
+    client: TestClient, session: Session, driver: str, options: dict[str, Any], rate_limit_mbps: float | None
+) -> tuple[int, int]:
     """Register the backend, a tenant, one slice with one service on catalogue lane 2 and its
     subscriber, and deploy, all through the API as an operator; (backend id, slice id)."""
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
-    r = client.post("/api/v1/backends", json={"name": f"{driver}-own", "driver": driver, "options": options},
-                    headers=op)
+    r = client.post(
+        "/api/v1/backends", json={"name": f"{driver}-own", "driver": driver, "options": options}, headers=op
+    )
     assert r.status_code == 201, r.text
     bid = int(r.json()["id"])
     tenant = client.post("/api/v1/tenants", json=tenant_body("mvno-a", VNI, VLAN), headers=op).json()["id"]
     sla = {} if rate_limit_mbps is None else {"rate_limit_mbps": rate_limit_mbps}
-    s = client.post("/api/v1/slices", json={
-        "name": "embb", "tenant_id": tenant, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "sla": sla, "services": [{"name": "video", "lane": 2, "dst_ports": [{"lo": PORT, "hi": PORT}]}],
-        "backend_ids": [bid]}, headers=op)
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "embb",
+            "tenant_id": tenant,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": sla,
+            "services": [{"name": "video", "lane": 2, "dst_ports": [{"lo": PORT, "hi": PORT}]}],
+            "backend_ids": [bid],
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     csv = f"imsi,ue_ip,teids,tenant,slices\n001010000000007,{UE},{TEID},mvno-a,embb\n"
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
@@ -142,8 +152,18 @@ class Run:
         return [x for x in self.samples if x.tx_packets >= self.pps * 0.5][1:-1]
 
 
-def replay_and_collect(session: Session, db_url: str, bid: int, sid: int, read: Callable[[], Counters],
-                       iface: str, pcap: Path, pps: int, seconds: int, size: int) -> Run:
+def replay_and_collect(
+    session: Session,
+    db_url: str,
+    bid: int,
+    sid: int,
+    read: Callable[[], Counters],
+    iface: str,
+    pcap: Path,
+    pps: int,
+    seconds: int,
+    size: int,
+) -> Run:
     """Run the KPI collector as the controller runs it (the shared driver pool, 1 s) while
     ``tcpreplay`` sends ``pcap`` ``seconds`` times at ``pps`` into ``iface``; ``read`` is the
     plane's own counters, read beside the portal's. Checks the first sample came within 5 s."""
@@ -154,14 +174,26 @@ def replay_and_collect(session: Session, db_url: str, bid: int, sid: int, read: 
         wait_until("the collector's baseline", lambda: bid in collector._baselines, 20)
         before = read()
         started = datetime.now(UTC)
-        replay = subprocess.Popen(["tcpreplay", "-q", f"--intf1={iface}", f"--pps={pps}", f"--loop={seconds}",
-                                   str(pcap)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        replay = subprocess.Popen(
+            ["tcpreplay", "-q", f"--intf1={iface}", f"--pps={pps}", f"--loop={seconds}", str(pcap)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
 
         def samples() -> list[KpiSample]:
             session.expire_all()
-            return list(session.scalars(select(KpiSample).where(
-                KpiSample.slice_id == sid, KpiSample.backend_id == bid, KpiSample.source == "counters",
-                KpiSample.ts > started).order_by(KpiSample.ts)))
+            return list(
+                session.scalars(
+                    select(KpiSample)
+                    .where(
+                        KpiSample.slice_id == sid,
+                        KpiSample.backend_id == bid,
+                        KpiSample.source == "counters",
+                        KpiSample.ts > started,
+                    )
+                    .order_by(KpiSample.ts)
+                )
+            )
 
         first = wait_until("a counters sample", samples, 5.0 + 1.0, poll_s=0.1)
         assert (first[0].ts - started).total_seconds() <= 5.0
@@ -194,6 +226,7 @@ def settled(read: Callable[[], Counters]) -> Callable[[], Counters | None]:
         same = bool(last) and last[-1].slice_lanes == now.slice_lanes and bool(now.slice_lanes)
         last[:] = [now]
         return now if same else None
+
     return check
 
 

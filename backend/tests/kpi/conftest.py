@@ -48,8 +48,11 @@ def tenants(client: TestClient, session: Session) -> dict[str, int]:
     ids: dict[str, int] = {}
     for name, vni, vlan in (("red", 1, 1), ("blue", 2, 2)):
         t = client.post("/api/v1/tenants", json=tenant_body(name, vni, vlan), headers=op).json()["id"]
-        r = client.post("/api/v1/slices", json={"name": f"{name}-s", "tenant_id": t, "slice_type_id": st,
-                                                "sla": {"max_loss_pct": 1}}, headers=op)
+        r = client.post(
+            "/api/v1/slices",
+            json={"name": f"{name}-s", "tenant_id": t, "slice_type_id": st, "sla": {"max_loss_pct": 1}},
+            headers=op,
+        )
         ids[name] = r.json()["id"]
         if name == "red":
             make_user(session, "red-view", Role.TENANT, tenant_id=t)

@@ -15,8 +15,10 @@ from sliceportal.kpi.delay import DelayDelta, bucket_bounds, delay_delta, delay_
 
 TOP64 = 1 << 64
 # one portal slice (ref 7) whose catalogue lanes 0 and 2 map to target lanes 1 and 3 of IR slice 1
-IR = {"slices": [{"slice_id": 1, "ref": 7}],
-      "rules": [{"action": {"slice_id": 1, "lane": 1}}, {"action": {"slice_id": 1, "lane": 3}}]}
+IR = {
+    "slices": [{"slice_id": 1, "ref": 7}],
+    "rules": [{"action": {"slice_id": 1, "lane": 1}}, {"action": {"slice_id": 1, "lane": 3}}],
+}
 EXPLANATION = {"slices": [{"ref": 7, "lane_map": [[0, 1], [2, 3]]}]}
 NOW = datetime(2026, 11, 27, tzinfo=UTC)
 
@@ -50,13 +52,27 @@ def test_32_bit_counters_wrap_at_32_bits() -> None:
 
 
 def test_lane_delta_and_the_sample_it_makes() -> None:
-    before = LaneCounters(packets=100, bytes=100_000, drops={"queue": 1}, ecn_marks=2, tx_packets=99,
-                          tx_bytes=99_000, delay=hist({3: 10}))
-    now = LaneCounters(packets=1100, bytes=1_100_000, drops={"queue": 11, "policer": 5}, ecn_marks=4,
-                       tx_packets=1084, tx_bytes=1_084_000, delay=hist({3: 10, 4: 985}))
+    before = LaneCounters(
+        packets=100, bytes=100_000, drops={"queue": 1}, ecn_marks=2, tx_packets=99, tx_bytes=99_000, delay=hist({3: 10})
+    )
+    now = LaneCounters(
+        packets=1100,
+        bytes=1_100_000,
+        drops={"queue": 11, "policer": 5},
+        ecn_marks=4,
+        tx_packets=1084,
+        tx_bytes=1_084_000,
+        delay=hist({3: 10, 4: 985}),
+    )
     d = lane_delta(now, before)
     assert (d.packets, d.bytes, d.tx_packets, d.tx_bytes, d.drops, d.ecn_marks) == (
-        1000, 1_000_000, 985, 985_000, {"queue": 10, "policer": 5}, 2)
+        1000,
+        1_000_000,
+        985,
+        985_000,
+        {"queue": 10, "policer": 5},
+        2,
+    )
     p = point_of((7, 0), 3, d, NOW, 0.5)
     assert p is not None and p.source == "counters"
     assert p.throughput_bps == 985_000 * 8 / 0.5  # what left the lane
@@ -83,8 +99,11 @@ def test_a_drop_cause_that_disappears_is_a_restart() -> None:
 
 def test_slice_lanes_map_to_catalogue_lanes() -> None:
     before = Counters(timestamp=0, epoch="a", slice_lanes={"1/1": LaneCounters(packets=5, bytes=500)})
-    now = Counters(timestamp=1, epoch="a", slice_lanes={"1/1": LaneCounters(packets=15, bytes=1500),
-                                                       "1/3": LaneCounters(packets=4, bytes=40)})
+    now = Counters(
+        timestamp=1,
+        epoch="a",
+        slice_lanes={"1/1": LaneCounters(packets=15, bytes=1500), "1/3": LaneCounters(packets=4, bytes=40)},
+    )
     out = interval_deltas(now, before, IR, EXPLANATION)
     assert {k: (v.packets, v.bytes) for k, v in out.items()} == {(7, 0): (10, 1000), (7, 2): (4, 40)}
 
@@ -97,10 +116,16 @@ def test_an_epoch_change_is_a_restart_even_when_counters_grew() -> None:
 
 
 def test_per_rule_counters_fold_through_the_rule_set_with_slice_drops_of_a_single_lane() -> None:
-    before = Counters(timestamp=0, rules={0: LaneCounters(packets=10, bytes=1000)},
-                      slices={1: LaneCounters(packets=8, drops={"meter_red": 2})})
-    now = Counters(timestamp=1, rules={0: LaneCounters(packets=110, bytes=11000), 1: LaneCounters()},
-                   slices={1: LaneCounters(packets=80, drops={"meter_red": 30})})
+    before = Counters(
+        timestamp=0,
+        rules={0: LaneCounters(packets=10, bytes=1000)},
+        slices={1: LaneCounters(packets=8, drops={"meter_red": 2})},
+    )
+    now = Counters(
+        timestamp=1,
+        rules={0: LaneCounters(packets=110, bytes=11000), 1: LaneCounters()},
+        slices={1: LaneCounters(packets=80, drops={"meter_red": 30})},
+    )
     out = interval_deltas(now, before, IR, EXPLANATION)
     assert (out[(7, 0)].packets, out[(7, 0)].drops) == (100, {"meter_red": 28})
     assert out[(7, 2)].packets == 0
@@ -142,8 +167,9 @@ def test_percentile_error_is_below_the_bucket_width(sojourns: list[int], q: floa
     for s in sojourns:
         i = min(max(s, 1).bit_length() - 1, DELAY_BUCKETS - 1)
         buckets[i] = buckets.get(i, 0) + 1
-    d = DelayDelta(1, len(sojourns), sum(sojourns), tuple(buckets.get(i, 0) for i in range(DELAY_BUCKETS)),
-                   max(sojourns))
+    d = DelayDelta(
+        1, len(sojourns), sum(sojourns), tuple(buckets.get(i, 0) for i in range(DELAY_BUCKETS)), max(sojourns)
+    )
     est = percentile(d, q)
     true = sorted(sojourns)[max(math.ceil(q * len(sojourns)) - 1, 0)]
     assert est is not None

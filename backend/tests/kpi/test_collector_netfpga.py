@@ -57,16 +57,28 @@ def test_netfpga_counters_become_kpis(client: TestClient, session: Session, db_u
     (tmp_path / "token").write_text(token)
     port = _free_port()
     with veth_pairs(wire_in, host_out):
-        sim = simulator.start(tmp_path / "s.sock", "--tcp", str(port), "--token-file", str(tmp_path / "token"),
-                              "--veth-in", wire_in[1], "--veth-out", host_out[1], "--live-drain-mbps", str(DRAIN_MBPS))
+        sim = simulator.start(
+            tmp_path / "s.sock",
+            "--tcp",
+            str(port),
+            "--token-file",
+            str(tmp_path / "token"),
+            "--veth-in",
+            wire_in[1],
+            "--veth-out",
+            host_out[1],
+            "--live-drain-mbps",
+            str(DRAIN_MBPS),
+        )
         try:
             reg = {"address": f"tcp:127.0.0.1:{port}", "agent_token": token}
             bid, sid = deploy(client, session, "netfpga", reg, RATE_LIMIT_MBPS)
             size = write_pcap(tmp_path / "flow.pcap", PPS)
             reader = Driver(reg)  # the card's own counters, beside the portal's
             try:
-                run = replay_and_collect(session, db_url, bid, sid, reader.counters, wire_in[0],
-                                         tmp_path / "flow.pcap", PPS, REPLAY_S, size)
+                run = replay_and_collect(
+                    session, db_url, bid, sid, reader.counters, wire_in[0], tmp_path / "flow.pcap", PPS, REPLAY_S, size
+                )
             finally:
                 reader.close()
         finally:

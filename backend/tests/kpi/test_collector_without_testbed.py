@@ -36,20 +36,24 @@ REPLAY_S = 8
 RATE_LIMIT_MBPS = 1.0  # half the offered ~1.9 Mbit/s: the slice's policer drops the rest
 
 
-def test_counters_become_kpis_without_the_testbed(client: TestClient, session: Session, db_url: str,
-                                                  tmp_path: Path) -> None:
+def test_counters_become_kpis_without_the_testbed(
+    client: TestClient, session: Session, db_url: str, tmp_path: Path
+) -> None:
     need_root()
     tag = f"kc{os.getpid() % 10000}-"
     ends = {p: (f"{tag}{p}s", f"{tag}{p}t") for p in (1, 3)}
-    with veth_pairs(*ends.values()), \
-            start_simple_switch_grpc({p: s for p, (s, _) in ends.items()}, priority_queues=8) as switch:
+    with (
+        veth_pairs(*ends.values()),
+        start_simple_switch_grpc({p: s for p, (s, _) in ends.items()}, priority_queues=8) as switch,
+    ):
         options = {"address": switch.address, "access_ports": {"1": VLAN}, "trunk_ports": [3], "uplink_port": 3}
         bid, sid = deploy(client, session, "p4rt", options, RATE_LIMIT_MBPS)
         size = write_pcap(tmp_path / "flow.pcap", PPS)
         reader = Driver(options)  # the switch's own counters, beside the portal's
         try:
-            run = replay_and_collect(session, db_url, bid, sid, reader.counters, ends[1][1], tmp_path / "flow.pcap",
-                                     PPS, REPLAY_S, size)
+            run = replay_and_collect(
+                session, db_url, bid, sid, reader.counters, ends[1][1], tmp_path / "flow.pcap", PPS, REPLAY_S, size
+            )
         finally:
             reader.close()
 

@@ -50,11 +50,21 @@ def test_xdp_agent_counters_become_kpis(client: TestClient, session: Session, db
     (tmp_path / "token").write_text(token)
     port = _free_port()
     options = {"overload_poll_s": 0, "tx_peer": wire, "alt_mac": "02:00:00:00:aa:01", "alt_ip": "10.99.0.1"}
-    argv = [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", backend, "--interface", dut,
-            "--options", json.dumps(options)]
+    argv = [
+        sys.executable,
+        "-m",
+        "sliceportal_xdp.agent",
+        "--backend",
+        backend,
+        "--interface",
+        dut,
+        "--options",
+        json.dumps(options),
+    ]
     with veth_pairs((wire, dut)):
-        agent = subprocess.Popen([*argv, "--listen", f"127.0.0.1:{port}", "--token-file", str(tmp_path / "token")],
-                                 stderr=subprocess.PIPE)
+        agent = subprocess.Popen(
+            [*argv, "--listen", f"127.0.0.1:{port}", "--token-file", str(tmp_path / "token")], stderr=subprocess.PIPE
+        )
         try:
             with closing(AgentClient(f"http://127.0.0.1:{port}", token, 5.0, retry_s=0.5)) as ready:
                 ready.wait_ready(60, lambda: _alive(agent))
@@ -63,8 +73,9 @@ def test_xdp_agent_counters_become_kpis(client: TestClient, session: Session, db
             size = write_pcap(tmp_path / "flow.pcap", PPS)
             reader = Driver(reg)  # the program's own counters through the agent, beside the portal's
             try:
-                run = replay_and_collect(session, db_url, bid, sid, reader.counters, wire, tmp_path / "flow.pcap",
-                                         PPS, REPLAY_S, size)
+                run = replay_and_collect(
+                    session, db_url, bid, sid, reader.counters, wire, tmp_path / "flow.pcap", PPS, REPLAY_S, size
+                )
             finally:
                 reader.close()
         finally:

@@ -28,11 +28,24 @@ from tests.factories import login, wait_until
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
+
 def points(ids: dict[str, int], names: tuple[str, ...], seconds: range, lanes: range = range(2)) -> list[KpiPoint]:
-    return [KpiPoint(slice_id=ids[n], backend_id=ids["backend"], lane=lane, source="testbed",
-                     ts=T0 + timedelta(seconds=s),
-                     tx_packets=1000 + s, rx_packets=1000 + s, throughput_bps=8e6, drops={"meter": s})
-            for s in seconds for n in names for lane in lanes]
+    return [
+        KpiPoint(
+            slice_id=ids[n],
+            backend_id=ids["backend"],
+            lane=lane,
+            source="testbed",
+            ts=T0 + timedelta(seconds=s),
+            tx_packets=1000 + s,
+            rx_packets=1000 + s,
+            throughput_bps=8e6,
+            drops={"meter": s},
+        )
+        for s in seconds
+        for n in names
+        for lane in lanes
+    ]
 
 
 def key(p: KpiPoint | dict[str, object]) -> tuple[object, ...]:
@@ -52,13 +65,15 @@ class Stream:
         assert self._open.wait(30), "the stream did not open"
 
     def _read(self, base: str, headers: dict[str, str]) -> None:
-        with (httpx.Client(base_url=base, timeout=httpx.Timeout(5, read=60)) as c,
-              c.stream("GET", "/api/v1/kpis/stream", headers=headers) as r):
+        with (
+            httpx.Client(base_url=base, timeout=httpx.Timeout(5, read=60)) as c,
+            c.stream("GET", "/api/v1/kpis/stream", headers=headers) as r,
+        ):
             r.raise_for_status()
             for line in r.iter_lines():
                 self._open.set()  # "retry:" comes once the stream is subscribed to the hub
                 if line.startswith("data: "):
-                    self.events.put(json.loads(line[len("data: "):]))
+                    self.events.put(json.loads(line[len("data: ") :]))
                 if self._stop.is_set():
                     return
 
@@ -98,7 +113,8 @@ def test_a_broken_batch_is_dropped_and_the_next_one_delivered() -> None:
 
 @pytest.mark.timeout(240)
 def test_stream_on_one_worker_receives_points_ingested_by_others(
-        client: TestClient, session: Session, worker_a: str, tenants: dict[str, int], db_url: str) -> None:
+    client: TestClient, session: Session, worker_a: str, tenants: dict[str, int], db_url: str
+) -> None:
     # tokens from B: the workers share the secret, as replicas do
     op_a, red_a = login(client, "op"), login(client, "red-view")
     everything, red_only = Stream(worker_a, op_a), Stream(worker_a, red_a)
@@ -135,16 +151,25 @@ def test_stream_on_one_worker_receives_points_ingested_by_others(
 
 @pytest.mark.timeout(240)
 def test_listener_reconnects_after_its_connection_is_terminated(
-        client: TestClient, session: Session, worker_a: str, tenants: dict[str, int]) -> None:
+    client: TestClient, session: Session, worker_a: str, tenants: dict[str, int]
+) -> None:
     op = login(client, "op")
     stream = Stream(worker_a, op)
     listener_b: KpiListener = client.app.state.kpi_listener  # type: ignore[attr-defined]
     try:
         ingest(session, points(tenants, ("red",), range(0, 1)))
         assert [key(p) for p in stream.take(2)] == [key(p) for p in points(tenants, ("red",), range(0, 1))]
-        killed = session.execute(text(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND query = :listen"), {"listen": f"LISTEN {CHANNEL}"}).scalars().all()
+        killed = (
+            session.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND query = :listen"
+                ),
+                {"listen": f"LISTEN {CHANNEL}"},
+            )
+            .scalars()
+            .all()
+        )
         assert len(killed) == 2 and all(killed)  # worker A's and B's listener connections
         wait_until("B's listener reconnected", lambda: listener_b.connects == 2 and listener_b.listening.is_set())
         assert len(listener_b.gaps) == 1  # the gap is logged and kept, not silent
@@ -165,7 +190,7 @@ def test_listener_reconnects_after_its_connection_is_terminated(
             heard += [key(p) for p in stream.events.get()]
         tried = [key(p) for p in points(tenants, ("blue",), range(1, second + 1))]
         # what A heard after its reconnect: points of the loop, each once, in order
-        assert len(set(heard)) == len(heard) and heard == tried[tried.index(heard[0]):][:len(heard)]
+        assert len(set(heard)) == len(heard) and heard == tried[tried.index(heard[0]) :][: len(heard)]
         later = points(tenants, ("red", "blue"), range(100, 103))
         ingest(session, later)
         assert [key(p) for p in stream.take(len(later))] == [key(p) for p in later]

@@ -19,18 +19,32 @@ def key(client: TestClient, scopes: list[str], tenant_id: int | None = None) -> 
     """A key of the integrator's, created by an operator (an integrator's login grants only read)."""
     op = login(client, "op")
     users = client.get("/api/v1/users", headers=op).json()
-    integrator = next(u["id"] for u in (users["data"] if isinstance(users, dict) else users)
-                      if u["username"] == "integrator")
-    r = client.post("/api/v1/api-keys", json={"name": f"k{len(scopes)}{tenant_id}", "scopes": scopes,
-                                              "tenant_id": tenant_id, "user_id": integrator}, headers=op)
+    integrator = next(
+        u["id"] for u in (users["data"] if isinstance(users, dict) else users) if u["username"] == "integrator"
+    )
+    r = client.post(
+        "/api/v1/api-keys",
+        json={"name": f"k{len(scopes)}{tenant_id}", "scopes": scopes, "tenant_id": tenant_id, "user_id": integrator},
+        headers=op,
+    )
     assert r.status_code == 201, r.text
     return {"X-API-Key": r.json()["secret"]}
 
 
 def point(slice_id: int, backend_id: int, second: int, **extra: Any) -> dict[str, Any]:
     ts = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=60 - second)
-    return {"slice_id": slice_id, "backend_id": backend_id, "lane": 0, "source": "probe", "ts": ts.isoformat(),
-            "tx_packets": 10, "rx_packets": 9, "loss_pct": 10.0, "delay_p99_ms": 40.2, "jitter_ms": 0.3} | extra
+    return {
+        "slice_id": slice_id,
+        "backend_id": backend_id,
+        "lane": 0,
+        "source": "probe",
+        "ts": ts.isoformat(),
+        "tx_packets": 10,
+        "rx_packets": 9,
+        "loss_pct": 10.0,
+        "delay_p99_ms": 40.2,
+        "jitter_ms": 0.3,
+    } | extra
 
 
 def stored(session: Session) -> int:
@@ -38,8 +52,9 @@ def stored(session: Session) -> int:
     return int(session.scalar(select(func.count()).select_from(KpiSample)) or 0)
 
 
-def test_probe_points_are_stored_beside_counters_and_read_back(client: TestClient, session: Session,
-                                                               tenants: dict[str, int]) -> None:
+def test_probe_points_are_stored_beside_counters_and_read_back(
+    client: TestClient, session: Session, tenants: dict[str, int]
+) -> None:
     make_user(session, "integrator", Role.INTEGRATOR)
     k = key(client, ["telemetry"])
     red, backend = tenants["red"], tenants["backend"]
@@ -55,8 +70,9 @@ def test_probe_points_are_stored_beside_counters_and_read_back(client: TestClien
     assert client.get(f"/api/v1/slices/{red}/kpis", params={"source": "counters"}, headers=op).json() == []
 
 
-def test_a_key_without_the_telemetry_scope_is_refused(client: TestClient, session: Session,
-                                                      tenants: dict[str, int]) -> None:
+def test_a_key_without_the_telemetry_scope_is_refused(
+    client: TestClient, session: Session, tenants: dict[str, int]
+) -> None:
     make_user(session, "integrator", Role.INTEGRATOR)
     k = key(client, ["read", "write", "deploy"])
     r = client.post(URL, json={"points": [point(tenants["red"], tenants["backend"], 0)]}, headers=k)
@@ -64,8 +80,9 @@ def test_a_key_without_the_telemetry_scope_is_refused(client: TestClient, sessio
     assert stored(session) == 0
 
 
-def test_one_bad_point_refuses_the_batch_naming_its_field(client: TestClient, session: Session,
-                                                          tenants: dict[str, int]) -> None:
+def test_one_bad_point_refuses_the_batch_naming_its_field(
+    client: TestClient, session: Session, tenants: dict[str, int]
+) -> None:
     make_user(session, "integrator", Role.INTEGRATOR)
     k = key(client, ["telemetry"])
     red, backend = tenants["red"], tenants["backend"]
@@ -90,15 +107,19 @@ def test_one_bad_point_refuses_the_batch_naming_its_field(client: TestClient, se
     assert stored(session) == 0
 
 
-def test_a_key_bound_to_a_tenant_posts_for_its_own_slices_only(client: TestClient, session: Session,
-                                                               tenants: dict[str, int]) -> None:
+def test_a_key_bound_to_a_tenant_posts_for_its_own_slices_only(
+    client: TestClient, session: Session, tenants: dict[str, int]
+) -> None:
     make_user(session, "integrator", Role.INTEGRATOR)
     red_tenant = client.get(f"/api/v1/slices/{tenants['red']}", headers=login(client, "op")).json()["tenant_id"]
     k = key(client, ["telemetry"], tenant_id=red_tenant)
     ok = client.post(URL, json={"points": [point(tenants["red"], tenants["backend"], 0)]}, headers=k)
     assert ok.status_code == 201, ok.text
-    r = client.post(URL, json={"points": [point(tenants["red"], tenants["backend"], 1),
-                                          point(tenants["blue"], tenants["backend"], 1)]}, headers=k)
+    r = client.post(
+        URL,
+        json={"points": [point(tenants["red"], tenants["backend"], 1), point(tenants["blue"], tenants["backend"], 1)]},
+        headers=k,
+    )
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "points.1.slice_id", r.text
     assert stored(session) == 1
 
@@ -107,15 +128,20 @@ def test_size_and_rate_limits(client: TestClient, session: Session, tenants: dic
     make_user(session, "integrator", Role.INTEGRATOR)
     k = key(client, ["telemetry"])
     red, backend = tenants["red"], tenants["backend"]
-    many = [point(red, backend, 0, lane=0, ts=(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i)).isoformat())
-            for i in range(2_001)]
+    many = [
+        point(red, backend, 0, lane=0, ts=(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i)).isoformat())
+        for i in range(2_001)
+    ]
     r = client.post(URL, json={"points": many}, headers=k)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "points", r.text
     # the largest batch allowed is stored whole (more rows than one statement binds)
     full = client.post(URL, json={"points": many[:2_000]}, headers=k)
     assert full.status_code == 201 and full.json()["stored"] == 2_000, full.text[:500]
-    huge = client.post(URL, content=b'{"points": [' + b" " * (3 * 1024 * 1024) + b"]}",
-                       headers=k | {"Content-Type": "application/json"})
+    huge = client.post(
+        URL,
+        content=b'{"points": [' + b" " * (3 * 1024 * 1024) + b"]}",
+        headers=k | {"Content-Type": "application/json"},
+    )
     assert huge.status_code == 413, huge.text
     client.app.state.telemetry_rate_limit = "3/minute"  # type: ignore[attr-defined]
     codes = [client.post(URL, json={"points": [point(red, backend, s)]}, headers=k).status_code for s in range(4)]

@@ -73,9 +73,13 @@ def prometheus(tmp_path: Path, client: TestClient, tenants: dict[str, int], work
     job["static_configs"] = [{"targets": [worker_a.removeprefix("http://")]}]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     base = f"http://127.0.0.1:{free_port()}"
-    argv = [tool("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address={base.removeprefix('http://')}",
-            "--log.level=warn"]
+    argv = [
+        tool("prometheus"),
+        f"--config.file={tmp_path / 'prometheus.yml'}",
+        f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        f"--web.listen-address={base.removeprefix('http://')}",
+        "--log.level=warn",
+    ]
     with serving("prometheus", argv, f"{base}/-/ready"):
         yield base
 
@@ -94,20 +98,44 @@ def dashboard_queries() -> list[str]:
 
 
 def test_prometheus_scrapes_the_portal_and_every_dashboard_query_answers(
-        session: Session, tenants: dict[str, int], prometheus: str) -> None:
+    session: Session, tenants: dict[str, int], prometheus: str
+) -> None:
     now = datetime.now(UTC)
-    ingest(session, [KpiPoint(slice_id=tenants[n], backend_id=tenants["backend"], lane=lane, source="testbed", ts=now,
-                              tx_packets=1000, rx_packets=990, throughput_bps=8e6, loss_pct=1.0,
-                              delay_p99_ms=2.5, delay_p50_ms=1.5, delay_mean_ms=1.0, jitter_ms=0.1, ecn_marks=3)
-                     for n in ("red", "blue") for lane in (0, 1)])
-    wait_until("Prometheus holds the slices' throughput",
-               lambda: len(query(prometheus, "sliceportal_lane_throughput_bytes_per_second")) == 4, timeout_s=60)
+    ingest(
+        session,
+        [
+            KpiPoint(
+                slice_id=tenants[n],
+                backend_id=tenants["backend"],
+                lane=lane,
+                source="testbed",
+                ts=now,
+                tx_packets=1000,
+                rx_packets=990,
+                throughput_bps=8e6,
+                loss_pct=1.0,
+                delay_p99_ms=2.5,
+                delay_p50_ms=1.5,
+                delay_mean_ms=1.0,
+                jitter_ms=0.1,
+                ecn_marks=3,
+            )
+            for n in ("red", "blue")
+            for lane in (0, 1)
+        ],
+    )
+    wait_until(
+        "Prometheus holds the slices' throughput",
+        lambda: len(query(prometheus, "sliceportal_lane_throughput_bytes_per_second")) == 4,
+        timeout_s=60,
+    )
 
     up = query(prometheus, 'up{job="sliceportal"}')
     assert [s["value"][1] for s in up] == ["1"], "the scrape with the API key failed"
     series = query(prometheus, 'sliceportal_lane_delay_p99_seconds{slice="red-s", lane="1"}')
     assert [(s["metric"]["tenant"], s["metric"]["backend"], s["metric"]["source"], s["value"][1]) for s in series] == [
-        ("red", "xdp-a", "testbed", "0.0025")]
+        ("red", "xdp-a", "testbed", "0.0025")
+    ]
     # counters: what this API process received since it started, in base units
     sent = query(prometheus, 'sliceportal_lane_sent_packets_total{slice="red-s", lane="1"}')
     assert [s["value"][1] for s in sent] == ["1000"]
@@ -127,6 +155,7 @@ def test_prometheus_scrapes_the_portal_and_every_dashboard_query_answers(
     dashboard = json.loads(DASHBOARD.read_text())
     for var in dashboard["templating"]["list"]:
         metric = var["definition"].removeprefix("label_values(").split(",")[0]
-        values = httpx.get(f"{prometheus}/api/v1/label/{var['name']}/values", params={"match[]": metric},
-                           timeout=10).json()["data"]
+        values = httpx.get(
+            f"{prometheus}/api/v1/label/{var['name']}/values", params={"match[]": metric}, timeout=10
+        ).json()["data"]
         assert values, f"dashboard variable {var['name']} would list nothing"

@@ -22,15 +22,24 @@ STABLE_S = 1.0
 
 def _break(session: Session, channel: str) -> None:
     """Terminate the server process of the connection that LISTENs on ``channel``."""
-    killed = session.execute(text(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-        "AND query = :listen"), {"listen": f"LISTEN {channel}"}).scalars().all()
+    killed = (
+        session.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND query = :listen"
+            ),
+            {"listen": f"LISTEN {channel}"},
+        )
+        .scalars()
+        .all()
+    )
     session.commit()
     assert killed == [True], killed
 
 
-def _outages(session: Session, channel: str, connects: Callable[[], int], last_wait: Callable[[], float],
-             first: float) -> None:
+def _outages(
+    session: Session, channel: str, connects: Callable[[], int], last_wait: Callable[[], float], first: float
+) -> None:
     def broken_and_back() -> None:
         before = connects()
         _break(session, channel)
@@ -42,7 +51,7 @@ def _outages(session: Session, channel: str, connects: Callable[[], int], last_w
     for _ in range(4):
         broken_and_back()
         waits.append(last_wait())
-    assert waits == [first * 2 ** i for i in range(4)], waits
+    assert waits == [first * 2**i for i in range(4)], waits
     # one that stayed up STABLE_S and broke is a new outage: the first wait again
     up = time.monotonic()
     wait_until(f"up for {STABLE_S} s", lambda: time.monotonic() - up > STABLE_S, 10)

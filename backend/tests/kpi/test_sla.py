@@ -37,28 +37,58 @@ def world(client: TestClient, session: Session) -> dict[str, object]:
     t = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
     ids = {}
     for name in ("stream", "batch", "rate"):
-        r = client.post("/api/v1/slices", json={
-            "name": name, "tenant_id": t, "slice_type_id": st, "backend_ids": [backend.id],
-            "sla": {"max_loss_pct": 1, "max_delay_ms": 10, "guaranteed_mbps": 10, "rate_limit_mbps": 40}},
-            headers=op)
+        r = client.post(
+            "/api/v1/slices",
+            json={
+                "name": name,
+                "tenant_id": t,
+                "slice_type_id": st,
+                "backend_ids": [backend.id],
+                "sla": {"max_loss_pct": 1, "max_delay_ms": 10, "guaranteed_mbps": 10, "rate_limit_mbps": 40},
+            },
+            headers=op,
+        )
         assert r.status_code == 201, r.text
         ids[name] = r.json()["id"]
     return {"op": op, "backend": backend.id, "ids": ids}
 
 
-def _point(slice_id: int, backend_id: int, second: int, lane: int = 0, loss: float = 0.0,
-           offered_mbps: float = 4.0, delivered_mbps: float | None = None, drops: int = 0) -> KpiPoint:
+def _point(
+    slice_id: int,
+    backend_id: int,
+    second: int,
+    lane: int = 0,
+    loss: float = 0.0,
+    offered_mbps: float = 4.0,
+    delivered_mbps: float | None = None,
+    drops: int = 0,
+) -> KpiPoint:
     delivered = offered_mbps if delivered_mbps is None else delivered_mbps
-    return KpiPoint(slice_id=slice_id, backend_id=backend_id, lane=lane, source="testbed",
-                    ts=T0 + timedelta(seconds=second),
-                    tx_packets=1000, rx_packets=int(1000 * (1 - loss / 100)), tx_bytes=int(offered_mbps * 1e6 / 8),
-                    rx_bytes=int(delivered * 1e6 / 8), throughput_bps=delivered * 1e6, loss_pct=loss,
-                    delay_p99_ms=1.0, jitter_ms=0.1, drops={"vq_burst": drops} if drops else {})
+    return KpiPoint(
+        slice_id=slice_id,
+        backend_id=backend_id,
+        lane=lane,
+        source="testbed",
+        ts=T0 + timedelta(seconds=second),
+        tx_packets=1000,
+        rx_packets=int(1000 * (1 - loss / 100)),
+        tx_bytes=int(offered_mbps * 1e6 / 8),
+        rx_bytes=int(delivered * 1e6 / 8),
+        throughput_bps=delivered * 1e6,
+        loss_pct=loss,
+        delay_p99_ms=1.0,
+        jitter_ms=0.1,
+        drops={"vq_burst": drops} if drops else {},
+    )
 
 
 def _loss_violations(session: Session, slice_id: int) -> list[tuple[object, ...]]:
-    return [(v.lane, v.metric, v.threshold, v.worst, v.started_at, v.ended_at) for v in session.scalars(
-        select(SlaViolation).where(SlaViolation.slice_id == slice_id).order_by(SlaViolation.id))]
+    return [
+        (v.lane, v.metric, v.threshold, v.worst, v.started_at, v.ended_at)
+        for v in session.scalars(
+            select(SlaViolation).where(SlaViolation.slice_id == slice_id).order_by(SlaViolation.id)
+        )
+    ]
 
 
 def test_hold_down_opens_after_n_bad_and_closes_after_m_good(session: Session, world: dict[str, object]) -> None:
@@ -97,16 +127,37 @@ def test_guaranteed_rate(session: Session, world: dict[str, object]) -> None:
     rs = RuleSet(backend_id=b, number=4, digest="d4", ir={}, plan={})
     session.add(rs)
     session.flush()
-    session.add(Deployment(backend_id=b, rule_set_id=rs.id, status=DeploymentStatus.SUCCEEDED,
-                           kind=DeploymentKind.DEPLOY, finished_at=T0))
+    session.add(
+        Deployment(
+            backend_id=b,
+            rule_set_id=rs.id,
+            status=DeploymentStatus.SUCCEEDED,
+            kind=DeploymentKind.DEPLOY,
+            finished_at=T0,
+        )
+    )
     session.commit()
     delivered = [8, 8, 8, 8, 9, 6, 7, 12, 12, 12, 12, 12, 12]
     offered = [8, 8, 8, 8, 20, 20, 20, 20, 20, 20, 20, 20, 20]
     opened = closed = None
     for s, (o, d) in enumerate(zip(offered, delivered, strict=True)):
         # two lanes, half each; the short intervals show the data plane's drops
-        changed = ingest(session, [_point(ids["rate"], b, s, lane=lane, offered_mbps=o / 2, delivered_mbps=d / 2,
-                                          drops=100 if d < 10 < o else 0) for lane in (0, 2)], hold=HOLD)
+        changed = ingest(
+            session,
+            [
+                _point(
+                    ids["rate"],
+                    b,
+                    s,
+                    lane=lane,
+                    offered_mbps=o / 2,
+                    delivered_mbps=d / 2,
+                    drops=100 if d < 10 < o else 0,
+                )
+                for lane in (0, 2)
+            ],
+            hold=HOLD,
+        )
         for v in changed:
             if v.ended_at is None:
                 opened = s
@@ -129,20 +180,29 @@ def test_history_within_sla_and_explain(client: TestClient, session: Session, wo
     window = {"since": (T0 - timedelta(seconds=1)).isoformat(), "until": (T0 + timedelta(seconds=17)).isoformat()}
     # 18 intervals measured; those in (T0+3, T0+11] — seconds 4..11, eight — inside the violation
     sla = client.get(f"/api/v1/slices/{ids['stream']}/sla", params=window, headers=op).json()
-    assert sla["backends"] == [{"backend_id": b, "intervals": 18, "within_sla_pct": round(100 * 10 / 18, 2),
-                                "violations": 1, "open_violations": 0}]
+    assert sla["backends"] == [
+        {
+            "backend_id": b,
+            "intervals": 18,
+            "within_sla_pct": round(100 * 10 / 18, 2),
+            "violations": 1,
+            "open_violations": 0,
+        }
+    ]
     history = client.get("/api/v1/violations", params={**window, "slice_id": ids["stream"]}, headers=op).json()
     assert history["count"] == 1
     later = {"since": (T0 + timedelta(seconds=12)).isoformat(), "until": (T0 + timedelta(hours=1)).isoformat()}
-    assert client.get("/api/v1/violations", params={**later, "slice_id": ids["stream"]},
-                      headers=op).json()["count"] == 0
+    assert (
+        client.get("/api/v1/violations", params={**later, "slice_id": ids["stream"]}, headers=op).json()["count"] == 0
+    )
     vid = history["data"][0]["id"]
     ex = client.get(f"/api/v1/violations/{vid}/explain", headers=op).json()
     assert [e["value"] for e in ex["opened_by"]] == [5, 5, 5] and len(ex["closed_by"]) == 5
     assert ex["hold_down"] == {"open_after": 3, "close_after": 5, "merge_within_s": 0.0} and ex["rule_set"] is None
     # the lane's samples from before the start to after the end: seconds 2..17
     assert [p["ts"][17:19] for p in ex["samples"]] == [f"{s:02d}" for s in range(2, 18)]
-    bad = client.get(f"/api/v1/slices/{ids['stream']}/sla", params={"since": window["until"],
-                                                                     "until": window["since"]}, headers=op)
+    bad = client.get(
+        f"/api/v1/slices/{ids['stream']}/sla", params={"since": window["until"], "until": window["since"]}, headers=op
+    )
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "since"
     assert client.get("/api/v1/violations/999999/explain", headers=op).status_code == 404

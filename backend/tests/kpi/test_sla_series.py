@@ -28,10 +28,12 @@ LANES = (0, 2)
 
 # one interval: each lane's loss %, or None where that lane has no sample (at least one has)
 interval = st.tuples(*(st.one_of(st.none(), st.sampled_from([0.0, 0.5, 5.0, 9.0])) for _ in LANES)).filter(
-    lambda losses: any(v is not None for v in losses))
+    lambda losses: any(v is not None for v in losses)
+)
 # runs of equal intervals: hold-down patterns (N bad in a row, M good in a row, one bad amid goods)
 series_of = st.lists(st.tuples(interval, st.integers(1, 6)), min_size=1, max_size=7).map(
-    lambda runs: [losses for losses, n in runs for _ in range(n)][:24])
+    lambda runs: [losses for losses, n in runs for _ in range(n)][:24]
+)
 Violation = tuple[int, datetime, datetime | None, float]  # lane, started_at, ended_at, worst
 
 
@@ -46,21 +48,29 @@ def reference(series: list[tuple[float | None, ...]], hold: HoldDown) -> list[Vi
         worst = 0.0
         for k, (_, value) in enumerate(readings):
             if start is None:
-                if k + 1 >= hold.open_after and all(bad[k + 1 - hold.open_after:k + 1]):
+                if k + 1 >= hold.open_after and all(bad[k + 1 - hold.open_after : k + 1]):
                     start = readings[k + 1 - hold.open_after][0] - timedelta(seconds=1)
-                    worst = max(v for _, v in readings[k + 1 - hold.open_after:k + 1] if v is not None)
-                    if closed is not None and closed[2] is not None and hold.merge_within_s > 0 and (
-                            start - closed[2]).total_seconds() <= hold.merge_within_s:
+                    worst = max(v for _, v in readings[k + 1 - hold.open_after : k + 1] if v is not None)
+                    if (
+                        closed is not None
+                        and closed[2] is not None
+                        and hold.merge_within_s > 0
+                        and (start - closed[2]).total_seconds() <= hold.merge_within_s
+                    ):
                         out.remove(closed)  # a flap: the last violation goes on
                         start, worst = closed[1], max(worst, closed[3])
             elif bad[k]:
                 assert value is not None
                 worst = max(worst, value)
-            elif k + 1 >= hold.close_after and not any(bad[k + 1 - hold.close_after:k + 1]):
+            elif k + 1 >= hold.close_after and not any(bad[k + 1 - hold.close_after : k + 1]):
                 last_bad = max(j for j in range(k + 1) if bad[j])
                 end = readings[last_bad][0]
-                closed = (lane, start, end if end > start else
-                          readings[k + 1 - hold.close_after][0] - timedelta(seconds=1), worst)
+                closed = (
+                    lane,
+                    start,
+                    end if end > start else readings[k + 1 - hold.close_after][0] - timedelta(seconds=1),
+                    worst,
+                )
                 out.append(closed)
                 start = None
         if start is not None:
@@ -69,15 +79,31 @@ def reference(series: list[tuple[float | None, ...]], hold: HoldDown) -> list[Vi
 
 
 def _points(slice_id: int, backend_id: int, series: list[tuple[float | None, ...]], first: int = 0) -> list[KpiPoint]:
-    return [KpiPoint(slice_id=slice_id, backend_id=backend_id, lane=lane, source="testbed",
-                     ts=T0 + timedelta(seconds=first + t), tx_packets=1000,
-                     rx_packets=int(1000 * (1 - loss / 100)), loss_pct=loss, delay_p99_ms=1.0, jitter_ms=0.1)
-            for t, losses in enumerate(series) for lane, loss in zip(LANES, losses, strict=True) if loss is not None]
+    return [
+        KpiPoint(
+            slice_id=slice_id,
+            backend_id=backend_id,
+            lane=lane,
+            source="testbed",
+            ts=T0 + timedelta(seconds=first + t),
+            tx_packets=1000,
+            rx_packets=int(1000 * (1 - loss / 100)),
+            loss_pct=loss,
+            delay_p99_ms=1.0,
+            jitter_ms=0.1,
+        )
+        for t, losses in enumerate(series)
+        for lane, loss in zip(LANES, losses, strict=True)
+        if loss is not None
+    ]
 
 
 def _stored(session: Session, slice_id: int, backend_id: int) -> list[Violation]:
-    rows = list(session.scalars(select(SlaViolation).where(SlaViolation.slice_id == slice_id,
-                                                           SlaViolation.backend_id == backend_id)))
+    rows = list(
+        session.scalars(
+            select(SlaViolation).where(SlaViolation.slice_id == slice_id, SlaViolation.backend_id == backend_id)
+        )
+    )
     assert all(v.metric == "loss_pct" for v in rows)
     return sorted(((v.lane, v.started_at, v.ended_at, v.worst) for v in rows), key=lambda v: (v[0], v[1]))
 
@@ -87,8 +113,11 @@ def test_random_series_judge_as_the_reference(client: TestClient, session: Sessi
     op = login(client, "op")
     st_id = slice_type_id(client, op, "Dual Best Effort + Low Latency")
     tenant = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
-    r = client.post("/api/v1/slices", json={"name": "s", "tenant_id": tenant, "slice_type_id": st_id,
-                                            "sla": {"max_loss_pct": LIMIT}}, headers=op)
+    r = client.post(
+        "/api/v1/slices",
+        json={"name": "s", "tenant_id": tenant, "slice_type_id": st_id, "sla": {"max_loss_pct": LIMIT}},
+        headers=op,
+    )
     assert r.status_code == 201, r.text
     slice_id = r.json()["id"]
     runs = iter(range(10_000))
@@ -107,7 +136,7 @@ def test_random_series_judge_as_the_reference(client: TestClient, session: Sessi
         expected = reference(series, hold)
         one_by_one, whole, chunked = backend(), backend(), backend()
         for t in range(len(series)):
-            ingest(session, _points(slice_id, one_by_one, series[t:t + 1], first=t), hold=hold)
+            ingest(session, _points(slice_id, one_by_one, series[t : t + 1], first=t), hold=hold)
         ingest(session, _points(slice_id, whole, series), hold=hold)
         bounds = [0, *sorted({c for c in cuts if c < len(series)}), len(series)]
         for lo, hi in itertools.pairwise(bounds):

@@ -37,28 +37,52 @@ def world(client: TestClient, session: Session) -> dict[str, int]:
     t = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
     ids = {"backend": backend.id}
     for name in ("merged", "apart"):
-        r = client.post("/api/v1/slices", json={"name": name, "tenant_id": t, "slice_type_id": st,
-                                                "backend_ids": [backend.id], "sla": {"max_loss_pct": 1}}, headers=op)
+        r = client.post(
+            "/api/v1/slices",
+            json={
+                "name": name,
+                "tenant_id": t,
+                "slice_type_id": st,
+                "backend_ids": [backend.id],
+                "sla": {"max_loss_pct": 1},
+            },
+            headers=op,
+        )
         assert r.status_code == 201, r.text
         ids[name] = r.json()["id"]
     return ids
 
 
 def _point(slice_id: int, backend_id: int, second: int, loss: float, source: str = "testbed") -> KpiPoint:
-    return KpiPoint(slice_id=slice_id, backend_id=backend_id, lane=0, source=source,  # type: ignore[arg-type]
-                    ts=T0 + timedelta(seconds=second), tx_packets=1000, rx_packets=int(1000 * (1 - loss / 100)),
-                    loss_pct=loss)
+    return KpiPoint(
+        slice_id=slice_id,
+        backend_id=backend_id,
+        lane=0,
+        source=source,  # type: ignore[arg-type]
+        ts=T0 + timedelta(seconds=second),
+        tx_packets=1000,
+        rx_packets=int(1000 * (1 - loss / 100)),
+        loss_pct=loss,
+    )
 
 
 def _rows(session: Session, slice_id: int) -> list[tuple[object, ...]]:
     session.expire_all()
-    return [(v.started_at, v.ended_at, len(v.evidence.get("flaps", []))) for v in session.scalars(
-        select(SlaViolation).where(SlaViolation.slice_id == slice_id).order_by(SlaViolation.id))]
+    return [
+        (v.started_at, v.ended_at, len(v.evidence.get("flaps", [])))
+        for v in session.scalars(
+            select(SlaViolation).where(SlaViolation.slice_id == slice_id).order_by(SlaViolation.id)
+        )
+    ]
 
 
 def _states(session: Session, slice_id: int) -> list[tuple[str, int]]:
-    return [(r.metric, r.lane) for r in session.execute(text(
-        "SELECT metric, lane FROM sla_check_state WHERE slice_id = :s ORDER BY metric, lane"), {"s": slice_id})]
+    return [
+        (r.metric, r.lane)
+        for r in session.execute(
+            text("SELECT metric, lane FROM sla_check_state WHERE slice_id = :s ORDER BY metric, lane"), {"s": slice_id}
+        )
+    ]
 
 
 def test_a_flapping_check_is_one_episode(session: Session, world: dict[str, int]) -> None:
@@ -73,8 +97,11 @@ def test_a_flapping_check_is_one_episode(session: Session, world: dict[str, int]
             assert _rows(session, world["merged"]) == [(T0 - s, None, 2)]
             assert _states(session, world["merged"]) == [("", -1), ("loss_pct", 0)]
     # seconds 0-2 bad (ts: the interval's end): (T0 - 1 s, T0 + 2 s]; 8-10; 16-18
-    assert _rows(session, world["apart"]) == [(T0 - s, T0 + 2 * s, 0), (T0 + 7 * s, T0 + 10 * s, 0),
-                                              (T0 + 15 * s, T0 + 18 * s, 0)]
+    assert _rows(session, world["apart"]) == [
+        (T0 - s, T0 + 2 * s, 0),
+        (T0 + 7 * s, T0 + 10 * s, 0),
+        (T0 + 15 * s, T0 + 18 * s, 0),
+    ]
     assert _rows(session, world["merged"]) == [(T0 - s, T0 + 18 * s, 2)]
     # 20 good intervals later the merge window (12 s) has passed: nothing pending, only the head row left
     assert _states(session, world["merged"]) == [("", -1)]
@@ -93,7 +120,8 @@ def test_the_preferred_source_judges(session: Session, world: dict[str, int]) ->
 
 
 def test_unknown_ids_store_nothing_and_a_deleted_slice_takes_its_samples(
-        session: Session, world: dict[str, int]) -> None:
+    session: Session, world: dict[str, int]
+) -> None:
     b, s = world["backend"], world["merged"]
     with pytest.raises(UnknownReference, match="slice_id"):
         ingest(session, [_point(s, b, 0, 0.0), _point(999_999, b, 0, 0.0)])
@@ -109,8 +137,9 @@ def test_unknown_ids_store_nothing_and_a_deleted_slice_takes_its_samples(
     assert session.scalar(select(func.count()).select_from(KpiSample)) == 0 and _states(session, s) == []
 
 
-def test_two_workers_storing_the_same_intervals_judge_once(db_url: str, session: Session,
-                                                           world: dict[str, int]) -> None:
+def test_two_workers_storing_the_same_intervals_judge_once(
+    db_url: str, session: Session, world: dict[str, int]
+) -> None:
     """Two processes' ingests of the same bad intervals at once (a collector restarted beside
     its successor): the head row's lock orders them, the second finds them judged — one
     violation, not two."""

@@ -27,15 +27,24 @@ SLA = {"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1}
 
 def _world(client: TestClient, op: dict[str, str], address: str, users: int = 4) -> tuple[int, int, int]:
     """A p4rt backend, a tenant and one slice of ``users`` subscribers on it: (backend, tenant, slice)."""
-    r = client.post("/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}},
-                    headers=op)
+    r = client.post(
+        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}}, headers=op
+    )
     assert r.status_code == 201, r.text
     bid = int(r.json()["id"])
     tenant = int(client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"])
-    s = client.post("/api/v1/slices", json={
-        "name": "a", "tenant_id": tenant, "slice_type_id": slice_type_id(client, op, "Flexible Slice"), "sla": SLA,
-        "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}]}],
-        "backend_ids": [bid]}, headers=op)
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": "a",
+            "tenant_id": tenant,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": SLA,
+            "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}]}],
+            "backend_ids": [bid],
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     _import(client, op, range(users))
     return bid, tenant, int(s.json()["id"])
@@ -43,7 +52,8 @@ def _world(client: TestClient, op: dict[str, str], address: str, users: int = 4)
 
 def _import(client: TestClient, op: dict[str, str], users: range) -> None:
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.{u // 250}.{u % 250 + 1},{u + 1},mvno-a,a\n" for u in users)
+        f"00101{u:010d},10.45.{u // 250}.{u % 250 + 1},{u + 1},mvno-a,a\n" for u in users
+    )
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
 
@@ -69,8 +79,8 @@ def _wanted(session: Session, bid: int, sid: int) -> str:
 
 
 def test_a_slice_edited_while_its_deploy_pushes_ends_pending(
-        client: TestClient, session: Session, op: dict[str, str],
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, session: Session, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     bid, _, sid = _world(client, op, start_target(*EIGHT_QUEUES).address)
     _deploy(client, op, bid)
     assert _states(client, op, sid) == ("deployed",) * 3  # the stored digests filled for rule set 1
@@ -82,8 +92,9 @@ def test_a_slice_edited_while_its_deploy_pushes_ends_pending(
             return
         # the rule set being pushed was compiled before this edit
         version = client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]
-        r = client.patch(f"/api/v1/slices/{sid}", json={"sla": SLA | {"rate_limit_mbps": 40}, "version": version},
-                         headers=op)
+        r = client.patch(
+            f"/api/v1/slices/{sid}", json={"sla": SLA | {"rate_limit_mbps": 40}, "version": version}, headers=op
+        )
         assert r.status_code == 200, r.text
         seen.append(_states(client, op, sid))  # rule set 1 still in force, the edit already stored
 
@@ -99,16 +110,18 @@ def test_a_slice_edited_while_its_deploy_pushes_ends_pending(
 
 
 def test_subscriber_add_remove_and_import_change_the_wanted_digest(
-        client: TestClient, session: Session, op: dict[str, str],
-        start_target: Callable[..., RunningTarget]) -> None:
+    client: TestClient, session: Session, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     bid, tenant, sid = _world(client, op, start_target(*EIGHT_QUEUES).address)
     _deploy(client, op, bid)
     assert _states(client, op, sid) == ("deployed",) * 3
     first = _wanted(session, bid, sid)
 
-    r = client.post("/api/v1/subscribers", json={"tenant_id": tenant, "imsi": "001019999999999",
-                                                 "ue_ip": "10.45.9.9", "teids": [999], "slice_ids": [sid]},
-                    headers=op)
+    r = client.post(
+        "/api/v1/subscribers",
+        json={"tenant_id": tenant, "imsi": "001019999999999", "ue_ip": "10.45.9.9", "teids": [999], "slice_ids": [sid]},
+        headers=op,
+    )
     assert r.status_code == 201, r.text
     assert _states(client, op, sid) == ("pending",) * 3
     added = _wanted(session, bid, sid)
@@ -127,8 +140,9 @@ def test_subscriber_add_remove_and_import_change_the_wanted_digest(
     assert _wanted(session, bid, sid) not in (first, added)
 
 
-def test_a_reconcile_that_finds_drift_flips_the_state(client: TestClient, op: dict[str, str],
-                                                       start_target: Callable[..., RunningTarget]) -> None:
+def test_a_reconcile_that_finds_drift_flips_the_state(
+    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     port = free_port()
     target = start_target(*EIGHT_QUEUES, "--grpc-port", str(port))
     bid, _, sid = _world(client, op, target.address)
@@ -153,8 +167,9 @@ def _list_statements(client: TestClient, op: dict[str, str], db_url: str) -> lis
     return [s for s in seen if s.lstrip().upper().startswith("SELECT")]
 
 
-def test_list_page_statements_do_not_grow_with_subscribers(client: TestClient, op: dict[str, str], db_url: str,
-                                                           start_target: Callable[..., RunningTarget]) -> None:
+def test_list_page_statements_do_not_grow_with_subscribers(
+    client: TestClient, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     bid, _, _ = _world(client, op, start_target(*EIGHT_QUEUES).address, users=10)
     _deploy(client, op, bid)
     few = _list_statements(client, op, db_url)
@@ -166,15 +181,17 @@ def test_list_page_statements_do_not_grow_with_subscribers(client: TestClient, o
     assert not [s for s in many if "subscriber" in s or "rule_set.ir" in s], many
 
 
-def test_every_input_of_a_compile_bumps_the_slice_generation(client: TestClient, session: Session,
-                                                             op: dict[str, str]) -> None:
+def test_every_input_of_a_compile_bumps_the_slice_generation(
+    client: TestClient, session: Session, op: dict[str, str]
+) -> None:
     """The triggers of migration 0015 cover each thing a slice compiles from, and only those:
     checked on the database, with no backend (what the compiler reads: services/deployments.py
     domain_specs and services/intent_specs.py)."""
     tenant = int(client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"])
     st = slice_type_id(client, op, "Flexible Slice")
-    s = client.post("/api/v1/slices", json={"name": "a", "tenant_id": tenant, "slice_type_id": st, "sla": SLA},
-                    headers=op)
+    s = client.post(
+        "/api/v1/slices", json={"name": "a", "tenant_id": tenant, "slice_type_id": st, "sla": SLA}, headers=op
+    )
     assert s.status_code == 201, s.text
     sid = int(s.json()["id"])
     _import(client, op, range(2))
@@ -183,8 +200,11 @@ def test_every_input_of_a_compile_bumps_the_slice_generation(client: TestClient,
 
     def gen() -> int:
         session.rollback()
-        return int(session.scalar(text("SELECT coalesce((SELECT gen FROM slice_footprint_gen "
-                                        "WHERE slice_id = :s), 0)"), {"s": sid}))
+        return int(
+            session.scalar(
+                text("SELECT coalesce((SELECT gen FROM slice_footprint_gen WHERE slice_id = :s), 0)"), {"s": sid}
+            )
+        )
 
     def bumps(sql: str, **binds: Any) -> bool:
         before = gen()
@@ -192,15 +212,21 @@ def test_every_input_of_a_compile_bumps_the_slice_generation(client: TestClient,
         session.commit()
         return gen() != before
 
-    assert bumps("INSERT INTO service_class (slice_id, name, lane, dst_ports, dscp, protocol, version) "
-                 "VALUES (:s, 'x', 4, '[]', '{}', 'any', 1)")
+    assert bumps(
+        "INSERT INTO service_class (slice_id, name, lane, dst_ports, dscp, protocol, version) "
+        "VALUES (:s, 'x', 4, '[]', '{}', 'any', 1)"
+    )
     assert bumps("UPDATE service_class SET lane = 2 WHERE slice_id = :s")
     assert bumps("DELETE FROM service_class WHERE slice_id = :s")
     assert bumps("UPDATE slice SET rate_limit_mbps = 40 WHERE id = :s")
-    assert bumps("UPDATE subscriber SET ue_ip = '10.45.7.7' WHERE id = (SELECT min(subscriber_id) "
-                 "FROM subscriber_slice WHERE slice_id = :s)")
-    assert bumps("DELETE FROM subscriber_slice WHERE slice_id = :s AND subscriber_id = (SELECT min(subscriber_id) "
-                 "FROM subscriber_slice WHERE slice_id = :s)")
+    assert bumps(
+        "UPDATE subscriber SET ue_ip = '10.45.7.7' WHERE id = (SELECT min(subscriber_id) "
+        "FROM subscriber_slice WHERE slice_id = :s)"
+    )
+    assert bumps(
+        "DELETE FROM subscriber_slice WHERE slice_id = :s AND subscriber_id = (SELECT min(subscriber_id) "
+        "FROM subscriber_slice WHERE slice_id = :s)"
+    )
     assert bumps("INSERT INTO subscriber_slice (subscriber_id, slice_id) SELECT min(id), :s FROM subscriber")
     assert bumps("UPDATE tenant SET vlan = 101 WHERE id = :t", t=tenant)
     assert not bumps("UPDATE slice_type SET lanes = lanes WHERE id = :st", st=st)  # written, not changed

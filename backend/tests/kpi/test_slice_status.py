@@ -33,18 +33,26 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 
 
 def _backend(client: TestClient, op: dict[str, str], name: str, address: str) -> int:
-    r = client.post("/api/v1/backends", json={"name": name, "driver": "p4rt", "options": {"address": address}},
-                    headers=op)
+    r = client.post(
+        "/api/v1/backends", json={"name": name, "driver": "p4rt", "options": {"address": address}}, headers=op
+    )
     assert r.status_code == 201, r.text
     return int(r.json()["id"])
 
 
 def _slice(client: TestClient, op: dict[str, str], tenant: int, name: str, bid: int, port: int) -> int:
-    s = client.post("/api/v1/slices", json={
-        "name": name, "tenant_id": tenant, "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-        "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1},
-        "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": port, "hi": port + 7}]}],
-        "backend_ids": [bid]}, headers=op)
+    s = client.post(
+        "/api/v1/slices",
+        json={
+            "name": name,
+            "tenant_id": tenant,
+            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
+            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1},
+            "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": port, "hi": port + 7}]}],
+            "backend_ids": [bid],
+        },
+        headers=op,
+    )
     assert s.status_code == 201, s.text
     return int(s.json()["id"])
 
@@ -63,12 +71,14 @@ def _deploy(client: TestClient, op: dict[str, str], bid: int) -> dict[str, Any]:
     return body
 
 
-def test_deployment_states_follow_the_rule_set_in_force(client: TestClient, session: Session, op: dict[str, str],
-                                                        start_target: Callable[..., RunningTarget]) -> None:
+def test_deployment_states_follow_the_rule_set_in_force(
+    client: TestClient, session: Session, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
     tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,{'a' if u < 4 else 'b'}\n" for u in range(8))
+        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,{'a' if u < 4 else 'b'}\n" for u in range(8)
+    )
     a = _slice(client, op, tenant, "a", bid, 5000)
     b = _slice(client, op, tenant, "b", bid, 6000)
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
@@ -76,7 +86,8 @@ def test_deployment_states_follow_the_rule_set_in_force(client: TestClient, sess
 
     st = _status(client, op, a)
     assert st["state"] == "draft" and [(x["backend_id"], x["state"], x["sla"]) for x in st["backends"]] == [
-        (bid, "draft", "no_data")]
+        (bid, "draft", "no_data")
+    ]
 
     assert _deploy(client, op, bid)["status"] == "succeeded"
     st = _status(client, op, a)["backends"][0]
@@ -85,12 +96,15 @@ def test_deployment_states_follow_the_rule_set_in_force(client: TestClient, sess
     # the list and the detail say the same
     listed = client.get("/api/v1/slices", headers=op).json()["data"]
     assert {s["id"]: (s["state"], [(x["backend_id"], x["state"]) for x in s["status"]]) for s in listed} == {
-        a: ("deployed", [(bid, "deployed")]), b: ("deployed", [(bid, "deployed")])}
+        a: ("deployed", [(bid, "deployed")]),
+        b: ("deployed", [(bid, "deployed")]),
+    }
 
     # an edit: pending on that backend, with what a push would change
     sl = client.get(f"/api/v1/slices/{a}", headers=op).json()
-    r = client.patch(f"/api/v1/slices/{a}", json={"sla": {**sl["sla"], "rate_limit_mbps": 60},
-                                                   "version": sl["version"]}, headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{a}", json={"sla": {**sl["sla"], "rate_limit_mbps": 60}, "version": sl["version"]}, headers=op
+    )
     assert r.status_code == 200 and r.json()["state"] == "pending"
     st = _status(client, op, a)["backends"][0]
     assert st["state"] == "pending" and "qos.rate_bps: 48000000 → 60000000" in st["changes"]
@@ -101,8 +115,10 @@ def test_deployment_states_follow_the_rule_set_in_force(client: TestClient, sess
     assert [s["id"] for s in pending["data"]] == [a] and pending["count"] == 1
 
     assert _deploy(client, op, bid)["status"] == "succeeded"
-    assert _status(client, op, a)["backends"][0][
-        "state"] == "deployed" and _status(client, op, a)["backends"][0]["rule_set_number"] == 2
+    assert (
+        _status(client, op, a)["backends"][0]["state"] == "deployed"
+        and _status(client, op, a)["backends"][0]["rule_set_number"] == 2
+    )
 
     # b leaves the backend's configuration; after the push it is not in force there any more
     sl = client.get(f"/api/v1/slices/{b}", headers=op).json()
@@ -156,17 +172,33 @@ def test_sla_status_from_samples(client: TestClient, session: Session, op: dict[
     now = datetime.now(UTC)
 
     def point(ts: datetime) -> KpiPoint:
-        return KpiPoint(slice_id=sid, backend_id=backend.id, lane=4, source="testbed", ts=ts, tx_packets=100,
-                        rx_packets=100,
-                        rx_bytes=100_000, throughput_bps=8e5, delay_p99_ms=1.0)
+        return KpiPoint(
+            slice_id=sid,
+            backend_id=backend.id,
+            lane=4,
+            source="testbed",
+            ts=ts,
+            tx_packets=100,
+            rx_packets=100,
+            rx_bytes=100_000,
+            throughput_bps=8e5,
+            delay_p99_ms=1.0,
+        )
 
     ingest(session, [point(now - timedelta(seconds=30))])
     assert _status(client, op, sid)["backends"][0]["sla"] == "no_data"  # newer than 5 intervals: none
     ingest(session, [point(now - timedelta(seconds=1))])
     st = _status(client, op, sid)["backends"][0]
     assert st["sla"] == "met" and st["last_sample_at"] is not None
-    v = SlaViolation(slice_id=sid, backend_id=backend.id, lane=4, metric="loss_pct", threshold=1, worst=7,
-                     started_at=now - timedelta(seconds=2))
+    v = SlaViolation(
+        slice_id=sid,
+        backend_id=backend.id,
+        lane=4,
+        metric="loss_pct",
+        threshold=1,
+        worst=7,
+        started_at=now - timedelta(seconds=2),
+    )
     session.add(v)
     session.commit()
     st = _status(client, op, sid)["backends"][0]
@@ -184,15 +216,23 @@ def _rollback(client: TestClient, op: dict[str, str], bid: int, number: int) -> 
     assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
 
 
-@pytest.mark.parametrize(("action", "words"), [
-    ({"action": "rate_limit", "rate_mbps": 5}, " (rate_limit 5 Mbit/s)"),
-    ({"action": "drop"}, " (drop)"),
-    # a prioritise intent has no sub-slice: its entries (the slice's id) are named by their note
-    ({"lane": 6}, ""),
-])
-def test_state_covers_the_slices_policed_intents(client: TestClient, session: Session, op: dict[str, str],
-                                                 start_target: Callable[..., RunningTarget],
-                                                 action: dict[str, Any], words: str) -> None:
+@pytest.mark.parametrize(
+    ("action", "words"),
+    [
+        ({"action": "rate_limit", "rate_mbps": 5}, " (rate_limit 5 Mbit/s)"),
+        ({"action": "drop"}, " (drop)"),
+        # a prioritise intent has no sub-slice: its entries (the slice's id) are named by their note
+        ({"lane": 6}, ""),
+    ],
+)
+def test_state_covers_the_slices_policed_intents(
+    client: TestClient,
+    session: Session,
+    op: dict[str, str],
+    start_target: Callable[..., RunningTarget],
+    action: dict[str, Any],
+    words: str,
+) -> None:
     """A rate_limit / drop intent is a sub-slice of its own in the rule set (same ref as the
     slice), a prioritise intent entries of the slice's id: whether the data plane holds them is
     part of the slice's state, named by the intent. Rule sets with and
@@ -200,14 +240,18 @@ def test_state_covers_the_slices_policed_intents(client: TestClient, session: Se
     bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
     tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     a = _slice(client, op, tenant, "a", bid, 5000)
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,a\n"
-                                                         for u in range(4))
+    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
+        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,a\n" for u in range(4)
+    )
     r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
     assert _deploy(client, op, bid)["status"] == "succeeded"  # rule set 1: the slice, no intent
 
-    r = client.post("/api/v1/intents", json={"operation": "insert", "imsi": ["001010000000001"],
-                                             "dst_ports": [[5000, 5007]], **action}, headers=op)
+    r = client.post(
+        "/api/v1/intents",
+        json={"operation": "insert", "imsi": ["001010000000001"], "dst_ports": [[5000, 5007]], **action},
+        headers=op,
+    )
     assert r.status_code == 201 and [d["status"] for d in r.json()["deployments"]] == ["succeeded"], r.text
     iid = r.json()["intents"][0]["id"]
     st = _status(client, op, a)["backends"][0]
@@ -242,19 +286,33 @@ def test_state_covers_the_slices_policed_intents(client: TestClient, session: Se
     assert st["changes"] == [f"intent {iid}{words}: removed since the push, still in force (1 classifier entry)"]
 
 
-def test_a_changed_intent_is_named(client: TestClient, session: Session, op: dict[str, str],
-                                   start_target: Callable[..., RunningTarget]) -> None:
+def test_a_changed_intent_is_named(
+    client: TestClient, session: Session, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     """The intent's rate and the slice's burst limit its sub-slice inherits: each change is
     named on the intent (the slice's own entries alongside)."""
     bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
     tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     a = _slice(client, op, tenant, "a", bid, 5000)
-    r = client.post("/api/v1/subscribers/import", headers=op, files={"file": (
-        "s.csv", b"imsi,ue_ip,teids,tenant,slices\n001010000000001,10.45.0.1,2,mvno-a,a\n", "text/csv")})
+    r = client.post(
+        "/api/v1/subscribers/import",
+        headers=op,
+        files={
+            "file": ("s.csv", b"imsi,ue_ip,teids,tenant,slices\n001010000000001,10.45.0.1,2,mvno-a,a\n", "text/csv")
+        },
+    )
     assert r.status_code == 201, r.text
-    r = client.post("/api/v1/intents", json={"operation": "insert", "imsi": ["001010000000001"],
-                                             "dst_ports": [[5000, 5007]], "action": "rate_limit", "rate_mbps": 5},
-                    headers=op)
+    r = client.post(
+        "/api/v1/intents",
+        json={
+            "operation": "insert",
+            "imsi": ["001010000000001"],
+            "dst_ports": [[5000, 5007]],
+            "action": "rate_limit",
+            "rate_mbps": 5,
+        },
+        headers=op,
+    )
     assert r.status_code == 201 and [d["status"] for d in r.json()["deployments"]] == ["succeeded"], r.text
     iid = r.json()["intents"][0]["id"]
     assert _status(client, op, a)["backends"][0]["state"] == "deployed"
@@ -270,8 +328,9 @@ def test_a_changed_intent_is_named(client: TestClient, session: Session, op: dic
     assert _status(client, op, a)["backends"][0]["state"] == "deployed"
 
     sl = client.get(f"/api/v1/slices/{a}", headers=op).json()
-    r = client.patch(f"/api/v1/slices/{a}", json={"sla": {**sl["sla"], "max_delay_ms": 30},
-                                                   "version": sl["version"]}, headers=op)
+    r = client.patch(
+        f"/api/v1/slices/{a}", json={"sla": {**sl["sla"], "max_delay_ms": 30}, "version": sl["version"]}, headers=op
+    )
     assert r.status_code == 200, r.text
     st = _status(client, op, a)["backends"][0]
     assert st["state"] == "pending"

@@ -58,17 +58,21 @@ def refresher(db_url: str, session: Session) -> Iterator[FootprintRefresher]:
 def _until_current(session: Session, bid: int, rule_set_id: int, wait_s: float = DEADLINE_S) -> BackendFootprint:
     """The backend's stored wanted digests once they are for ``rule_set_id`` and the
     configuration as it is now (computed by someone other than a read: no read runs meanwhile)."""
+
     def current() -> BackendFootprint | None:
         row = _row(session, bid)
         current_key = footprint_state.input_key(session, bid)
         return row if row is not None and (row.rule_set_id, row.input_key) == (rule_set_id, current_key) else None
-    row: BackendFootprint = wait_until(f"stored digests of rule set {rule_set_id}, current", current, wait_s,
-                                       poll_s=0.05)
+
+    row: BackendFootprint = wait_until(
+        f"stored digests of rule set {rule_set_id}, current", current, wait_s, poll_s=0.05
+    )
     return row
 
 
-def test_a_deploy_stores_what_it_compiled(client: TestClient, session: Session, op: dict[str, str],
-                                          db_url: str, start_target: Callable[..., RunningTarget]) -> None:
+def test_a_deploy_stores_what_it_compiled(
+    client: TestClient, session: Session, op: dict[str, str], db_url: str, start_target: Callable[..., RunningTarget]
+) -> None:
     bid, _, sid = _world(client, op, start_target(*EIGHT_QUEUES).address)
     _deploy(client, op, bid)
     row = _until_current(session, bid, _rule_set_id(session, bid, 1), wait_s=0)  # stored by the deploy itself
@@ -85,8 +89,13 @@ def test_a_deploy_stores_what_it_compiled(client: TestClient, session: Session, 
 
 
 def test_a_slice_edited_while_a_deploy_runs_ends_pending_computed_ahead(
-        client: TestClient, session: Session, op: dict[str, str], db_url: str,
-        start_target: Callable[..., RunningTarget], refresher: FootprintRefresher) -> None:
+    client: TestClient,
+    session: Session,
+    op: dict[str, str],
+    db_url: str,
+    start_target: Callable[..., RunningTarget],
+    refresher: FootprintRefresher,
+) -> None:
     bid, _, sid = _world(client, op, start_target(*EIGHT_QUEUES).address)
     _deploy(client, op, bid)
     edited: list[int] = []
@@ -96,8 +105,9 @@ def test_a_slice_edited_while_a_deploy_runs_ends_pending_computed_ahead(
             return
         # rule set 2 was compiled before this edit, and is being pushed
         version = client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]
-        r = client.patch(f"/api/v1/slices/{sid}", json={"sla": SLA | {"rate_limit_mbps": 40}, "version": version},
-                         headers=op)
+        r = client.patch(
+            f"/api/v1/slices/{sid}", json={"sla": SLA | {"rate_limit_mbps": 40}, "version": version}, headers=op
+        )
         assert r.status_code == 200, r.text
         edited.append(1)
 

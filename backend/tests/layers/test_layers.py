@@ -32,11 +32,16 @@ def test_every_package_is_placed() -> None:
     """A new package is put in a layer (or knowingly left out), not silently unchecked."""
     ini = configparser.ConfigParser()
     ini.read(CONTRACTS)
-    layered = {part.strip() for line in ini["importlinter:contract:layers"]["layers"].split("\n")
-               for part in line.replace(":", "|").split("|") if part.strip()}
+    layered = {
+        part.strip()
+        for line in ini["importlinter:contract:layers"]["layers"].split("\n")
+        for part in line.replace(":", "|").split("|")
+        if part.strip()
+    }
     root = Path(sliceportal.__file__).parent
     packages = {p.name for p in root.iterdir() if (p / "__init__.py").exists()} | {
-        p.stem for p in root.glob("*.py") if p.stem != "__init__"}
+        p.stem for p in root.glob("*.py") if p.stem != "__init__"
+    }
     assert packages - layered - OUTSIDE == set()
     assert layered & OUTSIDE == set()
 
@@ -48,7 +53,9 @@ def test_the_testbed_stays_a_user_of_the_product() -> None:
     ini.read(CONTRACTS)
     outside = ini["importlinter:contract:testbed-outside"]
     assert (outside["source_modules"].split(), outside["forbidden_modules"].split()) == (
-        ["sliceportal"], ["sliceportal_testbed"])
+        ["sliceportal"],
+        ["sliceportal_testbed"],
+    )
     assert "sliceportal_testbed" in ini["importlinter:contract:testbed-user"]["source_modules"].split()
     assert not (Path(sliceportal.__file__).parent / "testbed").exists()
     factory = extensions.find_factory()

@@ -93,18 +93,21 @@ def test_probe_samples_reach_the_ingest_api(client: TestClient, session: Session
     op = login(client, "op")
     st = slice_type_id(client, op, "Dual Best Effort + Low Latency")
     tenant = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
-    slice_id = client.post("/api/v1/slices", json={"name": "red-s", "tenant_id": tenant, "slice_type_id": st},
-                           headers=op).json()["id"]
+    slice_id = client.post(
+        "/api/v1/slices", json={"name": "red-s", "tenant_id": tenant, "slice_type_id": st}, headers=op
+    ).json()["id"]
     backend = Backend(name="xdp-a", driver="xdp")
     session.add(backend)
     session.commit()
     # the probe agent's key, made by an operator (an integrator's own login grants read only)
-    r = client.post("/api/v1/api-keys", json={"name": "probe", "scopes": ["telemetry"], "user_id": agent.id},
-                    headers=op)
+    r = client.post(
+        "/api/v1/api-keys", json={"name": "probe", "scopes": ["telemetry"], "user_id": agent.id}, headers=op
+    )
     assert r.status_code == 201, r.text
 
-    sender = Sender(("127.0.0.1", reflector.port), [LaneFlow(0, 0), LaneFlow(1, 46)],
-                    rate_pps=200, interval_s=0.5, timeout_s=0.5)
+    sender = Sender(
+        ("127.0.0.1", reflector.port), [LaneFlow(0, 0), LaneFlow(1, 46)], rate_pps=200, interval_s=0.5, timeout_s=0.5
+    )
     poster = Poster(client, r.json()["secret"], slice_id, backend.id)
     try:
         totals = sender.run(poster, duration_s=1.0)
@@ -139,9 +142,29 @@ def test_cli_refuses_bad_options_naming_them() -> None:
 
 
 def test_cli_prints_json_lines(reflector: Reflector) -> None:
-    r = CliRunner().invoke(probe_cli.app, ["send", "--to", f"127.0.0.1:{reflector.port}", "--slice", "3",
-                                           "--backend", "4", "--lane", "2=46", "--print", "--rate", "100",
-                                           "--interval", "0.2", "--timeout", "0.3", "--duration", "0.5"])
+    r = CliRunner().invoke(
+        probe_cli.app,
+        [
+            "send",
+            "--to",
+            f"127.0.0.1:{reflector.port}",
+            "--slice",
+            "3",
+            "--backend",
+            "4",
+            "--lane",
+            "2=46",
+            "--print",
+            "--rate",
+            "100",
+            "--interval",
+            "0.2",
+            "--timeout",
+            "0.3",
+            "--duration",
+            "0.5",
+        ],
+    )
     assert r.exit_code == 0, r.output
     lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert lines and all(p["slice_id"] == 3 and p["backend_id"] == 4 and p["lane"] == 2 for p in lines)

@@ -52,7 +52,7 @@ def _remove_stale() -> None:
     if not Path("/run/netns").exists():
         return
     for entry in Path("/run/netns").glob(f"{PREFIX}*"):
-        pid = entry.name[len(PREFIX):].split("-")[0]
+        pid = entry.name[len(PREFIX) :].split("-")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             subprocess.run(["ip", "netns", "del", entry.name], check=False, capture_output=True)
 
@@ -82,13 +82,15 @@ def pair() -> Iterator[Pair]:
             subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
-def _probe(pair: Pair, flows: list[LaneFlow], rate: float, duration: float,
-           timeout: float) -> tuple[list[LaneSample], list[LaneTotals], Reflector]:
+def _probe(
+    pair: Pair, flows: list[LaneFlow], rate: float, duration: float, timeout: float
+) -> tuple[list[LaneSample], list[LaneTotals], Reflector]:
     with entered(pair.b):
         reflector = Reflector(REFLECTOR_IP, 0)
     with entered(pair.a):
-        sender = Sender((REFLECTOR_IP, reflector.port), flows, bind=SENDER_IP, rate_pps=rate,
-                        interval_s=0.5, timeout_s=timeout)
+        sender = Sender(
+            (REFLECTOR_IP, reflector.port), flows, bind=SENDER_IP, rate_pps=rate, interval_s=0.5, timeout_s=timeout
+        )
     stop = threading.Event()
     serving = threading.Thread(target=reflector.serve, args=(stop,))
     serving.start()

@@ -57,9 +57,16 @@ def test_sender_packet_offsets_and_round_trip() -> None:
 
 
 def test_reflector_packet_offsets_and_round_trip() -> None:
-    p = ReflectorPacket(seq=7, timestamp=0xA1A2A3A4A5A6A7A8, error_estimate=0x0116,
-                        receive_timestamp=0xB1B2B3B4B5B6B7B8, sender_seq=0xC1C2C3C4,
-                        sender_timestamp=0xD1D2D3D4D5D6D7D8, sender_error_estimate=0xE1E2, sender_ttl=255)
+    p = ReflectorPacket(
+        seq=7,
+        timestamp=0xA1A2A3A4A5A6A7A8,
+        error_estimate=0x0116,
+        receive_timestamp=0xB1B2B3B4B5B6B7B8,
+        sender_seq=0xC1C2C3C4,
+        sender_timestamp=0xD1D2D3D4D5D6D7D8,
+        sender_error_estimate=0xE1E2,
+        sender_ttl=255,
+    )
     raw = p.pack()
     assert len(raw) == 44
     # RFC 8762 Figure 4

@@ -14,8 +14,10 @@ CASES = {"A": (7, 7, 7), "B": (7, 6, 6), "C": (7, 7, 6), "D": (7, 6, 5)}
 
 
 def table2(case: str, **bounds: float) -> list[SliceDemand]:
-    return [SliceDemand(name, prio, RATES[name] * MBIT, BURST_MS[name], bounds.get(name))
-            for name, prio in zip(RATES, CASES[case], strict=True)]
+    return [
+        SliceDemand(name, prio, RATES[name] * MBIT, BURST_MS[name], bounds.get(name))
+        for name, prio in zip(RATES, CASES[case], strict=True)
+    ]
 
 
 def test_case_c_at_330_by_hand() -> None:
@@ -51,8 +53,10 @@ def test_case_b_is_not_enough_at_330() -> None:
 
 
 def test_refusal_names_every_term_and_the_guarantees() -> None:
-    slices = [SliceDemand("a", 1, 600 * MBIT, 10, delay_bound_ms=5, guaranteed_bps=600 * MBIT),
-              SliceDemand("b", 1, 600 * MBIT, 10, delay_bound_ms=50, guaranteed_bps=600 * MBIT)]
+    slices = [
+        SliceDemand("a", 1, 600 * MBIT, 10, delay_bound_ms=5, guaranteed_bps=600 * MBIT),
+        SliceDemand("b", 1, 600 * MBIT, 10, delay_bound_ms=50, guaranteed_bps=600 * MBIT),
+    ]
     result = admit(slices, 1000 * MBIT)
     assert not result.ok and not result.guarantees_fit
     reasons = result.refusals()
@@ -68,9 +72,11 @@ def test_a_lower_priority_with_nothing_left_is_unbounded() -> None:
 
 
 def test_port_loads_sum_the_bound_slices_guarantees_per_port() -> None:
-    loads = port_loads({"3": 50e6, "1": 200e6, "x": 10e6},
-                       {"3": ["a", "b"], "1": ["a", "b", "c"], "x": ["none"]},
-                       {"a": 40e6, "b": 20e6, "c": 30e6})
+    loads = port_loads(
+        {"3": 50e6, "1": 200e6, "x": 10e6},
+        {"3": ["a", "b"], "1": ["a", "b", "c"], "x": ["none"]},
+        {"a": 40e6, "b": 20e6, "c": 30e6},
+    )
     assert [p.port for p in loads] == ["1", "3", "x"]  # numbered ports in order, named ones after
     one, three, x = loads
     assert three.terms == (("a", 40e6), ("b", 20e6)) and three.guaranteed_bps == 60e6 and not three.ok

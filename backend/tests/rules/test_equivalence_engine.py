@@ -33,14 +33,15 @@ rule_lists = st.lists(st.tuples(cubes, groups, st.integers(0, 2)), max_size=6).m
 
 
 def brute(rules: list[Rule7], default: tuple[int], key: int) -> tuple[int]:
-    return next((d for v, m, g, d in rules
-                 if key & m == v and all(any(key & bm == bv for bv, bm in blocks) for blocks in g)), default)
+    return next(
+        (d for v, m, g, d in rules if key & m == v and all(any(key & bm == bv for bv, bm in blocks) for blocks in g)),
+        default,
+    )
 
 
 @settings(max_examples=400, deadline=None)
 @given(a=rule_lists, b=rule_lists, da=st.integers(0, 2), db=st.integers(0, 2))
-def test_the_walk_decides_exactly_what_enumeration_decides(a: list[Rule7], b: list[Rule7], da: int,
-                                                           db: int) -> None:
+def test_the_walk_decides_exactly_what_enumeration_decides(a: list[Rule7], b: list[Rule7], da: int, db: int) -> None:
     _, diff = walk(WIDTH, a, (da,), b, (db,))
     same = all(brute(a, (da,), k) == brute(b, (db,), k) for k in range(1 << WIDTH))
     assert (diff is None) == same
@@ -62,16 +63,22 @@ PORTS = Space((("dst_port", 16),))
 
 
 def one_rule_ir(ports: Ternary, miss: MissPolicy | None = None) -> RuleIR:
-    return RuleIR(lanes=4, paths=1, rules=(Rule(Match(dst_port=ports), Action(1, 3, 0)),),
-                  slices=(SliceEntry(1, 1, "s", 100, None, (3,)),), miss=miss or MissPolicy())
+    return RuleIR(
+        lanes=4,
+        paths=1,
+        rules=(Rule(Match(dst_port=ports), Action(1, 3, 0)),),
+        slices=(SliceEntry(1, 1, "s", 100, None, (3,)),),
+        miss=miss or MissPolicy(),
+    )
 
 
 ALG1 = Algorithm1(4, 1)
 
 
 def port_view(entries: list[tuple[int, int]], default: tuple[int, ...] | Algorithm1 = ALG1) -> TernaryView:
-    return TernaryView(PORTS, tuple(TernaryEntry(v, m, -i, (1, 3, 0)) for i, (v, m) in enumerate(entries)),
-                       default, source="test")
+    return TernaryView(
+        PORTS, tuple(TernaryEntry(v, m, -i, (1, 3, 0)) for i, (v, m) in enumerate(entries)), default, source="test"
+    )
 
 
 def test_a_faithful_view_is_proven_with_method_entries_and_time() -> None:
@@ -101,8 +108,9 @@ def test_a_wrong_miss_policy_differs() -> None:
 
 def test_a_field_the_view_cannot_see_is_found() -> None:
     """The IR keys on DSCP, the view has no DSCP field: keys with another DSCP differ."""
-    ir = RuleIR(lanes=4, paths=1, rules=(Rule(Match(dst_port=Ternary(4992, 0xFFF0), dscp=Ternary(46, 63)),
-                                              Action(1, 3, 0)),))
+    ir = RuleIR(
+        lanes=4, paths=1, rules=(Rule(Match(dst_port=Ternary(4992, 0xFFF0), dscp=Ternary(46, 63)), Action(1, 3, 0)),)
+    )
     r = check(ir, port_view([(4992, 0xFFF0)]))
     assert r.verdict is EquivalenceVerdict.DIFFERS and r.counterexample is not None
     assert r.counterexample.key["dscp"] != 46
@@ -121,11 +129,13 @@ def test_tunnel_fields_carry_their_present_bit() -> None:
     space = ir_space(("vni",))
     assert space.fields == (("has_vni", 1), ("vni", 24))
     ir = RuleIR(lanes=4, paths=1, rules=(Rule(Match(vni=Ternary.exact(100, 24)), Action(1, 0, 0)),))
-    exact = TernaryView(space, (TernaryEntry(*space.pack({"has_vni": (1, 1), "vni": (100, 0xFFFFFF)}), 0, (1, 0, 0)),),
-                        Algorithm1(4, 1))
+    exact = TernaryView(
+        space, (TernaryEntry(*space.pack({"has_vni": (1, 1), "vni": (100, 0xFFFFFF)}), 0, (1, 0, 0)),), Algorithm1(4, 1)
+    )
     assert check(ir, exact).verdict is EquivalenceVerdict.PROVEN
-    absent_too = TernaryView(space, (TernaryEntry(*space.pack({"vni": (100, 0xFFFFFF)}), 0, (1, 0, 0)),),
-                             Algorithm1(4, 1))
+    absent_too = TernaryView(
+        space, (TernaryEntry(*space.pack({"vni": (100, 0xFFFFFF)}), 0, (1, 0, 0)),), Algorithm1(4, 1)
+    )
     r = check(ir, absent_too)
     assert r.verdict is EquivalenceVerdict.DIFFERS and r.counterexample is not None
     assert r.counterexample.key == {"has_vni": 0, "vni": 100}

@@ -40,8 +40,9 @@ def make_driver(name: str, tmp: Path) -> Any:
 
 def target_of(driver: Any) -> TargetSpec:
     caps = driver.capabilities()
-    return TargetSpec(lanes=caps.lanes, paths=caps.paths,
-                      match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys())
+    return TargetSpec(
+        lanes=caps.lanes, paths=caps.paths, match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys()
+    )
 
 
 def prove(driver: Any, ir: RuleIR, plan: NativePlan | None = None) -> EquivalenceResult:
@@ -66,11 +67,13 @@ def test_table3_plans_are_proven(driver_name: str, n_slices: int, tmp_path: Path
 
 
 @pytest.mark.parametrize("driver_name", DRIVERS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(config=configs())
-def test_random_configurations_are_proven(driver_name: str, tmp_path: Path,
-                                          config: tuple[list[TenantSpec], list[SliceSpec], TargetSpec]) -> None:
+def test_random_configurations_are_proven(
+    driver_name: str, tmp_path: Path, config: tuple[list[TenantSpec], list[SliceSpec], TargetSpec]
+) -> None:
     tenants, slices, _ = config
     d = make_driver(driver_name, tmp_path)
     ir = compile_rules(tenants, slices, target_of(d)).ir
@@ -84,35 +87,62 @@ def ternaries(width: int, lo_bits: int, top_always: bool) -> st.SearchStrategy[T
     the high bits all cared for or (unless ``top_always``) none."""
     top = ((1 << width) - 1) & ~((1 << lo_bits) - 1)
     low = st.integers(0, (1 << lo_bits) - 1)
-    return st.one_of(st.none(), st.builds(
-        lambda v, m, hi: Ternary((v & m) | (top if hi else 0), m | (top if hi else 0)),
-        low, low, st.just(True) if top_always else st.booleans()))
+    return st.one_of(
+        st.none(),
+        st.builds(
+            lambda v, m, hi: Ternary((v & m) | (top if hi else 0), m | (top if hi else 0)),
+            low,
+            low,
+            st.just(True) if top_always else st.booleans(),
+        ),
+    )
 
 
 def tunnel_ternaries(width: int) -> st.SearchStrategy[Ternary | None]:
     """What a tunnel id is keyed with: any value (mask 0), or a value with a few low bits
     free (XDP refuses masks with holes there, rightly: they expand into hash entries)."""
     full = (1 << width) - 1
-    return st.one_of(st.none(), st.just(Ternary(0, 0)), st.builds(
-        lambda v, free: Ternary((100 + v) & full & ~((1 << free) - 1), full & ~((1 << free) - 1)),
-        st.integers(0, 7), st.integers(0, 3)))
+    return st.one_of(
+        st.none(),
+        st.just(Ternary(0, 0)),
+        st.builds(
+            lambda v, free: Ternary((100 + v) & full & ~((1 << free) - 1), full & ~((1 << free) - 1)),
+            st.integers(0, 7),
+            st.integers(0, 3),
+        ),
+    )
 
 
 def raw_irs(fields: tuple[str, ...], lpm: bool = False) -> st.SearchStrategy[RuleIR]:
     """``lpm``: holes only below cared high bits, the shape XDP's tables take without
     blowing up (addresses expand into prefixes; a port mask with holes and no high bits is
     16 384 array runs, which the walk would visit one by one)."""
-    match = st.fixed_dictionaries({
-        f: tunnel_ternaries(FIELD_WIDTHS[f]) if f in ("vni", "teid", "vlan")
-        else ternaries(FIELD_WIDTHS[f], 2, top_always=lpm) for f in fields})
-    rule = st.builds(lambda m, s, lane, path: Rule(Match(**m), Action(s, lane, path)),
-                     match, st.integers(1, 2), st.integers(0, 3), st.integers(0, 7))
+    match = st.fixed_dictionaries(
+        {
+            f: tunnel_ternaries(FIELD_WIDTHS[f])
+            if f in ("vni", "teid", "vlan")
+            else ternaries(FIELD_WIDTHS[f], 2, top_always=lpm)
+            for f in fields
+        }
+    )
+    rule = st.builds(
+        lambda m, s, lane, path: Rule(Match(**m), Action(s, lane, path)),
+        match,
+        st.integers(1, 2),
+        st.integers(0, 3),
+        st.integers(0, 7),
+    )
     # few rules, holes in the low 2 bits: the partition of the key space stays small enough
     # to walk in a test (holes in every field multiply its regions)
-    return st.lists(rule, max_size=6).map(lambda rules: RuleIR(
-        lanes=4, paths=8, rules=tuple(rules),
-        slices=(SliceEntry(1, 1, "a", 100, 10, (0, 1, 2, 3)), SliceEntry(2, 2, "b", 100, 10, (0, 1, 2, 3))),
-        tenants=(TenantEntry(1, "t", 100, 10),)))
+    return st.lists(rule, max_size=6).map(
+        lambda rules: RuleIR(
+            lanes=4,
+            paths=8,
+            rules=tuple(rules),
+            slices=(SliceEntry(1, 1, "a", 100, 10, (0, 1, 2, 3)), SliceEntry(2, 2, "b", 100, 10, (0, 1, 2, 3))),
+            tenants=(TenantEntry(1, "t", 100, 10),),
+        )
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -137,28 +167,45 @@ def test_raw_rule_sets_are_proven_on_xdp(ir: RuleIR) -> None:
 def flow_key(k: dict[str, int]) -> FlowKey:
     def tunnel(f: str) -> int | None:
         return k[f] if k.get(f"has_{f}", 0) else None
-    return FlowKey(src_ip=k["src_ip"], dst_ip=k["dst_ip"], dst_port=k["dst_port"], dscp=k["dscp"],
-                   vni=tunnel("vni"), teid=tunnel("teid"), vlan=tunnel("vlan"))
+
+    return FlowKey(
+        src_ip=k["src_ip"],
+        dst_ip=k["dst_ip"],
+        dst_port=k["dst_port"],
+        dscp=k["dscp"],
+        vni=tunnel("vni"),
+        teid=tunnel("teid"),
+        vlan=tunnel("vlan"),
+    )
 
 
 def tcam_decides(plan: NativePlan, key: FlowKey) -> tuple[int, int, int] | None:
     """First matching TCAM entry (lowest index), as the RTL does; None = miss."""
     for native in plan.tables["tcam"]:
         e = TcamEntry.model_validate(native)
-        if all(getattr(key, f) & getattr(e.mask, f) == getattr(e.key, f)
-               for f in ("src_ip", "dst_ip", "dst_port", "dscp")):
+        if all(
+            getattr(key, f) & getattr(e.mask, f) == getattr(e.key, f) for f in ("src_ip", "dst_ip", "dst_port", "dscp")
+        ):
             return e.action.slice_id, e.action.lane, e.action.rr_path
     return None
 
 
 def p4_decides(plan: NativePlan, key: FlowKey, tenant_id: int) -> tuple[int, int] | None:
-    fields = {"tenant_id": tenant_id, "src_ip": key.src_ip, "dst_ip": key.dst_ip, "dst_port": key.dst_port,
-              "dscp": key.dscp}
+    fields = {
+        "tenant_id": tenant_id,
+        "src_ip": key.src_ip,
+        "dst_ip": key.dst_ip,
+        "dst_port": key.dst_port,
+        "dscp": key.dscp,
+    }
     for f in ("vni", "teid", "vlan"):
         v = getattr(key, f)
         fields[f"has_{f}"], fields[f] = (0, 0) if v is None else (1, v)
-    hits = [e for e in plan.tables[CLASSIFIER] if not e.get("default")
-            and all(fields[n] & m == v for n, (v, m) in e["match"].items())]
+    hits = [
+        e
+        for e in plan.tables[CLASSIFIER]
+        if not e.get("default") and all(fields[n] & m == v for n, (v, m) in e["match"].items())
+    ]
     if not hits:
         return None
     best = max(hits, key=lambda e: e["priority"])
@@ -189,6 +236,7 @@ def test_a_widened_tcam_entry_is_found(tmp_path: Path) -> None:
     def widen(t: dict[str, list[dict[str, Any]]]) -> None:
         t["tcam"][5]["mask"]["dst_port"] &= ~0x8
         t["tcam"][5]["key"]["dst_port"] &= ~0x8
+
     plan = broken(d.lower(ir), widen)
     r = prove(d, ir, plan)
     assert r.verdict is EquivalenceVerdict.DIFFERS and r.counterexample is not None
@@ -203,6 +251,7 @@ def test_a_p4_entry_with_another_lane_is_found(tmp_path: Path) -> None:
     def relane(t: dict[str, list[dict[str, Any]]]) -> None:
         hit = next(e for e in t[CLASSIFIER] if not e.get("default"))
         hit["params"]["lane"] ^= 1
+
     plan = broken(d.lower(ir), relane)
     r = prove(d, ir, plan)
     assert r.verdict is EquivalenceVerdict.DIFFERS and r.counterexample is not None
@@ -220,6 +269,7 @@ def test_a_p4_entry_under_another_tenant_is_found(tmp_path: Path) -> None:
     def retenant(t: dict[str, list[dict[str, Any]]]) -> None:
         hit = next(e for e in t[CLASSIFIER] if not e.get("default"))
         hit["match"]["tenant_id"][0] += 1
+
     r = prove(d, ir, broken(d.lower(ir), retenant))
     assert r.verdict is EquivalenceVerdict.DIFFERS
 
@@ -232,6 +282,7 @@ def test_a_rule_dropped_from_one_xdp_table_entry_is_found(table: str) -> None:
     def drop(t: dict[str, list[dict[str, Any]]]) -> None:
         e = next(e for e in t[table] if e["rules"])
         e["rules"] = e["rules"][1:]
+
     plan = broken(d.lower(ir), drop)
     r = prove(d, ir, plan)
     assert r.verdict is EquivalenceVerdict.DIFFERS and r.counterexample is not None

@@ -26,11 +26,15 @@ FIELDS = frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "vlan"})
 
 @st.composite
 def intent_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], TargetSpec]:
-    target = TargetSpec(lanes=draw(st.sampled_from([1, 2, 4, 8])), paths=draw(st.sampled_from([1, 2, 4, 8])),
-                        match_fields=FIELDS | (frozenset({"teid"}) if draw(st.booleans()) else frozenset()))
+    target = TargetSpec(
+        lanes=draw(st.sampled_from([1, 2, 4, 8])),
+        paths=draw(st.sampled_from([1, 2, 4, 8])),
+        match_fields=FIELDS | (frozenset({"teid"}) if draw(st.booleans()) else frozenset()),
+    )
     n = draw(st.integers(1, 2))
-    tenants = [TenantSpec(ref=i + 1, name=f"t{i}", vni=100 + i, vlan=draw(st.sampled_from([None, 10 + i])))
-               for i in range(n)]
+    tenants = [
+        TenantSpec(ref=i + 1, name=f"t{i}", vni=100 + i, vlan=draw(st.sampled_from([None, 10 + i]))) for i in range(n)
+    ]
     slices = []
     ref = 0
     for i in range(n):
@@ -48,20 +52,34 @@ def intent_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], 
                 ue = ((named[0].ue_ip & ~0xF, 28),)
             action = draw(st.sampled_from(["prioritise", "prioritise", "steer", "rate_limit", "drop"]))
             lo = draw(st.integers(PORT_LO, PORT_HI))
-            intents.append(IntentSpec(
-                ref=i * 10 + j + 1, ue=ue, action=action,  # type: ignore[arg-type]
-                lane=draw(st.sampled_from(lanes)) if action == "prioritise" or draw(st.booleans()) else None,
-                rr_path=draw(st.integers(0, target.paths - 1)) if action == "steer" else None,
-                teids=tuple(t for s in named for t in s.teids) if draw(st.integers(0, 3)) == 0 else (),
-                dst_ports=((lo, draw(st.integers(lo, PORT_HI))),) if draw(st.booleans()) else (),
-                dscp=tuple(sorted(draw(st.sets(st.integers(0, 7), min_size=1, max_size=4))))
-                if draw(st.booleans()) else (),
-                rate_bps=draw(st.integers(1, 10**9)) if action == "rate_limit" else None,
-            ))
-        slices.append(SliceSpec(
-            ref=i + 1, name=f"slice{i}", tenant_ref=i + 1, type_lanes=lanes, services=draw(services(lanes)),
-            subscribers=tuple(subs), path_mode=draw(st.sampled_from(["per_slice", "per_user_group"])),
-            match_tunnel=draw(st.booleans()), intents=tuple(intents)))
+            intents.append(
+                IntentSpec(
+                    ref=i * 10 + j + 1,
+                    ue=ue,
+                    action=action,  # type: ignore[arg-type]
+                    lane=draw(st.sampled_from(lanes)) if action == "prioritise" or draw(st.booleans()) else None,
+                    rr_path=draw(st.integers(0, target.paths - 1)) if action == "steer" else None,
+                    teids=tuple(t for s in named for t in s.teids) if draw(st.integers(0, 3)) == 0 else (),
+                    dst_ports=((lo, draw(st.integers(lo, PORT_HI))),) if draw(st.booleans()) else (),
+                    dscp=tuple(sorted(draw(st.sets(st.integers(0, 7), min_size=1, max_size=4))))
+                    if draw(st.booleans())
+                    else (),
+                    rate_bps=draw(st.integers(1, 10**9)) if action == "rate_limit" else None,
+                )
+            )
+        slices.append(
+            SliceSpec(
+                ref=i + 1,
+                name=f"slice{i}",
+                tenant_ref=i + 1,
+                type_lanes=lanes,
+                services=draw(services(lanes)),
+                subscribers=tuple(subs),
+                path_mode=draw(st.sampled_from(["per_slice", "per_user_group"])),
+                match_tunnel=draw(st.booleans()),
+                intents=tuple(intents),
+            )
+        )
     return tenants, slices, target
 
 
@@ -107,8 +125,14 @@ def sub_slices(ir: RuleIR) -> dict[tuple[int, int], int]:
     return {(s.ref, s.intent_ref): s.slice_id for s in ir.slices if s.intent_ref is not None}
 
 
-def expected(plain: CompileResult, slices: list[SliceSpec], tenants: dict[int, TenantSpec], target: TargetSpec,
-             key: FlowKey, subs: dict[tuple[int, int], int] | None = None) -> tuple[int, int, int]:
+def expected(
+    plain: CompileResult,
+    slices: list[SliceSpec],
+    tenants: dict[int, TenantSpec],
+    target: TargetSpec,
+    key: FlowKey,
+    subs: dict[tuple[int, int], int] | None = None,
+) -> tuple[int, int, int]:
     base = plain.ir.classify(key)
     for sl, ex in zip(sorted(slices, key=lambda s: s.ref), plain.slices, strict=True):
         if not _tunnel_ok(sl, tenants[sl.tenant_ref], target, key):
@@ -137,16 +161,22 @@ def triple(ir: RuleIR | TupleSpaceClassifier, key: FlowKey) -> tuple[int, int, i
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(intent_configs(), st.data())
-def test_intents_move_exactly_their_flows(config: tuple[list[TenantSpec], list[SliceSpec], TargetSpec],
-                                         data: st.DataObject) -> None:
+def test_intents_move_exactly_their_flows(
+    config: tuple[list[TenantSpec], list[SliceSpec], TargetSpec], data: st.DataObject
+) -> None:
     tenants, slices, target = config
     try:
         small = compile_rules(tenants, slices, target)
     except AmbiguousMatchError as exc:
         # refused only for a real conflict: two intents of different actions on overlapping flows
         # (or an intent claiming another slice's ports for shared UEs, impossible here: windows differ)
-        pairs = [(a, b) for sl in slices for n, a in enumerate(sl.intents) for b in sl.intents[n + 1:]
-                 if intent_action(a) != intent_action(b) and intents_overlap(a, b)]
+        pairs = [
+            (a, b)
+            for sl in slices
+            for n, a in enumerate(sl.intents)
+            for b in sl.intents[n + 1 :]
+            if intent_action(a) != intent_action(b) and intents_overlap(a, b)
+        ]
         assert pairs, exc
         event("refused: conflicting intents")
         return
@@ -174,14 +204,22 @@ def _slice(*intents: IntentSpec, lanes: tuple[int, ...] = (0, 2, 4, 6)) -> Slice
     subs = tuple(SubscriberSpec(ref=u + 1, imsi=str(u), ue_ip=BASE + u, teids=(100 + u,)) for u in range(100))
     from sliceportal.rules.spec import ServiceSpec
 
-    return SliceSpec(ref=1, name="embb", tenant_ref=1, type_lanes=lanes, subscribers=subs, match_tunnel=True,
-                     services=(ServiceSpec("q0", 0, ((5000, 5007),)), ServiceSpec("q6", 6, ((5024, 5031),))),
-                     intents=intents)
+    return SliceSpec(
+        ref=1,
+        name="embb",
+        tenant_ref=1,
+        type_lanes=lanes,
+        subscribers=subs,
+        match_tunnel=True,
+        services=(ServiceSpec("q0", 0, ((5000, 5007),)), ServiceSpec("q6", 6, ((5024, 5031),))),
+        intents=intents,
+    )
 
 
 T = [TenantSpec(ref=1, name="t", vni=7, vlan=100)]
-P4 = TargetSpec(lanes=8, paths=1, match_fields=frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid",
-                                                           "vlan"}))
+P4 = TargetSpec(
+    lanes=8, paths=1, match_fields=frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan"})
+)
 NETFPGA = TargetSpec(lanes=4, paths=8, match_fields=frozenset({"src_ip", "dst_ip", "dst_port", "dscp"}))
 
 
@@ -208,11 +246,14 @@ def test_intent_beyond_the_slice_is_clipped() -> None:
     assert ir.classify(FlowKey(src_ip=BASE + 100, dst_ip=0, dst_port=1, dscp=0, vni=7)).rule_index is None
 
 
-@pytest.mark.parametrize(("intent", "field"), [
-    (IntentSpec(ref=1, ue=((BASE, 32),), lane=5), "lane"),
-    (IntentSpec(ref=1, ue=((BASE, 32),), lane=6, protocol="udp"), "protocol"),
-    (IntentSpec(ref=1, ue=((BASE, 32),), action="steer", rr_path=8), "rr_path"),
-])
+@pytest.mark.parametrize(
+    ("intent", "field"),
+    [
+        (IntentSpec(ref=1, ue=((BASE, 32),), lane=5), "lane"),
+        (IntentSpec(ref=1, ue=((BASE, 32),), lane=6, protocol="udp"), "protocol"),
+        (IntentSpec(ref=1, ue=((BASE, 32),), action="steer", rr_path=8), "rr_path"),
+    ],
+)
 def test_unenforceable_intents_are_refused(intent: IntentSpec, field: str) -> None:
     with pytest.raises(CompileError) as e:
         compile_rules(T, [_slice(intent)], NETFPGA)

@@ -51,8 +51,9 @@ BOUNDS_CASES: list[tuple[str, dict[str, Any], str]] = [
 def test_every_numeric_option_is_bounded(client: TestClient, session: Session, op: dict[str, str]) -> None:
     # one app and login for all cases (each would otherwise pay the fixtures' seconds)
     for driver, options, field in BOUNDS_CASES:
-        r = client.post("/api/v1/backends", json={"name": f"b{next(_names)}", "driver": driver, "options": options},
-                        headers=op)
+        r = client.post(
+            "/api/v1/backends", json={"name": f"b{next(_names)}", "driver": driver, "options": options}, headers=op
+        )
         assert r.status_code == 422, (options, r.text)
         fields = [e["field"] for e in r.json()["errors"]]
         assert any(f.startswith(field) for f in fields), (fields, r.text)
@@ -60,7 +61,8 @@ def test_every_numeric_option_is_bounded(client: TestClient, session: Session, o
 
 
 def test_public_health_says_up_or_not_and_operators_see_the_detail(
-        client: TestClient, session: Session, op: dict[str, str]) -> None:
+    client: TestClient, session: Session, op: dict[str, str]
+) -> None:
     r = client.get("/api/v1/health")
     assert r.status_code == 200 and set(r.json()) == {"status", "database"}, r.text
     for secret in (socket.gethostname(), f'"pid":{os.getpid()}', "loops", "controller", "version"):
@@ -68,13 +70,25 @@ def test_public_health_says_up_or_not_and_operators_see_the_detail(
     detail = client.get("/api/v1/health/detail", headers=op)
     assert detail.status_code == 200 and {"controller", "loops", "version"} <= set(detail.json())
     assert client.get("/api/v1/health/detail").status_code == 401
-    viewer = make_user(session, "viewer", Role.TENANT,
-                       tenant_id=client.post("/api/v1/tenants", json={"name": "t", "vni": 9}, headers=op).json()["id"])
+    viewer = make_user(
+        session,
+        "viewer",
+        Role.TENANT,
+        tenant_id=client.post("/api/v1/tenants", json={"name": "t", "vni": 9}, headers=op).json()["id"],
+    )
     assert client.get("/api/v1/health/detail", headers=login(client, viewer.username)).status_code == 403
 
 
-MALFORMED = ["/index.html%00.png", "/assets/x%00.js", "/api/v1/tenants%00", "/%0a", "/a%7f", "/" + "a" * 5000,
-             "/%ff%fe.png", "/assets/" + "b" * 5000 + ".js"]
+MALFORMED = [
+    "/index.html%00.png",
+    "/assets/x%00.js",
+    "/api/v1/tenants%00",
+    "/%0a",
+    "/a%7f",
+    "/" + "a" * 5000,
+    "/%ff%fe.png",
+    "/assets/" + "b" * 5000 + ".js",
+]
 
 
 def test_malformed_paths_are_4xx(client: TestClient) -> None:

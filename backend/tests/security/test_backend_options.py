@@ -28,37 +28,53 @@ _names = itertools.count()
 
 def _create(client: TestClient, op: dict[str, str], driver: str, **options: Any) -> tuple[int, list[str], str]:
     body = {"name": f"b-{driver}-{next(_names)}", "driver": driver, "options": options}
-    r = client.post("/api/v1/backends", json=body,
-                    headers=op)
+    r = client.post("/api/v1/backends", json=body, headers=op)
     body = r.json()
     return r.status_code, [e["field"] for e in body.get("errors", [])], body.get("detail", "")
 
 
-@pytest.mark.parametrize(("driver", "options", "field"), [
-    ("p4rt", {"address": "127.0.0.1:9662", "device_config": "/work/main/var/operator-password.txt"},
-     "options.device_config"),
-    ("p4rt", {"address": "127.0.0.1:9662", "p4info": "/etc/shadow"}, "options.p4info"),
-    ("p4rt", {"address": "127.0.0.1:9662", "p4info": "../../etc/passwd"}, "options.p4info"),
-    ("p4rt", {"address": "127.0.0.1:9662", "p4info": "file:///etc/passwd"}, "options.p4info"),
-    ("xdp", {"object": "/etc/shadow"}, "options.object"),
-    ("xdp", {"interface": "eth0", "tx_peer": "~/x"}, "options.tx_peer"),
-    # the PostgreSQL socket, and any socket outside the portal's run directory
-    ("netfpga", {"address": "/tmp/.s.PGSQL.5432"}, "options.address"),
-    ("netfpga", {"address": "unix:/var/run/docker.sock"}, "options.address"),
-    ("netfpga", {"address": "unix:/work/main/var/run/../secret_key"}, "options.address"),
-])
+@pytest.mark.parametrize(
+    ("driver", "options", "field"),
+    [
+        (
+            "p4rt",
+            {"address": "127.0.0.1:9662", "device_config": "/work/main/var/operator-password.txt"},
+            "options.device_config",
+        ),
+        ("p4rt", {"address": "127.0.0.1:9662", "p4info": "/etc/shadow"}, "options.p4info"),
+        ("p4rt", {"address": "127.0.0.1:9662", "p4info": "../../etc/passwd"}, "options.p4info"),
+        ("p4rt", {"address": "127.0.0.1:9662", "p4info": "file:///etc/passwd"}, "options.p4info"),
+        ("xdp", {"object": "/etc/shadow"}, "options.object"),
+        ("xdp", {"interface": "eth0", "tx_peer": "~/x"}, "options.tx_peer"),
+        # the PostgreSQL socket, and any socket outside the portal's run directory
+        ("netfpga", {"address": "/tmp/.s.PGSQL.5432"}, "options.address"),
+        ("netfpga", {"address": "unix:/var/run/docker.sock"}, "options.address"),
+        ("netfpga", {"address": "unix:/work/main/var/run/../secret_key"}, "options.address"),
+    ],
+)
 def test_server_paths_in_options_are_refused_naming_the_field(
-        client: TestClient, session: Session, op: dict[str, str], driver: str, options: dict[str, Any],
-        field: str) -> None:
+    client: TestClient, session: Session, op: dict[str, str], driver: str, options: dict[str, Any], field: str
+) -> None:
     status, fields, detail = _create(client, op, driver, **options)
     assert status == 422 and field in fields, detail
     assert session.scalar(select(func.count()).select_from(Backend)) == 0  # nothing stored
 
 
-@pytest.mark.parametrize("address", ["192.0.2.1:9559", "tcp:8.8.8.8:53", "[2001:db8::1]:9559",
-                                     "metadata.internal:80", "127.0.0.1:0", "127.0.0.1:70000", "127.0.0.1"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "192.0.2.1:9559",
+        "tcp:8.8.8.8:53",
+        "[2001:db8::1]:9559",
+        "metadata.internal:80",
+        "127.0.0.1:0",
+        "127.0.0.1:70000",
+        "127.0.0.1",
+    ],
+)
 def test_addresses_outside_the_allow_list_or_malformed_are_refused(
-        client: TestClient, session: Session, op: dict[str, str], address: str) -> None:
+    client: TestClient, session: Session, op: dict[str, str], address: str
+) -> None:
     status, fields, _ = _create(client, op, "p4rt", address=address)
     assert status == 422 and fields == ["options.address"]
 
@@ -88,8 +104,12 @@ def test_unix_sockets_only_under_the_run_directory(db_url: str, session: Session
 
 def test_driver_schemas_are_typed(client: TestClient, op: dict[str, str]) -> None:
     # no bool-as-int, no unbounded timeouts, no unknown fields
-    for options in ({"address": "tcp:127.0.0.1:1", "paths": True}, {"address": "tcp:127.0.0.1:1", "timeout_s": -1},
-                    {"address": "tcp:127.0.0.1:1", "timeout_s": 1e9}, {"address": "tcp:127.0.0.1:1", "bogus": 1}):
+    for options in (
+        {"address": "tcp:127.0.0.1:1", "paths": True},
+        {"address": "tcp:127.0.0.1:1", "timeout_s": -1},
+        {"address": "tcp:127.0.0.1:1", "timeout_s": 1e9},
+        {"address": "tcp:127.0.0.1:1", "bogus": 1},
+    ):
         status, fields, detail = _create(client, op, "netfpga", **options)
         # each refused option is named on its own field (options.paths, options.timeout_s ...)
         assert status == 422 and any(f.startswith("options.") for f in fields), (options, fields, detail)

@@ -21,25 +21,33 @@ def _op(client: TestClient, session: Session) -> dict[str, str]:
 
 def test_an_agent_token_is_stored_but_never_shown(client: TestClient, session: Session) -> None:
     op = _op(client, session)
-    r = client.post("/api/v1/backends", headers=op, json={
-        "name": "xdp-remote", "driver": "xdp", "options": {"address": "tcp:127.0.0.1:9",
-                                                            "agent_token": TOKEN}})
+    r = client.post(
+        "/api/v1/backends",
+        headers=op,
+        json={"name": "xdp-remote", "driver": "xdp", "options": {"address": "tcp:127.0.0.1:9", "agent_token": TOKEN}},
+    )
     assert r.status_code == 201, r.text
     b = r.json()
     assert b["options"]["agent_token"] == REDACTED
     assert TOKEN not in client.get(f"/api/v1/backends/{b['id']}", headers=op).text
     assert TOKEN not in client.get("/api/v1/backends", headers=op).text
     # a client PATCHes the options it read back, redacted token and all: the stored token stays
-    r = client.patch(f"/api/v1/backends/{b['id']}", headers=op,
-                     json={"options": {**b["options"], "agent_timeout_s": 20}, "version": b["version"]})
+    r = client.patch(
+        f"/api/v1/backends/{b['id']}",
+        headers=op,
+        json={"options": {**b["options"], "agent_timeout_s": 20}, "version": b["version"]},
+    )
     assert r.status_code == 200, r.text
     session.expire_all()
     stored = session.scalar(select(Backend).where(Backend.id == b["id"]))
     assert stored is not None and stored.options["agent_token"] == TOKEN
     assert stored.options["agent_timeout_s"] == 20
     # a new token replaces it, and the audit trail of all three changes never holds a token
-    r = client.patch(f"/api/v1/backends/{b['id']}", headers=op,
-                     json={"options": {**b["options"], "agent_token": TOKEN[::-1]}, "version": r.json()["version"]})
+    r = client.patch(
+        f"/api/v1/backends/{b['id']}",
+        headers=op,
+        json={"options": {**b["options"], "agent_token": TOKEN[::-1]}, "version": r.json()["version"]},
+    )
     assert r.status_code == 200, r.text
     session.expire_all()
     assert session.scalar(select(Backend.options).where(Backend.id == b["id"]))["agent_token"] == TOKEN[::-1]
@@ -55,9 +63,15 @@ def test_an_agent_token_is_stored_but_never_shown(client: TestClient, session: S
 def test_an_options_error_names_fields_not_values(client: TestClient, session: Session) -> None:
     op = _op(client, session)
     # refused by the driver's own model check (an agent address beside a local interface)
-    r = client.post("/api/v1/backends", headers=op, json={
-        "name": "xdp-bad", "driver": "xdp", "options": {"address": "tcp:127.0.0.1:9",
-                                                         "agent_token": TOKEN, "interface": "eth0"}})
+    r = client.post(
+        "/api/v1/backends",
+        headers=op,
+        json={
+            "name": "xdp-bad",
+            "driver": "xdp",
+            "options": {"address": "tcp:127.0.0.1:9", "agent_token": TOKEN, "interface": "eth0"},
+        },
+    )
     assert r.status_code == 422, r.text
     assert "interface" in r.text and TOKEN not in r.text
     assert session.scalar(select(Backend).where(Backend.name == "xdp-bad")) is None

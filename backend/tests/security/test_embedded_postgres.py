@@ -21,8 +21,15 @@ from sliceportal_testbed.processes import free_port
 
 
 def _connect(pg: EmbeddedPostgres, password: str | None, dbname: str = "postgres") -> psycopg.Connection:
-    return psycopg.connect(host=str(pg.sock), port=pg.port, user=pg._user, dbname=dbname, autocommit=True,
-                           connect_timeout=5, **({"password": password} if password is not None else {}))
+    return psycopg.connect(
+        host=str(pg.sock),
+        port=pg.port,
+        user=pg._user,
+        dbname=dbname,
+        autocommit=True,
+        connect_timeout=5,
+        **({"password": password} if password is not None else {}),
+    )
 
 
 def _cluster_uid() -> int:
@@ -59,10 +66,12 @@ def test_another_local_user_cannot_reach_the_socket(pg: EmbeddedPostgres) -> Non
     from sliceportal.core.pgembed import _bindir
 
     psql = [str(_bindir() / "psql"), "-h", str(pg.sock), "-p", str(pg.port), "-U", "postgres", "-w", "-c", "SELECT 1"]
-    out = subprocess.run(["runuser", "-u", "nobody", "--", *psql], capture_output=True, text=True, timeout=60,
-                         check=False, cwd="/")
-    assert out.returncode != 0 and f'socket "{pg.sock}/.s.PGSQL.{pg.port}" failed: Permission denied' in out.stderr, \
+    out = subprocess.run(
+        ["runuser", "-u", "nobody", "--", *psql], capture_output=True, text=True, timeout=60, check=False, cwd="/"
+    )
+    assert out.returncode != 0 and f'socket "{pg.sock}/.s.PGSQL.{pg.port}" failed: Permission denied' in out.stderr, (
         out.stderr[-400:]
+    )
 
 
 def test_a_password_file_others_can_read_is_refused(tmp_path: Path) -> None:
@@ -95,8 +104,19 @@ def test_a_first_wave_trust_cluster_is_upgraded_and_keeps_its_data(old_cluster: 
     old._own(old.data)
     os.chmod(old.sock, 0o755)
     old._run("initdb", "-D", str(old.data), "-U", old._user, "-A", "trust", "-E", "UTF8", "--no-sync")
-    old._run("pg_ctl", "-D", str(old.data), "-l", str(old.data / "server.log"), "-w", "-t", "60", "-o",
-             f"-p {old.port} -k {old.sock} -c listen_addresses='' -c fsync=off", "start")
+    old._run(
+        "pg_ctl",
+        "-D",
+        str(old.data),
+        "-l",
+        str(old.data / "server.log"),
+        "-w",
+        "-t",
+        "60",
+        "-o",
+        f"-p {old.port} -k {old.sock} -c listen_addresses='' -c fsync=off",
+        "start",
+    )
     with _connect(old, None) as conn:  # anyone could
         conn.execute('CREATE DATABASE "kept"')
     with _connect(old, None, "kept") as conn:
@@ -116,4 +136,3 @@ def test_a_first_wave_trust_cluster_is_upgraded_and_keeps_its_data(old_cluster: 
     again = EmbeddedPostgres(old.root, port=old.port, dbname="kept", durable=False)
     again.start()
     assert again.password() == password
-

@@ -29,7 +29,8 @@ def _logs_in(session: Session, username: str, password: str) -> bool:
 
 
 def test_the_first_operator_password_is_in_a_private_file_not_on_stdout(
-        db_url: str, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db_url: str, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     settings = Settings(data_dir=tmp_path / "data", reconcile_interval_s=0)
     path = first_operator(settings, db_url)
     out = capsys.readouterr().out
@@ -41,7 +42,8 @@ def test_the_first_operator_password_is_in_a_private_file_not_on_stdout(
 
 
 def test_a_link_planted_at_the_password_file_is_not_written_through(
-        db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "data").mkdir()
     victim = tmp_path / "victim"
     victim.write_text("")
@@ -52,7 +54,8 @@ def test_a_link_planted_at_the_password_file_is_not_written_through(
 
 
 def test_demo_tenant_passwords_are_in_a_private_file_not_on_stdout(
-        db_url: str, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db_url: str, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     seed_demo(session, users_per_slice=1)
     settings = Settings(data_dir=tmp_path, reconcile_interval_s=0)
     path = demo_logins(settings, db_url)

@@ -25,9 +25,14 @@ def _secure(r: object) -> None:
 def test_every_kind_of_response_carries_the_security_headers(client: TestClient, session: Session) -> None:
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
-    for r in (client.get("/api/v1/health"), client.get("/api/v1/tenants"), client.get("/api/v1/tenants", headers=op),
-              client.post("/api/v1/tenants", json={}, headers=op), client.get("/api/v1/no-such-thing"),
-              client.get("/api/v1/openapi.json")):
+    for r in (
+        client.get("/api/v1/health"),
+        client.get("/api/v1/tenants"),
+        client.get("/api/v1/tenants", headers=op),
+        client.post("/api/v1/tenants", json={}, headers=op),
+        client.get("/api/v1/no-such-thing"),
+        client.get("/api/v1/openapi.json"),
+    ):
         _secure(r)
 
 
@@ -45,8 +50,11 @@ def test_api_docs_need_a_login_and_load_only_local_assets(client: TestClient, se
     page = client.get("/api/v1/docs", headers=login(client, "op"))
     assert page.status_code == 200 and "http" not in page.text and "<script>" not in page.text
     _secure(page)
-    for asset in ("/api/v1/docs/assets/swagger-ui-bundle.js", "/api/v1/docs/assets/swagger-ui.css",
-                  "/api/v1/docs/init.js"):
+    for asset in (
+        "/api/v1/docs/assets/swagger-ui-bundle.js",
+        "/api/v1/docs/assets/swagger-ui.css",
+        "/api/v1/docs/init.js",
+    ):
         assert client.get(asset).status_code == 200, asset
 
 
@@ -58,8 +66,7 @@ def test_docs_can_be_made_public(db_url: str) -> None:
 
 def test_bodies_over_the_limit_are_refused_before_they_are_read(db_url: str, session: Session) -> None:
     make_user(session, "op", Role.OPERATOR)
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, max_body_bytes=4096,
-                        max_upload_bytes=8192)
+    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, max_body_bytes=4096, max_upload_bytes=8192)
     with TestClient(create_app(settings, db_url)) as c:
         op = login(c, "op")
         big = {"name": "x" * 5000, "vni": 1, "vlan": 1}

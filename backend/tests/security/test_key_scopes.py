@@ -27,8 +27,9 @@ def test_keys_carry_at_most_the_creators_grant(client: TestClient, session: Sess
     r = client.post("/api/v1/api-keys", json={"name": "x", "scopes": ["read"], "user_id": viewer.id}, headers=it)
     assert r.status_code == 403
     # an operator grants an integrator more; a tenant user's key reads at most
-    r = client.post("/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"], "user_id": integ.id},
-                    headers=op)
+    r = client.post(
+        "/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write"], "user_id": integ.id}, headers=op
+    )
     assert r.status_code == 201 and r.json()["user_id"] == integ.id, r.text
     rw = {"X-API-Key": r.json()["secret"]}
     assert client.post("/api/v1/tenants", json=tenant_body("b", 12, 102), headers=rw).status_code == 201
@@ -40,8 +41,12 @@ def test_keys_carry_at_most_the_creators_grant(client: TestClient, session: Sess
 def test_a_new_password_revokes_the_users_keys(client: TestClient, session: Session) -> None:
     op = login(client, make_user(session, "op", Role.OPERATOR).username)
     integ = make_user(session, "integ", Role.INTEGRATOR)
-    secrets = [client.post("/api/v1/api-keys", json={"name": f"k{i}", "scopes": ["read"], "user_id": integ.id},
-                           headers=op).json()["secret"] for i in range(2)]
+    secrets = [
+        client.post(
+            "/api/v1/api-keys", json={"name": f"k{i}", "scopes": ["read"], "user_id": integ.id}, headers=op
+        ).json()["secret"]
+        for i in range(2)
+    ]
     assert all(client.get("/api/v1/tenants", headers={"X-API-Key": s}).status_code == 200 for s in secrets)
     # a change of name only keeps them
     r = client.patch(f"/api/v1/users/{integ.id}", json={"full_name": "Integ Ration", "version": 1}, headers=op)

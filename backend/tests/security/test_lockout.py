@@ -17,8 +17,9 @@ from tests.factories import PASSWORD, make_user
 LOGIN = "/api/v1/login/access-token"
 
 
-def _try(client: TestClient, password: str, headers: dict[str, str] | None = None,
-         username: str = "op") -> tuple[int, str | None]:
+def _try(
+    client: TestClient, password: str, headers: dict[str, str] | None = None, username: str = "op"
+) -> tuple[int, str | None]:
     r = client.post(LOGIN, data={"username": username, "password": password}, headers=headers or {})
     return r.status_code, r.headers.get("retry-after")
 
@@ -50,8 +51,9 @@ def test_lockout_is_per_address_and_case_insensitive(client: TestClient, session
 def test_trusted_proxy_separates_clients_so_nobody_locks_the_operator_out(db_url: str, session: Session) -> None:
     make_user(session, "op", Role.OPERATOR)
     # the portal behind a reverse proxy on 127.0.0.1: the proxy's X-Forwarded-For names the client
-    settings = Settings(secret_key=random_secret(), login_max_failures=5, reconcile_interval_s=0,
-                        trusted_proxies=["127.0.0.1/32"])
+    settings = Settings(
+        secret_key=random_secret(), login_max_failures=5, reconcile_interval_s=0, trusted_proxies=["127.0.0.1/32"]
+    )
     with TestClient(create_app(settings, db_url), client=("127.0.0.1", 50000)) as c:
         attacker = {"X-Forwarded-For": "198.51.100.7"}
         for _ in range(5):

@@ -49,11 +49,14 @@ def web_server() -> Iterator[int]:
     srv.close()
 
 
-@pytest.mark.parametrize(("driver", "options", "words"), [
-    ("netfpga", {"timeout_s": 3}, "not a NetFPGA agent"),
-    ("xdp", {"agent_token": "t" * 16, "agent_timeout_s": 3}, "not an XDP agent"),
-    ("p4rt", {"timeout_s": 2}, "P4Runtime"),
-])
+@pytest.mark.parametrize(
+    ("driver", "options", "words"),
+    [
+        ("netfpga", {"timeout_s": 3}, "not a NetFPGA agent"),
+        ("xdp", {"agent_token": "t" * 16, "agent_timeout_s": 3}, "not an XDP agent"),
+        ("p4rt", {"timeout_s": 2}, "P4Runtime"),
+    ],
+)
 def test_health_reports_in_our_words(web_server: int, driver: str, options: dict[str, object], words: str) -> None:
     address = f"127.0.0.1:{web_server}" if driver == "p4rt" else f"tcp:127.0.0.1:{web_server}"
     drv = driver_class(driver)({"address": address, **options})

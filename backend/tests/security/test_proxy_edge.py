@@ -29,8 +29,9 @@ LOGIN = "/api/v1/login/access-token"
 @contextmanager
 def served(settings: Settings, db_url: str) -> Iterator[str]:
     port = free_port()
-    config = uvicorn.Config(create_app(settings, db_url), host="127.0.0.1", port=port, log_level="warning",
-                            **proxy_header_options(settings))
+    config = uvicorn.Config(
+        create_app(settings, db_url), host="127.0.0.1", port=port, log_level="warning", **proxy_header_options(settings)
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -46,8 +47,12 @@ def served(settings: Settings, db_url: str) -> Iterator[str]:
 
 
 def _login(base: str, password: str, forwarded_for: str) -> int:
-    r = httpx.post(base + LOGIN, data={"username": "op", "password": password}, timeout=30,
-                   headers={"X-Forwarded-For": forwarded_for, "X-Forwarded-Proto": "https"})
+    r = httpx.post(
+        base + LOGIN,
+        data={"username": "op", "password": password},
+        timeout=30,
+        headers={"X-Forwarded-For": forwarded_for, "X-Forwarded-Proto": "https"},
+    )
     return r.status_code
 
 
@@ -62,15 +67,19 @@ def test_rotating_forged_addresses_do_not_escape_the_lockout(db_url: str, sessio
         assert _login(base, PASSWORD, "192.0.2.1") == 429
     attempts = set(session.scalars(select(LoginAttempt.address)))
     assert attempts == {"127.0.0.1"}
-    audited = [a.after["address"] for a in session.scalars(select(AuditLog).where(AuditLog.action == "login_locked"))
-               if a.after]
+    audited = [
+        a.after["address"]
+        for a in session.scalars(select(AuditLog).where(AuditLog.action == "login_locked"))
+        if a.after
+    ]
     assert audited and set(audited) == {"127.0.0.1"}
 
 
 def test_a_trusted_proxy_names_its_clients(db_url: str, session: Session) -> None:
     make_user(session, "op", Role.OPERATOR)
-    settings = Settings(secret_key=random_secret(), login_max_failures=5, reconcile_interval_s=0,
-                        trusted_proxies=["127.0.0.1/32"])
+    settings = Settings(
+        secret_key=random_secret(), login_max_failures=5, reconcile_interval_s=0, trusted_proxies=["127.0.0.1/32"]
+    )
     with served(settings, db_url) as base:
         assert [_login(base, "wrong password!", "198.51.100.7") for _ in range(6)] == [401] * 5 + [429]
         assert _login(base, PASSWORD, "192.0.2.10") == 200
@@ -81,4 +90,3 @@ def test_the_run_command_passes_uvicorn_the_same_choice() -> None:
     assert proxy_header_args(Settings()) == ["--no-proxy-headers"]
     trusting = Settings(trusted_proxies=["10.0.0.0/8", "::1/128"])
     assert proxy_header_args(trusting) == ["--proxy-headers", "--forwarded-allow-ips", "10.0.0.0/8,::1/128"]
-

@@ -11,12 +11,15 @@ from pydantic import ValidationError
 from sliceportal.core.config import Settings, check_secret, random_secret
 
 
-@pytest.mark.parametrize("weak", [
-    "a" * 36,
-    "abcd" * 9,
-    string.ascii_lowercase + string.digits,  # 36 different characters, one step
-    "0123456789" * 4,
-])
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "a" * 36,
+        "abcd" * 9,
+        string.ascii_lowercase + string.digits,  # 36 different characters, one step
+        "0123456789" * 4,
+    ],
+)
 def test_a_long_guessable_secret_is_refused_with_the_reason(weak: str) -> None:
     with pytest.raises(ValidationError, match=r"SECRET_KEY looks guessable .* set random text"):
         Settings(secret_key=weak)

@@ -38,11 +38,16 @@ def test_naive_datetimes_are_422(client: TestClient, op: dict[str, str]) -> None
 
 def test_if_match_must_agree_with_the_body_and_guards_delete(client: TestClient, op: dict[str, str]) -> None:
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()
-    r = client.patch(f"/api/v1/tenants/{t['id']}", json={"description": "x", "version": 7},
-                     headers={**op, "If-Match": '"1"'})
+    r = client.patch(
+        f"/api/v1/tenants/{t['id']}", json={"description": "x", "version": 7}, headers={**op, "If-Match": '"1"'}
+    )
     assert r.status_code == 422 and _fields(r) == ["version"]
-    assert client.patch(f"/api/v1/tenants/{t['id']}", json={"description": "x", "version": 1},
-                        headers={**op, "If-Match": '"1"'}).status_code == 200
+    assert (
+        client.patch(
+            f"/api/v1/tenants/{t['id']}", json={"description": "x", "version": 1}, headers={**op, "If-Match": '"1"'}
+        ).status_code
+        == 200
+    )
     r = client.delete(f"/api/v1/tenants/{t['id']}", headers={**op, "If-Match": '"1"'})  # now at version 2
     assert r.status_code == 412
     assert client.get(f"/api/v1/tenants/{t['id']}", headers=op).status_code == 200
@@ -51,8 +56,7 @@ def test_if_match_must_agree_with_the_body_and_guards_delete(client: TestClient,
 
 @pytest.mark.parametrize("password", [" " * 10, "1234567890", "password1234", "short"])
 def test_weak_passwords_are_refused(client: TestClient, op: dict[str, str], password: str) -> None:
-    r = client.post("/api/v1/users", json={"username": "bob", "password": password, "role": "integrator"},
-                    headers=op)
+    r = client.post("/api/v1/users", json={"username": "bob", "password": password, "role": "integrator"}, headers=op)
     assert r.status_code == 422 and _fields(r) == ["password"], r.text
 
 
@@ -63,11 +67,15 @@ def test_deceptive_or_blank_names_are_refused(client: TestClient, op: dict[str, 
 
 
 def test_names_are_stripped_and_user_names_unique_regardless_of_case(
-        client: TestClient, session: Session, op: dict[str, str]) -> None:
+    client: TestClient, session: Session, op: dict[str, str]
+) -> None:
     r = client.post("/api/v1/tenants", json=tenant_body(name="  spaced  "), headers=op)
     assert r.status_code == 201 and r.json()["name"] == "spaced"
-    r = client.post("/api/v1/users", json={"username": "OP", "password": "a new long passphrase 42",
-                                           "role": "integrator"}, headers=op)
+    r = client.post(
+        "/api/v1/users",
+        json={"username": "OP", "password": "a new long passphrase 42", "role": "integrator"},
+        headers=op,
+    )
     assert r.status_code == 409 and _fields(r) == ["username"]
 
 
@@ -79,8 +87,11 @@ def test_no_bool_or_float_as_int(client: TestClient, op: dict[str, str], body: d
 
 def test_float_ids_are_refused(client: TestClient, op: dict[str, str]) -> None:
     tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    r = client.post("/api/v1/subscribers", json={"tenant_id": float(tenant), "imsi": "001010000000001",
-                                                 "ue_ip": "10.45.0.1"}, headers=op)
+    r = client.post(
+        "/api/v1/subscribers",
+        json={"tenant_id": float(tenant), "imsi": "001010000000001", "ue_ip": "10.45.0.1"},
+        headers=op,
+    )
     assert r.status_code == 422 and _fields(r) == ["tenant_id"]
 
 
@@ -114,13 +125,15 @@ def test_operator_revokes_anyones_key(client: TestClient, session: Session, op: 
     it = login(client, "integ")
     key = client.post("/api/v1/api-keys", json={"name": "k", "scopes": ["read"]}, headers=it).json()
     assert [k["id"] for k in client.get("/api/v1/api-keys", params={"all_users": True}, headers=op).json()] == [
-        key["id"]]
+        key["id"]
+    ]
     assert client.delete(f"/api/v1/api-keys/{key['id']}", headers=op).status_code == 204
     assert client.get("/api/v1/tenants", headers={"X-API-Key": key["secret"]}).status_code == 401
 
 
 def test_tenant_deletion_with_users_needs_force_and_is_audited(
-        client: TestClient, session: Session, op: dict[str, str]) -> None:
+    client: TestClient, session: Session, op: dict[str, str]
+) -> None:
     t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()
     make_user(session, "viewer", Role.TENANT, tenant_id=t["id"])
     r = client.delete(f"/api/v1/tenants/{t['id']}", headers=op)
@@ -137,8 +150,11 @@ def test_integrator_key_bound_to_one_tenant(client: TestClient, session: Session
     a = client.post("/api/v1/tenants", json=tenant_body("a", 11, 101), headers=op).json()["id"]
     b = client.post("/api/v1/tenants", json=tenant_body("b", 12, 102), headers=op).json()["id"]
     integ = make_user(session, "integ", Role.INTEGRATOR)
-    key = client.post("/api/v1/api-keys", json={"name": "a-only", "scopes": ["read", "write"], "tenant_id": a,
-                                                "user_id": integ.id}, headers=op).json()
+    key = client.post(
+        "/api/v1/api-keys",
+        json={"name": "a-only", "scopes": ["read", "write"], "tenant_id": a, "user_id": integ.id},
+        headers=op,
+    ).json()
     k = {"X-API-Key": key["secret"]}
     assert [t["id"] for t in client.get("/api/v1/tenants", headers=k).json()["data"]] == [a]
     assert client.get(f"/api/v1/tenants/{b}", headers=k).status_code == 404

@@ -30,8 +30,9 @@ def world(client: TestClient, op: dict[str, str]) -> dict[str, object]:
     csv = "imsi,ue_ip,tenant\n" + "".join(f"0010100000009{i:02d},10.99.0.{i + 1},{BLUE}\n" for i in range(32))
     r = client.post("/api/v1/subscribers/import", files={"file": ("b.csv", csv.encode(), "text/csv")}, headers=op)
     assert r.status_code == 201, r.text
-    key = client.post("/api/v1/api-keys", json={"name": "a-only", "scopes": ["read", "write"], "tenant_id": a},
-                      headers=op)
+    key = client.post(
+        "/api/v1/api-keys", json={"name": "a-only", "scopes": ["read", "write"], "tenant_id": a}, headers=op
+    )
     assert key.status_code == 201, key.text
     ids = [s["id"] for s in client.get("/api/v1/subscribers", params={"limit": 100}, headers=op).json()["data"]]
     return {"a": a, "b": b, "key": {"X-API-Key": key.json()["secret"]}, "b_ids": ids}
@@ -46,8 +47,9 @@ def _leaks(text: str, world: dict[str, object]) -> list[str]:
     return found + (["tenant id"] if f"tenant {world['b']}" in text else [])
 
 
-def test_create_with_another_tenants_imsi(client: TestClient, session: Session, op: dict[str, str],
-                                          world: dict[str, object]) -> None:
+def test_create_with_another_tenants_imsi(
+    client: TestClient, session: Session, op: dict[str, str], world: dict[str, object]
+) -> None:
     body = {"imsi": "001010000000905", "ue_ip": "10.45.0.9", "tenant_id": world["a"]}
     r = client.post("/api/v1/subscribers", json=body, headers=world["key"])  # type: ignore[arg-type]
     assert r.status_code == 409 and r.json()["errors"][0]["field"] == "imsi", r.text
@@ -57,21 +59,24 @@ def test_create_with_another_tenants_imsi(client: TestClient, session: Session, 
     r = client.post("/api/v1/subscribers", json=body, headers=op)
     assert r.status_code == 409 and BLUE in r.json()["detail"]
     # the same on a change of IMSI
-    mine = client.post("/api/v1/subscribers", json={**body, "imsi": "001010000000001"},
-                       headers=world["key"]).json()  # type: ignore[arg-type]
-    r = client.patch(f"/api/v1/subscribers/{mine['id']}", json={"imsi": "001010000000931", "version": 1},
-                     headers=world["key"])  # type: ignore[arg-type]
+    mine = client.post("/api/v1/subscribers", json={**body, "imsi": "001010000000001"}, headers=world["key"]).json()  # type: ignore[arg-type]
+    r = client.patch(
+        f"/api/v1/subscribers/{mine['id']}", json={"imsi": "001010000000931", "version": 1}, headers=world["key"]
+    )  # type: ignore[arg-type]
     assert r.status_code == 409 and _leaks(r.text, world) == [], r.text
     assert session.scalar(select(func.count()).select_from(Subscriber)) == 33
 
 
-def test_import_of_candidate_imsis(client: TestClient, session: Session, op: dict[str, str],
-                                   world: dict[str, object]) -> None:
+def test_import_of_candidate_imsis(
+    client: TestClient, session: Session, op: dict[str, str], world: dict[str, object]
+) -> None:
     # 1 000 candidate IMSIs: the answer says which are taken, never whose
-    csv = "imsi,ue_ip,tenant\n" + "".join(f"0010100000{i:05d},10.45.{i // 250}.{i % 250 + 1},mvno-a\n"
-                                           for i in range(1000))
-    r = client.post("/api/v1/subscribers/import", files={"file": ("a.csv", csv.encode(), "text/csv")},
-                    headers=world["key"])  # type: ignore[arg-type]
+    csv = "imsi,ue_ip,tenant\n" + "".join(
+        f"0010100000{i:05d},10.45.{i // 250}.{i % 250 + 1},mvno-a\n" for i in range(1000)
+    )
+    r = client.post(
+        "/api/v1/subscribers/import", files={"file": ("a.csv", csv.encode(), "text/csv")}, headers=world["key"]
+    )  # type: ignore[arg-type]
     assert r.status_code == 422, r.text
     errors = r.json()["errors"]
     assert len(errors) == 32 and {e["field"] for e in errors} == {"imsi"}

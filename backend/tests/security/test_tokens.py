@@ -37,23 +37,31 @@ def _bearer(token: str) -> dict[str, str]:
 def test_token_forged_with_the_old_default_secret_is_refused(client: TestClient, session: Session) -> None:
     op = make_user(session, "op", Role.OPERATOR)
     now = datetime.now(UTC)
-    for claims in ({"sub": str(op.id), "role": "operator", "typ": "access", "exp": now + timedelta(days=365)},
-                   {"sub": str(op.id), "sid": "x" * 43, "role": "operator", "typ": "access",
-                    "exp": now + timedelta(days=365)}):
+    for claims in (
+        {"sub": str(op.id), "role": "operator", "typ": "access", "exp": now + timedelta(days=365)},
+        {"sub": str(op.id), "sid": "x" * 43, "role": "operator", "typ": "access", "exp": now + timedelta(days=365)},
+    ):
         forged = jwt.encode(claims, OLD_DEFAULT_SECRET, algorithm="HS256")
         assert client.get("/api/v1/users", headers=_bearer(forged)).status_code == 401
-        assert client.post("/api/v1/api-keys", json={"name": "x", "scopes": ["read"]},
-                           headers=_bearer(forged)).status_code == 401
+        assert (
+            client.post("/api/v1/api-keys", json={"name": "x", "scopes": ["read"]}, headers=_bearer(forged)).status_code
+            == 401
+        )
 
 
 def test_a_token_signed_with_the_right_secret_but_no_session_is_refused(
-        client: TestClient, session: Session, settings: Settings) -> None:
+    client: TestClient, session: Session, settings: Settings
+) -> None:
     # Even knowing the secret (a leaked one, since rotated in the DB by logging out) is not enough:
     # the session named in the token must exist.
     op = make_user(session, "op", Role.OPERATOR)
     assert settings.secret_key is not None
-    claims = {"sub": str(op.id), "sid": "no-such-session", "typ": "access",
-              "exp": datetime.now(UTC) + timedelta(minutes=5)}
+    claims = {
+        "sub": str(op.id),
+        "sid": "no-such-session",
+        "typ": "access",
+        "exp": datetime.now(UTC) + timedelta(minutes=5),
+    }
     r = client.get("/api/v1/users/me", headers=_bearer(jwt.encode(claims, settings.secret_key, algorithm="HS256")))
     assert r.status_code == 401 and "session" in r.json()["detail"]
 
@@ -76,8 +84,9 @@ def test_per_install_secret_is_random_private_and_stable(tmp_path: Path) -> None
         load_or_create(tmp_path / "a" / "secret_key")
 
 
-def test_without_secret_key_the_app_signs_with_the_install_secret(db_url: str, session: Session,
-                                                                  tmp_path: Path) -> None:
+def test_without_secret_key_the_app_signs_with_the_install_secret(
+    db_url: str, session: Session, tmp_path: Path
+) -> None:
     make_user(session, "op", Role.OPERATOR)
     settings = Settings(data_dir=tmp_path, reconcile_interval_s=0)
     with TestClient(create_app(settings, db_url)) as c:
@@ -104,8 +113,11 @@ def test_password_change_by_an_operator_ends_the_users_sessions(client: TestClie
     make_user(session, "op", Role.OPERATOR)
     b = make_user(session, "bob", Role.INTEGRATOR)
     op, bob = _tokens(client, "op"), _tokens(client, "bob")
-    r = client.patch(f"/api/v1/users/{b.id}", json={"password": "a new long passphrase 42", "version": 1},
-                     headers=_bearer(op["access_token"]))
+    r = client.patch(
+        f"/api/v1/users/{b.id}",
+        json={"password": "a new long passphrase 42", "version": 1},
+        headers=_bearer(op["access_token"]),
+    )
     assert r.status_code == 200, r.text
     assert client.get("/api/v1/users/me", headers=_bearer(bob["access_token"])).status_code == 401
     assert client.post("/api/v1/login/refresh", json={"refresh_token": bob["refresh_token"]}).status_code == 401
@@ -118,8 +130,12 @@ def test_disabling_a_user_ends_its_sessions(client: TestClient, session: Session
     make_user(session, "op", Role.OPERATOR)
     b = make_user(session, "bob", Role.INTEGRATOR)
     op, bob = _tokens(client, "op"), _tokens(client, "bob")
-    assert client.patch(f"/api/v1/users/{b.id}", json={"is_active": False, "version": 1},
-                        headers=_bearer(op["access_token"])).status_code == 200
+    assert (
+        client.patch(
+            f"/api/v1/users/{b.id}", json={"is_active": False, "version": 1}, headers=_bearer(op["access_token"])
+        ).status_code
+        == 200
+    )
     assert client.get("/api/v1/users/me", headers=_bearer(bob["access_token"])).status_code == 401
     reasons = set(session.scalars(select(AuthSession.revoked_reason).where(AuthSession.user_id == b.id)))
     assert reasons == {"user-disabled"}

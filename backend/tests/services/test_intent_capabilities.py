@@ -15,15 +15,23 @@ from sliceportal.services.errors import InvalidError
 
 
 def caps(rate_limit: bool) -> Capabilities:
-    return Capabilities(driver="plain", lanes=4, paths=1, match_fields=frozenset({"src_ip"}), capacity={"t": 8},
-                        rate_limit=rate_limit, ecn=False)
+    return Capabilities(
+        driver="plain",
+        lanes=4,
+        paths=1,
+        match_fields=frozenset({"src_ip"}),
+        capacity={"t": 8},
+        rate_limit=rate_limit,
+        ecn=False,
+    )
 
 
 def world(accepted: list[str]) -> tuple[Backend, Slice, list[Intent]]:
     b = Backend(id=3, name="edge", driver="plain", accept_unenforced=accepted)
     s = Slice(id=5, name="embb")
-    intents = [Intent(id=n, slice_id=5, action=a) for n, a in ((1, "prioritise"), (2, "rate_limit"), (3, "drop"),
-                                                               (4, "steer"))]
+    intents = [
+        Intent(id=n, slice_id=5, action=a) for n, a in ((1, "prioritise"), (2, "rate_limit"), (3, "drop"), (4, "steer"))
+    ]
     return b, s, intents
 
 
@@ -31,7 +39,9 @@ def test_a_plane_without_a_policer_refuses_rate_limit_and_drop_per_field() -> No
     b, s, intents = world([])
     found = intent_gaps(b, caps(False), s, intents)
     assert [(g.field, g.capability, g.accepted) for g in found] == [
-        ("intents.2.action", "rate_limit", False), ("intents.3.action", "rate_limit", False)]
+        ("intents.2.action", "rate_limit", False),
+        ("intents.3.action", "rate_limit", False),
+    ]
     with pytest.raises(InvalidError) as e:
         refuse_unenforceable(found)
     assert [i.field for i in e.value.issues] == ["slices.5.intents.2.action", "slices.5.intents.3.action"]

@@ -12,12 +12,20 @@ from sliceportal.services.intents import _backend_refusal
 MINE, THEIRS = 1, 2
 SPECS = [
     SliceSpec(ref=10, name="mine-embb", tenant_ref=MINE, type_lanes=(0, 2)),
-    SliceSpec(ref=20, name="blue-video", tenant_ref=THEIRS, type_lanes=(0, 2),
-              services=(ServiceSpec(name="secret-svc", lane=0),)),
+    SliceSpec(
+        ref=20,
+        name="blue-video",
+        tenant_ref=THEIRS,
+        type_lanes=(0, 2),
+        services=(ServiceSpec(name="secret-svc", lane=0),),
+    ),
 ]
 BACKEND = Backend(id=3, name="bmv2")
-CROSS = AmbiguousMatchError("slices 'mine-embb' and 'blue-video' both claim UE addresses from 10.45.0.7 with the "
-                            "same ports / DSCP 0", slice_ref=10, field="subscribers")
+CROSS = AmbiguousMatchError(
+    "slices 'mine-embb' and 'blue-video' both claim UE addresses from 10.45.0.7 with the same ports / DSCP 0",
+    slice_ref=10,
+    field="subscribers",
+)
 
 
 def test_a_tenant_is_told_of_a_collision_not_whose() -> None:
@@ -35,7 +43,8 @@ def test_a_tenant_is_told_of_a_collision_not_whose() -> None:
 
 def test_operators_and_own_refusals_keep_the_compilers_words() -> None:
     assert _backend_refusal(CROSS, BACKEND, SPECS, None).detail == CROSS.message
-    own = CompileError("slice 'mine-embb': intent 4 steers to RR path 9, but the target has paths 0..7",
-                       slice_ref=10, field="rr_path")
+    own = CompileError(
+        "slice 'mine-embb': intent 4 steers to RR path 9, but the target has paths 0..7", slice_ref=10, field="rr_path"
+    )
     err = _backend_refusal(own, BACKEND, SPECS, MINE)
     assert isinstance(err, InvalidError) and err.detail == own.message

@@ -34,17 +34,26 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
     return login(client, "op")
 
 
-def test_demo_preview_is_proven_on_all_three_backends(client: TestClient, session: Session,
-                                                       op: dict[str, str]) -> None:
+def test_demo_preview_is_proven_on_all_three_backends(client: TestClient, session: Session, op: dict[str, str]) -> None:
     assert seed_demo(session)
     ids = {}
     for driver, options in BACKENDS.items():
         port = free_port()
-        opts = {k: v.format(run=REPO_ROOT / "var" / "run", port=port) if isinstance(v, str) else v
-                for k, v in options.items()}
+        opts = {
+            k: v.format(run=REPO_ROOT / "var" / "run", port=port) if isinstance(v, str) else v
+            for k, v in options.items()
+        }
         # the demo SLAs ask for rate limits / ECN some planes lack: accepted, as the testbed does
-        r = client.post("/api/v1/backends", json={"name": f"demo-{driver}", "driver": driver, "options": opts,
-                                                  "accept_unenforced": ["rate_limit", "ecn"]}, headers=op)
+        r = client.post(
+            "/api/v1/backends",
+            json={
+                "name": f"demo-{driver}",
+                "driver": driver,
+                "options": opts,
+                "accept_unenforced": ["rate_limit", "ecn"],
+            },
+            headers=op,
+        )
         assert r.status_code == 201, r.text
         ids[driver] = r.json()["id"]
     backends = list(session.scalars(select(Backend)))
@@ -63,13 +72,21 @@ def test_demo_preview_is_proven_on_all_three_backends(client: TestClient, sessio
         assert f"{p['rules_after']} IR rules" in eq["detail"]
 
 
-def test_a_deployed_rule_set_keeps_its_equivalence(client: TestClient, session: Session, op: dict[str, str],
-                                                   start_target: Callable[..., RunningTarget]) -> None:
+def test_a_deployed_rule_set_keeps_its_equivalence(
+    client: TestClient, session: Session, op: dict[str, str], start_target: Callable[..., RunningTarget]
+) -> None:
     """Deployed onto the bundled P4Runtime target, the stored rule set carries the proof."""
     target = start_target("--priority-queues", "8")
     assert seed_demo(session)
-    r = client.post("/api/v1/backends", json={"name": "demo-p4", "driver": "p4rt", "options": {
-        "address": target.address, "trunk_ports": [1, 2], "uplink_port": 2}}, headers=op)
+    r = client.post(
+        "/api/v1/backends",
+        json={
+            "name": "demo-p4",
+            "driver": "p4rt",
+            "options": {"address": target.address, "trunk_ports": [1, 2], "uplink_port": 2},
+        },
+        headers=op,
+    )
     assert r.status_code == 201, r.text
     bid = r.json()["id"]
     backend = session.get_one(Backend, bid)

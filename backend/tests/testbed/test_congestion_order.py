@@ -61,8 +61,9 @@ def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, 
     seed_demo(session, users_per_slice=4)
     make_user(session, "op", Role.OPERATOR)
     prefix = f"c{os.getpid() % 10000}-"
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
-                        testbed_prefix=prefix)
+    settings = Settings(
+        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500, testbed_prefix=prefix
+    )
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         planes = {b["driver"]: b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]}
@@ -73,8 +74,9 @@ def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, 
 
         def loss(backend_id: int, since: datetime, until: datetime | None = None) -> dict[int, float]:
             session.expire_all()
-            q = (select(KpiSample.lane, func.sum(KpiSample.tx_packets), func.sum(KpiSample.rx_packets))
-                 .where(KpiSample.slice_id == embb.id, KpiSample.backend_id == backend_id, KpiSample.ts > since))
+            q = select(KpiSample.lane, func.sum(KpiSample.tx_packets), func.sum(KpiSample.rx_packets)).where(
+                KpiSample.slice_id == embb.id, KpiSample.backend_id == backend_id, KpiSample.ts > since
+            )
             if until is not None:
                 q = q.where(KpiSample.ts <= until)
             rows = session.execute(q.group_by(KpiSample.lane)).all()
@@ -96,8 +98,11 @@ def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, 
         # all three at once: each plane has links of its own, and a congestion scenario lowers
         # a plane's capacity rather than adding load to this machine
         for driver in ids:
-            r = client.post("/api/v1/testbed/congestion", json={"backend_id": ids[driver], "duration_s": DURATION_S,
-                                                                 "factor": FACTOR}, headers=op)
+            r = client.post(
+                "/api/v1/testbed/congestion",
+                json={"backend_id": ids[driver], "duration_s": DURATION_S, "factor": FACTOR},
+                headers=op,
+            )
             assert r.status_code == 202, r.text
         for b in client.get("/api/v1/testbed", headers=op).json()["backends"]:
             assert b["congestion_factor"] == FACTOR, b
@@ -117,8 +122,10 @@ def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, 
         assert all(b["congestion_mechanism"] for b in shown), shown
 
         time.sleep(SETTLE_S + WINDOW_S)
-        window = {d: loss(i, started + timedelta(seconds=SETTLE_S), started + timedelta(seconds=SETTLE_S + WINDOW_S))
-                  for d, i in ids.items()}
+        window = {
+            d: loss(i, started + timedelta(seconds=SETTLE_S), started + timedelta(seconds=SETTLE_S + WINDOW_S))
+            for d, i in ids.items()
+        }
         print(f"red-embb loss % per lane during congestion at factor {FACTOR}: {window}")  # the figures, with -s
         for driver, lanes in window.items():
             assert set(lanes) == {0, 2, 4, 6}, (driver, window)

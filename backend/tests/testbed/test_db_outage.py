@@ -37,16 +37,21 @@ def restart_database(pg: EmbeddedPostgres) -> Iterator[EmbeddedPostgres]:
 
 
 def _pids(planes: list[Plane]) -> dict[str, tuple[int, int]]:
-    return {p.name: (p.process.proc.pid, p.process.starts) for p in planes
-            if p.process is not None and p.process.proc is not None}
+    return {
+        p.name: (p.process.proc.pid, p.process.starts)
+        for p in planes
+        if p.process is not None and p.process.proc is not None
+    }
 
 
 def test_database_outage_keeps_the_planes_and_a_restarted_plane_measures_after_its_refill(
-        db_url: str, session: Session, restart_database: EmbeddedPostgres) -> None:
+    db_url: str, session: Session, restart_database: EmbeddedPostgres
+) -> None:
     seed_demo(session, users_per_slice=2)
     prefix = f"o{os.getpid() % 10000}-"
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=5, testbed=True, testbed_rate_pps=300,
-                        testbed_prefix=prefix)
+    settings = Settings(
+        secret_key=random_secret(), reconcile_interval_s=5, testbed=True, testbed_rate_pps=300, testbed_prefix=prefix
+    )
     with running_controller(settings, db_url, period_s=1.0) as controller:
         testbed = controller.testbed
         assert testbed is not None and testbed.running
@@ -76,6 +81,7 @@ def test_database_outage_keeps_the_planes_and_a_restarted_plane_measures_after_i
         def measured_again() -> bool:
             session.expire_all()
             return bool(session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.ts > back_at)))
+
         wait_until("KPIs written again", measured_again, 10)
 
         # a killed plane: its KPIs come back only from an interval begun after its confirmed refill
@@ -85,14 +91,25 @@ def test_database_outage_keeps_the_planes_and_a_restarted_plane_measures_after_i
         last_dep = session.scalar(select(func.max(Deployment.id))) or 0
         killed_at = datetime.now(UTC)
         os.kill(plane.process.proc.pid, signal.SIGKILL)
-        wait_until(f"{plane.name} restarted and refilled", lambda: plane.up and not plane.restore_due
-                   and plane.refilled_at > 0, 30)
+        wait_until(
+            f"{plane.name} restarted and refilled",
+            lambda: plane.up and not plane.restore_due and plane.refilled_at > 0,
+            30,
+        )
 
         def refill() -> Deployment | None:
             session.expire_all()
-            return session.scalar(select(Deployment).where(
-                Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE,
-                Deployment.id > last_dep).order_by(Deployment.id.desc()).limit(1))
+            return session.scalar(
+                select(Deployment)
+                .where(
+                    Deployment.backend_id == plane.backend_id,
+                    Deployment.kind == DeploymentKind.RECONCILE,
+                    Deployment.id > last_dep,
+                )
+                .order_by(Deployment.id.desc())
+                .limit(1)
+            )
+
         rec = wait_until("the refill's record", refill, 10)
         assert rec.finished_at is not None and rec.diff["found"] == "restarted_empty", rec.diff
 
@@ -102,10 +119,19 @@ def test_database_outage_keeps_the_planes_and_a_restarted_plane_measures_after_i
 
         def samples() -> list[datetime]:
             session.expire_all()
-            return list(session.scalars(select(KpiSample.ts).where(
-                KpiSample.backend_id == plane.backend_id, KpiSample.ts > after_kill).order_by(KpiSample.ts)))
+            return list(
+                session.scalars(
+                    select(KpiSample.ts)
+                    .where(KpiSample.backend_id == plane.backend_id, KpiSample.ts > after_kill)
+                    .order_by(KpiSample.ts)
+                )
+            )
+
         first = wait_until(f"KPIs of the restarted {plane.name}", samples, 15)[0]
         # stamped where its interval (1 s) ends: it began after the refill was recorded
-        assert first - timedelta(seconds=testbed.interval_s * 0.9) >= rec.finished_at, \
-            (killed_at, first, rec.finished_at)
+        assert first - timedelta(seconds=testbed.interval_s * 0.9) >= rec.finished_at, (
+            killed_at,
+            first,
+            rec.finished_at,
+        )
     assert leftovers(prefix) == []

@@ -33,14 +33,13 @@ from tests.factories import login, make_user, running_controller, wait_until
 pytestmark = pytest.mark.needs_root
 
 
-
-
 def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, session: Session) -> None:
     seed_demo(session, users_per_slice=2)
     make_user(session, "op", Role.OPERATOR)
     prefix = f"k{os.getpid() % 10000}-"
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
-                        testbed_prefix=prefix)
+    settings = Settings(
+        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500, testbed_prefix=prefix
+    )
     app = create_app(settings, db_url)
     with TestClient(app) as client, running_controller(settings, db_url) as controller:
         op = login(client, "op")
@@ -66,8 +65,11 @@ def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, 
             _kill_and_recover(client, op, session, next(p for p in testbed.planes if p.driver == driver))
         # a backend that is down has no samples, never zero ones
         session.expire_all()
-        zeros = session.execute(select(KpiSample.backend_id, KpiSample.lane, KpiSample.ts, KpiSample.tx_packets)
-                                .where(KpiSample.ts > before_kills, KpiSample.rx_packets == 0)).all()
+        zeros = session.execute(
+            select(KpiSample.backend_id, KpiSample.lane, KpiSample.ts, KpiSample.tx_packets).where(
+                KpiSample.ts > before_kills, KpiSample.rx_packets == 0
+            )
+        ).all()
         assert not zeros, zeros
     assert leftovers(prefix) == []
 
@@ -79,8 +81,11 @@ def test_leftovers_of_a_killed_run_are_removed(tmp_path: object) -> None:
     p4i, p4o = tb.host_link("p4i", tb["edge"].netns, "p4-in"), tb.host_link("p4o", f"{prefix}sink", "p4-out")
     env = dict(os.environ, PYTHONPATH=str(BMV2_DIR))
     # an orphan: started through a shell that exits at once, so its parent is gone
-    subprocess.run(["sh", "-c", f"{sys.executable} -m bmv2_target --grpc-port 0 -i 1@{p4i} -i 2@{p4o} "
-                    ">/dev/null 2>&1 &"], env=env, check=True)
+    subprocess.run(
+        ["sh", "-c", f"{sys.executable} -m bmv2_target --grpc-port 0 -i 1@{p4i} -i 2@{p4o} >/dev/null 2>&1 &"],
+        env=env,
+        check=True,
+    )
     try:
         orphans = wait_until("the orphaned target", lambda: leftovers(prefix), 10)
         assert len(orphans) == 1
@@ -104,12 +109,20 @@ def test_a_backend_that_refuses_at_start_is_failed_and_the_portal_starts(db_url:
     assert embb is not None
     base = int(ipaddress.IPv4Address("10.45.64.0"))
     for i in range(1500):
-        session.add(Subscriber(tenant_id=embb.tenant_id, imsi=f"0010199{i:08d}",
-                               ue_ip=ipaddress.IPv4Address(base + 2 * i), teids=[500000 + i], slices=[embb]))
+        session.add(
+            Subscriber(
+                tenant_id=embb.tenant_id,
+                imsi=f"0010199{i:08d}",
+                ue_ip=ipaddress.IPv4Address(base + 2 * i),
+                teids=[500000 + i],
+                slices=[embb],
+            )
+        )
     session.commit()
     prefix = f"r{os.getpid() % 10000}-"
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300,
-                        testbed_prefix=prefix)
+    settings = Settings(
+        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300, testbed_prefix=prefix
+    )
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         state = client.get("/api/v1/testbed", headers=op).json()
@@ -129,8 +142,9 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
     as they were (restored by reconcile, not redeployed), and traffic follows the assignment."""
     seed_demo(session, users_per_slice=2)
     prefix = f"s{os.getpid() % 10000}-"
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500,
-                        testbed_prefix=prefix)
+    settings = Settings(
+        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500, testbed_prefix=prefix
+    )
     with TestClient(create_app(settings, db_url)), running_controller(settings, db_url):
         pass
     session.expire_all()
@@ -160,8 +174,11 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
 
         def measured() -> set[int] | None:
             session.expire_all()
-            got = set(session.scalars(select(KpiSample.backend_id).where(
-                KpiSample.ts > second_start, KpiSample.rx_packets > 0).distinct()))
+            got = set(
+                session.scalars(
+                    select(KpiSample.backend_id).where(KpiSample.ts > second_start, KpiSample.rx_packets > 0).distinct()
+                )
+            )
             return got if got == {b.id for b in backends.values()} else None
 
         wait_until("KPIs from every restored data plane", measured, 20)
@@ -190,11 +207,15 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
         return b.health if b is not None else ""
 
     def state() -> dict[str, Any]:
-        return next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
-                    if b["backend_id"] == plane.backend_id)
+        return next(
+            b
+            for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
+            if b["backend_id"] == plane.backend_id
+        )
 
     wait_until(f"{plane.name} health down", lambda: health() == "down", 5)
     assert time.monotonic() - killed_at <= 2.5  # one watchdog period plus a database round trip
+
     # the controller reports the testbed's state every beat (0.5 s)
     def reported_down() -> dict[str, Any] | None:
         st = state()
@@ -207,9 +228,16 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
 
     def repaired() -> bool:
         session.expire_all()
-        return session.scalar(select(Deployment).where(
-            Deployment.backend_id == plane.backend_id, Deployment.kind == DeploymentKind.RECONCILE,
-            Deployment.id > before)) is not None
+        return (
+            session.scalar(
+                select(Deployment).where(
+                    Deployment.backend_id == plane.backend_id,
+                    Deployment.kind == DeploymentKind.RECONCILE,
+                    Deployment.id > before,
+                )
+            )
+            is not None
+        )
 
     wait_until(f"a reconcile of the restarted {plane.name}", repaired, 10)
     assert health() == "ok"
@@ -219,7 +247,12 @@ def _kill_and_recover(client: TestClient, op: dict[str, str], session: Session, 
 
     def measured() -> bool:
         session.expire_all()
-        return bool(session.scalar(select(func.count()).select_from(KpiSample).where(
-            KpiSample.backend_id == plane.backend_id, KpiSample.ts > back)))
+        return bool(
+            session.scalar(
+                select(func.count())
+                .select_from(KpiSample)
+                .where(KpiSample.backend_id == plane.backend_id, KpiSample.ts > back)
+            )
+        )
 
     wait_until(f"KPIs from the restarted {plane.name}", measured, 10)

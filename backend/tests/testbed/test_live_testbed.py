@@ -28,8 +28,6 @@ from tests.factories import login, make_user, running_controller, wait_until
 pytestmark = pytest.mark.needs_root
 
 
-
-
 def _prefix() -> str:
     return f"t{os.getpid() % 10000}-"
 
@@ -39,8 +37,9 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
     make_user(session, "op", Role.OPERATOR)
     make_user(session, "viewer", Role.TENANT)
     prefix = _prefix()
-    settings = Settings(secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500,
-                        testbed_prefix=prefix)
+    settings = Settings(
+        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500, testbed_prefix=prefix
+    )
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         state = client.get("/api/v1/testbed", headers=op).json()
@@ -54,8 +53,11 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         # every data plane carries the slice's traffic; its KPIs are keyed by that backend
         def lanes_per_backend() -> dict[int, set[int]] | None:
             session.expire_all()
-            rows = session.execute(select(KpiSample.backend_id, KpiSample.lane).where(
-                KpiSample.slice_id == embb.id, KpiSample.rx_packets > 0).distinct()).all()
+            rows = session.execute(
+                select(KpiSample.backend_id, KpiSample.lane)
+                .where(KpiSample.slice_id == embb.id, KpiSample.rx_packets > 0)
+                .distinct()
+            ).all()
             got: dict[int, set[int]] = {}
             for b, lane in rows:
                 got.setdefault(b, set()).add(lane)
@@ -65,16 +67,21 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         current = client.get(f"/api/v1/slices/{embb.id}/kpis/current", headers=op).json()
         for p in current:
             assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 2000, p
+
         # each data plane's own counters agree with where the KPIs put its traffic
         def checks() -> dict[str, str]:
             backends = client.get("/api/v1/testbed", headers=op).json()["backends"]
             return {b["driver"]: b["placement_check"] for b in backends}
 
-        wait_until("the data planes' counters to agree with the placement",
-              lambda: set(checks().values()) == {"agrees"}, 15)
+        wait_until(
+            "the data planes' counters to agree with the placement", lambda: set(checks().values()) == {"agrees"}, 15
+        )
         # one sample per (slice, backend, lane, interval): never a zero twin
-        assert not session.scalar(select(func.count()).select_from(KpiSample).where(
-            KpiSample.slice_id == embb.id, KpiSample.rx_packets == 0, KpiSample.tx_packets == 0))
+        assert not session.scalar(
+            select(func.count())
+            .select_from(KpiSample)
+            .where(KpiSample.slice_id == embb.id, KpiSample.rx_packets == 0, KpiSample.tx_packets == 0)
+        )
 
         # a slice deployed on the NetFPGA backend only, then rolled back out of its rule set:
         # first its KPIs keyed by that backend; after the rollback its traffic, still sent
@@ -86,22 +93,47 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         assert in_force is not None
         number = in_force.number
         red = client.get("/api/v1/tenants", params={"q": "mvno-red"}, headers=op).json()["data"][0]
-        st = next(t["id"] for t in client.get("/api/v1/slice-types", params={"q": "Low Latency"}, headers=op)
-                  .json()["data"] if t["name"] == "Low Latency")
-        late = client.post("/api/v1/slices", json={
-            "name": "late", "tenant_id": red["id"], "slice_type_id": st, "backend_ids": [nf],
-            "services": [{"name": "ll", "lane": 2, "dst_ports": [{"lo": 7000, "hi": 7000}]}]}, headers=op).json()
-        r = client.post("/api/v1/subscribers", json={"tenant_id": red["id"], "imsi": "001019999999999",
-                                                     "ue_ip": "10.45.9.1", "teids": [999999],
-                                                     "slice_ids": [late["id"]]}, headers=op)
+        st = next(
+            t["id"]
+            for t in client.get("/api/v1/slice-types", params={"q": "Low Latency"}, headers=op).json()["data"]
+            if t["name"] == "Low Latency"
+        )
+        late = client.post(
+            "/api/v1/slices",
+            json={
+                "name": "late",
+                "tenant_id": red["id"],
+                "slice_type_id": st,
+                "backend_ids": [nf],
+                "services": [{"name": "ll", "lane": 2, "dst_ports": [{"lo": 7000, "hi": 7000}]}],
+            },
+            headers=op,
+        ).json()
+        r = client.post(
+            "/api/v1/subscribers",
+            json={
+                "tenant_id": red["id"],
+                "imsi": "001019999999999",
+                "ue_ip": "10.45.9.1",
+                "teids": [999999],
+                "slice_ids": [late["id"]],
+            },
+            headers=op,
+        )
         assert r.status_code == 201, r.text
         r = client.post(f"/api/v1/backends/{nf}/deployments", headers=op)
         assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
 
         def late_samples() -> list[tuple[int, int]]:
             session.expire_all()
-            return [tuple(row) for row in session.execute(select(KpiSample.backend_id, KpiSample.lane).where(
-                KpiSample.slice_id == late["id"], KpiSample.rx_packets > 0).distinct())]
+            return [
+                tuple(row)
+                for row in session.execute(
+                    select(KpiSample.backend_id, KpiSample.lane)
+                    .where(KpiSample.slice_id == late["id"], KpiSample.rx_packets > 0)
+                    .distinct()
+                )
+            ]
 
         assert wait_until("the new slice's KPIs from the NetFPGA backend", late_samples, 20) == [(nf, 2)]
         r = client.post(f"/api/v1/backends/{nf}/rollback", json={"rule_set": number}, headers=op)
@@ -114,31 +146,36 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             return lanes or None
 
         wait_until("the rolled-back slice's traffic as the NetFPGA backend's default traffic", default_from_late, 20)
-        wait_until("the NetFPGA model's counters (its miss path used) to agree",
-                   lambda: checks()["netfpga"] == "agrees", 10)
+        wait_until(
+            "the NetFPGA model's counters (its miss path used) to agree", lambda: checks()["netfpga"] == "agrees", 10
+        )
         time.sleep(1.5)  # an interval measured before the rollback may still be written
         session.expire_all()
         cut = session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == late["id"]))
         time.sleep(2.5)
         session.expire_all()
-        assert session.scalar(select(func.count()).select_from(KpiSample).where(
-            KpiSample.slice_id == late["id"])) == cut
+        assert (
+            session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == late["id"])) == cut
+        )
 
         # the congestion scenario: operators only, bounded, reported in the state
         viewer = login(client, "viewer")
         assert client.get("/api/v1/testbed", headers=viewer).status_code == 403
-        bad = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["p4rt"], "duration_s": 1},
-                          headers=op)
+        bad = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["p4rt"], "duration_s": 1}, headers=op)
         assert bad.status_code == 422 and "duration_s" in bad.text
-        r = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["netfpga"], "duration_s": 15,
-                                                             "factor": 6}, headers=op)
+        r = client.post(
+            "/api/v1/testbed/congestion", json={"backend_id": ids["netfpga"], "duration_s": 15, "factor": 6}, headers=op
+        )
         assert r.status_code == 202, r.text
-        nf_now = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
-                      if b["driver"] == "netfpga")
+        nf_now = next(
+            b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "netfpga"
+        )
         assert nf_now["congestion_until"] is not None and nf_now["congestion_factor"] == 6
+
         def nf_lowered() -> bool:  # offered load and capacity from one report (the first may predate the sender)
-            nf = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
-                      if b["driver"] == "netfpga")
+            nf = next(
+                b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "netfpga"
+            )
             return bool(nf["offered_bps"]) and nf["egress_capacity_bps"] == pytest.approx(nf["offered_bps"] / 6)
 
         wait_until("the NetFPGA backend's egress capacity lowered to its offered load / 6", nf_lowered, 8)
@@ -152,11 +189,15 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         session.expire_all()
 
         def window_loss(backend_id: int) -> dict[int, float]:
-            rows = session.execute(select(KpiSample.lane, func.sum(KpiSample.tx_packets),
-                                          func.sum(KpiSample.rx_packets))
-                                   .where(KpiSample.slice_id == embb.id, KpiSample.backend_id == backend_id,
-                                          KpiSample.ts > started + timedelta(seconds=1.5))
-                                   .group_by(KpiSample.lane)).all()
+            rows = session.execute(
+                select(KpiSample.lane, func.sum(KpiSample.tx_packets), func.sum(KpiSample.rx_packets))
+                .where(
+                    KpiSample.slice_id == embb.id,
+                    KpiSample.backend_id == backend_id,
+                    KpiSample.ts > started + timedelta(seconds=1.5),
+                )
+                .group_by(KpiSample.lane)
+            ).all()
             return {lane: float(100 * (tx - rx) / tx) for lane, tx, rx in rows if tx}
 
         congested, elsewhere = window_loss(ids["netfpga"]), window_loss(ids["xdp"])
@@ -164,8 +205,9 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         assert set(elsewhere) == {0, 2, 4, 6} and max(elsewhere.values()) < 5, elsewhere
         # the operator ends it early: capacity back, no scenario reported (and ending none is no error)
         assert client.delete(f"/api/v1/testbed/congestion/{ids['netfpga']}", headers=op).status_code == 204
-        nf_now = next(b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]
-                      if b["driver"] == "netfpga")
+        nf_now = next(
+            b for b in client.get("/api/v1/testbed", headers=op).json()["backends"] if b["driver"] == "netfpga"
+        )
         assert nf_now["congestion_until"] is None, nf_now
         assert client.delete(f"/api/v1/testbed/congestion/{ids['netfpga']}", headers=op).status_code == 204
         assert client.delete("/api/v1/testbed/congestion/99999", headers=op).status_code == 404
@@ -173,10 +215,11 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         def recovered() -> dict[int, float] | None:
             session.expire_all()
             since = datetime.now(UTC) - timedelta(seconds=2)
-            got = session.execute(select(KpiSample.lane, func.sum(KpiSample.tx_packets),
-                                         func.sum(KpiSample.rx_packets))
-                                  .where(KpiSample.slice_id == embb.id, KpiSample.backend_id == ids["netfpga"],
-                                         KpiSample.ts > since).group_by(KpiSample.lane)).all()
+            got = session.execute(
+                select(KpiSample.lane, func.sum(KpiSample.tx_packets), func.sum(KpiSample.rx_packets))
+                .where(KpiSample.slice_id == embb.id, KpiSample.backend_id == ids["netfpga"], KpiSample.ts > since)
+                .group_by(KpiSample.lane)
+            ).all()
             now_loss = {lane: 100 * (tx - rx) / tx for lane, tx, rx in got if tx}
             return now_loss if now_loss and max(now_loss.values()) < 5 else None
 

@@ -31,7 +31,8 @@ pytestmark = pytest.mark.needs_root
 
 
 def test_the_p4_plane_on_simple_switch_grpc_carries_traffic_and_its_counters_agree(
-        db_url: str, session: Session) -> None:
+    db_url: str, session: Session
+) -> None:
     if shutil.which("simple_switch_grpc") is None:
         if os.environ.get("CI"):
             pytest.fail("simple_switch_grpc is missing in CI (scripts/bootstrap.sh installs ../shared/p4tools)")
@@ -50,15 +51,25 @@ def test_the_p4_plane_on_simple_switch_grpc_carries_traffic_and_its_counters_agr
 
         def lanes() -> set[int] | None:
             session.expire_all()
-            got = set(session.scalars(select(KpiSample.lane).where(
-                KpiSample.slice_id == embb.id, KpiSample.backend_id == plane.backend_id,
-                KpiSample.rx_packets > 0).distinct()))
+            got = set(
+                session.scalars(
+                    select(KpiSample.lane)
+                    .where(
+                        KpiSample.slice_id == embb.id,
+                        KpiSample.backend_id == plane.backend_id,
+                        KpiSample.rx_packets > 0,
+                    )
+                    .distinct()
+                )
+            )
             return got if got == {0, 2, 4, 6} else None
 
         wait_until("KPIs of every lane of red-embb through the real BMv2", lanes, 45)
-        wait_until("BMv2's own counters to agree with the placement",
-                   lambda: next(b for b in testbed.state().backends if b.driver == "p4rt").placement_check
-                   == "agrees", 20)
+        wait_until(
+            "BMv2's own counters to agree with the placement",
+            lambda: next(b for b in testbed.state().backends if b.driver == "p4rt").placement_check == "agrees",
+            20,
+        )
         shown = next(b for b in testbed.state().backends if b.driver == "p4rt")
         assert shown.congestion_mechanism == "" and shown.egress_capacity_bps is None, shown
         with pytest.raises(NoCongestionMechanism, match="priority queues"):
@@ -72,11 +83,13 @@ def test_the_p4_plane_on_simple_switch_grpc_carries_traffic_and_its_counters_agr
             with pytest.raises(grpc.RpcError) as refused:
                 read_once(plane.process.address, 1, anything, timeout_s=5, tls=tls)
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-        portal = Tls(*(backend.options[k].encode()
-                       for k in ("tls_ca_cert", "tls_client_cert", "tls_client_key_secret")))
+        portal = Tls(
+            *(backend.options[k].encode() for k in ("tls_ca_cert", "tls_client_cert", "tls_client_key_secret"))
+        )
         assert read_once(plane.process.address, 1, anything, timeout_s=5, tls=portal)  # the rule set, to the portal
     finally:
         testbed.stop()
-    assert not set(namespaces(prefix)) & set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                                                            check=True).stdout.split())
+    assert not set(namespaces(prefix)) & set(
+        subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout.split()
+    )
     assert leftovers(prefix) == []

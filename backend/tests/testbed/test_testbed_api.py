@@ -20,12 +20,13 @@ def test_testbed_routes_without_a_testbed(client: TestClient, session: Session) 
     r = client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 10}, headers=op)
     assert r.status_code == 409
     assert client.get("/api/v1/testbed", headers=integ).status_code == 403
-    assert client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 10},
-                       headers=integ).status_code == 403
+    assert (
+        client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 10}, headers=integ).status_code
+        == 403
+    )
     assert client.delete("/api/v1/testbed/congestion/1", headers=op).status_code == 409
     assert client.delete("/api/v1/testbed/congestion/1", headers=integ).status_code == 403
-    r = client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 601, "factor": 0.5},
-                    headers=op)
+    r = client.post("/api/v1/testbed/congestion", json={"backend_id": 1, "duration_s": 601, "factor": 0.5}, headers=op)
     assert r.status_code == 422
     fields = {e["field"] for e in r.json()["errors"]}
     assert any("duration_s" in f for f in fields) and any("factor" in f for f in fields), fields

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.needs_root
 
 
 def test_backends_carry_their_planes_link_rate_and_the_demo_is_admitted_knowingly(
-        db_url: str, session: Session) -> None:
+    db_url: str, session: Session
+) -> None:
     seed_demo(session, users_per_slice=2)
     prefix = f"c{os.getpid() % 10000}-"
     testbed = LiveTestbed(session_factory(db_url), KpiHub(), prefix=prefix, rate_pps=300)
@@ -57,8 +58,12 @@ def test_backends_carry_their_planes_link_rate_and_the_demo_is_admitted_knowingl
         fits = {d: admission.evaluate(b, admission.assigned_slices(session, b)).ok for d, b in backends.items()}
         session.rollback()
         assert fits == {"xdp": True, "p4rt": False, "netfpga": False}
-        audited = {e.object_id: e.after for e in session.scalars(
-            select(AuditLog).where(AuditLog.action == "admission_override", AuditLog.object_type == "backend"))}
+        audited = {
+            e.object_id: e.after
+            for e in session.scalars(
+                select(AuditLog).where(AuditLog.action == "admission_override", AuditLog.object_type == "backend")
+            )
+        }
         assert set(audited) == {backends["p4rt"].id, backends["netfpga"].id}
         for driver in ("p4rt", "netfpga"):
             after = audited[backends[driver].id] or {}
@@ -67,7 +72,8 @@ def test_backends_carry_their_planes_link_rate_and_the_demo_is_admitted_knowingl
             assert after["admission"][0]["capacity_bps"] == backends[driver].link_bps
         # and every plane got its start-up deployment (no refusal marked a backend failed)
         assert all(b.health != "failed" for b in backends.values()), {
-            b.name: b.health_detail for b in backends.values()}
+            b.name: b.health_detail for b in backends.values()
+        }
     finally:
         testbed.stop()
     assert leftovers(prefix) == []

@@ -29,8 +29,9 @@ def serve(count: int, priority_queues: int = 8) -> list[tuple[grpc.Server, int]]
     servers = []
     for _ in range(count):
         switch = Switch(SwitchConfig(priority_queues, 64, None))
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=2),
-                             options=[("grpc.max_receive_message_length", 64 << 20)])
+        server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.max_receive_message_length", 64 << 20)]
+        )
         servicer = P4RuntimeServicer(switch, 1, Faults(0, 0))
         server.add_generic_rpc_handlers((servicer.write_handler(),))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
@@ -46,8 +47,9 @@ class Fleet:
 
     def __init__(self, count: int) -> None:
         env = dict(os.environ, PYTHONPATH=str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen([sys.executable, "-m", "bmv2_target.fleet", str(count)],
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bmv2_target.fleet", str(count)], stdout=subprocess.PIPE, text=True, env=env
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("["):

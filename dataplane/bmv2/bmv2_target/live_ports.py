@@ -94,12 +94,16 @@ class ClientTls(NamedTuple):
     key: bytes | None = None
 
 
-def call_live(address: str, method: str, body: dict[str, Any] | None = None, timeout_s: float = 5.0,
-              tls: ClientTls | None = None) -> dict[str, Any]:
+def call_live(
+    address: str, method: str, body: dict[str, Any] | None = None, timeout_s: float = 5.0, tls: ClientTls | None = None
+) -> dict[str, Any]:
     """Client of the Live service (the testbed's congestion scenario): ``method`` is
     SetLinkRate or Status; returns the target's status. ``tls`` for a target serving TLS."""
-    channel = grpc.insecure_channel(address) if tls is None else grpc.secure_channel(
-        address, grpc.ssl_channel_credentials(tls.ca_cert, tls.key, tls.cert))
+    channel = (
+        grpc.insecure_channel(address)
+        if tls is None
+        else grpc.secure_channel(address, grpc.ssl_channel_credentials(tls.ca_cert, tls.key, tls.cert))
+    )
     with channel:
         call = channel.unary_unary(f"/sliceportal.bmv2.Live/{method}")
         reply: bytes = call(json.dumps(body or {}).encode(), timeout=timeout_s)

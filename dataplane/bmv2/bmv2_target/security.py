@@ -20,19 +20,30 @@ import grpc
 
 def add_tls_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--grpc-server-ssl", action="store_true", help="serve gRPC over TLS")
-    ap.add_argument("--grpc-server-cacert", type=Path, default=None, metavar="PEM",
-                    help="CA certificate(s) a client certificate must chain to")
+    ap.add_argument(
+        "--grpc-server-cacert",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="CA certificate(s) a client certificate must chain to",
+    )
     ap.add_argument("--grpc-server-cert", type=Path, default=None, metavar="PEM", help="server certificate (chain)")
     ap.add_argument("--grpc-server-key", type=Path, default=None, metavar="PEM", help="server private key")
-    ap.add_argument("--grpc-server-with-client-auth", action="store_true",
-                    help="require a client certificate signed by --grpc-server-cacert (mutual TLS)")
+    ap.add_argument(
+        "--grpc-server-with-client-auth",
+        action="store_true",
+        help="require a client certificate signed by --grpc-server-cacert (mutual TLS)",
+    )
 
 
 def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
     """The server's TLS credentials from the parsed flags, None for plaintext; ValueError
     naming the flag when they do not fit together."""
-    files = {"--grpc-server-cacert": args.grpc_server_cacert, "--grpc-server-cert": args.grpc_server_cert,
-             "--grpc-server-key": args.grpc_server_key}
+    files = {
+        "--grpc-server-cacert": args.grpc_server_cacert,
+        "--grpc-server-cert": args.grpc_server_cert,
+        "--grpc-server-key": args.grpc_server_key,
+    }
     if not args.grpc_server_ssl:
         given = [flag for flag, path in files.items() if path is not None]
         if args.grpc_server_with_client_auth:
@@ -44,8 +55,9 @@ def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | Non
         if files[flag] is None:
             raise ValueError(f"--grpc-server-ssl needs {flag}")
     if args.grpc_server_with_client_auth and args.grpc_server_cacert is None:
-        raise ValueError("--grpc-server-with-client-auth needs --grpc-server-cacert (what client certificates "
-                         "must chain to)")
+        raise ValueError(
+            "--grpc-server-with-client-auth needs --grpc-server-cacert (what client certificates must chain to)"
+        )
     try:
         pem = {flag: None if path is None else path.read_bytes() for flag, path in files.items()}
     except OSError as e:
@@ -53,6 +65,7 @@ def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | Non
     cert, key = pem["--grpc-server-cert"], pem["--grpc-server-key"]
     assert cert is not None and key is not None
     return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=pem["--grpc-server-cacert"],
-        require_client_auth=bool(args.grpc_server_with_client_auth))
-
+        [(key, cert)],
+        root_certificates=pem["--grpc-server-cacert"],
+        require_client_auth=bool(args.grpc_server_with_client_auth),
+    )

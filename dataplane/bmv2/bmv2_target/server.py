@@ -290,9 +290,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             context.set_code(grpc.StatusCode.UNKNOWN)
             context.set_details(status.message + ": " + failed[0].message)
 
-    def Write(
-        self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext
-    ) -> p4runtime_pb2.WriteResponse:
+    def Write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
         try:
             self._check_primary(request.device_id, request.election_id)
             if self.switch.tables is None:

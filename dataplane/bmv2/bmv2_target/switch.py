@@ -56,9 +56,7 @@ class SwitchLock:
             self.gate.close()
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._depth -= 1
         if self._depth == 0:
             self.gate.open()
@@ -104,9 +102,7 @@ class Switch:
         with self.lock:
             if self.pipeline is None:
                 raise RuntimeError("no forwarding pipeline config set")
-            tm = TrafficManager(
-                self.config.priority_queues, self.config.queue_depth, self.config.link_bps, deliver
-            )
+            tm = TrafficManager(self.config.priority_queues, self.config.queue_depth, self.config.link_bps, deliver)
             for t_ns, port, data in packets:
                 if self.config.link_bps is not None:
                     tm.advance(t_ns)

@@ -246,9 +246,7 @@ class TableStore:
                 key.append((0, 0))
         return tuple(key)
 
-    def _action(
-        self, table: Table, action: p4runtime_pb2.Action, default: bool
-    ) -> tuple[int, tuple[int, ...]]:
+    def _action(self, table: Table, action: p4runtime_pb2.Action, default: bool) -> tuple[int, tuple[int, ...]]:
         a = self.index.actions.get(action.action_id)
         if a is None:
             raise invalid(f"unknown action id {action.action_id}")
@@ -299,9 +297,7 @@ class TableStore:
         engine_action = table.engine_actions[action_id]
         if utype == Update.INSERT:
             if handle is not None:
-                raise P4RTError(
-                    grpc.StatusCode.ALREADY_EXISTS, f"entry already exists in {table.info.preamble.name}"
-                )
+                raise P4RTError(grpc.StatusCode.ALREADY_EXISTS, f"entry already exists in {table.info.preamble.name}")
             if table.info.size and self.engine.entry_count(table.engine_table) >= table.info.size:
                 raise P4RTError(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -40,7 +40,7 @@ def test_module_runs_a_frame_through_p4cs_program() -> None:
     e.insert(pt, [(1, 511)], 0, e.action_of(pt, "SlicingIngress.tenant.set_access_tenant"), [7, 100])
     e.insert(fw, [(7, 255), (1, 511)], 0, e.action_of(fw, "SlicingIngress.fwd.forward"), [4])
     e.commit()
-    frame = bytes.fromhex("020000000002020000000001" "0800") + bytes(46)  # not IPv4: unparsed
+    frame = bytes.fromhex("0200000000020200000000010800") + bytes(46)  # not IPv4: unparsed
     pkt = e.ingress(frame, 1, 5)
     assert pkt is not None and (pkt.egress_port, pkt.priority, pkt.length) == (4, 0, len(frame))
     assert pkt.data == frame

@@ -16,9 +16,28 @@ from bmv2_target.engine import COMPILED_JSON, Engine  # noqa: E402
 
 from sliceportal_p4rt.telemetry import DELAY_BUCKETS, MAX_LANES, NIBBLE_CELLS, bucket_of, nibble_total  # noqa: E402
 
-FRAME = bytes.fromhex("020000000002020000000001" "0800") + bytes(46)  # not IPv4: slice 0, lane 0
-SOJOURNS = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 255, 256, 1000, 65_535, 65_536, 1 << 20, (1 << 31) - 1, 1 << 31,
-            (1 << 32) - 1]
+FRAME = bytes.fromhex("0200000000020200000000010800") + bytes(46)  # not IPv4: slice 0, lane 0
+SOJOURNS = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    8,
+    15,
+    16,
+    255,
+    256,
+    1000,
+    65_535,
+    65_536,
+    1 << 20,
+    (1 << 31) - 1,
+    1 << 31,
+    (1 << 32) - 1,
+]
 
 
 def test_bucket_of_is_the_highest_set_bit() -> None:

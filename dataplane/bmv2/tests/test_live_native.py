@@ -82,8 +82,15 @@ def _wait_status(address: str, done: Any, timeout_s: float = 10) -> dict[str, An
 
 
 def _start(veths: dict[int, tuple[str, str]]) -> tuple[Target, Driver, socket.socket, socket.socket]:
-    target = Target("--priority-queues", "8", "--queue-depth", "4", "--link-rate-bps", str(SLOW_BPS),
-                    *[a for p, (s, _) in veths.items() for a in ("-i", f"{p}@{s}")])
+    target = Target(
+        "--priority-queues",
+        "8",
+        "--queue-depth",
+        "4",
+        "--link-rate-bps",
+        str(SLOW_BPS),
+        *[a for p, (s, _) in veths.items() for a in ("-i", f"{p}@{s}")],
+    )
     d = Driver({"address": target.address, **OPTIONS})
     d.apply(d.lower(_ir()), lambda e: None)
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)

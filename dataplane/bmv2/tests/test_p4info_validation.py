@@ -72,9 +72,7 @@ def primary(target: Target) -> Iterator[Client]:
     c.close()
 
 
-def port_entry(
-    port: bytes = b"\x01", action: str = "SlicingIngress.tenant.set_trunk"
-) -> p4runtime_pb2.Update:
+def port_entry(port: bytes = b"\x01", action: str = "SlicingIngress.tenant.set_trunk") -> p4runtime_pb2.Update:
     u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
     te = u.entity.table_entry
     te.table_id = PORT_TENANT.preamble.id

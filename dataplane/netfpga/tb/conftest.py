@@ -26,9 +26,7 @@ def cocotb_run() -> RunCocotb:
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    def run(
-        toplevel: str, test_file: str, parameters: Mapping[str, object] | None = None, tag: str = ""
-    ) -> None:
+    def run(toplevel: str, test_file: str, parameters: Mapping[str, object] | None = None, tag: str = "") -> None:
         params = dict(parameters or {})
         name = toplevel + ("_" + tag if tag else "") + "".join(f"_{k}{v}" for k, v in sorted(params.items()))
         build_dir = BUILD / name

@@ -94,8 +94,9 @@ def test_agent(sim_binary: Path, tmp_path: Path) -> Iterator[Agent]:
 
 
 def test_the_right_token_opens_the_driver_commands(agent: Agent) -> None:
-    replies = agent.talk(f"AUTH {agent.token}", f"R {regmap.ID:#x}", f"W {regmap.SCRATCH:#x} 0x5",
-                         f"R {regmap.SCRATCH:#x}")
+    replies = agent.talk(
+        f"AUTH {agent.token}", f"R {regmap.ID:#x}", f"W {regmap.SCRATCH:#x} 0x5", f"R {regmap.SCRATCH:#x}"
+    )
     assert replies == ["OK", f"OK {regmap.ID_VALUE}", "OK", "OK 5"]
 
 
@@ -124,8 +125,20 @@ def test_an_endless_line_is_cut_off(agent: Agent) -> None:
     assert agent.talk("X" * 100_000) == ["ERR line too long"]
 
 
-@pytest.mark.parametrize("command", ["INJECT /etc/passwd", "INJECT_DMA /etc/passwd", "CAPTURE /tmp/x.pcap",
-                                     "FAULT 0", "QUIT", "RUN", "RATES 1 1", "LIVE_DRAIN 5", "STATS"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "INJECT /etc/passwd",
+        "INJECT_DMA /etc/passwd",
+        "CAPTURE /tmp/x.pcap",
+        "FAULT 0",
+        "QUIT",
+        "RUN",
+        "RATES 1 1",
+        "LIVE_DRAIN 5",
+        "STATS",
+    ],
+)
 def test_test_commands_are_refused_with_a_token(agent: Agent, tmp_path: Path, command: str) -> None:
     command = command.replace("/tmp/x.pcap", str(tmp_path / "x.pcap"))
     replies = agent.talk(f"AUTH {agent.token}", command, f"R {regmap.ID:#x}")
@@ -151,22 +164,31 @@ def test_auth_without_a_token_file_is_refused(sim: SimProcess) -> None:
     sim.command("STATS")  # the local, tokenless socket is unchanged
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--tcp", "1", "--listen-host", "10.0.0.1"], "give --token-file"),
-    (["--tcp", "1", "--listen-host", "example.org"], "IPv4 or IPv6 address"),
-    (["--tcp", "1", "--listen-host", "127.0.0.2", "--token-file", "/nonexistent"], "No such file"),
-])
-def test_unsafe_or_malformed_listeners_do_not_start(sim_binary: Path, tmp_path: Path, args: list[str],
-                                                    message: str) -> None:
-    r = subprocess.run([str(sim_binary), "--socket", str(tmp_path / "x.sock"), *args], capture_output=True,
-                       text=True, timeout=30)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tcp", "1", "--listen-host", "10.0.0.1"], "give --token-file"),
+        (["--tcp", "1", "--listen-host", "example.org"], "IPv4 or IPv6 address"),
+        (["--tcp", "1", "--listen-host", "127.0.0.2", "--token-file", "/nonexistent"], "No such file"),
+    ],
+)
+def test_unsafe_or_malformed_listeners_do_not_start(
+    sim_binary: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    r = subprocess.run(
+        [str(sim_binary), "--socket", str(tmp_path / "x.sock"), *args], capture_output=True, text=True, timeout=30
+    )
     assert r.returncode == 2 and message in r.stderr
 
 
 def test_a_short_token_file_does_not_start(sim_binary: Path, tmp_path: Path) -> None:
     (tmp_path / "t").write_text("too-short\n")
-    r = subprocess.run([str(sim_binary), "--socket", str(tmp_path / "x.sock"), "--token-file", str(tmp_path / "t")],
-                       capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [str(sim_binary), "--socket", str(tmp_path / "x.sock"), "--token-file", str(tmp_path / "t")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert r.returncode == 2 and "16..1024" in r.stderr
 
 
@@ -176,8 +198,16 @@ def test_an_ipv6_listener_serves_the_driver(sim_binary: Path, tmp_path: Path) ->
     with socket.socket(socket.AF_INET6) as s:
         s.bind(("::1", 0))
         port = int(s.getsockname()[1])
-    proc = simulator.start(tmp_path / "v6.sock", "--tcp", str(port), "--listen-host", "::1", "--token-file",
-                           str(tmp_path / "t"), binary=sim_binary)
+    proc = simulator.start(
+        tmp_path / "v6.sock",
+        "--tcp",
+        str(port),
+        "--listen-host",
+        "::1",
+        "--token-file",
+        str(tmp_path / "t"),
+        binary=sim_binary,
+    )
     d = Driver({"address": f"tcp:[::1]:{port}", "agent_token": token})
     try:
         health = d.health()

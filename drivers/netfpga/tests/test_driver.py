@@ -34,12 +34,16 @@ def table2_ir(slices: int, paths: int = 8, lanes: int = 4) -> RuleIR:
     rules = []
     for s in range(slices):
         for lane in range(4):
-            rules.append(Rule(
-                Match(src_ip=Ternary.prefix(0x0A000000 | s << 16, 24, 32),
-                      dst_port=Ternary(5000 + 8 * lane, PORT_MASK)),
-                Action(slice_id=s + 1, lane=lane * lanes // 4, rr_path=s % paths),
-                note=f"slice {s} ports {5000 + 8 * lane}-{5006 + 8 * lane}",
-            ))
+            rules.append(
+                Rule(
+                    Match(
+                        src_ip=Ternary.prefix(0x0A000000 | s << 16, 24, 32),
+                        dst_port=Ternary(5000 + 8 * lane, PORT_MASK),
+                    ),
+                    Action(slice_id=s + 1, lane=lane * lanes // 4, rr_path=s % paths),
+                    note=f"slice {s} ports {5000 + 8 * lane}-{5006 + 8 * lane}",
+                )
+            )
     return RuleIR(lanes=lanes, paths=paths, rules=tuple(rules))
 
 
@@ -136,8 +140,12 @@ def test_counters_follow_the_reference(sim: SimProcess, tmp_path: Path) -> None:
     try:
         ir = table2_ir(2)
         d.apply(d.lower(ir), lambda _: None)
-        flows = [Flow(f"10.{s}.0.{u}", "10.99.0.1", 5000 + 2 * svc, dscp=svc % 8)
-                 for s in range(3) for u in range(1, 4) for svc in range(16)]
+        flows = [
+            Flow(f"10.{s}.0.{u}", "10.99.0.1", 5000 + 2 * svc, dscp=svc % 8)
+            for s in range(3)
+            for u in range(1, 4)
+            for svc in range(16)
+        ]
         wrpcap(str(tmp_path / "in.pcap"), [build(f, b"c" * 100) for f in flows])
         sim.command(f"CAPTURE {tmp_path / 'out.pcap'}")
         sim.command(f"INJECT {tmp_path / 'in.pcap'} 200")  # gaps: no congestion, nothing dropped
@@ -155,8 +163,9 @@ def test_counters_follow_the_reference(sim: SimProcess, tmp_path: Path) -> None:
         # Every packet left on the lane / path the reference says.
         with open(tmp_path / "out.pcap.csv") as fh:
             got = sorted((int(r["rr_path"]), int(r["lane"]), int(r["slice_id"])) for r in csv.DictReader(fh))
-        want = sorted((ir.classify(f.key()).rr_path, ir.classify(f.key()).lane, ir.classify(f.key()).slice_id)
-                      for f in flows)
+        want = sorted(
+            (ir.classify(f.key()).rr_path, ir.classify(f.key()).lane, ir.classify(f.key()).slice_id) for f in flows
+        )
         assert got == want
     finally:
         d.close()
@@ -167,16 +176,25 @@ def test_export_p4_netfpga_commands(tmp_path: Path) -> None:
     text = d.export_p4_commands(d.lower(table2_ir(1)))
     lines = text.splitlines()
     assert len(lines) == 4
-    assert lines[1] == ("table_tcam_add_entry slice_classifier 1 set_queue 0xa000000/0xffffff00 0x0/0x0 "
-                        "0x1390/0xfff8 0x0/0x0 => 0 1 1")
+    assert lines[1] == (
+        "table_tcam_add_entry slice_classifier 1 set_queue 0xa000000/0xffffff00 0x0/0x0 0x1390/0xfff8 0x0/0x0 => 0 1 1"
+    )
     with pytest.raises(PushError):
         d.export_p4_commands(d.lower(table2_ir(1)).model_copy(update={"driver": "xdp"}))
 
 
 def test_bad_control_input_is_refused_and_changes_nothing(sim: SimProcess, tmp_path: Path) -> None:
     (tmp_path / "junk.pcap").write_bytes(b"not a pcap")
-    for line in ("W 0x100000000 1", "W 0x48 0x1ffffffff", "R zz", "R", "INJECT /nonexistent.pcap",
-                 f"INJECT {tmp_path / 'junk.pcap'}", "RATES 0 1", "BOGUS"):
+    for line in (
+        "W 0x100000000 1",
+        "W 0x48 0x1ffffffff",
+        "R zz",
+        "R",
+        "INJECT /nonexistent.pcap",
+        f"INJECT {tmp_path / 'junk.pcap'}",
+        "RATES 0 1",
+        "BOGUS",
+    ):
         with pytest.raises(DriverError):
             sim.command(line)
     assert sim.command("R 0x48") == "0"

@@ -92,8 +92,9 @@ def entries_of(bank: tuple[int, list[int]]) -> list[dict[str, object]]:
     return [e.native() for e in slots if e is not None]
 
 
-def expected_writes(before: tuple[int, list[int]], after: tuple[int, list[int]], live: NativePlan,
-                    new: NativePlan) -> int:
+def expected_writes(
+    before: tuple[int, list[int]], after: tuple[int, list[int]], live: NativePlan, new: NativePlan
+) -> int:
     """The CSR writes of a push that turned the shadow bank from ``before`` into ``after``
     (read from the card), with ``live`` the plan of the active bank: the diff as this plane's
     push protocol defines it (module docstring)."""
@@ -137,8 +138,13 @@ def test_random_updates_classify_every_probe_old_or_new_between_csr_writes(sim: 
             before = read_bank(csr, shadow)
             bucket_writes = 3 * sum(1 for b in new_plan.tables[RATE_TABLE] if b not in live_b)
 
-            def probe(e: ProgressEvent, n: int = n, sample: list[int] = sample, bucket_writes: int = bucket_writes,
-                      up: hitless.Update = up) -> None:
+            def probe(
+                e: ProgressEvent,
+                n: int = n,
+                sample: list[int] = sample,
+                bucket_writes: int = bucket_writes,
+                up: hitless.Update = up,
+            ) -> None:
                 nonlocal writes, flipped
                 if e.phase == "write":
                     writes = e.done
@@ -160,8 +166,10 @@ def test_random_updates_classify_every_probe_old_or_new_between_csr_writes(sim: 
             assert entries_of(after) == new_plan.tables["tcam"], f"update {n}"
             expected = expected_writes(before, after, plan, new_plan)
             flip_and_disables = 1 + sum(
-                1 for b in plan.tables[RATE_TABLE]
-                if b["slice_id"] not in {x["slice_id"] for x in new_plan.tables[RATE_TABLE]})
+                1
+                for b in plan.tables[RATE_TABLE]
+                if b["slice_id"] not in {x["slice_id"] for x in new_plan.tables[RATE_TABLE]}
+            )
             assert writes + flip_and_disables == expected, f"update {n}"
             per_push.append(expected)
             ir, plan = new_ir, new_plan
@@ -172,19 +180,22 @@ def test_random_updates_classify_every_probe_old_or_new_between_csr_writes(sim: 
         csr.close()
     assert tally.checked > 1000
     assert tally.neither == 0, str(tally)
-    print(f"\nNetFPGA: {UPDATES} pushes, CSR writes per push mean {sum(per_push) / len(per_push):.1f}, "
-          f"{prober.rounds} probe rounds; {tally}")
+    print(
+        f"\nNetFPGA: {UPDATES} pushes, CSR writes per push mean {sum(per_push) / len(per_push):.1f}, "
+        f"{prober.rounds} probe rounds; {tally}"
+    )
 
 
 def exact_rule(n: int) -> Rule:
     """Rule n: one /32 source, one port: distinct from every other, so none shadows another."""
-    return Rule(Match(src_ip=Ternary(0x0A00_0000 | n, 0xFFFF_FFFF), dst_port=Ternary(5000 + n % 8, 0xFFFF)),
-                Action(slice_id=1 + n % 4, lane=n % LANES, rr_path=n % PATHS))
+    return Rule(
+        Match(src_ip=Ternary(0x0A00_0000 | n, 0xFFFF_FFFF), dst_port=Ternary(5000 + n % 8, 0xFFFF)),
+        Action(slice_id=1 + n % 4, lane=n % LANES, rr_path=n % PATHS),
+    )
 
 
 @pytest.mark.parametrize("size", [8, 24, 48])
-def test_a_rule_added_or_removed_in_the_middle_writes_a_bounded_number_of_csr_words(
-        sim: SimProcess, size: int) -> None:
+def test_a_rule_added_or_removed_in_the_middle_writes_a_bounded_number_of_csr_words(sim: SimProcess, size: int) -> None:
     """Stable slots with gaps: each push of one added or removed rule writes the slots of the
     last two changes (the shadow bank holds the version before the live one), the version
     and the flip: a bound that does not grow with the table (before: every rule below the

@@ -27,16 +27,19 @@ def ternaries(draw: st.DrawFn, width: int) -> Ternary | None:
 def irs(draw: st.DrawFn) -> RuleIR:
     n = draw(st.integers(0, 12))
     rules = tuple(
-        Rule(Match(**{f: draw(ternaries(FIELD_WIDTHS[f])) for f in FIELDS}),
-             Action(draw(st.integers(1, 16)), draw(st.integers(0, 3)), draw(st.integers(0, 7))))
+        Rule(
+            Match(**{f: draw(ternaries(FIELD_WIDTHS[f])) for f in FIELDS}),
+            Action(draw(st.integers(1, 16)), draw(st.integers(0, 3)), draw(st.integers(0, 7))),
+        )
         for _ in range(n)
     )
     return RuleIR(lanes=4, paths=8, rules=rules)
 
 
 def keys_for(ir: RuleIR) -> st.SearchStrategy[FlowKey]:
-    anything = st.builds(FlowKey, st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
-                         st.integers(0, 2**16 - 1), st.integers(0, 63))
+    anything = st.builds(
+        FlowKey, st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**16 - 1), st.integers(0, 63)
+    )
     if not ir.rules:
         return anything
 

@@ -16,8 +16,9 @@ SEED004_BPS = (48e6, 12e6, 240e6)
 
 
 def test_seed004_rates_conform(sim_binary: Path) -> None:
-    points = conformance([(rate, factor) for rate in SEED004_BPS for factor in (0.99, 2.0)], packets=200,
-                         binary=sim_binary)
+    points = conformance(
+        [(rate, factor) for rate in SEED004_BPS for factor in (0.99, 2.0)], packets=200, binary=sim_binary
+    )
     for p in points:
         label = f"{p.rate_bps / 1e6:g} Mbit/s offered {p.factor} x"
         assert p.passed + p.drops == p.sent, label

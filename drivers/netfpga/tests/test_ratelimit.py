@@ -23,13 +23,21 @@ CLOCK_HZ = 200_000_000
 def limited_ir(rates_bps: dict[int, int | None], burst_ms: float | None = None) -> RuleIR:
     """Slice s (1-based) owns dst port 5000 + 2 s; ``rates_bps[s]`` is its limit (None: none)."""
     slices = tuple(
-        SliceEntry(slice_id=s, ref=100 + s, name=f"s{s}", tenant_vni=7, tenant_vlan=None, lanes=(0,),
-                   qos=Qos(rate_bps=r, burst_ms=burst_ms))
+        SliceEntry(
+            slice_id=s,
+            ref=100 + s,
+            name=f"s{s}",
+            tenant_vni=7,
+            tenant_vlan=None,
+            lanes=(0,),
+            qos=Qos(rate_bps=r, burst_ms=burst_ms),
+        )
         for s, r in sorted(rates_bps.items())
     )
     rules = tuple(Rule(Match(dst_port=Ternary.exact(5000 + 2 * s, 16)), Action(s, 0, s % 8)) for s in rates_bps)
-    return RuleIR(lanes=4, paths=8, rules=rules, slices=slices,
-                  tenants=(TenantEntry(ref=1, name="t", vni=7, vlan=None),))
+    return RuleIR(
+        lanes=4, paths=8, rules=rules, slices=slices, tenants=(TenantEntry(ref=1, name="t", vni=7, vlan=None),)
+    )
 
 
 def test_lowering_seed004_rates(tmp_path: Path) -> None:

@@ -25,16 +25,27 @@ PAYLOAD = b"q" * 100  # in the 5G format (VXLAN / GTP-U): a 228-byte frame, 8 be
 
 def two_slices() -> RuleIR:
     """Slice s + 1 owns 10.<s>.0.0/24; port block 5000 + 8 * lane picks its lane."""
-    return RuleIR(lanes=LANES, paths=8, rules=tuple(
-        Rule(Match(src_ip=Ternary.prefix(0x0A000000 | s << 16, 24, 32), dst_port=Ternary(5000 + 8 * lane, 0xFFF8)),
-             Action(slice_id=s + 1, lane=lane, rr_path=s))
-        for s in range(2) for lane in range(LANES)
-    ))
+    return RuleIR(
+        lanes=LANES,
+        paths=8,
+        rules=tuple(
+            Rule(
+                Match(src_ip=Ternary.prefix(0x0A000000 | s << 16, 24, 32), dst_port=Ternary(5000 + 8 * lane, 0xFFF8)),
+                Action(slice_id=s + 1, lane=lane, rr_path=s),
+            )
+            for s in range(2)
+            for lane in range(LANES)
+        ),
+    )
 
 
 def frames(per_pair: int) -> list[Packet]:
-    return [build(Flow(f"10.{s}.0.{u + 1}", "10.99.0.1", 5000 + 8 * lane), PAYLOAD)
-            for u in range(per_pair) for s in range(2) for lane in range(LANES)]
+    return [
+        build(Flow(f"10.{s}.0.{u + 1}", "10.99.0.1", 5000 + 8 * lane), PAYLOAD)
+        for u in range(per_pair)
+        for s in range(2)
+        for lane in range(LANES)
+    ]
 
 
 def run(sim: SimProcess, tmp: Path, name: str, pkts: list[Packet], gap: int) -> list[dict[str, int]]:
@@ -92,8 +103,9 @@ def test_slice_lane_counters_and_queueing_delay(sim: SimProcess, tmp_path: Path)
         # A packet's sojourn is part of its time from ingress to its last beat out.
         longest = defaultdict(int)
         for r in busy:
-            longest[f"{r['slice_id']}/{r['lane']}"] = max(longest[f"{r['slice_id']}/{r['lane']}"],
-                                                          r["out_cycle"] - r["in_cycle"])
+            longest[f"{r['slice_id']}/{r['lane']}"] = max(
+                longest[f"{r['slice_id']}/{r['lane']}"], r["out_cycle"] - r["in_cycle"]
+            )
         for key, lc in c2.slice_lanes.items():
             assert lc.delay is not None and 7 < lc.delay.max < longest[key], key
         # Strict priority inside a path: the mean wait falls with the lane.
@@ -114,8 +126,7 @@ def test_slice_lane_counters_and_queueing_delay(sim: SimProcess, tmp_path: Path)
         c3 = d2.counters()
         assert c3.epoch and c3.epoch != c1.epoch
         assert d2.counters().epoch == c3.epoch
-        assert all(lc.packets == 0 and lc.delay is not None and lc.delay.count == 0
-                   for lc in c3.slice_lanes.values())
+        assert all(lc.packets == 0 and lc.delay is not None and lc.delay.count == 0 for lc in c3.slice_lanes.values())
     finally:
         d2.close()
         again.stop()

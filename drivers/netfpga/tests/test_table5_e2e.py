@@ -19,12 +19,15 @@ DRAIN_GBPS = 7.8
 @pytest.mark.slow
 @pytest.mark.parametrize("slices", [1, 4, 8, 16])
 def test_table5_pattern(sim_binary: Path, tmp_path: Path, slices: int) -> None:
-    run = table5(slices, tmp_path, ingress_gbps=INGRESS_GBPS, drain_gbps=DRAIN_GBPS, packets_per_flow=2,
-                 binary=sim_binary)
+    run = table5(
+        slices, tmp_path, ingress_gbps=INGRESS_GBPS, drain_gbps=DRAIN_GBPS, packets_per_flow=2, binary=sim_binary
+    )
     lanes = run.lanes
     for lane, g in sorted(lanes.items()):
-        print(f"slices={slices} lane={lane} sent={g.expected} recv={g.received} loss={g.loss_pct:.2f}% "
-              f"delay={g.delay.mean_us if g.delay else float('nan'):.2f}us jitter={g.jitter_us:.3f}us")
+        print(
+            f"slices={slices} lane={lane} sent={g.expected} recv={g.received} loss={g.loss_pct:.2f}% "
+            f"delay={g.delay.mean_us if g.delay else float('nan'):.2f}us jitter={g.jitter_us:.3f}us"
+        )
     assert run.rules == 4 * slices  # 64 rules for 16 slices, as in the paper
     # The card's own drop counters agree with what the receiver missed.
     dropped = sum(c.drops.get("queue_full", 0) for c in run.counters.lanes.values())

@@ -43,8 +43,9 @@ def veths() -> Iterator[tuple[str, str]]:
 @pytest.mark.needs_root
 def test_frames_cross_the_simulated_card(sim_binary: Path, tmp_path: Path, veths: tuple[str, str]) -> None:
     wire, host = veths
-    sim = simulator.start(tmp_path / "s.sock", "--veth-in", wire[:-1] + "b", "--veth-out", host[:-1] + "b",
-                          binary=sim_binary)
+    sim = simulator.start(
+        tmp_path / "s.sock", "--veth-in", wire[:-1] + "b", "--veth-out", host[:-1] + "b", binary=sim_binary
+    )
     driver = Driver({"address": sim.address})
     try:
         driver.apply(driver.lower(table2_ir(1)), lambda _: None)
@@ -52,9 +53,13 @@ def test_frames_cross_the_simulated_card(sim_binary: Path, tmp_path: Path, veths
         frames = [build_bytes(f, payload(i, 0, 0, 64)) for i, f in enumerate(flows)]
         ours: list[bytes] = []  # only our frames count: the kernel may send its own on a new link
         listening = threading.Event()
-        sniffer = AsyncSniffer(iface=host, store=False, started_callback=listening.set,
-                               lfilter=lambda p: parse_payload(bytes(p)[-64:]) is not None,
-                               prn=lambda p: ours.append(bytes(p)))
+        sniffer = AsyncSniffer(
+            iface=host,
+            store=False,
+            started_callback=listening.set,
+            lfilter=lambda p: parse_payload(bytes(p)[-64:]) is not None,
+            prn=lambda p: ours.append(bytes(p)),
+        )
         sniffer.start()
         assert listening.wait(10), "the sniffer did not start"
         sendp(frames, iface=wire, verbose=False)
@@ -78,16 +83,29 @@ def test_rate_limit_holds_in_wall_clock_time(sim_binary: Path, tmp_path: Path, v
     from sliceportal.rules.ir import Qos, SliceEntry, TenantEntry
 
     wire, host = veths
-    sim = simulator.start(tmp_path / "s.sock", "--veth-in", wire[:-1] + "b", "--veth-out", host[:-1] + "b",
-                          binary=sim_binary)
+    sim = simulator.start(
+        tmp_path / "s.sock", "--veth-in", wire[:-1] + "b", "--veth-out", host[:-1] + "b", binary=sim_binary
+    )
     driver = Driver({"address": sim.address})
     rate_bps, burst_ms = 400_000, 100.0
     try:
         base = table2_ir(1)
-        entry = SliceEntry(slice_id=1, ref=1, name="s", tenant_vni=7, tenant_vlan=None, lanes=(0, 1, 2, 3),
-                           qos=Qos(rate_bps=rate_bps, burst_ms=burst_ms))
-        ir = type(base)(lanes=base.lanes, paths=base.paths, rules=base.rules, slices=(entry,),
-                        tenants=(TenantEntry(1, "t", 7, None),))
+        entry = SliceEntry(
+            slice_id=1,
+            ref=1,
+            name="s",
+            tenant_vni=7,
+            tenant_vlan=None,
+            lanes=(0, 1, 2, 3),
+            qos=Qos(rate_bps=rate_bps, burst_ms=burst_ms),
+        )
+        ir = type(base)(
+            lanes=base.lanes,
+            paths=base.paths,
+            rules=base.rules,
+            slices=(entry,),
+            tenants=(TenantEntry(1, "t", 7, None),),
+        )
         plan = driver.lower(ir)
         burst = plan.tables["rate_limits"][0]["burst"]
         driver.apply(plan, lambda _: None)

@@ -49,14 +49,24 @@ def veths() -> Iterator[tuple[str, str]]:
 @pytest.mark.needs_root
 def test_an_overloaded_drain_drops_the_lowest_lane(sim_binary: Path, tmp_path: Path, veths: tuple[str, str]) -> None:
     wire, host = veths
-    sim = simulator.start(tmp_path / "s.sock", "--veth-in", wire[:-1] + "b", "--veth-out", host[:-1] + "b",
-                          "--live-drain-mbps", str(DRAIN_MBPS), binary=sim_binary)
+    sim = simulator.start(
+        tmp_path / "s.sock",
+        "--veth-in",
+        wire[:-1] + "b",
+        "--veth-out",
+        host[:-1] + "b",
+        "--live-drain-mbps",
+        str(DRAIN_MBPS),
+        binary=sim_binary,
+    )
     driver = Driver({"address": sim.address})
     try:
         driver.apply(driver.lower(table2_ir(1)), lambda _: None)
         top, low = Flow("10.0.0.5", "10.255.0.1", 5000 + 8 * 3), Flow("10.0.0.6", "10.255.0.1", 5000)
-        frames = [build_bytes(top, payload(i, 0, 0, SMALL)) if i in TOP else build_bytes(low, payload(i, 0, 0, BIG))
-                  for i in range(OFFERED)]
+        frames = [
+            build_bytes(top, payload(i, 0, 0, SMALL)) if i in TOP else build_bytes(low, payload(i, 0, 0, BIG))
+            for i in range(OFFERED)
+        ]
         got: list[bytes] = []
         last_rx = [0.0]
 

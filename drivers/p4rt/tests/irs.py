@@ -43,6 +43,4 @@ def two_tenants(lanes: int = 8, qos: Qos | None = None) -> RuleIR:
         Rule(Match(vni=Ternary.exact(1002, 24), dscp=Ternary(0b101000, 0b111000)), Action(3, 4, 0), "b"),
         Rule(Match(vni=Ternary.exact(1002, 24), teid=Ternary(0x100, 0xF00)), Action(3, 5, 0), "b by teid"),
     )
-    return RuleIR(
-        lanes=lanes, paths=1, rules=rules, slices=slices, tenants=(TENANT_A, TENANT_B), miss=MissPolicy()
-    )
+    return RuleIR(lanes=lanes, paths=1, rules=rules, slices=slices, tenants=(TENANT_A, TENANT_B), miss=MissPolicy())

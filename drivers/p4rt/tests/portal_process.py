@@ -41,16 +41,26 @@ def serve(address: str) -> None:
         if cmd["op"] == "push":
             plan = plan_for(driver, versioned_ir(cmd["k"]))
             outcome = push(driver, plan)
-            out = {"ok": outcome.ok, "verified": outcome.verified, "version": outcome.version_after,
-                   "diff": outcome.diff, "error": outcome.error, "plan": plan.model_dump(mode="json")}
+            out = {
+                "ok": outcome.ok,
+                "verified": outcome.verified,
+                "version": outcome.version_after,
+                "diff": outcome.diff,
+                "error": outcome.error,
+                "plan": plan.model_dump(mode="json"),
+            }
         elif cmd["op"] == "lower":
             out = {"version": driver.lower(versioned_ir(cmd["k"])).version}
         elif cmd["op"] == "read":
             out = {"version": driver.read_state().version}
         elif cmd["op"] == "reconcile":
             report = reconcile_once(driver, NativePlan.model_validate(cmd["plan"]))
-            out = {"in_sync": report.in_sync, "found": report.found_version, "pushed": report.outcome is not None,
-                   "error": report.error}
+            out = {
+                "in_sync": report.in_sync,
+                "found": report.found_version,
+                "pushed": report.outcome is not None,
+                "error": report.error,
+            }
         elif cmd["op"] == "quit":
             break
         print(json.dumps(out), flush=True)

@@ -72,8 +72,9 @@ def test_diff_from_cached_identities_is_the_diff_of_copies() -> None:
     d = Driver({"access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3})
     ir = two_tenants()
     held = d.lower(ir).tables
-    want = d.lower(RuleIR(lanes=ir.lanes, paths=1, rules=ir.rules[2:] + ir.rules[:1], slices=ir.slices,
-                          tenants=ir.tenants)).tables
+    want = d.lower(
+        RuleIR(lanes=ir.lanes, paths=1, rules=ir.rules[2:] + ir.rules[:1], slices=ir.slices, tenants=ir.tenants)
+    ).tables
     assert all(id(e) in d._idents for t in (held, want) for lst in t.values() for e in lst if "match" in e)
     fast, _ = d._diff(held, want)
     slow, _ = d._diff(copy.deepcopy(held), copy.deepcopy(want))

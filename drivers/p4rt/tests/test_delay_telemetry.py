@@ -39,9 +39,14 @@ BURST = 20  # frames, below the queue depth (64): none tail-dropped
 
 def ir() -> RuleIR:
     """Tenant A's traffic, all in slice 1 on lane 4, no policer."""
-    return RuleIR(lanes=8, paths=1, rules=(Rule(Match(vni=Ternary.exact(1001, 24)), Action(1, LANE, 0), "a all"),),
-                  slices=(SliceEntry(1, 31, "a", 1001, 100, (LANE,), Qos()),), tenants=(TENANT_A,),
-                  miss=MissPolicy())
+    return RuleIR(
+        lanes=8,
+        paths=1,
+        rules=(Rule(Match(vni=Ternary.exact(1001, 24)), Action(1, LANE, 0), "a all"),),
+        slices=(SliceEntry(1, 31, "a", 1001, 100, (LANE,), Qos()),),
+        tenants=(TENANT_A,),
+        miss=MissPolicy(),
+    )
 
 
 def burst_frame() -> bytes:
@@ -142,7 +147,12 @@ def test_bundled_live_ports_measure_a_rate_limited_queue(start_target: Callable[
     machine spreads it more, so the test bounds the wait instead of computing it)."""
     rate = len(burst_frame()) * 8 * 1000
     with veths() as ends:
-        target = start_target("--priority-queues", "8", "--link-rate-bps", str(rate),
-                              *(a for p, (s, _) in ends.items() for a in ("-i", f"{p}@{s}")))
+        target = start_target(
+            "--priority-queues",
+            "8",
+            "--link-rate-bps",
+            str(rate),
+            *(a for p, (s, _) in ends.items() for a in ("-i", f"{p}@{s}")),
+        )
         d = assert_consistent(burst_through(target.address, ends), BURST)
         assert 5_000 <= d.max < 1_000_000 and d.sum >= d.max, d

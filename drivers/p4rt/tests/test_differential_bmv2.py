@@ -216,8 +216,17 @@ def traffic(seed: int) -> Schedule:
         for encap in Encap:
             for dport in (*range(5000, 5016, 2), 5030):
                 src = f"10.{rng.choice((1, 2))}.0.{rng.randrange(1, 40)}"
-                flow = Flow(src, "10.9.0.1", dport, dscp=rng.randrange(64), vni=vni, teid=rng.randrange(1, 0x400),
-                            vlan=vid, encap=encap, proto=rng.choice(("udp", "tcp")))
+                flow = Flow(
+                    src,
+                    "10.9.0.1",
+                    dport,
+                    dscp=rng.randrange(64),
+                    vni=vni,
+                    teid=rng.randrange(1, 0x400),
+                    vlan=vid,
+                    encap=encap,
+                    proto=rng.choice(("udp", "tcp")),
+                )
                 out[port].append((t, frame(flow, rng.choice((96, 256, 700)), ect=rng.random() < 0.5)[0]))
                 t += 1_000_000
     return out
@@ -280,10 +289,14 @@ def intent_drop_ir() -> RuleIR:
     compiler gives it a sub-slice of rate 0 (docs/rules.md), whose policer passes nothing."""
     base = vqueue_ir()
     drop = SliceEntry(3, 31, "a-vq intent #9 (drop)", 1001, 100, (4,), Qos(rate_bps=0), intent_ref=9)
-    rule = Rule(Match(vni=Ternary.exact(1001, 24), src_ip=Ternary.exact(ip("10.1.0.7"), 32),
-                      dst_port=Ternary.exact(5003, 16)), Action(3, 4, 0), "intent #9: drop")
-    return RuleIR(lanes=8, paths=1, rules=(rule, *base.rules), slices=(*base.slices, drop), tenants=base.tenants,
-                  miss=base.miss)
+    rule = Rule(
+        Match(vni=Ternary.exact(1001, 24), src_ip=Ternary.exact(ip("10.1.0.7"), 32), dst_port=Ternary.exact(5003, 16)),
+        Action(3, 4, 0),
+        "intent #9: drop",
+    )
+    return RuleIR(
+        lanes=8, paths=1, rules=(rule, *base.rules), slices=(*base.slices, drop), tenants=base.tenants, miss=base.miss
+    )
 
 
 @pytest.mark.parametrize(("qos_mode", "reason"), [("vqueue", "vqueue_burst"), ("meter", "meter_red")])
@@ -310,10 +323,19 @@ def malformed() -> list[bytes]:
     ue = IP(src="10.1.0.5", dst="10.9.0.1", tos=46 << 2) / UDP(sport=40000, dport=5000) / Raw(bytes(16))
     for ihl in (0, 3, 4, 6, 15):
         frames.append(bytes(eth / IP(src="10.1.0.5", dst="10.9.0.1", ihl=ihl) / UDP(dport=5000) / Raw(bytes(16))))
-        frames.append(bytes(eth / vx / inner_eth / gtp_outer / GTP_U_Header(teid=0x123, gtp_type=255) /
-                            IP(bytes(ue), ihl=ihl)))
-    frames.append(bytes(eth / vx / inner_eth / IP(src="10.1.0.5", dst="10.9.0.1", options=b"\x01\x01\x01\x00") /
-                        UDP(dport=5000) / Raw(bytes(16))))
+        frames.append(
+            bytes(eth / vx / inner_eth / gtp_outer / GTP_U_Header(teid=0x123, gtp_type=255) / IP(bytes(ue), ihl=ihl))
+        )
+    frames.append(
+        bytes(
+            eth
+            / vx
+            / inner_eth
+            / IP(src="10.1.0.5", dst="10.9.0.1", options=b"\x01\x01\x01\x00")
+            / UDP(dport=5000)
+            / Raw(bytes(16))
+        )
+    )
     ext = GTP_U_Header(teid=0x123, gtp_type=255, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=5)
     frames.append(bytes(eth / vx / inner_eth / gtp_outer / ext / ue))
     frames.append(bytes(eth / gtp_outer / GTP_U_Header(teid=0x123, gtp_type=255, S=1, seq=7) / ue))
@@ -322,10 +344,19 @@ def malformed() -> list[bytes]:
     frames.append(bytes(qinq / vx / inner_eth / gtp_outer / GTP_U_Header(teid=0x123, gtp_type=255) / ue))
     frames.append(bytes(eth / Dot1Q(vlan=100) / IP(dst="10.9.0.1") / UDP(dport=5000)))  # double 802.1Q
     for flags, frag in (("MF", 0), (0, 8), ("MF", 16)):
-        frames.append(bytes(eth / vx / inner_eth / gtp_outer / GTP_U_Header(teid=0x123, gtp_type=255) /
-                            IP(bytes(ue), flags=flags, frag=frag)))
-        frames.append(bytes(eth / IP(src="10.1.0.5", dst="10.9.0.1", flags=flags, frag=frag) /
-                            UDP(dport=5000) / Raw(bytes(16))))
+        frames.append(
+            bytes(
+                eth
+                / vx
+                / inner_eth
+                / gtp_outer
+                / GTP_U_Header(teid=0x123, gtp_type=255)
+                / IP(bytes(ue), flags=flags, frag=frag)
+            )
+        )
+        frames.append(
+            bytes(eth / IP(src="10.1.0.5", dst="10.9.0.1", flags=flags, frag=frag) / UDP(dport=5000) / Raw(bytes(16)))
+        )
     frames.append(bytes(eth / IPv6(src="2001:db8::1", dst="2001:db8::2") / UDP(dport=5000) / Raw(bytes(16))))
     frames.append(bytes(eth / vx / inner_eth / IPv6(src="2001:db8::1", dst="2001:db8::2") / UDP(dport=5000)))
     frames.append(bytes(eth / IP(src="10.1.0.5", dst="10.9.0.1", proto=47) / Raw(bytes(20))))  # GRE

@@ -174,9 +174,7 @@ def bmv2_address() -> Iterator[str]:
         yield switch.address
 
 
-def test_invalid_writes_get_the_same_status_codes(
-    bmv2_address: str, start_target: Callable[..., Target]
-) -> None:
+def test_invalid_writes_get_the_same_status_codes(bmv2_address: str, start_target: Callable[..., Target]) -> None:
     real, real_held = run_corpus(bmv2_address)
     bundled, bundled_held = run_corpus(start_target("--priority-queues", "8").address)
     assert real["valid insert"] == ("OK", ()) and real["duplicate insert"][0] != "OK"
@@ -285,8 +283,11 @@ def test_a_failed_batch_of_500_names_every_error(
     """A batch of 500 duplicates answers 500 ALREADY_EXISTS, one per update, on both
     switches: the errors (~50 KiB of trailing metadata) pass the session's channel, whose
     default limit (16 KiB) turned them into RESOURCE_EXHAUSTED with none named."""
-    address = start_target("--priority-queues", "8").address if switch == "bundled" \
+    address = (
+        start_target("--priority-queues", "8").address
+        if switch == "bundled"
         else request.getfixturevalue("bmv2_address")
+    )
     d = Driver({"address": address, "access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2})
     d.health()  # the pipeline pushed
     s = Session(address, 1, 1 << 70)  # above the driver's session: primary

@@ -50,9 +50,7 @@ def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
     slices, rules, flows = [], [], {}
     for sid, (name, (rate, burst, ecn)) in enumerate(SLICES.items(), start=1):
         slices.append(
-            SliceEntry(
-                sid, sid, name, 1001, 100, (7 - sid,), Qos(rate_bps=int(rate), burst_ms=burst, ecn_ms=ecn)
-            )
+            SliceEntry(sid, sid, name, 1001, 100, (7 - sid,), Qos(rate_bps=int(rate), burst_ms=burst, ecn_ms=ecn))
         )
         dst = f"192.168.{sid}.1"  # seed 004: a slice is the flows to one destination
         rules.append(Rule(Match(dst_ip=Ternary.exact(ip(dst), 32)), Action(sid, 7 - sid, 0), name))
@@ -94,9 +92,7 @@ def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
 def test_seed002_tenant_vlan_isolation(target, tmp_path: Path) -> None:
     """Ports 1 / 2 exclusive to tenants A (VID 100) / B (VID 200), port 3 the shared trunk."""
     ir = two_tenants()
-    d = Driver(
-        {"address": target.address, "access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3}
-    )
+    d = Driver({"address": target.address, "access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3})
     d.apply(d.lower(ir), lambda e: None)
     mk = {
         vid: frame(Flow("10.1.0.1", "10.2.0.1", 5000, vni=1001, vlan=vid, encap=Encap.VXLAN), 200)[0]
@@ -124,11 +120,7 @@ def test_seed002_tenant_vlan_isolation(target, tmp_path: Path) -> None:
     stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
     req = p4runtime_pb2.ReadRequest(device_id=1)
     req.entities.add().counter_entry.counter_id = d.p4info.counter_id("SlicingIngress.tenant.tenant_drops")
-    drops = {
-        e.counter_entry.index.index: e.counter_entry.data.packet_count
-        for r in stub.Read(req)
-        for e in r.entities
-    }
+    drops = {e.counter_entry.index.index: e.counter_entry.data.packet_count for r in stub.Read(req) for e in r.entities}
     ch.close()
     assert drops == {0: 0, 1: 11}  # 10 unknown VID 300 + 1 untagged on the trunk
     assert TENANT_A.vlan == 100 and TENANT_B.vlan == 200
@@ -200,8 +192,17 @@ def test_seed004_meter_mode_for_comparison(target, tmp_path: Path) -> None:
     tenant = TenantEntry(1, "operator", 1001, 100)
     slices, rules, flows = [], [], {}
     for sid, (name, (rate, burst, ecn)) in enumerate(SLICES.items(), start=1):
-        slices.append(SliceEntry(sid, sid, name, 1001, 100, (7 - sid,),
-                                 Qos(rate_bps=int(rate), guaranteed_bps=int(rate / 2), burst_ms=burst, ecn_ms=ecn)))
+        slices.append(
+            SliceEntry(
+                sid,
+                sid,
+                name,
+                1001,
+                100,
+                (7 - sid,),
+                Qos(rate_bps=int(rate), guaranteed_bps=int(rate / 2), burst_ms=burst, ecn_ms=ecn),
+            )
+        )
         dst = f"192.168.{sid}.1"
         rules.append(Rule(Match(dst_ip=Ternary.exact(ip(dst), 32)), Action(sid, 7 - sid, 0), name))
         flows[sid] = Flow("10.1.0.1", dst, 5001, vni=1001, teid=7, vlan=100, encap=Encap.VXLAN_GTP)

@@ -69,8 +69,9 @@ def veths() -> Iterator[dict[int, tuple[str, str]]]:
 
 
 @pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])
-def wired(request: pytest.FixtureRequest, veths: dict[int, tuple[str, str]],
-          start_target: Callable[..., Target]) -> Iterator[Wired]:
+def wired(
+    request: pytest.FixtureRequest, veths: dict[int, tuple[str, str]], start_target: Callable[..., Target]
+) -> Iterator[Wired]:
     ports = {p: s for p, (s, _) in veths.items()}
     if request.param == "bundled":
         args = ["--priority-queues", "8"]
@@ -110,8 +111,11 @@ class Prober:
         self.last = self._read()
 
     def _read(self) -> dict[tuple[int, int], int]:
-        return {(e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
-                for r in self.stub.Read(self.req) for e in r.entities}
+        return {
+            (e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
+            for r in self.stub.Read(self.req)
+            for e in r.entities
+        }
 
     def verdict(self, data: bytes) -> tuple[int, int]:
         self.wired.tx.send(data)
@@ -173,8 +177,9 @@ class Check:
     """The progress callback: after every write, each watched probe's verdict is one allowed
     (through the access port and trunk prober as through the plain one)."""
 
-    def __init__(self, prober: Probes, frames: list[bytes], allowed: list[set[Verdict]], tally: hitless.Tally,
-                 where: str) -> None:
+    def __init__(
+        self, prober: Probes, frames: list[bytes], allowed: list[set[Verdict]], tally: hitless.Tally, where: str
+    ) -> None:
         self.prober, self.frames, self.allowed, self.tally, self.where = prober, frames, allowed, tally, where
         self.writes = 0
 
@@ -193,10 +198,13 @@ def subscribers_ir(drv: Driver, users: int, first_service_ports: tuple[int, int]
     tenant = TenantSpec(1, "t", 1001, 100)
     # 250 UEs per /24 as bench/time_to_slice.py imports them: ~100 classifier entries after
     # prefix aggregation, not one
-    subs = tuple(SubscriberSpec(u, f"001{u:012d}", int(ipaddress.IPv4Address(f"10.40.{u // 250}.{u % 250 + 1}")),
-                                teids=(u + 1,)) for u in range(users))
-    services = tuple(ServiceSpec(f"q{i}", lane, dst_ports=((5000 + 8 * i, 5007 + 8 * i),))
-                     for i, lane in enumerate([0, 2, 4, 6]))
+    subs = tuple(
+        SubscriberSpec(u, f"001{u:012d}", int(ipaddress.IPv4Address(f"10.40.{u // 250}.{u % 250 + 1}")), teids=(u + 1,))
+        for u in range(users)
+    )
+    services = tuple(
+        ServiceSpec(f"q{i}", lane, dst_ports=((5000 + 8 * i, 5007 + 8 * i),)) for i, lane in enumerate([0, 2, 4, 6])
+    )
     services = (ServiceSpec("q0", 0, dst_ports=(first_service_ports,)), *services[1:])
     spec = SliceSpec(1, "embb", 1, (0, 2, 4, 6), services=services, subscribers=subs)
     return compile_rules([tenant], [spec], target_spec(drv.capabilities())).ir
@@ -204,8 +212,10 @@ def subscribers_ir(drv: Driver, users: int, first_service_ports: tuple[int, int]
 
 def one_rule_changed(base: RuleIR, how: str) -> RuleIR:
     rules = list(base.rules)
-    extra = Rule(Match(src_ip=Ternary.exact(int(ipaddress.IPv4Address("10.40.3.3")), 32),
-                       dst_port=Ternary.exact(7000, 16)), Action(1, 6, 0))
+    extra = Rule(
+        Match(src_ip=Ternary.exact(int(ipaddress.IPv4Address("10.40.3.3")), 32), dst_port=Ternary.exact(7000, 16)),
+        Action(1, 6, 0),
+    )
     if how == "added at the top":  # as a per-flow intent for one UE is (above the slice's rules)
         rules.insert(0, extra)
     elif how == "added in the middle":
@@ -215,8 +225,9 @@ def one_rule_changed(base: RuleIR, how: str) -> RuleIR:
     else:  # another lane for one rule
         r = rules[len(rules) // 2]
         rules[len(rules) // 2] = Rule(r.match, Action(r.action.slice_id, (r.action.lane + 2) % 8, 0))
-    return RuleIR(lanes=base.lanes, paths=1, rules=tuple(rules), slices=base.slices, tenants=base.tenants,
-                  miss=base.miss)
+    return RuleIR(
+        lanes=base.lanes, paths=1, rules=tuple(rules), slices=base.slices, tenants=base.tenants, miss=base.miss
+    )
 
 
 @pytest.mark.parametrize("how", ["added at the top", "added in the middle", "removed", "action changed"])
@@ -272,8 +283,12 @@ def test_a_fresh_driver_keeps_the_priorities_the_switch_holds(wired: Wired) -> N
 
 # ---- tenant port / VLAN bindings (seed 002 table slicing) ------------------------------------
 
-TENANT_POOL = (TenantEntry(1, "A", 1001, 100), TenantEntry(2, "B", 1002, 200), TenantEntry(3, "C", 1003, 300),
-               TenantEntry(4, "D", 1004, 400))
+TENANT_POOL = (
+    TenantEntry(1, "A", 1001, 100),
+    TenantEntry(2, "B", 1002, 200),
+    TenantEntry(3, "C", 1003, 300),
+    TenantEntry(4, "D", 1004, 400),
+)
 MOVED_VLAN = {3: 350}  # tenant C's VLAN ID moves between 300 and 350
 TRUNK_OPTIONS: dict[str, Any] = {"access_ports": {1: 100}, "trunk_ports": [2, 3], "uplink_port": 2}
 DROPPED: Verdict = (-1, -1)  # an unknown VLAN ID on a trunk: dropped, no tenant
@@ -283,8 +298,17 @@ NOT_SENT = -2  # lane of a probe that was classified but never left the switch
 def tenant_slices(t: TenantEntry) -> list[SliceEntry]:
     """Two slices per tenant, of the slice types 2 ref - 1 and 2 ref of the catalogue; ids stable."""
     types = hitless.catalogue_lanes()
-    return [SliceEntry(2 * t.ref - 1 + k, 100 + 2 * t.ref + k, f"{t.name}{k}", t.vni, t.vlan,
-                       types[(2 * t.ref - 2 + k) % len(types)]) for k in range(2)]
+    return [
+        SliceEntry(
+            2 * t.ref - 1 + k,
+            100 + 2 * t.ref + k,
+            f"{t.name}{k}",
+            t.vni,
+            t.vlan,
+            types[(2 * t.ref - 2 + k) % len(types)],
+        )
+        for k in range(2)
+    ]
 
 
 def tenant_rule(rng: random.Random, t: TenantEntry) -> Rule:
@@ -295,9 +319,14 @@ def tenant_rule(rng: random.Random, t: TenantEntry) -> Rule:
 
 def tenants_ir(present: dict[int, TenantEntry], rules: dict[int, list[Rule]]) -> RuleIR:
     ts = [present[ref] for ref in sorted(present)]
-    return RuleIR(lanes=8, paths=1, rules=tuple(r for t in ts for r in rules[t.ref]),
-                  slices=tuple(s for t in ts for s in tenant_slices(t)), tenants=tuple(ts),
-                  miss=MissPolicy(mode=MissMode.ALGORITHM1))
+    return RuleIR(
+        lanes=8,
+        paths=1,
+        rules=tuple(r for t in ts for r in rules[t.ref]),
+        slices=tuple(s for t in ts for s in tenant_slices(t)),
+        tenants=tuple(ts),
+        miss=MissPolicy(mode=MissMode.ALGORITHM1),
+    )
 
 
 def tenant_verdict(ir: RuleIR, flow: Flow) -> Verdict:
@@ -317,9 +346,14 @@ class TrunkProber:
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.req = p4runtime_pb2.ReadRequest(device_id=1)
-        self.ids = {k: drv.p4info.counter_id(n) for k, n in (("slice", f"{ING}.classifier.slice_rx"),
-                                                              ("lane", f"{EGR}.vlan_tag.lane_tx"),
-                                                              ("drop", f"{ING}.tenant.tenant_drops"))}
+        self.ids = {
+            k: drv.p4info.counter_id(n)
+            for k, n in (
+                ("slice", f"{ING}.classifier.slice_rx"),
+                ("lane", f"{EGR}.vlan_tag.lane_tx"),
+                ("drop", f"{ING}.tenant.tenant_drops"),
+            )
+        }
         for kind, cells in (("slice", 2 * len(TENANT_POOL) + 1), ("lane", 8), ("drop", 2)):
             for i in range(cells):
                 e = self.req.entities.add().counter_entry
@@ -327,8 +361,11 @@ class TrunkProber:
         self.last = self._read()
 
     def _read(self) -> dict[tuple[int, int], int]:
-        return {(e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
-                for r in self.stub.Read(self.req) for e in r.entities}
+        return {
+            (e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
+            for r in self.stub.Read(self.req)
+            for e in r.entities
+        }
 
     def verdict(self, data: bytes, via: socket.socket | None = None) -> Verdict:
         (via or self.tx).send(data)
@@ -353,8 +390,9 @@ class TrunkProber:
 
 
 @pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])
-def trunked(request: pytest.FixtureRequest,
-            start_target: Callable[..., Target]) -> Iterator[tuple[str, socket.socket, socket.socket]]:
+def trunked(
+    request: pytest.FixtureRequest, start_target: Callable[..., Target]
+) -> Iterator[tuple[str, socket.socket, socket.socket]]:
     """A switch with access port 1, trunk 2 (the uplink) and trunk 3; senders into 3 and 1."""
     with veth_ports(f"ht{os.getpid() % 10000}{random.randrange(100)}-", (1, 2, 3)) as ends:
         ports = {p: s for p, (s, _) in ends.items()}
@@ -379,7 +417,8 @@ def trunked(request: pytest.FixtureRequest,
 
 
 def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_write(
-        trunked: tuple[str, socket.socket, socket.socket]) -> None:
+    trunked: tuple[str, socket.socket, socket.socket],
+) -> None:
     """Tenants come and go and a tenant's VLAN ID moves while their rules change: every
     probe on the trunk gets the old or the new verdict (slice and lane, or dropped for a VLAN
     ID no tenant has) after every single write, and a push writes the diff."""
@@ -392,9 +431,21 @@ def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_writ
     plan = drv.lower(ir)
     drv.apply(plan, lambda e: None)
     prober = TrunkProber(address, tx, drv)
-    flows = [Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64),
-                  vni=t.vni, teid=0x100, vlan=vlan, encap=Encap.VXLAN_GTP)
-             for t in TENANT_POOL for vlan in (t.vlan, MOVED_VLAN.get(t.ref, t.vlan)) for _ in range(8)]
+    flows = [
+        Flow(
+            f"10.0.0.{rng.randrange(18)}",
+            "10.2.0.1",
+            5000 + rng.randrange(5),
+            dscp=rng.randrange(64),
+            vni=t.vni,
+            teid=0x100,
+            vlan=vlan,
+            encap=Encap.VXLAN_GTP,
+        )
+        for t in TENANT_POOL
+        for vlan in (t.vlan, MOVED_VLAN.get(t.ref, t.vlan))
+        for _ in range(8)
+    ]
     frames = [frame(f, 128)[0] for f in flows]
     tally = hitless.Tally()
     tenant_changes = 0
@@ -412,8 +463,10 @@ def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_writ
                 c = present[3]
                 present[3] = dataclasses.replace(c, vlan=300 if c.vlan == 350 else 350)
             t = rng.choice(TENANT_POOL)
-            rules[t.ref] = [Rule(dataclasses.replace(r.match, vni=Ternary.exact(t.vni, 24)), r.action)
-                            for r in hitless.mutate(rng, rules[t.ref], tenant_slices(t))]
+            rules[t.ref] = [
+                Rule(dataclasses.replace(r.match, vni=Ternary.exact(t.vni, 24)), r.action)
+                for r in hitless.mutate(rng, rules[t.ref], tenant_slices(t))
+            ]
             new_ir = tenants_ir(present, rules)
             new_plan = drv.lower(new_ir)
             old_v = [tenant_verdict(ir, f) for f in flows]
@@ -421,8 +474,9 @@ def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_writ
             moved = [i for i in range(len(flows)) if old_v[i] != new_v[i]]
             kept = rng.sample([i for i in range(len(flows)) if old_v[i] == new_v[i]], k=min(8, len(flows) - len(moved)))
             watch = moved[:16] + kept
-            check = Check(prober, [frames[i] for i in watch], [{old_v[i], new_v[i]} for i in watch], tally,
-                                f"update {n}")
+            check = Check(
+                prober, [frames[i] for i in watch], [{old_v[i], new_v[i]} for i in watch], tally, f"update {n}"
+            )
             result = drv.apply(new_plan, check)
             diff = sum(diff_tables(plan.tables, new_plan.tables).counts().values())
             assert check.writes == result.added + result.removed + result.modified == diff
@@ -448,11 +502,33 @@ def test_access_port_rebinding_is_hitless(trunked: tuple[str, socket.socket, soc
     rules = {t.ref: [tenant_rule(rng, t) for _ in range(4)] for t in TENANT_POOL}
     ir = tenants_ir(present, rules)
     vids = [100, 200, 300]
-    on_port = [Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64),
-                    vni=t.vni, teid=0x100, encap=Encap.VXLAN_GTP) for t in TENANT_POOL[:3] for _ in range(6)]
-    on_trunk = [Flow(f"10.0.0.{rng.randrange(18)}", "10.2.0.1", 5000 + rng.randrange(5), dscp=rng.randrange(64),
-                     vni=t.vni, teid=0x100, vlan=t.vlan, encap=Encap.VXLAN_GTP)
-                for t in TENANT_POOL[:3] for _ in range(4)]
+    on_port = [
+        Flow(
+            f"10.0.0.{rng.randrange(18)}",
+            "10.2.0.1",
+            5000 + rng.randrange(5),
+            dscp=rng.randrange(64),
+            vni=t.vni,
+            teid=0x100,
+            encap=Encap.VXLAN_GTP,
+        )
+        for t in TENANT_POOL[:3]
+        for _ in range(6)
+    ]
+    on_trunk = [
+        Flow(
+            f"10.0.0.{rng.randrange(18)}",
+            "10.2.0.1",
+            5000 + rng.randrange(5),
+            dscp=rng.randrange(64),
+            vni=t.vni,
+            teid=0x100,
+            vlan=t.vlan,
+            encap=Encap.VXLAN_GTP,
+        )
+        for t in TENANT_POOL[:3]
+        for _ in range(4)
+    ]
     port_frames = [frame(f, 128)[0] for f in on_port]
     trunk_frames = [frame(f, 128)[0] for f in on_trunk]
 
@@ -463,8 +539,15 @@ def test_access_port_rebinding_is_hitless(trunked: tuple[str, socket.socket, soc
         return hitless.verdict(scoped, f)
 
     vid = 100
-    drv = Driver({"address": address, "batch_size": 1, "timeout_s": 10, "election_id": 1,
-                  **{**TRUNK_OPTIONS, "access_ports": {1: vid}}})
+    drv = Driver(
+        {
+            "address": address,
+            "batch_size": 1,
+            "timeout_s": 10,
+            "election_id": 1,
+            **{**TRUNK_OPTIONS, "access_ports": {1: vid}},
+        }
+    )
     plan = drv.lower(ir)
     drv.apply(plan, lambda e: None)
     drv.close()
@@ -473,19 +556,31 @@ def test_access_port_rebinding_is_hitless(trunked: tuple[str, socket.socket, soc
     try:
         for n in range(12):
             new_vid = rng.choice([v for v in vids if v != vid])
-            drv = Driver({"address": address, "batch_size": 1, "timeout_s": 10, "election_id": n + 2,
-                          **{**TRUNK_OPTIONS, "access_ports": {1: new_vid}}})
+            drv = Driver(
+                {
+                    "address": address,
+                    "batch_size": 1,
+                    "timeout_s": 10,
+                    "election_id": n + 2,
+                    **{**TRUNK_OPTIONS, "access_ports": {1: new_vid}},
+                }
+            )
             drv.health()  # connected: lowering keeps what the switch holds
             new_plan = drv.lower(ir)
             allowed = [{port_verdict(vid, f), port_verdict(new_vid, f)} for f in on_port]
             allowed_trunk = [{tenant_verdict(ir, f)} for f in on_trunk]  # the trunk's tenants do not change
 
-            def check(e: ProgressEvent, n: int = n, allowed: list[set[Verdict]] = allowed,
-                      allowed_trunk: list[set[Verdict]] = allowed_trunk) -> None:
+            def check(
+                e: ProgressEvent,
+                n: int = n,
+                allowed: list[set[Verdict]] = allowed,
+                allowed_trunk: list[set[Verdict]] = allowed_trunk,
+            ) -> None:
                 if e.phase == "write":
                     tally.check([prober.verdict(f, tx1) for f in port_frames], allowed, f"rebind {n}, port, {e.done}")
-                    tally.check([prober.verdict(f) for f in trunk_frames], allowed_trunk,
-                                f"rebind {n}, trunk, {e.done}")
+                    tally.check(
+                        [prober.verdict(f) for f in trunk_frames], allowed_trunk, f"rebind {n}, trunk, {e.done}"
+                    )
 
             result = drv.apply(new_plan, check)
             diff = sum(diff_tables(plan.tables, new_plan.tables).counts().values())

@@ -29,8 +29,9 @@ class Portal:
     """A portal process holding one driver; ``ask`` sends a command and waits for its answer."""
 
     def __init__(self, address: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(HELPER), address], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HELPER), address], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
 
     def ask(self, **cmd: Any) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None

@@ -33,19 +33,28 @@ LINK_BPS = 1_000_000_000
 
 def test_table5_pattern_on_the_p4_target(start_target: Callable[..., object], tmp_path: Path) -> None:
     target = start_target("--priority-queues", "4", "--link-rate-bps", str(LINK_BPS))
-    driver = Driver({"address": target.address, "lanes": 4, "access_ports": {1: 100}, "trunk_ports": [2],  # type: ignore[attr-defined]
-                     "uplink_port": 2})
+    driver = Driver(
+        {
+            "address": target.address,
+            "lanes": 4,
+            "access_ports": {1: 100},
+            "trunk_ports": [2],  # type: ignore[attr-defined]
+            "uplink_port": 2,
+        }
+    )
     tenants, slices = table3_config(SLICES)
     tenants = tuple(dataclasses.replace(t, vlan=100) for t in tenants)  # table slicing keys tenants by VLAN
     compiled = compile_rules(tenants, slices, target_spec(driver.capabilities()))
     driver.apply(driver.lower(compiled.ir), lambda _: None)
 
     flows = sorted(table3(SLICES), key=lambda sf: (sf.user, sf.service, sf.slice_index))
-    write_pcap(tmp_path / "in.pcap", flows, ConstantRate(OFFERED_PPS), packets=PACKETS_PER_FLOW * len(flows),
-               start_ns=10**9)
+    write_pcap(
+        tmp_path / "in.pcap", flows, ConstantRate(OFFERED_PPS), packets=PACKETS_PER_FLOW * len(flows), start_ns=10**9
+    )
     run_pcaps(target.address, {1: tmp_path / "in.pcap"}, tmp_path / "out")  # type: ignore[attr-defined]
-    meter = Meter({sf.flow_id: (sf.slice_index, sf.lane(4)) for sf in flows},
-                  sent={sf.flow_id: PACKETS_PER_FLOW for sf in flows})
+    meter = Meter(
+        {sf.flow_id: (sf.slice_index, sf.lane(4)) for sf in flows}, sent={sf.flow_id: PACKETS_PER_FLOW for sf in flows}
+    )
     measure_pcap(tmp_path / "out" / "port2.pcap", meter)
     report = meter.report()
     driver.close()

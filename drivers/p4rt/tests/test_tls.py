@@ -52,8 +52,11 @@ def assert_only_its_clients_get_in(address: str, certs: P4RuntimeCerts, stranger
     another CA) are refused; the driver with the backend's certificate pushes and reads back."""
     probe = Driver({})
     read = _classifier_read(probe)
-    for name, tls in (("plaintext", None), ("no client certificate", _tls(certs.ca_cert)),
-                      ("another CA's client", _tls(certs.ca_cert, stranger.client_cert, stranger.client_key))):
+    for name, tls in (
+        ("plaintext", None),
+        ("no client certificate", _tls(certs.ca_cert)),
+        ("another CA's client", _tls(certs.ca_cert, stranger.client_cert, stranger.client_key)),
+    ):
         with pytest.raises(grpc.RpcError) as refused:
             read_once(address, 1, read, timeout_s=5, tls=tls)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, name
@@ -63,8 +66,9 @@ def assert_only_its_clients_get_in(address: str, certs: P4RuntimeCerts, stranger
         bare.read_state()
     assert "tls_client_cert" in why.value.hint
     # a client that trusts another CA refuses the switch itself
-    wrong_ca = Driver({"address": address, "timeout_s": 2, **certs.client_options(),
-                       "tls_ca_cert": stranger.ca_cert.read_text()})
+    wrong_ca = Driver(
+        {"address": address, "timeout_s": 2, **certs.client_options(), "tls_ca_cert": stranger.ca_cert.read_text()}
+    )
     with pytest.raises(UnreachableError, match="TLS handshake failed"):
         wrong_ca.read_state()
 
@@ -83,7 +87,8 @@ def assert_only_its_clients_get_in(address: str, certs: P4RuntimeCerts, stranger
 
 
 def test_the_bundled_target_with_client_auth_answers_only_its_clients(
-        start_target: Callable[..., object], certs: P4RuntimeCerts, stranger: P4RuntimeCerts) -> None:
+    start_target: Callable[..., object], certs: P4RuntimeCerts, stranger: P4RuntimeCerts
+) -> None:
     target = start_target("--priority-queues", "8", *certs.server_args(client_auth=True))
     assert_only_its_clients_get_in(target.address, certs, stranger)  # type: ignore[attr-defined]
 
@@ -91,23 +96,28 @@ def test_the_bundled_target_with_client_auth_answers_only_its_clients(
 @pytest.fixture
 def tls_bmv2(certs: P4RuntimeCerts) -> Iterator[str]:
     server = ServerTls(certs.server_cert, certs.server_key, certs.ca_cert, client_auth=True)
-    with start_simple_switch_grpc(priority_queues=8, server_tls=server,
-                                  client_tls=_tls(certs.ca_cert, certs.client_cert, certs.client_key)) as switch:
+    with start_simple_switch_grpc(
+        priority_queues=8, server_tls=server, client_tls=_tls(certs.ca_cert, certs.client_cert, certs.client_key)
+    ) as switch:
         yield switch.address
 
 
 @pytest.mark.needs_bmv2
 def test_simple_switch_grpc_with_client_auth_answers_only_its_clients(
-        tls_bmv2: str, certs: P4RuntimeCerts, stranger: P4RuntimeCerts) -> None:
+    tls_bmv2: str, certs: P4RuntimeCerts, stranger: P4RuntimeCerts
+) -> None:
     assert_only_its_clients_get_in(tls_bmv2, certs, stranger)
 
 
 def test_the_bundled_target_refuses_certificate_flags_without_tls(certs: P4RuntimeCerts) -> None:
     from bmv2_target.__main__ import main
 
-    for argv in (["--grpc-server-with-client-auth"], ["--grpc-server-cert", str(certs.server_cert)],
-                 ["--grpc-server-ssl", "--grpc-server-cert", str(certs.server_cert)],  # no key
-                 ["--grpc-server-ssl", *certs.server_args(client_auth=True)[1:5], "--grpc-server-with-client-auth"]):
+    for argv in (
+        ["--grpc-server-with-client-auth"],
+        ["--grpc-server-cert", str(certs.server_cert)],
+        ["--grpc-server-ssl", "--grpc-server-cert", str(certs.server_cert)],  # no key
+        ["--grpc-server-ssl", *certs.server_args(client_auth=True)[1:5], "--grpc-server-with-client-auth"],
+    ):
         with pytest.raises(SystemExit) as exited:
             main(argv)
         assert exited.value.code == 2, argv
@@ -127,19 +137,31 @@ def test_plaintext_is_a_choice_beyond_loopback(certs: P4RuntimeCerts) -> None:
     assert Driver({"address": "192.0.2.7:9559", "plaintext": False}).opts.tls() == Tls()
 
 
-@pytest.mark.parametrize(("options", "field"), [
-    ({"plaintext": True, "tls_ca_cert": "ca"}, "plaintext: true contradicts tls_ca_cert"),
-    ({"tls_client_cert": "cert"}, "tls_client_key_secret: required"),
-    ({"tls_client_key_secret": "key"}, "tls_client_cert: required"),
-    ({"tls_ca_cert": "/etc/ssl/certs/ca-certificates.crt" + " " * 40}, "tls_ca_cert: must be PEM text"),
-    ({"tls_ca_cert": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----" + "\n" * 20},
-     "tls_ca_cert: holds a PEM block that is not a valid certificate"),
-    ({"tls_client_cert": "cert", "tls_client_key_secret": "-----BEGIN ENCRYPTED PRIVATE KEY-----\nQUJD\n"
-      "-----END ENCRYPTED PRIVATE KEY-----" + "\n" * 20}, "tls_client_key_secret: must be a PEM private key"),
-    ({"tls_server_name": "a/b"}, "tls_server_name"),
-])
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"plaintext": True, "tls_ca_cert": "ca"}, "plaintext: true contradicts tls_ca_cert"),
+        ({"tls_client_cert": "cert"}, "tls_client_key_secret: required"),
+        ({"tls_client_key_secret": "key"}, "tls_client_cert: required"),
+        ({"tls_ca_cert": "/etc/ssl/certs/ca-certificates.crt" + " " * 40}, "tls_ca_cert: must be PEM text"),
+        (
+            {"tls_ca_cert": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----" + "\n" * 20},
+            "tls_ca_cert: holds a PEM block that is not a valid certificate",
+        ),
+        (
+            {
+                "tls_client_cert": "cert",
+                "tls_client_key_secret": "-----BEGIN ENCRYPTED PRIVATE KEY-----\nQUJD\n"
+                "-----END ENCRYPTED PRIVATE KEY-----" + "\n" * 20,
+            },
+            "tls_client_key_secret: must be a PEM private key",
+        ),
+        ({"tls_server_name": "a/b"}, "tls_server_name"),
+    ],
+)
 def test_bad_tls_options_are_refused_naming_the_field_never_the_value(
-        certs: P4RuntimeCerts, options: dict[str, str], field: str) -> None:
+    certs: P4RuntimeCerts, options: dict[str, str], field: str
+) -> None:
     pem = {"ca": certs.ca_cert.read_text(), "cert": certs.client_cert.read_text(), "key": certs.client_key.read_text()}
     options = {k: pem.get(v, v) for k, v in options.items()}
     with pytest.raises(OptionsError, match=field) as refused:

@@ -65,9 +65,20 @@ class Bed:
 
     def argv(self, *extra: str) -> list[str]:
         core = self.tb["core"]
-        return [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", self.backend,
-                "--interface", core.ifname, "--netns", core.netns, "--options", json.dumps(self.agent_options),
-                *extra]
+        return [
+            sys.executable,
+            "-m",
+            "sliceportal_xdp.agent",
+            "--backend",
+            self.backend,
+            "--interface",
+            core.ifname,
+            "--netns",
+            core.netns,
+            "--options",
+            json.dumps(self.agent_options),
+            *extra,
+        ]
 
     def start_agent(self, *extra: str, port: int | None = None) -> None:
         port = port or free_port()
@@ -84,8 +95,9 @@ class Bed:
             client.close()
 
     def driver(self, token: str | None = None) -> Driver:
-        return Driver({"address": self.url.removeprefix("http://"), "agent_token": token or self.token,
-                       "agent_timeout_s": 20})
+        return Driver(
+            {"address": self.url.removeprefix("http://"), "agent_token": token or self.token, "agent_timeout_s": 20}
+        )
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -242,8 +254,9 @@ def test_agent_sigkill_keeps_forwarding_and_is_taken_over(bed: Bed) -> None:
         for rule, teid in enumerate(TEIDS[:16]):  # rule i matches TEID 100 + i
             got = after.rules[rule].packets - before.rules[rule].packets
             assert got == traffic.sent[teid], f"rule {rule}"
-        steered = sum(after.lanes[f"{p}/{PRIO_LANE}"].packets - before.lanes[f"{p}/{PRIO_LANE}"].packets
-                      for p in range(8))
+        steered = sum(
+            after.lanes[f"{p}/{PRIO_LANE}"].packets - before.lanes[f"{p}/{PRIO_LANE}"].packets for p in range(8)
+        )
         assert steered == 8 * traffic.sent[TEIDS[0]]
 
         # a push after the takeover works and switches the copy
@@ -276,8 +289,9 @@ d.close()
 def run_portal_process(bed: Bed, what: str) -> dict[str, object]:
     """A separate process using the driver against the agent, as a portal worker would:
     ``what`` is "read" or the file of a plan to push."""
-    out = subprocess.run([sys.executable, "-c", DRIVER_SCRIPT, bed.url, bed.token, what],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", DRIVER_SCRIPT, bed.url, bed.token, what], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     result: dict[str, object] = json.loads(out.stdout)
     return result
@@ -323,8 +337,9 @@ def test_after_an_agent_restart_a_new_portal_driver_keeps_the_rule_positions(bed
     added = Rule(Match(teid=Ternary.exact(4242, 32)), Action(1, BULK_LANE, 0))
     fresh = bed.driver()  # a portal process that never pushed
     try:
-        plan = fresh.lower(RuleIR(lanes=ir.lanes, paths=ir.paths, rules=(*ir.rules[:8], added, *ir.rules[8:]),
-                                  miss=ir.miss))
+        plan = fresh.lower(
+            RuleIR(lanes=ir.lanes, paths=ir.paths, rules=(*ir.rules[:8], added, *ir.rules[8:]), miss=ir.miss)
+        )
         got = rule_positions(plan.tables)
         assert got[:8] == held[:8] and got[9:] == held[8:] and held[7] < got[8] < held[8]
         r = fresh.apply(plan, noop)
@@ -346,8 +361,9 @@ def test_wrong_token_is_refused_and_changes_nothing(bed: Bed) -> None:
         r = httpx.post(f"{bed.url}/v1/apply", content=plan.model_dump_json(), headers=headers, timeout=10)
         assert r.status_code == 401
         # the fault-injection hook exists only on an agent started with --test-hooks
-        hook = httpx.post(f"{bed.url}/v1/test/inject-write-failure",
-                          headers={"Authorization": f"Bearer {bed.token}"}, timeout=10)
+        hook = httpx.post(
+            f"{bed.url}/v1/test/inject-write-failure", headers={"Authorization": f"Bearer {bed.token}"}, timeout=10
+        )
         assert hook.status_code == 404
     with pytest.raises(DriverError, match="takes no fault injection"):
         d.inject_write_failure(1)
@@ -396,8 +412,12 @@ def test_one_agent_per_backend_incompatible_builds_refused_replace_and_reconcile
 
     def another(options: dict[str, object], *extra: str) -> subprocess.CompletedProcess[str]:
         argv = [a if a != json.dumps(bed.agent_options) else json.dumps(options) for a in bed.argv()]
-        return subprocess.run([*argv, "--listen", f"127.0.0.1:{free_port()}", "--token-file", str(bed.token_file),
-                               *extra], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [*argv, "--listen", f"127.0.0.1:{free_port()}", "--token-file", str(bed.token_file), *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     assert bed.proc is not None
     second = another(bed.agent_options)
@@ -442,8 +462,11 @@ def test_agent_options_are_checked_before_anything_runs(options: dict[str, objec
 
 
 def test_agent_address_forms() -> None:
-    for address, url in (("tcp:127.0.0.1:7700", "http://127.0.0.1:7700"), ("10.0.0.7:80", "http://10.0.0.7:80"),
-                         ("unix:/run/sliceportal/xdp.sock", "unix:/run/sliceportal/xdp.sock")):
+    for address, url in (
+        ("tcp:127.0.0.1:7700", "http://127.0.0.1:7700"),
+        ("10.0.0.7:80", "http://10.0.0.7:80"),
+        ("unix:/run/sliceportal/xdp.sock", "unix:/run/sliceportal/xdp.sock"),
+    ):
         d = Driver({"address": address, "agent_token": "t" * 16})
         assert d._agent is not None and d._agent.url == url
         d.close()

@@ -32,12 +32,21 @@ class LoadOnlyAgent:
     proc: subprocess.Popen[bytes] | None = None
 
     def argv(self, *extra: str) -> list[str]:
-        return [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", self.backend,
-                "--options", '{"overload_poll_s": 0, "capacity": {"src_ip": 2048}}', *extra]
+        return [
+            sys.executable,
+            "-m",
+            "sliceportal_xdp.agent",
+            "--backend",
+            self.backend,
+            "--options",
+            '{"overload_poll_s": 0, "capacity": {"src_ip": 2048}}',
+            *extra,
+        ]
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.argv("--listen", f"unix:{self.socket}",
-                                               "--token-file", str(self.token_file), "--test-hooks"))
+        self.proc = subprocess.Popen(
+            self.argv("--listen", f"unix:{self.socket}", "--token-file", str(self.token_file), "--test-hooks")
+        )
         client = AgentClient(f"unix:{self.socket}", self.token, 5.0, retry_s=0.5)
         try:
             client.wait_ready(60, self._alive)

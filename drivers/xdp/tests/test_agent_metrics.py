@@ -23,8 +23,11 @@ TOKEN = "metrics-test-token-0123456789"
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def lane(slice_id: str, lane: str) -> tuple[tuple[str, str], ...]:
@@ -33,8 +36,16 @@ def lane(slice_id: str, lane: str) -> tuple[tuple[str, str], ...]:
 
 @pytest.mark.needs_root
 def test_metrics_after_traffic_carry_the_portal_names_and_labels() -> None:
-    d = Driver({"record_last": True, "overload_poll_s": 0, "alt_mac": ALT_MAC, "alt_ip": ALT_IP,
-                "src_mac": SRC_MAC, "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 0}})
+    d = Driver(
+        {
+            "record_last": True,
+            "overload_poll_s": 0,
+            "alt_mac": ALT_MAC,
+            "alt_ip": ALT_IP,
+            "src_mac": SRC_MAC,
+            "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 0},
+        }
+    )
     try:
         d.apply(d.lower(ir()), noop)
         with TestClient(create_app(d, TOKEN, "xdp-m")) as client:
@@ -74,14 +85,28 @@ def test_metrics_after_traffic_carry_the_portal_names_and_labels() -> None:
 def test_a_delay_histogram_becomes_cumulative_buckets_in_seconds() -> None:
     buckets = [0] * DELAY_BUCKETS
     buckets[0], buckets[3], buckets[-1] = 2, 5, 1  # sojourns < 2 us, in [8, 16) us, past the last bucket
-    counters = Counters(timestamp=time.time(), slice_lanes={"4/1": LaneCounters(
-        packets=10, bytes=1000, tx_packets=8, tx_bytes=800, drops={"queue": 1, "meter_red": 1}, ecn_marks=3,
-        delay=DelayHistogram(unit_ns=1000, count=8, sum=100, max=12, buckets=tuple(buckets)))})
+    counters = Counters(
+        timestamp=time.time(),
+        slice_lanes={
+            "4/1": LaneCounters(
+                packets=10,
+                bytes=1000,
+                tx_packets=8,
+                tx_bytes=800,
+                drops={"queue": 1, "meter_red": 1},
+                ecn_marks=3,
+                delay=DelayHistogram(unit_ns=1000, count=8, sum=100, max=12, buckets=tuple(buckets)),
+            )
+        },
+    )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(CountersCollector(lambda: counters, "nf-1"))
-    got = {(s.name, s.labels.get("le")): s.value
-           for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples
-           if s.labels["slice"] == "4" and s.labels["lane"] == "1" and s.labels["backend"] == "nf-1"}
+    got = {
+        (s.name, s.labels.get("le")): s.value
+        for f in text_string_to_metric_families(generate_latest(registry).decode())
+        for s in f.samples
+        if s.labels["slice"] == "4" and s.labels["lane"] == "1" and s.labels["backend"] == "nf-1"
+    }
     assert got[("sliceportal_lane_received_packets_total", None)] == 8
     assert got[("sliceportal_lane_dropped_packets_total", None)] == 2
     assert got[("sliceportal_lane_ecn_marked_packets_total", None)] == 3

@@ -24,9 +24,15 @@ TOP_TEID, LOW_TEID = 10, 20  # lane 3 (highest of 4) and lane 0 (best effort)
 @pytest.fixture()
 def budgeted() -> Iterator[Driver]:
     d = Driver({"alt_mac": ALT_MAC, "alt_ip": ALT_IP, "src_mac": SRC_MAC, "alt_lanes": [0], "overload_poll_s": 0})
-    ir = RuleIR(lanes=4, paths=8, rules=(Rule(Match(teid=Ternary.exact(TOP_TEID, 32)), Action(1, 3, 0)),
-                                          Rule(Match(teid=Ternary.exact(LOW_TEID, 32)), Action(1, 0, 0))),
-                miss=MissPolicy(MissMode.FIXED, lane=0, rr_path=7))
+    ir = RuleIR(
+        lanes=4,
+        paths=8,
+        rules=(
+            Rule(Match(teid=Ternary.exact(TOP_TEID, 32)), Action(1, 3, 0)),
+            Rule(Match(teid=Ternary.exact(LOW_TEID, 32)), Action(1, 0, 0)),
+        ),
+        miss=MissPolicy(MissMode.FIXED, lane=0, rr_path=7),
+    )
     d.apply(d.lower(ir), noop)
     yield d
     d.dataplane.set_egress_budget(None, 4)

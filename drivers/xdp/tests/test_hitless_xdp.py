@@ -49,8 +49,15 @@ FIELDS = ("slice_id", "lane", "rr_path")
 
 @pytest.fixture
 def driver() -> Iterator[Driver]:
-    d = Driver({"record_last": True, "lanes": LANES, "paths": PATHS, "overload_poll_s": 0,
-                "lane_cpus": dict.fromkeys(range(LANES), 0)})
+    d = Driver(
+        {
+            "record_last": True,
+            "lanes": LANES,
+            "paths": PATHS,
+            "overload_poll_s": 0,
+            "lane_cpus": dict.fromkeys(range(LANES), 0),
+        }
+    )
     assert d.dataplane is not None  # loaded now: a missing privilege fails here
     yield d
     d.close()
@@ -61,8 +68,9 @@ class Prober(threading.Thread):
     runs the program, so the one-slot ``last`` decision map is its own; it calls the
     DataPlane directly because the driver holds its lock for the whole push."""
 
-    def __init__(self, dp: DataPlane, frames: list[bytes], allowed: list[set[hitless.Verdict]],
-                 tally: hitless.Tally, where: str) -> None:
+    def __init__(
+        self, dp: DataPlane, frames: list[bytes], allowed: list[set[hitless.Verdict]], tally: hitless.Tally, where: str
+    ) -> None:
         super().__init__(daemon=True)
         self.dp, self.frames, self.allowed, self.tally, self.where = dp, frames, allowed, tally, where
         self.rounds = 0
@@ -177,5 +185,7 @@ def test_random_updates_classify_every_probe_old_or_new_while_the_push_writes(dr
     assert tally.checked > 2000
     assert tally.neither == 0, str(tally)
     assert len(per_push) > 90
-    print(f"\nXDP: {len(per_push)} pushes, slots written per push mean {sum(per_push) / len(per_push):.1f} "
-          f"(diff against the live copy: mean {sum(one_step) / len(one_step):.1f}); {tally}")
+    print(
+        f"\nXDP: {len(per_push)} pushes, slots written per push mean {sum(per_push) / len(per_push):.1f} "
+        f"(diff against the live copy: mean {sum(one_step) / len(one_step):.1f}); {tally}"
+    )

@@ -166,8 +166,14 @@ def test_the_capacity_admits_its_queue_then_sends_to_alt() -> None:
     from sliceportal_xdp.libbpf import XDP_REDIRECT, XDP_TX
 
     pkt = build_bytes(Flow("10.45.0.1", "10.60.0.1", 5000, teid=100, vni=7))
-    opts = {"alt_mac": "02:00:00:00:aa:01", "alt_ip": "10.99.0.1", "alt_lanes": [BULK_LANE], "cpumap_qsize": 16,
-            "lane_cpus": {PRIO_LANE: 0}, "overload_poll_s": 0}
+    opts = {
+        "alt_mac": "02:00:00:00:aa:01",
+        "alt_ip": "10.99.0.1",
+        "alt_lanes": [BULK_LANE],
+        "cpumap_qsize": 16,
+        "lane_cpus": {PRIO_LANE: 0},
+        "overload_poll_s": 0,
+    }
     for caps, admitted in (({PRIO_LANE: 1}, 12), ({}, 100)):
         d = Driver({**opts, "lane_capacity_pps": caps})
         try:

@@ -11,11 +11,22 @@ from sliceportal_xdp import layout
 
 HEADER = Path(__file__).resolve().parents[3] / "dataplane" / "xdp" / "src" / "sliceportal.h"
 # header name -> layout name, where they differ beyond the SP_ prefix
-RENAMED = {"SP_IP_PREFIXES": "IP_PREFIXES", "SP_TUNNEL_KEYS": "TUNNEL_KEYS", "SP_FLOW_CACHE": "FLOW_CACHE",
-           "SP_ECN_OFF": "ECN_OFF"}
+RENAMED = {
+    "SP_IP_PREFIXES": "IP_PREFIXES",
+    "SP_TUNNEL_KEYS": "TUNNEL_KEYS",
+    "SP_FLOW_CACHE": "FLOW_CACHE",
+    "SP_ECN_OFF": "ECN_OFF",
+}
 # enum sp_special field part -> the table the slot belongs to
-FIELD = {"VNI": "vni", "TEID": "teid", "VLAN": "vlan", "SRC": "src_ip", "DST": "dst_ip", "PORT": "dst_port",
-         "DSCP": "dscp"}
+FIELD = {
+    "VNI": "vni",
+    "TEID": "teid",
+    "VLAN": "vlan",
+    "SRC": "src_ip",
+    "DST": "dst_ip",
+    "PORT": "dst_port",
+    "DSCP": "dscp",
+}
 
 
 def header_defines() -> dict[str, int]:

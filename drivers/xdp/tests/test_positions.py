@@ -30,8 +30,9 @@ CAP = XdpOptions().table_capacity()
 
 def rule(i: int) -> Rule:
     """A narrow rule: one UE address, one port (its own footprint: a few slots)."""
-    return Rule(Match(src_ip=Ternary.exact(BASE + i, 32), dst_port=Ternary.exact(1000 + i % 60000, 16)),
-                Action(1, i % 4, 0))
+    return Rule(
+        Match(src_ip=Ternary.exact(BASE + i, 32), dst_port=Ternary.exact(1000 + i % 60000, 16)), Action(1, i % 4, 0)
+    )
 
 
 def ir_of(rules: list[Rule]) -> RuleIR:
@@ -78,8 +79,7 @@ def test_no_gap_left_moves_the_nearest_neighbours_only() -> None:
 
 
 def test_signatures_do_not_depend_on_the_other_rules() -> None:
-    wide = Rule(Match(src_ip=Ternary.prefix(BASE, 24, 32), vni=Ternary(0, 0), dscp=Ternary(8, 0x38)),
-                Action(1, 0, 0))
+    wide = Rule(Match(src_ip=Ternary.prefix(BASE, 24, 32), vni=Ternary(0, 0), dscp=Ternary(8, 0x38)), Action(1, 0, 0))
     alone = positions.signatures(lower_tables(ir_of([wide]), "v", CAP))
     crowded = positions.signatures(lower_tables(ir_of([rule(1), wide, rule(2), rule(3)]), "v", CAP))
     assert crowded[1] == alone[0]
@@ -120,9 +120,9 @@ def one_rule_writes(n: int) -> tuple[int, int]:
         rng = random.Random(n)
         rules = [rule(i) for i in range(n)]
         fill_both(d, rules)
-        added = [*rules[:n // 2], rule(n + 1 + rng.randrange(1000)), *rules[n // 2:]]
+        added = [*rules[: n // 2], rule(n + 1 + rng.randrange(1000)), *rules[n // 2 :]]
         add = push(d, added)
-        removed = added[: n // 2 + 3] + added[n // 2 + 4:]
+        removed = added[: n // 2 + 3] + added[n // 2 + 4 :]
         return add, push(d, removed)  # the idle copy held ``rules``: both changes
     finally:
         d.close()

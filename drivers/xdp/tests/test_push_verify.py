@@ -22,8 +22,14 @@ BASE = int(ipaddress.IPv4Address("10.1.0.0"))
 def ir(n: int, lane: int = 0) -> RuleIR:
     """``n`` rules on a /32, a TEID and a port: every keyed and array table has entries."""
     rules = tuple(
-        Rule(Match(src_ip=Ternary.exact(BASE + i, 32), teid=Ternary.exact(100 + i, 32),
-                   dst_port=Ternary.exact(5000 + i, 16)), Action(1 + i % 3, lane, i % 8))
+        Rule(
+            Match(
+                src_ip=Ternary.exact(BASE + i, 32),
+                teid=Ternary.exact(100 + i, 32),
+                dst_port=Ternary.exact(5000 + i, 16),
+            ),
+            Action(1 + i % 3, lane, i % 8),
+        )
         for i in range(n)
     )
     return RuleIR(lanes=4, paths=8, rules=rules)

@@ -41,8 +41,16 @@ def delta(after: Counters, before: Counters, key: str) -> tuple[int, int]:
 
 
 def test_slice_lanes_count_what_each_slice_lane_received_and_claim_no_delay() -> None:
-    d = Driver({"record_last": True, "overload_poll_s": 0, "alt_mac": ALT_MAC, "alt_ip": ALT_IP,
-                "src_mac": SRC_MAC, "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 0}})
+    d = Driver(
+        {
+            "record_last": True,
+            "overload_poll_s": 0,
+            "alt_mac": ALT_MAC,
+            "alt_ip": ALT_IP,
+            "src_mac": SRC_MAC,
+            "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 0},
+        }
+    )
     try:
         d.apply(d.lower(ir()), noop)
         before = d.counters()

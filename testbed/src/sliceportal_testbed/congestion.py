@@ -41,11 +41,11 @@ LINK_HEADROOM = 4.0  # a software plane's normal egress link rate / its normal o
 
 MECHANISM = {
     "p4rt": "egress port link rate of the target's traffic manager (8 strict-priority queues, 64 packets "
-            "each, tail drop), lowered to offered / factor",
+    "each, tail drop), lowered to offered / factor",
     "netfpga": "wall-clock DMA drain of the RTL's two-level queue (round robin over slices, strict priority "
-               "over lanes), lowered to offered / factor",
+    "over lanes), lowered to offered / factor",
     "xdp": "the XDP program's egress budget (token bucket admitting lanes by priority, excess dropped), "
-           "set to offered / factor",
+    "set to offered / factor",
 }
 
 
@@ -60,8 +60,11 @@ def p4_link_rate(address: str, rate_bps: int | None, certs: P4RuntimeCerts | Non
         sys.path.insert(0, str(BMV2_DIR))
     from bmv2_target.live_ports import ClientTls, call_live
 
-    tls = None if certs is None else ClientTls(
-        certs.ca_cert.read_bytes(), certs.client_cert.read_bytes(), certs.client_key.read_bytes())
+    tls = (
+        None
+        if certs is None
+        else ClientTls(certs.ca_cert.read_bytes(), certs.client_cert.read_bytes(), certs.client_key.read_bytes())
+    )
     try:
         status: dict[str, Any] = call_live(address, "SetLinkRate", {"link_rate_bps": rate_bps}, tls=tls)
     except Exception as exc:  # grpc.RpcError and connection failures alike
@@ -97,8 +100,9 @@ def netfpga_egress(sock_path: str) -> Callable[[float | None], None]:
     return lambda bps: netfpga_drain(sock_path, bps or 0.0)
 
 
-def xdp_egress(sessions: sessionmaker[Session], backend_id: Callable[[], int],
-               lanes: int) -> Callable[[float | None], None]:
+def xdp_egress(
+    sessions: sessionmaker[Session], backend_id: Callable[[], int], lanes: int
+) -> Callable[[float | None], None]:
     """The setter for the XDP program's egress budget, through the backend's driver (in-process,
     the one that loaded and attached the program; or the client of the backend's agent)."""
 

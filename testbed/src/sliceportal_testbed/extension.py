@@ -13,5 +13,10 @@ from sliceportal_testbed.live import LiveTestbed
 
 def create(context: ExtensionContext) -> ControllerExtension:
     settings = context.settings
-    return LiveTestbed(context.sessions, context.hub, prefix=settings.testbed_prefix,
-                       rate_pps=settings.testbed_rate_pps, p4_target=settings.testbed_p4_target)
+    return LiveTestbed(
+        context.sessions,
+        context.hub,
+        prefix=settings.testbed_prefix,
+        rate_pps=settings.testbed_rate_pps,
+        p4_target=settings.testbed_p4_target,
+    )

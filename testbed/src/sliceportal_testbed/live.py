@@ -102,7 +102,8 @@ DEMO_ACCEPTS_UNENFORCED = {"netfpga": ("ecn",)}
 # admits them anyway, as an operator would, with this reason (audited; shown as waived).
 DEMO_ADMISSION_OVERRIDE = (
     "testbed demo: one SLA per slice on all three planes, sized for the traffic the XDP plane is offered; "
-    "the emulated P4 and NetFPGA planes' links are slower (docs/rules.md, \"The testbed's capacities\")")
+    "the emulated P4 and NetFPGA planes' links are slower (docs/rules.md, \"The testbed's capacities\")"
+)
 PROCESS_PLANE_PPS = {"p4rt": 300.0, "netfpga": 150.0}
 XDP_LANES = 4
 RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a dead process
@@ -181,10 +182,17 @@ class Plane:
         for part in list(self.default_parts.values()):  # a snapshot: the KPI writer replaces parts
             for d in part:
                 m = merged.get(d.lane)
-                merged[d.lane] = d if m is None else DefaultLane(
-                    lane=d.lane, rx_packets=m.rx_packets + d.rx_packets,
-                    throughput_bps=m.throughput_bps + d.throughput_bps, loss_pct=max(m.loss_pct, d.loss_pct),
-                    from_slices=sorted({*m.from_slices, *d.from_slices}))
+                merged[d.lane] = (
+                    d
+                    if m is None
+                    else DefaultLane(
+                        lane=d.lane,
+                        rx_packets=m.rx_packets + d.rx_packets,
+                        throughput_bps=m.throughput_bps + d.throughput_bps,
+                        loss_pct=max(m.loss_pct, d.loss_pct),
+                        from_slices=sorted({*m.from_slices, *d.from_slices}),
+                    )
+                )
         return [merged[lane] for lane in sorted(merged)]
 
     def congested(self, now: datetime) -> bool:
@@ -306,22 +314,48 @@ class LiveTestbed:
         sink = f"{self.prefix}sink"
         # The XDP program is the agent's (its maps pinned in bpffs): it forwards while the agent
         # restarts, and every portal process drives it through the agent's socket (#16)
-        agent = XdpAgent(self.prefix, f"{self.prefix}xdp-core", core.ifname, core.netns, {
-            "tx_peer": f"{edge.netns}/{tb.peer_port('core')}", "alt_mac": alt.mac, "alt_ip": alt.ip,
-            "alt_lanes": [BEST_EFFORT_LANE], "lanes": XDP_LANES, "paths": 8,
-            # this machine's CPUs also run the senders, meters, database and portal, so their busy
-            # share is not the data plane's load: seed 001's CPU overload detection would steer
-            # prioritised lanes to the alt node (unmetered) at random; the congestion scenario is
-            # the testbed's overload (docs/testbed.md)
-            "overload_poll_s": 0})
+        agent = XdpAgent(
+            self.prefix,
+            f"{self.prefix}xdp-core",
+            core.ifname,
+            core.netns,
+            {
+                "tx_peer": f"{edge.netns}/{tb.peer_port('core')}",
+                "alt_mac": alt.mac,
+                "alt_ip": alt.ip,
+                "alt_lanes": [BEST_EFFORT_LANE],
+                "lanes": XDP_LANES,
+                "paths": 8,
+                # this machine's CPUs also run the senders, meters, database and portal, so their busy
+                # share is not the data plane's load: seed 001's CPU overload detection would steer
+                # prioritised lanes to the alt node (unmetered) at random; the congestion scenario is
+                # the testbed's overload (docs/testbed.md)
+                "overload_poll_s": 0,
+            },
+        )
         xdp = Plane(
-            name="xdp-core", driver="xdp", ingress=(edge.netns, tb.peer_port("core")),
+            name="xdp-core",
+            driver="xdp",
+            ingress=(edge.netns, tb.peer_port("core")),
             captures=[(core.netns, core.ifname), (alt.netns, alt.ifname)],
             underlay=Underlay(src_mac=edge.mac, dst_mac=core.mac, outer_src=edge.ip, outer_dst=core.ip),
-            base_pps=self.rate_pps, process=agent, options={"address": agent.address, "agent_token": agent.token},
+            base_pps=self.rate_pps,
+            process=agent,
+            options={"address": agent.address, "agent_token": agent.token},
             # what the in-process driver of earlier runs kept in the record is the agent's now
-            stale_options=("interface", "netns", "tx_peer", "pin_name", "alt_mac", "alt_ip", "alt_lanes",
-                           "lanes", "paths", "overload_poll_s"))
+            stale_options=(
+                "interface",
+                "netns",
+                "tx_peer",
+                "pin_name",
+                "alt_mac",
+                "alt_ip",
+                "alt_lanes",
+                "lanes",
+                "paths",
+                "overload_poll_s",
+            ),
+        )
         xdp.set_egress = xdp_egress(self.sessions, lambda: xdp.backend_id, lanes=XDP_LANES)
         p4_in, p4_out = tb.host_link("p4i", edge.netns, "p4-in"), tb.host_link("p4o", sink, "p4-out")
         p4_pps = min(PROCESS_PLANE_PPS["p4rt"], self.rate_pps)
@@ -333,16 +367,34 @@ class LiveTestbed:
         # the switch's, reads or writes the P4 plane; a local user on loopback is refused (#27)
         p4_tls = testbed_certs(self.prefix)
         self._stack.callback(p4_tls.remove)
-        p4 = (simple_switch_process(self.prefix, {1: p4_in, 2: p4_out}, tls_args=p4_tls.server_args()) if real
-              else bmv2_process(self.prefix, {1: p4_in, 2: p4_out}, link_rate_bps=int(p4_link),
-                                tls_args=p4_tls.server_args()))
+        p4 = (
+            simple_switch_process(self.prefix, {1: p4_in, 2: p4_out}, tls_args=p4_tls.server_args())
+            if real
+            else bmv2_process(
+                self.prefix, {1: p4_in, 2: p4_out}, link_rate_bps=int(p4_link), tls_args=p4_tls.server_args()
+            )
+        )
         bmv2 = Plane(
-            name="bmv2", driver="p4rt", ingress=(edge.netns, "p4-in"), captures=[(sink, "p4-out")],
+            name="bmv2",
+            driver="p4rt",
+            ingress=(edge.netns, "p4-in"),
+            captures=[(sink, "p4-out")],
             underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:01:01", outer_src=edge.ip, outer_dst="10.77.1.1"),
-            base_pps=p4_pps, tagged=True, process=p4, link_bps=None if real else p4_link,
-            egress_bps=None if real else p4_link, set_egress=None if real else p4_egress(p4.address, p4_tls),
-            options={"address": p4.address, "lanes": 8, "trunk_ports": [1, 2], "uplink_port": 2,
-                     **p4_tls.client_options()}, stale_options=("plaintext", "tls_server_name"))
+            base_pps=p4_pps,
+            tagged=True,
+            process=p4,
+            link_bps=None if real else p4_link,
+            egress_bps=None if real else p4_link,
+            set_egress=None if real else p4_egress(p4.address, p4_tls),
+            options={
+                "address": p4.address,
+                "lanes": 8,
+                "trunk_ports": [1, 2],
+                "uplink_port": 2,
+                **p4_tls.client_options(),
+            },
+            stale_options=("plaintext", "tls_server_name"),
+        )
         planes = [xdp, bmv2]
         nf_in, nf_out = tb.host_link("nfi", edge.netns, "nf-in"), tb.host_link("nfo", sink, "nf-out")
         nf_pps = min(PROCESS_PLANE_PPS["netfpga"], self.rate_pps)
@@ -353,11 +405,18 @@ class LiveTestbed:
         except ProcessError as exc:
             nf, nf_reason = None, str(exc)
         netfpga = Plane(
-            name="netfpga-sim", driver="netfpga", ingress=(edge.netns, "nf-in"), captures=[(sink, "nf-out")],
+            name="netfpga-sim",
+            driver="netfpga",
+            ingress=(edge.netns, "nf-in"),
+            captures=[(sink, "nf-out")],
             underlay=Underlay(src_mac=edge.mac, dst_mac="02:53:50:00:02:01", outer_src=edge.ip, outer_dst="10.77.2.1"),
-            base_pps=nf_pps, process=nf, link_bps=nf_link, egress_bps=nf_link,
+            base_pps=nf_pps,
+            process=nf,
+            link_bps=nf_link,
+            egress_bps=nf_link,
             set_egress=netfpga_egress(nf.address) if nf else None,
-            options={"address": nf.address if nf else ""})
+            options={"address": nf.address if nf else ""},
+        )
         if nf is None:
             netfpga.reason = nf_reason
         planes.append(netfpga)
@@ -416,8 +475,14 @@ class LiveTestbed:
             # through by the override an earlier plane needed
             for s in seeded:
                 s.admission_override = None
-            admission.check(session, [b], override=Override(DEMO_ADMISSION_OVERRIDE),
-                            action="testbed demo assignment", subject=b, waive=seeded)
+            admission.check(
+                session,
+                [b],
+                override=Override(DEMO_ADMISSION_OVERRIDE),
+                action="testbed demo assignment",
+                subject=b,
+                waive=seeded,
+            )
             waived = waived or any(s.admission_override for s in seeded)
         for s in seeded:
             s.admission_override = DEMO_ADMISSION_OVERRIDE if waived else None
@@ -468,15 +533,19 @@ class LiveTestbed:
                 if plane.congestion_until is not None and now >= plane.congestion_until:
                     plane.congestion_until = plane.congestion_factor = None
                 self._set_egress(plane, now)
-                restart = shape != plane.shape or pps != plane.sending_pps or (
-                    plane.sender is not None and not plane.sender.is_alive() and not plane.sender.stopping)
+                restart = (
+                    shape != plane.shape
+                    or pps != plane.sending_pps
+                    or (plane.sender is not None and not plane.sender.is_alive() and not plane.sender.stopping)
+                )
                 if restart:
                     plane.generation += 1
                     plane.shape = shape
                     plane.flows = flows
                 if restart or rs_id != plane.rule_set_id:
-                    places = flow_places(rule_set.ir if rule_set else None,
-                                         rule_set.explanation if rule_set else None, plane.flows)
+                    places = flow_places(
+                        rule_set.ir if rule_set else None, rule_set.explanation if rule_set else None, plane.flows
+                    )
                     for meter in plane.meters:
                         meter.places = places  # one reference swap: the capture thread reads it
                     plane.places, plane.rule_set_id = places, rs_id
@@ -517,24 +586,45 @@ class LiveTestbed:
     def _flows(session: Session, plane: Plane, first_id: int) -> list[ScenarioFlow]:
         """A few subscribers of every slice assigned to this backend, on each of its services."""
         flows: list[ScenarioFlow] = []
-        slices = session.scalars(select(Slice).where(Slice.backends.any(Backend.id == plane.backend_id))
-                                 .order_by(Slice.id))
+        slices = session.scalars(
+            select(Slice).where(Slice.backends.any(Backend.id == plane.backend_id)).order_by(Slice.id)
+        )
         for s in slices:
             tenant = session.get(Tenant, s.tenant_id)
             assert tenant is not None
             if plane.tagged and tenant.vlan is None:
                 continue  # no VLAN, no traffic on the P4 program's trunk (seed 002)
-            users = session.scalars(select(Subscriber).join(subscriber_slice).where(
-                subscriber_slice.c.slice_id == s.id).order_by(Subscriber.id).limit(USERS_PER_SLICE)).all()
+            users = session.scalars(
+                select(Subscriber)
+                .join(subscriber_slice)
+                .where(subscriber_slice.c.slice_id == s.id)
+                .order_by(Subscriber.id)
+                .limit(USERS_PER_SLICE)
+            ).all()
             for u_index, u in enumerate(users):
                 for svc_index, svc in enumerate(s.services):
                     port = svc.dst_ports[0][0] if svc.dst_ports else 5000
-                    flow = Flow(src_ip=str(ipaddress.IPv4Address(str(u.ue_ip))), dst_ip=SERVICE_HOST, dst_port=port,
-                                dscp=svc.dscp[0] if svc.dscp else 0, vni=tenant.vni,
-                                teid=u.teids[0] if u.teids else 0, encap=Encap.VXLAN_GTP,
-                                vlan=tenant.vlan if plane.tagged else None)
-                    flows.append(ScenarioFlow(flow_id=first_id + len(flows), flow=flow, slice_index=s.id, user=u_index,
-                                              service=svc_index, priority=svc.lane, frame_size=FRAME_SIZE))
+                    flow = Flow(
+                        src_ip=str(ipaddress.IPv4Address(str(u.ue_ip))),
+                        dst_ip=SERVICE_HOST,
+                        dst_port=port,
+                        dscp=svc.dscp[0] if svc.dscp else 0,
+                        vni=tenant.vni,
+                        teid=u.teids[0] if u.teids else 0,
+                        encap=Encap.VXLAN_GTP,
+                        vlan=tenant.vlan if plane.tagged else None,
+                    )
+                    flows.append(
+                        ScenarioFlow(
+                            flow_id=first_id + len(flows),
+                            flow=flow,
+                            slice_index=s.id,
+                            user=u_index,
+                            service=svc_index,
+                            priority=svc.lane,
+                            frame_size=FRAME_SIZE,
+                        )
+                    )
         return flows
 
     def congest(self, backend_id: int, duration_s: float, factor: float) -> Plane:
@@ -553,9 +643,10 @@ class LiveTestbed:
         if not plane.up:
             raise BackendDown(plane.reason or "not started")
         if plane.set_egress is None:
-            raise NoCongestionMechanism(f"{plane.name} has no egress rate the testbed can lower"
-                                        + (" (the real BMv2 rates priority queues, not ports)"
-                                           if plane.driver == "p4rt" else ""))
+            raise NoCongestionMechanism(
+                f"{plane.name} has no egress rate the testbed can lower"
+                + (" (the real BMv2 rates priority queues, not ports)" if plane.driver == "p4rt" else "")
+            )
         plane.congestion_factor = factor
         plane.congestion_until = until
         return plane
@@ -589,8 +680,12 @@ class LiveTestbed:
             # a starved lane's loss counts only while its data plane forwards: one that is down (or
             # restarted and not yet holding its rules) has its KPIs stop, never zero samples
             # (an interval that began before its refill was confirmed is not the refilled plane's)
-            forwarding = plane.up and not plane.restore_due and plane.refilled_at <= began \
+            forwarding = (
+                plane.up
+                and not plane.restore_due
+                and plane.refilled_at <= began
                 and (plane.process is None or plane.process.alive)
+            )
             if forwarding:
                 report = meter.interval_report(sent_before=self._sent_before(plane))
                 self._reports.put((plane, index, datetime.now(UTC), report))
@@ -607,6 +702,7 @@ class LiveTestbed:
             places = meter.places
             for flow_id in [f for f in meter.flows if f not in places]:
                 del meter.flows[flow_id]
+
         return step
 
     def _sent_before(self, plane: Plane) -> dict[int, int]:
@@ -681,8 +777,10 @@ class LiveTestbed:
         if hit == want_hit and missed == want_miss:
             plane.placement_check = "agrees"
         else:
-            plane.placement_check = (f"differs: the data plane counted slices {sorted(hit)} (miss path used: "
-                                     f"{missed}); its rule set predicts {sorted(want_hit)} (misses: {want_miss})")
+            plane.placement_check = (
+                f"differs: the data plane counted slices {sorted(hit)} (miss path used: "
+                f"{missed}); its rule set predicts {sorted(want_hit)} (misses: {want_miss})"
+            )
 
     def _note_default(self, plane: Plane, index: int, groups: list[Any]) -> None:
         """The miss-path traffic of one capture point's interval; the plane reports it merged with
@@ -690,11 +788,21 @@ class LiveTestbed:
         alt node's, without default traffic, hid the core's from the API most of the time)."""
         by_flow = {sf.flow_id: sf.slice_index for sf in plane.flows}
         plane.default_parts[index] = [
-            DefaultLane(lane=g.lane or 0, rx_packets=g.received, loss_pct=g.loss_pct,
-                        throughput_bps=g.bytes * 8 / self.interval_s,
-                        from_slices=sorted({by_flow[f] for f, place in plane.places.items()
-                                            if place == (DEFAULT_SLICE, g.lane) and f in by_flow}))
-            for g in groups]
+            DefaultLane(
+                lane=g.lane or 0,
+                rx_packets=g.received,
+                loss_pct=g.loss_pct,
+                throughput_bps=g.bytes * 8 / self.interval_s,
+                from_slices=sorted(
+                    {
+                        by_flow[f]
+                        for f, place in plane.places.items()
+                        if place == (DEFAULT_SLICE, g.lane) and f in by_flow
+                    }
+                ),
+            )
+            for g in groups
+        ]
 
     # ---- supervision ------------------------------------------------------------------
 
@@ -722,7 +830,7 @@ class LiveTestbed:
                     except ProcessError as exc:
                         plane.restart_failures += 1
                         plane.reason = str(exc)
-                        wait = min(RESTART_BACKOFF_S[1], RESTART_BACKOFF_S[0] * 2 ** plane.restart_failures)
+                        wait = min(RESTART_BACKOFF_S[1], RESTART_BACKOFF_S[0] * 2**plane.restart_failures)
                         plane.restart_at = time.monotonic() + wait
                         plane.health_due = ("down", f"{plane.reason} (next restart in {wait:.0f} s)")
                     else:
@@ -770,15 +878,26 @@ class LiveTestbed:
             links += [TestbedLink(role="egress", netns=ns, ifname=ifn) for ns, ifn in p.captures]
             running = p.congestion_until is not None and now < p.congestion_until
             mechanism = MECHANISM.get(p.driver, "") if p.set_egress is not None else ""
-            out.append(TestbedBackend(
-                backend_id=p.backend_id, name=p.name, driver=p.driver, up=p.up, reason=p.reason, links=links,
-                rule_set_id=p.rule_set_id, flows=len(p.flows), offered_pps=pps, offered_bps=pps * FRAME_SIZE * 8,
-                congestion_until=p.congestion_until if running else None,
-                congestion_factor=p.congestion_factor if running else None,
-                egress_capacity_bps=p.egress_bps, congestion_mechanism=mechanism,
-                restarts=max(0, (p.process.starts - 1) if p.process else 0),
-                last_interval_at=p.last_interval_at, default_traffic=p.default_traffic(),
-                placement_check=p.placement_check))
+            out.append(
+                TestbedBackend(
+                    backend_id=p.backend_id,
+                    name=p.name,
+                    driver=p.driver,
+                    up=p.up,
+                    reason=p.reason,
+                    links=links,
+                    rule_set_id=p.rule_set_id,
+                    flows=len(p.flows),
+                    offered_pps=pps,
+                    offered_bps=pps * FRAME_SIZE * 8,
+                    congestion_until=p.congestion_until if running else None,
+                    congestion_factor=p.congestion_factor if running else None,
+                    egress_capacity_bps=p.egress_bps,
+                    congestion_mechanism=mechanism,
+                    restarts=max(0, (p.process.starts - 1) if p.process else 0),
+                    last_interval_at=p.last_interval_at,
+                    default_traffic=p.default_traffic(),
+                    placement_check=p.placement_check,
+                )
+            )
         return TestbedState(running=self.running, error=self.error, prefix=self.prefix, backends=out)
-
-

@@ -141,8 +141,7 @@ class Testbed:
             _run(["ip", "netns", "add", n.netns])
             _run(["ip", "-n", n.netns, "link", "set", "lo", "up"])
             # no IPv6 autoconfiguration chatter on the measured links
-            _run(["ip", "netns", "exec", n.netns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-                 check=False)
+            _run(["ip", "netns", "exec", n.netns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], check=False)
         e = edge.netns
         _run(
             [
@@ -171,8 +170,10 @@ class Testbed:
             _run(["ip", "-n", peer.netns, "addr", "add", f"{peer.ip}/{peer.prefix_len}", "dev", "eth0"])
         _run(["ip", "netns", "add", f"{self.prefix}{SINK}"])
         _run(["ip", "-n", f"{self.prefix}{SINK}", "link", "set", "lo", "up"])
-        _run(["ip", "netns", "exec", f"{self.prefix}{SINK}", "sysctl", "-qw",
-              "net.ipv6.conf.default.disable_ipv6=1"], check=False)
+        _run(
+            ["ip", "netns", "exec", f"{self.prefix}{SINK}", "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+            check=False,
+        )
         _run(["ip", "-n", e, "addr", "add", f"{edge.ip}/{edge.prefix_len}", "dev", "br0"])
         _run(["ip", "-n", e, "link", "set", "br0", "up"])
         # static neighbours: no ARP races in the first packets of a test

@@ -30,8 +30,9 @@ def load_ir(ir: Mapping[str, Any]) -> RuleIR:
     return _IR.validate_python(dict(ir))
 
 
-def flow_places(ir: Mapping[str, Any] | None, explanation: Mapping[str, Any] | None,
-                flows: Iterable[ScenarioFlow]) -> dict[int, tuple[int, int]]:
+def flow_places(
+    ir: Mapping[str, Any] | None, explanation: Mapping[str, Any] | None, flows: Iterable[ScenarioFlow]
+) -> dict[int, tuple[int, int]]:
     """flow id -> (portal slice id or DEFAULT_SLICE, lane) on a backend holding ``ir``.
 
     A hit's lane is the slice type's catalogue lane (as the slice's KPIs are keyed); a

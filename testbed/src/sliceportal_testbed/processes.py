@@ -77,8 +77,16 @@ class ManagedProcess:
     caller never talks to a process that is not there yet.
     """
 
-    def __init__(self, name: str, argv: list[str], prefix: str, ready: Callable[[], bool],
-                 address: str, env: dict[str, str] | None = None, timeout_s: float = 20.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        prefix: str,
+        ready: Callable[[], bool],
+        address: str,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 20.0,
+    ) -> None:
         self.name, self.argv, self.prefix, self.address = name, argv, prefix, address
         self._ready, self._env, self._timeout_s = ready, env, timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
@@ -88,8 +96,9 @@ class ManagedProcess:
 
     def start(self) -> None:
         with self.log_file.open("ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self._env,
-                                         start_new_session=True)  # a terminal's ^C reaches the portal only
+            self.proc = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT, env=self._env, start_new_session=True
+            )  # a terminal's ^C reaches the portal only
         self.pid_file.write_text(f"{self.proc.pid}\n")
         self.starts += 1
         deadline = time.monotonic() + self._timeout_s
@@ -131,8 +140,13 @@ class ManagedProcess:
         self.pid_file.unlink(missing_ok=True)
 
 
-def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None,
-                 link_rate_bps: int | None = None, tls_args: Sequence[str] = ()) -> ManagedProcess:
+def bmv2_process(
+    prefix: str,
+    ports: dict[int, str],
+    grpc_port: int | None = None,
+    link_rate_bps: int | None = None,
+    tls_args: Sequence[str] = (),
+) -> ManagedProcess:
     """The bundled P4 target on live ports ``{port: ifname}`` (AF_PACKET, as BMv2's ``-i``),
     8 priority queues, each egress port drained at ``link_rate_bps`` (None: unlimited), on a
     fixed gRPC port so a restart keeps the backend's address; ``tls_args`` are its server's
@@ -147,8 +161,9 @@ def bmv2_process(prefix: str, ports: dict[int, str], grpc_port: int | None = Non
     return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}", env=env)
 
 
-def simple_switch_process(prefix: str, ports: dict[int, str], grpc_port: int | None = None,
-                          tls_args: Sequence[str] = ()) -> ManagedProcess:
+def simple_switch_process(
+    prefix: str, ports: dict[int, str], grpc_port: int | None = None, tls_args: Sequence[str] = ()
+) -> ManagedProcess:
     """The real BMv2 (``simple_switch_grpc``, from ../shared/p4tools) on live ports, empty
     (``--no-p4``: the p4rt driver pushes the p4c build), 8 priority queues, on a fixed gRPC
     port so a restart keeps the backend's address. Its Thrift port is a free one, so that
@@ -165,8 +180,9 @@ def simple_switch_process(prefix: str, ports: dict[int, str], grpc_port: int | N
     return ManagedProcess("bmv2", argv, prefix, lambda: _tcp_accepts(port), f"127.0.0.1:{port}")
 
 
-def netfpga_process(prefix: str, veth_in: str, veth_out: str, binary: Path = SP_SIM,
-                    live_drain_bps: float | None = None) -> ManagedProcess:
+def netfpga_process(
+    prefix: str, veth_in: str, veth_out: str, binary: Path = SP_SIM, live_drain_bps: float | None = None
+) -> ManagedProcess:
     """The NetFPGA Verilator model as a live card between two interfaces; its register
     server on a Unix socket in the run directory. ``live_drain_bps``: its DMA drain paced in
     wall-clock time (the link its queues drain into), else in simulated cycles."""
@@ -195,9 +211,24 @@ class XdpAgent(ManagedProcess):
         write_private_file(token_file, self.token)
         # --replace: pins of another build (a crashed run of an older checkout) are removed, the
         # portal re-pushes its rule set; pins of this build are taken over as they are
-        argv = [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", pin_name, "--interface", interface,
-                "--netns", netns, "--listen", f"unix:{sock}", "--token-file", str(token_file),
-                "--options", json.dumps(options), "--replace"]
+        argv = [
+            sys.executable,
+            "-m",
+            "sliceportal_xdp.agent",
+            "--backend",
+            pin_name,
+            "--interface",
+            interface,
+            "--netns",
+            netns,
+            "--listen",
+            f"unix:{sock}",
+            "--token-file",
+            str(token_file),
+            "--options",
+            json.dumps(options),
+            "--replace",
+        ]
         super().__init__("xdp-agent", argv, prefix, lambda: _unix_accepts(sock), f"unix:{sock}", timeout_s=60.0)
 
     def teardown(self) -> None:
@@ -248,8 +279,9 @@ def _ours(argv: list[str], prefix: str) -> bool:
     """A data-plane program whose interfaces or socket carry this testbed's prefix."""
     joined = " ".join(argv)
     run = str(run_dir(prefix))
-    return any(p in joined for p in DATA_PLANE_PROGRAMS) and (f"@{prefix}" in joined or f" {prefix}" in joined
-                                                               or run in joined)
+    return any(p in joined for p in DATA_PLANE_PROGRAMS) and (
+        f"@{prefix}" in joined or f" {prefix}" in joined or run in joined
+    )
 
 
 def leftovers(prefix: str) -> list[int]:

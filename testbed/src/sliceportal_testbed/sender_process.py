@@ -32,8 +32,15 @@ _CTX.set_forkserver_preload(["sliceportal.traffic.sender"])
 PR_SET_PDEATHSIG = 1
 
 
-def _run(namespace: str, ifname: str, flows: Sequence[ScenarioFlow], pps: float, underlay: Underlay,
-         progress: Any, stop: StopFlag) -> None:
+def _run(
+    namespace: str,
+    ifname: str,
+    flows: Sequence[ScenarioFlow],
+    pps: float,
+    underlay: Underlay,
+    progress: Any,
+    stop: StopFlag,
+) -> None:
     """The child: send until ``stop`` is set (or the parent is gone)."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     try:
@@ -50,14 +57,19 @@ def _run(namespace: str, ifname: str, flows: Sequence[ScenarioFlow], pps: float,
 class SenderProcess:
     """One backend's sender: ``flows`` round robin at ``pps`` into ``ifname`` of ``namespace``."""
 
-    def __init__(self, name: str, namespace: str, ifname: str, flows: Sequence[ScenarioFlow], pps: float,
-                 underlay: Underlay) -> None:
+    def __init__(
+        self, name: str, namespace: str, ifname: str, flows: Sequence[ScenarioFlow], pps: float, underlay: Underlay
+    ) -> None:
         # packets sent per flow, kept by the child; read here without a lock (one writer, and a
         # torn read of a counter is at most one packet stale)
         self.progress: Any = _CTX.Array(ctypes.c_uint64, len(flows), lock=False)
         self._stop = _CTX.Event()
-        self._proc = _CTX.Process(target=_run, name=f"testbed-send-{name}", daemon=True,
-                                  args=(namespace, ifname, list(flows), pps, underlay, self.progress, self._stop))
+        self._proc = _CTX.Process(
+            target=_run,
+            name=f"testbed-send-{name}",
+            daemon=True,
+            args=(namespace, ifname, list(flows), pps, underlay, self.progress, self._stop),
+        )
 
     def start(self) -> None:
         self._proc.start()
@@ -78,4 +90,3 @@ class SenderProcess:
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join(timeout_s)
-

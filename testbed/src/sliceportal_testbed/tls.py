@@ -39,8 +39,15 @@ class P4RuntimeCerts:
 
     def server_args(self, client_auth: bool = True) -> list[str]:
         """The flags simple_switch_grpc (after its ``--``) and the bundled target take."""
-        args = ["--grpc-server-ssl", "--grpc-server-cert", str(self.server_cert),
-                "--grpc-server-key", str(self.server_key), "--grpc-server-cacert", str(self.ca_cert)]
+        args = [
+            "--grpc-server-ssl",
+            "--grpc-server-cert",
+            str(self.server_cert),
+            "--grpc-server-key",
+            str(self.server_key),
+            "--grpc-server-cacert",
+            str(self.ca_cert),
+        ]
         return [*args, "--grpc-server-with-client-auth"] if client_auth else args
 
     def remove(self) -> None:
@@ -48,8 +55,11 @@ class P4RuntimeCerts:
 
     def client_options(self) -> dict[str, str]:
         """The p4rt backend options of a client that the switch accepts (PEM text, the key a secret)."""
-        return {"tls_ca_cert": self.ca_cert.read_text(), "tls_client_cert": self.client_cert.read_text(),
-                "tls_client_key_secret": self.client_key.read_text()}
+        return {
+            "tls_ca_cert": self.ca_cert.read_text(),
+            "tls_client_cert": self.client_cert.read_text(),
+            "tls_client_key_secret": self.client_key.read_text(),
+        }
 
 
 def _openssl(args: list[str], cwd: Path) -> None:
@@ -64,23 +74,66 @@ def _openssl(args: list[str], cwd: Path) -> None:
 def _leaf(d: Path, name: str, subject: str, extensions: str) -> None:
     (d / f"{name}.ext").write_text(extensions)
     _openssl(["req", "-new", *_CURVE, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject], d)
-    _openssl(["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-              "-days", str(DAYS), "-out", f"{name}.crt", "-extfile", f"{name}.ext"], d)
+    _openssl(
+        [
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            str(DAYS),
+            "-out",
+            f"{name}.crt",
+            "-extfile",
+            f"{name}.ext",
+        ],
+        d,
+    )
 
 
 def issue_p4runtime_certs(parent: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> P4RuntimeCerts:
     """A fresh CA with a server certificate for ``hosts`` and one client certificate, in a new
     private directory under ``parent``."""
     d = Path(tempfile.mkdtemp(prefix="p4rt-tls-", dir=parent))
-    _openssl(["req", "-x509", *_CURVE, "-keyout", "ca.key", "-out", "ca.crt", "-days", str(DAYS),
-              "-subj", "/CN=sliceportal P4Runtime CA", "-addext", "basicConstraints=critical,CA:TRUE",
-              "-addext", "keyUsage=critical,keyCertSign,cRLSign"], d)
+    _openssl(
+        [
+            "req",
+            "-x509",
+            *_CURVE,
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            str(DAYS),
+            "-subj",
+            "/CN=sliceportal P4Runtime CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        d,
+    )
     names = ",".join(f"IP:{h}" if h[:1].isdigit() or ":" in h else f"DNS:{h}" for h in hosts)
-    _leaf(d, "server", "/CN=sliceportal P4Runtime switch",
-          f"basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n"
-          f"subjectAltName={names}\n")
-    _leaf(d, "client", "/CN=sliceportal P4Runtime client",
-          "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+    _leaf(
+        d,
+        "server",
+        "/CN=sliceportal P4Runtime switch",
+        f"basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n"
+        f"subjectAltName={names}\n",
+    )
+    _leaf(
+        d,
+        "client",
+        "/CN=sliceportal P4Runtime client",
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n",
+    )
     return P4RuntimeCerts(d, d / "ca.crt", d / "server.crt", d / "server.key", d / "client.crt", d / "client.key")
 
 

@@ -17,14 +17,20 @@ from sliceportal.models import Role
 from sliceportal.services.admission import OVERRIDE_MAX, Override
 
 
-def admission_override(principal: CurrentUser, admission_override: Annotated[
-        str | None, Header(max_length=OVERRIDE_MAX, description="operators only: admit what admission control "
-                           "refuses; the reason is audited")] = None) -> Override | None:
+def admission_override(
+    principal: CurrentUser,
+    admission_override: Annotated[
+        str | None,
+        Header(
+            max_length=OVERRIDE_MAX,
+            description="operators only: admit what admission control refuses; the reason is audited",
+        ),
+    ] = None,
+) -> Override | None:
     if admission_override is None:
         return None
     if principal.role is not Role.OPERATOR:
-        raise ApiError(403, "Forbidden", "only operators may override admission control",
-                       field="admission_override")
+        raise ApiError(403, "Forbidden", "only operators may override admission control", field="admission_override")
     if not admission_override.strip():
         raise ApiError(422, "Validation failed", "an admission override needs a reason", field="admission_override")
     return Override(admission_override.strip())

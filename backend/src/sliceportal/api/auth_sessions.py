@@ -24,8 +24,12 @@ class RefreshRefused(Exception):
 
 
 def open_session(db: Session, settings: Settings, user: User, address: str) -> AuthSession:
-    auth = AuthSession(id=new_session_id(), user_id=user.id, address=address[:64],
-                       expires_at=datetime.now(UTC) + timedelta(days=settings.refresh_token_days))
+    auth = AuthSession(
+        id=new_session_id(),
+        user_id=user.id,
+        address=address[:64],
+        expires_at=datetime.now(UTC) + timedelta(days=settings.refresh_token_days),
+    )
     db.add(auth)
     db.flush()
     return auth
@@ -34,8 +38,7 @@ def open_session(db: Session, settings: Settings, user: User, address: str) -> A
 def issue_tokens(db: Session, settings: Settings, secret: str, user: User, auth: AuthSession) -> Token:
     """A fresh access token and the next refresh token of the session's chain."""
     refresh = new_refresh_token()
-    db.add(RefreshToken(user_id=user.id, session_id=auth.id, token_hash=sha256(refresh),
-                        expires_at=auth.expires_at))
+    db.add(RefreshToken(user_id=user.id, session_id=auth.id, token_hash=sha256(refresh), expires_at=auth.expires_at))
     access = create_access_token(user.id, user.role, auth.id, secret, settings.access_token_minutes)
     return Token(access_token=access, refresh_token=refresh, expires_in=settings.access_token_minutes * 60)
 
@@ -44,8 +47,7 @@ def rotate(db: Session, settings: Settings, secret: str, refresh_token: str) -> 
     """Spend a refresh token for a new pair. A token spent twice means it was stolen (either
     the thief or the user used it first): the whole session ends, both lose it."""
     now = datetime.now(UTC)
-    stored = db.scalar(select(RefreshToken).where(RefreshToken.token_hash == sha256(refresh_token))
-                       .with_for_update())
+    stored = db.scalar(select(RefreshToken).where(RefreshToken.token_hash == sha256(refresh_token)).with_for_update())
     if stored is None:
         raise RefreshRefused("refresh token unknown")
     auth = db.get(AuthSession, stored.session_id)
@@ -63,15 +65,21 @@ def rotate(db: Session, settings: Settings, secret: str, refresh_token: str) -> 
 
 
 def revoke_session(db: Session, session_id: str, reason: str) -> None:
-    db.execute(update(AuthSession).where(AuthSession.id == session_id, AuthSession.revoked_at.is_(None))
-               .values(revoked_at=datetime.now(UTC), revoked_reason=reason))
+    db.execute(
+        update(AuthSession)
+        .where(AuthSession.id == session_id, AuthSession.revoked_at.is_(None))
+        .values(revoked_at=datetime.now(UTC), revoked_reason=reason)
+    )
     db.execute(update(RefreshToken).where(RefreshToken.session_id == session_id).values(revoked=True))
 
 
 def revoke_user_sessions(db: Session, user_id: int, reason: str) -> int:
     """End every session of a user (password changed, user disabled); returns how many."""
-    result = db.execute(update(AuthSession).where(AuthSession.user_id == user_id, AuthSession.revoked_at.is_(None))
-                        .values(revoked_at=datetime.now(UTC), revoked_reason=reason))
+    result = db.execute(
+        update(AuthSession)
+        .where(AuthSession.user_id == user_id, AuthSession.revoked_at.is_(None))
+        .values(revoked_at=datetime.now(UTC), revoked_reason=reason)
+    )
     db.execute(update(RefreshToken).where(RefreshToken.user_id == user_id).values(revoked=True))
     return int(getattr(result, "rowcount", 0) or 0)
 

@@ -26,23 +26,34 @@ def scoped(stmt: Select[Any], model: type[Any], tenant_scope: int | None) -> Sel
     return stmt.where(getattr(model, column) == tenant_scope)
 
 
-def page(session: Session, stmt: Select[Any], params: ListParams,
-         sortable: Mapping[str, Column], search: Iterable[Column] = ()) -> tuple[list[Any], int]:
+def page(
+    session: Session,
+    stmt: Select[Any],
+    params: ListParams,
+    sortable: Mapping[str, Column],
+    search: Iterable[Column] = (),
+) -> tuple[list[Any], int]:
     """One page of ``stmt``'s objects (its first entity) and the count of all that match."""
     ordered, count = _paged(session, stmt, params, sortable, search)
     return list(session.scalars(ordered).unique().all()), count
 
 
-def page_rows(session: Session, stmt: Select[Any], params: ListParams,
-              sortable: Mapping[str, Column], search: Iterable[Column] = ()) -> tuple[list[Any], int]:
+def page_rows(
+    session: Session,
+    stmt: Select[Any],
+    params: ListParams,
+    sortable: Mapping[str, Column],
+    search: Iterable[Column] = (),
+) -> tuple[list[Any], int]:
     """``page`` for a select of columns: rows, not ORM objects (a hot list answers from
     columns without building, tracking and discarding an object per row)."""
     ordered, count = _paged(session, stmt, params, sortable, search)
     return list(session.execute(ordered).all()), count
 
 
-def _paged(session: Session, stmt: Select[Any], params: ListParams,
-           sortable: Mapping[str, Column], search: Iterable[Column]) -> tuple[Select[Any], int]:
+def _paged(
+    session: Session, stmt: Select[Any], params: ListParams, sortable: Mapping[str, Column], search: Iterable[Column]
+) -> tuple[Select[Any], int]:
     if params.q:
         escaped = params.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         pattern = f"%{escaped}%"
@@ -52,16 +63,14 @@ def _paged(session: Session, stmt: Select[Any], params: ListParams,
     if params.sort:
         key = params.sort.lstrip("-")
         if key not in sortable:
-            raise ApiError(422, "Validation failed", f"cannot sort by {key!r}; one of {sorted(sortable)}",
-                           field="sort")
+            raise ApiError(422, "Validation failed", f"cannot sort by {key!r}; one of {sorted(sortable)}", field="sort")
         order.append(sortable[key].desc() if params.sort.startswith("-") else sortable[key].asc())
     order.append(sortable["id"].asc())
     return stmt.order_by(*order).offset(params.offset).limit(params.limit), count
 
 
 def get_scoped(session: Session, model: type[M], ident: int, tenant_scope: int | None, what: str) -> M:
-    obj: M | None = session.scalar(
-        scoped(select(model).where(model.id == ident), model, tenant_scope))  # type: ignore[attr-defined]
+    obj: M | None = session.scalar(scoped(select(model).where(model.id == ident), model, tenant_scope))  # type: ignore[attr-defined]
     if obj is None:
         raise not_found(what, ident)
     return obj
@@ -85,16 +94,28 @@ def check_version(obj: Any, if_match: str | None, body_version: int | None) -> N
         expected = _if_match_version(if_match)
         if body_version is not None and body_version != expected:
             # Two different answers to "which version did you read": neither can be trusted.
-            raise ApiError(422, "Validation failed", f"If-Match names version {expected} but the body's "
-                           f"version is {body_version}; send one, or the same in both", field="version")
+            raise ApiError(
+                422,
+                "Validation failed",
+                f"If-Match names version {expected} but the body's "
+                f"version is {body_version}; send one, or the same in both",
+                field="version",
+            )
     if expected is None:
-        raise ApiError(428, "Precondition required",
-                       "send the version you read (field 'version' or an If-Match header) with every update",
-                       field="version")
+        raise ApiError(
+            428,
+            "Precondition required",
+            "send the version you read (field 'version' or an If-Match header) with every update",
+            field="version",
+        )
     if expected != obj.version:
-        raise ApiError(412, "Precondition failed",
-                       f"the object is at version {obj.version}, your change was based on {expected}; "
-                       "reload it and apply your change again", field="version")
+        raise ApiError(
+            412,
+            "Precondition failed",
+            f"the object is at version {obj.version}, your change was based on {expected}; "
+            "reload it and apply your change again",
+            field="version",
+        )
 
 
 def check_delete_version(obj: Any, if_match: str | None) -> None:
@@ -103,8 +124,12 @@ def check_delete_version(obj: Any, if_match: str | None) -> None:
         return
     expected = _if_match_version(if_match)
     if expected != obj.version:
-        raise ApiError(412, "Precondition failed", f"the object is at version {obj.version}, not {expected}; "
-                       "reload it before deleting", field="If-Match")
+        raise ApiError(
+            412,
+            "Precondition failed",
+            f"the object is at version {obj.version}, not {expected}; reload it before deleting",
+            field="If-Match",
+        )
 
 
 def apply_changes(obj: Any, changes: Mapping[str, Any], not_null: Iterable[str]) -> None:

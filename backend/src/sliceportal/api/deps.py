@@ -25,8 +25,9 @@ from sliceportal.models.audit import Actor, set_actor
 
 oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/login/access-token", auto_error=False)
 # a security scheme, not a bare header parameter: OpenAPI clients then offer it as a credential
-api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False,
-                              description="An API key (`spk_...`), as created under /api/v1/api-keys")
+api_key_header = APIKeyHeader(
+    name="X-API-Key", auto_error=False, description="An API key (`spk_...`), as created under /api/v1/api-keys"
+)
 
 
 # Dependencies that do no I/O are ``async def``: FastAPI runs a plain ``def`` dependency in
@@ -150,8 +151,15 @@ def _from_api_key(session: Session, secret: str) -> Principal:
         session.execute(update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now))
         session.commit()
     scopes = frozenset(Scope(s) for s in key.scopes) & KEY_ROLE_SCOPES[Role(user.role)]
-    return Principal(user.id, user.username, Role(user.role), user.tenant_id, scopes, f"api_key:{key.prefix}",
-                     key_tenant_id=key.tenant_id)
+    return Principal(
+        user.id,
+        user.username,
+        Role(user.role),
+        user.tenant_id,
+        scopes,
+        f"api_key:{key.prefix}",
+        key_tenant_id=key.tenant_id,
+    )
 
 
 def _from_token(session: Session, secret: str, token: str) -> Principal:
@@ -163,8 +171,15 @@ def _from_token(session: Session, secret: str, token: str) -> Principal:
     # token's subject and not be revoked or expired. Columns, not a User object: this runs
     # on every request, and the principal needs only these.
     row = session.execute(
-        select(User.id, User.username, User.role, User.tenant_id, User.is_active, AuthSession.revoked_at,
-               AuthSession.expires_at)
+        select(
+            User.id,
+            User.username,
+            User.role,
+            User.tenant_id,
+            User.is_active,
+            AuthSession.revoked_at,
+            AuthSession.expires_at,
+        )
         .join(AuthSession, AuthSession.user_id == User.id)
         .where(AuthSession.id == claims["sid"], User.id == int(claims["sub"]))
     ).first()
@@ -174,8 +189,15 @@ def _from_token(session: Session, secret: str, token: str) -> Principal:
         raise _unauthorized("session ended (logged out, password changed or expired): log in again")
     if not row.is_active:
         raise _unauthorized("user disabled or removed")
-    return Principal(row.id, row.username, Role(row.role), row.tenant_id, ROLE_SCOPES[Role(row.role)],
-                     "token", session_id=claims["sid"])
+    return Principal(
+        row.id,
+        row.username,
+        Role(row.role),
+        row.tenant_id,
+        ROLE_SCOPES[Role(row.role)],
+        "token",
+        session_id=claims["sid"],
+    )
 
 
 def _authenticate(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Principal:
@@ -188,7 +210,8 @@ def _authenticate(session: Session, signing_key: str, token: str | None, x_api_k
 
 
 def get_principal(
-    session: SessionDep, signing_key: SecretDep,
+    session: SessionDep,
+    signing_key: SecretDep,
     token: Annotated[str | None, Depends(oauth2)],
     x_api_key: Annotated[str | None, Depends(api_key_header)] = None,
 ) -> Principal:
@@ -198,7 +221,8 @@ def get_principal(
 
 
 def get_stream_principal(
-    request: Request, signing_key: SecretDep,
+    request: Request,
+    signing_key: SecretDep,
     token: Annotated[str | None, Depends(oauth2)],
     x_api_key: Annotated[str | None, Depends(api_key_header)] = None,
 ) -> Principal:
@@ -224,13 +248,24 @@ BOUND_KEY_WRITABLE = ("/api/v1/subscribers", "/api/v1/intents", "/api/v1/kpis/in
 def require(scope: Scope) -> object:
     async def check(principal: CurrentUser, request: Request) -> Principal:
         if scope not in principal.scopes:
-            raise ApiError(403, "Forbidden", f"this needs the {scope.value!r} scope, which "
-                           f"{'your key' if principal.via.startswith('api_key') else 'your role'} lacks")
-        if (scope is not Scope.READ and principal.key_tenant_id is not None
-                and not request.url.path.startswith(BOUND_KEY_WRITABLE)):
-            raise ApiError(403, "Forbidden", f"this key is bound to tenant {principal.key_tenant_id}; it may change "
-                           "only that tenant's subscribers")
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"this needs the {scope.value!r} scope, which "
+                f"{'your key' if principal.via.startswith('api_key') else 'your role'} lacks",
+            )
+        if (
+            scope is not Scope.READ
+            and principal.key_tenant_id is not None
+            and not request.url.path.startswith(BOUND_KEY_WRITABLE)
+        ):
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"this key is bound to tenant {principal.key_tenant_id}; it may change only that tenant's subscribers",
+            )
         return principal
+
     return Depends(check)
 
 

@@ -35,9 +35,13 @@ INIT = """window.ui = SwaggerUIBundle({{url: "{base}/openapi.json", dom_id: "#sw
 def docs_router(base: str) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
-    def allowed(request: Request, session: SessionDep, settings: SettingsDep,
-                token: Annotated[str | None, Depends(_bearer)],
-                x_api_key: Annotated[str | None, Header()] = None) -> None:
+    def allowed(
+        request: Request,
+        session: SessionDep,
+        settings: SettingsDep,
+        token: Annotated[str | None, Depends(_bearer)],
+        x_api_key: Annotated[str | None, Header()] = None,
+    ) -> None:
         if not settings.docs_public:
             authenticate(session, get_secret(request), token, x_api_key)
 

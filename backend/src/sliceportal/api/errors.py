@@ -48,8 +48,16 @@ class Problem(BaseModel):
 class ApiError(Exception):
     """Raise from anywhere below the API to answer with a problem."""
 
-    def __init__(self, status: int, title: str, detail: str = "", *, field: str | None = None,
-                 errors: list[FieldError] | None = None, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str = "",
+        *,
+        field: str | None = None,
+        errors: list[FieldError] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(detail or title)
         self.status, self.title, self.detail, self.headers = status, title, detail, headers
         self.errors = errors or ([FieldError(field=field, message=detail or title)] if field else [])
@@ -77,8 +85,10 @@ CONSTRAINTS: dict[str, tuple[str, str]] = {
     "fk_slice_tenant_id_tenant": ("tenant_id", "Tenant {value} does not exist."),
     "fk_subscriber_tenant_id_tenant": ("tenant_id", "Tenant {value} does not exist."),
 }
-_KEY_DETAIL = re.compile(r"^Key \((?P<cols>[^)]*)\)=\((?P<vals>.*)\) (?P<what>already exists|is not present in table "
-                         r'"?(?P<table>[^"]*)"?|is still referenced from table "?(?P<by>[^"]*)"?)\.?$')
+_KEY_DETAIL = re.compile(
+    r"^Key \((?P<cols>[^)]*)\)=\((?P<vals>.*)\) (?P<what>already exists|is not present in table "
+    r'"?(?P<table>[^"]*)"?|is still referenced from table "?(?P<by>[^"]*)"?)\.?$'
+)
 
 
 def constraint_error(constraint: str, detail: str | None) -> FieldError:
@@ -97,14 +107,19 @@ def constraint_error(constraint: str, detail: str | None) -> FieldError:
         field, template = known
         return FieldError(field=field, message=" ".join(template.format(value=value).split()))
     if m and m["by"]:
-        return FieldError(field="body", message=f"still used by at least one {m['by'].replace('_', ' ')}; "
-                                                "remove that first")
+        return FieldError(
+            field="body", message=f"still used by at least one {m['by'].replace('_', ' ')}; remove that first"
+        )
     cols = [c.strip() for c in m["cols"].split(",")] if m else []
     field = cols[-1] if cols else (constraint.rsplit("_", 1)[-1] if constraint else "body")
     if m and m["table"]:
         return FieldError(field=field, message=f"{m['table'].replace('_', ' ')} {value} does not exist")
-    return FieldError(field=field, message=f"{field.replace('_', ' ')} {value} is already in use; choose another"
-                      if m else "conflicts with an existing object")
+    return FieldError(
+        field=field,
+        message=f"{field.replace('_', ' ')} {value} is already in use; choose another"
+        if m
+        else "conflicts with an existing object",
+    )
 
 
 DB_RETRY_AFTER_S = 2  # what a client waits before retrying while the database is unreachable
@@ -129,17 +144,29 @@ def domain_headers(exc: DomainError) -> dict[str, str] | None:
 
 
 def domain_problem(exc: DomainError) -> ApiError:
-    return ApiError(domain_status(exc), exc.title, exc.detail,
-                    errors=[FieldError(field=i.field, message=i.message, line=i.line) for i in exc.issues],
-                    headers=domain_headers(exc))
+    return ApiError(
+        domain_status(exc),
+        exc.title,
+        exc.detail,
+        errors=[FieldError(field=i.field, message=i.message, line=i.line) for i in exc.issues],
+        headers=domain_headers(exc),
+    )
 
 
-def _problem(request: Request, status: int, title: str, detail: str, errors: list[FieldError],
-             headers: dict[str, str] | None = None, extensions: dict[str, Any] | None = None) -> JSONResponse:
+def _problem(
+    request: Request,
+    status: int,
+    title: str,
+    detail: str,
+    errors: list[FieldError],
+    headers: dict[str, str] | None = None,
+    extensions: dict[str, Any] | None = None,
+) -> JSONResponse:
     body = Problem(title=title, status=status, detail=detail, instance=request.url.path, errors=errors)
     # RFC 9457 extension members (e.g. admission control's computation) sit beside the standard ones
-    return JSONResponse({**(extensions or {}), **body.model_dump()}, status_code=status, media_type=PROBLEM_JSON,
-                        headers=headers)
+    return JSONResponse(
+        {**(extensions or {}), **body.model_dump()}, status_code=status, media_type=PROBLEM_JSON, headers=headers
+    )
 
 
 def _loc_to_field(loc: tuple[Any, ...]) -> str:
@@ -162,11 +189,20 @@ def install(app: FastAPI) -> None:
     async def _database_down(request: Request, exc: Exception) -> JSONResponse:
         # The database is unreachable (stopped, restarting, connection lost): nothing was
         # changed by this request; the client retries, the portal reconnects by itself.
-        log.warning("database unavailable during %s %s: %s", request.method, request.url.path,
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        return _problem(request, 503, "Database unavailable",
-                        "the portal's database is unreachable; retry shortly", [],
-                        {"Retry-After": str(DB_RETRY_AFTER_S)})
+        log.warning(
+            "database unavailable during %s %s: %s",
+            request.method,
+            request.url.path,
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
+        return _problem(
+            request,
+            503,
+            "Database unavailable",
+            "the portal's database is unreachable; retry shortly",
+            [],
+            {"Retry-After": str(DB_RETRY_AFTER_S)},
+        )
 
     for db_down in (OperationalError, InterfaceError, PoolTimeoutError):
         app.add_exception_handler(db_down, _database_down)

@@ -38,22 +38,33 @@ def reserve(db: Session, settings: Settings, username: str, address: str) -> Slo
     # A lock that has run out, or failures older than the window, start a new count.
     fresh = or_(t.c.locked_until <= now, t.c.window_start < now - window)
     failures = case((fresh, literal(1)), else_=t.c.failures + 1)
-    backoff = func.least(settings.login_lockout_seconds * func.power(2, t.c.lockouts),
-                         settings.login_lockout_max_seconds)
-    stmt = insert(t).values(
-        username=username, address=address, failures=1, window_start=now, lockouts=0,
-        locked_until=(now + timedelta(seconds=settings.login_lockout_seconds)) if limit <= 1 else None,
-    ).on_conflict_do_update(
-        index_elements=[t.c.username, t.c.address],
-        set_={
-            "failures": failures,
-            "window_start": case((fresh, now), else_=t.c.window_start),
-            "locked_until": case((failures >= limit, now + func.make_interval(0, 0, 0, 0, 0, 0, backoff)),
-                                 else_=None),
-            "lockouts": case((failures >= limit, t.c.lockouts + 1), else_=t.c.lockouts),
-        },
-        where=or_(t.c.locked_until.is_(None), t.c.locked_until <= now),
-    ).returning(t.c.failures, t.c.locked_until)
+    backoff = func.least(
+        settings.login_lockout_seconds * func.power(2, t.c.lockouts), settings.login_lockout_max_seconds
+    )
+    stmt = (
+        insert(t)
+        .values(
+            username=username,
+            address=address,
+            failures=1,
+            window_start=now,
+            lockouts=0,
+            locked_until=(now + timedelta(seconds=settings.login_lockout_seconds)) if limit <= 1 else None,
+        )
+        .on_conflict_do_update(
+            index_elements=[t.c.username, t.c.address],
+            set_={
+                "failures": failures,
+                "window_start": case((fresh, now), else_=t.c.window_start),
+                "locked_until": case(
+                    (failures >= limit, now + func.make_interval(0, 0, 0, 0, 0, 0, backoff)), else_=None
+                ),
+                "lockouts": case((failures >= limit, t.c.lockouts + 1), else_=t.c.lockouts),
+            },
+            where=or_(t.c.locked_until.is_(None), t.c.locked_until <= now),
+        )
+        .returning(t.c.failures, t.c.locked_until)
+    )
     row = db.execute(stmt).first()
     db.commit()
     if row is None:
@@ -63,8 +74,9 @@ def reserve(db: Session, settings: Settings, username: str, address: str) -> Slo
 
 def retry_after(db: Session, username: str, address: str) -> int:
     """Seconds until the pair may try again (for Retry-After)."""
-    until = db.scalar(select(LoginThrottle.locked_until).where(
-        LoginThrottle.username == username, LoginThrottle.address == address))
+    until = db.scalar(
+        select(LoginThrottle.locked_until).where(LoginThrottle.username == username, LoginThrottle.address == address)
+    )
     if until is None:
         return 1
     return max(1, int((until - datetime.now(UTC)).total_seconds() + 0.999))

@@ -50,8 +50,22 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(limit_expensive)])
-    for module in (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents,
-                   kpis, telemetry, audit, testbed_routes):
+    for module in (
+        health,
+        login,
+        users,
+        slice_types,
+        tenants,
+        slices,
+        subscribers,
+        backends,
+        deployments,
+        intents,
+        kpis,
+        telemetry,
+        audit,
+        testbed_routes,
+    ):
         router.include_router(module.router)
     router.include_router(users.keys)
     router.include_router(rule_sets.router)
@@ -123,9 +137,15 @@ def _allow_origins(app: FastAPI, origins: list[str]) -> None:
         parts = urlsplit(origin)
         if origin == "*" or parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
             raise ValueError(f"CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port], no wildcard)")
-    app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False,
-                       allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"], allow_headers=CORS_HEADERS,
-                       expose_headers=["ETag", "Retry-After", "Location", "Idempotent-Replayed"], max_age=600)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=origins,
+        allow_credentials=False,
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_headers=CORS_HEADERS,
+        expose_headers=["ETag", "Retry-After", "Location", "Idempotent-Replayed"],
+        max_age=600,
+    )
 
 
 def _unknown_api_paths(app: FastAPI) -> None:
@@ -146,13 +166,20 @@ def _unknown_api_paths(app: FastAPI) -> None:
             hits = [h for h in hits if h[0]]
         return set().union(*(methods for _, methods in hits)) if hits else set()
 
-    @app.api_route(f"{API_PREFIX.rsplit('/', 1)[0]}/{{path:path}}", include_in_schema=False,
-                   methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    @app.api_route(
+        f"{API_PREFIX.rsplit('/', 1)[0]}/{{path:path}}",
+        include_in_schema=False,
+        methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+    )
     def unknown(path: str, request: Request) -> None:
         allow = methods_at(request.url.path)
         if allow:
-            raise errors.ApiError(405, "Method Not Allowed", f"{request.method} is not allowed here",
-                                  headers={"Allow": ", ".join(sorted(allow))})
+            raise errors.ApiError(
+                405,
+                "Method Not Allowed",
+                f"{request.method} is not allowed here",
+                headers={"Allow": ", ".join(sorted(allow))},
+            )
         raise errors.ApiError(404, "Not found", f"no API endpoint /api/{path}")
 
 

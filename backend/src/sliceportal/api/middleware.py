@@ -23,9 +23,11 @@ from sliceportal.schemas.backends import BACKEND_POLICY, BackendPolicy
 # The built SPA loads only its own scripts; no inline script, eval, plugin or framing.
 # Inline *styles* are allowed: Mantine writes its CSS variables into a <style> element and
 # uPlot positions with style attributes; style injection cannot run code.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-       "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-       "frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-frame-options", b"DENY"),
@@ -98,21 +100,39 @@ class SecurityMiddleware:
 
     @staticmethod
     async def _too_large(scope: Scope, send: Send, limit: int) -> None:
-        await _problem(scope, send, 413, "Payload too large", f"the request body exceeds {limit} bytes", "body",
-                       f"at most {limit} bytes")
+        await _problem(
+            scope,
+            send,
+            413,
+            "Payload too large",
+            f"the request body exceeds {limit} bytes",
+            "body",
+            f"at most {limit} bytes",
+        )
 
 
 _MALFORMED = re.compile(r"[\x00-\x1f\x7f]")
 
 
-async def _problem(scope: Scope, send: Send, status: int, title: str, detail: str, field: str,
-                   message: str | None = None) -> None:
+async def _problem(
+    scope: Scope, send: Send, status: int, title: str, detail: str, field: str, message: str | None = None
+) -> None:
     """A problem+json answer from the middleware itself (before any route ran)."""
     instance = _MALFORMED.sub("\N{REPLACEMENT CHARACTER}", scope["path"])
-    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail,
-                       "instance": instance,
-                       "errors": [{"field": field, "message": message or detail, "line": None}]}).encode()
-    headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()),
-               *SECURITY_HEADERS]
+    body = json.dumps(
+        {
+            "type": "about:blank",
+            "title": title,
+            "status": status,
+            "detail": detail,
+            "instance": instance,
+            "errors": [{"field": field, "message": message or detail, "line": None}],
+        }
+    ).encode()
+    headers = [
+        (b"content-type", PROBLEM_JSON.encode()),
+        (b"content-length", str(len(body)).encode()),
+        *SECURITY_HEADERS,
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -64,9 +64,17 @@ def _hit(request: Request, budget: str) -> None:
     limiter: ExpensiveLimiter = request.app.state.expensive_limiter
     scheme, token = get_authorization_scheme_param(request.headers.get("authorization"))
     with request.app.state.sessionmaker() as session:
-        principal = authenticate(session, get_secret(request), token if scheme.lower() == "bearer" else None,
-                                 request.headers.get("x-api-key"))
+        principal = authenticate(
+            session,
+            get_secret(request),
+            token if scheme.lower() == "bearer" else None,
+            request.headers.get("x-api-key"),
+        )
     wait = limiter.hit(f"user:{principal.user_id}", budget)
     if wait is not None:
-        raise ApiError(429, "Too many requests", f"at most {limiter.item} {budget} requests per user; "
-                       f"try again in {wait} s", headers={"Retry-After": str(wait)})
+        raise ApiError(
+            429,
+            "Too many requests",
+            f"at most {limiter.item} {budget} requests per user; try again in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )

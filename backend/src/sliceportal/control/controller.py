@@ -56,8 +56,9 @@ def pooled_counters(session: Session, backend: Backend) -> Counters | None:
 
 
 class Controller:
-    def __init__(self, settings: Settings, database_url: str, *, hub: KpiHub | None = None,
-                 period_s: float | None = None) -> None:
+    def __init__(
+        self, settings: Settings, database_url: str, *, hub: KpiHub | None = None, period_s: float | None = None
+    ) -> None:
         self.settings, self.database_url = settings, database_url
         self.identity = Identity()
         self.sessions: sessionmaker[Session] = session_factory(database_url)
@@ -65,8 +66,14 @@ class Controller:
         # serves whoever shares this process (none in production)
         self.hub = hub or KpiHub()
         self.period_s = period_s or settings.controller_period_s
-        self.lease = LeaderLease(database_url, self.period_s, on_acquire=self._lead, on_lose=self._step_down,
-                                 on_held_elsewhere=self._drop_parked, name="controller-lease")
+        self.lease = LeaderLease(
+            database_url,
+            self.period_s,
+            on_acquire=self._lead,
+            on_lose=self._step_down,
+            on_held_elsewhere=self._drop_parked,
+            name="controller-lease",
+        )
         # the testbed is an extension found through its entry point (control/extensions.py), never
         # imported: None when the setting is off or no installed package provides one
         self._testbed_factory = find_factory() if settings.testbed else None
@@ -105,8 +112,9 @@ class Controller:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     @property
@@ -156,8 +164,10 @@ class Controller:
             # and a reconcile or probe begun before it recorded them would call the planes of
             # this run unreachable with the last run's options.
             if self.settings.reconcile_interval_s > 0:
-                self._duties = [Reconciler(self.sessions, self.settings.reconcile_interval_s),
-                                HealthProber(self.sessions, settings=self.settings)]
+                self._duties = [
+                    Reconciler(self.sessions, self.settings.reconcile_interval_s),
+                    HealthProber(self.sessions, settings=self.settings),
+                ]
                 for duty in self._duties:
                     duty.start()
             # deploys and rollbacks whose process died mid-push are finished here (services/jobs.py)
@@ -168,8 +178,11 @@ class Controller:
                 # every backend's own counters into KPI samples; the testbed's planes keep their
                 # meter (source 'testbed') until the testbed becomes a user of the product (#25 item 4)
                 collector = KpiCollector(
-                    self.sessions, pooled_counters, self.settings.kpi_interval_s,
-                    skip=lambda: self.testbed.backend_ids() if self.testbed else set())
+                    self.sessions,
+                    pooled_counters,
+                    self.settings.kpi_interval_s,
+                    skip=lambda: self.testbed.backend_ids() if self.testbed else set(),
+                )
                 collector.start()
                 self._duties.append(collector)
             # slice status kept current: wanted footprints computed on each change (issue #28)
@@ -205,10 +218,18 @@ class Controller:
                 # still holding the lease (it is released after this): say so to the API at once
                 try:
                     with self.sessions() as session:
-                        state.report_testbed(session, self.identity.host, self.identity.pid,
-                                             TestbedState(running=False, prefix=self.settings.testbed_prefix,
-                                                          error=f"the controller {self.identity} stopped",
-                                                          backends=[]), {})
+                        state.report_testbed(
+                            session,
+                            self.identity.host,
+                            self.identity.pid,
+                            TestbedState(
+                                running=False,
+                                prefix=self.settings.testbed_prefix,
+                                error=f"the controller {self.identity} stopped",
+                                backends=[],
+                            ),
+                            {},
+                        )
                         state.resign(session, self.identity.host, self.identity.pid)
                 except Exception as exc:
                     log.warning("could not record the controller's stop: %s", str(exc).splitlines()[0])
@@ -226,8 +247,11 @@ class Controller:
         except Exception as exc:  # cannot tell: a fresh testbed is the safe side
             last, other = None, f"the last leader unknown ({str(exc).splitlines()[0]})"
         else:
-            other = "" if last is None or (last.host, last.pid) == (self.identity.host, self.identity.pid) \
+            other = (
+                ""
+                if last is None or (last.host, last.pid) == (self.identity.host, self.identity.pid)
                 else f"{last.host}:{last.pid} led meanwhile"
+            )
         if other or not self.settings.testbed:
             log.warning("controller %s: not keeping the testbed: %s", self.identity, other or "TESTBED=false")
             parked.stop()
@@ -247,16 +271,25 @@ class Controller:
     def _testbed_state(self) -> tuple[TestbedState, dict[int, float]]:
         prefix = self.settings.testbed_prefix
         if not self.settings.testbed:
-            return TestbedState(running=False, prefix=prefix, backends=[],
-                                error="the controller runs without one (TESTBED=false)"), {}
+            return TestbedState(
+                running=False, prefix=prefix, backends=[], error="the controller runs without one (TESTBED=false)"
+            ), {}
         if self._testbed_factory is None:
-            return TestbedState(running=False, prefix=prefix, backends=[],
-                                error="the testbed package (sliceportal-testbed) is not installed"), {}
+            return TestbedState(
+                running=False,
+                prefix=prefix,
+                backends=[],
+                error="the testbed package (sliceportal-testbed) is not installed",
+            ), {}
         testbed = self.testbed
         if testbed is None:
             since = self._starting_since.isoformat(timespec="seconds") if self._starting_since else "?"
-            return TestbedState(running=False, prefix=prefix, backends=[],
-                                error=f"the controller {self.identity} is starting it (since {since})"), {}
+            return TestbedState(
+                running=False,
+                prefix=prefix,
+                backends=[],
+                error=f"the controller {self.identity} is starting it (since {since})",
+            ), {}
         return testbed.state(), testbed.base_pps()
 
     def _beat_step(self) -> None:
@@ -285,8 +318,13 @@ class Controller:
             else:
                 try:
                     testbed.congest_until(cmd.backend_id, cmd.until, cmd.factor)
-                    log.info("testbed: congestion x%g on backend %d until %s (by %s)", cmd.factor, cmd.backend_id,
-                             cmd.until.isoformat(timespec="seconds"), cmd.actor)
+                    log.info(
+                        "testbed: congestion x%g on backend %d until %s (by %s)",
+                        cmd.factor,
+                        cmd.backend_id,
+                        cmd.until.isoformat(timespec="seconds"),
+                        cmd.actor,
+                    )
                 except KeyError:
                     error = f"unknown: backend {cmd.backend_id} is not part of the testbed"
                 except BackendDown as exc:

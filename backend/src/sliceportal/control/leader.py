@@ -53,9 +53,18 @@ def lease_engine(database_url: str) -> Engine:
     """Connections of their own (no pool: a dead one is never handed out again); TCP
     keepalives so that a leader cut off from the server notices within seconds, like the
     server does."""
-    return create_engine(database_url, poolclass=NullPool, connect_args={
-        "connect_timeout": 3, "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
-        "keepalives_count": 2, "application_name": "sliceportal-leader"})
+    return create_engine(
+        database_url,
+        poolclass=NullPool,
+        connect_args={
+            "connect_timeout": 3,
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 2,
+            "application_name": "sliceportal-leader",
+        },
+    )
 
 
 class LeaderLease:
@@ -66,9 +75,17 @@ class LeaderLease:
     again right after it returns.
     """
 
-    def __init__(self, database_url: str, period_s: float, *, key: int = CONTROLLER_KEY,
-                 on_acquire: Callable[[], None] = lambda: None, on_lose: Callable[[str], None] = lambda why: None,
-                 on_held_elsewhere: Callable[[], None] = lambda: None, name: str = "leader-lease") -> None:
+    def __init__(
+        self,
+        database_url: str,
+        period_s: float,
+        *,
+        key: int = CONTROLLER_KEY,
+        on_acquire: Callable[[], None] = lambda: None,
+        on_lose: Callable[[str], None] = lambda why: None,
+        on_held_elsewhere: Callable[[], None] = lambda: None,
+        name: str = "leader-lease",
+    ) -> None:
         if period_s <= 0:
             raise ValueError("period_s must be > 0")
         self.period_s, self.key, self.name = period_s, key, name
@@ -128,8 +145,9 @@ class LeaderLease:
         conn = None
         try:
             conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            got = bool(conn.scalar(text("SELECT pg_try_advisory_lock(:c, :k)"),
-                                   {"c": LEADER_LOCK_CLASS, "k": self.key}))
+            got = bool(
+                conn.scalar(text("SELECT pg_try_advisory_lock(:c, :k)"), {"c": LEADER_LOCK_CLASS, "k": self.key})
+            )
         except Exception as exc:  # the database away: try again next period
             self._note_error(exc)
             if conn is not None:
@@ -144,8 +162,9 @@ class LeaderLease:
             return False
         self._conn, self.leading_since, self.last_error = conn, datetime.now(UTC), ""
         self.terms += 1
-        log.info("%s: leading (lease %#x/%d, database session %s)", self.name, LEADER_LOCK_CLASS, self.key,
-                 self.backend_pid)
+        log.info(
+            "%s: leading (lease %#x/%d, database session %s)", self.name, LEADER_LOCK_CLASS, self.key, self.backend_pid
+        )
         try:
             self._on_acquire()
         except Exception:  # the duties failed to start: give the lease to someone who can
@@ -180,10 +199,15 @@ class LeaderLease:
         if self._stop.is_set():
             return
         try:
-            held = bool(conn.scalar(text(
-                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                " AND pid = pg_backend_pid() AND classid = :c AND objid = :k AND objsubid = 2)"),
-                {"c": LEADER_LOCK_CLASS, "k": self.key}))
+            held = bool(
+                conn.scalar(
+                    text(
+                        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                        " AND pid = pg_backend_pid() AND classid = :c AND objid = :k AND objsubid = 2)"
+                    ),
+                    {"c": LEADER_LOCK_CLASS, "k": self.key},
+                )
+            )
         except Exception as exc:
             self._note_error(exc)
             self._lose(f"the lease's database session ended: {self.last_error}")

@@ -39,8 +39,9 @@ class Child:
         self.starts += 1
         self.started_at = time.monotonic()
         self.restart_at = None
-        log.info("started %s (pid %d)%s", self.name, self.proc.pid,
-                 f", restart {self.starts - 1}" if self.starts > 1 else "")
+        log.info(
+            "started %s (pid %d)%s", self.name, self.proc.pid, f", restart {self.starts - 1}" if self.starts > 1 else ""
+        )
 
     @property
     def pid(self) -> int | None:
@@ -72,8 +73,9 @@ class Supervisor:
             child.failures = 1 if now - child.started_at >= STABLE_AFTER_S else child.failures + 1
             wait = min(RESTART_BACKOFF_S[1], RESTART_BACKOFF_S[0] * 2 ** (child.failures - 1))
             child.restart_at = now + wait
-            log.error("%s (pid %d) exited with code %s; restarting it in %.0f s", child.name, proc.pid,
-                      proc.returncode, wait)
+            log.error(
+                "%s (pid %d) exited with code %s; restarting it in %.0f s", child.name, proc.pid, proc.returncode, wait
+            )
         elif now >= child.restart_at:
             child.start()
 

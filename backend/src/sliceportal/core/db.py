@@ -37,8 +37,7 @@ PING_IDLE_S = 1.0
 @lru_cache(maxsize=8)
 def engine_for(url: str) -> Engine:
     # connect_timeout bounds how long a request waits on a database that is down
-    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW,
-                           connect_args={"connect_timeout": 3})
+    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, connect_args={"connect_timeout": 3})
     event.listen(engine.pool, "connect", _stamp_checkin)  # a new connection needs no ping
     event.listen(engine.pool, "checkin", _stamp_checkin)
     event.listen(engine.pool, "checkout", _ping_if_idle)

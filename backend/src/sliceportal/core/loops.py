@@ -53,8 +53,9 @@ class LoopStatus:
 class SupervisedLoop:
     """Runs ``step`` every ``period_s`` seconds in a daemon thread until stopped."""
 
-    def __init__(self, name: str, period_s: float, step: Callable[[], None],
-                 registry: LoopRegistry | None = None) -> None:
+    def __init__(
+        self, name: str, period_s: float, step: Callable[[], None], registry: LoopRegistry | None = None
+    ) -> None:
         self.name, self.period_s, self._step = name, period_s, step
         self.status = LoopStatus(name, period_s)
         self._stop = threading.Event()
@@ -111,8 +112,13 @@ class SupervisedLoop:
             st.busy_since = None
             st.consecutive_failures += 1
             st.last_error, st.last_error_at = f"{type(exc).__name__}: {exc}"[:500], datetime.now(UTC)
-            log.warning("loop %s: iteration failed (%d in a row): %s", self.name, st.consecutive_failures,
-                        st.last_error, exc_info=st.consecutive_failures == 1)
+            log.warning(
+                "loop %s: iteration failed (%d in a row): %s",
+                self.name,
+                st.consecutive_failures,
+                st.last_error,
+                exc_info=st.consecutive_failures == 1,
+            )
             return False
         self.status.last_success, self.status.consecutive_failures = datetime.now(UTC), 0
         self.status.busy_since = None
@@ -126,8 +132,11 @@ class SupervisedLoop:
         next_at = time.monotonic()
         while not self._stop.is_set():
             self.run_once()
-            next_at = max(next_at + self._delay(), time.monotonic()) if self.status.consecutive_failures == 0 \
+            next_at = (
+                max(next_at + self._delay(), time.monotonic())
+                if self.status.consecutive_failures == 0
                 else time.monotonic() + self._delay()
+            )
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 
 

@@ -80,8 +80,10 @@ class EmbeddedPostgres:
 
     def url(self, dbname: str | None = None) -> str:
         # token_urlsafe: nothing in the password needs quoting in a URL
-        return (f"postgresql+psycopg://{self._user}:{self.password()}@/{dbname or self.dbname}"
-                f"?host={self.sock}&port={self.port}")
+        return (
+            f"postgresql+psycopg://{self._user}:{self.password()}@/{dbname or self.dbname}"
+            f"?host={self.sock}&port={self.port}"
+        )
 
     def password(self) -> str:
         """The cluster's password, from its 0600 file (refused when others could read it)."""
@@ -92,7 +94,8 @@ class EmbeddedPostgres:
                 raise EmbeddedPostgresError(
                     f"{self.password_file} is missing: start the embedded cluster first (sliceportal run, or "
                     "sliceportal db migrate); if the cluster exists, restore the file from a backup, or stop the "
-                    f"cluster and remove {self.root} to start afresh (its data is lost)") from None
+                    f"cluster and remove {self.root} to start afresh (its data is lost)"
+                ) from None
             except OSError as e:
                 raise EmbeddedPostgresError(f"{self.password_file}: {e.strerror}") from e
             with os.fdopen(fd) as f:
@@ -101,7 +104,8 @@ class EmbeddedPostgres:
                     raise EmbeddedPostgresError(
                         f"{self.password_file} must belong to uid {os.geteuid()} and be readable by it alone "
                         f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); "
-                        f"run: chown {os.geteuid()} {self.password_file} && chmod 600 {self.password_file}")
+                        f"run: chown {os.geteuid()} {self.password_file} && chmod 600 {self.password_file}"
+                    )
                 self._password = f.read().strip()
         return self._password
 
@@ -159,16 +163,42 @@ class EmbeddedPostgres:
             self._own(self.data)
             password = self.password() if self.password_file.exists() else self._create_password()
             with self._pwfile(password) as pwfile:
-                self._run("initdb", "-D", str(self.data), "-U", self._user, "--auth-local", AUTH,
-                          "--auth-host", AUTH, "--pwfile", str(pwfile), "-E", "UTF8",
-                          *(() if self.durable else ("--no-sync",)))
+                self._run(
+                    "initdb",
+                    "-D",
+                    str(self.data),
+                    "-U",
+                    self._user,
+                    "--auth-local",
+                    AUTH,
+                    "--auth-host",
+                    AUTH,
+                    "--pwfile",
+                    str(pwfile),
+                    "-E",
+                    "UTF8",
+                    *(() if self.durable else ("--no-sync",)),
+                )
         if not self.running():
             sync = "on" if self.durable else "off"
-            opts = (f"-p {self.port} -k {self.sock} -c listen_addresses='' -c unix_socket_permissions=0700 "
-                    f"-c fsync={sync} -c synchronous_commit={sync} -c full_page_writes={sync} "
-                    "-c max_connections=200 -c shared_buffers=256MB")
-            self._run("pg_ctl", "-D", str(self.data), "-l", str(self.data / "server.log"), "-o", opts,
-                      "-w", "-t", "60", "start")
+            opts = (
+                f"-p {self.port} -k {self.sock} -c listen_addresses='' -c unix_socket_permissions=0700 "
+                f"-c fsync={sync} -c synchronous_commit={sync} -c full_page_writes={sync} "
+                "-c max_connections=200 -c shared_buffers=256MB"
+            )
+            self._run(
+                "pg_ctl",
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.data / "server.log"),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            )
         if self._trusting():
             self._upgrade_from_trust()
         self.create_database(self.dbname)
@@ -184,11 +214,11 @@ class EmbeddedPostgres:
         from psycopg import sql
 
         password = self.password() if self.password_file.exists() else self._create_password()
-        with psycopg.connect(host=str(self.sock), port=self.port, user=self._user, dbname="postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(
+            host=str(self.sock), port=self.port, user=self._user, dbname="postgres", autocommit=True
+        ) as conn:
             conn.execute("SET password_encryption = 'scram-sha-256'")
-            conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(self._user),
-                                                                       sql.Literal(password)))
+            conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(self._user), sql.Literal(password)))
             # rewritten in place: the file keeps its owner (the cluster's user) and mode
             (self.data / "pg_hba.conf").write_text(HBA)
             conn.execute("SELECT pg_reload_conf()")
@@ -197,15 +227,25 @@ class EmbeddedPostgres:
         deadline = time.monotonic() + 30
         while True:
             try:
-                psycopg.connect(host=str(self.sock), port=self.port, user=self._user, dbname="postgres",
-                                password=f"not-{password}", connect_timeout=5).close()
+                psycopg.connect(
+                    host=str(self.sock),
+                    port=self.port,
+                    user=self._user,
+                    dbname="postgres",
+                    password=f"not-{password}",
+                    connect_timeout=5,
+                ).close()
             except psycopg.OperationalError:
                 break
             if time.monotonic() > deadline:
                 raise EmbeddedPostgresError(f"{self.data}: the server did not apply the new pg_hba.conf; restart it")
             time.sleep(0.05)
-        log.warning("embedded PostgreSQL in %s: trust authentication replaced by %s (password in %s)",
-                    self.data, AUTH, self.password_file)
+        log.warning(
+            "embedded PostgreSQL in %s: trust authentication replaced by %s (password in %s)",
+            self.data,
+            AUTH,
+            self.password_file,
+        )
 
     def running(self) -> bool:
         cmd = [str(_bindir() / "pg_ctl"), "-D", str(self.data), "status"]
@@ -216,8 +256,14 @@ class EmbeddedPostgres:
     def create_database(self, name: str, template: str | None = None) -> None:
         import psycopg
 
-        with psycopg.connect(host=str(self.sock), port=self.port, user=self._user, password=self.password(),
-                             dbname="postgres", autocommit=True) as conn:
+        with psycopg.connect(
+            host=str(self.sock),
+            port=self.port,
+            user=self._user,
+            password=self.password(),
+            dbname="postgres",
+            autocommit=True,
+        ) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
             if not exists:
                 tmpl = f' TEMPLATE "{template}"' if template else ""

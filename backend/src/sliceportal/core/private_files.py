@@ -31,10 +31,15 @@ def private_dir(path: Path) -> Path:
         os.mkdir(path, 0o700)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        what = "a symlink" if stat.S_ISLNK(st.st_mode) else ("not a directory" if not stat.S_ISDIR(st.st_mode)
-                                                             else f"owned by uid {st.st_uid}")
-        raise UnsafePathError(f"{path} is {what}, not a directory of uid {os.geteuid()}: someone else may have "
-                              "created it; inspect it, remove it and start again")
+        what = (
+            "a symlink"
+            if stat.S_ISLNK(st.st_mode)
+            else ("not a directory" if not stat.S_ISDIR(st.st_mode) else f"owned by uid {st.st_uid}")
+        )
+        raise UnsafePathError(
+            f"{path} is {what}, not a directory of uid {os.geteuid()}: someone else may have "
+            "created it; inspect it, remove it and start again"
+        )
     if stat.S_IMODE(st.st_mode) != 0o700:
         os.chmod(path, 0o700, follow_symlinks=False)  # one of ours from an older version (0755)
     return path

@@ -19,4 +19,7 @@ COMPILE_DURATION = Histogram(
     "sliceportal_compile_duration_seconds",
     "Compiling a backend's slices into its rule IR and lowering it to the driver's native plan "
     "(previews, deploys, rollbacks' checks), by driver; this process's compiles",
-    ("driver",), buckets=COMPILE_BUCKETS, registry=REGISTRY)
+    ("driver",),
+    buckets=COMPILE_BUCKETS,
+    registry=REGISTRY,
+)

@@ -33,8 +33,14 @@ DUMMY_HASH = hash_password(secrets.token_urlsafe(16))
 
 def create_access_token(user_id: int, role: str, session_id: str, secret: str, minutes: int) -> str:
     now = datetime.now(UTC)
-    claims: dict[str, Any] = {"sub": str(user_id), "sid": session_id, "role": role, "iat": now,
-                              "exp": now + timedelta(minutes=minutes), "typ": "access"}
+    claims: dict[str, Any] = {
+        "sub": str(user_id),
+        "sid": session_id,
+        "role": role,
+        "iat": now,
+        "exp": now + timedelta(minutes=minutes),
+        "typ": "access",
+    }
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
@@ -44,8 +50,9 @@ def decode_access_token(token: str, secret: str) -> dict[str, Any]:
     The session id (``sid``) is required: the caller checks it against the database, which is
     what makes logout, password change and disabling a user end the token at once.
     """
-    claims: dict[str, Any] = jwt.decode(token, secret, algorithms=[ALGORITHM],
-                                        options={"require": ["exp", "sub", "sid"]})
+    claims: dict[str, Any] = jwt.decode(
+        token, secret, algorithms=[ALGORITHM], options={"require": ["exp", "sub", "sid"]}
+    )
     if claims.get("typ") != "access" or not isinstance(claims.get("sid"), str):
         raise jwt.InvalidTokenError("not an access token")
     if not str(claims["sub"]).isdigit():
@@ -76,5 +83,5 @@ def new_api_key() -> tuple[str, str]:
 def api_key_prefix(secret: str) -> str | None:
     if not secret.startswith(API_KEY_PREFIX):
         return None
-    parts = secret[len(API_KEY_PREFIX):].split("_", 1)
+    parts = secret[len(API_KEY_PREFIX) :].split("_", 1)
     return parts[0] if len(parts) == 2 else None

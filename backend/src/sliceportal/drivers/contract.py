@@ -112,8 +112,7 @@ class DelayHistogram(_Frozen):
     count: int = 0
     sum: int = Field(default=0, description="sum of the sojourns, in unit_ns")
     max: int = Field(default=0, description="largest sojourn since the data plane started, in unit_ns")
-    buckets: tuple[int, ...] = Field(default=(0,) * DELAY_BUCKETS, min_length=DELAY_BUCKETS,
-                                     max_length=DELAY_BUCKETS)
+    buckets: tuple[int, ...] = Field(default=(0,) * DELAY_BUCKETS, min_length=DELAY_BUCKETS, max_length=DELAY_BUCKETS)
 
 
 class LaneCounters(_Frozen):

@@ -352,8 +352,13 @@ def _read_with_one_retry(driver: Driver) -> DataPlaneState:
         return driver.read_state()
 
 
-def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallback | None = None, *,
-                   relower: Callable[[NativePlan], NativePlan] | None = None) -> ReconcileReport:
+def reconcile_once(
+    driver: Driver,
+    expected: NativePlan,
+    progress: ProgressCallback | None = None,
+    *,
+    relower: Callable[[NativePlan], NativePlan] | None = None,
+) -> ReconcileReport:
     """Read the data plane back, report any drift from ``expected`` and repair it. ``relower``:
     on drift, before any write, the plan as the driver lowers the same rule set now (a stored
     plan may carry an older layout or numbering); compared with the same read-back."""
@@ -369,8 +374,9 @@ def reconcile_once(driver: Driver, expected: NativePlan, progress: ProgressCallb
         expected = relower(expected)
         diff = diff_tables(state.tables, expected.tables)
     if _holds(state, expected, diff):
-        return ReconcileReport(**base, found_version=expected.version, reachable=True, in_sync=True,
-                               restarted_empty=False)
+        return ReconcileReport(
+            **base, found_version=expected.version, reachable=True, in_sync=True, restarted_empty=False
+        )
     # No version means nothing the portal pushed is there: a restarted (or never filled)
     # data plane; it may still hold its own default entries.
     restarted = state.version is None

@@ -110,8 +110,13 @@ def _sum_opt(a: int | None, b: int | None) -> int | None:
 def _merge_delay(a: DelayDelta, b: DelayDelta) -> DelayDelta | None:
     if a.unit_ns != b.unit_ns:
         return None  # two units in one place: no honest merge
-    return DelayDelta(a.unit_ns, a.count + b.count, a.sum + b.sum,
-                      tuple(x + y for x, y in zip(a.buckets, b.buckets, strict=True)), max(a.max_ever, b.max_ever))
+    return DelayDelta(
+        a.unit_ns,
+        a.count + b.count,
+        a.sum + b.sum,
+        tuple(x + y for x, y in zip(a.buckets, b.buckets, strict=True)),
+        max(a.max_ever, b.max_ever),
+    )
 
 
 def _hist_delta(now: DelayHistogram, before: DelayHistogram | None, bits: int) -> DelayDelta:
@@ -122,8 +127,13 @@ def _hist_delta(now: DelayHistogram, before: DelayHistogram | None, bits: int) -
     d = delay_delta(now, b)
     if d is not None:
         return d
-    return DelayDelta(now.unit_ns, counter_delta(now.count, b.count, bits), counter_delta(now.sum, b.sum, bits),
-                      tuple(counter_delta(x, y, bits) for x, y in zip(now.buckets, b.buckets, strict=True)), now.max)
+    return DelayDelta(
+        now.unit_ns,
+        counter_delta(now.count, b.count, bits),
+        counter_delta(now.sum, b.sum, bits),
+        tuple(counter_delta(x, y, bits) for x, y in zip(now.buckets, b.buckets, strict=True)),
+        now.max,
+    )
 
 
 def lane_delta(now: LaneCounters, before: LaneCounters | None, bits: int = DEFAULT_BITS) -> LaneDelta:
@@ -137,15 +147,19 @@ def lane_delta(now: LaneCounters, before: LaneCounters | None, bits: int = DEFAU
     if any(k not in now.drops for k, v in b.drops.items() if v):
         raise CounterReset("a drop cause disappeared")
     return LaneDelta(
-        packets=counter_delta(now.packets, b.packets, bits), bytes=counter_delta(now.bytes, b.bytes, bits),
-        tx_packets=opt(now.tx_packets, b.tx_packets), tx_bytes=opt(now.tx_bytes, b.tx_bytes),
-        drops={k: v for k, v in drops.items() if v}, ecn_marks=counter_delta(now.ecn_marks, b.ecn_marks, bits),
+        packets=counter_delta(now.packets, b.packets, bits),
+        bytes=counter_delta(now.bytes, b.bytes, bits),
+        tx_packets=opt(now.tx_packets, b.tx_packets),
+        tx_bytes=opt(now.tx_bytes, b.tx_bytes),
+        drops={k: v for k, v in drops.items() if v},
+        ecn_marks=counter_delta(now.ecn_marks, b.ecn_marks, bits),
         delay=None if now.delay is None else _hist_delta(now.delay, b.delay, bits),
-        delay_measured=now.delay is not None)
+        delay_measured=now.delay is not None,
+    )
 
 
 def lane_places(ir: Mapping[str, Any], explanation: Mapping[str, Any]) -> dict[str, Place]:
-    """"irslice/target lane" (``Counters.slice_lanes``) -> (portal slice id, catalogue lane)."""
+    """ "irslice/target lane" (``Counters.slice_lanes``) -> (portal slice id, catalogue lane)."""
     ref_of = {s["slice_id"]: s["ref"] for s in ir.get("slices", [])}
     out: dict[str, Place] = {}
     for s in explanation.get("slices", []):
@@ -157,8 +171,9 @@ def lane_places(ir: Mapping[str, Any], explanation: Mapping[str, Any]) -> dict[s
     return out
 
 
-def interval_deltas(now: Counters, before: Counters, ir: Mapping[str, Any], explanation: Mapping[str, Any],
-                    bits: int = DEFAULT_BITS) -> dict[Place, LaneDelta]:
+def interval_deltas(
+    now: Counters, before: Counters, ir: Mapping[str, Any], explanation: Mapping[str, Any], bits: int = DEFAULT_BITS
+) -> dict[Place, LaneDelta]:
     """(slice, catalogue lane) -> the interval between two reads of one backend holding one
     rule set; raises ``CounterReset`` when the data plane restarted in between."""
     if now.epoch != before.epoch:
@@ -167,8 +182,9 @@ def interval_deltas(now: Counters, before: Counters, ir: Mapping[str, Any], expl
     if now.slice_lanes:
         for key, place in lane_places(ir, explanation).items():
             if key in now.slice_lanes:
-                out.setdefault(place, LaneDelta()).add(lane_delta(now.slice_lanes[key], before.slice_lanes.get(key),
-                                                                  bits))
+                out.setdefault(place, LaneDelta()).add(
+                    lane_delta(now.slice_lanes[key], before.slice_lanes.get(key), bits)
+                )
         return out
     places = rule_places(ir, explanation)
     slice_of_rule = {i: r["action"]["slice_id"] for i, r in enumerate(ir.get("rules", []))}
@@ -199,12 +215,24 @@ def point_of(place: Place, backend_id: int, d: LaneDelta, ts: datetime, interval
     out_bytes = d.tx_bytes if d.tx_bytes is not None else d.bytes
     stats = delay_stats(d.delay) if d.delay_measured else None
     return KpiPoint(
-        slice_id=place[0], backend_id=backend_id, lane=place[1], source="counters", ts=ts, interval_s=interval_s,
-        tx_packets=d.packets, rx_packets=delivered, tx_bytes=d.bytes, rx_bytes=out_bytes,
-        throughput_bps=out_bytes * 8 / interval_s, loss_pct=100.0 * min(dropped, d.packets) / d.packets
-        if d.packets else 0.0,
-        delay_mean_ms=stats.mean_ms if stats else None, delay_p50_ms=stats.p50_ms if stats else None,
-        delay_p99_ms=stats.p99_ms if stats else None, drops=d.drops, ecn_marks=d.ecn_marks)
+        slice_id=place[0],
+        backend_id=backend_id,
+        lane=place[1],
+        source="counters",
+        ts=ts,
+        interval_s=interval_s,
+        tx_packets=d.packets,
+        rx_packets=delivered,
+        tx_bytes=d.bytes,
+        rx_bytes=out_bytes,
+        throughput_bps=out_bytes * 8 / interval_s,
+        loss_pct=100.0 * min(dropped, d.packets) / d.packets if d.packets else 0.0,
+        delay_mean_ms=stats.mean_ms if stats else None,
+        delay_p50_ms=stats.p50_ms if stats else None,
+        delay_p99_ms=stats.p99_ms if stats else None,
+        drops=d.drops,
+        ecn_marks=d.ecn_marks,
+    )
 
 
 @dataclass
@@ -217,8 +245,15 @@ class _Baseline:
 class KpiCollector:
     """The collector duty (leader only): ``start`` / ``stop`` like the reconciler."""
 
-    def __init__(self, sessions: sessionmaker[Session], read_counters: ReadCounters, interval_s: float = 1.0, *,
-                 skip: Callable[[], set[int]] | None = None, registry: LoopRegistry | None = None) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        read_counters: ReadCounters,
+        interval_s: float = 1.0,
+        *,
+        skip: Callable[[], set[int]] | None = None,
+        registry: LoopRegistry | None = None,
+    ) -> None:
         self._sessions = sessions
         self._read = read_counters
         self.interval_s = interval_s
@@ -291,8 +326,13 @@ class KpiCollector:
             if interval_s <= 0:
                 continue
             try:
-                deltas = interval_deltas(counters, before.counters, rule_set.ir, rule_set.explanation,
-                                         COUNTER_BITS.get(backend.driver, DEFAULT_BITS))
+                deltas = interval_deltas(
+                    counters,
+                    before.counters,
+                    rule_set.ir,
+                    rule_set.explanation,
+                    COUNTER_BITS.get(backend.driver, DEFAULT_BITS),
+                )
             except CounterReset as exc:
                 log.info("backend %s: counters restarted (%s); no sample this interval", backend.name, exc)
                 continue
@@ -310,8 +350,11 @@ class KpiCollector:
             skip = self._skip()
             # a backend the probes found dead is not read: its read would hold the driver through
             # the connect timeout, and it shows "no data" either way
-            backends = [b for b in session.scalars(select(Backend).order_by(Backend.id))
-                        if b.id not in skip and b.health not in HEALTH_DOWN]
+            backends = [
+                b
+                for b in session.scalars(select(Backend).order_by(Backend.id))
+                if b.id not in skip and b.health not in HEALTH_DOWN
+            ]
             session.expunge_all()  # the reads run in threads with sessions of their own
             points = self.collect(session, backends)
             if points:

@@ -81,9 +81,12 @@ class CounterCollector:
             if before is None:
                 continue  # the first reading is the baseline
             self.slice_packets[backend.id] = (
-                {sid: c.packets - (before.slices[sid].packets if sid in before.slices else 0)
-                 for sid, c in now.slices.items()},
-                now.misses.packets - before.misses.packets)
+                {
+                    sid: c.packets - (before.slices[sid].packets if sid in before.slices else 0)
+                    for sid, c in now.slices.items()
+                },
+                now.misses.packets - before.misses.packets,
+            )
             for index, place in rule_places(rule_set.ir, rule_set.explanation).items():
                 counters = now.rules.get(index)
                 if counters is None:

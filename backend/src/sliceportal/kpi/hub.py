@@ -52,9 +52,12 @@ class KpiHub:
         with self._lock:
             subs = list(self._subs)
         for sub in subs:
-            mine = [p for p in points
-                    if (sub.tenant_scope is None or tenant_of.get(p.slice_id) == sub.tenant_scope)
-                    and (sub.slice_ids is None or p.slice_id in sub.slice_ids)]
+            mine = [
+                p
+                for p in points
+                if (sub.tenant_scope is None or tenant_of.get(p.slice_id) == sub.tenant_scope)
+                and (sub.slice_ids is None or p.slice_id in sub.slice_ids)
+            ]
             if mine:
                 sub.loop.call_soon_threadsafe(sub.offer, mine)
 

@@ -54,7 +54,7 @@ def encode(points: Sequence[KpiPoint], tenant_of: dict[int, int], points_json: s
     full = f'{{"tenants":{json.dumps({str(s): t for s, t in tenant_of.items()})},"points":{body}}}'
     batch = uuid.uuid4().hex[:12]
     size = MAX_PAYLOAD - 32  # room for the header
-    pieces = [full[i:i + size] for i in range(0, len(full), size)]
+    pieces = [full[i : i + size] for i in range(0, len(full), size)]
     return [f"{batch}:{i}:{len(pieces)}:{piece}" for i, piece in enumerate(pieces)]
 
 
@@ -63,15 +63,17 @@ def decode(body: str) -> tuple[list[KpiPoint], dict[int, int]]:
     return _POINTS.validate_python(data["points"]), {int(s): t for s, t in data["tenants"].items()}
 
 
-def notify(session: Session, points: Sequence[KpiPoint], tenant_of: dict[int, int],
-           points_json: str | None = None) -> None:
+def notify(
+    session: Session, points: Sequence[KpiPoint], tenant_of: dict[int, int], points_json: str | None = None
+) -> None:
     """Queue ``points`` on the channel in ``session``'s transaction: sent when it commits.
     Every chunk of the batch in one statement (one round trip, whatever the batch's size),
     queued in the array's order."""
     # the chunks travel as one JSON array: a text[] parameter costs a Python-side escape per element
-    session.execute(text("SELECT pg_notify(:channel, payload) FROM json_array_elements_text(CAST(:payloads AS json))"
-                         " AS payload"),
-                    {"channel": CHANNEL, "payloads": json.dumps(encode(points, tenant_of, points_json))})
+    session.execute(
+        text("SELECT pg_notify(:channel, payload) FROM json_array_elements_text(CAST(:payloads AS json)) AS payload"),
+        {"channel": CHANNEL, "payloads": json.dumps(encode(points, tenant_of, points_json))},
+    )
 
 
 class _Batches:
@@ -119,8 +121,7 @@ class KpiListener:
     them, since the points are in ``kpi_sample`` before any NOTIFY is delivered.
     """
 
-    def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.1,
-                 stable_s: float = STABLE_S) -> None:
+    def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.1, stable_s: float = STABLE_S) -> None:
         self.hub = hub
         self._conninfo = libpq_url(database_url)
         # how often a quiet connection checks for stop(): an app's shutdown (every test's) waits for it
@@ -155,7 +156,8 @@ class KpiListener:
             stop=lambda _state: self._stop.is_set(),
             sleep=self._backoff,
             before_sleep=self._lost_connection,
-            reraise=True)
+            reraise=True,
+        )
         try:
             for attempt in retrying:
                 with attempt:
@@ -173,7 +175,7 @@ class KpiListener:
         if self._listened_at is not None and time.monotonic() - self._listened_at >= self._stable_s:
             self._failed = 0
         self._listened_at = None
-        self.last_wait = min(RECONNECT_MAX_S, RECONNECT_FIRST_S * 2 ** self._failed)
+        self.last_wait = min(RECONNECT_MAX_S, RECONNECT_FIRST_S * 2**self._failed)
         self._failed += 1
         return self.last_wait
 
@@ -196,9 +198,13 @@ class KpiListener:
                 gap = (self._lost, datetime.now(UTC))
                 self.gaps.append(gap)
                 self._lost = None
-                log.warning("KPI listener listening again: points committed between %s and %s were not streamed "
-                            "by this process (%.1f s); they are stored, dashboards re-read them",
-                            gap[0].isoformat(), gap[1].isoformat(), (gap[1] - gap[0]).total_seconds())
+                log.warning(
+                    "KPI listener listening again: points committed between %s and %s were not streamed "
+                    "by this process (%.1f s); they are stored, dashboards re-read them",
+                    gap[0].isoformat(),
+                    gap[1].isoformat(),
+                    (gap[1] - gap[0]).total_seconds(),
+                )
             self._listened_at = time.monotonic()
             self.listening.set()
             batches = _Batches()

@@ -49,8 +49,9 @@ class KpiPoint(BaseModel):
         return type(other) is type(self) and self.__dict__ == other.__dict__
 
 
-def points_from_meter(report: MeterReport, slices: Mapping[int, int], ts: datetime,
-                      interval_s: float, backend_id: int) -> list[KpiPoint]:
+def points_from_meter(
+    report: MeterReport, slices: Mapping[int, int], ts: datetime, interval_s: float, backend_id: int
+) -> list[KpiPoint]:
     """Per (slice, lane) points from one meter interval on ``backend_id``'s egress;
     ``slices`` maps the traffic scenario's slice index to the portal's slice id (unknown
     indexes are left out)."""
@@ -59,17 +60,28 @@ def points_from_meter(report: MeterReport, slices: Mapping[int, int], ts: dateti
         if g.slice_index is None or g.lane is None or g.slice_index not in slices:
             continue
         d = g.delay
-        points.append(KpiPoint(
-            slice_id=slices[g.slice_index], backend_id=backend_id, lane=g.lane, source="testbed", ts=ts,
-            interval_s=interval_s,
-            # offered bytes: the sender's packet count at the received mean size (the meter
-            # sees only what arrived; sizes are constant per flow in the generator)
-            tx_packets=g.expected, rx_packets=g.received, rx_bytes=g.bytes,
-            tx_bytes=round(g.expected * g.bytes / g.received) if g.received else 0,
-            throughput_bps=g.bytes * 8 / interval_s, loss_pct=g.loss_pct,
-            delay_mean_ms=d.mean_us / 1e3 if d else None, delay_p50_ms=d.p50_us / 1e3 if d else None,
-            delay_p99_ms=d.p99_us / 1e3 if d else None, jitter_ms=g.jitter_us / 1e3 if d else None,
-        ))
+        points.append(
+            KpiPoint(
+                slice_id=slices[g.slice_index],
+                backend_id=backend_id,
+                lane=g.lane,
+                source="testbed",
+                ts=ts,
+                interval_s=interval_s,
+                # offered bytes: the sender's packet count at the received mean size (the meter
+                # sees only what arrived; sizes are constant per flow in the generator)
+                tx_packets=g.expected,
+                rx_packets=g.received,
+                rx_bytes=g.bytes,
+                tx_bytes=round(g.expected * g.bytes / g.received) if g.received else 0,
+                throughput_bps=g.bytes * 8 / interval_s,
+                loss_pct=g.loss_pct,
+                delay_mean_ms=d.mean_us / 1e3 if d else None,
+                delay_p50_ms=d.p50_us / 1e3 if d else None,
+                delay_p99_ms=d.p99_us / 1e3 if d else None,
+                jitter_ms=g.jitter_us / 1e3 if d else None,
+            )
+        )
     return points
 
 
@@ -91,10 +103,22 @@ def combine_lanes(points: list[KpiPoint]) -> KpiPoint:
         for reason, n in p.drops.items():
             drops[reason] = drops.get(reason, 0) + n
     return KpiPoint(
-        slice_id=first.slice_id, backend_id=first.backend_id, lane=-1, source=first.source, ts=first.ts,
+        slice_id=first.slice_id,
+        backend_id=first.backend_id,
+        lane=-1,
+        source=first.source,
+        ts=first.ts,
         interval_s=first.interval_s,
-        tx_packets=tx, rx_packets=rx, tx_bytes=sum(p.tx_bytes for p in points),
-        rx_bytes=sum(p.rx_bytes for p in points), throughput_bps=sum(p.throughput_bps for p in points),
-        loss_pct=100.0 * max(tx - rx, 0) / tx if tx else 0.0, delay_mean_ms=weighted("delay_mean_ms"),
-        delay_p50_ms=weighted("delay_p50_ms"), delay_p99_ms=max(p99s) if p99s else None,
-        jitter_ms=weighted("jitter_ms"), drops=drops, ecn_marks=sum(p.ecn_marks for p in points))
+        tx_packets=tx,
+        rx_packets=rx,
+        tx_bytes=sum(p.tx_bytes for p in points),
+        rx_bytes=sum(p.rx_bytes for p in points),
+        throughput_bps=sum(p.throughput_bps for p in points),
+        loss_pct=100.0 * max(tx - rx, 0) / tx if tx else 0.0,
+        delay_mean_ms=weighted("delay_mean_ms"),
+        delay_p50_ms=weighted("delay_p50_ms"),
+        delay_p99_ms=max(p99s) if p99s else None,
+        jitter_ms=weighted("jitter_ms"),
+        drops=drops,
+        ecn_marks=sum(p.ecn_marks for p in points),
+    )

@@ -76,8 +76,7 @@ class HoldDown:
         return cls(settings.sla_open_after, settings.sla_close_after, settings.sla_merge_within_s)
 
     def as_dict(self) -> dict[str, float]:
-        return {"open_after": self.open_after, "close_after": self.close_after,
-                "merge_within_s": self.merge_within_s}
+        return {"open_after": self.open_after, "close_after": self.close_after, "merge_within_s": self.merge_within_s}
 
     def window(self, interval_s: float) -> timedelta:
         """How far from an interval another source's value still makes that source present."""
@@ -161,13 +160,27 @@ class _LaneState:
 
     @classmethod
     def load(cls, state: dict[str, Any]) -> _LaneState:
-        return cls(src=state.get("src"), bad=state.get("bad", []), good=state.get("good", []),
-                   last_bad=state.get("last_bad"), open_id=state.get("open"), closed_id=state.get("closed"),
-                   closed_end=state.get("closed_end"), stored=True)
+        return cls(
+            src=state.get("src"),
+            bad=state.get("bad", []),
+            good=state.get("good", []),
+            last_bad=state.get("last_bad"),
+            open_id=state.get("open"),
+            closed_id=state.get("closed"),
+            closed_end=state.get("closed_end"),
+            stored=True,
+        )
 
     def dump(self) -> dict[str, Any]:
-        return {"src": self.src, "bad": self.bad, "good": self.good, "last_bad": self.last_bad,
-                "open": self.open_id, "closed": self.closed_id, "closed_end": self.closed_end}
+        return {
+            "src": self.src,
+            "bad": self.bad,
+            "good": self.good,
+            "last_bad": self.last_bad,
+            "open": self.open_id,
+            "closed": self.closed_id,
+            "closed_end": self.closed_end,
+        }
 
     def busy(self) -> bool:
         """A missing sample (read "not bad") changes something only while this holds."""
@@ -192,29 +205,39 @@ class _Evaluator:
     def rule_set(self, backend_id: int) -> dict[str, Any] | None:
         if backend_id not in self._rule_sets:
             rs = current_rule_set(self.session, backend_id)
-            self._rule_sets[backend_id] = (None if rs is None else
-                                           {"id": rs.id, "number": rs.number, "digest": rs.digest})
+            self._rule_sets[backend_id] = (
+                None if rs is None else {"id": rs.id, "number": rs.number, "digest": rs.digest}
+            )
         return self._rule_sets[backend_id]
 
     def violation(self, ref: int) -> SlaViolation:
         """A state's violation: a stored one by id, or one opened in this batch (negative: its id())."""
         return self.new[-ref] if ref < 0 else self.violations[ref]
 
-    def step(self, slice_id: int, backend_id: int, lane: int, check: Check, limit: float, st: _LaneState,
-             r: Reading, events: list[tuple[bool, SlaViolation]]) -> None:
+    def step(
+        self,
+        slice_id: int,
+        backend_id: int,
+        lane: int,
+        check: Check,
+        limit: float,
+        st: _LaneState,
+        r: Reading,
+        events: list[tuple[bool, SlaViolation]],
+    ) -> None:
         """Push the newest reading ``r`` into ``st`` and open / extend / close its violation,
         appending what changed to ``events`` (True: opened or re-opened)."""
         hold, bad = self.hold, r["bad"]
         del r["bad"]
         st.last_ts = datetime.fromisoformat(r["ts"])
         if bad:
-            st.bad = [*st.bad[-(hold.open_after - 1):], r] if hold.open_after > 1 else [r]
+            st.bad = [*st.bad[-(hold.open_after - 1) :], r] if hold.open_after > 1 else [r]
             st.good = []
             st.last_bad = r["ts"]
         else:
             st.bad = []
             if st.open_id is not None:
-                st.good = [*st.good[-(hold.close_after - 1):], r] if hold.close_after > 1 else [r]
+                st.good = [*st.good[-(hold.close_after - 1) :], r] if hold.close_after > 1 else [r]
         v_lane = None if check is RATE_CHECK else lane
         if st.open_id is None:
             if len(st.bad) < hold.open_after:
@@ -223,24 +246,41 @@ class _Evaluator:
             values = [w["v"] for w in window if w["v"] is not None]
             worst = min(values) if check.below else max(values)
             started = _start(window[0])
-            if (st.closed_id is not None and st.closed_end is not None and hold.merge_within_s > 0
-                    and (started - datetime.fromisoformat(st.closed_end)).total_seconds() <= hold.merge_within_s):
+            if (
+                st.closed_id is not None
+                and st.closed_end is not None
+                and hold.merge_within_s > 0
+                and (started - datetime.fromisoformat(st.closed_end)).total_seconds() <= hold.merge_within_s
+            ):
                 # a flap: the last violation of this check goes on (one episode, issue #29)
                 v = self.violation(st.closed_id)
-                gap = {"ended_at": v.ended_at.isoformat() if v.ended_at else None, "reopened_at": started.isoformat(),
-                       "reopened_by": [_evidence(w, v_lane) for w in window]}
+                gap = {
+                    "ended_at": v.ended_at.isoformat() if v.ended_at else None,
+                    "reopened_at": started.isoformat(),
+                    "reopened_by": [_evidence(w, v_lane) for w in window],
+                }
                 v.ended_at = None
                 v.worst = min(v.worst, worst) if check.below else max(v.worst, worst)
                 v.evidence = {**v.evidence, "closed_by": [], "flaps": [*v.evidence.get("flaps", []), gap]}
                 st.open_id = st.closed_id
             else:
                 v = SlaViolation(
-                    slice_id=slice_id, backend_id=backend_id, lane=v_lane, metric=check.metric, threshold=limit,
-                    worst=worst, started_at=started,
+                    slice_id=slice_id,
+                    backend_id=backend_id,
+                    lane=v_lane,
+                    metric=check.metric,
+                    threshold=limit,
+                    worst=worst,
+                    started_at=started,
                     detail={"direction": "below" if check.below else "above", "sla_field": check.sla},
-                    evidence={"opened_by": [_evidence(w, v_lane) for w in window], "closed_by": [],
-                              "hold_down": hold.as_dict(), "rule_set": self.rule_set(backend_id),
-                              "counters": _sum_counters(window)})
+                    evidence={
+                        "opened_by": [_evidence(w, v_lane) for w in window],
+                        "closed_by": [],
+                        "hold_down": hold.as_dict(),
+                        "rule_set": self.rule_set(backend_id),
+                        "counters": _sum_counters(window),
+                    },
+                )
                 self.new[id(v)] = v
                 st.open_id = -id(v)
             st.closed_id = st.closed_end = None
@@ -268,34 +308,56 @@ def _lock_heads(session: Session, keys: list[tuple[int, int]]) -> dict[tuple[int
     """Create the head rows that are missing, lock every state row of ``keys`` (heads first, in
     key order, so two workers never wait on each other crosswise) and return their states."""
     slices, backends = [k[0] for k in keys], [k[1] for k in keys]
-    session.execute(text(
-        f"INSERT INTO {STATE_TABLE} (slice_id, backend_id, metric, lane) "
-        "SELECT s, b, '', -1 FROM unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[])) AS k(s, b) ORDER BY s, b "
-        "ON CONFLICT DO NOTHING"), {"s": slices, "b": backends})
-    session.execute(text(
-        f"SELECT 1 FROM {STATE_TABLE} WHERE metric = '' AND lane = -1 AND (slice_id, backend_id) IN "
-        "(SELECT * FROM unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[]))) "
-        "ORDER BY slice_id, backend_id FOR UPDATE"), {"s": slices, "b": backends})
-    rows = session.execute(text(
-        f"SELECT slice_id, backend_id, metric, lane, state FROM {STATE_TABLE} WHERE (slice_id, backend_id) IN "
-        "(SELECT * FROM unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[])))"), {"s": slices, "b": backends})
+    session.execute(
+        text(
+            f"INSERT INTO {STATE_TABLE} (slice_id, backend_id, metric, lane) "
+            "SELECT s, b, '', -1 FROM unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[])) AS k(s, b) ORDER BY s, b "
+            "ON CONFLICT DO NOTHING"
+        ),
+        {"s": slices, "b": backends},
+    )
+    session.execute(
+        text(
+            f"SELECT 1 FROM {STATE_TABLE} WHERE metric = '' AND lane = -1 AND (slice_id, backend_id) IN "
+            "(SELECT * FROM unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[]))) "
+            "ORDER BY slice_id, backend_id FOR UPDATE"
+        ),
+        {"s": slices, "b": backends},
+    )
+    rows = session.execute(
+        text(
+            f"SELECT slice_id, backend_id, metric, lane, state FROM {STATE_TABLE} WHERE (slice_id, backend_id) IN "
+            "(SELECT * FROM unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[])))"
+        ),
+        {"s": slices, "b": backends},
+    )
     return {(r.slice_id, r.backend_id, r.metric, r.lane): r.state for r in rows}
 
 
 def _write(session: Session, upserts: list[dict[str, Any]], deletes: list[tuple[int, int, str, int]]) -> None:
     if upserts:
-        session.execute(text(
-            f"INSERT INTO {STATE_TABLE} (slice_id, backend_id, metric, lane, state) "
-            f"SELECT slice_id, backend_id, metric, lane, state FROM json_populate_recordset(NULL::{STATE_TABLE}, "
-            "CAST(:rows AS json)) ON CONFLICT (slice_id, backend_id, metric, lane) "
-            "DO UPDATE SET state = EXCLUDED.state"),
-            {"rows": json.dumps(upserts)})
+        session.execute(
+            text(
+                f"INSERT INTO {STATE_TABLE} (slice_id, backend_id, metric, lane, state) "
+                f"SELECT slice_id, backend_id, metric, lane, state FROM json_populate_recordset(NULL::{STATE_TABLE}, "
+                "CAST(:rows AS json)) ON CONFLICT (slice_id, backend_id, metric, lane) "
+                "DO UPDATE SET state = EXCLUDED.state"
+            ),
+            {"rows": json.dumps(upserts)},
+        )
     if deletes:
-        session.execute(text(
-            f"DELETE FROM {STATE_TABLE} WHERE (slice_id, backend_id, metric, lane) IN (SELECT * FROM "
-            "unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[]), CAST(:m AS text[]), CAST(:l AS int[])))"),
-            {"s": [d[0] for d in deletes], "b": [d[1] for d in deletes], "m": [d[2] for d in deletes],
-             "l": [d[3] for d in deletes]})
+        session.execute(
+            text(
+                f"DELETE FROM {STATE_TABLE} WHERE (slice_id, backend_id, metric, lane) IN (SELECT * FROM "
+                "unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[]), CAST(:m AS text[]), CAST(:l AS int[])))"
+            ),
+            {
+                "s": [d[0] for d in deletes],
+                "b": [d[1] for d in deletes],
+                "m": [d[2] for d in deletes],
+                "l": [d[3] for d in deletes],
+            },
+        )
 
 
 def _present(seen: tuple[datetime, datetime | None, float] | None, ts: datetime, hold: HoldDown) -> bool:
@@ -312,8 +374,9 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
     hold = hold or HoldDown.from_settings(get_settings())
     slice_ids = {p.slice_id for p in points}
     slices = {s.id: s for s in session.scalars(select(Slice).where(Slice.id.in_(slice_ids)))}
-    limits = {sid: [(c, getattr(s, c.sla)) for c in CHECKS if getattr(s, c.sla) is not None]
-              for sid, s in slices.items()}
+    limits = {
+        sid: [(c, getattr(s, c.sla)) for c in CHECKS if getattr(s, c.sla) is not None] for sid, s in slices.items()
+    }
     # per (slice, backend): the intervals, each source's samples of one ts, in time order
     grouped: dict[tuple[int, int], dict[tuple[datetime, str], list[KpiPoint]]] = defaultdict(lambda: defaultdict(list))
     for p in points:
@@ -329,7 +392,8 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
         ev.violations = {v.id: v for v in session.scalars(select(SlaViolation).where(SlaViolation.id.in_(refs)))}
     changed: list[SlaViolation] = []
     lane_states: dict[tuple[int, int, str, int], _LaneState] = {
-        k: _LaneState.load(state) for k, state in states.items() if k[2:] != HEAD}
+        k: _LaneState.load(state) for k, state in states.items() if k[2:] != HEAD
+    }
     by_key: dict[tuple[int, int], dict[str, dict[int, _LaneState]]] = defaultdict(lambda: defaultdict(dict))
     for k, st in lane_states.items():
         by_key[k[:2]][k[2]][k[3]] = st
@@ -343,8 +407,14 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
         events: list[tuple[bool, SlaViolation]] = []
         for check, limit in limits[slice_id]:
             by_source = seen.setdefault(check.metric, {})
-            parsed = {src: (datetime.fromisoformat(x["j"]), datetime.fromisoformat(x["v"]) if x.get("v") else None,
-                            float(x["i"])) for src, x in by_source.items()}
+            parsed = {
+                src: (
+                    datetime.fromisoformat(x["j"]),
+                    datetime.fromisoformat(x["v"]) if x.get("v") else None,
+                    float(x["i"]),
+                )
+                for src, x in by_source.items()
+            }
             lanes = mine[check.metric]
             for (ts, src), rows in intervals:
                 if src not in check.sources:
@@ -365,8 +435,19 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
                     delivered = sum(r.throughput_bps for r in rows) / 1e6
                     offered = sum(offered_mbps(r) for r in rows)
                     bad = offered > limit and delivered < limit
-                    readings = [(SLICE_WIDE, {"ts": iso, "i": rows[0].interval_s, "v": delivered, "o": offered,
-                                              "bad": bad, **({"c": _counters(rows)} if bad else {})})]
+                    readings = [
+                        (
+                            SLICE_WIDE,
+                            {
+                                "ts": iso,
+                                "i": rows[0].interval_s,
+                                "v": delivered,
+                                "o": offered,
+                                "bad": bad,
+                                **({"c": _counters(rows)} if bad else {}),
+                            },
+                        )
+                    ]
                 else:
                     assert values is not None
                     # only a bad reading or a lane with something pending can change anything: the
@@ -382,8 +463,18 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
                     for lane in sorted(acting):
                         value, sample = acting[lane]
                         bad = value is not None and value > limit
-                        readings.append((lane, {"ts": iso, "i": rows[0].interval_s, "v": value, "bad": bad,
-                                                **({"c": _counters([sample])} if bad and sample else {})}))
+                        readings.append(
+                            (
+                                lane,
+                                {
+                                    "ts": iso,
+                                    "i": rows[0].interval_s,
+                                    "v": value,
+                                    "bad": bad,
+                                    **({"c": _counters([sample])} if bad and sample else {}),
+                                },
+                            )
+                        )
                 for lane, reading in readings:
                     if lane not in lanes:
                         if not reading["bad"]:
@@ -393,10 +484,21 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
                     if st.src != src:  # another source judges now: its runs start afresh
                         st.src, st.bad, st.good = src, [], []
                     ev.step(slice_id, backend_id, lane, check, limit, st, reading, events)
-            by_source.update({src: {"j": j.isoformat(), "v": v.isoformat() if v else None, "i": i}
-                              for src, (j, v, i) in parsed.items()})
-        heads_out.append({"slice_id": slice_id, "backend_id": backend_id, "metric": HEAD[0], "lane": HEAD[1],
-                          "state": {"seen": seen}})
+            by_source.update(
+                {
+                    src: {"j": j.isoformat(), "v": v.isoformat() if v else None, "i": i}
+                    for src, (j, v, i) in parsed.items()
+                }
+            )
+        heads_out.append(
+            {
+                "slice_id": slice_id,
+                "backend_id": backend_id,
+                "metric": HEAD[0],
+                "lane": HEAD[1],
+                "state": {"seen": seen},
+            }
+        )
         for opened, v in events:
             if opened and v.id is None and id(v) in ev.new:
                 session.add(v)
@@ -414,8 +516,7 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
             if st.stored:
                 deletes.append((s_id, b_id, metric, lane))
         else:
-            upserts.append({"slice_id": s_id, "backend_id": b_id, "metric": metric, "lane": lane,
-                            "state": st.dump()})
+            upserts.append({"slice_id": s_id, "backend_id": b_id, "metric": metric, "lane": lane, "state": st.dump()})
     _write(session, upserts, deletes)
     return changed
 
@@ -424,12 +525,24 @@ def within_sla(session: Session, slice_id: int, since: datetime, until: datetime
     """Per backend: intervals with a sample in (since, until], and how many of them lay inside
     a violation of that backend."""
     v = SlaViolation
-    inside = (select(v.id).where(v.slice_id == KpiSample.slice_id, v.backend_id == KpiSample.backend_id,
-                                 v.started_at < KpiSample.ts, (v.ended_at.is_(None)) | (KpiSample.ts <= v.ended_at))
-              .exists())
+    inside = (
+        select(v.id)
+        .where(
+            v.slice_id == KpiSample.slice_id,
+            v.backend_id == KpiSample.backend_id,
+            v.started_at < KpiSample.ts,
+            (v.ended_at.is_(None)) | (KpiSample.ts <= v.ended_at),
+        )
+        .exists()
+    )
     rows = session.execute(
-        select(KpiSample.backend_id, func.count(func.distinct(KpiSample.ts)),
-               func.count(func.distinct(KpiSample.ts)).filter(inside))
+        select(
+            KpiSample.backend_id,
+            func.count(func.distinct(KpiSample.ts)),
+            func.count(func.distinct(KpiSample.ts)).filter(inside),
+        )
         .where(KpiSample.slice_id == slice_id, KpiSample.ts > since, KpiSample.ts <= until)
-        .group_by(KpiSample.backend_id).order_by(KpiSample.backend_id))
+        .group_by(KpiSample.backend_id)
+        .order_by(KpiSample.backend_id)
+    )
     return [(b, total, bad) for b, total, bad in rows]

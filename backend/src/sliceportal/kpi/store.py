@@ -31,7 +31,8 @@ _UPSERT = (
     f"INSERT INTO {KpiSample.__tablename__} ({COLUMNS}) "
     f"SELECT {COLUMNS} FROM json_populate_recordset(NULL::{KpiSample.__tablename__}, %s::json) "
     f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in KpiPoint.model_fields if c not in KEY))
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in KpiPoint.model_fields if c not in KEY)
+)
 _BATCH = TypeAdapter(list[KpiPoint])
 
 
@@ -39,8 +40,9 @@ _BATCH = TypeAdapter(list[KpiPoint])
 # of a 10 000-row batch. The batch's distinct ids are checked here once, under the very lock
 # the foreign key's check took (FOR KEY SHARE: a slice or backend cannot be deleted until the
 # ingest commits, and deleting one removes its samples through a trigger).
-_REFERENCED = {table: f"SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE"
-               for table in ("slice", "backend")}
+_REFERENCED = {
+    table: f"SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE" for table in ("slice", "backend")
+}
 
 
 class UnknownReference(ValueError):
@@ -69,17 +71,20 @@ def _insert(session: Session, points: Sequence[KpiPoint]) -> str:
     return body
 
 
-def _store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None
-           ) -> tuple[list[SlaViolation], dict[int, int], str]:
+def _store(
+    session: Session, points: Sequence[KpiPoint], hold: HoldDown | None
+) -> tuple[list[SlaViolation], dict[int, int], str]:
     body = _insert(session, points)
     changed = evaluate(session, points, hold)
-    tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(
-        Slice.id.in_({p.slice_id for p in points}))).all())
+    tenant_of = dict(
+        session.execute(select(Slice.id, Slice.tenant_id).where(Slice.id.in_({p.slice_id for p in points}))).all()
+    )
     return changed, {int(s): int(t) for s, t in tenant_of.items()}, body
 
 
-def store(session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = None
-          ) -> tuple[list[SlaViolation], dict[int, int]]:
+def store(
+    session: Session, points: Sequence[KpiPoint], hold: HoldDown | None = None
+) -> tuple[list[SlaViolation], dict[int, int]]:
     """Insert the points and judge them against the SLAs in ``session``'s transaction (not
     committed); the violations changed and each point's slice -> tenant."""
     changed, tenant_of, _ = _store(session, points, hold)

@@ -59,16 +59,30 @@ def _tenant_of(obj: Any) -> int | None:
     return getattr(obj, col, None) if col else None
 
 
-def record(session: Session, action: str, object_type: str, object_id: int | None,
-           before: dict[str, Any] | None = None, after: dict[str, Any] | None = None,
-           tenant_id: int | None = None) -> None:
+def record(
+    session: Session,
+    action: str,
+    object_type: str,
+    object_id: int | None,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    tenant_id: int | None = None,
+) -> None:
     """Log an action that is not a plain row change (deploy, import, login ...)."""
     actor = actor_of(session)
-    session.execute(insert(AuditLog).values(
-        actor_id=actor.user_id, actor=actor.name, via=actor.via, action=action,
-        object_type=object_type, object_id=object_id, tenant_id=tenant_id,
-        before=before, after=after,
-    ))
+    session.execute(
+        insert(AuditLog).values(
+            actor_id=actor.user_id,
+            actor=actor.name,
+            via=actor.via,
+            action=action,
+            object_type=object_type,
+            object_id=object_id,
+            tenant_id=tenant_id,
+            before=before,
+            after=after,
+        )
+    )
 
 
 @event.listens_for(Session, "before_flush")
@@ -96,13 +110,19 @@ def _write_audit(session: Session, _ctx: Any) -> None:
     rows: list[dict[str, Any]] = []
 
     def add(action: str, obj: AuditedMixin, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
-        rows.append({
-            "actor_id": actor.user_id, "actor": actor.name, "via": actor.via, "action": action,
-            "object_type": type(obj).__tablename__,  # type: ignore[attr-defined]
-            "object_id": getattr(obj, "id", None), "tenant_id": _tenant_of(obj),
-            "before": None if before is None else obj.redacted(before),
-            "after": None if after is None else obj.redacted(after),
-        })
+        rows.append(
+            {
+                "actor_id": actor.user_id,
+                "actor": actor.name,
+                "via": actor.via,
+                "action": action,
+                "object_type": type(obj).__tablename__,  # type: ignore[attr-defined]
+                "object_id": getattr(obj, "id", None),
+                "tenant_id": _tenant_of(obj),
+                "before": None if before is None else obj.redacted(before),
+                "after": None if after is None else obj.redacted(after),
+            }
+        )
 
     for obj in session.new:
         if isinstance(obj, AuditedMixin):

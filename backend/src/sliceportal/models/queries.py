@@ -19,12 +19,18 @@ def current_rule_set(session: Session, backend_id: int) -> RuleSet | None:
     never counts: it only re-applies this very rule set, so no reconcile can make a rule set
     current that no deployment committed.
     """
-    return session.scalar(select(RuleSet).join(Deployment, Deployment.rule_set_id == RuleSet.id)
-                          .where(Deployment.backend_id == backend_id,
-                                 Deployment.status == DeploymentStatus.SUCCEEDED,
-                                 Deployment.kind.in_(PUSH_KINDS),
-                                 Deployment.finished_at.is_not(None))
-                          .order_by(Deployment.id.desc()).limit(1))
+    return session.scalar(
+        select(RuleSet)
+        .join(Deployment, Deployment.rule_set_id == RuleSet.id)
+        .where(
+            Deployment.backend_id == backend_id,
+            Deployment.status == DeploymentStatus.SUCCEEDED,
+            Deployment.kind.in_(PUSH_KINDS),
+            Deployment.finished_at.is_not(None),
+        )
+        .order_by(Deployment.id.desc())
+        .limit(1)
+    )
 
 
 # The newest sample of each (backend, lane, source) of a slice by walking the primary key
@@ -50,5 +56,8 @@ def newest_samples(session: Session, slice_id: int, backend_id: int | None = Non
     """The newest KPI sample of each (backend, lane, source) of a slice, optionally of one backend."""
     backend = "AND backend_id = :b" if backend_id is not None else ""
     binds: dict[str, int] = {"s": slice_id} | ({"b": backend_id} if backend_id is not None else {})
-    return list(session.scalars(select(KpiSample).from_statement(
-        text(NEWEST_PER_LANE.format(backend=backend)).bindparams(**binds))))
+    return list(
+        session.scalars(
+            select(KpiSample).from_statement(text(NEWEST_PER_LANE.format(backend=backend)).bindparams(**binds))
+        )
+    )

@@ -60,8 +60,9 @@ def _target(to: str) -> tuple[str, int]:
 def reflect(
     port: Annotated[int, typer.Option(help="UDP port to answer on (RFC 8762: 862)", min=1, max=65535)] = STAMP_PORT,
     bind: Annotated[str, typer.Option(help="local IPv4 address to bind")] = "0.0.0.0",
-    duration: Annotated[float | None, typer.Option(help="stop after this many seconds (default: until SIGINT/SIGTERM)",
-                                                   min=0)] = None,
+    duration: Annotated[
+        float | None, typer.Option(help="stop after this many seconds (default: until SIGINT/SIGTERM)", min=0)
+    ] = None,
 ) -> None:
     """Answer STAMP / TWAMP-light test packets (stateless Session-Reflector)."""
     try:
@@ -84,21 +85,31 @@ def reflect(
 def send(
     to: Annotated[str, typer.Option(help="the reflector: HOST[:PORT] (port 862 by default)")],
     slice_id: Annotated[int, typer.Option("--slice", help="slice id the samples belong to", min=1)],
-    backend_id: Annotated[int, typer.Option("--backend", help="backend id of the data plane the probes cross",
-                                            min=1)],
-    lane: Annotated[list[str], typer.Option(help="lane=dscp[:port], repeated: one probe flow per lane, marked with "
-                                                 "the DSCP, from this source port (default: any)")],
+    backend_id: Annotated[int, typer.Option("--backend", help="backend id of the data plane the probes cross", min=1)],
+    lane: Annotated[
+        list[str],
+        typer.Option(
+            help="lane=dscp[:port], repeated: one probe flow per lane, marked with "
+            "the DSCP, from this source port (default: any)"
+        ),
+    ],
     portal: Annotated[str | None, typer.Option(help="portal base URL: post samples to /api/v1/kpis/ingest")] = None,
-    api_key_file: Annotated[Path | None, typer.Option(help="file holding an API key with the telemetry scope",
-                                                      exists=True, dir_okay=False, readable=True)] = None,
-    print_: Annotated[bool, typer.Option("--print", help="print each sample as a JSON line (also without "
-                                                         "--portal)")] = False,
+    api_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="file holding an API key with the telemetry scope", exists=True, dir_okay=False, readable=True
+        ),
+    ] = None,
+    print_: Annotated[
+        bool, typer.Option("--print", help="print each sample as a JSON line (also without --portal)")
+    ] = False,
     rate: Annotated[float, typer.Option(help="probes per second per lane")] = 10.0,
     interval: Annotated[float, typer.Option(help="seconds per sample")] = 1.0,
     timeout: Annotated[float, typer.Option(help="seconds a probe may take to return before it counts as lost")] = 1.0,
     size: Annotated[int, typer.Option(help="UDP payload octets per probe (44 … 1472)")] = 44,
-    duration: Annotated[float | None, typer.Option(help="stop after this many seconds (default: until SIGINT/SIGTERM)",
-                                                   min=0)] = None,
+    duration: Annotated[
+        float | None, typer.Option(help="stop after this many seconds (default: until SIGINT/SIGTERM)", min=0)
+    ] = None,
     bind: Annotated[str, typer.Option(help="local IPv4 address to send from")] = "0.0.0.0",
 ) -> None:
     """Probe each lane and post (or print) two-way delay, jitter and loss per lane and interval."""
@@ -108,8 +119,7 @@ def send(
         _fail("--api-key-file: posting to the portal needs an API key with the telemetry scope")
     try:
         flows = [LaneFlow.parse(spec) for spec in lane]
-        sender = Sender(_target(to), flows, bind=bind, rate_pps=rate, interval_s=interval, timeout_s=timeout,
-                        size=size)
+        sender = Sender(_target(to), flows, bind=bind, rate_pps=rate, interval_s=interval, timeout_s=timeout, size=size)
     except ProbeError as exc:
         _fail(str(exc))
         return

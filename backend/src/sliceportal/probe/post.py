@@ -46,8 +46,9 @@ def _wait(state: RetryCallState) -> float:
 class Poster:
     """Posts each interval's samples as one batch; ``close()`` flushes what is queued."""
 
-    def __init__(self, client: httpx.Client, api_key: str, slice_id: int, backend_id: int, *,
-                 attempts: int = ATTEMPTS) -> None:
+    def __init__(
+        self, client: httpx.Client, api_key: str, slice_id: int, backend_id: int, *, attempts: int = ATTEMPTS
+    ) -> None:
         self.client, self.api_key = client, api_key
         self.slice_id, self.backend_id = slice_id, backend_id
         self.attempts = attempts
@@ -79,13 +80,16 @@ class Poster:
                 log.error("probe samples not stored (%d points): %s", len(points), exc)
 
     def _post(self, points: list[dict[str, Any]]) -> None:
-        for attempt in Retrying(stop=stop_after_attempt(self.attempts), wait=_wait, reraise=True,
-                                retry=retry_if_exception(lambda e: isinstance(e, _Retryable | httpx.TransportError))):
+        for attempt in Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=_wait,
+            reraise=True,
+            retry=retry_if_exception(lambda e: isinstance(e, _Retryable | httpx.TransportError)),
+        ):
             with attempt:
                 r = self.client.post(INGEST_PATH, json={"points": points}, headers={"X-API-Key": self.api_key})
                 if r.status_code == 429 or r.status_code >= 500:
                     after = r.headers.get("Retry-After", "")
-                    raise _Retryable(f"{r.status_code}: {r.text[:200]}",
-                                     float(after) if after.isdigit() else None)
+                    raise _Retryable(f"{r.status_code}: {r.text[:200]}", float(after) if after.isdigit() else None)
                 if r.status_code >= 400:
                     raise Refused(f"{r.status_code}: {r.text[:1000]}")

@@ -32,8 +32,7 @@ POLL_S = 0.2  # how soon serve() notices stop
 
 
 class Reflector:
-    def __init__(self, bind: str = "0.0.0.0", port: int = STAMP_PORT, *,
-                 error_estimate: int = ERROR_ESTIMATE) -> None:
+    def __init__(self, bind: str = "0.0.0.0", port: int = STAMP_PORT, *, error_estimate: int = ERROR_ESTIMATE) -> None:
         self.sock = udp_socket(bind, port)
         self.sock.setblocking(False)
         self.error_estimate = error_estimate
@@ -62,9 +61,15 @@ class Reflector:
             size = max(len(got.data), PACKET_SIZE)
             # t3 as late as Python allows: the residence time then covers our own work
             reply = ReflectorPacket(
-                seq=test.seq, timestamp=ntp_from_ns(time.time_ns()), error_estimate=self.error_estimate,
-                receive_timestamp=ntp_from_ns(got.rx_ns), sender_seq=test.seq,
-                sender_timestamp=test.timestamp, sender_error_estimate=test.error_estimate, sender_ttl=got.ttl)
+                seq=test.seq,
+                timestamp=ntp_from_ns(time.time_ns()),
+                error_estimate=self.error_estimate,
+                receive_timestamp=ntp_from_ns(got.rx_ns),
+                sender_seq=test.seq,
+                sender_timestamp=test.timestamp,
+                sender_error_estimate=test.error_estimate,
+                sender_ttl=got.ttl,
+            )
             try:
                 send_with_tos(self.sock, reply.pack(size), got.peer, got.tos & 0xFC)
             except OSError as exc:  # an unreachable peer must not stop the reflector

@@ -96,12 +96,24 @@ class LaneSample:
     jitter_ms: float | None
 
     def point(self, slice_id: int, backend_id: int) -> dict[str, Any]:
-        return {"slice_id": slice_id, "backend_id": backend_id, "source": "probe", "lane": self.lane,
-                "ts": self.ts.isoformat(), "interval_s": self.interval_s, "tx_packets": self.tx_packets,
-                "rx_packets": self.rx_packets, "tx_bytes": self.tx_bytes, "rx_bytes": self.rx_bytes,
-                "throughput_bps": self.throughput_bps, "loss_pct": self.loss_pct,
-                "delay_mean_ms": self.delay_mean_ms, "delay_p50_ms": self.delay_p50_ms,
-                "delay_p99_ms": self.delay_p99_ms, "jitter_ms": self.jitter_ms}
+        return {
+            "slice_id": slice_id,
+            "backend_id": backend_id,
+            "source": "probe",
+            "lane": self.lane,
+            "ts": self.ts.isoformat(),
+            "interval_s": self.interval_s,
+            "tx_packets": self.tx_packets,
+            "rx_packets": self.rx_packets,
+            "tx_bytes": self.tx_bytes,
+            "rx_bytes": self.rx_bytes,
+            "throughput_bps": self.throughput_bps,
+            "loss_pct": self.loss_pct,
+            "delay_mean_ms": self.delay_mean_ms,
+            "delay_p50_ms": self.delay_p50_ms,
+            "delay_p99_ms": self.delay_p99_ms,
+            "jitter_ms": self.jitter_ms,
+        }
 
 
 def percentile(ordered: list[float], q: float) -> float:
@@ -112,20 +124,28 @@ def percentile(ordered: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def summarise(lane: int, ts: datetime, interval_s: float, tx: int, delays_in_send_order: list[float],
-              size: int) -> LaneSample:
+def summarise(
+    lane: int, ts: datetime, interval_s: float, tx: int, delays_in_send_order: list[float], size: int
+) -> LaneSample:
     """The sample of one lane's interval from its probes sent and its delays (ms) returned."""
     rx = len(delays_in_send_order)
     ordered = sorted(delays_in_send_order)
     steps = [abs(b - a) for a, b in itertools.pairwise(delays_in_send_order)]
     return LaneSample(
-        lane=lane, ts=ts, interval_s=round(interval_s, 6), tx_packets=tx, rx_packets=rx,
-        tx_bytes=tx * size, rx_bytes=rx * size, throughput_bps=round(rx * size * 8 / interval_s, 3),
+        lane=lane,
+        ts=ts,
+        interval_s=round(interval_s, 6),
+        tx_packets=tx,
+        rx_packets=rx,
+        tx_bytes=tx * size,
+        rx_bytes=rx * size,
+        throughput_bps=round(rx * size * 8 / interval_s, 3),
         loss_pct=round(100.0 * (tx - rx) / tx, 4) if tx else 0.0,
         delay_mean_ms=round(sum(ordered) / rx, 6) if rx else None,
         delay_p50_ms=round(percentile(ordered, 0.5), 6) if rx else None,
         delay_p99_ms=round(percentile(ordered, 0.99), 6) if rx else None,
-        jitter_ms=round(sum(steps) / len(steps), 6) if steps else None)
+        jitter_ms=round(sum(steps) / len(steps), 6) if steps else None,
+    )
 
 
 @dataclass
@@ -155,9 +175,17 @@ class LaneTotals:
 
 
 class Sender:
-    def __init__(self, reflector: tuple[str, int], flows: list[LaneFlow], *, bind: str = "0.0.0.0",
-                 rate_pps: float = 10.0, interval_s: float = 1.0, timeout_s: float = 1.0,
-                 size: int = PACKET_SIZE) -> None:
+    def __init__(
+        self,
+        reflector: tuple[str, int],
+        flows: list[LaneFlow],
+        *,
+        bind: str = "0.0.0.0",
+        rate_pps: float = 10.0,
+        interval_s: float = 1.0,
+        timeout_s: float = 1.0,
+        size: int = PACKET_SIZE,
+    ) -> None:
         if not flows:
             raise ProbeError("--lane: at least one lane")
         if len({f.lane for f in flows}) != len(flows):
@@ -191,8 +219,13 @@ class Sender:
     def totals(self) -> list[LaneTotals]:
         return [LaneTotals(x.flow.lane, x.sent, x.returned, x.late) for x in self.lanes]
 
-    def run(self, sink: Callable[[list[LaneSample]], None], *, duration_s: float | None = None,
-            stop: threading.Event | None = None) -> list[LaneTotals]:
+    def run(
+        self,
+        sink: Callable[[list[LaneSample]], None],
+        *,
+        duration_s: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> list[LaneTotals]:
         """Probe until ``duration_s`` has passed or ``stop`` is set, then wait for the last
         replies (at most ``timeout_s``); ``sink`` gets each interval's samples, lanes in order."""
         stop = stop or threading.Event()
@@ -232,7 +265,8 @@ class Sender:
                 if not sending:
                     end = min(end, send_end)
                 outstanding = any(
-                    iv.tx > len(iv.delays_ms) for x in self.lanes if (iv := x.intervals.get(emitted)) is not None)
+                    iv.tx > len(iv.delays_ms) for x in self.lanes if (iv := x.intervals.get(emitted)) is not None
+                )
                 if outstanding and now < end + timeout:
                     break
                 self._emit(emitted, start_wall + (end - start), (end - start - emitted * interval) / _NS, sink)

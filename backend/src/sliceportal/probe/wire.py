@@ -95,9 +95,16 @@ class ReflectorPacket:
     def pack(self, size: int = PACKET_SIZE) -> bytes:
         if size < PACKET_SIZE:
             raise WireError(f"size: at least {PACKET_SIZE} octets")
-        return REFLECTOR.pack(self.seq, self.timestamp, self.error_estimate, self.receive_timestamp,
-                              self.sender_seq, self.sender_timestamp, self.sender_error_estimate,
-                              self.sender_ttl) + bytes(size - PACKET_SIZE)
+        return REFLECTOR.pack(
+            self.seq,
+            self.timestamp,
+            self.error_estimate,
+            self.receive_timestamp,
+            self.sender_seq,
+            self.sender_timestamp,
+            self.sender_error_estimate,
+            self.sender_ttl,
+        ) + bytes(size - PACKET_SIZE)
 
     @classmethod
     def unpack(cls, data: bytes) -> ReflectorPacket:

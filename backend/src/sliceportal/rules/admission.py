@@ -102,15 +102,20 @@ class Admission:
         """What does not fit, each with its numbers (for the 409's detail and field errors)."""
         out = []
         if not self.guarantees_fit:
-            out.append(f"guaranteed rates add up to {self.guaranteed_bps / 1e6:g} Mbit/s, "
-                       f"more than the link's {self.capacity_bps / 1e6:g} Mbit/s")
+            out.append(
+                f"guaranteed rates add up to {self.guaranteed_bps / 1e6:g} Mbit/s, "
+                f"more than the link's {self.capacity_bps / 1e6:g} Mbit/s"
+            )
         for v in self.slices:
             if not v.ok:
-                parts = " + ".join(f"{t.burst_bits / 1e6:g} Mbit / {t.residual_bps / 1e6:g} Mbit/s ({t.of})"
-                                   for t in v.terms)
+                parts = " + ".join(
+                    f"{t.burst_bits / 1e6:g} Mbit / {t.residual_bps / 1e6:g} Mbit/s ({t.of})" for t in v.terms
+                )
                 at = f" at lane {v.lane}" if v.lane is not None else ""
-                out.append(f"slice {v.name}{at}: worst-case delay {v.worst_delay_ms:.2f} ms = {parts} "
-                           f"exceeds its bound of {v.delay_bound_ms:g} ms")
+                out.append(
+                    f"slice {v.name}{at}: worst-case delay {v.worst_delay_ms:.2f} ms = {parts} "
+                    f"exceeds its bound of {v.delay_bound_ms:g} ms"
+                )
         return out
 
 
@@ -138,8 +143,9 @@ def worst_case(slices: Sequence[SliceDemand], capacity_bps: float) -> tuple[Slic
     for s in slices:
         for lane in s.lane_set:
             terms = lane_terms(slices, capacity_bps, lane)
-            verdicts.append(SliceVerdict(s.name, sum(t.ms for t in terms), s.delay_bound_ms, terms,
-                                         lane if s.lanes else None))
+            verdicts.append(
+                SliceVerdict(s.name, sum(t.ms for t in terms), s.delay_bound_ms, terms, lane if s.lanes else None)
+            )
     return tuple(verdicts)
 
 
@@ -147,8 +153,12 @@ def admit(slices: Sequence[SliceDemand], capacity_bps: float) -> Admission:
     return Admission(capacity_bps, sum(s.guaranteed_bps for s in slices), worst_case(slices, capacity_bps))
 
 
-def required_capacity(slices: Sequence[SliceDemand], *, resolution_bps: float = 1e3,
-                      bound: Callable[[SliceDemand], float | None] = lambda s: s.delay_bound_ms) -> float:
+def required_capacity(
+    slices: Sequence[SliceDemand],
+    *,
+    resolution_bps: float = 1e3,
+    bound: Callable[[SliceDemand], float | None] = lambda s: s.delay_bound_ms,
+) -> float:
     """The least capacity (to ``resolution_bps``) at which every slice meets ``bound``.
 
     Worst-case delays only fall as capacity grows, so a bisection between the rates that
@@ -190,17 +200,23 @@ class PortLoad:
         return self.guaranteed_bps <= self.capacity_bps
 
 
-def port_loads(port_bps: Mapping[str, float], bound: Mapping[str, Sequence[str]],
-               guaranteed_bps: Mapping[str, float]) -> tuple[PortLoad, ...]:
+def port_loads(
+    port_bps: Mapping[str, float], bound: Mapping[str, Sequence[str]], guaranteed_bps: Mapping[str, float]
+) -> tuple[PortLoad, ...]:
     """Σ guarantees per port (the link check of Eq. 2's premise, port by port).
 
     ``port_bps``: the ports with a recorded capacity; ``bound``: port -> the slices whose
     traffic it carries; ``guaranteed_bps``: slice -> its guaranteed rate (0: no promise).
     Only ports with a capacity are checked: a port without one is limited by the link alone.
     """
-    return tuple(PortLoad(port, float(cap), tuple((name, guaranteed_bps.get(name, 0.0))
-                                                  for name in bound.get(port, ()) if guaranteed_bps.get(name)))
-                 for port, cap in sorted(port_bps.items(), key=lambda kv: _port_order(kv[0])))
+    return tuple(
+        PortLoad(
+            port,
+            float(cap),
+            tuple((name, guaranteed_bps.get(name, 0.0)) for name in bound.get(port, ()) if guaranteed_bps.get(name)),
+        )
+        for port, cap in sorted(port_bps.items(), key=lambda kv: _port_order(kv[0]))
+    )
 
 
 def _port_order(port: str) -> tuple[int, str]:

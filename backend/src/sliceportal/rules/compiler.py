@@ -150,7 +150,7 @@ def intent_ref_of(note: str) -> int | None:
     """The intent a rule was compiled from (None for a slice's own rule)."""
     if not note.startswith(INTENT_NOTE):
         return None
-    head = note[len(INTENT_NOTE):].split(":", 1)[0]
+    head = note[len(INTENT_NOTE) :].split(":", 1)[0]
     return int(head) if head.isdigit() else None
 
 
@@ -203,8 +203,9 @@ def intents_overlap(a: IntentSpec, b: IntentSpec) -> bool:
 
 def intent_conflicts(existing: Iterable[IntentSpec], new: IntentSpec) -> list[IntentSpec]:
     """The intents of ``existing`` that ask another action of a flow ``new`` also selects."""
-    return [e for e in existing if e.ref != new.ref and intent_action(e) != intent_action(new)
-            and intents_overlap(e, new)]
+    return [
+        e for e in existing if e.ref != new.ref and intent_action(e) != intent_action(new) and intents_overlap(e, new)
+    ]
 
 
 def check_intent(spec: SliceSpec, i: IntentSpec) -> None:
@@ -220,18 +221,21 @@ def check_intent(spec: SliceSpec, i: IntentSpec) -> None:
             raise CompileError(
                 f"{who}: rate {i.rate_bps / 1e6:g} Mbit/s is above the slice's own rate limit "
                 f"{limit / 1e6:g} Mbit/s; the intent can only narrow it",
-                slice_ref=spec.ref, field="rate_mbps",
+                slice_ref=spec.ref,
+                field="rate_mbps",
             )
     if i.protocol is not None:
         raise CompileError(
             f"{who}: the data planes cannot key on the L4 protocol; an intent for {i.protocol} only would "
             "also take the UE's other protocol -- leave protocol out",
-            slice_ref=spec.ref, field="protocol",
+            slice_ref=spec.ref,
+            field="protocol",
         )
     if i.lane is not None and i.lane not in spec.type_lanes:
         raise CompileError(
             f"{who}: lane {i.lane} is not one of the slice type's lanes {'/'.join(map(str, spec.type_lanes))}",
-            slice_ref=spec.ref, field="lane",
+            slice_ref=spec.ref,
+            field="lane",
         )
 
 
@@ -242,7 +246,8 @@ def _check_intents(spec: SliceSpec) -> None:
             raise AmbiguousMatchError(
                 f"slice {spec.name!r}: intents {other.ref} ({other.action}) and {i.ref} ({i.action}) ask different "
                 "actions of overlapping flows",
-                slice_ref=spec.ref, field="intents",
+                slice_ref=spec.ref,
+                field="intents",
             )
 
 
@@ -480,7 +485,8 @@ def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetS
             raise CompileError(
                 f"slice {spec.name!r}: intent {i.ref} steers to RR path {i.rr_path}, but the target has "
                 f"paths 0..{target.paths - 1}",
-                slice_ref=spec.ref, field="rr_path",
+                slice_ref=spec.ref,
+                field="rr_path",
             )
     lane_svcs: dict[int, list[ServiceSpec]] = defaultdict(list)
     for s in services:
@@ -496,8 +502,7 @@ def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetS
         elif tenant.vlan is not None and "vlan" in target.match_fields:
             tunnel["vlan"] = tenant.vlan
         else:
-            warnings.append("the target cannot key on the tenant VNI or VLAN; the slice is selected by UE "
-                            "address only")
+            warnings.append("the target cannot key on the tenant VNI or VLAN; the slice is selected by UE address only")
     if any(s.protocol for s in services):
         warnings.append("the rule IR has no L4 protocol field: services match UDP and TCP alike")
     return _Prepared(
@@ -508,8 +513,7 @@ def _prepare(spec: SliceSpec, tenant: TenantSpec, slice_id: int, target: TargetS
         src=merge_intervals((s.first, s.last) for s in spec.subscribers),
         # an intent claims its ports / DSCP for the slice's UEs: another slice sharing those
         # UEs on those ports would otherwise lose packets to it
-        ports_by_dscp=_ports_by_dscp([*services, *(_intent_as_service(i, spec.type_lanes[0])
-                                                   for i in spec.intents)]),
+        ports_by_dscp=_ports_by_dscp([*services, *(_intent_as_service(i, spec.type_lanes[0]) for i in spec.intents)]),
         lane_rects={lane: _rectangles(svcs) for lane, svcs in lane_svcs.items()},
         lane_services={lane: [s.name for s in svcs] for lane, svcs in lane_svcs.items()},
         tunnel=tunnel,
@@ -554,8 +558,9 @@ def _prefix_pieces(t: Ternary, paths: int) -> list[tuple[int, Ternary]]:
     return [(g, Ternary(t.value | g, t.mask | low)) for g in range(paths) if not (g ^ t.value) & t.mask & low]
 
 
-def _intent_src_groups(p: _Prepared, i: IntentSpec, src: list[Interval], paths: int,
-                       minimise: bool) -> dict[int, list[Ternary]]:
+def _intent_src_groups(
+    p: _Prepared, i: IntentSpec, src: list[Interval], paths: int, minimise: bool
+) -> dict[int, list[Ternary]]:
     """RR path -> the intent's UE ternaries: steer names the path; otherwise the slice's own."""
     if i.action == "steer" or p.spec.path_mode == "per_slice":
         path = i.rr_path if i.action == "steer" and i.rr_path is not None else p.rr_paths[0]
@@ -583,9 +588,14 @@ def _intent_lane_services(p: _Prepared, i: IntentSpec, target: TargetSpec) -> di
         ports = clip_intervals(_service_ports(s), _intent_ports(i))
         dscp = _service_dscp(s) & _intent_dscp(i)
         if ports and dscp:
-            out[fold_lane(s.lane, target.lanes)].append(ServiceSpec(
-                name=s.name, lane=s.lane, dst_ports=() if ports == list(ALL_PORTS) else tuple(ports),
-                dscp=() if len(dscp) == DSCP_VALUES else tuple(sorted(dscp))))
+            out[fold_lane(s.lane, target.lanes)].append(
+                ServiceSpec(
+                    name=s.name,
+                    lane=s.lane,
+                    dst_ports=() if ports == list(ALL_PORTS) else tuple(ports),
+                    dscp=() if len(dscp) == DSCP_VALUES else tuple(sorted(dscp)),
+                )
+            )
     return dict(out)
 
 
@@ -620,8 +630,9 @@ def _sub_slice_qos(i: IntentSpec, parent: Qos) -> Qos:
     return Qos(rate_bps=i.rate_bps, burst_ms=parent.burst_ms if parent.burst_ms is not None else INTENT_BURST_MS)
 
 
-def _emit_intents(p: _Prepared, target: TargetSpec, minimise: bool,
-                  sub_ids: dict[tuple[int, int], int]) -> tuple[list[Rule], int]:
+def _emit_intents(
+    p: _Prepared, target: TargetSpec, minimise: bool, sub_ids: dict[tuple[int, int], int]
+) -> tuple[list[Rule], int]:
     """The rules of the slice's intents (placed before every slice rule), and their flow count.
 
     prioritise / steer keep the slice's id (its policer); rate_limit / drop give the flows
@@ -639,8 +650,9 @@ def _emit_intents(p: _Prepared, target: TargetSpec, minimise: bool,
             if "teid" in target.match_fields:
                 teids = [Ternary.exact(t, FIELD_WIDTHS["teid"]) for t in sorted(set(i.teids))]
             else:
-                p.warnings.append(f"intent {i.ref}: the target cannot key on the TEID; its UEs' flows are "
-                                  "selected by UE address")
+                p.warnings.append(
+                    f"intent {i.ref}: the target cannot key on the TEID; its UEs' flows are selected by UE address"
+                )
         groups = _intent_src_groups(p, i, src, target.paths, minimise)
         n_src = sum(len(v) for v in _intent_src_groups(p, i, src, target.paths, False).values())
         for lane, svcs in sorted(_intent_lane_services(p, i, target).items(), reverse=True):
@@ -771,8 +783,9 @@ def compile_rules(
     )
 
 
-def _sub_slice_entries(prepared: Sequence[_Prepared], sub_ids: dict[tuple[int, int], int],
-                       rules: Sequence[Rule]) -> list[SliceEntry]:
+def _sub_slice_entries(
+    prepared: Sequence[_Prepared], sub_ids: dict[tuple[int, int], int], rules: Sequence[Rule]
+) -> list[SliceEntry]:
     """The sub-slices of rate_limit / drop intents: the parent's ref and tenant, the lanes
     the intent's rules use, and the intent's policer."""
     lanes_of: dict[int, set[int]] = defaultdict(set)
@@ -784,9 +797,16 @@ def _sub_slice_entries(prepared: Sequence[_Prepared], sub_ids: dict[tuple[int, i
             sid = sub_ids.get((p.spec.ref, i.ref))
             if sid is None:
                 continue
-            out.append(SliceEntry(
-                slice_id=sid, ref=p.spec.ref, name=f"{p.spec.name} intent #{i.ref} ({i.action})",
-                tenant_vni=p.tenant.vni, tenant_vlan=p.tenant.vlan, lanes=tuple(sorted(lanes_of[sid])),
-                qos=_sub_slice_qos(i, p.spec.qos), intent_ref=i.ref,
-            ))
+            out.append(
+                SliceEntry(
+                    slice_id=sid,
+                    ref=p.spec.ref,
+                    name=f"{p.spec.name} intent #{i.ref} ({i.action})",
+                    tenant_vni=p.tenant.vni,
+                    tenant_vlan=p.tenant.vlan,
+                    lanes=tuple(sorted(lanes_of[sid])),
+                    qos=_sub_slice_qos(i, p.spec.qos),
+                    intent_ref=i.ref,
+                )
+            )
     return out

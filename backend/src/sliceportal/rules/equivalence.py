@@ -227,8 +227,15 @@ def _view_rules(view: TernaryView, space: Space) -> list[_Rule]:
     """The view's entries in match order, re-packed into the compared space."""
     extra = space.width - view.space.width  # IR-only fields are appended, least significant
     ordered = sorted(view.entries, key=lambda e: -e.priority)  # stable: equal priorities keep their order
-    return [(e.value << extra, e.mask << extra,
-             tuple(tuple((v << extra, m << extra) for v, m in g) for g in e.any_of), e.verdict) for e in ordered]
+    return [
+        (
+            e.value << extra,
+            e.mask << extra,
+            tuple(tuple((v << extra, m << extra) for v, m in g) for g in e.any_of),
+            e.verdict,
+        )
+        for e in ordered
+    ]
 
 
 # ---- the walk -------------------------------------------------------------------------------
@@ -333,24 +340,35 @@ def check(
     ir_rules, ir_miss = _ir_rules(ir, view, space)
     plane = _view_rules(view, space)
     try:
-        cubes, diff = walk(space.width, ir_rules, ir_miss, plane, view.default, max_cubes=max_cubes,
-                           deadline=started + max_seconds)
+        cubes, diff = walk(
+            space.width, ir_rules, ir_miss, plane, view.default, max_cubes=max_cubes, deadline=started + max_seconds
+        )
     except _Budget as b:
         ms = (time.monotonic() - started) * 1000
-        return unchecked(f"the walk stopped at its budget ({b.args[0]} cubes, {ms:.0f} ms; at most "
-                         f"{max_cubes} cubes / {max_seconds:g} s) before covering the key space", ms)
+        return unchecked(
+            f"the walk stopped at its budget ({b.args[0]} cubes, {ms:.0f} ms; at most "
+            f"{max_cubes} cubes / {max_seconds:g} s) before covering the key space",
+            ms,
+        )
     ms = round((time.monotonic() - started) * 1000, 1)
     scope = " per tenant (each rule on its tenant's VLAN)" if view.tenant_field else ""
     if diff is None:
         return EquivalenceResult(
-            EquivalenceVerdict.PROVEN, METHOD, len(plane), cubes, ms,
+            EquivalenceVerdict.PROVEN,
+            METHOD,
+            len(plane),
+            cubes,
+            ms,
             f"{len(plane)} {view.source or 'plan'} entries classify all 2^{space.width} keys{scope} exactly as "
             f"the {len(ir.rules)} IR rules ({cubes} cubes)",
         )
     key, d_ir, d_plane = diff
     return EquivalenceResult(
-        EquivalenceVerdict.DIFFERS, METHOD, len(plane), cubes, ms,
+        EquivalenceVerdict.DIFFERS,
+        METHOD,
+        len(plane),
+        cubes,
+        ms,
         f"the {view.source or 'plan'} entries classify a key differently from the IR{scope}",
         Counterexample(space.unpack(key), describe(d_ir, view.decides), describe(d_plane, view.decides)),
     )
-

@@ -154,8 +154,7 @@ class IntentSpec:
             raise SpecError(f"{who}: rr_path {self.rr_path} is negative", field="rr_path")
         for lo, hi in self.dst_ports:
             if not 0 <= lo <= hi <= 0xFFFF:
-                raise SpecError(f"{who}: port range {lo}-{hi} is not within 0..65535 with lo <= hi",
-                                field="dst_ports")
+                raise SpecError(f"{who}: port range {lo}-{hi} is not within 0..65535 with lo <= hi", field="dst_ports")
         for d in self.dscp:
             if not 0 <= d < 64:
                 raise SpecError(f"{who}: DSCP {d} outside 0..63", field="dscp")

@@ -32,24 +32,26 @@ def _username(value: object) -> object:
 
 
 # Unique regardless of case (the database's index is on lower(username)).
-Username = Annotated[str, BeforeValidator(_username),
-                     Field(min_length=2, max_length=80, pattern=r"^[A-Za-z0-9_.@-]+$")]
+Username = Annotated[str, BeforeValidator(_username), Field(min_length=2, max_length=80, pattern=r"^[A-Za-z0-9_.@-]+$")]
 Password = Annotated[str, Field(min_length=MIN_PASSWORD_LENGTH, max_length=256), AfterValidator(_strong)]
 
 
 class Token(BaseModel):
     access_token: str
     refresh_token: str | None = Field(
-        None, description="for API clients; browsers get it as an HttpOnly cookie instead, and a refresh made "
-        "with the cookie returns none here (scripts never see a long-lived token)")
+        None,
+        description="for API clients; browsers get it as an HttpOnly cookie instead, and a refresh made "
+        "with the cookie returns none here (scripts never see a long-lived token)",
+    )
     token_type: str = "bearer"
     expires_in: int
 
 
 class RefreshRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    refresh_token: str | None = Field(None, min_length=10, max_length=200,
-                                      description="omit it to use the HttpOnly refresh cookie")
+    refresh_token: str | None = Field(
+        None, min_length=10, max_length=200, description="omit it to use the HttpOnly refresh cookie"
+    )
 
 
 class UserCreate(BaseModel):
@@ -86,18 +88,25 @@ class UserPublic(ORMModel):
 
 
 class UserUpdated(UserPublic):
-    api_keys_revoked: int = Field(0, description="a new password revokes the user's API keys (they were "
-                                  "created from sessions of the old one): how many this change revoked")
+    api_keys_revoked: int = Field(
+        0,
+        description="a new password revokes the user's API keys (they were "
+        "created from sessions of the old one): how many this change revoked",
+    )
 
 
 class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
     scopes: list[Scope] = Field(min_length=1, max_length=len(Scope))
-    tenant_id: DbId | None = Field(None, description="bind the key to one tenant: it sees and changes only "
-                                   "that tenant's objects")
-    user_id: DbId | None = Field(None, description="operators: create the key for this user (an integrator), "
-                                 "with at most the scopes that user's role lets a key carry; default: your own")
+    tenant_id: DbId | None = Field(
+        None, description="bind the key to one tenant: it sees and changes only that tenant's objects"
+    )
+    user_id: DbId | None = Field(
+        None,
+        description="operators: create the key for this user (an integrator), "
+        "with at most the scopes that user's role lets a key carry; default: your own",
+    )
 
 
 class ApiKeyPublic(ORMModel):

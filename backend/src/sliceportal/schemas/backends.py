@@ -31,7 +31,8 @@ class BackendPolicy:
     """Where backends registered through the API may point (settings: backend_networks, run_dir)."""
 
     networks: tuple[Network, ...] = field(
-        default_factory=lambda: tuple(ipaddress.ip_network(n) for n in DEFAULT_BACKEND_NETWORKS))
+        default_factory=lambda: tuple(ipaddress.ip_network(n) for n in DEFAULT_BACKEND_NETWORKS)
+    )
     run_dir: Path = REPO_ROOT / "var" / "run"
 
     @classmethod
@@ -95,8 +96,10 @@ def check_options(options: dict[str, Any], policy: BackendPolicy | None = None) 
         if loc == ("address",):
             why = _address_error(text, policy)
         elif _looks_like_path(text):
-            why = ("server paths are not accepted in backend options: a driver uses its bundled artifacts "
-                   "(device config, P4Info, program) or content uploaded with the request")
+            why = (
+                "server paths are not accepted in backend options: a driver uses its bundled artifacts "
+                "(device config, P4Info, program) or content uploaded with the request"
+            )
         else:
             continue
         if why:
@@ -109,10 +112,17 @@ def check_options(options: dict[str, Any], policy: BackendPolicy | None = None) 
 class BackendBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
-    driver: str = Field(min_length=1, max_length=60, pattern=r"^[a-z0-9_-]+$",
-                        description="a driver registered under sliceportal.drivers")
-    options: dict[str, Any] = Field(default_factory=dict, description="driver options (address, interface ...); "
-                                    "never server paths; addresses inside the allowed backend networks")
+    driver: str = Field(
+        min_length=1,
+        max_length=60,
+        pattern=r"^[a-z0-9_-]+$",
+        description="a driver registered under sliceportal.drivers",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="driver options (address, interface ...); "
+        "never server paths; addresses inside the allowed backend networks",
+    )
 
     @field_validator("options")
     @classmethod
@@ -121,13 +131,20 @@ class BackendBase(BaseModel):
 
 
 LinkBps = Annotated[int, Field(gt=0, le=10**13, description="egress link capacity in bit/s (admission control)")]
-PortBps = Annotated[dict[Annotated[str, Field(min_length=1, max_length=32)], LinkBps],
-                    Field(max_length=64, description="per-port capacity in bit/s, port name -> bit/s")]
+PortBps = Annotated[
+    dict[Annotated[str, Field(min_length=1, max_length=32)], LinkBps],
+    Field(max_length=64, description="per-port capacity in bit/s, port name -> bit/s"),
+]
 
 
-Unenforced = Annotated[list[Literal["rate_limit", "ecn", "match_dscp", "match_dst_port"]], Field(
-    max_length=4, description="SLA capabilities the data plane lacks that the operator accepts it carries "
-    "unenforced (listed in the preview); empty: slices asking for them are refused")]
+Unenforced = Annotated[
+    list[Literal["rate_limit", "ecn", "match_dscp", "match_dst_port"]],
+    Field(
+        max_length=4,
+        description="SLA capabilities the data plane lacks that the operator accepts it carries "
+        "unenforced (listed in the preview); empty: slices asking for them are refused",
+    ),
+]
 
 
 class BackendCreate(BackendBase):
@@ -155,8 +172,10 @@ class BackendPublic(ORMModel):
     id: int
     name: str
     driver: str
-    options: dict[str, Any] = Field(description=f"driver options; secrets (names ending in _token, _secret, "
-                                    f"_password) read {REDACTED!r}, and sent back as such keep their value")
+    options: dict[str, Any] = Field(
+        description=f"driver options; secrets (names ending in _token, _secret, "
+        f"_password) read {REDACTED!r}, and sent back as such keep their value"
+    )
     paths: int
     lanes: int
     capacity: dict[str, int]

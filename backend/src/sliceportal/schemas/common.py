@@ -47,8 +47,7 @@ def plain_text(value: str) -> str:
 
 # Names are stripped, never blank, and hold only visible text.
 Name = Annotated[str, BeforeValidator(_strip), Field(min_length=1, max_length=120), AfterValidator(plain_text)]
-Version = Annotated[StrictInt | None, Field(None, ge=1, le=2**31 - 1,
-                                            description="the version read; or send If-Match")]
+Version = Annotated[StrictInt | None, Field(None, ge=1, le=2**31 - 1, description="the version read; or send If-Match")]
 
 MAX_ID = 2**63 - 1  # BIGINT primary keys
 # Strict: an id is a JSON integer, not true, 1.0 or "1"

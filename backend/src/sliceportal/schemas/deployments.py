@@ -14,8 +14,10 @@ class TableUsagePublic(BaseModel):
 
 
 class CounterexamplePublic(BaseModel):
-    key: dict[str, int] = Field(description="one key both sides classify differently, field by field "
-                                "(has_vni / has_teid / has_vlan = 1: the header is present)")
+    key: dict[str, int] = Field(
+        description="one key both sides classify differently, field by field "
+        "(has_vni / has_teid / has_vlan = 1: the header is present)"
+    )
     ir: str = Field(description="what the compiled IR decides for the key")
     plane: str = Field(description="what the lowered plan decides for it")
 
@@ -58,10 +60,13 @@ class PreviewPublic(BaseModel):
     ir: dict[str, Any]
     tables: dict[str, list[dict[str, Any]]] = Field(description="native entries per data-plane table")
     equivalence: EquivalencePublic | None = Field(
-        None, description="the plan proven equal to the IR on every key, or why not (unchecked / counterexample)")
+        None, description="the plan proven equal to the IR on every key, or why not (unchecked / counterexample)"
+    )
     enforcement: list[EnforcementGapPublic] = Field(
-        default_factory=list, description="SLA attributes this backend cannot enforce, each accepted by an operator "
-        "on the backend (accept_unenforced); any other such attribute refuses the preview with 422")
+        default_factory=list,
+        description="SLA attributes this backend cannot enforce, each accepted by an operator "
+        "on the backend (accept_unenforced); any other such attribute refuses the preview with 422",
+    )
 
 
 class DeployUnchangedPublic(BaseModel):
@@ -92,12 +97,19 @@ class DeploymentPublic(ORMModel):
     duration_s: float | None
     # the job record (issue #26; docs/api.md "Deployments are jobs")
     runner: str = Field("", description="host:pid of the process that started the push")
-    heartbeat_at: datetime | None = Field(None, description="renewed every second while the push runs; "
-                                          "stale: its runner died and the leading controller finishes it")
-    progress: dict[str, Any] | None = Field(None, description="the push's latest progress event "
-                                            "(phase, done, total, message)")
-    resumed_by: str = Field("", description="host:pid of the controller that finished the push after "
-                            "its runner died; empty when the runner finished it")
+    heartbeat_at: datetime | None = Field(
+        None,
+        description="renewed every second while the push runs; "
+        "stale: its runner died and the leading controller finishes it",
+    )
+    progress: dict[str, Any] | None = Field(
+        None, description="the push's latest progress event (phase, done, total, message)"
+    )
+    resumed_by: str = Field(
+        "",
+        description="host:pid of the controller that finished the push after "
+        "its runner died; empty when the runner finished it",
+    )
 
 
 class RuleSetPublic(ORMModel):
@@ -121,7 +133,8 @@ class SliceDeployBackendPublic(BaseModel):
     backend_name: str
     where: Literal["new", "previous", "unchanged", "refused"] = Field(
         description="the rule set the backend is on now: the new one, the previous one (its push failed and "
-        "was rolled back), unchanged (already in force), or refused before any write")
+        "was rolled back), unchanged (already in force), or refused before any write"
+    )
     status: str = Field(description="succeeded / failed / unchanged / refused")
     rule_set: int | None = Field(description="the number of the rule set in force on the backend now")
     deployment_id: int | None

@@ -40,8 +40,9 @@ class IntentPublic(BaseModel):
 
 
 class IntentRule(BaseModel):
-    index: int = Field(description="position in the backend's rule list: lower wins (TCAM row / P4 priority rank / "
-                                   "XDP rule bit)")
+    index: int = Field(
+        description="position in the backend's rule list: lower wins (TCAM row / P4 priority rank / XDP rule bit)"
+    )
     match: dict[str, dict[str, int]] = Field(description="field -> {value, mask}; absent fields are wildcards")
     action: dict[str, int] = Field(description="slice_id, lane and rr_path on that backend")
 
@@ -65,7 +66,8 @@ class IntentBackendEntries(BaseModel):
     rules: list[IntentRule] = Field(description="the entries this intent produced in the rule set in force")
     policer: IntentPolicer | None = Field(None, description="rate_limit / drop: the sub-slice enforcing it there")
     counters: IntentCounters | None = Field(
-        None, description="read from the data plane now; null when it cannot answer (down, a push under way)")
+        None, description="read from the data plane now; null when it cannot answer (down, a push under way)"
+    )
 
 
 class IntentDetail(IntentPublic):
@@ -83,6 +85,8 @@ class IntentResult(BaseModel):
     operation: Literal["insert", "delete"]
     intents: list[IntentPublic] = Field(description="the intent created, or those a DELETE message removed")
     deployments: list[DeploymentPublic]
-    refused: list[IntentRefusedPush] = Field(default_factory=list,
-                                             description="backends that could not take the push now (down, busy); "
-                                                         "the intent stays and their next deploy carries it")
+    refused: list[IntentRefusedPush] = Field(
+        default_factory=list,
+        description="backends that could not take the push now (down, busy); "
+        "the intent stays and their next deploy carries it",
+    )

@@ -16,8 +16,10 @@ class KpiSamplePublic(ORMModel):
     slice_id: int
     backend_id: int
     lane: int | None = Field(description="catalogue lane; null when grouped by backend (all lanes summed)")
-    source: str = Field(description="who measured it: counters (the data plane's own counters), probe (active "
-                                    "probes), testbed (the emulator's traffic meter); docs/kpis.md")
+    source: str = Field(
+        description="who measured it: counters (the data plane's own counters), probe (active "
+        "probes), testbed (the emulator's traffic meter); docs/kpis.md"
+    )
     ts: datetime
     interval_s: float
     tx_packets: int
@@ -94,8 +96,9 @@ class IngestPoint(BaseModel):
     slice_id: DbId
     backend_id: DbId = Field(description="the data plane the measured traffic crossed")
     lane: int = Field(ge=0, le=7, description="the slice type's catalogue lane")
-    source: Literal["probe", "testbed"] = Field(description="who measured it; 'counters' is the portal's own "
-                                                            "collector and cannot be posted")
+    source: Literal["probe", "testbed"] = Field(
+        description="who measured it; 'counters' is the portal's own collector and cannot be posted"
+    )
     ts: AwareDatetime = Field(description="end of the interval, with a time zone")
     interval_s: float = Field(1.0, gt=0, le=3600)
     tx_packets: int = Field(0, ge=0, le=MAX_COUNT, description="packets sent (offered)")
@@ -108,8 +111,9 @@ class IngestPoint(BaseModel):
     delay_p50_ms: float | None = Field(None, ge=0, le=3.6e6)
     delay_p99_ms: float | None = Field(None, ge=0, le=3.6e6)
     jitter_ms: float | None = Field(None, ge=0, le=3.6e6)
-    drops: dict[Annotated[str, Field(min_length=1, max_length=32)], Annotated[int, Field(ge=0, le=MAX_COUNT)]] = (
-        Field(default_factory=dict, max_length=16))
+    drops: dict[Annotated[str, Field(min_length=1, max_length=32)], Annotated[int, Field(ge=0, le=MAX_COUNT)]] = Field(
+        default_factory=dict, max_length=16
+    )
     ecn_marks: int = Field(0, ge=0, le=MAX_COUNT)
 
     @model_validator(mode="after")

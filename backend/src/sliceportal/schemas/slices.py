@@ -144,8 +144,9 @@ class SliceBackendStatus(SliceBackendSummary):
     detail: str = Field(description="why this state, in words")
     since: datetime | None = Field(description="when the rule set in force was pushed")
     changes: list[str] = Field(description="pending: what a push would change for this slice")
-    sync_state: str = Field(description="what the last reconcile read back: unknown / in_sync / out_of_sync / "
-                            "unreachable")
+    sync_state: str = Field(
+        description="what the last reconcile read back: unknown / in_sync / out_of_sync / unreachable"
+    )
     sync_detail: dict[str, Any] = Field(description="out_of_sync: the drift reconcile found")
     synced_at: datetime | None
     open_violations: list[OpenViolation]
@@ -173,8 +174,9 @@ class SlicePublic(ORMModel):
     description: str
     sla: Sla
     path_mode: PathMode
-    state: SliceSummaryState = Field(description="derived: the most urgent of the per-backend states, "
-                                     "see GET /slices/{id}/status")
+    state: SliceSummaryState = Field(
+        description="derived: the most urgent of the per-backend states, see GET /slices/{id}/status"
+    )
     backend_ids: list[DbId]
     status: list[SliceBackendSummary] = Field(description="per backend it is assigned to: deployment and SLA state")
     services: list[ServiceClassPublic]

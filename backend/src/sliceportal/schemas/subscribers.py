@@ -10,8 +10,14 @@ from sliceportal.schemas.common import DbId, ORMModel, Version
 
 # 3-digit MCC + 2/3-digit MNC + MSIN: 14 or 15 digits in all (3GPP TS 23.003).
 Imsi = Annotated[str, Field(pattern=r"^[0-9]{14,15}$", description="14-15 digit IMSI")]
-GuaranteedBps = Annotated[StrictInt, Field(gt=0, le=10**13, description="this subscriber's own guaranteed rate "
-                                           "in bit/s; admission control sums them per slice")]
+GuaranteedBps = Annotated[
+    StrictInt,
+    Field(
+        gt=0,
+        le=10**13,
+        description="this subscriber's own guaranteed rate in bit/s; admission control sums them per slice",
+    ),
+]
 Teid = Annotated[StrictInt, Field(ge=1, le=4_294_967_295, description="GTP-U tunnel endpoint id (32 bit, 0 reserved)")]
 
 
@@ -80,8 +86,13 @@ class SubscriberBulkDelete(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: DbId | None = None
     slice_id: DbId | None = None
-    q: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[^\x00]*$",
-                          description="IMSI or UE address contains this text (as the list's search)")
+    q: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00]*$",
+        description="IMSI or UE address contains this text (as the list's search)",
+    )
     all: bool = Field(False, description="true: an empty filter deletes every subscriber in scope")
     expected_count: int | None = Field(None, ge=0, description="refuse (409) when the filter matches another count")
 

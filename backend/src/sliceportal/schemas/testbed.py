@@ -22,8 +22,10 @@ class DefaultLane(BaseModel):
     rx_packets: int
     throughput_bps: float
     loss_pct: float
-    from_slices: list[int] = Field(description="portal slices whose subscribers sent it (their rules are "
-                                               "not in the rule set this data plane holds)")
+    from_slices: list[int] = Field(
+        description="portal slices whose subscribers sent it (their rules are "
+        "not in the rule set this data plane holds)"
+    )
 
 
 class TestbedBackend(BaseModel):
@@ -35,8 +37,9 @@ class TestbedBackend(BaseModel):
     up: bool = Field(description="the data plane's process / links are there and forward")
     reason: str = Field(description="why it is down, or why its start-up deploy failed; empty when fine")
     links: list[TestbedLink]
-    rule_set_id: int | None = Field(description="the rule set it holds (last finished deployment), which "
-                                                "decides where each flow lands")
+    rule_set_id: int | None = Field(
+        description="the rule set it holds (last finished deployment), which decides where each flow lands"
+    )
     flows: int = Field(description="subscriber flows sent to it (slices assigned to this backend)")
     offered_pps: float = Field(description="packets/s sent to it now (congestion included)")
     offered_bps: float
@@ -44,15 +47,19 @@ class TestbedBackend(BaseModel):
     congestion_factor: float | None
     egress_capacity_bps: float | None = Field(
         description="the data plane's egress capacity in force: its link / drain / budget rate; a congestion "
-                    "scenario lowers it to offered_bps / congestion_factor; null: not limited")
-    congestion_mechanism: str = Field(description="what a congestion scenario caps on this data plane and how "
-                                                  "its lanes are told apart there")
+        "scenario lowers it to offered_bps / congestion_factor; null: not limited"
+    )
+    congestion_mechanism: str = Field(
+        description="what a congestion scenario caps on this data plane and how its lanes are told apart there"
+    )
     restarts: int = Field(description="times the watchdog restarted its data-plane process")
     last_interval_at: datetime | None = Field(description="end of the last interval its egress meter saw packets")
     default_traffic: list[DefaultLane]
-    placement_check: str = Field(description="whether the data plane's own per-slice and miss counters agree "
-                                             "with where the KPIs attribute its traffic: agrees / differs: … / "
-                                             "not checked yet")
+    placement_check: str = Field(
+        description="whether the data plane's own per-slice and miss counters agree "
+        "with where the KPIs attribute its traffic: agrees / differs: … / "
+        "not checked yet"
+    )
 
 
 class TestbedState(BaseModel):
@@ -67,8 +74,12 @@ class TestbedState(BaseModel):
 class CongestionCreate(BaseModel):
     backend_id: int = Field(gt=0)
     duration_s: float = Field(ge=5, le=600, description="how long the backend stays overloaded")
-    factor: float = Field(4.0, gt=1, le=50, description="overload while it runs: the backend's egress capacity "
-                                                        "drops to its offered load / factor")
+    factor: float = Field(
+        4.0,
+        gt=1,
+        le=50,
+        description="overload while it runs: the backend's egress capacity drops to its offered load / factor",
+    )
 
 
 class CongestionStarted(BaseModel):

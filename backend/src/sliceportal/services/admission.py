@@ -65,9 +65,15 @@ def demand(s: Slice, backend_lanes: int) -> SliceDemand | None:
     if not s.rate_limit_mbps:
         return None
     lanes = slice_lanes(s, backend_lanes)
-    return SliceDemand(name=s.name, priority=max(lanes), rate_limit_bps=s.rate_limit_mbps * MBIT,
-                       burst_ms=s.max_delay_ms or 0.0, delay_bound_ms=s.max_delay_ms,
-                       guaranteed_bps=(s.guaranteed_mbps or 0.0) * MBIT, lanes=lanes)
+    return SliceDemand(
+        name=s.name,
+        priority=max(lanes),
+        rate_limit_bps=s.rate_limit_mbps * MBIT,
+        burst_ms=s.max_delay_ms or 0.0,
+        delay_bound_ms=s.max_delay_ms,
+        guaranteed_bps=(s.guaranteed_mbps or 0.0) * MBIT,
+        lanes=lanes,
+    )
 
 
 def port_bindings(backend: Backend, slices: Sequence[Slice], vlans: Mapping[int, int | None]) -> dict[str, list[Slice]]:
@@ -80,8 +86,10 @@ def port_bindings(backend: Backend, slices: Sequence[Slice], vlans: Mapping[int,
     slice on the backend counts on it (a safe upper bound, as for the link).
     """
     access = {str(p): v for p, v in (backend.options.get("access_ports") or {}).items()}
-    return {port: [s for s in slices if port not in access or vlans.get(s.tenant_id) == access[port]]
-            for port in backend.port_bps}
+    return {
+        port: [s for s in slices if port not in access or vlans.get(s.tenant_id) == access[port]]
+        for port in backend.port_bps
+    }
 
 
 @dataclass(frozen=True)
@@ -149,8 +157,9 @@ class BackendAdmission:
     @property
     def guarantees_ok(self) -> bool:
         # an overbooking an operator admitted for one of the guaranteed slices stands
-        return (self.guaranteed_bps <= self.backend.link_bps
-                or any(self.guarantee_bps(s) and s.name in self.waived for s in self.slices))
+        return self.guaranteed_bps <= self.backend.link_bps or any(
+            self.guarantee_bps(s) and s.name in self.waived for s in self.slices
+        )
 
     def is_waived(self, v: SliceVerdict) -> bool:
         """A failing verdict stands when an admitted slice is in it (the slice or one of its busy periods)."""
@@ -159,8 +168,11 @@ class BackendAdmission:
     @property
     def rates_ok(self) -> bool:
         """Every guarantee fits: the link, each port, each slice's rate limit for its subscribers'."""
-        return (self.guarantees_ok and self.ports_ok
-                and all(self.members_ok(s) or s.admission_override for s in self.slices))
+        return (
+            self.guarantees_ok
+            and self.ports_ok
+            and all(self.members_ok(s) or s.admission_override for s in self.slices)
+        )
 
     @property
     def ok(self) -> bool:
@@ -171,39 +183,87 @@ class BackendAdmission:
         by_name = {s.name: s for s in self.slices}
         by_id = {str(s.id): s for s in self.slices}
         return {
-            "backend_id": self.backend.id, "backend_name": self.backend.name,
-            "capacity_bps": self.backend.link_bps, "ok": self.ok,
+            "backend_id": self.backend.id,
+            "backend_name": self.backend.name,
+            "capacity_bps": self.backend.link_bps,
+            "ok": self.ok,
             "guaranteed": {
-                "terms": [{"slice_id": s.id, "slice_name": s.name, "guaranteed_bps": self.guarantee_bps(s),
-                           "slice_guaranteed_bps": (s.guaranteed_mbps or 0.0) * MBIT,
-                           "subscribers": self.members[s.id].count if s.id in self.members else 0,
-                           "subscribers_bps": self.members[s.id].sum_bps if s.id in self.members else 0.0}
-                          for s in self.slices if self.guarantee_bps(s)],
-                "sum_bps": self.guaranteed_bps, "limit_bps": self.backend.link_bps,
+                "terms": [
+                    {
+                        "slice_id": s.id,
+                        "slice_name": s.name,
+                        "guaranteed_bps": self.guarantee_bps(s),
+                        "slice_guaranteed_bps": (s.guaranteed_mbps or 0.0) * MBIT,
+                        "subscribers": self.members[s.id].count if s.id in self.members else 0,
+                        "subscribers_bps": self.members[s.id].sum_bps if s.id in self.members else 0.0,
+                    }
+                    for s in self.slices
+                    if self.guarantee_bps(s)
+                ],
+                "sum_bps": self.guaranteed_bps,
+                "limit_bps": self.backend.link_bps,
                 "ok": self.guaranteed_bps <= self.backend.link_bps,
-                "waived": self.guaranteed_bps > self.backend.link_bps and self.guarantees_ok},
-            "delay": [{
-                "slice_id": by_name[v.name].id, "slice_name": v.name, "lane": v.lane,
-                "worst_delay_ms": _finite(v.worst_delay_ms), "delay_bound_ms": v.delay_bound_ms, "ok": v.ok,
-                "waived": self.is_waived(v),
-                "terms": [{"slice_id": by_name[t.of].id, "slice_name": t.of, "lane": t.priority,
-                           "burst_bits": t.burst_bits, "residual_bps": t.residual_bps, "ms": _finite(t.ms)}
-                          for t in v.terms]}
-                for v in self.result.slices],
-            "ports": [{"port": p.port, "capacity_bps": p.capacity_bps, "sum_bps": p.guaranteed_bps,
-                       "ok": p.ok, "waived": self.waived_port(p),
-                       "slices": [{"slice_id": s.id, "slice_name": s.name} for s in self.bound.get(p.port, ())],
-                       "terms": [{"slice_id": by_id[key].id, "slice_name": by_id[key].name, "guaranteed_bps": bps}
-                                 for key, bps in p.terms]}
-                      for p in self.ports],
-            "subscribers": [{"slice_id": s.id, "slice_name": s.name, "count": self.members[s.id].count,
-                             "sum_bps": self.members[s.id].sum_bps,
-                             "rate_limit_bps": s.rate_limit_mbps * MBIT if s.rate_limit_mbps else None,
-                             "ok": self.members_ok(s), "waived": not self.members_ok(s) and bool(s.admission_override)}
-                            for s in self.slices if s.id in self.members],
-            "unpoliced": [{"slice_id": s.id, "slice_name": s.name,
-                           "why": "no rate limit: no vQueue bounds its burst, so Eq. 1-3 cannot include it"}
-                          for s in self.unpoliced],
+                "waived": self.guaranteed_bps > self.backend.link_bps and self.guarantees_ok,
+            },
+            "delay": [
+                {
+                    "slice_id": by_name[v.name].id,
+                    "slice_name": v.name,
+                    "lane": v.lane,
+                    "worst_delay_ms": _finite(v.worst_delay_ms),
+                    "delay_bound_ms": v.delay_bound_ms,
+                    "ok": v.ok,
+                    "waived": self.is_waived(v),
+                    "terms": [
+                        {
+                            "slice_id": by_name[t.of].id,
+                            "slice_name": t.of,
+                            "lane": t.priority,
+                            "burst_bits": t.burst_bits,
+                            "residual_bps": t.residual_bps,
+                            "ms": _finite(t.ms),
+                        }
+                        for t in v.terms
+                    ],
+                }
+                for v in self.result.slices
+            ],
+            "ports": [
+                {
+                    "port": p.port,
+                    "capacity_bps": p.capacity_bps,
+                    "sum_bps": p.guaranteed_bps,
+                    "ok": p.ok,
+                    "waived": self.waived_port(p),
+                    "slices": [{"slice_id": s.id, "slice_name": s.name} for s in self.bound.get(p.port, ())],
+                    "terms": [
+                        {"slice_id": by_id[key].id, "slice_name": by_id[key].name, "guaranteed_bps": bps}
+                        for key, bps in p.terms
+                    ],
+                }
+                for p in self.ports
+            ],
+            "subscribers": [
+                {
+                    "slice_id": s.id,
+                    "slice_name": s.name,
+                    "count": self.members[s.id].count,
+                    "sum_bps": self.members[s.id].sum_bps,
+                    "rate_limit_bps": s.rate_limit_mbps * MBIT if s.rate_limit_mbps else None,
+                    "ok": self.members_ok(s),
+                    "waived": not self.members_ok(s) and bool(s.admission_override),
+                }
+                for s in self.slices
+                if s.id in self.members
+            ],
+            "unpoliced": [
+                {
+                    "slice_id": s.id,
+                    "slice_name": s.name,
+                    "why": "no rate limit: no vQueue bounds its burst, so Eq. 1-3 cannot include it",
+                }
+                for s in self.unpoliced
+            ],
         }
 
     def refusals(self, fields: Fields = "slice") -> tuple[list[str], list[FieldIssue]]:
@@ -213,8 +273,10 @@ class BackendAdmission:
         issues: list[FieldIssue] = []
         if not self.guarantees_ok:
             parts = " + ".join(self._term(s) for s in self.slices if self.guarantee_bps(s))
-            msg = (f"guaranteed rates {where}: {parts} = {self.guaranteed_bps / MBIT:g} Mbit/s exceed the link's "
-                   f"{self.backend.link_bps / MBIT:g} Mbit/s")
+            msg = (
+                f"guaranteed rates {where}: {parts} = {self.guaranteed_bps / MBIT:g} Mbit/s exceed the link's "
+                f"{self.backend.link_bps / MBIT:g} Mbit/s"
+            )
             text.append(msg)
             issues.append(FieldIssue(_FIELD["guaranteed"][fields], msg))
         by_id = {str(s.id): s for s in self.slices}
@@ -222,29 +284,36 @@ class BackendAdmission:
             if p.ok or self.waived_port(p):
                 continue
             parts = " + ".join(self._term(by_id[key]) for key, _ in p.terms)
-            msg = (f"guaranteed rates on port {p.port} of backend {self.backend.name}: {parts} = "
-                   f"{p.guaranteed_bps / MBIT:g} Mbit/s exceed the port's {p.capacity_bps / MBIT:g} Mbit/s")
+            msg = (
+                f"guaranteed rates on port {p.port} of backend {self.backend.name}: {parts} = "
+                f"{p.guaranteed_bps / MBIT:g} Mbit/s exceed the port's {p.capacity_bps / MBIT:g} Mbit/s"
+            )
             text.append(msg)
             on = f"port_bps.{p.port}" if fields == "backend" else _FIELD["guaranteed"][fields]
             issues.append(FieldIssue(on, msg))
         for v in self.result.slices:
             if v.ok or self.is_waived(v) or fields == "subscriber":  # guarantees move no delay (see check)
                 continue
-            parts = " + ".join(f"{t.burst_bits / MBIT:g} Mbit / {t.residual_bps / MBIT:g} Mbit/s ({t.of})"
-                               for t in v.terms)
+            parts = " + ".join(
+                f"{t.burst_bits / MBIT:g} Mbit / {t.residual_bps / MBIT:g} Mbit/s ({t.of})" for t in v.terms
+            )
             worst = _finite(v.worst_delay_ms)
             # unbounded: the rate limits above a busy period take the whole link (Eq. 2 <= 0)
             shown = "unbounded" if worst is None else f"{worst:.3f} ms"
-            msg = (f"slice {v.name} at lane {v.lane} {where}: worst-case delay {shown} "
-                   f"= {parts}, above its bound of {v.delay_bound_ms:g} ms")
+            msg = (
+                f"slice {v.name} at lane {v.lane} {where}: worst-case delay {shown} "
+                f"= {parts}, above its bound of {v.delay_bound_ms:g} ms"
+            )
             text.append(msg)
             issues.append(FieldIssue(_FIELD["delay"][fields], msg))
         for s in self.slices:
             if self.members_ok(s) or s.admission_override:
                 continue
             m = self.members[s.id]
-            msg = (f"slice {s.name}: the guarantees of its {m.count} subscribers add up to {m.sum_bps / MBIT:g} "
-                   f"Mbit/s, more than its rate limit of {s.rate_limit_mbps:g} Mbit/s")
+            msg = (
+                f"slice {s.name}: the guarantees of its {m.count} subscribers add up to {m.sum_bps / MBIT:g} "
+                f"Mbit/s, more than its rate limit of {s.rate_limit_mbps:g} Mbit/s"
+            )
             text.append(msg)
             issues.append(FieldIssue(_FIELD["members"][fields], msg))
         return text, issues
@@ -255,8 +324,7 @@ def _finite(ms: float) -> float | None:
 
 
 def assigned_slices(session: Session, backend: Backend) -> list[Slice]:
-    return list(session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id))
-                                .order_by(Slice.id)))
+    return list(session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id)).order_by(Slice.id)))
 
 
 def tenant_vlans(session: Session, slices: Iterable[Slice]) -> dict[int, int | None]:
@@ -276,12 +344,17 @@ def subscriber_guarantees(session: Session, slices: Iterable[Slice]) -> dict[int
         select(subscriber_slice.c.slice_id, func.count(), func.sum(Subscriber.guaranteed_bps))
         .join(Subscriber, Subscriber.id == subscriber_slice.c.subscriber_id)
         .where(subscriber_slice.c.slice_id.in_(ids), Subscriber.guaranteed_bps.is_not(None))
-        .group_by(subscriber_slice.c.slice_id))
+        .group_by(subscriber_slice.c.slice_id)
+    )
     return {sid: Members(int(n), float(total)) for sid, n, total in rows}
 
 
-def evaluate(backend: Backend, slices: Sequence[Slice], vlans: Mapping[int, int | None] | None = None,
-             members: Mapping[int, Members] | None = None) -> BackendAdmission:
+def evaluate(
+    backend: Backend,
+    slices: Sequence[Slice],
+    vlans: Mapping[int, int | None] | None = None,
+    members: Mapping[int, Members] | None = None,
+) -> BackendAdmission:
     """Eq. 1-3 and the guarantees for ``slices`` sharing ``backend``'s egress link, and the
     guarantees per port (``vlans``: tenant id -> VLAN ID, for the access ports); ``members``:
     the slices' subscribers with a guarantee of their own."""
@@ -293,15 +366,26 @@ def evaluate(backend: Backend, slices: Sequence[Slice], vlans: Mapping[int, int 
         else:
             demands.append(d)
     bound = port_bindings(backend, slices, vlans or {})
-    partial = BackendAdmission(backend, tuple(slices), admit(demands, backend.link_bps), tuple(unpoliced),
-                               bound=bound, members=members or {})
-    ports = port_loads(backend.port_bps, {port: [str(s.id) for s in ss] for port, ss in bound.items()},
-                       {str(s.id): partial.guarantee_bps(s) for s in slices})
+    partial = BackendAdmission(
+        backend, tuple(slices), admit(demands, backend.link_bps), tuple(unpoliced), bound=bound, members=members or {}
+    )
+    ports = port_loads(
+        backend.port_bps,
+        {port: [str(s.id) for s in ss] for port, ss in bound.items()},
+        {str(s.id): partial.guarantee_bps(s) for s in slices},
+    )
     return replace(partial, ports=ports)
 
 
-def check(session: Session, backends: Iterable[Backend], *, override: Override | None, action: str,
-          subject: Slice | Backend | Subscriber | None, waive: Sequence[Slice] = ()) -> list[BackendAdmission]:
+def check(
+    session: Session,
+    backends: Iterable[Backend],
+    *,
+    override: Override | None,
+    action: str,
+    subject: Slice | Backend | Subscriber | None,
+    waive: Sequence[Slice] = (),
+) -> list[BackendAdmission]:
     """Admission for every backend given, against the slices assigned to it as the session sees them
     (flush first: a slice being created or edited counts with its new values).
 
@@ -324,8 +408,13 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
     vlans = tenant_vlans(session, everyone)
     members = subscriber_guarantees(session, everyone)
     results = [evaluate(b, on[b.id], vlans, members) for b in backends]
-    fields: Fields = ("backend" if action == "update" and isinstance(subject, Backend)
-                      else "subscriber" if subject is None or isinstance(subject, Subscriber) else "slice")
+    fields: Fields = (
+        "backend"
+        if action == "update" and isinstance(subject, Backend)
+        else "subscriber"
+        if subject is None or isinstance(subject, Subscriber)
+        else "slice"
+    )
     # A subscriber's guarantee changes no rate limit or burst, so no worst-case delay: a
     # subscriber change is decided by the rates alone, not refused for a delay it did not move.
     refused = [r for r in results if not (r.rates_ok if fields == "subscriber" else r.ok)]
@@ -339,15 +428,24 @@ def check(session: Session, backends: Iterable[Backend], *, override: Override |
         issues += [x for x in i if x not in issues]
     computation = [r.computation() for r in results]
     if override is None:
-        raise AdmissionError("; ".join(texts) + ". Lower the rate limits / guarantees or delay bounds, give the "
-                             "backend a faster link, or (operators) override with a reason", issues, computation)
+        raise AdmissionError(
+            "; ".join(texts) + ". Lower the rate limits / guarantees or delay bounds, give the "
+            "backend a faster link, or (operators) override with a reason",
+            issues,
+            computation,
+        )
     reason = override.reason.strip()
     if not reason or len(reason) > OVERRIDE_MAX:
-        raise InvalidError(f"an admission override needs a reason of 1..{OVERRIDE_MAX} characters",
-                           field="admission_override")
+        raise InvalidError(
+            f"an admission override needs a reason of 1..{OVERRIDE_MAX} characters", field="admission_override"
+        )
     for s in [subject] if isinstance(subject, Slice) else waive:
         s.admission_override = reason  # its failing verdicts stand from now on (``waived``)
-    record(session, "admission_override", "subscriber" if subject is None else subject.__tablename__,
-           None if subject is None else subject.id,
-           after={"reason": reason, "action": action, "refusals": texts, "admission": computation})
+    record(
+        session,
+        "admission_override",
+        "subscriber" if subject is None else subject.__tablename__,
+        None if subject is None else subject.id,
+        after={"reason": reason, "action": action, "refusals": texts, "admission": computation},
+    )
     return results

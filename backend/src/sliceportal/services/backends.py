@@ -45,9 +45,11 @@ def _construct(backend: Backend) -> Driver:
     try:
         return driver_class(backend.driver)(backend.options)
     except OptionsError as exc:
-        raise InvalidError(f"options rejected by the {backend.driver} driver: {exc.message}",
-                           issues=[FieldIssue(f"options.{loc}" if loc else "options", msg)
-                                   for loc, msg in exc.issues] or None, field="options") from exc
+        raise InvalidError(
+            f"options rejected by the {backend.driver} driver: {exc.message}",
+            issues=[FieldIssue(f"options.{loc}" if loc else "options", msg) for loc, msg in exc.issues] or None,
+            field="options",
+        ) from exc
 
 
 @dataclass

@@ -28,8 +28,9 @@ def ensure_operator(session: Session, username: str = "admin") -> str | None:
     if session.scalar(select(func.count()).select_from(User)):
         return None
     password = secrets.token_urlsafe(12)
-    session.add(User(username=username, password_hash=hash_password(password), role=Role.OPERATOR,
-                     full_name="First operator"))
+    session.add(
+        User(username=username, password_hash=hash_password(password), role=Role.OPERATOR, full_name="First operator")
+    )
     session.commit()
     return password
 
@@ -49,30 +50,59 @@ def seed_demo(session: Session, users_per_slice: int = 32) -> bool:
     # drop the demo's traffic, so the testbed admits them there with a recorded reason
     # (testbed/live.py DEMO_ADMISSION_OVERRIDE; docs/rules.md "The testbed's capacities").
     plan = [
-        ("mvno-red", 1001, 100, "10.45.0.0/16", [("red-embb", "Flexible Slice", 20.0, 500.0),
-                                                 ("red-iot", "Best Effort", 5.0, 1000.0)]),
+        (
+            "mvno-red",
+            1001,
+            100,
+            "10.45.0.0/16",
+            [("red-embb", "Flexible Slice", 20.0, 500.0), ("red-iot", "Best Effort", 5.0, 1000.0)],
+        ),
         ("mvno-blue", 1002, 200, "10.46.0.0/16", [("blue-urllc", "Reliable Flexible Slice", 10.0, 5.0)]),
     ]
     for t_index, (name, vni, vlan, pool, slices) in enumerate(plan):
-        tenant = Tenant(name=name, vni=vni, vlan=vlan, ue_pool=ipaddress.IPv4Network(pool),
-                        contact=f"noc@{name}.example", description="demo tenant")
+        tenant = Tenant(
+            name=name,
+            vni=vni,
+            vlan=vlan,
+            ue_pool=ipaddress.IPv4Network(pool),
+            contact=f"noc@{name}.example",
+            description="demo tenant",
+        )
         session.add(tenant)
         session.flush()
         for s_index, (sname, tname, rate, delay) in enumerate(slices):
             stype = types[tname]
-            services = [ServiceClass(name=svc, lane=stype.lanes[i % len(stype.lanes)], dst_ports=[[lo, hi]])
-                        for i, (svc, _, lo, hi) in enumerate(TABLE_2_SERVICES[: len(stype.lanes)])]
-            sl = Slice(tenant_id=tenant.id, slice_type_id=stype.id, name=sname, rate_limit_mbps=rate,
-                       max_delay_ms=delay, ecn_delay_ms=delay / 4, max_loss_pct=1.0, max_jitter_ms=delay / 2,
-                       services=services, description="demo slice")
+            services = [
+                ServiceClass(name=svc, lane=stype.lanes[i % len(stype.lanes)], dst_ports=[[lo, hi]])
+                for i, (svc, _, lo, hi) in enumerate(TABLE_2_SERVICES[: len(stype.lanes)])
+            ]
+            sl = Slice(
+                tenant_id=tenant.id,
+                slice_type_id=stype.id,
+                name=sname,
+                rate_limit_mbps=rate,
+                max_delay_ms=delay,
+                ecn_delay_ms=delay / 4,
+                max_loss_pct=1.0,
+                max_jitter_ms=delay / 2,
+                services=services,
+                description="demo slice",
+            )
             session.add(sl)
             session.flush()
             net = ipaddress.IPv4Network(pool)
             for u in range(users_per_slice):
                 ip = net.network_address + (s_index << 8) + u  # a slice's users form one /27
                 imsi = f"00101{t_index:02d}{s_index:02d}{u:06d}"
-                session.add(Subscriber(tenant_id=tenant.id, imsi=imsi, ue_ip=ip,
-                                       teids=[(vni << 12) + (s_index << 8) + u + 1], slices=[sl]))
+                session.add(
+                    Subscriber(
+                        tenant_id=tenant.id,
+                        imsi=imsi,
+                        ue_ip=ip,
+                        teids=[(vni << 12) + (s_index << 8) + u + 1],
+                        slices=[sl],
+                    )
+                )
     session.commit()
     return True
 
@@ -87,8 +117,15 @@ def create_demo_accounts(session: Session) -> list[tuple[str, str]]:
         if session.scalar(select(func.count()).select_from(User).where(func.lower(User.username) == username.lower())):
             continue
         password = secrets.token_urlsafe(12)
-        session.add(User(username=username, password_hash=hash_password(password), role=Role.TENANT,
-                         tenant_id=tenant.id, full_name=f"{tenant.name} NOC"))
+        session.add(
+            User(
+                username=username,
+                password_hash=hash_password(password),
+                role=Role.TENANT,
+                tenant_id=tenant.id,
+                full_name=f"{tenant.name} NOC",
+            )
+        )
         created.append((username, password))
     session.commit()
     return created

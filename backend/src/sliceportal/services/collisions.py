@@ -48,8 +48,10 @@ def check_ue_pool(session: Session, pool: IPv4Network | None, own_tenant_id: int
         stmt = stmt.where(Tenant.id != own_tenant_id)
     other = session.scalars(stmt.order_by(Tenant.id).limit(1)).first()
     if other is not None:
-        message = (f"UE pool {pool} overlaps the UE pool {other.ue_pool} of tenant {other.name}; "
-                   "choose a pool no other tenant uses")
+        message = (
+            f"UE pool {pool} overlaps the UE pool {other.ue_pool} of tenant {other.name}; "
+            "choose a pool no other tenant uses"
+        )
         raise ConflictError(message, field="ue_pool", title="UE pool overlaps another tenant's")
 
 
@@ -59,16 +61,20 @@ def imsi_in_use(imsi: str) -> str:
     return f"IMSI {imsi} is already in use; an IMSI names one UE"
 
 
-def check_imsi(session: Session, imsi: str | None, own_subscriber_id: int | None, *,
-               tenant_scope: int | None = None) -> None:
+def check_imsi(
+    session: Session, imsi: str | None, own_subscriber_id: int | None, *, tenant_scope: int | None = None
+) -> None:
     """Refuse an IMSI another subscriber already has, in any tenant (409 on ``imsi``).
 
     ``tenant_scope``: the caller sees only this tenant (a tenant-bound key); a clash with
     another tenant's subscriber is then answered without naming it."""
     if imsi is None:
         return
-    stmt = select(Subscriber.id, Tenant.name, Tenant.id).join(Tenant, Tenant.id == Subscriber.tenant_id).where(
-        Subscriber.imsi == imsi)
+    stmt = (
+        select(Subscriber.id, Tenant.name, Tenant.id)
+        .join(Tenant, Tenant.id == Subscriber.tenant_id)
+        .where(Subscriber.imsi == imsi)
+    )
     if own_subscriber_id is not None:
         stmt = stmt.where(Subscriber.id != own_subscriber_id)
     row = session.execute(stmt.limit(1)).first()
@@ -76,12 +82,22 @@ def check_imsi(session: Session, imsi: str | None, own_subscriber_id: int | None
         return
     if tenant_scope is not None and row[2] != tenant_scope:
         raise ConflictError(imsi_in_use(imsi), field="imsi", title="IMSI already in use")
-    raise ConflictError(f"IMSI {imsi} is already subscriber {row[0]} of tenant {row[1]}; an IMSI names one UE",
-                        field="imsi", title="IMSI already in use")
+    raise ConflictError(
+        f"IMSI {imsi} is already subscriber {row[0]} of tenant {row[1]}; an IMSI names one UE",
+        field="imsi",
+        title="IMSI already in use",
+    )
 
 
-def check_tenant_unique(session: Session, own_tenant_id: int | None, *, name: str | None, vni: int | None,
-                        vlan: int | None, pool: IPv4Network | None) -> None:
+def check_tenant_unique(
+    session: Session,
+    own_tenant_id: int | None,
+    *,
+    name: str | None,
+    vni: int | None,
+    vlan: int | None,
+    pool: IPv4Network | None,
+) -> None:
     """Every clash of a tenant's unique fields in one 409 (#29): name, VNI, VLAN taken and a UE
     pool that overlaps another tenant's, each on its own field, in the words of the constraints'
     messages (api/errors.py), which stay as the backstop of a concurrent write. Tenants are
@@ -149,12 +165,12 @@ def check_services_disjoint(services: Sequence[tuple[str, ServiceMatch]]) -> Non
         for _, other in services[:j]:
             clash = overlap(svc, other)
             if clash:
-                issues.append(FieldIssue(f"{path}.dst_ports",
-                                         f"service {svc.name} overlaps service {other.name} on {clash}"))
+                issues.append(
+                    FieldIssue(f"{path}.dst_ports", f"service {svc.name} overlaps service {other.name} on {clash}")
+                )
                 break
     if issues:
-        raise InvalidError("; ".join(i.message for i in issues), issues=issues,
-                           title="Service port ranges overlap")
+        raise InvalidError("; ".join(i.message for i in issues), issues=issues, title="Service port ranges overlap")
 
 
 def check_service_against(svc: ServiceMatch, siblings: Sequence[ServiceMatch], slice_name: str) -> None:
@@ -162,6 +178,9 @@ def check_service_against(svc: ServiceMatch, siblings: Sequence[ServiceMatch], s
     for other in siblings:
         clash = overlap(svc, other)
         if clash:
-            raise ConflictError(f"service {svc.name} overlaps service {other.name} of slice {slice_name} on {clash}; "
-                                "give it ports, DSCP values or a protocol of its own",
-                                field="dst_ports", title="Service port ranges overlap")
+            raise ConflictError(
+                f"service {svc.name} overlaps service {other.name} of slice {slice_name} on {clash}; "
+                "give it ports, DSCP values or a protocol of its own",
+                field="dst_ports",
+                title="Service port ranges overlap",
+            )

@@ -108,24 +108,36 @@ def _slice_spec(s: Slice, subscribers: Sequence[SubscriberSpec]) -> SliceSpec:
     qos = Qos(
         rate_bps=int(s.rate_limit_mbps * MBIT) if s.rate_limit_mbps else None,
         guaranteed_bps=int(s.guaranteed_mbps * MBIT) if s.guaranteed_mbps else None,
-        burst_ms=s.max_delay_ms, ecn_ms=s.ecn_delay_ms,
+        burst_ms=s.max_delay_ms,
+        ecn_ms=s.ecn_delay_ms,
     )
     services = tuple(
-        ServiceSpec(name=c.name, lane=c.lane, dst_ports=tuple((lo, hi) for lo, hi in c.dst_ports),
-                    dscp=tuple(c.dscp), protocol=None if c.protocol == "any" else c.protocol)  # type: ignore[arg-type]
+        ServiceSpec(
+            name=c.name,
+            lane=c.lane,
+            dst_ports=tuple((lo, hi) for lo, hi in c.dst_ports),
+            dscp=tuple(c.dscp),
+            protocol=None if c.protocol == "any" else c.protocol,  # type: ignore[arg-type]
+        )
         for c in s.services
     )
-    return SliceSpec(ref=s.id, name=s.name, tenant_ref=s.tenant_id, type_lanes=tuple(s.slice_type.lanes),
-                     qos=qos, services=services, subscribers=tuple(subscribers),
-                     path_mode=str(s.path_mode),  # type: ignore[arg-type]
-                     # key on the tenant's VNI / VLAN where the target can: table slicing needs it
-                     match_tunnel=True)
+    return SliceSpec(
+        ref=s.id,
+        name=s.name,
+        tenant_ref=s.tenant_id,
+        type_lanes=tuple(s.slice_type.lanes),
+        qos=qos,
+        services=services,
+        subscribers=tuple(subscribers),
+        path_mode=str(s.path_mode),  # type: ignore[arg-type]
+        # key on the tenant's VNI / VLAN where the target can: table slicing needs it
+        match_tunnel=True,
+    )
 
 
 def domain_specs(session: Session, backend: Backend) -> tuple[list[TenantSpec], list[SliceSpec], list[Slice]]:
     """The compiler's input: every slice assigned to ``backend`` with its services and UEs."""
-    slices = list(session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id))
-                                  .order_by(Slice.id)))
+    slices = list(session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id)).order_by(Slice.id)))
     ids = [s.id for s in slices]
     members: dict[int, list[SubscriberSpec]] = {i: [] for i in ids}
     if ids:
@@ -134,32 +146,44 @@ def domain_specs(session: Session, backend: Backend) -> tuple[list[TenantSpec], 
         # 3.5 s of a 3.8 s deploy, paid again by every backend of a fleet (bench/scale_backends.py)
         ip = Subscriber.ue_ip.op("-", return_type=BigInteger)(cast(literal("0.0.0.0"), INET)).label("ip")
         teids = type_coerce(Subscriber.teids, NullType()).label("teids")  # psycopg's list as is, no per-item pass
-        rows = session.execute(select(subscriber_slice.c.slice_id, Subscriber.id, Subscriber.imsi, ip, teids)
-                               .join(Subscriber, Subscriber.id == subscriber_slice.c.subscriber_id)
-                               .where(subscriber_slice.c.slice_id.in_(ids)).order_by(Subscriber.id))
+        rows = session.execute(
+            select(subscriber_slice.c.slice_id, Subscriber.id, Subscriber.imsi, ip, teids)
+            .join(Subscriber, Subscriber.id == subscriber_slice.c.subscriber_id)
+            .where(subscriber_slice.c.slice_id.in_(ids))
+            .order_by(Subscriber.id)
+        )
         for slice_id, ref, imsi, ue_ip, teids in rows:
             members[slice_id].append(SubscriberSpec(ref=ref, imsi=imsi, ue_ip=int(ue_ip), teids=tuple(teids)))
     tenant_ids = {s.tenant_id for s in slices}
-    tenants = [TenantSpec(ref=t.id, name=t.name, vni=t.vni, vlan=t.vlan)
-               for t in session.scalars(select(Tenant).where(Tenant.id.in_(tenant_ids)))]
+    tenants = [
+        TenantSpec(ref=t.id, name=t.name, vni=t.vni, vlan=t.vlan)
+        for t in session.scalars(select(Tenant).where(Tenant.id.in_(tenant_ids)))
+    ]
     # per-flow intents ride along with their slices (issue #14 item 1)
     return tenants, with_intents(session, [_slice_spec(s, members[s.id]) for s in slices]), slices
 
 
 def _target(driver: Driver) -> TargetSpec:
     caps = driver.capabilities()
-    return TargetSpec(lanes=caps.lanes, paths=caps.paths,
-                      match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
-                      max_rules=min(caps.capacity.values()) if caps.capacity else None)
+    return TargetSpec(
+        lanes=caps.lanes,
+        paths=caps.paths,
+        match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
+        max_rules=min(caps.capacity.values()) if caps.capacity else None,
+    )
 
 
 def _refusal(exc: Exception) -> DomainError:
     if isinstance(exc, CompileError):
-        return InvalidError(exc.message, title="Cannot compile",
-                            issues=[FieldIssue(exc.field or "slices", exc.message)])
+        return InvalidError(
+            exc.message, title="Cannot compile", issues=[FieldIssue(exc.field or "slices", exc.message)]
+        )
     if isinstance(exc, CapacityError):
-        return ConflictError(f"{exc.message}: needed {exc.needed}, available {exc.available}", title="Does not fit",
-                             issues=[FieldIssue(exc.table, exc.message)])
+        return ConflictError(
+            f"{exc.message}: needed {exc.needed}, available {exc.available}",
+            title="Does not fit",
+            issues=[FieldIssue(exc.table, exc.message)],
+        )
     assert isinstance(exc, DriverError)
     detail = f"{exc.message}{'; ' + exc.hint if exc.hint else ''}"
     return (InvalidError if exc.hint else ConflictError)(detail, title="Refused by the data plane")
@@ -188,12 +212,23 @@ def preview(session: Session, backend: Backend) -> Preview:
 
 def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) -> RuleSet:
     number = (session.scalar(select(func.max(RuleSet.number)).where(RuleSet.backend_id == backend.id)) or 0) + 1
-    explanation = {"flows": p.compiled.flows, "rules_before": p.compiled.rules_before,
-                   "rules_after": p.compiled.rules_after, "slices": [asdict(s) for s in p.compiled.slices]}
+    explanation = {
+        "flows": p.compiled.flows,
+        "rules_before": p.compiled.rules_before,
+        "rules_after": p.compiled.rules_after,
+        "slices": [asdict(s) for s in p.compiled.slices],
+    }
     if p.equivalence is not None:
         explanation["equivalence"] = equivalence_json(p.equivalence)
-    rs = RuleSet(backend_id=backend.id, number=number, digest=p.plan.version, ir=p.compiled.ir.to_json(),
-                 plan=p.plan.model_dump(mode="json"), explanation=explanation, created_by=actor)
+    rs = RuleSet(
+        backend_id=backend.id,
+        number=number,
+        digest=p.plan.version,
+        ir=p.compiled.ir.to_json(),
+        plan=p.plan.model_dump(mode="json"),
+        explanation=explanation,
+        created_by=actor,
+    )
     session.add(rs)
     session.flush()
     return rs
@@ -209,14 +244,25 @@ def interrupt_orphans(session: Session, backend_id: int) -> int:
     under the lock belongs to a worker that died or lost the database mid-push.
     """
     now = datetime.now(UTC)
-    orphans = list(session.scalars(select(Deployment).where(Deployment.backend_id == backend_id,
-                                                            Deployment.status == DeploymentStatus.RUNNING,
-                                                            Deployment.heartbeat_at.is_(None))))
+    orphans = list(
+        session.scalars(
+            select(Deployment).where(
+                Deployment.backend_id == backend_id,
+                Deployment.status == DeploymentStatus.RUNNING,
+                Deployment.heartbeat_at.is_(None),
+            )
+        )
+    )
     for dep in orphans:
         dep.status, dep.finished_at = DeploymentStatus.FAILED, now
         dep.error = INTERRUPTED
-        record(session, DeploymentKind(dep.kind).value, "backend", backend_id,
-               after={"deployment": dep.id, "status": dep.status.value, "error": dep.error})
+        record(
+            session,
+            DeploymentKind(dep.kind).value,
+            "backend",
+            backend_id,
+            after={"deployment": dep.id, "status": dep.status.value, "error": dep.error},
+        )
     if orphans:
         session.commit()
     return len(orphans)
@@ -228,8 +274,13 @@ def interrupt_all_orphans(sessions: sessionmaker[Session]) -> int:
     a worker uvicorn starts in place of a killed one must not fail the job it left."""
     count = 0
     with sessions() as session:
-        ids = list(session.scalars(select(Deployment.backend_id).where(
-            Deployment.status == DeploymentStatus.RUNNING, Deployment.heartbeat_at.is_(None)).distinct()))
+        ids = list(
+            session.scalars(
+                select(Deployment.backend_id)
+                .where(Deployment.status == DeploymentStatus.RUNNING, Deployment.heartbeat_at.is_(None))
+                .distinct()
+            )
+        )
         for backend_id in ids:
             with backend_lock(session, backend_id, wait_s=0) as got:
                 if got:  # a live worker holding it is still pushing: its row is not an orphan
@@ -244,13 +295,23 @@ def _mark_slices_deployed(session: Session, rule_set: RuleSet) -> None:
     # finish concurrently (services/slice_deploy.py), and a fact is no operator's edit (no 412).
     refs = [int(s["ref"]) for s in rule_set.ir.get("slices", []) if "ref" in s]
     if refs:
-        session.execute(update(Slice).where(Slice.id.in_(refs),
-                                            Slice.state.in_((SliceState.DRAFT, SliceState.COMPILED)))
-                        .values(state=SliceState.DEPLOYED).execution_options(synchronize_session=False))
+        session.execute(
+            update(Slice)
+            .where(Slice.id.in_(refs), Slice.state.in_((SliceState.DRAFT, SliceState.COMPILED)))
+            .values(state=SliceState.DEPLOYED)
+            .execution_options(synchronize_session=False)
+        )
 
 
-def _finish(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
-            outcome: PushOutcome, owner: str = "") -> Deployment | None:
+def _finish(
+    session: Session,
+    dep_id: int,
+    rule_set_id: int,
+    kind: DeploymentKind,
+    backend_id: int,
+    outcome: PushOutcome,
+    owner: str = "",
+) -> Deployment | None:
     """Write the outcome, its slice states and its audit row in one transaction.
 
     Returns None when the row is no longer running, or is no longer this caller's job
@@ -259,8 +320,9 @@ def _finish(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKin
     that verdict, or the resumer's outcome, stands.
     """
     # the row lock orders this write against a reconcile that declares the row interrupted
-    row = session.execute(select(Deployment.status, Deployment.resumed_by).where(Deployment.id == dep_id)
-                          .with_for_update()).one_or_none()
+    row = session.execute(
+        select(Deployment.status, Deployment.resumed_by).where(Deployment.id == dep_id).with_for_update()
+    ).one_or_none()
     dep = session.get(Deployment, dep_id, populate_existing=True)
     if dep is None or row is None or row.status != DeploymentStatus.RUNNING or row.resumed_by != owner:
         session.rollback()
@@ -273,20 +335,41 @@ def _finish(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKin
     rule_set = session.get_one(RuleSet, rule_set_id)
     if outcome.ok:
         _mark_slices_deployed(session, rule_set)
-    record(session, kind.value, "backend", backend_id,
-           after={"deployment": dep.id, "rule_set": rule_set.number, "status": dep.status.value,
-                  "diff": dict(outcome.diff), "error": dep.error})
+    record(
+        session,
+        kind.value,
+        "backend",
+        backend_id,
+        after={
+            "deployment": dep.id,
+            "rule_set": rule_set.number,
+            "status": dep.status.value,
+            "diff": dict(outcome.diff),
+            "error": dep.error,
+        },
+    )
     session.commit()
     return dep
 
 
-def _finish_retrying(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
-                     outcome: PushOutcome, owner: str = "") -> Deployment:
+def _finish_retrying(
+    session: Session,
+    dep_id: int,
+    rule_set_id: int,
+    kind: DeploymentKind,
+    backend_id: int,
+    outcome: PushOutcome,
+    owner: str = "",
+) -> Deployment:
     # The push is done on the wire; losing its record to a database blip would leave the
     # row running. Retry while the database comes back (bounded), then give up loudly.
-    for attempt in Retrying(stop=stop_after_delay(FINISH_RETRY_S), wait=wait_exponential(0.2, max=2),
-                            retry=retry_if_exception_type(DBAPIError), reraise=True,
-                            before_sleep=lambda _: session.rollback()):
+    for attempt in Retrying(
+        stop=stop_after_delay(FINISH_RETRY_S),
+        wait=wait_exponential(0.2, max=2),
+        retry=retry_if_exception_type(DBAPIError),
+        reraise=True,
+        before_sleep=lambda _: session.rollback(),
+    ):
         with attempt:
             dep = _finish(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
     if dep is None:
@@ -294,17 +377,30 @@ def _finish_retrying(session: Session, dep_id: int, rule_set_id: int, kind: Depl
     return dep
 
 
-def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: DeploymentKind, actor: str,
-         drv: Driver, progress: Callable[[ProgressEvent], None] | None,
-         on_job: Callable[[int], None] | None = None) -> Deployment:
+def _run(
+    session: Session,
+    backend: Backend,
+    rule_set: RuleSet,
+    kind: DeploymentKind,
+    actor: str,
+    drv: Driver,
+    progress: Callable[[ProgressEvent], None] | None,
+    on_job: Callable[[int], None] | None = None,
+) -> Deployment:
     previous = current_rule_set(session, backend.id)
     prev_plan = NativePlan.model_validate(previous.plan) if previous else None
     new_plan = NativePlan.model_validate(rule_set.plan)
     diff = diff_tables(prev_plan.tables if prev_plan else {}, new_plan.tables)
-    dep = Deployment(backend_id=backend.id, rule_set_id=rule_set.id,
-                     previous_rule_set_id=previous.id if previous else None, kind=kind, actor=actor,
-                     diff=diff.model_dump(mode="json"), runner=jobs.runner_name(),
-                     heartbeat_at=func.clock_timestamp())
+    dep = Deployment(
+        backend_id=backend.id,
+        rule_set_id=rule_set.id,
+        previous_rule_set_id=previous.id if previous else None,
+        kind=kind,
+        actor=actor,
+        diff=diff.model_dump(mode="json"),
+        runner=jobs.runner_name(),
+        heartbeat_at=func.clock_timestamp(),
+    )
     session.add(dep)
     session.commit()  # visible as running while the push is under way; the job record from here on
     dep_id, rule_set_id, backend_id = dep.id, rule_set.id, backend.id
@@ -313,18 +409,33 @@ def _run(session: Session, backend: Backend, rule_set: RuleSet, kind: Deployment
     return _push_job(session, dep_id, rule_set_id, kind, backend_id, drv, new_plan, prev_plan, progress)
 
 
-def _push_job(session: Session, dep_id: int, rule_set_id: int, kind: DeploymentKind, backend_id: int,
-              drv: Driver, new_plan: NativePlan, prev_plan: NativePlan | None,
-              progress: Callable[[ProgressEvent], None] | None, prefix: str = "", owner: str = "") -> Deployment:
+def _push_job(
+    session: Session,
+    dep_id: int,
+    rule_set_id: int,
+    kind: DeploymentKind,
+    backend_id: int,
+    drv: Driver,
+    new_plan: NativePlan,
+    prev_plan: NativePlan | None,
+    progress: Callable[[ProgressEvent], None] | None,
+    prefix: str = "",
+    owner: str = "",
+) -> Deployment:
     """Push a job's rule set with its heartbeat renewed, and record the outcome once (``owner``:
     "" for the job's runner, the resumer's name when resumed)."""
     with jobs.Heartbeat(sessionmaker(bind=session.get_bind()), dep_id, progress) as beat:
         try:
             outcome: PushOutcome = push(drv, new_plan, beat.progress, previous=prev_plan)
         except Exception as exc:  # push reports driver failures itself; anything else still ends the row
-            outcome = PushOutcome(ok=False, driver=new_plan.driver, target_version=new_plan.version,
-                                  previous_version=prev_plan.version if prev_plan else None, version_after=None,
-                                  error=f"{prefix or INTERRUPTED + ': '}{type(exc).__name__}: {exc}")
+            outcome = PushOutcome(
+                ok=False,
+                driver=new_plan.driver,
+                target_version=new_plan.version,
+                previous_version=prev_plan.version if prev_plan else None,
+                version_after=None,
+                error=f"{prefix or INTERRUPTED + ': '}{type(exc).__name__}: {exc}",
+            )
             _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
             raise
     if not outcome.ok and prefix:
@@ -346,20 +457,33 @@ def resume(session: Session, backend: Backend, dep_id: int, by: str) -> Deployme
     kind, rule_set_id, runner = DeploymentKind(dep.kind), dep.rule_set_id, dep.runner or "?"
     new_plan = NativePlan.model_validate(dep.rule_set.plan)
     prev_plan = NativePlan.model_validate(dep.previous_rule_set.plan) if dep.previous_rule_set else None
-    log.warning("backend %s: deployment %d was left running by %s (last heartbeat %s); %s finishes it",
-                backend.name, dep_id, runner, dep.heartbeat_at, by)
-    session.execute(update(Deployment).where(Deployment.id == dep_id)
-                    .values(resumed_by=by, heartbeat_at=func.clock_timestamp()))
+    log.warning(
+        "backend %s: deployment %d was left running by %s (last heartbeat %s); %s finishes it",
+        backend.name,
+        dep_id,
+        runner,
+        dep.heartbeat_at,
+        by,
+    )
+    session.execute(
+        update(Deployment).where(Deployment.id == dep_id).values(resumed_by=by, heartbeat_at=func.clock_timestamp())
+    )
     session.commit()
     prefix = f"{INTERRUPTED} (runner {runner} died; resumed by {by}): "
     try:
         with POOL.use(session, backend) as drv:
-            return _push_job(session, dep_id, rule_set_id, kind, backend.id, drv, new_plan, prev_plan, None,
-                             prefix=prefix, owner=by)
+            return _push_job(
+                session, dep_id, rule_set_id, kind, backend.id, drv, new_plan, prev_plan, None, prefix=prefix, owner=by
+            )
     except (DomainError, DriverError) as exc:  # the driver cannot even be built: say so, end the row
-        outcome = PushOutcome(ok=False, driver=new_plan.driver, target_version=new_plan.version,
-                              previous_version=prev_plan.version if prev_plan else None, version_after=None,
-                              error=f"{prefix}{getattr(exc, 'message', None) or exc}")
+        outcome = PushOutcome(
+            ok=False,
+            driver=new_plan.driver,
+            target_version=new_plan.version,
+            previous_version=prev_plan.version if prev_plan else None,
+            version_after=None,
+            error=f"{prefix}{getattr(exc, 'message', None) or exc}",
+        )
         return _finish_retrying(session, dep_id, rule_set_id, kind, backend.id, outcome, by)
 
 
@@ -372,13 +496,21 @@ def _settle_orphans(session: Session, backend: Backend) -> None:
     its heartbeat goes stale.
     """
     interrupt_orphans(session, backend.id)
-    running = session.execute(select(Deployment.id, jobs.stale().label("stale")).where(
-        Deployment.backend_id == backend.id, Deployment.status == DeploymentStatus.RUNNING,
-        Deployment.heartbeat_at.is_not(None)).order_by(Deployment.id)).all()
+    running = session.execute(
+        select(Deployment.id, jobs.stale().label("stale"))
+        .where(
+            Deployment.backend_id == backend.id,
+            Deployment.status == DeploymentStatus.RUNNING,
+            Deployment.heartbeat_at.is_not(None),
+        )
+        .order_by(Deployment.id)
+    ).all()
     for dep_id, is_stale in running:
         if not is_stale:
-            raise BusyError(f"deployment {dep_id} of backend {backend.name} is still being pushed by its runner; "
-                            "retry when it has finished")
+            raise BusyError(
+                f"deployment {dep_id} of backend {backend.name} is still being pushed by its runner; "
+                "retry when it has finished"
+            )
         resume(session, backend, dep_id, jobs.runner_name())
 
 
@@ -392,8 +524,11 @@ def resume_stale(session: Session, backend_id: int, by: str) -> int:
         if not got:
             return 0
         interrupt_orphans(session, backend_id)
-        ids = list(session.scalars(select(Deployment.id).where(Deployment.backend_id == backend_id, jobs.stale())
-                                   .order_by(Deployment.id)))
+        ids = list(
+            session.scalars(
+                select(Deployment.id).where(Deployment.backend_id == backend_id, jobs.stale()).order_by(Deployment.id)
+            )
+        )
         session.rollback()
         return sum(resume(session, backend, dep_id, by) is not None for dep_id in ids)
 
@@ -408,8 +543,13 @@ def _as_lowered_now(session: Session, drv: Driver, rule_set: RuleSet, stored: Na
     fresh = drv.lower(RuleIR.from_json(rule_set.ir))
     if fresh.version != stored.version or fresh.tables == stored.tables:
         return stored  # the IR does not round-trip (never expected), or the layout is the same: real drift
-    log.info("backend %s: rule set %s lowered again for what the data plane holds (the stored %s plan differs: "
-             "an older layout or numbering)", rule_set.backend_id, rule_set.number, fresh.driver)
+    log.info(
+        "backend %s: rule set %s lowered again for what the data plane holds (the stored %s plan differs: "
+        "an older layout or numbering)",
+        rule_set.backend_id,
+        rule_set.number,
+        fresh.driver,
+    )
     rule_set.plan = fresh.model_dump(mode="json")
     return fresh
 
@@ -424,8 +564,10 @@ def _refuse_if_down(session: Session, backend: Backend) -> None:
     if answered:
         session.refresh(backend)
         return
-    raise UnavailableError(f"backend {backend.name} is {backend.health}: {detail or 'no detail'}; "
-                           "deploy again once its health is ok", title="Backend unavailable")
+    raise UnavailableError(
+        f"backend {backend.name} is {backend.health}: {detail or 'no detail'}; deploy again once its health is ok",
+        title="Backend unavailable",
+    )
 
 
 def _ensure_up(drv: Driver, backend: Backend) -> None:
@@ -439,13 +581,13 @@ def _ensure_up(drv: Driver, backend: Backend) -> None:
         try:
             health = drv.health()
         except DriverError as exc:
-            failure = UnavailableError(f"backend {backend.name} does not answer: {exc.message}",
-                                       title="Backend unavailable")
+            failure = UnavailableError(
+                f"backend {backend.name} does not answer: {exc.message}", title="Backend unavailable"
+            )
         else:
             if health.ok:
                 return
-            failure = UnavailableError(f"backend {backend.name} is down: {health.detail}",
-                                       title="Backend unavailable")
+            failure = UnavailableError(f"backend {backend.name} is down: {health.detail}", title="Backend unavailable")
         if attempt + 1 == policy.down_after or time.monotonic() + 0.5 >= deadline:
             raise failure
         time.sleep(0.5)
@@ -455,8 +597,9 @@ def _ensure_up(drv: Driver, backend: Backend) -> None:
 def _locked(session: Session, backend: Backend, wait_s: float) -> Iterator[None]:
     with backend_lock(session, backend.id, wait_s=wait_s) as got:
         if not got:
-            raise BusyError(f"another deployment or reconcile of backend {backend.name} is in progress; "
-                            "retry when it has finished")
+            raise BusyError(
+                f"another deployment or reconcile of backend {backend.name} is in progress; retry when it has finished"
+            )
         session.refresh(backend)  # as it is now that we hold it (health, sync facts, options)
         _settle_orphans(session, backend)
         yield
@@ -474,34 +617,61 @@ def _in_force(session: Session, backend: Backend, p: Preview) -> RuleSet | None:
     return current if current.plan == p.plan.model_dump(mode="json") else None
 
 
-def deploy(session: Session, backend: Backend, actor: str,
-           progress: Callable[[ProgressEvent], None] | None = None, *, lock_wait_s: float = LOCK_WAIT_S,
-           override: Override | None = None) -> Deployment:
+def deploy(
+    session: Session,
+    backend: Backend,
+    actor: str,
+    progress: Callable[[ProgressEvent], None] | None = None,
+    *,
+    lock_wait_s: float = LOCK_WAIT_S,
+    override: Override | None = None,
+) -> Deployment:
     """Compile and push every slice assigned to ``backend`` (always a new rule set and push).
 
     Admission control runs first (``services.admission``): a refusal is an ``AdmissionError``
     (409) unless an operator's ``override`` admits it (audited).
     """
-    dep = _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=False,
-                  override=override)
+    dep = _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=False, override=override)
     assert isinstance(dep, Deployment)
     return dep
 
 
-def deploy_changes(session: Session, backend: Backend, actor: str,
-                   progress: Callable[[ProgressEvent], None] | None = None, *,
-                   lock_wait_s: float = LOCK_WAIT_S, override: Override | None = None,
-                   on_job: Callable[[int], None] | None = None) -> Deployment | Unchanged:
+def deploy_changes(
+    session: Session,
+    backend: Backend,
+    actor: str,
+    progress: Callable[[ProgressEvent], None] | None = None,
+    *,
+    lock_wait_s: float = LOCK_WAIT_S,
+    override: Override | None = None,
+    on_job: Callable[[int], None] | None = None,
+) -> Deployment | Unchanged:
     """Like ``deploy``, but an identical redeploy is a no-op: ``Unchanged`` names the rule set in
     force; no rule set is stored, nothing is pushed, and the audit log records it as such.
     ``on_job`` is called with the deployment's id once its row is committed, before the push."""
-    return _deploy(session, backend, actor, progress, lock_wait_s=lock_wait_s, skip_unchanged=True,
-                   override=override, on_job=on_job)
+    return _deploy(
+        session,
+        backend,
+        actor,
+        progress,
+        lock_wait_s=lock_wait_s,
+        skip_unchanged=True,
+        override=override,
+        on_job=on_job,
+    )
 
 
-def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[ProgressEvent], None] | None, *,
-            lock_wait_s: float, skip_unchanged: bool, override: Override | None,
-            on_job: Callable[[int], None] | None = None) -> Deployment | Unchanged:
+def _deploy(
+    session: Session,
+    backend: Backend,
+    actor: str,
+    progress: Callable[[ProgressEvent], None] | None,
+    *,
+    lock_wait_s: float,
+    skip_unchanged: bool,
+    override: Override | None,
+    on_job: Callable[[int], None] | None = None,
+) -> Deployment | Unchanged:
     _refuse_if_down(session, backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
     with _locked(session, backend, lock_wait_s):
         _refuse_if_down(session, backend)  # before the driver: a hung probe may hold it
@@ -511,8 +681,13 @@ def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[
             key = footprint_push.input_key(session, backend.id)  # before the compile: footprint_push.py
             p = _preview(session, backend, drv)
             if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
-                record(session, DeploymentKind.DEPLOY.value, "backend", backend.id,
-                       after={"status": "unchanged", "rule_set": current.number, "digest": current.digest})
+                record(
+                    session,
+                    DeploymentKind.DEPLOY.value,
+                    "backend",
+                    backend.id,
+                    after={"status": "unchanged", "rule_set": current.number, "digest": current.digest},
+                )
                 session.commit()
                 return Unchanged(backend.id, current.number, current.digest)
             rule_set = _store_rule_set(session, backend, p, actor)
@@ -521,11 +696,19 @@ def _deploy(session: Session, backend: Backend, actor: str, progress: Callable[[
             return dep
 
 
-def rollback(session: Session, backend: Backend, rule_set_number: int, actor: str,
-             progress: Callable[[ProgressEvent], None] | None = None, *,
-             lock_wait_s: float = LOCK_WAIT_S, on_job: Callable[[int], None] | None = None) -> Deployment:
-    rule_set = session.scalar(select(RuleSet).where(RuleSet.backend_id == backend.id,
-                                                    RuleSet.number == rule_set_number))
+def rollback(
+    session: Session,
+    backend: Backend,
+    rule_set_number: int,
+    actor: str,
+    progress: Callable[[ProgressEvent], None] | None = None,
+    *,
+    lock_wait_s: float = LOCK_WAIT_S,
+    on_job: Callable[[int], None] | None = None,
+) -> Deployment:
+    rule_set = session.scalar(
+        select(RuleSet).where(RuleSet.backend_id == backend.id, RuleSet.number == rule_set_number)
+    )
     if rule_set is None:
         raise NotFoundError(f"backend {backend.id} has no rule set {rule_set_number}", field="rule_set")
     _refuse_if_down(session, backend)
@@ -571,13 +754,31 @@ def _sync_facts(report: ReconcileReport) -> dict[str, Any]:
         return {"sync_state": "in_sync", "sync_detail": {"version": report.found_version}, "synced_at": now}
     if report.repaired:
         # drift was found and repaired in this same pass: the data plane holds the rule set now
-        return {"sync_state": "in_sync", "synced_at": now, "sync_detail": {
-            "version": report.expected_version, "repaired": {
-                "found_version": report.found_version, "drift": report.drift, "tables": report.drift_tables,
-                "restarted_empty": report.restarted_empty, "found": getattr(report, "found", None)}}}
-    return {"sync_state": "out_of_sync", "synced_at": now, "sync_detail": {
-        "expected_version": report.expected_version, "found_version": report.found_version,
-        "drift": report.drift, "tables": report.drift_tables, "error": report.error or ""}}
+        return {
+            "sync_state": "in_sync",
+            "synced_at": now,
+            "sync_detail": {
+                "version": report.expected_version,
+                "repaired": {
+                    "found_version": report.found_version,
+                    "drift": report.drift,
+                    "tables": report.drift_tables,
+                    "restarted_empty": report.restarted_empty,
+                    "found": getattr(report, "found", None),
+                },
+            },
+        }
+    return {
+        "sync_state": "out_of_sync",
+        "synced_at": now,
+        "sync_detail": {
+            "expected_version": report.expected_version,
+            "found_version": report.found_version,
+            "drift": report.drift,
+            "tables": report.drift_tables,
+            "error": report.error or "",
+        },
+    }
 
 
 class Finding(ReconcileReport):
@@ -604,22 +805,32 @@ def _judge(session: Session, backend_id: int, plan: NativePlan, report: Reconcil
     # it held beyond them; what it held = the expected it had (total - added - modified) +
     # the modified ones (in their other form) + the removed ones
     held = sum(len(t) for t in plan.tables.values()) - d.get("added", 0) + d.get("removed", 0)
-    last = session.scalar(select(Deployment).where(Deployment.backend_id == backend_id)
-                          .order_by(Deployment.id.desc()).limit(1))
-    cut = (last is not None and last.kind != DeploymentKind.RECONCILE and last.status == DeploymentStatus.FAILED
-           and last.error.startswith(INTERRUPTED))
+    last = session.scalar(
+        select(Deployment).where(Deployment.backend_id == backend_id).order_by(Deployment.id.desc()).limit(1)
+    )
+    cut = (
+        last is not None
+        and last.kind != DeploymentKind.RECONCILE
+        and last.status == DeploymentStatus.FAILED
+        and last.error.startswith(INTERRUPTED)
+    )
     if held <= 0:
         found = "restarted_empty"
     elif cut:
         found = "interrupted_push"
     else:
         found = "drift"
-    return Finding(**{**dict(report), "restarted_empty": found == "restarted_empty"}, found=found, held=held,
-                   interrupted_deployment=last.id if cut and last is not None else None)
+    return Finding(
+        **{**dict(report), "restarted_empty": found == "restarted_empty"},
+        found=found,
+        held=held,
+        interrupted_deployment=last.id if cut and last is not None else None,
+    )
 
 
-def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_WAIT_S,
-              periodic: bool = False) -> ReconcileReport | None:
+def reconcile(
+    session: Session, backend: Backend, *, lock_wait_s: float = LOCK_WAIT_S, periodic: bool = False
+) -> ReconcileReport | None:
     """Read the backend back; report and repair drift from the rule set in force.
 
     Holds the backend's lock for the whole read-back and repair; raises ``BusyError`` when a
@@ -639,8 +850,13 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
         if periodic and backend.health == health_probe.DEGRADED:
             return None  # in doubt, not known unreachable: its last sync facts stand
         if periodic and backend.health in HEALTH_DOWN:
-            _observed(session, backend, sync_state="unreachable", synced_at=datetime.now(UTC),
-                      sync_detail={"error": f"health {backend.health}: {backend.health_detail}"})
+            _observed(
+                session,
+                backend,
+                sync_state="unreachable",
+                synced_at=datetime.now(UTC),
+                sync_detail={"error": f"health {backend.health}: {backend.health_detail}"},
+            )
             session.commit()
             return None
         plan = NativePlan.model_validate(expected.plan)
@@ -661,26 +877,50 @@ def reconcile(session: Session, backend: Backend, *, lock_wait_s: float = LOCK_W
                 # the data plane may have restarted under a session that is now dead: reconnect once
                 POOL.discard(session, backend)
         except DriverError as exc:
-            _observed(session, backend, health=_doubted(), health_detail=exc.message,
-                      sync_state="unreachable", sync_detail={"error": exc.message}, synced_at=datetime.now(UTC))
+            _observed(
+                session,
+                backend,
+                health=_doubted(),
+                health_detail=exc.message,
+                sync_state="unreachable",
+                sync_detail={"error": exc.message},
+                synced_at=datetime.now(UTC),
+            )
             session.commit()
             return None
         # judged from what it held (the plan as re-lowered now, if it was)
         report = _judge(session, backend.id, NativePlan.model_validate(expected.plan), report)
-        _observed(session, backend, health="ok" if health.ok and report.reachable else _doubted(),
-                  health_detail=health.detail if report.reachable else (report.error or ""), **_sync_facts(report))
+        _observed(
+            session,
+            backend,
+            health="ok" if health.ok and report.reachable else _doubted(),
+            health_detail=health.detail if report.reachable else (report.error or ""),
+            **_sync_facts(report),
+        )
         if not report.in_sync and report.reachable:
             now = datetime.now(UTC)
-            dep = Deployment(backend_id=backend.id, rule_set_id=expected.id, previous_rule_set_id=expected.id,
-                             kind=DeploymentKind.RECONCILE, actor="reconciler",
-                             status=DeploymentStatus.SUCCEEDED if report.repaired else DeploymentStatus.FAILED,
-                             diff={"drift": report.drift, "tables": report.drift_tables,
-                                   "restarted_empty": report.restarted_empty, "found": report.found,
-                                   "held": report.held, "interrupted_deployment": report.interrupted_deployment},
-                             error=report.error or "", finished_at=now,
-                             duration_s=report.outcome.duration_s if report.outcome else 0.0)
+            dep = Deployment(
+                backend_id=backend.id,
+                rule_set_id=expected.id,
+                previous_rule_set_id=expected.id,
+                kind=DeploymentKind.RECONCILE,
+                actor="reconciler",
+                status=DeploymentStatus.SUCCEEDED if report.repaired else DeploymentStatus.FAILED,
+                diff={
+                    "drift": report.drift,
+                    "tables": report.drift_tables,
+                    "restarted_empty": report.restarted_empty,
+                    "found": report.found,
+                    "held": report.held,
+                    "interrupted_deployment": report.interrupted_deployment,
+                },
+                error=report.error or "",
+                finished_at=now,
+                duration_s=report.outcome.duration_s if report.outcome else 0.0,
+            )
             session.add(dep)
-            record(session, "reconcile", "backend", backend.id,
-                   after=report.model_dump(mode="json", exclude={"outcome"}))
+            record(
+                session, "reconcile", "backend", backend.id, after=report.model_dump(mode="json", exclude={"outcome"})
+            )
         session.commit()  # the repair record, its audit row and the sync facts together
         return report

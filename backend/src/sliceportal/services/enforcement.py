@@ -52,10 +52,16 @@ class Gap:
 
     @property
     def message(self) -> str:
-        why = {"rate_limit": "has no per-slice rate limiter", "ecn": "does not mark ECN",
-               "match_dscp": "cannot match on DSCP", "match_dst_port": "cannot match on the L4 port"}[self.capability]
-        return (f"slice {self.slice_name}: {self.field} cannot be enforced on backend {self.backend_name} "
-                f"({self.driver} {why})")
+        why = {
+            "rate_limit": "has no per-slice rate limiter",
+            "ecn": "does not mark ECN",
+            "match_dscp": "cannot match on DSCP",
+            "match_dst_port": "cannot match on the L4 port",
+        }[self.capability]
+        return (
+            f"slice {self.slice_name}: {self.field} cannot be enforced on backend {self.backend_name} "
+            f"({self.driver} {why})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "message": self.message}
@@ -67,8 +73,7 @@ def gaps(backend: Backend, caps: Capabilities, slices: Sequence[Slice]) -> list[
     accepted = set(backend.accept_unenforced or ())
 
     def gap(s: Slice, field: str, capability: Capability) -> None:
-        out.append(Gap(s.id, s.name, field, capability, backend.id, backend.name, caps.driver,
-                       capability in accepted))
+        out.append(Gap(s.id, s.name, field, capability, backend.id, backend.name, caps.driver, capability in accepted))
 
     for s in slices:
         if not caps.rate_limit and s.rate_limit_mbps:
@@ -94,8 +99,11 @@ def intent_gaps(backend: Backend, caps: Capabilities, s: Slice, intents: Sequenc
     if caps.rate_limit:
         return []
     accepted = "rate_limit" in (backend.accept_unenforced or ())
-    return [Gap(s.id, s.name, f"intents.{i.id}.action", "rate_limit", backend.id, backend.name, caps.driver, accepted)
-            for i in intents if i.action in POLICED_INTENT_ACTIONS]
+    return [
+        Gap(s.id, s.name, f"intents.{i.id}.action", "rate_limit", backend.id, backend.name, caps.driver, accepted)
+        for i in intents
+        if i.action in POLICED_INTENT_ACTIONS
+    ]
 
 
 def slice_intent_gaps(session: Session, backend: Backend, caps: Capabilities, slices: Sequence[Slice]) -> list[Gap]:
@@ -116,4 +124,5 @@ def refuse_unenforceable(found: Sequence[Gap]) -> None:
             "; ".join(g.message for g in refused) + ". Remove the attribute from the slice, assign the slice to a "
             "backend that enforces it, or (operators) accept it on the backend (accept_unenforced)",
             title="Not enforceable on this backend",
-            issues=[FieldIssue(f"slices.{g.slice_id}.{g.field}", g.message) for g in refused])
+            issues=[FieldIssue(f"slices.{g.slice_id}.{g.field}", g.message) for g in refused],
+        )

@@ -30,16 +30,27 @@ PREVIEW_MAX_CUBES = MAX_CUBES
 PREVIEW_MAX_SECONDS = MAX_SECONDS
 
 
-def check_plan(ir: RuleIR, plan: NativePlan, driver: object, *, max_cubes: int = PREVIEW_MAX_CUBES,
-               max_seconds: float = PREVIEW_MAX_SECONDS) -> EquivalenceResult:
+def check_plan(
+    ir: RuleIR,
+    plan: NativePlan,
+    driver: object,
+    *,
+    max_cubes: int = PREVIEW_MAX_CUBES,
+    max_seconds: float = PREVIEW_MAX_SECONDS,
+) -> EquivalenceResult:
     """Is ``plan`` (lowered by ``driver`` from ``ir``) the IR's classifier on every key?"""
     started = time.monotonic()
     try:
         view = ternary_view_of(driver, plan)
     except ViewError as e:
         return unchecked(f"{plan.driver}: {e}", (time.monotonic() - started) * 1000)
-    result = check(ir, view, max_cubes=max_cubes, max_seconds=max_seconds,
-                   reason=f"the {plan.driver} driver gives no ternary view of its plan")
+    result = check(
+        ir,
+        view,
+        max_cubes=max_cubes,
+        max_seconds=max_seconds,
+        reason=f"the {plan.driver} driver gives no ternary view of its plan",
+    )
     # the reported time includes deriving the view from the plan's entries
     return dataclasses.replace(result, elapsed_ms=round((time.monotonic() - started) * 1000, 1))
 

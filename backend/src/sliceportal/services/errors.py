@@ -21,8 +21,9 @@ class DomainError(Exception):
 
     title = "Refused"
 
-    def __init__(self, detail: str, *, field: str | None = None, issues: list[FieldIssue] | None = None,
-                 title: str | None = None) -> None:
+    def __init__(
+        self, detail: str, *, field: str | None = None, issues: list[FieldIssue] | None = None, title: str | None = None
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         if title is not None:

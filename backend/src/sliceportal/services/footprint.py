@@ -38,8 +38,9 @@ SlicePart = dict[int | None, Footprint]
 
 
 def _rule_text(r: dict[str, Any]) -> str:
-    return json.dumps(canonical({"match": r["match"], "lane": r["action"]["lane"], "rr_path": r["action"]["rr_path"]}),
-                      sort_keys=True)
+    return json.dumps(
+        canonical({"match": r["match"], "lane": r["action"]["lane"], "rr_path": r["action"]["rr_path"]}), sort_keys=True
+    )
 
 
 def slice_parts(ir: dict[str, Any]) -> dict[int, SlicePart]:
@@ -91,9 +92,16 @@ def target_json(ir: dict[str, Any]) -> dict[str, Any]:
     read must not lock; a field the target has but no rule used is not compared)."""
     used = {name for r in ir.get("rules", []) for name, t in r["match"].items() if t is not None}
     miss = ir.get("miss") or {}
-    return {"lanes": ir["lanes"], "paths": ir["paths"], "match_fields": sorted(used & FIELD_WIDTHS.keys()),
-            "miss": {"mode": str(miss.get("mode", MissMode.ALGORITHM1)), "lane": miss.get("lane", 0),
-                     "rr_path": miss.get("rr_path", 0)}}
+    return {
+        "lanes": ir["lanes"],
+        "paths": ir["paths"],
+        "match_fields": sorted(used & FIELD_WIDTHS.keys()),
+        "miss": {
+            "mode": str(miss.get("mode", MissMode.ALGORITHM1)),
+            "lane": miss.get("lane", 0),
+            "rr_path": miss.get("rr_path", 0),
+        },
+    }
 
 
 ABSENT = "absent"  # the wanted digest of a slice that compiles to no entries
@@ -102,8 +110,11 @@ ABSENT = "absent"  # the wanted digest of a slice that compiles to no entries
 def strip_none(entry: dict[str, Any]) -> dict[str, Any]:
     """An entry less what ``_entry_changes`` cannot tell from a missing key (None values, at
     the top and one level down), so that equal digests mean no change to report."""
-    return {k: ({kk: vv for kk, vv in v.items() if vv is not None} if isinstance(v, dict) else v)
-            for k, v in entry.items() if v is not None}
+    return {
+        k: ({kk: vv for kk, vv in v.items() if vv is not None} if isinstance(v, dict) else v)
+        for k, v in entry.items()
+        if v is not None
+    }
 
 
 def footprint_digest(part: SlicePart | None) -> str:
@@ -114,16 +125,26 @@ def footprint_digest(part: SlicePart | None) -> str:
         return ABSENT
     own = part[None]
     projection = {
-        "entry": strip_none(own.entry or {}), "rules": sorted(set(own.rules)),
-        "intents": {str(k): {"policer": policer(p.entry), "entry": strip_none(without_policer(p.entry)),
-                             "rules": sorted(set(p.rules))}
-                    for k, p in part.items() if k is not None}}
+        "entry": strip_none(own.entry or {}),
+        "rules": sorted(set(own.rules)),
+        "intents": {
+            str(k): {
+                "policer": policer(p.entry),
+                "entry": strip_none(without_policer(p.entry)),
+                "rules": sorted(set(p.rules)),
+            }
+            for k, p in part.items()
+            if k is not None
+        },
+    }
     return hashlib.sha256(json.dumps(projection, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 def ir_footprint(rule_set_id: int, ir: dict[str, Any]) -> dict[str, Any]:
     """What a rule set holds, as the row ``rule_set_footprint`` stores."""
-    return {"rule_set_id": rule_set_id,
-            "digests": {str(ref): footprint_digest(p) for ref, p in slice_parts(ir).items()},
-            "refs": sorted({int(e["ref"]) for e in ir.get("slices", []) if "ref" in e}),
-            "target": target_json(ir)}
+    return {
+        "rule_set_id": rule_set_id,
+        "digests": {str(ref): footprint_digest(p) for ref, p in slice_parts(ir).items()},
+        "refs": sorted({int(e["ref"]) for e in ir.get("slices", []) if "ref" in e}),
+        "target": target_json(ir),
+    }

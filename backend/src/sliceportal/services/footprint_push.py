@@ -50,6 +50,9 @@ def after_push(session: Session, dep: Deployment, key: str | None) -> None:
         state.notify(session, CHANNEL)
     except Exception:  # a cache: the next read computes it
         session.rollback()
-        log.warning("backend %s: the footprint of rule set %s not stored; the next read computes it",
-                    dep.backend_id, dep.rule_set_id, exc_info=True)
-
+        log.warning(
+            "backend %s: the footprint of rule set %s not stored; the next read computes it",
+            dep.backend_id,
+            dep.rule_set_id,
+            exc_info=True,
+        )

@@ -34,8 +34,9 @@ STABLE_S = 30.0  # a connection that listened this long and broke is a new outag
 
 
 class FootprintRefresher:
-    def __init__(self, sessions: sessionmaker[Session], database_url: str, *, poll_s: float = POLL_S,
-                 stable_s: float = STABLE_S) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], database_url: str, *, poll_s: float = POLL_S, stable_s: float = STABLE_S
+    ) -> None:
         self._sessions, self._poll_s, self._stable_s = sessions, poll_s, stable_s
         self._conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
         self._stop = threading.Event()

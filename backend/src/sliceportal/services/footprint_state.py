@@ -97,22 +97,43 @@ SELECT b.id, f.rule_set_id, f.number, f.since, p.id, p.status, p.error, coalesce
 FROM b LEFT JOIN forced f ON f.backend_id = b.id LEFT JOIN pushed p ON p.backend_id = b.id
   LEFT JOIN keys k ON k.backend_id = b.id LEFT JOIN backend_footprint w ON w.backend_id = b.id
   LEFT JOIN rule_set_footprint h ON h.rule_set_id = f.rule_set_id""").bindparams(
-    bindparam("b", type_=IDS), bindparam("s", type_=IDS), bindparam("keys", type_=ARRAY(String)))
+    bindparam("b", type_=IDS), bindparam("s", type_=IDS), bindparam("keys", type_=ARRAY(String))
+)
 
 
 def stored(session: Session, backend_ids: Sequence[int], slice_ids: Sequence[int]) -> dict[int, Stored]:
     """What is stored about each backend, for the slices ``slice_ids`` of a page: one statement."""
     out = {}
-    for (b, rs, number, since, push, push_status, push_error, key, w_rs, w_key, w_error, wanted, indexed, held,
-         target, ever, unindexed) in session.execute(
-            _STORED, {"b": list(backend_ids), "s": list(slice_ids), "keys": [str(i) for i in slice_ids]}):
+    for (
+        b,
+        rs,
+        number,
+        since,
+        push,
+        push_status,
+        push_error,
+        key,
+        w_rs,
+        w_key,
+        w_error,
+        wanted,
+        indexed,
+        held,
+        target,
+        ever,
+        unindexed,
+    ) in session.execute(_STORED, {"b": list(backend_ids), "s": list(slice_ids), "keys": [str(i) for i in slice_ids]}):
         out[b] = Stored(
             in_force=InForce(rs, number, since) if rs is not None else None,
             last_push=LastPush(push, push_status, push_error or "") if push is not None else None,
             input_key=key,
             wanted=Wanted(w_rs, w_key, dict(wanted or {}), w_error) if w_rs is not None else None,
-            held=dict(held or {}), target=dict(target or {}), indexed=bool(indexed), ever=set(ever),
-            unindexed=list(unindexed))
+            held=dict(held or {}),
+            target=dict(target or {}),
+            indexed=bool(indexed),
+            ever=set(ever),
+            unindexed=list(unindexed),
+        )
     return out
 
 
@@ -149,10 +170,19 @@ def store_rule_set_footprints(session: Session, rows: Sequence[dict[str, Any]]) 
 
 
 def store_wanted(session: Session, backend_id: int, w: Wanted) -> None:
-    row = {"backend_id": backend_id, "rule_set_id": w.rule_set_id, "input_key": w.input_key,
-           "wanted": w.wanted, "error": w.error}
+    row = {
+        "backend_id": backend_id,
+        "rule_set_id": w.rule_set_id,
+        "input_key": w.input_key,
+        "wanted": w.wanted,
+        "error": w.error,
+    }
     stmt = insert(BackendFootprint).values(row)
-    _write(session, stmt.on_conflict_do_update(
-        index_elements=[BackendFootprint.backend_id],
-        set_={k: stmt.excluded[k] for k in ("rule_set_id", "input_key", "wanted", "error")}
-        | {"computed_at": text("now()")}))
+    _write(
+        session,
+        stmt.on_conflict_do_update(
+            index_elements=[BackendFootprint.backend_id],
+            set_={k: stmt.excluded[k] for k in ("rule_set_id", "input_key", "wanted", "error")}
+            | {"computed_at": text("now()")},
+        ),
+    )

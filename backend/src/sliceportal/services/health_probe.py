@@ -54,8 +54,10 @@ def policy_for(driver: str, settings: Settings | None = None) -> HealthPolicy:
     """The policy of a driver: the settings' defaults, overridden per driver (``HEALTH_OVERRIDES``)."""
     s = settings or get_settings()
     o = s.health_overrides.get(driver)
-    return HealthPolicy(timeout_s=o.timeout_s if o and o.timeout_s else s.health_probe_timeout_s,
-                        down_after=o.down_after if o and o.down_after else s.health_down_after)
+    return HealthPolicy(
+        timeout_s=o.timeout_s if o and o.timeout_s else s.health_probe_timeout_s,
+        down_after=o.down_after if o and o.down_after else s.health_down_after,
+    )
 
 
 @dataclass
@@ -110,8 +112,9 @@ def probe_backend(sessions: sessionmaker[Session], backend_id: int, timeout_s: f
         if not probe.done.wait(wait):
             probe.health, probe.detail = "down", f"no answer to the health probe within {wait:g} s"
         if probe.health is not None:
-            session.execute(update(Backend).where(Backend.id == backend_id)
-                            .values(health=probe.health, health_detail=probe.detail))
+            session.execute(
+                update(Backend).where(Backend.id == backend_id).values(health=probe.health, health_detail=probe.detail)
+            )
             session.commit()
 
 
@@ -136,8 +139,9 @@ def recheck(sessions: sessionmaker[Session], backend: Backend, settings: Setting
             continue  # the probe thread still holds the driver: the next one finds it busy
         if probe.health == "ok":
             with sessions() as session:
-                session.execute(update(Backend).where(Backend.id == backend.id)
-                                .values(health="ok", health_detail=probe.detail))
+                session.execute(
+                    update(Backend).where(Backend.id == backend.id).values(health="ok", health_detail=probe.detail)
+                )
                 session.commit()
             return True, probe.detail
         if probe.health is not None:
@@ -151,8 +155,13 @@ class HealthProber:
     """The controller's probe loop: per backend, at most one probe in flight, and its count
     of failed probes in a row (the hysteresis)."""
 
-    def __init__(self, sessions: sessionmaker[Session], interval_s: float = PROBE_INTERVAL_S,
-                 settings: Settings | None = None, registry: LoopRegistry | None = None) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        interval_s: float = PROBE_INTERVAL_S,
+        settings: Settings | None = None,
+        registry: LoopRegistry | None = None,
+    ) -> None:
         self._sessions, self._interval, self._registry = sessions, interval_s, registry
         self._settings = settings
         self._loop: SupervisedLoop | None = None
@@ -168,15 +177,19 @@ class HealthProber:
                 if p is None or p.done.is_set():
                     self._inflight[b.id] = _start(self._sessions, b)
             # quick answers count in this pass; a slow one is looked at again next pass
-            deadline = time.monotonic() + min(self._interval, max((p.timeout_s for p in policies.values()),
-                                                                  default=0.0))
+            deadline = time.monotonic() + min(
+                self._interval, max((p.timeout_s for p in policies.values()), default=0.0)
+            )
             for b in backends:
                 self._inflight[b.id].done.wait(max(0.0, deadline - time.monotonic()))
             for b in backends:
                 change = self._judge(b, self._inflight[b.id], policies[b.id])
                 if change is not None:
-                    session.execute(update(Backend).where(Backend.id == b.id)
-                                    .values(health=change[0], health_detail=change[1][:2000]))
+                    session.execute(
+                        update(Backend)
+                        .where(Backend.id == b.id)
+                        .values(health=change[0], health_detail=change[1][:2000])
+                    )
             for gone in set(self._inflight) - {b.id for b in backends}:
                 self._inflight.pop(gone, None)
                 self.failures.pop(gone, None)

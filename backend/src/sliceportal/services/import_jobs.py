@@ -39,13 +39,21 @@ LOCK = 7402  # pg_advisory_xact_lock(LOCK, job id): held by the transaction impo
 REFUSALS = (DomainError, UnicodeDecodeError, csv.Error)
 
 
-def create(session: Session, data: bytes, *, actor: Actor, tenant_scope: int | None,
-           override: Override | None) -> int:
+def create(session: Session, data: bytes, *, actor: Actor, tenant_scope: int | None, override: Override | None) -> int:
     """The job row, committed (running, beating from now): the id of the job."""
-    job = ImportJob(csv=data, options={"override": override.reason if override else None},
-                    actor_id=actor.user_id, actor=actor.name, via=actor.via, tenant_id=tenant_scope,
-                    status=ImportJobStatus.RUNNING, runner=jobs.runner_name(),
-                    heartbeat_at=func.clock_timestamp(), resumed_by="", error="")
+    job = ImportJob(
+        csv=data,
+        options={"override": override.reason if override else None},
+        actor_id=actor.user_id,
+        actor=actor.name,
+        via=actor.via,
+        tenant_id=tenant_scope,
+        status=ImportJobStatus.RUNNING,
+        runner=jobs.runner_name(),
+        heartbeat_at=func.clock_timestamp(),
+        resumed_by="",
+        error="",
+    )
     session.add(job)
     session.flush()
     job_id = job.id
@@ -73,29 +81,40 @@ def describe(exc: BaseException) -> str:
 def _succeed(job_id: int, resumed_by: str) -> Callable[[Session, ImportResult], None]:
     def finish(session: Session, result: ImportResult) -> None:
         values: dict[str, object] = {
-            "status": ImportJobStatus.SUCCEEDED, "finished_at": func.clock_timestamp(),
-            "report": {"rows": result.rows, "imported": result.imported, "duration_s": result.duration_s}}
+            "status": ImportJobStatus.SUCCEEDED,
+            "finished_at": func.clock_timestamp(),
+            "report": {"rows": result.rows, "imported": result.imported, "duration_s": result.duration_s},
+        }
         if resumed_by:
             values["resumed_by"] = resumed_by
-        done = session.execute(update(ImportJob).where(ImportJob.id == job_id,
-                                                       ImportJob.status == ImportJobStatus.RUNNING).values(**values))
+        done = session.execute(
+            update(ImportJob)
+            .where(ImportJob.id == job_id, ImportJob.status == ImportJobStatus.RUNNING)
+            .values(**values)
+        )
         if done.rowcount != 1:  # type: ignore[attr-defined]  # ended meanwhile: nothing of this import is kept
             raise RuntimeError(f"import job {job_id} is no longer running")
+
     return finish
 
 
 def _fail(session: Session, job_id: int, error: str, resumed_by: str) -> None:
-    values: dict[str, object] = {"status": ImportJobStatus.FAILED, "finished_at": func.clock_timestamp(),
-                                 "error": error}
+    values: dict[str, object] = {
+        "status": ImportJobStatus.FAILED,
+        "finished_at": func.clock_timestamp(),
+        "error": error,
+    }
     if resumed_by:
         values["resumed_by"] = resumed_by
-    session.execute(update(ImportJob).where(ImportJob.id == job_id, ImportJob.status == ImportJobStatus.RUNNING)
-                    .values(**values))
+    session.execute(
+        update(ImportJob).where(ImportJob.id == job_id, ImportJob.status == ImportJobStatus.RUNNING).values(**values)
+    )
     session.commit()
 
 
-def _import(session: Session, job_id: int, data: bytes, tenant_scope: int | None, override: Override | None,
-            resumed_by: str) -> ImportResult:
+def _import(
+    session: Session, job_id: int, data: bytes, tenant_scope: int | None, override: Override | None, resumed_by: str
+) -> ImportResult:
     """Import in ``session``'s open transaction (which holds the job's lock), beating meanwhile."""
     audit: dict[str, object] = {"job": job_id}
     if resumed_by:
@@ -103,8 +122,14 @@ def _import(session: Session, job_id: int, data: bytes, tenant_scope: int | None
     with jobs.Heartbeat(sessionmaker(bind=session.get_bind()), job_id, model=ImportJob):
         text_lines = lines(data)
         try:
-            return import_csv(session, text_lines, tenant_scope=tenant_scope, override=override, audit=audit,
-                              before_commit=_succeed(job_id, resumed_by))
+            return import_csv(
+                session,
+                text_lines,
+                tenant_scope=tenant_scope,
+                override=override,
+                audit=audit,
+                before_commit=_succeed(job_id, resumed_by),
+            )
         except REFUSALS as exc:
             session.rollback()
             _fail(session, job_id, describe(exc), resumed_by)
@@ -113,8 +138,9 @@ def _import(session: Session, job_id: int, data: bytes, tenant_scope: int | None
             text_lines.detach()
 
 
-def run(session: Session, job_id: int, data: bytes, *, tenant_scope: int | None,
-        override: Override | None) -> ImportResult:
+def run(
+    session: Session, job_id: int, data: bytes, *, tenant_scope: int | None, override: Override | None
+) -> ImportResult:
     """The request's part: import the job's upload now, in this process.
 
     A refusal marks the job failed and is raised as ``import_csv`` raises it; any other error

@@ -26,10 +26,13 @@ def members_named(intent: Intent, members: Iterable[SubscriberSpec]) -> list[Sub
     """The slice members every selector of ``intent`` names."""
     prefixes = [IPv4Network(p) for p in intent.ue_prefixes]
     imsis, teids = set(intent.imsis), set(intent.teids)
-    return [m for m in members
-            if (not imsis or m.imsi in imsis)
-            and (not prefixes or any(IPv4Address(m.ue_ip) in n for n in prefixes))
-            and (not teids or teids & set(m.teids))]
+    return [
+        m
+        for m in members
+        if (not imsis or m.imsi in imsis)
+        and (not prefixes or any(IPv4Address(m.ue_ip) in n for n in prefixes))
+        and (not teids or teids & set(m.teids))
+    ]
 
 
 def intent_spec(intent: Intent, members: Sequence[SubscriberSpec]) -> IntentSpec | None:
@@ -56,8 +59,9 @@ def with_intents(session: Session, specs: list[SliceSpec]) -> list[SliceSpec]:
     """``specs`` with each slice's intents attached (one query for all slices)."""
     by_slice: dict[int, list[Intent]] = defaultdict(list)
     if specs:
-        for it in session.scalars(select(Intent).where(Intent.slice_id.in_([s.ref for s in specs]))
-                                  .order_by(Intent.id)):
+        for it in session.scalars(
+            select(Intent).where(Intent.slice_id.in_([s.ref for s in specs])).order_by(Intent.id)
+        ):
             by_slice[it.slice_id].append(it)
     out = []
     for s in specs:

@@ -68,8 +68,12 @@ def replay(session: Session, who: Requester, key: str | None, body: dict[str, An
         return None
     first = session.scalar(select(Intent).where(Intent.owner_id == who.user_id, Intent.idempotency_key == key))
     if first is not None and first.request_hash != request_hash(body):
-        raise ConflictError(f"Idempotency-Key {key!r} was used for intent {first.id} with another body; "
-                            "send a new key for a new intent", field="Idempotency-Key", title="Idempotency conflict")
+        raise ConflictError(
+            f"Idempotency-Key {key!r} was used for intent {first.id} with another body; "
+            "send a new key for a new intent",
+            field="Idempotency-Key",
+            title="Idempotency conflict",
+        )
     return first
 
 
@@ -94,8 +98,9 @@ def _tenant_and_slice(session: Session, change: IntentChange, who: Requester) ->
     if s is None or who.tenant_scope not in (None, s.tenant_id):
         raise _invalid(f"slice {change.slice_ref} does not exist", "slice_ref")
     if tenant_id is not None and s.tenant_id != tenant_id:
-        raise _invalid(f"slice {change.slice_ref} is not a slice of the tenant with VNI {change.tenant_vni}",
-                       "slice_ref")
+        raise _invalid(
+            f"slice {change.slice_ref} is not a slice of the tenant with VNI {change.tenant_vni}", "slice_ref"
+        )
     return s.tenant_id, s
 
 
@@ -158,20 +163,29 @@ def _lane(s: Slice, change: IntentChange) -> int | None:
         return change.lane
     if change.source == "listing1" and change.lane < len(lanes):
         return lanes[change.lane]  # Listing 1's rx_queue n: the type's n-th queue
-    raise _invalid(f"slice {s.name!r} ({s.slice_type.name}) has lanes {lanes}; priority {change.lane} is not one "
-                   "of them", "lane")
+    raise _invalid(
+        f"slice {s.name!r} ({s.slice_type.name}) has lanes {lanes}; priority {change.lane} is not one of them", "lane"
+    )
 
 
 def _member_specs(session: Session, slice_id: int) -> list[SubscriberSpec]:
-    rows = session.scalars(select(Subscriber).join(subscriber_slice, subscriber_slice.c.subscriber_id == Subscriber.id)
-                           .where(subscriber_slice.c.slice_id == slice_id).order_by(Subscriber.id))
-    return [SubscriberSpec(ref=u.id, imsi=u.imsi, ue_ip=int(IPv4Address(str(u.ue_ip))), teids=tuple(u.teids))
-            for u in rows]
+    rows = session.scalars(
+        select(Subscriber)
+        .join(subscriber_slice, subscriber_slice.c.subscriber_id == Subscriber.id)
+        .where(subscriber_slice.c.slice_id == slice_id)
+        .order_by(Subscriber.id)
+    )
+    return [
+        SubscriberSpec(ref=u.id, imsi=u.imsi, ue_ip=int(IPv4Address(str(u.ue_ip))), teids=tuple(u.teids)) for u in rows
+    ]
 
 
 def _describe(i: Intent) -> str:
-    what = {"prioritise": f"prioritise into lane {i.lane}", "steer": f"steer to RR path {i.rr_path}",
-            "rate_limit": f"rate-limit to {i.rate_mbps} Mbit/s"}.get(i.action, i.action)
+    what = {
+        "prioritise": f"prioritise into lane {i.lane}",
+        "steer": f"steer to RR path {i.rr_path}",
+        "rate_limit": f"rate-limit to {i.rate_mbps} Mbit/s",
+    }.get(i.action, i.action)
     return f"intent {i.id} ({what}, by {i.owner})"
 
 
@@ -192,25 +206,37 @@ def _foreign(exc: CompileError, specs: Sequence[SliceSpec] | None, tenant_scope:
         if spec.tenant_ref == tenant_scope:
             continue
         names = [spec.name, *(svc.name for svc in spec.services)]
-        if exc.slice_ref == spec.ref or any(f"'{n}'" in exc.message or f" {n} " in f" {exc.message} "
-                                            for n in names):
+        if exc.slice_ref == spec.ref or any(f"'{n}'" in exc.message or f" {n} " in f" {exc.message} " for n in names):
             return True
     return False
 
 
-def _backend_refusal(exc: CompileError, b: Backend, specs: Sequence[SliceSpec] | None, tenant_scope: int | None,
-                     ) -> DomainError:
+def _backend_refusal(
+    exc: CompileError,
+    b: Backend,
+    specs: Sequence[SliceSpec] | None,
+    tenant_scope: int | None,
+) -> DomainError:
     """A compile refusal on a backend every tenant's slices share: in full for an operator; for a
     tenant only that the intent collides with another tenant's configuration there."""
     if not _foreign(exc, specs, tenant_scope):
         return _refusal(exc)
-    detail = (f"the intent collides with another tenant's configuration on backend {b.id} of the slice; "
-              "narrow the UEs / ports / DSCP, or ask an operator (who sees the details)")
+    detail = (
+        f"the intent collides with another tenant's configuration on backend {b.id} of the slice; "
+        "narrow the UEs / ports / DSCP, or ask an operator (who sees the details)"
+    )
     return ConflictError(detail, field=exc.field or "intent", title="Conflicting intent")
 
 
-def _check_policer(session: Session, b: Backend, s: Slice, it: Intent, tenants: Sequence[TenantSpec],
-                   specs: Sequence[SliceSpec], tenant_scope: int | None) -> None:
+def _check_policer(
+    session: Session,
+    b: Backend,
+    s: Slice,
+    it: Intent,
+    tenants: Sequence[TenantSpec],
+    specs: Sequence[SliceSpec],
+    tenant_scope: int | None,
+) -> None:
     """A rate_limit / drop needs the backend's per-slice policer (422 on intents.<id>.action, as a
     slice's SLA field is refused: services/enforcement.py) and a slice id / policer slot for
     its sub-slice (409 naming the table): the driver's lowering, pure, says whether it fits."""
@@ -219,13 +245,23 @@ def _check_policer(session: Session, b: Backend, s: Slice, it: Intent, tenants: 
             caps = drv.capabilities()
             enforcement.refuse_unenforceable(enforcement.intent_gaps(b, caps, s, [it]))
             # compiled for this driver's geometry and match fields, as the deploy will
-            drv.lower(compile_rules(tenants, specs, TargetSpec(
-                lanes=caps.lanes, paths=caps.paths, match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
-            )).ir)
+            drv.lower(
+                compile_rules(
+                    tenants,
+                    specs,
+                    TargetSpec(
+                        lanes=caps.lanes,
+                        paths=caps.paths,
+                        match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
+                    ),
+                ).ir
+            )
     except CapacityError as exc:
-        raise ConflictError(f"with {_describe(it)} backend {b.name!r} has no room for the intent's sub-slice: "
-                            f"{exc.message}", title="Does not fit",
-                            issues=[FieldIssue("action", f"backend {b.name}: {exc.message}")]) from exc
+        raise ConflictError(
+            f"with {_describe(it)} backend {b.name!r} has no room for the intent's sub-slice: {exc.message}",
+            title="Does not fit",
+            issues=[FieldIssue("action", f"backend {b.name}: {exc.message}")],
+        ) from exc
     except CompileError as exc:
         raise _backend_refusal(exc, b, specs, tenant_scope) from exc
     except DriverError:
@@ -239,8 +275,13 @@ def _check(session: Session, s: Slice, it: Intent, tenant_scope: int | None) -> 
     spec = intent_spec(it, members)
     if spec is None:
         raise _invalid(f"the UEs named are not members of slice {s.name!r}", "ue")
-    slice_spec = SliceSpec(ref=s.id, name=s.name, tenant_ref=s.tenant_id, type_lanes=tuple(s.slice_type.lanes),
-                           qos=Qos(rate_bps=round(s.rate_limit_mbps * MBIT) if s.rate_limit_mbps else None))
+    slice_spec = SliceSpec(
+        ref=s.id,
+        name=s.name,
+        tenant_ref=s.tenant_id,
+        type_lanes=tuple(s.slice_type.lanes),
+        qos=Qos(rate_bps=round(s.rate_limit_mbps * MBIT) if s.rate_limit_mbps else None),
+    )
     try:
         check_intent(slice_spec, spec)
     except CompileError as exc:
@@ -250,8 +291,12 @@ def _check(session: Session, s: Slice, it: Intent, tenant_scope: int | None) -> 
     clash = intent_conflicts(other_specs, spec)
     if clash:
         names = ", ".join(_describe(others[c.ref]) for c in clash)
-        raise ConflictError(f"{_describe(it)} and {names} ask different actions of overlapping flows; delete one or "
-                            "narrow the UEs / ports / DSCP", field="intent", title="Conflicting intent")
+        raise ConflictError(
+            f"{_describe(it)} and {names} ask different actions of overlapping flows; delete one or "
+            "narrow the UEs / ports / DSCP",
+            field="intent",
+            title="Conflicting intent",
+        )
     for b in s.backends:
         # the driver's own lowering is the binding capacity check, at deploy; this one refuses
         # early what cannot fit the classifier capacity the backend reported
@@ -261,37 +306,60 @@ def _check(session: Session, s: Slice, it: Intent, tenant_scope: int | None) -> 
         except CompileError as exc:
             raise _backend_refusal(exc, b, None, tenant_scope) from exc
         try:
-            compiled = compile_rules(tenants, specs, TargetSpec(lanes=b.lanes, paths=b.paths, max_rules=max_rules,
-                                                                match_fields=frozenset(FIELD_WIDTHS)))
+            compiled = compile_rules(
+                tenants,
+                specs,
+                TargetSpec(lanes=b.lanes, paths=b.paths, max_rules=max_rules, match_fields=frozenset(FIELD_WIDTHS)),
+            )
         except CompileError as exc:
             raise _backend_refusal(exc, b, specs, tenant_scope) from exc
         if not compiled.fits:
-            raise ConflictError(f"with {_describe(it)} backend {b.name!r} would need {compiled.rules_after} classifier "
-                                f"entries; it has {max_rules}", field="intent", title="Does not fit")
+            raise ConflictError(
+                f"with {_describe(it)} backend {b.name!r} would need {compiled.rules_after} classifier "
+                f"entries; it has {max_rules}",
+                field="intent",
+                title="Does not fit",
+            )
         if it.action in enforcement.POLICED_INTENT_ACTIONS:
             _check_policer(session, b, s, it, tenants, specs, tenant_scope)
 
 
-def create(session: Session, change: IntentChange, body: dict[str, Any], who: Requester,
-           idempotency_key: str | None) -> tuple[Intent, bool]:
+def create(
+    session: Session, change: IntentChange, body: dict[str, Any], who: Requester, idempotency_key: str | None
+) -> tuple[Intent, bool]:
     """Store the intent of ``change`` (an insert) after every check; raises a ``DomainError``, changing nothing.
 
     Returns the intent and whether this call created it (False: a concurrent retry with the
     same Idempotency-Key did first)."""
     if change.dst_ip is not None:
-        raise _invalid("an intent selects flows by UE, ports, DSCP and TEID; the destination address is not "
-                       "supported -- leave dstIP / dst_ip out", "dst_ip")
+        raise _invalid(
+            "an intent selects flows by UE, ports, DSCP and TEID; the destination address is not "
+            "supported -- leave dstIP / dst_ip out",
+            "dst_ip",
+        )
     tenant_id, given = _tenant_and_slice(session, change, who)
     ues = _named(session, change, tenant_id if given is None else given.tenant_id)
     s = _slice_of(change, given, ues)
-    it = Intent(tenant_id=s.tenant_id, slice_id=s.id, owner_id=who.user_id, owner=who.name,
-                source_format=change.source, source=body, imsis=list(change.imsis),
-                ue_prefixes=[str(change.ue)] if change.ue is not None else [],
-                teids=[change.teid] if change.teid is not None else [],
-                dst_ports=[[lo, hi] for lo, hi in change.dst_ports], dscp=list(change.dscp),
-                protocol=change.protocol or "any", action=change.action, lane=_lane(s, change),
-                rr_path=change.rr_path, rate_mbps=change.rate_mbps, idempotency_key=idempotency_key,
-                request_hash=request_hash(body) if idempotency_key is not None else None)
+    it = Intent(
+        tenant_id=s.tenant_id,
+        slice_id=s.id,
+        owner_id=who.user_id,
+        owner=who.name,
+        source_format=change.source,
+        source=body,
+        imsis=list(change.imsis),
+        ue_prefixes=[str(change.ue)] if change.ue is not None else [],
+        teids=[change.teid] if change.teid is not None else [],
+        dst_ports=[[lo, hi] for lo, hi in change.dst_ports],
+        dscp=list(change.dscp),
+        protocol=change.protocol or "any",
+        action=change.action,
+        lane=_lane(s, change),
+        rr_path=change.rr_path,
+        rate_mbps=change.rate_mbps,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash(body) if idempotency_key is not None else None,
+    )
     try:
         session.add(it)
         session.flush()
@@ -333,11 +401,13 @@ def deploy_slice(session: Session, slice_id: int, actor: str) -> tuple[list[Depl
 
 
 def _same_match(i: Intent, change: IntentChange) -> bool:
-    return (sorted(i.imsis) == sorted(change.imsis)
-            and i.ue_prefixes == ([str(change.ue)] if change.ue is not None else [])
-            and i.teids == ([change.teid] if change.teid is not None else [])
-            and sorted(map(tuple, i.dst_ports)) == sorted(change.dst_ports)
-            and sorted(i.dscp) == sorted(change.dscp))
+    return (
+        sorted(i.imsis) == sorted(change.imsis)
+        and i.ue_prefixes == ([str(change.ue)] if change.ue is not None else [])
+        and i.teids == ([change.teid] if change.teid is not None else [])
+        and sorted(map(tuple, i.dst_ports)) == sorted(change.dst_ports)
+        and sorted(i.dscp) == sorted(change.dscp)
+    )
 
 
 def delete_matching(session: Session, change: IntentChange, who: Requester) -> list[Intent]:
@@ -345,8 +415,11 @@ def delete_matching(session: Session, change: IntentChange, who: Requester) -> l
     tenant_id, given = _tenant_and_slice(session, change, who)
     ues = _named(session, change, tenant_id if given is None else given.tenant_id)
     s = _slice_of(change, given, ues)
-    gone = [i for i in session.scalars(select(Intent).where(Intent.slice_id == s.id).order_by(Intent.id))
-            if _same_match(i, change)]
+    gone = [
+        i
+        for i in session.scalars(select(Intent).where(Intent.slice_id == s.id).order_by(Intent.id))
+        if _same_match(i, change)
+    ]
     if not gone:
         raise NotFoundError(f"slice {s.name!r} has no intent with exactly this match")
     for i in gone:
@@ -360,8 +433,9 @@ def delete(session: Session, it: Intent) -> None:
     session.commit()
 
 
-def _intent_counters(session: Session, b: Backend, rules: list[dict[str, Any]],
-                     policer: dict[str, Any] | None) -> dict[str, Any] | None:
+def _intent_counters(
+    session: Session, b: Backend, rules: list[dict[str, Any]], policer: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """The data plane's monotonic counters for the intent: its sub-slice's (every plane counts
     per slice id, and the id is the intent's alone), else the sum of its rules' hits."""
     if not rules:
@@ -391,14 +465,35 @@ def entries(session: Session, it: Intent, *, counters: bool = False) -> list[Bac
     out = []
     for b in sorted(s.backends, key=lambda b: b.id):
         rs = svc.current_rule_set(session, b.id)
-        rules = [] if rs is None else [
-            {"index": n, "match": {k: v for k, v in r["match"].items() if v is not None}, "action": r["action"]}
-            for n, r in enumerate(rs.ir.get("rules", [])) if intent_ref_of(r.get("note", "")) == it.id
-        ]
-        sub = None if rs is None else next(
-            (e for e in rs.ir.get("slices", []) if e.get("intent_ref") == it.id and e.get("ref") == it.slice_id), None)
-        policer = None if sub is None else {"slice_id": sub["slice_id"], "rate_bps": sub["qos"]["rate_bps"],
-                                            "burst_ms": sub["qos"]["burst_ms"]}
-        out.append(BackendEntries(b, None if rs is None else rs.number, rules, policer,
-                                  _intent_counters(session, b, rules, policer) if counters else None))
+        rules = (
+            []
+            if rs is None
+            else [
+                {"index": n, "match": {k: v for k, v in r["match"].items() if v is not None}, "action": r["action"]}
+                for n, r in enumerate(rs.ir.get("rules", []))
+                if intent_ref_of(r.get("note", "")) == it.id
+            ]
+        )
+        sub = (
+            None
+            if rs is None
+            else next(
+                (e for e in rs.ir.get("slices", []) if e.get("intent_ref") == it.id and e.get("ref") == it.slice_id),
+                None,
+            )
+        )
+        policer = (
+            None
+            if sub is None
+            else {"slice_id": sub["slice_id"], "rate_bps": sub["qos"]["rate_bps"], "burst_ms": sub["qos"]["burst_ms"]}
+        )
+        out.append(
+            BackendEntries(
+                b,
+                None if rs is None else rs.number,
+                rules,
+                policer,
+                _intent_counters(session, b, rules, policer) if counters else None,
+            )
+        )
     return out

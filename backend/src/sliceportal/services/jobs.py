@@ -53,8 +53,11 @@ JobModel = type[Deployment] | type[ImportJob]  # job records: id, status, heartb
 def stale(stale_s: float | None = None, model: JobModel = Deployment) -> ColumnElement[bool]:
     """Running job rows whose heartbeat is older than ``stale_s`` (default ``STALE_S``), by the database's clock."""
     age = timedelta(seconds=STALE_S if stale_s is None else stale_s)
-    return (model.status == DeploymentStatus.RUNNING) & model.heartbeat_at.is_not(None) \
+    return (
+        (model.status == DeploymentStatus.RUNNING)
+        & model.heartbeat_at.is_not(None)
         & (model.heartbeat_at < func.clock_timestamp() - age)
+    )
 
 
 class Heartbeat:
@@ -65,8 +68,13 @@ class Heartbeat:
     next one; the job is not stopped for it.
     """
 
-    def __init__(self, sessions: sessionmaker[Session], deployment_id: int,
-                 forward: Callable[[ProgressEvent], None] | None = None, model: JobModel = Deployment) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        deployment_id: int,
+        forward: Callable[[ProgressEvent], None] | None = None,
+        model: JobModel = Deployment,
+    ) -> None:
         self._sessions, self._id, self._forward, self._model = sessions, deployment_id, forward, model
         self._latest: dict[str, object] | None = None
         self._stop = threading.Event()
@@ -84,8 +92,9 @@ class Heartbeat:
             values["progress"] = self._latest
         with self._sessions() as session:
             model = self._model
-            session.execute(update(model).where(model.id == self._id,
-                                                model.status == DeploymentStatus.RUNNING).values(**values))
+            session.execute(
+                update(model).where(model.id == self._id, model.status == DeploymentStatus.RUNNING).values(**values)
+            )
             session.commit()
 
     def _run(self) -> None:
@@ -93,8 +102,12 @@ class Heartbeat:
             try:
                 self.beat()
             except DBAPIError as exc:
-                log.warning("job %d: heartbeat not written (retried in %g s): %s", self._id, HEARTBEAT_S,
-                            str(exc).splitlines()[0])
+                log.warning(
+                    "job %d: heartbeat not written (retried in %g s): %s",
+                    self._id,
+                    HEARTBEAT_S,
+                    str(exc).splitlines()[0],
+                )
             except Exception:  # a beat must never end the thread while the push goes on
                 log.exception("job %d: heartbeat failed", self._id)
 
@@ -102,8 +115,9 @@ class Heartbeat:
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._stop.set()
         self._thread.join(timeout=HEARTBEAT_S + 5)
 
@@ -117,8 +131,9 @@ class JobResumer:
     by the supervised loop with backoff.
     """
 
-    def __init__(self, sessions: sessionmaker[Session], period_s: float = RESUME_EVERY_S,
-                 registry: LoopRegistry | None = None) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], period_s: float = RESUME_EVERY_S, registry: LoopRegistry | None = None
+    ) -> None:
         self._sessions, self._period, self._registry = sessions, period_s, registry
         self._loop: SupervisedLoop | None = None
         self.resumed = 0  # jobs this duty finished

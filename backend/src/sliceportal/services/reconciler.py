@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 
 
 class Reconciler:
-    def __init__(self, sessions: sessionmaker[Session], interval_s: float,
-                 registry: LoopRegistry | None = None) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], interval_s: float, registry: LoopRegistry | None = None
+    ) -> None:
         self._sessions, self._interval, self._registry = sessions, interval_s, registry
         self._loop: SupervisedLoop | None = None
         self.skipped = 0  # passes over a backend skipped because a deployment held it
@@ -63,5 +64,4 @@ class Reconciler:
                 if report is not None and not report.reachable:
                     log.warning("backend %s unreachable: %s", backend.name, report.error)
                 elif report is not None and not report.in_sync:
-                    log.warning("backend %s drifted (%s); repaired=%s", backend.name, report.drift,
-                                report.repaired)
+                    log.warning("backend %s drifted (%s); repaired=%s", backend.name, report.drift, report.repaired)

@@ -60,8 +60,9 @@ def between(session: Session, backend: Backend, number: int, against: int) -> Ru
     target = _side(_stored(session, backend, number, "number"))
     base = _side(_stored(session, backend, against, "against"))
     active = current_rule_set(session, backend.id)
-    return RuleSetDiff(backend.id, base, target, active.number if active else None,
-                       diff_tables(base.tables, target.tables))
+    return RuleSetDiff(
+        backend.id, base, target, active.number if active else None, diff_tables(base.tables, target.tables)
+    )
 
 
 def preview_against_active(session: Session, backend: Backend) -> RuleSetDiff:
@@ -70,9 +71,11 @@ def preview_against_active(session: Session, backend: Backend) -> RuleSetDiff:
     With nothing deployed yet the base is empty, and every entry of the preview is added.
     """
     p = preview(session, backend)
-    target = DiffSide(label="preview", number=None, digest=p.plan.version,
-                      tables=_tables(p.plan.model_dump(mode="json")))
+    target = DiffSide(
+        label="preview", number=None, digest=p.plan.version, tables=_tables(p.plan.model_dump(mode="json"))
+    )
     active = current_rule_set(session, backend.id)
     base = _side(active) if active else DiffSide(label="nothing deployed", number=None, digest=None, tables={})
-    return RuleSetDiff(backend.id, base, target, active.number if active else None,
-                       diff_tables(base.tables, target.tables))
+    return RuleSetDiff(
+        backend.id, base, target, active.number if active else None, diff_tables(base.tables, target.tables)
+    )

@@ -49,8 +49,9 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
     """Everything that can refuse without a data plane, for every backend, before any push."""
     backends = sorted(slice_.backends, key=lambda b: b.id)
     if not backends:
-        raise InvalidError(f"slice {slice_.name} is assigned to no backend; assign it (backend_ids) first",
-                           field="backend_ids")
+        raise InvalidError(
+            f"slice {slice_.name} is assigned to no backend; assign it (backend_ids) first", field="backend_ids"
+        )
     for b in backends:
         deployments._refuse_if_down(session, b)
         if override is None:
@@ -60,8 +61,13 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
     return backends
 
 
-def _one(sessions: sessionmaker[Session], actor: Actor, backend_id: int, override: Override | None,
-         progress: ProgressFn | None) -> BackendOutcome:
+def _one(
+    sessions: sessionmaker[Session],
+    actor: Actor,
+    backend_id: int,
+    override: Override | None,
+    progress: ProgressFn | None,
+) -> BackendOutcome:
     with sessions() as session:
         set_actor(session, actor)
         backend = session.get(Backend, backend_id)
@@ -70,13 +76,18 @@ def _one(sessions: sessionmaker[Session], actor: Actor, backend_id: int, overrid
         name = backend.name
         try:
             dep = deployments.deploy_changes(
-                session, backend, actor.name, (lambda e: progress(backend_id, e)) if progress else None,
-                override=override)
+                session,
+                backend,
+                actor.name,
+                (lambda e: progress(backend_id, e)) if progress else None,
+                override=override,
+            )
         except DomainError as exc:
             session.rollback()
             current = deployments.current_rule_set(session, backend_id)
-            return BackendOutcome(backend_id, name, "refused", "refused", current.number if current else None,
-                                  None, exc.detail)
+            return BackendOutcome(
+                backend_id, name, "refused", "refused", current.number if current else None, None, exc.detail
+            )
         if isinstance(dep, deployments.Unchanged):
             return BackendOutcome(backend_id, name, "unchanged", "unchanged", dep.rule_set, None)
         return _outcome(session, backend_id, name, dep)
@@ -88,19 +99,33 @@ def _outcome(session: Session, backend_id: int, name: str, dep: Deployment) -> B
     current = deployments.current_rule_set(session, backend_id)
     # the driver restored the previous rule set (rolled_back); if even that failed the
     # reconcile loop repairs it to the rule set in force, which is still the previous one
-    return BackendOutcome(backend_id, name, "previous", "failed", current.number if current else None, dep.id,
-                          dep.error + ("" if dep.rolled_back else " (restore failed: the reconcile loop repairs it)"))
+    return BackendOutcome(
+        backend_id,
+        name,
+        "previous",
+        "failed",
+        current.number if current else None,
+        dep.id,
+        dep.error + ("" if dep.rolled_back else " (restore failed: the reconcile loop repairs it)"),
+    )
 
 
-def deploy_slice(sessions: sessionmaker[Session], actor: Actor, backend_ids: list[int], *,
-                 override: Override | None = None, progress: ProgressFn | None = None) -> list[BackendOutcome]:
+def deploy_slice(
+    sessions: sessionmaker[Session],
+    actor: Actor,
+    backend_ids: list[int],
+    *,
+    override: Override | None = None,
+    progress: ProgressFn | None = None,
+) -> list[BackendOutcome]:
     """Deploy every backend of a slice at once (one thread and one session each); outcomes by backend id."""
     if not backend_ids:
         return []
     # bounded: each push holds two pooled connections (its session and the backend's advisory
     # lock), so a thread per backend exhausted the pool at fleet size (100 backends: every
     # push waited on a connection another held, and the request failed as "database unavailable")
-    with ThreadPoolExecutor(max_workers=min(len(backend_ids), FANOUT_WORKERS),
-                            thread_name_prefix="slice-deploy") as pool:
+    with ThreadPoolExecutor(
+        max_workers=min(len(backend_ids), FANOUT_WORKERS), thread_name_prefix="slice-deploy"
+    ) as pool:
         futures = [pool.submit(_one, sessions, actor, b, override, progress) for b in backend_ids]
         return [f.result() for f in futures]

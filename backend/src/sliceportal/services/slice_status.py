@@ -96,12 +96,15 @@ class BackendStatus:
 def summary(statuses: Sequence[BackendStatus]) -> str:
     """One word for a slice: its most urgent backend state (``degraded`` for a deployed slice
     whose SLA is broken); ``draft`` without backends."""
-    words = {("degraded" if s.state == DeployState.DEPLOYED and s.sla == SlaState.DEGRADED else s.state.value)
-             for s in statuses}
+    words = {
+        ("degraded" if s.state == DeployState.DEPLOYED and s.sla == SlaState.DEGRADED else s.state.value)
+        for s in statuses
+    }
     return next((w for w in SUMMARY_ORDER if w in words), "draft")
 
 
 # ---- what a push would change (footprints and digests: services/footprint.py) ---------------
+
 
 def _entries(n: int) -> str:
     return f"{n} classifier entr{'y' if n == 1 else 'ies'}"
@@ -126,12 +129,10 @@ def _entry_changes(now: dict[str, Any], held: dict[str, Any]) -> list[str]:
     return out
 
 
-
 def _policer_change(was: str | None, will: str | None) -> str:
     if was is not None and will is not None and was.startswith("rate_limit") and will.startswith("rate_limit"):
         return f"{was} → {will.removeprefix('rate_limit ')}"  # "rate_limit 5 Mbit/s → 4 Mbit/s"
     return f"{was or 'no policer'} → {will or 'no policer'}"
-
 
 
 def _intent_changes(ref: int, now: Footprint | None, held: Footprint | None) -> list[str]:
@@ -168,8 +169,12 @@ def changes(now: SlicePart | None, held: SlicePart) -> list[str]:
 
 def _target_from(t: dict[str, Any]) -> TargetSpec:
     miss = t["miss"]
-    return TargetSpec(lanes=t["lanes"], paths=t["paths"], match_fields=frozenset(t["match_fields"]),
-                      miss=MissPolicy(mode=MissMode(miss["mode"]), lane=miss["lane"], rr_path=miss["rr_path"]))
+    return TargetSpec(
+        lanes=t["lanes"],
+        paths=t["paths"],
+        match_fields=frozenset(t["match_fields"]),
+        miss=MissPolicy(mode=MissMode(miss["mode"]), lane=miss["lane"], rr_path=miss["rr_path"]),
+    )
 
 
 def _compiled_now(session: Session, backend: Backend, target: dict[str, Any]) -> dict[str, Any] | str:
@@ -183,18 +188,21 @@ def _compiled_now(session: Session, backend: Backend, target: dict[str, Any]) ->
         return f"the configuration does not compile now: {exc}"
 
 
-def _wanted_now(session: Session, backend: Backend, rule_set_id: int, target: dict[str, Any],
-                input_key: str) -> state.Wanted:
+def _wanted_now(
+    session: Session, backend: Backend, rule_set_id: int, target: dict[str, Any], input_key: str
+) -> state.Wanted:
     """Compile the backend's configuration now (for the target of the rule set in force) and
     keep each slice's digest: once per change of what the backend's slices compile from."""
     compiled = _compiled_now(session, backend, target)
     if isinstance(compiled, str):
         return state.Wanted(rule_set_id, input_key, {}, compiled)
-    return state.Wanted(rule_set_id, input_key,
-                        {str(ref): footprint_digest(p) for ref, p in slice_parts(compiled).items()}, "")
+    return state.Wanted(
+        rule_set_id, input_key, {str(ref): footprint_digest(p) for ref, p in slice_parts(compiled).items()}, ""
+    )
 
 
 # ---- per backend ----------------------------------------------------------------------------
+
 
 @dataclass
 class _BackendFacts:
@@ -220,8 +228,9 @@ class _BackendFacts:
         return changes(self.now_parts.get(ref), held) if held is not None else []
 
 
-def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[int],
-           computed: list[int] | None = None) -> dict[int, _BackendFacts]:
+def _facts(
+    session: Session, backends: Sequence[Backend], slice_ids: Sequence[int], computed: list[int] | None = None
+) -> dict[int, _BackendFacts]:
     """The stored facts of every backend of a page, in one statement; a footprint not stored
     yet (a rule set not read before, a configuration changed since) is computed once and stored
     (normally by the controller first: services/footprint_refresh.py), its backend added to
@@ -230,9 +239,13 @@ def _facts(session: Session, backends: Sequence[Backend], slice_ids: Sequence[in
     found = state.stored(session, ids, slice_ids)
     missing = sorted({rs for st in found.values() for rs in st.unindexed})
     if missing:  # once per rule set: its IR is read and indexed, then the facts read again
-        state.store_rule_set_footprints(session, [
-            ir_footprint(rs, ir) for rs, ir in session.execute(select(RuleSet.id, RuleSet.ir)
-                                                               .where(RuleSet.id.in_(missing)))])
+        state.store_rule_set_footprints(
+            session,
+            [
+                ir_footprint(rs, ir)
+                for rs, ir in session.execute(select(RuleSet.id, RuleSet.ir).where(RuleSet.id.in_(missing)))
+            ],
+        )
         found = state.stored(session, ids, slice_ids)
     out = {}
     for b in backends:
@@ -261,8 +274,15 @@ def refresh_wanted(session: Session, backends: Sequence[Backend]) -> list[int]:
 
 def _deploy_state(session: Session, s: Slice, f: _BackendFacts, detail: bool) -> BackendStatus:
     b = f.backend
-    st = BackendStatus(backend_id=b.id, backend_name=b.name, state=DeployState.DRAFT, detail="",
-                       sync_state=b.sync_state, sync_detail=dict(b.sync_detail or {}), synced_at=b.synced_at)
+    st = BackendStatus(
+        backend_id=b.id,
+        backend_name=b.name,
+        state=DeployState.DRAFT,
+        detail="",
+        sync_state=b.sync_state,
+        sync_detail=dict(b.sync_detail or {}),
+        synced_at=b.synced_at,
+    )
     stored = f.stored
     in_force = stored.in_force
     held = stored.held.get(str(s.id))
@@ -287,8 +307,11 @@ def _deploy_state(session: Session, s: Slice, f: _BackendFacts, detail: bool) ->
         st.state = DeployState.NOT_DEPLOYED
         number = in_force.number if in_force is not None else None
         st.rule_set_number = number
-        st.detail = (f"rule set {number} in force does not carry it" if number is not None
-                     else "no rule set is in force on this backend")
+        st.detail = (
+            f"rule set {number} in force does not carry it"
+            if number is not None
+            else "no rule set is in force on this backend"
+        )
     else:
         st.detail = "never pushed to this backend"
     return st
@@ -296,15 +319,21 @@ def _deploy_state(session: Session, s: Slice, f: _BackendFacts, detail: bool) ->
 
 def _sla(session: Session, statuses: dict[int, list[BackendStatus]], now: datetime, no_data_after: int) -> None:
     slice_ids = list(statuses)
-    newest = {(sid, bid): (ts, interval) for sid, bid, ts, interval in session.execute(
-        select(KpiSample.slice_id, KpiSample.backend_id, KpiSample.ts, KpiSample.interval_s)
-        .ext(distinct_on(KpiSample.slice_id, KpiSample.backend_id))
-        .where(KpiSample.slice_id.in_(slice_ids), KpiSample.ts > now - timedelta(hours=1))
-        .order_by(KpiSample.slice_id, KpiSample.backend_id, KpiSample.ts.desc()))}
+    newest = {
+        (sid, bid): (ts, interval)
+        for sid, bid, ts, interval in session.execute(
+            select(KpiSample.slice_id, KpiSample.backend_id, KpiSample.ts, KpiSample.interval_s)
+            .ext(distinct_on(KpiSample.slice_id, KpiSample.backend_id))
+            .where(KpiSample.slice_id.in_(slice_ids), KpiSample.ts > now - timedelta(hours=1))
+            .order_by(KpiSample.slice_id, KpiSample.backend_id, KpiSample.ts.desc())
+        )
+    }
     open_by: dict[tuple[int, int], list[SlaViolation]] = defaultdict(list)
-    for v in session.scalars(select(SlaViolation).where(SlaViolation.slice_id.in_(slice_ids),
-                                                        SlaViolation.ended_at.is_(None))
-                             .order_by(SlaViolation.started_at)):
+    for v in session.scalars(
+        select(SlaViolation)
+        .where(SlaViolation.slice_id.in_(slice_ids), SlaViolation.ended_at.is_(None))
+        .order_by(SlaViolation.started_at)
+    ):
         open_by[(v.slice_id, v.backend_id)].append(v)
     for sid, entries in statuses.items():
         for st in entries:
@@ -320,15 +349,18 @@ def _sla(session: Session, statuses: dict[int, list[BackendStatus]], now: dateti
                 st.sla = SlaState.MET
 
 
-def slice_statuses(session: Session, slices: Sequence[Slice], now: datetime,
-                   no_data_after: int, *, detail: bool = False) -> dict[int, list[BackendStatus]]:
+def slice_statuses(
+    session: Session, slices: Sequence[Slice], now: datetime, no_data_after: int, *, detail: bool = False
+) -> dict[int, list[BackendStatus]]:
     """Every slice's status on each backend it is assigned to (ordered by backend id), from
     stored state in a fixed number of statements. ``detail``: also what a push would change
     (``changes`` of a pending slice), which compiles the backend's configuration."""
     backends = {b.id: b for s in slices for b in s.backends}
     facts = _facts(session, [backends[i] for i in sorted(backends)], [s.id for s in slices]) if backends else {}
-    out = {s.id: [_deploy_state(session, s, facts[b.id], detail) for b in sorted(s.backends, key=lambda x: x.id)]
-           for s in slices}
+    out = {
+        s.id: [_deploy_state(session, s, facts[b.id], detail) for b in sorted(s.backends, key=lambda x: x.id)]
+        for s in slices
+    }
     if out:
         _sla(session, out, now, no_data_after)
     return out

@@ -70,10 +70,13 @@ def _resolver(session: Session) -> tuple[dict[str, Tenant], dict[tuple[int, str]
 def _check_header(header: list[str]) -> None:
     """Every missing and every unknown column of the header row in one answer (#29): a field
     error per column, on line 1."""
-    expected = f"the columns are {','.join(REQUIRED)} and optionally {','.join(KNOWN[len(REQUIRED):])}"
+    expected = f"the columns are {','.join(REQUIRED)} and optionally {','.join(KNOWN[len(REQUIRED) :])}"
     if not any(header):
-        raise InvalidError(f"the file has no header row; {expected}", title="Bad CSV header",
-                           issues=[FieldIssue(field="file", message=f"no header row; {expected}", line=1)])
+        raise InvalidError(
+            f"the file has no header row; {expected}",
+            title="Bad CSV header",
+            issues=[FieldIssue(field="file", message=f"no header row; {expected}", line=1)],
+        )
     missing = [c for c in REQUIRED if c not in header]
     # A misspelt column (teid for teids) would otherwise be dropped without a word.
     unknown = [c for c in header if c and c not in KNOWN]
@@ -81,13 +84,18 @@ def _check_header(header: list[str]) -> None:
     unnamed = [f"column {i}" for i, c in enumerate(header, start=1) if not c]
     if not missing and not unknown and not unnamed:
         return
-    said = ([f"missing column(s) {', '.join(missing)}"] if missing else []) + (
-        [f"unknown column(s) {', '.join(repr(c) for c in unknown)}"] if unknown else []) + (
-        [f"no name in {', '.join(unnamed)}"] if unnamed else [])
-    raise InvalidError(f"the CSV header has {' and '.join(said)}; {expected}", title="Bad CSV header",
-                       issues=[FieldIssue(field=c, message="missing column", line=1) for c in missing]
-                       + [FieldIssue(field=c, message="unknown column", line=1) for c in unknown]
-                       + [FieldIssue(field=c, message="column without a name", line=1) for c in unnamed])
+    said = (
+        ([f"missing column(s) {', '.join(missing)}"] if missing else [])
+        + ([f"unknown column(s) {', '.join(repr(c) for c in unknown)}"] if unknown else [])
+        + ([f"no name in {', '.join(unnamed)}"] if unnamed else [])
+    )
+    raise InvalidError(
+        f"the CSV header has {' and '.join(said)}; {expected}",
+        title="Bad CSV header",
+        issues=[FieldIssue(field=c, message="missing column", line=1) for c in missing]
+        + [FieldIssue(field=c, message="unknown column", line=1) for c in unknown]
+        + [FieldIssue(field=c, message="column without a name", line=1) for c in unnamed],
+    )
 
 
 def _cell(value: str | None) -> str:
@@ -97,9 +105,15 @@ def _cell(value: str | None) -> str:
     return text[1:] if len(text) > 1 and text[0] == "'" and text[1] in "=+-@\t\r" else text
 
 
-def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | None = None,
-               override: Override | None = None, audit: dict[str, Any] | None = None,
-               before_commit: Callable[[Session, ImportResult], None] | None = None) -> ImportResult:
+def import_csv(
+    session: Session,
+    lines: Iterable[str],
+    *,
+    tenant_scope: int | None = None,
+    override: Override | None = None,
+    audit: dict[str, Any] | None = None,
+    before_commit: Callable[[Session, ImportResult], None] | None = None,
+) -> ImportResult:
     """``audit``: more keys for the import's audit row; ``before_commit`` runs in the import's
     transaction once everything is inserted and admitted."""
     started = time.perf_counter()
@@ -113,8 +127,10 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
     seen = _Seen()
     conn = session.connection().connection.driver_connection
     assert conn is not None
-    conn.execute("CREATE TEMP TABLE subscriber_stage (line int, tenant_id bigint, imsi text, ue_ip inet, "
-                 "teids bigint[], slice_ids bigint[], guaranteed_bps bigint) ON COMMIT DROP")
+    conn.execute(
+        "CREATE TEMP TABLE subscriber_stage (line int, tenant_id bigint, imsi text, ue_ip inet, "
+        "teids bigint[], slice_ids bigint[], guaranteed_bps bigint) ON COMMIT DROP"
+    )
 
     def bad(line: int, column: str, message: str) -> None:
         nonlocal error_count
@@ -180,8 +196,11 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
             raw = (row.get("guaranteed_bps") or "").strip()
             if raw:
                 if not raw.isdigit() or not 1 <= int(raw) <= GUARANTEED_MAX:
-                    bad(line, "guaranteed_bps", f"guaranteed rate {raw!r} is not a whole number of bit/s "
-                        f"in 1..{GUARANTEED_MAX}")
+                    bad(
+                        line,
+                        "guaranteed_bps",
+                        f"guaranteed rate {raw!r} is not a whole number of bit/s in 1..{GUARANTEED_MAX}",
+                    )
                     ok = False
                 else:
                     guaranteed = int(raw)
@@ -194,7 +213,8 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
             copy.write_row((line, tenant.id, imsi, str(ip), teids, sorted(set(slice_ids)), guaranteed))
 
     # one indexable join per kind of conflict (imsi / (tenant, ue_ip) / TEID GIN), one row per line
-    conflicts = conn.execute("""
+    conflicts = conn.execute(
+        """
         SELECT DISTINCT ON (line) line, col, id, tenant_id, tenant, value FROM (
             SELECT st.line, 'imsi' AS col, s.id, t.id AS tenant_id, t.name AS tenant, st.imsi AS value, 1 AS rank
               FROM subscriber_stage st JOIN subscriber s ON s.imsi = st.imsi JOIN tenant t ON t.id = s.tenant_id
@@ -207,36 +227,49 @@ def import_csv(session: Session, lines: Iterable[str], *, tenant_scope: int | No
                      ARRAY(SELECT unnest(st.teids) INTERSECT SELECT unnest(s.teids)), ', '), 3
               FROM subscriber_stage st JOIN subscriber s ON s.tenant_id = st.tenant_id AND s.teids && st.teids
               JOIN tenant t ON t.id = s.tenant_id) c
-        ORDER BY line, rank LIMIT %s""", (MAX_REPORTED,)).fetchall()
+        ORDER BY line, rank LIMIT %s""",
+        (MAX_REPORTED,),
+    ).fetchall()
     what = {"imsi": "IMSI", "ue_ip": "UE address", "teids": "TEID"}
     for line, column, existing, tenant_id, tenant_name, value in conflicts:
         if tenant_scope is not None and tenant_id != tenant_scope:
             # another tenant's subscriber: the caller learns the IMSI is taken, not by whom
             bad(line, column, imsi_in_use(value))
         else:
-            bad(line, column, f"{what[column]} {value} is already used by subscriber {existing} of tenant "
-                f"{tenant_name}")
+            bad(
+                line, column, f"{what[column]} {value} is already used by subscriber {existing} of tenant {tenant_name}"
+            )
     if error_count:
         errors.sort(key=lambda e: e.line or 0)
         session.rollback()
-        raise InvalidError(f"{error_count} bad row(s) of {rows}; nothing was imported", title="Import refused",
-                           issues=errors)
+        raise InvalidError(
+            f"{error_count} bad row(s) of {rows}; nothing was imported", title="Import refused", issues=errors
+        )
     if rows == 0:
         raise InvalidError("the file has no rows", field="file")
-    session.execute(text("""
+    session.execute(
+        text("""
         WITH inserted AS (
             INSERT INTO subscriber (tenant_id, imsi, ue_ip, teids, guaranteed_bps, version)
             SELECT tenant_id, imsi, ue_ip, teids, guaranteed_bps, 1 FROM subscriber_stage ORDER BY line
             RETURNING id, tenant_id, imsi)
         INSERT INTO subscriber_slice (subscriber_id, slice_id)
         SELECT i.id, unnest(st.slice_ids) FROM inserted i
-        JOIN subscriber_stage st ON st.tenant_id = i.tenant_id AND st.imsi = i.imsi"""))
-    guaranteed_slices = [int(sid) for (sid,) in conn.execute(
-        "SELECT DISTINCT unnest(slice_ids) FROM subscriber_stage WHERE guaranteed_bps IS NOT NULL")]
+        JOIN subscriber_stage st ON st.tenant_id = i.tenant_id AND st.imsi = i.imsi""")
+    )
+    guaranteed_slices = [
+        int(sid)
+        for (sid,) in conn.execute(
+            "SELECT DISTINCT unnest(slice_ids) FROM subscriber_stage WHERE guaranteed_bps IS NOT NULL"
+        )
+    ]
     if guaranteed_slices:
         joined = list(session.scalars(select(Slice).where(Slice.id.in_(guaranteed_slices)).order_by(Slice.id)))
-        backends = list(session.scalars(select(Backend).where(Backend.id.in_(
-            [b.id for s in joined for b in s.backends])).order_by(Backend.id)))
+        backends = list(
+            session.scalars(
+                select(Backend).where(Backend.id.in_([b.id for s in joined for b in s.backends])).order_by(Backend.id)
+            )
+        )
         try:
             admission.check(session, backends, override=override, action="import", subject=None, waive=joined)
         except AdmissionError:

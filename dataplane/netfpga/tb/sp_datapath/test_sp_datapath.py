@@ -161,10 +161,14 @@ async def bank_flip_is_atomic_under_traffic(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
     flow = Flow("10.0.0.1", "192.168.0.1", 5000, dscp=0)
-    old = RuleIR(lanes=tb.lanes, paths=tb.paths,
-                 rules=(Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, tb.lanes - 1, 1 % tb.paths)),))
-    new = RuleIR(lanes=tb.lanes, paths=tb.paths,
-                 rules=(Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(2, 0, 0)),))
+    old = RuleIR(
+        lanes=tb.lanes,
+        paths=tb.paths,
+        rules=(Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, tb.lanes - 1, 1 % tb.paths)),),
+    )
+    new = RuleIR(
+        lanes=tb.lanes, paths=tb.paths, rules=(Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(2, 0, 0)),)
+    )
     await tb.install(old)
     pkt = build_bytes(flow, b"y" * 100)
     for _ in range(30):
@@ -228,10 +232,13 @@ async def back_to_back_minimum_frames_from_all_ports_at_line_rate(dut: object) -
     got_phys = [await tb.phys.recv() for _ in to_phys]
     watcher.cancel()
     assert accepted == 2 * len(frames) and stalled == 0, (accepted, stalled)
-    decisions = sorted((bytes(g.tdata), fields(int(g.tuser[0] if isinstance(g.tuser, list) else g.tuser)))
-                       for g in got_dma)
-    expected = sorted((d, (p << 1, ir.classify(f.key()).rr_path, ir.classify(f.key()).lane,
-                           ir.classify(f.key()).slice_id)) for d, f, p in to_dma)
+    decisions = sorted(
+        (bytes(g.tdata), fields(int(g.tuser[0] if isinstance(g.tuser, list) else g.tuser))) for g in got_dma
+    )
+    expected = sorted(
+        (d, (p << 1, ir.classify(f.key()).rr_path, ir.classify(f.key()).lane, ir.classify(f.key()).slice_id))
+        for d, f, p in to_dma
+    )
     assert decisions == expected
     assert sorted(bytes(g.tdata) for g in got_phys) == sorted(d for d, _, _ in to_phys)
 
@@ -248,10 +255,14 @@ async def rate_limiter_over_csr_drops_before_the_queue(dut: object) -> None:
     assert slices >= 2 and await tb.read(regmap.RATE_FRAC_BITS) == 24
     limited = Flow("10.0.0.1", "192.168.0.1", 5000, dscp=0)
     free = Flow("10.0.0.2", "192.168.0.1", 5002, dscp=0)
-    ir = RuleIR(lanes=tb.lanes, paths=tb.paths, rules=(
-        Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 0, 0)),
-        Rule(Match(dst_port=Ternary.exact(5002, 16)), Action(2, 0, 1 % tb.paths)),
-    ))
+    ir = RuleIR(
+        lanes=tb.lanes,
+        paths=tb.paths,
+        rules=(
+            Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 0, 0)),
+            Rule(Match(dst_port=Ternary.exact(5002, 16)), Action(2, 0, 1 % tb.paths)),
+        ),
+    )
     pkt = build_bytes(limited, b"z" * 100)
     await tb.write(regmap.rate_reg(1, "rate"), 0)
     await tb.write(regmap.rate_reg(1, "burst"), 3 * len(pkt))
@@ -292,10 +303,14 @@ async def slice_lane_telemetry_over_csr(dut: object) -> None:
     lane_hi = tb.lanes - 1
     a = Flow("10.0.0.1", "192.168.0.1", 5000, dscp=0)
     b = Flow("10.0.0.2", "192.168.0.1", 5002, dscp=0)
-    ir = RuleIR(lanes=tb.lanes, paths=tb.paths, rules=(
-        Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 0, 0)),
-        Rule(Match(dst_port=Ternary.exact(5002, 16)), Action(2, lane_hi, 1 % tb.paths)),
-    ))
+    ir = RuleIR(
+        lanes=tb.lanes,
+        paths=tb.paths,
+        rules=(
+            Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 0, 0)),
+            Rule(Match(dst_port=Ternary.exact(5002, 16)), Action(2, lane_hi, 1 % tb.paths)),
+        ),
+    )
     # five beats each (158 and 138 bytes): all of them fit the smallest queue (32 beats)
     pa, pb = build_bytes(a, b"a" * 30), build_bytes(b, b"b" * 10)
     await tb.write(regmap.rate_reg(1, "rate"), 0)

@@ -79,8 +79,12 @@ def pack_key_of(k: FlowKey) -> int:
 
 
 def random_key(rng: random.Random) -> FlowKey:
-    return FlowKey(src_ip=rng.getrandbits(32), dst_ip=rng.getrandbits(32), dst_port=rng.choice(
-        [5000, 5008, 5016, 5024, rng.getrandbits(16)]), dscp=rng.getrandbits(6))
+    return FlowKey(
+        src_ip=rng.getrandbits(32),
+        dst_ip=rng.getrandbits(32),
+        dst_port=rng.choice([5000, 5008, 5016, 5024, rng.getrandbits(16)]),
+        dscp=rng.getrandbits(6),
+    )
 
 
 @cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
@@ -89,8 +93,10 @@ async def algorithm1_against_reference(dut: object) -> None:
     await tb.reset()
     rng = random.Random(4)
     rules = tuple(
-        Rule(Match(dst_port=Ternary(5000 + 8 * b, 0xFFF8), dscp=Ternary(b << 1, 0b110) if b % 2 else None),
-             Action(b + 1, rng.randrange(tb.lanes), rng.randrange(tb.paths)))
+        Rule(
+            Match(dst_port=Ternary(5000 + 8 * b, 0xFFF8), dscp=Ternary(b << 1, 0b110) if b % 2 else None),
+            Action(b + 1, rng.randrange(tb.lanes), rng.randrange(tb.paths)),
+        )
         for b in range(4)
     )
     ir = RuleIR(lanes=tb.lanes, paths=tb.paths, rules=rules)

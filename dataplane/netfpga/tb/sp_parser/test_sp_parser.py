@@ -55,8 +55,13 @@ class TB:
             await ReadOnly()
             if d.m_axis_tvalid.value and d.m_axis_tready.value:
                 if first:
-                    self.seen.append(Seen(int(d.m_key.value), bool(d.m_key_valid.value),
-                                          bool((int(d.m_axis_tuser.value) >> MALFORMED_BIT) & 1)))
+                    self.seen.append(
+                        Seen(
+                            int(d.m_key.value),
+                            bool(d.m_key_valid.value),
+                            bool((int(d.m_axis_tuser.value) >> MALFORMED_BIT) & 1),
+                        )
+                    )
                 first = bool(d.m_axis_tlast.value)
 
     async def reset(self) -> None:
@@ -84,11 +89,19 @@ def flows() -> list[Flow]:
     rng = random.Random(3)
     out = []
     for encap, vlan, proto in itertools.product(Encap, (None, 100), ("udp", "tcp")):
-        out.append(Flow(
-            src_ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
-            dst_ip=f"192.168.{rng.randrange(256)}.{rng.randrange(1, 255)}",
-            dst_port=rng.choice([5000, 5008, 5030, 80, 65535]), dscp=rng.randrange(64), proto=proto,
-            vni=rng.randrange(1 << 24), teid=rng.getrandbits(32), vlan=vlan, encap=encap))
+        out.append(
+            Flow(
+                src_ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+                dst_ip=f"192.168.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+                dst_port=rng.choice([5000, 5008, 5030, 80, 65535]),
+                dscp=rng.randrange(64),
+                proto=proto,
+                vni=rng.randrange(1 << 24),
+                teid=rng.getrandbits(32),
+                vlan=vlan,
+                encap=encap,
+            )
+        )
     return out
 
 
@@ -108,8 +121,12 @@ async def options_and_gtp_extension_headers(dut: object) -> None:
     await tb.reset()
     inner = IP(src="10.1.2.3", dst="10.9.9.9", tos=46 << 2, options=b"\x01" * 8) / UDP(dport=5016) / Raw(b"x" * 20)
     gtp_ext = (
-        Ether() / IP(src="10.20.0.1", dst="10.20.0.2", options=b"\x01" * 4) / UDP(sport=2152, dport=2152)
-        / GTP_U_Header(teid=7, gtp_type=255, E=1, next_ex=0x85) / GTPPDUSessionContainer(type=1, QFI=5) / inner
+        Ether()
+        / IP(src="10.20.0.1", dst="10.20.0.2", options=b"\x01" * 4)
+        / UDP(sport=2152, dport=2152)
+        / GTP_U_Header(teid=7, gtp_type=255, E=1, next_ex=0x85)
+        / GTPPDUSessionContainer(type=1, QFI=5)
+        / inner
     )
     echo = Ether() / IP(src="10.20.0.1", dst="10.20.0.2") / UDP(sport=2152, dport=2152) / GTP_U_Header(gtp_type=1)
     seen = await tb.run([bytes(gtp_ext), bytes(echo)])

@@ -274,9 +274,9 @@ async def edges_rate0_disabled_slice0_and_saturation(dut: object) -> None:
     # Burst edge with rate 0: exactly the bucket passes, one byte more does not.
     await tb.configure(1, 0, 1064)
     await tb.send(1, 1000)
-    await tb.send(1, 64)   # tokens now exactly 0
-    await tb.send(1, 64)   # dropped
-    await tb.send(1, 40)   # dropped: rate 0 never refills
+    await tb.send(1, 64)  # tokens now exactly 0
+    await tb.send(1, 64)  # dropped
+    await tb.send(1, 40)  # dropped: rate 0 never refills
     # Enabled with burst 0: everything dropped. Slice 0 with a bucket: never limited.
     await tb.configure(2, rate_q(1.0), 0)
     await tb.send(2, 64)
@@ -291,8 +291,8 @@ async def edges_rate0_disabled_slice0_and_saturation(dut: object) -> None:
     await tb.write(regmap.RATE_STRIDE * 1 + 8, 1)
     await tb.send(1, 1064)
     # Elapsed time saturates at 2^32 - 1 cycles: an idle of 2^33 cycles credits 2^32 - 1.
-    await tb.configure(4, 1, 1 << 20)          # 2^-24 B/cycle, 1 MiB burst
-    await tb.send(4, 1 << 15)                  # 32 KiB of the 1 MiB pass
+    await tb.configure(4, 1, 1 << 20)  # 2^-24 B/cycle, 1 MiB burst
+    await tb.send(4, 1 << 15)  # 32 KiB of the 1 MiB pass
     await tb.flush()
     tb.jump(1 << 33)
     await ClockCycles(dut.clk, 2)
@@ -311,7 +311,7 @@ async def back_to_back_minimum_frames_one_beat_per_cycle(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
     await tb.configure(1, rate_q(16.0), 640)  # a quarter of the 64 B/cycle... offered 32 B/cycle
-    await tb.configure(2, rate_q(64.0), 64)   # at least the offered rate: nothing dropped
+    await tb.configure(2, rate_q(64.0), 64)  # at least the offered rate: nothing dropped
     for i in range(300):
         await tb.send(1 + i % 2, 64)
     await tb.drain_and_check()

@@ -24,8 +24,15 @@ class Entry:
 
     def words(self) -> list[int]:
         k, m = self.key, self.mask
-        return [k >> 54, (k >> 22) & 0xFFFFFFFF, k & 0x3FFFFF, m >> 54, (m >> 22) & 0xFFFFFFFF, m & 0x3FFFFF,
-                self.action]
+        return [
+            k >> 54,
+            (k >> 22) & 0xFFFFFFFF,
+            k & 0x3FFFFF,
+            m >> 54,
+            (m >> 22) & 0xFFFFFFFF,
+            m & 0x3FFFFF,
+            self.action,
+        ]
 
 
 def entry_addr(bank: int, index: int, word: int) -> int:
@@ -77,8 +84,7 @@ class TB:
     async def lookup(self, key: int) -> tuple[bool, int, int]:
         self.dut.lookup_key.value = key
         await ReadOnly()
-        out = (bool(self.dut.lookup_hit.value), int(self.dut.lookup_index.value),
-               int(self.dut.lookup_action.value))
+        out = (bool(self.dut.lookup_hit.value), int(self.dut.lookup_index.value), int(self.dut.lookup_action.value))
         await RisingEdge(self.dut.clk)
         return out
 

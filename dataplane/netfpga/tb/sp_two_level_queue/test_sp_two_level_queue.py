@@ -230,8 +230,17 @@ async def sojourns_of_back_pressured_packets_are_exact(dut: object) -> None:
             if int(d.ev_enq.value):
                 enqs.append((int(d.ev_in_user.value) >> 48) & 0xFF)
 
-    for sig in (d.s_axis_tvalid, d.s_axis_tlast, d.s_axis_tuser, d.s_axis_tdata, d.m_axis_tready,
-                d.snap, d.cnt_rd_en, d.cnt_rd_addr, d.now):
+    for sig in (
+        d.s_axis_tvalid,
+        d.s_axis_tlast,
+        d.s_axis_tuser,
+        d.s_axis_tdata,
+        d.m_axis_tready,
+        d.snap,
+        d.cnt_rd_en,
+        d.cnt_rd_addr,
+        d.now,
+    ):
         sig.value = 0
     d.s_axis_tkeep.value = (1 << (256 // 8)) - 1
     d.rst.value = 1

@@ -54,8 +54,10 @@ class CsrClient:
                 self.command(f"AUTH {token}")
             except CsrError as e:  # an agent without a token answers AUTH with "ERR no token"
                 self.close()
-                raise OptionsError(f"the NetFPGA agent at {address!r} does not take a token: {e}",
-                                   hint="remove agent_token, or start the agent with --token-file") from e
+                raise OptionsError(
+                    f"the NetFPGA agent at {address!r} does not take a token: {e}",
+                    hint="remove agent_token, or start the agent with --token-file",
+                ) from e
             except DriverError:
                 self.close()
                 raise
@@ -66,9 +68,11 @@ class CsrClient:
     def _mismatch(self) -> UnreachableError:
         # Our words only: what answered is not quoted back (#27), or a backend's health would
         # tell whoever registers one what any port of the backend networks replies.
-        return UnreachableError(f"protocol mismatch: what answers at {self.address!r} is not a NetFPGA agent "
-                                "(its reply is not of the register protocol)",
-                                hint="check the backend's address: it must be an sp_sim / NetFPGA agent")
+        return UnreachableError(
+            f"protocol mismatch: what answers at {self.address!r} is not a NetFPGA agent "
+            "(its reply is not of the register protocol)",
+            hint="check the backend's address: it must be an sp_sim / NetFPGA agent",
+        )
 
     def _lost(self, e: Exception | None = None) -> UnreachableError:
         return UnreachableError(f"the NetFPGA data plane at {self.address!r} dropped the connection: {e or 'EOF'}")
@@ -141,4 +145,4 @@ class CsrClient:
         """``writes``, then reads of ``addrs``, in that order and in one round trip."""
         ws = [f"W {a:#x} {v:#x}" for a, v in writes]
         replies = self.commands([*ws, *(f"R {a:#x}" for a in addrs)])
-        return [self._value(v) for v in replies[len(ws):]]
+        return [self._value(v) for v in replies[len(ws) :]]

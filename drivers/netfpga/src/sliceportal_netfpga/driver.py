@@ -57,8 +57,15 @@ TABLE = "tcam"
 
 
 # what identifies the bitstream and its geometry (checked before any write and by health)
-HARDWARE = (regmap.ID, regmap.PATHS, regmap.LANES, regmap.TCAM_ENTRIES, regmap.CLOCK_HZ, regmap.RATE_SLICES,
-            regmap.RATE_FRAC_BITS)
+HARDWARE = (
+    regmap.ID,
+    regmap.PATHS,
+    regmap.LANES,
+    regmap.TCAM_ENTRIES,
+    regmap.CLOCK_HZ,
+    regmap.RATE_SLICES,
+    regmap.RATE_FRAC_BITS,
+)
 
 
 def _version_int(version: str) -> int:
@@ -156,8 +163,10 @@ class Driver:
             driver=self.name,
             version=ir.digest(),
             tables={TABLE: [e.native() for e in entries], RATE_TABLE: [b.model_dump() for b in buckets]},
-            usage={TABLE: TableUsage(used=len(entries), capacity=self.options.capacity),
-                   RATE_TABLE: TableUsage(used=len(buckets), capacity=self.options.rate_slices - 1)},
+            usage={
+                TABLE: TableUsage(used=len(entries), capacity=self.options.capacity),
+                RATE_TABLE: TableUsage(used=len(buckets), capacity=self.options.rate_slices - 1),
+            },
         )
 
     def ternary_view(self, plan: NativePlan) -> TernaryView:
@@ -168,8 +177,7 @@ class Driver:
         if plan.driver != self.name:
             raise PushError(f"plan was lowered for {plan.driver!r}, not netfpga", rolled_back=True)
         if not {TABLE} <= set(plan.tables) <= {TABLE, RATE_TABLE}:
-            raise PushError(f"plan tables {sorted(plan.tables)} are not [{TABLE!r}, {RATE_TABLE!r}]",
-                            rolled_back=True)
+            raise PushError(f"plan tables {sorted(plan.tables)} are not [{TABLE!r}, {RATE_TABLE!r}]", rolled_back=True)
         try:
             entries = [TcamEntry.model_validate(e) for e in plan.tables[TABLE]]
         except (ValidationError, ValueError) as err:
@@ -223,8 +231,10 @@ class Driver:
         enabled = csr.read_many(regmap.rate_reg(s, "enable") for s in ids)
         on = [s for s, e in zip(ids, enabled, strict=True) if e & 1]
         words = csr.read_many(regmap.rate_reg(s, f) for s in on for f in ("rate", "burst"))
-        return [RateLimitEntry(slice_id=s, rate=max(1, words[2 * i]), burst=max(1, words[2 * i + 1]))
-                for i, s in enumerate(on)]
+        return [
+            RateLimitEntry(slice_id=s, rate=max(1, words[2 * i]), burst=max(1, words[2 * i + 1]))
+            for i, s in enumerate(on)
+        ]
 
     @staticmethod
     def _bucket_writes(new: list[RateLimitEntry]) -> list[tuple[int, int]]:
@@ -280,8 +290,11 @@ class Driver:
         added = sum(1 for a, b in pairs if a is None and b is not None)
         removed = sum(1 for a, b in pairs if a is not None and b is None)
         modified = sum(1 for a, b in pairs if a is not None and b is not None and a != b)
-        progress(ProgressEvent(phase="diff", done=1, total=1,
-                               message=f"+{added} -{removed} ~{modified} against bank {active}"))
+        progress(
+            ProgressEvent(
+                phase="diff", done=1, total=1, message=f"+{added} -{removed} ~{modified} against bank {active}"
+            )
+        )
 
         # Buckets first (make before break): every slice the new table steers is limited
         # before its entries go live. Unchanged buckets are not rewritten (no reset).
@@ -303,13 +316,17 @@ class Driver:
                 progress(ProgressEvent(phase="write", done=done, total=len(writes)))
             count, got_version, got = self._read_bank(csr, shadow)
             got_buckets = {b.slice_id: b for b in self._read_buckets(csr)}
-            if count != len(image) or got_version != version or got != image or any(
-                got_buckets.get(b.slice_id) != b for b in buckets
+            if (
+                count != len(image)
+                or got_version != version
+                or got != image
+                or any(got_buckets.get(b.slice_id) != b for b in buckets)
             ):
                 self._restore_buckets(csr, old_buckets, buckets)
                 raise PushError(
                     f"read-back of bank {shadow} or of the rate limits differs from what was written",
-                    rolled_back=True, hint="the data plane may be faulty; the previous table is still active",
+                    rolled_back=True,
+                    hint="the data plane may be faulty; the previous table is still active",
                 )
             progress(ProgressEvent(phase="verify", done=len(entries), total=len(entries)))
         except PushError:
@@ -318,8 +335,7 @@ class Driver:
             self._drop()
             if bucket_writes:
                 self._restore_buckets_reconnecting(old_buckets, buckets, e)
-            raise PushError(f"push failed before the switch-over, previous table kept: {e}",
-                            rolled_back=True) from e
+            raise PushError(f"push failed before the switch-over, previous table kept: {e}", rolled_back=True) from e
         try:
             csr.write(regmap.ACTIVE_BANK, shadow)
             if csr.read(regmap.ACTIVE_BANK) != shadow:
@@ -334,12 +350,15 @@ class Driver:
                 csr.write_many(disables)
             except DriverError as e:
                 self._drop()
-                raise PushError(f"the new table is live but {len(disables)} unused rate limiter(s) could not "
-                                f"be switched off: {e}", rolled_back=False,
-                                hint="push again; the reconcile loop reports the drift meanwhile") from e
+                raise PushError(
+                    f"the new table is live but {len(disables)} unused rate limiter(s) could not be switched off: {e}",
+                    rolled_back=False,
+                    hint="push again; the reconcile loop reports the drift meanwhile",
+                ) from e
         progress(ProgressEvent(phase="commit", done=1, total=1, message=f"bank {shadow} active"))
-        return ApplyResult(version=plan.version, added=added, removed=removed, modified=modified,
-                           duration_s=time.monotonic() - started)
+        return ApplyResult(
+            version=plan.version, added=added, removed=removed, modified=modified, duration_s=time.monotonic() - started
+        )
 
     def _restore_buckets(self, csr: CsrClient, old: list[RateLimitEntry], new: list[RateLimitEntry]) -> None:
         """Put the buckets back as they were before this push (the old table is still live)."""
@@ -348,14 +367,17 @@ class Driver:
         writes += [(regmap.rate_reg(b.slice_id, "enable"), 0) for b in new if b.slice_id not in previous]
         csr.write_many(writes)
 
-    def _restore_buckets_reconnecting(self, old: list[RateLimitEntry], new: list[RateLimitEntry],
-                                      cause: Exception) -> None:
+    def _restore_buckets_reconnecting(
+        self, old: list[RateLimitEntry], new: list[RateLimitEntry], cause: Exception
+    ) -> None:
         try:
             self._restore_buckets(self._client(), old, new)
         except DriverError as e:
             self._drop()
-            raise PushError(f"push failed before the switch-over ({cause}) and the previous rate limits "
-                            f"could not be restored: {e}", rolled_back=False) from e
+            raise PushError(
+                f"push failed before the switch-over ({cause}) and the previous rate limits could not be restored: {e}",
+                rolled_back=False,
+            ) from e
 
     def _restore_bank(self, previous: int, cause: Exception) -> None:
         """The flip may or may not have happened: make sure the previous bank is live."""
@@ -365,8 +387,9 @@ class Driver:
             ok = csr.read(regmap.ACTIVE_BANK) == previous
         except DriverError as e:
             self._drop()
-            raise PushError(f"switch-over failed ({cause}) and the previous table could not be "
-                            f"confirmed: {e}", rolled_back=False) from e
+            raise PushError(
+                f"switch-over failed ({cause}) and the previous table could not be confirmed: {e}", rolled_back=False
+            ) from e
         if not ok:
             raise PushError(f"switch-over failed ({cause}); previous bank not restored", rolled_back=False)
         raise PushError(f"switch-over failed, previous table restored: {cause}", rolled_back=True)
@@ -382,8 +405,7 @@ class Driver:
             raise
         return DataPlaneState(
             version=_version_str(version),
-            tables={TABLE: [e.native() for e in slots if e is not None],
-                    RATE_TABLE: [b.model_dump() for b in buckets]},
+            tables={TABLE: [e.native() for e in slots if e is not None], RATE_TABLE: [b.model_dump() for b in buckets]},
         )
 
     def queue_counters(self) -> dict[tuple[int, int], dict[str, int]]:
@@ -398,8 +420,12 @@ class Driver:
 
     def _queue_addrs(self) -> list[int]:
         o = self.options
-        return [regmap.queue_counter(q, f) + half for q in range(o.paths * o.lanes)
-                for f in range(len(regmap.QUEUE_FIELDS)) for half in (0, 4)]
+        return [
+            regmap.queue_counter(q, f) + half
+            for q in range(o.paths * o.lanes)
+            for f in range(len(regmap.QUEUE_FIELDS))
+            for half in (0, 4)
+        ]
 
     def _queues(self, words: list[int]) -> dict[tuple[int, int], dict[str, int]]:
         o = self.options
@@ -419,9 +445,19 @@ class Driver:
         csr = self._fresh()
         drop_ids = range(1, self.options.rate_slices)
         queue_addrs = self._queue_addrs()
-        fixed = [regmap.ACTIVE_BANK, regmap.bank_count(0), regmap.bank_count(1), regmap.EPOCH, regmap.STATS_SLICES,
-                 regmap.MISS_COUNTER, regmap.MISS_COUNTER + 4, regmap.MISS_COUNTER + 8, regmap.MISS_COUNTER + 12,
-                 regmap.MALFORMED_PACKETS, regmap.MALFORMED_PACKETS + 4]
+        fixed = [
+            regmap.ACTIVE_BANK,
+            regmap.bank_count(0),
+            regmap.bank_count(1),
+            regmap.EPOCH,
+            regmap.STATS_SLICES,
+            regmap.MISS_COUNTER,
+            regmap.MISS_COUNTER + 4,
+            regmap.MISS_COUNTER + 8,
+            regmap.MISS_COUNTER + 12,
+            regmap.MALFORMED_PACKETS,
+            regmap.MALFORMED_PACKETS + 4,
+        ]
         drop_addrs = [regmap.rate_reg(s, "drop_packets") + off for s in drop_ids for off in (0, 4)]
         try:
             sent = time.time()
@@ -429,9 +465,9 @@ class Driver:
             # the counters' time is the snapshot's (the middle of its round trip), not the end of
             # the later reads: a card answering between bursts of cycles would stretch intervals
             snapshot_at = (sent + time.time()) / 2
-            active, count0, count1, epoch_word, tracked, m_lo, m_hi, mb_lo, mb_hi, bad_lo, bad_hi = words[:len(fixed)]
-            drop_words = words[len(fixed):len(fixed) + len(drop_addrs)]
-            queues = self._queues(words[len(fixed) + len(drop_addrs):])
+            active, count0, count1, epoch_word, tracked, m_lo, m_hi, mb_lo, mb_hi, bad_lo, bad_hi = words[: len(fixed)]
+            drop_words = words[len(fixed) : len(fixed) + len(drop_addrs)]
+            queues = self._queues(words[len(fixed) + len(drop_addrs) :])
             active &= 1
             count = min(count1 if active else count0, self.options.capacity)
             slots = [decode_slot(w) for w in self._read_words(csr, active, count)]
@@ -441,10 +477,14 @@ class Driver:
             pairs = [(s, lane) for s, lane in pairs if s < tracked and lane < self.options.lanes]
             fields = list(regmap.STATS_FIELDS)
             rule_addrs = [regmap.rule_counter(s) + off for s, _ in used for off in (0, 4, 8, 12)]
-            stats_addrs = [regmap.stats_field(s, lane, self.options.lanes, f) + half
-                           for s, lane in pairs for f in fields for half in (0, 4)]
+            stats_addrs = [
+                regmap.stats_field(s, lane, self.options.lanes, f) + half
+                for s, lane in pairs
+                for f in fields
+                for half in (0, 4)
+            ]
             words = csr.read_many([*rule_addrs, *stats_addrs])
-            rule_words, stats_words = words[:len(rule_addrs)], words[len(rule_addrs):]
+            rule_words, stats_words = words[: len(rule_addrs)], words[len(rule_addrs) :]
             epoch = self._epoch(csr, epoch_word)
             slice_lanes = self._slice_lanes(csr, pairs, stats_words)
         except DriverError:
@@ -495,8 +535,7 @@ class Driver:
             epoch = csr.read(regmap.EPOCH)
         return f"{epoch:08x}"
 
-    def _slice_lanes(self, csr: CsrClient, pairs: list[tuple[int, int]],
-                     words: list[int]) -> dict[str, LaneCounters]:
+    def _slice_lanes(self, csr: CsrClient, pairs: list[tuple[int, int]], words: list[int]) -> dict[str, LaneCounters]:
         """Per IR slice x lane from the card's telemetry table (sp_slice_stats), from the
         snapshot already taken (``words``: the table's fields of ``pairs``, as read): entered
         (committed + dropped by the queue + dropped by the rate limiter), left, drops by cause
@@ -506,20 +545,33 @@ class Driver:
         fields = list(regmap.STATS_FIELDS)
         per = 2 * len(fields)
         values = [
-            dict(zip(fields, (words[i * per + 2 * j] | words[i * per + 2 * j + 1] << 32
-                              for j in range(len(fields))), strict=True))
+            dict(
+                zip(
+                    fields,
+                    (words[i * per + 2 * j] | words[i * per + 2 * j + 1] << 32 for j in range(len(fields))),
+                    strict=True,
+                )
+            )
             for i in range(len(pairs))
         ]
         # histograms only where a packet left (most pairs of a quiet card have none)
         busy = [i for i, v in enumerate(values) if v["tx_packets"]]
-        bucket_words = csr.read_many(
-            regmap.stats_bucket(*pairs[i], lanes, b) + half
-            for i in busy for b in range(regmap.DELAY_BUCKETS) for half in (0, 4)
-        ) if busy else []
+        bucket_words = (
+            csr.read_many(
+                regmap.stats_bucket(*pairs[i], lanes, b) + half
+                for i in busy
+                for b in range(regmap.DELAY_BUCKETS)
+                for half in (0, 4)
+            )
+            if busy
+            else []
+        )
         per_b = 2 * regmap.DELAY_BUCKETS
         histograms = {
-            i: tuple(bucket_words[k * per_b + 2 * b] | bucket_words[k * per_b + 2 * b + 1] << 32
-                     for b in range(regmap.DELAY_BUCKETS))
+            i: tuple(
+                bucket_words[k * per_b + 2 * b] | bucket_words[k * per_b + 2 * b + 1] << 32
+                for b in range(regmap.DELAY_BUCKETS)
+            )
             for k, i in enumerate(busy)
         }
         # The histogram is in clock cycles; the contract's unit is whole nanoseconds, exact
@@ -532,7 +584,10 @@ class Driver:
             delay = None
             if not rest:
                 delay = DelayHistogram(
-                    unit_ns=unit_ns, count=v["tx_packets"], sum=v["delay_sum"], max=v["delay_max"],
+                    unit_ns=unit_ns,
+                    count=v["tx_packets"],
+                    sum=v["delay_sum"],
+                    max=v["delay_max"],
                     buckets=histograms.get(i, (0,) * regmap.DELAY_BUCKETS),
                 )
             out[f"{s}/{lane}"] = LaneCounters(
@@ -552,12 +607,12 @@ class Driver:
         versions = [regmap.bank_version(b) + half for b in (0, 1) for half in (0, 4)]
         try:
             words = self._read_once([*HARDWARE, regmap.ACTIVE_BANK, *versions])
-            self._check_geometry(words[:len(HARDWARE)])
+            self._check_geometry(words[: len(HARDWARE)])
         except DriverError as e:
             self._drop()
             return Health(ok=False, detail=e.message)
-        active, *banks = words[len(HARDWARE):]
-        lo, hi = banks[2 * (active & 1):][:2]
+        active, *banks = words[len(HARDWARE) :]
+        lo, hi = banks[2 * (active & 1) :][:2]
         return Health(ok=True, detail=f"NetFPGA at {self.options.address}", version=_version_str(lo | hi << 32))
 
     def export_p4_commands(self, plan: NativePlan) -> str:

@@ -59,13 +59,26 @@ class Table5:
     counters: Counters  # the driver's read-back after the run
 
 
-def table5(slices: int, workdir: Path, *, ingress_gbps: float, drain_gbps: float, packets_per_flow: int = 4,
-           binary: Path | None = None) -> Table5:
+def table5(
+    slices: int,
+    workdir: Path,
+    *,
+    ingress_gbps: float,
+    drain_gbps: float,
+    packets_per_flow: int = 4,
+    binary: Path | None = None,
+) -> Table5:
     """Seed 000 Table 3 traffic of ``slices`` slices through the simulated card, measured per lane."""
     tenants, slice_specs = table3_config(slices)
     compiled = compile_rules(tenants, slice_specs, NETFPGA_TARGET)
-    sim = simulator.start(workdir / f"sim{slices}.sock", "--ingress-gbps", str(ingress_gbps),
-                          "--drain-gbps", str(drain_gbps), binary=binary or simulator.DEFAULT_BINARY)
+    sim = simulator.start(
+        workdir / f"sim{slices}.sock",
+        "--ingress-gbps",
+        str(ingress_gbps),
+        "--drain-gbps",
+        str(drain_gbps),
+        binary=binary or simulator.DEFAULT_BINARY,
+    )
     driver = Driver({"address": sim.address})
     try:
         plan = driver.lower(compiled.ir)
@@ -73,8 +86,9 @@ def table5(slices: int, workdir: Path, *, ingress_gbps: float, drain_gbps: float
         # all slices at once, as 32 x slices users sending together: consecutive packets
         # rotate over slices first (each slice has its own RR path), then services, then users
         flows = sorted(table3(slices), key=lambda sf: (sf.user, sf.service, sf.slice_index))
-        sent = write_pcap(workdir / "in.pcap", flows, ConstantRate(1e6), packets=packets_per_flow * len(flows),
-                          start_ns=0)
+        sent = write_pcap(
+            workdir / "in.pcap", flows, ConstantRate(1e6), packets=packets_per_flow * len(flows), start_ns=0
+        )
         sim.command(f"CAPTURE {workdir / 'out.pcap'}")
         sim.command(f"INJECT {workdir / 'in.pcap'}")
         sim.command("RUN")
@@ -99,9 +113,15 @@ def _pool(groups: list[GroupStats]) -> GroupStats:
     delays = [(g.delay.mean_us, g.received) for g in groups if g.delay is not None]
     mean = sum(d * n for d, n in delays) / max(sum(n for _, n in delays), 1)
     delay = first.delay.model_copy(update={"mean_us": mean}) if first.delay is not None else None
-    return first.model_copy(update={
-        "slice_index": None, "received": received, "expected": expected, "lost": expected - received,
-        "loss_pct": 100 * (expected - received) / expected if expected else 0.0, "delay": delay,
-        "jitter_us": sum(g.jitter_us * g.received for g in groups) / received if received else 0.0,
-        "jitter_max_us": max(g.jitter_max_us for g in groups),
-    })
+    return first.model_copy(
+        update={
+            "slice_index": None,
+            "received": received,
+            "expected": expected,
+            "lost": expected - received,
+            "loss_pct": 100 * (expected - received) / expected if expected else 0.0,
+            "delay": delay,
+            "jitter_us": sum(g.jitter_us * g.received for g in groups) / received if received else 0.0,
+            "jitter_max_us": max(g.jitter_max_us for g in groups),
+        }
+    )

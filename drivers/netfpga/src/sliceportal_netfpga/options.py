@@ -20,22 +20,41 @@ from sliceportal.drivers.contract import OptionsError
 class NetfpgaOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    address: str = Field(min_length=1, max_length=200,
-                         description="control socket: tcp:HOST:PORT, or a Unix socket unix:/PATH.sock")
-    agent_token: str | None = Field(None, min_length=16, max_length=1024, pattern=r"^[!-~]+$",
-                                    description="the token of an agent started with sp_sim --token-file "
-                                    "(sent as its connection's first line, AUTH <token>)")
+    address: str = Field(
+        min_length=1, max_length=200, description="control socket: tcp:HOST:PORT, or a Unix socket unix:/PATH.sock"
+    )
+    agent_token: str | None = Field(
+        None,
+        min_length=16,
+        max_length=1024,
+        pattern=r"^[!-~]+$",
+        description="the token of an agent started with sp_sim --token-file "
+        "(sent as its connection's first line, AUTH <token>)",
+    )
     paths: StrictInt = Field(8, ge=1, le=256, description="round-robin paths the bitstream was built with")
     lanes: StrictInt = Field(4, ge=1, le=8, description="priority lanes per path")
     capacity: StrictInt = Field(64, ge=1, le=1024, description="TCAM entries per bank")
-    timeout_s: float = Field(30.0, gt=0, le=60, allow_inf_nan=False, description="per register transaction; "
-                             "bounded so that an unreachable card cannot hold a worker")
+    timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=60,
+        allow_inf_nan=False,
+        description="per register transaction; bounded so that an unreachable card cannot hold a worker",
+    )
     batch: StrictInt = Field(128, ge=1, le=4096, description="register writes per pipelined batch")
-    clock_hz: StrictInt = Field(200_000_000, ge=1_000_000, le=1_000_000_000,
-                                description="clock the bitstream runs at (checked against its CLOCK_HZ "
-                                "register): turns rate limits into bytes per cycle")
-    rate_slices: StrictInt = Field(64, ge=2, le=256, description="rate-limiter buckets the bitstream has "
-                                   "(slice ids 1..rate_slices-1 can be limited)")
+    clock_hz: StrictInt = Field(
+        200_000_000,
+        ge=1_000_000,
+        le=1_000_000_000,
+        description="clock the bitstream runs at (checked against its CLOCK_HZ "
+        "register): turns rate limits into bytes per cycle",
+    )
+    rate_slices: StrictInt = Field(
+        64,
+        ge=2,
+        le=256,
+        description="rate-limiter buckets the bitstream has (slice ids 1..rate_slices-1 can be limited)",
+    )
 
     @field_validator("address")
     @classmethod

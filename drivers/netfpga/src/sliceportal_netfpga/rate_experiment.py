@@ -57,8 +57,15 @@ class RatePoint:
 
 
 def _ir(rate_bps: float, burst_ms: float) -> RuleIR:
-    entry = SliceEntry(slice_id=SLICE_ID, ref=1, name="limited", tenant_vni=7, tenant_vlan=None, lanes=(0,),
-                       qos=Qos(rate_bps=int(rate_bps), burst_ms=burst_ms))
+    entry = SliceEntry(
+        slice_id=SLICE_ID,
+        ref=1,
+        name="limited",
+        tenant_vni=7,
+        tenant_vlan=None,
+        lanes=(0,),
+        qos=Qos(rate_bps=int(rate_bps), burst_ms=burst_ms),
+    )
     rule = Rule(Match(dst_port=Ternary.exact(PORT, 16)), Action(SLICE_ID, 0, 0))
     return RuleIR(lanes=4, paths=8, rules=(rule,), slices=(entry,), tenants=(TenantEntry(1, "t", 7, None),))
 
@@ -76,8 +83,16 @@ def _pcap(path: Path, frame: bytes, n: int) -> Path:
     return path
 
 
-def measure(sim: simulator.SimProcess, driver: Driver, workdir: Path, rate_bps: float, factor: float,
-            frame_bytes: int, packets: int, burst_ms: float = 1.0) -> RatePoint:
+def measure(
+    sim: simulator.SimProcess,
+    driver: Driver,
+    workdir: Path,
+    rate_bps: float,
+    factor: float,
+    frame_bytes: int,
+    packets: int,
+    burst_ms: float = 1.0,
+) -> RatePoint:
     clock = driver.options.clock_hz
     # A fresh bucket for this point: off (no limit in the plan), then on at the new rate.
     driver.apply(driver.lower(RuleIR(lanes=4, paths=8, rules=())), lambda _: None)
@@ -112,8 +127,16 @@ def measure(sim: simulator.SimProcess, driver: Driver, workdir: Path, rate_bps: 
     if passed + drops != packets:
         raise AssertionError(f"{packets} sent, {passed} passed, {drops} counted as rate-limit drops")
     duration_s = packets * period / clock
-    return RatePoint(rate_bps=rate_bps, factor=factor, frame_bytes=size, offered_bps=size * 8 * clock / period,
-                     passed_bps=passed * size * 8 / duration_s, sent=packets, passed=passed, drops=drops)
+    return RatePoint(
+        rate_bps=rate_bps,
+        factor=factor,
+        frame_bytes=size,
+        offered_bps=size * 8 * clock / period,
+        passed_bps=passed * size * 8 / duration_s,
+        sent=packets,
+        passed=passed,
+        drops=drops,
+    )
 
 
 def _stat(sim: simulator.SimProcess, key: str) -> int:
@@ -127,8 +150,9 @@ def frame_size_for(rate_bps: float) -> int:
     return 64 if rate_bps < 1e9 else 1500
 
 
-def conformance(points: list[tuple[float, float]], packets: int, binary: Path = simulator.DEFAULT_BINARY
-                ) -> list[RatePoint]:
+def conformance(
+    points: list[tuple[float, float]], packets: int, binary: Path = simulator.DEFAULT_BINARY
+) -> list[RatePoint]:
     """Measure every (rate_bps, factor) on one model process, in order."""
     with tempfile.TemporaryDirectory(prefix="sp-rate-") as tmp:
         work = Path(tmp)
@@ -136,8 +160,7 @@ def conformance(points: list[tuple[float, float]], packets: int, binary: Path = 
         sim = simulator.start(work / "s.sock", "--ingress-gbps", "1000", "--drain-gbps", "1000", binary=binary)
         driver = Driver({"address": sim.address})
         try:
-            return [measure(sim, driver, work, rate, factor, frame_size_for(rate), packets)
-                    for rate, factor in points]
+            return [measure(sim, driver, work, rate, factor, frame_size_for(rate), packets) for rate, factor in points]
         finally:
             driver.close()
             sim.stop()

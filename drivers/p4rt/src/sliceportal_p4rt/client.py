@@ -79,8 +79,9 @@ class Session:
     over the primary role for its push (P4Runtime §5: the highest election id is primary,
     and the switch tells every controller when the primary changes)."""
 
-    def __init__(self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0,
-                 tls: Tls | None = None) -> None:
+    def __init__(
+        self, address: str, device_id: int, election_id: int, timeout_s: float = 10.0, tls: Tls | None = None
+    ) -> None:
         self.device_id, self.election_id, self.timeout = device_id, election_id, timeout_s
         self.channel = open_channel(address, tls, CHANNEL_OPTIONS)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
@@ -124,7 +125,8 @@ class Session:
             return
         self.close()
         in_use = (heard and status == code_pb2.INVALID_ARGUMENT) or (
-            isinstance(ended, grpc.RpcError) and ended.code() == grpc.StatusCode.INVALID_ARGUMENT)
+            isinstance(ended, grpc.RpcError) and ended.code() == grpc.StatusCode.INVALID_ARGUMENT
+        )
         if in_use:
             raise ElectionIdInUse(f"election id {election_id} is in use at device {device_id}")
         if heard:  # e.g. NOT_FOUND: no such device
@@ -288,9 +290,11 @@ class Session:
         return out
 
 
-TLS_HINT = ("set the transport to what the switch serves: tls_ca_cert (the CA of its certificate), tls_server_name "
-            "(a name its certificate carries) and, with client authentication, tls_client_cert / "
-            "tls_client_key_secret (docs/security.md)")
+TLS_HINT = (
+    "set the transport to what the switch serves: tls_ca_cert (the CA of its certificate), tls_server_name "
+    "(a name its certificate carries) and, with client authentication, tls_client_cert / "
+    "tls_client_key_secret (docs/security.md)"
+)
 
 
 def _handshake_failure(channel: grpc.Channel, tls: bool) -> str | None:
@@ -309,14 +313,22 @@ def _handshake_failure(channel: grpc.Channel, tls: bool) -> str | None:
             # "UNKNOWN: ipv4:HOST:PORT: <what failed>": the address is in our message already
             return "the TLS handshake failed: " + last.split(": ", 2)[-1][:300]
         if "socket closed" in last.lower():
-            return ("the switch closed the connection in the TLS handshake: it did not accept this client's "
-                    "certificate (or its absence)") if tls else (
-                    "the switch closed the connection: does it serve TLS (simple_switch_grpc --grpc-server-ssl)?")
+            return (
+                (
+                    "the switch closed the connection in the TLS handshake: it did not accept this client's "
+                    "certificate (or its absence)"
+                )
+                if tls
+                else ("the switch closed the connection: does it serve TLS (simple_switch_grpc --grpc-server-ssl)?")
+            )
     return None
 
 
 def read_once(
-    address: str, device_id: int, entities: Sequence[p4runtime_pb2.Entity], timeout_s: float,
+    address: str,
+    device_id: int,
+    entities: Sequence[p4runtime_pb2.Entity],
+    timeout_s: float,
     tls: Tls | None = None,
 ) -> list[p4runtime_pb2.Entity]:
     """One Read without a session (P4Runtime lets any client read): fails at once with
@@ -355,8 +367,11 @@ def _ended_words(ended: object) -> str:
     if not isinstance(ended, grpc.RpcError):
         return type(ended).__name__
     details = (ended.details() or "").lower()
-    if "http1" in details or "http/1" in details or ended.code() in (grpc.StatusCode.UNIMPLEMENTED,
-                                                                       grpc.StatusCode.INTERNAL):
+    if (
+        "http1" in details
+        or "http/1" in details
+        or ended.code() in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INTERNAL)
+    ):
         return "protocol mismatch: not a P4Runtime (gRPC) server"
     if ended.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
         return "no answer in time"

@@ -99,6 +99,8 @@ def ident(e: NativeEntry) -> object:
     if "index" in e:
         return ("index", e["index"])
     return (e["priority"], tuple(sorted((k, tuple(v)) for k, v in e["match"].items())))
+
+
 T = TypeVar("T")
 MATCH_FIELDS = frozenset({"vni", "teid", "src_ip", "dst_ip", "dst_port", "dscp", "vlan"})
 
@@ -160,8 +162,11 @@ class Driver:
         try:
             self.opts = Options.model_validate(dict(options))
         except ValidationError as e:
-            raise OptionsError.from_validation("p4rt", e, unknown="unknown option (the program is the p4c build "
-                                               "shipped with the driver; no option names a file)") from None
+            raise OptionsError.from_validation(
+                "p4rt",
+                e,
+                unknown="unknown option (the program is the p4c build shipped with the driver; no option names a file)",
+            ) from None
         try:
             self.program = shipped_program()
         except (OSError, ValueError) as e:
@@ -170,9 +175,7 @@ class Driver:
         if self.opts.lanes & (self.opts.lanes - 1):
             raise DriverError(f"lanes must be a power of two, got {self.opts.lanes}")
         self.tag = self.opts.owner.encode()
-        self.widths = {
-            t.preamble.name: {f.name: f.bitwidth for f in t.match_fields} for t in self.p4info.proto.tables
-        }
+        self.widths = {t.preamble.name: {f.name: f.bitwidth for f in t.match_fields} for t in self.p4info.proto.tables}
         self.sizes = {t.preamble.name: int(t.size) for t in self.p4info.proto.tables}
         # Ids resolved once through the P4Info: the per-entry path does dict lookups only.
         self._tables = {
@@ -263,22 +266,32 @@ class Driver:
                 # Not connected (a fresh process, the plan previewed before any push): one
                 # read without joining, failing fast when nothing answers -- the switch may
                 # hold what another portal process pushed, with priorities to keep.
-                held = self._tables_of(read_once(
-                    self.opts.address, self.opts.device_id, self._read_request(), min(self.opts.timeout_s, 1.0),
-                    self.opts.tls()))
+                held = self._tables_of(
+                    read_once(
+                        self.opts.address,
+                        self.opts.device_id,
+                        self._read_request(),
+                        min(self.opts.timeout_s, 1.0),
+                        self.opts.tls(),
+                    )
+                )
         except grpc.RpcError:
             held = None
         held = held or {}
         priorities = {match_key(e): e["priority"] for e in held.get(CLASSIFIER, []) if not e.get("default")}
         tenants = {int(e["match"]["vid"][0]): int(e["params"]["tenant_id"]) for e in held.get(VLAN_TENANT, [])}
-        tenants |= {int(e["params"]["vid"]): int(e["params"]["tenant_id"]) for e in held.get(PORT_TENANT, [])
-                    if "vid" in e.get("params", {})}
+        tenants |= {
+            int(e["params"]["vid"]): int(e["params"]["tenant_id"])
+            for e in held.get(PORT_TENANT, [])
+            if "vid" in e.get("params", {})
+        }
         return priorities, tenants
 
     def _held_valid(self) -> bool:
         s = self._session
-        return self._held is not None and s is not None and self._held_by is s and s.primary \
-            and self._held_term == s.term
+        return (
+            self._held is not None and s is not None and self._held_by is s and s.primary and self._held_term == s.term
+        )
 
     def ternary_view(self, plan: NativePlan) -> TernaryView:
         """The plan's classifier entries as P4Runtime matches them (optional contract: TernaryViewer)."""
@@ -290,13 +303,19 @@ class Driver:
         if self._session is not None:
             return self._session
         try:
-            s = Session(self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s,
-                        self.opts.tls())
+            s = Session(
+                self.opts.address, self.opts.device_id, self.opts.election_id, self.opts.timeout_s, self.opts.tls()
+            )
         except ElectionIdInUse:
             # another portal process joined with the same option: join as a backup with an id
             # of our own, below every writer's (client.WRITE_FLOOR)
-            s = Session(self.opts.address, self.opts.device_id, 2 + secrets.randbelow(WRITE_FLOOR - 2),
-                        self.opts.timeout_s, self.opts.tls())
+            s = Session(
+                self.opts.address,
+                self.opts.device_id,
+                2 + secrets.randbelow(WRITE_FLOOR - 2),
+                self.opts.timeout_s,
+                self.opts.tls(),
+            )
         try:
             if self.opts.set_pipeline and s.get_p4info() != self.p4info.proto:
                 # Only when the switch runs another program: a new pipeline wipes all state,
@@ -362,9 +381,7 @@ class Driver:
                 if exact:
                     te.match.add(field_id=field_id, exact=FieldMatch.Exact(value=_enc(value)))
                 else:
-                    te.match.add(
-                        field_id=field_id, ternary=FieldMatch.Ternary(value=_enc(value), mask=_enc(mask))
-                    )
+                    te.match.add(field_id=field_id, ternary=FieldMatch.Ternary(value=_enc(value), mask=_enc(mask)))
             if utype == Update.DELETE:
                 return u
         action_id, params = self._actions[e["action"]]
@@ -387,9 +404,7 @@ class Driver:
                 return Update.MODIFY, wire.table_update(Update.MODIFY, table_id, is_default=True)
             utype, priority, tag = Update.MODIFY, 0, b""
         else:
-            matches = b"".join(
-                _match_field(*fields[name], value, mask) for name, (value, mask) in e["match"].items()
-            )
+            matches = b"".join(_match_field(*fields[name], value, mask) for name, (value, mask) in e["match"].items())
             priority, tag = e["priority"], self.tag
             if utype == Update.DELETE:
                 return utype, wire.entry_update(utype, table_id, matches, b"", priority, tag)
@@ -402,8 +417,7 @@ class Driver:
         name = t.preamble.name
         action = self.p4info.action_by_id(te.action.action.action_id)
         params = {
-            p.name: int.from_bytes(v.value, "big")
-            for p, v in zip(action.params, te.action.action.params, strict=True)
+            p.name: int.from_bytes(v.value, "big") for p, v in zip(action.params, te.action.action.params, strict=True)
         }
         if te.is_default_action:
             return name, {"default": True, "action": action.preamble.name, "params": params}
@@ -562,9 +576,7 @@ class Driver:
         modifies.sort(key=lambda op: op[1] in (PORT_TENANT, VLAN_TENANT))  # stable: the door's last
         return [u for _, u in early] + [u for _, u in inserts] + modifies + [u for _, u in deletes], crowded
 
-    def _register_resets(
-        self, plan: NativePlan, have: dict[str, list[NativeEntry]]
-    ) -> list[p4runtime_pb2.Update]:
+    def _register_resets(self, plan: NativePlan, have: dict[str, list[NativeEntry]]) -> list[p4runtime_pb2.Update]:
         """Zero the vQueue registers of slices whose queue parameters change."""
         old = {e["match"]["slice_id"][0]: e for e in have.get(SLICE_QOS, [])}
         out = []
@@ -749,9 +761,7 @@ class Driver:
             duration_s=time.monotonic() - started,
         )
 
-    def _rollback(
-        self, before: dict[str, list[NativeEntry]], progress: ProgressCallback, reason: str
-    ) -> None:
+    def _rollback(self, before: dict[str, list[NativeEntry]], progress: ProgressCallback, reason: str) -> None:
         try:
             s = self._writer()  # may have been outbid: the push failed PERMISSION_DENIED
             now = self._read_tables(s)  # a failed batch may have applied part of itself
@@ -811,8 +821,13 @@ class Driver:
             elif ent.table_entry.metadata == self.tag and not ent.table_entry.is_default_action:
                 te = ent.table_entry
                 _, rule = self._entry(te)
-                ours.append((match_key(rule), te.priority, LaneCounters(
-                    packets=te.counter_data.packet_count, bytes=te.counter_data.byte_count)))
+                ours.append(
+                    (
+                        match_key(rule),
+                        te.priority,
+                        LaneCounters(packets=te.counter_data.packet_count, bytes=te.counter_data.byte_count),
+                    )
+                )
         # Priorities are not rule indices (they keep across versions): the index comes from
         # the lowering of the version pushed; a driver that pushed none here ranks by priority.
         ours.sort(key=lambda t: -t[1])
@@ -857,7 +872,8 @@ class Driver:
     def _epoch(self, s: Session) -> str:
         """The pipeline's cookie (telemetry.py): changes whenever the counters restart."""
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
-            device_id=s.device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+            device_id=s.device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY
+        )
         resp = s.stub.GetForwardingPipelineConfig(req, timeout=s.timeout)
         return f"{resp.config.cookie.cookie:x}"
 

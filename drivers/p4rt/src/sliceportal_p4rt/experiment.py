@@ -52,8 +52,9 @@ class Table5:
 
 def table5(address: str, slices: int, workdir: Path, *, packets_per_flow: int = 4) -> Table5:
     """Run the experiment on the target at ``address`` (started with ``TARGET_ARGS``)."""
-    driver = Driver({"address": address, "lanes": LANES, "access_ports": {1: 100}, "trunk_ports": [2],
-                     "uplink_port": 2})
+    driver = Driver(
+        {"address": address, "lanes": LANES, "access_ports": {1: 100}, "trunk_ports": [2], "uplink_port": 2}
+    )
     try:
         tenants, slice_specs = table3_config(slices)
         tenants = tuple(dataclasses.replace(t, vlan=100) for t in tenants)  # table slicing keys tenants by VLAN
@@ -62,8 +63,9 @@ def table5(address: str, slices: int, workdir: Path, *, packets_per_flow: int = 
         # all slices at once: consecutive packets rotate over slices first, then services, then
         # users (as the NetFPGA experiment), so every lane's load is spread evenly in time
         flows = sorted(table3(slices), key=lambda sf: (sf.user, sf.service, sf.slice_index))
-        sent = write_pcap(workdir / "in.pcap", flows, ConstantRate(OFFERED_PPS),
-                          packets=packets_per_flow * len(flows), start_ns=10**9)
+        sent = write_pcap(
+            workdir / "in.pcap", flows, ConstantRate(OFFERED_PPS), packets=packets_per_flow * len(flows), start_ns=10**9
+        )
         _run_pcaps(address, {1: workdir / "in.pcap"}, workdir / "out")
     finally:
         driver.close()
@@ -93,12 +95,18 @@ def pool(groups: list[GroupStats]) -> GroupStats:
     delays = [(g.delay.mean_us, g.received) for g in groups if g.delay is not None]
     mean = sum(d * n for d, n in delays) / max(sum(n for _, n in delays), 1)
     delay = first.delay.model_copy(update={"mean_us": mean}) if first.delay is not None else None
-    return first.model_copy(update={
-        "slice_index": None, "received": received, "expected": expected, "lost": expected - received,
-        "loss_pct": 100 * (expected - received) / expected if expected else 0.0, "delay": delay,
-        "jitter_us": sum(g.jitter_us * g.received for g in groups) / received if received else 0.0,
-        "jitter_max_us": max(g.jitter_max_us for g in groups),
-    })
+    return first.model_copy(
+        update={
+            "slice_index": None,
+            "received": received,
+            "expected": expected,
+            "lost": expected - received,
+            "loss_pct": 100 * (expected - received) / expected if expected else 0.0,
+            "delay": delay,
+            "jitter_us": sum(g.jitter_us * g.received for g in groups) / received if received else 0.0,
+            "jitter_max_us": max(g.jitter_max_us for g in groups),
+        }
+    )
 
 
 def pattern_holds(lanes: dict[int, GroupStats]) -> tuple[bool, str]:

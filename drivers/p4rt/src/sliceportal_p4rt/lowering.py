@@ -346,8 +346,7 @@ def with_full_masks(
         for e in lst:
             if "match" in e:
                 m: dict[str, Any] = {
-                    k: [v[0], (1 << widths[table][k]) - 1 if v[1] == -1 else v[1]]
-                    for k, v in e["match"].items()
+                    k: [v[0], (1 << widths[table][k]) - 1 if v[1] == -1 else v[1]] for k, v in e["match"].items()
                 }
                 e = {**e, "match": m}
             fixed.append(e)

@@ -148,8 +148,7 @@ def start_simple_switch_grpc(
                 if time.monotonic() > deadline:
                     switch.stop()
                     raise SimpleSwitchError(
-                        f"{binary} did not open its P4Runtime server on {switch.address} "
-                        f"within {ready_timeout_s:.0f} s"
+                        f"{binary} did not open its P4Runtime server on {switch.address} within {ready_timeout_s:.0f} s"
                     ) from None
     finally:
         ready.cancel()

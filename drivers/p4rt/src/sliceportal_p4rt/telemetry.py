@@ -146,10 +146,14 @@ def slice_lanes(
     for cell in cells:
         rx = counters[RX].get(cell, (0, 0))
         tx = counters[TX].get(cell, (0, 0))
-        drops = {reason: n for reason, n in (
-            (policer_reason, counters[POLICED].get(cell, (0, 0))[0]),
-            ("no_route", counters[UNROUTED].get(cell, (0, 0))[0]),
-        ) if n}
+        drops = {
+            reason: n
+            for reason, n in (
+                (policer_reason, counters[POLICED].get(cell, (0, 0))[0]),
+                ("no_route", counters[UNROUTED].get(cell, (0, 0))[0]),
+            )
+            if n
+        }
         buckets = hist.get(cell, [0] * DELAY_BUCKETS)
         delay = DelayHistogram(
             unit_ns=UNIT_NS,
@@ -159,8 +163,13 @@ def slice_lanes(
             buckets=tuple(buckets),
         )
         out[f"{cell // MAX_LANES}/{cell % MAX_LANES}"] = LaneCounters(
-            packets=rx[0], bytes=rx[1], drops=drops, ecn_marks=counters[ECN].get(cell, (0, 0))[0],
-            tx_packets=tx[0], tx_bytes=tx[1], delay=delay,
+            packets=rx[0],
+            bytes=rx[1],
+            drops=drops,
+            ecn_marks=counters[ECN].get(cell, (0, 0))[0],
+            tx_packets=tx[0],
+            tx_bytes=tx[1],
+            delay=delay,
         )
     return out
 

@@ -50,7 +50,8 @@ def open_channel(address: str, tls: Tls | None, options: Sequence[tuple[str, Any
     if tls is None:
         return grpc.insecure_channel(address, options=list(options))
     creds = grpc.ssl_channel_credentials(
-        root_certificates=tls.ca_cert, private_key=tls.client_key, certificate_chain=tls.client_cert)
+        root_certificates=tls.ca_cert, private_key=tls.client_key, certificate_chain=tls.client_cert
+    )
     opts = list(options)
     if tls.server_name:
         opts.append(("grpc.ssl_target_name_override", tls.server_name))
@@ -83,17 +84,24 @@ class TlsOptions(BaseModel):
 
     address: str
     plaintext: bool | None = Field(
-        None, description="true: P4Runtime in clear (anyone who reaches the port reads and writes the "
-        "switch); false: TLS; unset: TLS when a tls_* option is set, plaintext only to a loopback address")
+        None,
+        description="true: P4Runtime in clear (anyone who reaches the port reads and writes the "
+        "switch); false: TLS; unset: TLS when a tls_* option is set, plaintext only to a loopback address",
+    )
     tls_ca_cert: PemText | None = Field(
-        None, description="PEM certificates of the CAs the switch's server certificate must chain to "
-        "(simple_switch_grpc --grpc-server-cert); unset with TLS: the system's roots")
+        None,
+        description="PEM certificates of the CAs the switch's server certificate must chain to "
+        "(simple_switch_grpc --grpc-server-cert); unset with TLS: the system's roots",
+    )
     tls_client_cert: PemText | None = Field(
-        None, description="PEM client certificate (chain) for mutual TLS (--grpc-server-with-client-auth)")
+        None, description="PEM client certificate (chain) for mutual TLS (--grpc-server-with-client-auth)"
+    )
     tls_client_key_secret: PemText | None = Field(
-        None, description="PEM private key of tls_client_cert (a secret: stored, never shown back)")
+        None, description="PEM private key of tls_client_cert (a secret: stored, never shown back)"
+    )
     tls_server_name: ServerName | None = Field(
-        None, description="the name the server certificate must carry, when not the address's host")
+        None, description="the name the server certificate must carry, when not the address's host"
+    )
 
     @model_validator(mode="after")
     def _transport(self) -> TlsOptions:
@@ -103,8 +111,10 @@ class TlsOptions(BaseModel):
                 raise ValueError(f"{name}: {why}")
         key = self.tls_client_key_secret
         if key is not None and not _KEY_BLOCK.search(key):
-            raise ValueError("tls_client_key_secret: must be a PEM private key (-----BEGIN PRIVATE KEY-----), "
-                             "unencrypted, not a path")
+            raise ValueError(
+                "tls_client_key_secret: must be a PEM private key (-----BEGIN PRIVATE KEY-----), "
+                "unencrypted, not a path"
+            )
         if (self.tls_client_cert is None) != (key is None):
             missing = "tls_client_key_secret" if key is None else "tls_client_cert"
             raise ValueError(f"{missing}: required for mutual TLS (the client certificate and its key go together)")
@@ -112,14 +122,20 @@ class TlsOptions(BaseModel):
         if self.plaintext and given:
             raise ValueError(f"plaintext: true contradicts {', '.join(given)} (TLS options)")
         if self.plaintext is None and not given and not _is_loopback(self.address):
-            raise ValueError("plaintext: P4Runtime beyond loopback needs TLS (tls_ca_cert, and tls_client_cert / "
-                             "tls_client_key_secret for mutual TLS) or plaintext: true to send it in clear")
+            raise ValueError(
+                "plaintext: P4Runtime beyond loopback needs TLS (tls_ca_cert, and tls_client_cert / "
+                "tls_client_key_secret for mutual TLS) or plaintext: true to send it in clear"
+            )
         return self
 
     def tls(self) -> Tls | None:
         """The channel's security, or None for plaintext."""
-        if self.plaintext or (self.plaintext is None and self.tls_ca_cert is None and self.tls_client_cert is None
-                              and self.tls_server_name is None):
+        if self.plaintext or (
+            self.plaintext is None
+            and self.tls_ca_cert is None
+            and self.tls_client_cert is None
+            and self.tls_server_name is None
+        ):
             return None
         return Tls(
             ca_cert=None if self.tls_ca_cert is None else self.tls_ca_cert.encode(),

@@ -26,10 +26,16 @@ CATALOGUE_LANES = 8  # miss_algorithm1 shifts DSCP bits 2:0, lanes 0-7 of seed 0
 def tenant_map(plan: NativePlan) -> dict[int, int]:
     """VLAN ID -> tenant id, as the plan's access ports and trunk VLAN entries assign them."""
     out: dict[int, int] = {}
-    pairs = [(e["params"]["vid"], e["params"]["tenant_id"]) for e in plan.tables.get(PORT_TENANT, [])
-             if e.get("action", "").endswith("set_access_tenant")]
-    pairs += [(e["match"]["vid"][0], e["params"]["tenant_id"]) for e in plan.tables.get(VLAN_TENANT, [])
-              if not e.get("default")]
+    pairs = [
+        (e["params"]["vid"], e["params"]["tenant_id"])
+        for e in plan.tables.get(PORT_TENANT, [])
+        if e.get("action", "").endswith("set_access_tenant")
+    ]
+    pairs += [
+        (e["match"]["vid"][0], e["params"]["tenant_id"])
+        for e in plan.tables.get(VLAN_TENANT, [])
+        if not e.get("default")
+    ]
     for vid, tid in pairs:
         if out.setdefault(int(vid), int(tid)) != int(tid):
             raise ViewError(f"the plan assigns VLAN {vid} to tenant ids {out[int(vid)]} and {tid}")
@@ -61,5 +67,12 @@ def classifier_view(plan: NativePlan, key_widths: Mapping[str, int]) -> TernaryV
         value, mask = space.pack(match)
         params = e["params"]
         entries.append(TernaryEntry(value, mask, int(e["priority"]), (int(params["slice_id"]), int(params["lane"]))))
-    return TernaryView(space, tuple(entries), default, decides=("slice_id", "lane"), tenant_field=TENANT_FIELD,
-                       tenant_by_vlan=tenants, source="P4 classifier")
+    return TernaryView(
+        space,
+        tuple(entries),
+        default,
+        decides=("slice_id", "lane"),
+        tenant_field=TENANT_FIELD,
+        tenant_by_vlan=tenants,
+        source="P4 classifier",
+    )

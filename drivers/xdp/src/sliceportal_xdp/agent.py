@@ -60,8 +60,15 @@ _BEARER = HTTPBearer(auto_error=False)
 Creds = Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
 
 
-def _problem(status: int, title: str, detail: str, kind: ErrorKind = "driver", hint: str = "",
-             rolled_back: bool | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def _problem(
+    status: int,
+    title: str,
+    detail: str,
+    kind: ErrorKind = "driver",
+    hint: str = "",
+    rolled_back: bool | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     body = Problem(title=title, status=status, detail=detail, kind=kind, hint=hint, rolled_back=rolled_back)
     return JSONResponse(body.model_dump(exclude_none=True), status_code=status, media_type=PROBLEM, headers=headers)
 
@@ -90,8 +97,9 @@ def create_app(driver: Driver, token: str, backend: str, test_hooks: bool = Fals
         driver.close()
 
     # no schema, no docs: what the agent serves and how is no business of a caller without its token
-    app = FastAPI(title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None, openapi_url=None,
-                  lifespan=lifespan)
+    app = FastAPI(
+        title="sliceportal XDP agent", version="1", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     want = token.encode()
 
     def authorised(creds: Creds) -> None:
@@ -112,8 +120,13 @@ def create_app(driver: Driver, token: str, backend: str, test_hooks: bool = Fals
 
     @app.exception_handler(_UnauthorisedError)
     async def on_unauthorised(_: Request, e: _UnauthorisedError) -> JSONResponse:
-        return _problem(401, "unauthorized", "missing or wrong bearer token", hint="send Authorization: Bearer "
-                        "<the agent's token>", headers={"WWW-Authenticate": "Bearer"})
+        return _problem(
+            401,
+            "unauthorized",
+            "missing or wrong bearer token",
+            hint="send Authorization: Bearer <the agent's token>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
 
     @app.get(f"{API}/health", dependencies=[Auth])
     def health() -> AgentHealth:
@@ -121,9 +134,17 @@ def create_app(driver: Driver, token: str, backend: str, test_hooks: bool = Fals
         dp = driver.dataplane
         generation, _ = dp.read_config()
         attached: int | None = libbpf.obj_id(dp.prog_fd) if driver.options.interface else None
-        return AgentHealth(ok=h.ok, detail=h.detail, backend=backend, version=h.version, generation=generation,
-                           program_id=attached, adopted=dp.adopted, pin_dir=driver.pin_dir or "",
-                           uptime_s=time.monotonic() - started)
+        return AgentHealth(
+            ok=h.ok,
+            detail=h.detail,
+            backend=backend,
+            version=h.version,
+            generation=generation,
+            program_id=attached,
+            adopted=dp.adopted,
+            pin_dir=driver.pin_dir or "",
+            uptime_s=time.monotonic() - started,
+        )
 
     @app.get(f"{API}/capabilities", dependencies=[Auth])
     def capabilities() -> Capabilities:
@@ -198,10 +219,14 @@ class CountersCollector(Collector):
 
     def collect(self) -> list[Metric]:
         counters = self.read()
-        families = {name: CounterMetricFamily(name, help_, labels=AGENT_LABELS)
-                    for name, (_, help_) in AGENT_COUNTERS.items()}
-        delay = HistogramMetricFamily("sliceportal_lane_queue_delay_seconds",
-                                      "Queueing delay inside the data plane (enqueue to dequeue)", labels=AGENT_LABELS)
+        families = {
+            name: CounterMetricFamily(name, help_, labels=AGENT_LABELS) for name, (_, help_) in AGENT_COUNTERS.items()
+        }
+        delay = HistogramMetricFamily(
+            "sliceportal_lane_queue_delay_seconds",
+            "Queueing delay inside the data plane (enqueue to dequeue)",
+            labels=AGENT_LABELS,
+        )
         for key, lc in sorted(counters.slice_lanes.items()):
             slice_id, _, lane = key.partition("/")
             labels = [slice_id, self.backend, lane, "counters"]
@@ -280,8 +305,9 @@ def hold_backend(backend: str) -> IO[bytes]:
         f.seek(0)
         holder = f.read().decode(errors="replace").strip() or "?"
         f.close()
-        raise DriverError(f"another agent (pid {holder}) holds backend {backend}",
-                          hint="stop it first; one agent per backend") from None
+        raise DriverError(
+            f"another agent (pid {holder}) holds backend {backend}", hint="stop it first; one agent per backend"
+        ) from None
     f.truncate(0)
     f.write(str(os.getpid()).encode())
     f.flush()

@@ -51,8 +51,12 @@ def _error(p: Problem) -> DriverError:
 
 
 def _timeout_kind(e: httpx.TimeoutException) -> str:
-    return {httpx.ConnectTimeout: "connecting", httpx.ReadTimeout: "reading", httpx.WriteTimeout: "sending",
-            httpx.PoolTimeout: "waiting for a connection"}.get(type(e), "timeout")
+    return {
+        httpx.ConnectTimeout: "connecting",
+        httpx.ReadTimeout: "reading",
+        httpx.WriteTimeout: "sending",
+        httpx.PoolTimeout: "waiting for a connection",
+    }.get(type(e), "timeout")
 
 
 class AgentClient:
@@ -91,8 +95,15 @@ class AgentClient:
         assert o.address is not None and o.agent_token is not None  # checked by XdpOptions
         return cls(o.address, o.agent_token, o.agent_timeout_s)
 
-    def _call(self, method: str, path: str, model: type[M], body: BaseModel | None = None,
-              read_timeout_s: float | None = None, retry: bool = True) -> M:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        model: type[M],
+        body: BaseModel | None = None,
+        read_timeout_s: float | None = None,
+        retry: bool = True,
+    ) -> M:
         send = self._request if not retry else self._send_read if method == "GET" else self._send_write
         content = body.model_dump_json() if body is not None else None
         headers = {"Content-Type": "application/json"} if content is not None else None
@@ -111,21 +122,25 @@ class AgentClient:
                 hint="check the agent's health; a push is confirmed by the next read-back",
             ) from e
         except httpx.ConnectError as e:
-            raise UnreachableError(f"cannot reach the XDP agent at {self.url}: connection refused or no route",
-                                   hint="is the agent running?") from e
+            raise UnreachableError(
+                f"cannot reach the XDP agent at {self.url}: connection refused or no route",
+                hint="is the agent running?",
+            ) from e
         except (httpx.RemoteProtocolError, httpx.LocalProtocolError, httpx.DecodingError) as e:
             raise self._mismatch(f"{method} {path} got no HTTP reply") from e
         except httpx.HTTPError as e:
-            raise UnreachableError(f"cannot reach the XDP agent at {self.url}: {type(e).__name__}",
-                                   hint="is the agent running?") from e
+            raise UnreachableError(
+                f"cannot reach the XDP agent at {self.url}: {type(e).__name__}", hint="is the agent running?"
+            ) from e
         if r.status_code >= 400:
             try:
                 problem = Problem.model_validate_json(r.content)
             except ValidationError:
                 raise self._mismatch(f"{method} {path} got an HTTP error without the agent's problem body") from None
             if r.status_code in (401, 403):
-                raise OptionsError(f"the XDP agent at {self.url} refused the token",
-                                   hint="set agent_token to the agent's token")
+                raise OptionsError(
+                    f"the XDP agent at {self.url} refused the token", hint="set agent_token to the agent's token"
+                )
             raise _error(problem)
         try:
             return model.model_validate_json(r.content)
@@ -133,8 +148,10 @@ class AgentClient:
             raise self._mismatch(f"the answer to {method} {path} is not the agent's {model.__name__}") from e
 
     def _mismatch(self, what: str) -> UnreachableError:
-        return UnreachableError(f"protocol mismatch: what answers at {self.url} is not an XDP agent ({what})",
-                                hint="check the backend's address: it must be a sliceportal XDP agent")
+        return UnreachableError(
+            f"protocol mismatch: what answers at {self.url} is not an XDP agent ({what})",
+            hint="check the backend's address: it must be a sliceportal XDP agent",
+        )
 
     # ---- the contract ------------------------------------------------------------------
 
@@ -165,8 +182,12 @@ class AgentClient:
         """Ask until the agent answers healthy (one just started binds, then loads its program);
         the last error after ``timeout_s``. ``check`` runs before each question: the caller's way
         to stop at once, e.g. by raising when the agent's process has exited."""
-        for attempt in Retrying(retry=retry_if_exception_type(DriverError), stop=stop_after_delay(timeout_s),
-                                wait=wait_fixed(0.1), reraise=True):
+        for attempt in Retrying(
+            retry=retry_if_exception_type(DriverError),
+            stop=stop_after_delay(timeout_s),
+            wait=wait_fixed(0.1),
+            reraise=True,
+        ):
             with attempt:
                 check()
                 h = self.agent_health(retry=False)
@@ -197,11 +218,12 @@ class AgentClient:
         try:
             self._call("POST", f"/test/inject-write-failure?after_entries={after_entries}", Ok)
         except DriverError as e:
-            raise DriverError(f"the XDP agent at {self.url} takes no fault injection: {e.message}",
-                              hint="tests only: start the agent with --test-hooks") from e
+            raise DriverError(
+                f"the XDP agent at {self.url} takes no fault injection: {e.message}",
+                hint="tests only: start the agent with --test-hooks",
+            ) from e
 
     def close(self) -> None:
         if self._http is not None:
             self._http.close()
             self._http = None
-

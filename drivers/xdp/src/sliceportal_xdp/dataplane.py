@@ -367,8 +367,14 @@ class DataPlane:
         for k, val in sorted(v.qos.lookup_all(), key=lambda kv: L.U32.unpack(kv[0])[0]):
             rate, burst, ecn_ns = L.QOS.unpack(val)
             if rate:
-                t["qos"].append({"slice_id": L.U32.unpack(k)[0], "rate_Bps": rate, "burst_bytes": burst,
-                                 "ecn_ns": None if ecn_ns == L.ECN_OFF else ecn_ns})
+                t["qos"].append(
+                    {
+                        "slice_id": L.U32.unpack(k)[0],
+                        "rate_Bps": rate,
+                        "burst_bytes": burst,
+                        "ecn_ns": None if ecn_ns == L.ECN_OFF else ecn_ns,
+                    }
+                )
         t["meta"] = [
             {
                 "version": ver.rstrip(b"\0").decode(),

@@ -56,6 +56,8 @@ from .view import xdp_view
 
 MATCH_FIELDS = frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan"})
 TABLES = ("src_ip", "dst_ip", "dst_port", "dscp", "vni", "teid", "vlan", "special", "actions", "qos", "meta")
+
+
 def find_object() -> Path:
     """The built object: $SLICEPORTAL_XDP_OBJECT, else dataplane/xdp/build in the repo
     (built on demand with make when the sources are there)."""
@@ -326,8 +328,9 @@ class Driver:
                 progress(ProgressEvent(phase="commit", done=1, total=1, message=plan.version))
                 self._last_slices = {int(a["slice_id"]) for a in plan.tables["actions"]}
                 self._applied = (plan.version, plan.tables)
-                return ApplyResult(version=plan.version, added=0, removed=0, modified=0,
-                                   duration_s=time.monotonic() - t0)
+                return ApplyResult(
+                    version=plan.version, added=0, removed=0, modified=0, duration_s=time.monotonic() - t0
+                )
             fail_after, self._fail_after = self._fail_after, None
             base, dp.held[1 - active] = dp.held[1 - active], None  # unknown until verified
 

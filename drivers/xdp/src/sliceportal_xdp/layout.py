@@ -19,8 +19,18 @@ MISS_INDEX = MAX_RULES  # rule_stats slot of misses
 IP_PREFIXES = 16384
 TUNNEL_KEYS = 16384
 
-SPECIAL_SLOTS = ("vni_present", "vni_absent", "teid_present", "teid_absent", "vlan_present", "vlan_absent",
-                 "src_ip_any", "dst_ip_any", "dst_port_any", "dscp_any")  # enum sp_special
+SPECIAL_SLOTS = (
+    "vni_present",
+    "vni_absent",
+    "teid_present",
+    "teid_absent",
+    "vlan_present",
+    "vlan_absent",
+    "src_ip_any",
+    "dst_ip_any",
+    "dst_port_any",
+    "dscp_any",
+)  # enum sp_special
 
 U32 = struct.Struct("<I")
 LPM_KEY = struct.Struct("<I4s")  # prefixlen (host order), address (network order)

@@ -308,14 +308,16 @@ class BpfObject:
         out = []
         for name in sorted(self.map_names()):
             p = self._map_ptr(name)
-            out.append((
-                name,
-                int(_lib.bpf_map__type(p)),
-                int(_lib.bpf_map__key_size(p)),
-                int(_lib.bpf_map__value_size(p)),
-                int(_lib.bpf_map__max_entries(p)),
-                int(_lib.bpf_map__map_flags(p)),
-            ))
+            out.append(
+                (
+                    name,
+                    int(_lib.bpf_map__type(p)),
+                    int(_lib.bpf_map__key_size(p)),
+                    int(_lib.bpf_map__value_size(p)),
+                    int(_lib.bpf_map__max_entries(p)),
+                    int(_lib.bpf_map__map_flags(p)),
+                )
+            )
         return out
 
     def _map_ptr(self, name: str) -> int:

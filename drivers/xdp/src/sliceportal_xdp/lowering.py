@@ -203,13 +203,20 @@ def qos_entries(ir: RuleIR) -> list[NativeEntry]:
             # rate 0 (a drop intent's sub-slice): a bucket of no depth passes no frame, so the
             # program drops every frame of the slice and counts it (drop_rate, per rule)
             burst = 0
-        out.append({"slice_id": s.slice_id, "rate_Bps": rate_Bps, "burst_bytes": burst,
-                    "ecn_ns": ecn_threshold_ns(s.qos.ecn_ms, rate_Bps, burst)})
+        out.append(
+            {
+                "slice_id": s.slice_id,
+                "rate_Bps": rate_Bps,
+                "burst_bytes": burst,
+                "ecn_ns": ecn_threshold_ns(s.qos.ecn_ms, rate_Bps, burst),
+            }
+        )
     return out
 
 
-def lower_tables(ir: RuleIR, version: str, capacity: dict[str, int],
-                 held: Mapping[Signature, list[int]] | None = None) -> dict[str, list[NativeEntry]]:
+def lower_tables(
+    ir: RuleIR, version: str, capacity: dict[str, int], held: Mapping[Signature, list[int]] | None = None
+) -> dict[str, list[NativeEntry]]:
     """The tables of ``ir``; raises ``CapacityError`` / ``NonPrefixMaskError`` first.
     ``held``: the positions the data plane holds (``positions.held``), kept where the
     rules' ranks allow; without it a fresh numbering with gaps."""

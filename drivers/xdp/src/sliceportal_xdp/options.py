@@ -62,10 +62,12 @@ class XdpOptions(BaseModel):
     alt_ip: IPvAnyAddress | None = Field(None, description="IPv4 of the alternative node")
     src_mac: str | None = Field(None, description="source MAC for XDP_TX; default: the interface's")
     capacity: dict[str, int] = Field(default_factory=dict, description="src_ip/dst_ip/vni/teid/vlan sizes")
-    overload_poll_s: float = Field(0.5, ge=0, le=3600, allow_inf_nan=False,
-                                   description="overload detection period; 0 = off")
-    overload_busy: float = Field(0.9, gt=0, le=1, allow_inf_nan=False,
-                                 description="CPU busy fraction that marks overload")
+    overload_poll_s: float = Field(
+        0.5, ge=0, le=3600, allow_inf_nan=False, description="overload detection period; 0 = off"
+    )
+    overload_busy: float = Field(
+        0.9, gt=0, le=1, allow_inf_nan=False, description="CPU busy fraction that marks overload"
+    )
     flow_cache: bool = Field(True, description="exact-match flow cache in front of the classifier")
     record_last: bool = Field(False, description="record every decision (tests only; costs ~2 ns)")
     pin_name: NetnsName | None = Field(

@@ -77,8 +77,9 @@ def signatures(tables: Mapping[str, list[NativeEntry]]) -> list[Signature]:
         for e in tables[f]:
             for r in e["rules"]:
                 values[r].append(int(e["value"]))
-        fields.append({r: (r in absent, r in present, tuple(values.get(r, ())))
-                       for r in present | absent | set(values)})
+        fields.append(
+            {r: (r in absent, r in present, tuple(values.get(r, ()))) for r in present | absent | set(values)}
+        )
     return [tuple(f.get(p) for f in fields) for p in rule_positions(tables)]
 
 

@@ -133,8 +133,18 @@ def measure(
         Flow("10.1.0.1", "10.2.0.1", 5001, teid=7, vni=1001, encap=Encap.VXLAN_GTP), bytes(FRAME_BYTES - len(frame))
     )
     with _wire() as (ns, tx, rx):
-        d = Driver({"interface": rx, "netns": ns, "steer": "pass", "misses_to_alt": False, "overload_poll_s": 0,
-                    "lanes": 8, "paths": 1, "flow_cache": False})
+        d = Driver(
+            {
+                "interface": rx,
+                "netns": ns,
+                "steer": "pass",
+                "misses_to_alt": False,
+                "overload_poll_s": 0,
+                "lanes": 8,
+                "paths": 1,
+                "flow_cache": False,
+            }
+        )
         try:
             for rate_bps, burst_ms, factor in cases:
                 d.apply(d.lower(_ir(rate_bps, burst_ms)), lambda _: None)
@@ -143,8 +153,25 @@ def measure(
                 # then costs no rate) but at least two frames; room for far more than the
                 # socket's send buffer holds (so tbf never drops: the sender blocks instead)
                 burst = max(2 * len(frame), int(offered / 8 * SENDER_BURST_S))
-                _run("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", tx, "root", "tbf",
-                     "rate", f"{int(offered)}bit", "burst", str(burst), "limit", str(4 << 20))
+                _run(
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "tc",
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    tx,
+                    "root",
+                    "tbf",
+                    "rate",
+                    f"{int(offered)}bit",
+                    "burst",
+                    str(burst),
+                    "limit",
+                    str(4 << 20),
+                )
                 stop = threading.Event()
                 # two senders: each send() leaves the GIL, so both cores can feed the qdisc
                 senders = [threading.Thread(target=_blast, args=(ns, tx, frame, stop), daemon=True) for _ in range(2)]

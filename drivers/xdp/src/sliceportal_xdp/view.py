@@ -81,8 +81,9 @@ def run_segments(entries: Sequence[NativeEntry]) -> list[Segment]:
     return [(e["first"], e["last"], e["rules"]) for e in entries]
 
 
-def tunnel_segments(entries: Sequence[NativeEntry], present: Sequence[int], absent: Sequence[int],
-                    width: int) -> list[Segment]:
+def tunnel_segments(
+    entries: Sequence[NativeEntry], present: Sequence[int], absent: Sequence[int], width: int
+) -> list[Segment]:
     """Over ``has:value`` (1 + width bits): absent, then each listed value (its exact rules
     and the "present" ones, which the program ORs onto a hit) and the gaps between."""
     base = 1 << width
@@ -99,8 +100,9 @@ def tunnel_segments(entries: Sequence[NativeEntry], present: Sequence[int], abse
     return out
 
 
-def _per_rule(segments: Sequence[Segment], width: int, shift: int,
-              order: Sequence[int], wild: Sequence[int] = ()) -> list[list[tuple[int, int]]]:
+def _per_rule(
+    segments: Sequence[Segment], width: int, shift: int, order: Sequence[int], wild: Sequence[int] = ()
+) -> list[list[tuple[int, int]]]:
     """For each rule (IR order; ``order``: their positions): the blocks (value, mask),
     placed at ``shift`` in the packed key, of S_f(i); ``wild``: the field's ``*_any`` set,
     rules every value selects."""
@@ -112,8 +114,9 @@ def _per_rule(segments: Sequence[Segment], width: int, shift: int,
         spans[r].append((0, (1 << width) - 1))
     out: list[list[tuple[int, int]]] = []
     for p in order:
-        out.append([(v << shift, m << shift) for lo, hi in merged(spans.get(p, ()))
-                    for v, m in interval_cubes(lo, hi, width)])
+        out.append(
+            [(v << shift, m << shift) for lo, hi in merged(spans.get(p, ())) for v, m in interval_cubes(lo, hi, width)]
+        )
     return out
 
 
@@ -132,8 +135,10 @@ def xdp_view(plan: NativePlan, max_entries: int = MAX_ENTRIES) -> TernaryView:
     fields: list[list[list[tuple[int, int]]]] = [
         _per_rule(lpm_segments(t[f]), 32, offsets[f][0], order, special[f"{f}_any"]) for f in ("src_ip", "dst_ip")
     ]
-    fields += [_per_rule(run_segments(t[f]), w, offsets[f][0], order, special[f"{f}_any"])
-               for f, w in (("dscp", 6), ("dst_port", 16))]
+    fields += [
+        _per_rule(run_segments(t[f]), w, offsets[f][0], order, special[f"{f}_any"])
+        for f, w in (("dscp", 6), ("dst_port", 16))
+    ]
     for f in TUNNEL_FIELDS:
         w = TUNNEL_WIDTHS[f]
         segs = tunnel_segments(t[f], special[f"{f}_present"], special[f"{f}_absent"], w)

@@ -16,8 +16,14 @@ SORTABLE = {"id": AuditLog.id, "ts": AuditLog.ts, "actor": AuditLog.actor, "obje
 
 
 @router.get("", response_model=Page[AuditEntryPublic])
-def list_audit(_: NotTenant, session: SessionDep, params: ListQuery, object_type: str | None = None,
-               object_id: QueryId = None, actor: str | None = None) -> Page[AuditEntryPublic]:
+def list_audit(
+    _: NotTenant,
+    session: SessionDep,
+    params: ListQuery,
+    object_type: str | None = None,
+    object_id: QueryId = None,
+    actor: str | None = None,
+) -> Page[AuditEntryPublic]:
     stmt = select(AuditLog)
     if object_type is not None:
         stmt = stmt.where(AuditLog.object_type == object_type)

@@ -38,11 +38,23 @@ def read_backend(backend_id: PathId, _: NotTenant, session: SessionDep, response
 
 
 @router.post("", response_model=BackendPublic, status_code=201)
-def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, response: Response,
-                   request: Request, background: BackgroundTasks) -> Backend:
+def create_backend(
+    body: BackendCreate,
+    principal: Writer,
+    session: SessionDep,
+    response: Response,
+    request: Request,
+    background: BackgroundTasks,
+) -> Backend:
     """Register a backend; answers at once with health ``probing`` (a bounded probe follows)."""
-    b = Backend(name=body.name, driver=body.driver, options=body.options, port_bps=body.port_bps,
-                link_bps=body.link_bps or DEFAULT_LINK_BPS, accept_unenforced=sorted(set(body.accept_unenforced)))
+    b = Backend(
+        name=body.name,
+        driver=body.driver,
+        options=body.options,
+        port_bps=body.port_bps,
+        link_bps=body.link_bps or DEFAULT_LINK_BPS,
+        accept_unenforced=sorted(set(body.accept_unenforced)),
+    )
     describe(session, b, probe=False)  # validates the driver and its options, learns geometry / capacity
     session.add(b)
     session.commit()
@@ -52,17 +64,28 @@ def create_backend(body: BackendCreate, principal: Writer, session: SessionDep, 
 
 
 @router.patch("/{backend_id}", response_model=BackendPublic)
-def update_backend(backend_id: PathId, body: BackendUpdate, principal: Writer, session: SessionDep,
-                   response: Response, request: Request, background: BackgroundTasks, override: AdmissionOverride,
-                   if_match: Annotated[str | None, Header()] = None) -> Backend:
+def update_backend(
+    backend_id: PathId,
+    body: BackendUpdate,
+    principal: Writer,
+    session: SessionDep,
+    response: Response,
+    request: Request,
+    background: BackgroundTasks,
+    override: AdmissionOverride,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Backend:
     """Rename, re-point or re-rate a backend; a change of ``link_bps``, ``port_bps`` or the options
     (which bind ports to tenants) runs admission control (409)."""
     b = get_scoped(session, Backend, backend_id, None, "backend")
     check_version(b, if_match, body.version)
     if body.options is not None:  # options read back from us carry secrets as REDACTED: keep those
         body.options = keep_secrets(body.options, b.options)
-    apply_changes(b, body.model_dump(exclude_unset=True, exclude={"version"}),
-                  not_null=("name", "options", "link_bps", "port_bps", "accept_unenforced"))
+    apply_changes(
+        b,
+        body.model_dump(exclude_unset=True, exclude={"version"}),
+        not_null=("name", "options", "link_bps", "port_bps", "accept_unenforced"),
+    )
     if {"link_bps", "port_bps", "options"} & body.model_fields_set:
         admission.check(session, [b], override=override, action="update", subject=b)
     if "options" in body.model_fields_set:
@@ -80,8 +103,12 @@ def delete_backend(backend_id: PathId, principal: Writer, session: SessionDep) -
         raise ApiError(409, "Conflict", "a deployment to this backend is running", field="id")
     using = sorted(s.name for s in session.scalars(select(Slice).where(Slice.backends.any(Backend.id == b.id))))
     if using:  # their rule sets and per-backend state would lose their backend silently
-        raise ApiError(409, "Conflict", f"slices {', '.join(using)} are assigned to backend {b.name}: remove it from "
-                       "them first", field="slices")
+        raise ApiError(
+            409,
+            "Conflict",
+            f"slices {', '.join(using)} are assigned to backend {b.name}: remove it from them first",
+            field="slices",
+        )
     POOL.discard(session, b)
     session.delete(b)
     session.commit()

@@ -59,24 +59,36 @@ def preview(backend_id: PathId, _: NotTenant, session: SessionDep) -> PreviewPub
     p = svc.preview(session, backend)
     c = p.compiled
     return PreviewPublic(
-        backend_id=backend.id, driver=backend.driver, version=p.plan.version, lanes=c.ir.lanes, paths=c.ir.paths,
-        flows=c.flows, rules_before=c.rules_before, rules_after=c.rules_after,
+        backend_id=backend.id,
+        driver=backend.driver,
+        version=p.plan.version,
+        lanes=c.ir.lanes,
+        paths=c.ir.paths,
+        flows=c.flows,
+        rules_before=c.rules_before,
+        rules_after=c.rules_after,
         usage={t: TableUsagePublic(used=u.used, capacity=u.capacity) for t, u in p.plan.usage.items()},
         slices=[json.loads(json.dumps(asdict(s))) for s in c.slices],
-        ir=c.ir.to_json(), tables=p.plan.tables,
-        equivalence=None if p.equivalence is None
+        ir=c.ir.to_json(),
+        tables=p.plan.tables,
+        equivalence=None
+        if p.equivalence is None
         else EquivalencePublic.model_validate(equivalence_json(p.equivalence)),
         enforcement=[EnforcementGapPublic.model_validate(g.to_json()) for g in p.enforcement],
     )
 
 
 def unchanged_public(u: svc.Unchanged) -> DeployUnchangedPublic:
-    return DeployUnchangedPublic(backend_id=u.backend_id, rule_set=u.rule_set, digest=u.digest,
-                                 detail=f"already deployed as rule set {u.rule_set}")
+    return DeployUnchangedPublic(
+        backend_id=u.backend_id,
+        rule_set=u.rule_set,
+        digest=u.digest,
+        detail=f"already deployed as rule set {u.rule_set}",
+    )
 
 
 def _result(dep: Deployment | svc.Unchanged) -> dict[str, Any]:
-    body = (unchanged_public(dep) if isinstance(dep, svc.Unchanged) else DeploymentPublic.model_validate(dep))
+    body = unchanged_public(dep) if isinstance(dep, svc.Unchanged) else DeploymentPublic.model_validate(dep)
     return body.model_dump(mode="json")
 
 
@@ -92,9 +104,12 @@ def _error_event(exc: Exception, what: str) -> dict[str, Any]:
     if isinstance(exc, ApiError):
         return {"status": exc.status, "title": exc.title, "detail": exc.detail}
     if isinstance(exc, OperationalError | InterfaceError):
-        return {"status": 503, "title": "Database unavailable",
-                "detail": f"the portal's database became unreachable: {str(exc).splitlines()[0]}; "
-                          "the deployment (a job) is finished and recorded once it is back: read its row"}
+        return {
+            "status": 503,
+            "title": "Database unavailable",
+            "detail": f"the portal's database became unreachable: {str(exc).splitlines()[0]}; "
+            "the deployment (a job) is finished and recorded once it is back: read its row",
+        }
     log.exception("streamed %s failed", what)  # a bug must still end the stream, not leave the client waiting
     return {"status": 500, "title": "Internal error", "detail": f"{type(exc).__name__}: {exc}"}
 
@@ -121,12 +136,15 @@ def _ndjson(what: str, run: Callable[[Emit], dict[str, Any]]) -> StreamingRespon
     def body() -> Iterator[str]:
         while (item := events.get()) is not None:
             yield item + "\n"
+
     return StreamingResponse(body(), media_type=NDJSON)
 
 
-def _stream(request: Request, backend_id: int, principal: Principal, rollback_to: int | None,
-            override: Override | None = None) -> StreamingResponse:
+def _stream(
+    request: Request, backend_id: int, principal: Principal, rollback_to: int | None, override: Override | None = None
+) -> StreamingResponse:
     """A deploy (or rollback) of one backend, streamed."""
+
     def run(emit: Emit) -> dict[str, Any]:
         with request.app.state.sessionmaker() as session:
             set_actor(session, Actor(principal.user_id, principal.username, principal.via))
@@ -134,15 +152,25 @@ def _stream(request: Request, backend_id: int, principal: Principal, rollback_to
 
             def progress(e: object) -> None:
                 emit({"event": "progress", **e.model_dump()})  # type: ignore[attr-defined]
-            dep = (svc.deploy_changes(session, backend, principal.username, progress, override=override)
-                   if rollback_to is None
-                   else svc.rollback(session, backend, rollback_to, principal.username, progress))
+
+            dep = (
+                svc.deploy_changes(session, backend, principal.username, progress, override=override)
+                if rollback_to is None
+                else svc.rollback(session, backend, rollback_to, principal.username, progress)
+            )
             return _result(dep)
+
     return _ndjson(f"deploy-{backend_id}", run)
 
 
-def _start_job(request: Request, session: SessionDep, backend_id: int, principal: Principal,
-               rollback_to: int | None, override: Override | None) -> Response:
+def _start_job(
+    request: Request,
+    session: SessionDep,
+    backend_id: int,
+    principal: Principal,
+    rollback_to: int | None,
+    override: Override | None,
+) -> Response:
     """``Prefer: respond-async``: run the job in a thread of this process and answer once its row
     exists: 202 with ``Location``; refusals (before any row) answer as without the header."""
     started: queue.Queue[tuple[str, object]] = queue.Queue()
@@ -155,9 +183,12 @@ def _start_job(request: Request, session: SessionDep, backend_id: int, principal
 
                 def on_job(dep_id: int) -> None:
                     started.put(("job", dep_id))
-                dep = (svc.deploy_changes(s, backend, principal.username, override=override, on_job=on_job)
-                       if rollback_to is None
-                       else svc.rollback(s, backend, rollback_to, principal.username, on_job=on_job))
+
+                dep = (
+                    svc.deploy_changes(s, backend, principal.username, override=override, on_job=on_job)
+                    if rollback_to is None
+                    else svc.rollback(s, backend, rollback_to, principal.username, on_job=on_job)
+                )
                 started.put(("done", dep if isinstance(dep, svc.Unchanged) else None))
         except Exception as exc:  # before its row: the request answers it; after: the row records it
             if not isinstance(exc, DomainError | ApiError):
@@ -178,20 +209,38 @@ def _start_job(request: Request, session: SessionDep, backend_id: int, principal
     return JSONResponse(body, status_code=202, headers={"Location": str(location)})
 
 
-ASYNC_RESPONSE: dict[int | str, dict[str, Any]] = {202: {
-    "model": DeploymentPublic, "description": "with Prefer: respond-async: the job is running; Location names "
-    "its deployment row (GET it for status and progress)"}}
+ASYNC_RESPONSE: dict[int | str, dict[str, Any]] = {
+    202: {
+        "model": DeploymentPublic,
+        "description": "with Prefer: respond-async: the job is running; Location names "
+        "its deployment row (GET it for status and progress)",
+    }
+}
 
 
-@router.post("/deployments", response_model=DeploymentPublic, status_code=201,
-             responses={200: {"model": DeployUnchangedPublic, "content": {NDJSON: {}},
-                              "description": "an identical redeploy (nothing pushed: already deployed as rule "
-                              "set N); or, with Accept: application/x-ndjson, progress events then the result"},
-                        **ASYNC_RESPONSE})
-def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request: Request,
-           override: AdmissionOverride, accept: Annotated[str | None, Header()] = None,
-           prefer: Annotated[str | None, Header()] = None,
-           ) -> Deployment | Response:
+@router.post(
+    "/deployments",
+    response_model=DeploymentPublic,
+    status_code=201,
+    responses={
+        200: {
+            "model": DeployUnchangedPublic,
+            "content": {NDJSON: {}},
+            "description": "an identical redeploy (nothing pushed: already deployed as rule "
+            "set N); or, with Accept: application/x-ndjson, progress events then the result",
+        },
+        **ASYNC_RESPONSE,
+    },
+)
+def deploy(
+    backend_id: PathId,
+    principal: Deployer,
+    session: SessionDep,
+    request: Request,
+    override: AdmissionOverride,
+    accept: Annotated[str | None, Header()] = None,
+    prefer: Annotated[str | None, Header()] = None,
+) -> Deployment | Response:
     """Compile, lower and push every slice assigned to the backend, all or nothing.
 
     When the compiled plan equals the rule set in force the answer is 200
@@ -218,12 +267,17 @@ def deploy(backend_id: PathId, principal: Deployer, session: SessionDep, request
 
 
 @router.get("/deployments", response_model=Page[DeploymentPublic])
-def list_deployments(backend_id: PathId, _: NotTenant, session: SessionDep,
-                     params: ListQuery) -> Page[DeploymentPublic]:
+def list_deployments(
+    backend_id: PathId, _: NotTenant, session: SessionDep, params: ListQuery
+) -> Page[DeploymentPublic]:
     get_scoped(session, Backend, backend_id, None, "backend")
     params = params.model_copy(update={"sort": params.sort or "-id"})
-    rows, count = page(session, select(Deployment).where(Deployment.backend_id == backend_id), params,
-                       {"id": Deployment.id, "created_at": Deployment.created_at, "status": Deployment.status})
+    rows, count = page(
+        session,
+        select(Deployment).where(Deployment.backend_id == backend_id),
+        params,
+        {"id": Deployment.id, "created_at": Deployment.created_at, "status": Deployment.status},
+    )
     return Page(data=[DeploymentPublic.model_validate(d) for d in rows], count=count)
 
 
@@ -246,9 +300,15 @@ def read_rule_set(backend_id: PathId, number: PathId, _: NotTenant, session: Ses
 
 
 @router.post("/rollback", response_model=DeploymentPublic, status_code=201, responses={**ASYNC_RESPONSE})
-def rollback(backend_id: PathId, body: RollbackRequest, principal: Deployer, session: SessionDep,
-             request: Request, accept: Annotated[str | None, Header()] = None,
-             prefer: Annotated[str | None, Header()] = None) -> Deployment | Response:
+def rollback(
+    backend_id: PathId,
+    body: RollbackRequest,
+    principal: Deployer,
+    session: SessionDep,
+    request: Request,
+    accept: Annotated[str | None, Header()] = None,
+    prefer: Annotated[str | None, Header()] = None,
+) -> Deployment | Response:
     """Push an earlier rule set again (a new deployment of kind ``rollback``); ``Prefer:
     respond-async`` as for a deploy."""
     backend = get_scoped(session, Backend, backend_id, None, "backend")
@@ -266,23 +326,42 @@ def reconcile(backend_id: PathId, _: Deployer, session: SessionDep) -> dict[str,
     backend = get_scoped(session, Backend, backend_id, None, "backend")
     report = svc.reconcile(session, backend)
     if report is None:
-        return {"in_sync": None, "detail": "nothing deployed yet, or the data plane is unreachable",
-                "health": backend.health, "health_detail": backend.health_detail}
+        return {
+            "in_sync": None,
+            "detail": "nothing deployed yet, or the data plane is unreachable",
+            "health": backend.health,
+            "health_detail": backend.health_detail,
+        }
     return report.model_dump(mode="json", exclude={"outcome"})
 
 
 def _slice_result(slice_id: int, outcomes: list[slice_deploy.BackendOutcome]) -> SliceDeployPublic:
-    return SliceDeployPublic(slice_id=slice_id, ok=all(o.where in ("new", "unchanged") for o in outcomes),
-                             backends=[SliceDeployBackendPublic.model_validate(o, from_attributes=True)
-                                       for o in outcomes])
+    return SliceDeployPublic(
+        slice_id=slice_id,
+        ok=all(o.where in ("new", "unchanged") for o in outcomes),
+        backends=[SliceDeployBackendPublic.model_validate(o, from_attributes=True) for o in outcomes],
+    )
 
 
-@slices.post("/deploy", response_model=SliceDeployPublic,
-             responses={200: {"content": {NDJSON: {}}, "description": "the outcome per backend; with Accept: "
-                              "application/x-ndjson, progress events per backend, then the result"}})
-def deploy_slice(slice_id: PathId, principal: Deployer, session: SessionDep, request: Request,
-                 override: AdmissionOverride, accept: Annotated[str | None, Header()] = None,
-                 ) -> SliceDeployPublic | StreamingResponse:
+@slices.post(
+    "/deploy",
+    response_model=SliceDeployPublic,
+    responses={
+        200: {
+            "content": {NDJSON: {}},
+            "description": "the outcome per backend; with Accept: "
+            "application/x-ndjson, progress events per backend, then the result",
+        }
+    },
+)
+def deploy_slice(
+    slice_id: PathId,
+    principal: Deployer,
+    session: SessionDep,
+    request: Request,
+    override: AdmissionOverride,
+    accept: Annotated[str | None, Header()] = None,
+) -> SliceDeployPublic | StreamingResponse:
     """Deploy the slice to every backend it is assigned to, in parallel, each under its own lock.
 
     Every backend ends on the new rule set, on its previous one (a failed push is rolled back),
@@ -297,9 +376,12 @@ def deploy_slice(slice_id: PathId, principal: Deployer, session: SessionDep, req
     sessions = request.app.state.sessionmaker
     if not (accept and NDJSON in accept):
         return _slice_result(slice_id, slice_deploy.deploy_slice(sessions, actor, ids, override=override))
+
     def run(emit: Emit) -> dict[str, Any]:
         def progress(backend_id: int, e: object) -> None:
             emit({"event": "progress", "backend_id": backend_id, **e.model_dump()})  # type: ignore[attr-defined]
+
         outcomes = slice_deploy.deploy_slice(sessions, actor, ids, override=override, progress=progress)
         return _slice_result(slice_id, outcomes).model_dump(mode="json")
+
     return _ndjson(f"deploy-slice-{slice_id}", run)

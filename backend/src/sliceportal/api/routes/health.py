@@ -64,8 +64,9 @@ class HealthStatus(BaseModel):
 class HealthPublic(HealthStatus):
     version: str
     database_detail: str = ""
-    controller: ControllerPublic | None = Field(None, description="who leads; null: no controller ever did, or "
-                                                "the database is down")
+    controller: ControllerPublic | None = Field(
+        None, description="who leads; null: no controller ever did, or the database is down"
+    )
     loops: list[LoopHealthPublic] = []
 
 
@@ -91,17 +92,29 @@ def _health(request: Request, response: Response) -> HealthPublic:
     controller = None
     loops = _local_loops()
     if leader is not None:
-        controller = ControllerPublic(host=leader.host, pid=leader.pid, since=leader.since,
-                                      last_beat=leader.beat_at, beat_age_s=round(leader.age_s, 3),
-                                      alive=leader.alive, period_s=leader.period_s)
+        controller = ControllerPublic(
+            host=leader.host,
+            pid=leader.pid,
+            since=leader.since,
+            last_beat=leader.beat_at,
+            beat_age_s=round(leader.age_s, 3),
+            alive=leader.alive,
+            period_s=leader.period_s,
+        )
         if (leader.host, leader.pid) != (socket.gethostname(), os.getpid()):
             loops = [LoopHealthPublic.model_validate(r) for r in leader.loops]  # another process leads
     ok = database == "ok" and controller is not None and controller.alive and all(lp.alive for lp in loops)
     if database != "ok":
         response.status_code = 503
         response.headers["Retry-After"] = "2"
-    return HealthPublic(status="ok" if ok else "degraded", version=__version__, database=database,
-                        database_detail=detail, controller=controller, loops=loops)
+    return HealthPublic(
+        status="ok" if ok else "degraded",
+        version=__version__,
+        database=database,
+        database_detail=detail,
+        controller=controller,
+        loops=loops,
+    )
 
 
 @router.get("/health", response_model=HealthStatus)

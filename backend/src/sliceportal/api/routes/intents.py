@@ -34,8 +34,12 @@ from sliceportal.schemas.intents import (
 from sliceportal.services import intents as svc
 
 router = APIRouter(prefix="/intents", tags=["intents"])
-SORTABLE = {"id": Intent.id, "created_at": Intent.created_at, "slice_id": Intent.slice_id,
-            "tenant_id": Intent.tenant_id}
+SORTABLE = {
+    "id": Intent.id,
+    "created_at": Intent.created_at,
+    "slice_id": Intent.slice_id,
+    "tenant_id": Intent.tenant_id,
+}
 
 LISTING_1 = {
     "Resources": [
@@ -46,24 +50,47 @@ LISTING_1 = {
     "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "flow_hash": "E918D704", "rx_queue": "1"},
     "Params": [{"paramName": "interfaceName", "paramValue": "eth0"}],
 }
-NATIVE = {"operation": "insert", "imsi": ["001010000000001"], "dst_ports": [[5000, 5007]], "action": "prioritise",
-          "lane": 6}
+NATIVE = {
+    "operation": "insert",
+    "imsi": ["001010000000001"],
+    "dst_ports": [[5000, 5007]],
+    "action": "prioritise",
+    "lane": 6,
+}
 
-IntentBody = Annotated[dict[str, Any], Body(openapi_examples={"listing1": {"value": LISTING_1},
-                                                               "native": {"value": NATIVE}})]
-IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255,
-                                              description="a retry with the same key and body returns the first "
-                                                          "result; another body is a 409")]
+IntentBody = Annotated[
+    dict[str, Any], Body(openapi_examples={"listing1": {"value": LISTING_1}, "native": {"value": NATIVE}})
+]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="a retry with the same key and body returns the first result; another body is a 409",
+    ),
+]
 
 
 def to_public(i: Intent) -> IntentPublic:
     return IntentPublic(
-        id=i.id, tenant_id=i.tenant_id, slice_id=i.slice_id, owner=i.owner, created_at=i.created_at,
-        version=i.version, source_format=i.source_format, source=i.source,
-        match=IntentMatch(imsis=list(i.imsis), ue_prefixes=list(i.ue_prefixes), teids=list(i.teids),
-                          dst_ports=[(lo, hi) for lo, hi in i.dst_ports], dscp=list(i.dscp), protocol=i.protocol),
-        action=IntentAction(type=i.action, lane=i.lane, rr_path=i.rr_path,
-                            rate_mbps=i.rate_mbps),
+        id=i.id,
+        tenant_id=i.tenant_id,
+        slice_id=i.slice_id,
+        owner=i.owner,
+        created_at=i.created_at,
+        version=i.version,
+        source_format=i.source_format,
+        source=i.source,
+        match=IntentMatch(
+            imsis=list(i.imsis),
+            ue_prefixes=list(i.ue_prefixes),
+            teids=list(i.teids),
+            dst_ports=[(lo, hi) for lo, hi in i.dst_ports],
+            dscp=list(i.dscp),
+            protocol=i.protocol,
+        ),
+        action=IntentAction(type=i.action, lane=i.lane, rr_path=i.rr_path, rate_mbps=i.rate_mbps),
     )
 
 
@@ -79,18 +106,33 @@ def _parse(body: dict[str, Any]) -> IntentChange:
         raise ApiError(422, "Invalid intent", str(exc), errors=errors) from exc
 
 
-def _result(operation: str, intents: list[IntentPublic], deployed: tuple[list[Deployment], list[tuple[int, str]]],
-            ) -> IntentResult:
+def _result(
+    operation: str,
+    intents: list[IntentPublic],
+    deployed: tuple[list[Deployment], list[tuple[int, str]]],
+) -> IntentResult:
     done, refused = deployed
-    return IntentResult(operation=operation, intents=intents,
-                        deployments=[DeploymentPublic.model_validate(d) for d in done],
-                        refused=[IntentRefusedPush(backend_id=b, detail=d) for b, d in refused])
+    return IntentResult(
+        operation=operation,
+        intents=intents,
+        deployments=[DeploymentPublic.model_validate(d) for d in done],
+        refused=[IntentRefusedPush(backend_id=b, detail=d) for b, d in refused],
+    )
 
 
-@router.post("", response_model=IntentResult, status_code=201,
-             responses={409: {"description": "conflicts with another intent, or Idempotency-Key reused"}})
-def apply_intent(principal: Deployer, session: SessionDep, body: IntentBody, response: Response,
-                 idempotency_key: IdempotencyKey = None) -> IntentResult:
+@router.post(
+    "",
+    response_model=IntentResult,
+    status_code=201,
+    responses={409: {"description": "conflicts with another intent, or Idempotency-Key reused"}},
+)
+def apply_intent(
+    principal: Deployer,
+    session: SessionDep,
+    body: IntentBody,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> IntentResult:
     """Apply an intent (seed 001 Listing 1, or the native form) and redeploy its slice's backends."""
     change = _parse(body)
     who = _requester(principal)
@@ -113,8 +155,9 @@ def apply_intent(principal: Deployer, session: SessionDep, body: IntentBody, res
 
 
 @router.get("", response_model=Page[IntentPublic])
-def list_intents(principal: Reader, session: SessionDep, params: ListQuery,
-                 slice_id: QueryId = None, tenant_id: QueryId = None) -> Page[IntentPublic]:
+def list_intents(
+    principal: Reader, session: SessionDep, params: ListQuery, slice_id: QueryId = None, tenant_id: QueryId = None
+) -> Page[IntentPublic]:
     stmt = scoped(select(Intent), Intent, principal.tenant_scope)
     if slice_id is not None:
         stmt = stmt.where(Intent.slice_id == slice_id)
@@ -128,10 +171,18 @@ def list_intents(principal: Reader, session: SessionDep, params: ListQuery,
 def read_intent(intent_id: PathId, principal: Reader, session: SessionDep) -> IntentDetail:
     """The intent and, per backend of its slice, the entries it produced in the rule set in force."""
     it = get_scoped(session, Intent, intent_id, principal.tenant_scope, "intent")
-    entries = [IntentBackendEntries(backend_id=e.backend.id, backend=e.backend.name, driver=e.backend.driver,
-                                    rule_set=e.rule_set, rules=[IntentRule.model_validate(r) for r in e.rules],
-                                    policer=e.policer, counters=e.counters)
-               for e in svc.entries(session, it, counters=True)]
+    entries = [
+        IntentBackendEntries(
+            backend_id=e.backend.id,
+            backend=e.backend.name,
+            driver=e.backend.driver,
+            rule_set=e.rule_set,
+            rules=[IntentRule.model_validate(r) for r in e.rules],
+            policer=e.policer,
+            counters=e.counters,
+        )
+        for e in svc.entries(session, it, counters=True)
+    ]
     return IntentDetail(**to_public(it).model_dump(), entries=entries)
 
 
@@ -142,4 +193,3 @@ def delete_intent(intent_id: PathId, principal: Deployer, session: SessionDep) -
     public, slice_id = to_public(it), it.slice_id
     svc.delete(session, it)
     return _result("delete", [public], svc.deploy_slice(session, slice_id, principal.username))
-

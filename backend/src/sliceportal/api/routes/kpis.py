@@ -41,20 +41,36 @@ SAMPLE_COLUMNS = tuple(getattr(KpiSample, name) for name in SAMPLE_FIELDS)
 
 
 @router.get("/slices/{slice_id}/kpis", response_model=list[KpiSamplePublic])
-def slice_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
-               since: Annotated[AwareDatetime | None, Query(description="default: the last 5 minutes; with a "
-                                                                "time zone (2026-01-01T00:00:00Z)")] = None,
-               until: AwareDatetime | None = None,
-               lane: Annotated[int | None, Query(ge=0, le=7)] = None,
-               backend_id: QueryId = None,
-               source: Annotated[Source | None, Query(description="only this source's samples")] = None,
-               group_by: Annotated[Literal["lane", "backend"], Query(
-                   description="lane: one sample per (backend, lane, interval); "
-                               "backend: one per (backend, interval), the slice's lanes combined")] = "lane",
-               step_s: Annotated[int | None, Query(ge=2, le=86_400, description=(
-                   "combine the samples of each (backend, lane) into intervals of this many seconds "
-                   "(for long ranges: 24 h of 1 s samples would be too many points)"))] = None,
-               ) -> list[KpiSamplePublic]:
+def slice_kpis(
+    slice_id: PathId,
+    principal: Reader,
+    session: SessionDep,
+    since: Annotated[
+        AwareDatetime | None, Query(description="default: the last 5 minutes; with a time zone (2026-01-01T00:00:00Z)")
+    ] = None,
+    until: AwareDatetime | None = None,
+    lane: Annotated[int | None, Query(ge=0, le=7)] = None,
+    backend_id: QueryId = None,
+    source: Annotated[Source | None, Query(description="only this source's samples")] = None,
+    group_by: Annotated[
+        Literal["lane", "backend"],
+        Query(
+            description="lane: one sample per (backend, lane, interval); "
+            "backend: one per (backend, interval), the slice's lanes combined"
+        ),
+    ] = "lane",
+    step_s: Annotated[
+        int | None,
+        Query(
+            ge=2,
+            le=86_400,
+            description=(
+                "combine the samples of each (backend, lane) into intervals of this many seconds "
+                "(for long ranges: 24 h of 1 s samples would be too many points)"
+            ),
+        ),
+    ] = None,
+) -> list[KpiSamplePublic]:
     get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     until = until or datetime.now(UTC)
     since = since or until - timedelta(minutes=5)
@@ -68,18 +84,24 @@ def slice_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
     if source is not None:
         where.append(KpiSample.source == source)
     if step_s is not None:
-        samples = [KpiSamplePublic.model_validate(p.model_dump())
-                   for p in binned_samples(session, where, step_s, MAX_POINTS)]
+        samples = [
+            KpiSamplePublic.model_validate(p.model_dump()) for p in binned_samples(session, where, step_s, MAX_POINTS)
+        ]
     else:
-        rows = session.execute(select(*SAMPLE_COLUMNS).where(*where)
-                               .order_by(KpiSample.ts.desc(), KpiSample.backend_id, KpiSample.lane,
-                                         KpiSample.source).limit(MAX_POINTS))
+        rows = session.execute(
+            select(*SAMPLE_COLUMNS)
+            .where(*where)
+            .order_by(KpiSample.ts.desc(), KpiSample.backend_id, KpiSample.lane, KpiSample.source)
+            .limit(MAX_POINTS)
+        )
         # newest first under the cap (a long range loses its oldest samples, not its newest).
         # Columns, not ORM objects, and constructed, not validated: the rows are the table's own
         # typed columns, and a 5-minute window is ~1 200 rows per backend, where ORM loading and
         # validation took 70 % of the request (bench api_latency, "slice KPIs, last 5 min")
-        samples = sorted((KpiSamplePublic.model_construct(**dict(zip(SAMPLE_FIELDS, r, strict=True))) for r in rows),
-                         key=lambda x: (x.ts, x.backend_id, x.lane or 0, x.source))
+        samples = sorted(
+            (KpiSamplePublic.model_construct(**dict(zip(SAMPLE_FIELDS, r, strict=True))) for r in rows),
+            key=lambda x: (x.ts, x.backend_id, x.lane or 0, x.source),
+        )
     return samples if group_by == "lane" else _by_backend(samples)
 
 
@@ -92,25 +114,29 @@ def _by_backend(samples: list[KpiSamplePublic]) -> list[KpiSamplePublic]:
 
 
 @router.get("/slices/{slice_id}/kpis/current", response_model=list[KpiSamplePublic])
-def current_kpis(slice_id: PathId, principal: Reader, session: SessionDep,
-                 backend_id: QueryId = None,
-                 source: Annotated[Source | None, Query(description="only this source's samples")] = None,
-                 ) -> list[KpiSample]:
+def current_kpis(
+    slice_id: PathId,
+    principal: Reader,
+    session: SessionDep,
+    backend_id: QueryId = None,
+    source: Annotated[Source | None, Query(description="only this source's samples")] = None,
+) -> list[KpiSample]:
     """The newest sample of each (backend, lane, source)."""
     get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     return [s for s in newest_samples(session, slice_id, backend_id) if source is None or s.source == source]
 
 
-
-
 @router.get("/violations", response_model=Page[SlaViolationPublic])
-def violations(principal: Reader, session: SessionDep, params: ListQuery, slice_id: QueryId = None,
-               backend_id: QueryId = None, open_only: bool = False,
-               since: Annotated[AwareDatetime | None, Query(
-                   description="only violations still open at or after this")] = None,
-               until: Annotated[AwareDatetime | None, Query(description="only violations started before this")
-                                ] = None,
-               ) -> Page[SlaViolationPublic]:
+def violations(
+    principal: Reader,
+    session: SessionDep,
+    params: ListQuery,
+    slice_id: QueryId = None,
+    backend_id: QueryId = None,
+    open_only: bool = False,
+    since: Annotated[AwareDatetime | None, Query(description="only violations still open at or after this")] = None,
+    until: Annotated[AwareDatetime | None, Query(description="only violations started before this")] = None,
+) -> Page[SlaViolationPublic]:
     """SLA violations, newest first; ``since`` / ``until`` give the history of a window (e.g. the last hour)."""
     stmt = select(SlaViolation).join(Slice, Slice.id == SlaViolation.slice_id)
     stmt = scoped(stmt, Slice, principal.tenant_scope)
@@ -127,8 +153,12 @@ def violations(principal: Reader, session: SessionDep, params: ListQuery, slice_
     if until is not None:
         stmt = stmt.where(SlaViolation.started_at < until)
     params = params.model_copy(update={"sort": params.sort or "-started_at"})
-    rows, count = page(session, stmt, params, {"id": SlaViolation.id, "started_at": SlaViolation.started_at,
-                                               "metric": SlaViolation.metric})
+    rows, count = page(
+        session,
+        stmt,
+        params,
+        {"id": SlaViolation.id, "started_at": SlaViolation.started_at, "metric": SlaViolation.metric},
+    )
     return Page(data=[SlaViolationPublic.model_validate(v) for v in rows], count=count)
 
 
@@ -137,8 +167,11 @@ def explain_violation(violation_id: PathId, principal: Reader, session: SessionD
     """Why a violation opened and closed: the samples that did it, the hold-down, the rule set in
     force on that backend, its counters, and the lane's samples around it (the slice's lanes
     combined for the guaranteed rate)."""
-    stmt = scoped(select(SlaViolation).join(Slice, Slice.id == SlaViolation.slice_id).where(
-        SlaViolation.id == violation_id), Slice, principal.tenant_scope)
+    stmt = scoped(
+        select(SlaViolation).join(Slice, Slice.id == SlaViolation.slice_id).where(SlaViolation.id == violation_id),
+        Slice,
+        principal.tenant_scope,
+    )
     v = session.scalar(stmt)
     if v is None:
         raise not_found("violation", violation_id)
@@ -149,22 +182,40 @@ def explain_violation(violation_id: PathId, principal: Reader, session: SessionD
     step = timedelta(seconds=1)
     first = min([x.ts for x in opened] + [v.started_at]) - step * 2
     last = max([x.ts for x in closed] + [v.ended_at or datetime.now(UTC)]) + step * 2
-    rows = session.scalars(select(KpiSample).where(
-        KpiSample.slice_id == v.slice_id, KpiSample.backend_id == v.backend_id, KpiSample.ts > first,
-        KpiSample.ts <= last, *([KpiSample.lane == v.lane] if v.lane is not None else []))
-        .order_by(KpiSample.ts, KpiSample.lane, KpiSample.source).limit(MAX_EXPLAIN))
+    rows = session.scalars(
+        select(KpiSample)
+        .where(
+            KpiSample.slice_id == v.slice_id,
+            KpiSample.backend_id == v.backend_id,
+            KpiSample.ts > first,
+            KpiSample.ts <= last,
+            *([KpiSample.lane == v.lane] if v.lane is not None else []),
+        )
+        .order_by(KpiSample.ts, KpiSample.lane, KpiSample.source)
+        .limit(MAX_EXPLAIN)
+    )
     samples = [KpiSamplePublic.model_validate(r) for r in rows]
     if v.lane is None:
         samples = _by_backend(samples)
     return SlaViolationExplained(
-        **SlaViolationPublic.model_validate(v).model_dump(), opened_by=opened, closed_by=closed, hold_down=hold,
-        rule_set=ev.get("rule_set"), counters=ev.get("counters") or {}, samples=samples)
+        **SlaViolationPublic.model_validate(v).model_dump(),
+        opened_by=opened,
+        closed_by=closed,
+        hold_down=hold,
+        rule_set=ev.get("rule_set"),
+        counters=ev.get("counters") or {},
+        samples=samples,
+    )
 
 
 @router.get("/slices/{slice_id}/sla", response_model=SlaSummary)
-def slice_sla(slice_id: PathId, principal: Reader, session: SessionDep,
-              since: Annotated[AwareDatetime | None, Query(description="default: the last hour")] = None,
-              until: AwareDatetime | None = None) -> SlaSummary:
+def slice_sla(
+    slice_id: PathId,
+    principal: Reader,
+    session: SessionDep,
+    since: Annotated[AwareDatetime | None, Query(description="default: the last hour")] = None,
+    until: AwareDatetime | None = None,
+) -> SlaSummary:
     """Per backend, over a window: the intervals measured, the share of them within the SLA
     (not inside a violation), and the violations that overlapped it."""
     get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
@@ -173,26 +224,46 @@ def slice_sla(slice_id: PathId, principal: Reader, session: SessionDep,
     if since > until:
         raise ApiError(422, "Validation failed", "since is after until", field="since")
     counted = {b: (total, bad) for b, total, bad in within_sla(session, slice_id, since, until)}
-    overlapping = (SlaViolation.slice_id == slice_id) & (SlaViolation.started_at < until) & (
-        SlaViolation.ended_at.is_(None) | (SlaViolation.ended_at >= since))
-    per_backend = {b: (n, n_open) for b, n, n_open in session.execute(
-        select(SlaViolation.backend_id, func.count(), func.count().filter(SlaViolation.ended_at.is_(None)))
-        .where(overlapping).group_by(SlaViolation.backend_id))}
+    overlapping = (
+        (SlaViolation.slice_id == slice_id)
+        & (SlaViolation.started_at < until)
+        & (SlaViolation.ended_at.is_(None) | (SlaViolation.ended_at >= since))
+    )
+    per_backend = {
+        b: (n, n_open)
+        for b, n, n_open in session.execute(
+            select(SlaViolation.backend_id, func.count(), func.count().filter(SlaViolation.ended_at.is_(None)))
+            .where(overlapping)
+            .group_by(SlaViolation.backend_id)
+        )
+    }
     assigned = session.scalars(select(slice_backend.c.backend_id).where(slice_backend.c.slice_id == slice_id))
     backends = sorted(set(counted) | set(per_backend) | set(assigned))
-    return SlaSummary(slice_id=slice_id, since=since, until=until, backends=[
-        SlaBackendSummary(
-            backend_id=b, intervals=counted.get(b, (0, 0))[0],
-            within_sla_pct=(round(100.0 * (1 - counted[b][1] / counted[b][0]), 2)
-                            if counted.get(b, (0, 0))[0] else None),
-            violations=per_backend.get(b, (0, 0))[0], open_violations=per_backend.get(b, (0, 0))[1])
-        for b in backends])
+    return SlaSummary(
+        slice_id=slice_id,
+        since=since,
+        until=until,
+        backends=[
+            SlaBackendSummary(
+                backend_id=b,
+                intervals=counted.get(b, (0, 0))[0],
+                within_sla_pct=(
+                    round(100.0 * (1 - counted[b][1] / counted[b][0]), 2) if counted.get(b, (0, 0))[0] else None
+                ),
+                violations=per_backend.get(b, (0, 0))[0],
+                open_violations=per_backend.get(b, (0, 0))[1],
+            )
+            for b in backends
+        ],
+    )
 
 
 @router.get("/kpis/stream", response_class=EventSourceResponse)
-async def stream(request: Request, principal: StreamReader,
-                 slice_id: Annotated[list[int] | None, Query(description="only these slices")] = None
-                 ) -> AsyncIterator[ServerSentEvent]:
+async def stream(
+    request: Request,
+    principal: StreamReader,
+    slice_id: Annotated[list[int] | None, Query(description="only these slices")] = None,
+) -> AsyncIterator[ServerSentEvent]:
     """Live KPI points as server-sent events (``event: kpi``), each a JSON list of points.
 
     A tenant receives its own slices' points only: the filter is applied on the server.

@@ -31,13 +31,22 @@ RefreshCookie = Annotated[str | None, Cookie(alias=REFRESH_COOKIE, include_in_sc
 
 
 def _set_cookie(request: Request, response: Response, settings: SettingsDep, token: str) -> None:
-    response.set_cookie(REFRESH_COOKIE, token, max_age=settings.refresh_token_days * 86400, path=COOKIE_PATH,
-                        httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    response.set_cookie(
+        REFRESH_COOKIE,
+        token,
+        max_age=settings.refresh_token_days * 86400,
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
 
 
 def _clear_cookie(request: Request, response: Response) -> None:
-    response.delete_cookie(REFRESH_COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict",
-                           secure=request.url.scheme == "https")
+    response.delete_cookie(
+        REFRESH_COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
+
 
 LOGIN_RESPONSES: dict[int | str, dict[str, str]] = {
     401: {"description": "wrong user name or password"},
@@ -47,14 +56,23 @@ LOGIN_RESPONSES: dict[int | str, dict[str, str]] = {
 
 def _locked(db: SessionDep, username: str, address: str) -> ApiError:
     wait = lockout.retry_after(db, username, address)
-    return ApiError(429, "Too many failed logins",
-                    f"too many failed logins for this user from {address}: try again in {wait} s",
-                    headers={"Retry-After": str(wait)})
+    return ApiError(
+        429,
+        "Too many failed logins",
+        f"too many failed logins for this user from {address}: try again in {wait} s",
+        headers={"Retry-After": str(wait)},
+    )
 
 
 @router.post("/access-token", response_model=Token, responses=LOGIN_RESPONSES)
-def login(request: Request, response: Response, session: SessionDep, settings: SettingsDep, secret: SecretDep,
-          form: Annotated[OAuth2PasswordRequestForm, Depends()]) -> Token:
+def login(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    settings: SettingsDep,
+    secret: SecretDep,
+    form: Annotated[OAuth2PasswordRequestForm, Depends()],
+) -> Token:
     address = client_address(request, settings)[:64]
     username = form.username.strip().lower()[:80]
     slot = lockout.reserve(session, settings, username, address)
@@ -66,10 +84,19 @@ def login(request: Request, response: Response, session: SessionDep, settings: S
     if not ok or user is None:
         if slot.locked_until is not None:
             set_actor(session, Actor(None, username, "login"))
-            record(session, "login_locked", "user_account", user.id if user else None,
-                   after={"username": username, "address": address, "failures": slot.number,
-                          "locked_until": slot.locked_until.isoformat()},
-                   tenant_id=user.tenant_id if user else None)
+            record(
+                session,
+                "login_locked",
+                "user_account",
+                user.id if user else None,
+                after={
+                    "username": username,
+                    "address": address,
+                    "failures": slot.number,
+                    "locked_until": slot.locked_until.isoformat(),
+                },
+                tenant_id=user.tenant_id if user else None,
+            )
         session.commit()
         raise ApiError(401, "Login failed", "wrong username or password", headers={"WWW-Authenticate": "Bearer"})
     lockout.clear(session, username, address)
@@ -84,8 +111,15 @@ def login(request: Request, response: Response, session: SessionDep, settings: S
 
 
 @router.post("/refresh", response_model=Token, responses={401: {"description": "refresh refused"}})
-def refresh(request: Request, response: Response, session: SessionDep, settings: SettingsDep, secret: SecretDep,
-            cookie: RefreshCookie = None, body: RefreshRequest | None = None) -> Token:
+def refresh(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    settings: SettingsDep,
+    secret: SecretDep,
+    cookie: RefreshCookie = None,
+    body: RefreshRequest | None = None,
+) -> Token:
     """A new access token (and the next refresh token) for the refresh token in the body or,
     when the body has none, in the HttpOnly cookie."""
     presented = (body.refresh_token if body else None) or cookie
@@ -95,8 +129,13 @@ def refresh(request: Request, response: Response, session: SessionDep, settings:
         token = auth_sessions.rotate(session, settings, secret, presented)
     except auth_sessions.RefreshRefused as exc:
         _clear_cookie(request, response)
-        raise ApiError(401, "Not authenticated", str(exc), field="refresh_token",
-                       headers={"set-cookie": response.headers["set-cookie"]}) from exc
+        raise ApiError(
+            401,
+            "Not authenticated",
+            str(exc),
+            field="refresh_token",
+            headers={"set-cookie": response.headers["set-cookie"]},
+        ) from exc
     session.commit()
     assert token.refresh_token is not None
     if body is None or body.refresh_token is None:  # the browser: the new token goes into the cookie only
@@ -106,8 +145,13 @@ def refresh(request: Request, response: Response, session: SessionDep, settings:
 
 
 @router.post("/logout", status_code=204)
-def logout(request: Request, response: Response, session: SessionDep, cookie: RefreshCookie = None,
-           body: RefreshRequest | None = None) -> None:
+def logout(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    cookie: RefreshCookie = None,
+    body: RefreshRequest | None = None,
+) -> None:
     """End the session the refresh token (body or cookie) belongs to: its access and refresh
     tokens stop working at once."""
     presented = (body.refresh_token if body else None) or cookie

@@ -41,8 +41,11 @@ API_PREFIX = "/api/v1"  # api.main's (which imports this module)
 LANE_LABELS = ("tenant", "slice", "backend", "lane", "source")
 # gauge -> (sample field, scale to base units, help)
 GAUGES: dict[str, tuple[str, float, str]] = {
-    "sliceportal_lane_throughput_bytes_per_second": ("throughput_bps", 1 / 8,
-                                                     "Bytes per second delivered over the newest interval"),
+    "sliceportal_lane_throughput_bytes_per_second": (
+        "throughput_bps",
+        1 / 8,
+        "Bytes per second delivered over the newest interval",
+    ),
     "sliceportal_lane_loss_ratio": ("loss_pct", 1 / 100, "Share of the interval's packets lost (0-1)"),
     "sliceportal_lane_delay_p99_seconds": ("delay_p99_ms", 1e-3, "99th percentile delay in the newest interval"),
     "sliceportal_lane_delay_p50_seconds": ("delay_p50_ms", 1e-3, "Median delay in the newest interval"),
@@ -61,8 +64,12 @@ COUNTERS: dict[str, tuple[str, str]] = {
 PUSH_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 # this process's HTTP requests, beside its compiles (core/process_metrics.py)
-HTTP_DURATION = Histogram("sliceportal_http_request_duration_seconds", "HTTP requests by route template",
-                          ("method", "route", "status"), registry=process_metrics.REGISTRY)
+HTTP_DURATION = Histogram(
+    "sliceportal_http_request_duration_seconds",
+    "HTTP requests by route template",
+    ("method", "route", "status"),
+    registry=process_metrics.REGISTRY,
+)
 
 
 class RequestTimer:
@@ -92,8 +99,13 @@ class RequestTimer:
             template = getattr(scope.get("route"), "path", None) or "unmatched"
             # the route object seen here may be the one declared in its module, before the
             # API router put its prefix in front: name the route as clients call it
-            route = API_PREFIX + template if scope["path"].startswith(API_PREFIX + "/") and not template.startswith(
-                API_PREFIX) and template != "unmatched" else template
+            route = (
+                API_PREFIX + template
+                if scope["path"].startswith(API_PREFIX + "/")
+                and not template.startswith(API_PREFIX)
+                and template != "unmatched"
+                else template
+            )
             if not route.endswith("/kpis/stream"):
                 HTTP_DURATION.labels(scope["method"], route, str(status)).observe(time.perf_counter() - start)
 
@@ -107,8 +119,12 @@ class _Portal(Collector):
     def collect(self) -> Iterable[Metric]:
         s = self.session
         names = {i: n for i, n in s.execute(select(Backend.id, Backend.name))}
-        slices = {i: (t, n) for i, n, t in s.execute(
-            select(Slice.id, Slice.name, Tenant.name).join(Tenant, Tenant.id == Slice.tenant_id))}
+        slices = {
+            i: (t, n)
+            for i, n, t in s.execute(
+                select(Slice.id, Slice.name, Tenant.name).join(Tenant, Tenant.id == Slice.tenant_id)
+            )
+        }
         if self.hub is not None:
             totals = self.hub.totals.snapshot()
             for name, (fieldname, help_) in COUNTERS.items():
@@ -117,26 +133,37 @@ class _Portal(Collector):
                     if sid in slices and bid in names:
                         family.add_metric([*slices[sid], names[bid], str(lane), source], t[fieldname])
                 yield family
-        deployments = CounterMetricFamily("sliceportal_deployments", "Finished deployments by kind and result",
-                                          labels=("kind", "result"))
-        for kind, status, n in s.execute(select(Deployment.kind, Deployment.status, func.count())
-                                         .where(Deployment.finished_at.is_not(None))
-                                         .group_by(Deployment.kind, Deployment.status)):
+        deployments = CounterMetricFamily(
+            "sliceportal_deployments", "Finished deployments by kind and result", labels=("kind", "result")
+        )
+        for kind, status, n in s.execute(
+            select(Deployment.kind, Deployment.status, func.count())
+            .where(Deployment.finished_at.is_not(None))
+            .group_by(Deployment.kind, Deployment.status)
+        ):
             deployments.add_metric([str(kind), str(status)], n)
         yield deployments
         d = Deployment.duration_s
-        row = s.execute(select(func.count(d), func.coalesce(func.sum(d), 0.0),
-                               *[func.count(d).filter(d <= le) for le in PUSH_BUCKETS])
-                        .where(d.is_not(None))).one()
+        row = s.execute(
+            select(
+                func.count(d), func.coalesce(func.sum(d), 0.0), *[func.count(d).filter(d <= le) for le in PUSH_BUCKETS]
+            ).where(d.is_not(None))
+        ).one()
         total, seconds, *within = row
-        push = HistogramMetricFamily("sliceportal_push_duration_seconds",
-                                     "Deploy / rollback durations: compile, push and verify")
-        push.add_metric([], [*((str(le), int(n)) for le, n in zip(PUSH_BUCKETS, within, strict=True)),
-                             ("+Inf", int(total))], float(seconds or 0.0))
+        push = HistogramMetricFamily(
+            "sliceportal_push_duration_seconds", "Deploy / rollback durations: compile, push and verify"
+        )
+        push.add_metric(
+            [],
+            [*((str(le), int(n)) for le, n in zip(PUSH_BUCKETS, within, strict=True)), ("+Inf", int(total))],
+            float(seconds or 0.0),
+        )
         yield push
-        drift = GaugeMetricFamily("sliceportal_backend_reconcile_drift",
-                                  "1 while the last reconcile found the data plane holding other entries",
-                                  labels=("backend",))
+        drift = GaugeMetricFamily(
+            "sliceportal_backend_reconcile_drift",
+            "1 while the last reconcile found the data plane holding other entries",
+            labels=("backend",),
+        )
         for name, state in s.execute(select(Backend.name, Backend.sync_state)):
             drift.add_metric([name], 1.0 if state == "out_of_sync" else 0.0)
         yield drift
@@ -147,13 +174,15 @@ def metrics(_: NotTenant, session: SessionDep, request: Request) -> PlainTextRes
     """Scrape with an API key (``Authorization: Bearer spk_...``) of scope read."""
     registry = CollectorRegistry()
     gauges = {name: Gauge(name, spec[2], LANE_LABELS, registry=registry) for name, spec in GAUGES.items()}
-    violations = Gauge("sliceportal_sla_violations_open", "Open SLA violations",
-                       ("tenant", "slice", "backend"), registry=registry)
+    violations = Gauge(
+        "sliceportal_sla_violations_open", "Open SLA violations", ("tenant", "slice", "backend"), registry=registry
+    )
     # newest sample per (slice, backend, lane, source) by the skip scan of newest_samples: a
     # GROUP BY max(ts) over kpi_sample read every sample ever stored on each scrape
     backend_names = {i: n for i, n in session.execute(select(Backend.id, Backend.name))}
     for slice_id, slice_name, tenant_name in session.execute(
-            select(Slice.id, Slice.name, Tenant.name).join(Tenant, Tenant.id == Slice.tenant_id)):
+        select(Slice.id, Slice.name, Tenant.name).join(Tenant, Tenant.id == Slice.tenant_id)
+    ):
         for sample in newest_samples(session, slice_id):
             labels = (tenant_name, slice_name, backend_names[sample.backend_id], str(sample.lane), sample.source)
             for name, (fieldname, scale, _help) in GAUGES.items():
@@ -162,9 +191,12 @@ def metrics(_: NotTenant, session: SessionDep, request: Request) -> PlainTextRes
                     gauges[name].labels(*labels).set(value * scale)
     open_counts = session.execute(
         select(Tenant.name, Slice.name, Backend.name, func.count(SlaViolation.id))
-        .join(Slice, Slice.tenant_id == Tenant.id).join(SlaViolation, SlaViolation.slice_id == Slice.id)
+        .join(Slice, Slice.tenant_id == Tenant.id)
+        .join(SlaViolation, SlaViolation.slice_id == Slice.id)
         .join(Backend, Backend.id == SlaViolation.backend_id)
-        .where(SlaViolation.ended_at.is_(None)).group_by(Tenant.name, Slice.name, Backend.name))
+        .where(SlaViolation.ended_at.is_(None))
+        .group_by(Tenant.name, Slice.name, Backend.name)
+    )
     for tenant_name, slice_name, backend_name, n in open_counts:
         violations.labels(tenant_name, slice_name, backend_name).set(n)
     registry.register(_Portal(session, getattr(request.app.state, "kpi_hub", None)))

@@ -13,8 +13,12 @@ from sliceportal.schemas.catalogue import SliceTypePublic
 from sliceportal.schemas.common import ListQuery, Page, PathId
 
 router = APIRouter(prefix="/slice-types", tags=["slice-types"])
-SORTABLE = {"id": SliceType.id, "name": SliceType.name, "position": SliceType.position,
-            "traffic_classes": SliceType.traffic_classes}
+SORTABLE = {
+    "id": SliceType.id,
+    "name": SliceType.name,
+    "position": SliceType.position,
+    "traffic_classes": SliceType.traffic_classes,
+}
 
 
 @router.get("", response_model=Page[SliceTypePublic])

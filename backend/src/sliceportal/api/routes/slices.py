@@ -42,24 +42,42 @@ SLA_FIELDS = tuple(Sla.model_fields)
 
 
 def _summaries(entries: list[BackendStatus]) -> list[SliceBackendSummary]:
-    return [SliceBackendSummary(backend_id=e.backend_id, backend_name=e.backend_name, state=e.state.value,
-                                sla=e.sla.value, rule_set_number=e.rule_set_number) for e in entries]
+    return [
+        SliceBackendSummary(
+            backend_id=e.backend_id,
+            backend_name=e.backend_name,
+            state=e.state.value,
+            sla=e.sla.value,
+            rule_set_number=e.rule_set_number,
+        )
+        for e in entries
+    ]
 
 
 def to_public(s: Slice, status: list[BackendStatus]) -> SlicePublic:
     return SlicePublic(
-        id=s.id, name=s.name, tenant_id=s.tenant_id, slice_type_id=s.slice_type_id,
-        slice_type_name=s.slice_type.name, lanes=list(s.slice_type.lanes), description=s.description,
-        sla=Sla(**{f: getattr(s, f) for f in SLA_FIELDS}), path_mode=s.path_mode,
-        state=summary(status), status=_summaries(status),
+        id=s.id,
+        name=s.name,
+        tenant_id=s.tenant_id,
+        slice_type_id=s.slice_type_id,
+        slice_type_name=s.slice_type.name,
+        lanes=list(s.slice_type.lanes),
+        description=s.description,
+        sla=Sla(**{f: getattr(s, f) for f in SLA_FIELDS}),
+        path_mode=s.path_mode,
+        state=summary(status),
+        status=_summaries(status),
         backend_ids=[b.id for b in s.backends],
         services=[ServiceClassPublic.model_validate(c) for c in s.services],
-        version=s.version, created_at=s.created_at, updated_at=s.updated_at,
+        version=s.version,
+        created_at=s.created_at,
+        updated_at=s.updated_at,
     )
 
 
-def _statuses(session: Session, settings: Settings, slices: list[Slice], *, detail: bool = False
-              ) -> dict[int, list[BackendStatus]]:
+def _statuses(
+    session: Session, settings: Settings, slices: list[Slice], *, detail: bool = False
+) -> dict[int, list[BackendStatus]]:
     return slice_statuses(session, slices, datetime.now(UTC), settings.sla_no_data_after, detail=detail)
 
 
@@ -70,8 +88,12 @@ def _public(session: Session, settings: Settings, s: Slice) -> SlicePublic:
 def _slice_type(session: Session, slice_type_id: PathId) -> SliceType:
     st = session.get(SliceType, slice_type_id)
     if st is None:
-        raise ApiError(422, "Validation failed", f"slice type {slice_type_id} does not exist; "
-                       "see GET /api/v1/slice-types", field="slice_type_id")
+        raise ApiError(
+            422,
+            "Validation failed",
+            f"slice type {slice_type_id} does not exist; see GET /api/v1/slice-types",
+            field="slice_type_id",
+        )
     return st
 
 
@@ -84,16 +106,23 @@ def _backends(session: Session, ids: list[int]) -> list[Backend]:
 
 
 def _check_lanes(lanes: list[int], services: list[tuple[str, int]]) -> None:
-    bad = [FieldError(field=f"{path}.lane", message=f"lane {lane} is not one of the slice type's lanes {lanes}")
-           for path, lane in services if lane not in lanes]
+    bad = [
+        FieldError(field=f"{path}.lane", message=f"lane {lane} is not one of the slice type's lanes {lanes}")
+        for path, lane in services
+        if lane not in lanes
+    ]
     if bad:
         raise ApiError(422, "Validation failed", "; ".join(e.message for e in bad), errors=bad)
 
 
 def _match(name: str, row: dict[str, Any]) -> ServiceMatch:
     """What a service class matches on, from its stored row (dst_ports as [[lo, hi], ...])."""
-    return ServiceMatch(name=name, dst_ports=[(int(lo), int(hi)) for lo, hi in row.get("dst_ports") or []],
-                        dscp=list(row.get("dscp") or []), protocol=str(row.get("protocol") or "any"))
+    return ServiceMatch(
+        name=name,
+        dst_ports=[(int(lo), int(hi)) for lo, hi in row.get("dst_ports") or []],
+        dscp=list(row.get("dscp") or []),
+        protocol=str(row.get("protocol") or "any"),
+    )
 
 
 def _stored_match(c: ServiceClass) -> ServiceMatch:
@@ -108,10 +137,14 @@ def _service_row(body: ServiceClassCreate | dict[str, Any]) -> dict[str, Any]:
 
 
 @router.get("", response_model=Page[SlicePublic])
-def list_slices(principal: Reader, session: SessionDep, settings: SettingsDep, params: ListQuery,
-                tenant_id: QueryId = None,
-                state: Annotated[SliceSummaryState | None, Query(description="the derived summary state")] = None,
-                ) -> Page[SlicePublic]:
+def list_slices(
+    principal: Reader,
+    session: SessionDep,
+    settings: SettingsDep,
+    params: ListQuery,
+    tenant_id: QueryId = None,
+    state: Annotated[SliceSummaryState | None, Query(description="the derived summary state")] = None,
+) -> Page[SlicePublic]:
     stmt = scoped(select(Slice), Slice, principal.tenant_scope)
     if tenant_id is not None:
         stmt = stmt.where(Slice.tenant_id == tenant_id)
@@ -133,46 +166,82 @@ def slice_state_counts(principal: Reader, session: SessionDep, settings: Setting
 
 
 @router.get("/{slice_id}", response_model=SlicePublic)
-def read_slice(slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep,
-               response: Response) -> SlicePublic:
+def read_slice(
+    slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep, response: Response
+) -> SlicePublic:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     etag(response, s)
     return _public(session, settings, s)
 
 
 @router.get("/{slice_id}/status", response_model=SliceStatusPublic)
-def slice_status(slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep
-                 ) -> SliceStatusPublic:
+def slice_status(slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep) -> SliceStatusPublic:
     """The slice on each backend it is assigned to, derived from facts: the rule set in force
     and what compiling now gives (draft / pending / deployed / out_of_sync / failed /
     not_deployed), and the SLA from its samples and violations (met / degraded / no_data).
     Only here is a pending slice's ``changes`` worked out (it compiles the backend's slices)."""
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     entries = _statuses(session, settings, [s], detail=True)[s.id]
-    return SliceStatusPublic(slice_id=s.id, state=summary(entries), backends=[
-        SliceBackendStatus(
-            backend_id=e.backend_id, backend_name=e.backend_name, state=e.state.value, sla=e.sla.value,
-            rule_set_number=e.rule_set_number, detail=e.detail, since=e.since, changes=e.changes,
-            sync_state=e.sync_state, sync_detail=e.sync_detail, synced_at=e.synced_at,
-            open_violations=[OpenViolation(id=v.id, lane=v.lane, metric=v.metric, threshold=v.threshold,
-                                           worst=v.worst, started_at=v.started_at) for v in e.open_violations],
-            last_sample_at=e.last_sample_at)
-        for e in entries])
+    return SliceStatusPublic(
+        slice_id=s.id,
+        state=summary(entries),
+        backends=[
+            SliceBackendStatus(
+                backend_id=e.backend_id,
+                backend_name=e.backend_name,
+                state=e.state.value,
+                sla=e.sla.value,
+                rule_set_number=e.rule_set_number,
+                detail=e.detail,
+                since=e.since,
+                changes=e.changes,
+                sync_state=e.sync_state,
+                sync_detail=e.sync_detail,
+                synced_at=e.synced_at,
+                open_violations=[
+                    OpenViolation(
+                        id=v.id,
+                        lane=v.lane,
+                        metric=v.metric,
+                        threshold=v.threshold,
+                        worst=v.worst,
+                        started_at=v.started_at,
+                    )
+                    for v in e.open_violations
+                ],
+                last_sample_at=e.last_sample_at,
+            )
+            for e in entries
+        ],
+    )
 
 
 @router.post("", response_model=SlicePublic, status_code=201)
-def create_slice(body: SliceCreate, _: Writer, session: SessionDep, settings: SettingsDep,
-                 response: Response, override: AdmissionOverride) -> SlicePublic:
+def create_slice(
+    body: SliceCreate,
+    _: Writer,
+    session: SessionDep,
+    settings: SettingsDep,
+    response: Response,
+    override: AdmissionOverride,
+) -> SlicePublic:
     if session.get(Tenant, body.tenant_id) is None:
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     st = _slice_type(session, body.slice_type_id)
     _check_lanes(st.lanes, [(f"services.{i}", svc.lane) for i, svc in enumerate(body.services)])
-    check_services_disjoint([(f"services.{i}", _match(svc.name, _service_row(svc)))
-                             for i, svc in enumerate(body.services)])
-    s = Slice(tenant_id=body.tenant_id, slice_type_id=st.id, name=body.name, description=body.description,
-              path_mode=body.path_mode, backends=_backends(session, body.backend_ids),
-              services=[ServiceClass(**_service_row(svc)) for svc in body.services],
-              **body.sla.model_dump())
+    check_services_disjoint(
+        [(f"services.{i}", _match(svc.name, _service_row(svc))) for i, svc in enumerate(body.services)]
+    )
+    s = Slice(
+        tenant_id=body.tenant_id,
+        slice_type_id=st.id,
+        name=body.name,
+        description=body.description,
+        path_mode=body.path_mode,
+        backends=_backends(session, body.backend_ids),
+        services=[ServiceClass(**_service_row(svc)) for svc in body.services],
+        **body.sla.model_dump(),
+    )
     session.add(s)
     admission.check(session, s.backends, override=override, action="create", subject=s)
     session.commit()
@@ -181,9 +250,16 @@ def create_slice(body: SliceCreate, _: Writer, session: SessionDep, settings: Se
 
 
 @router.patch("/{slice_id}", response_model=SlicePublic)
-def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session: SessionDep, settings: SettingsDep,
-                 response: Response, override: AdmissionOverride,
-                 if_match: Annotated[str | None, Header()] = None) -> SlicePublic:
+def update_slice(
+    slice_id: PathId,
+    body: SliceUpdate,
+    principal: Writer,
+    session: SessionDep,
+    settings: SettingsDep,
+    response: Response,
+    override: AdmissionOverride,
+    if_match: Annotated[str | None, Header()] = None,
+) -> SlicePublic:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     check_version(s, if_match, body.version)
     changes = body.model_dump(exclude_unset=True, exclude={"version", "sla", "backend_ids"})
@@ -202,24 +278,38 @@ def update_slice(slice_id: PathId, body: SliceUpdate, principal: Writer, session
     return _public(session, settings, s)
 
 
-@router.delete("/{slice_id}", status_code=204,
-               responses={409: {"description": "the slice is still assigned to backends (its rules are there)"}})
-def delete_slice(slice_id: PathId, principal: Writer, session: SessionDep,
-                 force: Annotated[bool, Query(description="delete even while assigned to backends; "
-                                                         "they drop its rules at their next deploy")] = False) -> None:
+@router.delete(
+    "/{slice_id}",
+    status_code=204,
+    responses={409: {"description": "the slice is still assigned to backends (its rules are there)"}},
+)
+def delete_slice(
+    slice_id: PathId,
+    principal: Writer,
+    session: SessionDep,
+    force: Annotated[
+        bool, Query(description="delete even while assigned to backends; they drop its rules at their next deploy")
+    ] = False,
+) -> None:
     """Delete a slice with its services, intents, KPI history and subscriber memberships (the
     subscribers stay). Refused while it is assigned to backends unless ``force=true``: their data
     planes keep its rules until the next deploy."""
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     if s.backends and not force:
         names = ", ".join(sorted(b.name for b in s.backends))
-        raise ApiError(409, "Conflict", f"slice {s.name} is assigned to backends {names}: remove them from the slice "
-                       "and deploy first, or send force=true", field="backend_ids")
+        raise ApiError(
+            409,
+            "Conflict",
+            f"slice {s.name} is assigned to backends {names}: remove them from the slice "
+            "and deploy first, or send force=true",
+            field="backend_ids",
+        )
     session.delete(s)
     session.commit()
 
 
 # ---- service classes, nested under their slice -----------------------------------
+
 
 @router.get("/{slice_id}/services", response_model=list[ServiceClassPublic])
 def list_services(slice_id: PathId, principal: Reader, session: SessionDep) -> list[ServiceClass]:
@@ -227,8 +317,9 @@ def list_services(slice_id: PathId, principal: Reader, session: SessionDep) -> l
 
 
 @router.post("/{slice_id}/services", response_model=ServiceClassPublic, status_code=201)
-def create_service(slice_id: PathId, body: ServiceClassCreate, principal: Writer, session: SessionDep,
-                   override: AdmissionOverride) -> ServiceClass:
+def create_service(
+    slice_id: PathId, body: ServiceClassCreate, principal: Writer, session: SessionDep, override: AdmissionOverride
+) -> ServiceClass:
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     _check_lanes(s.slice_type.lanes, [("lane", body.lane)])
     check_service_against(_match(body.name, _service_row(body)), [_stored_match(c) for c in s.services], s.name)
@@ -248,9 +339,15 @@ def _service(session: Session, slice_id: PathId, service_id: PathId, tenant_scop
 
 
 @router.patch("/{slice_id}/services/{service_id}", response_model=ServiceClassPublic)
-def update_service(slice_id: PathId, service_id: PathId, body: ServiceClassUpdate, principal: Writer,
-                   session: SessionDep, override: AdmissionOverride,
-                   if_match: Annotated[str | None, Header()] = None) -> ServiceClass:
+def update_service(
+    slice_id: PathId,
+    service_id: PathId,
+    body: ServiceClassUpdate,
+    principal: Writer,
+    session: SessionDep,
+    override: AdmissionOverride,
+    if_match: Annotated[str | None, Header()] = None,
+) -> ServiceClass:
     svc = _service(session, slice_id, service_id, principal.tenant_scope)
     check_version(svc, if_match, body.version)
     changes = _service_row(body.model_dump(exclude_unset=True, exclude={"version"}))

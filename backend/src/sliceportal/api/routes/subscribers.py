@@ -46,22 +46,42 @@ from sliceportal.services.collisions import check_imsi, lock_imsi
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/subscribers", tags=["subscribers"])
-SORTABLE = {"id": Subscriber.id, "imsi": Subscriber.imsi, "ue_ip": Subscriber.ue_ip,
-            "tenant_id": Subscriber.tenant_id, "created_at": Subscriber.created_at}
+SORTABLE = {
+    "id": Subscriber.id,
+    "imsi": Subscriber.imsi,
+    "ue_ip": Subscriber.ue_ip,
+    "tenant_id": Subscriber.tenant_id,
+    "created_at": Subscriber.created_at,
+}
 
 
 # what a list page reads: the public fields' columns (a Row has the same attribute names)
-PUBLIC_COLUMNS = (Subscriber.id, Subscriber.tenant_id, Subscriber.imsi, Subscriber.ue_ip, Subscriber.teids,
-                  Subscriber.guaranteed_bps, Subscriber.version, Subscriber.created_at)
+PUBLIC_COLUMNS = (
+    Subscriber.id,
+    Subscriber.tenant_id,
+    Subscriber.imsi,
+    Subscriber.ue_ip,
+    Subscriber.teids,
+    Subscriber.guaranteed_bps,
+    Subscriber.version,
+    Subscriber.created_at,
+)
 
 
 def to_public(s: Subscriber | Row[Any], slice_ids: list[int] | None = None) -> SubscriberPublic:
     """``slice_ids``: the memberships when read on their own (``_memberships``); otherwise
     from the loaded ``slices``."""
-    return SubscriberPublic(id=s.id, tenant_id=s.tenant_id, imsi=s.imsi, ue_ip=IPv4Address(str(s.ue_ip)),
-                            teids=list(s.teids),
-                            slice_ids=slice_ids if slice_ids is not None else [x.id for x in s.slices],
-                            guaranteed_bps=s.guaranteed_bps, version=s.version, created_at=s.created_at)
+    return SubscriberPublic(
+        id=s.id,
+        tenant_id=s.tenant_id,
+        imsi=s.imsi,
+        ue_ip=IPv4Address(str(s.ue_ip)),
+        teids=list(s.teids),
+        slice_ids=slice_ids if slice_ids is not None else [x.id for x in s.slices],
+        guaranteed_bps=s.guaranteed_bps,
+        version=s.version,
+        created_at=s.created_at,
+    )
 
 
 # Reads answer with slice *ids* only: loading ``Subscriber.slices`` would load each Slice with
@@ -74,12 +94,12 @@ def _memberships(session: Session, subscriber_ids: list[int]) -> dict[int, list[
     out: dict[int, list[int]] = {i: [] for i in subscriber_ids}
     if subscriber_ids:
         for sub_id, slice_id in session.execute(
-                select(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)
-                # one array parameter: the same SQL text for any page, so it stays prepared
-                # (an IN list renders a new statement per page size)
-                .where(subscriber_slice.c.subscriber_id == any_(bindparam("ids", subscriber_ids,
-                                                                          type_=ARRAY(BigInteger))))
-                .order_by(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)):
+            select(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)
+            # one array parameter: the same SQL text for any page, so it stays prepared
+            # (an IN list renders a new statement per page size)
+            .where(subscriber_slice.c.subscriber_id == any_(bindparam("ids", subscriber_ids, type_=ARRAY(BigInteger))))
+            .order_by(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)
+        ):
             out[sub_id].append(slice_id)
     return out
 
@@ -89,25 +109,36 @@ def _lock_tenant(session: Session, tenant_id: PathId) -> None:
     session.execute(text("SELECT pg_advisory_xact_lock(7401, CAST(:t AS int))"), {"t": tenant_id})
 
 
-def _validate(session: Session, tenant: Tenant, ue_ip: IPv4Address | None, teids: list[int] | None,
-              slice_ids: list[int] | None, own_id: int | None) -> list[Slice] | None:
+def _validate(
+    session: Session,
+    tenant: Tenant,
+    ue_ip: IPv4Address | None,
+    teids: list[int] | None,
+    slice_ids: list[int] | None,
+    own_id: int | None,
+) -> list[Slice] | None:
     if ue_ip is not None and tenant.ue_pool is not None and ue_ip not in IPv4Network(tenant.ue_pool):
-        raise ApiError(422, "Validation failed", f"{ue_ip} is outside the tenant's UE pool {tenant.ue_pool}",
-                       field="ue_ip")
+        raise ApiError(
+            422, "Validation failed", f"{ue_ip} is outside the tenant's UE pool {tenant.ue_pool}", field="ue_ip"
+        )
     if teids:
-        clash = session.scalar(select(Subscriber.id).where(
-            Subscriber.tenant_id == tenant.id, Subscriber.teids.overlap(teids),
-            Subscriber.id != (own_id or 0)).limit(1))
+        clash = session.scalar(
+            select(Subscriber.id)
+            .where(Subscriber.tenant_id == tenant.id, Subscriber.teids.overlap(teids), Subscriber.id != (own_id or 0))
+            .limit(1)
+        )
         if clash is not None:
-            raise ApiError(409, "Conflict", f"a TEID of {teids} is already used by subscriber {clash}",
-                           field="teids")
+            raise ApiError(409, "Conflict", f"a TEID of {teids} is already used by subscriber {clash}", field="teids")
     if slice_ids is None:
         return None
     if not slice_ids:
         return []
     # only the ids are used: the slices' own relationships (type, backends, services) stay unloaded
-    found = list(session.scalars(select(Slice).options(lazyload("*"))
-                                 .where(Slice.id.in_(slice_ids), Slice.tenant_id == tenant.id)))
+    found = list(
+        session.scalars(
+            select(Slice).options(lazyload("*")).where(Slice.id.in_(slice_ids), Slice.tenant_id == tenant.id)
+        )
+    )
     missing = sorted(set(slice_ids) - {s.id for s in found})
     if missing:
         raise ApiError(422, "Validation failed", f"the tenant has no slices {missing}", field="slice_ids")
@@ -125,22 +156,27 @@ def _filtered(stmt: AnySelect, tenant_scope: int | None, tenant_id: int | None, 
         stmt = stmt.where(Subscriber.tenant_id == tenant_id)
     if slice_id is not None:
         # the link table alone (no join with slice): its slice_id index answers it
-        stmt = stmt.where(Subscriber.id.in_(select(subscriber_slice.c.subscriber_id)
-                                            .where(subscriber_slice.c.slice_id == slice_id)))
+        stmt = stmt.where(
+            Subscriber.id.in_(select(subscriber_slice.c.subscriber_id).where(subscriber_slice.c.slice_id == slice_id))
+        )
     return stmt
 
 
 @router.get("", response_model=Page[SubscriberPublic])
-def list_subscribers(principal: Reader, session: SessionDep, params: ListQuery,
-                     tenant_id: QueryId = None, slice_id: QueryId = None) -> Page[SubscriberPublic]:
+def list_subscribers(
+    principal: Reader, session: SessionDep, params: ListQuery, tenant_id: QueryId = None, slice_id: QueryId = None
+) -> Page[SubscriberPublic]:
     stmt = _filtered(select(*PUBLIC_COLUMNS), principal.tenant_scope, tenant_id, slice_id)
     rows, count = page_rows(session, stmt, params, SORTABLE, SEARCHED)
     members = _memberships(session, [r.id for r in rows])
     return Page(data=[to_public(r, members[r.id]) for r in rows], count=count)
 
 
-@router.post("/bulk-delete", response_model=BulkDeleteReport,
-             responses={409: {"description": "expected_count differs from what the filter matches now"}})
+@router.post(
+    "/bulk-delete",
+    response_model=BulkDeleteReport,
+    responses={409: {"description": "expected_count differs from what the filter matches now"}},
+)
 def bulk_delete_subscribers(body: SubscriberBulkDelete, principal: Writer, session: SessionDep) -> BulkDeleteReport:
     """Delete every subscriber the filter matches (the list's filter), all at once, in one audit row.
 
@@ -149,8 +185,12 @@ def bulk_delete_subscribers(body: SubscriberBulkDelete, principal: Writer, sessi
     """
     applied = body.model_dump(include={"tenant_id", "slice_id", "q"}, exclude_none=True)
     if not applied and not body.all:
-        raise ApiError(422, "Validation failed", "an empty filter would delete every subscriber; filter by tenant, "
-                       "slice or search text, or send all=true", field="all")
+        raise ApiError(
+            422,
+            "Validation failed",
+            "an empty filter would delete every subscriber; filter by tenant, slice or search text, or send all=true",
+            field="all",
+        )
     stmt = _filtered(select(Subscriber.id, Subscriber.imsi), principal.tenant_scope, body.tenant_id, body.slice_id)
     if body.q:
         escaped = body.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -158,24 +198,40 @@ def bulk_delete_subscribers(body: SubscriberBulkDelete, principal: Writer, sessi
     # lock the matched rows: the count confirmed, the rows deleted and the audit row agree
     rows = session.execute(stmt.order_by(Subscriber.id).with_for_update(of=Subscriber)).all()
     if body.expected_count is not None and body.expected_count != len(rows):
-        raise ApiError(409, "Conflict", f"the filter now matches {len(rows)} subscribers, not the "
-                       f"{body.expected_count} confirmed; review the list and confirm again", field="expected_count")
+        raise ApiError(
+            409,
+            "Conflict",
+            f"the filter now matches {len(rows)} subscribers, not the "
+            f"{body.expected_count} confirmed; review the list and confirm again",
+            field="expected_count",
+        )
     if rows:
         # one array parameter, not one bind per row (a protocol limit of 65 535 binds)
         session.execute(text("DELETE FROM subscriber WHERE id = ANY(:ids)"), {"ids": [r.id for r in rows]})
     imsis = [r.imsi for r in rows[:MAX_AUDITED_IMSIS]]
-    record(session, "bulk_delete", "subscriber", None, before={"filter": applied, "all": body.all,
-                                                                "count": len(rows), "imsis": imsis},
-           tenant_id=principal.tenant_scope if principal.tenant_scope is not None else body.tenant_id)
+    record(
+        session,
+        "bulk_delete",
+        "subscriber",
+        None,
+        before={"filter": applied, "all": body.all, "count": len(rows), "imsis": imsis},
+        tenant_id=principal.tenant_scope if principal.tenant_scope is not None else body.tenant_id,
+    )
     session.commit()
     return BulkDeleteReport(deleted=len(rows), filter={**applied, "all": body.all})
 
 
 @router.get("/{subscriber_id}", response_model=SubscriberPublic)
-def read_subscriber(subscriber_id: PathId, principal: Reader, session: SessionDep,
-                    response: Response) -> SubscriberPublic:
-    s = session.scalar(scoped(select(Subscriber).options(WITHOUT_SLICES).where(Subscriber.id == subscriber_id),
-                              Subscriber, principal.tenant_scope))
+def read_subscriber(
+    subscriber_id: PathId, principal: Reader, session: SessionDep, response: Response
+) -> SubscriberPublic:
+    s = session.scalar(
+        scoped(
+            select(Subscriber).options(WITHOUT_SLICES).where(Subscriber.id == subscriber_id),
+            Subscriber,
+            principal.tenant_scope,
+        )
+    )
     if s is None:
         raise not_found("subscriber", subscriber_id)
     etag(response, s)
@@ -191,8 +247,9 @@ def _admit(session: Session, s: Subscriber, override: Override | None, action: s
 
 
 @router.post("", response_model=SubscriberPublic, status_code=201)
-def create_subscriber(body: SubscriberCreate, principal: Writer, session: SessionDep,
-                      response: Response, override: AdmissionOverride) -> SubscriberPublic:
+def create_subscriber(
+    body: SubscriberCreate, principal: Writer, session: SessionDep, response: Response, override: AdmissionOverride
+) -> SubscriberPublic:
     """A subscriber with ``guaranteed_bps`` joining slices runs admission control (409 with the
     computation; operators may send ``Admission-Override: <reason>``)."""
     tenant = session.get(Tenant, body.tenant_id)
@@ -202,8 +259,14 @@ def create_subscriber(body: SubscriberCreate, principal: Writer, session: Sessio
     lock_imsi(session, body.imsi)
     slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, None) or []
     check_imsi(session, body.imsi, None, tenant_scope=principal.tenant_scope)
-    s = Subscriber(tenant_id=tenant.id, imsi=body.imsi, ue_ip=body.ue_ip, teids=body.teids, slices=slices,
-                   guaranteed_bps=body.guaranteed_bps)
+    s = Subscriber(
+        tenant_id=tenant.id,
+        imsi=body.imsi,
+        ue_ip=body.ue_ip,
+        teids=body.teids,
+        slices=slices,
+        guaranteed_bps=body.guaranteed_bps,
+    )
     session.add(s)
     if s.guaranteed_bps:
         _admit(session, s, override, "create")
@@ -213,9 +276,15 @@ def create_subscriber(body: SubscriberCreate, principal: Writer, session: Sessio
 
 
 @router.patch("/{subscriber_id}", response_model=SubscriberPublic)
-def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: Writer, session: SessionDep,
-                      response: Response, override: AdmissionOverride,
-                      if_match: Annotated[str | None, Header()] = None) -> SubscriberPublic:
+def update_subscriber(
+    subscriber_id: PathId,
+    body: SubscriberUpdate,
+    principal: Writer,
+    session: SessionDep,
+    response: Response,
+    override: AdmissionOverride,
+    if_match: Annotated[str | None, Header()] = None,
+) -> SubscriberPublic:
     """A larger ``guaranteed_bps``, or a guaranteed subscriber joining a slice, runs admission control."""
     s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
     check_version(s, if_match, body.version)
@@ -239,24 +308,39 @@ def update_subscriber(subscriber_id: PathId, body: SubscriberUpdate, principal: 
 
 
 @router.delete("/{subscriber_id}", status_code=204, responses={412: {"description": "If-Match names another version"}})
-def delete_subscriber(subscriber_id: PathId, principal: Writer, session: SessionDep,
-                      if_match: Annotated[str | None, Header()] = None) -> None:
+def delete_subscriber(
+    subscriber_id: PathId, principal: Writer, session: SessionDep, if_match: Annotated[str | None, Header()] = None
+) -> None:
     s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
     check_delete_version(s, if_match)
     session.delete(s)
     session.commit()
 
 
-IMPORT_ASYNC: dict[int | str, dict[str, Any]] = {202: {
-    "model": ImportJobPublic, "description": "with Prefer: respond-async: the import job is running; Location "
-    "names it (GET it for its outcome)"}}
+IMPORT_ASYNC: dict[int | str, dict[str, Any]] = {
+    202: {
+        "model": ImportJobPublic,
+        "description": "with Prefer: respond-async: the import job is running; Location "
+        "names it (GET it for its outcome)",
+    }
+}
 
 
-@router.post("/import", response_model=ImportReport, status_code=201, responses=IMPORT_ASYNC,
-             summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices[,guaranteed_bps]); all or nothing")
-def import_subscribers(principal: Writer, session: SessionDep, override: AdmissionOverride, request: Request,
-                       file: Annotated[UploadFile, File(description="CSV with a header row")],
-                       prefer: Annotated[str | None, Header()] = None) -> ImportReport | Response:
+@router.post(
+    "/import",
+    response_model=ImportReport,
+    status_code=201,
+    responses=IMPORT_ASYNC,
+    summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices[,guaranteed_bps]); all or nothing",
+)
+def import_subscribers(
+    principal: Writer,
+    session: SessionDep,
+    override: AdmissionOverride,
+    request: Request,
+    file: Annotated[UploadFile, File(description="CSV with a header row")],
+    prefer: Annotated[str | None, Header()] = None,
+) -> ImportReport | Response:
     """An optional ``guaranteed_bps`` column gives subscribers their own guarantees: admission
     control then runs for the slices they join (409 with the computation, nothing imported).
 

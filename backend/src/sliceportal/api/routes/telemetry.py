@@ -68,27 +68,39 @@ async def body_within_limit(request: Request) -> None:
         raise ApiError(413, "Request too large", f"at most {MAX_BODY_BYTES} bytes per request")
 
 
-@router.post("/kpis/ingest", response_model=IngestResult, status_code=201,
-             dependencies=[Depends(body_within_limit)],
-             responses={413: {"description": f"more than {MAX_BODY_BYTES} bytes"},
-                        429: {"description": "too many requests; see Retry-After"}})
-async def ingest_points(batch: IngestBatch, principal: Telemetry, session: SessionDep,
-                        request: Request) -> IngestResult:
+@router.post(
+    "/kpis/ingest",
+    response_model=IngestResult,
+    status_code=201,
+    dependencies=[Depends(body_within_limit)],
+    responses={
+        413: {"description": f"more than {MAX_BODY_BYTES} bytes"},
+        429: {"description": "too many requests; see Retry-After"},
+    },
+)
+async def ingest_points(
+    batch: IngestBatch, principal: Telemetry, session: SessionDep, request: Request
+) -> IngestResult:
     """Store KPI points measured outside the portal (at most 2 000 a request, scope ``telemetry``):
     all of them, or none, with each bad point's field named."""
     spec = getattr(request.app.state, "telemetry_rate_limit", RATE_LIMIT)
     wait = LIMITER.hit(spec, f"user:{principal.user_id}")
     if wait is not None:
-        raise ApiError(429, "Too many requests", f"at most {spec} ingest requests per user; try again in {wait} s",
-                       headers={"Retry-After": str(wait)})
+        raise ApiError(
+            429,
+            "Too many requests",
+            f"at most {spec} ingest requests per user; try again in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
     return await run_in_threadpool(_store, batch, principal.tenant_scope, session)
 
 
 def _store(batch: IngestBatch, tenant_scope: int | None, session: Session) -> IngestResult:
     points = batch.points
     assert len(points) <= MAX_INGEST_POINTS  # the model's own limit
-    tenant_of = dict(session.execute(select(Slice.id, Slice.tenant_id).where(
-        Slice.id.in_({p.slice_id for p in points}))).all())
+    tenant_of = dict(
+        session.execute(select(Slice.id, Slice.tenant_id).where(Slice.id.in_({p.slice_id for p in points}))).all()
+    )
     backends = set(session.scalars(select(Backend.id).where(Backend.id.in_({p.backend_id for p in points}))))
     latest = datetime.now(UTC) + FUTURE_SLACK
     errors: list[FieldError] = []
@@ -101,15 +113,13 @@ def _store(batch: IngestBatch, tenant_scope: int | None, session: Session) -> In
             # another tenant's slice does not exist for a bound key (as everywhere in the API)
             errors.append(FieldError(field=f"points.{i}.slice_id", message=f"slice {p.slice_id} does not exist"))
         if p.backend_id not in backends:
-            errors.append(FieldError(field=f"points.{i}.backend_id",
-                                     message=f"backend {p.backend_id} does not exist"))
+            errors.append(FieldError(field=f"points.{i}.backend_id", message=f"backend {p.backend_id} does not exist"))
         if p.ts > latest:
             errors.append(FieldError(field=f"points.{i}.ts", message="lies in the future"))
         if len(errors) >= 50:
             break  # enough to fix the client; the batch is refused anyway
     if errors:
-        raise ApiError(422, "Validation failed", f"{len(errors)} point(s) refused; nothing was stored",
-                       errors=errors)
+        raise ApiError(422, "Validation failed", f"{len(errors)} point(s) refused; nothing was stored", errors=errors)
     # validated above field by field (IngestPoint's limits are stricter than KpiPoint's types):
     # built without validating each point a second time
     stored = [KpiPoint.model_construct(**dict(p)) for p in points]

@@ -34,12 +34,20 @@ def _operator(principal: CurrentUser) -> None:
 def _running(session: SessionDep) -> state.Report:
     report = state.testbed_report(session)
     if report is None:
-        raise ApiError(409, "No testbed", "no emulated testbed runs: no controller has ever reported one "
-                                          "(start `sliceportal controller` with TESTBED=true, or `make run`)")
+        raise ApiError(
+            409,
+            "No testbed",
+            "no emulated testbed runs: no controller has ever reported one "
+            "(start `sliceportal controller` with TESTBED=true, or `make run`)",
+        )
     if report.age_s > REPORT_FRESH_S:
-        raise ApiError(409, "No testbed", "no emulated testbed runs: no controller has reported since "
-                       f"{report.reported_at.isoformat(timespec='seconds')} ({report.age_s:.0f} s ago; the last "
-                       f"was {report.host}:{report.pid})")
+        raise ApiError(
+            409,
+            "No testbed",
+            "no emulated testbed runs: no controller has reported since "
+            f"{report.reported_at.isoformat(timespec='seconds')} ({report.age_s:.0f} s ago; the last "
+            f"was {report.host}:{report.pid})",
+        )
     if not report.state.running:
         raise ApiError(409, "No testbed", f"no emulated testbed runs: {report.state.error or 'not started'}")
     return report
@@ -55,8 +63,11 @@ def _await_controller(session: SessionDep, command: int, backend_id: int) -> Non
             break
         if time.monotonic() > deadline:
             if state.withdraw(session, command, "expired: the controller did not take it in time"):
-                raise ApiError(409, "No testbed", f"the controller did not take the scenario within "
-                                                  f"{APPLY_WAIT_S:g} s; nothing was changed")
+                raise ApiError(
+                    409,
+                    "No testbed",
+                    f"the controller did not take the scenario within {APPLY_WAIT_S:g} s; nothing was changed",
+                )
             continue  # applied just now: its verdict is read on the next pass
         time.sleep(0.05)
     kind, _, why = error.partition(": ")
@@ -85,14 +96,23 @@ def start_congestion(body: CongestionCreate, principal: CurrentUser, session: Se
     report = _running(session)
     plane = next((b for b in report.state.backends if b.backend_id == body.backend_id), None)
     if plane is None or body.backend_id not in report.base_pps:
-        raise ApiError(422, "Unknown backend", f"backend {body.backend_id} is not part of the testbed",
-                       field="backend_id")
+        raise ApiError(
+            422, "Unknown backend", f"backend {body.backend_id} is not part of the testbed", field="backend_id"
+        )
     if not plane.up:
-        raise ApiError(409, "Backend down", f"backend {body.backend_id} is down: {plane.reason or 'not started'}",
-                       field="backend_id")
+        raise ApiError(
+            409,
+            "Backend down",
+            f"backend {body.backend_id} is down: {plane.reason or 'not started'}",
+            field="backend_id",
+        )
     if not plane.congestion_mechanism:
-        raise ApiError(409, "No congestion mechanism", f"backend {body.backend_id} ({plane.name}) has no egress "
-                       "rate the testbed can lower", field="backend_id")
+        raise ApiError(
+            409,
+            "No congestion mechanism",
+            f"backend {body.backend_id} ({plane.name}) has no egress rate the testbed can lower",
+            field="backend_id",
+        )
     until = datetime.now(UTC) + timedelta(seconds=body.duration_s)
     command = state.record_congestion(session, body.backend_id, body.factor, until, principal.username)
     _await_controller(session, command, body.backend_id)
@@ -100,8 +120,13 @@ def start_congestion(body: CongestionCreate, principal: CurrentUser, session: Se
     # the bits per packet the testbed sends, from its own report (the product does not import the
     # testbed package, whose frame size this is)
     bits_per_packet = plane.offered_bps / plane.offered_pps if plane.offered_pps else 0.0
-    return CongestionStarted(backend_id=body.backend_id, factor=body.factor, offered_pps=offered,
-                             egress_capacity_bps=offered * bits_per_packet / body.factor, until=until)
+    return CongestionStarted(
+        backend_id=body.backend_id,
+        factor=body.factor,
+        offered_pps=offered,
+        egress_capacity_bps=offered * bits_per_packet / body.factor,
+        until=until,
+    )
 
 
 @router.delete("/congestion/{backend_id}", status_code=204)

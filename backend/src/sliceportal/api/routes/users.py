@@ -45,8 +45,13 @@ def read_me(principal: CurrentUser, session: SessionDep) -> User:
 @router.get("", response_model=Page[UserPublic])
 def list_users(principal: CurrentUser, session: SessionDep, params: ListQuery) -> Page[UserPublic]:
     _operator(principal)
-    rows, count = page(session, select(User), params, {"id": User.id, "username": User.username,
-                                                       "role": User.role}, [User.username, User.full_name])
+    rows, count = page(
+        session,
+        select(User),
+        params,
+        {"id": User.id, "username": User.username, "role": User.role},
+        [User.username, User.full_name],
+    )
     return Page(data=[UserPublic.model_validate(u) for u in rows], count=count)
 
 
@@ -57,10 +62,19 @@ def create_user(body: UserCreate, principal: CurrentUser, session: SessionDep) -
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     taken = session.scalar(select(User.username).where(func.lower(User.username) == body.username.lower()))
     if taken is not None:
-        raise ApiError(409, "Conflict", f"the user name is taken (as {taken!r}; names are unique regardless of case)",
-                       field="username")
-    user = User(username=body.username, password_hash=hash_password(body.password), role=body.role,
-                tenant_id=body.tenant_id, full_name=body.full_name)
+        raise ApiError(
+            409,
+            "Conflict",
+            f"the user name is taken (as {taken!r}; names are unique regardless of case)",
+            field="username",
+        )
+    user = User(
+        username=body.username,
+        password_hash=hash_password(body.password),
+        role=body.role,
+        tenant_id=body.tenant_id,
+        full_name=body.full_name,
+    )
     session.add(user)
     session.commit()
     return user
@@ -76,8 +90,14 @@ def _revoke_keys(session: Session, user_id: int) -> int:
 
 
 @router.patch("/{user_id}", response_model=UserUpdated)
-def update_user(user_id: PathId, body: UserUpdate, principal: CurrentUser, session: SessionDep, response: Response,
-                if_match: Annotated[str | None, Header()] = None) -> UserUpdated:
+def update_user(
+    user_id: PathId,
+    body: UserUpdate,
+    principal: CurrentUser,
+    session: SessionDep,
+    response: Response,
+    if_match: Annotated[str | None, Header()] = None,
+) -> UserUpdated:
     _operator(principal)
     user = get_scoped(session, User, user_id, None, "user")
     check_version(user, if_match, body.version)
@@ -101,8 +121,11 @@ def update_user(user_id: PathId, body: UserUpdate, principal: CurrentUser, sessi
 
 
 @keys.get("", response_model=list[ApiKeyPublic])
-def list_keys(principal: NotTenant, session: SessionDep,
-              all_users: Annotated[bool, Query(description="operators: every user's keys")] = False) -> list[ApiKey]:
+def list_keys(
+    principal: NotTenant,
+    session: SessionDep,
+    all_users: Annotated[bool, Query(description="operators: every user's keys")] = False,
+) -> list[ApiKey]:
     stmt = select(ApiKey).order_by(ApiKey.id)
     if not (all_users and principal.role is Role.OPERATOR):
         stmt = stmt.where(ApiKey.user_id == principal.user_id)
@@ -116,8 +139,7 @@ def _key_owner(session: Session, principal: Principal, user_id: int | None) -> U
         if principal.role is not Role.OPERATOR:
             raise ApiError(403, "Forbidden", "only operators create keys for other users", field="user_id")
         if owner is None or not owner.is_active:
-            raise ApiError(422, "Validation failed", f"user {user_id} does not exist or is disabled",
-                           field="user_id")
+            raise ApiError(422, "Validation failed", f"user {user_id} does not exist or is disabled", field="user_id")
     assert owner is not None
     return owner
 
@@ -136,14 +158,25 @@ def create_key(body: ApiKeyCreate, principal: NotTenant, session: SessionDep) ->
     beyond = sorted({s.value for s in body.scopes} - {s.value for s in grantable})
     if beyond:
         who = "your login" if owner.id == principal.user_id else f"user {owner.username}'s role"
-        raise ApiError(422, "Validation failed", f"{who} cannot grant the scope(s) {', '.join(beyond)} "
-                       f"(at most: {', '.join(sorted(s.value for s in grantable))}); an operator creates keys "
-                       "with more for an integrator (user_id)", field="scopes")
+        raise ApiError(
+            422,
+            "Validation failed",
+            f"{who} cannot grant the scope(s) {', '.join(beyond)} "
+            f"(at most: {', '.join(sorted(s.value for s in grantable))}); an operator creates keys "
+            "with more for an integrator (user_id)",
+            field="scopes",
+        )
     if body.tenant_id is not None and session.get(Tenant, body.tenant_id) is None:
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
     prefix, secret = new_api_key()
-    key = ApiKey(user_id=owner.id, name=body.name, prefix=prefix, key_hash=sha256(secret),
-                 scopes=sorted({s.value for s in body.scopes}), tenant_id=body.tenant_id)
+    key = ApiKey(
+        user_id=owner.id,
+        name=body.name,
+        prefix=prefix,
+        key_hash=sha256(secret),
+        scopes=sorted({s.value for s in body.scopes}),
+        tenant_id=body.tenant_id,
+    )
     session.add(key)
     session.commit()
     return ApiKeyCreated.model_validate({**ApiKeyPublic.model_validate(key).model_dump(), "secret": secret})

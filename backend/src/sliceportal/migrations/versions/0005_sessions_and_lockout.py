@@ -3,6 +3,7 @@
 Revision ID: 0005
 Revises: 0004
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -16,8 +17,12 @@ def upgrade() -> None:
     op.create_table(
         "auth_session",
         sa.Column("id", sa.String(43), primary_key=True),
-        sa.Column("user_id", sa.BigInteger, sa.ForeignKey("user_account.id", ondelete="CASCADE",
-                  name="fk_auth_session_user_id_user_account"), nullable=False),
+        sa.Column(
+            "user_id",
+            sa.BigInteger,
+            sa.ForeignKey("user_account.id", ondelete="CASCADE", name="fk_auth_session_user_id_user_account"),
+            nullable=False,
+        ),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("address", sa.String(64), nullable=False, server_default=""),
@@ -29,8 +34,15 @@ def upgrade() -> None:
     # Refresh tokens issued before sessions existed belong to no session: they are dropped
     # (their users log in again), which also ends any token minted with the old default secret.
     op.execute("DELETE FROM refresh_token")
-    op.add_column("refresh_token", sa.Column("session_id", sa.String(43), sa.ForeignKey(
-        "auth_session.id", ondelete="CASCADE", name="fk_refresh_token_session_id_auth_session"), nullable=False))
+    op.add_column(
+        "refresh_token",
+        sa.Column(
+            "session_id",
+            sa.String(43),
+            sa.ForeignKey("auth_session.id", ondelete="CASCADE", name="fk_refresh_token_session_id_auth_session"),
+            nullable=False,
+        ),
+    )
     op.create_index("ix_refresh_token_session_id", "refresh_token", ["session_id"])
 
     op.create_table(
@@ -44,8 +56,15 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("username", "address", name="pk_login_throttle"),
     )
 
-    op.add_column("api_key", sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey(
-        "tenant.id", ondelete="CASCADE", name="fk_api_key_tenant_id_tenant"), nullable=True))
+    op.add_column(
+        "api_key",
+        sa.Column(
+            "tenant_id",
+            sa.BigInteger,
+            sa.ForeignKey("tenant.id", ondelete="CASCADE", name="fk_api_key_tenant_id_tenant"),
+            nullable=True,
+        ),
+    )
 
     op.drop_constraint("uq_user_account_username", "user_account", type_="unique")
     op.create_index("uq_user_account_username", "user_account", [sa.text("lower(username)")], unique=True)

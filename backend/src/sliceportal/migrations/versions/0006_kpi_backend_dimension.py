@@ -8,6 +8,7 @@ and they are deleted (a sample whose data plane is unknown is not a fact).
 Revision ID: 0006
 Revises: 0004
 """
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
@@ -26,8 +27,9 @@ def upgrade() -> None:
         op.execute(f"UPDATE {table} SET backend_id = {_ONLY_XDP}")
         op.execute(f"DELETE FROM {table} WHERE backend_id IS NULL")
         op.alter_column(table, "backend_id", nullable=False)
-        op.create_foreign_key(f"fk_{table}_backend_id_backend", table, "backend", ["backend_id"], ["id"],
-                              ondelete="CASCADE")
+        op.create_foreign_key(
+            f"fk_{table}_backend_id_backend", table, "backend", ["backend_id"], ["id"], ondelete="CASCADE"
+        )
     op.drop_constraint("pk_kpi_sample", "kpi_sample", type_="primary")
     op.create_primary_key("pk_kpi_sample", "kpi_sample", ["slice_id", "backend_id", "lane", "ts"])
     op.drop_index("ix_kpi_sample_slice_ts", table_name="kpi_sample")
@@ -42,8 +44,10 @@ def downgrade() -> None:
     op.drop_index("ix_kpi_sample_slice_backend_ts", table_name="kpi_sample")
     op.drop_constraint("pk_kpi_sample", "kpi_sample", type_="primary")
     # several backends' samples of one (slice, lane, ts) cannot share the old key: keep one
-    op.execute("DELETE FROM kpi_sample a USING kpi_sample b WHERE a.slice_id = b.slice_id AND a.lane = b.lane "
-               "AND a.ts = b.ts AND a.backend_id > b.backend_id")
+    op.execute(
+        "DELETE FROM kpi_sample a USING kpi_sample b WHERE a.slice_id = b.slice_id AND a.lane = b.lane "
+        "AND a.ts = b.ts AND a.backend_id > b.backend_id"
+    )
     op.create_primary_key("pk_kpi_sample", "kpi_sample", ["slice_id", "lane", "ts"])
     op.create_index("ix_kpi_sample_slice_ts", "kpi_sample", ["slice_id", "ts"])
     for table in ("kpi_sample", "sla_violation"):

@@ -8,6 +8,7 @@ Existing backends get 10 Gbit/s: what each bundled driver declares by default
 Revision ID: 0008
 Revises: 0007
 """
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
@@ -22,8 +23,9 @@ def upgrade() -> None:
     op.add_column("backend", sa.Column("link_bps", sa.BigInteger, nullable=False, server_default="10000000000"))
     op.add_column("backend", sa.Column("port_bps", JSONB, nullable=False, server_default="{}"))
     op.create_check_constraint(op.f("ck_backend_link_bps_positive"), "backend", "link_bps > 0")
-    op.add_column("backend", sa.Column("accept_unenforced", sa.ARRAY(sa.String(20)), nullable=False,
-                                       server_default="{}"))
+    op.add_column(
+        "backend", sa.Column("accept_unenforced", sa.ARRAY(sa.String(20)), nullable=False, server_default="{}")
+    )
     op.add_column("slice", sa.Column("admission_override", sa.Text, nullable=True))
 
 

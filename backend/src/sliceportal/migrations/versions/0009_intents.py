@@ -3,6 +3,7 @@
 Revision ID: 0009
 Revises: 0007
 """
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
@@ -42,8 +43,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_intent"),
         sa.ForeignKeyConstraint(["tenant_id"], ["tenant.id"], name="fk_intent_tenant_id_tenant", ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["slice_id"], ["slice.id"], name="fk_intent_slice_id_slice", ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["owner_id"], ["user_account.id"], name="fk_intent_owner_id_user_account",
-                                ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["owner_id"], ["user_account.id"], name="fk_intent_owner_id_user_account", ondelete="SET NULL"
+        ),
         sa.UniqueConstraint("owner_id", "idempotency_key", name="uq_intent_owner_id_idempotency_key"),
         sa.CheckConstraint("action IN ('prioritise', 'steer', 'rate_limit', 'drop')", name="ck_intent_action_known"),
     )

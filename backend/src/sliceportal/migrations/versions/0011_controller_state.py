@@ -3,6 +3,7 @@
 Revision ID: 0011
 Revises: 0010
 """
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
@@ -48,8 +49,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_testbed_command"),
     )
     # the controller's poll: the commands it has not applied yet
-    op.create_index("ix_testbed_command_pending", "testbed_command", ["id"],
-                    postgresql_where=sa.text("applied_at IS NULL"))
+    op.create_index(
+        "ix_testbed_command_pending", "testbed_command", ["id"], postgresql_where=sa.text("applied_at IS NULL")
+    )
 
 
 def downgrade() -> None:

@@ -6,6 +6,7 @@ guarantees promises their sum on every link it uses (services/admission.py).
 Revision ID: 0012
 Revises: 0011
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -17,8 +18,9 @@ depends_on = None
 
 def upgrade() -> None:
     op.add_column("subscriber", sa.Column("guaranteed_bps", sa.BigInteger, nullable=True))
-    op.create_check_constraint(op.f("ck_subscriber_guaranteed_bps_positive"), "subscriber",
-                               "guaranteed_bps IS NULL OR guaranteed_bps > 0")
+    op.create_check_constraint(
+        op.f("ck_subscriber_guaranteed_bps_positive"), "subscriber", "guaranteed_bps IS NULL OR guaranteed_bps > 0"
+    )
 
 
 def downgrade() -> None:

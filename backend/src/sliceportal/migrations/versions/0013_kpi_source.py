@@ -7,6 +7,7 @@ and lane side by side. Every sample stored before this came from the testbed's m
 Revision ID: 0013_kpi_source
 Revises: 0012
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -27,9 +28,11 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     # one source per key again: the testbed's meter wins, as it was the only writer before
-    op.execute("DELETE FROM kpi_sample a USING kpi_sample b WHERE a.slice_id = b.slice_id "
-               "AND a.backend_id = b.backend_id AND a.lane = b.lane AND a.ts = b.ts "
-               "AND a.source <> b.source AND (b.source = 'testbed' OR (a.source <> 'testbed' AND a.source > b.source))")
+    op.execute(
+        "DELETE FROM kpi_sample a USING kpi_sample b WHERE a.slice_id = b.slice_id "
+        "AND a.backend_id = b.backend_id AND a.lane = b.lane AND a.ts = b.ts "
+        "AND a.source <> b.source AND (b.source = 'testbed' OR (a.source <> 'testbed' AND a.source > b.source))"
+    )
     op.drop_constraint("pk_kpi_sample", "kpi_sample", type_="primary")
     op.create_primary_key("pk_kpi_sample", "kpi_sample", ["slice_id", "backend_id", "lane", "ts"])
     op.drop_column("kpi_sample", "source")

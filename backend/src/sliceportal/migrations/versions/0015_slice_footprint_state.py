@@ -11,6 +11,7 @@ lock order between concurrent writers).
 Revision ID: 0015_slice_footprint_state
 Revises: 0012
 """
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
@@ -27,19 +28,40 @@ CHANGED = f"(to_jsonb(n) - {BOOKKEEPING}) IS DISTINCT FROM (to_jsonb(o) - {BOOKK
 
 # (table, event, query over the transition tables new_rows / old_rows giving the slice ids)
 TRIGGERS = [
-    ("slice", "UPDATE", "SELECT n.id FROM new_rows n JOIN old_rows o ON o.id = n.id WHERE "
-     f"(to_jsonb(n) - 'state' - 'description' - {BOOKKEEPING}) IS DISTINCT FROM "
-     f"(to_jsonb(o) - 'state' - 'description' - {BOOKKEEPING})"),
-    *[(table, event, query) for table in ("service_class", "intent", "subscriber_slice") for event, query in (
-        ("INSERT", "SELECT slice_id FROM new_rows"),
-        ("DELETE", "SELECT slice_id FROM old_rows"),
-        ("UPDATE", "SELECT slice_id FROM new_rows UNION SELECT slice_id FROM old_rows"))],
-    ("subscriber", "UPDATE", "SELECT ss.slice_id FROM new_rows n JOIN old_rows o ON o.id = n.id "
-     f"JOIN subscriber_slice ss ON ss.subscriber_id = n.id WHERE {CHANGED}"),
-    ("tenant", "UPDATE", "SELECT s.id FROM new_rows n JOIN old_rows o ON o.id = n.id "
-     f"JOIN slice s ON s.tenant_id = n.id WHERE {CHANGED}"),
-    ("slice_type", "UPDATE", "SELECT s.id FROM new_rows n JOIN old_rows o ON o.id = n.id "
-     f"JOIN slice s ON s.slice_type_id = n.id WHERE {CHANGED}"),
+    (
+        "slice",
+        "UPDATE",
+        "SELECT n.id FROM new_rows n JOIN old_rows o ON o.id = n.id WHERE "
+        f"(to_jsonb(n) - 'state' - 'description' - {BOOKKEEPING}) IS DISTINCT FROM "
+        f"(to_jsonb(o) - 'state' - 'description' - {BOOKKEEPING})",
+    ),
+    *[
+        (table, event, query)
+        for table in ("service_class", "intent", "subscriber_slice")
+        for event, query in (
+            ("INSERT", "SELECT slice_id FROM new_rows"),
+            ("DELETE", "SELECT slice_id FROM old_rows"),
+            ("UPDATE", "SELECT slice_id FROM new_rows UNION SELECT slice_id FROM old_rows"),
+        )
+    ],
+    (
+        "subscriber",
+        "UPDATE",
+        "SELECT ss.slice_id FROM new_rows n JOIN old_rows o ON o.id = n.id "
+        f"JOIN subscriber_slice ss ON ss.subscriber_id = n.id WHERE {CHANGED}",
+    ),
+    (
+        "tenant",
+        "UPDATE",
+        "SELECT s.id FROM new_rows n JOIN old_rows o ON o.id = n.id "
+        f"JOIN slice s ON s.tenant_id = n.id WHERE {CHANGED}",
+    ),
+    (
+        "slice_type",
+        "UPDATE",
+        "SELECT s.id FROM new_rows n JOIN old_rows o ON o.id = n.id "
+        f"JOIN slice s ON s.slice_type_id = n.id WHERE {CHANGED}",
+    ),
 ]
 
 
@@ -51,9 +73,12 @@ def upgrade() -> None:
     op.execute("CREATE SEQUENCE slice_footprint_gen_seq")
     op.create_table(
         "slice_footprint_gen",
-        sa.Column("slice_id", sa.BigInteger, sa.ForeignKey("slice.id", ondelete="CASCADE",
-                                                           name=op.f("fk_slice_footprint_gen_slice_id_slice")),
-                  primary_key=True),
+        sa.Column(
+            "slice_id",
+            sa.BigInteger,
+            sa.ForeignKey("slice.id", ondelete="CASCADE", name=op.f("fk_slice_footprint_gen_slice_id_slice")),
+            primary_key=True,
+        ),
         sa.Column("gen", sa.BigInteger, nullable=False),
     )
     op.create_table(
@@ -84,11 +109,16 @@ def upgrade() -> None:
           RETURN NULL;
         END $$""")
     for table, event, query in TRIGGERS:
-        refs = {"INSERT": "NEW TABLE AS new_rows", "DELETE": "OLD TABLE AS old_rows",
-                "UPDATE": "OLD TABLE AS old_rows NEW TABLE AS new_rows"}[event]
+        refs = {
+            "INSERT": "NEW TABLE AS new_rows",
+            "DELETE": "OLD TABLE AS old_rows",
+            "UPDATE": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
+        }[event]
         quoted = query.replace("'", "''")
-        op.execute(f"CREATE TRIGGER {_name(table, event)} AFTER {event} ON {table} REFERENCING {refs} "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION bump_slice_footprint_gen('{quoted}')")
+        op.execute(
+            f"CREATE TRIGGER {_name(table, event)} AFTER {event} ON {table} REFERENCING {refs} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION bump_slice_footprint_gen('{quoted}')"
+        )
 
 
 def downgrade() -> None:

@@ -9,6 +9,7 @@ among them still ends as failed (interrupted), as before.
 Revision ID: 0017_deploy_jobs
 Revises: 0016
 """
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
@@ -25,8 +26,9 @@ def upgrade() -> None:
     op.add_column("deployment", sa.Column("progress", JSONB, nullable=True))
     op.add_column("deployment", sa.Column("resumed_by", sa.String(200), nullable=False, server_default=""))
     # the leader's job duty looks for running rows only: a partial index keeps that cheap
-    op.create_index("ix_deployment_running", "deployment", ["heartbeat_at"],
-                    postgresql_where=sa.text("status = 'running'"))
+    op.create_index(
+        "ix_deployment_running", "deployment", ["heartbeat_at"], postgresql_where=sa.text("status = 'running'")
+    )
 
 
 def downgrade() -> None:

@@ -9,6 +9,7 @@ as the change is committed, before a read asks for them.
 Revision ID: 0018_footprint_precompute
 Revises: 0016
 """
+
 from alembic import op
 
 revision = "0018_footprint_precompute"
@@ -28,16 +29,22 @@ BUMP = """
 
 
 def _function(body: str, declare: str = "") -> str:
-    return ("CREATE OR REPLACE FUNCTION bump_slice_footprint_gen() RETURNS trigger LANGUAGE plpgsql AS $$\n"
-            f"{declare}BEGIN{body}\n    RETURN NULL;\nEND $$")
+    return (
+        "CREATE OR REPLACE FUNCTION bump_slice_footprint_gen() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        f"{declare}BEGIN{body}\n    RETURN NULL;\nEND $$"
+    )
 
 
 def upgrade() -> None:
     # only when a generation moved: a statement that changed nothing compiled (a deploy's
     # slice state) wakes no one
-    op.execute(_function(BUMP + "\n    GET DIAGNOSTICS bumped = ROW_COUNT;\n"
-                         f"    IF bumped > 0 THEN PERFORM pg_notify('{CHANNEL}', ''); END IF;",
-                         declare="DECLARE bumped bigint;\n"))
+    op.execute(
+        _function(
+            BUMP + "\n    GET DIAGNOSTICS bumped = ROW_COUNT;\n"
+            f"    IF bumped > 0 THEN PERFORM pg_notify('{CHANNEL}', ''); END IF;",
+            declare="DECLARE bumped bigint;\n",
+        )
+    )
 
 
 def downgrade() -> None:

@@ -8,6 +8,7 @@ turns ``succeeded`` in the transaction that inserts the subscribers.
 Revision ID: 0019_import_jobs
 Revises: 0017_deploy_jobs
 """
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
@@ -40,8 +41,9 @@ def upgrade() -> None:
     )
     op.create_index("ix_import_job_tenant_id", "import_job", ["tenant_id"])
     # the leader's job duty looks for running rows only: a partial index keeps that cheap
-    op.create_index("ix_import_job_running", "import_job", ["heartbeat_at"],
-                    postgresql_where=sa.text("status = 'running'"))
+    op.create_index(
+        "ix_import_job_running", "import_job", ["heartbeat_at"], postgresql_where=sa.text("status = 'running'")
+    )
 
 
 def downgrade() -> None:

@@ -32,10 +32,12 @@ def upgrade() -> None:
         sa.Column("metric", sa.String(40), nullable=False),  # '' for the head row
         sa.Column("lane", sa.Integer(), nullable=False),  # -1: the head row or the slice-wide rate check
         sa.Column("state", postgresql.JSONB(), nullable=False, server_default="{}"),
-        sa.ForeignKeyConstraint(["slice_id"], ["slice.id"], name=op.f("fk_sla_check_state_slice_id_slice"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["backend_id"], ["backend.id"], name=op.f("fk_sla_check_state_backend_id_backend"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["slice_id"], ["slice.id"], name=op.f("fk_sla_check_state_slice_id_slice"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["backend_id"], ["backend.id"], name=op.f("fk_sla_check_state_backend_id_backend"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("slice_id", "backend_id", "metric", "lane", name=op.f("pk_sla_check_state")),
     )
     op.execute("ALTER TABLE kpi_sample DROP CONSTRAINT IF EXISTS fk_kpi_sample_slice_id_slice")
@@ -51,18 +53,24 @@ def upgrade() -> None:
             RETURN OLD;
         END $$""")
     for table in ("slice", "backend"):
-        op.execute(f"CREATE TRIGGER {table}_kpi_sample_cascade AFTER DELETE ON {table} "
-                   "FOR EACH ROW EXECUTE FUNCTION kpi_sample_cascade()")
+        op.execute(
+            f"CREATE TRIGGER {table}_kpi_sample_cascade AFTER DELETE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION kpi_sample_cascade()"
+        )
 
 
 def downgrade() -> None:
     for table in ("slice", "backend"):
         op.execute(f"DROP TRIGGER {table}_kpi_sample_cascade ON {table}")
     op.execute("DROP FUNCTION kpi_sample_cascade()")
-    op.execute("DELETE FROM kpi_sample k WHERE NOT EXISTS (SELECT 1 FROM slice s WHERE s.id = k.slice_id) "
-               "OR NOT EXISTS (SELECT 1 FROM backend b WHERE b.id = k.backend_id)")
-    op.create_foreign_key("fk_kpi_sample_slice_id_slice", "kpi_sample", "slice", ["slice_id"], ["id"],
-                          ondelete="CASCADE")
-    op.create_foreign_key("fk_kpi_sample_backend_id_backend", "kpi_sample", "backend", ["backend_id"], ["id"],
-                          ondelete="CASCADE")
+    op.execute(
+        "DELETE FROM kpi_sample k WHERE NOT EXISTS (SELECT 1 FROM slice s WHERE s.id = k.slice_id) "
+        "OR NOT EXISTS (SELECT 1 FROM backend b WHERE b.id = k.backend_id)"
+    )
+    op.create_foreign_key(
+        "fk_kpi_sample_slice_id_slice", "kpi_sample", "slice", ["slice_id"], ["id"], ondelete="CASCADE"
+    )
+    op.create_foreign_key(
+        "fk_kpi_sample_backend_id_backend", "kpi_sample", "backend", ["backend_id"], ["id"], ondelete="CASCADE"
+    )
     op.drop_table("sla_check_state")
