@@ -13,7 +13,7 @@ trap 'rm -f "$frontend_log"' EXIT
 frontend_lint=$!
 echo "== ruff"; ruff check .
 echo "== format"; ruff format --check .
-(cd dataplane/bmv2/engine && PATH="$PATH:$HOME/.cargo/bin" cargo fmt --check)
+echo "== engine: cargo fmt + clippy"; make -s -C dataplane/bmv2 engine-lint
 echo "== mypy"; mypy backend/src drivers/*/src testbed/src
 # the architecture's import rules, named one by one (docs/architecture.md; also run by pytest)
 echo "== import contracts"; lint-imports --config backend/tests/layers/contracts.ini --no-cache --no-logo
