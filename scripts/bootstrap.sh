@@ -9,6 +9,7 @@ APT_PACKAGES=(
   postgresql                                   # embedded cluster (initdb / pg_ctl)
   clang llvm libbpf-dev bpftool iproute2 xdp-tools  # XDP data plane
   iverilog verilator                           # NetFPGA RTL: cocotb tests / running model
+  ccache                                       # the model's C++ reused across checkouts (CI's)
   libpcap-dev tcpdump                          # packet I/O for the simulators
   chromium                                     # end-to-end UI tests
   make g++
