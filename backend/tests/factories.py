@@ -6,6 +6,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -22,8 +23,15 @@ if TYPE_CHECKING:
 PASSWORD = "correct horse battery"
 
 
+@cache
+def _password_hash() -> str:
+    # one real argon2 hash for every test user: hashing takes 0.2 s here, and the suite makes
+    # hundreds of users (logging in still verifies against it, as in production)
+    return hash_password(PASSWORD)
+
+
 def make_user(session: Session, username: str, role: Role, tenant_id: int | None = None) -> User:
-    user = User(username=username, password_hash=hash_password(PASSWORD), role=role, tenant_id=tenant_id)
+    user = User(username=username, password_hash=_password_hash(), role=role, tenant_id=tenant_id)
     session.add(user)
     session.commit()
     return user
