@@ -140,7 +140,7 @@ def test_target_spec_from_capabilities_compiles_what_plan_for_accepts(memory_dri
     from sliceportal.drivers.push import target_spec
 
     caps = memory_driver.capabilities()  # type: ignore[attr-defined]
-    target = target_spec(caps, classifier_table="classifier")
+    target = target_spec(caps, max_rules=caps.capacity["classifier"])
     assert (target.lanes, target.paths, target.max_rules) == (4, 8, 64)
     result = compile_rules(*table3_config(16), target)
     assert result.fits
@@ -148,7 +148,7 @@ def test_target_spec_from_capabilities_compiles_what_plan_for_accepts(memory_dri
     assert plan.usage["classifier"].used == 64
     assert not compile_rules(
         *table3_config(16),
-        target_spec(caps.model_copy(update={"capacity": {"classifier": 63}}), classifier_table="classifier"),
+        target_spec(caps, max_rules=63),
     ).fits
 
 

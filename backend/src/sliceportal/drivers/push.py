@@ -64,20 +64,19 @@ def _identity(entry: NativeEntry) -> str:
     return _canonical(ident) if ident else _canonical(entry)
 
 
-def target_spec(
-    caps: Capabilities, *, miss: MissPolicy | None = None, classifier_table: str | None = None
-) -> TargetSpec:
-    """The compiler's view of a backend: geometry, match fields, rule capacity, miss policy.
+def target_spec(caps: Capabilities, *, max_rules: int | None = None, miss: MissPolicy | None = None) -> TargetSpec:
+    """The compiler's view of a backend: geometry, match fields, rule budget, miss policy.
 
-    ``classifier_table`` names the table that holds one entry per IR rule (if the driver
-    has one) so the compile preview can say early whether the rules fit; the binding
-    capacity check stays in ``plan_for``.
+    ``max_rules`` lets the compile preview say early whether the rules fit (deploys pass the
+    smallest table capacity the driver declares, as a rule may take a slot in each table);
+    the binding capacity check stays in ``plan_for``. Lanes beyond the catalogue's are
+    never addressed by a slice, so the compiler sees at most the catalogue's.
     """
     return TargetSpec(
         lanes=min(caps.lanes, CATALOGUE_LANES),
         paths=caps.paths,
         match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
-        max_rules=caps.capacity.get(classifier_table) if classifier_table else None,
+        max_rules=max_rules,
         miss=miss or MissPolicy(),
     )
 

@@ -41,7 +41,15 @@ from sliceportal.drivers.contract import (
     NativePlan,
     ProgressEvent,
 )
-from sliceportal.drivers.push import PushOutcome, ReconcileReport, diff_tables, plan_for, push, reconcile_once
+from sliceportal.drivers.push import (
+    PushOutcome,
+    ReconcileReport,
+    diff_tables,
+    plan_for,
+    push,
+    reconcile_once,
+    target_spec,
+)
 from sliceportal.models import (
     Backend,
     Deployment,
@@ -60,8 +68,8 @@ from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import CompileResult, compile_rules
 from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
-from sliceportal.rules.ir import FIELD_WIDTHS, Qos, RuleIR
-from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
+from sliceportal.rules.ir import Qos, RuleIR
+from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TenantSpec
 from sliceportal.services import admission, enforcement, footprint_push, health_probe, jobs
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
@@ -163,16 +171,6 @@ def domain_specs(session: Session, backend: Backend) -> tuple[list[TenantSpec], 
     return tenants, with_intents(session, [_slice_spec(s, members[s.id]) for s in slices]), slices
 
 
-def _target(driver: Driver) -> TargetSpec:
-    caps = driver.capabilities()
-    return TargetSpec(
-        lanes=caps.lanes,
-        paths=caps.paths,
-        match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
-        max_rules=min(caps.capacity.values()) if caps.capacity else None,
-    )
-
-
 def _refusal(exc: Exception) -> DomainError:
     if isinstance(exc, CompileError):
         return InvalidError(
@@ -193,11 +191,13 @@ def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
     try:
         tenants, specs, slices = domain_specs(session, backend)
         # capabilities decide, before compiling: no silent downgrade of an SLA (services/enforcement.py)
-        found = enforcement.gaps(backend, drv.capabilities(), slices)
-        found += enforcement.slice_intent_gaps(session, backend, drv.capabilities(), slices)
+        caps = drv.capabilities()
+        found = enforcement.gaps(backend, caps, slices)
+        found += enforcement.slice_intent_gaps(session, backend, caps, slices)
         enforcement.refuse_unenforceable(found)
+        budget = min(caps.capacity.values()) if caps.capacity else None
         with COMPILE_DURATION.labels(backend.driver).time():
-            compiled = compile_rules(tenants, specs, _target(drv))
+            compiled = compile_rules(tenants, specs, target_spec(caps, max_rules=budget))
             plan = plan_for(drv, compiled.ir)
         return Preview(compiled, plan, check_plan(compiled.ir, plan, drv), tuple(found))
     except (CompileError, DriverError) as exc:
