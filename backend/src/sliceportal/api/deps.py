@@ -200,7 +200,7 @@ def _from_token(session: Session, secret: str, token: str) -> Principal:
     )
 
 
-def _authenticate(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Principal:
+def authenticate(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Principal:
     secret = x_api_key or (token if token and api_key_prefix(token) else None)
     if secret:
         return _from_api_key(session, secret)
@@ -215,7 +215,7 @@ def get_principal(
     token: Annotated[str | None, Depends(oauth2)],
     x_api_key: Annotated[str | None, Depends(api_key_header)] = None,
 ) -> Principal:
-    principal = _authenticate(session, signing_key, token, x_api_key)
+    principal = authenticate(session, signing_key, token, x_api_key)
     set_actor(session, Actor(principal.user_id, principal.username, principal.via))
     return principal
 
@@ -229,7 +229,7 @@ def get_stream_principal(
     """For long-lived streams: authenticate with a session of its own, returned at once,
     rather than holding a pooled connection for the stream's whole life."""
     with request.app.state.sessionmaker() as session:
-        principal = _authenticate(session, signing_key, token, x_api_key)
+        principal = authenticate(session, signing_key, token, x_api_key)
     if Scope.READ not in principal.scopes:
         raise ApiError(403, "Forbidden", "this needs the 'read' scope")
     return principal

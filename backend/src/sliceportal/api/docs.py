@@ -15,8 +15,7 @@ from fastapi.security import OAuth2PasswordBearer
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
 
-from sliceportal.api.deps import SessionDep, SettingsDep, get_secret
-from sliceportal.api.deps import _authenticate as authenticate
+from sliceportal.api.deps import SessionDep, SettingsDep, authenticate, get_secret
 
 _bearer = OAuth2PasswordBearer(tokenUrl="/api/v1/login/access-token", auto_error=False)
 

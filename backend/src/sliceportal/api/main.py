@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from sliceportal import __version__
 from sliceportal.api import docs, errors, lifecycle
 from sliceportal.api.middleware import SecurityMiddleware
-from sliceportal.api.ratelimit import ExpensiveLimiter, limit_expensive
+from sliceportal.api.ratelimit import ExpensiveLimiter
 from sliceportal.api.responses import problem_openapi
 from sliceportal.api.routes import (
     audit,
@@ -49,7 +49,7 @@ FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(limit_expensive)])
+    router = APIRouter(prefix=API_PREFIX)
     for module in (
         health,
         login,

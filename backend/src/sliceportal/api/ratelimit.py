@@ -9,32 +9,17 @@ counters live in the process: with several portal workers each enforces the limi
 from __future__ import annotations
 
 import math
-import re
 import time
+from typing import Any
 
-from fastapi import Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.security.utils import get_authorization_scheme_param
+from fastapi import Depends, Request
 from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-from sliceportal.api.deps import _authenticate as authenticate
-from sliceportal.api.deps import get_secret
+from sliceportal.api.deps import CurrentUser
 from sliceportal.api.errors import ApiError
 from sliceportal.core.config import Settings
-
-# (method, path pattern) -> the budget's name: one budget per user and kind, across backends
-EXPENSIVE = [
-    ("GET", re.compile(r"^/api/v1/backends/[^/]+/preview$"), "preview"),
-    ("POST", re.compile(r"^/api/v1/backends/[^/]+/(deployments|rollback|reconcile)$"), "deploy"),
-    ("POST", re.compile(r"^/api/v1/intents$"), "deploy"),
-    ("POST", re.compile(r"^/api/v1/subscribers/import$"), "import"),
-]
-
-
-def budget_of(method: str, path: str) -> str | None:
-    return next((name for m, pattern, name in EXPENSIVE if m == method and pattern.match(path)), None)
 
 
 class ExpensiveLimiter:
@@ -50,31 +35,26 @@ class ExpensiveLimiter:
         return max(1, math.ceil(stats.reset_time - time.time()))
 
 
-async def limit_expensive(request: Request) -> None:
-    """Router-wide dependency; it reads its credentials from the request itself so that it
-    adds no parameters to every operation in the OpenAPI. ``async``: the other requests (all
-    but a few) leave at once, without a hop through the thread pool."""
-    budget = budget_of(request.method, request.url.path.rstrip("/"))
-    if budget is None:
-        return
-    await run_in_threadpool(_hit, request, budget)
+def expensive(budget: str) -> Any:
+    """A route's dependency: one call of the user's ``budget`` (one budget per user and kind,
+    across backends), counted before the route's own work and refused with 429 beyond it.
+    The principal is the request's own (FastAPI resolves it once per request), so an
+    unauthenticated call is refused with 401 and not counted."""
+
+    def limit(request: Request, principal: CurrentUser) -> None:
+        limiter: ExpensiveLimiter = request.app.state.expensive_limiter
+        wait = limiter.hit(f"user:{principal.user_id}", budget)
+        if wait is not None:
+            raise ApiError(
+                429,
+                "Too many requests",
+                f"at most {limiter.item} {budget} requests per user; try again in {wait} s",
+                headers={"Retry-After": str(wait)},
+            )
+
+    return Depends(limit)
 
 
-def _hit(request: Request, budget: str) -> None:
-    limiter: ExpensiveLimiter = request.app.state.expensive_limiter
-    scheme, token = get_authorization_scheme_param(request.headers.get("authorization"))
-    with request.app.state.sessionmaker() as session:
-        principal = authenticate(
-            session,
-            get_secret(request),
-            token if scheme.lower() == "bearer" else None,
-            request.headers.get("x-api-key"),
-        )
-    wait = limiter.hit(f"user:{principal.user_id}", budget)
-    if wait is not None:
-        raise ApiError(
-            429,
-            "Too many requests",
-            f"at most {limiter.item} {budget} requests per user; try again in {wait} s",
-            headers={"Retry-After": str(wait)},
-        )
+PREVIEW = expensive("preview")
+DEPLOY = expensive("deploy")
+IMPORT = expensive("import")

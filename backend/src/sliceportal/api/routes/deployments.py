@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from sliceportal.api import ratelimit
 from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import get_scoped, page
 from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep, wants_async
@@ -53,7 +54,7 @@ slices = APIRouter(prefix="/slices/{slice_id}", tags=["deployments"])
 NDJSON = "application/x-ndjson"
 
 
-@router.get("/preview", response_model=PreviewPublic)
+@router.get("/preview", response_model=PreviewPublic, dependencies=[ratelimit.PREVIEW])
 def preview(backend_id: PathId, _: NotTenant, session: SessionDep) -> PreviewPublic:
     backend = get_scoped(session, Backend, backend_id, None, "backend")
     p = svc.preview(session, backend)
@@ -222,6 +223,7 @@ ASYNC_RESPONSE: dict[int | str, dict[str, Any]] = {
     "/deployments",
     response_model=DeploymentPublic,
     status_code=201,
+    dependencies=[ratelimit.DEPLOY],
     responses={
         200: {
             "model": DeployUnchangedPublic,
@@ -299,7 +301,13 @@ def read_rule_set(backend_id: PathId, number: PathId, _: NotTenant, session: Ses
     return rs
 
 
-@router.post("/rollback", response_model=DeploymentPublic, status_code=201, responses={**ASYNC_RESPONSE})
+@router.post(
+    "/rollback",
+    response_model=DeploymentPublic,
+    status_code=201,
+    responses={**ASYNC_RESPONSE},
+    dependencies=[ratelimit.DEPLOY],
+)
 def rollback(
     backend_id: PathId,
     body: RollbackRequest,
@@ -320,7 +328,7 @@ def rollback(
     return svc.rollback(session, backend, body.rule_set, principal.username)
 
 
-@router.post("/reconcile", response_model=dict[str, object])
+@router.post("/reconcile", response_model=dict[str, object], dependencies=[ratelimit.DEPLOY])
 def reconcile(backend_id: PathId, _: Deployer, session: SessionDep) -> dict[str, object]:
     """Read the data plane back now; report and repair drift from the last good rule set."""
     backend = get_scoped(session, Backend, backend_id, None, "backend")

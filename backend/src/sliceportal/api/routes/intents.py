@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Response
 from sqlalchemy import select
 
+from sliceportal.api import ratelimit
 from sliceportal.api.crud import get_scoped, page, scoped
 from sliceportal.api.deps import Deployer, Principal, Reader, SessionDep
 from sliceportal.api.errors import ApiError, FieldError
@@ -124,6 +125,7 @@ def _result(
     "",
     response_model=IntentResult,
     status_code=201,
+    dependencies=[ratelimit.DEPLOY],
     responses={409: {"description": "conflicts with another intent, or Idempotency-Key reused"}},
 )
 def apply_intent(

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, INET
 from sqlalchemy.orm import Session, lazyload, raiseload
 from sqlalchemy.types import String
 
+from sliceportal.api import ratelimit
 from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import (
     apply_changes,
@@ -330,6 +331,7 @@ IMPORT_ASYNC: dict[int | str, dict[str, Any]] = {
     "/import",
     response_model=ImportReport,
     status_code=201,
+    dependencies=[ratelimit.IMPORT],
     responses=IMPORT_ASYNC,
     summary="Import subscribers from CSV (imsi,ue_ip,teids,tenant,slices[,guaranteed_bps]); all or nothing",
 )
