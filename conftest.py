@@ -15,6 +15,58 @@ from sliceportal_testbed.processes import RunningTarget, start_p4runtime_target
 P4_TOOL_MARKERS = {"needs_p4c": "p4c", "needs_bmv2": "simple_switch_grpc"}
 
 
+# `make test` runs the suite as two pytest processes side by side (scripts/test.sh): the
+# "cpu" lane holds tests that only compute - RTL under the simulator, the compiler's proofs,
+# the P4 engine against recorded answers - with no clocks, sockets or kernel objects; the
+# "live" lane holds the rest, its in-process API tests first, so that the cpu lane runs beside
+# those rather than beside the tests that measure time. No --lane: the whole suite, in order.
+CPU_LANE = (
+    "dataplane/netfpga/tb/",
+    "backend/tests/rules/",
+    "dataplane/bmv2/tests/",
+    "dataplane/conformance/test_equivalence.py",
+    # the Verilator model in simulated time: what it measures does not depend on the host's
+    "drivers/netfpga/tests/test_table5_e2e.py",
+    "drivers/netfpga/tests/test_rate_conformance.py",
+)
+CPU_LANE_EXCEPT = ("dataplane/bmv2/tests/test_live_native.py",)  # veth links and a clock
+LIVE_FIRST = (
+    "backend/tests/api/",
+    "backend/tests/security/",
+    "backend/tests/deployments/",
+    "backend/tests/services/",
+    "backend/tests/drivers/",
+    "backend/tests/docs/",
+    "backend/tests/layers/",
+)
+
+
+def in_cpu_lane(nodeid: str) -> bool:
+    return nodeid.startswith(CPU_LANE) and not nodeid.startswith(CPU_LANE_EXCEPT)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--lane",
+        choices=("cpu", "live"),
+        default=None,
+        help="run one lane of the suite (conftest.py CPU_LANE); scripts/test.sh runs both side by side",
+    )
+
+
+def _select_lane(config: pytest.Config, items: list[pytest.Item]) -> None:
+    lane = config.getoption("--lane")
+    if lane is None:
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if in_cpu_lane(item.nodeid) == (lane == "cpu") else drop).append(item)
+    config.hook.pytest_deselected(items=drop)
+    if lane == "live":  # stable: the order within each part stays the collection's
+        keep.sort(key=lambda i: not i.nodeid.startswith(LIVE_FIRST))
+    items[:] = keep
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for marker, tool in P4_TOOL_MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: needs {tool} on PATH; fails under CI=true without it")
@@ -31,6 +83,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _select_lane(config, items)
     if os.geteuid() == 0:
         return
     in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")

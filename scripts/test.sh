@@ -23,4 +23,20 @@ wait "$frontend_lint" || status=$?
 cat "$frontend_log"
 ((status == 0)) || exit "$status"
 echo "== frontend unit tests (vitest)"; (cd frontend && npm run -s test)
-echo "== pytest"; pytest "$@"
+if (($#)); then
+  echo "== pytest $*"; pytest "$@"; exit 0
+fi
+# Two lanes side by side on the two cores (conftest.py CPU_LANE): the tests that only compute
+# beside the rest; each lane's own failures fail the run, the cpu lane's report follows.
+echo "== pytest: the live lane, the cpu lane beside it"
+cpu_log=$(mktemp)
+pytest --lane cpu -p no:cacheprovider >"$cpu_log" 2>&1 &
+cpu_lane=$!
+trap 'kill "$cpu_lane" 2>/dev/null; rm -f "$frontend_log" "$cpu_log"' EXIT
+live_status=0
+pytest --lane live || live_status=$?
+cpu_status=0
+wait "$cpu_lane" || cpu_status=$?
+echo "== pytest: the cpu lane"
+cat "$cpu_log"
+((live_status == 0 && cpu_status == 0)) || exit $((live_status ? live_status : cpu_status))
