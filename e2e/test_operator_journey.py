@@ -188,11 +188,12 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     nav.get_by_role("link", name="Subscribers").click()
     # A wrong header: every missing and every unknown column named, on line 1 (#29)
     header = tmp_path / "header.csv"
-    header.write_text("imsi,ue_addr,teid,tenant\n001010000000001,10.47.0.1,1,mvno-green\n")
+    header.write_text("imsi,ue_addr,teid,,tenant\n001010000000001,10.47.0.1,1,,mvno-green\n")
     page.locator("input[type=file]").set_input_files(str(header))
     page.get_by_role("button", name="Import").click()
     errors = page.get_by_role("table", name="Import errors")
-    expect(errors.get_by_role("row")).to_have_count(4)  # header + ue_ip missing, ue_addr and teid unknown
+    # header + ue_ip missing, ue_addr and teid unknown, the 4th cell without a name
+    expect(errors.get_by_role("row")).to_have_count(5)
     rows = errors.get_by_role("row")
     # each as the file spells it (or must): the user fixes the header with these words
     expect(rows.filter(has_text="missing column")).to_have_text([re.compile(r"^1\s*ue_ip\s*missing column$")])
@@ -200,6 +201,8 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(unknown).to_have_text(
         [re.compile(r"^1\s*ue_addr\s*unknown column$"), re.compile(r"^1\s*teid\s*unknown column$")]
     )
+    expect(rows.filter(has_text="without a name")).to_have_text([re.compile(r"^1\s*column 4\s*column without a name$")])
+    shot(page, "subscribers-import-header", full_page=False)
     # One by one: an IMSI another tenant's UE already has is refused on its field, naming that tenant.
     page.get_by_role("button", name="Add subscriber").click()
     form = page.get_by_role("dialog", name="New subscriber")

@@ -32,7 +32,7 @@ echo "== pytest: the live lane, the cpu lane beside it"
 cpu_log=$(mktemp)
 pytest --lane cpu -p no:cacheprovider >"$cpu_log" 2>&1 &
 cpu_lane=$!
-trap 'kill "$cpu_lane" 2>/dev/null; rm -f "$frontend_log" "$cpu_log"' EXIT
+trap 'kill "$cpu_lane" 2>/dev/null || true; rm -f "$frontend_log" "$cpu_log"' EXIT
 live_status=0
 pytest --lane live || live_status=$?
 cpu_status=0
