@@ -1,4 +1,4 @@
-"""Per-principal rate limits on the expensive endpoints (rule preview, deploy, rollback,
+"""Per-principal rate limits on the expensive endpoints (rule preview, deploy, rollback, intents,
 reconcile, CSV import): 429 with Retry-After once a principal exceeds its budget.
 
 Counted per authenticated user (not per address: many users share a NAT, and one user from
