@@ -1,6 +1,7 @@
 """The run command's live testbed end to end, on real namespaces and all three data planes:
 the demo subscribers' traffic crosses XDP, the bundled P4 target and the NetFPGA model, and
-each backend's egress meter turns what its data plane did into KPIs keyed by that backend;
+each backend's egress meter turns what its data plane did into KPIs keyed by that backend,
+beside the samples the controller's collector reads from the same planes' own counters (#25);
 a slice taken out of a backend's rule set shows up there as default traffic, not as the
 slice's KPIs; the testbed API reports state and runs the congestion scenario."""
 
@@ -50,12 +51,13 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         embb = session.scalar(select(Slice).where(Slice.name == "red-embb"))
         assert embb is not None
 
-        # every data plane carries the slice's traffic; its KPIs are keyed by that backend
-        def lanes_per_backend() -> dict[int, set[int]] | None:
+        # every data plane carries the slice's traffic; its KPIs are keyed by that backend, from
+        # the meter end to end and from the data plane's own counters (the product's collector)
+        def lanes_per_backend(source: str) -> dict[int, set[int]] | None:
             session.expire_all()
             rows = session.execute(
                 select(KpiSample.backend_id, KpiSample.lane)
-                .where(KpiSample.slice_id == embb.id, KpiSample.rx_packets > 0)
+                .where(KpiSample.slice_id == embb.id, KpiSample.rx_packets > 0, KpiSample.source == source)
                 .distinct()
             ).all()
             got: dict[int, set[int]] = {}
@@ -63,10 +65,17 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
                 got.setdefault(b, set()).add(lane)
             return got if all(got.get(i) == {0, 2, 4, 6} for i in ids.values()) else None
 
-        wait_until("KPIs of every lane of red-embb from all three backends", lanes_per_backend, 45)
+        wait_until("the meter's KPIs of every lane of red-embb, all backends", lambda: lanes_per_backend("testbed"), 45)
+        wait_until(
+            "the counters' KPIs of every lane of red-embb, all backends", lambda: lanes_per_backend("counters"), 20
+        )
         current = client.get(f"/api/v1/slices/{embb.id}/kpis/current", headers=op).json()
+        assert {p["source"] for p in current} == {"testbed", "counters"}, current
         for p in current:
-            assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 2000, p
+            if p["source"] == "testbed":
+                assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 2000, p
+            elif p["backend_id"] == ids["xdp"]:  # the XDP program sees no queue: not measured, never 0
+                assert p["delay_p99_ms"] is None, p
 
         # each data plane's own counters agree with where the KPIs put its traffic
         def checks() -> dict[str, str]:
@@ -194,6 +203,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
                 .where(
                     KpiSample.slice_id == embb.id,
                     KpiSample.backend_id == backend_id,
+                    KpiSample.source == "testbed",  # end to end: the links' and queues' losses alike
                     KpiSample.ts > started + timedelta(seconds=1.5),
                 )
                 .group_by(KpiSample.lane)
@@ -217,7 +227,12 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             since = datetime.now(UTC) - timedelta(seconds=2)
             got = session.execute(
                 select(KpiSample.lane, func.sum(KpiSample.tx_packets), func.sum(KpiSample.rx_packets))
-                .where(KpiSample.slice_id == embb.id, KpiSample.backend_id == ids["netfpga"], KpiSample.ts > since)
+                .where(
+                    KpiSample.slice_id == embb.id,
+                    KpiSample.backend_id == ids["netfpga"],
+                    KpiSample.source == "testbed",
+                    KpiSample.ts > since,
+                )
                 .group_by(KpiSample.lane)
             ).all()
             now_loss = {lane: 100 * (tx - rx) / tx for lane, tx, rx in got if tx}

@@ -16,7 +16,11 @@ A sender per backend plays the subscribers of the slices *assigned* to that back
 flow; its place (slice, lane) is where the rule set the backend holds puts it
 (``placement``), so a slice that is not deployed there shows up as that backend's default
 traffic, never as the slice's KPIs. Every interval the meters' reports become KPI points
-of (slice, backend, lane), with the data plane's per-rule drops / ECN marks added.
+of (slice, backend, lane) with source ``testbed``: the end-to-end view of an operator's own
+traffic monitor. The data planes' own counters are the product's to read, as for any
+backend: the controller's KPI collector turns them into ``counters`` samples beside these
+(drops by cause, ECN marks, in-plane queueing delay); the testbed reads them only to check
+its placement (``counted_hits``), every ``PLACEMENT_CHECK_S``.
 
 The senders are processes of their own (``sender_process``: in the controller's process
 they held its GIL from its health probes on a busy host); everything else runs as
@@ -50,8 +54,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.control import extensions
 from sliceportal.core.loops import SupervisedLoop
-from sliceportal.drivers.contract import Counters
-from sliceportal.kpi.counters import CounterCollector, DropTotals
+from sliceportal.drivers.contract import Counters, DriverError
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint, points_from_meter
 from sliceportal.kpi.store import ingest
@@ -69,7 +72,7 @@ from sliceportal.traffic.packets import Encap, Flow, Underlay
 from sliceportal.traffic.scenarios import ScenarioFlow
 from sliceportal_testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
 from sliceportal_testbed.netns_testbed import Testbed
-from sliceportal_testbed.placement import DEFAULT_SLICE, expected_hits, flow_places
+from sliceportal_testbed.placement import DEFAULT_SLICE, counted_hits, expected_hits, flow_places
 from sliceportal_testbed.processes import (
     ManagedProcess,
     ProcessError,
@@ -111,12 +114,15 @@ RESTART_BACKOFF_S = (0.5, 30.0)  # first and largest wait before restarting a de
 # queue holds one (the P4 target's 64-packet queues drain in < 1.5 s even under congestion),
 # so a lane its data plane starves shows its loss each interval, not "no data".
 LOSS_GRACE_S = 2.0
+# How often the placement is checked against the data planes' counters: the collector reads
+# them every interval already, so this second reader stays rare on the CPU-bound planes
+PLACEMENT_CHECK_S = 2.0
 
 
-def pooled_counters(session: Session, backend: Backend) -> Counters:
-    """The counter collector's access to a data plane: the shared driver pool (kpi/ imports no services)."""
-    with POOL.use(session, backend, read_back=True) as driver:
-        return driver.counters()
+def pooled_counters(session: Session, backend: Backend) -> Counters | None:
+    """A data plane's counters through the shared driver pool; None while a push holds its driver."""
+    with POOL.try_use(session, backend, read_back=True) as driver:
+        return None if driver is None else driver.counters()
 
 
 class BackendDown(extensions.BackendDown):
@@ -226,9 +232,8 @@ class LiveTestbed:
     _loops: list[SupervisedLoop] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _collector: CounterCollector = field(default_factory=lambda: CounterCollector(pooled_counters))
-    # per backend, (slice, lane) -> drops / ECN marks read from the data plane, not yet on a point
-    _pending: dict[int, dict[tuple[int, int], DropTotals]] = field(default_factory=dict)
+    # per backend, its counters at the last placement check (what the next one compares with)
+    _last_counters: dict[int, Counters] = field(default_factory=dict)
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -285,7 +290,7 @@ class LiveTestbed:
                 self._loop(f"capture-{plane.name}-{i}", 0.001, self._capture_step(plane, i))
         self._loop("traffic", 1.0, self._traffic_step)
         self._loop("kpi-writer", 0.05, self._write_step)
-        self._loop("counters", self.interval_s, self._counters_step)
+        self._loop("placement-check", PLACEMENT_CHECK_S, self._placement_step)
         self._loop("watchdog", 0.5, self._watchdog_step)
 
     def stop(self) -> None:
@@ -665,10 +670,6 @@ class LiveTestbed:
         """Per backend, the packets/s its subscribers are sent (what a congestion factor divides)."""
         return {p.backend_id: p.base_pps for p in self.planes if p.backend_id}
 
-    def backend_ids(self) -> set[int]:
-        """The backends whose KPI samples the testbed's meters write (the controller's collector skips them)."""
-        return {p.backend_id for p in self.planes}
-
     # ---- measurement ------------------------------------------------------------------
 
     def _capture_step(self, plane: Plane, index: int) -> Callable[[], None]:
@@ -720,8 +721,7 @@ class LiveTestbed:
         return {}
 
     def _write_step(self) -> None:
-        """Store what the meters reported (one point per slice, backend, lane and interval),
-        with the data planes' per-rule drops and ECN marks of that backend added."""
+        """Store what the meters reported (one point per slice, backend, lane and interval)."""
         batch: list[tuple[Plane, int, datetime, MeterReport]] = []
         with contextlib.suppress(queue.Empty):
             while len(batch) < 64:
@@ -738,49 +738,41 @@ class LiveTestbed:
                 self._note_default(plane, index, [g for g in lanes if g.slice_index == DEFAULT_SLICE])
                 kept = report.model_copy(update={"lanes": [g for g in lanes if g.slice_index != DEFAULT_SLICE]})
                 slice_ids = {g.slice_index: g.slice_index for g in kept.lanes if g.slice_index is not None}
-                for p in points_from_meter(kept, slice_ids, now, self.interval_s, plane.backend_id):
-                    with self._lock:
-                        totals = self._pending.get(plane.backend_id, {}).pop((p.slice_id, p.lane), None)
-                    if totals is not None:
-                        p.drops, p.ecn_marks = totals.drops, totals.ecn_marks
-                    points.append(p)
+                points += points_from_meter(kept, slice_ids, now, self.interval_s, plane.backend_id)
             if points:
                 ingest(session, points)  # published to every process by NOTIFY (kpi/notify.py)
 
-    def _counters_step(self) -> None:
-        """Read the data planes' per-rule counters once an interval (apart from the KPI writer:
-        a slow data plane must not delay the points) and keep the deltas for the next points."""
+    def _placement_step(self) -> None:
+        """Do the data planes' own counters agree with where the placement says the flows land?
+        (the slices each counted packets for since the last check, and its miss path) — evidence
+        that it holds the rule set the KPIs are attributed by."""
         with self.sessions() as session:
-            backends = [b for b in (session.get(Backend, p.backend_id) for p in self.planes if p.up) if b is not None]
-            deltas = self._collector.collect(session, backends)
-        for plane in self.planes:
-            self._check_placement(plane)
-        with self._lock:
-            for backend_id, places in deltas.items():
-                pending = self._pending.setdefault(backend_id, {})
-                for place, totals in places.items():
-                    merged = pending.setdefault(place, DropTotals())
-                    for reason, n in totals.drops.items():
-                        merged.drops[reason] = merged.drops.get(reason, 0) + n
-                    merged.ecn_marks += totals.ecn_marks
-
-    def _check_placement(self, plane: Plane) -> None:
-        """Do the data plane's own counters agree with where the placement says the flows
-        land? (the slices it counted packets for, and its miss path) — evidence that it holds
-        the rule set the KPIs are attributed by."""
-        seen = self._collector.slice_packets.pop(plane.backend_id, None)
-        if seen is None or plane.sender is None or not plane.sender.is_alive():
-            return
-        hit = frozenset(sid for sid, n in seen[0].items() if n > 0)
-        missed = seen[1] > 0
-        want_hit, want_miss = plane.expected
-        if hit == want_hit and missed == want_miss:
-            plane.placement_check = "agrees"
-        else:
-            plane.placement_check = (
-                f"differs: the data plane counted slices {sorted(hit)} (miss path used: "
-                f"{missed}); its rule set predicts {sorted(want_hit)} (misses: {want_miss})"
-            )
+            for plane in self.planes:
+                backend = session.get(Backend, plane.backend_id) if plane.up else None
+                if backend is None:
+                    self._last_counters.pop(plane.backend_id, None)
+                    continue
+                try:
+                    now = pooled_counters(session, backend)
+                except DriverError:
+                    now = None
+                if now is None:
+                    continue  # busy with a push, or not answering: checked next time
+                before = self._last_counters.get(plane.backend_id)
+                self._last_counters[plane.backend_id] = now
+                if before is None or before.epoch != now.epoch:
+                    continue  # a first read, or a restarted data plane: the new baseline
+                if plane.sender is None or not plane.sender.is_alive():
+                    continue
+                hit, missed = counted_hits(before, now)
+                want_hit, want_miss = plane.expected
+                if hit == want_hit and missed == want_miss:
+                    plane.placement_check = "agrees"
+                else:
+                    plane.placement_check = (
+                        f"differs: the data plane counted slices {sorted(hit)} (miss path used: "
+                        f"{missed}); its rule set predicts {sorted(want_hit)} (misses: {want_miss})"
+                    )
 
     def _note_default(self, plane: Plane, index: int, groups: list[Any]) -> None:
         """The miss-path traffic of one capture point's interval; the plane reports it merged with

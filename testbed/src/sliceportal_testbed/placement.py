@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from sliceportal.drivers.contract import Counters
 from sliceportal.kpi.counters import rule_places
 from sliceportal.rules.ir import RuleIR
 from sliceportal.traffic.scenarios import ScenarioFlow
@@ -66,3 +67,12 @@ def expected_hits(ir: Mapping[str, Any] | None, flows: Iterable[ScenarioFlow]) -
         else:
             hits.add(decision.slice_id)
     return frozenset(hits), miss
+
+
+def counted_hits(before: Counters, now: Counters) -> tuple[frozenset[int], bool]:
+    """What a data plane counted between two reads of its counters: the data-plane slice ids
+    that took packets, and whether its miss path did (``expected_hits``'s other side)."""
+    hit = frozenset(
+        sid for sid, c in now.slices.items() if c.packets > (before.slices[sid].packets if sid in before.slices else 0)
+    )
+    return hit, now.misses.packets > before.misses.packets

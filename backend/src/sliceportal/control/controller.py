@@ -175,14 +175,9 @@ class Controller:
             resumer.start()
             self._duties.append(resumer)
             if self.settings.kpi_interval_s > 0:
-                # every backend's own counters into KPI samples; the testbed's planes keep their
-                # meter (source 'testbed') until the testbed becomes a user of the product (#25 item 4)
-                collector = KpiCollector(
-                    self.sessions,
-                    pooled_counters,
-                    self.settings.kpi_interval_s,
-                    skip=lambda: self.testbed.backend_ids() if self.testbed else set(),
-                )
+                # every registered backend's own counters into KPI samples, the testbed's planes too:
+                # its meter's end-to-end samples (source 'testbed') stand beside them (#25 item 4)
+                collector = KpiCollector(self.sessions, pooled_counters, self.settings.kpi_interval_s)
                 collector.start()
                 self._duties.append(collector)
             # slice status kept current: wanted footprints computed on each change (issue #28)

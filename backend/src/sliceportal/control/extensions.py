@@ -71,10 +71,6 @@ class ControllerExtension(Protocol):
         """Per backend id, the packets/s it is offered (what a congestion factor divides)."""
         ...
 
-    def backend_ids(self) -> set[int]:
-        """The backends whose KPI samples the extension writes itself (the collector skips them)."""
-        ...
-
     def congest_until(self, backend_id: int, until: datetime, factor: float) -> object:
         """Overload a backend until ``until``. Raises ``KeyError`` (not one of its backends),
         ``BackendDown`` or ``ScenarioRefused``."""

@@ -251,13 +251,11 @@ class KpiCollector:
         read_counters: ReadCounters,
         interval_s: float = 1.0,
         *,
-        skip: Callable[[], set[int]] | None = None,
         registry: LoopRegistry | None = None,
     ) -> None:
         self._sessions = sessions
         self._read = read_counters
         self.interval_s = interval_s
-        self._skip = skip or set
         self._registry = registry
         self._loop: SupervisedLoop | None = None
         self._baselines: dict[int, _Baseline] = {}
@@ -347,14 +345,9 @@ class KpiCollector:
 
     def run_once(self) -> list[KpiPoint]:
         with self._lock, self._sessions() as session:
-            skip = self._skip()
             # a backend the probes found dead is not read: its read would hold the driver through
             # the connect timeout, and it shows "no data" either way
-            backends = [
-                b
-                for b in session.scalars(select(Backend).order_by(Backend.id))
-                if b.id not in skip and b.health not in HEALTH_DOWN
-            ]
+            backends = [b for b in session.scalars(select(Backend).order_by(Backend.id)) if b.health not in HEALTH_DOWN]
             session.expunge_all()  # the reads run in threads with sessions of their own
             points = self.collect(session, backends)
             if points:
