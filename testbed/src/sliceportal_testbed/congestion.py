@@ -24,20 +24,24 @@ first, the highest lanes last).
 
 from __future__ import annotations
 
+import json
 import socket
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import grpc
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.models import Backend
 from sliceportal.services.backends import POOL
-from sliceportal_testbed.processes import BMV2_DIR
 from sliceportal_testbed.tls import P4RuntimeCerts
 
 LINK_HEADROOM = 4.0  # a software plane's normal egress link rate / its normal offered bit rate
+# The bundled P4 target's own configuration service beside P4Runtime (docs/bmv2.md, "Live ports"):
+# JSON bodies over gRPC on the P4Runtime port, with the same TLS. The testbed is a client of it
+# as an operator's script would be; it imports nothing of the target.
+LINK_RATE_METHOD = "/sliceportal.bmv2.Live/SetLinkRate"
 
 MECHANISM = {
     "p4rt": "egress port link rate of the target's traffic manager (8 strict-priority queues, 64 packets "
@@ -56,19 +60,22 @@ class CapError(RuntimeError):
 def p4_link_rate(address: str, rate_bps: int | None, certs: P4RuntimeCerts | None = None) -> dict[str, Any]:
     """Set the bundled P4 target's egress link rate (None: unlimited); returns its status.
     ``certs``: the target serves mutual TLS with them (the testbed's P4 plane does)."""
-    if str(BMV2_DIR) not in sys.path:
-        sys.path.insert(0, str(BMV2_DIR))
-    from bmv2_target.live_ports import ClientTls, call_live
-
-    tls = (
-        None
+    channel = (
+        grpc.insecure_channel(address)
         if certs is None
-        else ClientTls(certs.ca_cert.read_bytes(), certs.client_cert.read_bytes(), certs.client_key.read_bytes())
+        else grpc.secure_channel(
+            address,
+            grpc.ssl_channel_credentials(
+                certs.ca_cert.read_bytes(), certs.client_key.read_bytes(), certs.client_cert.read_bytes()
+            ),
+        )
     )
     try:
-        status: dict[str, Any] = call_live(address, "SetLinkRate", {"link_rate_bps": rate_bps}, tls=tls)
-    except Exception as exc:  # grpc.RpcError and connection failures alike
+        with channel:
+            reply = channel.unary_unary(LINK_RATE_METHOD)(json.dumps({"link_rate_bps": rate_bps}).encode(), timeout=5.0)
+    except grpc.RpcError as exc:  # refused, unreachable, or not the bundled target (UNIMPLEMENTED)
         raise CapError(f"the P4 target at {address} refused the link rate {rate_bps}: {exc}") from exc
+    status: dict[str, Any] = json.loads(reply)
     return status
 
 
