@@ -64,7 +64,7 @@ from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink, TestbedState
 from sliceportal.services import admission, deployments
 from sliceportal.services.admission import Override
-from sliceportal.services.backends import POOL, describe
+from sliceportal.services.backends import POOL, describe, register
 from sliceportal.services.errors import BusyError
 from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
@@ -430,25 +430,33 @@ class LiveTestbed:
     # ---- backends and their rule sets ------------------------------------------------
 
     def _backend(self, session: Session, plane: Plane) -> Backend:
+        # admission control checks against the egress rate this run paces the plane at (the
+        # value it gave the process), not the default 10 Gbit/s; a plane the testbed does not
+        # pace (XDP outside a congestion scenario, the real BMv2) keeps what is recorded
+        link_bps = None if plane.link_bps is None else round(plane.link_bps)
+        # The demo gives every plane the same SLAs (ECN targets, rate limits); a plane that lacks
+        # one carries it knowingly, listed as accepted in its preview (services/enforcement.py)
+        accepts = DEMO_ACCEPTS_UNENFORCED.get(plane.driver, ())
         b = session.scalar(select(Backend).where(Backend.name == plane.name))
         if b is None:
-            b = Backend(name=plane.name, driver=plane.driver, options=plane.options)
-            session.add(b)
+            # registered as an operator's POST /backends registers one: driver and options checked
+            b = register(
+                session,
+                name=plane.name,
+                driver=plane.driver,
+                options=plane.options,
+                link_bps=link_bps,
+                accept_unenforced=accepts,
+            )
             plane.created = True
         else:
             # only what this run decides (addresses, interfaces) changes; the operator's other
             # options (e.g. a QoS mode) stay as they were
             kept = {k: v for k, v in (b.options or {}).items() if k not in plane.stale_options}
             b.driver, b.options = plane.driver, {**kept, **plane.options}
-        if plane.link_bps is not None:
-            # admission control checks against the egress rate this run paces the plane at (the
-            # value it gave the process), not the default 10 Gbit/s; a plane the testbed does not
-            # pace (XDP outside a congestion scenario, the real BMv2) keeps what is recorded
-            b.link_bps = round(plane.link_bps)
-        # The demo gives every plane the same SLAs (ECN targets, rate limits); a plane that lacks
-        # one carries it knowingly, listed as accepted in its preview (services/enforcement.py)
-        accepts = DEMO_ACCEPTS_UNENFORCED.get(plane.driver, ())
-        b.accept_unenforced = sorted(set(b.accept_unenforced or ()) | set(accepts))
+            if link_bps is not None:
+                b.link_bps = link_bps
+            b.accept_unenforced = sorted(set(b.accept_unenforced or ()) | set(accepts))
         if plane.up:
             try:
                 POOL.discard(session, b)  # a driver of an earlier process must not be reused

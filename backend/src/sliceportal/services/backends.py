@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -25,6 +26,7 @@ from sliceportal.core.db import advisory_lock
 from sliceportal.drivers.contract import Driver, DriverError, OptionsError
 from sliceportal.drivers.registry import DriverRegistry, UnknownDriverError, discover
 from sliceportal.models import Backend
+from sliceportal.models.slicing import DEFAULT_LINK_BPS
 from sliceportal.services.errors import FieldIssue, InvalidError
 
 
@@ -182,3 +184,30 @@ def describe(session: Session, backend: Backend, *, probe: bool = True) -> None:
     else:
         backend.health = "ok" if health.ok else "down"
         backend.health_detail = health.detail
+
+
+def register(
+    session: Session,
+    *,
+    name: str,
+    driver: str,
+    options: Mapping[str, Any],
+    link_bps: int | None = None,
+    port_bps: Mapping[str, int] | None = None,
+    accept_unenforced: Iterable[str] = (),
+) -> Backend:
+    """A new backend, as ``POST /backends`` registers one (and any script that is not the API,
+    such as the emulated testbed): the driver and its options checked, geometry and capacity
+    learned without touching the data plane (health ``probing`` until a probe answers). Added
+    to ``session``, not committed."""
+    b = Backend(
+        name=name,
+        driver=driver,
+        options=dict(options),
+        port_bps=dict(port_bps or {}),
+        link_bps=link_bps or DEFAULT_LINK_BPS,
+        accept_unenforced=sorted(set(accept_unenforced)),
+    )
+    describe(session, b, probe=False)
+    session.add(b)
+    return b

@@ -13,11 +13,10 @@ from sliceportal.api.deps import NotTenant, SessionDep, Writer
 from sliceportal.api.errors import ApiError
 from sliceportal.core.redaction import keep_secrets
 from sliceportal.models import Backend, Deployment, Slice
-from sliceportal.models.slicing import DEFAULT_LINK_BPS
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.services import admission
-from sliceportal.services.backends import POOL, describe
+from sliceportal.services.backends import POOL, describe, register
 from sliceportal.services.health_probe import probe_backend
 
 router = APIRouter(prefix="/backends", tags=["backends"])
@@ -47,16 +46,15 @@ def create_backend(
     background: BackgroundTasks,
 ) -> Backend:
     """Register a backend; answers at once with health ``probing`` (a bounded probe follows)."""
-    b = Backend(
+    b = register(  # validates the driver and its options, learns geometry / capacity
+        session,
         name=body.name,
         driver=body.driver,
         options=body.options,
+        link_bps=body.link_bps,
         port_bps=body.port_bps,
-        link_bps=body.link_bps or DEFAULT_LINK_BPS,
-        accept_unenforced=sorted(set(body.accept_unenforced)),
+        accept_unenforced=body.accept_unenforced,
     )
-    describe(session, b, probe=False)  # validates the driver and its options, learns geometry / capacity
-    session.add(b)
     session.commit()
     etag(response, b)
     background.add_task(probe_backend, request.app.state.sessionmaker, b.id)
