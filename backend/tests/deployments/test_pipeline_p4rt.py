@@ -4,6 +4,7 @@ failure mid-push, reconcile after a restart."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.core.db import session_factory
+from sliceportal.core.process_metrics import REGISTRY
 from sliceportal.models import AuditLog, Role
 from sliceportal.services.reconciler import Reconciler
 from sliceportal_testbed.processes import RunningTarget, free_port
@@ -125,15 +127,29 @@ def test_preview_deploy_and_audit(
 def test_streamed_progress(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address)
+    compiles_before = _compiles()
     with client.stream(
         "POST", f"/api/v1/backends/{bid}/deployments", headers={**op, "Accept": "application/x-ndjson"}
     ) as r:
-        import json
-
         lines = [json.loads(line) for line in r.iter_lines() if line]
     assert [e["event"] for e in lines][-1] == "result"
     assert any(e["event"] == "progress" for e in lines)
     assert lines[-1]["status"] == "succeeded"
+    # compile, admission and lowering run once, in the job (the request used to preview first)
+    assert _compiles() - compiles_before == 1
+    # a refusal still answers before any stream: an unknown rule set to roll back to
+    with client.stream(
+        "POST",
+        f"/api/v1/backends/{bid}/rollback",
+        json={"rule_set": 99},
+        headers={**op, "Accept": "application/x-ndjson"},
+    ) as r:
+        assert r.status_code == 404 and r.headers["content-type"].startswith("application/problem+json")
+
+
+def _compiles() -> float:
+    """Compiles this process ran (its ``sliceportal_compile_duration_seconds`` count, p4rt)."""
+    return REGISTRY.get_sample_value("sliceportal_compile_duration_seconds_count", {"driver": "p4rt"}) or 0.0
 
 
 def test_rollback_to_an_earlier_rule_set(

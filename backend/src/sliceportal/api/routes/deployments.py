@@ -42,8 +42,8 @@ from sliceportal.schemas.deployments import (
     SliceDeployPublic,
     TableUsagePublic,
 )
-from sliceportal.services import admission, slice_deploy
 from sliceportal.services import deployments as svc
+from sliceportal.services import slice_deploy
 from sliceportal.services.admission import Override
 from sliceportal.services.equivalence import to_json as equivalence_json
 from sliceportal.services.errors import DomainError
@@ -141,27 +141,86 @@ def _ndjson(what: str, run: Callable[[Emit], dict[str, Any]]) -> StreamingRespon
     return StreamingResponse(body(), media_type=NDJSON)
 
 
+class _Job:
+    """A deploy or rollback of one backend, run in a thread of this process with a session of its
+    own; the request waits only for its start: ``started()`` is the first of "refused" (before any
+    row: the request answers as it would without streaming or ``Prefer``), "unchanged" and "the
+    row is committed". Compile, admission and lowering run once, in the job (a stream used to be
+    checked by a preview in the request first, compiling twice). With ``stream`` the progress
+    events and then exactly one ``result`` or ``error`` event go to ``events()`` as NDJSON lines."""
+
+    def __init__(
+        self,
+        request: Request,
+        backend_id: int,
+        principal: Principal,
+        rollback_to: int | None,
+        override: Override | None,
+        *,
+        stream: bool,
+    ) -> None:
+        self._args = (request.app.state.sessionmaker, backend_id, principal, rollback_to, override)
+        self._started: queue.Queue[tuple[str, object]] = queue.Queue()
+        self._events: queue.Queue[str | None] | None = queue.Queue() if stream else None
+        threading.Thread(target=self._work, name=f"deploy-job-{backend_id}", daemon=True).start()
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        if self._events is not None:
+            self._events.put(json.dumps(event))
+
+    def _progress(self, e: object) -> None:
+        self._emit({"event": "progress", **e.model_dump()})  # type: ignore[attr-defined]
+
+    def _work(self) -> None:
+        sessions, backend_id, principal, rollback_to, override = self._args
+        progress = self._progress if self._events is not None else None
+        try:
+            with sessions() as s:
+                set_actor(s, Actor(principal.user_id, principal.username, principal.via))
+                backend = get_scoped(s, Backend, backend_id, None, "backend")
+
+                def on_job(dep_id: int) -> None:
+                    self._started.put(("job", dep_id))
+
+                dep = (
+                    svc.deploy_changes(s, backend, principal.username, progress, override=override, on_job=on_job)
+                    if rollback_to is None
+                    else svc.rollback(s, backend, rollback_to, principal.username, progress, on_job=on_job)
+                )
+                self._emit({"event": "result", **_result(dep)})
+                self._started.put(("done", dep if isinstance(dep, svc.Unchanged) else None))
+        except Exception as exc:  # before its row: the request answers it; after: the row records it
+            if self._events is not None:  # (a bug is logged there)
+                self._emit({"event": "error", **_error_event(exc, f"deploy-{backend_id}")})
+            elif not isinstance(exc, DomainError | ApiError):
+                log.exception("deployment job of backend %s failed", backend_id)
+            self._started.put(("error", exc))
+        finally:
+            if self._events is not None:
+                self._events.put(None)
+
+    def started(self) -> tuple[str, object]:
+        """The first of ("error", exception), ("done", Unchanged | None), ("job", deployment id);
+        raises the exception of a job refused before its row existed."""
+        what, value = self._started.get()
+        if what == "error":
+            assert isinstance(value, Exception)
+            raise value
+        return what, value
+
+    def events(self) -> Iterator[str]:
+        assert self._events is not None
+        while (item := self._events.get()) is not None:
+            yield item + "\n"
+
+
 def _stream(
     request: Request, backend_id: int, principal: Principal, rollback_to: int | None, override: Override | None = None
 ) -> StreamingResponse:
-    """A deploy (or rollback) of one backend, streamed."""
-
-    def run(emit: Emit) -> dict[str, Any]:
-        with request.app.state.sessionmaker() as session:
-            set_actor(session, Actor(principal.user_id, principal.username, principal.via))
-            backend = get_scoped(session, Backend, backend_id, None, "backend")
-
-            def progress(e: object) -> None:
-                emit({"event": "progress", **e.model_dump()})  # type: ignore[attr-defined]
-
-            dep = (
-                svc.deploy_changes(session, backend, principal.username, progress, override=override)
-                if rollback_to is None
-                else svc.rollback(session, backend, rollback_to, principal.username, progress)
-            )
-            return _result(dep)
-
-    return _ndjson(f"deploy-{backend_id}", run)
+    """A deploy (or rollback) of one backend, streamed once it started (refusals answer 4xx)."""
+    job = _Job(request, backend_id, principal, rollback_to, override, stream=True)
+    job.started()
+    return StreamingResponse(job.events(), media_type=NDJSON)
 
 
 def _start_job(
@@ -172,35 +231,9 @@ def _start_job(
     rollback_to: int | None,
     override: Override | None,
 ) -> Response:
-    """``Prefer: respond-async``: run the job in a thread of this process and answer once its row
-    exists: 202 with ``Location``; refusals (before any row) answer as without the header."""
-    started: queue.Queue[tuple[str, object]] = queue.Queue()
-
-    def work() -> None:
-        try:
-            with request.app.state.sessionmaker() as s:
-                set_actor(s, Actor(principal.user_id, principal.username, principal.via))
-                backend = get_scoped(s, Backend, backend_id, None, "backend")
-
-                def on_job(dep_id: int) -> None:
-                    started.put(("job", dep_id))
-
-                dep = (
-                    svc.deploy_changes(s, backend, principal.username, override=override, on_job=on_job)
-                    if rollback_to is None
-                    else svc.rollback(s, backend, rollback_to, principal.username, on_job=on_job)
-                )
-                started.put(("done", dep if isinstance(dep, svc.Unchanged) else None))
-        except Exception as exc:  # before its row: the request answers it; after: the row records it
-            if not isinstance(exc, DomainError | ApiError):
-                log.exception("deployment job of backend %s failed", backend_id)
-            started.put(("error", exc))
-
-    threading.Thread(target=work, name=f"deploy-job-{backend_id}", daemon=True).start()
-    what, value = started.get()  # the first of: the row exists, unchanged, refused
-    if what == "error":
-        assert isinstance(value, Exception)
-        raise value
+    """``Prefer: respond-async``: answer once the job's row exists: 202 with ``Location``;
+    refusals (before any row) answer as without the header."""
+    what, value = _Job(request, backend_id, principal, rollback_to, override, stream=False).started()
     if isinstance(value, svc.Unchanged):
         return JSONResponse(unchanged_public(value).model_dump(mode="json"), status_code=200)
     assert what == "job" and isinstance(value, int)
@@ -257,9 +290,6 @@ def deploy(
     if wants_async(prefer):
         return _start_job(request, session, backend_id, principal, None, override)
     if accept and NDJSON in accept:
-        svc.preview(session, backend)  # refusals (compile, capacity) answer 4xx before streaming
-        if override is None:  # admission too (an override is checked and audited once, by the worker)
-            admission.check(session, [backend], override=None, action="deploy", subject=backend)
         session.close()  # release the request's connection now: the stream may outlive the database
         return _stream(request, backend_id, principal, None, override)
     dep = svc.deploy_changes(session, backend, principal.username, override=override)
