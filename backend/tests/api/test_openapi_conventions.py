@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from sliceportal import schemas
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 
@@ -43,3 +47,34 @@ def test_credentials_are_security_schemes_on_every_protected_operation(spec: dic
         if op["operationId"] not in PUBLIC and names != {"APIKeyHeader", "OAuth2PasswordBearer"}:
             unguarded.append((method.upper(), path, sorted(names)))
     assert not unguarded, unguarded
+
+
+# a password is no example anyone should copy
+NO_EXAMPLE = {"create_user"}
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    """The API's models by name, as the spec names its components."""
+    found: dict[str, type[BaseModel]] = {}
+    for info in pkgutil.iter_modules(schemas.__path__):
+        module = importlib.import_module(f"{schemas.__name__}.{info.name}")
+        found.update({n: c for n, c in vars(module).items() if isinstance(c, type) and issubclass(c, BaseModel)})
+    return found
+
+
+def test_every_post_body_has_an_example_the_api_accepts(spec: dict[str, Any]) -> None:
+    components, models = spec["components"]["schemas"], _models()
+    missing, checked = [], 0
+    for path, method, op in _operations(spec):
+        body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        if "$ref" not in body:
+            continue
+        name = body["$ref"].rsplit("/", 1)[1]
+        examples = components[name].get("examples", [])
+        if method == "post" and not examples and op["operationId"] not in NO_EXAMPLE:
+            missing.append((method.upper(), path, name))
+        for example in examples:  # the spec's examples are requests the API validates, not prose
+            models[name].model_validate(example)
+            checked += 1
+    assert not missing, missing
+    assert checked >= 10

@@ -96,7 +96,10 @@ class UserUpdated(UserPublic):
 
 
 class ApiKeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"name": "grafana-probes", "scopes": ["telemetry"], "tenant_id": 1}]},
+    )
     name: Name
     scopes: list[Scope] = Field(min_length=1, max_length=len(Scope))
     tenant_id: DbId | None = Field(

@@ -148,6 +148,19 @@ Unenforced = Annotated[
 
 
 class BackendCreate(BackendBase):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "edge-p4",
+                    "driver": "p4rt",
+                    "options": {"address": "10.200.0.5:9559", "lanes": 8, "trunk_ports": [1, 2], "uplink_port": 2},
+                    "link_bps": 10000000000,
+                }
+            ]
+        },
+    )
     link_bps: LinkBps | None = Field(None, description="egress link capacity in bit/s; default 10 Gbit/s")
     port_bps: PortBps = Field(default_factory=dict)
     accept_unenforced: Unenforced = Field(default_factory=list)

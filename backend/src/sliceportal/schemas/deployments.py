@@ -124,7 +124,7 @@ class RuleSetPublic(ORMModel):
 
 
 class RollbackRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"rule_set": 3}]})
     rule_set: int = Field(ge=1, le=2**31 - 1, description="the rule-set number to return to")
 
 

@@ -124,7 +124,31 @@ class IngestPoint(BaseModel):
 
 
 class IngestBatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "points": [
+                        {
+                            "slice_id": 1,
+                            "backend_id": 1,
+                            "lane": 2,
+                            "source": "probe",
+                            "ts": "2026-11-28T12:00:01Z",
+                            "interval_s": 1.0,
+                            "tx_packets": 10,
+                            "rx_packets": 10,
+                            "delay_mean_ms": 4.2,
+                            "delay_p50_ms": 4.0,
+                            "delay_p99_ms": 7.9,
+                            "jitter_ms": 0.6,
+                        }
+                    ]
+                }
+            ]
+        },
+    )
     points: list[IngestPoint] = Field(min_length=1, max_length=MAX_INGEST_POINTS)
 
 

@@ -39,7 +39,12 @@ class ServiceClassBase(BaseModel):
 
 
 class ServiceClassCreate(ServiceClassBase):
-    pass
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"name": "voice", "lane": 6, "dst_ports": [{"lo": 5060, "hi": 5061}], "protocol": "udp"}]
+        },
+    )
 
 
 class ServiceClassUpdate(BaseModel):
@@ -102,6 +107,36 @@ class SliceBase(BaseModel):
 
 
 class SliceCreate(SliceBase):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "red-embb",
+                    "tenant_id": 1,
+                    "slice_type_id": 2,
+                    "description": "video for red's subscribers",
+                    "sla": {
+                        "guaranteed_mbps": 50,
+                        "rate_limit_mbps": 200,
+                        "max_delay_ms": 20,
+                        "ecn_delay_ms": 5,
+                        "max_loss_pct": 1,
+                    },
+                    "backend_ids": [1],
+                    "services": [
+                        {
+                            "name": "video",
+                            "lane": 2,
+                            "dst_ports": [{"lo": 5000, "hi": 5010}],
+                            "dscp": [34],
+                            "protocol": "udp",
+                        }
+                    ],
+                }
+            ]
+        },
+    )
     services: list[ServiceClassCreate] = Field(default_factory=list, max_length=64)
 
 

@@ -39,6 +39,14 @@ class SubscriberBase(BaseModel):
 
 
 class SubscriberCreate(SubscriberBase):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"tenant_id": 1, "imsi": "001010000000001", "ue_ip": "10.45.0.1", "teids": [1001], "slice_ids": [1]}
+            ]
+        },
+    )
     tenant_id: DbId
 
 
@@ -83,7 +91,9 @@ class SubscriberBulkDelete(BaseModel):
     list that changed in between.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"tenant_id": 1, "slice_id": 3, "expected_count": 250}]}
+    )
     tenant_id: DbId | None = None
     slice_id: DbId | None = None
     q: str | None = Field(

@@ -20,7 +20,21 @@ class TenantBase(BaseModel):
 
 
 class TenantCreate(TenantBase):
-    pass
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "mvno-red",
+                    "vni": 5001,
+                    "vlan": 100,
+                    "ue_pool": "10.45.0.0/16",
+                    "contact": "noc@red.example",
+                    "description": "MVNO red",
+                }
+            ]
+        },
+    )
 
 
 class TenantUpdate(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class TestbedLink(BaseModel):
@@ -72,6 +72,7 @@ class TestbedState(BaseModel):
 
 
 class CongestionCreate(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"backend_id": 2, "duration_s": 30, "factor": 4}]})
     backend_id: int = Field(gt=0)
     duration_s: float = Field(ge=5, le=600, description="how long the backend stays overloaded")
     factor: float = Field(
