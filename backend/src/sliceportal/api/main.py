@@ -150,7 +150,11 @@ def _allow_origins(app: FastAPI, origins: list[str]) -> None:
 
 def _unknown_api_paths(app: FastAPI) -> None:
     """Any other /api/... path is a 404 problem, for every method, not the single page; a
-    known path with a method it lacks stays a 405 with its Allow header."""
+    known path with a method it lacks stays a 405 with its Allow header.
+
+    The path's methods come from the OpenAPI document, the API's published contract: asking
+    the router instead (which routes match the path but not the method) means walking
+    FastAPI's nested routers, which 0.165 keeps as private ``_IncludedRouter`` objects."""
 
     documented: list[tuple[re.Pattern[str], bool, set[str]]] = []
 
