@@ -137,7 +137,7 @@ def bare_rate(start: Starter, batch: int) -> float:
         d = Driver({"address": sw.address, **OPTIONS})
         d.health()
         plan = d.lower(ir(N))
-        updates = [d._update(p4runtime_pb2.Update.INSERT, CLASSIFIER, e) for e in plan.tables[CLASSIFIER]]
+        updates = [d.codec.update(p4runtime_pb2.Update.INSERT, CLASSIFIER, e) for e in plan.tables[CLASSIFIER]]
         d.close()
         s = Session(sw.address, 1, 2)
         t0 = time.perf_counter()
@@ -217,7 +217,7 @@ def engine_pps() -> tuple[float, float]:
     for table, entries in d.lower(ir(64)).tables.items():
         for e in entries:
             kind = p4runtime_pb2.Update.MODIFY if e.get("default") or "index" in e else p4runtime_pb2.Update.INSERT
-            servicer._apply(d._update(kind, table, e))
+            servicer._apply(d.codec.update(kind, table, e))
     assert sw.tables is not None and sw.pipeline is not None
     sw.tables.commit()
     data, engine = test_frame(), sw.pipeline

@@ -11,7 +11,8 @@ from p4.v1 import p4runtime_pb2
 
 from sliceportal.rules.ir import RuleIR
 from sliceportal_p4rt.client import write_request_bytes
-from sliceportal_p4rt.driver import Driver, ident
+from sliceportal_p4rt.codec import ident
+from sliceportal_p4rt.driver import Driver
 
 Update = p4runtime_pb2.Update
 
@@ -21,7 +22,7 @@ def test_request_bytes_parse_as_the_request_protobuf_builds(count: int) -> None:
     d = Driver({})
     plan = d.lower(two_tenants())
     entries = [(t, e) for t, lst in plan.tables.items() for e in lst]
-    updates = [d._update(p4runtime_pb2.Update.INSERT, *entries[i % len(entries)]) for i in range(count)]
+    updates = [d.codec.update(p4runtime_pb2.Update.INSERT, *entries[i % len(entries)]) for i in range(count)]
     big = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)  # > 127 bytes: a multi-byte length
     big.entity.table_entry.metadata = bytes(range(256)) * 2
     updates.append(big)
@@ -38,25 +39,25 @@ def test_request_bytes_parse_as_the_request_protobuf_builds(count: int) -> None:
 @pytest.mark.parametrize("qos_mode", ["vqueue", "meter"])
 def test_updates_written_as_bytes_are_what_the_protobuf_api_builds(utype: int, qos_mode: str) -> None:
     """Every entry of a lowered plan (exact and ternary matches, defaults, actions with and
-    without parameters, meters): wire.py's bytes parse into ``_update``'s message."""
+    without parameters, meters): wire.py's bytes parse into ``EntryCodec.update``'s message."""
     d = Driver({"qos_mode": qos_mode, "access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3})
     plan = d.lower(two_tenants())
     seen = 0
     ops = []
     for table, entries in plan.tables.items():
         for e in entries:
-            want = d._update(utype, table, e)
-            got_type, data = d._update_bytes(utype, table, e)
+            want = d.codec.update(utype, table, e)
+            got_type, data = d.codec.update_bytes(utype, table, e)
             assert p4runtime_pb2.Update.FromString(data) == want, (table, e)
             assert got_type == want.type
             # the push path's inline encoder (per-table constants) writes the same message
-            assert p4runtime_pb2.Update.FromString(d._encode((utype, table, e, None))) == want, (table, e)
+            assert p4runtime_pb2.Update.FromString(d.codec.encode((utype, table, e, None))) == want, (table, e)
             assert d._kind((utype, table, e, None)) == want.type
             if "match" in e:  # and from the bytes lower() built for the plan
-                assert p4runtime_pb2.Update.FromString(d._encode((utype, table, e, ident(e)))) == want
+                assert p4runtime_pb2.Update.FromString(d.codec.encode((utype, table, e, ident(e)))) == want
             # framed as the push sends them: one WriteRequest ``updates`` field each
             for key in (None, ident(e)):
-                framed = p4runtime_pb2.WriteRequest.FromString(d._frame((utype, table, e, key)) * 2)
+                framed = p4runtime_pb2.WriteRequest.FromString(d.codec.frame((utype, table, e, key)) * 2)
                 assert list(framed.updates) == [want, want], (table, e)
             ops.append((utype, table, e, None))
             seen += 1
@@ -75,8 +76,8 @@ def test_diff_from_cached_identities_is_the_diff_of_copies() -> None:
     want = d.lower(
         RuleIR(lanes=ir.lanes, paths=1, rules=ir.rules[2:] + ir.rules[:1], slices=ir.slices, tenants=ir.tenants)
     ).tables
-    assert all(id(e) in d._idents for t in (held, want) for lst in t.values() for e in lst if "match" in e)
+    assert all(id(e) in d.codec.idents for t in (held, want) for lst in t.values() for e in lst if "match" in e)
     fast, _ = d._diff(held, want)
     slow, _ = d._diff(copy.deepcopy(held), copy.deepcopy(want))
     assert fast == slow and {op[0] for op in fast} >= {Update.INSERT, Update.DELETE}
-    assert [d._frame(op) for op in fast] == [d._frame(op) for op in slow]
+    assert [d.codec.frame(op) for op in fast] == [d.codec.frame(op) for op in slow]

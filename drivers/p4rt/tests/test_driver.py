@@ -241,7 +241,7 @@ def test_a_push_after_a_drift_seen_by_read_back_repairs_it(target) -> None:
     w = p4runtime_pb2.WriteRequest(device_id=1)
     w.election_id.high = 99
     w.updates.add(type=p4runtime_pb2.Update.DELETE).entity.table_entry.CopyFrom(
-        d._update(p4runtime_pb2.Update.DELETE, CLASSIFIER, ours).entity.table_entry
+        d.codec.update(p4runtime_pb2.Update.DELETE, CLASSIFIER, ours).entity.table_entry
     )
     stub.Write(w)
     hold.set()

@@ -17,7 +17,6 @@ those, and nothing else is ever modified or deleted.
 
 from __future__ import annotations
 
-import functools
 import gc
 import operator
 import secrets
@@ -38,7 +37,6 @@ from sliceportal.drivers.contract import (
     DataPlaneState,
     DriverError,
     Health,
-    LaneCounters,
     NativeEntry,
     NativePlan,
     OptionsError,
@@ -54,11 +52,11 @@ from sliceportal.rules.ir import RuleIR
 
 from . import telemetry, wire
 from .client import WRITE_FLOOR, ElectionIdInUse, Session, WriteCall, WriteFailed, read_once
-from .lowering import MatchKey, PortPlan, entry_sort_key, lower_ir, match_key, with_full_masks
+from .codec import EntryCodec, Op
+from .counters import read_counters
+from .lowering import MatchKey, PortPlan, lower_ir, match_key, with_full_masks
 from .p4info import (
     CLASSIFIER,
-    EGR,
-    ING,
     PORT_TENANT,
     SLICE_METER,
     SLICE_QOS,
@@ -71,10 +69,6 @@ from .tls import TlsOptions
 from .view import classifier_view
 
 Update = p4runtime_pb2.Update
-FieldMatch = p4runtime_pb2.FieldMatch
-Pending = tuple[int, bytes]  # (Update.Type, serialized Update)
-# (Update.Type asked for, table, entry, its identity or None): encoded batch by batch
-Op = tuple[int, str, NativeEntry, object]
 Tables = Mapping[str, Sequence[NativeEntry]]
 
 
@@ -90,15 +84,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def ident(e: NativeEntry) -> object:
-    """What P4Runtime identifies an entry by; a tuple, cheaper than a JSON key."""
-    if e.get("default"):
-        return "default"
-    if "index" in e:
-        return ("index", e["index"])
-    return (e["priority"], tuple(sorted((k, tuple(v)) for k, v in e["match"].items())))
 
 
 T = TypeVar("T")
@@ -139,22 +124,6 @@ class Options(TlsOptions):
     timeout_s: float = Field(10.0, gt=0, le=300, allow_inf_nan=False)
 
 
-def _enc(value: int) -> bytes:
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-
-
-# A rule set repeats most match fields (tenant, has_* bits, masks) and every action: their
-# wire bytes are built once (they were most of the driver's cost per entry).
-@functools.lru_cache(maxsize=1 << 16)
-def _match_field(field_id: int, exact: bool, value: int, mask: int) -> bytes:
-    return wire.match_field(wire.field_match(field_id, exact, _enc(value), b"" if exact else _enc(mask)))
-
-
-@functools.lru_cache(maxsize=1 << 12)
-def _action_field(action_id: int, params: tuple[tuple[int, int], ...]) -> bytes:
-    return wire.table_action_field(wire.action(action_id, [(pid, _enc(v)) for pid, v in params]))
-
-
 class Driver:
     name: ClassVar[str] = "p4rt"
 
@@ -175,23 +144,9 @@ class Driver:
         if self.opts.lanes & (self.opts.lanes - 1):
             raise DriverError(f"lanes must be a power of two, got {self.opts.lanes}")
         self.tag = self.opts.owner.encode()
-        self.widths = {t.preamble.name: {f.name: f.bitwidth for f in t.match_fields} for t in self.p4info.proto.tables}
+        self.codec = EntryCodec(self.p4info, self.tag)
+        self.widths = self.codec.widths
         self.sizes = {t.preamble.name: int(t.size) for t in self.p4info.proto.tables}
-        # Ids resolved once through the P4Info: the per-entry path does dict lookups only.
-        self._tables = {
-            t.preamble.name: (
-                t.preamble.id,
-                {f.name: (f.id, f.match_type == f.EXACT) for f in t.match_fields},
-            )
-            for t in self.p4info.proto.tables
-        }
-        self._actions = {
-            a.preamble.name: (a.preamble.id, [(p.name, p.id) for p in a.params]) for a in self.p4info.proto.actions
-        }
-        self._wire_tables = {name: (wire.table_id(tid), fields) for name, (tid, fields) in self._tables.items()}
-        self._type_fields = {t: wire.update_type(t) for t in (Update.INSERT, Update.MODIFY, Update.DELETE)}
-        self._field_heads: dict[tuple[int, int], bytes] = {}  # (type, entity length) -> wire.update_field_head
-        self._tag_field = wire.metadata(self.tag)
         self.sizes[SLICE_METER] = int(self.p4info.meter(SLICE_METER).size)
         self.sizes["slices"] = self.sizes[SLICE_METER]
         self._session: Session | None = None
@@ -209,10 +164,6 @@ class Driver:
         self._lowered: dict[str, tuple[dict[tuple[MatchKey, int], int], Tables]] = {}
         self._applied: tuple[str, Tables] | None = None
         self._rule_of: dict[tuple[MatchKey, int], int] = {}
-        self._encoded: dict[tuple[str, object], tuple[NativeEntry, bytes]] = {}
-        self._encoded_ids: dict[int, tuple[NativeEntry, bytes]] = {}
-        self._idents: dict[int, tuple[NativeEntry, object]] = {}
-        self._last_idents: dict[int, tuple[NativeEntry, object]] = {}
         self._registers_writable = True
 
     # ---- pure --------------------------------------------------------------------------
@@ -252,7 +203,7 @@ class Driver:
         }
         plan = NativePlan(driver=self.name, version=version, tables=tables, usage=usage)
         with _collector_paused():
-            self._pre_encode(plan.tables)  # the plan's own entries: validation copied ``tables``
+            self.codec.pre_encode(plan.tables)  # the plan's own entries: validation copied ``tables``
         return plan
 
     def _hints(self) -> tuple[dict[MatchKey, int], dict[int, int]]:
@@ -266,11 +217,11 @@ class Driver:
                 # Not connected (a fresh process, the plan previewed before any push): one
                 # read without joining, failing fast when nothing answers -- the switch may
                 # hold what another portal process pushed, with priorities to keep.
-                held = self._tables_of(
+                held = self.codec.tables_of(
                     read_once(
                         self.opts.address,
                         self.opts.device_id,
-                        self._read_request(),
+                        self.codec.read_request(),
                         min(self.opts.timeout_s, 1.0),
                         self.opts.tls(),
                     )
@@ -353,143 +304,13 @@ class Driver:
 
     # ---- entries <-> protobuf -----------------------------------------------------------
 
-    def _update(self, utype: int, table: str, e: NativeEntry) -> p4runtime_pb2.Update:
-        u = Update(type=utype)
-        if table == SLICE_METER:
-            m = u.entity.meter_entry
-            m.meter_id = self.p4info.meter(table).preamble.id
-            m.index.index = e["index"]
-            if utype != Update.DELETE:
-                m.config.cir, m.config.cburst = e["cir"], e["cburst"]
-                m.config.pir, m.config.pburst = e["pir"], e["pburst"]
-            else:
-                u.type = Update.MODIFY  # a meter cell is never deleted, only unconfigured
-            return u
-        table_id, fields = self._tables[table]
-        te = u.entity.table_entry
-        te.table_id = table_id
-        if e.get("default"):
-            te.is_default_action = True
-            u.type = Update.MODIFY
-            if utype == Update.DELETE:
-                return u  # an empty MODIFY restores the program's own default action
-        else:
-            te.priority = e["priority"]
-            te.metadata = self.tag
-            for name, (value, mask) in e["match"].items():
-                field_id, exact = fields[name]
-                if exact:
-                    te.match.add(field_id=field_id, exact=FieldMatch.Exact(value=_enc(value)))
-                else:
-                    te.match.add(field_id=field_id, ternary=FieldMatch.Ternary(value=_enc(value), mask=_enc(mask)))
-            if utype == Update.DELETE:
-                return u
-        action_id, params = self._actions[e["action"]]
-        action = te.action.action
-        action.action_id = action_id
-        for name, param_id in params:
-            action.params.add(param_id=param_id, value=_enc(e["params"][name]))
-        return u
-
-    def _update_bytes(self, utype: int, table: str, e: NativeEntry) -> Pending:
-        """``_update`` serialized, written straight to bytes for table entries (wire.py; the
-        protobuf API costs more than the switch does). (update type, serialized Update)."""
-        if table == SLICE_METER:
-            u = self._update(utype, table, e)
-            return u.type, u.SerializeToString()
-        table_id, fields = self._tables[table]
-        matches = b""
-        if e.get("default"):
-            if utype == Update.DELETE:
-                return Update.MODIFY, wire.table_update(Update.MODIFY, table_id, is_default=True)
-            utype, priority, tag = Update.MODIFY, 0, b""
-        else:
-            matches = b"".join(_match_field(*fields[name], value, mask) for name, (value, mask) in e["match"].items())
-            priority, tag = e["priority"], self.tag
-            if utype == Update.DELETE:
-                return utype, wire.entry_update(utype, table_id, matches, b"", priority, tag)
-        action_id, params = self._actions[e["action"]]
-        act = _action_field(action_id, tuple((pid, e["params"][name]) for name, pid in params))
-        return utype, wire.entry_update(utype, table_id, matches, act, priority, tag, bool(e.get("default")))
-
-    def _entry(self, te: p4runtime_pb2.TableEntry) -> tuple[str, NativeEntry]:
-        t = self.p4info.table_by_id(te.table_id)
-        name = t.preamble.name
-        action = self.p4info.action_by_id(te.action.action.action_id)
-        params = {
-            p.name: int.from_bytes(v.value, "big") for p, v in zip(action.params, te.action.action.params, strict=True)
-        }
-        if te.is_default_action:
-            return name, {"default": True, "action": action.preamble.name, "params": params}
-        by_id = {f.id: f for f in t.match_fields}
-        match: dict[str, list[int]] = {}
-        for fm in te.match:
-            f = by_id[fm.field_id]
-            if fm.HasField("exact"):
-                match[f.name] = [int.from_bytes(fm.exact.value, "big"), (1 << f.bitwidth) - 1]
-            else:
-                match[f.name] = [
-                    int.from_bytes(fm.ternary.value, "big"),
-                    int.from_bytes(fm.ternary.mask, "big"),
-                ]
-        return name, {
-            "match": match,
-            "priority": te.priority,
-            "action": action.preamble.name,
-            "params": params,
-        }
-
     # ---- read ----------------------------------------------------------------------------
 
     def _read_tables(self, s: Session) -> dict[str, list[NativeEntry]]:
         term = s.term  # taken before the read: a term that begins during it does not cover it
-        tables = self._tables_of(s.read(self._read_request()))
+        tables = self.codec.tables_of(s.read(self.codec.read_request()))
         self._held, self._held_by, self._held_term = {k: list(v) for k, v in tables.items()}, s, term
         return tables
-
-    def _read_request(self) -> list[p4runtime_pb2.Entity]:
-        """Every table entry (ours are told by their metadata), the default actions a
-        controller may set, and the meter's cells."""
-        ents = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]
-        for t in self.p4info.proto.tables:
-            if not t.const_default_action_id:
-                ents.append(
-                    p4runtime_pb2.Entity(
-                        table_entry=p4runtime_pb2.TableEntry(table_id=t.preamble.id, is_default_action=True)
-                    )
-                )
-        meter = p4runtime_pb2.Entity()
-        meter.meter_entry.meter_id = self.p4info.meter(SLICE_METER).preamble.id
-        ents.append(meter)
-        return ents
-
-    def _tables_of(self, entities: Sequence[p4runtime_pb2.Entity]) -> dict[str, list[NativeEntry]]:
-        out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths}
-        out[SLICE_METER] = []
-        for ent in entities:
-            if ent.HasField("meter_entry"):
-                m = ent.meter_entry
-                if m.HasField("config") and m.config.pir:
-                    out[SLICE_METER].append(
-                        {
-                            "index": m.index.index,
-                            "cir": m.config.cir,
-                            "cburst": m.config.cburst,
-                            "pir": m.config.pir,
-                            "pburst": m.config.pburst,
-                        }
-                    )
-                continue
-            te = ent.table_entry
-            if te.is_default_action:
-                name, e = self._entry(te)
-                # The program's own default (miss_fixed(0)) is not ours to report.
-                if not (e["action"] == f"{ING}.classifier.miss_fixed" and e["params"] == {"lane": 0}):
-                    out[name].append(e)
-            elif te.metadata == self.tag:
-                name, e = self._entry(te)
-                out[name].append(e)
-        return {k: sorted(v, key=entry_sort_key) for k, v in out.items()}
 
     def read_state(self) -> DataPlaneState:
         """What the switch holds of ours, and its version as a fact of the switch: the version
@@ -550,8 +371,8 @@ class Driver:
                     crowded.append(table)  # nothing to free: the switch refuses the excess
                 inserts += [((door, -e["priority"]), (Update.INSERT, table, e, None)) for e in plain]
                 continue
-            old = {self._ident(e): e for e in have.get(table, [])}
-            new = {self._ident(e): e for e in want.get(table, [])}
+            old = {self.codec.ident_of(e): e for e in have.get(table, [])}
+            new = {self.codec.ident_of(e): e for e in want.get(table, [])}
             added = []
             for k, e in new.items():
                 if k not in old:
@@ -612,78 +433,6 @@ class Driver:
             sent.result()
             progress(ProgressEvent(phase=phase, done=len(updates), total=len(updates)))
 
-    def _pre_encoded(self, op: Op) -> bytes | None:
-        """The entity bytes ``lower`` built for this very entry of an INSERT / MODIFY (or an
-        equal one of the same identity: a plan read back from the database), else None."""
-        utype, table, e, key = op
-        if utype == Update.DELETE or "match" not in e:
-            return None  # a DELETE carries no action; defaults and meter cells are not cached
-        hit = self._encoded_ids.get(id(e))
-        if hit is None or hit[0] is not e:
-            hit = self._encoded.get((table, self._ident(e) if key is None else key))
-        return hit[1] if hit is not None and (hit[0] is e or hit[0] == e) else None
-
-    def _encode(self, op: Op) -> bytes:
-        """``_update_bytes`` of an op: from the bytes ``lower`` pre-encoded when it did, else
-        (and for a DELETE) built here; a default action or a meter cell by ``_update_bytes``."""
-        utype, table, e, _ = op
-        if "match" not in e:
-            return self._update_bytes(utype, table, e)[1]
-        ent = self._pre_encoded(op)
-        if ent is None:
-            ent = self._entity(table, e, with_action=utype != Update.DELETE)
-        return self._type_fields[utype] + ent
-
-    def _frame(self, op: Op) -> bytes:
-        """``_encode`` as a WriteRequest ``updates`` field (the push path's unit): for a
-        pre-encoded entry one cached head and one concatenation."""
-        ent = self._pre_encoded(op)
-        if ent is None:
-            return wire.update_field(self._encode(op))
-        key = (op[0], len(ent))
-        head = self._field_heads.get(key)
-        if head is None:
-            head = self._field_heads[key] = wire.update_field_head(self._type_fields[op[0]], len(ent))
-        return head + ent
-
-    def _entity(self, table: str, e: NativeEntry, with_action: bool = True) -> bytes:
-        """The Update's entity field for a table entry with a match: inline, from the per-table
-        constants and the caches of repeated fields (the push path's bulk)."""
-        table_field, fields = self._wire_tables[table]
-        te = table_field + b"".join([_match_field(*fields[k], v[0], v[1]) for k, v in e["match"].items()])
-        if with_action:
-            action_id, params = self._actions[e["action"]]
-            p = e["params"]
-            te += _action_field(action_id, tuple([(pid, p[name]) for name, pid in params]))
-        return wire.entity(te + wire.priority(e["priority"]) + self._tag_field)
-
-    def _pre_encode(self, tables: Mapping[str, list[NativeEntry]]) -> None:
-        """Build the plan's entries as wire bytes now (P4Runtime identity -> (entry, bytes)), so
-        that a push of this plan (or of a copy read back from the database) only looks them
-        up. The last lowering's only: a preview of another version replaces them."""
-        encoded: dict[tuple[str, object], tuple[NativeEntry, bytes]] = {}
-        idents: dict[int, tuple[NativeEntry, object]] = {}
-        for table, entries in tables.items():
-            if table == SLICE_METER:
-                continue
-            for e in entries:
-                if "match" in e:
-                    key = ident(e)
-                    idents[id(e)] = (e, key)
-                    encoded[table, key] = (e, self._entity(table, e))
-        self._encoded = encoded
-        # the same by the entry object (kept alive here, so its id is its own): no identity to
-        # compute for a push of this very plan into an empty table
-        self._encoded_ids = {id(hit[0]): hit for hit in self._encoded.values()}
-        # identities by entry object, of this lowering and the one before (usually what the
-        # switch holds when this one is pushed: the diff's other side)
-        self._idents, self._last_idents = self._last_idents | idents, idents
-
-    def _ident(self, e: NativeEntry) -> object:
-        """``ident(e)``, known without recomputing for an entry of the last two lowerings."""
-        hit = self._idents.get(id(e))
-        return hit[1] if hit is not None and hit[0] is e else ident(e)
-
     @staticmethod
     def _counts(updates: Sequence[Op]) -> dict[int, int]:
         """How many updates of each type are written (``_kind``, without a call per op): an
@@ -740,7 +489,7 @@ class Driver:
         counts = self._counts(updates)
         try:
             with _collector_paused():
-                self._write_all(s, updates, self._frame, "write", progress)
+                self._write_all(s, updates, self.codec.frame, "write", progress)
             self._held = None  # the registers' reset may fail: the tables are known again below
             self._reset_registers(s, self._register_resets(plan, before), progress)
         except WriteFailed as e:
@@ -767,7 +516,7 @@ class Driver:
             now = self._read_tables(s)  # a failed batch may have applied part of itself
             undo, _ = self._diff(now, before)
             progress(ProgressEvent(phase="rollback", done=0, total=len(undo), message=reason))
-            self._write_all(s, undo, self._frame, "rollback", progress)
+            self._write_all(s, undo, self.codec.frame, "rollback", progress)
             self._held, self._held_by, self._held_term = {k: list(v) for k, v in before.items()}, s, s.term
         except (WriteFailed, grpc.RpcError, UnreachableError, DriverError) as e:
             self._drop_session()
@@ -782,100 +531,11 @@ class Driver:
 
     def counters(self) -> Counters:
         s = self._connect()
-        ids = {
-            self.p4info.counter_id(n): n
-            for n in (
-                f"{ING}.classifier.slice_rx",
-                f"{ING}.classifier.malformed",
-                f"{ING}.vqueue.slice_drops",
-                f"{ING}.vqueue.slice_ecn_marks",
-                f"{EGR}.vlan_tag.lane_tx",
-                f"{EGR}.vlan_tag.slice_tx",
-            )
-        }
-        ents = []
-        for cid in ids:
-            e = p4runtime_pb2.Entity()
-            e.counter_entry.counter_id = cid
-            ents.append(e)
-        # Per-rule hits come with the classifier's entries (counter_data set in the read):
-        # a DirectCounterEntry read from BMv2 carries the match and priority but not the
-        # entry's metadata, so the owner tag could not tell our rules from others'.
-        hits = p4runtime_pb2.Entity()
-        hits.table_entry.table_id = self.p4info.table(CLASSIFIER).preamble.id
-        hits.table_entry.counter_data.SetInParent()
-        ents.append(hits)
         try:
-            epoch = self._epoch(s)
-            got = s.read(ents)
+            return read_counters(s, self.codec, self._rule_of, self.opts.qos_mode, self.opts.lanes)
         except grpc.RpcError as e:
             self._drop_session()
             raise UnreachableError(f"reading counters failed: {e.code().name}") from None
-        cells: dict[str, dict[int, tuple[int, int]]] = {n: {} for n in ids.values()}
-        rules: dict[int, LaneCounters] = {}
-        ours: list[tuple[MatchKey, int, LaneCounters]] = []
-        for ent in got:
-            if ent.HasField("counter_entry"):
-                c = ent.counter_entry
-                cells[ids[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
-            elif ent.table_entry.metadata == self.tag and not ent.table_entry.is_default_action:
-                te = ent.table_entry
-                _, rule = self._entry(te)
-                ours.append(
-                    (
-                        match_key(rule),
-                        te.priority,
-                        LaneCounters(packets=te.counter_data.packet_count, bytes=te.counter_data.byte_count),
-                    )
-                )
-        # Priorities are not rule indices (they keep across versions): the index comes from
-        # the lowering of the version pushed; a driver that pushed none here ranks by priority.
-        ours.sort(key=lambda t: -t[1])
-        for rank, (key, prio, hits) in enumerate(ours):
-            index = self._rule_of.get((key, prio)) if self._rule_of else rank
-            if index is not None:
-                rules[index] = hits
-        rx, tx = cells[f"{ING}.classifier.slice_rx"], cells[f"{EGR}.vlan_tag.slice_tx"]
-        drops, marks = cells[f"{ING}.vqueue.slice_drops"], cells[f"{ING}.vqueue.slice_ecn_marks"]
-        reason = "vqueue_burst" if self.opts.qos_mode == "vqueue" else "meter_red"
-        slices = {}
-        for sid, (pk, by) in tx.items():
-            if sid == 0 or not (pk or rx.get(sid, (0, 0))[0]):
-                continue
-            d = drops.get(sid, (0, 0))[0]
-            slices[sid] = LaneCounters(
-                packets=pk, bytes=by, drops={reason: d} if d else {}, ecn_marks=marks.get(sid, (0, 0))[0]
-            )
-        lanes = {
-            f"0/{i}": LaneCounters(packets=pk, bytes=by)
-            for i, (pk, by) in cells[f"{EGR}.vlan_tag.lane_tx"].items()
-            if i < self.opts.lanes
-        }
-        miss = rx.get(0, (0, 0))
-        seen = {sid for c in (rx, tx, drops) for sid, (pk, _) in c.items() if pk}
-        try:
-            slice_lanes = telemetry.read_slice_lanes(s.read, self.p4info, sorted(seen), self.opts.lanes, reason)
-        except grpc.RpcError as e:
-            self._drop_session()
-            raise UnreachableError(f"reading the slice lanes' counters failed: {e.code().name}") from None
-        return Counters(
-            timestamp=time.time(),
-            epoch=epoch,
-            slice_lanes=slice_lanes,
-            rules=rules,
-            lanes=lanes,
-            slices=slices,
-            misses=LaneCounters(packets=miss[0], bytes=miss[1]),
-            malformed=cells[f"{ING}.classifier.malformed"].get(0, (0, 0))[0],
-        )
-
-    def _epoch(self, s: Session) -> str:
-        """The pipeline's cookie (telemetry.py): changes whenever the counters restart."""
-        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
-            device_id=s.device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY
-        )
-        resp = s.stub.GetForwardingPipelineConfig(req, timeout=s.timeout)
-        return f"{resp.config.cookie.cookie:x}"
 
     def health(self) -> Health:
         try:

@@ -6,7 +6,7 @@ apply it. The push path therefore writes the few message shapes it sends (an Upd
 TableEntry: ids, exact / ternary matches, a direct action with parameters, priority,
 metadata) as protobuf wire format directly. Every field number comes from the generated
 descriptors, never from a literal, and tests/test_client_wire.py checks that protobuf parses
-these bytes into exactly the message ``Driver._update`` builds with the protobuf API.
+these bytes into exactly the message ``EntryCodec.update`` builds with the protobuf API.
 """
 
 from __future__ import annotations
