@@ -32,6 +32,7 @@ from sliceportal.drivers.contract import Counters
 from sliceportal.kpi.collector import KpiCollector
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import Backend
+from sliceportal.models.controller import END
 from sliceportal.schemas.testbed import TestbedState
 from sliceportal.services.backends import POOL
 from sliceportal.services.deployments import interrupt_all_orphans
@@ -305,7 +306,7 @@ class Controller:
             return  # starting: applied once it runs (a scenario already over is dropped then)
         for cmd in state.pending_commands(session):
             error = ""
-            if cmd.factor <= state.END_FACTOR:
+            if cmd.kind == END:
                 if testbed.end_congestion(cmd.backend_id):
                     log.info("testbed: congestion on backend %d ended early (by %s)", cmd.backend_id, cmd.actor)
             elif cmd.until <= datetime.now(UTC):

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from sliceportal.core.loops import LOOPS
-from sliceportal.models.controller import ControllerHeartbeat, TestbedCommand, TestbedReport
+from sliceportal.models.controller import END, START, ControllerHeartbeat, TestbedCommand, TestbedReport
 from sliceportal.schemas.testbed import TestbedState
 
 ROLE = "controller"
@@ -156,18 +156,20 @@ def testbed_report(session: Session) -> Report | None:
 
 
 def record_congestion(session: Session, backend_id: int, factor: float, until: datetime, actor: str) -> int:
-    cmd = TestbedCommand(backend_id=backend_id, factor=factor, until=until, actor=actor, error="")
-    session.add(cmd)
-    session.commit()
-    return cmd.id
-
-
-# A command of factor 1 (no overload) ends the backend's running scenario when the controller applies it.
-END_FACTOR = 1.0
+    return _record(session, TestbedCommand(kind=START, backend_id=backend_id, factor=factor, until=until, actor=actor))
 
 
 def record_congestion_end(session: Session, backend_id: int, actor: str) -> int:
-    return record_congestion(session, backend_id, END_FACTOR, datetime.now(UTC), actor)
+    """Ends the backend's running scenario when the controller applies it (none running: no error)."""
+    now = datetime.now(UTC)
+    return _record(session, TestbedCommand(kind=END, backend_id=backend_id, factor=1.0, until=now, actor=actor))
+
+
+def _record(session: Session, cmd: TestbedCommand) -> int:
+    cmd.error = ""
+    session.add(cmd)
+    session.commit()
+    return cmd.id
 
 
 def pending_commands(session: Session) -> list[TestbedCommand]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Float, Integer, SmallInteger, String, Text, func
+from sqlalchemy import BigInteger, Float, Index, Integer, SmallInteger, String, Text, func, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -44,13 +44,19 @@ class TestbedReport(Base):
     base_pps: Mapped[dict[str, float]] = mapped_column(JSONB, default=dict)  # backend id -> packets/s offered
 
 
+START, END = "start", "end"  # TestbedCommand.kind: start a congestion scenario, or end the running one
+
+
 class TestbedCommand(Base, IdMixin):
     """A congestion scenario the API accepted; the controller applies it at its next step."""
 
     __tablename__ = "testbed_command"
     __test__ = False
+    # what the controller polls every beat: the commands not applied yet
+    __table_args__ = (Index("ix_testbed_command_pending", "id", postgresql_where=text("applied_at IS NULL")),)
 
     backend_id: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(8), default=START, server_default=START)  # START or END
     factor: Mapped[float] = mapped_column(Float)
     until: Mapped[datetime] = mapped_column()
     actor: Mapped[str] = mapped_column(String(120))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String
+from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Integer, String, Table, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -65,3 +65,17 @@ class SlaViolation(IdMixin, Base):
     @property
     def backend_name(self) -> str:
         return self.backend.name
+
+
+# What the SLA hold-down keeps between intervals (kpi/sla.py, migration 0021): written and read
+# by kpi/sla.py's SQL only; declared here so that the models and the migrations describe one
+# schema (tests/models/test_schema.py compares them).
+sla_check_state = Table(
+    "sla_check_state",
+    Base.metadata,
+    Column("slice_id", BigInteger, ForeignKey("slice.id", ondelete="CASCADE"), primary_key=True),
+    Column("backend_id", BigInteger, ForeignKey("backend.id", ondelete="CASCADE"), primary_key=True),
+    Column("metric", String(40), primary_key=True),  # '' for a (slice, backend)'s head row
+    Column("lane", Integer, primary_key=True),  # -1: the head row or the slice-wide rate check
+    Column("state", JSONB, nullable=False, server_default=text("'{}'")),
+)
