@@ -121,7 +121,7 @@ PLACEMENT_CHECK_S = 2.0
 
 def pooled_counters(session: Session, backend: Backend) -> Counters | None:
     """A data plane's counters through the shared driver pool; None while a push holds its driver."""
-    with POOL.try_use(session, backend, read_back=True) as driver:
+    with POOL.try_use(session, backend, read_back=True, wait_s=0.25) as driver:
         return None if driver is None else driver.counters()
 
 

@@ -50,9 +50,16 @@ SUPERVISE_EVERY_S = 1.0  # a loop whose thread died is restarted this soon
 PARK_MAX_S = 120.0
 
 
+# How long the KPI collector's read waits for a driver another duty holds: a health probe or
+# another reader holds it for milliseconds, a push for seconds. Loops of 0.5, 1 and 2 s started
+# together meet at every tick: without the wait a plane read by the testbed's placement check
+# and probed every 0.5 s gave one sample in 20 intervals.
+COUNTERS_WAIT_S = 0.25
+
+
 def pooled_counters(session: Session, backend: Backend) -> Counters | None:
     """The KPI collector's read: the shared driver pool; None while a push holds the driver."""
-    with POOL.try_use(session, backend, read_back=True) as driver:
+    with POOL.try_use(session, backend, read_back=True, wait_s=COUNTERS_WAIT_S) as driver:
         return None if driver is None else driver.counters()
 
 

@@ -94,10 +94,13 @@ class DriverPool:
             yield driver
 
     @contextmanager
-    def try_use(self, session: Session, backend: Backend, *, read_back: bool = False) -> Iterator[Driver | None]:
-        """Like ``use``, but yields None at once while another thread uses the driver (a push)."""
+    def try_use(
+        self, session: Session, backend: Backend, *, read_back: bool = False, wait_s: float = 0.0
+    ) -> Iterator[Driver | None]:
+        """Like ``use``, but yields None while another thread uses the driver (a push) for longer
+        than ``wait_s`` (0: at once)."""
         slot = self._slot(session, backend)
-        if not slot.lock.acquire(blocking=False):
+        if not (slot.lock.acquire(timeout=wait_s) if wait_s > 0 else slot.lock.acquire(blocking=False)):
             yield None
             return
         with self._holding(session, backend, slot, read_back) as driver:
