@@ -57,6 +57,23 @@ log "syncing the Python workspace (uv.lock)"
 uv sync --locked --all-packages --quiet --compile-bytecode
 .venv/bin/python -m compileall -q -j0 backend/src drivers/*/src testbed/src >/dev/null
 
+# p4runtime-shell (`sliceportal p4rt shell`, ADR 0003) in a virtualenv of its own: it pins
+# protobuf 3.20.3 and ships the PyPI `p4` package, which would replace the workspace's own
+# bindings (ADR 0007). In the checkout beside .venv, so it lives and goes with the checkout
+# it was made for (uv's cache is no place for it: `uv cache clean` empties it; the wheels
+# there make a new venv 0.5 s). Made anew only when its hash-locked requirements change: the
+# stamp is the lock it was made from.
+shell_lock=tools/p4runtime-shell/requirements.txt
+shell_venv=.tools/p4runtime-shell
+if [[ ! -x $shell_venv/bin/python ]] || ! cmp -s "$shell_lock" "$shell_venv/.lock-stamp"; then
+  log "installing p4runtime-shell into $shell_venv ($shell_lock)"
+  uv venv --quiet --clear --python 3.11 "$shell_venv"
+  # no --compile-bytecode (2.2 s of 2.7): the shell runs under python -I, which ignores
+  # PYTHONDONTWRITEBYTECODE, so its first start caches what it imports (+1.1 s, once)
+  uv pip sync --quiet --python "$shell_venv/bin/python" --require-hashes "$shell_lock"
+  cp "$shell_lock" "$shell_venv/.lock-stamp"
+fi
+
 for d in dataplane/*/; do
   if [[ -f "$d/Makefile" ]]; then
     log "building $d"
