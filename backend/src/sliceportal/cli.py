@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from sliceportal import p4rt_cli
 from sliceportal.core.config import Settings, get_settings
 from sliceportal.core.db import session_scope
 from sliceportal.core.dsn import RESOLVED_ENV, database_url, embedded
@@ -26,6 +27,7 @@ db = typer.Typer(help="database: migrate, embedded cluster")
 app.add_typer(db, name="db")
 app.add_typer(traffic_cli.app, name="traffic", help="traffic generation and measurement (docs/traffic.md)")
 app.add_typer(probe_cli.app, name="probe", help="active probes per slice lane, STAMP RFC 8762 (docs/kpis.md)")
+app.add_typer(p4rt_cli.app, name="p4rt", help="P4Runtime backends: p4runtime-shell on the switch (docs/bmv2.md)")
 
 
 @db.command("migrate")

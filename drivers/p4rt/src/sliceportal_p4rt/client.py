@@ -66,6 +66,12 @@ class ElectionIdInUse(DriverError):
     """Another controller of the device joined with this election id (PI ends the stream)."""
 
 
+def writer_bid(primary_id: int) -> int:
+    """The election id a writer bids to take the primary role from ``primary_id``: above it and
+    at least a writer's, plus a random step (also what ``sliceportal p4rt shell --write`` bids)."""
+    return max(primary_id + 1, WRITE_FLOOR) + secrets.randbelow(_JITTER)
+
+
 def _uint128(value: int, msg: p4runtime_pb2.Uint128) -> None:
     msg.high, msg.low = value >> 64, value & ((1 << 64) - 1)
 
@@ -178,6 +184,12 @@ class Session:
         return self._ended is None
 
     @property
+    def primary_id(self) -> int:
+        """The primary's election id as the switch last named it (this session's own if primary)."""
+        with self._state:
+            return self._primary_id
+
+    @property
     def primary(self) -> bool:
         """The switch's last word to this stream was that it is primary, and the stream is up."""
         return self._is_primary and self._ended is None
@@ -200,7 +212,7 @@ class Session:
             with self._state:
                 if self._ended is not None:
                     raise UnreachableError(f"the stream channel ended: {self._ended}")
-                bid = max(self._primary_id + 1, WRITE_FLOOR) + secrets.randbelow(_JITTER)
+                bid = writer_bid(self._primary_id)
                 self.election_id = bid
                 self._outbox.put(self._arbitration_request())
                 self._state.wait_for(functools.partial(self._answered, bid), self.timeout)
