@@ -6,7 +6,7 @@
 
 use crate::exec::Engine;
 use crate::ir::MatchKind;
-use crate::table::full;
+use crate::table::{full, EntryMeta};
 use std::collections::HashMap;
 
 /// A P4Info action of a table: (engine action, [(param id, bit width)] in P4Info order,
@@ -23,15 +23,6 @@ pub struct TableSchema {
     pub size: usize,
     /// P4Info action id -> (engine action, [(param id, bit width)] in P4Info order, default-only).
     pub actions: HashMap<u32, ActionSchema>,
-}
-
-/// What an entry holds beyond its match: the controller's view, for read-back.
-#[derive(Debug, Clone, Default)]
-pub struct EntryMeta {
-    pub p4_priority: i64,
-    pub p4_action: u32,
-    pub metadata: Vec<u8>,
-    pub controller_metadata: u64,
 }
 
 // ---- protobuf wire format --------------------------------------------------------------

@@ -5,8 +5,8 @@
 use crate::exec::{Engine, Packet};
 use crate::ir::MatchKind;
 use crate::live::{lock, Gate, Live, Shared};
-use crate::p4rt::{split_write, EntryMeta, TableSchema};
-use crate::table::WriteError;
+use crate::p4rt::{split_write, TableSchema};
+use crate::table::{EntryMeta, WriteError};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

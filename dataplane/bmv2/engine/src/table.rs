@@ -40,6 +40,16 @@ impl Hasher for KeyHasher {
 
 pub type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
+/// What an entry holds beyond its match: the controller's view (P4Runtime), for read-back.
+/// Here, not in ``p4rt``: the table stores it and ``p4rt`` builds it (no module cycle).
+#[derive(Debug, Clone, Default)]
+pub struct EntryMeta {
+    pub p4_priority: i64,
+    pub p4_action: u32,
+    pub metadata: Vec<u8>,
+    pub controller_metadata: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// Per key field: (value, mask) for exact / ternary / LPM, (low, high) for range.
@@ -50,7 +60,7 @@ pub struct Entry {
     pub packets: u64,
     pub bytes: u64,
     /// The controller's view (P4Runtime priority, action id, metadata) for read-back.
-    pub meta: crate::p4rt::EntryMeta,
+    pub meta: EntryMeta,
 }
 
 #[derive(Debug, Default)]
