@@ -15,6 +15,8 @@ COPY backend/ backend/
 COPY drivers/ drivers/
 COPY testbed/ testbed/
 COPY proto/ proto/
+# p4c's build of slicing.p4, which the p4rt driver pushes (a wheel install carries it inside)
+COPY dataplane/bmv2/compiled/ dataplane/bmv2/compiled/
 RUN uv sync --locked --all-packages --no-dev
 COPY --from=frontend /src/frontend/dist frontend/dist
 ENV PATH="/app/.venv/bin:$PATH" HOST=0.0.0.0 PORT=8000 DATA_DIR=/var/lib/sliceportal

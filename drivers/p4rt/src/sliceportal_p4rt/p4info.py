@@ -28,8 +28,12 @@ BMV2_JSON = "slicing.json"
 
 
 def compiled_dir() -> Path:
-    """dataplane/bmv2/compiled of the checkout this package lives in (``make compile`` there)."""
-    for parent in Path(__file__).resolve().parents:
+    """p4c's build of slicing.p4: inside the installed wheel (``compiled/``, copied there at build
+    time), else dataplane/bmv2/compiled of the checkout this package lives in (``make compile``)."""
+    here = Path(__file__).resolve()
+    if (here.parent / "compiled" / P4INFO_BIN).is_file():
+        return here.parent / "compiled"
+    for parent in here.parents:
         candidate = parent / "dataplane" / "bmv2" / "compiled"
         if (candidate / P4INFO_BIN).is_file():
             return candidate
