@@ -206,3 +206,22 @@ def test_history_within_sla_and_explain(client: TestClient, session: Session, wo
     )
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "since"
     assert client.get("/api/v1/violations/999999/explain", headers=op).status_code == 404
+
+
+def test_explain_shows_the_judging_source_only(client: TestClient, session: Session, world: dict[str, object]) -> None:
+    """The data plane's counters report the same lane beside the testbed's meter, at their own
+    interval boundaries and with other values (the P4 target counts no queue drops); the meter
+    judges, and the explanation's chart is its samples alone, never the two in one line."""
+    ids, b, op = world["ids"], world["backend"], world["op"]
+    assert isinstance(ids, dict) and isinstance(b, int) and isinstance(op, dict)
+    for s, loss in enumerate(LOSS):
+        counted = _point(ids["stream"], b, s).model_copy(
+            update={"source": "counters", "ts": T0 + timedelta(seconds=s + 0.5), "jitter_ms": None}
+        )
+        ingest(session, [_point(ids["stream"], b, s, loss=loss), counted], hold=HOLD)
+    (v,) = session.scalars(select(SlaViolation).where(SlaViolation.slice_id == ids["stream"]))
+    assert v.evidence["source"] == "testbed"
+    ex = client.get(f"/api/v1/violations/{v.id}/explain", headers=op).json()
+    assert ex["source"] == "testbed"
+    assert {p["source"] for p in ex["samples"]} == {"testbed"}
+    assert [p["ts"][17:19] for p in ex["samples"]] == [f"{s:02d}" for s in range(2, 18)]

@@ -274,6 +274,7 @@ class _Evaluator:
                     started_at=started,
                     detail={"direction": "below" if check.below else "above", "sla_field": check.sla},
                     evidence={
+                        "source": st.src,  # whose samples judged it (module docstring)
                         "opened_by": [_evidence(w, v_lane) for w in window],
                         "closed_by": [],
                         "hold_down": hold.as_dict(),

@@ -66,7 +66,12 @@ class SlaViolationExplained(SlaViolationPublic):
     hold_down: dict[str, int]
     rule_set: dict[str, Any] | None
     counters: dict[str, Any]
-    samples: list[KpiSamplePublic] = Field(description="the lane's samples from before the start to after the end")
+    source: str | None = Field(
+        None, description="whose samples judged it (docs/kpis.md, Sources); null for violations stored before #25"
+    )
+    samples: list[KpiSamplePublic] = Field(
+        description="the lane's samples of that source from before the start to after the end"
+    )
 
 
 class SlaBackendSummary(BaseModel):

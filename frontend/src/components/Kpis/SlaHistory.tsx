@@ -11,6 +11,7 @@ import { Dialog } from "../common/Dialog";
 import { DataTable } from "../common/DataTable";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { formatTime, Time } from "../common/time";
+import { sourceLabel } from "./chartSeries";
 import { LaneChart, SLA_RED, GUARANTEE_TEAL } from "./LaneChart";
 import { metricName, metricUnit } from "./metricLabels";
 import { durationText, EPISODE_HOLD_S, mergeEpisodes } from "./slaEpisodes";
@@ -69,6 +70,7 @@ export function ExplainDialog({ violation, onClose }: { violation: Violation | n
                 <b>{metricName(x.metric)}</b> {below ? "below" : "above"} {fmt(x.threshold, unit)} on lane {x.lane ?? "all"}
                 {" "}from <Time value={x.started_at} /> to {x.ended_at ? <Time value={x.ended_at} /> : "now (open)"};
                 worst {fmt(x.worst, unit)}.
+                {x.source ? <> Judged from: {sourceLabel(x.source)}.</> : null}
               </Text>
               <Text size="sm">
                 Hold-down: opened after {x.hold_down.open_after} consecutive intervals out of bounds, closes after

@@ -165,8 +165,8 @@ def violations(
 @router.get("/violations/{violation_id}/explain", response_model=SlaViolationExplained)
 def explain_violation(violation_id: PathId, principal: Reader, session: SessionDep) -> SlaViolationExplained:
     """Why a violation opened and closed: the samples that did it, the hold-down, the rule set in
-    force on that backend, its counters, and the lane's samples around it (the slice's lanes
-    combined for the guaranteed rate)."""
+    force on that backend, its counters, and the lane's samples around it from the source that
+    judged it (the slice's lanes combined for the guaranteed rate)."""
     stmt = scoped(
         select(SlaViolation).join(Slice, Slice.id == SlaViolation.slice_id).where(SlaViolation.id == violation_id),
         Slice,
@@ -190,6 +190,9 @@ def explain_violation(violation_id: PathId, principal: Reader, session: SessionD
             KpiSample.ts > first,
             KpiSample.ts <= last,
             *([KpiSample.lane == v.lane] if v.lane is not None else []),
+            # the source that judged it: another one's samples of the same lane (the data plane's
+            # counters beside the testbed's meter) would interleave with them in one line
+            *([KpiSample.source == ev["source"]] if ev.get("source") else []),
         )
         .order_by(KpiSample.ts, KpiSample.lane, KpiSample.source)
         .limit(MAX_EXPLAIN)
@@ -204,6 +207,7 @@ def explain_violation(violation_id: PathId, principal: Reader, session: SessionD
         hold_down=hold,
         rule_set=ev.get("rule_set"),
         counters=ev.get("counters") or {},
+        source=ev.get("source"),
         samples=samples,
     )
 
