@@ -215,7 +215,7 @@ def test_explain_shows_the_judging_source_only(client: TestClient, session: Sess
     ids, b, op = world["ids"], world["backend"], world["op"]
     assert isinstance(ids, dict) and isinstance(b, int) and isinstance(op, dict)
     for s, loss in enumerate(LOSS):
-        counted = _point(ids["stream"], b, s).model_copy(
+        counted = _point(ids["stream"], b, s, drops=7).model_copy(
             update={"source": "counters", "ts": T0 + timedelta(seconds=s + 0.5), "jitter_ms": None}
         )
         ingest(session, [_point(ids["stream"], b, s, loss=loss), counted], hold=HOLD)
@@ -225,3 +225,6 @@ def test_explain_shows_the_judging_source_only(client: TestClient, session: Sess
     assert ex["source"] == "testbed"
     assert {p["source"] for p in ex["samples"]} == {"testbed"}
     assert [p["ts"][17:19] for p in ex["samples"]] == [f"{s:02d}" for s in range(2, 18)]
+    # the box of the data plane's counters: the collector's samples of the opening intervals
+    # (started T0+3; opened by the intervals ending T0+4..6: the counters' T0+3.5..5.5)
+    assert ex["counters"]["drops"] == {"vq_burst": 3 * 7} and ex["counters"]["tx_packets"] == 3 * 1000

@@ -49,7 +49,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
@@ -108,7 +108,16 @@ def offered_mbps(s: KpiPoint) -> float:
     return float(sent * 8 / s.interval_s / 1e6)
 
 
-def _counters(samples: Iterable[KpiPoint]) -> dict[str, Any]:
+class CountedSample(Protocol):
+    """What ``counter_totals`` reads of a sample (a ``KpiPoint``, a stored ``KpiSample``)."""
+
+    tx_packets: int
+    rx_packets: int
+    ecn_marks: int
+    drops: dict[str, int]
+
+
+def counter_totals(samples: Iterable[CountedSample]) -> dict[str, Any]:
     """The data plane's counters summed over ``samples``."""
     drops: dict[str, int] = defaultdict(int)
     totals = {"tx_packets": 0, "rx_packets": 0, "ecn_marks": 0}
@@ -445,7 +454,7 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
                                 "v": delivered,
                                 "o": offered,
                                 "bad": bad,
-                                **({"c": _counters(rows)} if bad else {}),
+                                **({"c": counter_totals(rows)} if bad else {}),
                             },
                         )
                     ]
@@ -472,7 +481,7 @@ def evaluate(session: Session, points: Iterable[KpiPoint], hold: HoldDown | None
                                     "i": rows[0].interval_s,
                                     "v": value,
                                     "bad": bad,
-                                    **({"c": _counters([sample])} if bad and sample else {}),
+                                    **({"c": counter_totals([sample])} if bad and sample else {}),
                                 },
                             )
                         )

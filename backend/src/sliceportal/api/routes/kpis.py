@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import AwareDatetime
 from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
 
 from sliceportal.api.crud import get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, StreamReader
@@ -17,7 +18,7 @@ from sliceportal.api.errors import ApiError, not_found
 from sliceportal.kpi.bins import binned_samples
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint, Source, combine_lanes
-from sliceportal.kpi.sla import within_sla
+from sliceportal.kpi.sla import counter_totals, within_sla
 from sliceportal.models import KpiSample, SlaViolation, Slice
 from sliceportal.models.queries import newest_samples
 from sliceportal.models.slicing import slice_backend
@@ -206,10 +207,32 @@ def explain_violation(violation_id: PathId, principal: Reader, session: SessionD
         closed_by=closed,
         hold_down=hold,
         rule_set=ev.get("rule_set"),
-        counters=ev.get("counters") or {},
+        counters=_plane_counters(session, v, opened) or ev.get("counters") or {},
         source=ev.get("source"),
         samples=samples,
     )
+
+
+def _plane_counters(session: Session, v: SlaViolation, opened: list[EvidenceSample]) -> dict[str, Any] | None:
+    """The data plane's own counters over the opening intervals of a violation another source
+    judged (the testbed's meter, probes): the collector's samples of the lane then, summed; None
+    when it judged itself or has no samples there (the evidence's own counters stand)."""
+    if (v.evidence or {}).get("source") in (None, "counters") or not opened:
+        return None
+    span = v.started_at, max(x.ts for x in opened)
+    rows = list(
+        session.scalars(
+            select(KpiSample).where(
+                KpiSample.slice_id == v.slice_id,
+                KpiSample.backend_id == v.backend_id,
+                KpiSample.source == "counters",
+                KpiSample.ts > span[0],
+                KpiSample.ts <= span[1],
+                *([KpiSample.lane == v.lane] if v.lane is not None else []),
+            )
+        )
+    )
+    return counter_totals(rows) if rows else None
 
 
 @router.get("/slices/{slice_id}/sla", response_model=SlaSummary)
