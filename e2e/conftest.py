@@ -248,7 +248,8 @@ def login(page: Page, username: str, password: str) -> None:
 def shot(page: Page, name: str, full_page: bool = True) -> None:
     """A screenshot for docs/ (docs/portal.md shows them)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
+    # transitions finished: a dialog shot right after it opened was caught half faded in
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page, animations="disabled")
 
 
 def _points(session_slices: list[Slice], tick: int, ts: datetime) -> list[KpiPoint]:
