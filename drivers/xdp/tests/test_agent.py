@@ -297,6 +297,9 @@ def run_portal_process(bed: Bed, what: str) -> dict[str, object]:
     return result
 
 
+ROUNDS = 50  # frames per TEID that cross the data plane while, and after, the portal restarts
+
+
 @pytest.mark.needs_root
 def test_portal_restart_while_traffic_runs(bed: Bed, tmp_path: Path) -> None:
     plan = bed.driver().lower(seed001_ir())
@@ -310,13 +313,19 @@ def test_portal_restart_while_traffic_runs(bed: Bed, tmp_path: Path) -> None:
         # node, so the push mid-traffic changes no packet's destination
         pushed = run_portal_process(bed, str(plan_file))  # that process exits: the "portal" is gone
         read = run_portal_process(bed, "read")  # a new one reads what the data plane holds
+        # the traffic goes on until enough rounds crossed (two quick portal processes can be over
+        # in well under a second: CI once saw 38 rounds sent in all)
+        deadline = time.monotonic() + 30
+        while min(traffic.sent.values(), default=0) <= ROUNDS:
+            assert time.monotonic() < deadline, f"the sender sent {traffic.sent} rounds in 30 s"
+            time.sleep(0.05)
     finally:
         done.set()
         sender.join()
         traffic.close()
     assert pushed == {"version": plan.version}
     assert read == {"version": plan.version, "rules": 16, "health": plan.version}
-    assert min(traffic.sent.values()) > 50
+    assert min(traffic.sent.values()) > ROUNDS
     assert traffic.seen["core"] == traffic.expected(TEIDS[:8])
     assert traffic.seen["alt"] == traffic.expected(TEIDS[8:])
 
