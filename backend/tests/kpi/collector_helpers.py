@@ -26,12 +26,11 @@ from scapy.utils import PcapWriter
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sliceportal.control.controller import pooled_counters
 from sliceportal.core.db import session_factory
 from sliceportal.drivers.contract import Counters, LaneCounters
 from sliceportal.kpi.collector import KpiCollector
 from sliceportal.models import Backend, KpiSample, Role
-from sliceportal.services.backends import POOL
+from sliceportal.services.backends import POOL, pooled_counters
 from sliceportal.traffic.packets import Flow, build
 from tests.factories import login, make_user, slice_type_id, tenant_body, wait_until
 

@@ -15,9 +15,8 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
-from sliceportal.control.controller import COUNTERS_WAIT_S, pooled_counters
 from sliceportal.models import Backend
-from sliceportal.services.backends import POOL, describe
+from sliceportal.services.backends import COUNTERS_WAIT_S, POOL, describe, pooled_counters
 from sliceportal_testbed.processes import RunningTarget
 
 

@@ -64,7 +64,7 @@ from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.schemas.testbed import DefaultLane, TestbedBackend, TestbedLink, TestbedState
 from sliceportal.services import admission, deployments
 from sliceportal.services.admission import Override
-from sliceportal.services.backends import POOL, describe, register
+from sliceportal.services.backends import POOL, describe, pooled_counters, register
 from sliceportal.services.errors import BusyError
 from sliceportal.traffic.capture import open_capture, run_capture
 from sliceportal.traffic.meter import Meter, MeterReport
@@ -117,12 +117,6 @@ LOSS_GRACE_S = 2.0
 # How often the placement is checked against the data planes' counters: the collector reads
 # them every interval already, so this second reader stays rare on the CPU-bound planes
 PLACEMENT_CHECK_S = 2.0
-
-
-def pooled_counters(session: Session, backend: Backend) -> Counters | None:
-    """A data plane's counters through the shared driver pool; None while a push holds its driver."""
-    with POOL.try_use(session, backend, read_back=True, wait_s=0.25) as driver:
-        return None if driver is None else driver.counters()
 
 
 class BackendDown(extensions.BackendDown):

@@ -28,13 +28,11 @@ from sliceportal.control.leader import Identity, LeaderLease
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
 from sliceportal.core.loops import LOOPS, SupervisedLoop
-from sliceportal.drivers.contract import Counters
 from sliceportal.kpi.collector import KpiCollector
 from sliceportal.kpi.hub import KpiHub
-from sliceportal.models import Backend
 from sliceportal.models.controller import END
 from sliceportal.schemas.testbed import TestbedState
-from sliceportal.services.backends import POOL
+from sliceportal.services.backends import pooled_counters
 from sliceportal.services.deployments import interrupt_all_orphans
 from sliceportal.services.footprint_refresher import FootprintRefresher
 from sliceportal.services.health_probe import HealthProber
@@ -48,19 +46,6 @@ SUPERVISE_EVERY_S = 1.0  # a loop whose thread died is restarted this soon
 # how long a testbed is kept after the lease went with the database, waiting for this
 # controller to lead again (a longer outage restarts it as before)
 PARK_MAX_S = 120.0
-
-
-# How long the KPI collector's read waits for a driver another duty holds: a health probe or
-# another reader holds it for milliseconds, a push for seconds. Loops of 0.5, 1 and 2 s started
-# together meet at every tick: without the wait a plane read by the testbed's placement check
-# and probed every 0.5 s gave one sample in 20 intervals.
-COUNTERS_WAIT_S = 0.25
-
-
-def pooled_counters(session: Session, backend: Backend) -> Counters | None:
-    """The KPI collector's read: the shared driver pool; None while a push holds the driver."""
-    with POOL.try_use(session, backend, read_back=True, wait_s=COUNTERS_WAIT_S) as driver:
-        return None if driver is None else driver.counters()
 
 
 class Controller:
