@@ -55,7 +55,14 @@ class Candidate:
     def __init__(self, db_url: str) -> None:
         self.duties = threading.Event()
         self.lost: list[str] = []
-        self.lease = LeaderLease(db_url, PERIOD_S, on_acquire=self.duties.set, on_lose=self._lose)
+        self.refused: list[float] = []  # (monotonic) when an attempt found the lease held elsewhere
+        self.lease = LeaderLease(
+            db_url,
+            PERIOD_S,
+            on_acquire=self.duties.set,
+            on_lose=self._lose,
+            on_held_elsewhere=lambda: self.refused.append(time.monotonic()),
+        )
 
     def _lose(self, why: str) -> None:
         self.lost.append(why)
@@ -106,9 +113,12 @@ def test_terminated_session_hands_over_within_one_period(db_url: str, candidates
     # the old leader stops its duties at once: it waits on the session's socket
     _wait("the old leader to stop its duties", lambda: not a.duties.is_set(), PERIOD_S + SLACK_S)
     stopped_after = time.monotonic() - terminated
-    _wait("the other candidate to lead", lambda: b.lease.leading and b.duties.is_set(), PERIOD_S + SLACK_S)
-    took = time.monotonic() - terminated
-    assert took <= PERIOD_S + SLACK_S, took
+    # Within one period: the follower's next attempt after the session ended wins. Counted in
+    # attempts, not seconds: on a host whose other core runs the CPU lane an attempt can come
+    # late (CI once saw 1.8 s pass), which is the host's time, not a period the lease lost.
+    _wait("the other candidate to lead", lambda: b.lease.leading and b.duties.is_set(), 4 * PERIOD_S)
+    late = [t - terminated for t in b.refused if t > terminated]
+    assert len(late) <= 1, f"attempts refused after the session ended, at +s: {late}"
     assert stopped_after < PERIOD_S, stopped_after
     assert a.lost and ("ended" in a.lost[0] or "gone" in a.lost[0]), a.lost
     assert _holders(db_url) == [b.lease.backend_pid]
@@ -139,9 +149,10 @@ def test_killed_leader_process_hands_over_within_one_period(db_url: str, candida
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         killed = time.monotonic()
-        _wait("the follower to lead", lambda: follower.lease.leading, PERIOD_S + SLACK_S)
-        took = time.monotonic() - killed
-        assert took <= PERIOD_S + SLACK_S, took
+        # the follower's next attempt wins (counted in attempts: test_terminated_session_... says why)
+        _wait("the follower to lead", lambda: follower.lease.leading, 4 * PERIOD_S)
+        late = [t - killed for t in follower.refused if t > killed]
+        assert len(late) <= 1, f"attempts refused after the leader died, at +s: {late}"
         assert _holders(db_url) == [follower.lease.backend_pid]
     finally:
         if proc.poll() is None:
