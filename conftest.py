@@ -67,30 +67,51 @@ def _select_lane(config: pytest.Config, items: list[pytest.Item]) -> None:
     items[:] = keep
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for marker, tool in P4_TOOL_MARKERS.items():
         config.addinivalue_line("markers", f"{marker}: needs {tool} on PATH; fails under CI=true without it")
+    config.addinivalue_line(
+        "markers", "needs_p4runtime_shell: needs p4runtime-shell's virtualenv (bootstrap.sh); fails under CI=true"
+    )
+
+
+def _p4runtime_shell_missing() -> str | None:
+    """Why p4runtime-shell's isolated virtualenv cannot be used here, or None."""
+    from sliceportal_p4rt.shell import ShellUnavailable, shell_python
+
+    try:
+        shell_python()
+    except ShellUnavailable as e:
+        return f"{e.message} ({e.hint})"
+    return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # At setup, not collection: a fixture added to an item after collection never runs.
     missing = [t for m, t in P4_TOOL_MARKERS.items() if item.get_closest_marker(m) and not shutil.which(t)]
-    if not missing:
-        return
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI must run this test with the reference P4 toolchain; missing on PATH: {', '.join(missing)}")
-    pytest.skip(f"needs {' and '.join(missing)} on PATH (../shared/p4tools/install.sh)")
+    if missing:
+        if in_ci():
+            pytest.fail(f"CI must run this test with the reference P4 toolchain; missing on PATH: {', '.join(missing)}")
+        pytest.skip(f"needs {' and '.join(missing)} on PATH (../shared/p4tools/install.sh)")
+    if item.get_closest_marker("needs_p4runtime_shell") and (why := _p4runtime_shell_missing()):
+        if in_ci():
+            pytest.fail(f"CI must run this test with p4runtime-shell: {why}")
+        pytest.skip(why)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _select_lane(config, items)
     if os.geteuid() == 0:
         return
-    in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    ci = in_ci()
     for item in items:
         if item.get_closest_marker("needs_root") is None:
             continue
-        if in_ci:
+        if ci:
             item.add_marker(pytest.mark.usefixtures("_fail_not_root"))
         else:
             item.add_marker(pytest.mark.skip(reason="needs root (network namespaces / XDP / BPF); run as root"))

@@ -21,7 +21,6 @@ from sliceportal.models import Backend
 from sliceportal.models.audit import AuditLog
 from sliceportal.p4rt_cli import os_user
 from sliceportal_p4rt.driver import Driver
-from sliceportal_p4rt.shell import ShellUnavailable, shell_python
 from sliceportal_testbed.processes import RunningTarget
 
 CLASSIFIER = "SlicingIngress.classifier.classifier"
@@ -60,15 +59,10 @@ def _shell(db_url: str, *args: str, script: str) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.needs_p4runtime_shell
 def test_a_write_session_is_audited_with_the_os_user_before_the_shell_starts(
     db_url: str, session: Session, start_target: Callable[..., RunningTarget]
 ) -> None:
-    try:
-        shell_python()
-    except ShellUnavailable as e:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI must run this test with p4runtime-shell: {e.message} ({e.hint})")
-        pytest.skip(f"{e.message} ({e.hint})")
     target = start_target("--priority-queues", "8")
     options = {"address": target.address}
     d = Driver(options)

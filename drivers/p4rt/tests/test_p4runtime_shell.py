@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import queue
 import subprocess
 import threading
@@ -28,12 +27,12 @@ from sliceportal.rules.ir import Action, Match, Qos, Rule, RuleIR, Ternary
 from sliceportal_p4rt.client import read_once
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.p4info import CLASSIFIER, EGRESS_VLAN
-from sliceportal_p4rt.shell import ShellSession, ShellUnavailable, shell_python, shell_session
+from sliceportal_p4rt.shell import ShellSession, shell_session
 from sliceportal_p4rt.simple_switch import ServerTls, start_simple_switch_grpc
 from sliceportal_p4rt.tls import Tls
 from sliceportal_testbed.tls import issue_p4runtime_certs
 
-pytestmark = pytest.mark.needs_bmv2
+pytestmark = [pytest.mark.needs_bmv2, pytest.mark.needs_p4runtime_shell]
 
 DEADLINE_S = 60.0  # one shell start is ~1 s here; CI's loaded two cores get room
 
@@ -66,16 +65,6 @@ for _t in p4info.tables:
     ]
 print("READBACK " + json.dumps(_out))
 """
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _installed() -> None:
-    try:
-        shell_python()
-    except ShellUnavailable as e:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI must run this test with p4runtime-shell: {e.message} ({e.hint})")
-        pytest.skip(f"{e.message} ({e.hint})")
 
 
 @pytest.fixture
