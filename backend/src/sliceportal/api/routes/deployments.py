@@ -115,30 +115,40 @@ def _error_event(exc: Exception, what: str) -> dict[str, Any]:
     return {"status": 500, "title": "Internal error", "detail": f"{type(exc).__name__}: {exc}"}
 
 
+class _Events:
+    """NDJSON events from a worker thread to the response body: ``emit`` as they happen,
+    ``close`` once after the last (the body ends there)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[str | None] = queue.Queue()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self._queue.put(json.dumps(event))
+
+    def close(self) -> None:
+        self._queue.put(None)
+
+    def lines(self) -> Iterator[str]:
+        while (item := self._queue.get()) is not None:
+            yield item + "\n"
+
+
 def _ndjson(what: str, run: Callable[[Emit], dict[str, Any]]) -> StreamingResponse:
     """Run ``run`` in a worker thread (with sessions of its own) and stream NDJSON: the progress
     events it emits as they happen, then exactly one ``result`` (what it returns) or ``error``
     event, whatever happens. The push is a job: a client that goes away does not cut it."""
-    events: queue.Queue[str | None] = queue.Queue()
-
-    def emit(event: dict[str, Any]) -> None:
-        events.put(json.dumps(event))
+    events = _Events()
 
     def work() -> None:
         try:
-            emit({"event": "result", **run(emit)})
+            events.emit({"event": "result", **run(events.emit)})
         except Exception as exc:
-            emit({"event": "error", **_error_event(exc, what)})
+            events.emit({"event": "error", **_error_event(exc, what)})
         finally:
-            events.put(None)
+            events.close()
 
     threading.Thread(target=work, name=what, daemon=True).start()
-
-    def body() -> Iterator[str]:
-        while (item := events.get()) is not None:
-            yield item + "\n"
-
-    return StreamingResponse(body(), media_type=NDJSON)
+    return StreamingResponse(events.lines(), media_type=NDJSON)
 
 
 class _Job:
@@ -161,12 +171,12 @@ class _Job:
     ) -> None:
         self._args = (request.app.state.sessionmaker, backend_id, principal, rollback_to, override)
         self._started: queue.Queue[tuple[str, object]] = queue.Queue()
-        self._events: queue.Queue[str | None] | None = queue.Queue() if stream else None
+        self._events = _Events() if stream else None
         threading.Thread(target=self._work, name=f"deploy-job-{backend_id}", daemon=True).start()
 
     def _emit(self, event: dict[str, Any]) -> None:
         if self._events is not None:
-            self._events.put(json.dumps(event))
+            self._events.emit(event)
 
     def _progress(self, e: object) -> None:
         self._emit({"event": "progress", **e.model_dump()})  # type: ignore[attr-defined]
@@ -197,7 +207,7 @@ class _Job:
             self._started.put(("error", exc))
         finally:
             if self._events is not None:
-                self._events.put(None)
+                self._events.close()
 
     def started(self) -> tuple[str, object]:
         """The first of ("error", exception), ("done", Unchanged | None), ("job", deployment id);
@@ -210,8 +220,7 @@ class _Job:
 
     def events(self) -> Iterator[str]:
         assert self._events is not None
-        while (item := self._events.get()) is not None:
-            yield item + "\n"
+        return self._events.lines()
 
 
 def _stream(
