@@ -163,7 +163,7 @@ def test_rate_limit_needs_a_free_policer_slot(client: TestClient, session: Sessi
     """A NetFPGA bitstream with 2 rate-limiter buckets (slice 1 only): the intent's sub-slice
     (id 2) has none left -- 409 on ``action`` naming the backend and the table, nothing stored.
     The driver's lowering is pure: no simulator needs to run."""
-    from sliceportal.core.config import REPO_ROOT
+    from sliceportal.core.config import DEFAULT_DATA_DIR
     from sliceportal_testbed.processes import free_port
 
     b = client.post(
@@ -171,7 +171,7 @@ def test_rate_limit_needs_a_free_policer_slot(client: TestClient, session: Sessi
         json={
             "name": "nf-small",
             "driver": "netfpga",
-            "options": {"address": f"unix:{REPO_ROOT}/var/run/h2-absent-{free_port()}.sock", "rate_slices": 2},
+            "options": {"address": f"unix:{DEFAULT_DATA_DIR}/run/h2-absent-{free_port()}.sock", "rate_slices": 2},
         },
         headers=op,
     )

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from sliceportal.core.config import REPO_ROOT
+from sliceportal.core.config import DEFAULT_DATA_DIR
 from sliceportal.drivers.registry import discover
 from sliceportal.models import Role
 from sliceportal_testbed.processes import free_port
@@ -31,7 +31,7 @@ def op(client: TestClient, session: Session) -> dict[str, str]:
 def _address(driver: str) -> str:
     # nothing listens there: lowering is pure, the preview never reaches the data plane
     port = free_port()
-    return f"unix:{REPO_ROOT}/var/run/h4-absent-{port}.sock" if driver == "netfpga" else f"127.0.0.1:{port}"
+    return f"unix:{DEFAULT_DATA_DIR}/run/h4-absent-{port}.sock" if driver == "netfpga" else f"127.0.0.1:{port}"
 
 
 def _world(client: TestClient, op: dict[str, str], driver: str, **options: Any) -> tuple[int, int]:

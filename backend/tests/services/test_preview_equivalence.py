@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sliceportal.core.config import REPO_ROOT
+from sliceportal.core.config import DEFAULT_DATA_DIR
 from sliceportal.models import Backend, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed.processes import RunningTarget, free_port
@@ -40,7 +40,7 @@ def test_demo_preview_is_proven_on_all_three_backends(client: TestClient, sessio
     for driver, options in BACKENDS.items():
         port = free_port()
         opts = {
-            k: v.format(run=REPO_ROOT / "var" / "run", port=port) if isinstance(v, str) else v
+            k: v.format(run=DEFAULT_DATA_DIR / "run", port=port) if isinstance(v, str) else v
             for k, v in options.items()
         }
         # the demo SLAs ask for rate limits / ECN some planes lack: accepted, as the testbed does

@@ -26,11 +26,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from sliceportal.core.config import REPO_ROOT, get_settings
+from sliceportal.core.config import get_settings
 from sliceportal.core.private_files import private_dir, write_private_file
 
-BMV2_DIR = REPO_ROOT / "dataplane" / "bmv2"
-SP_SIM = REPO_ROOT / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
+# The testbed is a development tool of the source checkout: it starts the data planes that
+# scripts/bootstrap.sh builds there (the portal itself installs without one, core/config.py).
+CHECKOUT = Path(__file__).resolve().parents[3]
+BMV2_DIR = CHECKOUT / "dataplane" / "bmv2"
+SP_SIM = CHECKOUT / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
 # what a leftover's argv names
 DATA_PLANE_PROGRAMS = ("bmv2_target", "sp_sim", "simple_switch_grpc", "sliceportal_xdp.agent")
 

@@ -37,7 +37,7 @@ from sliceportal.api.routes import (
     users,
 )
 from sliceportal.api.routes import testbed as testbed_routes
-from sliceportal.core.config import REPO_ROOT, Settings
+from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.notify import start_listener
@@ -45,7 +45,6 @@ from sliceportal.services import backends as backends_service
 from sliceportal.services.backends import POOL
 
 API_PREFIX = "/api/v1"
-FRONTEND_DIST = REPO_ROOT / "frontend" / "dist"
 
 
 def api_router() -> APIRouter:
@@ -120,7 +119,8 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     app.include_router(metrics.router)
     docs.install(app, API_PREFIX)
     _unknown_api_paths(app)
-    _serve_frontend(app, FRONTEND_DIST)
+    if settings.frontend_dist is not None:
+        _serve_frontend(app, settings.frontend_dist)
     return app
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import math
+import os
 import secrets
 from collections import Counter
 from enum import StrEnum
@@ -16,7 +17,21 @@ from typing import Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, IPvAnyNetwork, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
+
+def _source_root() -> Path | None:
+    """The source checkout this package runs from, or None when it is installed (a wheel)."""
+    root = Path(__file__).resolve().parents[4]
+    return root if (root / "backend" / "src" / "sliceportal").is_dir() and (root / "pyproject.toml").is_file() else None
+
+
+SOURCE_ROOT = _source_root()
+# State lives in the checkout's var/ (make run, the tests); an installed portal keeps it where
+# the XDG base directories say (a service sets DATA_DIR, as the Dockerfile does).
+DEFAULT_DATA_DIR = (
+    SOURCE_ROOT / "var"
+    if SOURCE_ROOT is not None
+    else Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "sliceportal"
+)
 # loopback, and the emulated testbed's veth networks (testbed/netns_testbed.py)
 DEFAULT_BACKEND_NETWORKS = ("127.0.0.0/8", "::1/128", "10.200.0.0/16")
 # SHA-256 of secrets that were ever published (the first wave's development default): a
@@ -52,7 +67,7 @@ class Settings(BaseSettings):
     environment: Environment = Environment.LOCAL
     # Unset: the portal starts its own PostgreSQL cluster under data_dir (embedded default).
     database_url: str | None = None
-    data_dir: Path = REPO_ROOT / "var"
+    data_dir: Path = DEFAULT_DATA_DIR
     # Unset: a random per-install secret kept in data_dir/secret_key (mode 0600), created on
     # first start (core/secret_store.py). SECRET_KEY in the environment wins over the file.
     secret_key: str | None = Field(None, repr=False)
@@ -71,7 +86,7 @@ class Settings(BaseSettings):
         description="networks backends may point at (driver addresses); the operator widens it",
     )
     run_dir: Path = Field(
-        REPO_ROOT / "var" / "run",
+        DEFAULT_DATA_DIR / "run",
         description="the portal's own sockets; the only place a unix-socket backend address may point",
     )
     docs_public: bool = Field(False, description="serve /api/v1/docs without login")
@@ -83,6 +98,10 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     cors_origins: list[str] = []
+    frontend_dist: Path | None = Field(
+        SOURCE_ROOT / "frontend" / "dist" if SOURCE_ROOT is not None else None,
+        description="the built web UI (npm run build) served at /; unset in an installed portal: the API alone",
+    )
     reconcile_interval_s: float = Field(15.0, ge=0, description="0 disables the reconcile loop")
     kpi_interval_s: float = Field(
         1.0,

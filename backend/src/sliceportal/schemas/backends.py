@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from sliceportal.core.config import DEFAULT_BACKEND_NETWORKS, REPO_ROOT, Settings
+from sliceportal.core.config import DEFAULT_BACKEND_NETWORKS, DEFAULT_DATA_DIR, Settings
 from sliceportal.core.redaction import REDACTED, redact_options
 from sliceportal.schemas.common import Name, ORMModel, Version
 
@@ -33,7 +33,7 @@ class BackendPolicy:
     networks: tuple[Network, ...] = field(
         default_factory=lambda: tuple(ipaddress.ip_network(n) for n in DEFAULT_BACKEND_NETWORKS)
     )
-    run_dir: Path = REPO_ROOT / "var" / "run"
+    run_dir: Path = DEFAULT_DATA_DIR / "run"
 
     @classmethod
     def of(cls, settings: Settings) -> BackendPolicy:
