@@ -5,6 +5,7 @@ these machines; this runs the same switch binary with the same arguments."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -33,6 +34,19 @@ def test_the_service_mounts_the_checked_in_build() -> None:
     mounts = {m.split(":")[1]: (ROOT / m.split(":")[0]).resolve() for m in svc["volumes"]}  # type: ignore[attr-defined]
     assert mounts["/p4"] == compiled_dir()
     assert "/p4/slicing.json" in str(svc["command"])
+
+
+@pytest.mark.needs_bmv2
+def test_the_service_is_the_switch_the_tests_run() -> None:
+    """Pinned to a commit, and the same one as the simple_switch_grpc of this suite."""
+    svc = service()
+    repo, _, commit = str(svc["build"]["context"]).partition("#")  # type: ignore[index]
+    assert repo == "https://github.com/p4lang/behavioral-model.git"
+    assert re.fullmatch(r"[0-9a-f]{40}", commit), f"not pinned to a commit: {commit!r}"
+    version = subprocess.run(["simple_switch_grpc", "--version"], capture_output=True, text=True, check=True)
+    release, _, short = version.stdout.strip().partition("-")  # e.g. 1.15.5-9674187f
+    assert commit.startswith(short), f"compose builds {commit[:8]}, the tests run {short}"
+    assert svc["image"] == f"sliceportal/bmv2:{release}-{short}"
 
 
 @pytest.mark.needs_bmv2
