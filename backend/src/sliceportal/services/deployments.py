@@ -35,6 +35,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 
 from sliceportal.core.process_metrics import COMPILE_DURATION
 from sliceportal.drivers.contract import (
+    Capabilities,
     CapacityError,
     Driver,
     DriverError,
@@ -100,6 +101,32 @@ class Preview:
     plan: NativePlan
     equivalence: EquivalenceResult | None = None  # the plan proven equal to the IR (issue #20)
     enforcement: tuple[Gap, ...] = ()  # SLA attributes the backend cannot enforce, all accepted (#14.3)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A preview made before the backend's lock (a slice deploy's preflight) and what it was
+    compiled from. The deploy under the lock takes it instead of compiling again when none of
+    that has changed since; any change (an edit bumps ``input_key``) compiles anew."""
+
+    backend_id: int
+    input_key: str  # footprint_state.input_key: the backend's slices and what they compile from
+    backend_facts: tuple[Any, ...]  # the backend row's part in the compile (_backend_facts)
+    caps: Capabilities
+    preview: Preview
+
+    def still_holds(self, session: Session, backend: Backend, caps: Capabilities) -> bool:
+        return (
+            self.backend_id == backend.id
+            and self.input_key == footprint_push.input_key(session, backend.id)
+            and self.backend_facts == _backend_facts(backend)
+            and self.caps == caps
+        )
+
+
+def _backend_facts(backend: Backend) -> tuple[Any, ...]:
+    # the driver instance (its options) and which SLA gaps the operator accepted (enforcement.py)
+    return (backend.driver, backend.options, tuple(backend.accept_unenforced or ()))
 
 
 @dataclass(frozen=True)
@@ -187,11 +214,17 @@ def _refusal(exc: Exception) -> DomainError:
     return (InvalidError if exc.hint else ConflictError)(detail, title="Refused by the data plane")
 
 
-def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
+def _capabilities(drv: Driver) -> Capabilities:
+    try:
+        return drv.capabilities()
+    except DriverError as exc:
+        raise _refusal(exc) from exc
+
+
+def _preview(session: Session, backend: Backend, drv: Driver, caps: Capabilities) -> Preview:
     try:
         tenants, specs, slices = domain_specs(session, backend)
         # capabilities decide, before compiling: no silent downgrade of an SLA (services/enforcement.py)
-        caps = drv.capabilities()
         found = enforcement.gaps(backend, caps, slices)
         found += enforcement.slice_intent_gaps(session, backend, caps, slices)
         enforcement.refuse_unenforceable(found)
@@ -206,8 +239,15 @@ def _preview(session: Session, backend: Backend, drv: Driver) -> Preview:
 
 def preview(session: Session, backend: Backend) -> Preview:
     """Compile and lower for ``backend`` without touching its data plane."""
+    return prepare(session, backend).preview
+
+
+def prepare(session: Session, backend: Backend) -> Prepared:
+    """``preview``, with what it was compiled from, for a deploy that may follow (``Prepared``)."""
     with POOL.use(session, backend) as drv:
-        return _preview(session, backend, drv)
+        key = footprint_push.input_key(session, backend.id)  # before the compile, as _deploy reads it
+        caps = _capabilities(drv)
+        return Prepared(backend.id, key, _backend_facts(backend), caps, _preview(session, backend, drv, caps))
 
 
 def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) -> RuleSet:
@@ -645,10 +685,12 @@ def deploy_changes(
     lock_wait_s: float = LOCK_WAIT_S,
     override: Override | None = None,
     on_job: Callable[[int], None] | None = None,
+    prepared: Prepared | None = None,
 ) -> Deployment | Unchanged:
     """Like ``deploy``, but an identical redeploy is a no-op: ``Unchanged`` names the rule set in
     force; no rule set is stored, nothing is pushed, and the audit log records it as such.
-    ``on_job`` is called with the deployment's id once its row is committed, before the push."""
+    ``on_job`` is called with the deployment's id once its row is committed, before the push;
+    ``prepared`` (``prepare``) is used instead of compiling when it still holds."""
     return _deploy(
         session,
         backend,
@@ -658,6 +700,7 @@ def deploy_changes(
         skip_unchanged=True,
         override=override,
         on_job=on_job,
+        prepared=prepared,
     )
 
 
@@ -671,6 +714,7 @@ def _deploy(
     skip_unchanged: bool,
     override: Override | None,
     on_job: Callable[[int], None] | None = None,
+    prepared: Prepared | None = None,
 ) -> Deployment | Unchanged:
     _refuse_if_down(session, backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
     with _locked(session, backend, lock_wait_s):
@@ -679,7 +723,11 @@ def _deploy(
             _ensure_up(drv, backend)
             admission.check(session, [backend], override=override, action="deploy", subject=backend)
             key = footprint_push.input_key(session, backend.id)  # before the compile: footprint_push.py
-            p = _preview(session, backend, drv)
+            caps = _capabilities(drv)
+            if prepared is not None and prepared.still_holds(session, backend, caps):
+                p = prepared.preview  # compiled by the preflight from exactly this: not again
+            else:
+                p = _preview(session, backend, drv, caps)
             if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
                 record(
                     session,

@@ -9,6 +9,8 @@ force), and the outcome says which, per backend. The slice's status per backend
 
 Refusals that need no data plane (compile, capacity, capabilities, admission) are checked
 for every backend before any push starts, so a refusal on one backend pushes nothing anywhere.
+What that preflight compiled is handed to each backend's deploy, which compiles again only
+when something it was compiled from changed in between (``deployments.Prepared``).
 """
 
 from __future__ import annotations
@@ -45,29 +47,32 @@ class BackendOutcome:
 ProgressFn = Callable[[int, ProgressEvent], None]
 
 
-def preflight(session: Session, slice_: Slice, override: Override | None) -> list[Backend]:
-    """Everything that can refuse without a data plane, for every backend, before any push."""
+def preflight(session: Session, slice_: Slice, override: Override | None) -> list[deployments.Prepared]:
+    """Everything that can refuse without a data plane, for every backend, before any push;
+    what it compiled, by backend, for ``deploy_slice``."""
     backends = sorted(slice_.backends, key=lambda b: b.id)
     if not backends:
         raise InvalidError(
             f"slice {slice_.name} is assigned to no backend; assign it (backend_ids) first", field="backend_ids"
         )
+    prepared = []
     for b in backends:
         deployments._refuse_if_down(session, b)
         if override is None:
             admission.check(session, [b], override=None, action="deploy", subject=b)
-        deployments.preview(session, b)
+        prepared.append(deployments.prepare(session, b))
     session.rollback()  # admission flushes: nothing of the preflight is kept
-    return backends
+    return prepared
 
 
 def _one(
     sessions: sessionmaker[Session],
     actor: Actor,
-    backend_id: int,
+    prepared: deployments.Prepared,
     override: Override | None,
     progress: ProgressFn | None,
 ) -> BackendOutcome:
+    backend_id = prepared.backend_id
     with sessions() as session:
         set_actor(session, actor)
         backend = session.get(Backend, backend_id)
@@ -81,6 +86,7 @@ def _one(
                 actor.name,
                 (lambda e: progress(backend_id, e)) if progress else None,
                 override=override,
+                prepared=prepared,
             )
         except DomainError as exc:
             session.rollback()
@@ -113,19 +119,18 @@ def _outcome(session: Session, backend_id: int, name: str, dep: Deployment) -> B
 def deploy_slice(
     sessions: sessionmaker[Session],
     actor: Actor,
-    backend_ids: list[int],
+    prepared: list[deployments.Prepared],
     *,
     override: Override | None = None,
     progress: ProgressFn | None = None,
 ) -> list[BackendOutcome]:
-    """Deploy every backend of a slice at once (one thread and one session each); outcomes by backend id."""
-    if not backend_ids:
+    """Deploy every backend ``preflight`` prepared at once (one thread and one session each);
+    outcomes in its order (by backend id)."""
+    if not prepared:
         return []
     # bounded: each push holds two pooled connections (its session and the backend's advisory
     # lock), so a thread per backend exhausted the pool at fleet size (100 backends: every
     # push waited on a connection another held, and the request failed as "database unavailable")
-    with ThreadPoolExecutor(
-        max_workers=min(len(backend_ids), FANOUT_WORKERS), thread_name_prefix="slice-deploy"
-    ) as pool:
-        futures = [pool.submit(_one, sessions, actor, b, override, progress) for b in backend_ids]
+    with ThreadPoolExecutor(max_workers=min(len(prepared), FANOUT_WORKERS), thread_name_prefix="slice-deploy") as pool:
+        futures = [pool.submit(_one, sessions, actor, p, override, progress) for p in prepared]
         return [f.result() for f in futures]

@@ -417,18 +417,18 @@ def deploy_slice(
     any push: then nothing is pushed anywhere.
     """
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
-    ids = [b.id for b in slice_deploy.preflight(session, s, override)]
+    prepared = slice_deploy.preflight(session, s, override)
     session.close()  # each backend's worker has a session of its own
     actor = Actor(principal.user_id, principal.username, principal.via)
     sessions = request.app.state.sessionmaker
     if not (accept and NDJSON in accept):
-        return _slice_result(slice_id, slice_deploy.deploy_slice(sessions, actor, ids, override=override))
+        return _slice_result(slice_id, slice_deploy.deploy_slice(sessions, actor, prepared, override=override))
 
     def run(emit: Emit) -> dict[str, Any]:
         def progress(backend_id: int, e: object) -> None:
             emit({"event": "progress", "backend_id": backend_id, **e.model_dump()})  # type: ignore[attr-defined]
 
-        outcomes = slice_deploy.deploy_slice(sessions, actor, ids, override=override, progress=progress)
+        outcomes = slice_deploy.deploy_slice(sessions, actor, prepared, override=override, progress=progress)
         return _slice_result(slice_id, outcomes).model_dump(mode="json")
 
     return _ndjson(f"deploy-slice-{slice_id}", run)
