@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import ClassVar
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class SupervisedLoop:
     """Runs ``step`` every ``period_s`` seconds in a daemon thread until stopped."""
 
     def __init__(
-        self, name: str, period_s: float, step: Callable[[], None], registry: LoopRegistry | None = None
+        self, name: str, period_s: float, step: Callable[[], object], registry: LoopRegistry | None = None
     ) -> None:
         self.name, self.period_s, self._step = name, period_s, step
         self.status = LoopStatus(name, period_s)
@@ -171,3 +172,26 @@ class LoopRegistry:
 
 
 LOOPS = LoopRegistry()
+
+
+class PeriodicDuty:
+    """A duty of the leader (reconciler, health probes, job resumer, KPI collector): ``run_once``
+    every period in a ``SupervisedLoop`` that ``start`` makes -- not ``__init__``: an instance
+    used only for ``run_once`` (tests, one-off passes) is no loop."""
+
+    loop_name: ClassVar[str]
+
+    def __init__(self, period_s: float, registry: LoopRegistry | None = None) -> None:
+        self._period_s, self._registry = period_s, registry
+        self._loop: SupervisedLoop | None = None
+
+    def run_once(self) -> object:  # one pass; what it returns is for direct callers, the loop drops it
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._loop = SupervisedLoop(self.loop_name, self._period_s, self.run_once, self._registry)
+        self._loop.start()
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.stop()

@@ -254,26 +254,16 @@ def push(
 
     try:
         result = driver.apply(plan, emit)
-    except PushError as e:
-        after = _read_or_none(driver)
-        restored = after is not None and after.version == before.version and _same_tables(after.tables, before.tables)
-        return done(
-            ok=False,
-            version_after=after.version if after else None,
-            diff=counts,
-            rolled_back=e.rolled_back and restored,
-            error=str(e),
-            hint=e.hint,
-        )
     except DriverError as e:
-        # Not a PushError (e.g. the data plane vanished): find out by reading back.
+        # Rolled back only when the read-back shows the previous state; a PushError also says
+        # whether the driver restored it, any other DriverError (the data plane vanished) not.
         after = _read_or_none(driver)
         restored = after is not None and after.version == before.version and _same_tables(after.tables, before.tables)
         return done(
             ok=False,
             version_after=after.version if after else None,
             diff=counts,
-            rolled_back=restored,
+            rolled_back=restored and (e.rolled_back if isinstance(e, PushError) else True),
             error=str(e),
             hint=e.hint,
         )

@@ -41,7 +41,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from sliceportal.core.loops import LoopRegistry, SupervisedLoop
+from sliceportal.core.loops import LoopRegistry, PeriodicDuty
 from sliceportal.drivers.contract import Counters, DelayHistogram, DriverError, LaneCounters
 from sliceportal.kpi.counters import Place, rule_places
 from sliceportal.kpi.delay import DelayDelta, delay_delta, delay_stats
@@ -242,8 +242,10 @@ class _Baseline:
     read_at: float  # the counters' own timestamp (Counters.timestamp)
 
 
-class KpiCollector:
+class KpiCollector(PeriodicDuty):
     """The collector duty (leader only): ``start`` / ``stop`` like the reconciler."""
+
+    loop_name = "kpi-collector"
 
     def __init__(
         self,
@@ -253,23 +255,17 @@ class KpiCollector:
         *,
         registry: LoopRegistry | None = None,
     ) -> None:
+        super().__init__(interval_s, registry)
         self._sessions = sessions
         self._read = read_counters
         self.interval_s = interval_s
-        self._registry = registry
-        self._loop: SupervisedLoop | None = None
         self._baselines: dict[int, _Baseline] = {}
         self._in_flight: dict[int, Future[Counters | None]] = {}
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kpi-read")
         self._lock = threading.Lock()
 
-    def start(self) -> None:
-        self._loop = SupervisedLoop("kpi-collector", self.interval_s, self.step, self._registry)
-        self._loop.start()
-
     def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.stop()
+        super().stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _read_one(self, backend: Backend) -> Counters | None:
@@ -339,9 +335,6 @@ class KpiCollector:
                 if p is not None:
                     points.append(p)
         return points
-
-    def step(self) -> None:
-        self.run_once()
 
     def run_once(self) -> list[KpiPoint]:
         with self._lock, self._sessions() as session:

@@ -30,7 +30,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.core.config import Settings, get_settings
-from sliceportal.core.loops import LoopRegistry, SupervisedLoop
+from sliceportal.core.loops import LoopRegistry, PeriodicDuty
 from sliceportal.core.stall_clock import STALLS
 from sliceportal.drivers.contract import DriverError
 from sliceportal.models import Backend
@@ -151,9 +151,11 @@ def recheck(sessions: sessionmaker[Session], backend: Backend, settings: Setting
     return False, detail
 
 
-class HealthProber:
+class HealthProber(PeriodicDuty):
     """The controller's probe loop: per backend, at most one probe in flight, and its count
     of failed probes in a row (the hysteresis)."""
+
+    loop_name = "health-probes"
 
     def __init__(
         self,
@@ -162,9 +164,9 @@ class HealthProber:
         settings: Settings | None = None,
         registry: LoopRegistry | None = None,
     ) -> None:
-        self._sessions, self._interval, self._registry = sessions, interval_s, registry
+        super().__init__(interval_s, registry)
+        self._sessions = sessions
         self._settings = settings
-        self._loop: SupervisedLoop | None = None
         self._inflight: dict[int, _Probe] = {}
         self.failures: dict[int, int] = {}  # backend id -> failed probes in a row
 
@@ -178,7 +180,7 @@ class HealthProber:
                     self._inflight[b.id] = _start(self._sessions, b)
             # quick answers count in this pass; a slow one is looked at again next pass
             deadline = time.monotonic() + min(
-                self._interval, max((p.timeout_s for p in policies.values()), default=0.0)
+                self._period_s, max((p.timeout_s for p in policies.values()), default=0.0)
             )
             for b in backends:
                 self._inflight[b.id].done.wait(max(0.0, deadline - time.monotonic()))
@@ -231,9 +233,4 @@ class HealthProber:
 
     def start(self) -> None:
         STALLS.start()
-        self._loop = SupervisedLoop("health-probes", self._interval, self.run_once, self._registry)
-        self._loop.start()
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.stop()
+        super().start()

@@ -28,7 +28,7 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from sliceportal.core.loops import LoopRegistry, SupervisedLoop
+from sliceportal.core.loops import LoopRegistry, PeriodicDuty
 from sliceportal.drivers.contract import ProgressEvent
 from sliceportal.models import Deployment, DeploymentStatus, ImportJob
 
@@ -122,7 +122,7 @@ class Heartbeat:
         self._thread.join(timeout=HEARTBEAT_S + 5)
 
 
-class JobResumer:
+class JobResumer(PeriodicDuty):
     """The leader's duty: finish every job whose runner died (its heartbeat went stale): deploys
     and rollbacks, then CSV imports.
 
@@ -131,20 +131,14 @@ class JobResumer:
     by the supervised loop with backoff.
     """
 
+    loop_name = "deploy-jobs"
+
     def __init__(
         self, sessions: sessionmaker[Session], period_s: float = RESUME_EVERY_S, registry: LoopRegistry | None = None
     ) -> None:
-        self._sessions, self._period, self._registry = sessions, period_s, registry
-        self._loop: SupervisedLoop | None = None
+        super().__init__(period_s, registry)
+        self._sessions = sessions
         self.resumed = 0  # jobs this duty finished
-
-    def start(self) -> None:
-        self._loop = SupervisedLoop("deploy-jobs", self._period, self.run_once, self._registry)
-        self._loop.start()
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.stop()
 
     def run_once(self) -> None:
         from sliceportal.services.deployments import resume_stale  # deployments uses this module's Heartbeat

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from sliceportal.core.loops import LoopRegistry, SupervisedLoop
+from sliceportal.core.loops import LoopRegistry, PeriodicDuty
 from sliceportal.models import Backend
 from sliceportal.services.deployments import reconcile
 from sliceportal.services.errors import BusyError
@@ -23,22 +23,15 @@ from sliceportal.services.errors import BusyError
 log = logging.getLogger(__name__)
 
 
-class Reconciler:
+class Reconciler(PeriodicDuty):
+    loop_name = "reconciler"
+
     def __init__(
         self, sessions: sessionmaker[Session], interval_s: float, registry: LoopRegistry | None = None
     ) -> None:
-        self._sessions, self._interval, self._registry = sessions, interval_s, registry
-        self._loop: SupervisedLoop | None = None
+        super().__init__(interval_s, registry)
+        self._sessions = sessions
         self.skipped = 0  # passes over a backend skipped because a deployment held it
-
-    def start(self) -> None:
-        # created here, not in __init__: a Reconciler used only for run_once is no loop
-        self._loop = SupervisedLoop("reconciler", self._interval, self.run_once, self._registry)
-        self._loop.start()
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.stop()
 
     def run_once(self) -> None:
         """One pass over every backend; raises (so the loop backs off) when the database is away."""
