@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import psycopg
 from pydantic import TypeAdapter
-from sqlalchemy import make_url, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
-from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
+from sliceportal.core.listen import ChannelListener
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint
 
@@ -102,118 +100,60 @@ class _Batches:
         return body
 
 
-def libpq_url(database_url: str) -> str:
-    """The SQLAlchemy URL (``postgresql+psycopg://``) as libpq's connection string."""
-    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.1, 5.0
 STABLE_S = 30.0  # a connection that listened this long and broke is a new outage: backoff anew
 
 
-class KpiListener:
+class KpiListener(ChannelListener):
     """Feeds ``hub`` with every batch notified on the channel, from a thread with its own connection.
 
-    The connection is re-established with exponential backoff when it breaks (database
-    restart, ``pg_terminate_backend``, network). What was notified while it was down is not
-    re-sent by PostgreSQL: each such gap is logged and kept in ``gaps`` — streams lose those
-    points live, and the dashboards' history queries (re-read on reconnect and polled) hold
-    them, since the points are in ``kpi_sample`` before any NOTIFY is delivered.
+    The connection is re-established with exponential backoff when it breaks (core/listen.py).
+    What was notified while it was down is not re-sent by PostgreSQL: each such gap is logged
+    and kept in ``gaps`` — streams lose those points live, and the dashboards' history queries
+    (re-read on reconnect and polled) hold them, since the points are in ``kpi_sample`` before
+    any NOTIFY is delivered.
     """
 
+    thread_name = "kpi-listener"
+
     def __init__(self, database_url: str, hub: KpiHub, *, poll_s: float = 0.1, stable_s: float = STABLE_S) -> None:
+        super().__init__(
+            database_url, CHANNEL, first_wait_s=RECONNECT_FIRST_S, max_wait_s=RECONNECT_MAX_S, stable_s=stable_s
+        )
         self.hub = hub
-        self._conninfo = libpq_url(database_url)
         # how often a quiet connection checks for stop(): an app's shutdown (every test's) waits for it
         self._poll_s = poll_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.listening = threading.Event()  # set while LISTEN is in force
-        self.connects = 0
         self.gaps: list[tuple[datetime, datetime]] = []  # (lost, listening again), UTC
         self.batches = 0
         self._lost: datetime | None = None
         self.backend_pid: int | None = None  # the server process of the current connection
-        self._stable_s = stable_s
-        self._failed = 0  # reconnect attempts since the connection last stayed up for stable_s
-        self._listened_at: float | None = None  # when the current connection began to listen
-        self.last_wait = 0.0  # the backoff before the latest reconnect attempt
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kpi-listener", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        retrying = Retrying(
-            # the connection broke (server gone, backend terminated, network) or was left unusable
-            retry=retry_if_exception_type((psycopg.OperationalError, psycopg.InterfaceError)),
-            wait=self._wait,
-            stop=lambda _state: self._stop.is_set(),
-            sleep=self._backoff,
-            before_sleep=self._lost_connection,
-            reraise=True,
-        )
-        try:
-            for attempt in retrying:
-                with attempt:
-                    self._listen()
-        except (psycopg.OperationalError, psycopg.InterfaceError):
-            pass  # stopping while the database was unreachable
-        except Exception:
-            log.exception("KPI listener stopped: live KPI streams on this process get no more points")
-            raise
-
-    def _wait(self, _state: RetryCallState) -> float:
-        """Exponential backoff over the failures since the connection last stayed up for
-        ``stable_s``: tenacity's own count runs over the thread's life, so a blip a day after a
-        few others waited 5 s; a connection dropped as soon as it listens still backs off."""
-        if self._listened_at is not None and time.monotonic() - self._listened_at >= self._stable_s:
-            self._failed = 0
-        self._listened_at = None
-        self.last_wait = min(RECONNECT_MAX_S, RECONNECT_FIRST_S * 2**self._failed)
-        self._failed += 1
-        return self.last_wait
-
-    def _backoff(self, seconds: float) -> None:
-        self._stop.wait(seconds)  # stop() interrupts a backoff
-
-    def _lost_connection(self, state: RetryCallState) -> None:
-        self.listening.clear()
+    def lost(self, exc: BaseException | None, attempt: int, wait_s: float) -> None:
         if self._lost is None:
             self._lost = datetime.now(UTC)
-        exc = state.outcome.exception() if state.outcome else None
-        log.warning("KPI listener lost its connection (%s); reconnecting, attempt %d", exc, state.attempt_number)
+        log.warning("KPI listener lost its connection (%s); reconnecting, attempt %d", exc, attempt)
 
-    def _listen(self) -> None:
-        with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=3) as conn:
-            conn.execute(f"LISTEN {CHANNEL}")
-            self.connects += 1
-            self.backend_pid = conn.info.backend_pid
-            if self._lost is not None:
-                gap = (self._lost, datetime.now(UTC))
-                self.gaps.append(gap)
-                self._lost = None
-                log.warning(
-                    "KPI listener listening again: points committed between %s and %s were not streamed "
-                    "by this process (%.1f s); they are stored, dashboards re-read them",
-                    gap[0].isoformat(),
-                    gap[1].isoformat(),
-                    (gap[1] - gap[0]).total_seconds(),
-                )
-            self._listened_at = time.monotonic()
-            self.listening.set()
-            batches = _Batches()
-            while not self._stop.is_set():
-                for n in conn.notifies(timeout=self._poll_s):
-                    self._deliver(batches, n.payload)
-                    if self._stop.is_set():
-                        break
-        self.listening.clear()
+    def listened(self, conn: psycopg.Connection) -> None:
+        self.backend_pid = conn.info.backend_pid
+        if self._lost is not None:
+            gap = (self._lost, datetime.now(UTC))
+            self.gaps.append(gap)
+            self._lost = None
+            log.warning(
+                "KPI listener listening again: points committed between %s and %s were not streamed "
+                "by this process (%.1f s); they are stored, dashboards re-read them",
+                gap[0].isoformat(),
+                gap[1].isoformat(),
+                (gap[1] - gap[0]).total_seconds(),
+            )
+
+    def serve(self, conn: psycopg.Connection) -> None:
+        batches = _Batches()
+        while not self.stopping:
+            for n in conn.notifies(timeout=self._poll_s):
+                self._deliver(batches, n.payload)
+                if self.stopping:
+                    break
 
     def _deliver(self, batches: _Batches, payload: str) -> None:
         try:

@@ -13,14 +13,14 @@ refresher has finished computes them itself, as it always did: late, never wrong
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 import psycopg
-from sqlalchemy import make_url, select
+from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from sliceportal.core.listen import ChannelListener
 from sliceportal.models import Backend
 from sliceportal.services.footprint_push import CHANNEL
 from sliceportal.services.slice_status import refresh_wanted
@@ -33,30 +33,21 @@ FIRST_RETRY_S = 0.5  # then doubling up to poll_s while the database stays away
 STABLE_S = 30.0  # a connection that listened this long and broke is a new outage
 
 
-class FootprintRefresher:
+class FootprintRefresher(ChannelListener):
+    thread_name = "footprint-refresher"
+    # a configuration that breaks the refresh must not end the duty: everything listens again
+    retry_on = (Exception,)
+
     def __init__(
         self, sessions: sessionmaker[Session], database_url: str, *, poll_s: float = POLL_S, stable_s: float = STABLE_S
     ) -> None:
-        self._sessions, self._poll_s, self._stable_s = sessions, poll_s, stable_s
-        self._conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.listening = threading.Event()
+        # backoff up to poll_s while the database stays away; a compile under way finishes on stop
+        super().__init__(
+            database_url, CHANNEL, first_wait_s=FIRST_RETRY_S, max_wait_s=poll_s, stable_s=stable_s, join_s=30.0
+        )
+        self._sessions, self._poll_s = sessions, poll_s
         self.passes = 0
         self.computed = 0  # backends whose wanted digests this refresher computed
-        self.last_wait = 0.0  # the backoff before its latest attempt to listen again
-        self._listened_at: float | None = None
-        self.connects = 0  # connections that listened
-
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="footprint-refresher", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)  # a compile under way finishes first
 
     def run_once(self) -> list[int]:
         """One pass: the backends whose wanted digests were stale, now computed."""
@@ -67,40 +58,20 @@ class FootprintRefresher:
         self.computed += len(computed)
         return computed
 
-    def _run(self) -> None:
-        failed = 0  # attempts in a row
-        trace: BaseException | None
-        while not self._stop.is_set():
-            try:
-                self._listen()
-                continue  # returned: stopping
-            except (psycopg.Error, DBAPIError) as exc:  # the database away: listen again when it is back
-                why, trace = str(exc).splitlines()[0], None
-            except Exception as exc:  # a configuration that breaks the refresh must not end the duty
-                why, trace = "pass failed", exc  # with its traceback
-            # a connection that stayed up STABLE_S broke: a new outage, backoff anew (a pass that
-            # fails every time it listens keeps doubling)
-            stable = self._listened_at is not None and time.monotonic() - self._listened_at >= self._stable_s
-            failed = 1 if stable else failed + 1
-            self._listened_at = None
-            self.listening.clear()
-            self.last_wait = min(FIRST_RETRY_S * 2 ** (failed - 1), self._poll_s)
-            log.warning("footprint refresher: %s; again in %.1f s", why, self.last_wait, exc_info=trace)
-            self._stop.wait(self.last_wait)
+    def lost(self, exc: BaseException | None, attempt: int, wait_s: float) -> None:
+        if isinstance(exc, (psycopg.Error, DBAPIError)):  # the database away: its first line says enough
+            log.warning("footprint refresher: %s; again in %.1f s", str(exc).splitlines()[0], wait_s)
+        else:
+            log.warning("footprint refresher: pass failed; again in %.1f s", wait_s, exc_info=exc)
 
-    def _listen(self) -> None:
-        with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=3) as conn:
-            conn.execute(f"LISTEN {CHANNEL}")
-            self._listened_at = time.monotonic()
-            self.connects += 1
-            self.listening.set()
-            due = 0.0  # listening now: a first pass covers what changed before
-            while not self._stop.is_set():
-                if time.monotonic() >= due:
-                    self.run_once()
-                    due = time.monotonic() + self._poll_s
-                # a notification (or several, folded into the next pass) makes the pass due now
-                if any(True for _ in conn.notifies(timeout=WAKE_S, stop_after=1)):
-                    for _ in conn.notifies(timeout=0):  # the rest already queued: one pass covers them
-                        pass
-                    due = 0.0
+    def serve(self, conn: psycopg.Connection) -> None:
+        due = 0.0  # listening now: a first pass covers what changed before
+        while not self.stopping:
+            if time.monotonic() >= due:
+                self.run_once()
+                due = time.monotonic() + self._poll_s
+            # a notification (or several, folded into the next pass) makes the pass due now
+            if any(True for _ in conn.notifies(timeout=WAKE_S, stop_after=1)):
+                for _ in conn.notifies(timeout=0):  # the rest already queued: one pass covers them
+                    pass
+                due = 0.0
