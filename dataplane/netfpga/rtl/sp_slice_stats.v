@@ -18,15 +18,11 @@
 // a 32-bit sojourn never passes bucket 31. The delay count is TX_PACKETS (each packet
 // that left has exactly one sojourn).
 //
-// Snapshot without copying the table: every field group keeps a `dirty` bit per entry
-// (set by its first update after a snapshot, which also saves the entry's old value in
-// the group's snapshot memory); `snap` clears the bits. A read returns the snapshot memory
-// where the entry is dirty and the live memory otherwise (not updated since the snapshot,
-// so live is the snapshot value). Likewise a `valid` bit per entry, cleared by reset, makes
-// an entry read as zero until its first update, so reset clears flag vectors, never the
-// memories. One read-modify-write per event and a flag clear per snapshot, so the memories
-// map to RAM on the card; every value of one read-out is the value at the SNAPSHOT write,
-// consistent across entries and fields.
+// Snapshot without copying the table: every field group is an sp_snap_table (the first
+// update of an entry after a snapshot saves the entry's old value, a read returns the saved
+// value where there is one; reset clears flag vectors, never the memories), so the memories
+// map to RAM on the card and every value of one read-out is the value at the SNAPSHOT
+// write, consistent across entries and fields.
 //
 // Register window (byte offsets; entry e = slice * LANES + lane at ST_STRIDE * e; 64-bit
 // values as lo/hi words, from the snapshot):
@@ -133,107 +129,54 @@ function [4:0] log2_bucket(input [31:0] v);
     end
 endfunction
 
-// ---- group I: queue ingress {drop bytes, drop packets, enq bytes, enq packets} --------------
-reg [255:0]       in_live_reg [0:ENTRIES-1];
-reg [255:0]       in_snap_reg [0:ENTRIES-1];
-reg [ENTRIES-1:0] in_dirty_reg;
-reg [ENTRIES-1:0] in_valid_reg;
-wire [E_W-1:0]    in_e = entry_of(enq_user);
-wire [255:0]      in_old = in_valid_reg[in_e] ? in_live_reg[in_e] : 256'd0;
-wire [63:0]       in_len = {48'd0, enq_user[`SP_LEN]};
-wire [255:0]      in_new = enq_full
-    ? {in_old[255:192] + in_len, in_old[191:128] + 64'd1, in_old[127:0]}
-    : {in_old[255:128], in_old[127:64] + in_len, in_old[63:0] + 64'd1};
-wire              in_upd = (enq_ok || enq_full) && tracked(enq_user);
-
-// ---- group R: rate-limiter drops {bytes, packets} --------------------------------------------
-reg [127:0]       rl_live_reg [0:ENTRIES-1];
-reg [127:0]       rl_snap_reg [0:ENTRIES-1];
-reg [ENTRIES-1:0] rl_dirty_reg;
-reg [ENTRIES-1:0] rl_valid_reg;
-wire [E_W-1:0]    rl_e = entry_of(rl_user);
-wire [127:0]      rl_old = rl_valid_reg[rl_e] ? rl_live_reg[rl_e] : 128'd0;
-wire [127:0]      rl_new = {rl_old[127:64] + {48'd0, rl_user[`SP_LEN]}, rl_old[63:0] + 64'd1};
-wire              rl_upd = rl_drop && tracked(rl_user);
-
-// ---- group T: egress {delay max (32), delay sum, tx bytes, tx packets} and the histogram -----
-reg [223:0]       tx_live_reg [0:ENTRIES-1];
-reg [223:0]       tx_snap_reg [0:ENTRIES-1];
-reg [ENTRIES-1:0] tx_dirty_reg;
-reg [ENTRIES-1:0] tx_valid_reg;
-wire [E_W-1:0]    tx_e = entry_of(deq_user);
-wire [223:0]      tx_old = tx_valid_reg[tx_e] ? tx_live_reg[tx_e] : 224'd0;
-wire [31:0]       tx_max = deq_sojourn > tx_old[223:192] ? deq_sojourn : tx_old[223:192];
-wire [223:0]      tx_new = {tx_max, tx_old[191:128] + {32'd0, deq_sojourn},
-                            tx_old[127:64] + {48'd0, deq_user[`SP_LEN]}, tx_old[63:0] + 64'd1};
-wire              tx_upd = deq && tracked(deq_user);
-
-reg [63:0]            bk_live_reg [0:ENTRIES*BUCKETS-1];
-reg [63:0]            bk_snap_reg [0:ENTRIES*BUCKETS-1];
-reg [ENTRIES*BUCKETS-1:0] bk_dirty_reg;
-reg [ENTRIES*BUCKETS-1:0] bk_valid_reg;
-wire [B_W-1:0]        bk_i = {tx_e, log2_bucket(deq_sojourn)};
-wire [63:0]           bk_old = bk_valid_reg[bk_i] ? bk_live_reg[bk_i] : 64'd0;
-
-always @(posedge clk) begin
-    // A snapshot in the same cycle as an update saves the value before the update.
-    if (snap) begin
-        in_dirty_reg <= {ENTRIES{1'b0}};
-        rl_dirty_reg <= {ENTRIES{1'b0}};
-        tx_dirty_reg <= {ENTRIES{1'b0}};
-        bk_dirty_reg <= {(ENTRIES*BUCKETS){1'b0}};
-    end
-    if (in_upd) begin
-        if (snap || !in_dirty_reg[in_e]) begin
-            in_snap_reg[in_e] <= in_old;
-        end
-        in_dirty_reg[in_e] <= 1'b1;
-        in_valid_reg[in_e] <= 1'b1;
-        in_live_reg[in_e] <= in_new;
-    end
-    if (rl_upd) begin
-        if (snap || !rl_dirty_reg[rl_e]) begin
-            rl_snap_reg[rl_e] <= rl_old;
-        end
-        rl_dirty_reg[rl_e] <= 1'b1;
-        rl_valid_reg[rl_e] <= 1'b1;
-        rl_live_reg[rl_e] <= rl_new;
-    end
-    if (tx_upd) begin
-        if (snap || !tx_dirty_reg[tx_e]) begin
-            tx_snap_reg[tx_e] <= tx_old;
-        end
-        tx_dirty_reg[tx_e] <= 1'b1;
-        tx_valid_reg[tx_e] <= 1'b1;
-        tx_live_reg[tx_e] <= tx_new;
-        if (snap || !bk_dirty_reg[bk_i]) begin
-            bk_snap_reg[bk_i] <= bk_old;
-        end
-        bk_dirty_reg[bk_i] <= 1'b1;
-        bk_valid_reg[bk_i] <= 1'b1;
-        bk_live_reg[bk_i] <= bk_old + 64'd1;
-    end
-    if (rst) begin
-        in_dirty_reg <= {ENTRIES{1'b0}};
-        rl_dirty_reg <= {ENTRIES{1'b0}};
-        tx_dirty_reg <= {ENTRIES{1'b0}};
-        bk_dirty_reg <= {(ENTRIES*BUCKETS){1'b0}};
-        in_valid_reg <= {ENTRIES{1'b0}};
-        rl_valid_reg <= {ENTRIES{1'b0}};
-        tx_valid_reg <= {ENTRIES{1'b0}};
-        bk_valid_reg <= {(ENTRIES*BUCKETS){1'b0}};
-    end
-end
-
 // ---- reads: the snapshot value of one 32-bit word ---------------------------------------------
 wire [7:0]     rd_entry = cnt_rd_addr[16:9];
 wire [15:0]    rd_off = {7'd0, cnt_rd_addr[8:0]};
 wire [E_W-1:0] rd_e = rd_entry[E_W-1:0];
 wire [B_W-1:0] rd_b = {rd_e, rd_off[7:3]};
-wire [255:0]   rd_in = in_dirty_reg[rd_e] ? in_snap_reg[rd_e] : in_valid_reg[rd_e] ? in_live_reg[rd_e] : 256'd0;
-wire [127:0]   rd_rl = rl_dirty_reg[rd_e] ? rl_snap_reg[rd_e] : rl_valid_reg[rd_e] ? rl_live_reg[rd_e] : 128'd0;
-wire [223:0]   rd_tx = tx_dirty_reg[rd_e] ? tx_snap_reg[rd_e] : tx_valid_reg[rd_e] ? tx_live_reg[rd_e] : 224'd0;
-wire [63:0]    rd_bk = bk_dirty_reg[rd_b] ? bk_snap_reg[rd_b] : bk_valid_reg[rd_b] ? bk_live_reg[rd_b] : 64'd0;
+
+// ---- group I: queue ingress {drop bytes, drop packets, enq bytes, enq packets} --------------
+wire [E_W-1:0]    in_e = entry_of(enq_user);
+wire [255:0]      in_old, rd_in;
+wire [63:0]       in_len = {48'd0, enq_user[`SP_LEN]};
+wire [255:0]      in_new = enq_full
+    ? {in_old[255:192] + in_len, in_old[191:128] + 64'd1, in_old[127:0]}
+    : {in_old[255:128], in_old[127:64] + in_len, in_old[63:0] + 64'd1};
+sp_snap_table #(.W(256), .DEPTH(ENTRIES)) in_table (
+    .clk(clk), .rst(rst), .snap(snap),
+    .upd((enq_ok || enq_full) && tracked(enq_user)), .upd_idx(in_e), .upd_old(in_old), .upd_new(in_new),
+    .rd_idx(rd_e), .rd_value(rd_in)
+);
+
+// ---- group R: rate-limiter drops {bytes, packets} --------------------------------------------
+wire [127:0]      rl_old, rd_rl;
+sp_snap_table #(.W(128), .DEPTH(ENTRIES)) rl_table (
+    .clk(clk), .rst(rst), .snap(snap),
+    .upd(rl_drop && tracked(rl_user)), .upd_idx(entry_of(rl_user)), .upd_old(rl_old),
+    .upd_new({rl_old[127:64] + {48'd0, rl_user[`SP_LEN]}, rl_old[63:0] + 64'd1}),
+    .rd_idx(rd_e), .rd_value(rd_rl)
+);
+
+// ---- group T: egress {delay max (32), delay sum, tx bytes, tx packets} and the histogram -----
+wire [E_W-1:0]    tx_e = entry_of(deq_user);
+wire              tx_upd = deq && tracked(deq_user);
+wire [223:0]      tx_old, rd_tx;
+wire [31:0]       tx_max = deq_sojourn > tx_old[223:192] ? deq_sojourn : tx_old[223:192];
+wire [223:0]      tx_new = {tx_max, tx_old[191:128] + {32'd0, deq_sojourn},
+                            tx_old[127:64] + {48'd0, deq_user[`SP_LEN]}, tx_old[63:0] + 64'd1};
+sp_snap_table #(.W(224), .DEPTH(ENTRIES)) tx_table (
+    .clk(clk), .rst(rst), .snap(snap),
+    .upd(tx_upd), .upd_idx(tx_e), .upd_old(tx_old), .upd_new(tx_new),
+    .rd_idx(rd_e), .rd_value(rd_tx)
+);
+
+wire [63:0]       bk_old, rd_bk;
+sp_snap_table #(.W(64), .DEPTH(ENTRIES*BUCKETS)) bk_table (
+    .clk(clk), .rst(rst), .snap(snap),
+    .upd(tx_upd), .upd_idx({tx_e, log2_bucket(deq_sojourn)}), .upd_old(bk_old), .upd_new(bk_old + 64'd1),
+    .rd_idx(rd_b), .rd_value(rd_bk)
+);
+
 reg  [63:0]    rd_val;
 always @* begin
     rd_val = 64'd0;
