@@ -83,19 +83,38 @@ always @* begin
     end
 end
 
+// ---- window decode, the same for writes and reads ------------------------------------
+// An entry address (bit 16) names its bank in bit 15 and its index in bits 14:5, a bank
+// header (0x20 + 0x10*b) its bank in bit 4. Each function reads only its fields.
+/* verilator lint_off UNUSEDSIGNAL */
+function is_entry(input [ADDR_W-1:0] a);
+    is_entry = a[16] && {22'd0, a[14:5]} < ENTRIES;
+endfunction
+
+function is_header(input [ADDR_W-1:0] a);
+    is_header = a[16:6] == 11'd0 && a[5];
+endfunction
+
+function bank_of(input [ADDR_W-1:0] a);
+    bank_of = a[16] ? a[15] : a[4];
+endfunction
+
+function [IDX_W:0] slot_of(input [ADDR_W-1:0] a);
+    slot_of = {bank_of(a), a[IDX_W+4:5]};
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
+
 // ---- register writes ----------------------------------------------------------------
-wire             wr_entry = reg_wr_addr[16];
-wire             wr_bank = wr_entry ? reg_wr_addr[15] : reg_wr_addr[4];
-wire [9:0]       wr_idx = reg_wr_addr[14:5];
-wire [IDX_W:0]   wr_slot = {wr_bank, wr_idx[IDX_W-1:0]};
+wire             wr_bank = bank_of(reg_wr_addr);
+wire [IDX_W:0]   wr_slot = slot_of(reg_wr_addr);
 wire [2:0]       wr_word = reg_wr_addr[4:2];
-wire             wr_hdr = !wr_entry && reg_wr_addr[16:6] == 11'd0 && reg_wr_addr[5];
+wire             wr_hdr = is_header(reg_wr_addr);
 
 always @(posedge clk) begin
     if (reg_wr_en) begin
-        if (!wr_entry && reg_wr_addr == 17'h00000) begin
+        if (reg_wr_addr == 17'h00000) begin
             active_reg <= reg_wr_data[0];
-        end else if (wr_hdr || (wr_entry && {22'd0, wr_idx} < ENTRIES)) begin
+        end else if (wr_hdr || is_entry(reg_wr_addr)) begin
             if (wr_bank == active_reg) begin
                 refused_reg <= refused_reg + 32'd1;
             end else if (wr_hdr) begin
@@ -130,32 +149,28 @@ always @(posedge clk) begin
 end
 
 // ---- register reads -----------------------------------------------------------------
-wire             rd_entry = reg_rd_addr[16];
-wire             rd_bank = rd_entry ? reg_rd_addr[15] : reg_rd_addr[4];
-wire [9:0]       rd_idx = reg_rd_addr[14:5];
-wire [IDX_W:0]   rd_slot = {rd_bank, rd_idx[IDX_W-1:0]};
+wire             rd_bank = bank_of(reg_rd_addr);
+wire [IDX_W:0]   rd_slot = slot_of(reg_rd_addr);
 
 always @(posedge clk) begin
     if (reg_rd_en) begin
         reg_rd_data <= 32'd0;
-        if (rd_entry) begin
-            if ({22'd0, rd_idx} < ENTRIES) begin
-                case (reg_rd_addr[4:2])
-                    3'd0: reg_rd_data <= key_mem[rd_slot][85:54];
-                    3'd1: reg_rd_data <= key_mem[rd_slot][53:22];
-                    3'd2: reg_rd_data <= {10'd0, key_mem[rd_slot][21:0]};
-                    3'd3: reg_rd_data <= mask_mem[rd_slot][85:54];
-                    3'd4: reg_rd_data <= mask_mem[rd_slot][53:22];
-                    3'd5: reg_rd_data <= {10'd0, mask_mem[rd_slot][21:0]};
-                    3'd6: reg_rd_data <= {8'd0, act_mem[rd_slot]};
-                    default: ;
-                endcase
-            end
+        if (is_entry(reg_rd_addr)) begin
+            case (reg_rd_addr[4:2])
+                3'd0: reg_rd_data <= key_mem[rd_slot][85:54];
+                3'd1: reg_rd_data <= key_mem[rd_slot][53:22];
+                3'd2: reg_rd_data <= {10'd0, key_mem[rd_slot][21:0]};
+                3'd3: reg_rd_data <= mask_mem[rd_slot][85:54];
+                3'd4: reg_rd_data <= mask_mem[rd_slot][53:22];
+                3'd5: reg_rd_data <= {10'd0, mask_mem[rd_slot][21:0]};
+                3'd6: reg_rd_data <= {8'd0, act_mem[rd_slot]};
+                default: ;
+            endcase
         end else if (reg_rd_addr == 17'h00000) begin
             reg_rd_data <= {31'd0, active_reg};
         end else if (reg_rd_addr == 17'h00004) begin
             reg_rd_data <= refused_reg;
-        end else if (reg_rd_addr[16:6] == 11'd0 && reg_rd_addr[5]) begin
+        end else if (is_header(reg_rd_addr)) begin
             case (reg_rd_addr[3:2])
                 2'd0: reg_rd_data <= {16'd0, count_reg[rd_bank]};
                 2'd1: reg_rd_data <= version_reg[rd_bank][31:0];
