@@ -9,7 +9,7 @@
 //
 // The decision is taken from the first beat's sideband (key held stable by the parser
 // for the whole packet) and written into tuser on every beat (SUME: consumers read the
-// first beat). One register stage; ready is combinational through it.
+// first beat). One register stage (sp_axis_stage); ready is combinational through it.
 //
 // Counter window (byte offsets, 64-bit values as lo/hi words, read from the snapshot
 // taken by a `snap` pulse): 0x10*i entry i {packets, bytes}; 0x4000 misses;
@@ -47,12 +47,12 @@ module sp_match_action #(
     input  wire              s_key_valid,
 
     // Classified packets out: dst port, rr_path, lane, slice id in tuser.
-    output reg  [DATA_W-1:0] m_axis_tdata,
-    output reg  [KEEP_W-1:0] m_axis_tkeep,
-    output reg               m_axis_tvalid,
+    output wire [DATA_W-1:0] m_axis_tdata,
+    output wire [KEEP_W-1:0] m_axis_tkeep,
+    output wire              m_axis_tvalid,
     input  wire              m_axis_tready,
-    output reg               m_axis_tlast,
-    output reg  [USER_W-1:0] m_axis_tuser,
+    output wire              m_axis_tlast,
+    output wire [USER_W-1:0] m_axis_tuser,
 
     input  wire              snap,
 
@@ -135,90 +135,60 @@ always @* begin
 end
 
 // ---- register stage --------------------------------------------------------------------
-assign s_axis_tready = !m_axis_tvalid || m_axis_tready;
-wire   s_fire = s_axis_tvalid && s_axis_tready;
-reg    first_reg;
-
-always @(posedge clk) begin
-    if (s_axis_tready) begin
-        m_axis_tvalid <= s_axis_tvalid;
-        m_axis_tdata <= s_axis_tdata;
-        m_axis_tkeep <= s_axis_tkeep;
-        m_axis_tlast <= s_axis_tlast;
-        m_axis_tuser <= s_axis_tuser;
-        m_axis_tuser[`SP_DST_PORT] <= dec_dst;
-        m_axis_tuser[`SP_RR_PATH] <= dec_path;
-        m_axis_tuser[`SP_LANE] <= dec_lane;
-        m_axis_tuser[`SP_SLICE] <= dec_slice;
-        m_axis_tuser[`SP_HIT] <= dec_hit;
-        m_axis_tuser[`SP_DEFAULT] <= dec_default;
-        m_axis_tuser[`SP_RULE] <= dec_hit ? hit_index : 16'd0;
-    end
-    if (s_fire) begin
-        first_reg <= s_axis_tlast;
-    end
-    if (rst) begin
-        m_axis_tvalid <= 1'b0;
-        first_reg <= 1'b1;
-    end
+reg [USER_W-1:0] dec_user;
+always @* begin
+    dec_user = s_axis_tuser;
+    dec_user[`SP_DST_PORT] = dec_dst;
+    dec_user[`SP_RR_PATH] = dec_path;
+    dec_user[`SP_LANE] = dec_lane;
+    dec_user[`SP_SLICE] = dec_slice;
+    dec_user[`SP_HIT] = dec_hit;
+    dec_user[`SP_DEFAULT] = dec_default;
+    dec_user[`SP_RULE] = dec_hit ? hit_index : 16'd0;
 end
+
+wire first_reg;
+sp_axis_stage #(.W(DATA_W + KEEP_W + 1 + USER_W)) stage_inst (
+    .clk(clk), .rst(rst),
+    .s_beat({s_axis_tdata, s_axis_tkeep, s_axis_tlast, dec_user}), .s_last(s_axis_tlast),
+    .s_valid(s_axis_tvalid), .s_ready(s_axis_tready), .s_pass(1'b1), .s_first(first_reg),
+    .m_beat({m_axis_tdata, m_axis_tkeep, m_axis_tlast, m_axis_tuser}),
+    .m_valid(m_axis_tvalid), .m_ready(m_axis_tready)
+);
+wire s_fire = s_axis_tvalid && s_axis_tready;
 
 // ---- counters -----------------------------------------------------------------------------
 wire [63:0] snap_pkts [0:ENTRIES-1];
 wire [63:0] snap_bytes [0:ENTRIES-1];
-reg [63:0] miss_pkts, miss_bytes, default_pkts, to_phys_pkts;
-reg [63:0] snap_miss_pkts, snap_miss_bytes, snap_default_pkts, snap_to_phys_pkts;
 wire [63:0] pkt_len = {48'd0, s_axis_tuser[`SP_LEN]};
 wire        count_now = s_fire && first_reg;
 
-// One counter pair per entry index (of the active bank), each with its own writer.
+// One counter pair {bytes, packets} per entry index (of the active bank).
 genvar g;
 generate
     for (g = 0; g < ENTRIES; g = g + 1) begin : gen_hits
-        reg [63:0] pkts_r, bytes_r, snap_pkts_r, snap_bytes_r;
-        always @(posedge clk) begin
-            if (count_now && dec_hit && hit_index == g) begin
-                pkts_r <= pkts_r + 64'd1;
-                bytes_r <= bytes_r + pkt_len;
-            end
-            if (snap) begin
-                snap_pkts_r <= pkts_r;
-                snap_bytes_r <= bytes_r;
-            end
-            if (rst) begin
-                pkts_r <= 64'd0;
-                bytes_r <= 64'd0;
-            end
-        end
-        assign snap_pkts[g] = snap_pkts_r;
-        assign snap_bytes[g] = snap_bytes_r;
+        wire [127:0] snap_v;
+        sp_counters #(.N(2)) hit_cnt (
+            .clk(clk), .rst(rst), .snap(snap),
+            .en({2{count_now && dec_hit && hit_index == g}}), .inc({pkt_len, 64'd1}), .snap_value(snap_v)
+        );
+        assign snap_pkts[g] = snap_v[63:0];
+        assign snap_bytes[g] = snap_v[127:64];
     end
 endgenerate
 
-always @(posedge clk) begin
-    if (count_now && !dec_hit) begin
-        if (dec_default) begin
-            default_pkts <= default_pkts + 64'd1;
-        end else if (from_phys) begin
-            miss_pkts <= miss_pkts + 64'd1;
-            miss_bytes <= miss_bytes + pkt_len;
-        end else if (from_dma) begin
-            to_phys_pkts <= to_phys_pkts + 64'd1;
-        end
-    end
-    if (snap) begin
-        snap_miss_pkts <= miss_pkts;
-        snap_miss_bytes <= miss_bytes;
-        snap_default_pkts <= default_pkts;
-        snap_to_phys_pkts <= to_phys_pkts;
-    end
-    if (rst) begin
-        miss_pkts <= 64'd0;
-        miss_bytes <= 64'd0;
-        default_pkts <= 64'd0;
-        to_phys_pkts <= 64'd0;
-    end
-end
+// Packets without a hit, one counter each: to the physical port, the default path, misses
+// (and their bytes).
+wire        no_hit = count_now && !dec_hit;
+wire        count_default = no_hit && dec_default;
+wire        count_miss = no_hit && !dec_default && from_phys;
+wire        count_to_phys = no_hit && !dec_default && !from_phys && from_dma;
+wire [63:0] snap_miss_pkts, snap_miss_bytes, snap_default_pkts, snap_to_phys_pkts;
+sp_counters #(.N(4)) other_cnt (
+    .clk(clk), .rst(rst), .snap(snap),
+    .en({count_to_phys, count_default, count_miss, count_miss}), .inc({64'd1, 64'd1, pkt_len, 64'd1}),
+    .snap_value({snap_to_phys_pkts, snap_default_pkts, snap_miss_bytes, snap_miss_pkts})
+);
 
 wire [9:0]  rd_idx = cnt_rd_addr[13:4];
 reg  [63:0] rd_word;

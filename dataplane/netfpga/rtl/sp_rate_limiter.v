@@ -38,8 +38,8 @@
 // The driver's copy of these offsets (regmap.py) is checked against the RL_* localparams
 // below by dataplane/netfpga/tb/test_regmap_consistency.py.
 //
-// One register stage (like sp_match_action): ready is combinational through it, so the
-// stage accepts one beat per cycle and adds one cycle of latency.
+// One register stage (sp_axis_stage, as in sp_match_action): ready is combinational
+// through it, so the stage accepts one beat per cycle and adds one cycle of latency.
 
 `resetall
 `timescale 1ns / 1ps
@@ -71,12 +71,12 @@ module sp_rate_limiter #(
     input  wire [USER_W-1:0] s_axis_tuser,
 
     // Conforming packets out, unchanged.
-    output reg  [DATA_W-1:0] m_axis_tdata,
-    output reg  [KEEP_W-1:0] m_axis_tkeep,
-    output reg               m_axis_tvalid,
+    output wire [DATA_W-1:0] m_axis_tdata,
+    output wire [KEEP_W-1:0] m_axis_tkeep,
+    output wire              m_axis_tvalid,
     input  wire              m_axis_tready,
-    output reg               m_axis_tlast,
-    output reg  [USER_W-1:0] m_axis_tuser,
+    output wire              m_axis_tlast,
+    output wire [USER_W-1:0] m_axis_tuser,
 
     // A packet is dropped: one cycle on its first beat, with its tuser on s_axis_tuser
     // (the per slice x lane telemetry, sp_slice_stats).
@@ -139,27 +139,24 @@ wire [TOK_W-1:0] filled = sum >= {{(65 - TOK_W){1'b0}}, cap} ? cap : sum[TOK_W-1
 wire [TOK_W-1:0] need = {16'd0, s_axis_tuser[`SP_LEN], {FRAC{1'b0}}};
 wire             conforms = filled >= need;
 
-assign s_axis_tready = !m_axis_tvalid || m_axis_tready;
 wire   s_fire = s_axis_tvalid && s_axis_tready;
-reg    first_reg;
+wire   first_reg;
 reg    drop_reg;  // the packet in flight is being dropped
 wire   drop_now = first_reg ? (limited && !conforms) : drop_reg;
 
+sp_axis_stage #(.W(DATA_W + KEEP_W + 1 + USER_W)) stage_inst (
+    .clk(clk), .rst(rst),
+    .s_beat({s_axis_tdata, s_axis_tkeep, s_axis_tlast, s_axis_tuser}), .s_last(s_axis_tlast),
+    .s_valid(s_axis_tvalid), .s_ready(s_axis_tready), .s_pass(!drop_now), .s_first(first_reg),
+    .m_beat({m_axis_tdata, m_axis_tkeep, m_axis_tlast, m_axis_tuser}),
+    .m_valid(m_axis_tvalid), .m_ready(m_axis_tready)
+);
+
 always @(posedge clk) begin
-    if (s_axis_tready) begin
-        m_axis_tvalid <= s_axis_tvalid && !drop_now;
-        m_axis_tdata <= s_axis_tdata;
-        m_axis_tkeep <= s_axis_tkeep;
-        m_axis_tlast <= s_axis_tlast;
-        m_axis_tuser <= s_axis_tuser;
-    end
     if (s_fire) begin
-        first_reg <= s_axis_tlast;
         drop_reg <= drop_now;
     end
     if (rst) begin
-        m_axis_tvalid <= 1'b0;
-        first_reg <= 1'b1;
         drop_reg <= 1'b0;
     end
 end
@@ -214,30 +211,19 @@ generate
     end
 endgenerate
 
-// Drop counters: one writer per slice (its own registers), read through the snapshot.
+// Drop counters {bytes, packets}: one pair per slice, read through the snapshot.
 wire [63:0] snap_pkts [0:SLICES-1];
 wire [63:0] snap_bytes [0:SLICES-1];
 generate
     for (g = 0; g < SLICES; g = g + 1) begin : gen_drops
-        reg [63:0] pkts_r, bytes_r, snap_pkts_r, snap_bytes_r;
-        always @(posedge clk) begin
-            if (update && !conforms && sid == g) begin
-                pkts_r <= pkts_r + 64'd1;
-                bytes_r <= bytes_r + {48'd0, s_axis_tuser[`SP_LEN]};
-            end
-            if (snap) begin
-                snap_pkts_r <= pkts_r;
-                snap_bytes_r <= bytes_r;
-            end
-            if (rst) begin
-                pkts_r <= 64'd0;
-                bytes_r <= 64'd0;
-                snap_pkts_r <= 64'd0;
-                snap_bytes_r <= 64'd0;
-            end
-        end
-        assign snap_pkts[g] = snap_pkts_r;
-        assign snap_bytes[g] = snap_bytes_r;
+        wire [127:0] snap_v;
+        sp_counters #(.N(2)) drop_cnt (
+            .clk(clk), .rst(rst), .snap(snap),
+            .en({2{update && !conforms && sid == g}}), .inc({48'd0, s_axis_tuser[`SP_LEN], 64'd1}),
+            .snap_value(snap_v)
+        );
+        assign snap_pkts[g] = snap_v[63:0];
+        assign snap_bytes[g] = snap_v[127:64];
     end
 endgenerate
 

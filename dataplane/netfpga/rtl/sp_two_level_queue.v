@@ -261,64 +261,59 @@ generate
         reg [D_W-1:0] wr_ptr_r, rd_ptr_r;
         reg [D_W:0]   used_r;
         reg [15:0]    pkts_r;
-        // enqueued pkts/bytes, dequeued pkts/bytes, dropped pkts/bytes, sojourn sum/max
-        reg [63:0]    cnt_r [0:7];
-        reg [63:0]    snap_r [0:7];
+        reg [31:0]    max_r, snap_max_r;  // sojourn max
         wire in_here = cur_q == g[Q_W-1:0];
         wire out_here = out_q == g[Q_W-1:0];
         wire add = commit && in_here;
         wire take = m_fire && out_here;
-        integer c;
+        wire took = take && m_axis_tlast;
+        wire sojourn_out = take && out_first;
+        wire dropped = drop_done && in_here;
 
         always @(posedge clk) begin
             if (add) begin
                 wr_ptr_r <= cur_ptr + 1;
-                cnt_r[0] <= cnt_r[0] + 64'd1;
-                cnt_r[1] <= cnt_r[1] + {48'd0, cur_len};
             end
             if (take) begin
                 rd_ptr_r <= rd_ptr_r + 1;
             end
             used_r <= used_r + (add ? commit_beats : {(D_W+1){1'b0}})
                 - (take ? {{D_W{1'b0}}, 1'b1} : {(D_W+1){1'b0}});
-            pkts_r <= pkts_r + (add ? 16'd1 : 16'd0) - ((take && m_axis_tlast) ? 16'd1 : 16'd0);
-            if (take && m_axis_tlast) begin
-                cnt_r[2] <= cnt_r[2] + 64'd1;
-                cnt_r[3] <= cnt_r[3] + {48'd0, deq_len};
-            end
-            if (drop_done && in_here) begin
-                cnt_r[4] <= cnt_r[4] + 64'd1;
-                cnt_r[5] <= cnt_r[5] + {48'd0, cur_len};
-            end
-            if (take && out_first) begin
-                cnt_r[6] <= cnt_r[6] + {32'd0, sojourn};
-                if ({32'd0, sojourn} > cnt_r[7]) begin
-                    cnt_r[7] <= {32'd0, sojourn};
-                end
+            pkts_r <= pkts_r + (add ? 16'd1 : 16'd0) - (took ? 16'd1 : 16'd0);
+            if (sojourn_out && sojourn > max_r) begin
+                max_r <= sojourn;
             end
             if (snap) begin
-                for (c = 0; c < 8; c = c + 1) begin
-                    snap_r[c] <= cnt_r[c];
-                end
+                snap_max_r <= max_r;
             end
             if (rst) begin
                 wr_ptr_r <= {D_W{1'b0}};
                 rd_ptr_r <= {D_W{1'b0}};
                 used_r <= {(D_W+1){1'b0}};
                 pkts_r <= 16'd0;
-                for (c = 0; c < 8; c = c + 1) begin
-                    cnt_r[c] <= 64'd0;
-                end
+                max_r <= 32'd0;
+                snap_max_r <= 32'd0;
             end
         end
+
+        // Counters 0..6: enqueued pkts/bytes, dequeued pkts/bytes, dropped pkts/bytes,
+        // sojourn sum (7: the sojourn max above).
+        wire [64*7-1:0] snap_v;
+        sp_counters #(.N(7)) cnt_inst (
+            .clk(clk), .rst(rst), .snap(snap),
+            .en({sojourn_out, dropped, dropped, took, took, add, add}),
+            .inc({{32'd0, sojourn}, {48'd0, cur_len}, 64'd1, {48'd0, deq_len}, 64'd1, {48'd0, cur_len}, 64'd1}),
+            .snap_value(snap_v)
+        );
 
         assign wr_ptr[g] = wr_ptr_r;
         assign rd_ptr[g] = rd_ptr_r;
         assign used[g] = used_r;
         assign pkts[g] = pkts_r;
-        for (genvar k = 0; k < 8; k = k + 1) begin : gen_snap
-            assign snap_c[8*g + k] = snap_r[k];
+        for (genvar k = 0; k < 7; k = k + 1) begin : gen_snap
+            assign snap_c[8*g + k] = snap_v[64*k +: 64];
         end
+        assign snap_c[8*g + 7] = {32'd0, snap_max_r};
     end
 endgenerate
 
