@@ -1,0 +1,367 @@
+//! The executable form of a BMv2 JSON program: names resolved to indices once, at load,
+//! so that running a packet touches only vectors. Everything the interpreter cannot run
+//! is refused here (or earlier, in `lib::check`) with the place named.
+
+mod build;
+mod parser;
+mod pipelines;
+mod resolve;
+
+pub use build::build;
+
+use serde_json::Value;
+
+/// An expression as p4c emits it. Values are evaluated as i128 with wrapping arithmetic:
+/// p4c masks every bit<N> result explicitly (`& 0xff..`), so this equals BMv2's bignum
+/// arithmetic for all widths up to 64 bits, the widest field this engine stores.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Const(i128),
+    Field(usize),
+    Valid(usize),
+    Runtime(usize),
+    Lookahead {
+        offset: u32,
+        width: u32,
+    },
+    Un(UnOp, Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `stack[index].field` with a run-time index (dereference_header_stack + access_field):
+    /// the field at `offset` of the element's header type.
+    StackField {
+        stack: usize,
+        index: Box<Expr>,
+        offset: usize,
+    },
+    /// `stack[index].isValid()` with a run-time index.
+    StackValid {
+        stack: usize,
+        index: Box<Expr>,
+    },
+    /// `stack.last.field` (the element below the stack's next index).
+    LastField {
+        stack: usize,
+        offset: usize,
+    },
+    /// `union.isValid()`: any member valid.
+    UnionValid(usize),
+    /// `a.v == b.v` of two headers' varbit fields (values compared, as BMv2's Data).
+    VarbitEq(usize, usize),
+}
+
+/// A header a primitive names: a fixed one, or a stack element chosen at run time.
+#[derive(Debug, Clone)]
+pub enum HRef {
+    Fixed(usize),
+    Dyn(usize, Box<Expr>),
+    /// `cond ? a : b` of headers.
+    Cond(Box<Expr>, Box<HRef>, Box<HRef>),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum UnOp {
+    Not,
+    BitNot,
+    Neg,
+    B2d,
+    D2b,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum BinOp {
+    And,
+    Or,
+    Xor,
+    Add,
+    Sub,
+    Mul,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LAnd,
+    LOr,
+    /// usat_cast(x, width): x clamped to 0 ..= 2^width - 1 (p4c's `|+|` / `|-|` on bit<N>).
+    USat,
+}
+
+#[derive(Debug, Clone)]
+pub struct HeaderIr {
+    pub name: String,
+    pub metadata: bool,
+    /// Fixed-width fields in order: (slot, width in bits).
+    pub fields: Vec<(usize, u32)>,
+    /// Bits of the fixed fields.
+    pub fixed_bits: u32,
+    /// A trailing varbit field: its maximum length in bytes.
+    pub varbit_max_bytes: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub enum ParserOp {
+    Set(usize, Expr),
+    Extract(usize),
+    ExtractVl(usize, Expr),
+    /// Extract into a stack's next element (StackOutOfBounds when it is full).
+    ExtractStack(usize),
+    ExtractStackVl(usize, Expr),
+    /// advance(bits): skip bits of the packet (whole bytes).
+    Advance(Expr),
+    Verify(Expr, Expr),
+    /// An action primitive inside a parser state (header copies, setValid / setInvalid),
+    /// boxed: the parser walks its ops in place.
+    Prim(Box<Prim>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Transition {
+    pub value: u128,
+    pub mask: u128,
+    pub default: bool,
+    pub next: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StateIr {
+    pub name: String,
+    pub ops: Vec<ParserOp>,
+    /// Key parts and their widths in whole bytes, as BMv2 concatenates them.
+    pub key: Vec<(Expr, u32)>,
+    pub transitions: Vec<Transition>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Prim {
+    Assign(usize, Expr),
+    Count(usize, Expr),
+    ExecuteMeter(usize, Expr, usize),
+    MarkToDrop,
+    RegisterRead(usize, usize, Expr),
+    RegisterWrite(usize, Expr, Expr),
+    AddHeader(HRef),
+    RemoveHeader(HRef),
+    /// `stack[index].field = value` with a run-time index.
+    AssignDyn(Box<(usize, Expr, usize, Expr)>),
+    /// A header copy: the source's validity and, when valid, its fields.
+    AssignHeader(HRef, HRef),
+    /// A union copy, member by member.
+    AssignUnion(usize, usize),
+    /// A stack copy: next index and every element.
+    AssignStack(usize, usize),
+    /// push_front / pop_front of P4-16 (BMv2's StackP4_16).
+    Push(usize, Expr),
+    Pop(usize, Expr),
+    /// The packet leaves the current control after this action.
+    Exit,
+    /// A varbit field copied (destination header, source header).
+    AssignVl(usize, usize),
+    /// dst = base + crc16(inputs) % size (v1model's hash with HashAlgorithm.crc16), boxed:
+    /// a large variant would widen every primitive the per-packet loop walks.
+    HashOffset(Box<HashIr>),
+}
+
+/// A hash primitive: (destination slot, base, input (slot, width)s, size).
+pub type HashIr = (usize, Expr, Vec<(usize, u32)>, Expr);
+
+/// A const entry: (key as the engine's table stores it, priority, action, parameters).
+pub type ConstEntry = (Vec<(u64, u64)>, i64, usize, Vec<u64>);
+
+#[derive(Debug, Clone)]
+pub struct StackIr {
+    pub name: String,
+    /// Element headers, index order.
+    pub headers: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ActionIr {
+    pub name: String,
+    pub json_id: u32,
+    pub param_widths: Vec<u32>,
+    pub param_names: Vec<String>,
+    pub prims: Vec<Prim>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchKind {
+    Exact,
+    Ternary,
+    Lpm,
+    Range,
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyIr {
+    pub name: String,
+    pub kind: MatchKind,
+    pub src: Expr,
+    pub width: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    Table(usize),
+    Cond(usize),
+}
+
+#[derive(Debug, Clone)]
+pub enum NextIr {
+    /// Next node per action index (global), None = end of the control. A short list
+    /// scanned per packet: a table has a few actions, and hashing cost more than the scan.
+    ByAction(Vec<(usize, Option<Node>)>),
+    HitMiss(Option<Node>, Option<Node>),
+}
+
+#[derive(Debug, Clone)]
+pub struct TableIr {
+    pub name: String,
+    pub keys: Vec<KeyIr>,
+    pub max_size: usize,
+    /// Global action indices the table may run, in JSON order.
+    pub actions: Vec<usize>,
+    pub next: NextIr,
+    pub default_action: usize,
+    pub default_params: Vec<u64>,
+    pub default_const: bool,
+    pub direct_counter: bool,
+    /// The program's `const entries`: (key as the engine's table stores it, priority
+    /// (larger wins), action, parameters), installed when the engine is built.
+    pub entries: Vec<ConstEntry>,
+}
+
+#[cfg(test)]
+impl TableIr {
+    /// A table "t" matching on `keys`, running action 0 on a hit and by default: what the
+    /// engine's table tests need around the match kinds they exercise.
+    pub(crate) fn for_test(keys: Vec<KeyIr>, max_size: usize) -> TableIr {
+        TableIr {
+            name: "t".into(),
+            keys,
+            max_size,
+            actions: vec![0],
+            next: NextIr::HitMiss(None, None),
+            default_action: 0,
+            default_params: vec![],
+            default_const: false,
+            direct_counter: false,
+            entries: vec![],
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CondIr {
+    pub expr: Expr,
+    pub t: Option<Node>,
+    pub f: Option<Node>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ArrayIr {
+    pub name: String,
+    pub size: usize,
+    pub width: u32,
+    /// Meters: counts bytes (true) or packets.
+    pub bytes: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChecksumIr {
+    pub target: usize,
+    pub target_width: u32,
+    pub cond: Option<Expr>,
+    /// (slot, width) of each input field, packed in order.
+    pub inputs: Vec<(usize, u32)>,
+    /// An input is a varbit field ((header, [`VARBIT_INPUT`])): summed through a buffer.
+    pub has_varbit: bool,
+    pub verify: bool,
+    pub update: bool,
+}
+
+/// The width that marks a checksum input as a header's varbit field.
+pub const VARBIT_INPUT: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+pub struct StdSlots {
+    pub ingress_port: usize,
+    pub egress_spec: usize,
+    pub egress_port: usize,
+    pub packet_length: usize,
+    pub ingress_global_timestamp: usize,
+    pub egress_global_timestamp: Option<usize>,
+    /// Set at egress from the packet's enqueue instant (BMv2: the traffic manager's).
+    pub enq_timestamp: Option<usize>,
+    pub deq_timedelta: Option<usize>,
+    pub parser_error: usize,
+    pub checksum_error: Option<usize>,
+    pub priority: Option<usize>,
+    pub mcast_grp: Option<usize>,
+    pub instance_type: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ir {
+    pub headers: Vec<HeaderIr>,
+    pub stacks: Vec<StackIr>,
+    /// Member headers of each header union.
+    pub unions: Vec<Vec<usize>>,
+    /// The union each header belongs to, if any.
+    pub union_of: Vec<Option<usize>>,
+    pub slot_width: Vec<u32>,
+    pub std: StdSlots,
+    pub states: Vec<StateIr>,
+    pub init_state: usize,
+    pub deparse_order: Vec<usize>,
+    pub actions: Vec<ActionIr>,
+    pub tables: Vec<TableIr>,
+    pub conds: Vec<CondIr>,
+    pub ingress_init: Option<Node>,
+    pub egress_init: Option<Node>,
+    pub counters: Vec<ArrayIr>,
+    pub registers: Vec<ArrayIr>,
+    pub meters: Vec<ArrayIr>,
+    pub checksums: Vec<ChecksumIr>,
+    pub error_packet_too_short: u32,
+    pub error_no_match: u32,
+    pub error_header_too_short: u32,
+    pub error_parser_invalid_argument: u32,
+    pub error_stack_out_of_bounds: u32,
+}
+
+type R<T> = Result<T, String>;
+
+fn s<'a>(v: &'a Value, k: &str) -> R<&'a str> {
+    v.get(k).and_then(Value::as_str).ok_or_else(|| format!("missing string {k:?} in {}", short(v)))
+}
+
+fn short(v: &Value) -> String {
+    let t = v.to_string();
+    if t.len() > 160 {
+        format!("{}…", &t[..160])
+    } else {
+        t
+    }
+}
+
+pub fn parse_hex(text: &str) -> R<i128> {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, text),
+    };
+    let digits = body.trim_start_matches("0x").trim_start_matches("0X");
+    // Wider than 128 bits: keep the low bits (only masks of wide fields could be that wide,
+    // and those are refused where a field is wider than 64).
+    let start = digits.len().saturating_sub(32);
+    let v = u128::from_str_radix(&digits[start..], 16).map_err(|e| format!("bad hexstr {text:?}: {e}"))? as i128;
+    Ok(if neg { v.wrapping_neg() } else { v })
+}
+
+/// An optional JSON array as a slice: p4c leaves out the sections a program has none of.
+fn arr<'a>(v: &'a Value, k: &str) -> &'a [Value] {
+    v.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+}

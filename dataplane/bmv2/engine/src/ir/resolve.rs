@@ -1,0 +1,287 @@
+//! The operands of the JSON (fields, headers, stacks, unions, extern arrays), the
+//! expressions over them and the action primitives, resolved to the IR's indices through
+//! the builder's name maps. Shared by every section that contains code: actions, parser
+//! states, checksums, table keys and conditionals.
+
+use super::build::Builder;
+use super::{parse_hex, s, short, BinOp, Expr, HRef, Prim, UnOp, R, VARBIT_INPUT};
+use serde_json::Value;
+use std::collections::HashMap;
+
+impl Builder {
+    pub(super) fn field(&self, v: &Value) -> R<usize> {
+        let pair = v.as_array().filter(|a| a.len() == 2).ok_or_else(|| format!("bad field ref {}", short(v)))?;
+        let h = pair[0].as_str().unwrap_or_default().to_string();
+        let f = pair[1].as_str().unwrap_or_default().to_string();
+        if self.varbit_fields.contains_key(&(h.clone(), f.clone())) {
+            return Err(format!("varbit field {h}.{f} used in an expression"));
+        }
+        self.field_slot.get(&(h.clone(), f.clone())).copied().ok_or_else(|| format!("unknown field {h}.{f}"))
+    }
+
+    pub(super) fn header(&self, name: &str) -> R<usize> {
+        self.header_index.get(name).copied().ok_or_else(|| format!("unknown header {name}"))
+    }
+
+    pub(super) fn expr(&self, v: &Value) -> R<Expr> {
+        let kind = s(v, "type")?;
+        let val = &v["value"];
+        Ok(match kind {
+            "field" => {
+                let pair = val.as_array().ok_or("bad field")?;
+                if pair.len() == 2 && pair[1].as_str() == Some("$valid$") {
+                    Expr::Valid(self.header(pair[0].as_str().unwrap_or_default())?)
+                } else {
+                    Expr::Field(self.field(val)?)
+                }
+            }
+            "stack_field" => {
+                let pair = val.as_array().filter(|a| a.len() == 2).ok_or("bad stack_field")?;
+                let stack = self.stack(pair[0].as_str().unwrap_or_default())?;
+                let offset = self.offset_in(stack, pair[1].as_str().unwrap_or_default())?;
+                Expr::LastField { stack, offset }
+            }
+            "hexstr" => Expr::Const(parse_hex(val.as_str().ok_or("bad hexstr")?)?),
+            "bool" => Expr::Const(val.as_bool().ok_or("bad bool")? as i128),
+            "runtime_data" | "local" => Expr::Runtime(val.as_u64().ok_or("bad runtime_data")? as usize),
+            "lookahead" => {
+                let a = val.as_array().ok_or("bad lookahead")?;
+                let offset = a.first().and_then(Value::as_u64).ok_or("bad lookahead")? as u32;
+                let width = a.get(1).and_then(Value::as_u64).ok_or("bad lookahead")? as u32;
+                if width > 64 {
+                    return Err(format!("lookahead of {width} bits (at most 64)"));
+                }
+                Expr::Lookahead { offset, width }
+            }
+            "expression" => {
+                if val.get("op").is_some() {
+                    self.op(val)?
+                } else {
+                    self.expr(val)?
+                }
+            }
+            other => return Err(format!("expression operand of type {other:?}")),
+        })
+    }
+
+    fn op(&self, v: &Value) -> R<Expr> {
+        let op = s(v, "op")?;
+        let left = || -> R<Box<Expr>> { Ok(Box::new(self.expr(&v["left"])?)) };
+        let right = || -> R<Box<Expr>> { Ok(Box::new(self.expr(&v["right"])?)) };
+        let bin = |b: BinOp| -> R<Expr> { Ok(Expr::Bin(b, left()?, right()?)) };
+        Ok(match op {
+            "&" => bin(BinOp::And)?,
+            "|" => bin(BinOp::Or)?,
+            "^" => bin(BinOp::Xor)?,
+            "+" => bin(BinOp::Add)?,
+            "-" if v["left"].is_null() => Expr::Un(UnOp::Neg, right()?),
+            "-" => bin(BinOp::Sub)?,
+            "*" => bin(BinOp::Mul)?,
+            "<<" => bin(BinOp::Shl)?,
+            ">>" => bin(BinOp::Shr)?,
+            "==" | "!=" if self.varbit_header(&v["left"]).is_some() || self.varbit_header(&v["right"]).is_some() => {
+                match (self.varbit_header(&v["left"]), self.varbit_header(&v["right"])) {
+                    (Some(a), Some(b)) => {
+                        let eq = Expr::VarbitEq(a?, b?);
+                        if op == "==" {
+                            eq
+                        } else {
+                            Expr::Un(UnOp::Not, Box::new(eq))
+                        }
+                    }
+                    _ => return Err("a varbit field compared with a value that is not one".into()),
+                }
+            }
+            "==" => bin(BinOp::Eq)?,
+            "!=" => bin(BinOp::Ne)?,
+            "<" => bin(BinOp::Lt)?,
+            "<=" => bin(BinOp::Le)?,
+            ">" => bin(BinOp::Gt)?,
+            ">=" => bin(BinOp::Ge)?,
+            "and" => bin(BinOp::LAnd)?,
+            "or" => bin(BinOp::LOr)?,
+            "not" => Expr::Un(UnOp::Not, right()?),
+            "~" => Expr::Un(UnOp::BitNot, right()?),
+            "b2d" => Expr::Un(UnOp::B2d, right()?),
+            "d2b" => Expr::Un(UnOp::D2b, right()?),
+            "valid" => match self.href(&v["right"])? {
+                HRef::Fixed(h) => Expr::Valid(h),
+                HRef::Dyn(stack, index) => Expr::StackValid { stack, index },
+                HRef::Cond(..) => return Err("valid() of a conditional header expression".into()),
+            },
+            "valid_union" => {
+                let u = &v["right"];
+                if s(u, "type")? != "header_union" {
+                    return Err(format!("valid_union() of {}", short(u)));
+                }
+                let name = u["value"].as_str().unwrap_or_default();
+                Expr::UnionValid(*self.union_index.get(name).ok_or_else(|| format!("unknown header union {name}"))?)
+            }
+            "access_field" => {
+                let (stack, index) = self.deref(&v["left"])?;
+                let offset = v["right"].as_u64().ok_or("access_field: bad field offset")? as usize;
+                if offset >= self.header_slots[self.stacks[stack].headers[0]].len() {
+                    return Err(format!("access_field: offset {offset} of a varbit or missing field"));
+                }
+                Expr::StackField { stack, index: Box::new(index), offset }
+            }
+            "?" => Expr::Cond(Box::new(self.expr(&v["cond"])?), left()?, right()?),
+            "usat_cast" => bin(BinOp::USat)?,
+            other => return Err(format!("expression operator {other:?}")),
+        })
+    }
+
+    /// The header whose varbit field `v` names, None when `v` is not a varbit field.
+    pub(super) fn varbit_header(&self, v: &Value) -> Option<R<usize>> {
+        if v.get("type").and_then(Value::as_str) != Some("field") {
+            return None;
+        }
+        let pair = v["value"].as_array().filter(|a| a.len() == 2)?;
+        let (h, f) = (pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string());
+        self.varbit_fields.contains_key(&(h.clone(), f)).then(|| self.header(&h))
+    }
+
+    pub(super) fn stack(&self, name: &str) -> R<usize> {
+        self.stack_index.get(name).copied().ok_or_else(|| format!("unknown header stack {name}"))
+    }
+
+    /// The offset of a fixed field in the elements of a stack.
+    fn offset_in(&self, stack: usize, field: &str) -> R<usize> {
+        let h0 = self.stacks[stack].headers[0];
+        let slot = self.field_slot.get(&(self.stacks[stack].name.clone() + "[0]", field.to_string()));
+        slot.and_then(|sl| self.header_slots[h0].iter().position(|x| x == sl))
+            .ok_or_else(|| format!("unknown field {field} of stack {}", self.stacks[stack].name))
+    }
+
+    /// `dereference_header_stack(stack, index)`, under any wrapping of "expression" nodes.
+    fn deref(&self, v: &Value) -> R<(usize, Expr)> {
+        let mut v = v;
+        while s(v, "type")? == "expression" && v["value"].get("op").is_none() {
+            v = &v["value"];
+        }
+        let e = if s(v, "type")? == "expression" { &v["value"] } else { v };
+        if e.get("op").and_then(Value::as_str) != Some("dereference_header_stack") {
+            return Err(format!("a header expression {}", short(v)));
+        }
+        if s(&e["left"], "type")? != "header_stack" {
+            return Err(format!("dereference of {}", short(&e["left"])));
+        }
+        let stack = self.stack(e["left"]["value"].as_str().unwrap_or_default())?;
+        Ok((stack, self.expr(&e["right"])?))
+    }
+
+    /// A header operand: a named header or a stack element at a run-time index.
+    fn href(&self, v: &Value) -> R<HRef> {
+        match s(v, "type")? {
+            "header" => Ok(HRef::Fixed(self.header(v["value"].as_str().unwrap_or_default())?)),
+            "expression" => {
+                let mut e = v;
+                while s(e, "type")? == "expression" && e["value"].get("op").is_none() {
+                    e = &e["value"];
+                }
+                if e["value"].get("op").and_then(Value::as_str) == Some("?") {
+                    let c = &e["value"];
+                    return Ok(HRef::Cond(
+                        Box::new(self.expr(&c["cond"])?),
+                        Box::new(self.href(&c["left"])?),
+                        Box::new(self.href(&c["right"])?),
+                    ));
+                }
+                let (stack, index) = self.deref(v)?;
+                Ok(HRef::Dyn(stack, Box::new(index)))
+            }
+            other => Err(format!("a header operand of type {other}")),
+        }
+    }
+
+    fn stack_param(&self, v: &Value) -> R<usize> {
+        if s(v, "type")? != "header_stack" && s(v, "type")? != "stack" {
+            return Err(format!("expected a header stack, got {}", short(v)));
+        }
+        self.stack(v["value"].as_str().unwrap_or_default())
+    }
+
+    fn union_param(&self, v: &Value) -> R<usize> {
+        if s(v, "type")? != "header_union" {
+            return Err(format!("expected a header union, got {}", short(v)));
+        }
+        let name = v["value"].as_str().unwrap_or_default();
+        self.union_index.get(name).copied().ok_or_else(|| format!("unknown header union {name}"))
+    }
+
+    fn array_ref(&self, v: &Value, kind: &str, index: &HashMap<String, usize>) -> R<usize> {
+        if s(v, "type")? != kind {
+            return Err(format!("expected a {kind}, got {}", short(v)));
+        }
+        let name = v["value"].as_str().unwrap_or_default();
+        index.get(name).copied().ok_or_else(|| format!("unknown {kind} {name}"))
+    }
+
+    pub(super) fn dst_field(&self, v: &Value) -> R<usize> {
+        if s(v, "type")? != "field" {
+            return Err(format!("assignment to {} (only fields)", short(v)));
+        }
+        self.field(&v["value"])
+    }
+
+    pub(super) fn prim(&self, p: &Value) -> R<Prim> {
+        let op = s(p, "op")?;
+        let a = p["parameters"].as_array().ok_or("primitive without parameters")?;
+        let arg = |i: usize| a.get(i).ok_or_else(|| format!("{op}: missing parameter {i}"));
+        Ok(match op {
+            "assign" => match self.expr(arg(0)?)? {
+                Expr::Field(f) => Prim::Assign(f, self.expr(arg(1)?)?),
+                Expr::StackField { stack, index, offset } => {
+                    Prim::AssignDyn(Box::new((stack, *index, offset, self.expr(arg(1)?)?)))
+                }
+                _ => return Err(format!("assignment to {} (only fields)", short(arg(0)?))),
+            },
+            "assign_header" => Prim::AssignHeader(self.href(arg(0)?)?, self.href(arg(1)?)?),
+            "assign_union" => Prim::AssignUnion(self.union_param(arg(0)?)?, self.union_param(arg(1)?)?),
+            "assign_header_stack" => Prim::AssignStack(self.stack_param(arg(0)?)?, self.stack_param(arg(1)?)?),
+            "push" => Prim::Push(self.stack_param(arg(0)?)?, self.expr(arg(1)?)?),
+            "pop" => Prim::Pop(self.stack_param(arg(0)?)?, self.expr(arg(1)?)?),
+            "exit" => Prim::Exit,
+            "modify_field_with_hash_based_offset" => {
+                let calc = &arg(2)?["value"];
+                let name = calc.as_str().unwrap_or_default();
+                let algo = self.calc_algo.get(name).map(String::as_str).unwrap_or_default();
+                if algo != "crc16" {
+                    return Err(format!("hash algorithm {algo:?} (calculation {name})"));
+                }
+                let inputs = self.calc.get(name).cloned().ok_or_else(|| format!("unknown calculation {name}"))?;
+                if inputs.iter().any(|(_, w)| *w == VARBIT_INPUT) {
+                    return Err(format!("calculation {name}: a varbit input to a hash"));
+                }
+                Prim::HashOffset(Box::new((self.dst_field(arg(0)?)?, self.expr(arg(1)?)?, inputs, self.expr(arg(3)?)?)))
+            }
+            "assign_VL" => {
+                let (d, s) = (self.varbit_header(arg(0)?), self.varbit_header(arg(1)?));
+                match (d, s) {
+                    (Some(d), Some(s)) => Prim::AssignVl(d?, s?),
+                    _ => return Err("assign_VL of fields that are not varbit".into()),
+                }
+            }
+            "count" => Prim::Count(self.array_ref(arg(0)?, "counter_array", &self.counter_index)?, self.expr(arg(1)?)?),
+            "execute_meter" => Prim::ExecuteMeter(
+                self.array_ref(arg(0)?, "meter_array", &self.meter_index)?,
+                self.expr(arg(1)?)?,
+                self.dst_field(arg(2)?)?,
+            ),
+            "mark_to_drop" => Prim::MarkToDrop,
+            "register_read" => Prim::RegisterRead(
+                self.dst_field(arg(0)?)?,
+                self.array_ref(arg(1)?, "register_array", &self.register_index)?,
+                self.expr(arg(2)?)?,
+            ),
+            "register_write" => Prim::RegisterWrite(
+                self.array_ref(arg(0)?, "register_array", &self.register_index)?,
+                self.expr(arg(1)?)?,
+                self.expr(arg(2)?)?,
+            ),
+            "add_header" => Prim::AddHeader(self.href(arg(0)?)?),
+            "remove_header" => Prim::RemoveHeader(self.href(arg(0)?)?),
+            other => return Err(format!("primitive {other:?}")),
+        })
+    }
+}
