@@ -6,7 +6,7 @@ use crate::exec::{Engine, Packet};
 use crate::ir::MatchKind;
 use crate::live::{lock, Gate, Live, Shared};
 use crate::p4rt::{split_write, TableSchema};
-use crate::table::{EntryMeta, WriteError};
+use crate::table::{Entry, EntryMeta, WriteError};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -51,6 +51,11 @@ pub struct PyEngine {
 
 /// (handle, key, P4Runtime priority, P4Info action id, params, metadata, controller metadata)
 type EntryView = (u64, Vec<(u64, u64)>, i64, u32, Vec<u64>, Vec<u8>, u64);
+
+fn entry_view(handle: u64, e: &Entry) -> EntryView {
+    let m = &e.meta;
+    (handle, e.key.clone(), m.p4_priority, m.p4_action, e.params.clone(), m.metadata.clone(), m.controller_metadata)
+}
 
 fn kind_of(text: &str) -> PyResult<MatchKind> {
     Ok(match text {
@@ -333,22 +338,7 @@ impl PyEngine {
     fn entries(&self, table: usize) -> PyResult<Vec<EntryView>> {
         let e = self.g();
         check_index(&e.ir.tables, table, "table")?;
-        let mut out: Vec<EntryView> = e.tables[table]
-            .entries
-            .iter()
-            .map(|(h, e)| {
-                let m = &e.meta;
-                (
-                    *h,
-                    e.key.clone(),
-                    m.p4_priority,
-                    m.p4_action,
-                    e.params.clone(),
-                    m.metadata.clone(),
-                    m.controller_metadata,
-                )
-            })
-            .collect();
+        let mut out: Vec<EntryView> = e.tables[table].entries.iter().map(|(h, e)| entry_view(*h, e)).collect();
         out.sort_by_key(|v| v.0); // insertion order, as a read-back lists them
         Ok(out)
     }
@@ -357,16 +347,7 @@ impl PyEngine {
         let e = self.g();
         check_index(&e.ir.tables, table, "table")?;
         let e = e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
-        let m = &e.meta;
-        Ok((
-            handle,
-            e.key.clone(),
-            m.p4_priority,
-            m.p4_action,
-            e.params.clone(),
-            m.metadata.clone(),
-            m.controller_metadata,
-        ))
+        Ok(entry_view(handle, e))
     }
 
     // ---- externs ----
