@@ -3,6 +3,8 @@
 Every ``test_<module>.py`` holds the cocotb coroutines (names not starting with ``test``
 so pytest does not collect them) and one pytest function that calls ``cocotb_run``.
 Build directories go under ``dataplane/netfpga/build/`` (gitignored), one per parameter set.
+What the testbenches share (clock, reset, register ports, tuser layout) is ``netfpga_tb.py``
+in this folder.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ NETFPGA = Path(__file__).resolve().parents[1]
 RTL = NETFPGA / "rtl"
 BUILD = NETFPGA / "build" / "cocotb"
 REPO = NETFPGA.parents[1]
+
+# --import-mode=importlib puts no test folder on sys.path: the testbenches import
+# netfpga_tb from here, in pytest and (through the PYTHONPATH the runner derives from
+# sys.path) in the simulator.
+TB = str(Path(__file__).resolve().parent)
+if TB not in sys.path:
+    sys.path.insert(0, TB)
 
 RunCocotb = Callable[..., None]
 

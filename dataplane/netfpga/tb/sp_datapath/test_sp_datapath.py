@@ -4,16 +4,14 @@ default path; counters over CSR; bank flip under traffic."""
 
 from __future__ import annotations
 
-import ast
 import ipaddress
-import os
 import random
 
 import cocotb
+import netfpga_tb as ntb
 import pytest
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamFrame
 from scapy.layers.l2 import ARP, Ether
 
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, Ternary
@@ -21,53 +19,49 @@ from sliceportal.traffic.packets import Encap, Flow, build_bytes
 from sliceportal_netfpga import regmap
 from sliceportal_netfpga.tcam import lower_rules
 
-NF0, DMA0 = 0x01, 0x02
-
-
-def fields(user: int) -> tuple[int, int, int, int]:
-    """(dst port, rr_path, lane, slice id) from a tuser value."""
-    return (user >> 24) & 0xFF, (user >> 32) & 0xFF, (user >> 40) & 0xFF, (user >> 48) & 0xFF
-
 
 class TB:
     def __init__(self, dut: object) -> None:
         self.dut = dut
-        params = ast.literal_eval(os.environ.get("SP_PARAMS", "{}"))
-        self.paths = int(params.get("PATHS", 8))
-        self.lanes = int(params.get("LANES", 4))
-        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-        self.dma = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_dma"), dut.clk, dut.rst)
-        self.phys = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_phys"), dut.clk, dut.rst)
-        self.csr = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        self.paths = ntb.param("PATHS", 8)
+        self.lanes = ntb.param("LANES", 4)
+        ntb.start_clock(dut)
+        self.source = ntb.stream_source(dut)
+        self.dma = ntb.stream_sink(dut, "m_axis_dma")
+        self.phys = ntb.stream_sink(dut, "m_axis_phys")
+        self.csr = ntb.AxiLitePort(dut)
 
     async def reset(self) -> None:
-        self.dut.time_skip.value = 0  # the card ties it off; only a real-time simulator skips
-        self.dut.rst.value = 1
-        await ClockCycles(self.dut.clk, 3)
-        self.dut.rst.value = 0
-        await ClockCycles(self.dut.clk, 2)
-
-    async def write(self, addr: int, value: int) -> None:
-        await self.csr.write_dword(addr, value)
-
-    async def read(self, addr: int) -> int:
-        return int(await self.csr.read_dword(addr))
-
-    async def read64(self, addr: int) -> int:
-        return await self.read(addr) | (await self.read(addr + 4)) << 32
+        await ntb.reset(self.dut, "time_skip")  # the card ties it off; only a real-time simulator skips
 
     async def install(self, ir: RuleIR) -> None:
         """What the driver does: fill the shadow bank, then flip."""
-        shadow = 1 - await self.read(regmap.ACTIVE_BANK)
+        shadow = 1 - await self.csr.read(regmap.ACTIVE_BANK)
         for i, e in enumerate(lower_rules(ir)):
             for w, v in enumerate(e.words()):
-                await self.write(regmap.entry(shadow, i, w), v)
-        await self.write(regmap.bank_count(shadow), len(ir.rules))
-        await self.write(regmap.ACTIVE_BANK, shadow)
+                await self.csr.write(regmap.entry(shadow, i, w), v)
+        await self.csr.write(regmap.bank_count(shadow), len(ir.rules))
+        await self.csr.write(regmap.ACTIVE_BANK, shadow)
 
-    async def send(self, data: bytes, src_port: int = NF0) -> None:
-        await self.source.send(AxiStreamFrame(data, tuser=len(data) | (src_port << 16)))
+    async def send(self, data: bytes, src_port: int = ntb.NF0) -> None:
+        await self.source.send(AxiStreamFrame(data, tuser=ntb.tuser(len(data), src_port)))
+
+
+# Two slices told apart by destination port: slice 1 on lane 0 of path 0, slice 2 on lane
+# ``lane2`` of path 1.
+SLICE1_FLOW = Flow("10.0.0.1", "192.168.0.1", 5000, dscp=0)
+SLICE2_FLOW = Flow("10.0.0.2", "192.168.0.1", 5002, dscp=0)
+
+
+def two_slices(tb: TB, lane2: int) -> RuleIR:
+    return RuleIR(
+        lanes=tb.lanes,
+        paths=tb.paths,
+        rules=(
+            Rule(Match(dst_port=Ternary.exact(SLICE1_FLOW.dst_port, 16)), Action(1, 0, 0)),
+            Rule(Match(dst_port=Ternary.exact(SLICE2_FLOW.dst_port, 16)), Action(2, lane2, 1 % tb.paths)),
+        ),
+    )
 
 
 def random_ir(rng: random.Random, paths: int, lanes: int, n: int) -> RuleIR:
@@ -105,8 +99,8 @@ def random_flow(rng: random.Random, ir: RuleIR) -> Flow:
 async def algorithm1_matches_reference(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
-    assert await tb.read(regmap.ID) == regmap.ID_VALUE
-    assert (await tb.read(regmap.PATHS), await tb.read(regmap.LANES)) == (tb.paths, tb.lanes)
+    assert await tb.csr.read(regmap.ID) == regmap.ID_VALUE
+    assert (await tb.csr.read(regmap.PATHS), await tb.csr.read(regmap.LANES)) == (tb.paths, tb.lanes)
     rng = random.Random(11)
     ir = random_ir(rng, tb.paths, tb.lanes, 40)
     await tb.install(ir)
@@ -120,18 +114,19 @@ async def algorithm1_matches_reference(dut: object) -> None:
         d = ir.classify(f.key())
         if d.rule_index is not None:
             hits[d.rule_index] = hits.get(d.rule_index, 0) + 1
-    decisions = sorted(fields(int(g.tuser[0] if isinstance(g.tuser, list) else g.tuser)) for g in got)
+    decisions = sorted(ntb.decision(ntb.user_of(g)) for g in got)
     expected = sorted(
-        (DMA0, ir.classify(f.key()).rr_path, ir.classify(f.key()).lane, ir.classify(f.key()).slice_id) for f in flows
+        (ntb.DMA0, ir.classify(f.key()).rr_path, ir.classify(f.key()).lane, ir.classify(f.key()).slice_id)
+        for f in flows
     )
     assert decisions == expected
     # Rule hit counters over CSR equal the reference's hits.
-    await tb.write(regmap.SNAPSHOT, 1)
+    await tb.csr.write(regmap.SNAPSHOT, 1)
     for i in range(len(ir.rules)):
-        assert await tb.read64(regmap.rule_counter(i)) == hits.get(i, 0), i
+        assert await tb.csr.read64(regmap.rule_counter(i)) == hits.get(i, 0), i
     misses = len(flows) - sum(hits.values())
-    assert await tb.read64(regmap.MISS_COUNTER) == misses
-    assert await tb.read64(regmap.PARSED_PACKETS) == len(flows)
+    assert await tb.csr.read64(regmap.MISS_COUNTER) == misses
+    assert await tb.csr.read64(regmap.PARSED_PACKETS) == len(flows)
 
 
 @cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
@@ -139,21 +134,21 @@ async def dma_to_phys_untouched_and_default_path(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
     host = build_bytes(Flow("10.0.0.9", "10.1.1.1", 5024, dscp=46))
-    await tb.send(host, src_port=DMA0)
+    await tb.send(host, src_port=ntb.DMA0)
     out = await tb.phys.recv()
     assert bytes(out.tdata) == host
-    user = int(out.tuser[0] if isinstance(out.tuser, list) else out.tuser)
-    assert fields(user)[0] == NF0
+    user = ntb.user_of(out)
+    assert ntb.decision(user)[0] == ntb.NF0
     arp = bytes(Ether() / ARP())
     await tb.send(arp)
     out = await tb.dma.recv()
     assert bytes(out.tdata) == arp
-    user = int(out.tuser[0] if isinstance(out.tuser, list) else out.tuser)
-    assert fields(user) == (DMA0, 0, 0, 0)
-    await tb.write(regmap.SNAPSHOT, 1)
-    assert await tb.read64(regmap.DEFAULT_PATH_COUNTER) == 1
-    assert await tb.read64(regmap.TO_PHYS_COUNTER) == 1
-    assert await tb.read64(regmap.NON_IPV4_PACKETS) == 1
+    user = ntb.user_of(out)
+    assert ntb.decision(user) == (ntb.DMA0, 0, 0, 0)
+    await tb.csr.write(regmap.SNAPSHOT, 1)
+    assert await tb.csr.read64(regmap.DEFAULT_PATH_COUNTER) == 1
+    assert await tb.csr.read64(regmap.TO_PHYS_COUNTER) == 1
+    assert await tb.csr.read64(regmap.NON_IPV4_PACKETS) == 1
 
 
 @cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
@@ -184,14 +179,14 @@ async def bank_flip_is_atomic_under_traffic(dut: object) -> None:
     for _ in range(3):
         await tb.send(pkt)
     got += [await tb.dma.recv() for _ in range(3)]
-    seen = [fields(int(g.tuser[0] if isinstance(g.tuser, list) else g.tuser))[1:] for g in got]
+    seen = [ntb.decision(ntb.user_of(g))[1:] for g in got]
     # Every packet saw one whole table: the old action or the new, never a mix.
     assert set(seen) <= {(1 % tb.paths, tb.lanes - 1, 1), (0, 0, 2)}
     assert seen[-1] == (0, 0, 2)
     # Writes aimed at the active bank are refused.
-    active = await tb.read(regmap.ACTIVE_BANK)
-    await tb.write(regmap.entry(active, 0, 6), 0)
-    assert await tb.read(regmap.REFUSED_WRITES) == 1
+    active = await tb.csr.read(regmap.ACTIVE_BANK)
+    await tb.csr.write(regmap.entry(active, 0, 6), 0)
+    assert await tb.csr.read(regmap.REFUSED_WRITES) == 1
     await RisingEdge(dut.clk)
 
 
@@ -225,16 +220,14 @@ async def back_to_back_minimum_frames_from_all_ports_at_line_rate(dut: object) -
 
     watcher = cocotb.start_soon(watch_ingress())
     for data, _, port in frames:
-        await tb.source.send(AxiStreamFrame(data, tuser=len(data) | (port << 16)))
+        await tb.source.send(AxiStreamFrame(data, tuser=ntb.tuser(len(data), port)))
     to_dma = [(d, f, p) for d, f, p in frames if p in phys_ports]
     to_phys = [(d, f, p) for d, f, p in frames if p not in phys_ports]
     got_dma = [await tb.dma.recv() for _ in to_dma]
     got_phys = [await tb.phys.recv() for _ in to_phys]
     watcher.cancel()
     assert accepted == 2 * len(frames) and stalled == 0, (accepted, stalled)
-    decisions = sorted(
-        (bytes(g.tdata), fields(int(g.tuser[0] if isinstance(g.tuser, list) else g.tuser))) for g in got_dma
-    )
+    decisions = sorted((bytes(g.tdata), ntb.decision(ntb.user_of(g))) for g in got_dma)
     expected = sorted(
         (d, (p << 1, ir.classify(f.key()).rr_path, ir.classify(f.key()).lane, ir.classify(f.key()).slice_id))
         for d, f, p in to_dma
@@ -250,24 +243,16 @@ async def rate_limiter_over_csr_drops_before_the_queue(dut: object) -> None:
     are dropped and counted (packets and bytes); another slice and misses are untouched."""
     tb = TB(dut)
     await tb.reset()
-    assert await tb.read(regmap.CLOCK_HZ) == 200_000_000
-    slices = await tb.read(regmap.RATE_SLICES)
-    assert slices >= 2 and await tb.read(regmap.RATE_FRAC_BITS) == 24
-    limited = Flow("10.0.0.1", "192.168.0.1", 5000, dscp=0)
-    free = Flow("10.0.0.2", "192.168.0.1", 5002, dscp=0)
-    ir = RuleIR(
-        lanes=tb.lanes,
-        paths=tb.paths,
-        rules=(
-            Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 0, 0)),
-            Rule(Match(dst_port=Ternary.exact(5002, 16)), Action(2, 0, 1 % tb.paths)),
-        ),
-    )
+    assert await tb.csr.read(regmap.CLOCK_HZ) == 200_000_000
+    slices = await tb.csr.read(regmap.RATE_SLICES)
+    assert slices >= 2 and await tb.csr.read(regmap.RATE_FRAC_BITS) == 24
+    limited, free = SLICE1_FLOW, SLICE2_FLOW
+    ir = two_slices(tb, lane2=0)
     pkt = build_bytes(limited, b"z" * 100)
-    await tb.write(regmap.rate_reg(1, "rate"), 0)
-    await tb.write(regmap.rate_reg(1, "burst"), 3 * len(pkt))
-    await tb.write(regmap.rate_reg(1, "enable"), 1)
-    assert await tb.read(regmap.rate_reg(1, "tokens")) == 3 * len(pkt)
+    await tb.csr.write(regmap.rate_reg(1, "rate"), 0)
+    await tb.csr.write(regmap.rate_reg(1, "burst"), 3 * len(pkt))
+    await tb.csr.write(regmap.rate_reg(1, "enable"), 1)
+    assert await tb.csr.read(regmap.rate_reg(1, "tokens")) == 3 * len(pkt)
     await tb.install(ir)
     for _ in range(8):
         await tb.send(pkt)
@@ -275,15 +260,15 @@ async def rate_limiter_over_csr_drops_before_the_queue(dut: object) -> None:
     got = [await tb.dma.recv() for _ in range(3 + 8)]
     await ClockCycles(dut.clk, 50)
     assert tb.dma.empty()
-    slice_ids = sorted(fields(int(g.tuser[0] if isinstance(g.tuser, list) else g.tuser))[3] for g in got)
+    slice_ids = sorted(ntb.decision(ntb.user_of(g))[3] for g in got)
     assert slice_ids == [1] * 3 + [2] * 8
-    await tb.write(regmap.SNAPSHOT, 1)
-    assert await tb.read64(regmap.rate_reg(1, "drop_packets")) == 5
-    assert await tb.read64(regmap.rate_reg(1, "drop_bytes")) == 5 * len(pkt)
-    assert await tb.read64(regmap.rate_reg(2, "drop_packets")) == 0
-    assert await tb.read(regmap.rate_reg(1, "tokens")) == 0
+    await tb.csr.write(regmap.SNAPSHOT, 1)
+    assert await tb.csr.read64(regmap.rate_reg(1, "drop_packets")) == 5
+    assert await tb.csr.read64(regmap.rate_reg(1, "drop_bytes")) == 5 * len(pkt)
+    assert await tb.csr.read64(regmap.rate_reg(2, "drop_packets")) == 0
+    assert await tb.csr.read(regmap.rate_reg(1, "tokens")) == 0
     # Rule counters still count what the classifier saw (before the limiter).
-    assert await tb.read64(regmap.rule_counter(0)) == 8
+    assert await tb.csr.read64(regmap.rule_counter(0)) == 8
 
 
 @cocotb.test(timeout_time=200, timeout_unit="us")  # a hang fails fast, not at pytest's timeout
@@ -295,27 +280,19 @@ async def slice_lane_telemetry_over_csr(dut: object) -> None:
     longest wait reflects the K cycles; EPOCH is 0 after reset and keeps its first value."""
     tb = TB(dut)
     await tb.reset()
-    assert await tb.read(regmap.STATS_SLICES) == 256 // tb.lanes
-    assert await tb.read(regmap.EPOCH) == 0
-    await tb.write(regmap.EPOCH, 0x1234_5678)
-    await tb.write(regmap.EPOCH, 0x9ABC_DEF0)  # ignored: the epoch is set once per reset
-    assert await tb.read(regmap.EPOCH) == 0x1234_5678
+    assert await tb.csr.read(regmap.STATS_SLICES) == 256 // tb.lanes
+    assert await tb.csr.read(regmap.EPOCH) == 0
+    await tb.csr.write(regmap.EPOCH, 0x1234_5678)
+    await tb.csr.write(regmap.EPOCH, 0x9ABC_DEF0)  # ignored: the epoch is set once per reset
+    assert await tb.csr.read(regmap.EPOCH) == 0x1234_5678
     lane_hi = tb.lanes - 1
-    a = Flow("10.0.0.1", "192.168.0.1", 5000, dscp=0)
-    b = Flow("10.0.0.2", "192.168.0.1", 5002, dscp=0)
-    ir = RuleIR(
-        lanes=tb.lanes,
-        paths=tb.paths,
-        rules=(
-            Rule(Match(dst_port=Ternary.exact(5000, 16)), Action(1, 0, 0)),
-            Rule(Match(dst_port=Ternary.exact(5002, 16)), Action(2, lane_hi, 1 % tb.paths)),
-        ),
-    )
+    a, b = SLICE1_FLOW, SLICE2_FLOW
+    ir = two_slices(tb, lane2=lane_hi)
     # five beats each (158 and 138 bytes): all of them fit the smallest queue (32 beats)
     pa, pb = build_bytes(a, b"a" * 30), build_bytes(b, b"b" * 10)
-    await tb.write(regmap.rate_reg(1, "rate"), 0)
-    await tb.write(regmap.rate_reg(1, "burst"), 4 * len(pa))
-    await tb.write(regmap.rate_reg(1, "enable"), 1)
+    await tb.csr.write(regmap.rate_reg(1, "rate"), 0)
+    await tb.csr.write(regmap.rate_reg(1, "burst"), 4 * len(pa))
+    await tb.csr.write(regmap.rate_reg(1, "enable"), 1)
     await tb.install(ir)
 
     sojourns: dict[tuple[int, int], list[int]] = {(1, 0): [], (2, lane_hi): []}
@@ -325,7 +302,7 @@ async def slice_lane_telemetry_over_csr(dut: object) -> None:
         while True:
             await RisingEdge(dut.clk)
             if int(q.ev_deq.value):
-                _, _, lane, sid = fields(int(q.ev_deq_user.value))
+                _, _, lane, sid = ntb.decision(int(q.ev_deq_user.value))
                 sojourns[(sid, lane)].append(int(q.ev_deq_sojourn.value))
 
     cocotb.start_soon(monitor())
@@ -339,17 +316,14 @@ async def slice_lane_telemetry_over_csr(dut: object) -> None:
     got = [await tb.dma.recv() for _ in range(4 + 6)]
     await ClockCycles(dut.clk, 20)
     assert tb.dma.empty()
-    await tb.write(regmap.SNAPSHOT, 1)
+    await tb.csr.write(regmap.SNAPSHOT, 1)
     received: dict[tuple[int, int], list[int]] = {(1, 0): [], (2, lane_hi): []}
     for g in got:
-        _, _, lane, sid = fields(int(g.tuser[0] if isinstance(g.tuser, list) else g.tuser))
+        _, _, lane, sid = ntb.decision(ntb.user_of(g))
         received[(sid, lane)].append(len(g.tdata))
 
     async def entry(sid: int, lane: int) -> dict[str, int]:
-        out = {f: await tb.read64(regmap.stats_field(sid, lane, tb.lanes, f)) for f in regmap.STATS_FIELDS}
-        for i in range(regmap.DELAY_BUCKETS):
-            out[f"b{i}"] = await tb.read64(regmap.stats_bucket(sid, lane, tb.lanes, i))
-        return out
+        return await ntb.stats_entry(tb.csr.read64, sid, lane, tb.lanes)
 
     for (sid, lane), lengths in received.items():
         e = await entry(sid, lane)

@@ -4,61 +4,42 @@ default path for packets without a key; back-pressure through the register stage
 
 from __future__ import annotations
 
-import ast
-import os
 import random
 from itertools import cycle
 
 import cocotb
+import netfpga_tb as ntb
 import pytest
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamFrame
 
 from sliceportal.rules.ir import Action, FlowKey, Match, Rule, RuleIR, Ternary
 from sliceportal_netfpga.tcam import lower_rules, pack_key
-
-NF0, DMA0 = 0x01, 0x02
 
 
 class TB:
     def __init__(self, dut: object) -> None:
         self.dut = dut
-        params = ast.literal_eval(os.environ.get("SP_PARAMS", "{}"))
-        self.lanes, self.paths = int(params["LANES"]), int(params["PATHS"])
-        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+        self.lanes, self.paths = ntb.param("LANES"), ntb.param("PATHS")
+        self.tcam = ntb.RegPort(dut, "tcam")
+        ntb.start_clock(dut)
+        self.source = ntb.stream_source(dut)
+        self.sink = ntb.stream_sink(dut)
 
     async def reset(self) -> None:
-        d = self.dut
-        d.rst.value = 1
-        for name in ("tcam_wr_en", "tcam_rd_en", "cnt_rd_en", "snap", "s_key", "s_key_valid"):
-            getattr(d, name).value = 0
-        await ClockCycles(d.clk, 3)
-        d.rst.value = 0
-        await ClockCycles(d.clk, 2)
-
-    async def tcam_write(self, addr: int, value: int) -> None:
-        d = self.dut
-        await FallingEdge(d.clk)
-        d.tcam_wr_en.value, d.tcam_wr_addr.value, d.tcam_wr_data.value = 1, addr, value
-        await RisingEdge(d.clk)
-        await FallingEdge(d.clk)
-        d.tcam_wr_en.value = 0
+        await ntb.reset(self.dut, "tcam_wr_en", "tcam_rd_en", "cnt_rd_en", "snap", "s_key", "s_key_valid")
 
     async def install(self, ir: RuleIR) -> None:
         for i, e in enumerate(lower_rules(ir)):
             for w, v in enumerate(e.words()):
-                await self.tcam_write(0x10000 + 0x8000 + 0x20 * i + 4 * w, v)
-        await self.tcam_write(0x30, len(ir.rules))  # COUNT of bank 1
-        await self.tcam_write(0x0, 1)
+                await self.tcam.write(0x10000 + 0x8000 + 0x20 * i + 4 * w, v)
+        await self.tcam.write(0x30, len(ir.rules))  # COUNT of bank 1
+        await self.tcam.write(0x0, 1)
 
-    async def classify(self, keys: list[FlowKey | None], src_port: int = NF0) -> list[tuple[int, int, int, int]]:
+    async def classify(self, keys: list[FlowKey | None], src_port: int = ntb.NF0) -> list[tuple[int, int, int, int]]:
         """Send one 2-beat packet per key; the key sideband is held for the packet."""
         out = []
         for key in keys:
-            frame = AxiStreamFrame(bytes(40), tuser=40 | src_port << 16)
+            frame = AxiStreamFrame(bytes(40), tuser=ntb.tuser(40, src_port))
             if key is None:
                 self.dut.s_key_valid.value = 0
             else:
@@ -67,8 +48,7 @@ class TB:
             await self.source.send(frame)
             await self.source.wait()
             got = await self.sink.recv()
-            user = int(got.tuser[0] if isinstance(got.tuser, list) else got.tuser)
-            out.append(((user >> 24) & 0xFF, (user >> 32) & 0xFF, (user >> 40) & 0xFF, (user >> 48) & 0xFF))
+            out.append(ntb.decision(ntb.user_of(got)))
         return out
 
 
@@ -106,13 +86,13 @@ async def algorithm1_against_reference(dut: object) -> None:
     got = await tb.classify(keys[:20])
     for k, g in zip(keys[:20], got, strict=True):
         d = empty.classify(k)
-        assert g == (DMA0, d.rr_path, d.lane, 0), k
+        assert g == (ntb.DMA0, d.rr_path, d.lane, 0), k
     await tb.install(ir)
     tb.sink.set_pause_generator(cycle([0, 1, 1, 0]))
     got = await tb.classify(keys)
     for k, g in zip(keys, got, strict=True):
         d = ir.classify(k)
-        assert g == (DMA0, d.rr_path, d.lane, d.slice_id), (k, d)
+        assert g == (ntb.DMA0, d.rr_path, d.lane, d.slice_id), (k, d)
 
 
 @cocotb.test(timeout_time=1, timeout_unit="ms")  # a hang fails fast, not at pytest's timeout
@@ -120,8 +100,8 @@ async def dma_to_phys_and_default_path(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
     rng = random.Random(5)
-    assert await tb.classify([random_key(rng)], src_port=DMA0) == [(NF0, 0, 0, 0)]
-    assert await tb.classify([None]) == [(DMA0, 0, 0, 0)]
+    assert await tb.classify([random_key(rng)], src_port=ntb.DMA0) == [(ntb.NF0, 0, 0, 0)]
+    assert await tb.classify([None]) == [(ntb.DMA0, 0, 0, 0)]
 
 
 @pytest.mark.parametrize("geometry", [(4, 8), (2, 1), (1, 2), (8, 32)], ids=lambda g: f"{g[0]}lanes-{g[1]}paths")

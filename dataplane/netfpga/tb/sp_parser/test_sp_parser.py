@@ -3,19 +3,17 @@ headers, non-IPv4, every truncation point, too-deep nesting, back-pressure."""
 
 from __future__ import annotations
 
-import ast
 import itertools
-import os
 import random
 import struct
 from dataclasses import dataclass
 from itertools import cycle
 
 import cocotb
+import netfpga_tb as ntb
 import pytest
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamFrame
 from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
@@ -41,9 +39,9 @@ def key_of(k: FlowKey) -> int:
 class TB:
     def __init__(self, dut: object) -> None:
         self.dut = dut
-        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+        ntb.start_clock(dut)
+        self.source = ntb.stream_source(dut)
+        self.sink = ntb.stream_sink(dut)
         self.seen: list[Seen] = []
         cocotb.start_soon(self._monitor())
 
@@ -65,15 +63,12 @@ class TB:
                 first = bool(d.m_axis_tlast.value)
 
     async def reset(self) -> None:
-        self.dut.rst.value = 1
-        await ClockCycles(self.dut.clk, 3)
-        self.dut.rst.value = 0
-        await ClockCycles(self.dut.clk, 2)
+        await ntb.reset(self.dut)
 
     async def run(self, packets: list[bytes]) -> list[Seen]:
         start = len(self.seen)
         for p in packets:
-            await self.source.send(AxiStreamFrame(p, tuser=len(p) | (0x01 << 16)))
+            await self.source.send(AxiStreamFrame(p, tuser=ntb.tuser(len(p), ntb.NF0)))
         for p in packets:
             out = await self.sink.recv()
             assert bytes(out.tdata) == p, "the parser must pass packets through unchanged"
@@ -141,7 +136,7 @@ async def non_ipv4_and_too_deep(dut: object) -> None:
     tb = TB(dut)
     await tb.reset()
     arp = bytes(Ether() / ARP())
-    hdr_bytes = int(ast.literal_eval(os.environ.get("SP_PARAMS", "{}")).get("HDR_BYTES", 192))
+    hdr_bytes = ntb.param("HDR_BYTES", 192)
     inner = bytes(IP(src="10.0.0.1", dst="10.0.0.2") / UDP(dport=5000) / Raw(b"z" * 64))
 
     def gtp_with_extension(words: int) -> bytes:

@@ -13,18 +13,16 @@ back-to-back minimum frames at one beat per cycle.
 
 from __future__ import annotations
 
-import ast
 import logging
-import os
 import random
 from dataclasses import dataclass, field
 from itertools import cycle
 
 import cocotb
+import netfpga_tb as ntb
 import pytest
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotb.triggers import ClockCycles, RisingEdge
+from cocotbext.axi import AxiStreamFrame
 
 from sliceportal_netfpga import regmap
 
@@ -90,14 +88,13 @@ def rate_q(bytes_per_cycle: float, frac: int = 24) -> int:
 
 def frame(slice_id: int, length: int, seq: int) -> AxiStreamFrame:
     data = seq.to_bytes(4, "big") + bytes([slice_id]) + bytes(length - 5)
-    return AxiStreamFrame(data, tuser=length | (0x01 << 16) | (0x02 << 24) | (slice_id << 48))
+    return AxiStreamFrame(data, tuser=ntb.tuser(length, ntb.NF0, ntb.DMA0, slice_id=slice_id))
 
 
 class TB:
     def __init__(self, dut: object) -> None:
         self.dut = dut
-        params = ast.literal_eval(os.environ.get("SP_PARAMS", "{}"))
-        self.slices = int(params.get("SLICES", 64))
+        self.slices = ntb.param("SLICES", 64)
         self.model = Model(self.slices, 24)
         self.now = 0
         self.sent: list[AxiStreamFrame] = []
@@ -105,25 +102,16 @@ class TB:
         self.first = True
         self.fires = 0
         self.stalls = 0
-        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+        self.cfg = ntb.RegPort(dut, "cfg")
+        ntb.start_clock(dut)
+        self.source = ntb.stream_source(dut)
+        self.sink = ntb.stream_sink(dut)
         self.source.log.setLevel(logging.WARNING)  # one line per frame drowns a failure
         self.sink.log.setLevel(logging.WARNING)
 
     async def reset(self) -> None:
-        d = self.dut
-        d.rst.value = 1
-        d.snap.value = 0
-        d.cfg_wr_en.value = 0
-        d.cfg_rd_en.value = 0
-        d.cfg_wr_addr.value = 0
-        d.cfg_wr_data.value = 0
-        d.cfg_rd_addr.value = 0
-        d.now.value = 0
-        await ClockCycles(d.clk, 3)
-        d.rst.value = 0
-        await RisingEdge(d.clk)
+        idle = ("snap", "cfg_wr_en", "cfg_rd_en", "cfg_wr_addr", "cfg_wr_data", "cfg_rd_addr", "now")
+        await ntb.reset(self.dut, *idle, after=1)
         cocotb.start_soon(self._monitor())
 
     async def _monitor(self) -> None:
@@ -156,30 +144,11 @@ class TB:
         self.now += cycles
         self.dut.now.value = self.now
 
-    async def write(self, addr: int, value: int) -> None:
-        d = self.dut
-        d.cfg_wr_en.value = 1
-        d.cfg_wr_addr.value = addr
-        d.cfg_wr_data.value = value
-        await RisingEdge(d.clk)
-        d.cfg_wr_en.value = 0
-
-    async def read(self, addr: int) -> int:
-        d = self.dut
-        d.cfg_rd_en.value = 1
-        d.cfg_rd_addr.value = addr
-        await RisingEdge(d.clk)
-        d.cfg_rd_en.value = 0
-        await ReadOnly()
-        value = int(d.cfg_rd_data.value)
-        await RisingEdge(d.clk)
-        return value
-
     async def configure(self, slice_id: int, rate: int, burst: int, enable: int = 1) -> None:
         base = regmap.RATE_STRIDE * slice_id
-        await self.write(base + regmap.RATE_FIELDS["rate"], rate)
-        await self.write(base + regmap.RATE_FIELDS["burst"], burst)
-        await self.write(base + regmap.RATE_FIELDS["enable"], enable)
+        await self.cfg.write(base + regmap.RATE_FIELDS["rate"], rate)
+        await self.cfg.write(base + regmap.RATE_FIELDS["burst"], burst)
+        await self.cfg.write(base + regmap.RATE_FIELDS["enable"], enable)
 
     async def send(self, slice_id: int, length: int) -> None:
         f = frame(slice_id, length, len(self.sent))
@@ -200,19 +169,16 @@ class TB:
             got.append(bytes(self.sink.recv_nowait().tdata))
         assert len(got) == len(self.expected), (len(got), len(self.expected))
         assert got == self.expected
-        d = self.dut
-        d.snap.value = 1
-        await RisingEdge(d.clk)
-        d.snap.value = 0
-        await RisingEdge(d.clk)
+        await ntb.pulse(self.dut, "snap")
+        await RisingEdge(self.dut.clk)
         for s in sorted({*range(min(self.slices, 8)), self.slices - 1}):
             base = regmap.RATE_STRIDE * s
-            pkts = await self.read(base + 0x10) | await self.read(base + 0x14) << 32
-            nbytes = await self.read(base + 0x18) | await self.read(base + 0x1C) << 32
+            pkts = await self.cfg.read64(base + 0x10)
+            nbytes = await self.cfg.read64(base + 0x18)
             b = self.model.buckets[s]
             assert (pkts, nbytes) == (b.drops, b.drop_bytes), (s, pkts, nbytes, b)
             if b.enable:
-                assert await self.read(base + regmap.RATE_FIELDS["tokens"]) == b.tokens >> 24, s
+                assert await self.cfg.read(base + regmap.RATE_FIELDS["tokens"]) == b.tokens >> 24, s
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
@@ -220,7 +186,7 @@ async def random_traffic_matches_model(dut: object) -> None:
     """Several slices at different rates and bursts, random sizes and gaps, back-pressure."""
     tb = TB(dut)
     await tb.reset()
-    assert await tb.read(0x8000) == tb.slices and await tb.read(0x8004) == 24
+    assert await tb.cfg.read(0x8000) == tb.slices and await tb.cfg.read(0x8004) == 24
     rng = random.Random(7)
     active = [s for s in (1, 2, 3, 5) if s < tb.slices]
     for i, s in enumerate(active):
@@ -252,11 +218,11 @@ async def reconfiguration_under_traffic(dut: object) -> None:
             base = regmap.RATE_STRIDE * s
             what = rng.randrange(3)
             if what == 0:
-                await tb.write(base, rate_q(rng.choice([0.0, 0.1, 0.5, 3.0])))
+                await tb.cfg.write(base, rate_q(rng.choice([0.0, 0.1, 0.5, 3.0])))
             elif what == 1:
-                await tb.write(base + 4, rng.choice([0, 64, 500, 2000, 20000]))
+                await tb.cfg.write(base + 4, rng.choice([0, 64, 500, 2000, 20000]))
             else:
-                await tb.write(base + 8, rng.randrange(2))
+                await tb.cfg.write(base + 8, rng.randrange(2))
 
     task = cocotb.start_soon(reconfigure())
     for _ in range(500):
@@ -287,8 +253,8 @@ async def edges_rate0_disabled_slice0_and_saturation(dut: object) -> None:
     await tb.send(3, 1500)
     await tb.flush()
     # Re-enabling starts the bucket full again.
-    await tb.write(regmap.RATE_STRIDE * 1 + 8, 0)
-    await tb.write(regmap.RATE_STRIDE * 1 + 8, 1)
+    await tb.cfg.write(regmap.RATE_STRIDE * 1 + 8, 0)
+    await tb.cfg.write(regmap.RATE_STRIDE * 1 + 8, 1)
     await tb.send(1, 1064)
     # Elapsed time saturates at 2^32 - 1 cycles: an idle of 2^33 cycles credits 2^32 - 1.
     await tb.configure(4, 1, 1 << 20)  # 2^-24 B/cycle, 1 MiB burst

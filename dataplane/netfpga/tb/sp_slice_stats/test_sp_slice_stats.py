@@ -4,22 +4,14 @@ also when an update lands in the same cycle); untracked slice ids; monotonic cou
 
 from __future__ import annotations
 
-import ast
-import os
 import random
 
 import cocotb
+import netfpga_tb as ntb
 import pytest
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import RisingEdge
 
 from sliceportal_netfpga import regmap
-
-FIELDS = list(regmap.STATS_FIELDS)
-
-
-def tuser(length: int, slice_id: int, lane: int) -> int:
-    return length | (slice_id << 48) | (lane << 40)
 
 
 def bucket(sojourn: int) -> int:
@@ -30,24 +22,14 @@ def bucket(sojourn: int) -> int:
 class TB:
     def __init__(self, dut: object) -> None:
         self.dut = dut
-        params = ast.literal_eval(os.environ.get("SP_PARAMS", "{}"))
-        self.slices = int(params.get("SLICES", 64))
-        self.lanes = int(params.get("LANES", 4))
-        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
+        self.slices = ntb.param("SLICES", 64)
+        self.lanes = ntb.param("LANES", 4)
+        self.cnt = ntb.RegPort(dut, "cnt")
+        ntb.start_clock(dut)
 
     async def reset(self) -> None:
-        d = self.dut
-        for sig in (d.snap, d.enq_ok, d.enq_full, d.rl_drop, d.deq, d.cnt_rd_en):
-            sig.value = 0
-        d.enq_user.value = 0
-        d.rl_user.value = 0
-        d.deq_user.value = 0
-        d.deq_sojourn.value = 0
-        d.cnt_rd_addr.value = 0
-        d.rst.value = 1
-        await ClockCycles(d.clk, 3)
-        d.rst.value = 0
-        await ClockCycles(d.clk, 2)
+        events = ("snap", "enq_ok", "enq_full", "rl_drop", "deq")
+        await ntb.reset(self.dut, *events, "cnt_rd_en", "enq_user", "rl_user", "deq_user", "deq_sojourn", "cnt_rd_addr")
 
     async def event(self, **kw: int) -> None:
         """One cycle with the given inputs set (the rest idle)."""
@@ -59,29 +41,17 @@ class TB:
             getattr(d, name).value = 0
 
     async def dequeue(self, slice_id: int, lane: int, length: int, sojourn: int, **kw: int) -> None:
-        await self.event(deq=1, deq_user=tuser(length, slice_id, lane), deq_sojourn=sojourn, **kw)
+        await self.event(deq=1, deq_user=ntb.tuser(length, slice_id=slice_id, lane=lane), deq_sojourn=sojourn, **kw)
 
     async def snapshot(self) -> None:
         await self.event(snap=1)
 
     async def read64(self, addr: int) -> int:
-        d = self.dut
-        words = []
-        for half in (0, 4):
-            d.cnt_rd_en.value = 1
-            d.cnt_rd_addr.value = (addr - regmap.STATS + half) & 0x1FFFF
-            await RisingEdge(d.clk)
-            d.cnt_rd_en.value = 0
-            await ReadOnly()
-            words.append(int(d.cnt_rd_data.value))
-            await RisingEdge(d.clk)
-        return words[0] | words[1] << 32
+        """A 64-bit value at its datapath address (regmap), through the block's window."""
+        return await self.cnt.read64((addr - regmap.STATS) & 0x1FFFF)
 
     async def entry(self, slice_id: int, lane: int) -> dict[str, int]:
-        out = {f: await self.read64(regmap.stats_field(slice_id, lane, self.lanes, f)) for f in FIELDS}
-        for b in range(regmap.DELAY_BUCKETS):
-            out[f"b{b}"] = await self.read64(regmap.stats_bucket(slice_id, lane, self.lanes, b))
-        return out
+        return await ntb.stats_entry(self.read64, slice_id, lane, self.lanes)
 
 
 def histogram(sojourns: list[int]) -> dict[str, int]:
@@ -123,14 +93,15 @@ async def ingress_and_rate_drops_per_slice_and_lane(dut: object) -> None:
     await tb.reset()
     lane = 1 % tb.lanes
     for length in (100, 200, 300):
-        await tb.event(enq_ok=1, enq_user=tuser(length, 1, lane))
-    await tb.event(enq_full=1, enq_user=tuser(1500, 1, lane))
+        await tb.event(enq_ok=1, enq_user=ntb.tuser(length, slice_id=1, lane=lane))
+    await tb.event(enq_full=1, enq_user=ntb.tuser(1500, slice_id=1, lane=lane))
     # both in one cycle, different entries (different sources)
-    await tb.event(rl_drop=1, rl_user=tuser(60, 1, lane), enq_ok=1, enq_user=tuser(70, 2, 0))
+    rl_user, enq_user = ntb.tuser(60, slice_id=1, lane=lane), ntb.tuser(70, slice_id=2)
+    await tb.event(rl_drop=1, rl_user=rl_user, enq_ok=1, enq_user=enq_user)
     # lane bits above LANES fold like the queue's; a slice id >= SLICES is not counted
-    await tb.event(enq_ok=1, enq_user=tuser(80, 2, tb.lanes))
+    await tb.event(enq_ok=1, enq_user=ntb.tuser(80, slice_id=2, lane=tb.lanes))
     if tb.slices < 256:
-        await tb.event(enq_ok=1, enq_user=tuser(90, tb.slices, 0))
+        await tb.event(enq_ok=1, enq_user=ntb.tuser(90, slice_id=tb.slices, lane=0))
     await tb.snapshot()
     one = await tb.entry(1, lane)
     assert (one["enq_packets"], one["enq_bytes"]) == (3, 600)

@@ -3,14 +3,12 @@ the mask) never match, shadow-bank writes, bank flip."""
 
 from __future__ import annotations
 
-import ast
-import os
 import random
 from dataclasses import dataclass
 
 import cocotb
+import netfpga_tb as ntb
 import pytest
-from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
 KEY_W = 86
@@ -42,44 +40,18 @@ def entry_addr(bank: int, index: int, word: int) -> int:
 class TB:
     def __init__(self, dut: object) -> None:
         self.dut = dut
-        self.entries = int(ast.literal_eval(os.environ.get("SP_PARAMS", "{}")).get("ENTRIES", 64))
-        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
+        self.regs = ntb.RegPort(dut, "reg")
+        self.entries = ntb.param("ENTRIES", 64)
+        ntb.start_clock(dut)
 
     async def reset(self) -> None:
-        d = self.dut
-        d.rst.value = 1
-        d.reg_wr_en.value = 0
-        d.reg_rd_en.value = 0
-        d.lookup_key.value = 0
-        for _ in range(3):
-            await RisingEdge(d.clk)
-        d.rst.value = 0
-        await RisingEdge(d.clk)
-
-    async def write(self, addr: int, data: int) -> None:
-        d = self.dut
-        d.reg_wr_en.value = 1
-        d.reg_wr_addr.value = addr
-        d.reg_wr_data.value = data
-        await RisingEdge(d.clk)
-        d.reg_wr_en.value = 0
-
-    async def read(self, addr: int) -> int:
-        d = self.dut
-        d.reg_rd_en.value = 1
-        d.reg_rd_addr.value = addr
-        await RisingEdge(d.clk)
-        d.reg_rd_en.value = 0
-        await ReadOnly()
-        value = int(d.reg_rd_data.value)
-        await RisingEdge(d.clk)
-        return value
+        await ntb.reset(self.dut, "reg_wr_en", "reg_rd_en", "lookup_key", after=1)
 
     async def load(self, bank: int, entries: list[Entry]) -> None:
         for i, e in enumerate(entries):
             for w, v in enumerate(e.words()):
-                await self.write(entry_addr(bank, i, w), v)
-        await self.write(0x20 + 0x10 * bank, len(entries))
+                await self.regs.write(entry_addr(bank, i, w), v)
+        await self.regs.write(0x20 + 0x10 * bank, len(entries))
 
     async def lookup(self, key: int) -> tuple[bool, int, int]:
         self.dut.lookup_key.value = key
@@ -130,7 +102,7 @@ async def ternary_random_against_model(dut: object) -> None:
     rng = random.Random(5)
     entries = [random_entry(rng) for _ in range(tb.entries)]
     await tb.load(1, entries)
-    await tb.write(0x0, 1)
+    await tb.regs.write(0x0, 1)
     for _ in range(400):
         key = key_near(rng, entries)
         assert await tb.lookup(key) == model(entries, key), hex(key)
@@ -144,13 +116,13 @@ async def lowest_index_wins_and_count_limits(dut: object) -> None:
     exact_key = (0x0A000001 << 54) | (0x0A000002 << 22) | (46 << 16) | 5000
     exact = Entry(exact_key, (1 << KEY_W) - 1, 0x010203)
     await tb.load(1, [exact, wildcard])
-    await tb.write(0x0, 1)
+    await tb.regs.write(0x0, 1)
     assert await tb.lookup(exact_key) == (True, 0, 0x010203)
     assert await tb.lookup(exact_key ^ 1) == (True, 1, 0xAAAAAA)
     # Entries at index >= COUNT are ignored: shrink the table to the exact entry only.
     await tb.load(0, [exact, wildcard])
-    await tb.write(0x20, 1)
-    await tb.write(0x0, 0)
+    await tb.regs.write(0x20, 1)
+    await tb.regs.write(0x0, 0)
     assert await tb.lookup(exact_key ^ 1) == (False, 0, 0)
     assert await tb.lookup(exact_key) == (True, 0, 0x010203)
 
@@ -177,7 +149,7 @@ async def free_slots_never_match_and_entries_around_them_keep_their_slot(dut: ob
     free = [e for e in image if e.key & ~e.mask]
     assert free
     await tb.load(1, image)
-    await tb.write(0x0, 1)
+    await tb.regs.write(0x0, 1)
     catch_all = Entry(0, 0, 0x0A0B0C)
     for _ in range(300):
         # keys that a free slot's value or care bits would match, and keys near real entries
@@ -188,7 +160,7 @@ async def free_slots_never_match_and_entries_around_them_keep_their_slot(dut: ob
         assert not got[0] or not image[got[1]].key & ~image[got[1]].mask
     # a free slot above a catch-all: the catch-all (its slot) answers every key
     await tb.load(0, [free_slot(rng), free_slot(rng), catch_all])
-    await tb.write(0x0, 0)
+    await tb.regs.write(0x0, 0)
     for f in free[:20]:
         assert await tb.lookup(f.key) == (True, 2, 0x0A0B0C)
 
@@ -199,22 +171,22 @@ async def active_bank_is_write_protected(dut: object) -> None:
     await tb.reset()
     entry = Entry(0, 0, 0x000301)
     await tb.load(1, [entry])
-    await tb.write(0x24 + 0x10, 0xDEADBEEF)  # version lo of bank 1
-    await tb.write(0x0, 1)
-    assert await tb.read(0x0) == 1
+    await tb.regs.write(0x24 + 0x10, 0xDEADBEEF)  # version lo of bank 1
+    await tb.regs.write(0x0, 1)
+    assert await tb.regs.read(0x0) == 1
     # A write into the active bank is refused and counted; lookups never see it.
-    await tb.write(entry_addr(1, 0, 6), 0x0000FF)
-    assert await tb.read(0x4) == 1
+    await tb.regs.write(entry_addr(1, 0, 6), 0x0000FF)
+    assert await tb.regs.read(0x4) == 1
     assert await tb.lookup(123) == (True, 0, 0x000301)
-    assert await tb.read(entry_addr(1, 0, 6)) == 0x000301
-    assert await tb.read(0x34) == 0xDEADBEEF
-    assert await tb.read(0x30) == 1
+    assert await tb.regs.read(entry_addr(1, 0, 6)) == 0x000301
+    assert await tb.regs.read(0x34) == 0xDEADBEEF
+    assert await tb.regs.read(0x30) == 1
     # Read-back returns what was written, field by field.
     other = Entry((0x0A000001 << 54) | 7, ((1 << 32) - 1) << 54 | 0xFFFF, 0x050607)
     await tb.load(0, [other])
-    assert [await tb.read(entry_addr(0, 0, w)) for w in range(7)] == other.words()
+    assert [await tb.regs.read(entry_addr(0, 0, w)) for w in range(7)] == other.words()
     # Flipping banks switches the table in one write.
-    await tb.write(0x0, 0)
+    await tb.regs.write(0x0, 0)
     assert await tb.lookup((0x0A000001 << 54) | 7) == (True, 0, 0x050607)
     assert await tb.lookup(7) == (False, 0, 0)
 

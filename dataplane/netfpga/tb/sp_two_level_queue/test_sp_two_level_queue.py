@@ -3,27 +3,21 @@ back-pressure, counters."""
 
 from __future__ import annotations
 
-import ast
-import os
 import random
 from itertools import cycle
 
 import cocotb
+import netfpga_tb as ntb
 import pytest
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
+from cocotbext.axi import AxiStreamFrame
 
 BEAT = 32  # bytes per beat at DATA_W = 256
 
 
-def tuser(length: int, rr_path: int, lane: int) -> int:
-    return length | (0x01 << 16) | (0x02 << 24) | (rr_path << 32) | (lane << 40)
-
-
 def frame(rr_path: int, lane: int, seq: int, length: int = 64) -> AxiStreamFrame:
     data = bytes([rr_path, lane]) + seq.to_bytes(4, "big") + bytes(length - 6)
-    return AxiStreamFrame(data, tuser=tuser(length, rr_path, lane))
+    return AxiStreamFrame(data, tuser=ntb.tuser(length, ntb.NF0, ntb.DMA0, rr_path, lane))
 
 
 def ident(f: AxiStreamFrame) -> tuple[int, int, int]:
@@ -34,14 +28,14 @@ def ident(f: AxiStreamFrame) -> tuple[int, int, int]:
 class TB:
     def __init__(self, dut: object) -> None:
         self.dut = dut
-        params = ast.literal_eval(os.environ.get("SP_PARAMS", "{}"))
-        self.paths = int(params.get("PATHS", 8))
-        self.lanes = int(params.get("LANES", 4))
-        self.depth = int(params.get("DEPTH", 64))
-        cocotb.start_soon(Clock(dut.clk, 5, unit="ns").start())
+        self.paths = ntb.param("PATHS", 8)
+        self.lanes = ntb.param("LANES", 4)
+        self.depth = ntb.param("DEPTH", 64)
+        self.cnt = ntb.RegPort(dut, "cnt")
+        ntb.start_clock(dut)
         cocotb.start_soon(self._clock_count())
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+        self.source = ntb.stream_source(dut)
+        self.sink = ntb.stream_sink(dut)
 
     async def _clock_count(self) -> None:
         n = 0
@@ -51,34 +45,12 @@ class TB:
             self.dut.now.value = n & 0xFFFFFFFF
 
     async def reset(self) -> None:
-        d = self.dut
-        d.rst.value = 1
-        d.snap.value = 0
-        d.cnt_rd_en.value = 0
-        d.now.value = 0
-        await ClockCycles(d.clk, 3)
-        d.rst.value = 0
-        await ClockCycles(d.clk, 2)
+        await ntb.reset(self.dut, "snap", "cnt_rd_en", "now")
 
     async def counters(self, queue: int) -> list[int]:
-        d = self.dut
-        d.snap.value = 1
-        await RisingEdge(d.clk)
-        d.snap.value = 0
-        await RisingEdge(d.clk)
-        out = []
-        for c in range(8):
-            words = []
-            for half in (0, 4):
-                d.cnt_rd_en.value = 1
-                d.cnt_rd_addr.value = 0x80 * queue + 8 * c + half
-                await RisingEdge(d.clk)
-                d.cnt_rd_en.value = 0
-                await ReadOnly()
-                words.append(int(d.cnt_rd_data.value))
-                await RisingEdge(d.clk)
-            out.append(words[0] | words[1] << 32)
-        return out
+        await ntb.pulse(self.dut, "snap")
+        await RisingEdge(self.dut.clk)
+        return [await self.cnt.read64(0x80 * queue + 8 * c) for c in range(8)]
 
     async def send_all(self, frames: list[AxiStreamFrame]) -> None:
         for f in frames:
@@ -208,8 +180,8 @@ async def sojourns_of_back_pressured_packets_are_exact(dut: object) -> None:
     dequeue events carry the exact sojourns (dequeue cycle - enqueue cycle of the first
     beat) and each packet's own first-beat tuser; one enqueue event per packet."""
     d = dut
-    lanes_n = int(ast.literal_eval(os.environ.get("SP_PARAMS", "{}")).get("LANES", 4))
-    cocotb.start_soon(Clock(d.clk, 5, unit="ns").start())
+    lanes_n = ntb.param("LANES", 4)
+    ntb.start_clock(d)
     now = [0]  # rising edges so far = the value of `now` during the current cycle
 
     async def count() -> None:
@@ -230,23 +202,9 @@ async def sojourns_of_back_pressured_packets_are_exact(dut: object) -> None:
             if int(d.ev_enq.value):
                 enqs.append((int(d.ev_in_user.value) >> 48) & 0xFF)
 
-    for sig in (
-        d.s_axis_tvalid,
-        d.s_axis_tlast,
-        d.s_axis_tuser,
-        d.s_axis_tdata,
-        d.m_axis_tready,
-        d.snap,
-        d.cnt_rd_en,
-        d.cnt_rd_addr,
-        d.now,
-    ):
-        sig.value = 0
     d.s_axis_tkeep.value = (1 << (256 // 8)) - 1
-    d.rst.value = 1
-    await ClockCycles(d.clk, 3)
-    d.rst.value = 0
-    await ClockCycles(d.clk, 2)
+    inputs = ("s_axis_tvalid", "s_axis_tlast", "s_axis_tuser", "s_axis_tdata", "m_axis_tready")
+    await ntb.reset(d, *inputs, "snap", "cnt_rd_en", "cnt_rd_addr", "now")
     cocotb.start_soon(count())
     cocotb.start_soon(monitor())
     await FallingEdge(d.clk)  # inputs change between rising edges
@@ -265,7 +223,7 @@ async def sojourns_of_back_pressured_packets_are_exact(dut: object) -> None:
         d.s_axis_tlast.value = 1 if second else 0
         if n in plan:
             lane, sid = plan[n]
-            d.s_axis_tuser.value = 64 | (lane << 40) | (sid << 48)
+            d.s_axis_tuser.value = ntb.tuser(64, lane=lane, slice_id=sid)
         else:
             d.s_axis_tuser.value = 0  # the events must use the first beat's tuser
         second = n in plan
