@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "Vsp_datapath.h"
 #include "verilated.h"
@@ -75,6 +76,21 @@ void Harness::drive_ingress() {
     t->s_axis_tuser[3] = static_cast<uint32_t>(p.in_cycle);  // [127:96]: ingress cycle
 }
 
+// The 32-bit ingress stamp of a packet's tuser, extended against the current cycle.
+uint64_t Harness::ingress_cycle(uint32_t stamp) const {
+    return cycle_ - static_cast<uint32_t>(static_cast<uint32_t>(cycle_) - stamp);
+}
+
+// After a beat leaving on an output port was appended to `cur`: its last beat completes the
+// packet (leaving in this cycle) into `out`, and the next beat is a first one. True when it did.
+bool Harness::beat_received(Packet& cur, bool& first, bool last, std::deque<Packet>& out) {
+    first = last;
+    if (!last) return false;
+    cur.out_cycle = cycle_;
+    out.push_back(std::move(cur));
+    return true;
+}
+
 void Harness::tick() {
     auto* t = top_.get();
     if (real_time_) sync_rate_time();
@@ -110,33 +126,20 @@ void Harness::tick() {
             dma_cur_.hit = (u[1] >> 24) & 1;           // tuser[56]
             dma_cur_.default_path = (u[1] >> 25) & 1;  // tuser[57]
             dma_cur_.malformed = (u[1] >> 26) & 1;     // tuser[58]
-            // The 32-bit ingress stamp is extended against the current cycle.
-            uint32_t stamp = u[3];
-            dma_cur_.in_cycle = cycle_ - static_cast<uint32_t>(static_cast<uint32_t>(cycle_) - stamp);
+            dma_cur_.in_cycle = ingress_cycle(u[3]);
             dma_cur_.src_port = static_cast<uint8_t>(u[0] >> 16);
         }
         get_bytes(t->m_axis_dma_tdata, t->m_axis_dma_tkeep, dma_cur_.data);
-        dma_first_ = t->m_axis_dma_tlast;
-        if (t->m_axis_dma_tlast) {
-            dma_cur_.out_cycle = cycle_;
-            dma_out.push_back(std::move(dma_cur_));
-            dma_count++;
-        }
+        if (beat_received(dma_cur_, dma_first_, t->m_axis_dma_tlast, dma_out)) dma_count++;
     }
     if (phys_fire) {
         if (phys_first_) {
             phys_cur_ = Packet();
             phys_cur_.dst_port = static_cast<uint8_t>(t->m_axis_phys_tuser[0] >> 24);
-            uint32_t stamp = t->m_axis_phys_tuser[3];
-            phys_cur_.in_cycle = cycle_ - static_cast<uint32_t>(static_cast<uint32_t>(cycle_) - stamp);
+            phys_cur_.in_cycle = ingress_cycle(t->m_axis_phys_tuser[3]);
         }
         get_bytes(t->m_axis_phys_tdata, t->m_axis_phys_tkeep, phys_cur_.data);
-        phys_first_ = t->m_axis_phys_tlast;
-        if (t->m_axis_phys_tlast) {
-            phys_cur_.out_cycle = cycle_;
-            phys_out.push_back(std::move(phys_cur_));
-            phys_count++;
-        }
+        if (beat_received(phys_cur_, phys_first_, t->m_axis_phys_tlast, phys_out)) phys_count++;
     }
     if (in_fire || dma_fire || phys_fire) last_activity_ = cycle_;
 
@@ -206,6 +209,23 @@ void Harness::run_live(uint64_t max_cycles, uint32_t quiet) {
 }
 
 // AXI4-Lite transactions, one at a time, clocking the whole model meanwhile.
+
+// Clock until `handshake()` holds, sampled with the clock low before a rising edge (the
+// transfer takes place on that edge, the last one clocked); a handshake that never comes
+// throws "AXI4-Lite <what>".
+template <typename F>
+void Harness::clock_until(const char* what, F handshake) {
+    auto* t = top_.get();
+    for (int guard = 0;; guard++) {
+        t->clk = 0;
+        t->eval();
+        bool done = handshake();
+        tick();
+        if (done) return;
+        if (guard > 1000) throw std::runtime_error(std::string("AXI4-Lite ") + what);
+    }
+}
+
 void Harness::csr_write(uint32_t addr, uint32_t value) {
     auto* t = top_.get();
     t->s_axil_awaddr = addr;
@@ -214,24 +234,10 @@ void Harness::csr_write(uint32_t addr, uint32_t value) {
     t->s_axil_awvalid = 1;
     t->s_axil_wvalid = 1;
     t->s_axil_bready = 1;
-    for (int guard = 0;; guard++) {
-        t->clk = 0;
-        t->eval();
-        bool accepted = t->s_axil_awready;
-        tick();
-        if (accepted) break;
-        if (guard > 1000) throw std::runtime_error("AXI4-Lite write not accepted");
-    }
+    clock_until("write not accepted", [t] { return t->s_axil_awready != 0; });
     t->s_axil_awvalid = 0;
     t->s_axil_wvalid = 0;
-    for (int guard = 0;; guard++) {
-        t->clk = 0;
-        t->eval();
-        bool done = t->s_axil_bvalid;
-        tick();
-        if (done) break;
-        if (guard > 1000) throw std::runtime_error("AXI4-Lite write response missing");
-    }
+    clock_until("write response missing", [t] { return t->s_axil_bvalid != 0; });
     t->s_axil_bready = 0;
 }
 
@@ -240,25 +246,13 @@ uint32_t Harness::csr_read(uint32_t addr) {
     t->s_axil_araddr = addr;
     t->s_axil_arvalid = 1;
     t->s_axil_rready = 1;
-    for (int guard = 0;; guard++) {
-        t->clk = 0;
-        t->eval();
-        bool accepted = t->s_axil_arready;
-        tick();
-        if (accepted) break;
-        if (guard > 1000) throw std::runtime_error("AXI4-Lite read not accepted");
-    }
+    clock_until("read not accepted", [t] { return t->s_axil_arready != 0; });
     t->s_axil_arvalid = 0;
-    for (int guard = 0;; guard++) {
-        t->clk = 0;
-        t->eval();
-        bool done = t->s_axil_rvalid;
-        uint32_t value = t->s_axil_rdata;
-        tick();
-        if (done) {
-            t->s_axil_rready = 0;
-            return value;
-        }
-        if (guard > 1000) throw std::runtime_error("AXI4-Lite read response missing");
-    }
+    uint32_t value = 0;
+    clock_until("read response missing", [t, &value] {
+        value = t->s_axil_rdata;
+        return t->s_axil_rvalid != 0;
+    });
+    t->s_axil_rready = 0;
+    return value;
 }

@@ -75,4 +75,8 @@ private:
     Packet dma_cur_, phys_cur_;
     bool dma_first_ = true, phys_first_ = true;
     void drive_ingress();
+    uint64_t ingress_cycle(uint32_t stamp) const;
+    bool beat_received(Packet& cur, bool& first, bool last, std::deque<Packet>& out);
+    template <typename F>
+    void clock_until(const char* what, F handshake);
 };
