@@ -12,21 +12,35 @@ import { navItemOf, Shell } from "./components/common/Shell";
 import { LoginPage } from "./components/Login/LoginPage";
 
 // Pages load on first visit: the login page does not wait for the chart library.
-const CataloguePage = lazy(() => import("./components/SliceTypes/CataloguePage").then((m) => ({ default: m.CataloguePage })));
+const CataloguePage = lazy(() =>
+  import("./components/SliceTypes/CataloguePage").then((m) => ({ default: m.CataloguePage })),
+);
 const TenantsPage = lazy(() => import("./components/Tenants/TenantsPage").then((m) => ({ default: m.TenantsPage })));
 const SlicesPage = lazy(() => import("./components/Slices/SlicesPage").then((m) => ({ default: m.SlicesPage })));
 const SliceWizard = lazy(() => import("./components/Slices/SliceWizard").then((m) => ({ default: m.SliceWizard })));
 const SliceDetail = lazy(() => import("./components/Slices/SliceDetail").then((m) => ({ default: m.SliceDetail })));
-const SubscribersPage = lazy(() => import("./components/Subscribers/SubscribersPage").then((m) => ({ default: m.SubscribersPage })));
+const SubscribersPage = lazy(() =>
+  import("./components/Subscribers/SubscribersPage").then((m) => ({ default: m.SubscribersPage })),
+);
 const ApiKeysPage = lazy(() => import("./components/ApiKeys/ApiKeysPage").then((m) => ({ default: m.ApiKeysPage })));
 const DashboardPage = lazy(() => import("./components/Kpis/DashboardPage").then((m) => ({ default: m.DashboardPage })));
-const OverviewPage = lazy(() => import("./components/Overview/OverviewPage").then((m) => ({ default: m.OverviewPage })));
-const BackendsPage = lazy(() => import("./components/Backends/BackendsPage").then((m) => ({ default: m.BackendsPage })));
-const BackendDetail = lazy(() => import("./components/Backends/BackendDetail").then((m) => ({ default: m.BackendDetail })));
+const OverviewPage = lazy(() =>
+  import("./components/Overview/OverviewPage").then((m) => ({ default: m.OverviewPage })),
+);
+const BackendsPage = lazy(() =>
+  import("./components/Backends/BackendsPage").then((m) => ({ default: m.BackendsPage })),
+);
+const BackendDetail = lazy(() =>
+  import("./components/Backends/BackendDetail").then((m) => ({ default: m.BackendDetail })),
+);
 const UsersPage = lazy(() => import("./components/Users/UsersPage").then((m) => ({ default: m.UsersPage })));
 const AuditPage = lazy(() => import("./components/Audit/AuditPage").then((m) => ({ default: m.AuditPage })));
 
-const loading = <Center mih="50vh"><Loader role="status" aria-label="Loading" /></Center>;
+const loading = (
+  <Center mih="50vh">
+    <Loader role="status" aria-label="Loading" />
+  </Center>
+);
 
 function RequireSession({ children }: { children: ReactNode }) {
   const { loggedIn, loading: meLoading, me } = useSession();
@@ -56,9 +70,13 @@ function NotForRole({ section }: { section: string }) {
   useDocumentTitle("Not available");
   return (
     <Stack align="center" mt="xl" role="alert">
-      <Title order={1} size="h2">Not available</Title>
+      <Title order={1} size="h2">
+        Not available
+      </Title>
       <Text c="dimmed">{section} is not part of your role’s portal.</Text>
-      <Anchor component={Link} to="/home">Go to your start page</Anchor>
+      <Anchor component={Link} to="/home">
+        Go to your start page
+      </Anchor>
     </Stack>
   );
 }
@@ -84,10 +102,22 @@ export function App() {
   return (
     <Routes>
       <Route path="/login" element={<Login />} />
-      <Route element={<RequireSession><Shell /></RequireSession>}>
+      <Route
+        element={
+          <RequireSession>
+            <Shell />
+          </RequireSession>
+        }>
         <Route index element={<OperatorHome />} />
         <Route path="home" element={<Home />} />
-        <Route element={<RequireRole><Suspense fallback={loading}><Outlet /></Suspense></RequireRole>}>
+        <Route
+          element={
+            <RequireRole>
+              <Suspense fallback={loading}>
+                <Outlet />
+              </Suspense>
+            </RequireRole>
+          }>
           <Route path="dashboard" element={<DashboardPage />} />
           <Route path="slice-types" element={<CataloguePage />} />
           <Route path="tenants" element={<TenantsPage />} />

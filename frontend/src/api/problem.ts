@@ -14,8 +14,13 @@ export class ApiProblem extends Error {
   /** RFC 9457 extension members beside the standard ones (e.g. ``admission``: the 409's computation). */
   readonly extensions: Record<string, unknown>;
 
-  constructor(status: number, title: string, detail = "", errors: FieldError[] = [],
-    extensions: Record<string, unknown> = {}) {
+  constructor(
+    status: number,
+    title: string,
+    detail = "",
+    errors: FieldError[] = [],
+    extensions: Record<string, unknown> = {},
+  ) {
     super(detail ? `${title}: ${detail}` : title);
     this.status = status;
     this.title = title;

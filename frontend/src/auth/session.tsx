@@ -3,7 +3,16 @@
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
 import { Center, Loader } from "@mantine/core";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { api, endSession, hasSession, onSessionChange, refreshOnce, setTokens, unwrap, type Schemas } from "../api/client";
+import {
+  api,
+  endSession,
+  hasSession,
+  onSessionChange,
+  refreshOnce,
+  setTokens,
+  unwrap,
+  type Schemas,
+} from "../api/client";
 import { problemFrom } from "../api/problem";
 
 export type Me = Schemas["UserPublic"];
@@ -64,7 +73,12 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       queryClient.clear();
     },
   };
-  if (restoring) return <Center mih="50vh"><Loader role="status" aria-label="Loading" /></Center>;
+  if (restoring)
+    return (
+      <Center mih="50vh">
+        <Loader role="status" aria-label="Loading" />
+      </Center>
+    );
   return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 }
 

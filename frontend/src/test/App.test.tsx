@@ -26,7 +26,9 @@ function renderApp(url: string) {
   return renderWithApp(
     <SessionProvider>
       <App />
-      <Routes><Route path="*" element={<Where />} /></Routes>
+      <Routes>
+        <Route path="*" element={<Where />} />
+      </Routes>
     </SessionProvider>,
     { url },
   );
@@ -38,7 +40,8 @@ function apiFor(role: keyof typeof USERS, extra: Parameters<typeof fakeApi>[0] =
     "GET /api/v1/openapi.json": () => jsonResponse({ paths: {} }),
     "GET /api/v1/slice-types": () => jsonResponse({ count: 0, data: [] }),
     "GET /api/v1/audit": () => jsonResponse({ count: 0, data: [] }),
-    "POST /api/v1/login/access-token": () => jsonResponse({ access_token: "a", refresh_token: "r", token_type: "bearer" }),
+    "POST /api/v1/login/access-token": () =>
+      jsonResponse({ access_token: "a", refresh_token: "r", token_type: "bearer" }),
     ...extra,
   });
 }
@@ -89,8 +92,14 @@ describe("deep links", () => {
 describe("resilience", () => {
   it("a page that throws shows an explanation instead of a white page", () => {
     vi.spyOn(console, "error").mockImplementation(() => undefined);
-    function Broken(): never { throw new Error("boom"); }
-    renderWithApp(<ErrorBoundary><Broken /></ErrorBoundary>);
+    function Broken(): never {
+      throw new Error("boom");
+    }
+    renderWithApp(
+      <ErrorBoundary>
+        <Broken />
+      </ErrorBoundary>,
+    );
     expect(screen.getByRole("alert")).toHaveTextContent("This page stopped working");
     expect(screen.getByRole("button", { name: "Reload" })).toBeInTheDocument();
   });
@@ -98,14 +107,22 @@ describe("resilience", () => {
   it("an unreachable API shows a banner that retries and goes away when the API answers", async () => {
     let up = false;
     const fake = fakeApi({
-      "GET /api/v1/health": () => (up ? jsonResponse({ status: "ok" }) : new Response("Bad gateway", { status: 502, headers: { "Content-Type": "text/html" } })),
+      "GET /api/v1/health": () =>
+        up
+          ? jsonResponse({ status: "ok" })
+          : new Response("Bad gateway", { status: 502, headers: { "Content-Type": "text/html" } }),
     });
     vi.stubGlobal("fetch", fake.fetch);
     renderWithApp(<OfflineBanner />);
-    await act(async () => { reportFailure(new TypeError("Failed to fetch")); await Promise.resolve(); });
+    await act(async () => {
+      reportFailure(new TypeError("Failed to fetch"));
+      await Promise.resolve();
+    });
     expect(await screen.findByTestId("offline-banner")).toHaveTextContent("The portal cannot reach the API");
     up = true;
-    await act(async () => { await probe(); });
+    await act(async () => {
+      await probe();
+    });
     expect(screen.queryByTestId("offline-banner")).toBeNull();
   });
 

@@ -10,9 +10,24 @@ import { useKpiStream } from "../components/Kpis/kpiStream";
 
 function sample(sliceId: number, lane: number, secondsAgo: number, throughput: number): KpiSample {
   return {
-    slice_id: sliceId, backend_id: 1, lane, source: "testbed", ts: new Date(Date.now() - secondsAgo * 1000).toISOString(),
-    throughput_bps: throughput, interval_s: 1, rx_bytes: 0, rx_packets: 0, tx_bytes: 0, tx_packets: 0, loss_pct: 0, ecn_marks: 0, drops: {},
-    delay_mean_ms: null, delay_p50_ms: null, delay_p99_ms: null, jitter_ms: null,
+    slice_id: sliceId,
+    backend_id: 1,
+    lane,
+    source: "testbed",
+    ts: new Date(Date.now() - secondsAgo * 1000).toISOString(),
+    throughput_bps: throughput,
+    interval_s: 1,
+    rx_bytes: 0,
+    rx_packets: 0,
+    tx_bytes: 0,
+    tx_packets: 0,
+    loss_pct: 0,
+    ecn_marks: 0,
+    drops: {},
+    delay_mean_ms: null,
+    delay_p50_ms: null,
+    delay_p99_ms: null,
+    jitter_ms: null,
   };
 }
 
@@ -43,12 +58,14 @@ describe("useKpiStream", () => {
     const event = `event: kpi\ndata: ${JSON.stringify([fresh1, fresh2])}\n\n`;
     const api = fakeApi({
       "GET /api/v1/openapi.json": () => jsonResponse({ paths: { "/api/v1/kpis/stream": {} } }),
-      "GET /api/v1/kpis/stream": () => sse([
-        ": keep-alive\n\n",
-        "event: heartbeat\ndata: {}\n\n",
-        "event: kpi\ndata: {not json\n\n",
-        event.slice(0, 25), event.slice(25), // one event split across two reads
-      ]),
+      "GET /api/v1/kpis/stream": () =>
+        sse([
+          ": keep-alive\n\n",
+          "event: heartbeat\ndata: {}\n\n",
+          "event: kpi\ndata: {not json\n\n",
+          event.slice(0, 25),
+          event.slice(25), // one event split across two reads
+        ]),
     });
     vi.stubGlobal("fetch", api.fetch);
     setTokens({ access_token: "tok", refresh_token: "r" });

@@ -24,9 +24,17 @@ export function jsonResponse(body: unknown, status = 200, type = "application/js
 }
 
 /** An RFC 9457 problem as the API sends it. */
-export function problemResponse(status: number, title: string, detail: string,
-  errors: { field: string; message: string; line?: number | null }[] = []): Response {
-  return jsonResponse({ type: "about:blank", title, status, detail, instance: "", errors }, status, "application/problem+json");
+export function problemResponse(
+  status: number,
+  title: string,
+  detail: string,
+  errors: { field: string; message: string; line?: number | null }[] = [],
+): Response {
+  return jsonResponse(
+    { type: "about:blank", title, status, detail, instance: "", errors },
+    status,
+    "application/problem+json",
+  );
 }
 
 /** The API as the tests see it: a route table answering fetch() by method and path. */

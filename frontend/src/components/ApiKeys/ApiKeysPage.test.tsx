@@ -4,8 +4,17 @@ import userEvent from "@testing-library/user-event";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { ApiKeysPage } from "./ApiKeysPage";
 
-const KEY = { id: 4, name: "ci-pipeline", prefix: "sp_ab12", scopes: ["read"], created_at: "2026-11-23T09:00:00Z",
-  last_used_at: null, revoked_at: null, expires_at: null, user_id: 1 };
+const KEY = {
+  id: 4,
+  name: "ci-pipeline",
+  prefix: "sp_ab12",
+  scopes: ["read"],
+  created_at: "2026-11-23T09:00:00Z",
+  last_used_at: null,
+  revoked_at: null,
+  expires_at: null,
+  user_id: 1,
+};
 
 describe("ApiKeysPage", () => {
   it("revokes a key only after a confirmation naming it, with times in the shared format", async () => {
@@ -16,7 +25,11 @@ describe("ApiKeysPage", () => {
     vi.stubGlobal("fetch", fake.fetch);
     renderWithApp(<ApiKeysPage />);
     const table = await screen.findByRole("table", { name: "API keys" });
-    expect(within(table).getByText(/23 Nov 2026/).closest("time")).toHaveAttribute("datetime", "2026-11-23T09:00:00.000Z");
+    expect(
+      within(table)
+        .getByText(/23 Nov 2026/)
+        .closest("time"),
+    ).toHaveAttribute("datetime", "2026-11-23T09:00:00.000Z");
     const user = userEvent.setup();
     await user.click(within(table).getByRole("button", { name: "Revoke ci-pipeline" }));
     const dialog = await screen.findByRole("dialog", { name: "Revoke API key “ci-pipeline”?" });

@@ -1,7 +1,19 @@
 // Integrator API keys: create with scopes (the secret is shown once), list, revoke.
 import { useState, type FormEvent } from "react";
 import {
-  Alert, Anchor, Badge, Button, Checkbox, Code, CopyButton, Group, Paper, Stack, Table, TextInput, Title,
+  Alert,
+  Anchor,
+  Badge,
+  Button,
+  Checkbox,
+  Code,
+  CopyButton,
+  Group,
+  Paper,
+  Stack,
+  Table,
+  TextInput,
+  Title,
 } from "@mantine/core";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
@@ -29,16 +41,18 @@ export function ApiKeysPage() {
     },
   });
   const confirm = useConfirm();
-  const askRevoke = (k: { id: number; name: string; prefix: string }) => confirm.ask({
-    title: `Revoke API key “${k.name}”?`,
-    message: `Every client that sends the key ${k.prefix}… is refused from now on. A revoked key cannot be `
-      + "restored: the clients need a new key.",
-    confirmLabel: "Revoke key",
-    action: async () => {
-      await unwrap(api.DELETE("/api/v1/api-keys/{key_id}", { params: { path: { key_id: k.id } } }));
-      await qc.invalidateQueries({ queryKey: ["api-keys"] });
-    },
-  });
+  const askRevoke = (k: { id: number; name: string; prefix: string }) =>
+    confirm.ask({
+      title: `Revoke API key “${k.name}”?`,
+      message:
+        `Every client that sends the key ${k.prefix}… is refused from now on. A revoked key cannot be `
+        + "restored: the clients need a new key.",
+      confirmLabel: "Revoke key",
+      action: async () => {
+        await unwrap(api.DELETE("/api/v1/api-keys/{key_id}", { params: { path: { key_id: k.id } } }));
+        await qc.invalidateQueries({ queryKey: ["api-keys"] });
+      },
+    });
   const problem = create.error instanceof ApiProblem ? create.error : null;
 
   function submit(e: FormEvent) {
@@ -48,30 +62,62 @@ export function ApiKeysPage() {
 
   return (
     <>
-      <PageTitle actions={<Anchor href="/api/v1/docs" target="_blank" rel="noreferrer">API documentation (OpenAPI)</Anchor>}>
+      <PageTitle
+        actions={
+          <Anchor href="/api/v1/docs" target="_blank" rel="noreferrer">
+            API documentation (OpenAPI)
+          </Anchor>
+        }>
         API keys
       </PageTitle>
       <Paper withBorder p="md" mb="md">
         <form onSubmit={submit} aria-label="New API key">
           <Stack>
-            <Title order={2} size="h4">New key</Title>
+            <Title order={2} size="h4">
+              New key
+            </Title>
             {create.isError && <ProblemAlert error={create.error} />}
-            <TextInput label="Key name" required value={name} onChange={(e) => setName(e.currentTarget.value)}
-              error={problem?.fieldMessage("name")} maw={360} />
+            <TextInput
+              label="Key name"
+              required
+              value={name}
+              onChange={(e) => setName(e.currentTarget.value)}
+              error={problem?.fieldMessage("name")}
+              maw={360}
+            />
             <Checkbox.Group label="Scopes" value={scopes} onChange={setScopes} error={problem?.fieldMessage("scopes")}>
-              <Group mt="xs">{SCOPES.map((s) => <Checkbox key={s} value={s} label={s} />)}</Group>
+              <Group mt="xs">
+                {SCOPES.map((s) => (
+                  <Checkbox key={s} value={s} label={s} />
+                ))}
+              </Group>
             </Checkbox.Group>
-            <Group><Button type="submit" loading={create.isPending}>Create key</Button></Group>
+            <Group>
+              <Button type="submit" loading={create.isPending}>
+                Create key
+              </Button>
+            </Group>
           </Stack>
         </form>
       </Paper>
       {created && (
-        <Alert color="yellow" title={`Key “${created.name}” created — copy it now, it is not shown again`} mb="md"
-          withCloseButton onClose={() => setCreated(null)} closeButtonLabel="Hide the secret">
+        <Alert
+          color="yellow"
+          title={`Key “${created.name}” created — copy it now, it is not shown again`}
+          mb="md"
+          withCloseButton
+          onClose={() => setCreated(null)}
+          closeButtonLabel="Hide the secret">
           <Group>
-            <Code data-testid="api-key-secret" style={{ wordBreak: "break-all" }}>{created.secret}</Code>
+            <Code data-testid="api-key-secret" style={{ wordBreak: "break-all" }}>
+              {created.secret}
+            </Code>
             <CopyButton value={created.secret}>
-              {({ copied, copy }) => <Button size="xs" onClick={copy}>{copied ? "Copied" : "Copy"}</Button>}
+              {({ copied, copy }) => (
+                <Button size="xs" onClick={copy}>
+                  {copied ? "Copied" : "Copy"}
+                </Button>
+              )}
             </CopyButton>
           </Group>
           <Code block mt="xs">{`curl -H "X-Api-Key: ${created.secret}" ${window.location.origin}/api/v1/slices`}</Code>
@@ -83,20 +129,43 @@ export function ApiKeysPage() {
           <Table.ScrollContainer minWidth={600}>
             <Table aria-label="API keys" striped>
               <Table.Thead>
-                <Table.Tr><Table.Th>Name</Table.Th><Table.Th>Prefix</Table.Th><Table.Th>Scopes</Table.Th>
-                  <Table.Th>Created</Table.Th><Table.Th>Last used</Table.Th><Table.Th>Status</Table.Th></Table.Tr>
+                <Table.Tr>
+                  <Table.Th>Name</Table.Th>
+                  <Table.Th>Prefix</Table.Th>
+                  <Table.Th>Scopes</Table.Th>
+                  <Table.Th>Created</Table.Th>
+                  <Table.Th>Last used</Table.Th>
+                  <Table.Th>Status</Table.Th>
+                </Table.Tr>
               </Table.Thead>
               <Table.Tbody>
                 {page.map((k) => (
                   <Table.Tr key={k.id}>
-                    <Table.Td>{k.name}</Table.Td><Table.Td ff="monospace">{k.prefix}…</Table.Td>
-                    <Table.Td>{k.scopes.map((s) => <Badge key={s} mr={4} variant="light">{s}</Badge>)}</Table.Td>
-                    <Table.Td><Time value={k.created_at} /></Table.Td>
+                    <Table.Td>{k.name}</Table.Td>
+                    <Table.Td ff="monospace">{k.prefix}…</Table.Td>
+                    <Table.Td>
+                      {k.scopes.map((s) => (
+                        <Badge key={s} mr={4} variant="light">
+                          {s}
+                        </Badge>
+                      ))}
+                    </Table.Td>
+                    <Table.Td>
+                      <Time value={k.created_at} />
+                    </Table.Td>
                     <Table.Td>{k.last_used_at ? <Time value={k.last_used_at} /> : "never"}</Table.Td>
                     <Table.Td>
-                      {k.revoked_at ? <Badge color="gray">revoked</Badge> : (
-                        <Button size="xs" color="red" variant="light"
-                          onClick={() => askRevoke(k)} aria-label={`Revoke ${k.name}`}>Revoke</Button>
+                      {k.revoked_at ? (
+                        <Badge color="gray">revoked</Badge>
+                      ) : (
+                        <Button
+                          size="xs"
+                          color="red"
+                          variant="light"
+                          onClick={() => askRevoke(k)}
+                          aria-label={`Revoke ${k.name}`}>
+                          Revoke
+                        </Button>
                       )}
                     </Table.Td>
                   </Table.Tr>

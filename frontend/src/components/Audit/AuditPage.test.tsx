@@ -5,8 +5,16 @@ import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { AuditPage } from "./AuditPage";
 
 const ENTRY = {
-  id: 1, ts: "2026-11-23T10:00:00Z", actor: "alice", via: "session", action: "update", object_type: "tenant",
-  object_id: 3, tenant_id: 3, before: { name: "acme", vni: 100 }, after: { name: "acme", vni: 200 },
+  id: 1,
+  ts: "2026-11-23T10:00:00Z",
+  actor: "alice",
+  via: "session",
+  action: "update",
+  object_type: "tenant",
+  object_id: 3,
+  tenant_id: 3,
+  before: { name: "acme", vni: 100 },
+  after: { name: "acme", vni: 200 },
 };
 
 describe("AuditPage", () => {
@@ -33,7 +41,16 @@ describe("AuditPage", () => {
     const fake = fakeApi({
       "GET /api/v1/audit": (_req, url) => {
         const offset = Number(url.searchParams.get("offset"));
-        return jsonResponse({ count: 12_345, data: Array.from({ length: 50 }, (_, i) => ({ ...ENTRY, id: 12_345 - offset - i, action: "login", before: null, after: null })) });
+        return jsonResponse({
+          count: 12_345,
+          data: Array.from({ length: 50 }, (_, i) => ({
+            ...ENTRY,
+            id: 12_345 - offset - i,
+            action: "login",
+            before: null,
+            after: null,
+          })),
+        });
       },
     });
     vi.stubGlobal("fetch", fake.fetch);
@@ -48,12 +65,19 @@ describe("AuditPage", () => {
 
   it("shows a structured change as formatted JSON", async () => {
     const sla = { delay_p99_ms: 20, loss_pct: 0.1, lanes: [{ lane: 1, min_mbps: 10 }] };
-    const fake = fakeApi({ "GET /api/v1/audit": () => jsonResponse({ count: 1, data: [
-      { ...ENTRY, object_type: "slice", before: { name: "gold", sla: null }, after: { name: "gold", sla } }] }) });
+    const fake = fakeApi({
+      "GET /api/v1/audit": () =>
+        jsonResponse({
+          count: 1,
+          data: [{ ...ENTRY, object_type: "slice", before: { name: "gold", sla: null }, after: { name: "gold", sla } }],
+        }),
+    });
     vi.stubGlobal("fetch", fake.fetch);
     renderWithApp(<AuditPage />);
     const changes = await screen.findByRole("table", { name: "Changes to gold" });
-    const block = within(changes).getByText((_t, el) => el?.tagName === "PRE" && (el.textContent ?? "").includes('"min_mbps": 10'));
+    const block = within(changes).getByText(
+      (_t, el) => el?.tagName === "PRE" && (el.textContent ?? "").includes('"min_mbps": 10'),
+    );
     expect(block.textContent).toBe(JSON.stringify(sla, null, 2));
   });
 });

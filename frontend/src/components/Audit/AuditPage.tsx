@@ -13,7 +13,16 @@ import { Time } from "../common/time";
 import { queryOf, usePageParams } from "../common/usePaged";
 import { useBackends } from "../Slices/queries";
 import {
-  fieldDiff, knownKey, OBJECT_TYPES, objectLink, objectName, SELF_ACTIONS, typeLabel, verb, type AuditEntry, type KnownNames,
+  fieldDiff,
+  knownKey,
+  OBJECT_TYPES,
+  objectLink,
+  objectName,
+  SELF_ACTIONS,
+  typeLabel,
+  verb,
+  type AuditEntry,
+  type KnownNames,
 } from "./auditEntry";
 
 /** A changed value: a plain one inline, a structured one (object, list) as indented JSON. */
@@ -21,11 +30,24 @@ function Value({ text, struck }: { text: string; struck: boolean }) {
   if (text.includes("\n")) {
     // scrollable, so reachable by keyboard too (tabIndex), with a name for screen readers
     return (
-      <Code block fz="xs" td={struck ? "line-through" : undefined} mah={240} style={{ overflow: "auto" }}
-        tabIndex={0} role="region" aria-label={struck ? "value before (JSON)" : "value after (JSON)"}>{text}</Code>
+      <Code
+        block
+        fz="xs"
+        td={struck ? "line-through" : undefined}
+        mah={240}
+        style={{ overflow: "auto" }}
+        tabIndex={0}
+        role="region"
+        aria-label={struck ? "value before (JSON)" : "value after (JSON)"}>
+        {text}
+      </Code>
     );
   }
-  return <Text span size="sm" td={struck ? "line-through" : undefined} style={{ wordBreak: "break-all" }}>{text}</Text>;
+  return (
+    <Text span size="sm" td={struck ? "line-through" : undefined} style={{ wordBreak: "break-all" }}>
+      {text}
+    </Text>
+  );
 }
 
 function Sentence({ e, known }: { e: AuditEntry; known: KnownNames }) {
@@ -34,25 +56,53 @@ function Sentence({ e, known }: { e: AuditEntry; known: KnownNames }) {
   return (
     <Text size="sm" component="div">
       <b>{e.actor}</b> {verb(e.action)}
-      {!SELF_ACTIONS.has(e.action) && <> {typeLabel(e.object_type)}{" "}
-        {link ? <Anchor component={Link} to={link} fw={600} fz="sm">{name}</Anchor> : <b>{name}</b>}</>}
-      {" "}<Badge variant="light" color="gray" size="sm" title="How the change was made">{e.via}</Badge>
+      {!SELF_ACTIONS.has(e.action) && (
+        <>
+          {" "}
+          {typeLabel(e.object_type)}{" "}
+          {link ? (
+            <Anchor component={Link} to={link} fw={600} fz="sm">
+              {name}
+            </Anchor>
+          ) : (
+            <b>{name}</b>
+          )}
+        </>
+      )}{" "}
+      <Badge variant="light" color="gray" size="sm" title="How the change was made">
+        {e.via}
+      </Badge>
     </Text>
   );
 }
 
 function Changes({ e, known }: { e: AuditEntry; known: KnownNames }) {
   const changes = fieldDiff(e.before, e.after);
-  if (changes.length === 0) return <Text size="sm" c="dimmed">—</Text>;
+  if (changes.length === 0)
+    return (
+      <Text size="sm" c="dimmed">
+        —
+      </Text>
+    );
   return (
     <Table fz="sm" withRowBorders={false} aria-label={`Changes to ${objectName(e, known)}`}>
-      <Table.Thead><Table.Tr><Table.Th>Field</Table.Th><Table.Th>Before</Table.Th><Table.Th>After</Table.Th></Table.Tr></Table.Thead>
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Field</Table.Th>
+          <Table.Th>Before</Table.Th>
+          <Table.Th>After</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
       <Table.Tbody>
         {changes.slice(0, 20).map((c) => (
           <Table.Tr key={c.field}>
             <Table.Td>{labelOf(c.field)}</Table.Td>
-            <Table.Td><Value text={c.before} struck={e.before != null} /></Table.Td>
-            <Table.Td><Value text={c.after} struck={false} /></Table.Td>
+            <Table.Td>
+              <Value text={c.before} struck={e.before != null} />
+            </Table.Td>
+            <Table.Td>
+              <Value text={c.after} struck={false} />
+            </Table.Td>
           </Table.Tr>
         ))}
       </Table.Tbody>
@@ -71,7 +121,8 @@ export function AuditPage() {
   const [debouncedActor] = useDebouncedValue(actorText, 250);
   const setFilter = (key: string, value: string) => {
     const next = new URLSearchParams(url);
-    if (value) next.set(key, value); else next.delete(key);
+    if (value) next.set(key, value);
+    else next.delete(key);
     next.delete("page");
     setUrl(next, { replace: true });
   };
@@ -95,21 +146,56 @@ export function AuditPage() {
     <>
       <PageTitle>Audit log</PageTitle>
       <Group align="end" mb="sm" wrap="wrap">
-        <Select label="Object type" placeholder="All types" clearable w={200} maw="100%"
+        <Select
+          label="Object type"
+          placeholder="All types"
+          clearable
+          w={200}
+          maw="100%"
           data={Object.entries(OBJECT_TYPES).map(([value, label]) => ({ value, label }))}
-          value={objectType || null} onChange={(v) => setFilter("object_type", v ?? "")} />
-        <TextInput label="Who (username)" w={200} maw="100%" value={actorText} onChange={(e) => setActorText(e.currentTarget.value)} />
-        <TextInput label="Search the audit log" w={260} maw="100%" value={search} onChange={(e) => setSearch(e.currentTarget.value)} />
+          value={objectType || null}
+          onChange={(v) => setFilter("object_type", v ?? "")}
+        />
+        <TextInput
+          label="Who (username)"
+          w={200}
+          maw="100%"
+          value={actorText}
+          onChange={(e) => setActorText(e.currentTarget.value)}
+        />
+        <TextInput
+          label="Search the audit log"
+          w={260}
+          maw="100%"
+          value={search}
+          onChange={(e) => setSearch(e.currentTarget.value)}
+        />
       </Group>
-      <DataTable label="Audit log" query={audit} params={params} rowKey={(e) => e.id} minWidth={760}
-        onPage={(p) => setParams({ page: p })} onSort={(sort) => setParams({ sort, page: 1 })}
+      <DataTable
+        label="Audit log"
+        query={audit}
+        params={params}
+        rowKey={(e) => e.id}
+        minWidth={760}
+        onPage={(p) => setParams({ page: p })}
+        onSort={(sort) => setParams({ sort, page: 1 })}
         rowProps={() => ({ "data-testid": "audit-entry" })}
         empty={params.q || objectType || actor ? "No entries match these filters." : "Nothing has been logged yet."}
         columns={[
-          { key: "ts", header: "When", sortable: true, cell: (e) => <Text size="sm" style={{ whiteSpace: "nowrap" }}><Time value={e.ts} /></Text> },
+          {
+            key: "ts",
+            header: "When",
+            sortable: true,
+            cell: (e) => (
+              <Text size="sm" style={{ whiteSpace: "nowrap" }}>
+                <Time value={e.ts} />
+              </Text>
+            ),
+          },
           { key: "actor", header: "What happened", sortable: true, cell: (e) => <Sentence e={e} known={known} /> },
           { key: "changes", header: "Changes", cell: (e) => <Changes e={e} known={known} /> },
-        ]} />
+        ]}
+      />
     </>
   );
 }

@@ -3,7 +3,9 @@ import { fieldDiff, knownKey, objectLink, objectName, SELF_ACTIONS, typeLabel, v
 
 describe("audit entries in words", () => {
   const update = {
-    action: "update", object_type: "tenant", object_id: 3,
+    action: "update",
+    object_type: "tenant",
+    object_id: 3,
     before: { id: 3, name: "acme", vni: 100, vlan: null, version: 1, updated_at: "a" },
     after: { id: 3, name: "acme", vni: 200, vlan: 12, version: 2, updated_at: "b" },
   };
@@ -11,7 +13,9 @@ describe("audit entries in words", () => {
     expect(objectName(update)).toBe("acme");
     expect(objectLink(update)).toBe("/tenants?q=acme");
     expect(objectLink({ ...update, object_type: "slice" })).toBe("/slices/3");
-    expect(objectName({ object_type: "user_account", object_id: 9, before: null, after: { username: "bob" } })).toBe("bob");
+    expect(objectName({ object_type: "user_account", object_id: 9, before: null, after: { username: "bob" } })).toBe(
+      "bob",
+    );
     expect(objectName({ object_type: "rule_set", object_id: 4, before: null, after: null })).toBe("rule set #4");
   });
   it("does not link a deleted object", () => {

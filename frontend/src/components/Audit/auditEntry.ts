@@ -20,9 +20,17 @@ export const OBJECT_TYPES: Record<string, string> = {
 };
 
 const VERBS: Record<string, string> = {
-  create: "created", insert: "created", update: "changed", delete: "deleted",
-  deploy: "deployed", rollback: "rolled back", reconcile: "reconciled", import: "imported",
-  login: "logged in", login_locked: "was locked out", revoke: "revoked",
+  create: "created",
+  insert: "created",
+  update: "changed",
+  delete: "deleted",
+  deploy: "deployed",
+  rollback: "rolled back",
+  reconcile: "reconciled",
+  import: "imported",
+  login: "logged in",
+  login_locked: "was locked out",
+  revoke: "revoked",
 };
 
 // Bookkeeping columns every row has; a diff of them says nothing to a reader.
@@ -47,7 +55,10 @@ export const knownKey = (objectType: string, id: number) => `${objectType}:${id}
  * The object's name as its snapshot holds it, else as the page knows it (``known``), else
  * "<type> #<id>" (an object deleted since, whose entries never carried its name).
  */
-export function objectName(e: Pick<AuditEntry, "object_type" | "object_id" | "before" | "after">, known?: KnownNames): string {
+export function objectName(
+  e: Pick<AuditEntry, "object_type" | "object_id" | "before" | "after">,
+  known?: KnownNames,
+): string {
   const snap = (e.after ?? e.before ?? {}) as Record<string, unknown>;
   for (const key of ["name", "username", "imsi", "prefix"]) {
     const v = snap[key];
@@ -59,16 +70,23 @@ export function objectName(e: Pick<AuditEntry, "object_type" | "object_id" | "be
 }
 
 /** Where the object lives in the portal; none once it was deleted. */
-export function objectLink(e: Pick<AuditEntry, "action" | "object_type" | "object_id" | "before" | "after">,
-  known?: KnownNames): string | null {
+export function objectLink(
+  e: Pick<AuditEntry, "action" | "object_type" | "object_id" | "before" | "after">,
+  known?: KnownNames,
+): string | null {
   if (e.action === "delete" || e.object_id == null) return null;
   const name = encodeURIComponent(objectName(e, known));
   switch (e.object_type) {
-    case "tenant": return `/tenants?q=${name}`;
-    case "slice": return `/slices/${e.object_id}`;
-    case "backend": return `/backends/${e.object_id}`;
-    case "subscriber": return `/subscribers?q=${name}`;
-    default: return null;
+    case "tenant":
+      return `/tenants?q=${name}`;
+    case "slice":
+      return `/slices/${e.object_id}`;
+    case "backend":
+      return `/backends/${e.object_id}`;
+    case "subscriber":
+      return `/subscribers?q=${name}`;
+    default:
+      return null;
   }
 }
 

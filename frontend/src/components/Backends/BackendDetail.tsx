@@ -2,7 +2,18 @@
 // and the deployment history with diffs and rollback.
 import { useState } from "react";
 import {
-  Alert, Badge, Button, Code, Group, NumberInput, Paper, Progress, SimpleGrid, Stack, Text, Title,
+  Alert,
+  Badge,
+  Button,
+  Code,
+  Group,
+  NumberInput,
+  Paper,
+  Progress,
+  SimpleGrid,
+  Stack,
+  Text,
+  Title,
 } from "@mantine/core";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useParams } from "react-router";
@@ -26,16 +37,24 @@ import { CompareRuleSets, PreviewDiff } from "./RuleSetDiff";
 function Preview({ backendId }: { backendId: number }) {
   const preview = useQuery({
     queryKey: ["preview", { backendId }],
-    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/preview", { params: { path: { backend_id: backendId } } })),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/backends/{backend_id}/preview", { params: { path: { backend_id: backendId } } })),
   });
   return (
     <QueryView query={preview} what="preview">
       {(p) => (
         <Stack>
           <Group gap="xl">
-            <Text>Driver <b>{p.driver}</b></Text>
-            <Text data-testid="preview-rules">Rules: {p.rules_before} IR → <b>{p.rules_after}</b> native</Text>
-            <Text>Flows {p.flows}</Text><Text>{p.paths} paths × {p.lanes} lanes</Text>
+            <Text>
+              Driver <b>{p.driver}</b>
+            </Text>
+            <Text data-testid="preview-rules">
+              Rules: {p.rules_before} IR → <b>{p.rules_after}</b> native
+            </Text>
+            <Text>Flows {p.flows}</Text>
+            <Text>
+              {p.paths} paths × {p.lanes} lanes
+            </Text>
           </Group>
           <EquivalenceBadge equivalence={p.equivalence} />
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
@@ -43,16 +62,26 @@ function Preview({ backendId }: { backendId: number }) {
               const pct = u.capacity > 0 ? (100 * u.used) / u.capacity : 0;
               return (
                 <div key={table}>
-                  <Text size="sm">{table}: {u.used} / {u.capacity} ({pct.toFixed(1)} %)</Text>
-                  <Progress value={pct} color={pct > 90 ? "red" : pct > 70 ? "orange" : "blue"} aria-label={`${table} usage`} />
+                  <Text size="sm">
+                    {table}: {u.used} / {u.capacity} ({pct.toFixed(1)} %)
+                  </Text>
+                  <Progress
+                    value={pct}
+                    color={pct > 90 ? "red" : pct > 70 ? "orange" : "blue"}
+                    aria-label={`${table} usage`}
+                  />
                 </div>
               );
             })}
           </SimpleGrid>
           {Object.entries(p.tables).map(([table, entries]) => (
             <details key={table}>
-              <summary>{table}: {Array.isArray(entries) ? entries.length : 0} native entries</summary>
-              <Code block mah={300} style={{ overflow: "auto" }}>{JSON.stringify(entries, null, 1).slice(0, 20000)}</Code>
+              <summary>
+                {table}: {Array.isArray(entries) ? entries.length : 0} native entries
+              </summary>
+              <Code block mah={300} style={{ overflow: "auto" }}>
+                {JSON.stringify(entries, null, 1).slice(0, 20000)}
+              </Code>
             </details>
           ))}
         </Stack>
@@ -89,16 +118,26 @@ export function BackendDetail() {
   });
   const history = useQuery({
     queryKey: ["deployments", { id }],
-    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/deployments", { params: { path: { backend_id: id }, query: { sort: "-id", limit: 20 } } })),
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/backends/{backend_id}/deployments", {
+          params: { path: { backend_id: id }, query: { sort: "-id", limit: 20 } },
+        }),
+      ),
   });
   // The table pages and sorts on the server; its first page newest-first is the query above.
   const [histParams, setHistParams] = useState<PageParams>(HISTORY_FIRST);
   const firstPage = histParams.page === 1 && histParams.sort === HISTORY_FIRST.sort;
   const otherPage = useQuery({
     queryKey: ["deployments", { id, ...histParams }],
-    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/deployments", {
-      params: { path: { backend_id: id }, query: queryOf(histParams) } })),
-    enabled: !firstPage, placeholderData: keepPreviousData,
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/backends/{backend_id}/deployments", {
+          params: { path: { backend_id: id }, query: queryOf(histParams) },
+        }),
+      ),
+    enabled: !firstPage,
+    placeholderData: keepPreviousData,
   });
   const shown = firstPage ? history : otherPage;
   const [progress, setProgress] = useState<ProgressEvent | null>(null);
@@ -115,12 +154,17 @@ export function BackendDetail() {
   // The rule set the data plane runs: the newest deployment that succeeded (history is newest first).
   const active = deployments.find((d) => isSuccess(d.status));
   const known = new Set(deployments.filter((d) => isSuccess(d.status)).map((d) => d.rule_set_number));
-  const rollbackError = rangeError("Rule set", rollbackTo, 1, Number.MAX_SAFE_INTEGER)
+  const rollbackError =
+    rangeError("Rule set", rollbackTo, 1, Number.MAX_SAFE_INTEGER)
     ?? (rollbackTo !== "" && deployments.length > 0 && !known.has(Number(rollbackTo)) && deployments.length < 20
-      ? `Rule set ${rollbackTo} was never deployed here.` : undefined);
+      ? `Rule set ${rollbackTo} was never deployed here.`
+      : undefined);
 
   async function run(url: string, body?: unknown, overrideReason?: string) {
-    setBusy(true); setOutcome(null); setFailure(null); setProgress(null);
+    setBusy(true);
+    setOutcome(null);
+    setFailure(null);
+    setProgress(null);
     try {
       setOutcome(await streamDeploy(url, body, setProgress, overrideReason));
       if (overrideReason !== undefined) setOverridden(true);
@@ -135,23 +179,31 @@ export function BackendDetail() {
     }
   }
 
-  const askDeploy = (name: string, backendId: number) => confirm.ask({
-    title: `Deploy to backend ${name}?`,
-    message: `The rules on ${name} are replaced by what the current slices, services and subscribers need `
-      + "(see the rule preview). Traffic of every slice on this backend follows the new rules at once.",
-    confirmLabel: "Deploy now",
-    color: "blue",
-    action: async () => { void run(`/api/v1/backends/${backendId}/deployments`); },
-  });
-  const askRollback = (name: string, backendId: number, ruleSet: number) => confirm.ask({
-    title: `Roll back backend ${name} to rule set ${ruleSet}?`,
-    message: `${name} goes back to the rules of rule set ${ruleSet}`
-      + (active ? `, replacing the active rule set ${active.rule_set_number}` : "")
-      + ". Traffic of every slice on this backend follows the old rules at once.",
-    confirmLabel: `Roll back to rule set ${ruleSet}`,
-    color: "orange",
-    action: async () => { void run(`/api/v1/backends/${backendId}/rollback`, { rule_set: ruleSet }); },
-  });
+  const askDeploy = (name: string, backendId: number) =>
+    confirm.ask({
+      title: `Deploy to backend ${name}?`,
+      message:
+        `The rules on ${name} are replaced by what the current slices, services and subscribers need `
+        + "(see the rule preview). Traffic of every slice on this backend follows the new rules at once.",
+      confirmLabel: "Deploy now",
+      color: "blue",
+      action: async () => {
+        void run(`/api/v1/backends/${backendId}/deployments`);
+      },
+    });
+  const askRollback = (name: string, backendId: number, ruleSet: number) =>
+    confirm.ask({
+      title: `Roll back backend ${name} to rule set ${ruleSet}?`,
+      message:
+        `${name} goes back to the rules of rule set ${ruleSet}`
+        + (active ? `, replacing the active rule set ${active.rule_set_number}` : "")
+        + ". Traffic of every slice on this backend follows the old rules at once.",
+      confirmLabel: `Roll back to rule set ${ruleSet}`,
+      color: "orange",
+      action: async () => {
+        void run(`/api/v1/backends/${backendId}/rollback`, { rule_set: ruleSet });
+      },
+    });
 
   return (
     <QueryView query={backend} what="backend">
@@ -160,76 +212,170 @@ export function BackendDetail() {
           {confirm.dialog}
           <PageTitle actions={<StatusBadge kind="health" value={b.health} size="lg" />}>Backend {b.name}</PageTitle>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Rule preview</Title>
+            <Title order={2} size="h4" mb="sm">
+              Rule preview
+            </Title>
             <Preview backendId={b.id} />
           </Paper>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Deploy</Title>
+            <Title order={2} size="h4" mb="sm">
+              Deploy
+            </Title>
             <Group>
-              <Button onClick={() => askDeploy(b.name, b.id)} loading={busy}>Deploy now</Button>
-              <NumberInput aria-label="Rule set number to roll back to" placeholder="rule set #" w={160} {...NO_CLAMP}
-                value={rollbackTo} onChange={setRollbackTo} error={rollbackError} />
-              <Button variant="light" color="orange" disabled={busy || rollbackTo === "" || rollbackError !== undefined}
-                onClick={() => askRollback(b.name, b.id, Number(rollbackTo))}>Roll back</Button>
+              <Button onClick={() => askDeploy(b.name, b.id)} loading={busy}>
+                Deploy now
+              </Button>
+              <NumberInput
+                aria-label="Rule set number to roll back to"
+                placeholder="rule set #"
+                w={160}
+                {...NO_CLAMP}
+                value={rollbackTo}
+                onChange={setRollbackTo}
+                error={rollbackError}
+              />
+              <Button
+                variant="light"
+                color="orange"
+                disabled={busy || rollbackTo === "" || rollbackError !== undefined}
+                onClick={() => askRollback(b.name, b.id, Number(rollbackTo))}>
+                Roll back
+              </Button>
             </Group>
-            {active && <Text size="sm" mt="xs" data-testid="active-rule-set">Active rule set: <b>{active.rule_set_number}</b></Text>}
-            <Title order={3} size="h5" mt="md" mb={4}>Changes a deploy would make</Title>
+            {active && (
+              <Text size="sm" mt="xs" data-testid="active-rule-set">
+                Active rule set: <b>{active.rule_set_number}</b>
+              </Text>
+            )}
+            <Title order={3} size="h5" mt="md" mb={4}>
+              Changes a deploy would make
+            </Title>
             <PreviewDiff backendId={b.id} />
             {progress && (
               <Stack gap={4} mt="sm">
-                <Text size="sm" data-testid="deploy-phase">{progress.phase}: {progress.done}/{progress.total} {progress.message}</Text>
-                <Progress value={progress.total ? (100 * progress.done) / progress.total : 100} aria-label="Deploy progress" animated={busy} />
+                <Text size="sm" data-testid="deploy-phase">
+                  {progress.phase}: {progress.done}/{progress.total} {progress.message}
+                </Text>
+                <Progress
+                  value={progress.total ? (100 * progress.done) / progress.total : 100}
+                  aria-label="Deploy progress"
+                  animated={busy}
+                />
               </Stack>
             )}
             {outcome && (
-              <Alert mt="sm" color={isSuccess(outcome.status) ? "green" : "orange"}
-                title={`Deployment ${outcome.status}`} data-testid="deploy-outcome">
-                {diffSummary(outcome.diff)}{outcome.duration_s != null && ` in ${outcome.duration_s.toFixed(2)} s`}
+              <Alert
+                mt="sm"
+                color={isSuccess(outcome.status) ? "green" : "orange"}
+                title={`Deployment ${outcome.status}`}
+                data-testid="deploy-outcome">
+                {diffSummary(outcome.diff)}
+                {outcome.duration_s != null && ` in ${outcome.duration_s.toFixed(2)} s`}
                 {outcome.error && <Text c="red">{outcome.error}</Text>}
               </Alert>
             )}
             {failure !== null && <ProblemAlert error={failure instanceof ApiProblem ? failure : String(failure)} />}
             <AdmissionDetails problem={failure} />
-            <AdmissionOverride problem={failure} canOverride={isOperator} pending={busy}
-              onOverride={(reason) => void run(`/api/v1/backends/${b.id}/deployments`, undefined, reason)} />
+            <AdmissionOverride
+              problem={failure}
+              canOverride={isOperator}
+              pending={busy}
+              onOverride={(reason) => void run(`/api/v1/backends/${b.id}/deployments`, undefined, reason)}
+            />
           </Paper>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Capacities (admission control)</Title>
+            <Title order={2} size="h4" mb="sm">
+              Capacities (admission control)
+            </Title>
             {overridden && <OverrideAudit objectType="backend" objectId={b.id} />}
-            <CapacityEditor key={b.version} backend={b} canOverride={isOperator} onOverridden={() => setOverridden(true)} />
+            <CapacityEditor
+              key={b.version}
+              backend={b}
+              canOverride={isOperator}
+              onOverridden={() => setOverridden(true)}
+            />
           </Paper>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Deployment history</Title>
-            <DataTable label="Deployments" query={shown} params={histParams} rowKey={(d) => d.id} minWidth={700}
-              onPage={(page) => setHistParams({ ...histParams, page })} onSort={(sort) => setHistParams({ ...histParams, sort, page: 1 })}
-              pagerWhenOnePage={false} empty="Nothing deployed to this backend yet." what="deployment history"
+            <Title order={2} size="h4" mb="sm">
+              Deployment history
+            </Title>
+            <DataTable
+              label="Deployments"
+              query={shown}
+              params={histParams}
+              rowKey={(d) => d.id}
+              minWidth={700}
+              onPage={(page) => setHistParams({ ...histParams, page })}
+              onSort={(sort) => setHistParams({ ...histParams, sort, page: 1 })}
+              pagerWhenOnePage={false}
+              empty="Nothing deployed to this backend yet."
+              what="deployment history"
               columns={[
                 { key: "id", header: "#", sortable: true, cell: (d) => d.id },
-                { key: "rule_set", header: "Rule set", cell: (d) => (
-                  <>
-                    {d.rule_set_number}
-                    {d.id === active?.id && <Badge ml="xs" size="sm" color="green" variant="light">active</Badge>}
-                    {isSuccess(d.status) && d.rule_set_number !== active?.rule_set_number && (
-                      <Button size="compact-xs" variant="subtle" color="orange" ml="xs" disabled={busy}
-                        aria-label={`Roll back to rule set ${d.rule_set_number}`}
-                        onClick={() => askRollback(b.name, b.id, d.rule_set_number)}>
-                        roll back
-                      </Button>
-                    )}
-                  </>
-                ) },
+                {
+                  key: "rule_set",
+                  header: "Rule set",
+                  cell: (d) => (
+                    <>
+                      {d.rule_set_number}
+                      {d.id === active?.id && (
+                        <Badge ml="xs" size="sm" color="green" variant="light">
+                          active
+                        </Badge>
+                      )}
+                      {isSuccess(d.status) && d.rule_set_number !== active?.rule_set_number && (
+                        <Button
+                          size="compact-xs"
+                          variant="subtle"
+                          color="orange"
+                          ml="xs"
+                          disabled={busy}
+                          aria-label={`Roll back to rule set ${d.rule_set_number}`}
+                          onClick={() => askRollback(b.name, b.id, d.rule_set_number)}>
+                          roll back
+                        </Button>
+                      )}
+                    </>
+                  ),
+                },
                 { key: "created_at", header: "When", sortable: true, cell: (d) => <Time value={d.created_at} /> },
                 { key: "kind", header: "Kind", cell: (d) => d.kind },
-                { key: "status", header: "Status", sortable: true, cell: (d) => `${d.status}${d.rolled_back ? " (rolled back)" : ""}` },
+                {
+                  key: "status",
+                  header: "Status",
+                  sortable: true,
+                  cell: (d) => `${d.status}${d.rolled_back ? " (rolled back)" : ""}`,
+                },
                 { key: "actor", header: "Who", cell: (d) => d.actor },
-                { key: "diff", header: "Diff", cell: (d) => (
-                  <>{diffSummary(d.diff)}{d.error && <Text c="red" size="xs">{d.error}</Text>}</>
-                ) },
-                { key: "duration", header: "Duration", cell: (d) => (d.duration_s != null ? `${d.duration_s.toFixed(2)} s` : "—") },
-              ]} />
-            <Title order={3} size="h5" mt="md" mb={4}>Compare rule sets</Title>
-            <CompareRuleSets backendId={b.id} numbers={deployments.map((d) => d.rule_set_number)}
-              active={active?.rule_set_number} />
+                {
+                  key: "diff",
+                  header: "Diff",
+                  cell: (d) => (
+                    <>
+                      {diffSummary(d.diff)}
+                      {d.error && (
+                        <Text c="red" size="xs">
+                          {d.error}
+                        </Text>
+                      )}
+                    </>
+                  ),
+                },
+                {
+                  key: "duration",
+                  header: "Duration",
+                  cell: (d) => (d.duration_s != null ? `${d.duration_s.toFixed(2)} s` : "—"),
+                },
+              ]}
+            />
+            <Title order={3} size="h5" mt="md" mb={4}>
+              Compare rule sets
+            </Title>
+            <CompareRuleSets
+              backendId={b.id}
+              numbers={deployments.map((d) => d.rule_set_number)}
+              active={active?.rule_set_number}
+            />
           </Paper>
         </Stack>
       )}

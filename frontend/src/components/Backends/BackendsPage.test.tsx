@@ -4,16 +4,35 @@ import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { BackendsPage } from "./BackendsPage";
 
 const backend = (id: number, name: string, link_bps: number, port_bps: Record<string, number>) => ({
-  id, name, driver: "p4rt", health: "ok", health_detail: "", paths: 1, lanes: 8, capacity: {}, options: {},
-  created_at: "2026-11-23T09:00:00Z", version: 1, link_bps, port_bps, accept_unenforced: [] });
+  id,
+  name,
+  driver: "p4rt",
+  health: "ok",
+  health_detail: "",
+  paths: 1,
+  lanes: 8,
+  capacity: {},
+  options: {},
+  created_at: "2026-11-23T09:00:00Z",
+  version: 1,
+  link_bps,
+  port_bps,
+  accept_unenforced: [],
+});
 
 describe("BackendsPage", () => {
   it("lists each backend's link capacity and how many ports have one (what admission control checks)", async () => {
-    vi.stubGlobal("fetch", fakeApi({
-      "GET /api/v1/backends": () => jsonResponse({ count: 2, data: [
-        backend(1, "edge-1", 100e6, { "3": 50e6, "1": 100e6 }), backend(2, "core", 10e9, {})] }),
-      "GET /api/v1/slices": () => jsonResponse({ count: 0, data: [] }),
-    }).fetch);
+    vi.stubGlobal(
+      "fetch",
+      fakeApi({
+        "GET /api/v1/backends": () =>
+          jsonResponse({
+            count: 2,
+            data: [backend(1, "edge-1", 100e6, { "3": 50e6, "1": 100e6 }), backend(2, "core", 10e9, {})],
+          }),
+        "GET /api/v1/slices": () => jsonResponse({ count: 0, data: [] }),
+      }).fetch,
+    );
     renderWithApp(<BackendsPage />);
     const edge = (await screen.findByRole("link", { name: "edge-1" })).closest("tr");
     expect(edge).not.toBeNull();

@@ -24,8 +24,12 @@ function NewBackend({ onDone }: { onDone: () => void }) {
   const [options, setOptions] = useState("{}");
   const [jsonError, setJsonError] = useState<string | null>(null);
   const create = useMutation({
-    mutationFn: (opts: Record<string, unknown>) => unwrap(api.POST("/api/v1/backends", { body: { name, driver, options: opts } })),
-    onSuccess: async () => { await qc.invalidateQueries({ queryKey: ["backends"] }); onDone(); },
+    mutationFn: (opts: Record<string, unknown>) =>
+      unwrap(api.POST("/api/v1/backends", { body: { name, driver, options: opts } })),
+    onSuccess: async () => {
+      await qc.invalidateQueries({ queryKey: ["backends"] });
+      onDone();
+    },
   });
   const problem = create.error instanceof ApiProblem ? create.error : null;
   const remote = mapProblem(problem, FIELDS).byField;
@@ -33,7 +37,8 @@ function NewBackend({ onDone }: { onDone: () => void }) {
     e.preventDefault();
     try {
       const parsed: unknown = JSON.parse(options);
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("must be a JSON object");
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+        throw new Error("must be a JSON object");
       setJsonError(null);
       create.mutate(parsed as Record<string, unknown>);
     } catch (err) {
@@ -44,12 +49,34 @@ function NewBackend({ onDone }: { onDone: () => void }) {
     <form onSubmit={submit} aria-label="New backend" noValidate>
       <Stack>
         {create.isError && <ProblemAlert error={create.error} shownOnFields={FIELDS} />}
-        <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} error={remote.name} />
-        <TextInput label="Driver" required value={driver} onChange={(e) => setDriver(e.currentTarget.value)}
-          description="netfpga, xdp or p4rt" error={remote.driver} />
-        <Textarea label="Options (JSON)" autosize minRows={3} value={options} onChange={(e) => setOptions(e.currentTarget.value)}
-          error={jsonError ?? remote.options} />
-        <Group justify="flex-end"><Button type="submit" loading={create.isPending}>Register backend</Button></Group>
+        <TextInput
+          label="Name"
+          required
+          value={name}
+          onChange={(e) => setName(e.currentTarget.value)}
+          error={remote.name}
+        />
+        <TextInput
+          label="Driver"
+          required
+          value={driver}
+          onChange={(e) => setDriver(e.currentTarget.value)}
+          description="netfpga, xdp or p4rt"
+          error={remote.driver}
+        />
+        <Textarea
+          label="Options (JSON)"
+          autosize
+          minRows={3}
+          value={options}
+          onChange={(e) => setOptions(e.currentTarget.value)}
+          error={jsonError ?? remote.options}
+        />
+        <Group justify="flex-end">
+          <Button type="submit" loading={create.isPending}>
+            Register backend
+          </Button>
+        </Group>
       </Stack>
     </form>
   );
@@ -72,8 +99,10 @@ export function BackendsPage() {
             rules it holds until it is reset.
           </Text>
           {using.length > 0 && (
-            <Text size="sm" c="red.8">Still used by {using.length === 1 ? "slice" : "slices"} {using.join(", ")}: remove it from
-              {using.length === 1 ? " that slice" : " those slices"} first, or the deletion is refused.</Text>
+            <Text size="sm" c="red.8">
+              Still used by {using.length === 1 ? "slice" : "slices"} {using.join(", ")}: remove it from
+              {using.length === 1 ? " that slice" : " those slices"} first, or the deletion is refused.
+            </Text>
           )}
         </Stack>
       ),
@@ -92,19 +121,52 @@ export function BackendsPage() {
         {(page) => (
           <Table.ScrollContainer minWidth={900}>
             <Table striped aria-label="Backends">
-              <Table.Thead><Table.Tr><Table.Th>Name</Table.Th><Table.Th>Driver</Table.Th><Table.Th>Queues</Table.Th>
-                <Table.Th>Link capacity</Table.Th><Table.Th>Health</Table.Th><Table.Th>Detail</Table.Th><Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th></Table.Tr></Table.Thead>
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>Name</Table.Th>
+                  <Table.Th>Driver</Table.Th>
+                  <Table.Th>Queues</Table.Th>
+                  <Table.Th>Link capacity</Table.Th>
+                  <Table.Th>Health</Table.Th>
+                  <Table.Th>Detail</Table.Th>
+                  <Table.Th>
+                    <VisuallyHidden>Actions</VisuallyHidden>
+                  </Table.Th>
+                </Table.Tr>
+              </Table.Thead>
               <Table.Tbody>
                 {page.data.map((b) => (
                   <Table.Tr key={b.id}>
-                    <Table.Td><Anchor component={Link} to={`/backends/${b.id}`} fw={600}>{b.name}</Anchor></Table.Td>
-                    <Table.Td>{b.driver}</Table.Td><Table.Td>{b.paths} × {b.lanes}</Table.Td>
-                    <Table.Td>{+(b.link_bps / 1e6).toFixed(3)} Mbit/s{Object.keys(b.port_bps).length > 0
-                      ? ` · ${Object.keys(b.port_bps).length} ${Object.keys(b.port_bps).length === 1 ? "port" : "ports"}` : ""}</Table.Td>
-                    <Table.Td><StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} /></Table.Td><Table.Td miw={260} style={{ overflowWrap: "anywhere" }}>{b.health_detail}</Table.Td>
                     <Table.Td>
-                      <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(b)}
-                        aria-label={`Delete backend ${b.name}`}>Delete</Button>
+                      <Anchor component={Link} to={`/backends/${b.id}`} fw={600}>
+                        {b.name}
+                      </Anchor>
+                    </Table.Td>
+                    <Table.Td>{b.driver}</Table.Td>
+                    <Table.Td>
+                      {b.paths} × {b.lanes}
+                    </Table.Td>
+                    <Table.Td>
+                      {+(b.link_bps / 1e6).toFixed(3)} Mbit/s
+                      {Object.keys(b.port_bps).length > 0
+                        ? ` · ${Object.keys(b.port_bps).length} ${Object.keys(b.port_bps).length === 1 ? "port" : "ports"}`
+                        : ""}
+                    </Table.Td>
+                    <Table.Td>
+                      <StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} />
+                    </Table.Td>
+                    <Table.Td miw={260} style={{ overflowWrap: "anywhere" }}>
+                      {b.health_detail}
+                    </Table.Td>
+                    <Table.Td>
+                      <Button
+                        size="compact-xs"
+                        variant="subtle"
+                        color="red"
+                        onClick={() => askDelete(b)}
+                        aria-label={`Delete backend ${b.name}`}>
+                        Delete
+                      </Button>
                     </Table.Td>
                   </Table.Tr>
                 ))}

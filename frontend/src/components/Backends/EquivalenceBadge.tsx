@@ -25,7 +25,8 @@ export function keyRows(key: Record<string, number>): [string, string][] {
 }
 
 function summary(e: Equivalence): string {
-  const how = `${e.method.startsWith("exact") ? "exact walk" : e.method}, ${e.checked_entries} entries, `
+  const how =
+    `${e.method.startsWith("exact") ? "exact walk" : e.method}, ${e.checked_entries} entries, `
     + `${Math.round(e.elapsed_ms)} ms`;
   if (e.verdict === "proven") return `Equivalent to the IR: proven (${how})`;
   if (e.verdict === "differs") return `Differs from the IR (${how})`;
@@ -36,22 +37,39 @@ const COLOR = { proven: "green", differs: "red", unchecked: "gray" } as const;
 
 export function EquivalenceBadge({ equivalence }: { equivalence: Equivalence | null | undefined }) {
   if (!equivalence) {
-    return <Text size="sm" c="dimmed" data-testid="equivalence">Equivalence to the IR: not computed for this preview</Text>;
+    return (
+      <Text size="sm" c="dimmed" data-testid="equivalence">
+        Equivalence to the IR: not computed for this preview
+      </Text>
+    );
   }
   const e = equivalence;
   return (
     <div data-testid="equivalence">
       <Group gap="xs">
-        <Badge color={COLOR[e.verdict]} variant="light">{e.verdict}</Badge>
-        <Text size="sm" title={e.detail}>{summary(e)}</Text>
+        <Badge color={COLOR[e.verdict]} variant="light">
+          {e.verdict}
+        </Badge>
+        <Text size="sm" title={e.detail}>
+          {summary(e)}
+        </Text>
       </Group>
-      {e.verdict === "unchecked" && <Text size="sm" c="dimmed">{e.detail}</Text>}
+      {e.verdict === "unchecked" && (
+        <Text size="sm" c="dimmed">
+          {e.detail}
+        </Text>
+      )}
       {e.verdict === "differs" && e.counterexample && (
         <Alert color="red" mt="xs" title="A key the plan classifies differently from the IR">
           <Table withRowBorders={false} aria-label="Counterexample key" w="auto">
             <Table.Tbody>
               {keyRows(e.counterexample.key).map(([name, value]) => (
-                <Table.Tr key={name}><Table.Td>{name}</Table.Td><Table.Td><code>{value}</code></Table.Td></Table.Tr>
+                <Table.Tr key={name}>
+                  <Table.Td>{name}</Table.Td>
+                  <Table.Td>
+                    <code>{value}</code>
+                  </Table.Td>
+                </Table.Tr>
               ))}
             </Table.Tbody>
           </Table>

@@ -18,15 +18,22 @@ function show(value: unknown): string {
 
 /** One native entry on one line: its members in a stable order, nested values as JSON. */
 export function formatEntry(entry: Entry): string {
-  return Object.keys(entry).sort().map((k) => `${k}=${show(entry[k])}`).join(", ");
+  return Object.keys(entry)
+    .sort()
+    .map((k) => `${k}=${show(entry[k])}`)
+    .join(", ");
 }
 
 /** The members a changed entry changed (same key / match, other action or value). */
 export function changedFields(before: Entry, after: Entry): { field: string; before: string; after: string }[] {
   const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
-  return keys.filter((k) => show(before[k]) !== show(after[k]))
-    .map((field) => ({ field, before: before[field] === undefined ? "—" : show(before[field]),
-      after: after[field] === undefined ? "—" : show(after[field]) }));
+  return keys
+    .filter((k) => show(before[k]) !== show(after[k]))
+    .map((field) => ({
+      field,
+      before: before[field] === undefined ? "—" : show(before[field]),
+      after: after[field] === undefined ? "—" : show(after[field]),
+    }));
 }
 
 function sideName(side: RuleSetDiff["base"]): string {
@@ -43,37 +50,63 @@ export function DiffView({ diff, testId }: { diff: RuleSetDiff; testId?: string 
   return (
     <Stack gap="xs" data-testid={testId}>
       <Group gap="xs">
-        <Text size="sm">From <b>{sideName(diff.base)}</b> to <b>{sideName(diff.target)}</b>:</Text>
-        {diff.identical
-          ? <Badge color="gray" variant="light">no changes</Badge>
-          : <Text size="sm" data-testid="diff-counts">{countsText(diff)}</Text>}
+        <Text size="sm">
+          From <b>{sideName(diff.base)}</b> to <b>{sideName(diff.target)}</b>:
+        </Text>
+        {diff.identical ? (
+          <Badge color="gray" variant="light">
+            no changes
+          </Badge>
+        ) : (
+          <Text size="sm" data-testid="diff-counts">
+            {countsText(diff)}
+          </Text>
+        )}
       </Group>
       {diff.identical && diff.target.label === "preview" && (
-        <Text size="sm" c="dimmed">The data plane already holds these rules: a deploy would change nothing.</Text>
+        <Text size="sm" c="dimmed">
+          The data plane already holds these rules: a deploy would change nothing.
+        </Text>
       )}
       {tables.map(([name, t]) => (
         <details key={name}>
-          <summary>Table <b>{name}</b>: {countsText(t)}</summary>
+          <summary>
+            Table <b>{name}</b>: {countsText(t)}
+          </summary>
           <Stack gap={4} mt={4} ml="md" miw={0}>
             {t.added_entries.length > 0 && (
               <div>
-                <Title order={4} size="sm">Added</Title>
+                <Title order={4} size="sm">
+                  Added
+                </Title>
                 <List size="xs" aria-label={`${name}: added entries`}>
-                  {t.added_entries.map((e, i) => <List.Item key={i}><Code style={WRAP}>+ {formatEntry(e)}</Code></List.Item>)}
+                  {t.added_entries.map((e, i) => (
+                    <List.Item key={i}>
+                      <Code style={WRAP}>+ {formatEntry(e)}</Code>
+                    </List.Item>
+                  ))}
                 </List>
               </div>
             )}
             {t.removed_entries.length > 0 && (
               <div>
-                <Title order={4} size="sm">Removed</Title>
+                <Title order={4} size="sm">
+                  Removed
+                </Title>
                 <List size="xs" aria-label={`${name}: removed entries`}>
-                  {t.removed_entries.map((e, i) => <List.Item key={i}><Code style={WRAP}>− {formatEntry(e)}</Code></List.Item>)}
+                  {t.removed_entries.map((e, i) => (
+                    <List.Item key={i}>
+                      <Code style={WRAP}>− {formatEntry(e)}</Code>
+                    </List.Item>
+                  ))}
                 </List>
               </div>
             )}
             {t.changed_entries.length > 0 && (
               <div>
-                <Title order={4} size="sm">Changed</Title>
+                <Title order={4} size="sm">
+                  Changed
+                </Title>
                 <List size="xs" aria-label={`${name}: changed entries`}>
                   {t.changed_entries.map((c, i) => (
                     <List.Item key={i}>
@@ -87,7 +120,11 @@ export function DiffView({ diff, testId }: { diff: RuleSetDiff; testId?: string 
                 </List>
               </div>
             )}
-            {t.truncated && <Text size="xs" c="dimmed">Only the first entries are listed; the counts cover all of them.</Text>}
+            {t.truncated && (
+              <Text size="xs" c="dimmed">
+                Only the first entries are listed; the counts cover all of them.
+              </Text>
+            )}
           </Stack>
         </details>
       ))}
@@ -100,13 +137,26 @@ export function PreviewDiff({ backendId }: { backendId: number }) {
   const diff = useQuery({
     // under "preview": a deploy or rollback invalidates it together with the preview
     queryKey: ["preview", { backendId, diff: true }],
-    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/preview/diff", { params: { path: { backend_id: backendId } } })),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/backends/{backend_id}/preview/diff", { params: { path: { backend_id: backendId } } })),
   });
-  return <QueryView query={diff} what="rule-set diff">{(d) => <DiffView diff={d} testId="preview-diff" />}</QueryView>;
+  return (
+    <QueryView query={diff} what="rule-set diff">
+      {(d) => <DiffView diff={d} testId="preview-diff" />}
+    </QueryView>
+  );
 }
 
 /** Any two rule sets of the history; starts with the one before the active one against the active one. */
-export function CompareRuleSets({ backendId, numbers, active }: { backendId: number; numbers: number[]; active?: number }) {
+export function CompareRuleSets({
+  backendId,
+  numbers,
+  active,
+}: {
+  backendId: number;
+  numbers: number[];
+  active?: number;
+}) {
   const sorted = [...new Set(numbers)].sort((a, b) => b - a);
   const defaultTo = active ?? sorted[0];
   const defaultFrom = sorted.find((n) => n !== defaultTo);
@@ -118,19 +168,42 @@ export function CompareRuleSets({ backendId, numbers, active }: { backendId: num
     queryKey: ["rule-set-diff", { backendId, target, base }],
     enabled: base !== undefined && target !== undefined,
     staleTime: Infinity, // stored rule sets never change
-    queryFn: () => unwrap(api.GET("/api/v1/backends/{backend_id}/rule-sets/{number}/diff", {
-      params: { path: { backend_id: backendId, number: target ?? 1 }, query: { against: base ?? 1 } },
-    })),
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/backends/{backend_id}/rule-sets/{number}/diff", {
+          params: { path: { backend_id: backendId, number: target ?? 1 }, query: { against: base ?? 1 } },
+        }),
+      ),
   });
-  if (sorted.length < 2) return <Text size="sm" c="dimmed">Two rule sets are needed for a comparison.</Text>;
-  const options = sorted.map((n) => ({ value: String(n), label: n === active ? `rule set ${n} (active)` : `rule set ${n}` }));
+  if (sorted.length < 2)
+    return (
+      <Text size="sm" c="dimmed">
+        Two rule sets are needed for a comparison.
+      </Text>
+    );
+  const options = sorted.map((n) => ({
+    value: String(n),
+    label: n === active ? `rule set ${n} (active)` : `rule set ${n}`,
+  }));
   return (
     <Stack gap="xs">
       <Group>
-        <NativeSelect label="From" data={options} value={String(base)} onChange={(e) => setFrom(Number(e.currentTarget.value))} />
-        <NativeSelect label="To" data={options} value={String(target)} onChange={(e) => setTo(Number(e.currentTarget.value))} />
+        <NativeSelect
+          label="From"
+          data={options}
+          value={String(base)}
+          onChange={(e) => setFrom(Number(e.currentTarget.value))}
+        />
+        <NativeSelect
+          label="To"
+          data={options}
+          value={String(target)}
+          onChange={(e) => setTo(Number(e.currentTarget.value))}
+        />
       </Group>
-      <QueryView query={diff} what="rule-set diff">{(d) => <DiffView diff={d} testId="rule-set-diff" />}</QueryView>
+      <QueryView query={diff} what="rule-set diff">
+        {(d) => <DiffView diff={d} testId="rule-set-diff" />}
+      </QueryView>
     </Stack>
   );
 }

@@ -2,20 +2,33 @@
 import { authFetch, type Schemas } from "../../api/client";
 import { ApiProblem, problemFrom } from "../../api/problem";
 
-export interface ProgressEvent { event: "progress"; phase: string; done: number; total: number; message: string }
+export interface ProgressEvent {
+  event: "progress";
+  phase: string;
+  done: number;
+  total: number;
+  message: string;
+}
 export type Deployment = Schemas["DeploymentPublic"];
 
 /** ``overrideReason``: an operator admits what admission control refused (Admission-Override header). */
-export async function streamDeploy(url: string, body: unknown, onProgress: (e: ProgressEvent) => void,
-  overrideReason?: string): Promise<Deployment> {
-  const res = await authFetch(new Request(url, {
-    method: "POST",
-    headers: {
-      Accept: "application/x-ndjson", "Content-Type": "application/json",
-      ...(overrideReason === undefined ? {} : { "Admission-Override": overrideReason }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  }));
+export async function streamDeploy(
+  url: string,
+  body: unknown,
+  onProgress: (e: ProgressEvent) => void,
+  overrideReason?: string,
+): Promise<Deployment> {
+  const res = await authFetch(
+    new Request(url, {
+      method: "POST",
+      headers: {
+        Accept: "application/x-ndjson",
+        "Content-Type": "application/json",
+        ...(overrideReason === undefined ? {} : { "Admission-Override": overrideReason }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
   if (!res.ok || !res.body) throw problemFrom(res.status, await res.json().catch(() => null));
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";

@@ -5,25 +5,42 @@ import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { actionWords, matchWords, SliceIntents } from "./SliceIntents";
 
 const INTENT = {
-  id: 9, tenant_id: 1, slice_id: 5, owner: "integrator", created_at: "2026-11-23T09:00:00Z", version: 1,
-  source_format: "listing1", source: {},
-  match: { imsis: ["001010000000007"], ue_prefixes: [], teids: [], dst_ports: [[5000, 5007]], dscp: [], protocol: "any" },
+  id: 9,
+  tenant_id: 1,
+  slice_id: 5,
+  owner: "integrator",
+  created_at: "2026-11-23T09:00:00Z",
+  version: 1,
+  source_format: "listing1",
+  source: {},
+  match: {
+    imsis: ["001010000000007"],
+    ue_prefixes: [],
+    teids: [],
+    dst_ports: [[5000, 5007]],
+    dscp: [],
+    protocol: "any",
+  },
   action: { type: "prioritise", lane: 6, rr_path: null, rate_mbps: null },
 };
 
 describe("SliceIntents", () => {
   it("says what an intent matches and does in words", () => {
     expect(matchWords(INTENT.match as never)).toBe("IMSI 001010000000007; ports 5000–5007");
-    expect(matchWords({ imsis: [], ue_prefixes: [], teids: [], dst_ports: [], dscp: [46], protocol: "any" } as never))
-      .toBe("DSCP 46");
+    expect(
+      matchWords({ imsis: [], ue_prefixes: [], teids: [], dst_ports: [], dscp: [46], protocol: "any" } as never),
+    ).toBe("DSCP 46");
     expect(actionWords({ type: "steer", rr_path: 2, lane: null, rate_mbps: null } as never)).toBe("steer to RR path 2");
-    expect(actionWords({ type: "rate_limit", rate_mbps: 5, lane: null, rr_path: null } as never)).toBe("rate limit 5 Mbit/s");
+    expect(actionWords({ type: "rate_limit", rate_mbps: 5, lane: null, rr_path: null } as never)).toBe(
+      "rate limit 5 Mbit/s",
+    );
   });
 
   it("lists the slice's intents and deletes one after a confirmation naming it and the redeploy", async () => {
     const fake = fakeApi({
       "GET /api/v1/intents": () => jsonResponse({ count: 1, data: [INTENT] }),
-      "DELETE /api/v1/intents/9": () => jsonResponse({ operation: "delete", intents: [INTENT], deployments: [], refused: [] }),
+      "DELETE /api/v1/intents/9": () =>
+        jsonResponse({ operation: "delete", intents: [INTENT], deployments: [], refused: [] }),
     });
     vi.stubGlobal("fetch", fake.fetch);
     renderWithApp(<SliceIntents sliceId={5} sliceName="red-embb" canDelete />);

@@ -9,7 +9,11 @@ import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 
 type Match = Omit<Schemas["IntentMatch"], "dst_ports"> & { dst_ports: readonly (readonly number[])[] };
-interface Intent { id: number; match: Match; action: Schemas["IntentAction"] }
+interface Intent {
+  id: number;
+  match: Match;
+  action: Schemas["IntentAction"];
+}
 
 /** "IMSI 00101…, ports 5000–5007, DSCP 46" — every selector given must hold. */
 export function matchWords(m: Match): string {
@@ -17,7 +21,10 @@ export function matchWords(m: Match): string {
   if (m.imsis.length) parts.push(`IMSI ${m.imsis.join(", ")}`);
   if (m.ue_prefixes.length) parts.push(`UE ${m.ue_prefixes.join(", ")}`);
   if (m.teids.length) parts.push(`TEID ${m.teids.join(", ")}`);
-  if (m.dst_ports.length) parts.push(`ports ${m.dst_ports.map(([lo, hi]) => (hi === undefined || lo === hi ? `${lo}` : `${lo}–${hi}`)).join(", ")}`);
+  if (m.dst_ports.length)
+    parts.push(
+      `ports ${m.dst_ports.map(([lo, hi]) => (hi === undefined || lo === hi ? `${lo}` : `${lo}–${hi}`)).join(", ")}`,
+    );
   if (m.dscp.length) parts.push(`DSCP ${m.dscp.join(", ")}`);
   if (m.protocol !== "any") parts.push(m.protocol.toUpperCase());
   return parts.join("; ") || "all traffic of the slice";
@@ -26,62 +33,112 @@ export function matchWords(m: Match): string {
 /** "prioritise to lane 6", "steer to RR path 2", "rate limit 5 Mbit/s", "drop". */
 export function actionWords(a: Intent["action"]): string {
   switch (a.type) {
-    case "prioritise": return a.lane != null ? `prioritise to lane ${a.lane}` : "prioritise";
-    case "steer": return `steer to RR path ${a.rr_path ?? "?"}${a.lane != null ? `, lane ${a.lane}` : ""}`;
-    case "rate_limit": return `rate limit ${a.rate_mbps ?? "?"} Mbit/s`;
-    default: return a.type;
+    case "prioritise":
+      return a.lane != null ? `prioritise to lane ${a.lane}` : "prioritise";
+    case "steer":
+      return `steer to RR path ${a.rr_path ?? "?"}${a.lane != null ? `, lane ${a.lane}` : ""}`;
+    case "rate_limit":
+      return `rate limit ${a.rate_mbps ?? "?"} Mbit/s`;
+    default:
+      return a.type;
   }
 }
 
-export function SliceIntents({ sliceId, sliceName, canDelete }: { sliceId: number; sliceName: string; canDelete: boolean }) {
+export function SliceIntents({
+  sliceId,
+  sliceName,
+  canDelete,
+}: {
+  sliceId: number;
+  sliceName: string;
+  canDelete: boolean;
+}) {
   const qc = useQueryClient();
   const confirm = useConfirm();
   const intents = useQuery({
     queryKey: ["intents", { sliceId }],
-    queryFn: () => unwrap(api.GET("/api/v1/intents", { params: { query: { slice_id: sliceId, limit: 100, sort: "-id" } } })),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/intents", { params: { query: { slice_id: sliceId, limit: 100, sort: "-id" } } })),
   });
-  const askDelete = (it: Intent) => confirm.ask({
-    title: `Delete intent ${it.id} of slice ${sliceName}?`,
-    message: `The intent (${matchWords(it.match)} → ${actionWords(it.action)}) is removed and the backends of `
-      + `${sliceName} are redeployed at once: its flows fall back to the slice's own rules.`,
-    confirmLabel: `Delete intent ${it.id}`,
-    action: async () => {
-      await unwrap(api.DELETE("/api/v1/intents/{intent_id}", { params: { path: { intent_id: it.id } } }));
-      await Promise.all(["intents", "deployments", "preview", "slices"].map((k) => qc.invalidateQueries({ queryKey: [k] })));
-    },
-  });
+  const askDelete = (it: Intent) =>
+    confirm.ask({
+      title: `Delete intent ${it.id} of slice ${sliceName}?`,
+      message:
+        `The intent (${matchWords(it.match)} → ${actionWords(it.action)}) is removed and the backends of `
+        + `${sliceName} are redeployed at once: its flows fall back to the slice's own rules.`,
+      confirmLabel: `Delete intent ${it.id}`,
+      action: async () => {
+        await unwrap(api.DELETE("/api/v1/intents/{intent_id}", { params: { path: { intent_id: it.id } } }));
+        await Promise.all(
+          ["intents", "deployments", "preview", "slices"].map((k) => qc.invalidateQueries({ queryKey: [k] })),
+        );
+      },
+    });
   return (
     <QueryView query={intents} what="intents">
-      {(page) => page.count === 0 ? <Text size="sm" c="dimmed">No intents: the slice's own rules decide.</Text> : (
-        <>
-          {confirm.dialog}
-          <Table.ScrollContainer minWidth={640}>
-            <Table striped aria-label="Intents">
-              <Table.Thead><Table.Tr><Table.Th>#</Table.Th><Table.Th>Matches</Table.Th><Table.Th>Action</Table.Th>
-                <Table.Th>Format</Table.Th><Table.Th>By</Table.Th><Table.Th>Created</Table.Th>{canDelete && <Table.Th>Delete</Table.Th>}</Table.Tr></Table.Thead>
-              <Table.Tbody>
-                {page.data.map((it) => (
-                  <Table.Tr key={it.id}>
-                    <Table.Td>{it.id}</Table.Td>
-                    <Table.Td><Code>{matchWords(it.match)}</Code></Table.Td>
-                    <Table.Td>{actionWords(it.action)}</Table.Td>
-                    <Table.Td><Badge variant="light" color="gray">{it.source_format === "listing1" ? "Listing 1" : "native"}</Badge></Table.Td>
-                    <Table.Td>{it.owner}</Table.Td>
-                    <Table.Td><Time value={it.created_at} /></Table.Td>
-                    {canDelete && (
-                      <Table.Td>
-                        <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(it)}
-                          aria-label={`Delete intent ${it.id}`}>Delete</Button>
-                      </Table.Td>
-                    )}
+      {(page) =>
+        page.count === 0 ? (
+          <Text size="sm" c="dimmed">
+            No intents: the slice's own rules decide.
+          </Text>
+        ) : (
+          <>
+            {confirm.dialog}
+            <Table.ScrollContainer minWidth={640}>
+              <Table striped aria-label="Intents">
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>#</Table.Th>
+                    <Table.Th>Matches</Table.Th>
+                    <Table.Th>Action</Table.Th>
+                    <Table.Th>Format</Table.Th>
+                    <Table.Th>By</Table.Th>
+                    <Table.Th>Created</Table.Th>
+                    {canDelete && <Table.Th>Delete</Table.Th>}
                   </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
-          {page.count > page.data.length && <Text size="xs" c="dimmed">The newest {page.data.length} of {page.count} are listed.</Text>}
-        </>
-      )}
+                </Table.Thead>
+                <Table.Tbody>
+                  {page.data.map((it) => (
+                    <Table.Tr key={it.id}>
+                      <Table.Td>{it.id}</Table.Td>
+                      <Table.Td>
+                        <Code>{matchWords(it.match)}</Code>
+                      </Table.Td>
+                      <Table.Td>{actionWords(it.action)}</Table.Td>
+                      <Table.Td>
+                        <Badge variant="light" color="gray">
+                          {it.source_format === "listing1" ? "Listing 1" : "native"}
+                        </Badge>
+                      </Table.Td>
+                      <Table.Td>{it.owner}</Table.Td>
+                      <Table.Td>
+                        <Time value={it.created_at} />
+                      </Table.Td>
+                      {canDelete && (
+                        <Table.Td>
+                          <Button
+                            size="compact-xs"
+                            variant="subtle"
+                            color="red"
+                            onClick={() => askDelete(it)}
+                            aria-label={`Delete intent ${it.id}`}>
+                            Delete
+                          </Button>
+                        </Table.Td>
+                      )}
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Table.ScrollContainer>
+            {page.count > page.data.length && (
+              <Text size="xs" c="dimmed">
+                The newest {page.data.length} of {page.count} are listed.
+              </Text>
+            )}
+          </>
+        )
+      }
     </QueryView>
   );
 }

@@ -26,7 +26,10 @@ export function DashboardPage() {
             {page.data.map((s) => (
               <Paper key={s.id} withBorder p="md" data-testid="dashboard-slice">
                 <Title order={2} size="h4" mb="xs">
-                  <Anchor component={Link} to={`/slices/${s.id}`}>{s.name}</Anchor> <StateBadge state={s.state} />
+                  <Anchor component={Link} to={`/slices/${s.id}`}>
+                    {s.name}
+                  </Anchor>{" "}
+                  <StateBadge state={s.state} />
                 </Title>
                 <BackendBadges status={s.status} />
                 <SliceKpis slice={s} />

@@ -13,7 +13,9 @@ describe("an empty chart", () => {
   });
   it("says a metric is not measured instead of showing 0", () => {
     renderWithApp(<LaneChart title="Delay (p99)" unit="ms" series={[]} limits={[]} notMeasured={["counters"]} />);
-    expect(screen.getByTestId("chart-empty")).toHaveTextContent("Not measured by this data plane (data-plane counters).");
+    expect(screen.getByTestId("chart-empty")).toHaveTextContent(
+      "Not measured by this data plane (data-plane counters).",
+    );
     expect(screen.queryByText("No data yet")).toBeNull();
   });
 });
@@ -23,9 +25,14 @@ function stubCanvas() {
   const noop = () => ({ width: 0 });
   const ctx = new Proxy({} as Record<string | symbol, unknown>, {
     get: (target, key) => (key in target ? target[key] : noop),
-    set: (target, key, value) => { target[key] = value; return true; },
+    set: (target, key, value) => {
+      target[key] = value;
+      return true;
+    },
   });
-  vi.spyOn(HTMLCanvasElement.prototype, "getContext").mockImplementation(() => ctx as unknown as CanvasRenderingContext2D);
+  vi.spyOn(HTMLCanvasElement.prototype, "getContext").mockImplementation(
+    () => ctx as unknown as CanvasRenderingContext2D,
+  );
   vi.stubGlobal("Path2D", function Path2D() {
     return new Proxy({}, { get: () => noop });
   });

@@ -4,8 +4,12 @@ import { GUARANTEE_TEAL, LANE_COLORS, SLA_RED } from "./LaneChart";
 // Hue (degrees) and saturation (0-1) of a #rrggbb colour.
 function hueSat(hex: string): [number, number] {
   const channel = (i: number) => parseInt(hex.slice(i, i + 2), 16) / 255;
-  const r = channel(1), g = channel(3), b = channel(5);
-  const max = Math.max(r, g, b), min = Math.min(r, g, b), d = max - min;
+  const r = channel(1),
+    g = channel(3),
+    b = channel(5);
+  const max = Math.max(r, g, b),
+    min = Math.min(r, g, b),
+    d = max - min;
   if (d === 0) return [0, 0];
   const l = (max + min) / 2;
   const s = d / (1 - Math.abs(2 * l - 1));

@@ -6,7 +6,17 @@ import uPlot from "uplot";
 import { Box, Center, Group, Paper, Text } from "@mantine/core";
 import { useElementSize } from "@mantine/hooks";
 import { formatTime } from "../common/time";
-import { alignSeries, axisTime, formatValue, gapSpans, lastValue, sourceLabel, timeRange, zoneName, type LaneSeries } from "./chartSeries";
+import {
+  alignSeries,
+  axisTime,
+  formatValue,
+  gapSpans,
+  lastValue,
+  sourceLabel,
+  timeRange,
+  zoneName,
+  type LaneSeries,
+} from "./chartSeries";
 
 export type { LaneSeries } from "./chartSeries";
 
@@ -33,7 +43,13 @@ export interface Limit {
 
 const SPOKEN: Record<Limit["kind"], string> = { sla: "SLA", guarantee: "guaranteed", rate_limit: "rate limit" };
 
-export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
+export function LaneChart({
+  title,
+  unit,
+  series,
+  limits,
+  notMeasured = [],
+}: {
   title: string;
   unit: string;
   series: LaneSeries[];
@@ -54,8 +70,8 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
     gapsRef.current = gaps;
   });
   const empty = times.length === 0;
-  const shapeKey = series.map((s) => s.label).join(",") + "|" + limits.map((l) => `${l.label}=${l.value}`).join(",")
-    + `|${empty}`;
+  const shapeKey =
+    series.map((s) => s.label).join(",") + "|" + limits.map((l) => `${l.label}=${l.value}`).join(",") + `|${empty}`;
   // uPlot's types say (number | null)[]; undefined (an alignment hole, joined over) is what it
   // documents for "no point of this series here", null for a gap.
   const data = [times, ...columns, ...limits.map((l) => times.map(() => l.value))] as uPlot.AlignedData;
@@ -72,45 +88,57 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
       scales: {
         // from the samples' own times: for a single sample uPlot widens the span to 86 400 of its
         // time units (1 000 days in seconds) before asking, which read "01 Jan, 00:00" on every tick
-        x: { time: true, range: (u, min, max) => {
-          const xs = u.data[0];
-          const first = xs[0], last = xs[xs.length - 1];
-          return first != null && last != null ? timeRange(first, last) : [min, max];
-        } },
-        y: { range: (_u, _min, max) => {
-          const top = Math.max(max, ...limits.map((l) => l.value));
-          return [0, top > 0 ? top * 1.15 : 1];
-        } },
+        x: {
+          time: true,
+          range: (u, min, max) => {
+            const xs = u.data[0];
+            const first = xs[0],
+              last = xs[xs.length - 1];
+            return first != null && last != null ? timeRange(first, last) : [min, max];
+          },
+        },
+        y: {
+          range: (_u, _min, max) => {
+            const top = Math.max(max, ...limits.map((l) => l.value));
+            return [0, top > 0 ? top * 1.15 : 1];
+          },
+        },
       },
       axes: [
         // 24-hour clock in the browser's zone, like every other time on the page
-        { label: `time (${zone})`, labelSize: 20, space: 80, // room for "17:12:15" between ticks
+        {
+          label: `time (${zone})`,
+          labelSize: 20,
+          space: 80, // room for "17:12:15" between ticks
           values: (u, splits) => {
             const span = (u.scales.x?.max ?? 0) - (u.scales.x?.min ?? 0);
             return splits.map((t) => axisTime(t, span));
-          } },
+          },
+        },
         { label: unit, size: 64, labelSize: 20 },
       ],
       hooks: {
         // under the axes and lines: where no sample exists, a shaded band saying so
-        drawClear: [(u: uPlot) => {
-          const ctx = u.ctx;
-          const px = uPlot.pxRatio;
-          ctx.save();
-          for (const [a, b] of gapsRef.current) {
-            const x0 = u.valToPos(a, "x", true);
-            const x1 = u.valToPos(b, "x", true);
-            ctx.fillStyle = GAP_FILL;
-            ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
-            if (x1 - x0 > 56 * px) {
-              ctx.fillStyle = GAP_INK;
-              ctx.font = `${12 * px}px sans-serif`;
-              ctx.textAlign = "center";
-              ctx.fillText("no data", (x0 + x1) / 2, u.bbox.top + 16 * px);
+        drawClear: [
+          (u: uPlot) => {
+            const ctx = u.ctx;
+            const px = uPlot.pxRatio;
+            ctx.save();
+            for (const [a, b] of gapsRef.current) {
+              const x0 = u.valToPos(a, "x", true);
+              const x1 = u.valToPos(b, "x", true);
+              ctx.fillStyle = GAP_FILL;
+              ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+              if (x1 - x0 > 56 * px) {
+                ctx.fillStyle = GAP_INK;
+                ctx.font = `${12 * px}px sans-serif`;
+                ctx.textAlign = "center";
+                ctx.fillText("no data", (x0 + x1) / 2, u.bbox.top + 16 * px);
+              }
             }
-          }
-          ctx.restore();
-        }],
+            ctx.restore();
+          },
+        ],
       },
       series: [
         { label: "time", value: (_u, v) => (v == null ? "latest" : formatTime(new Date(v * 1000))) },
@@ -129,8 +157,14 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
               formatValue(idx == null ? lastValue(columns[i] ?? []) : v, unit),
           };
         }),
-        ...limits.map((l) => ({ label: l.label, stroke: l.color, dash: [6, 4], width: 1.5, points: { show: false },
-          value: () => formatValue(l.value, unit) })),
+        ...limits.map((l) => ({
+          label: l.label,
+          stroke: l.color,
+          dash: [6, 4],
+          width: 1.5,
+          points: { show: false },
+          value: () => formatValue(l.value, unit),
+        })),
       ],
     };
     plot.current = new uPlot(opts, data, el.current);
@@ -163,25 +197,49 @@ export function LaneChart({ title, unit, series, limits, notMeasured = [] }: {
   return (
     <Paper withBorder p="xs" role="figure" aria-label={`${title} per lane${described}`}>
       <Group gap="xs" justify="space-between">
-        <Text fw={600} size="sm">{title} <Text span c="dimmed" size="xs">({unit})</Text></Text>
+        <Text fw={600} size="sm">
+          {title}{" "}
+          <Text span c="dimmed" size="xs">
+            ({unit})
+          </Text>
+        </Text>
         <Group gap={6}>
-          {limits.map((l) => <Text key={l.label} size="xs" style={{ color: l.color }}>{l.label}</Text>)}
+          {limits.map((l) => (
+            <Text key={l.label} size="xs" style={{ color: l.color }}>
+              {l.label}
+            </Text>
+          ))}
         </Group>
       </Group>
       {!empty && unmeasured}
       {!empty && gaps.length > 0 && (
         <Text size="xs" c="dimmed" data-testid="chart-gaps">
-          No data {gaps.slice(0, GAPS_LISTED).map(([a, b]) => `${axisTime(a, 0)}–${axisTime(b, 0)}`).join(", ")}
+          No data{" "}
+          {gaps
+            .slice(0, GAPS_LISTED)
+            .map(([a, b]) => `${axisTime(a, 0)}–${axisTime(b, 0)}`)
+            .join(", ")}
           {gaps.length > GAPS_LISTED ? ` and ${gaps.length - GAPS_LISTED} more` : ""} (shaded).
         </Text>
       )}
       <Box ref={box}>
         {/* data-last: the newest sample's time, which moves even when the full window keeps its size */}
-        <div ref={el} data-testid={`chart-${title}`} data-points={times.length} data-last={times.at(-1) ?? ""}
-          data-gaps={gaps.length} data-last-gap-end={gaps.at(-1)?.[1] ?? ""}>
+        <div
+          ref={el}
+          data-testid={`chart-${title}`}
+          data-points={times.length}
+          data-last={times.at(-1) ?? ""}
+          data-gaps={gaps.length}
+          data-last-gap-end={gaps.at(-1)?.[1] ?? ""}>
           {empty && (
             <Center h={HEIGHT + 40} data-testid="chart-empty">
-              {notMeasured.length > 0 && series.length === 0 ? unmeasured : <Text c="dimmed" size="sm">No data yet</Text>}
+              {notMeasured.length > 0 && series.length === 0 ? (
+                unmeasured
+              ) : (
+                <Text c="dimmed" size="sm">
+                  No data yet
+                </Text>
+              )}
             </Center>
           )}
         </div>

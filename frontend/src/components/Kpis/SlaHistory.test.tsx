@@ -7,8 +7,17 @@ import { SlaHistory } from "./SlaHistory";
 const T0 = Date.parse("2026-11-27T10:00:00Z");
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
 const violation = (id: number, lane: number, startS: number, worst = 31.5) => ({
-  id, slice_id: 7, backend_id: 1, backend_name: "bmv2-lab", lane, metric: "delay_p99_ms", threshold: 20, worst,
-  started_at: at(startS), ended_at: at(startS + 6), detail: { direction: "above" },
+  id,
+  slice_id: 7,
+  backend_id: 1,
+  backend_name: "bmv2-lab",
+  lane,
+  metric: "delay_p99_ms",
+  threshold: 20,
+  worst,
+  started_at: at(startS),
+  ended_at: at(startS + 6),
+  detail: { direction: "above" },
 });
 
 // 40 violations of lane 2 flapping every 6 s for 4 minutes, and one on each of 25 other lanes

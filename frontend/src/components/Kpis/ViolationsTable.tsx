@@ -35,32 +35,53 @@ export function ViolationsTable({ sliceId }: { sliceId?: number }) {
   const names = useSliceNames(!sliceId && (violations.data?.count ?? 0) > 0);
   if (violations.isError) return <ProblemAlert error={violations.error} />;
   const rows = violations.data?.data ?? [];
-  if (rows.length === 0) return <Text size="sm" c="dimmed" data-testid="no-violations">No SLA violations now.</Text>;
+  if (rows.length === 0)
+    return (
+      <Text size="sm" c="dimmed" data-testid="no-violations">
+        No SLA violations now.
+      </Text>
+    );
   return (
     // at 390 px the table scrolls inside its box: never squeezed to a cut badge or a word a line
     <Table.ScrollContainer minWidth={sliceId ? 560 : 640}>
-    <Table aria-label="SLA violations" striped>
-      <Table.Thead>
-        <Table.Tr>
-          {!sliceId && <Table.Th>Slice</Table.Th>}
-          <Table.Th>Backend</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Metric</Table.Th><Table.Th>Worst</Table.Th><Table.Th>SLA</Table.Th><Table.Th>Since</Table.Th>
-        </Table.Tr>
-      </Table.Thead>
-      <Table.Tbody>
-        {rows.map((v) => (
-          <Table.Tr key={v.id}>
-            {!sliceId && (
-              <Table.Td><Anchor component={Link} to={`/slices/${v.slice_id}`}>{names.get(v.slice_id) ?? `#${v.slice_id}`}</Anchor></Table.Td>
-            )}
-            <Table.Td>{v.backend_name}</Table.Td>
-            <Table.Td>{v.lane ?? "all"}</Table.Td>
-            <Table.Td><Badge color="red" variant="light" tt="none">{metricName(v.metric)}</Badge></Table.Td>
-            <Table.Td>{formatValue(v.worst, metricUnit(v.metric))}</Table.Td><Table.Td>{formatValue(v.threshold, metricUnit(v.metric))}</Table.Td>
-            <Table.Td><Time value={v.started_at} /></Table.Td>
+      <Table aria-label="SLA violations" striped>
+        <Table.Thead>
+          <Table.Tr>
+            {!sliceId && <Table.Th>Slice</Table.Th>}
+            <Table.Th>Backend</Table.Th>
+            <Table.Th>Lane</Table.Th>
+            <Table.Th>Metric</Table.Th>
+            <Table.Th>Worst</Table.Th>
+            <Table.Th>SLA</Table.Th>
+            <Table.Th>Since</Table.Th>
           </Table.Tr>
-        ))}
-      </Table.Tbody>
-    </Table>
+        </Table.Thead>
+        <Table.Tbody>
+          {rows.map((v) => (
+            <Table.Tr key={v.id}>
+              {!sliceId && (
+                <Table.Td>
+                  <Anchor component={Link} to={`/slices/${v.slice_id}`}>
+                    {names.get(v.slice_id) ?? `#${v.slice_id}`}
+                  </Anchor>
+                </Table.Td>
+              )}
+              <Table.Td>{v.backend_name}</Table.Td>
+              <Table.Td>{v.lane ?? "all"}</Table.Td>
+              <Table.Td>
+                <Badge color="red" variant="light" tt="none">
+                  {metricName(v.metric)}
+                </Badge>
+              </Table.Td>
+              <Table.Td>{formatValue(v.worst, metricUnit(v.metric))}</Table.Td>
+              <Table.Td>{formatValue(v.threshold, metricUnit(v.metric))}</Table.Td>
+              <Table.Td>
+                <Time value={v.started_at} />
+              </Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
     </Table.ScrollContainer>
   );
 }

@@ -8,7 +8,9 @@ type KpiSample = Schemas["KpiSamplePublic"];
 
 /** Who measured a sample (docs/kpis.md). Unknown sources keep their own name. */
 export const SOURCE_LABELS: Record<string, string> = {
-  counters: "data-plane counters", probe: "STAMP probes", testbed: "testbed meter",
+  counters: "data-plane counters",
+  probe: "STAMP probes",
+  testbed: "testbed meter",
 };
 const SOURCE_ORDER = ["counters", "probe", "testbed"];
 export const sourceLabel = (s: string) => SOURCE_LABELS[s] ?? s;
@@ -32,10 +34,13 @@ export function sourcesOf(samples: { source: string }[]): string[] {
  * whose samples all lack the metric (null: that data plane does not measure it) gives no series;
  * ``notMeasured`` lists those sources so the chart can say so instead of drawing 0.
  */
-export function buildSeries(samples: KpiSample[], lanes: number[], laneLabel: (lane: number) => string,
+export function buildSeries(
+  samples: KpiSample[],
+  lanes: number[],
+  laneLabel: (lane: number) => string,
   pick: (s: KpiSample) => number | null,
-  total?: { label: string; sum: (rows: KpiSample[]) => number | null }):
-  { series: LaneSeries[]; notMeasured: string[] } {
+  total?: { label: string; sum: (rows: KpiSample[]) => number | null },
+): { series: LaneSeries[]; notMeasured: string[] } {
   const sources = sourcesOf(samples);
   const several = sources.length > 1;
   const series: LaneSeries[] = [];
@@ -48,14 +53,22 @@ export function buildSeries(samples: KpiSample[], lanes: number[], laneLabel: (l
     }
     const suffix = several ? ` (${sourceLabel(source)})` : "";
     for (const lane of lanes) {
-      const points = mine.filter((s) => s.lane === lane).map((s) => [Date.parse(s.ts) / 1000, pick(s)] as [number, number | null]);
+      const points = mine
+        .filter((s) => s.lane === lane)
+        .map((s) => [Date.parse(s.ts) / 1000, pick(s)] as [number, number | null]);
       series.push({ lane, source, label: laneLabel(lane) + suffix, points });
     }
     if (total) {
       const byTs = new Map<string, KpiSample[]>();
       for (const s of mine) byTs.set(s.ts, [...(byTs.get(s.ts) ?? []), s]);
-      series.push({ lane: -1, source, label: total.label + suffix,
-        points: [...byTs.entries()].map(([ts, rows]) => [Date.parse(ts) / 1000, total.sum(rows)] as [number, number | null]) });
+      series.push({
+        lane: -1,
+        source,
+        label: total.label + suffix,
+        points: [...byTs.entries()].map(
+          ([ts, rows]) => [Date.parse(ts) / 1000, total.sum(rows)] as [number, number | null],
+        ),
+      });
     }
   }
   return { series, notMeasured };
@@ -64,7 +77,11 @@ export function buildSeries(samples: KpiSample[], lanes: number[], laneLabel: (l
 /** The usual spacing of a series' points (median step), or null with fewer than two points. */
 export function typicalStep(times: number[]): number | null {
   if (times.length < 2) return null;
-  const steps = times.slice(1).map((t, i) => t - (times[i] ?? t)).filter((d) => d > 0).sort((a, b) => a - b);
+  const steps = times
+    .slice(1)
+    .map((t, i) => t - (times[i] ?? t))
+    .filter((d) => d > 0)
+    .sort((a, b) => a - b);
   return steps[Math.floor(steps.length / 2)] ?? null;
 }
 
@@ -112,8 +129,10 @@ export function gapSpans(series: { points: [number, number | null][] }[], factor
   const valued = [...new Set(all.filter((p) => p[1] !== null).map((p) => p[0]))].sort((a, b) => a - b);
   // each series' own spacing: lanes read a few ms apart must not make the step of the union a
   // few ms (every interval between two reads would then be a "gap")
-  const steps = series.map((s) => typicalStep([...new Set(s.points.map((p) => p[0]))].sort((a, b) => a - b)))
-    .filter((x): x is number => x !== null).sort((a, b) => a - b);
+  const steps = series
+    .map((s) => typicalStep([...new Set(s.points.map((p) => p[0]))].sort((a, b) => a - b)))
+    .filter((x): x is number => x !== null)
+    .sort((a, b) => a - b);
   const step = steps[Math.floor(steps.length / 2)] ?? typicalStep(times);
   if (step === null || valued.length === 0) return [];
   const spans: [number, number][] = [];
@@ -137,8 +156,10 @@ export function gapSpans(series: { points: [number, number | null][] }[], factor
  * All series on one sorted time axis (uPlot's columns). A series' value at a time it has no
  * point for is undefined (joined over), a gap or an unmeasured sample is null (a break).
  */
-export function alignSeries(series: { points: [number, number | null][] }[]):
-  { times: number[]; columns: (number | null | undefined)[][] } {
+export function alignSeries(series: { points: [number, number | null][] }[]): {
+  times: number[];
+  columns: (number | null | undefined)[][];
+} {
   const gapped = series.map((s) => withGaps(s.points));
   const times = [...new Set(gapped.flatMap((pts) => pts.map((p) => p[0])))].sort((a, b) => a - b);
   const columns = gapped.map((pts) => {
@@ -171,10 +192,16 @@ function clock(kind: "hm" | "hms" | "dhm" | "zone", timeZone?: string): Intl.Dat
   let f = clockFormats.get(key);
   if (!f) {
     const base = { hourCycle: "h23", timeZone } as const;
-    f = new Intl.DateTimeFormat("en-GB", kind === "hm" ? { ...base, hour: "2-digit", minute: "2-digit" }
-      : kind === "hms" ? { ...base, hour: "2-digit", minute: "2-digit", second: "2-digit" }
-      : kind === "dhm" ? { ...base, day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit" }
-      : { ...base, hour: "2-digit", timeZoneName: "short" });
+    f = new Intl.DateTimeFormat(
+      "en-GB",
+      kind === "hm"
+        ? { ...base, hour: "2-digit", minute: "2-digit" }
+        : kind === "hms"
+          ? { ...base, hour: "2-digit", minute: "2-digit", second: "2-digit" }
+          : kind === "dhm"
+            ? { ...base, day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit" }
+            : { ...base, hour: "2-digit", timeZoneName: "short" },
+    );
     clockFormats.set(key, f);
   }
   return f;
@@ -182,7 +209,11 @@ function clock(kind: "hm" | "hms" | "dhm" | "zone", timeZone?: string): Intl.Dat
 
 /** The short name of the zone times are shown in ("CET", "UTC", "GMT+5:30"). */
 export function zoneName(timeZone?: string, at: Date = new Date()): string {
-  return clock("zone", timeZone).formatToParts(at).find((p) => p.type === "timeZoneName")?.value ?? "";
+  return (
+    clock("zone", timeZone)
+      .formatToParts(at)
+      .find((p) => p.type === "timeZoneName")?.value ?? ""
+  );
 }
 
 /** The time axis shows at least this much: a few samples seconds apart would otherwise be

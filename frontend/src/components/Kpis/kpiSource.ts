@@ -42,7 +42,9 @@ export function useKpis(sliceId: number, range: RangeKey = "5m", backendId: numb
     queryFn: () => {
       const since = new Date(Date.now() - spec.seconds * 1000).toISOString();
       const query = {
-        since, ...(spec.step ? { step_s: spec.step } : {}), ...(!live && backendId != null ? { backend_id: backendId } : {}),
+        since,
+        ...(spec.step ? { step_s: spec.step } : {}),
+        ...(!live && backendId != null ? { backend_id: backendId } : {}),
       };
       return unwrap(api.GET("/api/v1/slices/{slice_id}/kpis", { params: { path: { slice_id: sliceId }, query } }));
     },

@@ -12,7 +12,7 @@ function parsePoints(data: string): KpiSample[] {
     const parsed: unknown = JSON.parse(data);
     return Array.isArray(parsed) ? (parsed as KpiSample[]) : [];
   } catch {
-    return [];  // a malformed event is skipped; the 1 s poll fills any gap
+    return []; // a malformed event is skipped; the 1 s poll fills any gap
   }
 }
 
@@ -25,19 +25,27 @@ export function useKpiStream(sliceIds: number[]): void {
     if (!available || key === "") return;
     const abort = new AbortController();
     let retry: number | undefined;
-    let retryMs = 2000;  // until the server says otherwise (its "retry:" field)
+    let retryMs = 2000; // until the server says otherwise (its "retry:" field)
     const ids = key.split(",").map(Number);
 
     const connect = async () => {
       try {
         const qs = ids.map((id) => `slice_id=${id}`).join("&");
-        const res = await authFetch(new Request(`/api/v1/kpis/stream?${qs}`, {
-          headers: { Accept: "text/event-stream" }, signal: abort.signal,
-        }));
+        const res = await authFetch(
+          new Request(`/api/v1/kpis/stream?${qs}`, {
+            headers: { Accept: "text/event-stream" },
+            signal: abort.signal,
+          }),
+        );
         if (!res.ok || !res.body) throw new Error(`stream: HTTP ${res.status}`);
         // framing (multi-line data, comments, keep-alive pings) is the parser's, per the SSE spec
-        const events = res.body.pipeThrough(new TextDecoderStream())
-          .pipeThrough(new EventSourceParserStream({ onRetry: (ms) => { retryMs = ms; } }));
+        const events = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(
+          new EventSourceParserStream({
+            onRetry: (ms) => {
+              retryMs = ms;
+            },
+          }),
+        );
         const reader = events.getReader();
         for (;;) {
           const { value, done } = await reader.read();

@@ -1,7 +1,10 @@
 // Words and units for the API's metric names (loss_pct, delay_p99_ms …): a user reads
 // "p99 delay, lane 2 (ms)", never "delay_p99_ms lane 2".
 
-interface MetricWords { name: string; unit: string }
+interface MetricWords {
+  name: string;
+  unit: string;
+}
 
 const METRICS: Record<string, MetricWords> = {
   loss_pct: { name: "loss", unit: "%" },

@@ -4,12 +4,24 @@ import { durationText, EPISODE_HOLD_S, mergeEpisodes } from "./slaEpisodes";
 let nextId = 1;
 const T0 = Date.parse("2026-11-27T10:00:00Z");
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
-function v(startS: number, endS: number | null, worst: number, over: Partial<{ lane: number | null; metric: string; backend_id: number;
-  threshold: number; direction: string }> = {}) {
+function v(
+  startS: number,
+  endS: number | null,
+  worst: number,
+  over: Partial<{ lane: number | null; metric: string; backend_id: number; threshold: number; direction: string }> = {},
+) {
   return {
-    id: nextId++, slice_id: 7, backend_id: over.backend_id ?? 1, backend_name: "bmv2-lab", lane: over.lane === undefined ? 2 : over.lane,
-    metric: over.metric ?? "loss_pct", threshold: over.threshold ?? 1, worst, started_at: at(startS),
-    ended_at: endS === null ? null : at(endS), detail: { direction: over.direction ?? "above" },
+    id: nextId++,
+    slice_id: 7,
+    backend_id: over.backend_id ?? 1,
+    backend_name: "bmv2-lab",
+    lane: over.lane === undefined ? 2 : over.lane,
+    metric: over.metric ?? "loss_pct",
+    threshold: over.threshold ?? 1,
+    worst,
+    started_at: at(startS),
+    ended_at: endS === null ? null : at(endS),
+    detail: { direction: over.direction ?? "above" },
   };
 }
 
@@ -25,15 +37,21 @@ describe("SLA episodes", () => {
 
   it("keeps checks apart: other lane, metric, backend or limit is another episode", () => {
     const episodes = mergeEpisodes([
-      v(0, 5, 2), v(10, 15, 2, { lane: 3 }), v(10, 15, 30, { metric: "delay_p99_ms", threshold: 20 }),
-      v(10, 15, 2, { backend_id: 2 }), v(20, 25, 2, { threshold: 0.5 }),
+      v(0, 5, 2),
+      v(10, 15, 2, { lane: 3 }),
+      v(10, 15, 30, { metric: "delay_p99_ms", threshold: 20 }),
+      v(10, 15, 2, { backend_id: 2 }),
+      v(20, 25, 2, { threshold: 0.5 }),
     ]);
     expect(episodes).toHaveLength(5);
   });
 
   it("starts a new episode after a quiet spell longer than the hold-down; newest first", () => {
     const episodes = mergeEpisodes([v(0, 10, 2), v(10 + EPISODE_HOLD_S, 80, 3), v(80 + EPISODE_HOLD_S + 1, 200, 4)]);
-    expect(episodes.map((e) => [e.startedAt, e.violations])).toEqual([[at(141), 1], [at(0), 2]]);
+    expect(episodes.map((e) => [e.startedAt, e.violations])).toEqual([
+      [at(141), 1],
+      [at(0), 2],
+    ]);
   });
 
   it("stays open while its newest violation is open, and the worst of a floor is the lowest", () => {

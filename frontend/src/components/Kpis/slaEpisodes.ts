@@ -41,11 +41,11 @@ export function mergeEpisodes(violations: readonly Violation[], holdS = EPISODE_
     const check = `${v.backend_id}/${v.lane ?? "all"}/${v.metric}/${v.threshold}`;
     const below = isBelow(v);
     const ep = current.get(check);
-    const joins = ep !== undefined
-      && (ep.endedAt === null || ms(v.started_at) - ms(ep.endedAt) <= holdS * 1000);
+    const joins = ep !== undefined && (ep.endedAt === null || ms(v.started_at) - ms(ep.endedAt) <= holdS * 1000);
     if (ep && joins) {
       ep.violations += 1;
-      if (ep.endedAt !== null) ep.endedAt = v.ended_at == null || ms(v.ended_at) > ms(ep.endedAt) ? v.ended_at : ep.endedAt;
+      if (ep.endedAt !== null)
+        ep.endedAt = v.ended_at == null || ms(v.ended_at) > ms(ep.endedAt) ? v.ended_at : ep.endedAt;
       if (below ? v.worst < ep.worst : v.worst > ep.worst) {
         ep.worst = v.worst;
         ep.worstViolation = v;
@@ -53,9 +53,18 @@ export function mergeEpisodes(violations: readonly Violation[], holdS = EPISODE_
       continue;
     }
     const next: Episode = {
-      key: `${check}@${v.id}`, backendId: v.backend_id, backendName: v.backend_name, lane: v.lane ?? null,
-      metric: v.metric, threshold: v.threshold, below, worst: v.worst, startedAt: v.started_at,
-      endedAt: v.ended_at ?? null, violations: 1, worstViolation: v,
+      key: `${check}@${v.id}`,
+      backendId: v.backend_id,
+      backendName: v.backend_name,
+      lane: v.lane ?? null,
+      metric: v.metric,
+      threshold: v.threshold,
+      below,
+      worst: v.worst,
+      startedAt: v.started_at,
+      endedAt: v.ended_at ?? null,
+      violations: 1,
+      worstViolation: v,
     };
     current.set(check, next);
     out.push(next);

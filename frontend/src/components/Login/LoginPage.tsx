@@ -33,13 +33,32 @@ export function LoginPage() {
       <Paper withBorder shadow="sm" p="xl" w={380} component="main">
         <form onSubmit={submit} aria-label="Log in">
           <Stack>
-            <Title order={1} size="h3">sliceportal — log in</Title>
-            {error && <Alert color="red" role="alert">{error}</Alert>}
-            <TextInput label="Username" autoComplete="username" required value={username}
-              onChange={(e) => setUsername(e.currentTarget.value)} autoFocus />
-            <PasswordInput label="Password" autoComplete="current-password" required value={password}
-              onChange={(e) => setPassword(e.currentTarget.value)} />
-            <Button type="submit" loading={busy}>Log in</Button>
+            <Title order={1} size="h3">
+              sliceportal — log in
+            </Title>
+            {error && (
+              <Alert color="red" role="alert">
+                {error}
+              </Alert>
+            )}
+            <TextInput
+              label="Username"
+              autoComplete="username"
+              required
+              value={username}
+              onChange={(e) => setUsername(e.currentTarget.value)}
+              autoFocus
+            />
+            <PasswordInput
+              label="Password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onChange={(e) => setPassword(e.currentTarget.value)}
+            />
+            <Button type="submit" loading={busy}>
+              Log in
+            </Button>
           </Stack>
         </form>
       </Paper>

@@ -15,18 +15,26 @@ export function OverviewPage() {
   return (
     <>
       <PageTitle>Overview</PageTitle>
-      <Title order={2} size="h4" mb="sm">Slices by state</Title>
+      <Title order={2} size="h4" mb="sm">
+        Slices by state
+      </Title>
       <SimpleGrid cols={{ base: 2, sm: 4, lg: 7 }} mb="lg">
         {SLICE_STATES.map((state) => (
           <Card key={state} withBorder component={Link} to={`/slices?state=${state}`}>
             <StateBadge state={state} />
-            <Text fz={28} fw={700} data-testid={`slices-${state}`}>{countOf(state) ?? "…"}</Text>
+            <Text fz={28} fw={700} data-testid={`slices-${state}`}>
+              {countOf(state) ?? "…"}
+            </Text>
           </Card>
         ))}
       </SimpleGrid>
-      <Title order={2} size="h4" mb="sm">SLA violations now</Title>
+      <Title order={2} size="h4" mb="sm">
+        SLA violations now
+      </Title>
       <ViolationsTable />
-      <Title order={2} size="h4" mb="sm" mt="lg">Backends</Title>
+      <Title order={2} size="h4" mb="sm" mt="lg">
+        Backends
+      </Title>
       <QueryView query={backends}>
         {(page) => (
           <SimpleGrid cols={{ base: 1, sm: 2, lg: 3 }}>
@@ -35,11 +43,19 @@ export function OverviewPage() {
               <Card key={b.id} withBorder>
                 <Stack gap={4}>
                   <Group justify="space-between">
-                    <Anchor component={Link} to={`/backends/${b.id}`} fw={600}>{b.name}</Anchor>
+                    <Anchor component={Link} to={`/backends/${b.id}`} fw={600}>
+                      {b.name}
+                    </Anchor>
                     <StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} />
                   </Group>
-                  <Text size="sm">{b.driver} · {b.paths} paths × {b.lanes} lanes</Text>
-                  {b.health_detail && <Text size="xs" c="dimmed">{b.health_detail}</Text>}
+                  <Text size="sm">
+                    {b.driver} · {b.paths} paths × {b.lanes} lanes
+                  </Text>
+                  {b.health_detail && (
+                    <Text size="xs" c="dimmed">
+                      {b.health_detail}
+                    </Text>
+                  )}
                 </Stack>
               </Card>
             ))}

@@ -29,12 +29,20 @@ export function CataloguePage() {
                 {page.data.map((t) => (
                   <Table.Tr key={t.id}>
                     {/* a type's name on one line (the table scrolls at 390 px instead of wrapping it a word a line) */}
-                    <Table.Td fw={600} style={{ whiteSpace: "nowrap" }}>{t.name}</Table.Td>
+                    <Table.Td fw={600} style={{ whiteSpace: "nowrap" }}>
+                      {t.name}
+                    </Table.Td>
                     <Table.Td>{t.traffic_classes}</Table.Td>
-                    <Table.Td><LaneStrip lanes={t.lanes} label={t.name} /></Table.Td>
+                    <Table.Td>
+                      <LaneStrip lanes={t.lanes} label={t.name} />
+                    </Table.Td>
                     <Table.Td>
                       <Group gap={4}>
-                        {t.use_cases.map((u) => <Badge key={u} variant="light">{u}</Badge>)}
+                        {t.use_cases.map((u) => (
+                          <Badge key={u} variant="light">
+                            {u}
+                          </Badge>
+                        ))}
                       </Group>
                     </Table.Td>
                   </Table.Tr>

@@ -4,24 +4,46 @@ import userEvent from "@testing-library/user-event";
 import spec from "../../../openapi.json?raw";
 import { problemFrom } from "../../api/problem";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
-import { AdmissionOverride, OVERRIDE_MAX, OverrideAudit, overrideHeader, overrideReasonError } from "./AdmissionOverride";
+import {
+  AdmissionOverride,
+  OVERRIDE_MAX,
+  OverrideAudit,
+  overrideHeader,
+  overrideReasonError,
+} from "./AdmissionOverride";
 
 const REFUSAL = problemFrom(409, {
-  title: "Admission refused", status: 409, detail: "…", errors: [{ field: "sla.guaranteed_mbps", message: "…" }],
-  admission: [{ backend_id: 1, backend_name: "bmv2", capacity_bps: 100e6, ok: false, delay: [], unpoliced: [],
-    guaranteed: { terms: [], sum_bps: 110e6, limit_bps: 100e6, ok: false } }],
+  title: "Admission refused",
+  status: 409,
+  detail: "…",
+  errors: [{ field: "sla.guaranteed_mbps", message: "…" }],
+  admission: [
+    {
+      backend_id: 1,
+      backend_name: "bmv2",
+      capacity_bps: 100e6,
+      ok: false,
+      delay: [],
+      unpoliced: [],
+      guaranteed: { terms: [], sum_bps: 110e6, limit_bps: 100e6, ok: false },
+    },
+  ],
 });
 
 describe("AdmissionOverride", () => {
   it("keeps the reason's limit in step with the API's header", () => {
-    const doc = JSON.parse(spec) as { paths: Record<string, Record<string, { parameters?: { name: string; schema: unknown }[] }>> };
+    const doc = JSON.parse(spec) as {
+      paths: Record<string, Record<string, { parameters?: { name: string; schema: unknown }[] }>>;
+    };
     const header = doc.paths["/api/v1/slices"]?.post?.parameters?.find((p) => p.name === "admission-override");
     expect(JSON.stringify(header?.schema)).toContain(`"maxLength":${OVERRIDE_MAX}`);
   });
 
   it("explains a reason it cannot send", () => {
     expect(overrideReasonError("  ")).toMatch(/Say why/);
-    expect(overrideReasonError("x".repeat(OVERRIDE_MAX + 1))).toBe(`The reason must be at most ${OVERRIDE_MAX} characters; it has ${OVERRIDE_MAX + 1}.`);
+    expect(overrideReasonError("x".repeat(OVERRIDE_MAX + 1))).toBe(
+      `The reason must be at most ${OVERRIDE_MAX} characters; it has ${OVERRIDE_MAX + 1}.`,
+    );
     expect(overrideReasonError("a\nb")).toBe("The reason must be one line of text.");
     expect(overrideReasonError("peak hour trial")).toBeUndefined();
     expect(overrideHeader(undefined)).toEqual({});
@@ -29,9 +51,18 @@ describe("AdmissionOverride", () => {
   });
 
   it("is offered to operators on an admission refusal only", () => {
-    const { rerender } = renderWithApp(<AdmissionOverride problem={REFUSAL} canOverride={false} pending={false} onOverride={vi.fn()} />);
+    const { rerender } = renderWithApp(
+      <AdmissionOverride problem={REFUSAL} canOverride={false} pending={false} onOverride={vi.fn()} />,
+    );
     expect(screen.queryByRole("button", { name: "Override with reason" })).toBeNull();
-    rerender(<AdmissionOverride problem={problemFrom(409, { title: "Conflict" })} canOverride pending={false} onOverride={vi.fn()} />);
+    rerender(
+      <AdmissionOverride
+        problem={problemFrom(409, { title: "Conflict" })}
+        canOverride
+        pending={false}
+        onOverride={vi.fn()}
+      />,
+    );
     expect(screen.queryByRole("button", { name: "Override with reason" })).toBeNull();
     rerender(<AdmissionOverride problem={REFUSAL} canOverride pending={false} onOverride={vi.fn()} />);
     expect(screen.getByRole("button", { name: "Override with reason" })).toBeInTheDocument();
@@ -42,7 +73,9 @@ describe("AdmissionOverride", () => {
     renderWithApp(<AdmissionOverride problem={REFUSAL} canOverride pending={false} onOverride={onOverride} />);
     const user = userEvent.setup();
     await user.click(screen.getByRole("button", { name: "Override with reason" }));
-    expect(screen.getByRole("textbox", { name: "Reason for admitting it anyway" })).toHaveAccessibleDescription(/Say why/);
+    expect(screen.getByRole("textbox", { name: "Reason for admitting it anyway" })).toHaveAccessibleDescription(
+      /Say why/,
+    );
     expect(onOverride).not.toHaveBeenCalled();
     await user.type(screen.getByRole("textbox", { name: "Reason for admitting it anyway" }), " link upgrade tonight ");
     await user.click(screen.getByRole("button", { name: "Override with reason" }));
@@ -50,8 +83,11 @@ describe("AdmissionOverride", () => {
   });
 
   it("goes away when the answer is not admission's 409 (a 403 for a non-operator's reason)", () => {
-    const p = problemFrom(403, { title: "Forbidden", errors: [{ field: "admission_override", message: "only operators may override" }],
-      admission: REFUSAL.extensions.admission });
+    const p = problemFrom(403, {
+      title: "Forbidden",
+      errors: [{ field: "admission_override", message: "only operators may override" }],
+      admission: REFUSAL.extensions.admission,
+    });
     renderWithApp(<AdmissionOverride problem={p} canOverride pending={false} onOverride={vi.fn()} />);
     expect(screen.queryByRole("button", { name: "Override with reason" })).toBeNull();
   });
@@ -60,11 +96,28 @@ describe("AdmissionOverride", () => {
 describe("OverrideAudit", () => {
   it("shows the audit entry the override made: who, why, and what it overrode", async () => {
     const fake = fakeApi({
-      "GET /api/v1/audit": () => jsonResponse({ count: 1, data: [{
-        id: 812, ts: "2026-11-23T19:00:00Z", actor: "op", via: "session", action: "admission_override", object_type: "slice",
-        object_id: 9, tenant_id: null, before: null,
-        after: { reason: "trial, ticket 42", action: "update", refusals: ["guaranteed rates … = 110 Mbit/s exceed the link's 100 Mbit/s"] },
-      }] }),
+      "GET /api/v1/audit": () =>
+        jsonResponse({
+          count: 1,
+          data: [
+            {
+              id: 812,
+              ts: "2026-11-23T19:00:00Z",
+              actor: "op",
+              via: "session",
+              action: "admission_override",
+              object_type: "slice",
+              object_id: 9,
+              tenant_id: null,
+              before: null,
+              after: {
+                reason: "trial, ticket 42",
+                action: "update",
+                refusals: ["guaranteed rates … = 110 Mbit/s exceed the link's 100 Mbit/s"],
+              },
+            },
+          ],
+        }),
     });
     vi.stubGlobal("fetch", fake.fetch);
     renderWithApp(<OverrideAudit objectType="slice" objectId={9} />);

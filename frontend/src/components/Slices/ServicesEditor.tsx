@@ -13,7 +13,11 @@ export interface ServiceDraft {
 }
 
 export function parseDscp(text: string): number[] {
-  return text.split(",").map((s) => s.trim()).filter(Boolean).map(Number);
+  return text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(Number);
 }
 
 /** What is wrong with a service's ports as typed, or undefined. */
@@ -44,7 +48,12 @@ export function toServiceCreate(s: ServiceDraft) {
   return { name: s.name, lane: s.lane, dst_ports: ports, dscp: parseDscp(s.dscp), protocol: s.protocol };
 }
 
-export function ServicesEditor({ lanes, value, onChange, error }: {
+export function ServicesEditor({
+  lanes,
+  value,
+  onChange,
+  error,
+}: {
   lanes: number[];
   value: ServiceDraft[];
   onChange: (next: ServiceDraft[]) => void;
@@ -58,43 +67,86 @@ export function ServicesEditor({ lanes, value, onChange, error }: {
         <Table aria-label="Services">
           <Table.Thead>
             <Table.Tr>
-              <Table.Th>Service</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Dst port from</Table.Th>
-              <Table.Th>to</Table.Th><Table.Th>DSCP</Table.Th><Table.Th>Protocol</Table.Th><Table.Th />
+              <Table.Th>Service</Table.Th>
+              <Table.Th>Lane</Table.Th>
+              <Table.Th>Dst port from</Table.Th>
+              <Table.Th>to</Table.Th>
+              <Table.Th>DSCP</Table.Th>
+              <Table.Th>Protocol</Table.Th>
+              <Table.Th />
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
             {value.map((s, i) => (
               <Table.Tr key={i}>
                 <Table.Td>
-                  <TextInput aria-label={`Service ${i + 1} name`} value={s.name} required
-                    onChange={(e) => set(i, { name: e.currentTarget.value })} error={error(`services.${i}.name`)} />
+                  <TextInput
+                    aria-label={`Service ${i + 1} name`}
+                    value={s.name}
+                    required
+                    onChange={(e) => set(i, { name: e.currentTarget.value })}
+                    error={error(`services.${i}.name`)}
+                  />
                 </Table.Td>
                 <Table.Td>
-                  <Select aria-label={`Service ${i + 1} lane`} w={90} allowDeselect={false}
+                  <Select
+                    aria-label={`Service ${i + 1} lane`}
+                    w={90}
+                    allowDeselect={false}
                     data={lanes.map((l) => ({ value: String(l), label: String(l) }))}
-                    value={String(s.lane)} onChange={(v) => v !== null && set(i, { lane: Number(v) })}
-                    error={error(`services.${i}.lane`)} />
+                    value={String(s.lane)}
+                    onChange={(v) => v !== null && set(i, { lane: Number(v) })}
+                    error={error(`services.${i}.lane`)}
+                  />
                 </Table.Td>
                 <Table.Td>
-                  <NumberInput aria-label={`Service ${i + 1} first port`} w={110} {...NO_CLAMP} value={s.portLo}
+                  <NumberInput
+                    aria-label={`Service ${i + 1} first port`}
+                    w={110}
+                    {...NO_CLAMP}
+                    value={s.portLo}
                     onChange={(v) => set(i, { portLo: v })}
-                    error={portError(s) ?? error(`services.${i}.dst_ports`) ?? error(`services.${i}.dst_ports.0.lo`)} />
+                    error={portError(s) ?? error(`services.${i}.dst_ports`) ?? error(`services.${i}.dst_ports.0.lo`)}
+                  />
                 </Table.Td>
                 <Table.Td>
-                  <NumberInput aria-label={`Service ${i + 1} last port`} w={110} {...NO_CLAMP} value={s.portHi}
-                    onChange={(v) => set(i, { portHi: v })} error={portError(s) ? true : error(`services.${i}.dst_ports.0.hi`)} />
+                  <NumberInput
+                    aria-label={`Service ${i + 1} last port`}
+                    w={110}
+                    {...NO_CLAMP}
+                    value={s.portHi}
+                    onChange={(v) => set(i, { portHi: v })}
+                    error={portError(s) ? true : error(`services.${i}.dst_ports.0.hi`)}
+                  />
                 </Table.Td>
                 <Table.Td>
-                  <TextInput aria-label={`Service ${i + 1} DSCP values`} w={110} placeholder="e.g. 46" value={s.dscp}
-                    onChange={(e) => set(i, { dscp: e.currentTarget.value })} error={error(`services.${i}.dscp`)} />
+                  <TextInput
+                    aria-label={`Service ${i + 1} DSCP values`}
+                    w={110}
+                    placeholder="e.g. 46"
+                    value={s.dscp}
+                    onChange={(e) => set(i, { dscp: e.currentTarget.value })}
+                    error={error(`services.${i}.dscp`)}
+                  />
                 </Table.Td>
                 <Table.Td>
-                  <Select aria-label={`Service ${i + 1} protocol`} w={90} allowDeselect={false} data={["any", "udp", "tcp"]}
-                    value={s.protocol} onChange={(v) => (v === "any" || v === "udp" || v === "tcp") && set(i, { protocol: v })} />
+                  <Select
+                    aria-label={`Service ${i + 1} protocol`}
+                    w={90}
+                    allowDeselect={false}
+                    data={["any", "udp", "tcp"]}
+                    value={s.protocol}
+                    onChange={(v) => (v === "any" || v === "udp" || v === "tcp") && set(i, { protocol: v })}
+                  />
                 </Table.Td>
                 <Table.Td>
-                  <ActionIcon variant="subtle" color="red" aria-label={`Remove service ${i + 1}`}
-                    onClick={() => onChange(value.filter((_, j) => j !== i))}>✕</ActionIcon>
+                  <ActionIcon
+                    variant="subtle"
+                    color="red"
+                    aria-label={`Remove service ${i + 1}`}
+                    onClick={() => onChange(value.filter((_, j) => j !== i))}>
+                    ✕
+                  </ActionIcon>
                 </Table.Td>
               </Table.Tr>
             ))}
@@ -102,8 +154,22 @@ export function ServicesEditor({ lanes, value, onChange, error }: {
         </Table>
       </Table.ScrollContainer>
       <Group>
-        <Button variant="light" disabled={lanes.length === 0}
-          onClick={() => onChange([...value, { name: `service-${value.length + 1}`, lane: lanes[value.length % lanes.length] ?? 0, portLo: "", portHi: "", dscp: "", protocol: "any" }])}>
+        <Button
+          variant="light"
+          disabled={lanes.length === 0}
+          onClick={() =>
+            onChange([
+              ...value,
+              {
+                name: `service-${value.length + 1}`,
+                lane: lanes[value.length % lanes.length] ?? 0,
+                portLo: "",
+                portHi: "",
+                dscp: "",
+                protocol: "any",
+              },
+            ])
+          }>
           Add service
         </Button>
       </Group>

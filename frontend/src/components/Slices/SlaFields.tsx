@@ -19,7 +19,8 @@ export const SLA_FIELDS: { key: SlaKey; label: string; unit: string; zeroOk?: bo
 export function slaFieldError(f: (typeof SLA_FIELDS)[number], v: number | null | undefined): string | undefined {
   if (v == null) return undefined;
   if (!Number.isFinite(v)) return `${f.label} must be a number.`;
-  if (f.zeroOk ? v < 0 : v <= 0) return `${f.label} must be ${f.zeroOk ? "at least 0" : "above 0"} ${f.unit}; ${v} is not.`;
+  if (f.zeroOk ? v < 0 : v <= 0)
+    return `${f.label} must be ${f.zeroOk ? "at least 0" : "above 0"} ${f.unit}; ${v} is not.`;
   if (v > f.max) return `${f.label} must be at most ${f.max} ${f.unit}; ${v} is too large.`;
   return undefined;
 }
@@ -39,7 +40,11 @@ export function slaError(sla: Sla): string | undefined {
   return undefined;
 }
 
-export function SlaFields({ value, onChange, error }: {
+export function SlaFields({
+  value,
+  onChange,
+  error,
+}: {
   value: Sla;
   onChange: (next: Sla) => void;
   error: (field: string) => string | undefined;

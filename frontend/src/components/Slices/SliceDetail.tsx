@@ -24,14 +24,26 @@ import { BackendsEditor, ServicesEdit } from "./SliceEdit";
 type Slice = Schemas["SlicePublic"];
 
 /** ``onOverridden``: an operator's override was accepted (the page then shows its audit entry). */
-function SlaEditor({ slice, canOverride, onOverridden }: { slice: Slice; canOverride: boolean; onOverridden: () => void }) {
+function SlaEditor({
+  slice,
+  canOverride,
+  onOverridden,
+}: {
+  slice: Slice;
+  canOverride: boolean;
+  onOverridden: () => void;
+}) {
   const qc = useQueryClient();
   const [sla, setSla] = useState<Sla>(slice.sla);
   const save = useMutation({
     // reason: re-sent with the Admission-Override header after a refusal
-    mutationFn: (reason?: string) => unwrap(api.PATCH("/api/v1/slices/{slice_id}", {
-      params: { path: { slice_id: slice.id }, header: overrideHeader(reason) }, body: { sla, version: slice.version },
-    })),
+    mutationFn: (reason?: string) =>
+      unwrap(
+        api.PATCH("/api/v1/slices/{slice_id}", {
+          params: { path: { slice_id: slice.id }, header: overrideHeader(reason) },
+          body: { sla, version: slice.version },
+        }),
+      ),
     onSuccess: async (_data, reason) => {
       if (reason !== undefined) onOverridden();
       await qc.invalidateQueries({ queryKey: ["slices"] });
@@ -44,9 +56,17 @@ function SlaEditor({ slice, canOverride, onOverridden }: { slice: Slice; canOver
       {save.isError && <ProblemAlert error={save.error} shownOnFields={SLA_FIELDS.map((f) => f.key)} />}
       <SlaFields value={sla} onChange={setSla} error={(f) => problem?.fieldMessage(f)} />
       <AdmissionDetails problem={save.error} />
-      <AdmissionOverride problem={save.error} canOverride={canOverride} pending={save.isPending}
-        onOverride={(reason) => save.mutate(reason)} />
-      <Group justify="flex-end"><Button loading={save.isPending} onClick={() => save.mutate(undefined)}>Save SLA</Button></Group>
+      <AdmissionOverride
+        problem={save.error}
+        canOverride={canOverride}
+        pending={save.isPending}
+        onOverride={(reason) => save.mutate(reason)}
+      />
+      <Group justify="flex-end">
+        <Button loading={save.isPending} onClick={() => save.mutate(undefined)}>
+          Save SLA
+        </Button>
+      </Group>
     </Stack>
   );
 }
@@ -57,33 +77,37 @@ function DeleteSlice({ slice }: { slice: Slice }) {
   const navigate = useNavigate();
   const confirm = useConfirm();
   const on = slice.status.map((b) => b.backend_name);
-  const ask = () => confirm.ask({
-    title: `Delete slice ${slice.name}?`,
-    message: (
-      <Stack gap={4}>
-        <Text size="sm">
-          Its {slice.services.length} {slice.services.length === 1 ? "service" : "services"}, its intents, its KPI and SLA
-          history and its subscribers' membership go with it; the subscribers themselves stay.
-        </Text>
-        {on.length > 0 && (
-          <Text size="sm" c="red.8">
-            It is assigned to {on.length === 1 ? "backend" : "backends"} {on.join(", ")}, whose rules carry it: the deletion
-            is refused until the slice is removed from {on.length === 1 ? "it" : "them"} (Backends, below) and deployed.
+  const ask = () =>
+    confirm.ask({
+      title: `Delete slice ${slice.name}?`,
+      message: (
+        <Stack gap={4}>
+          <Text size="sm">
+            Its {slice.services.length} {slice.services.length === 1 ? "service" : "services"}, its intents, its KPI and
+            SLA history and its subscribers' membership go with it; the subscribers themselves stay.
           </Text>
-        )}
-      </Stack>
-    ),
-    confirmLabel: "Delete slice",
-    action: async () => {
-      await unwrap(api.DELETE("/api/v1/slices/{slice_id}", { params: { path: { slice_id: slice.id } } }));
-      await qc.invalidateQueries({ queryKey: ["slices"] });
-      navigate("/slices");
-    },
-  });
+          {on.length > 0 && (
+            <Text size="sm" c="red.8">
+              It is assigned to {on.length === 1 ? "backend" : "backends"} {on.join(", ")}, whose rules carry it: the
+              deletion is refused until the slice is removed from {on.length === 1 ? "it" : "them"} (Backends, below)
+              and deployed.
+            </Text>
+          )}
+        </Stack>
+      ),
+      confirmLabel: "Delete slice",
+      action: async () => {
+        await unwrap(api.DELETE("/api/v1/slices/{slice_id}", { params: { path: { slice_id: slice.id } } }));
+        await qc.invalidateQueries({ queryKey: ["slices"] });
+        navigate("/slices");
+      },
+    });
   return (
     <>
       {confirm.dialog}
-      <Button variant="light" color="red" onClick={ask}>Delete slice</Button>
+      <Button variant="light" color="red" onClick={ask}>
+        Delete slice
+      </Button>
     </>
   );
 }
@@ -95,54 +119,89 @@ export function SliceDetail() {
   const { me } = useSession();
   // an override made here (SLA edit) or by the wizard that created the slice (router state)
   const location = useLocation();
-  const [overridden, setOverridden] = useState(() => (location.state as { overridden?: boolean } | null)?.overridden === true);
+  const [overridden, setOverridden] = useState(
+    () => (location.state as { overridden?: boolean } | null)?.overridden === true,
+  );
   useKpiStream(slice.data ? [slice.data.id] : []);
   if (!Number.isSafeInteger(id) || id <= 0) return <NotFound what="slice" />;
   return (
     <QueryView query={slice} what="slice">
       {(s) => (
         <Stack>
-          <PageTitle actions={
-            <Group gap="xs">
-              <StateBadge state={status.data?.state ?? s.state} />
-              {me?.role === "operator" && <DeleteSlice slice={s} />}
-            </Group>
-          }>Slice {s.name}</PageTitle>
-          <Group><Text>{s.slice_type_name}</Text><LaneStrip lanes={s.lanes} label={s.slice_type_name} /></Group>
+          <PageTitle
+            actions={
+              <Group gap="xs">
+                <StateBadge state={status.data?.state ?? s.state} />
+                {me?.role === "operator" && <DeleteSlice slice={s} />}
+              </Group>
+            }>
+            Slice {s.name}
+          </PageTitle>
+          <Group>
+            <Text>{s.slice_type_name}</Text>
+            <LaneStrip lanes={s.lanes} label={s.slice_type_name} />
+          </Group>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Status per backend</Title>
+            <Title order={2} size="h4" mb="sm">
+              Status per backend
+            </Title>
             <SliceStatusPanel sliceId={s.id} />
           </Paper>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Live KPIs</Title>
+            <Title order={2} size="h4" mb="sm">
+              Live KPIs
+            </Title>
             <SliceKpis slice={s} />
           </Paper>
           <Paper withBorder p="md">
             <SlaHistory sliceId={s.id} backendNames={new Map(s.status.map((b) => [b.backend_id, b.backend_name]))} />
           </Paper>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">SLA</Title>
+            <Title order={2} size="h4" mb="sm">
+              SLA
+            </Title>
             {overridden && me?.role === "operator" && <OverrideAudit objectType="slice" objectId={s.id} />}
             {me?.role === "operator" ? (
               <SlaEditor key={s.version} slice={s} canOverride onOverridden={() => setOverridden(true)} />
             ) : (
-              <Table aria-label="SLA"><Table.Tbody>
-                {SLA_FIELDS.map((f) => (
-                  <Table.Tr key={f.key}><Table.Th>{f.label}</Table.Th><Table.Td>{s.sla[f.key] ?? "—"} {s.sla[f.key] != null && f.unit}</Table.Td></Table.Tr>
-                ))}
-              </Table.Tbody></Table>
+              <Table aria-label="SLA">
+                <Table.Tbody>
+                  {SLA_FIELDS.map((f) => (
+                    <Table.Tr key={f.key}>
+                      <Table.Th>{f.label}</Table.Th>
+                      <Table.Td>
+                        {s.sla[f.key] ?? "—"} {s.sla[f.key] != null && f.unit}
+                      </Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
             )}
           </Paper>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Services</Title>
-            {me?.role === "operator" ? <ServicesEdit slice={s} /> : (
+            <Title order={2} size="h4" mb="sm">
+              Services
+            </Title>
+            {me?.role === "operator" ? (
+              <ServicesEdit slice={s} />
+            ) : (
               <Table aria-label="Services">
-                <Table.Thead><Table.Tr><Table.Th>Service</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Dst ports</Table.Th><Table.Th>DSCP</Table.Th></Table.Tr></Table.Thead>
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Service</Table.Th>
+                    <Table.Th>Lane</Table.Th>
+                    <Table.Th>Dst ports</Table.Th>
+                    <Table.Th>DSCP</Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
                 <Table.Tbody>
                   {s.services.map((svc) => (
                     <Table.Tr key={svc.id}>
-                      <Table.Td>{svc.name}</Table.Td><Table.Td>{svc.lane}</Table.Td>
-                      <Table.Td>{svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}</Table.Td>
+                      <Table.Td>{svc.name}</Table.Td>
+                      <Table.Td>{svc.lane}</Table.Td>
+                      <Table.Td>
+                        {svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}
+                      </Table.Td>
                       <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
                     </Table.Tr>
                   ))}
@@ -151,12 +210,16 @@ export function SliceDetail() {
             )}
           </Paper>
           <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">Intents</Title>
+            <Title order={2} size="h4" mb="sm">
+              Intents
+            </Title>
             <SliceIntents sliceId={s.id} sliceName={s.name} canDelete={me?.role === "operator"} />
           </Paper>
           {me?.role === "operator" && (
             <Paper withBorder p="md">
-              <Title order={2} size="h4" mb="sm">Backends</Title>
+              <Title order={2} size="h4" mb="sm">
+                Backends
+              </Title>
               <BackendsEditor key={s.version} slice={s} />
             </Paper>
           )}

@@ -16,40 +16,70 @@ export function BackendsEditor({ slice }: { slice: Slice }) {
   const backends = useBackends();
   const [ids, setIds] = useState(slice.backend_ids.map(String));
   const save = useMutation({
-    mutationFn: () => unwrap(api.PATCH("/api/v1/slices/{slice_id}", {
-      params: { path: { slice_id: slice.id } }, body: { backend_ids: ids.map(Number), version: slice.version },
-    })),
+    mutationFn: () =>
+      unwrap(
+        api.PATCH("/api/v1/slices/{slice_id}", {
+          params: { path: { slice_id: slice.id } },
+          body: { backend_ids: ids.map(Number), version: slice.version },
+        }),
+      ),
     onSuccess: () => qc.invalidateQueries({ queryKey: ["slices"] }),
   });
   return (
     <Stack>
       {save.isError && <ProblemAlert error={save.error} />}
-      <Checkbox.Group label="Deployed on" value={ids} onChange={setIds}
+      <Checkbox.Group
+        label="Deployed on"
+        value={ids}
+        onChange={setIds}
         error={save.error instanceof ApiProblem ? save.error.fieldMessage("backend_ids") : undefined}>
         <Group mt="xs">
-          {(backends.data?.data ?? []).map((b) => <Checkbox key={b.id} value={String(b.id)} label={`${b.name} (${b.driver})`} />)}
+          {(backends.data?.data ?? []).map((b) => (
+            <Checkbox key={b.id} value={String(b.id)} label={`${b.name} (${b.driver})`} />
+          ))}
         </Group>
       </Checkbox.Group>
-      <Group justify="flex-end"><Button variant="light" loading={save.isPending} onClick={() => save.mutate()}>Save backends</Button></Group>
+      <Group justify="flex-end">
+        <Button variant="light" loading={save.isPending} onClick={() => save.mutate()}>
+          Save backends
+        </Button>
+      </Group>
     </Stack>
   );
 }
 
 export function ServicesEdit({ slice }: { slice: Slice }) {
   const qc = useQueryClient();
-  const blank = (): ServiceDraft => ({ name: "", lane: slice.lanes[0] ?? 0, portLo: "", portHi: "", dscp: "", protocol: "any" });
+  const blank = (): ServiceDraft => ({
+    name: "",
+    lane: slice.lanes[0] ?? 0,
+    portLo: "",
+    portHi: "",
+    dscp: "",
+    protocol: "any",
+  });
   const [draft, setDraft] = useState<ServiceDraft>(blank);
   const refresh = () => qc.invalidateQueries({ queryKey: ["slices"] });
   const add = useMutation({
-    mutationFn: () => unwrap(api.POST("/api/v1/slices/{slice_id}/services", {
-      params: { path: { slice_id: slice.id } }, body: toServiceCreate(draft),
-    })),
-    onSuccess: async () => { setDraft(blank()); await refresh(); },
+    mutationFn: () =>
+      unwrap(
+        api.POST("/api/v1/slices/{slice_id}/services", {
+          params: { path: { slice_id: slice.id } },
+          body: toServiceCreate(draft),
+        }),
+      ),
+    onSuccess: async () => {
+      setDraft(blank());
+      await refresh();
+    },
   });
   const remove = useMutation({
-    mutationFn: (serviceId: number) => unwrap(api.DELETE("/api/v1/slices/{slice_id}/services/{service_id}", {
-      params: { path: { slice_id: slice.id, service_id: serviceId } },
-    })),
+    mutationFn: (serviceId: number) =>
+      unwrap(
+        api.DELETE("/api/v1/slices/{slice_id}/services/{service_id}", {
+          params: { path: { slice_id: slice.id, service_id: serviceId } },
+        }),
+      ),
     onSuccess: refresh,
   });
   const problem = add.error instanceof ApiProblem ? add.error : null;
@@ -58,35 +88,90 @@ export function ServicesEdit({ slice }: { slice: Slice }) {
     <Stack>
       {(add.isError || remove.isError) && <ProblemAlert error={add.error ?? remove.error} />}
       <Table aria-label="Services">
-        <Table.Thead><Table.Tr><Table.Th>Service</Table.Th><Table.Th>Lane</Table.Th><Table.Th>Dst ports</Table.Th>
-          <Table.Th>DSCP</Table.Th><Table.Th>Protocol</Table.Th><Table.Th /></Table.Tr></Table.Thead>
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Service</Table.Th>
+            <Table.Th>Lane</Table.Th>
+            <Table.Th>Dst ports</Table.Th>
+            <Table.Th>DSCP</Table.Th>
+            <Table.Th>Protocol</Table.Th>
+            <Table.Th />
+          </Table.Tr>
+        </Table.Thead>
         <Table.Tbody>
           {slice.services.map((svc) => (
             <Table.Tr key={svc.id}>
-              <Table.Td>{svc.name}</Table.Td><Table.Td>{svc.lane}</Table.Td>
-              <Table.Td>{svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}</Table.Td>
-              <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td><Table.Td>{svc.protocol}</Table.Td>
+              <Table.Td>{svc.name}</Table.Td>
+              <Table.Td>{svc.lane}</Table.Td>
               <Table.Td>
-                <ActionIcon variant="subtle" color="red" aria-label={`Remove service ${svc.name}`}
-                  loading={remove.isPending && remove.variables === svc.id} onClick={() => remove.mutate(svc.id)}>✕</ActionIcon>
+                {svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}
+              </Table.Td>
+              <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
+              <Table.Td>{svc.protocol}</Table.Td>
+              <Table.Td>
+                <ActionIcon
+                  variant="subtle"
+                  color="red"
+                  aria-label={`Remove service ${svc.name}`}
+                  loading={remove.isPending && remove.variables === svc.id}
+                  onClick={() => remove.mutate(svc.id)}>
+                  ✕
+                </ActionIcon>
               </Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
       </Table>
-      <form onSubmit={(e) => { e.preventDefault(); if (!draftError) add.mutate(); }} aria-label="Add a service">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (!draftError) add.mutate();
+        }}
+        aria-label="Add a service">
         <Group align="end">
-          <TextInput label="New service" required value={draft.name} w={160}
-            onChange={(e) => setDraft({ ...draft, name: e.currentTarget.value })} error={problem?.fieldMessage("name")} />
-          <Select label="Lane" w={90} allowDeselect={false} data={slice.lanes.map(String)} value={String(draft.lane)}
-            onChange={(v) => v !== null && setDraft({ ...draft, lane: Number(v) })} error={problem?.fieldMessage("lane")} />
-          <NumberInput label="Dst port from" w={120} {...NO_CLAMP} value={draft.portLo}
-            onChange={(v) => setDraft({ ...draft, portLo: v })} error={draftError ?? problem?.fieldMessage("dst_ports")} />
-          <NumberInput label="to" w={120} {...NO_CLAMP} value={draft.portHi}
-            onChange={(v) => setDraft({ ...draft, portHi: v })} error={draftError ? true : undefined} />
-          <TextInput label="DSCP" w={100} value={draft.dscp} onChange={(e) => setDraft({ ...draft, dscp: e.currentTarget.value })}
-            error={problem?.fieldMessage("dscp")} />
-          <Button type="submit" variant="light" loading={add.isPending} disabled={draftError !== undefined}>Add service</Button>
+          <TextInput
+            label="New service"
+            required
+            value={draft.name}
+            w={160}
+            onChange={(e) => setDraft({ ...draft, name: e.currentTarget.value })}
+            error={problem?.fieldMessage("name")}
+          />
+          <Select
+            label="Lane"
+            w={90}
+            allowDeselect={false}
+            data={slice.lanes.map(String)}
+            value={String(draft.lane)}
+            onChange={(v) => v !== null && setDraft({ ...draft, lane: Number(v) })}
+            error={problem?.fieldMessage("lane")}
+          />
+          <NumberInput
+            label="Dst port from"
+            w={120}
+            {...NO_CLAMP}
+            value={draft.portLo}
+            onChange={(v) => setDraft({ ...draft, portLo: v })}
+            error={draftError ?? problem?.fieldMessage("dst_ports")}
+          />
+          <NumberInput
+            label="to"
+            w={120}
+            {...NO_CLAMP}
+            value={draft.portHi}
+            onChange={(v) => setDraft({ ...draft, portHi: v })}
+            error={draftError ? true : undefined}
+          />
+          <TextInput
+            label="DSCP"
+            w={100}
+            value={draft.dscp}
+            onChange={(e) => setDraft({ ...draft, dscp: e.currentTarget.value })}
+            error={problem?.fieldMessage("dscp")}
+          />
+          <Button type="submit" variant="light" loading={add.isPending} disabled={draftError !== undefined}>
+            Add service
+          </Button>
         </Group>
       </form>
     </Stack>

@@ -15,22 +15,42 @@ export function SlicesPage() {
   const [search, setSearch] = useSearchParams();
   const stateParam = search.get("state");
   const state = SLICE_STATES.find((s) => s === stateParam) ?? null;
-  const setState = (v: string | null) => {  // validated: only a known state reaches the API
+  const setState = (v: string | null) => {
+    // validated: only a known state reaches the API
     const next = new URLSearchParams(search);
-    if (v) next.set("state", v); else next.delete("state");
+    if (v) next.set("state", v);
+    else next.delete("state");
     next.delete("page");
     setSearch(next, { replace: true });
   };
   const slices = useSlices(params, (state ?? undefined) as SliceState | undefined);
   return (
     <>
-      <PageTitle actions={me?.role === "operator" && <Button component={Link} to="/slices/new">New slice</Button>}>
+      <PageTitle
+        actions={
+          me?.role === "operator" && (
+            <Button component={Link} to="/slices/new">
+              New slice
+            </Button>
+          )
+        }>
         Slices
       </PageTitle>
       <Group mb="sm" align="end">
-        <TextInput label="Search slices" maw={280} value={params.q} onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })} />
-        <Select label="State" clearable data={SLICE_STATES.map((s) => ({ value: s, label: stateLabel(s) }))}
-          value={state} onChange={setState} w={160} />
+        <TextInput
+          label="Search slices"
+          maw={280}
+          value={params.q}
+          onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })}
+        />
+        <Select
+          label="State"
+          clearable
+          data={SLICE_STATES.map((s) => ({ value: s, label: stateLabel(s) }))}
+          value={state}
+          onChange={setState}
+          w={160}
+        />
       </Group>
       <QueryView query={slices}>
         {(page) => (
@@ -41,18 +61,33 @@ export function SlicesPage() {
               <Table striped highlightOnHover aria-label="Slices">
                 <Table.Thead>
                   <Table.Tr>
-                    <Table.Th>Name</Table.Th><Table.Th>Type</Table.Th><Table.Th>Lanes</Table.Th>
-                    <Table.Th>State</Table.Th><Table.Th>Per backend</Table.Th><Table.Th>Rate limit</Table.Th><Table.Th>Max delay</Table.Th>
+                    <Table.Th>Name</Table.Th>
+                    <Table.Th>Type</Table.Th>
+                    <Table.Th>Lanes</Table.Th>
+                    <Table.Th>State</Table.Th>
+                    <Table.Th>Per backend</Table.Th>
+                    <Table.Th>Rate limit</Table.Th>
+                    <Table.Th>Max delay</Table.Th>
                   </Table.Tr>
                 </Table.Thead>
                 <Table.Tbody>
                   {page.data.map((s) => (
                     <Table.Tr key={s.id}>
-                      <Table.Td><Anchor component={Link} to={`/slices/${s.id}`} fw={600}>{s.name}</Anchor></Table.Td>
+                      <Table.Td>
+                        <Anchor component={Link} to={`/slices/${s.id}`} fw={600}>
+                          {s.name}
+                        </Anchor>
+                      </Table.Td>
                       <Table.Td style={{ whiteSpace: "nowrap" }}>{s.slice_type_name}</Table.Td>
-                      <Table.Td><LaneStrip lanes={s.lanes} label={s.name} /></Table.Td>
-                      <Table.Td><StateBadge state={s.state} /></Table.Td>
-                      <Table.Td miw={260}><BackendBadges status={s.status} /></Table.Td>
+                      <Table.Td>
+                        <LaneStrip lanes={s.lanes} label={s.name} />
+                      </Table.Td>
+                      <Table.Td>
+                        <StateBadge state={s.state} />
+                      </Table.Td>
+                      <Table.Td miw={260}>
+                        <BackendBadges status={s.status} />
+                      </Table.Td>
                       <Table.Td>{s.sla.rate_limit_mbps != null ? `${s.sla.rate_limit_mbps} Mbit/s` : "—"}</Table.Td>
                       <Table.Td>{s.sla.max_delay_ms != null ? `${s.sla.max_delay_ms} ms` : "—"}</Table.Td>
                     </Table.Tr>

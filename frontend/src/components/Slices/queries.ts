@@ -35,7 +35,7 @@ export function useSliceStatus(id: number) {
     queryKey: ["slices", { id, status: true }],
     queryFn: () => unwrap(api.GET("/api/v1/slices/{slice_id}/status", { params: { path: { slice_id: id } } })),
     enabled: Number.isSafeInteger(id) && id > 0,
-    refetchInterval: 2000,  // derived from facts that change without the user (pushes, samples)
+    refetchInterval: 2000, // derived from facts that change without the user (pushes, samples)
   });
 }
 

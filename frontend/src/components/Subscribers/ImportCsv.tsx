@@ -24,7 +24,11 @@ function upload(file: File, onProgress: (pct: number) => void, overrideReason?: 
     xhr.upload.onprogress = (e) => e.lengthComputable && onProgress((100 * e.loaded) / e.total);
     xhr.onload = () => {
       let body: unknown = null;
-      try { body = JSON.parse(xhr.responseText); } catch { /* non-JSON error page */ }
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        /* non-JSON error page */
+      }
       if (xhr.status >= 200 && xhr.status < 300) resolve(body as ImportReport);
       else reject(problemFrom(xhr.status, body));
     };
@@ -45,7 +49,9 @@ export function ImportCsv() {
 
   async function run(overrideReason?: string) {
     if (!file) return;
-    setReport(null); setProblem(null); setProgress(0);
+    setReport(null);
+    setProblem(null);
+    setProgress(0);
     try {
       const r = await upload(file, setProgress, overrideReason);
       setProgress(100);
@@ -59,18 +65,35 @@ export function ImportCsv() {
 
   return (
     <Stack>
-      <Text size="sm" c="dimmed">Columns: <code>imsi,ue_ip,teids,tenant,slices</code> and optionally <code>guaranteed_bps</code> (bit/s) — teids and slices separated by “;”. All rows or none are imported.</Text>
+      <Text size="sm" c="dimmed">
+        Columns: <code>imsi,ue_ip,teids,tenant,slices</code> and optionally <code>guaranteed_bps</code> (bit/s) — teids
+        and slices separated by “;”. All rows or none are imported.
+      </Text>
       <Group align="end">
-        <FileInput label="Subscribers CSV" accept=".csv,text/csv" value={file} onChange={setFile} w={300} maw="100%" clearable
-          clearButtonProps={{ "aria-label": "Clear the chosen file" }} />
-        <Button onClick={() => void run()} disabled={!file} loading={progress !== null && progress < 100 && !report && !problem}>Import</Button>
+        <FileInput
+          label="Subscribers CSV"
+          accept=".csv,text/csv"
+          value={file}
+          onChange={setFile}
+          w={300}
+          maw="100%"
+          clearable
+          clearButtonProps={{ "aria-label": "Clear the chosen file" }}
+        />
+        <Button
+          onClick={() => void run()}
+          disabled={!file}
+          loading={progress !== null && progress < 100 && !report && !problem}>
+          Import
+        </Button>
       </Group>
       {progress !== null && (
         <Progress value={progress} aria-label="Upload progress" striped animated={progress < 100} />
       )}
       {report && (
         <Alert color="green" title="Imported" role="status">
-          {report.imported.toLocaleString("en")} of {report.rows.toLocaleString("en")} rows in {report.duration_s.toFixed(2)} s
+          {report.imported.toLocaleString("en")} of {report.rows.toLocaleString("en")} rows in{" "}
+          {report.duration_s.toFixed(2)} s
         </Alert>
       )}
       {problem && admissionOf(problem) && (
@@ -79,8 +102,12 @@ export function ImportCsv() {
             <Text size="sm">Nothing was imported: {problem.detail}</Text>
           </Alert>
           <AdmissionDetails problem={problem} />
-          <AdmissionOverride problem={problem} canOverride={me?.role === "operator"} pending={progress !== null && progress < 100}
-            onOverride={(reason) => void run(reason)} />
+          <AdmissionOverride
+            problem={problem}
+            canOverride={me?.role === "operator"}
+            pending={progress !== null && progress < 100}
+            onOverride={(reason) => void run(reason)}
+          />
         </>
       )}
       {problem && !admissionOf(problem) && (
@@ -93,11 +120,24 @@ export function ImportCsv() {
           {problem.errors.length > 0 && (
             <Table.ScrollContainer minWidth={320} mt="xs">
               <Table aria-label="Import errors">
-                <Table.Thead><Table.Tr><Table.Th>Line</Table.Th><Table.Th>Column</Table.Th><Table.Th>Error</Table.Th></Table.Tr></Table.Thead>
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Line</Table.Th>
+                    <Table.Th>Column</Table.Th>
+                    <Table.Th>Error</Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
                 <Table.Tbody>
-                  {problem.errors.slice(0, 200).map((e) => csvRowError(e)).map((e, i) => (
-                    <Table.Tr key={i}><Table.Td>{e.line ?? "—"}</Table.Td><Table.Td>{e.column}</Table.Td><Table.Td>{e.message}</Table.Td></Table.Tr>
-                  ))}
+                  {problem.errors
+                    .slice(0, 200)
+                    .map((e) => csvRowError(e))
+                    .map((e, i) => (
+                      <Table.Tr key={i}>
+                        <Table.Td>{e.line ?? "—"}</Table.Td>
+                        <Table.Td>{e.column}</Table.Td>
+                        <Table.Td>{e.message}</Table.Td>
+                      </Table.Tr>
+                    ))}
                 </Table.Tbody>
               </Table>
             </Table.ScrollContainer>

@@ -6,27 +6,68 @@ import { SessionProvider } from "../../auth/session";
 import { fakeApi, jsonResponse, renderWithApp, type Route } from "../../test/render";
 import { guaranteeBps, guaranteeError, mbitText, SubscriberForm } from "./SubscriberForm";
 
-const SUB = { id: 11, imsi: "001010000000001", ue_ip: "10.47.0.1", teids: [7], tenant_id: 3, slice_ids: [21],
-  guaranteed_bps: 2_500_000, created_at: "2026-11-23T09:00:00Z", version: 4 };
-const MESSAGE = "slice video: the guarantees of its 3 subscribers add up to 12 Mbit/s, more than its rate limit of 10 Mbit/s";
+const SUB = {
+  id: 11,
+  imsi: "001010000000001",
+  ue_ip: "10.47.0.1",
+  teids: [7],
+  tenant_id: 3,
+  slice_ids: [21],
+  guaranteed_bps: 2_500_000,
+  created_at: "2026-11-23T09:00:00Z",
+  version: 4,
+};
+const MESSAGE =
+  "slice video: the guarantees of its 3 subscribers add up to 12 Mbit/s, more than its rate limit of 10 Mbit/s";
 // admission control's 409 as services/admission.py sends it for a subscriber (fields "subscriber")
 const REFUSAL = {
-  type: "about:blank", title: "Admission refused", status: 409, instance: "/api/v1/subscribers/11", detail: MESSAGE,
+  type: "about:blank",
+  title: "Admission refused",
+  status: 409,
+  instance: "/api/v1/subscribers/11",
+  detail: MESSAGE,
   errors: [{ field: "guaranteed_bps", message: MESSAGE }],
-  admission: [{ backend_id: 4, backend_name: "edge-1", capacity_bps: 100e6, ok: false, delay: [], unpoliced: [], ports: [],
-    guaranteed: { terms: [{ slice_name: "video", guaranteed_bps: 12e6 }], sum_bps: 12e6, limit_bps: 100e6, ok: true },
-    subscribers: [{ slice_id: 21, slice_name: "video", count: 3, sum_bps: 12e6, rate_limit_bps: 10e6, ok: false, waived: false }] }],
+  admission: [
+    {
+      backend_id: 4,
+      backend_name: "edge-1",
+      capacity_bps: 100e6,
+      ok: false,
+      delay: [],
+      unpoliced: [],
+      ports: [],
+      guaranteed: { terms: [{ slice_name: "video", guaranteed_bps: 12e6 }], sum_bps: 12e6, limit_bps: 100e6, ok: true },
+      subscribers: [
+        { slice_id: 21, slice_name: "video", count: 3, sum_bps: 12e6, rate_limit_bps: 10e6, ok: false, waived: false },
+      ],
+    },
+  ],
 };
 
 function api(role: "operator" | "integrator", patch: Route) {
   return fakeApi({
-    "GET /api/v1/users/me": () => jsonResponse({ id: 1, username: "op", role, tenant_id: null, full_name: "", is_active: true,
-      version: 1 }),
+    "GET /api/v1/users/me": () =>
+      jsonResponse({ id: 1, username: "op", role, tenant_id: null, full_name: "", is_active: true, version: 1 }),
     "GET /api/v1/tenants": () => jsonResponse({ count: 1, data: [{ id: 3, name: "acme" }] }),
     "GET /api/v1/slices": () => jsonResponse({ count: 1, data: [{ id: 21, name: "video", tenant_id: 3 }] }),
-    "GET /api/v1/audit": () => jsonResponse({ count: 1, data: [{ id: 77, ts: "2026-11-26T15:00:00Z", actor: "op", via: "session",
-      action: "admission_override", object_type: "subscriber", object_id: 11, tenant_id: 3, before: null,
-      after: { reason: "premium trial, ticket 9", action: "update", refusals: [MESSAGE] } }] }),
+    "GET /api/v1/audit": () =>
+      jsonResponse({
+        count: 1,
+        data: [
+          {
+            id: 77,
+            ts: "2026-11-26T15:00:00Z",
+            actor: "op",
+            via: "session",
+            action: "admission_override",
+            object_type: "subscriber",
+            object_id: 11,
+            tenant_id: 3,
+            before: null,
+            after: { reason: "premium trial, ticket 9", action: "update", refusals: [MESSAGE] },
+          },
+        ],
+      }),
     "PATCH /api/v1/subscribers/11": patch,
   });
 }
@@ -34,7 +75,11 @@ function api(role: "operator" | "integrator", patch: Route) {
 function renderForm(fake: ReturnType<typeof fakeApi>, onDone = vi.fn()) {
   vi.stubGlobal("fetch", fake.fetch);
   setTokens({ access_token: "a", refresh_token: "r" });
-  renderWithApp(<SessionProvider><SubscriberForm subscriber={SUB} onDone={onDone} /></SessionProvider>);
+  renderWithApp(
+    <SessionProvider>
+      <SubscriberForm subscriber={SUB} onDone={onDone} />
+    </SessionProvider>,
+  );
   return onDone;
 }
 
@@ -84,8 +129,10 @@ describe("SubscriberForm's guaranteed rate", () => {
   });
 
   it("puts admission's refusal on the field with the numbers; only an operator may override, with a reason", async () => {
-    const refuse: Route = (req) => (req.headers.get("Admission-Override") === null
-      ? jsonResponse(REFUSAL, 409, "application/problem+json") : jsonResponse({ ...SUB, guaranteed_bps: 4e6, version: 5 }));
+    const refuse: Route = (req) =>
+      req.headers.get("Admission-Override") === null
+        ? jsonResponse(REFUSAL, 409, "application/problem+json")
+        : jsonResponse({ ...SUB, guaranteed_bps: 4e6, version: 5 });
     const fake = api("operator", refuse);
     const onDone = renderForm(fake);
     const user = userEvent.setup();
@@ -95,12 +142,15 @@ describe("SubscriberForm's guaranteed rate", () => {
     await user.click(screen.getByRole("button", { name: "Save" }));
     await waitFor(() => expect(field).toHaveAccessibleDescription(new RegExp(MESSAGE)));
     expect(screen.getByTestId("admission-subscribers-video")).toHaveTextContent(
-      "Slice video: its 3 subscribers' guarantees = 12 Mbit/s, above its rate limit of 10 Mbit/s");
+      "Slice video: its 3 subscribers' guarantees = 12 Mbit/s, above its rate limit of 10 Mbit/s",
+    );
     const reason = screen.getByRole("textbox", { name: "Reason for admitting it anyway" });
     await user.type(reason, "premium trial, ticket 9");
     await user.click(screen.getByRole("button", { name: "Override with reason" }));
     expect(await screen.findByTestId("override-audit")).toHaveTextContent("Reason: premium trial, ticket 9");
-    expect(screen.getByTestId("override-audit")).toHaveTextContent("admission_override (update) of subscriber 11 by op");
+    expect(screen.getByTestId("override-audit")).toHaveTextContent(
+      "admission_override (update) of subscriber 11 by op",
+    );
     const audit = fake.calls.find((c) => c.url.pathname === "/api/v1/audit")?.url.searchParams;
     expect([audit?.get("object_type"), audit?.get("object_id")]).toEqual(["subscriber", "11"]);
     const sent = patches(fake);

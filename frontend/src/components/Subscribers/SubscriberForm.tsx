@@ -57,7 +57,8 @@ export function SubscriberForm({ subscriber, onDone }: { subscriber?: Subscriber
   const [teids, setTeids] = useState(subscriber?.teids.join(", ") ?? "");
   const [sliceIds, setSliceIds] = useState<string[]>(subscriber?.slice_ids.map(String) ?? []);
   const [guarantee, setGuarantee] = useState<number | string>(
-    subscriber?.guaranteed_bps != null ? subscriber.guaranteed_bps / 1e6 : "");
+    subscriber?.guaranteed_bps != null ? subscriber.guaranteed_bps / 1e6 : "",
+  );
   const [submitted, setSubmitted] = useState(false);
   // the subscriber saved over admission control's refusal: its audit entry is shown before closing
   const [overridden, setOverridden] = useState<number | null>(null);
@@ -66,8 +67,10 @@ export function SubscriberForm({ subscriber, onDone }: { subscriber?: Subscriber
   const local: Partial<Record<(typeof FIELDS)[number], string>> = {
     tenant_id: tenantId ? undefined : "Choose the tenant.",
     imsi: /^\d{14,15}$/.test(imsi) ? undefined : "An IMSI has 14 or 15 digits.",
-    ue_ip: /^(\d{1,3}\.){3}\d{1,3}$/.test(ueIp) && ueIp.split(".").every((o) => Number(o) <= 255)
-      ? undefined : "Enter an IPv4 address such as 10.47.0.1.",
+    ue_ip:
+      /^(\d{1,3}\.){3}\d{1,3}$/.test(ueIp) && ueIp.split(".").every((o) => Number(o) <= 255)
+        ? undefined
+        : "Enter an IPv4 address such as 10.47.0.1.",
     teids: typeof parsedTeids === "string" ? parsedTeids : undefined,
     guaranteed_bps: guaranteeError(guarantee),
   };
@@ -79,14 +82,19 @@ export function SubscriberForm({ subscriber, onDone }: { subscriber?: Subscriber
       const header = overrideHeader(reason);
       const bps = guaranteeBps(guarantee);
       return subscriber
-        ? unwrap(api.PATCH("/api/v1/subscribers/{subscriber_id}", {
-            // null clears a guarantee the subscriber had
-            params: { path: { subscriber_id: subscriber.id }, header },
-            body: { ...common, guaranteed_bps: bps, version: subscriber.version },
-          }))
-        : unwrap(api.POST("/api/v1/subscribers", {
-            params: { header }, body: { ...common, tenant_id: Number(tenantId), ...(bps === null ? {} : { guaranteed_bps: bps }) },
-          }));
+        ? unwrap(
+            api.PATCH("/api/v1/subscribers/{subscriber_id}", {
+              // null clears a guarantee the subscriber had
+              params: { path: { subscriber_id: subscriber.id }, header },
+              body: { ...common, guaranteed_bps: bps, version: subscriber.version },
+            }),
+          )
+        : unwrap(
+            api.POST("/api/v1/subscribers", {
+              params: { header },
+              body: { ...common, tenant_id: Number(tenantId), ...(bps === null ? {} : { guaranteed_bps: bps }) },
+            }),
+          );
     },
     onSuccess: async (saved, reason) => {
       await qc.invalidateQueries({ queryKey: ["subscribers"] });
@@ -109,7 +117,9 @@ export function SubscriberForm({ subscriber, onDone }: { subscriber?: Subscriber
     return (
       <Stack>
         <OverrideAudit objectType="subscriber" objectId={overridden} />
-        <Group justify="flex-end"><Button onClick={onDone}>Close</Button></Group>
+        <Group justify="flex-end">
+          <Button onClick={onDone}>Close</Button>
+        </Group>
       </Stack>
     );
   }
@@ -118,31 +128,80 @@ export function SubscriberForm({ subscriber, onDone }: { subscriber?: Subscriber
       <form onSubmit={submit} aria-label={subscriber ? "Edit subscriber" : "New subscriber"} noValidate>
         <Stack>
           {save.isError && <ProblemAlert error={save.error} shownOnFields={FIELDS} />}
-          <Select label="Tenant" required data={tenants.map((t) => ({ value: String(t.id), label: t.name }))}
-            value={tenantId} onChange={(v) => { setTenantId(v); setSliceIds([]); }} disabled={subscriber !== undefined}
-            description={subscriber ? "A subscriber stays with its tenant." : undefined} error={err("tenant_id")} searchable />
-          <TextInput label="IMSI" required inputMode="numeric" value={imsi} onChange={(e) => setImsi(e.currentTarget.value.trim())}
-            error={err("imsi")} />
-          <TextInput label="UE address" required placeholder="10.47.0.1" value={ueIp}
-            onChange={(e) => setUeIp(e.currentTarget.value.trim())} error={err("ue_ip")} />
-          <TextInput label="TEIDs" description="GTP-U tunnel ids, separated by commas" value={teids}
-            onChange={(e) => setTeids(e.currentTarget.value)} error={err("teids")} />
-          <MultiSelect label="Slices" data={tenantSlices.map((s) => ({ value: String(s.id), label: s.name }))}
-            value={sliceIds} onChange={setSliceIds} disabled={!tenantId} error={err("slice_ids")}
-            placeholder={tenantId ? "Choose slices" : "Choose the tenant first"} />
-          <NumberInput label={`${GUARANTEE_LABEL} (Mbit/s)`} decimalScale={6} clampBehavior="none" allowNegative
+          <Select
+            label="Tenant"
+            required
+            data={tenants.map((t) => ({ value: String(t.id), label: t.name }))}
+            value={tenantId}
+            onChange={(v) => {
+              setTenantId(v);
+              setSliceIds([]);
+            }}
+            disabled={subscriber !== undefined}
+            description={subscriber ? "A subscriber stays with its tenant." : undefined}
+            error={err("tenant_id")}
+            searchable
+          />
+          <TextInput
+            label="IMSI"
+            required
+            inputMode="numeric"
+            value={imsi}
+            onChange={(e) => setImsi(e.currentTarget.value.trim())}
+            error={err("imsi")}
+          />
+          <TextInput
+            label="UE address"
+            required
+            placeholder="10.47.0.1"
+            value={ueIp}
+            onChange={(e) => setUeIp(e.currentTarget.value.trim())}
+            error={err("ue_ip")}
+          />
+          <TextInput
+            label="TEIDs"
+            description="GTP-U tunnel ids, separated by commas"
+            value={teids}
+            onChange={(e) => setTeids(e.currentTarget.value)}
+            error={err("teids")}
+          />
+          <MultiSelect
+            label="Slices"
+            data={tenantSlices.map((s) => ({ value: String(s.id), label: s.name }))}
+            value={sliceIds}
+            onChange={setSliceIds}
+            disabled={!tenantId}
+            error={err("slice_ids")}
+            placeholder={tenantId ? "Choose slices" : "Choose the tenant first"}
+          />
+          <NumberInput
+            label={`${GUARANTEE_LABEL} (Mbit/s)`}
+            decimalScale={6}
+            clampBehavior="none"
+            allowNegative
             description="This subscriber's own guarantee inside its slices; empty: none. Admission control checks it."
-            value={guarantee} onChange={setGuarantee} error={local.guaranteed_bps ?? remote.guaranteed_bps} />
+            value={guarantee}
+            onChange={setGuarantee}
+            error={local.guaranteed_bps ?? remote.guaranteed_bps}
+          />
           <AdmissionDetails problem={save.error} />
           <Group justify="flex-end">
-            <Button variant="default" onClick={onDone}>Cancel</Button>
-            <Button type="submit" loading={save.isPending}>{subscriber ? "Save" : "Add subscriber"}</Button>
+            <Button variant="default" onClick={onDone}>
+              Cancel
+            </Button>
+            <Button type="submit" loading={save.isPending}>
+              {subscriber ? "Save" : "Add subscriber"}
+            </Button>
           </Group>
         </Stack>
       </form>
       {/* its own form: it cannot sit inside the subscriber's */}
-      <AdmissionOverride problem={save.error} canOverride={me?.role === "operator"} pending={save.isPending}
-        onOverride={(reason) => save.mutate(reason)} />
+      <AdmissionOverride
+        problem={save.error}
+        canOverride={me?.role === "operator"}
+        pending={save.isPending}
+        onOverride={(reason) => save.mutate(reason)}
+      />
     </Stack>
   );
 }

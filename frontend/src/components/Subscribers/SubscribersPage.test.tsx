@@ -7,16 +7,32 @@ import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { parseTeids } from "./SubscriberForm";
 import { SubscribersPage } from "./SubscribersPage";
 
-const SUB = { id: 11, imsi: "001010000000001", ue_ip: "10.47.0.1", teids: [7], tenant_id: 3, slice_ids: [21],
-  created_at: "2026-11-23T09:00:00Z", version: 1 };
+const SUB = {
+  id: 11,
+  imsi: "001010000000001",
+  ue_ip: "10.47.0.1",
+  teids: [7],
+  tenant_id: 3,
+  slice_ids: [21],
+  created_at: "2026-11-23T09:00:00Z",
+  version: 1,
+};
 
 function api(extra: Parameters<typeof fakeApi>[0] = {}) {
   return fakeApi({
     "GET /api/v1/subscribers": () => jsonResponse({ count: 1, data: [SUB] }),
     "GET /api/v1/tenants": () => jsonResponse({ count: 1, data: [{ id: 3, name: "acme" }] }),
     "GET /api/v1/slices": () => jsonResponse({ count: 1, data: [{ id: 21, name: "video", tenant_id: 3 }] }),
-    "GET /api/v1/users/me": () => jsonResponse({ id: 1, username: "op", role: "operator", tenant_id: null, full_name: "",
-      is_active: true, version: 1 }),
+    "GET /api/v1/users/me": () =>
+      jsonResponse({
+        id: 1,
+        username: "op",
+        role: "operator",
+        tenant_id: null,
+        full_name: "",
+        is_active: true,
+        version: 1,
+      }),
     ...extra,
   });
 }
@@ -24,7 +40,12 @@ function api(extra: Parameters<typeof fakeApi>[0] = {}) {
 /** The page as the app mounts it: inside the signed-in session (the import offers operators an override). */
 function renderPage(url: string) {
   setTokens({ access_token: "a", refresh_token: "r" });
-  renderWithApp(<SessionProvider><SubscribersPage /></SessionProvider>, { url });
+  renderWithApp(
+    <SessionProvider>
+      <SubscribersPage />
+    </SessionProvider>,
+    { url },
+  );
 }
 
 afterEach(() => setTokens(null));
@@ -39,8 +60,19 @@ describe("SubscribersPage", () => {
   });
 
   it("shows each subscriber's own guaranteed rate in Mbit/s, and a dash for none", async () => {
-    vi.stubGlobal("fetch", api({ "GET /api/v1/subscribers": () => jsonResponse({ count: 2, data: [
-      { ...SUB, guaranteed_bps: 12_500_000 }, { ...SUB, id: 12, imsi: "001010000000002", guaranteed_bps: null }] }) }).fetch);
+    vi.stubGlobal(
+      "fetch",
+      api({
+        "GET /api/v1/subscribers": () =>
+          jsonResponse({
+            count: 2,
+            data: [
+              { ...SUB, guaranteed_bps: 12_500_000 },
+              { ...SUB, id: 12, imsi: "001010000000002", guaranteed_bps: null },
+            ],
+          }),
+      }).fetch,
+    );
     renderPage("/subscribers");
     const table = await screen.findByRole("table", { name: "Subscribers", busy: false });
     expect(within(table).getByRole("columnheader", { name: "Guaranteed rate" })).toBeInTheDocument();
@@ -68,7 +100,9 @@ describe("SubscribersPage", () => {
     expect(within(dialog).getByText(/10\.47\.0\.1\) of tenant acme is removed/)).toBeInTheDocument();
     expect(fake.calls.some((c) => c.method === "DELETE")).toBe(false);
     await user.click(within(dialog).getByRole("button", { name: "Delete subscriber" }));
-    await waitFor(() => expect(fake.calls.some((c) => c.method === "DELETE" && c.url.pathname === "/api/v1/subscribers/11")).toBe(true));
+    await waitFor(() =>
+      expect(fake.calls.some((c) => c.method === "DELETE" && c.url.pathname === "/api/v1/subscribers/11")).toBe(true),
+    );
   });
 });
 
@@ -90,7 +124,9 @@ describe("parseTeids", () => {
     await screen.findByRole("link", { name: "acme" });
     await user.click(await screen.findByRole("button", { name: "Delete 1 matching" }));
     const dialog = await screen.findByRole("dialog", { name: "Delete 1 subscriber?" });
-    expect(dialog).toHaveTextContent("All 1 subscriber of tenant acme whose IMSI or UE address contains “10.47” are removed");
+    expect(dialog).toHaveTextContent(
+      "All 1 subscriber of tenant acme whose IMSI or UE address contains “10.47” are removed",
+    );
     expect(fake.calls.some((c) => c.method === "POST")).toBe(false);
     await user.click(within(dialog).getByRole("button", { name: "Delete 1 subscriber" }));
     await waitFor(() => expect(fake.calls.some((c) => c.method === "POST")).toBe(true));

@@ -27,7 +27,6 @@ export function filterWords(q: string, tenant: string | null): string {
   return parts.join(" ");
 }
 
-
 export function SubscribersPage() {
   const qc = useQueryClient();
   const [params, setParams] = usePageParams({ sort: "imsi" });
@@ -51,9 +50,14 @@ export function SubscribersPage() {
     setExporting("0 %");
     try {
       const rows = await fetchAll(
-        { sort: params.sort, ...(params.q ? { q: params.q } : {}), ...(tenantFilter ? { tenant_id: tenantFilter } : {}) },
-        (done, total) => setExporting(`${Math.round((100 * done) / Math.max(1, total))} %`));
-      const who = tenantFilter ? tenantName.get(tenantFilter) ?? `tenant-${tenantFilter}` : "all";
+        {
+          sort: params.sort,
+          ...(params.q ? { q: params.q } : {}),
+          ...(tenantFilter ? { tenant_id: tenantFilter } : {}),
+        },
+        (done, total) => setExporting(`${Math.round((100 * done) / Math.max(1, total))} %`),
+      );
+      const who = tenantFilter ? (tenantName.get(tenantFilter) ?? `tenant-${tenantFilter}`) : "all";
       download(`subscribers-${who}.csv`, toCsv(rows, tenantName, sliceName));
     } finally {
       setExporting(null);
@@ -62,98 +66,192 @@ export function SubscribersPage() {
   const confirm = useConfirm();
   const setTenantFilter = (v: string | null) => {
     const next = new URLSearchParams(url);
-    if (v) next.set("tenant_id", v); else next.delete("tenant_id");
+    if (v) next.set("tenant_id", v);
+    else next.delete("tenant_id");
     next.delete("page");
     setUrl(next, { replace: true });
   };
   const matching = subs.data?.count ?? 0;
   const askBulkDelete = () => {
-    const tenant = tenantFilter ? tenantName.get(tenantFilter) ?? `tenant ${tenantFilter}` : null;
+    const tenant = tenantFilter ? (tenantName.get(tenantFilter) ?? `tenant ${tenantFilter}`) : null;
     const everything = !params.q && !tenantFilter;
     const noun = matching === 1 ? "subscriber" : "subscribers";
     confirm.ask({
       title: `Delete ${matching} ${noun}?`,
-      message: `All ${matching} ${noun} ${filterWords(params.q, tenant)} are removed`
+      message:
+        `All ${matching} ${noun} ${filterWords(params.q, tenant)} are removed`
         + (everything ? " — no filter is set: this empties the whole list" : "")
         + "; their traffic stops matching their slices after the next deploy. This cannot be undone.",
       confirmLabel: `Delete ${matching} ${noun}`,
       action: async () => {
-        await unwrap(api.POST("/api/v1/subscribers/bulk-delete", { body: {
-          ...(params.q ? { q: params.q } : {}), ...(tenantFilter ? { tenant_id: tenantFilter } : {}),
-          all: everything, expected_count: matching,
-        } }));
+        await unwrap(
+          api.POST("/api/v1/subscribers/bulk-delete", {
+            body: {
+              ...(params.q ? { q: params.q } : {}),
+              ...(tenantFilter ? { tenant_id: tenantFilter } : {}),
+              all: everything,
+              expected_count: matching,
+            },
+          }),
+        );
         setParams({ page: 1 });
         await qc.invalidateQueries({ queryKey: ["subscribers"] });
       },
     });
   };
-  const askDelete = (s: Subscriber) => confirm.ask({
-    title: `Delete subscriber ${s.imsi}?`,
-    message: `Subscriber ${s.imsi} (${s.ue_ip}) of tenant ${tenantName.get(s.tenant_id) ?? s.tenant_id} is removed; `
-      + "its traffic stops matching its slices after the next deploy.",
-    confirmLabel: "Delete subscriber",
-    action: async () => {
-      await unwrap(api.DELETE("/api/v1/subscribers/{subscriber_id}", { params: { path: { subscriber_id: s.id } } }));
-      await qc.invalidateQueries({ queryKey: ["subscribers"] });
-    },
-  });
+  const askDelete = (s: Subscriber) =>
+    confirm.ask({
+      title: `Delete subscriber ${s.imsi}?`,
+      message:
+        `Subscriber ${s.imsi} (${s.ue_ip}) of tenant ${tenantName.get(s.tenant_id) ?? s.tenant_id} is removed; `
+        + "its traffic stops matching its slices after the next deploy.",
+      confirmLabel: "Delete subscriber",
+      action: async () => {
+        await unwrap(api.DELETE("/api/v1/subscribers/{subscriber_id}", { params: { path: { subscriber_id: s.id } } }));
+        await qc.invalidateQueries({ queryKey: ["subscribers"] });
+      },
+    });
 
   const columns: Column<Subscriber>[] = [
-    { key: "imsi", header: "IMSI", sortable: true, cell: (s) => <Text span ff="monospace" fz="sm">{s.imsi}</Text> },
+    {
+      key: "imsi",
+      header: "IMSI",
+      sortable: true,
+      cell: (s) => (
+        <Text span ff="monospace" fz="sm">
+          {s.imsi}
+        </Text>
+      ),
+    },
     { key: "ue_ip", header: "UE address", sortable: true, cell: (s) => s.ue_ip },
-    { key: "tenant_id", header: "Tenant", sortable: true, cell: (s) => (
-      <Anchor component={Link} to={`/subscribers?tenant_id=${s.tenant_id}`}
-        title="Show this tenant's subscribers">{tenantName.get(s.tenant_id) ?? `tenant ${s.tenant_id}`}</Anchor>
-    ) },
+    {
+      key: "tenant_id",
+      header: "Tenant",
+      sortable: true,
+      cell: (s) => (
+        <Anchor component={Link} to={`/subscribers?tenant_id=${s.tenant_id}`} title="Show this tenant's subscribers">
+          {tenantName.get(s.tenant_id) ?? `tenant ${s.tenant_id}`}
+        </Anchor>
+      ),
+    },
     { key: "created_at", header: "Created", sortable: true, cell: (s) => <Time value={s.created_at} /> },
     { key: "teids", header: "TEIDs", cell: (s) => s.teids.join(", ") },
-    { key: "slices", header: "Slices", cell: (s) => (
-      <Group gap={6}>
-        {s.slice_ids.map((id) => <Anchor key={id} component={Link} to={`/slices/${id}`}>{sliceName.get(id) ?? `slice ${id}`}</Anchor>)}
-      </Group>
-    ) },
-    { key: "guaranteed_bps", header: "Guaranteed rate", cell: (s) => (s.guaranteed_bps != null ? mbitText(s.guaranteed_bps) : "—") },
-    { key: "actions", header: "Actions", hiddenHeader: true, cell: (s) => (
-      <Group gap={4} wrap="nowrap">
-        <Button size="compact-xs" variant="subtle" onClick={() => setEditing(s)} aria-label={`Edit subscriber ${s.imsi}`}>Edit</Button>
-        <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(s)}
-          aria-label={`Delete subscriber ${s.imsi}`}>Delete</Button>
-      </Group>
-    ) },
+    {
+      key: "slices",
+      header: "Slices",
+      cell: (s) => (
+        <Group gap={6}>
+          {s.slice_ids.map((id) => (
+            <Anchor key={id} component={Link} to={`/slices/${id}`}>
+              {sliceName.get(id) ?? `slice ${id}`}
+            </Anchor>
+          ))}
+        </Group>
+      ),
+    },
+    {
+      key: "guaranteed_bps",
+      header: "Guaranteed rate",
+      cell: (s) => (s.guaranteed_bps != null ? mbitText(s.guaranteed_bps) : "—"),
+    },
+    {
+      key: "actions",
+      header: "Actions",
+      hiddenHeader: true,
+      cell: (s) => (
+        <Group gap={4} wrap="nowrap">
+          <Button
+            size="compact-xs"
+            variant="subtle"
+            onClick={() => setEditing(s)}
+            aria-label={`Edit subscriber ${s.imsi}`}>
+            Edit
+          </Button>
+          <Button
+            size="compact-xs"
+            variant="subtle"
+            color="red"
+            onClick={() => askDelete(s)}
+            aria-label={`Delete subscriber ${s.imsi}`}>
+            Delete
+          </Button>
+        </Group>
+      ),
+    },
   ];
 
   return (
     <>
-      <PageTitle actions={
-        <Group gap="xs">
-          <Button variant="default" onClick={() => void exportCsv()} disabled={exporting !== null}
-            title="The subscribers the search and tenant filter select, in the import's CSV format">
-            {exporting ? `Exporting … ${exporting}` : "Export CSV"}
-          </Button>
-          <Button onClick={() => setEditing("new")}>Add subscriber</Button>
-        </Group>
-      }>Subscribers</PageTitle>
+      <PageTitle
+        actions={
+          <Group gap="xs">
+            <Button
+              variant="default"
+              onClick={() => void exportCsv()}
+              disabled={exporting !== null}
+              title="The subscribers the search and tenant filter select, in the import's CSV format">
+              {exporting ? `Exporting … ${exporting}` : "Export CSV"}
+            </Button>
+            <Button onClick={() => setEditing("new")}>Add subscriber</Button>
+          </Group>
+        }>
+        Subscribers
+      </PageTitle>
       <Paper withBorder p="md" mb="md">
-        <Title order={2} size="h4" mb="sm">Import CSV</Title>
+        <Title order={2} size="h4" mb="sm">
+          Import CSV
+        </Title>
         <ImportCsv />
       </Paper>
       <Group align="end" mb="sm" wrap="wrap">
-        <TextInput label="Search subscribers (IMSI or address)" w={360} maw="100%" value={search}
-          onChange={(e) => setSearch(e.currentTarget.value)} />
-        <Select label="Tenant" placeholder="All tenants" clearable w={220} maw="100%"
+        <TextInput
+          label="Search subscribers (IMSI or address)"
+          w={360}
+          maw="100%"
+          value={search}
+          onChange={(e) => setSearch(e.currentTarget.value)}
+        />
+        <Select
+          label="Tenant"
+          placeholder="All tenants"
+          clearable
+          w={220}
+          maw="100%"
           data={tenants.map((t) => ({ value: String(t.id), label: t.name }))}
-          value={tenantFilter ? String(tenantFilter) : null} onChange={setTenantFilter} />
-        <Button variant="light" color="red" disabled={matching === 0 || subs.isPlaceholderData} onClick={askBulkDelete}
+          value={tenantFilter ? String(tenantFilter) : null}
+          onChange={setTenantFilter}
+        />
+        <Button
+          variant="light"
+          color="red"
+          disabled={matching === 0 || subs.isPlaceholderData}
+          onClick={askBulkDelete}
           title="Delete every subscriber the search and tenant filter select (all pages)">
           Delete {matching} matching
         </Button>
       </Group>
-      <DataTable label="Subscribers" columns={columns} rowKey={(s) => s.id} query={subs} params={params}
-        onPage={(p) => setParams({ page: p })} onSort={(sort) => setParams({ sort, page: 1 })} minWidth={880}
-        empty={params.q || tenantFilter ? "No subscribers match this search and filter." : "No subscribers yet: add one or import a CSV."} />
-      <Dialog opened={editing !== null} onClose={() => setEditing(null)}
+      <DataTable
+        label="Subscribers"
+        columns={columns}
+        rowKey={(s) => s.id}
+        query={subs}
+        params={params}
+        onPage={(p) => setParams({ page: p })}
+        onSort={(sort) => setParams({ sort, page: 1 })}
+        minWidth={880}
+        empty={
+          params.q || tenantFilter
+            ? "No subscribers match this search and filter."
+            : "No subscribers yet: add one or import a CSV."
+        }
+      />
+      <Dialog
+        opened={editing !== null}
+        onClose={() => setEditing(null)}
         title={editing === "new" ? "New subscriber" : "Edit subscriber"}>
-        {editing !== null && <SubscriberForm subscriber={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />}
+        {editing !== null && (
+          <SubscriberForm subscriber={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />
+        )}
       </Dialog>
       {confirm.dialog}
     </>

@@ -15,19 +15,31 @@ export function field(v: string): string {
 }
 
 export function toCsv(rows: Subscriber[], tenantName: Map<number, string>, sliceName: Map<number, string>): string {
-  const lines = rows.map((s) => [
-    s.imsi, s.ue_ip, s.teids.join(";"), tenantName.get(s.tenant_id) ?? String(s.tenant_id),
-    s.slice_ids.map((id) => sliceName.get(id) ?? String(id)).join(";"), s.guaranteed_bps != null ? String(s.guaranteed_bps) : "",
-  ].map(field).join(","));
+  const lines = rows.map((s) =>
+    [
+      s.imsi,
+      s.ue_ip,
+      s.teids.join(";"),
+      tenantName.get(s.tenant_id) ?? String(s.tenant_id),
+      s.slice_ids.map((id) => sliceName.get(id) ?? String(id)).join(";"),
+      s.guaranteed_bps != null ? String(s.guaranteed_bps) : "",
+    ]
+      .map(field)
+      .join(","),
+  );
   return `${[EXPORT_HEADER, ...lines].join("\r\n")}\r\n`;
 }
 
 /** Every subscriber the query selects, page by page (the list's paging and sort are ignored). */
-export async function fetchAll(filter: { q?: string; tenant_id?: number; sort: string },
-  onProgress?: (done: number, total: number) => void): Promise<Subscriber[]> {
+export async function fetchAll(
+  filter: { q?: string; tenant_id?: number; sort: string },
+  onProgress?: (done: number, total: number) => void,
+): Promise<Subscriber[]> {
   const out: Subscriber[] = [];
   for (let offset = 0; ; offset += PAGE) {
-    const page = await unwrap(api.GET("/api/v1/subscribers", { params: { query: { ...filter, offset, limit: PAGE } } }));
+    const page = await unwrap(
+      api.GET("/api/v1/subscribers", { params: { query: { ...filter, offset, limit: PAGE } } }),
+    );
     out.push(...page.data);
     onProgress?.(out.length, page.count);
     if (page.data.length < PAGE || out.length >= page.count) return out;

@@ -5,8 +5,16 @@ import { fakeApi, jsonResponse, problemResponse, renderWithApp } from "../../tes
 import { TenantForm } from "./TenantForm";
 
 const TENANT = {
-  id: 5, name: "acme", vni: 100, vlan: 10, ue_pool: "10.47.0.0/16", contact: "", description: "", version: 1,
-  created_at: "2026-11-23T09:00:00Z", updated_at: "2026-11-23T09:00:00Z",
+  id: 5,
+  name: "acme",
+  vni: 100,
+  vlan: 10,
+  ue_pool: "10.47.0.0/16",
+  contact: "",
+  description: "",
+  version: 1,
+  created_at: "2026-11-23T09:00:00Z",
+  updated_at: "2026-11-23T09:00:00Z",
 };
 
 describe("TenantForm", () => {
@@ -40,8 +48,10 @@ describe("TenantForm", () => {
 
   it("shows the API's conflict on the VNI field in words, not database text", async () => {
     const api = fakeApi({
-      "POST /api/v1/tenants": () => problemResponse(409, "Conflict", "Key (vni)=(100) already exists.",
-        [{ field: "vni", message: "Key (vni)=(100) already exists." }]),
+      "POST /api/v1/tenants": () =>
+        problemResponse(409, "Conflict", "Key (vni)=(100) already exists.", [
+          { field: "vni", message: "Key (vni)=(100) already exists." },
+        ]),
     });
     vi.stubGlobal("fetch", api.fetch);
     const done = vi.fn();

@@ -45,10 +45,12 @@ export function TenantForm({ tenant, onDone }: { tenant?: Tenant; onDone: () => 
         description,
       };
       return tenant
-        ? unwrap(api.PATCH("/api/v1/tenants/{tenant_id}", {
-            params: { path: { tenant_id: tenant.id } },
-            body: { ...body, version: tenant.version },
-          }))
+        ? unwrap(
+            api.PATCH("/api/v1/tenants/{tenant_id}", {
+              params: { path: { tenant_id: tenant.id } },
+              body: { ...body, version: tenant.version },
+            }),
+          )
         : unwrap(api.POST("/api/v1/tenants", { body }));
     },
     onSuccess: async () => {
@@ -70,21 +72,58 @@ export function TenantForm({ tenant, onDone }: { tenant?: Tenant; onDone: () => 
     <form onSubmit={submit} aria-label={tenant ? "Edit tenant" : "New tenant"} noValidate>
       <Stack>
         {save.isError && <ProblemAlert error={save.error} shownOnFields={FIELDS} />}
-        <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} error={err("name")} />
+        <TextInput
+          label="Name"
+          required
+          value={name}
+          onChange={(e) => setName(e.currentTarget.value)}
+          error={err("name")}
+        />
         <Group grow align="start">
-          <NumberInput label="VXLAN VNI" required description={`1 – ${VNI_MAX}`} {...NO_CLAMP} value={vni}
-            onChange={setVni} error={err("vni")} />
-          <NumberInput label="VLAN ID" description={`1 – ${VLAN_MAX}, optional`} {...NO_CLAMP} value={vlan}
-            onChange={setVlan} error={err("vlan")} />
+          <NumberInput
+            label="VXLAN VNI"
+            required
+            description={`1 – ${VNI_MAX}`}
+            {...NO_CLAMP}
+            value={vni}
+            onChange={setVni}
+            error={err("vni")}
+          />
+          <NumberInput
+            label="VLAN ID"
+            description={`1 – ${VLAN_MAX}, optional`}
+            {...NO_CLAMP}
+            value={vlan}
+            onChange={setVlan}
+            error={err("vlan")}
+          />
         </Group>
-        <TextInput label="UE address pool" placeholder="10.47.0.0/16" value={uePool}
-          onChange={(e) => setUePool(e.currentTarget.value)} error={err("ue_pool")} />
-        <TextInput label="Contact" value={contact} onChange={(e) => setContact(e.currentTarget.value)} error={err("contact")} />
-        <Textarea label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)}
-          error={err("description")} />
+        <TextInput
+          label="UE address pool"
+          placeholder="10.47.0.0/16"
+          value={uePool}
+          onChange={(e) => setUePool(e.currentTarget.value)}
+          error={err("ue_pool")}
+        />
+        <TextInput
+          label="Contact"
+          value={contact}
+          onChange={(e) => setContact(e.currentTarget.value)}
+          error={err("contact")}
+        />
+        <Textarea
+          label="Description"
+          value={description}
+          onChange={(e) => setDescription(e.currentTarget.value)}
+          error={err("description")}
+        />
         <Group justify="flex-end">
-          <Button variant="default" onClick={onDone}>Cancel</Button>
-          <Button type="submit" loading={save.isPending}>{tenant ? "Save" : "Create tenant"}</Button>
+          <Button variant="default" onClick={onDone}>
+            Cancel
+          </Button>
+          <Button type="submit" loading={save.isPending}>
+            {tenant ? "Save" : "Create tenant"}
+          </Button>
         </Group>
       </Stack>
     </form>

@@ -22,22 +22,29 @@ export function TenantsPage() {
   const [editing, setEditing] = useState<Tenant | "new" | null>(null);
   const qc = useQueryClient();
   const confirm = useConfirm();
-  const askDelete = (t: Tenant) => confirm.ask({
-    title: `Delete tenant ${t.name}?`,
-    message: `Tenant ${t.name} (VNI ${t.vni}) is deleted. A tenant that still has slices or subscribers cannot be `
-      + "deleted: the portal says which, and nothing changes.",
-    confirmLabel: "Delete tenant",
-    action: async () => {
-      await unwrap(api.DELETE("/api/v1/tenants/{tenant_id}", { params: { path: { tenant_id: t.id } } }));
-      await qc.invalidateQueries({ queryKey: ["tenants"] });
-    },
-  });
+  const askDelete = (t: Tenant) =>
+    confirm.ask({
+      title: `Delete tenant ${t.name}?`,
+      message:
+        `Tenant ${t.name} (VNI ${t.vni}) is deleted. A tenant that still has slices or subscribers cannot be `
+        + "deleted: the portal says which, and nothing changes.",
+      confirmLabel: "Delete tenant",
+      action: async () => {
+        await unwrap(api.DELETE("/api/v1/tenants/{tenant_id}", { params: { path: { tenant_id: t.id } } }));
+        await qc.invalidateQueries({ queryKey: ["tenants"] });
+      },
+    });
 
   return (
     <>
       <PageTitle actions={<Button onClick={() => setEditing("new")}>New tenant</Button>}>Tenants</PageTitle>
-      <TextInput label="Search tenants" mb="sm" maw={320} value={params.q}
-        onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })} />
+      <TextInput
+        label="Search tenants"
+        mb="sm"
+        maw={320}
+        value={params.q}
+        onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })}
+      />
       <QueryView query={tenants}>
         {(page) => (
           <>
@@ -45,8 +52,14 @@ export function TenantsPage() {
               <Table striped highlightOnHover aria-label="Tenants">
                 <Table.Thead>
                   <Table.Tr>
-                    <Table.Th>Name</Table.Th><Table.Th>VNI</Table.Th><Table.Th>VLAN</Table.Th>
-                    <Table.Th>UE pool</Table.Th><Table.Th>Contact</Table.Th><Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th>
+                    <Table.Th>Name</Table.Th>
+                    <Table.Th>VNI</Table.Th>
+                    <Table.Th>VLAN</Table.Th>
+                    <Table.Th>UE pool</Table.Th>
+                    <Table.Th>Contact</Table.Th>
+                    <Table.Th>
+                      <VisuallyHidden>Actions</VisuallyHidden>
+                    </Table.Th>
                   </Table.Tr>
                 </Table.Thead>
                 <Table.Tbody>
@@ -59,11 +72,28 @@ export function TenantsPage() {
                       <Table.Td>{t.contact}</Table.Td>
                       <Table.Td>
                         <Group gap={4} wrap="nowrap">
-                          <Anchor component={Link} size="sm" to={`/subscribers?tenant_id=${t.id}`}
-                            aria-label={`Subscribers of ${t.name}`}>Subscribers</Anchor>
-                          <Button size="compact-xs" variant="subtle" onClick={() => setEditing(t)} aria-label={`Edit ${t.name}`}>Edit</Button>
-                          <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDelete(t)}
-                            aria-label={`Delete tenant ${t.name}`}>Delete</Button>
+                          <Anchor
+                            component={Link}
+                            size="sm"
+                            to={`/subscribers?tenant_id=${t.id}`}
+                            aria-label={`Subscribers of ${t.name}`}>
+                            Subscribers
+                          </Anchor>
+                          <Button
+                            size="compact-xs"
+                            variant="subtle"
+                            onClick={() => setEditing(t)}
+                            aria-label={`Edit ${t.name}`}>
+                            Edit
+                          </Button>
+                          <Button
+                            size="compact-xs"
+                            variant="subtle"
+                            color="red"
+                            onClick={() => askDelete(t)}
+                            aria-label={`Delete tenant ${t.name}`}>
+                            Delete
+                          </Button>
                         </Group>
                       </Table.Td>
                     </Table.Tr>
@@ -75,7 +105,9 @@ export function TenantsPage() {
           </>
         )}
       </QueryView>
-      <Dialog opened={editing !== null} onClose={() => setEditing(null)}
+      <Dialog
+        opened={editing !== null}
+        onClose={() => setEditing(null)}
         title={editing === "new" ? "New tenant" : `Edit tenant ${editing?.name ?? ""}`}>
         {editing !== null && (
           <TenantForm tenant={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />

@@ -25,23 +25,43 @@ export function UserForm({ user, onDone }: { user?: User; onDone: () => void }) 
   const [submitted, setSubmitted] = useState(false);
 
   const local: Partial<Record<(typeof FIELDS)[number], string>> = {
-    username: user || /^[A-Za-z0-9_.@-]{2,80}$/.test(username) ? undefined
-      : "2–80 letters, digits or . _ @ -",
+    username: user || /^[A-Za-z0-9_.@-]{2,80}$/.test(username) ? undefined : "2–80 letters, digits or . _ @ -",
     tenant_id: role === "tenant" && !tenantId ? "A tenant user belongs to a tenant: choose it." : undefined,
-    password: (user ? password !== "" : true) && password.length < PASSWORD_MIN
-      ? `At least ${PASSWORD_MIN} characters.` : undefined,
+    password:
+      (user ? password !== "" : true) && password.length < PASSWORD_MIN
+        ? `At least ${PASSWORD_MIN} characters.`
+        : undefined,
   };
 
   const save = useMutation({
-    mutationFn: () => user
-      ? unwrap(api.PATCH("/api/v1/users/{user_id}", {
-          params: { path: { user_id: user.id } },
-          body: { full_name: fullName, is_active: active, ...(password ? { password } : {}), version: user.version },
-        }))
-      : unwrap(api.POST("/api/v1/users", {
-          body: { username, full_name: fullName, role, password, tenant_id: role === "tenant" ? Number(tenantId) : null },
-        })),
-    onSuccess: async () => { await qc.invalidateQueries({ queryKey: ["users"] }); onDone(); },
+    mutationFn: () =>
+      user
+        ? unwrap(
+            api.PATCH("/api/v1/users/{user_id}", {
+              params: { path: { user_id: user.id } },
+              body: {
+                full_name: fullName,
+                is_active: active,
+                ...(password ? { password } : {}),
+                version: user.version,
+              },
+            }),
+          )
+        : unwrap(
+            api.POST("/api/v1/users", {
+              body: {
+                username,
+                full_name: fullName,
+                role,
+                password,
+                tenant_id: role === "tenant" ? Number(tenantId) : null,
+              },
+            }),
+          ),
+    onSuccess: async () => {
+      await qc.invalidateQueries({ queryKey: ["users"] });
+      onDone();
+    },
   });
   const remote = mapProblem(save.error instanceof ApiProblem ? save.error : null, FIELDS).byField;
   const err = (f: (typeof FIELDS)[number]) => (submitted ? local[f] : undefined) ?? remote[f];
@@ -56,29 +76,76 @@ export function UserForm({ user, onDone }: { user?: User; onDone: () => void }) 
     <form onSubmit={submit} aria-label={user ? `Edit user ${user.username}` : "New user"} noValidate>
       <Stack>
         {save.isError && <ProblemAlert error={save.error} shownOnFields={FIELDS} />}
-        <TextInput label="Username" required={!user} disabled={!!user} value={username} autoComplete="off"
-          onChange={(e) => setUsername(e.currentTarget.value.trim())} error={err("username")} />
-        <TextInput label="Full name" value={fullName} onChange={(e) => setFullName(e.currentTarget.value)} error={err("full_name")} />
-        <Select label="Role" required disabled={!!user} allowDeselect={false}
-          data={[{ value: "operator", label: "Operator" }, { value: "tenant", label: "Tenant" }, { value: "integrator", label: "Integrator" }]}
-          value={role} onChange={(v) => v && setRole(v as Role)} error={err("role")}
-          description={user ? "A user's role and tenant are fixed; create a new user for another role." : undefined} />
+        <TextInput
+          label="Username"
+          required={!user}
+          disabled={!!user}
+          value={username}
+          autoComplete="off"
+          onChange={(e) => setUsername(e.currentTarget.value.trim())}
+          error={err("username")}
+        />
+        <TextInput
+          label="Full name"
+          value={fullName}
+          onChange={(e) => setFullName(e.currentTarget.value)}
+          error={err("full_name")}
+        />
+        <Select
+          label="Role"
+          required
+          disabled={!!user}
+          allowDeselect={false}
+          data={[
+            { value: "operator", label: "Operator" },
+            { value: "tenant", label: "Tenant" },
+            { value: "integrator", label: "Integrator" },
+          ]}
+          value={role}
+          onChange={(v) => v && setRole(v as Role)}
+          error={err("role")}
+          description={user ? "A user's role and tenant are fixed; create a new user for another role." : undefined}
+        />
         {role === "tenant" && (
-          <Select label="Tenant" required disabled={!!user} searchable
+          <Select
+            label="Tenant"
+            required
+            disabled={!!user}
+            searchable
             data={(tenants.data?.data ?? []).map((t) => ({ value: String(t.id), label: t.name }))}
-            value={tenantId} onChange={setTenantId} error={err("tenant_id")} />
+            value={tenantId}
+            onChange={setTenantId}
+            error={err("tenant_id")}
+          />
         )}
-        <PasswordInput label={user ? "New password (reset)" : "Password"} required={!user} autoComplete="new-password"
-          description={user ? "Leave empty to keep the current password. A new one ends the user's sessions and revokes their API keys."
-            : `At least ${PASSWORD_MIN} characters.`}
-          value={password} onChange={(e) => setPassword(e.currentTarget.value)} error={err("password")} />
+        <PasswordInput
+          label={user ? "New password (reset)" : "Password"}
+          required={!user}
+          autoComplete="new-password"
+          description={
+            user
+              ? "Leave empty to keep the current password. A new one ends the user's sessions and revokes their API keys."
+              : `At least ${PASSWORD_MIN} characters.`
+          }
+          value={password}
+          onChange={(e) => setPassword(e.currentTarget.value)}
+          error={err("password")}
+        />
         {user && (
-          <Switch label="Active (can log in)" checked={active} onChange={(e) => setActive(e.currentTarget.checked)}
-            error={err("is_active")} />
+          <Switch
+            label="Active (can log in)"
+            checked={active}
+            onChange={(e) => setActive(e.currentTarget.checked)}
+            error={err("is_active")}
+          />
         )}
         <Group justify="flex-end">
-          <Button variant="default" onClick={onDone}>Cancel</Button>
-          <Button type="submit" loading={save.isPending}>{user ? "Save" : "Create user"}</Button>
+          <Button variant="default" onClick={onDone}>
+            Cancel
+          </Button>
+          <Button type="submit" loading={save.isPending}>
+            {user ? "Save" : "Create user"}
+          </Button>
         </Group>
       </Stack>
     </form>

@@ -24,7 +24,12 @@ describe("UsersPage", () => {
   it("lists users with tenant names and never offers to disable yourself", async () => {
     vi.stubGlobal("fetch", api().fetch);
     setTokens({ access_token: "a", refresh_token: "r" });
-    renderWithApp(<SessionProvider><UsersPage /></SessionProvider>, { url: "/users" });
+    renderWithApp(
+      <SessionProvider>
+        <UsersPage />
+      </SessionProvider>,
+      { url: "/users" },
+    );
     expect(await screen.findByRole("cell", { name: "mvno-red" })).toBeInTheDocument();
     expect(await screen.findByRole("button", { name: "Disable user red-noc" })).toBeInTheDocument();
     expect(screen.queryByRole("button", { name: "Disable user op" })).toBeNull();
@@ -34,21 +39,34 @@ describe("UsersPage", () => {
     const fake = api({ "PATCH /api/v1/users/2": () => jsonResponse({ ...RED, is_active: false, version: 5 }) });
     vi.stubGlobal("fetch", fake.fetch);
     setTokens({ access_token: "a", refresh_token: "r" });
-    renderWithApp(<SessionProvider><UsersPage /></SessionProvider>, { url: "/users" });
+    renderWithApp(
+      <SessionProvider>
+        <UsersPage />
+      </SessionProvider>,
+      { url: "/users" },
+    );
     const user = userEvent.setup();
     await user.click(await screen.findByRole("button", { name: "Disable user red-noc" }));
     const dialog = await screen.findByRole("dialog", { name: "Disable user red-noc?" });
     expect(dialog).toHaveTextContent("red-noc (tenant, mvno-red) can no longer log in.");
     await user.click(within(dialog).getByRole("button", { name: "Disable user" }));
     await waitFor(() => expect(fake.calls.some((c) => c.method === "PATCH")).toBe(true));
-    expect(JSON.parse(fake.calls.find((c) => c.method === "PATCH")?.body ?? "{}")).toEqual({ is_active: false, version: 4 });
+    expect(JSON.parse(fake.calls.find((c) => c.method === "PATCH")?.body ?? "{}")).toEqual({
+      is_active: false,
+      version: 4,
+    });
   });
 
   it("a new tenant user must name its tenant and a password of 10+ characters", async () => {
     const fake = api();
     vi.stubGlobal("fetch", fake.fetch);
     setTokens({ access_token: "a", refresh_token: "r" });
-    renderWithApp(<SessionProvider><UsersPage /></SessionProvider>, { url: "/users" });
+    renderWithApp(
+      <SessionProvider>
+        <UsersPage />
+      </SessionProvider>,
+      { url: "/users" },
+    );
     const user = userEvent.setup();
     await user.click(await screen.findByRole("button", { name: "New user" }));
     const dialog = await screen.findByRole("dialog", { name: "New user" });

@@ -30,44 +30,93 @@ export function UsersPage() {
   const tenantName = new Map((tenants.data?.data ?? []).map((t) => [t.id, t.name]));
   const [editing, setEditing] = useState<User | "new" | null>(null);
   const confirm = useConfirm();
-  const setActive = (u: User, active: boolean) => unwrap(api.PATCH("/api/v1/users/{user_id}", {
-    params: { path: { user_id: u.id } }, body: { is_active: active, version: u.version },
-  })).then(() => qc.invalidateQueries({ queryKey: ["users"] }));
-  const askDisable = (u: User) => confirm.ask({
-    title: `Disable user ${u.username}?`,
-    message: `${u.username} (${u.role}${u.tenant_id ? `, ${tenantName.get(u.tenant_id) ?? `tenant ${u.tenant_id}`}` : ""}) `
-      + "can no longer log in. You can enable the user again later.",
-    confirmLabel: "Disable user",
-    action: () => setActive(u, false),
-  });
+  const setActive = (u: User, active: boolean) =>
+    unwrap(
+      api.PATCH("/api/v1/users/{user_id}", {
+        params: { path: { user_id: u.id } },
+        body: { is_active: active, version: u.version },
+      }),
+    ).then(() => qc.invalidateQueries({ queryKey: ["users"] }));
+  const askDisable = (u: User) =>
+    confirm.ask({
+      title: `Disable user ${u.username}?`,
+      message:
+        `${u.username} (${u.role}${u.tenant_id ? `, ${tenantName.get(u.tenant_id) ?? `tenant ${u.tenant_id}`}` : ""}) `
+        + "can no longer log in. You can enable the user again later.",
+      confirmLabel: "Disable user",
+      action: () => setActive(u, false),
+    });
 
   return (
     <>
       <PageTitle actions={<Button onClick={() => setEditing("new")}>New user</Button>}>Users</PageTitle>
-      <TextInput label="Search users" w={320} maw="100%" mb="sm" value={params.q}
-        onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })} />
+      <TextInput
+        label="Search users"
+        w={320}
+        maw="100%"
+        mb="sm"
+        value={params.q}
+        onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })}
+      />
       <QueryView query={users}>
         {(page) => (
           <>
             <Table.ScrollContainer minWidth={640}>
               <Table striped aria-label="Users">
-                <Table.Thead><Table.Tr><Table.Th>Username</Table.Th><Table.Th>Name</Table.Th><Table.Th>Role</Table.Th>
-                  <Table.Th>Tenant</Table.Th><Table.Th>Status</Table.Th><Table.Th><VisuallyHidden>Actions</VisuallyHidden></Table.Th></Table.Tr></Table.Thead>
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Username</Table.Th>
+                    <Table.Th>Name</Table.Th>
+                    <Table.Th>Role</Table.Th>
+                    <Table.Th>Tenant</Table.Th>
+                    <Table.Th>Status</Table.Th>
+                    <Table.Th>
+                      <VisuallyHidden>Actions</VisuallyHidden>
+                    </Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
                 <Table.Tbody>
                   {page.data.map((u) => (
                     <Table.Tr key={u.id}>
-                      <Table.Td fw={600}>{u.username}</Table.Td><Table.Td>{u.full_name || "—"}</Table.Td>
+                      <Table.Td fw={600}>{u.username}</Table.Td>
+                      <Table.Td>{u.full_name || "—"}</Table.Td>
                       <Table.Td>{u.role}</Table.Td>
-                      <Table.Td>{u.tenant_id ? tenantName.get(u.tenant_id) ?? `tenant ${u.tenant_id}` : "—"}</Table.Td>
-                      <Table.Td><Badge variant="light" color={u.is_active ? "green" : "gray"}>{u.is_active ? "active" : "disabled"}</Badge></Table.Td>
+                      <Table.Td>
+                        {u.tenant_id ? (tenantName.get(u.tenant_id) ?? `tenant ${u.tenant_id}`) : "—"}
+                      </Table.Td>
+                      <Table.Td>
+                        <Badge variant="light" color={u.is_active ? "green" : "gray"}>
+                          {u.is_active ? "active" : "disabled"}
+                        </Badge>
+                      </Table.Td>
                       <Table.Td>
                         <Group gap={4} wrap="nowrap">
-                          <Button size="compact-xs" variant="subtle" onClick={() => setEditing(u)} aria-label={`Edit user ${u.username}`}>Edit</Button>
-                          {u.id !== me?.id && (u.is_active
-                            ? <Button size="compact-xs" variant="subtle" color="red" onClick={() => askDisable(u)}
-                                aria-label={`Disable user ${u.username}`}>Disable</Button>
-                            : <Button size="compact-xs" variant="subtle" onClick={() => void setActive(u, true)}
-                                aria-label={`Enable user ${u.username}`}>Enable</Button>)}
+                          <Button
+                            size="compact-xs"
+                            variant="subtle"
+                            onClick={() => setEditing(u)}
+                            aria-label={`Edit user ${u.username}`}>
+                            Edit
+                          </Button>
+                          {u.id !== me?.id
+                            && (u.is_active ? (
+                              <Button
+                                size="compact-xs"
+                                variant="subtle"
+                                color="red"
+                                onClick={() => askDisable(u)}
+                                aria-label={`Disable user ${u.username}`}>
+                                Disable
+                              </Button>
+                            ) : (
+                              <Button
+                                size="compact-xs"
+                                variant="subtle"
+                                onClick={() => void setActive(u, true)}
+                                aria-label={`Enable user ${u.username}`}>
+                                Enable
+                              </Button>
+                            ))}
                         </Group>
                       </Table.Td>
                     </Table.Tr>
@@ -79,9 +128,13 @@ export function UsersPage() {
           </>
         )}
       </QueryView>
-      <Dialog opened={editing !== null} onClose={() => setEditing(null)}
+      <Dialog
+        opened={editing !== null}
+        onClose={() => setEditing(null)}
         title={editing === "new" ? "New user" : `Edit user ${editing?.username ?? ""}`}>
-        {editing !== null && <UserForm user={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />}
+        {editing !== null && (
+          <UserForm user={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />
+        )}
       </Dialog>
       {confirm.dialog}
     </>

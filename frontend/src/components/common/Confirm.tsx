@@ -19,10 +19,14 @@ export interface ConfirmSpec {
 export function ConfirmDialog({ spec, onClose }: { spec: ConfirmSpec | null; onClose: () => void }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const close = () => { setError(null); onClose(); };
+  const close = () => {
+    setError(null);
+    onClose();
+  };
   async function confirm() {
     if (!spec) return;
-    setBusy(true); setError(null);
+    setBusy(true);
+    setError(null);
     try {
       await spec.action();
       close();
@@ -39,8 +43,12 @@ export function ConfirmDialog({ spec, onClose }: { spec: ConfirmSpec | null; onC
           {typeof spec.message === "string" ? <Text size="sm">{spec.message}</Text> : spec.message}
           {error !== null && <ProblemAlert error={error} />}
           <Group justify="flex-end">
-            <Button variant="default" onClick={close} data-autofocus>Cancel</Button>
-            <Button color={spec.color ?? "red"} loading={busy} onClick={confirm}>{spec.confirmLabel}</Button>
+            <Button variant="default" onClick={close} data-autofocus>
+              Cancel
+            </Button>
+            <Button color={spec.color ?? "red"} loading={busy} onClick={confirm}>
+              {spec.confirmLabel}
+            </Button>
           </Group>
         </Stack>
       )}

@@ -8,7 +8,10 @@ import { ApiProblem } from "../../api/client";
 import { ariaSort, DataTable, nextSort, type Column, type PageOf } from "./DataTable";
 import type { PageParams } from "./usePaged";
 
-interface Row { id: number; name: string }
+interface Row {
+  id: number;
+  name: string;
+}
 const COLUMNS: Column<Row>[] = [
   { key: "id", header: "Number", cell: (r) => r.id, sortable: true },
   { key: "name", header: "Name", cell: (r) => r.name, sortable: true },
@@ -18,15 +21,29 @@ const COLUMNS: Column<Row>[] = [
 /** A server of 45 rows, paged and sorted like the API; ``fail`` answers with a problem. */
 function Harness({ fetchPage }: { fetchPage: (p: PageParams) => Promise<PageOf<Row>> }) {
   const [params, setParams] = useState<PageParams>({ page: 1, q: "", sort: "id", limit: 20 });
-  const query = useQuery({ queryKey: ["rows", params], queryFn: () => fetchPage(params), placeholderData: keepPreviousData });
+  const query = useQuery({
+    queryKey: ["rows", params],
+    queryFn: () => fetchPage(params),
+    placeholderData: keepPreviousData,
+  });
   return (
-    <DataTable label="Things" columns={COLUMNS} rowKey={(r) => r.id} query={query} params={params}
-      onPage={(page) => setParams({ ...params, page })} onSort={(sort) => setParams({ ...params, sort, page: 1 })}
-      empty="Nothing here yet." />
+    <DataTable
+      label="Things"
+      columns={COLUMNS}
+      rowKey={(r) => r.id}
+      query={query}
+      params={params}
+      onPage={(page) => setParams({ ...params, page })}
+      onSort={(sort) => setParams({ ...params, sort, page: 1 })}
+      empty="Nothing here yet."
+    />
   );
 }
 
-const ALL: Row[] = Array.from({ length: 45 }, (_, i) => ({ id: i + 1, name: `thing ${String(45 - i).padStart(2, "0")}` }));
+const ALL: Row[] = Array.from({ length: 45 }, (_, i) => ({
+  id: i + 1,
+  name: `thing ${String(45 - i).padStart(2, "0")}`,
+}));
 function server(p: PageParams): Promise<PageOf<Row>> {
   const key = p.sort.replace(/^-/, "") as keyof Row;
   const sorted = [...ALL].sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0));

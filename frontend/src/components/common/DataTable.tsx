@@ -54,7 +54,18 @@ export function ariaSort(current: string, key: string): "ascending" | "descendin
 }
 
 export function DataTable<T>({
-  label, columns, rowKey, query, params, onPage, onSort, empty, minWidth = 0, pagerWhenOnePage = true, what, rowProps,
+  label,
+  columns,
+  rowKey,
+  query,
+  params,
+  onPage,
+  onSort,
+  empty,
+  minWidth = 0,
+  pagerWhenOnePage = true,
+  what,
+  rowProps,
 }: DataTableProps<T>) {
   if (query.isError && !query.data) {
     if (query.error instanceof ApiProblem && query.error.status === 404) return <NotFound what={what} />;
@@ -66,17 +77,33 @@ export function DataTable<T>({
     if (!page) {
       return (
         <Table.Tr>
-          <Table.Td colSpan={columns.length}><Center p="md"><Loader size="sm" role="status" aria-label="Loading" /></Center></Table.Td>
+          <Table.Td colSpan={columns.length}>
+            <Center p="md">
+              <Loader size="sm" role="status" aria-label="Loading" />
+            </Center>
+          </Table.Td>
         </Table.Tr>
       );
     }
     if (page.data.length === 0) {
-      return <Table.Tr><Table.Td colSpan={columns.length}><Text size="sm" c="dimmed">{empty}</Text></Table.Td></Table.Tr>;
+      return (
+        <Table.Tr>
+          <Table.Td colSpan={columns.length}>
+            <Text size="sm" c="dimmed">
+              {empty}
+            </Text>
+          </Table.Td>
+        </Table.Tr>
+      );
     }
     return page.data.map((row) => (
       <Table.Tr key={rowKey(row)} {...rowProps?.(row)}>
         {/* top-aligned: a tall cell (an audit entry's changes) keeps its row's other cells beside its start */}
-        {columns.map((c) => <Table.Td key={c.key} style={{ verticalAlign: "top" }}>{c.cell(row)}</Table.Td>)}
+        {columns.map((c) => (
+          <Table.Td key={c.key} style={{ verticalAlign: "top" }}>
+            {c.cell(row)}
+          </Table.Td>
+        ))}
       </Table.Tr>
     ));
   })();
@@ -89,15 +116,22 @@ export function DataTable<T>({
           <Table.Thead>
             <Table.Tr>
               {columns.map((c) => (
-                <Table.Th key={c.key} aria-sort={c.sortable && onSort ? ariaSort(params.sort, c.key) : undefined}
+                <Table.Th
+                  key={c.key}
+                  aria-sort={c.sortable && onSort ? ariaSort(params.sort, c.key) : undefined}
                   style={c.hiddenHeader ? { width: 1 } : undefined}>
-                  {c.hiddenHeader ? <span style={VISUALLY_HIDDEN}>{c.header}</span>
-                    : c.sortable && onSort ? (
-                      <UnstyledButton onClick={() => onSort(nextSort(params.sort, c.key))} fw={600} fz="sm">
-                        {c.header}
-                        <span aria-hidden="true">{params.sort === c.key ? " ▲" : params.sort === `-${c.key}` ? " ▼" : ""}</span>
-                      </UnstyledButton>
-                    ) : c.header}
+                  {c.hiddenHeader ? (
+                    <span style={VISUALLY_HIDDEN}>{c.header}</span>
+                  ) : c.sortable && onSort ? (
+                    <UnstyledButton onClick={() => onSort(nextSort(params.sort, c.key))} fw={600} fz="sm">
+                      {c.header}
+                      <span aria-hidden="true">
+                        {params.sort === c.key ? " ▲" : params.sort === `-${c.key}` ? " ▼" : ""}
+                      </span>
+                    </UnstyledButton>
+                  ) : (
+                    c.header
+                  )}
                 </Table.Th>
               ))}
             </Table.Tr>
@@ -112,6 +146,13 @@ export function DataTable<T>({
 
 // Mantine's VisuallyHidden renders a div, which is not allowed inside a <th> in every reader.
 const VISUALLY_HIDDEN = {
-  position: "absolute", width: 1, height: 1, padding: 0, margin: -1, overflow: "hidden",
-  clip: "rect(0, 0, 0, 0)", whiteSpace: "nowrap", border: 0,
+  position: "absolute",
+  width: 1,
+  height: 1,
+  padding: 0,
+  margin: -1,
+  overflow: "hidden",
+  clip: "rect(0, 0, 0, 0)",
+  whiteSpace: "nowrap",
+  border: 0,
 } as const;

@@ -36,11 +36,15 @@ export class ErrorBoundary extends Component<Props, State> {
       <Stack p="md">
         <Alert color="red" title="This page stopped working">
           <Text size="sm">Nothing you saved is lost. Reload the page, or go to another page from the menu.</Text>
-          <Code block mt="xs">{error.message}</Code>
+          <Code block mt="xs">
+            {error.message}
+          </Code>
         </Alert>
         <Group>
           <Button onClick={() => window.location.reload()}>Reload</Button>
-          <Button variant="default" onClick={() => this.setState({ error: null })}>Try again</Button>
+          <Button variant="default" onClick={() => this.setState({ error: null })}>
+            Try again
+          </Button>
         </Group>
       </Stack>
     );

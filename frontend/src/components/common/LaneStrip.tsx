@@ -22,10 +22,11 @@ export function LaneStrip({ lanes, label }: { lanes: number[]; label: string }) 
                 fontSize: 12,
                 fontWeight: 600,
                 color: used ? "white" : "var(--mantine-color-dimmed)",
-                background: used ? `var(--mantine-color-indigo-${Math.min(9, 3 + lane)})` : "var(--mantine-color-gray-1)",
+                background: used
+                  ? `var(--mantine-color-indigo-${Math.min(9, 3 + lane)})`
+                  : "var(--mantine-color-gray-1)",
                 border: "1px solid var(--mantine-color-gray-4)",
-              }}
-            >
+              }}>
               {lane}
             </Box>
           </Tooltip>

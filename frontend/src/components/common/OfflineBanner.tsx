@@ -23,18 +23,27 @@ export function OfflineBanner() {
     if (c.state === "online") return;
     const before = document.body.style.paddingBottom;
     document.body.style.paddingBottom = "96px";
-    return () => { document.body.style.paddingBottom = before; };
+    return () => {
+      document.body.style.paddingBottom = before;
+    };
   }, [c.state]);
   if (c.state === "online") return null;
   const seconds = Math.max(0, Math.ceil((c.nextProbeAt - now) / 1000));
   return (
-    <Alert color="orange" title="The portal cannot reach the API" role="alert" data-testid="offline-banner"
+    <Alert
+      color="orange"
+      title="The portal cannot reach the API"
+      role="alert"
+      data-testid="offline-banner"
       // pinned to the bottom of the window: over the header it would hide the menu and the
       // first navigation item, the very things one uses while waiting
-      style={{ position: "fixed", bottom: 0, left: 0, right: 0, zIndex: 300 }} radius={0}>
+      style={{ position: "fixed", bottom: 0, left: 0, right: 0, zIndex: 300 }}
+      radius={0}>
       <Group justify="space-between" wrap="wrap" gap="xs">
         <Text size="sm">What you see may be out of date; changes cannot be saved. Retrying in {seconds} s.</Text>
-        <Button size="xs" variant="white" color="orange" onClick={() => void probe()}>Retry now</Button>
+        <Button size="xs" variant="white" color="orange" onClick={() => void probe()}>
+          Retry now
+        </Button>
       </Group>
     </Alert>
   );

@@ -7,7 +7,9 @@ export function PageTitle({ children, actions }: { children: ReactNode; actions?
   useDocumentTitle(textOf(children));
   return (
     <Group justify="space-between" mb="md" wrap="wrap">
-      <Title order={1} size="h2">{children}</Title>
+      <Title order={1} size="h2">
+        {children}
+      </Title>
       {actions}
     </Group>
   );

@@ -31,8 +31,9 @@ export const NAV: NavItem[] = [
 
 /** The navigation entry a path belongs to (longest prefix; "/" only matches itself). */
 export function navItemOf(pathname: string): NavItem | undefined {
-  return NAV.filter((n) => (n.to === "/" ? pathname === "/" : pathname === n.to || pathname.startsWith(`${n.to}/`)))
-    .sort((a, b) => b.to.length - a.to.length)[0];
+  return NAV.filter((n) =>
+    n.to === "/" ? pathname === "/" : pathname === n.to || pathname.startsWith(`${n.to}/`),
+  ).sort((a, b) => b.to.length - a.to.length)[0];
 }
 
 export function Shell() {
@@ -50,17 +51,33 @@ export function Shell() {
   }, [current?.label, location.pathname]);
 
   return (
-    <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: "md", collapsed: { mobile: !opened } }} padding="md">
-      <a href="#main" className={classes.skipLink}
-        onClick={(e) => { e.preventDefault(); document.getElementById("main")?.focus(); }}>
+    <AppShell
+      header={{ height: 56 }}
+      navbar={{ width: 220, breakpoint: "md", collapsed: { mobile: !opened } }}
+      padding="md">
+      <a
+        href="#main"
+        className={classes.skipLink}
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById("main")?.focus();
+        }}>
         Skip to main content
       </a>
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
-            <Burger opened={opened} onClick={toggle} hiddenFrom="md" size="sm"
-              aria-label="Toggle navigation" aria-expanded={opened} />
-            <Text fw={700} size="lg" component={Link} to="/home" c="inherit" td="none">sliceportal</Text>
+            <Burger
+              opened={opened}
+              onClick={toggle}
+              hiddenFrom="md"
+              size="sm"
+              aria-label="Toggle navigation"
+              aria-expanded={opened}
+            />
+            <Text fw={700} size="lg" component={Link} to="/home" c="inherit" td="none">
+              sliceportal
+            </Text>
           </Group>
           <Group gap="sm" wrap="nowrap">
             {me && (
@@ -74,8 +91,7 @@ export function Shell() {
               onClick={async () => {
                 await logout();
                 navigate("/login");
-              }}
-            >
+              }}>
               Log out
             </Button>
           </Group>

@@ -3,8 +3,7 @@
 // portal is "offline" and probes again with growing delays; when it answers, every query refetches.
 
 export type Connectivity =
-  | { state: "online" }
-  | { state: "offline"; since: number; nextProbeAt: number; attempts: number };
+  { state: "online" } | { state: "offline"; since: number; nextProbeAt: number; attempts: number };
 
 type Listener = (c: Connectivity) => void;
 

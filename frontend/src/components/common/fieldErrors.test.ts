@@ -25,20 +25,25 @@ describe("leafField", () => {
 describe("humanMessage", () => {
   it("translates PostgreSQL unique violations, naming the value", () => {
     expect(humanMessage("Key (vni)=(100) already exists.")).toBe("VXLAN VNI 100 is already in use; choose another.");
-    expect(humanMessage("Key (tenant_id, imsi)=(3, 001010000000001) already exists."))
-      .toBe("IMSI 001010000000001 is already in use in this tenant; choose another.");
+    expect(humanMessage("Key (tenant_id, imsi)=(3, 001010000000001) already exists.")).toBe(
+      "IMSI 001010000000001 is already in use in this tenant; choose another.",
+    );
   });
   it("translates foreign-key and check-constraint text", () => {
     expect(humanMessage('Key (tenant_id)=(99) is not present in table "tenant".')).toBe("Tenant 99 does not exist.");
-    expect(humanMessage('Key (id)=(4) is still referenced from table "service_class".'))
-      .toBe("Still in use by at least one service class; remove that first.");
-    expect(humanMessage('new row for relation "tenant" violates check constraint "ck_tenant_vlan_range"'))
-      .toBe("VLAN ID must be between 1 and 4094.");
+    expect(humanMessage('Key (id)=(4) is still referenced from table "service_class".')).toBe(
+      "Still in use by at least one service class; remove that first.",
+    );
+    expect(humanMessage('new row for relation "tenant" violates check constraint "ck_tenant_vlan_range"')).toBe(
+      "VLAN ID must be between 1 and 4094.",
+    );
   });
   it("drops validator prefixes and keeps plain sentences", () => {
     expect(humanMessage("Value error, 10.0.0.0/33 is not a network")).toBe("10.0.0.0/33 is not a network");
     expect(humanMessage("Field required")).toBe("Required.");
-    expect(humanMessage("Input should be less than or equal to 4094")).toBe("Input should be less than or equal to 4094");
+    expect(humanMessage("Input should be less than or equal to 4094")).toBe(
+      "Input should be less than or equal to 4094",
+    );
   });
   it("never lets raw Key (...) text through for any unique violation", () => {
     for (const raw of ["Key (name)=(acme) already exists.", "Key (tenant_id, ue_ip)=(1, 10.0.0.1) already exists"]) {
@@ -55,7 +60,10 @@ describe("mapProblem", () => {
   ]);
   it("attaches errors to the form's fields by their leaf name", () => {
     const { byField, other } = mapProblem(problem, ["vni", "vlan"]);
-    expect(byField).toEqual({ vni: "VXLAN VNI 7 is already in use; choose another.", vlan: "Input should be less than or equal to 4094" });
+    expect(byField).toEqual({
+      vni: "VXLAN VNI 7 is already in use; choose another.",
+      vlan: "Input should be less than or equal to 4094",
+    });
     expect(other).toEqual(["Service class 1 › Port min: Required."]);
   });
   it("lists everything with human paths when the form shows no field", () => {
@@ -68,21 +76,35 @@ describe("mapProblem", () => {
 
 describe("csvRowError and problemSummary", () => {
   it("keeps the file's 1-based line and names the column", () => {
-    expect(csvRowError({ field: "ue_ip", message: "10.9.0.1 is outside tenant a's UE pool", line: 3 }))
-      .toEqual({ line: 3, column: "UE address", message: "10.9.0.1 is outside tenant a's UE pool" });
+    expect(csvRowError({ field: "ue_ip", message: "10.9.0.1 is outside tenant a's UE pool", line: 3 })).toEqual({
+      line: 3,
+      column: "UE address",
+      message: "10.9.0.1 is outside tenant a's UE pool",
+    });
   });
   it("names a header's missing or unknown column as the file spells it", () => {
-    expect(csvRowError({ field: "ue_addr", message: "unknown column", line: 1 }))
-      .toEqual({ line: 1, column: "ue_addr", message: "unknown column" });
-    expect(csvRowError({ field: "ue_ip", message: "missing column", line: 1 }))
-      .toEqual({ line: 1, column: "ue_ip", message: "missing column" });
-    expect(csvRowError({ field: "column 2", message: "column without a name", line: 1 }))
-      .toEqual({ line: 1, column: "column 2", message: "column without a name" });
+    expect(csvRowError({ field: "ue_addr", message: "unknown column", line: 1 })).toEqual({
+      line: 1,
+      column: "ue_addr",
+      message: "unknown column",
+    });
+    expect(csvRowError({ field: "ue_ip", message: "missing column", line: 1 })).toEqual({
+      line: 1,
+      column: "ue_ip",
+      message: "missing column",
+    });
+    expect(csvRowError({ field: "column 2", message: "column without a name", line: 1 })).toEqual({
+      line: 1,
+      column: "column 2",
+      message: "column without a name",
+    });
   });
   it("summarises without database text", () => {
     expect(problemSummary(new ApiProblem(409, "Conflict", "Key (name)=(x) already exists."))).toBe(
-      "Name x is already in use; choose another.");
+      "Name x is already in use; choose another.",
+    );
     expect(problemSummary(new ApiProblem(422, "Validation failed", "", [{ field: "a", message: "b" }]))).toBe(
-      "One value needs a change.");
+      "One value needs a change.",
+    );
   });
 });

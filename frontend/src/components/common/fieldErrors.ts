@@ -68,7 +68,10 @@ export function humanPath(path: string, labels: Record<string, string> = FIELD_L
 }
 
 function splitList(s: string): string[] {
-  return s.split(",").map((x) => x.trim()).filter(Boolean);
+  return s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean);
 }
 
 /** Database and validator wording → a sentence about the user's input. */
@@ -105,8 +108,11 @@ export interface MappedErrors {
 }
 
 /** Attach a problem's errors to the given form fields; the rest stay readable for an alert. */
-export function mapProblem(problem: ApiProblem | null | undefined, fields: readonly string[],
-  labels: Record<string, string> = FIELD_LABELS): MappedErrors {
+export function mapProblem(
+  problem: ApiProblem | null | undefined,
+  fields: readonly string[],
+  labels: Record<string, string> = FIELD_LABELS,
+): MappedErrors {
   const byField: Record<string, string> = {};
   const other: string[] = [];
   for (const e of problem?.errors ?? []) {

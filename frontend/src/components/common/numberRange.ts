@@ -2,8 +2,13 @@
 // typed and explained, so the user knows what was wrong.
 
 /** The message for a value outside [min, max] (or not a whole number), or undefined if fine. */
-export function rangeError(label: string, value: number | string, min: number, max: number,
-  { required = false }: { required?: boolean } = {}): string | undefined {
+export function rangeError(
+  label: string,
+  value: number | string,
+  min: number,
+  max: number,
+  { required = false }: { required?: boolean } = {},
+): string | undefined {
   if (value === "" || value === null) return required ? `${label} is required.` : undefined;
   const n = typeof value === "number" ? value : Number(value);
   if (!Number.isFinite(n)) return `${label} must be a number.`;

@@ -7,8 +7,21 @@ import { BackendBadges, StateBadge } from "../Slices/StateBadge";
 import { statusWord } from "./statusWords";
 
 const backend = (id: number, name: string, health: string) => ({
-  id, name, driver: "p4rt", health, health_detail: "", paths: 1, lanes: 8, capacity: {}, options: {},
-  created_at: "2026-11-23T09:00:00Z", version: 1, link_bps: 1e9, port_bps: {}, accept_unenforced: [] });
+  id,
+  name,
+  driver: "p4rt",
+  health,
+  health_detail: "",
+  paths: 1,
+  lanes: 8,
+  capacity: {},
+  options: {},
+  created_at: "2026-11-23T09:00:00Z",
+  version: 1,
+  link_bps: 1e9,
+  port_bps: {},
+  accept_unenforced: [],
+});
 
 describe("status words", () => {
   it("has one word and colour per state, whatever the view", () => {
@@ -22,25 +35,44 @@ describe("status words", () => {
   });
 
   it("the slice badges say the same words as the state filter and the overview cards", () => {
-    renderWithApp(<>
-      <StateBadge state="not_deployed" />
-      <BackendBadges status={[{ backend_id: 1, backend_name: "bmv2-lab", state: "deployed", sla: "degraded",
-        rule_set_number: 3 } as never]} />
-    </>);
+    renderWithApp(
+      <>
+        <StateBadge state="not_deployed" />
+        <BackendBadges
+          status={[
+            {
+              backend_id: 1,
+              backend_name: "bmv2-lab",
+              state: "deployed",
+              sla: "degraded",
+              rule_set_number: 3,
+            } as never,
+          ]}
+        />
+      </>,
+    );
     expect(screen.getByText("not deployed").closest("[data-state]")).toHaveAttribute("data-state", "not_deployed");
     expect(screen.getByTestId("backend-state-1")).toHaveTextContent("bmv2-lab: deployed · degraded");
   });
 
   it("the overview and the backends page show a backend's health in the same word", async () => {
     const fake = fakeApi({
-      "GET /api/v1/backends": () => jsonResponse({ count: 3, data: [
-        backend(1, "bmv2-lab", "ok"), backend(2, "netfpga-sim", "unreachable"), backend(3, "xdp-new", "unknown")] }),
+      "GET /api/v1/backends": () =>
+        jsonResponse({
+          count: 3,
+          data: [
+            backend(1, "bmv2-lab", "ok"),
+            backend(2, "netfpga-sim", "unreachable"),
+            backend(3, "xdp-new", "unknown"),
+          ],
+        }),
       "GET /api/v1/slices": () => jsonResponse({ count: 0, data: [] }),
       "GET /api/v1/slices/states": () => jsonResponse([]),
       "GET /api/v1/violations": () => jsonResponse({ count: 0, data: [] }),
     });
     vi.stubGlobal("fetch", fake.fetch);
-    const words = async () => Promise.all([1, 2, 3].map(async (id) => (await screen.findByTestId(`health-${id}`)).textContent));
+    const words = async () =>
+      Promise.all([1, 2, 3].map(async (id) => (await screen.findByTestId(`health-${id}`)).textContent));
     const overview = renderWithApp(<OverviewPage />);
     const onOverview = await words();
     overview.unmount();

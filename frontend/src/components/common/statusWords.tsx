@@ -7,7 +7,10 @@ import { Badge, type BadgeProps } from "@mantine/core";
 
 export type StatusKind = "slice" | "sla" | "health";
 
-interface Word { label: string; color: string }
+interface Word {
+  label: string;
+  color: string;
+}
 
 const WORDS: Record<StatusKind, Record<string, Word>> = {
   // deployment state of a slice (overall or on one backend)
@@ -52,8 +55,11 @@ export const WHOLE_BADGE = {
   label: { overflow: "visible", textOverflow: "clip", whiteSpace: "normal" },
 } as const;
 
-export function StatusBadge({ kind, value, ...rest }: { kind: StatusKind; value: string | null | undefined }
-  & Omit<BadgeProps, "color" | "children">) {
+export function StatusBadge({
+  kind,
+  value,
+  ...rest
+}: { kind: StatusKind; value: string | null | undefined } & Omit<BadgeProps, "color" | "children">) {
   const w = statusWord(kind, value);
   return (
     <Badge color={w.color} variant="light" styles={WHOLE_BADGE} data-status={`${kind}:${value ?? ""}`} {...rest}>

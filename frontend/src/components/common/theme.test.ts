@@ -8,8 +8,9 @@ describe("theme colours meet WCAG AA", () => {
 
   it.each(colors)("%s: white on its fill, its light text on its tint, its text on white", (c) => {
     expect(contrast("#ffffff", vars[`--mantine-color-${c}-filled`] ?? "")).toBeGreaterThanOrEqual(MIN_CONTRAST);
-    expect(contrast(vars[`--mantine-color-${c}-light-color`] ?? "", vars[`--mantine-color-${c}-light`] ?? ""))
-      .toBeGreaterThanOrEqual(MIN_CONTRAST);
+    expect(
+      contrast(vars[`--mantine-color-${c}-light-color`] ?? "", vars[`--mantine-color-${c}-light`] ?? ""),
+    ).toBeGreaterThanOrEqual(MIN_CONTRAST);
     expect(contrast(vars[`--mantine-color-${c}-text`] ?? "", "#ffffff")).toBeGreaterThanOrEqual(MIN_CONTRAST);
   });
 

@@ -8,9 +8,15 @@ function formatter(timeZone: string | undefined): Intl.DateTimeFormat {
   let f = formatters.get(key);
   if (!f) {
     f = new Intl.DateTimeFormat("en-GB", {
-      year: "numeric", month: "short", day: "2-digit",
-      hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
-      timeZoneName: "short", timeZone,
+      year: "numeric",
+      month: "short",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+      timeZoneName: "short",
+      timeZone,
     });
     formatters.set(key, f);
   }
@@ -29,5 +35,9 @@ export function Time({ value, timeZone }: { value: string | null | undefined; ti
   if (!value) return <>—</>;
   const d = new Date(value);
   if (Number.isNaN(d.getTime())) return <>{value}</>;
-  return <time dateTime={d.toISOString()} title={d.toISOString()}>{formatTime(d, timeZone)}</time>;
+  return (
+    <time dateTime={d.toISOString()} title={d.toISOString()}>
+      {formatTime(d, timeZone)}
+    </time>
+  );
 }

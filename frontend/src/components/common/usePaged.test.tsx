@@ -5,7 +5,9 @@ import { MemoryRouter, useLocation } from "react-router";
 import { queryOf, usePageParams } from "./usePaged";
 
 function setup(url: string, defaults = { sort: "name" }) {
-  const wrapper = ({ children }: { children: ReactNode }) => <MemoryRouter initialEntries={[url]}>{children}</MemoryRouter>;
+  const wrapper = ({ children }: { children: ReactNode }) => (
+    <MemoryRouter initialEntries={[url]}>{children}</MemoryRouter>
+  );
   return renderHook(() => ({ paged: usePageParams(defaults), location: useLocation() }), { wrapper });
 }
 
