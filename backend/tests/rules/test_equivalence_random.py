@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -41,17 +42,41 @@ def services(draw: st.DrawFn, lanes: tuple[int, ...]) -> tuple[ServiceSpec, ...]
     return tuple(out)
 
 
-@st.composite
-def configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], TargetSpec]:
-    target = TargetSpec(
-        lanes=draw(st.sampled_from([1, 2, 4, 8])),
-        paths=draw(st.sampled_from([1, 2, 4, 8])),
-        match_fields=FIELDS,
+def draw_target(draw: st.DrawFn, match_fields: frozenset[str] = FIELDS) -> TargetSpec:
+    return TargetSpec(
+        lanes=draw(st.sampled_from([1, 2, 4, 8])), paths=draw(st.sampled_from([1, 2, 4, 8])), match_fields=match_fields
     )
-    n = draw(st.integers(1, 3))
-    tenants = [
+
+
+def draw_tenants(draw: st.DrawFn, n: int) -> list[TenantSpec]:
+    """Tenants 1..n: VNI 100 + i, each with or without a VLAN ID."""
+    return [
         TenantSpec(ref=i + 1, name=f"t{i}", vni=100 + i, vlan=draw(st.sampled_from([None, 10 + i]))) for i in range(n)
     ]
+
+
+def draw_slice(
+    draw: st.DrawFn, i: int, ref: int, tenant_ref: int, lanes: tuple[int, ...], subs: list[SubscriberSpec], **more: Any
+) -> SliceSpec:
+    """Slice ``i`` of a drawn configuration: its services on ``lanes``, path mode and tunnel match drawn."""
+    return SliceSpec(
+        ref=ref,
+        name=f"slice{i}",
+        tenant_ref=tenant_ref,
+        type_lanes=lanes,
+        services=draw(services(lanes)),
+        subscribers=tuple(subs),
+        path_mode=draw(st.sampled_from(["per_slice", "per_user_group"])),
+        match_tunnel=draw(st.booleans()),
+        **more,
+    )
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], TargetSpec]:
+    target = draw_target(draw)
+    n = draw(st.integers(1, 3))
+    tenants = draw_tenants(draw, n)
     slices = []
     ref = 0
     for i in range(n):
@@ -63,18 +88,8 @@ def configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], TargetS
             addr = BASE + i * WINDOW + draw(st.integers(0, WINDOW // size - 1)) * size
             ref += 1
             subs.append(SubscriberSpec(ref=ref, imsi=str(ref), ue_ip=addr, prefix_len=plen))
-        slices.append(
-            SliceSpec(
-                ref=draw(st.integers(1, 1000)) * 10 + i,  # unique, random order
-                name=f"slice{i}",
-                tenant_ref=i + 1,
-                type_lanes=lanes,
-                services=draw(services(lanes)),
-                subscribers=tuple(subs),
-                path_mode=draw(st.sampled_from(["per_slice", "per_user_group"])),
-                match_tunnel=draw(st.booleans()),
-            )
-        )
+        ref = draw(st.integers(1, 1000)) * 10 + i  # unique, random order
+        slices.append(draw_slice(draw, i, ref, i + 1, lanes, subs))
     return tenants, slices, target
 
 
@@ -162,18 +177,7 @@ def overlapping_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSp
             SubscriberSpec(ref=i * 100 + j, imsi=f"{i}-{j}", ue_ip=BASE + draw(st.integers(0, 15)))
             for j in range(draw(st.integers(1, 4)))
         ]
-        slices.append(
-            SliceSpec(
-                ref=i + 1,
-                name=f"slice{i}",
-                tenant_ref=draw(st.sampled_from([1, 2])),
-                type_lanes=lanes,
-                services=draw(services(lanes)),
-                subscribers=tuple(subs),
-                path_mode=draw(st.sampled_from(["per_slice", "per_user_group"])),
-                match_tunnel=draw(st.booleans()),
-            )
-        )
+        slices.append(draw_slice(draw, i, i + 1, draw(st.sampled_from([1, 2])), lanes, subs))
     return tenants, slices, target
 
 

@@ -19,22 +19,27 @@ from sliceportal.rules.errors import AmbiguousMatchError, CompileError
 from sliceportal.rules.ir import FlowKey, RuleIR, fold_lane
 from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
 from sliceportal.rules.tuplespace import TupleSpaceClassifier
-from tests.rules.test_equivalence_random import BASE, PORT_HI, PORT_LO, SLICE_TYPE_LANES, WINDOW, services
-
-FIELDS = frozenset({"src_ip", "dst_ip", "dst_port", "dscp", "vni", "vlan"})
+from tests.rules.test_equivalence_random import (
+    BASE,
+    FIELDS,
+    PORT_HI,
+    PORT_LO,
+    SLICE_TYPE_LANES,
+    WINDOW,
+    draw_slice,
+    draw_target,
+    draw_tenants,
+    triple,
+)
 
 
 @st.composite
 def intent_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], TargetSpec]:
-    target = TargetSpec(
-        lanes=draw(st.sampled_from([1, 2, 4, 8])),
-        paths=draw(st.sampled_from([1, 2, 4, 8])),
-        match_fields=FIELDS | (frozenset({"teid"}) if draw(st.booleans()) else frozenset()),
-    )
+    target = draw_target(draw)
+    if draw(st.booleans()):  # a target that keys on the TEID
+        target = dataclasses.replace(target, match_fields=FIELDS | {"teid"})
     n = draw(st.integers(1, 2))
-    tenants = [
-        TenantSpec(ref=i + 1, name=f"t{i}", vni=100 + i, vlan=draw(st.sampled_from([None, 10 + i]))) for i in range(n)
-    ]
+    tenants = draw_tenants(draw, n)
     slices = []
     ref = 0
     for i in range(n):
@@ -67,19 +72,7 @@ def intent_configs(draw: st.DrawFn) -> tuple[list[TenantSpec], list[SliceSpec], 
                     rate_bps=draw(st.integers(1, 10**9)) if action == "rate_limit" else None,
                 )
             )
-        slices.append(
-            SliceSpec(
-                ref=i + 1,
-                name=f"slice{i}",
-                tenant_ref=i + 1,
-                type_lanes=lanes,
-                services=draw(services(lanes)),
-                subscribers=tuple(subs),
-                path_mode=draw(st.sampled_from(["per_slice", "per_user_group"])),
-                match_tunnel=draw(st.booleans()),
-                intents=tuple(intents),
-            )
-        )
+        slices.append(draw_slice(draw, i, i + 1, i + 1, lanes, subs, intents=tuple(intents)))
     return tenants, slices, target
 
 
@@ -152,11 +145,6 @@ def expected(
                 path = ex.rr_paths[0] if sl.path_mode == "per_slice" else key.src_ip % target.paths
             return sid, fold_lane(i.lane, target.lanes), path  # type: ignore[return-value]
     return base.slice_id, base.lane, base.rr_path
-
-
-def triple(ir: RuleIR | TupleSpaceClassifier, key: FlowKey) -> tuple[int, int, int]:
-    d = ir.classify(key)
-    return d.slice_id, d.lane, d.rr_path
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
