@@ -22,7 +22,9 @@ from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings, random_secret
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
+from sliceportal.models import Role
 from sliceportal_testbed.processes import free_port
+from tests.factories import login, make_user
 
 TEMPLATE = "sp_template"
 _counter = itertools.count()
@@ -76,3 +78,10 @@ def session(db_url: str) -> Iterator[Session]:
     with sessionmaker(engine, expire_on_commit=False)() as s:
         yield s
     engine.dispose()
+
+
+@pytest.fixture
+def op(client: TestClient, session: Session) -> dict[str, str]:
+    """An operator's headers: user ``op``, logged in (a module may define its own)."""
+    make_user(session, "op", Role.OPERATOR)
+    return login(client, "op")

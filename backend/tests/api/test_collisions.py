@@ -5,19 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import AuditLog, Role, ServiceClass, Slice, Subscriber, Tenant
-from tests.factories import login, make_user, slice_type_id, tenant_body
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
+from sliceportal.models import AuditLog, ServiceClass, Slice, Subscriber, Tenant
+from tests.factories import slice_type_id, tenant_body
 
 
 def _counts(session: Session) -> tuple[int, ...]:

@@ -13,9 +13,16 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import AuditLog, Intent, Role
+from sliceportal.models import AuditLog, Intent
 from sliceportal_testbed.processes import RunningTarget
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from tests.factories import (
+    add_backend,
+    add_slice,
+    add_tenant,
+    import_subscribers,
+    integrator_key,
+    table2_services,
+)
 
 UES = 100
 
@@ -24,48 +31,21 @@ def imsi(u: int) -> str:
     return f"00101{u:010d}"
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def _tenant_with_slice(
     client: TestClient, op: dict[str, str], name: str, vni: int, vlan: int, net: str, backend_ids: list[int]
 ) -> tuple[int, int]:
-    t = client.post("/api/v1/tenants", json=tenant_body(name, vni, vlan), headers=op).json()["id"]
-    services = [
-        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-        for i, lane in enumerate([0, 2, 4, 6])
-    ]
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": f"{name}-embb",
-            "tenant_id": t,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "services": services,
-            "backend_ids": backend_ids,
-        },
-        headers=op,
+    t = add_tenant(client, op, name, vni, vlan)
+    sid = add_slice(client, op, t, f"{name}-embb", services=table2_services(), backend_ids=backend_ids)
+    import_subscribers(
+        client, op, (f"{imsi(vni * 1000 + u)},{net}.{u},{vni * 1000 + u},{name},{name}-embb" for u in range(UES))
     )
-    assert s.status_code == 201, s.text
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"{imsi(vni * 1000 + u)},{net}.{u},{vni * 1000 + u},{name},{name}-embb\n" for u in range(UES)
-    )
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
-    return t, s.json()["id"]
+    return t, sid
 
 
 @pytest.fixture
 def world(client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]) -> dict[str, Any]:
     target = start_target("--priority-queues", "8")
-    b = client.post(
-        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": target.address}}, headers=op
-    )
-    assert b.status_code == 201, b.text
-    bid = b.json()["id"]
+    bid = add_backend(client, op, "bmv2", {"address": target.address})["id"]
     ta, sa = _tenant_with_slice(client, op, "mvno-a", 5001, 100, "10.45.0", [bid])
     tb, sb = _tenant_with_slice(client, op, "mvno-b", 5002, 200, "10.46.0", [])
     return {"backend": bid, "tenant_a": ta, "slice_a": sa, "tenant_b": tb, "slice_b": sb}
@@ -166,17 +146,9 @@ def test_rate_limit_needs_a_free_policer_slot(client: TestClient, session: Sessi
     from sliceportal.core.config import DEFAULT_DATA_DIR
     from sliceportal_testbed.processes import free_port
 
-    b = client.post(
-        "/api/v1/backends",
-        json={
-            "name": "nf-small",
-            "driver": "netfpga",
-            "options": {"address": f"unix:{DEFAULT_DATA_DIR}/run/h2-absent-{free_port()}.sock", "rate_slices": 2},
-        },
-        headers=op,
-    )
-    assert b.status_code == 201, b.text
-    _tenant_with_slice(client, op, "mvno-c", 5003, 300, "10.47.0", [b.json()["id"]])
+    options = {"address": f"unix:{DEFAULT_DATA_DIR}/run/h2-absent-{free_port()}.sock", "rate_slices": 2}
+    b = add_backend(client, op, "nf-small", options, "netfpga")
+    _tenant_with_slice(client, op, "mvno-c", 5003, 300, "10.47.0", [b["id"]])
     for extra in ({"action": "rate_limit", "rate_mbps": 5}, {"action": "drop"}):
         r = client.post("/api/v1/intents", json={"operation": "insert", "ue": "10.47.0.9", **extra}, headers=op)
         assert r.status_code == 409, r.text
@@ -256,14 +228,7 @@ def test_refusals_name_the_field(
 
 
 def test_tenant_scope(client: TestClient, session: Session, op: dict[str, str], world: dict[str, Any]) -> None:
-    integ = make_user(session, "integrator", Role.INTEGRATOR)
-    key = client.post(
-        "/api/v1/api-keys",
-        json={"name": "b", "scopes": ["read", "write", "deploy"], "tenant_id": world["tenant_b"], "user_id": integ.id},
-        headers=op,
-    )
-    assert key.status_code == 201, key.text
-    as_b = {"X-API-Key": key.json()["secret"]}
+    as_b = integrator_key(client, session, op, ["read", "write", "deploy"], world["tenant_b"])
     # tenant B's key naming tenant A's UE: refused, naming the UE; nothing stored
     r = client.post("/api/v1/intents", json=native(7), headers=as_b)
     assert r.status_code == 422 and imsi(5001007) in r.json()["detail"], r.text
@@ -319,20 +284,8 @@ def test_listing1_insert_and_delete(client: TestClient, op: dict[str, str], worl
 def test_prefix_spanning_two_slices_needs_slice_ref(
     client: TestClient, op: dict[str, str], world: dict[str, Any]
 ) -> None:
-    other = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "iot",
-            "tenant_id": world["tenant_a"],
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "backend_ids": [],
-        },
-        headers=op,
-    )
-    assert other.status_code == 201, other.text
-    csv = f"imsi,ue_ip,teids,tenant,slices\n{imsi(5001999)},10.45.0.200,5001999,mvno-a,iot\n"
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
+    add_slice(client, op, world["tenant_a"], "iot", backend_ids=[])
+    import_subscribers(client, op, [f"{imsi(5001999)},10.45.0.200,5001999,mvno-a,iot"])
     wide = {"operation": "insert", "ue": "10.45.0.0/24", "dst_ports": [[5000, 5007]], "lane": 6}
     r = client.post("/api/v1/intents", json=wide, headers=op)
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "slice_ref", r.text

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import AuditLog, Role
-from tests.factories import login, make_user, slice_type_id, tenant_body
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
+from sliceportal.models import AuditLog
+from tests.factories import slice_type_id, tenant_body
 
 
 def test_tenant_crud_with_versions_and_audit(client: TestClient, session: Session, op: dict[str, str]) -> None:

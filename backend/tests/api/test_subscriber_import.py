@@ -7,20 +7,17 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import Role, Subscriber
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from sliceportal.models import Subscriber
+from tests.factories import add_slice, add_tenant, slice_type_id, tenant_body
 
 HEADER = "imsi,ue_ip,teids,tenant,slices\n"
 
 
 @pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    headers = login(client, "op")
-    t = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=headers).json()["id"]
-    st = slice_type_id(client, headers, "Best Effort")
-    client.post("/api/v1/slices", json={"name": "iot", "tenant_id": t, "slice_type_id": st}, headers=headers)
-    return headers
+def op(op: dict[str, str], client: TestClient) -> dict[str, str]:
+    """The operator, and tenant red's Best Effort slice iot to import into."""
+    add_slice(client, op, add_tenant(client, op, "red", 1, 1), "iot", "Best Effort")
+    return op
 
 
 def _upload(client: TestClient, headers: dict[str, str], text: str) -> object:

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import Role, Tenant
-from tests.factories import login, make_user, tenant_body
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
+from sliceportal.models import Tenant
+from tests.factories import tenant_body
 
 
 def test_duplicate_vni_vlan_and_overlapping_pool_together(

@@ -21,7 +21,7 @@ from sliceportal.control.controller import Controller
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
 from sliceportal.models import Role
-from tests.factories import login, make_user
+from tests.factories import login, make_user, wait_until
 
 PERIOD_S = 1.0
 # beyond the period: a Python process's connect, the first beat's writes, on a loaded machine
@@ -31,16 +31,6 @@ SLACK_S = 1.5
 def _leader(db_url: str) -> state.Leader | None:
     with session_factory(db_url)() as s:
         return state.leader(s)
-
-
-def _wait(what: str, check: Callable[[], object], timeout_s: float) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"{what} within {timeout_s:.1f} s")
 
 
 @pytest.fixture
@@ -82,13 +72,15 @@ def test_killed_leader_process_is_replaced_within_one_period(
     db_url: str, spawn: Callable[[], subprocess.Popen[bytes]]
 ) -> None:
     a, b = spawn(), spawn()
-    first = _wait("a controller to lead", lambda: _leader(db_url), 120)  # two interpreters importing, on a busy machine
+    # two interpreters importing, on a busy machine
+    first = wait_until("a controller to lead", lambda: _leader(db_url), 120, 0.05)
     assert isinstance(first, state.Leader) and first.pid in (a.pid, b.pid)
     # the leader's reconciler runs: its loops are in the heartbeat
-    _wait(
+    wait_until(
         "the leader's reconciler to succeed",
         lambda: any(lp["name"] == "reconciler" and lp["last_success"] for lp in (_leader(db_url) or first).loops),
         10,
+        0.05,
     )
     leader, follower = (a, b) if first.pid == a.pid else (b, a)
     assert follower.stdout is not None
@@ -104,7 +96,7 @@ def test_killed_leader_process_is_replaced_within_one_period(
         hb = _leader(db_url)
         return hb if hb is not None and hb.pid == follower.pid else None
 
-    hb = _wait("the other controller to lead", successor, PERIOD_S + SLACK_S + 5)
+    hb = wait_until("the other controller to lead", successor, PERIOD_S + SLACK_S + 5, 0.05)
     took = time.monotonic() - killed
     assert took <= PERIOD_S + SLACK_S, f"took over after {took:.2f} s (period {PERIOD_S} s)"
     assert isinstance(hb, state.Leader) and hb.since > first.since
@@ -117,7 +109,7 @@ def test_killed_leader_process_is_replaced_within_one_period(
             for lp in cur.loops
         )
 
-    _wait("the successor's reconciler to succeed", reconciled, PERIOD_S + SLACK_S + 2)
+    wait_until("the successor's reconciler to succeed", reconciled, PERIOD_S + SLACK_S + 2, 0.05)
 
 
 def test_health_and_testbed_routes_show_the_controller(

@@ -5,7 +5,6 @@ testbed is stopped at once (namespaces and processes gone) and the next term sta
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
@@ -15,12 +14,11 @@ from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
 from sliceportal.control.leader import LeaderLease
-from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import Role
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed.netns_testbed import namespaces
 from sliceportal_testbed.processes import leftovers
-from tests.factories import login, make_user, running_controller, wait_until
+from tests.factories import live_testbed_settings, login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root
 
@@ -41,10 +39,8 @@ def _terminate_lease_session(db_url: str, pid: int | None) -> None:
 def test_lost_lease_keeps_the_testbed_unless_another_leads(db_url: str, session: Session) -> None:
     seed_demo(session, users_per_slice=2)
     make_user(session, "op", Role.OPERATOR)
-    prefix = f"l{os.getpid() % 10000}-"
-    settings = Settings(
-        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300, testbed_prefix=prefix
-    )
+    settings = live_testbed_settings("l", 300)
+    prefix = settings.testbed_prefix
     with (
         TestClient(create_app(settings, db_url)) as client,
         running_controller(settings, db_url, period_s=PERIOD_S) as controller,

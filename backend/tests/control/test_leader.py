@@ -16,20 +16,12 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from sliceportal.control.leader import CONTROLLER_KEY, LEADER_LOCK_CLASS, LeaderLease
+from tests.factories import wait_until
 
 PERIOD_S = 1.0
 # what a takeover may take beyond the period: the try itself (a connect and one query) and
 # the poll that sees it, on a machine other tests load too
 SLACK_S = 0.75
-
-
-def _wait(what: str, check: Callable[[], bool], timeout_s: float) -> float:
-    started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout_s:
-            raise AssertionError(f"{what} within {timeout_s:.1f} s")
-        time.sleep(0.02)
-    return time.monotonic() - started
 
 
 def _holders(db_url: str) -> list[int]:
@@ -86,7 +78,7 @@ def candidates(db_url: str) -> Iterator[Callable[[], Candidate]]:
 
 def test_two_candidates_elect_exactly_one_leader(db_url: str, candidates: Callable[[], Candidate]) -> None:
     a, b = candidates(), candidates()
-    _wait("a leader", lambda: a.lease.leading or b.lease.leading, 3 * PERIOD_S)
+    wait_until("a leader", lambda: a.lease.leading or b.lease.leading, 3 * PERIOD_S, poll_s=0.02)
     # several periods later still exactly one, and the database agrees which
     deadline = time.monotonic() + 3 * PERIOD_S
     while time.monotonic() < deadline:
@@ -100,7 +92,7 @@ def test_two_candidates_elect_exactly_one_leader(db_url: str, candidates: Callab
 
 def test_terminated_session_hands_over_within_one_period(db_url: str, candidates: Callable[[], Candidate]) -> None:
     a = candidates()
-    _wait("the first candidate to lead", lambda: a.lease.leading, 2 * PERIOD_S)
+    wait_until("the first candidate to lead", lambda: a.lease.leading, 2 * PERIOD_S, poll_s=0.02)
     b = candidates()
     time.sleep(PERIOD_S)  # b has tried (and failed) at least once: it is on its period
     assert not b.lease.leading
@@ -111,12 +103,12 @@ def test_terminated_session_hands_over_within_one_period(db_url: str, candidates
     admin.dispose()
     terminated = time.monotonic()
     # the old leader stops its duties at once: it waits on the session's socket
-    _wait("the old leader to stop its duties", lambda: not a.duties.is_set(), PERIOD_S + SLACK_S)
+    wait_until("the old leader to stop its duties", lambda: not a.duties.is_set(), PERIOD_S + SLACK_S, poll_s=0.02)
     stopped_after = time.monotonic() - terminated
     # Within one period: the follower's next attempt after the session ended wins. Counted in
     # attempts, not seconds: on a host whose other core runs the CPU lane an attempt can come
     # late (CI once saw 1.8 s pass), which is the host's time, not a period the lease lost.
-    _wait("the other candidate to lead", lambda: b.lease.leading and b.duties.is_set(), 4 * PERIOD_S)
+    wait_until("the other candidate to lead", lambda: b.lease.leading and b.duties.is_set(), 4 * PERIOD_S, poll_s=0.02)
     late = [t - terminated for t in b.refused if t > terminated]
     assert len(late) <= 1, f"attempts refused after the session ended, at +s: {late}"
     assert stopped_after < PERIOD_S, stopped_after
@@ -150,7 +142,7 @@ def test_killed_leader_process_hands_over_within_one_period(db_url: str, candida
         proc.wait()
         killed = time.monotonic()
         # the follower's next attempt wins (counted in attempts: test_terminated_session_... says why)
-        _wait("the follower to lead", lambda: follower.lease.leading, 4 * PERIOD_S)
+        wait_until("the follower to lead", lambda: follower.lease.leading, 4 * PERIOD_S, poll_s=0.02)
         late = [t - killed for t in follower.refused if t > killed]
         assert len(late) <= 1, f"attempts refused after the leader died, at +s: {late}"
         assert _holders(db_url) == [follower.lease.backend_pid]
@@ -165,7 +157,7 @@ def test_stopping_the_leader_runs_its_duties_down_before_releasing(
 ) -> None:
     seen: list[list[int]] = []
     a = candidates()
-    _wait("a leader", lambda: a.lease.leading, 2 * PERIOD_S)
+    wait_until("a leader", lambda: a.lease.leading, 2 * PERIOD_S, poll_s=0.02)
     a.lease._on_lose = lambda why: seen.append(_holders(db_url))  # still held while the duties stop
     a.lease.stop()
     assert seen and len(seen[0]) == 1

@@ -25,9 +25,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import AuditLog, Role
-from sliceportal_testbed.processes import RunningTarget, free_port
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from sliceportal.models import AuditLog
+from sliceportal_testbed.processes import RunningTarget
+from tests.factories import idle_backend, integrator_key, slice_type_id, tenant_body
 
 MBIT = 1_000_000
 TABLE_II = {"DC": (48.0, 20.0), "Enterprise": (12.0, 10.0), "Peering": (240.0, 30.0)}
@@ -35,26 +35,10 @@ CASE_C = {"DC": 6, "Enterprise": 6, "Peering": 4}
 CASE_D = {"DC": 6, "Enterprise": 4, "Peering": 2}
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def _backend(client: TestClient, op: dict[str, str], link_mbps: float, address: str | None = None) -> int:
-    r = client.post(
-        "/api/v1/backends",
-        json={
-            "name": f"bmv2-{free_port()}",
-            "driver": "p4rt",
-            "link_bps": int(link_mbps * MBIT),
-            "options": {"address": address or f"127.0.0.1:{free_port()}"},
-        },
-        headers=op,
-    )
-    assert r.status_code == 201, r.text
-    assert r.json()["link_bps"] == int(link_mbps * MBIT) and r.json()["lanes"] == 8
-    return int(r.json()["id"])
+    b = idle_backend(client, op, {"address": address} if address else None, link_bps=int(link_mbps * MBIT))
+    assert b["link_bps"] == int(link_mbps * MBIT) and b["lanes"] == 8
+    return int(b["id"])
 
 
 def _slice_body(
@@ -185,11 +169,8 @@ def test_override_operators_only_and_audited(client: TestClient, session: Sessio
     t = _tenant(client, op)
     bid = _backend(client, op, 100)
     body = _slice_body(client, op, t, bid, "big", 0, guaranteed_mbps=150, rate_limit_mbps=150)
-    integ = make_user(session, "integ", Role.INTEGRATOR)
-    key = client.post(
-        "/api/v1/api-keys", json={"name": "rw", "scopes": ["read", "write", "deploy"], "user_id": integ.id}, headers=op
-    ).json()["secret"]
-    r = client.post("/api/v1/slices", json=body, headers={"X-API-Key": key, "Admission-Override": "trust me"})
+    key = integrator_key(client, session, op, ["read", "write", "deploy"], username="integ")
+    r = client.post("/api/v1/slices", json=body, headers={**key, "Admission-Override": "trust me"})
     assert r.status_code == 403 and r.json()["errors"][0]["field"] == "admission_override"
     r = client.post("/api/v1/slices", json=body, headers={**op, "Admission-Override": "  "})
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "admission_override"

@@ -9,36 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy.orm import Session
 
-from sliceportal.models import Role
-from sliceportal_testbed.processes import free_port
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from tests.factories import idle_backend, slice_type_id, tenant_body
 
 MBIT = 1_000_000
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def _backend(client: TestClient, op: dict[str, str], port_bps: dict[str, int]) -> dict[str, Any]:
-    r = client.post(
-        "/api/v1/backends",
-        headers=op,
-        json={
-            "name": f"bmv2-{free_port()}",
-            "driver": "p4rt",
-            "port_bps": port_bps,
-            "options": {"address": f"127.0.0.1:{free_port()}", "access_ports": {"3": 100}, "trunk_ports": [1]},
-        },
-    )
-    assert r.status_code == 201, r.text
-    return dict(r.json())
+    return idle_backend(client, op, {"access_ports": {"3": 100}, "trunk_ports": [1]}, port_bps=port_bps)
 
 
 def _slice(

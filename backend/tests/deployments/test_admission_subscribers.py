@@ -15,50 +15,28 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import AuditLog, Role, Slice
-from sliceportal_testbed.processes import free_port
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from sliceportal.models import AuditLog, Slice
+from tests.factories import add_slice, add_tenant, idle_backend
 
 MBIT = 1_000_000
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
+def _slice(
+    client: TestClient, op: dict[str, str], tenant: int, bid: int, name: str, lane: int, **sla: float | None
+) -> int:
+    """A slice of one service (every port) on ``lane`` of backend ``bid``."""
+    return add_slice(client, op, tenant, name, sla=sla, backend_ids=[bid], services=[{"name": "all", "lane": lane}])
 
 
 @pytest.fixture
 def world(client: TestClient, op: dict[str, str]) -> dict[str, int]:
-    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    r = client.post(
-        "/api/v1/backends",
-        headers=op,
-        json={
-            "name": f"bmv2-{free_port()}",
-            "driver": "p4rt",
-            "link_bps": 100 * MBIT,
-            "options": {"address": f"127.0.0.1:{free_port()}"},
-        },
-    )
-    assert r.status_code == 201, r.text
-    bid = r.json()["id"]
-    ids = {}
-    for name, guaranteed, rate in (("fixed", 50, 50), ("per-ue", 10, 80)):
-        r = client.post(
-            "/api/v1/slices",
-            headers=op,
-            json={
-                "name": name,
-                "tenant_id": tenant,
-                "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-                "sla": {"guaranteed_mbps": guaranteed, "rate_limit_mbps": rate},  # no delay bound: guarantees only
-                "backend_ids": [bid],
-                "services": [{"name": "all", "lane": 0}],
-            },
-        )
-        assert r.status_code == 201, r.text
-        ids[name] = r.json()["id"]
+    tenant = add_tenant(client, op)
+    bid = idle_backend(client, op, link_bps=100 * MBIT)["id"]
+    ids = {
+        # no delay bound: guarantees only
+        name: _slice(client, op, tenant, bid, name, 0, guaranteed_mbps=guaranteed, rate_limit_mbps=rate)
+        for name, guaranteed, rate in (("fixed", 50, 50), ("per-ue", 10, 80))
+    }
     return {"tenant": tenant, "backend": bid, **ids}
 
 
@@ -200,33 +178,12 @@ def test_bulk_import_runs_admission_all_or_nothing(
 def test_a_subscriber_is_not_refused_for_a_delay_it_does_not_move(client: TestClient, op: dict[str, str]) -> None:
     # lo (lane 0, 10 Mbit/s, 10 ms) waits 0.1 Mbit / (100 - 90) = 10 ms behind hi (lane 6, 90 Mbit/s):
     # admitted; the link re-rated to 95 with an override: lo's worst case becomes 0.1 / 5 = 20 ms
-    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    be = client.post(
-        "/api/v1/backends",
-        headers=op,
-        json={
-            "name": f"bmv2-{free_port()}",
-            "driver": "p4rt",
-            "link_bps": 100 * MBIT,
-            "options": {"address": f"127.0.0.1:{free_port()}"},
-        },
-    ).json()
-    ids = {}
-    for name, lane, rate, delay in (("hi", 6, 90, None), ("lo", 0, 10, 10)):
-        r = client.post(
-            "/api/v1/slices",
-            headers=op,
-            json={
-                "name": name,
-                "tenant_id": tenant,
-                "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-                "sla": {"rate_limit_mbps": rate, "max_delay_ms": delay},
-                "backend_ids": [be["id"]],
-                "services": [{"name": "all", "lane": lane}],
-            },
-        )
-        assert r.status_code == 201, r.text
-        ids[name] = r.json()["id"]
+    tenant = add_tenant(client, op)
+    be = idle_backend(client, op, link_bps=100 * MBIT)
+    ids = {
+        name: _slice(client, op, tenant, be["id"], name, lane, rate_limit_mbps=rate, max_delay_ms=delay)
+        for name, lane, rate, delay in (("hi", 6, 90, None), ("lo", 0, 10, 10))
+    }
     r = client.patch(
         f"/api/v1/backends/{be['id']}",
         json={"link_bps": 95 * MBIT, "version": be["version"]},

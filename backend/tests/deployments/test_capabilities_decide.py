@@ -13,19 +13,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy.orm import Session
 
 from sliceportal.core.config import DEFAULT_DATA_DIR
 from sliceportal.drivers.registry import discover
-from sliceportal.models import Role
 from sliceportal_testbed.processes import free_port
-from tests.factories import login, make_user, slice_type_id, tenant_body
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
+from tests.factories import add_backend, add_slice, add_tenant
 
 
 def _address(driver: str) -> str:
@@ -35,27 +27,16 @@ def _address(driver: str) -> str:
 
 
 def _world(client: TestClient, op: dict[str, str], driver: str, **options: Any) -> tuple[int, int]:
-    b = client.post(
-        "/api/v1/backends",
-        json={"name": f"{driver}-{free_port()}", "driver": driver, "options": {"address": _address(driver), **options}},
-        headers=op,
+    bid = add_backend(client, op, f"{driver}-{free_port()}", {"address": _address(driver), **options}, driver)["id"]
+    sid = add_slice(
+        client,
+        op,
+        add_tenant(client, op),
+        sla={"rate_limit_mbps": 20, "max_delay_ms": 50, "ecn_delay_ms": 10},
+        backend_ids=[bid],
+        services=[{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}], "dscp": [34]}],
     )
-    assert b.status_code == 201, b.text
-    t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": {"rate_limit_mbps": 20, "max_delay_ms": 50, "ecn_delay_ms": 10},
-            "backend_ids": [b.json()["id"]],
-            "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}], "dscp": [34]}],
-        },
-        headers=op,
-    )
-    assert s.status_code == 201, s.text
-    return int(b.json()["id"]), int(s.json()["id"])
+    return int(bid), sid
 
 
 def test_capabilities_say_the_truth() -> None:

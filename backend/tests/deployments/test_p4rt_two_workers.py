@@ -17,16 +17,14 @@ from sqlalchemy.orm import Session
 from sliceportal.models import Deployment
 from sliceportal_testbed.processes import RunningTarget
 from tests.deployments.test_pipeline_p4rt import EIGHT_QUEUES, _setup
-from tests.deployments.test_pipeline_p4rt import op as op
+from tests.factories import import_subscribers
 from tests.kpi.conftest import worker_a as worker_a
 
 
 def _add_users(client: TestClient, op: dict[str, str], first: int, n: int) -> None:
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.{u // 100}.{u % 100},{u + 1},mvno-a,embb\n" for u in range(first, first + n)
+    import_subscribers(
+        client, op, (f"00101{u:010d},10.45.{u // 100}.{u % 100},{u + 1},mvno-a,embb" for u in range(first, first + n))
     )
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
 
 
 @pytest.mark.timeout(300)

@@ -6,70 +6,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.core.db import session_factory
 from sliceportal.core.process_metrics import REGISTRY
-from sliceportal.models import AuditLog, Role
+from sliceportal.models import AuditLog
 from sliceportal.services.reconciler import Reconciler
 from sliceportal_testbed.processes import RunningTarget, free_port
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from tests.factories import add_backend, deploy_backend, embb_slice
 
 EIGHT_QUEUES = ("--priority-queues", "8")
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def _setup(client: TestClient, op: dict[str, str], address: str, users: int = 32) -> tuple[int, int]:
     """A tenant with one Flexible Slice (seed 000 Table 2 services) and ``users`` UEs on a p4rt backend."""
-    backend = client.post(
-        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}}, headers=op
-    )
-    assert backend.status_code == 201, backend.text
+    backend = add_backend(client, op, "bmv2", {"address": address})
     # registration answers at once; the bounded health probe runs right after the response
-    assert backend.json()["health"] == "probing" and backend.json()["lanes"] == 8
-    bid = backend.json()["id"]
+    assert backend["health"] == "probing" and backend["lanes"] == 8
+    bid = backend["id"]
     assert client.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "ok"
-    t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
     # seed 000 Table 2: ports 5000-5006 (even) -> lane group 0 ...; as aligned ranges 5000-5007 ...
-    services = [
-        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-        for i, lane in enumerate([0, 2, 4, 6])
-    ]
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
-            "services": services,
-            "backend_ids": [bid],
-        },
-        headers=op,
-    )
-    assert s.status_code == 201, s.text
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,embb\n" for u in range(users)
-    )
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
-    return bid, s.json()["id"]
-
-
-def _deploy(client: TestClient, op: dict[str, str], bid: int) -> dict[str, Any]:
-    r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
-    assert r.status_code == 201, r.text
-    return dict(r.json())
+    return bid, embb_slice(client, op, [bid], users)
 
 
 def test_preview_deploy_and_audit(
@@ -82,7 +42,7 @@ def test_preview_deploy_and_audit(
     assert p["flows"] == 32 * 4 and p["rules_after"] == 4 < p["rules_before"]
     assert p["slices"][0]["lane_map"] == [[0, 0], [2, 2], [4, 4], [6, 6]]
     assert sum(len(v) for v in p["tables"].values()) >= 4
-    dep = _deploy(client, op, bid)
+    dep = deploy_backend(client, op, bid)
     assert dep["status"] == "succeeded" and dep["kind"] == "deploy" and dep["error"] == ""
     assert client.get(f"/api/v1/slices/{sid}", headers=op).json()["state"] == "deployed"
     # the data plane holds what was deployed: reconcile finds it in sync
@@ -120,7 +80,7 @@ def test_preview_deploy_and_audit(
         ).status_code
         == 200
     )
-    changed = _deploy(client, op, bid)
+    changed = deploy_backend(client, op, bid)
     assert changed["status"] == "succeeded" and changed["rule_set_number"] == 2
 
 
@@ -149,7 +109,7 @@ def test_rollback_to_an_earlier_rule_set(
 ) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, sid = _setup(client, op, target.address)
-    first = _deploy(client, op, bid)
+    first = deploy_backend(client, op, bid)
     v1 = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()["version"]
     slice_ = client.get(f"/api/v1/slices/{sid}", headers=op).json()
     svc = slice_["services"][0]
@@ -157,7 +117,7 @@ def test_rollback_to_an_earlier_rule_set(
         f"/api/v1/slices/{sid}/services/{svc['id']}", json={"lane": 2, "version": svc["version"]}, headers=op
     )
     assert r.status_code == 200
-    second = _deploy(client, op, bid)
+    second = deploy_backend(client, op, bid)
     assert second["status"] == "succeeded" and second["diff"] != first["diff"]
     back = client.post(f"/api/v1/backends/{bid}/rollback", json={"rule_set": 1}, headers=op)
     assert back.status_code == 201 and back.json()["kind"] == "rollback" and back.json()["status"] == "succeeded"
@@ -197,7 +157,7 @@ def test_reconcile_loop_refills_a_restarted_data_plane(
     port = free_port()
     target = start_target(*EIGHT_QUEUES, "--grpc-port", str(port))
     bid, _ = _setup(client, op, target.address)
-    version = _deploy(client, op, bid)
+    version = deploy_backend(client, op, bid)
     assert version["status"] == "succeeded"
     target.stop()
     start_target(*EIGHT_QUEUES, "--grpc-port", str(port))  # comes back empty

@@ -6,20 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Role
 from sliceportal_testbed.processes import RunningTarget
-from tests.deployments.test_pipeline_p4rt import EIGHT_QUEUES, _deploy, _setup
-from tests.factories import login, make_user
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
+from tests.deployments.test_pipeline_p4rt import EIGHT_QUEUES, _setup
+from tests.factories import deploy_backend, login, make_user
 
 
 def _get(client: TestClient, op: dict[str, str], url: str, **params: Any) -> dict[str, Any]:
@@ -44,7 +37,7 @@ def test_preview_diff_then_diff_between_rule_sets(
     assert first["added"] == entries > 0 and first["removed"] == first["changed"] == 0
     assert {t: d["added"] for t, d in first["tables"].items()} == {t: len(v) for t, v in preview["tables"].items() if v}
 
-    _deploy(client, op, bid)
+    deploy_backend(client, op, bid)
     same = _get(client, op, f"{base}/preview/diff")
     assert same["identical"] and same["tables"] == {} and same["active_number"] == 1
     assert same["base"]["number"] == 1 and same["base"]["active"] is True
@@ -57,7 +50,7 @@ def test_preview_diff_then_diff_between_rule_sets(
     assert r.status_code == 200, r.text
     pending = _get(client, op, f"{base}/preview/diff")
     assert not pending["identical"] and pending["changed"] + pending["added"] + pending["removed"] > 0
-    second = _deploy(client, op, bid)
+    second = deploy_backend(client, op, bid)
     assert second["rule_set_number"] == 2
 
     # the stored diff 1 -> 2 is what the preview said the deploy would change
@@ -84,7 +77,7 @@ def test_diff_refusals(
 ) -> None:
     target = start_target(*EIGHT_QUEUES)
     bid, _ = _setup(client, op, target.address, users=4)
-    _deploy(client, op, bid)
+    deploy_backend(client, op, bid)
     r = client.get(f"/api/v1/backends/{bid}/rule-sets/1/diff", params={"against": 9}, headers=op)
     assert r.status_code == 404 and r.json()["errors"][0]["field"] == "against"
     assert "no rule set 9" in r.json()["detail"]

@@ -8,25 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import sessionmaker
 
 from sliceportal.core.process_metrics import REGISTRY
-from sliceportal.models import Role, Slice
+from sliceportal.models import Slice
 from sliceportal.models.audit import Actor
 from sliceportal.services import slice_deploy
 from sliceportal_testbed.processes import RunningTarget
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from tests.factories import add_backend, add_slice, add_tenant, import_subscribers, ue_rows
 
 EIGHT_QUEUES = ("--priority-queues", "8")
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
 
 
 def _compiles() -> float:
@@ -35,33 +28,17 @@ def _compiles() -> float:
 
 
 def _slice_on(client: TestClient, op: dict[str, str], addresses: list[str]) -> tuple[int, list[int]]:
-    backends = []
-    for i, address in enumerate(addresses):
-        r = client.post(
-            "/api/v1/backends", json={"name": f"p4-{i}", "driver": "p4rt", "options": {"address": address}}, headers=op
-        )
-        assert r.status_code == 201, r.text
-        backends.append(int(r.json()["id"]))
-    t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": {"rate_limit_mbps": 48},
-            "services": [{"name": "video", "lane": 0, "dst_ports": [{"lo": 5000, "hi": 5007}]}],
-            "backend_ids": backends,
-        },
-        headers=op,
+    backends = [int(add_backend(client, op, f"p4-{i}", {"address": a})["id"]) for i, a in enumerate(addresses)]
+    sid = add_slice(
+        client,
+        op,
+        add_tenant(client, op),
+        sla={"rate_limit_mbps": 48},
+        services=[{"name": "video", "lane": 0, "dst_ports": [{"lo": 5000, "hi": 5007}]}],
+        backend_ids=backends,
     )
-    assert s.status_code == 201, s.text
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,embb\n" for u in (1, 2)
-    )
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
-    return int(s.json()["id"]), backends
+    import_subscribers(client, op, ue_rows((1, 2)))
+    return sid, backends
 
 
 def _in_force_digest(client: TestClient, op: dict[str, str], bid: int) -> Any:

@@ -12,58 +12,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy.orm import Session
 
-from sliceportal.models import Role
 from sliceportal_testbed.processes import BMV2_DIR, RunningTarget
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from tests.factories import add_backend, embb_slice
 
 EIGHT_QUEUES = ("--priority-queues", "8")
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def _backend(client: TestClient, op: dict[str, str], name: str, address: str) -> int:
-    r = client.post(
-        "/api/v1/backends", json={"name": name, "driver": "p4rt", "options": {"address": address}}, headers=op
-    )
-    assert r.status_code == 201, r.text
-    return int(r.json()["id"])
-
-
-def _slice(client: TestClient, op: dict[str, str], backend_ids: list[int]) -> int:
-    t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    services = [
-        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-        for i, lane in enumerate([0, 2, 4, 6])
-    ]
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
-            "services": services,
-            "backend_ids": backend_ids,
-        },
-        headers=op,
-    )
-    assert s.status_code == 201, s.text
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,embb\n" for u in range(8)
-    )
-    assert (
-        client.post(
-            "/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op
-        ).status_code
-        == 201
-    )
-    return int(s.json()["id"])
+    return int(add_backend(client, op, name, {"address": address})["id"])
 
 
 def _fan_out(client: TestClient, op: dict[str, str], sid: int) -> dict[str, Any]:
@@ -89,7 +46,7 @@ def test_fan_out_new_unchanged_and_streamed(
 ) -> None:
     a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
     b = _backend(client, op, "bmv2-b", start_target(*EIGHT_QUEUES).address)
-    sid = _slice(client, op, [a, b])
+    sid = embb_slice(client, op, [a, b], 8)
     first = _by_name(_fan_out(client, op, sid))
     assert {n: (x["where"], x["status"], x["rule_set"]) for n, x in first.items()} == {
         "bmv2-a": ("new", "succeeded", 1),
@@ -116,7 +73,7 @@ def test_a_failing_backend_stays_on_its_previous_rule_set(
     a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
     # this target fails the 3rd Write RPC of its session: the first or the second deployment to it fails
     b = _backend(client, op, "bmv2-b", start_target(*EIGHT_QUEUES, "--fail-write", "3").address)
-    sid = _slice(client, op, [a, b])
+    sid = embb_slice(client, op, [a, b], 8)
     before_b: int | None = None
     for attempt, lane in enumerate((0, 2)):
         if attempt:
@@ -146,16 +103,10 @@ def test_refusals_before_any_push(
     client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
 ) -> None:
     a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
-    meter = client.post(
-        "/api/v1/backends",
-        json={
-            "name": "bmv2-m",
-            "driver": "p4rt",
-            "options": {"address": start_target(*EIGHT_QUEUES).address, "qos_mode": "meter"},
-        },
-        headers=op,
-    ).json()["id"]
-    sid = _slice(client, op, [a, meter])
+    meter = add_backend(client, op, "bmv2-m", {"address": start_target(*EIGHT_QUEUES).address, "qos_mode": "meter"})[
+        "id"
+    ]
+    sid = embb_slice(client, op, [a, meter], 8)
     r = client.post(f"/api/v1/slices/{sid}/deploy", headers=op)
     # the meter-mode backend cannot mark ECN: refused there, so nothing is pushed to either
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == f"slices.{sid}.sla.ecn_delay_ms"
@@ -183,7 +134,7 @@ def test_a_slice_on_a_fleet_deploys_to_every_backend(client: TestClient, op: dic
     fleet = Fleet(40)
     try:
         ids = [_backend(client, op, f"agent-{i:02d}", a) for i, a in enumerate(fleet.addresses)]
-        sid = _slice(client, op, ids)
+        sid = embb_slice(client, op, ids, 8)
         result = _fan_out(client, op, sid)
         assert result["ok"] is True, result
         assert [(x["backend_id"], x["where"], x["rule_set"]) for x in result["backends"]] == [

@@ -19,22 +19,16 @@ from sqlalchemy.orm import Session
 
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
-from sliceportal.models import Backend, Deployment, DeploymentStatus, Role
+from sliceportal.models import Backend, Deployment, DeploymentStatus
 from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments as svc
 from sliceportal.services.backends import POOL
 from sliceportal.services.health_probe import HealthProber
 from sliceportal_testbed.processes import RunningTarget, free_port
-from tests.factories import login, make_user, wait_until
+from tests.factories import wait_until
 from tests.fault.test_control_loop import EIGHT_QUEUES, _move_service, _setup
 
 TIMEOUT_S, DOWN_AFTER = 2.0, 3  # the prober's policy here: down after 3 x 2 s without an answer
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
 
 
 @pytest.fixture
@@ -53,6 +47,17 @@ def _health(session: Session, bid: int) -> tuple[str, str]:
     session.expire_all()
     b = session.get_one(Backend, bid)
     return b.health, b.health_detail
+
+
+def _observed(session: Session, bid: int, seconds: float) -> set[tuple[str, str]]:
+    """Every (health, detail) the backend had over the next ``seconds``, read every 0.1 s:
+    observing for the whole period, not waiting for a condition."""
+    until = time.monotonic() + seconds
+    seen = set()
+    while time.monotonic() < until:
+        seen.add(_health(session, bid))
+        time.sleep(0.1)
+    return seen
 
 
 def _healthy_plane(
@@ -77,11 +82,7 @@ def test_a_frozen_data_plane_is_degraded_then_down_and_a_deploy_reprobes(
     # frozen for less than the threshold (the first miss counts after 2 s, down after 6 s)
     os.kill(pid, signal.SIGSTOP)
     try:
-        until = time.monotonic() + 3.0
-        seen = set()
-        while time.monotonic() < until:  # observing for the whole freeze, not waiting for a condition
-            seen.add(_health(session, bid)[0])
-            time.sleep(0.1)
+        seen = {h for h, _ in _observed(session, bid, 3.0)}  # for the whole freeze
     finally:
         os.kill(pid, signal.SIGCONT)
     assert "down" not in seen, seen
@@ -126,17 +127,11 @@ def test_a_probe_waits_behind_a_read_back_but_not_behind_a_push(
     plane) is the plane's silence: the probe waits behind it and counts. A push holding the driver
     as long is not (it reports on the plane itself): CI saw a dead plane stay ``degraded`` for 15 s
     while every probe found the driver busy with a read and counted nothing."""
-    target = start_target(*EIGHT_QUEUES)
-    bid, _ = _setup(client, op, target.address, users=4)
-    wait_until("health ok", lambda: _health(session, bid)[0] == "ok", 10)
+    _, bid = _healthy_plane(client, op, session, start_target)
     backend = session.get_one(Backend, bid)
 
     with POOL.use(session, backend):  # as a push holds it, longer than down_after x timeout
-        until = time.monotonic() + DOWN_AFTER * TIMEOUT_S + 1
-        seen = set()
-        while time.monotonic() < until:  # observing for the whole hold, not waiting for a condition
-            seen.add(_health(session, bid)[0])
-            time.sleep(0.1)
+        seen = {h for h, _ in _observed(session, bid, DOWN_AFTER * TIMEOUT_S + 1)}  # for the whole hold
     assert seen == {"ok"}, seen
 
     with POOL.use(session, backend, read_back=True):  # as a read-back hung on the data plane
@@ -182,11 +177,7 @@ def test_a_stall_of_the_controller_itself_is_not_the_data_planes_silence(
             10,
         )
         _hold_the_gil(TIMEOUT_S + 1.0)
-        seen = set()
-        until = time.monotonic() + 0.5
-        while time.monotonic() < until:  # observing the prober's verdict on that window
-            seen.add(_health(session, bid))
-            time.sleep(0.1)
+        seen = _observed(session, bid, 0.5)  # the prober's verdict on that window
     finally:
         os.kill(pid, signal.SIGCONT)
     assert {h for h, _ in seen} == {"ok"}, seen

@@ -27,52 +27,39 @@ from sliceportal.services.backends import backend_lock
 from sliceportal.services.errors import BusyError
 from sliceportal.services.reconciler import Reconciler
 from sliceportal_testbed.processes import RunningTarget, free_port
-from tests.factories import login, make_user, running_controller, slice_type_id, tenant_body, wait_until
+from tests.factories import (
+    add_backend,
+    add_slice,
+    add_tenant,
+    import_subscribers,
+    login,
+    make_user,
+    running_controller,
+    seconds_until,
+    wait_until,
+)
 
 EIGHT_QUEUES = ("--priority-queues", "8")
 PUSHES = 4
 SERVICES = 4
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def _setup(client: TestClient, op: dict[str, str], address: str, users: int) -> tuple[int, int]:
     """One Flexible Slice on a p4rt backend whose UEs and ports do not aggregate: users x 4 entries."""
-    r = client.post(
-        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}}, headers=op
-    )
-    assert r.status_code == 201, r.text
-    bid = r.json()["id"]
-    t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    bid = add_backend(client, op, "bmv2", {"address": address})["id"]
+    t = add_tenant(client, op)
     services = [
         {"name": f"q{i}", "lane": 2 * i, "dst_ports": [{"lo": 5001 + 2 * i, "hi": 5001 + 2 * i}]}
         for i in range(SERVICES)
     ]
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5},
-            "services": services,
-            "backend_ids": [bid],
-        },
-        headers=op,
-    )
-    assert s.status_code == 201, s.text
+    sla = {"rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5}
+    sid = add_slice(client, op, t, sla=sla, services=services, backend_ids=[bid])
     # scattered addresses: ternary minimisation finds (almost) no common prefix or mask
     hosts = random.Random(19).sample(range(1, 65535), users)
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.{h // 256}.{h % 256},{u + 1},mvno-a,embb\n" for u, h in enumerate(hosts)
+    import_subscribers(
+        client, op, (f"00101{u:010d},10.45.{h // 256}.{h % 256},{u + 1},mvno-a,embb" for u, h in enumerate(hosts))
     )
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
-    return bid, s.json()["id"]
+    return bid, sid
 
 
 def _move_service(client: TestClient, op: dict[str, str], sid: int, port: int) -> None:
@@ -223,15 +210,6 @@ def test_a_streamed_rollback_refused_before_its_job_answers_without_a_stream(
         assert "rule set" in r.json()["detail"]
 
 
-def _wait(predicate: Callable[[], bool], timeout_s: float) -> float:
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > timeout_s:
-            raise AssertionError(f"condition not met within {timeout_s} s")
-        time.sleep(0.05)
-    return time.monotonic() - started
-
-
 @pytest.fixture
 def stop_database(pg: EmbeddedPostgres) -> Iterator[Callable[[], None]]:
     """Stops the shared test cluster on demand; always starts it again."""
@@ -315,15 +293,17 @@ def test_database_stopped_and_restarted_mid_push(
     assert stopped_at and events[-1]["event"] in ("result", "error"), events[-3:]
     back = time.monotonic()
     # /health answers 200 again, and every loop is alive and running
-    _wait(lambda: looping.get("/api/v1/health").status_code == 200, 5)
+    wait_until("/health answers 200", lambda: looping.get("/api/v1/health").status_code == 200, 5, 0.05)
     # the database took the controller's lease with it: the controller stopped its loops at
     # once, and leads (loops running again) within a lease period or two of the database's return
-    _wait(
+    wait_until(
+        "every loop alive and running",
         lambda: (
             set(_loops(looping, op)) >= {"reconciler", "health-probes"}
             and all(lp["alive"] and lp["running"] for lp in _loops(looping, op).values())
         ),
         5,
+        0.05,
     )
 
     def succeeded_since_restart(name: str) -> Callable[[], bool]:
@@ -338,10 +318,10 @@ def test_database_stopped_and_restarted_mid_push(
 
         return check
 
-    _wait(succeeded_since_restart("health-probes"), 5)
+    wait_until("a health probe since the restart", succeeded_since_restart("health-probes"), 5, 0.05)
     # a reconcile pass may first have to return an interrupted push to the rule set in force
     # (~1 000 entries to a software target): bounded, not instant
-    _wait(succeeded_since_restart("reconciler"), 90)
+    wait_until("a reconcile since the restart", succeeded_since_restart("reconciler"), 90, 0.05)
     assert time.monotonic() - back < 95
     # no deployment left running; the data plane holds the rule set in force
     with session_factory(db_url)() as s:
@@ -369,14 +349,18 @@ def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
     history = looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()
     state = looping.get(f"/api/v1/slices/{sid}", headers=op).json()["state"]
     target.stop()
-    took = _wait(
-        lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] in ("degraded", "down"), 2.5
+    took = seconds_until(
+        "health degraded",
+        lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] in ("degraded", "down"),
+        2.5,
     )
     assert took <= 2.0 + 0.5  # one probe interval + the bounded probe (the poll adds up to 50 ms)
     # the driver's reconnect then waits its own 10 s: each 1 s without an answer is one more
     # failure, two more probes after the first make it down (bounded by the probe cadence, plus
     # the scheduling slack of a busy 2-core machine)
-    _wait(lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "down", 15)
+    wait_until(
+        "health down", lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "down", 15, 0.05
+    )
     detail = looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health_detail"]
     assert "3 failed probes in a row" in detail, detail
     started = time.monotonic()
@@ -390,13 +374,15 @@ def test_deploy_to_a_dead_data_plane_is_refused_and_health_turns_down_fast(
     assert looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json() == history
     assert looping.get(f"/api/v1/slices/{sid}", headers=op).json()["state"] == state
     start_target(*EIGHT_QUEUES, "--grpc-port", str(port))  # back, and empty (the supervisor's part is H3a's)
-    _wait(lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "ok", 5)
+    wait_until(
+        "health ok", lambda: looping.get(f"/api/v1/backends/{bid}", headers=op).json()["health"] == "ok", 5, 0.05
+    )
 
     def refilled() -> bool:
         rows = looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"]
         return rows[0]["kind"] == "reconcile" and rows[0]["status"] == "succeeded"
 
-    _wait(refilled, 15)
+    wait_until("a reconcile refilled the data plane", refilled, 15, 0.05)
     assert looping.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"][0]["diff"]["restarted_empty"]
     b = looping.get(f"/api/v1/backends/{bid}", headers=op).json()
     assert b["health"] == "ok"

@@ -22,22 +22,16 @@ from sqlalchemy.orm import Session
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
-from sliceportal.models import Backend, Deployment, DeploymentKind, Role
+from sliceportal.models import Backend, Deployment, DeploymentKind
 from sliceportal.services import deployments as svc
 from sliceportal.services import jobs
 from sliceportal_testbed.processes import RunningTarget
-from tests.factories import login, make_user, running_controller, wait_until
+from tests.factories import running_controller, wait_until
 from tests.fault.test_control_loop import EIGHT_QUEUES, _setup
 
 # the same app factory under uvicorn, alone in its own process, on the test's database
 USERS = 300  # 1 200 P4 entries that do not aggregate
 BATCH = 4  # P4Runtime updates a write: the push takes a few hundred steps, each reported
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
 
 
 @pytest.fixture

@@ -18,9 +18,16 @@ from sqlalchemy.orm import Session
 
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
-from sliceportal.models import ImportJob, Role, Subscriber
+from sliceportal.models import ImportJob, Subscriber
 from sliceportal.services import jobs
-from tests.factories import login, make_user, running_controller, slice_type_id, tenant_body, wait_until
+from tests.factories import (
+    add_slice,
+    add_tenant,
+    integrator_key,
+    running_controller,
+    tenant_body,
+    wait_until,
+)
 
 ROWS = 10_000
 HEADER = "imsi,ue_ip,teids,tenant,slices\n"
@@ -33,13 +40,10 @@ def _csv(n: int) -> bytes:
 
 
 @pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    headers = login(client, "op")
-    t = client.post("/api/v1/tenants", json=tenant_body("red", 5001, 1), headers=headers).json()["id"]
-    st = slice_type_id(client, headers, "Best Effort")
-    client.post("/api/v1/slices", json={"name": "iot", "tenant_id": t, "slice_type_id": st}, headers=headers)
-    return headers
+def op(op: dict[str, str], client: TestClient) -> dict[str, str]:
+    """The operator, and tenant red's Best Effort slice iot to import into."""
+    add_slice(client, op, add_tenant(client, op, "red", 5001, 1), "iot", "Best Effort")
+    return op
 
 
 def _job(db_url: str) -> ImportJob | None:
@@ -191,13 +195,7 @@ def test_respond_async_answers_202_with_the_job_and_it_ends(
     assert client.get("/api/v1/subscribers/import-jobs/999999", headers=op).status_code == 404
     # a key bound to another tenant: its own tenant's jobs only
     blue = client.post("/api/v1/tenants", json=tenant_body("blue", 5002, 2), headers=op).json()["id"]
-    integ = make_user(session, "integrator", Role.INTEGRATOR)
-    key = client.post(
-        "/api/v1/api-keys",
-        json={"name": "b", "scopes": ["read", "write"], "tenant_id": blue, "user_id": integ.id},
-        headers=op,
-    )
-    as_blue = {"X-API-Key": key.json()["secret"]}
+    as_blue = integrator_key(client, session, op, ["read", "write"], blue)
     assert client.get(r.headers["location"], headers=as_blue).status_code == 404
     own = client.post(
         "/api/v1/subscribers/import",

@@ -32,7 +32,7 @@ from sliceportal.kpi.collector import KpiCollector
 from sliceportal.models import Backend, KpiSample, Role
 from sliceportal.services.backends import POOL, pooled_counters
 from sliceportal.traffic.packets import Flow, build
-from tests.factories import login, make_user, slice_type_id, tenant_body, wait_until
+from tests.factories import add_backend, add_slice, add_tenant, import_subscribers, login, make_user, wait_until
 
 FRAME = 600  # bytes on the wire per frame
 UE, TEID, VNI, VLAN, PORT = "10.45.0.7", 7, 5001, 100, 5001
@@ -81,32 +81,15 @@ def deploy(
     subscriber, and deploy, all through the API as an operator; (backend id, slice id)."""
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
-    r = client.post(
-        "/api/v1/backends", json={"name": f"{driver}-own", "driver": driver, "options": options}, headers=op
-    )
-    assert r.status_code == 201, r.text
-    bid = int(r.json()["id"])
-    tenant = client.post("/api/v1/tenants", json=tenant_body("mvno-a", VNI, VLAN), headers=op).json()["id"]
+    bid = int(add_backend(client, op, f"{driver}-own", options, driver)["id"])
+    tenant = add_tenant(client, op, "mvno-a", VNI, VLAN)
     sla = {} if rate_limit_mbps is None else {"rate_limit_mbps": rate_limit_mbps}
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "embb",
-            "tenant_id": tenant,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": sla,
-            "services": [{"name": "video", "lane": 2, "dst_ports": [{"lo": PORT, "hi": PORT}]}],
-            "backend_ids": [bid],
-        },
-        headers=op,
-    )
-    assert s.status_code == 201, s.text
-    csv = f"imsi,ue_ip,teids,tenant,slices\n001010000000007,{UE},{TEID},mvno-a,embb\n"
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
+    services = [{"name": "video", "lane": 2, "dst_ports": [{"lo": PORT, "hi": PORT}]}]
+    sid = add_slice(client, op, tenant, sla=sla, services=services, backend_ids=[bid])
+    import_subscribers(client, op, [f"001010000000007,{UE},{TEID},mvno-a,embb"])
     r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
     assert r.status_code in (200, 201) and r.json()["status"] == "succeeded", r.text
-    return bid, int(s.json()["id"])
+    return bid, sid
 
 
 @dataclass
@@ -215,6 +198,33 @@ def replay_and_collect(
         assert backend is not None
         POOL.discard(session, backend)  # its data plane is gone with this test
     return Run(pps, seconds, size, before, after, got, started)
+
+
+def deploy_and_replay(
+    client: TestClient,
+    session: Session,
+    db_url: str,
+    tmp_path: Path,
+    plane: Callable[[dict[str, Any]], Any],
+    driver: str,
+    options: dict[str, Any],
+    rate_limit_mbps: float | None,
+    iface: str,
+    pps: int,
+    seconds: int,
+) -> Run:
+    """``deploy`` to the plane (``driver``, registered with ``options``), then
+    ``replay_and_collect`` its slice's flow at ``pps`` for ``seconds`` into ``iface``, the
+    plane's own counters read beside the portal's by a driver of the test's, ``plane(options)``."""
+    bid, sid = deploy(client, session, driver, options, rate_limit_mbps)
+    size = write_pcap(tmp_path / "flow.pcap", pps)
+    reader = plane(options)
+    try:
+        return replay_and_collect(
+            session, db_url, bid, sid, reader.counters, iface, tmp_path / "flow.pcap", pps, seconds, size
+        )
+    finally:
+        reader.close()
 
 
 def settled(read: Callable[[], Counters]) -> Callable[[], Counters | None]:

@@ -23,7 +23,6 @@ when a read completed, and the model's reads then took up to ~0.4 s after their 
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -32,7 +31,8 @@ from sqlalchemy.orm import Session
 
 from sliceportal_netfpga import simulator
 from sliceportal_netfpga.driver import Driver
-from tests.kpi.collector_helpers import check_counted, deploy, need_root, replay_and_collect, veth_pairs, write_pcap
+from sliceportal_testbed.processes import free_port
+from tests.kpi.collector_helpers import check_counted, deploy_and_replay, need_root, veth_pairs
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_root]
 
@@ -43,19 +43,13 @@ DRAIN_MBPS = 1.5  # the egress: above what the limiter passes, so the queue drai
 QUEUE_BYTES = 64 * 32  # a lane's queue: 64 beats of 32 bytes
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_netfpga_counters_become_kpis(client: TestClient, session: Session, db_url: str, tmp_path: Path) -> None:
     need_root()
     tag = f"kn{os.getpid() % 10000}"
     wire_in, host_out = (f"{tag}ia", f"{tag}ib"), (f"{tag}oa", f"{tag}ob")
     token = os.urandom(24).hex()
     (tmp_path / "token").write_text(token)
-    port = _free_port()
+    port = free_port()
     with veth_pairs(wire_in, host_out):
         sim = simulator.start(
             tmp_path / "s.sock",
@@ -72,15 +66,10 @@ def test_netfpga_counters_become_kpis(client: TestClient, session: Session, db_u
         )
         try:
             reg = {"address": f"tcp:127.0.0.1:{port}", "agent_token": token}
-            bid, sid = deploy(client, session, "netfpga", reg, RATE_LIMIT_MBPS)
-            size = write_pcap(tmp_path / "flow.pcap", PPS)
-            reader = Driver(reg)  # the card's own counters, beside the portal's
-            try:
-                run = replay_and_collect(
-                    session, db_url, bid, sid, reader.counters, wire_in[0], tmp_path / "flow.pcap", PPS, REPLAY_S, size
-                )
-            finally:
-                reader.close()
+            # the card's own counters, beside the portal's
+            run = deploy_and_replay(
+                client, session, db_url, tmp_path, Driver, "netfpga", reg, RATE_LIMIT_MBPS, wire_in[0], PPS, REPLAY_S
+            )
         finally:
             sim.stop()
 

@@ -28,6 +28,7 @@ from tests.kpi.collector_helpers import (
     VLAN,
     check_counted,
     deploy,
+    deploy_and_replay,
     need_root,
     replay_and_collect,
     veth_pairs,
@@ -52,15 +53,10 @@ def test_counters_become_kpis_without_the_testbed(
         start_simple_switch_grpc({p: s for p, (s, _) in ends.items()}, priority_queues=8) as switch,
     ):
         options = {"address": switch.address, "access_ports": {"1": VLAN}, "trunk_ports": [3], "uplink_port": 3}
-        bid, sid = deploy(client, session, "p4rt", options, RATE_LIMIT_MBPS)
-        size = write_pcap(tmp_path / "flow.pcap", PPS)
-        reader = Driver(options)  # the switch's own counters, beside the portal's
-        try:
-            run = replay_and_collect(
-                session, db_url, bid, sid, reader.counters, ends[1][1], tmp_path / "flow.pcap", PPS, REPLAY_S, size
-            )
-        finally:
-            reader.close()
+        # the switch's own counters, beside the portal's
+        run = deploy_and_replay(
+            client, session, db_url, tmp_path, Driver, "p4rt", options, RATE_LIMIT_MBPS, ends[1][1], PPS, REPLAY_S
+        )
 
     # how many the trTCM policer drops depends on how tcpreplay bunches the frames (14-47 % seen);
     # what is checked is that every one of them reaches the samples, none invented

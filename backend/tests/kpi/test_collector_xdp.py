@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from contextlib import closing
@@ -24,21 +23,16 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from sliceportal_testbed.processes import free_port
 from sliceportal_xdp.agent_client import AgentClient
 from sliceportal_xdp.driver import Driver
-from tests.kpi.collector_helpers import check_counted, deploy, need_root, replay_and_collect, veth_pairs, write_pcap
+from tests.kpi.collector_helpers import check_counted, deploy_and_replay, need_root, veth_pairs
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_root]
 
 PPS = 400
 REPLAY_S = 6
 RATE_LIMIT_MBPS = 1.0  # about half the offered ~1.9 Mbit/s: the slice's token bucket drops the rest
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_xdp_agent_counters_become_kpis(client: TestClient, session: Session, db_url: str, tmp_path: Path) -> None:
@@ -48,7 +42,7 @@ def test_xdp_agent_counters_become_kpis(client: TestClient, session: Session, db
     backend = f"test-spa-{tag}"  # test_agent.remove_stale_test_pins clears what a killed run leaves
     token = os.urandom(24).hex()
     (tmp_path / "token").write_text(token)
-    port = _free_port()
+    port = free_port()
     options = {"overload_poll_s": 0, "tx_peer": wire, "alt_mac": "02:00:00:00:aa:01", "alt_ip": "10.99.0.1"}
     argv = [
         sys.executable,
@@ -69,15 +63,10 @@ def test_xdp_agent_counters_become_kpis(client: TestClient, session: Session, db
             with closing(AgentClient(f"http://127.0.0.1:{port}", token, 5.0, retry_s=0.5)) as ready:
                 ready.wait_ready(60, lambda: _alive(agent))
             reg = {"address": f"127.0.0.1:{port}", "agent_token": token}
-            bid, sid = deploy(client, session, "xdp", reg, RATE_LIMIT_MBPS)
-            size = write_pcap(tmp_path / "flow.pcap", PPS)
-            reader = Driver(reg)  # the program's own counters through the agent, beside the portal's
-            try:
-                run = replay_and_collect(
-                    session, db_url, bid, sid, reader.counters, wire, tmp_path / "flow.pcap", PPS, REPLAY_S, size
-                )
-            finally:
-                reader.close()
+            # the program's own counters through the agent, beside the portal's
+            run = deploy_and_replay(
+                client, session, db_url, tmp_path, Driver, "xdp", reg, RATE_LIMIT_MBPS, wire, PPS, REPLAY_S
+            )
         finally:
             agent.kill()
             agent.wait()

@@ -15,37 +15,17 @@ from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.retention import apply_retention
 from sliceportal.kpi.sla import HoldDown
 from sliceportal.kpi.store import ingest
-from sliceportal.models import Backend, KpiSample, Role, SlaViolation
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from sliceportal.models import KpiSample, SlaViolation
+from tests.factories import backend_row, login, red_and_blue
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def world(client: TestClient, session: Session) -> dict[str, object]:
-    make_user(session, "op", Role.OPERATOR)
-    op = login(client, "op")
-    st = slice_type_id(client, op, "Dual Best Effort + Low Latency")
-    ids = {}
-    for name, vni, vlan in (("red", 1, 1), ("blue", 2, 2)):
-        t = client.post("/api/v1/tenants", json=tenant_body(name, vni, vlan), headers=op).json()["id"]
-        s = client.post(
-            "/api/v1/slices",
-            json={
-                "name": f"{name}-s",
-                "tenant_id": t,
-                "slice_type_id": st,
-                "sla": {"max_loss_pct": 1, "max_delay_ms": 10},
-            },
-            headers=op,
-        )
-        ids[name] = (t, s.json()["id"])
-    make_user(session, "red-view", Role.TENANT, tenant_id=ids["red"][0])
-    backends = [Backend(name=name, driver=driver) for name, driver in (("xdp-a", "xdp"), ("bmv2-a", "p4rt"))]
-    session.add_all(backends)
-    session.commit()
+def world(client: TestClient, session: Session, op: dict[str, str]) -> dict[str, object]:
+    ids = red_and_blue(client, session, op, {"max_loss_pct": 1, "max_delay_ms": 10})
     global XDP, BMV2
-    XDP, BMV2 = backends[0].id, backends[1].id
+    XDP, BMV2 = backend_row(session), backend_row(session, "bmv2-a", "p4rt")
     return {"op": op, "red": login(client, "red-view"), "ids": ids}
 
 

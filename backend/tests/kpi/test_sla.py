@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.sla import HoldDown
 from sliceportal.kpi.store import ingest
-from sliceportal.models import Backend, Deployment, DeploymentKind, DeploymentStatus, Role, RuleSet, SlaViolation
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from sliceportal.models import Deployment, DeploymentKind, DeploymentStatus, RuleSet, SlaViolation
+from tests.factories import DUAL, add_slice, add_tenant, backend_row
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 HOLD = HoldDown(open_after=3, close_after=5)
@@ -27,30 +27,15 @@ LOSS = [0, 5, 5, 0, 5, 5, 5, 9, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0]
 
 
 @pytest.fixture
-def world(client: TestClient, session: Session) -> dict[str, object]:
-    make_user(session, "op", Role.OPERATOR)
-    op = login(client, "op")
-    backend = Backend(name="xdp-a", driver="xdp")
-    session.add(backend)
-    session.commit()
-    st = slice_type_id(client, op, "Dual Best Effort + Low Latency")
-    t = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
-    ids = {}
-    for name in ("stream", "batch", "rate"):
-        r = client.post(
-            "/api/v1/slices",
-            json={
-                "name": name,
-                "tenant_id": t,
-                "slice_type_id": st,
-                "backend_ids": [backend.id],
-                "sla": {"max_loss_pct": 1, "max_delay_ms": 10, "guaranteed_mbps": 10, "rate_limit_mbps": 40},
-            },
-            headers=op,
-        )
-        assert r.status_code == 201, r.text
-        ids[name] = r.json()["id"]
-    return {"op": op, "backend": backend.id, "ids": ids}
+def world(client: TestClient, session: Session, op: dict[str, str]) -> dict[str, object]:
+    backend = backend_row(session)
+    t = add_tenant(client, op, "red", 1, 1)
+    sla = {"max_loss_pct": 1, "max_delay_ms": 10, "guaranteed_mbps": 10, "rate_limit_mbps": 40}
+    ids = {
+        name: add_slice(client, op, t, name, DUAL, backend_ids=[backend], sla=sla)
+        for name in ("stream", "batch", "rate")
+    }
+    return {"op": op, "backend": backend, "ids": ids}
 
 
 def _point(

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.sla import HoldDown
 from sliceportal.kpi.store import ingest
-from sliceportal.models import Backend, Role, SlaViolation
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from sliceportal.models import Backend, SlaViolation
+from tests.factories import DUAL, add_slice, add_tenant
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 LIMIT = 1.0  # the slice's max_loss_pct
@@ -108,18 +108,8 @@ def _stored(session: Session, slice_id: int, backend_id: int) -> list[Violation]
     return sorted(((v.lane, v.started_at, v.ended_at, v.worst) for v in rows), key=lambda v: (v[0], v[1]))
 
 
-def test_random_series_judge_as_the_reference(client: TestClient, session: Session) -> None:
-    make_user(session, "op", Role.OPERATOR)
-    op = login(client, "op")
-    st_id = slice_type_id(client, op, "Dual Best Effort + Low Latency")
-    tenant = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
-    r = client.post(
-        "/api/v1/slices",
-        json={"name": "s", "tenant_id": tenant, "slice_type_id": st_id, "sla": {"max_loss_pct": LIMIT}},
-        headers=op,
-    )
-    assert r.status_code == 201, r.text
-    slice_id = r.json()["id"]
+def test_random_series_judge_as_the_reference(client: TestClient, session: Session, op: dict[str, str]) -> None:
+    slice_id = add_slice(client, op, add_tenant(client, op, "red", 1, 1), "s", DUAL, sla={"max_loss_pct": LIMIT})
     runs = iter(range(10_000))
 
     def backend() -> int:

@@ -18,8 +18,8 @@ from sliceportal.core.db import session_factory
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.sla import HoldDown
 from sliceportal.kpi.store import UnknownReference, ingest
-from sliceportal.models import Backend, KpiSample, Role, SlaViolation, Slice
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from sliceportal.models import KpiSample, SlaViolation, Slice
+from tests.factories import DUAL, add_slice, add_tenant, backend_row
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 # bad x3 (opens), good x5 (closes), bad x3 (re-opens), good x5 (closes), bad x3, then good x20
@@ -27,30 +27,13 @@ FLAPS = ([5.0] * 3 + [0.0] * 5) * 2 + [5.0] * 3 + [0.0] * 20
 
 
 @pytest.fixture
-def world(client: TestClient, session: Session) -> dict[str, int]:
-    make_user(session, "op", Role.OPERATOR)
-    op = login(client, "op")
-    backend = Backend(name="xdp-a", driver="xdp")
-    session.add(backend)
-    session.commit()
-    st = slice_type_id(client, op, "Dual Best Effort + Low Latency")
-    t = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()["id"]
-    ids = {"backend": backend.id}
-    for name in ("merged", "apart"):
-        r = client.post(
-            "/api/v1/slices",
-            json={
-                "name": name,
-                "tenant_id": t,
-                "slice_type_id": st,
-                "backend_ids": [backend.id],
-                "sla": {"max_loss_pct": 1},
-            },
-            headers=op,
-        )
-        assert r.status_code == 201, r.text
-        ids[name] = r.json()["id"]
-    return ids
+def world(client: TestClient, session: Session, op: dict[str, str]) -> dict[str, int]:
+    backend = backend_row(session)
+    t = add_tenant(client, op, "red", 1, 1)
+    sla = {"max_loss_pct": 1}
+    return {"backend": backend} | {
+        name: add_slice(client, op, t, name, DUAL, backend_ids=[backend], sla=sla) for name in ("merged", "apart")
+    }
 
 
 def _point(slice_id: int, backend_id: int, second: int, loss: float, source: str = "testbed") -> KpiPoint:

@@ -19,7 +19,7 @@ from sliceportal.models import Backend, BackendFootprint, DeploymentStatus
 from sliceportal.services.deployments import deploy
 from sliceportal_testbed.processes import RunningTarget, free_port
 from tests.api.test_query_counts import statements
-from tests.factories import slice_type_id, tenant_body
+from tests.factories import add_backend, add_slice, add_tenant, deploy_backend, import_subscribers, slice_type_id
 
 EIGHT_QUEUES = ("--priority-queues", "8")
 SLA = {"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1}
@@ -27,40 +27,28 @@ SLA = {"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1}
 
 def _world(client: TestClient, op: dict[str, str], address: str, users: int = 4) -> tuple[int, int, int]:
     """A p4rt backend, a tenant and one slice of ``users`` subscribers on it: (backend, tenant, slice)."""
-    r = client.post(
-        "/api/v1/backends", json={"name": "bmv2", "driver": "p4rt", "options": {"address": address}}, headers=op
-    )
-    assert r.status_code == 201, r.text
-    bid = int(r.json()["id"])
-    tenant = int(client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"])
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": "a",
-            "tenant_id": tenant,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": SLA,
-            "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}]}],
-            "backend_ids": [bid],
-        },
-        headers=op,
-    )
-    assert s.status_code == 201, s.text
+    bid = int(add_backend(client, op, "bmv2", {"address": address})["id"])
+    tenant = add_tenant(client, op)
+    services = [{"name": "video", "lane": 4, "dst_ports": [{"lo": 5000, "hi": 5007}]}]
+    sid = add_slice(client, op, tenant, "a", sla=SLA, services=services, backend_ids=[bid])
     _import(client, op, range(users))
-    return bid, tenant, int(s.json()["id"])
+    return bid, tenant, sid
 
 
 def _import(client: TestClient, op: dict[str, str], users: range) -> None:
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.{u // 250}.{u % 250 + 1},{u + 1},mvno-a,a\n" for u in users
-    )
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
+    import_subscribers(client, op, (f"00101{u:010d},10.45.{u // 250}.{u % 250 + 1},{u + 1},mvno-a,a" for u in users))
 
 
 def _deploy(client: TestClient, op: dict[str, str], bid: int) -> None:
-    r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
-    assert r.status_code == 201 and r.json()["status"] == "succeeded", r.text
+    dep = deploy_backend(client, op, bid)
+    assert dep["status"] == "succeeded", dep
+
+
+def _edit_sla(client: TestClient, op: dict[str, str], sid: int, sla: dict[str, float]) -> None:
+    """The slice's SLA set to ``sla`` (at its current version)."""
+    version = client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]
+    r = client.patch(f"/api/v1/slices/{sid}", json={"sla": sla, "version": version}, headers=op)
+    assert r.status_code == 200, r.text
 
 
 def _states(client: TestClient, op: dict[str, str], sid: int) -> tuple[str, str, str]:
@@ -91,11 +79,7 @@ def test_a_slice_edited_while_its_deploy_pushes_ends_pending(
         if seen:
             return
         # the rule set being pushed was compiled before this edit
-        version = client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]
-        r = client.patch(
-            f"/api/v1/slices/{sid}", json={"sla": SLA | {"rate_limit_mbps": 40}, "version": version}, headers=op
-        )
-        assert r.status_code == 200, r.text
+        _edit_sla(client, op, sid, SLA | {"rate_limit_mbps": 40})
         seen.append(_states(client, op, sid))  # rule set 1 still in force, the edit already stored
 
     dep = deploy(session, session.get_one(Backend, bid), "test", progress=edit_mid_push)
@@ -187,16 +171,11 @@ def test_every_input_of_a_compile_bumps_the_slice_generation(
     """The triggers of migration 0015 cover each thing a slice compiles from, and only those:
     checked on the database, with no backend (what the compiler reads: services/deployments.py
     domain_specs and services/intent_specs.py)."""
-    tenant = int(client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"])
+    tenant = add_tenant(client, op)
     st = slice_type_id(client, op, "Flexible Slice")
-    s = client.post(
-        "/api/v1/slices", json={"name": "a", "tenant_id": tenant, "slice_type_id": st, "sla": SLA}, headers=op
-    )
-    assert s.status_code == 201, s.text
-    sid = int(s.json()["id"])
+    sid = add_slice(client, op, tenant, "a", sla=SLA)
     _import(client, op, range(2))
-    other = client.post("/api/v1/slices", json={"name": "b", "tenant_id": tenant, "slice_type_id": st}, headers=op)
-    assert other.status_code == 201, other.text
+    other = add_slice(client, op, tenant, "b")
 
     def gen() -> int:
         session.rollback()
@@ -233,4 +212,4 @@ def test_every_input_of_a_compile_bumps_the_slice_generation(
     assert bumps("UPDATE slice_type SET lanes = array_append(lanes, 7) WHERE id = :st", st=st)
     # what a deploy writes, and what the compiler never reads, leave it alone
     assert not bumps("UPDATE slice SET state = 'deployed', description = 'x' WHERE id = :s")
-    assert not bumps("UPDATE slice SET rate_limit_mbps = 8 WHERE id = :o", o=other.json()["id"])
+    assert not bumps("UPDATE slice SET rate_limit_mbps = 8 WHERE id = :o", o=other)

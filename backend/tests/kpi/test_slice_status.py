@@ -18,43 +18,28 @@ from sqlalchemy.orm import Session
 
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
-from sliceportal.models import Backend, Intent, Role, RuleSet, SlaViolation
+from sliceportal.models import Backend, Intent, RuleSet, SlaViolation
 from sliceportal.services.slice_status import slice_parts
 from sliceportal_testbed.processes import RunningTarget
-from tests.factories import login, make_user, slice_type_id, tenant_body
+from tests.factories import add_backend, add_slice, add_tenant, deploy_backend, import_subscribers, ue_rows
 
 EIGHT_QUEUES = ("--priority-queues", "8")
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def _backend(client: TestClient, op: dict[str, str], name: str, address: str) -> int:
-    r = client.post(
-        "/api/v1/backends", json={"name": name, "driver": "p4rt", "options": {"address": address}}, headers=op
-    )
-    assert r.status_code == 201, r.text
-    return int(r.json()["id"])
+    return int(add_backend(client, op, name, {"address": address})["id"])
 
 
 def _slice(client: TestClient, op: dict[str, str], tenant: int, name: str, bid: int, port: int) -> int:
-    s = client.post(
-        "/api/v1/slices",
-        json={
-            "name": name,
-            "tenant_id": tenant,
-            "slice_type_id": slice_type_id(client, op, "Flexible Slice"),
-            "sla": {"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1},
-            "services": [{"name": "video", "lane": 4, "dst_ports": [{"lo": port, "hi": port + 7}]}],
-            "backend_ids": [bid],
-        },
-        headers=op,
+    return add_slice(
+        client,
+        op,
+        tenant,
+        name,
+        sla={"rate_limit_mbps": 48, "max_delay_ms": 20, "max_loss_pct": 1},
+        services=[{"name": "video", "lane": 4, "dst_ports": [{"lo": port, "hi": port + 7}]}],
+        backend_ids=[bid],
     )
-    assert s.status_code == 201, s.text
-    return int(s.json()["id"])
 
 
 def _status(client: TestClient, op: dict[str, str], sid: int) -> dict[str, Any]:
@@ -64,32 +49,21 @@ def _status(client: TestClient, op: dict[str, str], sid: int) -> dict[str, Any]:
     return body
 
 
-def _deploy(client: TestClient, op: dict[str, str], bid: int) -> dict[str, Any]:
-    r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
-    assert r.status_code == 201, r.text
-    body: dict[str, Any] = r.json()
-    return body
-
-
 def test_deployment_states_follow_the_rule_set_in_force(
     client: TestClient, session: Session, op: dict[str, str], start_target: Callable[..., RunningTarget]
 ) -> None:
     bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
-    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,{'a' if u < 4 else 'b'}\n" for u in range(8)
-    )
+    tenant = add_tenant(client, op)
     a = _slice(client, op, tenant, "a", bid, 5000)
     b = _slice(client, op, tenant, "b", bid, 6000)
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
+    import_subscribers(client, op, ue_rows(range(4), "a") + ue_rows(range(4, 8), "b"))
 
     st = _status(client, op, a)
     assert st["state"] == "draft" and [(x["backend_id"], x["state"], x["sla"]) for x in st["backends"]] == [
         (bid, "draft", "no_data")
     ]
 
-    assert _deploy(client, op, bid)["status"] == "succeeded"
+    assert deploy_backend(client, op, bid)["status"] == "succeeded"
     st = _status(client, op, a)["backends"][0]
     assert (st["state"], st["rule_set_number"], st["changes"]) == ("deployed", 1, [])
     assert st["since"] is not None
@@ -114,7 +88,7 @@ def test_deployment_states_follow_the_rule_set_in_force(
     pending = client.get("/api/v1/slices", params={"state": "pending"}, headers=op).json()
     assert [s["id"] for s in pending["data"]] == [a] and pending["count"] == 1
 
-    assert _deploy(client, op, bid)["status"] == "succeeded"
+    assert deploy_backend(client, op, bid)["status"] == "succeeded"
     assert (
         _status(client, op, a)["backends"][0]["state"] == "deployed"
         and _status(client, op, a)["backends"][0]["rule_set_number"] == 2
@@ -134,7 +108,7 @@ def test_deployment_states_follow_the_rule_set_in_force(
 
     # a third slice, deployed in rule set 3, then a rollback to rule set 2, which lacks it
     c = _slice(client, op, tenant, "c", bid, 7000)
-    assert _deploy(client, op, bid)["status"] == "succeeded"
+    assert deploy_backend(client, op, bid)["status"] == "succeeded"
     assert _status(client, op, c)["backends"][0]["state"] == "deployed"
     client.post(f"/api/v1/backends/{bid}/rollback", json={"rule_set": 2}, headers=op)
     st = _status(client, op, c)["backends"][0]
@@ -154,7 +128,7 @@ def test_failed_push(client: TestClient, op: dict[str, str], start_target: Calla
     # the target fails the first Write RPC of the push: the push is rolled back and recorded failed
     target = start_target(*EIGHT_QUEUES, "--fail-write", "1")
     bid = _backend(client, op, "bmv2", target.address)
-    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    tenant = add_tenant(client, op)
     a = _slice(client, op, tenant, "a", bid, 5000)
     r = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
     assert r.status_code == 201 and r.json()["status"] == "failed"  # recorded, as every push is
@@ -167,7 +141,7 @@ def test_sla_status_from_samples(client: TestClient, session: Session, op: dict[
     backend = Backend(name="xdp-x", driver="xdp")
     session.add(backend)
     session.commit()
-    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    tenant = add_tenant(client, op)
     sid = _slice(client, op, tenant, "a", backend.id, 5000)
     now = datetime.now(UTC)
 
@@ -238,14 +212,10 @@ def test_state_covers_the_slices_policed_intents(
     part of the slice's state, named by the intent. Rule sets with and
     without the intent are put in force by pushes and rollbacks through the API."""
     bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
-    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    tenant = add_tenant(client, op)
     a = _slice(client, op, tenant, "a", bid, 5000)
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00101{u:010d},10.45.0.{u},{u + 1},mvno-a,a\n" for u in range(4)
-    )
-    r = client.post("/api/v1/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")}, headers=op)
-    assert r.status_code == 201, r.text
-    assert _deploy(client, op, bid)["status"] == "succeeded"  # rule set 1: the slice, no intent
+    import_subscribers(client, op, ue_rows(range(4), "a"))
+    assert deploy_backend(client, op, bid)["status"] == "succeeded"  # rule set 1: the slice, no intent
 
     r = client.post(
         "/api/v1/intents",
@@ -264,7 +234,7 @@ def test_state_covers_the_slices_policed_intents(
     assert st["changes"] == [f"intent {iid}{words}: not in force yet (1 classifier entry)"]
     listed = client.get("/api/v1/slices", headers=op).json()["data"]
     assert [(s["id"], s["state"]) for s in listed] == [(a, "pending")]
-    assert _deploy(client, op, bid)["status"] == "succeeded"
+    assert deploy_backend(client, op, bid)["status"] == "succeeded"
     st = _status(client, op, a)["backends"][0]
     assert (st["state"], st["rule_set_number"], st["changes"]) == ("deployed", 3, [])
 
@@ -292,16 +262,9 @@ def test_a_changed_intent_is_named(
     """The intent's rate and the slice's burst limit its sub-slice inherits: each change is
     named on the intent (the slice's own entries alongside)."""
     bid = _backend(client, op, "bmv2", start_target(*EIGHT_QUEUES).address)
-    tenant = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    tenant = add_tenant(client, op)
     a = _slice(client, op, tenant, "a", bid, 5000)
-    r = client.post(
-        "/api/v1/subscribers/import",
-        headers=op,
-        files={
-            "file": ("s.csv", b"imsi,ue_ip,teids,tenant,slices\n001010000000001,10.45.0.1,2,mvno-a,a\n", "text/csv")
-        },
-    )
-    assert r.status_code == 201, r.text
+    import_subscribers(client, op, ue_rows([1], "a"))
     r = client.post(
         "/api/v1/intents",
         json={

@@ -23,7 +23,7 @@ from sliceportal.services.slice_status import refresh_wanted
 from sliceportal_testbed.processes import RunningTarget
 from tests.api.test_query_counts import statements
 from tests.factories import wait_until
-from tests.kpi.test_slice_state_stored import EIGHT_QUEUES, SLA, _deploy, _states, _world
+from tests.kpi.test_slice_state_stored import EIGHT_QUEUES, SLA, _deploy, _edit_sla, _states, _world
 
 DEADLINE_S = 30.0
 
@@ -104,11 +104,7 @@ def test_a_slice_edited_while_a_deploy_runs_ends_pending_computed_ahead(
         if edited:
             return
         # rule set 2 was compiled before this edit, and is being pushed
-        version = client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]
-        r = client.patch(
-            f"/api/v1/slices/{sid}", json={"sla": SLA | {"rate_limit_mbps": 40}, "version": version}, headers=op
-        )
-        assert r.status_code == 200, r.text
+        _edit_sla(client, op, sid, SLA | {"rate_limit_mbps": 40})
         edited.append(1)
 
     dep = deploy(session, session.get_one(Backend, bid), "test", progress=edit_mid_push)
@@ -129,9 +125,7 @@ def test_a_slice_edited_while_a_deploy_runs_ends_pending_computed_ahead(
     _deploy(client, op, bid)
     assert _states(client, op, sid) == ("deployed",) * 3
     # an edit alone: the triggers' NOTIFY wakes the refresher (migration 0018)
-    version = client.get(f"/api/v1/slices/{sid}", headers=op).json()["version"]
-    r = client.patch(f"/api/v1/slices/{sid}", json={"sla": SLA, "version": version}, headers=op)
-    assert r.status_code == 200, r.text
+    _edit_sla(client, op, sid, SLA)
     _until_current(session, bid, _rule_set_id(session, bid, 3))
     assert _reads_compile(client, op, db_url, sid) == []
     assert _states(client, op, sid) == ("pending",) * 3

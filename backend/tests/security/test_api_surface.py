@@ -17,13 +17,6 @@ from sliceportal.core.config import Settings
 from sliceportal.models import Backend, Role
 from tests.factories import login, make_user
 
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 _names = itertools.count()
 P4 = {"address": "127.0.0.1:9559"}
 NF = {"address": "tcp:127.0.0.1:1"}

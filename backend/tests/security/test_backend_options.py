@@ -16,13 +16,6 @@ from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import Backend, Role
 from tests.factories import login, make_user
 
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 _names = itertools.count()
 
 

@@ -13,13 +13,7 @@ from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import AuditLog, Role, Tenant, User
 from sliceportal.services.bootstrap_data import create_demo_accounts, seed_demo
-from tests.factories import login, make_user, slice_type_id, tenant_body
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
+from tests.factories import integrator_key, login, make_user, slice_type_id, tenant_body
 
 
 def _fields(r: Any) -> list[str]:
@@ -149,13 +143,7 @@ def test_tenant_deletion_with_users_needs_force_and_is_audited(
 def test_integrator_key_bound_to_one_tenant(client: TestClient, session: Session, op: dict[str, str]) -> None:
     a = client.post("/api/v1/tenants", json=tenant_body("a", 11, 101), headers=op).json()["id"]
     b = client.post("/api/v1/tenants", json=tenant_body("b", 12, 102), headers=op).json()["id"]
-    integ = make_user(session, "integ", Role.INTEGRATOR)
-    key = client.post(
-        "/api/v1/api-keys",
-        json={"name": "a-only", "scopes": ["read", "write"], "tenant_id": a, "user_id": integ.id},
-        headers=op,
-    ).json()
-    k = {"X-API-Key": key["secret"]}
+    k = integrator_key(client, session, op, ["read", "write"], a, "integ")
     assert [t["id"] for t in client.get("/api/v1/tenants", headers=k).json()["data"]] == [a]
     assert client.get(f"/api/v1/tenants/{b}", headers=k).status_code == 404
     sub = {"imsi": "001010000000001", "ue_ip": "10.45.0.1"}

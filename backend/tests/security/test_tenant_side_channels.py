@@ -11,16 +11,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sliceportal.models import Role, Subscriber
-from tests.factories import login, make_user, tenant_body
+from sliceportal.models import Subscriber
+from tests.factories import tenant_body
 
 BLUE = "mvno-blue"
-
-
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
 
 
 @pytest.fixture

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.core.config import DEFAULT_DATA_DIR
-from sliceportal.models import Backend, Role, Slice
+from sliceportal.models import Backend, Slice
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed.processes import RunningTarget, free_port
-from tests.factories import login, make_user
+from tests.factories import add_backend, deploy_backend
 
 # What each driver needs to lower; nothing listens at the addresses: lowering is pure, a
 # preview never reaches the data plane. The P4 backend
@@ -28,12 +27,6 @@ BACKENDS = {
 }
 
 
-@pytest.fixture
-def op(client: TestClient, session: Session) -> dict[str, str]:
-    make_user(session, "op", Role.OPERATOR)
-    return login(client, "op")
-
-
 def test_demo_preview_is_proven_on_all_three_backends(client: TestClient, session: Session, op: dict[str, str]) -> None:
     assert seed_demo(session)
     ids = {}
@@ -44,18 +37,9 @@ def test_demo_preview_is_proven_on_all_three_backends(client: TestClient, sessio
             for k, v in options.items()
         }
         # the demo SLAs ask for rate limits / ECN some planes lack: accepted, as the testbed does
-        r = client.post(
-            "/api/v1/backends",
-            json={
-                "name": f"demo-{driver}",
-                "driver": driver,
-                "options": opts,
-                "accept_unenforced": ["rate_limit", "ecn"],
-            },
-            headers=op,
-        )
-        assert r.status_code == 201, r.text
-        ids[driver] = r.json()["id"]
+        ids[driver] = add_backend(client, op, f"demo-{driver}", opts, driver, accept_unenforced=["rate_limit", "ecn"])[
+            "id"
+        ]
     backends = list(session.scalars(select(Backend)))
     for s in session.scalars(select(Slice)):
         s.backends = backends
@@ -78,24 +62,13 @@ def test_a_deployed_rule_set_keeps_its_equivalence(
     """Deployed onto the bundled P4Runtime target, the stored rule set carries the proof."""
     target = start_target("--priority-queues", "8")
     assert seed_demo(session)
-    r = client.post(
-        "/api/v1/backends",
-        json={
-            "name": "demo-p4",
-            "driver": "p4rt",
-            "options": {"address": target.address, "trunk_ports": [1, 2], "uplink_port": 2},
-        },
-        headers=op,
-    )
-    assert r.status_code == 201, r.text
-    bid = r.json()["id"]
+    bid = add_backend(client, op, "demo-p4", {"address": target.address, "trunk_ports": [1, 2], "uplink_port": 2})["id"]
     backend = session.get_one(Backend, bid)
     for s in session.scalars(select(Slice)):
         s.backends = [backend]
     session.commit()
-    dep = client.post(f"/api/v1/backends/{bid}/deployments", headers=op)
-    assert dep.status_code == 201, dep.text
-    assert dep.json()["status"] == "succeeded", dep.json()
-    rs = client.get(f"/api/v1/backends/{bid}/rule-sets/{dep.json()['rule_set_number']}", headers=op).json()
+    dep = deploy_backend(client, op, bid)
+    assert dep["status"] == "succeeded", dep
+    rs = client.get(f"/api/v1/backends/{bid}/rule-sets/{dep['rule_set_number']}", headers=op).json()
     eq = rs["explanation"]["equivalence"]
     assert eq["verdict"] == "proven" and eq["counterexample"] is None and eq["checked_entries"] > 0

@@ -33,7 +33,6 @@ NetFPGA model — lane 6 far above 2 % everywhere.
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -43,10 +42,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import KpiSample, Role, Slice
 from sliceportal.services.bootstrap_data import seed_demo
-from tests.factories import login, make_user, running_controller, wait_until
+from tests.factories import live_testbed_settings, login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root
 
@@ -60,10 +58,7 @@ DURATION_S = SETTLE_S + WINDOW_S + APPLY_S + 2  # the window ends inside the sce
 def test_congestion_degrades_lanes_in_table_5_order_on_every_plane(db_url: str, session: Session) -> None:
     seed_demo(session, users_per_slice=4)
     make_user(session, "op", Role.OPERATOR)
-    prefix = f"c{os.getpid() % 10000}-"
-    settings = Settings(
-        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=1500, testbed_prefix=prefix
-    )
+    settings = live_testbed_settings("c", 1500)
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         planes = {b["driver"]: b for b in client.get("/api/v1/testbed", headers=op).json()["backends"]}

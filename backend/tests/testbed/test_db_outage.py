@@ -15,13 +15,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sliceportal.core.config import Settings, random_secret
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.models import Deployment, DeploymentKind, KpiSample
 from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed.live import Plane
 from sliceportal_testbed.processes import leftovers
-from tests.factories import running_controller, wait_until
+from tests.factories import live_testbed_settings, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root
 
@@ -48,10 +47,8 @@ def test_database_outage_keeps_the_planes_and_a_restarted_plane_measures_after_i
     db_url: str, session: Session, restart_database: EmbeddedPostgres
 ) -> None:
     seed_demo(session, users_per_slice=2)
-    prefix = f"o{os.getpid() % 10000}-"
-    settings = Settings(
-        secret_key=random_secret(), reconcile_interval_s=5, testbed=True, testbed_rate_pps=300, testbed_prefix=prefix
-    )
+    settings = live_testbed_settings("o", 300, reconcile_interval_s=5)
+    prefix = settings.testbed_prefix
     with running_controller(settings, db_url, period_s=1.0) as controller:
         testbed = controller.testbed
         assert testbed is not None and testbed.running

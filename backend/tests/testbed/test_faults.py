@@ -19,7 +19,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sliceportal.api.main import create_app
-from sliceportal.core.config import Settings, random_secret
 from sliceportal.models import Backend, Deployment, DeploymentKind, KpiSample, Role, Slice, Subscriber
 from sliceportal.rules.ir import RuleIR
 from sliceportal.services import deployments
@@ -28,7 +27,7 @@ from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed.live import Plane
 from sliceportal_testbed.netns_testbed import Testbed, namespaces
 from sliceportal_testbed.processes import BMV2_DIR, leftovers, reap_leftovers
-from tests.factories import login, make_user, running_controller, wait_until
+from tests.factories import live_testbed_settings, login, make_user, running_controller, wait_until
 
 pytestmark = pytest.mark.needs_root
 
@@ -36,10 +35,8 @@ pytestmark = pytest.mark.needs_root
 def test_killed_data_plane_is_marked_down_restarted_and_reconciled(db_url: str, session: Session) -> None:
     seed_demo(session, users_per_slice=2)
     make_user(session, "op", Role.OPERATOR)
-    prefix = f"k{os.getpid() % 10000}-"
-    settings = Settings(
-        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500, testbed_prefix=prefix
-    )
+    settings = live_testbed_settings("k", 500)
+    prefix = settings.testbed_prefix
     app = create_app(settings, db_url)
     with TestClient(app) as client, running_controller(settings, db_url) as controller:
         op = login(client, "op")
@@ -122,10 +119,8 @@ def test_a_backend_that_refuses_at_start_is_failed_and_the_portal_starts(db_url:
             )
         )
     session.commit()
-    prefix = f"r{os.getpid() % 10000}-"
-    settings = Settings(
-        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=300, testbed_prefix=prefix
-    )
+    settings = live_testbed_settings("r", 300)
+    prefix = settings.testbed_prefix
     with TestClient(create_app(settings, db_url)) as client, running_controller(settings, db_url):
         op = login(client, "op")
         state = client.get("/api/v1/testbed", headers=op).json()
@@ -144,10 +139,8 @@ def test_a_second_start_keeps_the_operators_data(db_url: str, session: Session) 
     """Start, change an assignment, stop, start again: the assignment and the rule sets stay
     as they were (restored by reconcile, not redeployed), and traffic follows the assignment."""
     seed_demo(session, users_per_slice=2)
-    prefix = f"s{os.getpid() % 10000}-"
-    settings = Settings(
-        secret_key=random_secret(), reconcile_interval_s=0, testbed=True, testbed_rate_pps=500, testbed_prefix=prefix
-    )
+    settings = live_testbed_settings("s", 500)
+    prefix = settings.testbed_prefix
     with TestClient(create_app(settings, db_url)), running_controller(settings, db_url):
         pass
     session.expire_all()

@@ -8,7 +8,11 @@ lost packets (and the queueing delay the qdisc's limit allows).
 from __future__ import annotations
 
 import json
+import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -22,24 +26,32 @@ from .conftest import Wire
 pytestmark = pytest.mark.needs_root
 
 
-def _send_and_measure(wire: Wire, rate: float, duration: float) -> tuple[SendResult, MeterReport]:
-    flows = table3(1)
-    places = {sf.flow_id: (sf.slice_index, sf.lane(4)) for sf in flows}
+@contextmanager
+def _capturing(wire: Wire, meter: Meter, settle_s: float, **capture: Any) -> Iterator[socket.socket]:
+    """A sender on the wire's tx end (yielded) while a thread captures its rx end into ``meter``
+    (``capture``: run_capture's options); at the end what is still queued gets ``settle_s`` to
+    arrive, then the capture stops and both ends close."""
     rx = open_capture(wire.rx, wire.netns)
     tx = open_sender(wire.tx, wire.netns)
-    meter = Meter(places)
     stop = threading.Event()
-    reader = threading.Thread(target=run_capture, args=(rx, meter), kwargs={"stop": stop})
+    reader = threading.Thread(target=run_capture, args=(rx, meter), kwargs={"stop": stop, **capture})
     reader.start()
     try:
-        result = send(tx, flows, rate_pps=rate, duration_s=duration)
+        yield tx
     finally:
-        # let what is still queued (the tbf queue holds ~12 ms) arrive, then stop
-        threading.Event().wait(0.5)
+        threading.Event().wait(settle_s)
         stop.set()
         reader.join()
         rx.close()
         tx.close()
+
+
+def _send_and_measure(wire: Wire, rate: float, duration: float) -> tuple[SendResult, MeterReport]:
+    flows = table3(1)
+    meter = Meter({sf.flow_id: (sf.slice_index, sf.lane(4)) for sf in flows})
+    # what is still queued (the tbf queue holds ~12 ms) arrives before the capture stops
+    with _capturing(wire, meter, 0.5) as tx:
+        result = send(tx, flows, rate_pps=rate, duration_s=duration)
     meter.sent = dict(result.sent)
     return result, meter.report()
 
@@ -82,25 +94,10 @@ def test_live_injected_loss_and_queueing_delay(wire: Wire) -> None:
 def test_live_interval_reports(wire: Wire) -> None:
     """Per-interval reports (the KPI service's samples) add up to the whole run."""
     flows = table3(1)
-    rx = open_capture(wire.rx, wire.netns)
-    tx = open_sender(wire.tx, wire.netns)
     samples: list[MeterReport] = []
-    stop = threading.Event()
     meter = Meter({sf.flow_id: (sf.slice_index, sf.lane(4)) for sf in flows})
-    reader = threading.Thread(
-        target=run_capture,
-        args=(rx, meter),
-        kwargs={"stop": stop, "interval_s": 0.5, "on_interval": samples.append},
-    )
-    reader.start()
-    try:
+    with _capturing(wire, meter, 0.3, interval_s=0.5, on_interval=samples.append) as tx:
         result = send(tx, flows, rate_pps=10_000, duration_s=2.0)
-        threading.Event().wait(0.3)
-    finally:
-        stop.set()
-        reader.join()
-        rx.close()
-        tx.close()
     samples.append(meter.interval_report())  # the partial interval at the end
     assert sum(s.total.received for s in samples) == result.packets
     assert sum(s.total.lost for s in samples) == 0
@@ -168,21 +165,10 @@ def test_live_bursts_follow_the_profile(wire: Wire) -> None:
     from sliceportal.traffic.sender import send_profile
 
     flows = table1(512)
-    rx = open_capture(wire.rx, wire.netns)
-    tx = open_sender(wire.tx, wire.netns)
     meter = Meter()
-    stop = threading.Event()
-    reader = threading.Thread(target=run_capture, args=(rx, meter), kwargs={"stop": stop})
-    reader.start()
-    try:
+    with _capturing(wire, meter, 0.3) as tx:
         # bursts of 100 packets at 200 kpps every 20 ms: 5 kpps on average, 50 bursts in 1 s
         result = send_profile(tx, flows, Bursts(5_000, 100, 200_000), duration_s=1.0)
-        threading.Event().wait(0.3)
-    finally:
-        stop.set()
-        reader.join()
-        rx.close()
-        tx.close()
     assert result.packets == 5000 and sum(result.sent.values()) == 5000
     expected_span = 49 * 0.020 + 99 / 200_000
     assert result.duration_s == pytest.approx(expected_span, rel=0.02)
