@@ -6,7 +6,6 @@ import { useState } from "react";
 import { Badge, Button, Code, Group, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from "@mantine/core";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { useHasPath } from "../../api/features";
 import { Dialog } from "../common/Dialog";
 import { DataTable } from "../common/DataTable";
 import { ProblemAlert, QueryView } from "../common/QueryView";
@@ -157,7 +156,6 @@ export function ExplainDialog({ violation, onClose }: { violation: Violation | n
 export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backendNames: Map<number, string> }) {
   const [win, setWin] = useState<WindowKey>("1h");
   const [explained, setExplained] = useState<Violation | null>(null);
-  const available = useHasPath("/api/v1/slices/{slice_id}/sla");
   const since = () => new Date(Date.now() - WINDOWS[win].seconds * 1000).toISOString();
   const summary = useQuery({
     queryKey: ["sla", { sliceId, win }],
@@ -167,7 +165,6 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
           params: { path: { slice_id: sliceId }, query: { since: since() } },
         }),
       ),
-    enabled: available === true,
     refetchInterval: 5000,
   });
   // The window's violations (oldest first, 500 a request, at most MAX_VIOLATIONS), merged into
@@ -205,11 +202,9 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
       count: all.episodes.length,
       data: all.episodes.slice((page - 1) * HISTORY_PAGE, page * HISTORY_PAGE),
     }),
-    enabled: available === true,
     refetchInterval: 5000,
     placeholderData: keepPreviousData,
   });
-  if (available === false) return null;
   return (
     <Stack>
       <Group justify="space-between">

@@ -3,9 +3,8 @@
 // of 5 min (live) / 1 h / 24 h from the stored samples; the SLA status of that backend.
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Alert, Badge, Button, Group, SegmentedControl, SimpleGrid, Stack, Text } from "@mantine/core";
+import { Badge, Button, Group, SegmentedControl, SimpleGrid, Stack, Text } from "@mantine/core";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { useHasPath } from "../../api/features";
 import { useSession } from "../../auth/session";
 import { useConfirm } from "../common/Confirm";
 import { notify } from "../common/notify";
@@ -48,10 +47,9 @@ function useCongestionUntil(backendId: number, enabled: boolean): string | null 
 
 function CongestionButton({ backendId, backendName }: { backendId: number; backendName: string }) {
   const { me } = useSession();
-  const available = useHasPath("/api/v1/testbed/congestion");
   const confirm = useConfirm();
   const client = useQueryClient();
-  const allowed = me?.role === "operator" && available === true;
+  const allowed = me?.role === "operator";
   const until = useCongestionUntil(backendId, allowed);
   // ending restores capacity: nothing to confirm
   const end = useMutation({
@@ -146,11 +144,6 @@ export function SliceKpis({ slice }: { slice: Slice }) {
 
   return (
     <Stack>
-      {kpis.available === false && (
-        <Alert color="gray" title="Live KPIs not available yet">
-          This portal does not serve KPI samples; the charts fill in once it does.
-        </Alert>
-      )}
       {kpis.isError && <ProblemAlert error={kpis.error} />}
       {slice.backend_ids.length === 0 ? (
         <Text c="dimmed">Not assigned to a backend: no data plane carries this slice, so there are no KPIs.</Text>

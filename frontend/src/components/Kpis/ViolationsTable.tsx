@@ -3,19 +3,16 @@ import { Anchor, Badge, Table, Text } from "@mantine/core";
 import { Link } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { api, unwrap } from "../../api/client";
-import { useHasPath } from "../../api/features";
 import { ProblemAlert } from "../common/QueryView";
 import { Time } from "../common/time";
 import { formatValue } from "./chartSeries";
 import { metricName, metricUnit } from "./metricLabels";
 
 export function useOpenViolations(sliceId?: number) {
-  const available = useHasPath("/api/v1/violations");
   const query = { open_only: true, limit: 100, ...(sliceId ? { slice_id: sliceId } : {}) };
   return useQuery({
     queryKey: ["violations", query],
     queryFn: () => unwrap(api.GET("/api/v1/violations", { params: { query } })),
-    enabled: available === true,
     refetchInterval: 2000,
   });
 }

@@ -3,10 +3,8 @@
 // ranges (1 h, 24 h) are binned by the API from the stored samples and polled slowly.
 import { useQuery, type QueryClient } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { useHasPath } from "../../api/features";
 
 export type KpiSample = Schemas["KpiSamplePublic"];
-export const KPI_PATH = "/api/v1/slices/{slice_id}/kpis";
 
 export type RangeKey = "5m" | "1h" | "24h";
 export const RANGES: Record<RangeKey, { label: string; seconds: number; step?: number; poll: number }> = {
@@ -34,7 +32,6 @@ export function mergeSamples(qc: QueryClient, sliceId: number, points: KpiSample
 
 /** The slice's samples over ``range``: every backend's for the live range, ``backendId``'s for the long ones. */
 export function useKpis(sliceId: number, range: RangeKey = "5m", backendId: number | null = null) {
-  const available = useHasPath(KPI_PATH);
   const live = range === "5m";
   const spec = RANGES[range];
   const query = useQuery({
@@ -48,8 +45,7 @@ export function useKpis(sliceId: number, range: RangeKey = "5m", backendId: numb
       };
       return unwrap(api.GET("/api/v1/slices/{slice_id}/kpis", { params: { path: { slice_id: sliceId }, query } }));
     },
-    enabled: available === true,
     refetchInterval: spec.poll,
   });
-  return { available, ...query };
+  return query;
 }

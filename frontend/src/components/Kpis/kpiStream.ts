@@ -4,7 +4,6 @@ import { useEffect } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { authFetch } from "../../api/client";
-import { useHasPath } from "../../api/features";
 import { mergeSamples, type KpiSample } from "./kpiSource";
 
 function parsePoints(data: string): KpiSample[] {
@@ -18,11 +17,10 @@ function parsePoints(data: string): KpiSample[] {
 
 export function useKpiStream(sliceIds: number[]): void {
   const qc = useQueryClient();
-  const available = useHasPath("/api/v1/kpis/stream");
   const key = [...sliceIds].sort((a, b) => a - b).join(",");
 
   useEffect(() => {
-    if (!available || key === "") return;
+    if (key === "") return;
     const abort = new AbortController();
     let retry: number | undefined;
     let retryMs = 2000; // until the server says otherwise (its "retry:" field)
@@ -65,5 +63,5 @@ export function useKpiStream(sliceIds: number[]): void {
       abort.abort();
       window.clearTimeout(retry);
     };
-  }, [available, key, qc]);
+  }, [key, qc]);
 }
