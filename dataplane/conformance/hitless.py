@@ -115,9 +115,9 @@ def mutate_rate_limits(rng: random.Random, slices: Sequence[SliceEntry]) -> list
     return out
 
 
-def probe_flows(rng: random.Random, n: int = 96, tenant: TenantEntry = TENANT) -> list[Flow]:
+def probe_flows(rng: random.Random, n: int = 96, tenant: TenantEntry = TENANT, vlan: int | None = None) -> list[Flow]:
     """Flows over the generator's key space and a little beyond it (UE .16-.17, port 5004:
-    misses), GTP-U in VXLAN of the tenant."""
+    misses), GTP-U in VXLAN of the tenant (tagged ``vlan``, if given)."""
     return [
         Flow(
             f"10.0.0.{rng.randrange(18)}",
@@ -126,6 +126,7 @@ def probe_flows(rng: random.Random, n: int = 96, tenant: TenantEntry = TENANT) -
             dscp=rng.randrange(64),
             vni=tenant.vni,
             teid=0x100,
+            vlan=vlan,
             encap=Encap.VXLAN_GTP,
         )
         for _ in range(n)

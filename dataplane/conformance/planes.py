@@ -10,7 +10,6 @@ The verdict fields are those of docs/packets.md §3.
 from __future__ import annotations
 
 import csv
-import socket
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent import futures
@@ -27,6 +26,7 @@ from sliceportal_netfpga import simulator
 from sliceportal_netfpga.driver import Driver as NetfpgaDriver
 from sliceportal_netfpga.simulator import SimProcess
 from sliceportal_p4rt.driver import Driver as P4rtDriver
+from sliceportal_testbed.processes import free_port
 from sliceportal_xdp import layout
 from sliceportal_xdp.driver import Driver as XdpDriver
 from sliceportal_xdp.libbpf import XDP_DROP
@@ -164,18 +164,12 @@ def run_netfpga(plane: NetfpgaPlane, frames: Sequence[bytes]) -> list[Verdict]:
 P4_IN, P4_OUT, P4_TENANT_VID = 1, 2, 100
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def p4_plane(ir: RuleIR, lanes: int) -> Iterator[Switch]:
     switch = Switch(SwitchConfig(8, 64, None))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(switch, 1, Faults()), server)
-    port = _free_port()
+    port = free_port()
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     # seed 002: frames enter on an access port of the tenant (every frame has a tenant)

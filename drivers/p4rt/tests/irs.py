@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from sliceportal.rules.ir import (
-    Action,
-    Match,
-    MissPolicy,
-    Qos,
-    Rule,
-    RuleIR,
-    SliceEntry,
-    TenantEntry,
-    Ternary,
-)
+from sliceportal.rules.ir import Action, Match, MissPolicy, Qos, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
 
 
 def ip(a: str) -> int:

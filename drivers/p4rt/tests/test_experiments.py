@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter as Histogram
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -13,17 +15,7 @@ from irs import TENANT_A, TENANT_B, ip, two_tenants
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from traffic import cbr, frame, read_pcap, run_pcaps, write_pcap
 
-from sliceportal.rules.ir import (
-    Action,
-    Match,
-    MissPolicy,
-    Qos,
-    Rule,
-    RuleIR,
-    SliceEntry,
-    TenantEntry,
-    Ternary,
-)
+from sliceportal.rules.ir import Action, Match, MissPolicy, Qos, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal_p4rt.driver import Driver
 
@@ -45,18 +37,22 @@ def read_register(address: str, driver: Driver, name: str, index: int) -> int:
     return int.from_bytes(got[0].data.bitstring, "big")
 
 
-def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
+def seed004(
+    address: str, tmp_path: Path, qos: Callable[[float, float, float | None], Qos], **options: Any
+) -> tuple[Driver, Histogram[int], Histogram[int]]:
+    """Seed 004's three slices (a slice is the flows to one destination), each with
+    ``qos(rate, burst, ecn target)``, pushed by a driver of ``options``; each offered 25 % above
+    its rate (DC's frames ECN-capable) for DURATION_S through the target: the driver, the bytes
+    each slice sent after the warm-up, and its ECN-marked frames."""
     tenant = TenantEntry(1, "operator", 1001, 100)
     slices, rules, flows = [], [], {}
     for sid, (name, (rate, burst, ecn)) in enumerate(SLICES.items(), start=1):
-        slices.append(
-            SliceEntry(sid, sid, name, 1001, 100, (7 - sid,), Qos(rate_bps=int(rate), burst_ms=burst, ecn_ms=ecn))
-        )
-        dst = f"192.168.{sid}.1"  # seed 004: a slice is the flows to one destination
+        slices.append(SliceEntry(sid, sid, name, 1001, 100, (7 - sid,), qos(rate, burst, ecn)))
+        dst = f"192.168.{sid}.1"
         rules.append(Rule(Match(dst_ip=Ternary.exact(ip(dst), 32)), Action(sid, 7 - sid, 0), name))
         flows[sid] = Flow("10.1.0.1", dst, 5001, vni=1001, teid=7, vlan=100, encap=Encap.VXLAN_GTP)
     ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(tenant,))
-    d = Driver({"address": target.address, "trunk_ports": [1, 2], "uplink_port": 2})
+    d = Driver({"address": address, "trunk_ports": [1, 2], "uplink_port": 2, **options})
     d.apply(d.lower(ir), lambda e: None)
 
     packets, ip_offset = [], {}
@@ -64,7 +60,7 @@ def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
         data, ip_offset[sid] = frame(flows[sid], 1400, ect=name == "DC")
         packets += cbr(data, rate * OVERLOAD, 1.0 + sid * 1e-4, DURATION_S)
     write_pcap(tmp_path / "in.pcap", packets)
-    run_pcaps(target.address, {1: tmp_path / "in.pcap"}, tmp_path / "out")
+    run_pcaps(address, {1: tmp_path / "in.pcap"}, tmp_path / "out")
     out = read_pcap(tmp_path / "out" / "port2.pcap")
 
     by_dst = {ip(f"192.168.{sid}.1").to_bytes(4, "big"): sid for sid in flows}
@@ -77,6 +73,13 @@ def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
             marks[sid] += 1
         if start <= t < end:
             tx_bytes[sid] += len(data)
+    return d, tx_bytes, marks
+
+
+def test_seed004_vqueue_rate_burst_and_ecn(target, tmp_path: Path) -> None:
+    d, tx_bytes, marks = seed004(
+        target.address, tmp_path, lambda rate, burst, ecn: Qos(rate_bps=int(rate), burst_ms=burst, ecn_ms=ecn)
+    )
     counters = d.counters()
     for sid, (name, (rate, burst, _)) in enumerate(SLICES.items(), start=1):
         measured = tx_bytes[sid] * 8 / (DURATION_S - WARMUP_S)
@@ -189,46 +192,16 @@ def test_seed004_meter_mode_for_comparison(target, tmp_path: Path) -> None:
     """The same three slices policed by trTCM meters instead of virtual queues (seed 004
     compares the two): the long-run rate still holds the limit, but a meter neither
     queues nor marks — the excess is dropped red, and no packet is ECN-marked."""
-    tenant = TenantEntry(1, "operator", 1001, 100)
-    slices, rules, flows = [], [], {}
-    for sid, (name, (rate, burst, ecn)) in enumerate(SLICES.items(), start=1):
-        slices.append(
-            SliceEntry(
-                sid,
-                sid,
-                name,
-                1001,
-                100,
-                (7 - sid,),
-                Qos(rate_bps=int(rate), guaranteed_bps=int(rate / 2), burst_ms=burst, ecn_ms=ecn),
-            )
-        )
-        dst = f"192.168.{sid}.1"
-        rules.append(Rule(Match(dst_ip=Ternary.exact(ip(dst), 32)), Action(sid, 7 - sid, 0), name))
-        flows[sid] = Flow("10.1.0.1", dst, 5001, vni=1001, teid=7, vlan=100, encap=Encap.VXLAN_GTP)
-    ir = RuleIR(lanes=8, paths=1, rules=tuple(rules), slices=tuple(slices), tenants=(tenant,))
-    d = Driver({"address": target.address, "trunk_ports": [1, 2], "uplink_port": 2, "qos_mode": "meter"})
-    d.apply(d.lower(ir), lambda e: None)
-    packets, ip_offset = [], {}
-    for sid, (name, (rate, _, _)) in enumerate(SLICES.items(), start=1):
-        data, ip_offset[sid] = frame(flows[sid], 1400, ect=name == "DC")
-        packets += cbr(data, rate * OVERLOAD, 1.0 + sid * 1e-4, DURATION_S)
-    write_pcap(tmp_path / "in.pcap", packets)
-    run_pcaps(target.address, {1: tmp_path / "in.pcap"}, tmp_path / "out")
-    out = read_pcap(tmp_path / "out" / "port2.pcap")
-    by_dst = {ip(f"192.168.{sid}.1").to_bytes(4, "big"): sid for sid in flows}
-    tx_bytes: Histogram[int] = Histogram()
-    marks = 0
-    start, end = int((1.0 + WARMUP_S) * 1e9), int((1.0 + DURATION_S) * 1e9)
-    for t, data in out:
-        sid = by_dst[data[ip_offset[1] + 16 : ip_offset[1] + 20]]
-        marks += data[ip_offset[sid] + 1] & 0b11 == 0b11
-        if start <= t < end:
-            tx_bytes[sid] += len(data)
+    d, tx_bytes, marks = seed004(
+        target.address,
+        tmp_path,
+        lambda rate, burst, ecn: Qos(rate_bps=int(rate), guaranteed_bps=int(rate / 2), burst_ms=burst, ecn_ms=ecn),
+        qos_mode="meter",
+    )
     counters = d.counters()
     for sid, (name, (rate, _, _)) in enumerate(SLICES.items(), start=1):
         measured = tx_bytes[sid] * 8 / (DURATION_S - WARMUP_S)
         assert measured == pytest.approx(rate, rel=0.05), name
         assert sum(counters.slices[sid].drops.values()) > 0, name
-    assert marks == 0 and all(c.ecn_marks == 0 for c in counters.slices.values())
+    assert sum(marks.values()) == 0 and all(c.ecn_marks == 0 for c in counters.slices.values())
     d.close()

@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,7 +34,7 @@ from sliceportal.drivers.push import diff_tables, target_spec
 from sliceportal.rules.compiler import compile_rules
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TenantSpec
-from sliceportal.traffic.packets import Encap, Flow
+from sliceportal.traffic.packets import Flow
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.p4info import CLASSIFIER, EGR, ING
 from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
@@ -68,46 +69,56 @@ def veths() -> Iterator[dict[int, tuple[str, str]]]:
         yield ends
 
 
-@pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])
-def wired(
-    request: pytest.FixtureRequest, veths: dict[int, tuple[str, str]], start_target: Callable[..., Target]
-) -> Iterator[Wired]:
-    ports = {p: s for p, (s, _) in veths.items()}
-    if request.param == "bundled":
+SWITCHES = ["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)]
+
+
+@contextmanager
+def switch_on(kind: str, ends: dict[int, tuple[str, str]], start_target: Callable[..., Target]) -> Iterator[str]:
+    """The bundled target or ``simple_switch_grpc``, 8 priority queues, on the switch's end of
+    each veth pair in ``ends``; its address."""
+    ports = {p: s for p, (s, _) in ends.items()}
+    if kind == "bundled":
         args = ["--priority-queues", "8"]
         for p, dev in ports.items():
             args += ["-i", f"{p}@{dev}"]
-        address, stop = start_target(*args).address, None
+        yield start_target(*args).address  # stopped by start_target
     else:
-        switch = start_simple_switch_grpc(ports, priority_queues=8)
-        address, stop = switch.address, switch.stop
+        with start_simple_switch_grpc(ports, priority_queues=8) as switch:
+            yield switch.address
+
+
+def sender(dev: str) -> socket.socket:
+    """A raw socket that sends frames into ``dev``."""
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-    tx.bind((veths[1][1], 0))
-    rx = open_port(veths[2][1])
-    rx.settimeout(5)
-    try:
-        yield Wired(address, tx, rx)
-    finally:
-        tx.close()
-        rx.close()
-        if stop is not None:
-            stop()
+    tx.bind((dev, 0))
+    return tx
 
 
-class Prober:
-    """Classifies one frame at a time on the switch and returns the verdict it got."""
+@pytest.fixture(params=SWITCHES)
+def wired(
+    request: pytest.FixtureRequest, veths: dict[int, tuple[str, str]], start_target: Callable[..., Target]
+) -> Iterator[Wired]:
+    with switch_on(request.param, veths, start_target) as address:
+        tx = sender(veths[1][1])
+        rx = open_port(veths[2][1])
+        rx.settimeout(5)
+        try:
+            yield Wired(address, tx, rx)
+        finally:
+            tx.close()
+            rx.close()
 
-    def __init__(self, wired: Wired, drv: Driver, slices: int) -> None:
-        self.wired = wired
-        self.channel = grpc.insecure_channel(wired.address)
+
+class CounterReader:
+    """Reads a set of the program's counter cells over P4Runtime and tells which grew."""
+
+    def __init__(self, address: str, cells: list[tuple[int, int]]) -> None:
+        self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.req = p4runtime_pb2.ReadRequest(device_id=1)
-        for name, cells in ((f"{ING}.classifier.slice_rx", slices + 1), (f"{EGR}.vlan_tag.lane_tx", 8)):
-            cid = drv.p4info.counter_id(name)
-            for i in range(cells):
-                e = self.req.entities.add().counter_entry
-                e.counter_id, e.index.index = cid, i
-        self.slice_rx = drv.p4info.counter_id(f"{ING}.classifier.slice_rx")
+        for counter_id, index in cells:
+            e = self.req.entities.add().counter_entry
+            e.counter_id, e.index.index = counter_id, index
         self.last = self._read()
 
     def _read(self) -> dict[tuple[int, int], int]:
@@ -116,6 +127,21 @@ class Prober:
             for r in self.stub.Read(self.req)
             for e in r.entities
         }
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class Prober(CounterReader):
+    """Classifies one frame at a time on the switch and returns the verdict it got."""
+
+    def __init__(self, wired: Wired, drv: Driver, slices: int) -> None:
+        self.wired = wired
+        self.slice_rx = drv.p4info.counter_id(f"{ING}.classifier.slice_rx")
+        lane_tx = drv.p4info.counter_id(f"{EGR}.vlan_tag.lane_tx")
+        super().__init__(
+            wired.address, [(self.slice_rx, i) for i in range(slices + 1)] + [(lane_tx, i) for i in range(8)]
+        )
 
     def verdict(self, data: bytes) -> tuple[int, int]:
         self.wired.tx.send(data)
@@ -128,9 +154,6 @@ class Prober:
         lanes = [i for cid, i in grew if cid != self.slice_rx]
         assert len(slices) == 1 and len(lanes) == 1, f"one probe, counted in {grew}"
         return slices[0], lanes[0]
-
-    def close(self) -> None:
-        self.channel.close()
 
 
 # ---- random updates over every slice type (dataplane/conformance/hitless.py) ----------------
@@ -336,16 +359,13 @@ def tenant_verdict(ir: RuleIR, flow: Flow) -> Verdict:
     return hitless.verdict(ir, flow)
 
 
-class TrunkProber:
+class TrunkProber(CounterReader):
     """Sends probes into one port (tagged into trunk 3, untagged into access port 1); the
     verdict from the counters: slice_rx and lane_tx (classified and sent) or tenant_drops
     (no tenant for the VLAN ID)."""
 
     def __init__(self, address: str, tx: socket.socket, drv: Driver) -> None:
         self.tx = tx
-        self.channel = grpc.insecure_channel(address)
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.req = p4runtime_pb2.ReadRequest(device_id=1)
         self.ids = {
             k: drv.p4info.counter_id(n)
             for k, n in (
@@ -354,18 +374,8 @@ class TrunkProber:
                 ("drop", f"{ING}.tenant.tenant_drops"),
             )
         }
-        for kind, cells in (("slice", 2 * len(TENANT_POOL) + 1), ("lane", 8), ("drop", 2)):
-            for i in range(cells):
-                e = self.req.entities.add().counter_entry
-                e.counter_id, e.index.index = self.ids[kind], i
-        self.last = self._read()
-
-    def _read(self) -> dict[tuple[int, int], int]:
-        return {
-            (e.counter_entry.counter_id, e.counter_entry.index.index): e.counter_entry.data.packet_count
-            for r in self.stub.Read(self.req)
-            for e in r.entities
-        }
+        cells = (("slice", 2 * len(TENANT_POOL) + 1), ("lane", 8), ("drop", 2))
+        super().__init__(address, [(self.ids[kind], i) for kind, n in cells for i in range(n)])
 
     def verdict(self, data: bytes, via: socket.socket | None = None) -> Verdict:
         (via or self.tx).send(data)
@@ -385,35 +395,22 @@ class TrunkProber:
         assert len(slices) == 1 and len(lanes) <= 1, f"one probe, counted in {grew}"
         return slices[0], lanes[0] if lanes else NOT_SENT  # classified, never left (no forwarding entry)
 
-    def close(self) -> None:
-        self.channel.close()
 
-
-@pytest.fixture(params=["bundled", pytest.param("simple_switch_grpc", marks=pytest.mark.needs_bmv2)])
+@pytest.fixture(params=SWITCHES)
 def trunked(
     request: pytest.FixtureRequest, start_target: Callable[..., Target]
 ) -> Iterator[tuple[str, socket.socket, socket.socket]]:
     """A switch with access port 1, trunk 2 (the uplink) and trunk 3; senders into 3 and 1."""
-    with veth_ports(f"ht{os.getpid() % 10000}{random.randrange(100)}-", (1, 2, 3)) as ends:
-        ports = {p: s for p, (s, _) in ends.items()}
-        if request.param == "bundled":
-            args = ["--priority-queues", "8"]
-            for p, dev in ports.items():
-                args += ["-i", f"{p}@{dev}"]
-            address, stop = start_target(*args).address, None
-        else:
-            switch = start_simple_switch_grpc(ports, priority_queues=8)
-            address, stop = switch.address, switch.stop
-        tx, tx1 = socket.socket(socket.AF_PACKET, socket.SOCK_RAW), socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-        tx.bind((ends[3][1], 0))
-        tx1.bind((ends[1][1], 0))
+    with (
+        veth_ports(f"ht{os.getpid() % 10000}{random.randrange(100)}-", (1, 2, 3)) as ends,
+        switch_on(request.param, ends, start_target) as address,
+    ):
+        tx, tx1 = sender(ends[3][1]), sender(ends[1][1])
         try:
             yield address, tx, tx1
         finally:
             tx.close()
             tx1.close()
-            if stop is not None:
-                stop()
 
 
 def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_write(
@@ -432,19 +429,10 @@ def test_tenant_binding_updates_classify_every_probe_old_or_new_after_every_writ
     drv.apply(plan, lambda e: None)
     prober = TrunkProber(address, tx, drv)
     flows = [
-        Flow(
-            f"10.0.0.{rng.randrange(18)}",
-            "10.2.0.1",
-            5000 + rng.randrange(5),
-            dscp=rng.randrange(64),
-            vni=t.vni,
-            teid=0x100,
-            vlan=vlan,
-            encap=Encap.VXLAN_GTP,
-        )
+        f
         for t in TENANT_POOL
         for vlan in (t.vlan, MOVED_VLAN.get(t.ref, t.vlan))
-        for _ in range(8)
+        for f in hitless.probe_flows(rng, 8, t, vlan)
     ]
     frames = [frame(f, 128)[0] for f in flows]
     tally = hitless.Tally()
@@ -502,33 +490,8 @@ def test_access_port_rebinding_is_hitless(trunked: tuple[str, socket.socket, soc
     rules = {t.ref: [tenant_rule(rng, t) for _ in range(4)] for t in TENANT_POOL}
     ir = tenants_ir(present, rules)
     vids = [100, 200, 300]
-    on_port = [
-        Flow(
-            f"10.0.0.{rng.randrange(18)}",
-            "10.2.0.1",
-            5000 + rng.randrange(5),
-            dscp=rng.randrange(64),
-            vni=t.vni,
-            teid=0x100,
-            encap=Encap.VXLAN_GTP,
-        )
-        for t in TENANT_POOL[:3]
-        for _ in range(6)
-    ]
-    on_trunk = [
-        Flow(
-            f"10.0.0.{rng.randrange(18)}",
-            "10.2.0.1",
-            5000 + rng.randrange(5),
-            dscp=rng.randrange(64),
-            vni=t.vni,
-            teid=0x100,
-            vlan=t.vlan,
-            encap=Encap.VXLAN_GTP,
-        )
-        for t in TENANT_POOL[:3]
-        for _ in range(4)
-    ]
+    on_port = [f for t in TENANT_POOL[:3] for f in hitless.probe_flows(rng, 6, t)]
+    on_trunk = [f for t in TENANT_POOL[:3] for f in hitless.probe_flows(rng, 4, t, t.vlan)]
     port_frames = [frame(f, 128)[0] for f in on_port]
     trunk_frames = [frame(f, 128)[0] for f in on_trunk]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 
@@ -18,7 +17,7 @@ from sliceportal_p4rt.driver import Driver
 from sliceportal_testbed.processes import RunningTarget
 
 from .irs import two_tenants
-from .traffic import frame
+from .traffic import frame, veth_ports
 
 pytestmark = pytest.mark.needs_root
 PORTS = (1, 2, 3)
@@ -27,16 +26,8 @@ PORTS = (1, 2, 3)
 @pytest.fixture
 def veths() -> Iterator[dict[int, tuple[str, str]]]:
     """port -> (the target's end, the test's end)."""
-    tag = f"lp{os.getpid() % 10000}"
-    ends = {p: (f"{tag}-{p}s", f"{tag}-{p}t") for p in PORTS}
-    for s, t in ends.values():
-        subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
-        for dev in (s, t):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
-            subprocess.run(["ip", "link", "set", dev, "up"], check=True)
-    yield ends
-    for s, _ in ends.values():
-        subprocess.run(["ip", "link", "del", s], check=False)
+    with veth_ports(f"lp{os.getpid() % 10000}-", PORTS) as ends:
+        yield ends
 
 
 def _receive(sock: socket.socket, settle_s: float = 1.0) -> list[bytes]:
