@@ -26,6 +26,10 @@ from sliceportal_xdp import libbpf
 from sliceportal_xdp.driver import Driver
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "drivers" / "xdp" / "tests"))
+
+from beds import testbed_options  # noqa: E402
+
 SIZES = (1500, 1024, 512, 256, 132)  # seed 001 Table 1
 
 
@@ -67,7 +71,7 @@ def blast(tb: Testbed, seconds: float, size: int) -> int:
 def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
     with Testbed(f"spb{os.getpid() % 100000}-") as tb:
-        core, alt = tb["core"], tb["alt"]
+        core = tb["core"]
         with in_netns(core.netns):
             ifindex = socket.if_nametoindex(core.ifname)
         base = libbpf.BpfObject(str(ROOT / "dataplane/xdp/build/pass.bpf.o"))
@@ -83,17 +87,7 @@ def main() -> None:
         base.close()
 
         rules = tuple(Rule(Match(teid=Ternary.exact(100 + s, 32)), Action(1, 3 if s < 8 else 2, 0)) for s in range(16))
-        d = Driver(
-            {
-                "interface": core.ifname,
-                "netns": core.netns,
-                "tx_peer": f"{tb['edge'].netns}/{tb.peer_port('core')}",
-                "alt_mac": alt.mac,
-                "alt_ip": alt.ip,
-                "alt_lanes": [2],
-                "overload_poll_s": 0,
-            }
-        )
+        d = Driver(testbed_options(tb, alt_lanes=[2]))
         d.apply(d.lower(RuleIR(lanes=4, paths=8, rules=rules)), lambda e: None)
         res = Results("xdp_veth")
         table = res.table(

@@ -10,7 +10,6 @@ import fcntl
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,8 +24,9 @@ import pytest
 from sliceportal.drivers.contract import DriverError, OptionsError
 from sliceportal.drivers.push import reconcile_once
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
-from sliceportal.traffic.packets import Flow, Underlay, build_bytes, parse_payload, payload
+from sliceportal.traffic.packets import Flow, Underlay, build_bytes, payload
 from sliceportal_testbed import Testbed
+from sliceportal_testbed.processes import free_port
 from sliceportal_xdp import pins
 from sliceportal_xdp.agent import LOCK_DIR
 from sliceportal_xdp.agent_client import AgentClient
@@ -34,22 +34,21 @@ from sliceportal_xdp.driver import Driver
 from sliceportal_xdp.positions import rule_positions
 
 from .conftest import noop
-from .test_live import BULK_LANE, PRIO_LANE, listener, seed001_ir
+from .test_live import BULK_LANE, PRIO_LANE, drain, listener, seed001_ir
 
 TEIDS = [100 + s for s in range(16)] + [999]  # 8 prioritised, 8 bulk, 999 a miss
 PAYLOAD = 64
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _alive(proc: subprocess.Popen[bytes] | None) -> None:
     """Raise at once when the agent under test has exited (AgentClient.wait_ready's check)."""
     if proc is not None and proc.poll() is not None:
         raise AssertionError(f"agent exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+
+
+def agent_argv(backend: str, *args: str) -> list[str]:
+    """The XDP agent's command line for ``backend``."""
+    return [sys.executable, "-m", "sliceportal_xdp.agent", "--backend", backend, *args]
 
 
 @dataclass
@@ -65,20 +64,8 @@ class Bed:
 
     def argv(self, *extra: str) -> list[str]:
         core = self.tb["core"]
-        return [
-            sys.executable,
-            "-m",
-            "sliceportal_xdp.agent",
-            "--backend",
-            self.backend,
-            "--interface",
-            core.ifname,
-            "--netns",
-            core.netns,
-            "--options",
-            json.dumps(self.agent_options),
-            *extra,
-        ]
+        options = json.dumps(self.agent_options)
+        return agent_argv(self.backend, "--interface", core.ifname, "--netns", core.netns, "--options", options, *extra)
 
     def start_agent(self, *extra: str, port: int | None = None) -> None:
         port = port or free_port()
@@ -182,17 +169,8 @@ class Traffic:
             t.start()
 
     def _recv(self, role: str) -> None:
-        s, seen = self._socks[role], self.seen[role]
         while not self._stop.is_set():
-            try:
-                data = s.recv(65536)
-            except BlockingIOError:
-                time.sleep(0.002)
-                continue
-            idx = data.find(b"SP")
-            got = parse_payload(data[idx:]) if idx >= 0 else None
-            if got:
-                seen.add(got[0] * 1_000_000 + got[1])
+            self.seen[role] |= drain(self._socks[role], settle_s=0.05)
 
     def send(self, duration_s: float, stop: threading.Event | None = None) -> None:
         end, seq = time.monotonic() + duration_s, max(self.sent.values(), default=0)

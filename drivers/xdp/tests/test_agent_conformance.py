@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from sliceportal.drivers.conformance import DriverConformance
 from sliceportal_xdp.agent_client import AgentClient
 from sliceportal_xdp.driver import Driver
 
-from .test_agent import remove_stale_test_pins
+from .test_agent import agent_argv, remove_stale_test_pins
 
 
 @dataclass
@@ -32,16 +31,7 @@ class LoadOnlyAgent:
     proc: subprocess.Popen[bytes] | None = None
 
     def argv(self, *extra: str) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "sliceportal_xdp.agent",
-            "--backend",
-            self.backend,
-            "--options",
-            '{"overload_poll_s": 0, "capacity": {"src_ip": 2048}}',
-            *extra,
-        ]
+        return agent_argv(self.backend, "--options", '{"overload_poll_s": 0, "capacity": {"src_ip": 2048}}', *extra)
 
     def start(self) -> None:
         self.proc = subprocess.Popen(

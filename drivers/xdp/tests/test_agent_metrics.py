@@ -14,9 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sliceportal.drivers.contract import DELAY_BUCKETS, Counters, DelayHistogram, LaneCounters
 from sliceportal.traffic.packets import build_bytes
 from sliceportal_xdp.agent import CountersCollector, create_app
-from sliceportal_xdp.driver import Driver
 
-from .conftest import ALT_IP, ALT_MAC, SRC_MAC, noop
+from .conftest import LANES_ON_CPU0, loaded, noop
 from .test_slice_lanes import flow, ir
 
 TOKEN = "metrics-test-token-0123456789"
@@ -36,16 +35,7 @@ def lane(slice_id: str, lane: str) -> tuple[tuple[str, str], ...]:
 
 @pytest.mark.needs_root
 def test_metrics_after_traffic_carry_the_portal_names_and_labels() -> None:
-    d = Driver(
-        {
-            "record_last": True,
-            "overload_poll_s": 0,
-            "alt_mac": ALT_MAC,
-            "alt_ip": ALT_IP,
-            "src_mac": SRC_MAC,
-            "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 0},
-        }
-    )
+    d = loaded(lane_cpus=LANES_ON_CPU0)
     try:
         d.apply(d.lower(ir()), noop)
         with TestClient(create_app(d, TOKEN, "xdp-m")) as client:

@@ -17,13 +17,14 @@ from collections.abc import Iterator
 import pytest
 
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
-from sliceportal.traffic.packets import VXLAN_PORT, Flow, Underlay, build_bytes, parse_payload, payload
+from sliceportal.traffic.packets import VXLAN_PORT, Flow, Underlay, build_bytes, payload
 from sliceportal_testbed import Testbed, in_netns
 from sliceportal_xdp import layout
 from sliceportal_xdp.dataplane import RawCounters
 from sliceportal_xdp.driver import Driver
 
-from .conftest import noop
+from .beds import on_testbed
+from .conftest import noop, our_payload
 
 pytestmark = pytest.mark.needs_root
 
@@ -45,27 +46,15 @@ def seed001_ir() -> RuleIR:
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[tuple[Testbed, Driver]]:
-    with Testbed(f"spq{os.getpid() % 100000}-") as tb:
-        core, alt = tb["core"], tb["alt"]
-        d = Driver(
-            {
-                "interface": core.ifname,
-                "netns": core.netns,
-                "tx_peer": f"{tb['edge'].netns}/{tb.peer_port('core')}",
-                "alt_mac": alt.mac,
-                "alt_ip": alt.ip,
-                "alt_lanes": [BULK_LANE],
-                "lane_cpus": {PRIO_LANE: 1 % (os.cpu_count() or 1)},
-                "lane_capacity_pps": {PRIO_LANE: CAPACITY_PPS},
-                "cpumap_qsize": QUEUE,
-                "overload_poll_s": 0,
-            }
-        )
-        try:
-            d.apply(d.lower(seed001_ir()), noop)
-            yield tb, d
-        finally:
-            d.close()
+    with on_testbed(
+        f"spq{os.getpid() % 100000}-",
+        seed001_ir(),
+        alt_lanes=[BULK_LANE],
+        lane_cpus={PRIO_LANE: 1 % (os.cpu_count() or 1)},
+        lane_capacity_pps={PRIO_LANE: CAPACITY_PPS},
+        cpumap_qsize=QUEUE,
+    ) as bed:
+        yield bed
 
 
 class Receiver:
@@ -90,10 +79,8 @@ class Receiver:
                 data = self.sock.recv(65536)
             except TimeoutError:
                 continue
-            idx = data.find(b"SP")
-            got = parse_payload(data[idx:]) if idx >= 0 else None
-            if got:
-                self.got.add((got[0], got[1]))
+            if got := our_payload(data):
+                self.got.add(got)
                 self.last = time.monotonic()
 
     def close(self, quiet_s: float = 0.5, limit_s: float = 10.0) -> set[tuple[int, int]]:

@@ -14,12 +14,13 @@ from collections.abc import Iterator
 import pytest
 
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
-from sliceportal.traffic.packets import VXLAN_PORT, Flow, Underlay, build_bytes, parse_payload, payload
+from sliceportal.traffic.packets import VXLAN_PORT, Flow, Underlay, build_bytes, payload
 from sliceportal_testbed import Testbed, in_netns
 from sliceportal_xdp.driver import Driver
 from sliceportal_xdp.libbpf import XDP_TX
 
-from .conftest import noop
+from .beds import on_testbed
+from .conftest import noop, our_payload
 
 pytestmark = pytest.mark.needs_root
 
@@ -37,25 +38,9 @@ def seed001_ir() -> RuleIR:
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[tuple[Testbed, Driver]]:
-    with Testbed(f"spt{os.getpid() % 100000}-") as tb:
-        core, alt = tb["core"], tb["alt"]
-        d = Driver(
-            {
-                "interface": core.ifname,
-                "netns": core.netns,
-                "tx_peer": f"{tb['edge'].netns}/{tb.peer_port('core')}",
-                "alt_mac": alt.mac,
-                "alt_ip": alt.ip,
-                "alt_lanes": [BULK_LANE],
-                "lane_cpus": {PRIO_LANE: 1 % (os.cpu_count() or 1)},
-                "overload_poll_s": 0,
-            }
-        )
-        try:
-            d.apply(d.lower(seed001_ir()), noop)
-            yield tb, d
-        finally:
-            d.close()
+    lane_cpus = {PRIO_LANE: 1 % (os.cpu_count() or 1)}
+    with on_testbed(f"spt{os.getpid() % 100000}-", seed001_ir(), alt_lanes=[BULK_LANE], lane_cpus=lane_cpus) as bed:
+        yield bed
 
 
 def listener(ns: str) -> socket.socket:
@@ -77,10 +62,7 @@ def drain(s: socket.socket, settle_s: float = 0.5) -> set[int]:
         except BlockingIOError:
             time.sleep(0.01)
             continue
-        # the VXLAN payload ends with our innermost payload header + padding
-        idx = data.find(b"SP")
-        got = parse_payload(data[idx:]) if idx >= 0 else None
-        if got:
+        if got := our_payload(data):
             seen.append(got[0] * 1_000_000 + got[1])
     return set(seen)
 

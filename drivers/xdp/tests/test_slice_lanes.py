@@ -9,9 +9,8 @@ import pytest
 from sliceportal.drivers.contract import Counters
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
 from sliceportal.traffic.packets import Encap, Flow, build_bytes
-from sliceportal_xdp.driver import Driver
 
-from .conftest import ALT_IP, ALT_MAC, SRC_MAC, noop
+from .conftest import LANES_ON_CPU0, loaded, noop
 
 pytestmark = pytest.mark.needs_root
 
@@ -41,16 +40,7 @@ def delta(after: Counters, before: Counters, key: str) -> tuple[int, int]:
 
 
 def test_slice_lanes_count_what_each_slice_lane_received_and_claim_no_delay() -> None:
-    d = Driver(
-        {
-            "record_last": True,
-            "overload_poll_s": 0,
-            "alt_mac": ALT_MAC,
-            "alt_ip": ALT_IP,
-            "src_mac": SRC_MAC,
-            "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 0},
-        }
-    )
+    d = loaded(lane_cpus=LANES_ON_CPU0)
     try:
         d.apply(d.lower(ir()), noop)
         before = d.counters()

@@ -19,7 +19,7 @@ from sliceportal_xdp import layout
 from sliceportal_xdp.driver import Driver
 from sliceportal_xdp.libbpf import XDP_PASS, XDP_REDIRECT, XDP_TX
 
-from .conftest import ALT_IP, ALT_MAC, SRC_MAC, noop
+from .conftest import ALT_IP, ALT_MAC, SRC_MAC, loaded, noop
 
 pytestmark = pytest.mark.needs_root
 
@@ -41,17 +41,7 @@ def ir() -> RuleIR:
 
 @pytest.fixture(scope="module")
 def steering() -> Iterator[Driver]:
-    d = Driver(
-        {
-            "record_last": True,
-            "alt_mac": ALT_MAC,
-            "alt_ip": ALT_IP,
-            "src_mac": SRC_MAC,
-            "alt_lanes": [2],
-            "lane_cpus": {0: 0, 1: 0, 2: 0, 3: 1},
-            "overload_poll_s": 0,
-        }
-    )
+    d = loaded(alt_lanes=[2], lane_cpus={0: 0, 1: 0, 2: 0, 3: 1})
     d.apply(d.lower(ir()), noop)
     yield d
     d.close()
