@@ -24,27 +24,10 @@ from sliceportal.drivers.contract import (
 from sliceportal.rules.ir import Action, Match, MissMode, MissPolicy, Rule, RuleIR, Ternary
 from sliceportal.traffic.packets import Flow, build
 from sliceportal_netfpga.driver import Driver
+from sliceportal_netfpga.experiment import table2_ir
 from sliceportal_netfpga.simulator import SimProcess
 
-PORT_MASK = 0xFFF8
-
-
-def table2_ir(slices: int, paths: int = 8, lanes: int = 4) -> RuleIR:
-    """Seed 000 Table 2 for each slice subnet 10.<s>.0.0/24: four port blocks -> lanes 0..3."""
-    rules = []
-    for s in range(slices):
-        for lane in range(4):
-            rules.append(
-                Rule(
-                    Match(
-                        src_ip=Ternary.prefix(0x0A000000 | s << 16, 24, 32),
-                        dst_port=Ternary(5000 + 8 * lane, PORT_MASK),
-                    ),
-                    Action(slice_id=s + 1, lane=lane * lanes // 4, rr_path=s % paths),
-                    note=f"slice {s} ports {5000 + 8 * lane}-{5006 + 8 * lane}",
-                )
-            )
-    return RuleIR(lanes=lanes, paths=paths, rules=tuple(rules))
+from .conftest import push_cut_after
 
 
 def events() -> tuple[list[ProgressEvent], contract.ProgressCallback]:
@@ -117,19 +100,10 @@ def test_push_read_back_and_reconcile(sim: SimProcess) -> None:
 def test_connection_lost_mid_push_keeps_previous_table(sim: SimProcess, fail_after: int) -> None:
     d = Driver({"address": sim.address})
     try:
-        old = d.lower(table2_ir(3))
-        d.apply(old, lambda _: None)
-        new = d.lower(table2_ir(16))
         # 320 entry words (those of 64 entries that differ from the model's zeroed bank 0),
-        # count, 2 version words, then the flip: every stage is hit.
-        sim.command(f"FAULT {fail_after}")
-        with pytest.raises(PushError) as e:
-            d.apply(new, lambda _: None)
-        assert e.value.rolled_back
-        state = d.read_state()
-        assert (state.version, state.tables) == (old.version, old.tables)
-        # And the data plane still works: the next push goes through.
-        d.apply(new, lambda _: None)
+        # count, 2 version words, then the flip: every stage is hit. And the data plane still
+        # works: the next push goes through.
+        new = push_cut_after(d, sim, table2_ir(3), table2_ir(16), fail_after)
         assert d.read_state().version == new.version
     finally:
         d.close()

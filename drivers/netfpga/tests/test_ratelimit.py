@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 from scapy.utils import wrpcap
 
-from sliceportal.drivers.contract import CapacityError, DriverError, PushError
+from sliceportal.drivers.contract import CapacityError, DriverError
 from sliceportal.rules.ir import Action, Match, Qos, Rule, RuleIR, SliceEntry, TenantEntry, Ternary
 from sliceportal.traffic.packets import Encap, Flow, build
 from sliceportal_netfpga import regmap
 from sliceportal_netfpga.driver import Driver
 from sliceportal_netfpga.ratelimit import MIN_BURST_BYTES, rate_word_bps
 from sliceportal_netfpga.simulator import SimProcess
+
+from .conftest import push_cut_after
 
 CLOCK_HZ = 200_000_000
 
@@ -92,17 +94,9 @@ def test_failed_push_restores_the_previous_buckets(sim: SimProcess, fail_after: 
     table and the buckets as they were."""
     d = Driver({"address": sim.address})
     try:
-        old = d.lower(limited_ir({1: 48_000_000, 2: 12_000_000}))
-        d.apply(old, lambda _: None)
-        new = d.lower(limited_ir({1: 96_000_000, 2: None, 3: 240_000_000}))
-        sim.command(f"FAULT {fail_after}")
-        with pytest.raises(PushError) as e:
-            d.apply(new, lambda _: None)
-        assert e.value.rolled_back
-        state = d.read_state()
-        assert (state.version, state.tables) == (old.version, old.tables)
-        d.apply(new, lambda _: None)
-        assert d.read_state().tables == new.tables
+        old, new = limited_ir({1: 48_000_000, 2: 12_000_000}), limited_ir({1: 96_000_000, 2: None, 3: 240_000_000})
+        plan = push_cut_after(d, sim, old, new, fail_after)
+        assert d.read_state().tables == plan.tables
     finally:
         d.close()
 

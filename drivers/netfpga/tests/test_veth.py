@@ -3,51 +3,23 @@
 
 from __future__ import annotations
 
-import itertools
-import os
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from scapy.sendrecv import AsyncSniffer, sendp
 
 from sliceportal.traffic.packets import Flow, build_bytes, parse_payload, payload
-from sliceportal_netfpga import simulator
-from sliceportal_netfpga.driver import Driver
 from sliceportal_netfpga.experiment import table2_ir
 
-_SEQ = itertools.count()
-
-
-@pytest.fixture
-def veths() -> Iterator[tuple[str, str]]:
-    # Unique per test too: scapy caches interfaces by name, and a pair deleted and created
-    # again under the same name in one process has a new index ("No such device").
-    tag = f"{os.getpid() % 10000}{next(_SEQ) % 100}"
-    pairs = [(f"nfi{tag}a", f"nfi{tag}b"), (f"nfo{tag}a", f"nfo{tag}b")]
-    try:
-        for a, b in pairs:
-            subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
-            for n in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{n}.disable_ipv6=1"], check=False)
-                subprocess.run(["ip", "link", "set", n, "up"], check=True)
-        yield pairs[0][0], pairs[1][0]  # outer ends: where traffic is sent / received
-    finally:
-        for a, _ in pairs:
-            subprocess.run(["ip", "link", "del", a], check=False, capture_output=True)
+from .conftest import live_card
 
 
 @pytest.mark.needs_root
 def test_frames_cross_the_simulated_card(sim_binary: Path, tmp_path: Path, veths: tuple[str, str]) -> None:
     wire, host = veths
-    sim = simulator.start(
-        tmp_path / "s.sock", "--veth-in", wire[:-1] + "b", "--veth-out", host[:-1] + "b", binary=sim_binary
-    )
-    driver = Driver({"address": sim.address})
-    try:
+    with live_card(sim_binary, tmp_path, veths) as driver:
         driver.apply(driver.lower(table2_ir(1)), lambda _: None)
         flows = [Flow("10.0.0.5", "10.255.0.1", 5000 + 8 * lane) for lane in range(4)]
         frames = [build_bytes(f, payload(i, 0, 0, 64)) for i, f in enumerate(flows)]
@@ -70,9 +42,6 @@ def test_frames_cross_the_simulated_card(sim_binary: Path, tmp_path: Path, veths
         assert sorted(ours) == sorted(frames)
         c = driver.counters()
         assert [c.lanes[f"0/{lane}"].packets for lane in range(4)] == [1, 1, 1, 1]
-    finally:
-        driver.close()
-        sim.stop()
 
 
 @pytest.mark.needs_root
@@ -82,13 +51,9 @@ def test_rate_limit_holds_in_wall_clock_time(sim_binary: Path, tmp_path: Path, v
     than the limit over the wall time plus its bucket, and at least half the limit."""
     from sliceportal.rules.ir import Qos, SliceEntry, TenantEntry
 
-    wire, host = veths
-    sim = simulator.start(
-        tmp_path / "s.sock", "--veth-in", wire[:-1] + "b", "--veth-out", host[:-1] + "b", binary=sim_binary
-    )
-    driver = Driver({"address": sim.address})
     rate_bps, burst_ms = 400_000, 100.0
-    try:
+    wire, host = veths
+    with live_card(sim_binary, tmp_path, veths) as driver:
         base = table2_ir(1)
         entry = SliceEntry(
             slice_id=1,
@@ -129,6 +94,3 @@ def test_rate_limit_holds_in_wall_clock_time(sim_binary: Path, tmp_path: Path, v
         assert len(got) >= min(len(frames), 0.5 * rate_bps / 8 * elapsed / size), (len(got), elapsed)
         c = driver.counters()
         assert c.slices[1].drops["rate_limit"] == len(frames) - len(got)
-    finally:
-        driver.close()
-        sim.stop()

@@ -4,11 +4,8 @@ dropped — the top lane keeps everything, the best-effort lane loses the excess
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +13,9 @@ from scapy.packet import Packet
 from scapy.sendrecv import AsyncSniffer, sendp
 
 from sliceportal.traffic.packets import Flow, build_bytes, parse_payload, payload
-from sliceportal_netfpga import simulator
-from sliceportal_netfpga.driver import Driver
 from sliceportal_netfpga.experiment import table2_ir
+
+from .conftest import live_card
 
 BIG, SMALL = 900, 64  # payloads: ~950-byte frames are 30 beats of 32 B (a queue of 64 beats holds
 # 2); ~130-byte frames are 5 beats
@@ -30,37 +27,10 @@ OFFERED = 120  # frames sent as one burst: every 10th small on lane 3 (12 x 5 be
 TOP = {i for i in range(OFFERED) if i % 10 == 0}
 
 
-@pytest.fixture
-def veths() -> Iterator[tuple[str, str]]:
-    tag = f"{os.getpid() % 100000}"
-    pairs = [(f"ndi{tag}a", f"ndi{tag}b"), (f"ndo{tag}a", f"ndo{tag}b")]
-    try:
-        for a, b in pairs:
-            subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
-            for n in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{n}.disable_ipv6=1"], check=False)
-                subprocess.run(["ip", "link", "set", n, "up"], check=True)
-        yield pairs[0][0], pairs[1][0]
-    finally:
-        for a, _ in pairs:
-            subprocess.run(["ip", "link", "del", a], check=False, capture_output=True)
-
-
 @pytest.mark.needs_root
 def test_an_overloaded_drain_drops_the_lowest_lane(sim_binary: Path, tmp_path: Path, veths: tuple[str, str]) -> None:
     wire, host = veths
-    sim = simulator.start(
-        tmp_path / "s.sock",
-        "--veth-in",
-        wire[:-1] + "b",
-        "--veth-out",
-        host[:-1] + "b",
-        "--live-drain-mbps",
-        str(DRAIN_MBPS),
-        binary=sim_binary,
-    )
-    driver = Driver({"address": sim.address})
-    try:
+    with live_card(sim_binary, tmp_path, veths, "--live-drain-mbps", str(DRAIN_MBPS)) as driver:
         driver.apply(driver.lower(table2_ir(1)), lambda _: None)
         top, low = Flow("10.0.0.5", "10.255.0.1", 5000 + 8 * 3), Flow("10.0.0.6", "10.255.0.1", 5000)
         frames = [
@@ -100,6 +70,3 @@ def test_an_overloaded_drain_drops_the_lowest_lane(sim_binary: Path, tmp_path: P
         assert sum(map(len, ours)) <= allowed, (sum(map(len, ours)), allowed)
         assert low_sent - seqs(), "lane 0 lost nothing: the burst did not overload the drain"
         assert sum(c.lanes["0/0"].drops.values()) > 0 and not sum(c.lanes["0/3"].drops.values()), c.lanes
-    finally:
-        driver.close()
-        sim.stop()
