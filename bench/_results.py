@@ -89,6 +89,14 @@ class Results:
         self.tables.append(t)
         return t
 
+    def print_tables(self) -> None:
+        """Each table as text: its name, then its columns and its rows, cells between " | "."""
+        for t in self.tables:
+            print(t.name)
+            print("  " + " | ".join(t.columns))
+            for row in t.rows:
+                print("  " + " | ".join(str(c) for c in row))
+
     def plot(self, path: Path) -> None:
         self.plots.append(str(path.relative_to(HERE)) if path.is_relative_to(HERE) else str(path))
 

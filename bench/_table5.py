@@ -4,12 +4,52 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from _results import Results
 
 from sliceportal.traffic.meter import GroupStats
 
 # seed 000 Table 5: lane -> (delay ms, loss %, jitter ms)
 PAPER = {0: (2.3624, 88.97, 0.94003), 1: (0.25178, 0.19632, 0.02468), 2: (0.20891, 0.19601, 0.01938),
          3: (0.13805, 0.19552, 0.01487)}  # fmt: skip
+
+
+COLUMNS = [
+    "slices",
+    "rules",
+    "lane",
+    "sent",
+    "received",
+    "loss %",
+    "delay µs",
+    "jitter µs",
+    "paper delay ms",
+    "paper loss %",
+    "paper jitter ms",
+]
+GOAL = "lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered"
+
+
+def row(slices: int, rules: int, lane: int, g: GroupStats) -> list[Any]:
+    """A row of the Table 5 table (COLUMNS): this run's lane beside the paper's."""
+    p = PAPER[lane]
+    d = g.delay.mean_us if g.delay else float("nan")
+    return [slices, rules, lane, g.expected, g.received, round(g.loss_pct, 2), round(d, 1), round(g.jitter_us, 2), *p]
+
+
+def lane0_figure(res: Results, slices: int, lanes: dict[int, GroupStats], met: bool, note: str = "") -> None:
+    """The figure each scenario is judged by: lane 0's loss against the worst of lanes 1-3."""
+    res.figure(
+        f"{slices} slices: lane 0 loss / worst of lanes 1-3",
+        lanes[0].loss_pct if 0 in lanes else 0,
+        "%",
+        baseline=max(lanes[lane].loss_pct for lane in (1, 2, 3) if lane in lanes),
+        baseline_name="worst loss of lanes 1-3",
+        goal=GOAL,
+        met=met,
+        note=note,
+    )
 
 
 def plot(results: dict[int, dict[int, GroupStats]], out: Path, *, title: str, label: str, jitter: bool) -> None:

@@ -31,27 +31,16 @@ from typing import Any
 from _results import Results, quick
 from fastapi.testclient import TestClient
 from sqlalchemy import select
-from stack_common import database
+from stack_common import PASSWORD, USER, demo_database
 
 from sliceportal.api.main import create_app
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
-from sliceportal.core.security import hash_password
 from sliceportal.drivers.contract import DELAY_BUCKETS, Counters, DelayHistogram, LaneCounters
 from sliceportal.kpi.collector import KpiCollector
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
-from sliceportal.models import (
-    Backend,
-    Deployment,
-    DeploymentKind,
-    DeploymentStatus,
-    Role,
-    RuleSet,
-    Slice,
-    User,
-)
-from sliceportal.services.bootstrap_data import seed_demo
+from sliceportal.models import Backend, Deployment, DeploymentKind, DeploymentStatus, RuleSet, Slice
 
 LANES = 8
 
@@ -102,11 +91,9 @@ def rule_set_for(session: Any, backend: Backend, slice_id: int) -> None:
 
 def main() -> None:
     res = Results("kpi_collector")
-    with database() as pg:  # private, migrated, removed afterwards (stack_common)
-        url = pg.url()
+    with demo_database(users_per_slice=1) as url:  # private, migrated, removed afterwards (stack_common)
         sessions = session_factory(url)
         with sessions() as session:
-            seed_demo(session, users_per_slice=1)
             slice_ids = list(session.scalars(select(Slice.id).order_by(Slice.id)))
         collector_bench(res, sessions, slice_ids)
         ingest_bench(res, sessions, url, slice_ids)
@@ -281,15 +268,9 @@ def ingest_bench(res: Results, sessions: Any, url: str, slice_ids: list[int]) ->
     settings = Settings(secret_key=os.urandom(24).hex(), reconcile_interval_s=0)
     app = create_app(settings, url)
     app.state.telemetry_rate_limit = "100000/minute"
-    with TestClient(app) as client:
-        with sessions() as session:
-            session.add(
-                User(username="bench-op", password_hash=hash_password("bench-password-1234567"), role=Role.OPERATOR)
-            )
-            session.commit()
-        tok = client.post(
-            "/api/v1/login/access-token", data={"username": "bench-op", "password": "bench-password-1234567"}
-        ).json()["access_token"]
+    with TestClient(app) as client:  # as the operator database() made
+        login = {"username": USER, "password": PASSWORD}
+        tok = client.post("/api/v1/login/access-token", data=login).json()["access_token"]
         key = client.post(
             "/api/v1/api-keys",
             json={"name": "bench", "scopes": ["telemetry"]},

@@ -25,31 +25,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
 from datetime import UTC, datetime
-from pathlib import Path
 
 from _results import Results, quick
 from sqlalchemy import select
+from stack_common import demo_database
 
 from sliceportal.core.db import session_factory
-from sliceportal.core.migrate import upgrade
-from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.notify import start_listener
 from sliceportal.kpi.points import KpiPoint
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, KpiSample, Slice
-from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed import live
 from sliceportal_testbed.live import LiveTestbed
-from sliceportal_testbed.processes import free_port
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -148,14 +142,7 @@ def main() -> None:
     if os.geteuid() != 0:
         raise SystemExit("needs root (network namespaces, XDP)")
     res = Results("kpi_latency")
-    root = Path(tempfile.mkdtemp(prefix="sliceportal-bench-"))
-    pg = EmbeddedPostgres(root, port=free_port(), dbname="bench")
-    pg.start()
-    try:
-        url = pg.url()
-        upgrade(url)
-        with session_factory(url)() as session:
-            seed_demo(session, users_per_slice=4)
+    with demo_database(users_per_slice=4) as url:
         hub = KpiHub()
         kpi_listener = start_listener(url, hub)  # as an API process hears the points (NOTIFY)
         listener = Listener(hub)
@@ -218,14 +205,7 @@ def main() -> None:
                         [pps, name, round(m["rx_pps"]), round(m["loss_pct"], 2), round(m["delay_p99_ms"], 1)]
                     )
         kpi_listener.stop()
-        for t in res.tables:
-            print(t.name)
-            print("  " + " | ".join(t.columns))
-            for row in t.rows:
-                print("  " + " | ".join(str(c) for c in row))
-    finally:
-        pg.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        res.print_tables()
     res.write()
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "dataplane" / "bmv2"))
 from _results import Results, quick  # noqa: E402
 from bmv2_target.fleet import Fleet  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
-from stack_common import InProcessPortal  # noqa: E402
+from stack_common import SCALE_TENANT, InProcessPortal, scale_subscribers  # noqa: E402
 
 from sliceportal.models import Backend  # noqa: E402
 from sliceportal.services.reconciler import Reconciler  # noqa: E402
@@ -44,42 +44,9 @@ def start_agents(n: int) -> list[Fleet]:
 
 def world(p: InProcessPortal, addresses: list[str]) -> tuple[int, list[int]]:
     """A tenant, one Flexible Slice of SUBSCRIBERS subscribers, and a backend per address; (slice, backends)."""
-    ids = [
-        p.call(
-            "POST",
-            "/backends",
-            json={
-                "name": f"agent-{i:03d}",
-                "driver": "p4rt",
-                "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2},
-            },
-        )["id"]
-        for i, a in enumerate(addresses)
-    ]
-    t = p.call("POST", "/tenants", json={"name": "scale", "vni": 3001, "vlan": 300})["id"]
-    st = next(
-        x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"] if x["name"] == "Flexible Slice"
-    )
-    services = [
-        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-        for i, lane in enumerate([0, 2, 4, 6])
-    ]
-    sid = p.call(
-        "POST",
-        "/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": st,
-            "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
-            "services": services,
-            "backend_ids": ids[:1],
-        },
-    )["id"]
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in range(SUBSCRIBERS)
-    )
-    p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
+    ids = p.p4rt_backends(addresses, "agent-{:03d}", trunk_ports=[1, 2], uplink_port=2)
+    sid = p.embb_slice(SCALE_TENANT, {"rate_limit_mbps": 1, "max_delay_ms": 50}, ids[:1])
+    p.import_subscribers(scale_subscribers(range(SUBSCRIBERS)))
     return sid, ids
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "dataplane" / "bmv2"))
 from _results import Results, quick  # noqa: E402
 from bmv2_target.fleet import Fleet  # noqa: E402
 from sqlalchemy import select  # noqa: E402
-from stack_common import InProcessPortal  # noqa: E402
+from stack_common import SCALE_TENANT, InProcessPortal, scale_subscribers  # noqa: E402
 
 from sliceportal.models import BackendFootprint  # noqa: E402
 from sliceportal.services import footprint_state  # noqa: E402
@@ -41,46 +41,8 @@ GOAL_MS = 20.0
 
 
 def world(p: InProcessPortal, addresses: list[str]) -> int:
-    ids = [
-        p.call(
-            "POST",
-            "/backends",
-            json={
-                "name": f"agent-{i}",
-                "driver": "p4rt",
-                "options": {"address": a, "trunk_ports": [1, 2], "uplink_port": 2},
-            },
-        )["id"]
-        for i, a in enumerate(addresses)
-    ]
-    t = p.call("POST", "/tenants", json={"name": "scale", "vni": 3001, "vlan": 300})["id"]
-    st = next(
-        x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"] if x["name"] == "Flexible Slice"
-    )
-    services = [
-        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-        for i, lane in enumerate([0, 2, 4, 6])
-    ]
-    sid: int = p.call(
-        "POST",
-        "/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": st,
-            "sla": {"rate_limit_mbps": 1, "max_delay_ms": 50},
-            "services": services,
-            "backend_ids": ids,
-        },
-    )["id"]
-    return sid
-
-
-def subscribers(p: InProcessPortal, users: range) -> None:
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb\n" for u in users
-    )
-    p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
+    ids = p.p4rt_backends(addresses, "agent-{}", trunk_ports=[1, 2], uplink_port=2)
+    return p.embb_slice(SCALE_TENANT, {"rate_limit_mbps": 1, "max_delay_ms": 50}, ids)
 
 
 def deploy(p: InProcessPortal, sid: int) -> None:
@@ -127,11 +89,11 @@ def main() -> None:
     try:
         p = InProcessPortal(rate_limit_expensive="10000/minute")
         sid = world(p, fleet.addresses)
-        subscribers(p, range(SMALL))
+        p.import_subscribers(scale_subscribers(range(SMALL)))
         deploy(p, sid)
         small_cold = timed(p, "/slices?limit=50", "deployed")
         small = medians(p, sid)
-        subscribers(p, range(SMALL, LARGE))
+        p.import_subscribers(scale_subscribers(range(SMALL, LARGE)))
         deploy(p, sid)
         large_cold = timed(p, "/slices?limit=50", "deployed")
         large = medians(p, sid)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +79,20 @@ def database(prepare_sql: tuple[str, ...] = ()) -> Iterator[EmbeddedPostgres]:
 
 
 @contextmanager
+def demo_database(users_per_slice: int) -> Iterator[str]:
+    """``database()`` holding the demo data (``seed_demo``, ``users_per_slice`` subscribers a
+    slice); its URL."""
+    from sliceportal.core.db import session_factory
+    from sliceportal.services.bootstrap_data import seed_demo
+
+    with database() as pg:
+        url = pg.url()
+        with session_factory(url)() as session:
+            seed_demo(session, users_per_slice=users_per_slice)
+        yield url
+
+
+@contextmanager
 def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = None) -> Iterator[Stack]:
     """The API over ``pg``: uvicorn with ``workers`` processes (or ``server_code``), logged in.
     Reconcile loops off (``RECONCILE_INTERVAL_S=0``), no testbed: the requests are all it serves."""
@@ -127,6 +141,19 @@ def serve(pg: EmbeddedPostgres, *, workers: int = 1, server_code: str | None = N
         server.wait(timeout=20)
 
 
+# seed 000 Table 2's services as aligned port ranges: q0..q3 on lanes 0, 2, 4, 6, ports 5000-5007, ...
+TABLE2_SERVICES = [
+    {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
+    for i, lane in enumerate([0, 2, 4, 6])
+]
+# the scale benches' tenant and its subscribers (250 to a /24, as an operator imports them)
+SCALE_TENANT = {"name": "scale", "vni": 3001, "vlan": 300}
+
+
+def scale_subscribers(users: Iterable[int]) -> list[str]:
+    return [f"00130{u:010d},10.50.{u // 250}.{u % 250 + 1},{u + 1},scale,embb" for u in users]
+
+
 class InProcessPortal:
     """The whole portal in this process (its ASGI app through a TestClient, a private
     PostgreSQL, the real drivers), logged in as an operator: for benches that measure what
@@ -160,6 +187,38 @@ class InProcessPortal:
         if r.status_code >= 300:
             raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:500]}")
         return r.json() if r.content else None
+
+    def p4rt_backends(self, addresses: list[str], name: str, **options: Any) -> list[int]:
+        """A p4rt backend per address, named ``name.format(index)``, ``options`` beside the
+        address; their ids."""
+        return [
+            self.call(
+                "POST",
+                "/backends",
+                json={"name": name.format(i), "driver": "p4rt", "options": {"address": a, **options}},
+            )["id"]
+            for i, a in enumerate(addresses)
+        ]
+
+    def embb_slice(self, tenant: dict[str, Any], sla: dict[str, float], backend_ids: list[int]) -> int:
+        """The tenant ``tenant`` (name, vni, vlan) and its Flexible Slice "embb" of seed 000
+        Table 2's services and ``sla`` on ``backend_ids``; the slice's id."""
+        t = self.call("POST", "/tenants", json=tenant)["id"]
+        types = self.call("GET", "/slice-types", params={"limit": 100})["data"]
+        body = {
+            "name": "embb",
+            "tenant_id": t,
+            "slice_type_id": next(x["id"] for x in types if x["name"] == "Flexible Slice"),
+            "sla": sla,
+            "services": TABLE2_SERVICES,
+            "backend_ids": backend_ids,
+        }
+        return int(self.call("POST", "/slices", json=body)["id"])
+
+    def import_subscribers(self, rows: Iterable[str]) -> None:
+        """Import subscriber CSV ``rows`` (imsi,ue_ip,teids,tenant,slices)."""
+        csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(f"{row}\n" for row in rows)
+        self.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
 
     def close(self) -> None:
         from sliceportal.services.backends import POOL

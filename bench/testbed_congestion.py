@@ -17,24 +17,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from _results import Results, quick
 from sqlalchemy import func, select
+from stack_common import demo_database
 
 from sliceportal.core.db import session_factory
-from sliceportal.core.migrate import upgrade
-from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import KpiSample, Slice
-from sliceportal.services.bootstrap_data import seed_demo
 from sliceportal_testbed.live import LiveTestbed
-from sliceportal_testbed.processes import free_port
 
 SLICE = "red-embb"
 LANES = (0, 2, 4, 6)
@@ -48,15 +42,9 @@ def main() -> None:
     if os.geteuid() != 0:
         raise SystemExit("needs root (network namespaces, XDP)")
     res = Results("testbed_congestion")
-    root = Path(tempfile.mkdtemp(prefix="sliceportal-bench-"))
-    pg = EmbeddedPostgres(root, port=free_port(), dbname="bench")
-    pg.start()
-    try:
-        url = pg.url()
-        upgrade(url)
+    with demo_database(users_per_slice=4) as url:
         sessions = session_factory(url)
         with sessions() as session:
-            seed_demo(session, users_per_slice=4)
             embb = session.scalar(select(Slice.id).where(Slice.name == SLICE))
         tb = LiveTestbed(sessions, KpiHub(), prefix=f"bc{os.getpid() % 1000}-", rate_pps=1500.0)
         tb.start()
@@ -127,16 +115,9 @@ def main() -> None:
                 goal="lane 0 >= 30 %, lane 6 <= 2 %, every lane < 2 % after",
                 met=low >= 30 and top <= 2 and max(after.get(name, {0: 100.0}).values()) < 2,
             )
-        for t in res.tables:
-            print(t.name)
-            print("  " + " | ".join(t.columns))
-            for row in t.rows:
-                print("  " + " | ".join(str(c) for c in row))
+        res.print_tables()
         for f in res.figures:
             print(f"{f.name}: {f.value:.2f} {f.unit} (baseline {f.baseline}) met={f.met}")
-    finally:
-        pg.stop()
-        shutil.rmtree(root, ignore_errors=True)
     res.write()
 
 

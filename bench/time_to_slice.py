@@ -50,32 +50,13 @@ def ue_ip(u: int, net: int) -> str:
 
 def world(p: InProcessPortal, target: Target, name: str, users: int, net: int) -> tuple[int, int]:
     """A backend on ``target`` and a slice of ``users`` subscribers on it; (backend id, slice id)."""
-    options = {"address": target.address, "access_ports": {"1": VLAN + net}, "trunk_ports": [2], "uplink_port": 2}
-    bid = p.call("POST", "/backends", json={"name": name, "driver": "p4rt", "options": options})["id"]
-    t = p.call("POST", "/tenants", json={"name": f"t-{name}", "vni": VNI + net, "vlan": VLAN + net})["id"]
-    st = next(
-        x["id"] for x in p.call("GET", "/slice-types", params={"limit": 100})["data"] if x["name"] == "Flexible Slice"
+    options = {"access_ports": {"1": VLAN + net}, "trunk_ports": [2], "uplink_port": 2}
+    [bid] = p.p4rt_backends([target.address], name, **options)
+    tenant = {"name": f"t-{name}", "vni": VNI + net, "vlan": VLAN + net}
+    sid = p.embb_slice(tenant, {"rate_limit_mbps": 100, "max_delay_ms": 20, "ecn_delay_ms": 5}, [bid])
+    p.import_subscribers(
+        f"001{net:02d}{u:010d},{ue_ip(u, net)},{net * 100_000 + u + 1},t-{name},embb" for u in range(users)
     )
-    services = [
-        {"name": f"q{i}", "lane": lane, "dst_ports": [{"lo": 5000 + 8 * i, "hi": 5007 + 8 * i}]}
-        for i, lane in enumerate([0, 2, 4, 6])
-    ]
-    sid = p.call(
-        "POST",
-        "/slices",
-        json={
-            "name": "embb",
-            "tenant_id": t,
-            "slice_type_id": st,
-            "sla": {"rate_limit_mbps": 100, "max_delay_ms": 20, "ecn_delay_ms": 5},
-            "services": services,
-            "backend_ids": [bid],
-        },
-    )["id"]
-    csv = "imsi,ue_ip,teids,tenant,slices\n" + "".join(
-        f"001{net:02d}{u:010d},{ue_ip(u, net)},{net * 100_000 + u + 1},t-{name},embb\n" for u in range(users)
-    )
-    p.call("POST", "/subscribers/import", files={"file": ("s.csv", csv.encode(), "text/csv")})
     return bid, sid
 
 

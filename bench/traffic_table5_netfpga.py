@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from _results import Results, plots_dir
-from _table5 import PAPER, plot
+from _table5 import COLUMNS, PAPER, lane0_figure, plot, row
 
 from sliceportal.traffic.meter import GroupStats
 from sliceportal.traffic.scenarios import TABLE3_SLICES
@@ -43,19 +43,7 @@ def main() -> None:
     res = Results("traffic_table5_netfpga")
     table = res.table(
         "seed 000 Table 5 on the NetFPGA model, beside the paper",
-        [
-            "slices",
-            "rules",
-            "lane",
-            "sent",
-            "received",
-            "loss %",
-            "delay µs",
-            "jitter µs",
-            "paper delay ms",
-            "paper loss %",
-            "paper jitter ms",
-        ],
+        COLUMNS,
         note=f"ingress {INGRESS_GBPS} Gbit/s, DMA drain {DRAIN_GBPS} Gbit/s, 4 packets of 1500 B per flow",
     )
     print(f"ingress {INGRESS_GBPS} Gbit/s, DMA drain {DRAIN_GBPS} Gbit/s, 4 packets of 1500 B per flow")
@@ -71,21 +59,7 @@ def main() -> None:
                 d = g.delay.mean_us if g.delay else float("nan")
                 print(f"{slices:>6} {rules:>5} {lane:>4} {g.expected:>6} {g.received:>6} {g.loss_pct:>7.2f} {d:>9.1f} "
                       f"{g.jitter_us:>9.2f}   paper: {p[0]:>8.4f} {p[1]:>7.2f} {p[2]:>9.5f}")  # fmt: skip
-                table.rows.append(
-                    [
-                        slices,
-                        rules,
-                        lane,
-                        g.expected,
-                        g.received,
-                        round(g.loss_pct, 2),
-                        round(d, 1),
-                        round(g.jitter_us, 2),
-                        p[0],
-                        p[1],
-                        p[2],
-                    ]
-                )
+                table.rows.append(row(slices, rules, lane, g))
             ordered = all(
                 lanes[a].delay is not None and lanes[b].delay is not None
                 and lanes[a].delay.mean_us > lanes[b].delay.mean_us  # type: ignore[union-attr]
@@ -95,15 +69,7 @@ def main() -> None:
                   f"{lanes[3].lost == 0}, lowest lane has the most loss "
                   f"{lanes[0].loss_pct == max(g.loss_pct for g in lanes.values())}; card: {stats}")  # fmt: skip
             upper = max(lanes[lane].loss_pct for lane in (1, 2, 3))
-            res.figure(
-                f"{slices} slices: lane 0 loss / worst of lanes 1-3",
-                lanes[0].loss_pct,
-                "%",
-                baseline=upper,
-                baseline_name="worst loss of lanes 1-3",
-                goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered",
-                met=lanes[0].loss_pct >= 50 and upper <= 1 and ordered,
-            )
+            lane0_figure(res, slices, lanes, met=lanes[0].loss_pct >= 50 and upper <= 1 and ordered)
     plot(
         results,
         args.out,

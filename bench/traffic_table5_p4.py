@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from _results import Results, plots_dir, quick
-from _table5 import PAPER, plot
+from _table5 import COLUMNS, PAPER, lane0_figure, plot, row
 
 from sliceportal.traffic.meter import GroupStats
 from sliceportal_p4rt.experiment import LINK_BPS, OFFERED_PPS, TARGET_ARGS, pattern_holds, table5
@@ -39,23 +39,7 @@ def main() -> None:
         f"{OFFERED_PPS} packets/s of 1500 B offered, egress link {LINK_BPS / 1e9:.3f} Gbit/s, 4 strict-priority "
         "queues, 4 packets per flow"
     )
-    table = res.table(
-        "seed 000 Table 5 on the bundled P4 target, beside the paper",
-        [
-            "slices",
-            "rules",
-            "lane",
-            "sent",
-            "received",
-            "loss %",
-            "delay µs",
-            "jitter µs",
-            "paper delay ms",
-            "paper loss %",
-            "paper jitter ms",
-        ],
-        note=note,
-    )
+    table = res.table("seed 000 Table 5 on the bundled P4 target, beside the paper", COLUMNS, note=note)
     print(note)
     results: dict[int, dict[int, GroupStats]] = {}
     for slices in scales:
@@ -74,34 +58,10 @@ def main() -> None:
                 f"{g.loss_pct:>7.2f} % lost, delay {d:>9.1f} µs, jitter {g.jitter_us:>7.2f} µs   "
                 f"paper: {p[0]} ms {p[1]} % {p[2]} ms"
             )
-            table.rows.append(
-                [
-                    slices,
-                    r.rules,
-                    lane,
-                    g.expected,
-                    g.received,
-                    round(g.loss_pct, 2),
-                    round(d, 1),
-                    round(g.jitter_us, 2),
-                    p[0],
-                    p[1],
-                    p[2],
-                ]
-            )
+            table.rows.append(row(slices, r.rules, lane, g))
         ok, why = pattern_holds(r.lanes)
         print(f"    pattern holds: {ok} ({why})")
-        upper = max(r.lanes[lane].loss_pct for lane in (1, 2, 3) if lane in r.lanes)
-        res.figure(
-            f"{slices} slices: lane 0 loss / worst of lanes 1-3",
-            r.lanes[0].loss_pct if 0 in r.lanes else 0,
-            "%",
-            baseline=upper,
-            baseline_name="worst loss of lanes 1-3",
-            goal="lane 0 >= 50 %, lanes 1-3 <= 1 %, delay strictly ordered",
-            met=ok,
-            note=why,
-        )
+        lane0_figure(res, slices, r.lanes, met=ok, note=why)
     plot(
         results,
         args.out,
