@@ -127,7 +127,10 @@ def baseline(url: str, hub: KpiHub, listener: Listener, batches: int, per_batch:
     assert bid is not None and sid is not None
     for _ in range(batches):
         ts = datetime.now(UTC)
-        points = [KpiPoint(slice_id=sid, backend_id=bid, lane=100 + i, ts=ts, rx_packets=1) for i in range(per_batch)]
+        points = [
+            KpiPoint(slice_id=sid, backend_id=bid, lane=100 + i, source="counters", ts=ts, rx_packets=1)
+            for i in range(per_batch)
+        ]
         with sessions() as session:
             ingest(session, points)
         time.sleep(0.2)

@@ -52,6 +52,7 @@ def interval_points() -> list[KpiPoint]:
             slice_id=s,
             backend_id=1,
             lane=lane,
+            source="counters",
             ts=ts,
             rx_packets=1000,
             throughput_bps=8e6,
@@ -80,8 +81,9 @@ PRODUCER = textwrap.dedent("""
             if mode not in ("notify", "hub"):
                 continue
             ts = datetime.now(UTC)
-            points = [KpiPoint(slice_id=s, backend_id=1, lane=l, ts=ts, rx_packets=1000, throughput_bps=8e6,
-                               loss_pct=0.0, delay_p99_ms=1.0) for s in range(1, {slices} + 1) for l in range({lanes})]
+            points = [KpiPoint(slice_id=s, backend_id=1, lane=l, source="counters", ts=ts, rx_packets=1000,
+                               throughput_bps=8e6, loss_pct=0.0, delay_p99_ms=1.0)
+                      for s in range(1, {slices} + 1) for l in range({lanes})]
             with app.state.sessionmaker() as session:
                 if mode == "notify":
                     ingest(session, points)
