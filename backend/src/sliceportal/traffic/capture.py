@@ -50,29 +50,28 @@ def measure_pcap(path: Path, meter: Meter) -> int:
         reader = RawPcapReader(str(path))
     except (OSError, Scapy_Exception) as exc:
         raise CaptureError(f"cannot read capture {path}: {exc}") from exc
+    recv_ns: Callable[[Any], int]
+    if isinstance(reader, RawPcapNgReader):
+
+        def recv_ns(ng: Any) -> int:  # scapy types it as the pcap metadata; pcapng's has other fields
+            return int(((ng.tshigh << 32) | ng.tslow) * 1_000_000_000 // ng.tsresol)
+
+    else:
+        scale = 1 if getattr(reader, "nano", False) else 1000
+
+        def recv_ns(meta: Any) -> int:
+            return int(meta.sec * 1_000_000_000 + meta.usec * scale)
+
     frames = 0
     add, foreign = meter.add, meter.add_foreign
     with reader:
-        if isinstance(reader, RawPcapNgReader):
-            for frame, meta in reader:
-                frames += 1
-                found = locate(frame)
-                if found is None:
-                    foreign()
-                    continue
-                ng: Any = meta  # scapy types it as the pcap metadata; pcapng's has other fields
-                ticks = (ng.tshigh << 32) | ng.tslow
-                recv_ns = ticks * 1_000_000_000 // ng.tsresol
-                add(found[0], found[1], found[2], recv_ns, len(frame))
-        else:
-            scale = 1 if getattr(reader, "nano", False) else 1000
-            for frame, meta in reader:
-                frames += 1
-                found = locate(frame)
-                if found is None:
-                    foreign()
-                    continue
-                add(found[0], found[1], found[2], meta.sec * 1_000_000_000 + meta.usec * scale, len(frame))
+        for frame, meta in reader:
+            frames += 1
+            found = locate(frame)
+            if found is None:
+                foreign()
+                continue
+            add(found[0], found[1], found[2], recv_ns(meta), len(frame))
     return frames
 
 
