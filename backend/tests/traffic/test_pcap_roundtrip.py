@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from scapy.utils import RawPcapReader, RawPcapWriter
+from scapy.layers.l2 import Ether
+from scapy.utils import EDecimal, PcapNgWriter, RawPcapReader, RawPcapWriter
 from typer.testing import CliRunner
 
 from sliceportal.traffic.capture import CaptureError, measure_pcap
@@ -47,6 +48,26 @@ def test_roundtrip_is_lossless_with_exact_counts(tmp_path: Path) -> None:
     assert {g.flows for g in r.lanes} == {128}
     assert sum(g.received for g in r.lanes) == 5000
     assert [g.received for g in r.slices] == [2560, 2440]  # flows 0-511 get 5 packets, 512-1023 get 4 or 5
+
+
+def test_pcapng_is_measured_as_pcap(tmp_path: Path) -> None:
+    """The same frames and times as pcapng (what Wireshark and dumpcap write) measure the same."""
+    flows = table3(1)
+    pcap, ng = tmp_path / "t.pcap", tmp_path / "t.pcapng"
+    sent = write_pcap(pcap, flows, ConstantRate(1000), packets=200, start_ns=START)
+    writer = PcapNgWriter(str(ng))
+    for frame, meta in RawPcapReader(str(pcap)):
+        packet = Ether(frame)
+        packet.time = EDecimal(meta.sec) + EDecimal(meta.usec) / 1_000_000_000  # nano pcap
+        writer.write(packet)
+    writer.close()
+    reports = []
+    for path in (pcap, ng):
+        meter = Meter(_places(flows), sent.sent)
+        assert measure_pcap(path, meter) == 200
+        reports.append(meter.report().total)
+    assert [(t.received, t.lost, t.reordered) for t in reports] == [(200, 0, 0), (200, 0, 0)]
+    assert reports[1].rx_pps == pytest.approx(reports[0].rx_pps) == pytest.approx(1000)
 
 
 def _rewrite(src: Path, dst: Path, keep: list[int]) -> None:
