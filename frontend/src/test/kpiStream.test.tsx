@@ -109,13 +109,4 @@ describe("useKpiStream", () => {
       vi.useRealTimers();
     }
   });
-
-  it("does not connect when the backend has no stream endpoint", async () => {
-    const api = fakeApi({ "GET /api/v1/openapi.json": () => jsonResponse({ paths: {} }) });
-    vi.stubGlobal("fetch", api.fetch);
-    renderWithApp(<Streamer ids={[1]} />);
-    await waitFor(() => expect(api.calls).toHaveLength(1));
-    await new Promise((r) => setTimeout(r, 50));
-    expect(api.calls.map((c) => c.url.pathname)).toEqual(["/api/v1/openapi.json"]);
-  });
 });
