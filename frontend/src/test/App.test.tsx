@@ -10,12 +10,10 @@ import { SessionProvider } from "../auth/session";
 import { ErrorBoundary } from "../components/common/ErrorBoundary";
 import { OfflineBanner } from "../components/common/OfflineBanner";
 import { probe, reportFailure, resetConnectivity } from "../components/common/connectivity";
+import { userMe } from "./fixtures";
 import { fakeApi, jsonResponse, problemResponse, renderWithApp } from "./render";
 
-const USERS = {
-  tenant: { id: 2, username: "red", role: "tenant", tenant_id: 1, full_name: "", is_active: true, version: 1 },
-  operator: { id: 1, username: "op", role: "operator", tenant_id: null, full_name: "", is_active: true, version: 1 },
-};
+const USERS = { tenant: userMe({ id: 2, username: "red", role: "tenant", tenant_id: 1 }), operator: userMe() };
 
 function Where() {
   const l = useLocation();

@@ -5,6 +5,8 @@ import { MantineProvider } from "@mantine/core";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { render } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
+import { setTokens } from "../api/client";
+import { SessionProvider } from "../auth/session";
 
 export function renderWithApp(ui: ReactElement, { url = "/" }: { url?: string } = {}) {
   const client = new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } });
@@ -16,6 +18,12 @@ export function renderWithApp(ui: ReactElement, { url = "/" }: { url?: string } 
     </MantineProvider>
   );
   return { client, ...render(ui, { wrapper: Wrapper }) };
+}
+
+/** ``ui`` as the app mounts a page: inside a signed-in session (its user from GET /api/v1/users/me). */
+export function renderSignedIn(ui: ReactElement, options: { url?: string } = {}) {
+  setTokens({ access_token: "a", refresh_token: "r" });
+  return renderWithApp(<SessionProvider>{ui}</SessionProvider>, options);
 }
 
 /** A JSON Response as the API sends it. */

@@ -25,11 +25,8 @@ describe("ApiKeysPage", () => {
     vi.stubGlobal("fetch", fake.fetch);
     renderWithApp(<ApiKeysPage />);
     const table = await screen.findByRole("table", { name: "API keys" });
-    expect(
-      within(table)
-        .getByText(/23 Nov 2026/)
-        .closest("time"),
-    ).toHaveAttribute("datetime", "2026-11-23T09:00:00.000Z");
+    const created = await within(table).findByText(/23 Nov 2026/);
+    expect(created.closest("time")).toHaveAttribute("datetime", "2026-11-23T09:00:00.000Z");
     const user = userEvent.setup();
     await user.click(within(table).getByRole("button", { name: "Revoke ci-pipeline" }));
     const dialog = await screen.findByRole("dialog", { name: "Revoke API key “ci-pipeline”?" });

@@ -11,14 +11,14 @@ import {
   Group,
   Paper,
   Stack,
-  Table,
   TextInput,
   Title,
 } from "@mantine/core";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
 import { PageTitle } from "../common/PageTitle";
-import { ProblemAlert, QueryView } from "../common/QueryView";
+import { DataTable, type Column } from "../common/DataTable";
+import { ProblemAlert } from "../common/QueryView";
 import { Time } from "../common/time";
 import { useConfirm } from "../common/Confirm";
 
@@ -60,6 +60,38 @@ export function ApiKeysPage() {
     create.mutate();
   }
 
+  const columns: Column<Schemas["ApiKeyPublic"]>[] = [
+    { key: "name", header: "Name", cell: (k) => k.name },
+    { key: "prefix", header: "Prefix", cell: (k) => `${k.prefix}…`, td: { ff: "monospace" } },
+    {
+      key: "scopes",
+      header: "Scopes",
+      cell: (k) =>
+        k.scopes.map((s) => (
+          <Badge key={s} mr={4} variant="light">
+            {s}
+          </Badge>
+        )),
+    },
+    { key: "created", header: "Created", cell: (k) => <Time value={k.created_at} /> },
+    {
+      key: "last_used",
+      header: "Last used",
+      cell: (k) => (k.last_used_at ? <Time value={k.last_used_at} /> : "never"),
+    },
+    {
+      key: "status",
+      header: "Status",
+      cell: (k) =>
+        k.revoked_at ? (
+          <Badge color="gray">revoked</Badge>
+        ) : (
+          <Button size="xs" color="red" variant="light" onClick={() => askRevoke(k)} aria-label={`Revoke ${k.name}`}>
+            Revoke
+          </Button>
+        ),
+    },
+  ];
   return (
     <>
       <PageTitle
@@ -124,57 +156,7 @@ export function ApiKeysPage() {
         </Alert>
       )}
       {confirm.dialog}
-      <QueryView query={keys}>
-        {(page) => (
-          <Table.ScrollContainer minWidth={600}>
-            <Table aria-label="API keys" striped>
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Name</Table.Th>
-                  <Table.Th>Prefix</Table.Th>
-                  <Table.Th>Scopes</Table.Th>
-                  <Table.Th>Created</Table.Th>
-                  <Table.Th>Last used</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {page.map((k) => (
-                  <Table.Tr key={k.id}>
-                    <Table.Td>{k.name}</Table.Td>
-                    <Table.Td ff="monospace">{k.prefix}…</Table.Td>
-                    <Table.Td>
-                      {k.scopes.map((s) => (
-                        <Badge key={s} mr={4} variant="light">
-                          {s}
-                        </Badge>
-                      ))}
-                    </Table.Td>
-                    <Table.Td>
-                      <Time value={k.created_at} />
-                    </Table.Td>
-                    <Table.Td>{k.last_used_at ? <Time value={k.last_used_at} /> : "never"}</Table.Td>
-                    <Table.Td>
-                      {k.revoked_at ? (
-                        <Badge color="gray">revoked</Badge>
-                      ) : (
-                        <Button
-                          size="xs"
-                          color="red"
-                          variant="light"
-                          onClick={() => askRevoke(k)}
-                          aria-label={`Revoke ${k.name}`}>
-                          Revoke
-                        </Button>
-                      )}
-                    </Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
-        )}
-      </QueryView>
+      <DataTable label="API keys" query={keys} rowKey={(k) => k.id} minWidth={600} columns={columns} />
     </>
   );
 }

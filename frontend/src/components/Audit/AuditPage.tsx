@@ -1,16 +1,14 @@
 // The audit log as a timeline: who did what to which object (named, linked), what changed
 // (field: before → after), filtered by object type, person and free text; filters live in the URL.
 import { Anchor, Badge, Code, Group, Select, Table, Text, TextInput } from "@mantine/core";
-import { useDebouncedValue } from "@mantine/hooks";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
-import { Link, useSearchParams } from "react-router";
+import { Link } from "react-router";
 import { api, unwrap } from "../../api/client";
 import { DataTable } from "../common/DataTable";
 import { labelOf } from "../common/fieldErrors";
 import { PageTitle } from "../common/PageTitle";
 import { Time } from "../common/time";
-import { queryOf, usePageParams } from "../common/usePaged";
+import { queryOf, tablePaging, useDebouncedField, usePageParams, useUrlFilters } from "../common/usePaged";
 import { useBackends } from "../Slices/queries";
 import {
   fieldDiff,
@@ -112,26 +110,13 @@ function Changes({ e, known }: { e: AuditEntry; known: KnownNames }) {
 
 export function AuditPage() {
   const [params, setParams] = usePageParams({ sort: "-ts" });
-  const [url, setUrl] = useSearchParams();
+  const [url, setFilter] = useUrlFilters();
   const objectType = url.get("object_type") ?? "";
   const actor = url.get("actor") ?? "";
-  const [search, setSearch] = useState(params.q);
-  const [actorText, setActorText] = useState(actor);
-  const [debounced] = useDebouncedValue(search, 250);
-  const [debouncedActor] = useDebouncedValue(actorText, 250);
-  const setFilter = (key: string, value: string) => {
-    const next = new URLSearchParams(url);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    next.delete("page");
-    setUrl(next, { replace: true });
-  };
-  useEffect(() => {
-    if (debounced !== params.q) setParams({ q: debounced, page: 1 });
-  }, [debounced]); // eslint-disable-line react-hooks/exhaustive-deps
-  useEffect(() => {
-    if (debouncedActor.trim() !== actor) setFilter("actor", debouncedActor.trim());
-  }, [debouncedActor]); // eslint-disable-line react-hooks/exhaustive-deps
+  const search = useDebouncedField(params.q, (q) => setParams({ q, page: 1 }));
+  const actorText = useDebouncedField(actor, (text) => {
+    if (text.trim() !== actor) setFilter("actor", text.trim());
+  });
 
   const query = { ...queryOf(params), ...(objectType ? { object_type: objectType } : {}), ...(actor ? { actor } : {}) };
   const audit = useQuery({
@@ -156,29 +141,16 @@ export function AuditPage() {
           value={objectType || null}
           onChange={(v) => setFilter("object_type", v ?? "")}
         />
-        <TextInput
-          label="Who (username)"
-          w={200}
-          maw="100%"
-          value={actorText}
-          onChange={(e) => setActorText(e.currentTarget.value)}
-        />
-        <TextInput
-          label="Search the audit log"
-          w={260}
-          maw="100%"
-          value={search}
-          onChange={(e) => setSearch(e.currentTarget.value)}
-        />
+        <TextInput label="Who (username)" w={200} maw="100%" {...actorText} />
+        <TextInput label="Search the audit log" w={260} maw="100%" {...search} />
       </Group>
       <DataTable
+        alignTop
         label="Audit log"
         query={audit}
-        params={params}
+        {...tablePaging(params, setParams)}
         rowKey={(e) => e.id}
         minWidth={760}
-        onPage={(p) => setParams({ page: p })}
-        onSort={(sort) => setParams({ sort, page: 1 })}
         rowProps={() => ({ "data-testid": "audit-entry" })}
         empty={params.q || objectType || actor ? "No entries match these filters." : "Nothing has been logged yet."}
         columns={[

@@ -1,6 +1,7 @@
 // Reading an audit entry as a sentence: who did what to which object (by name, with a link
 // while the object exists) and which fields changed from what to what.
 import type { Schemas } from "../../api/client";
+import { spoken } from "../common/spoken";
 
 export type AuditEntry = Schemas["AuditEntryPublic"];
 type Snapshot = Record<string, unknown> | null | undefined;
@@ -37,11 +38,11 @@ const VERBS: Record<string, string> = {
 const NOISE = new Set(["id", "created_at", "updated_at", "version", "password_hash", "key_hash", "secret_hash"]);
 
 export function typeLabel(objectType: string): string {
-  return OBJECT_TYPES[objectType] ?? objectType.replace(/_/g, " ");
+  return OBJECT_TYPES[objectType] ?? spoken(objectType);
 }
 
 export function verb(action: string): string {
-  return VERBS[action] ?? action.replace(/_/g, " ");
+  return VERBS[action] ?? spoken(action);
 }
 
 /** Actions on the actor's own account ("bob logged in"): the sentence names no object. */

@@ -4,25 +4,11 @@ import userEvent from "@testing-library/user-event";
 import { Route, Routes } from "react-router";
 import { setTokens } from "../../api/client";
 import { SessionProvider } from "../../auth/session";
+import { admissionCheck, backendRow, userMe } from "../../test/fixtures";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { BackendDetail } from "./BackendDetail";
 
-const BACKEND = {
-  id: 4,
-  name: "edge-1",
-  driver: "p4rt",
-  health: "ok",
-  health_detail: "",
-  paths: 1,
-  lanes: 8,
-  capacity: {},
-  options: {},
-  created_at: "2026-11-23T09:00:00Z",
-  version: 1,
-  link_bps: 10e9,
-  port_bps: {},
-  accept_unenforced: [],
-};
+const BACKEND = backendRow();
 const dep = (id: number, ruleSet: number, kind = "deploy", status = "succeeded") => ({
   id,
   backend_id: 4,
@@ -231,15 +217,7 @@ describe("BackendDetail", () => {
         "guaranteed rates on backend edge-1 (100 Mbit/s): 60 (a) + 50 (b) = 110 Mbit/s exceed the link's 100 Mbit/s",
       errors: [{ field: "sla.guaranteed_mbps", message: "… = 110 Mbit/s exceed the link's 100 Mbit/s" }],
       admission: [
-        {
-          backend_id: 4,
-          backend_name: "edge-1",
-          capacity_bps: 100e6,
-          ok: false,
-          delay: [],
-          unpoliced: [],
-          ports: [],
-          subscribers: [],
+        admissionCheck({
           guaranteed: {
             terms: [
               { slice_name: "a", guaranteed_bps: 60e6 },
@@ -249,21 +227,12 @@ describe("BackendDetail", () => {
             limit_bps: 100e6,
             ok: false,
           },
-        },
+        }),
       ],
     };
     const base = api();
     const fake = fakeApi({
-      "GET /api/v1/users/me": () =>
-        jsonResponse({
-          id: 1,
-          username: "op",
-          role: "operator",
-          tenant_id: null,
-          full_name: "",
-          is_active: true,
-          version: 1,
-        }),
+      "GET /api/v1/users/me": () => jsonResponse(userMe()),
       "GET /api/v1/audit": () =>
         jsonResponse({
           count: 1,

@@ -8,7 +8,6 @@ import {
   Code,
   Group,
   NumberInput,
-  Paper,
   Progress,
   SimpleGrid,
   Stack,
@@ -21,11 +20,11 @@ import { api, ApiProblem, unwrap } from "../../api/client";
 import { useConfirm } from "../common/Confirm";
 import { DataTable } from "../common/DataTable";
 import { NO_CLAMP, rangeError } from "../common/numberRange";
-import { PageTitle } from "../common/PageTitle";
+import { PageTitle, Section } from "../common/PageTitle";
 import { ProblemAlert, QueryView } from "../common/QueryView";
 import { StatusBadge } from "../common/statusWords";
 import { Time } from "../common/time";
-import { queryOf, type PageParams } from "../common/usePaged";
+import { queryOf, tablePaging, type PageParams } from "../common/usePaged";
 import { useSession } from "../../auth/session";
 import { AdmissionDetails } from "../Slices/AdmissionDetails";
 import { AdmissionOverride, OverrideAudit } from "../Slices/AdmissionOverride";
@@ -211,16 +210,10 @@ export function BackendDetail() {
         <Stack>
           {confirm.dialog}
           <PageTitle actions={<StatusBadge kind="health" value={b.health} size="lg" />}>Backend {b.name}</PageTitle>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Rule preview
-            </Title>
+          <Section title="Rule preview">
             <Preview backendId={b.id} />
-          </Paper>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Deploy
-            </Title>
+          </Section>
+          <Section title="Deploy">
             <Group>
               <Button onClick={() => askDeploy(b.name, b.id)} loading={busy}>
                 Deploy now
@@ -282,11 +275,8 @@ export function BackendDetail() {
               pending={busy}
               onOverride={(reason) => void run(`/api/v1/backends/${b.id}/deployments`, undefined, reason)}
             />
-          </Paper>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Capacities (admission control)
-            </Title>
+          </Section>
+          <Section title="Capacities (admission control)">
             {overridden && <OverrideAudit objectType="backend" objectId={b.id} />}
             <CapacityEditor
               key={b.version}
@@ -294,19 +284,15 @@ export function BackendDetail() {
               canOverride={isOperator}
               onOverridden={() => setOverridden(true)}
             />
-          </Paper>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Deployment history
-            </Title>
+          </Section>
+          <Section title="Deployment history">
             <DataTable
+              alignTop
               label="Deployments"
               query={shown}
-              params={histParams}
+              {...tablePaging(histParams, (next) => setHistParams({ ...histParams, ...next }))}
               rowKey={(d) => d.id}
               minWidth={700}
-              onPage={(page) => setHistParams({ ...histParams, page })}
-              onSort={(sort) => setHistParams({ ...histParams, sort, page: 1 })}
               pagerWhenOnePage={false}
               empty="Nothing deployed to this backend yet."
               what="deployment history"
@@ -376,7 +362,7 @@ export function BackendDetail() {
               numbers={deployments.map((d) => d.rule_set_number)}
               active={active?.rule_set_number}
             />
-          </Paper>
+          </Section>
         </Stack>
       )}
     </QueryView>

@@ -1,24 +1,11 @@
 import { describe, expect, it, vi } from "vitest";
 import { screen, within } from "@testing-library/react";
+import { backendRow } from "../../test/fixtures";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { BackendsPage } from "./BackendsPage";
 
-const backend = (id: number, name: string, link_bps: number, port_bps: Record<string, number>) => ({
-  id,
-  name,
-  driver: "p4rt",
-  health: "ok",
-  health_detail: "",
-  paths: 1,
-  lanes: 8,
-  capacity: {},
-  options: {},
-  created_at: "2026-11-23T09:00:00Z",
-  version: 1,
-  link_bps,
-  port_bps,
-  accept_unenforced: [],
-});
+const backend = (id: number, name: string, link_bps: number, port_bps: Record<string, number>) =>
+  backendRow({ id, name, link_bps, port_bps });
 
 describe("BackendsPage", () => {
   it("lists each backend's link capacity and how many ports have one (what admission control checks)", async () => {

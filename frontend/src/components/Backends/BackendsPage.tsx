@@ -1,15 +1,15 @@
 // Data-plane backends: list with health, registration of a new one, and deletion (confirmed,
 // naming the slices that still use it; the API refuses while any does).
 import { useState, type FormEvent } from "react";
-import { Anchor, Button, Group, Stack, Table, Text, TextInput, Textarea, VisuallyHidden } from "@mantine/core";
+import { Button, Group, Stack, Text, TextInput, Textarea } from "@mantine/core";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { Link } from "react-router";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
 import { useConfirm } from "../common/Confirm";
-import { Dialog } from "../common/Dialog";
+import { DataTable, RowButton, RowLink, type Column } from "../common/DataTable";
+import { useFormDialog } from "../common/Dialog";
 import { mapProblem } from "../common/fieldErrors";
 import { PageTitle } from "../common/PageTitle";
-import { ProblemAlert, QueryView } from "../common/QueryView";
+import { ProblemAlert } from "../common/QueryView";
 import { StatusBadge } from "../common/statusWords";
 import { useBackends } from "../Slices/queries";
 import { useAllSlices } from "../Subscribers/lookups";
@@ -82,11 +82,20 @@ function NewBackend({ onDone }: { onDone: () => void }) {
   );
 }
 
+/** "1000 Mbit/s · 2 ports": the backend's link rate, and how many ports have their own. */
+function linkCapacity(b: Backend): string {
+  const ports = Object.keys(b.port_bps).length;
+  return `${+(b.link_bps / 1e6).toFixed(3)} Mbit/s${ports > 0 ? ` · ${ports} ${ports === 1 ? "port" : "ports"}` : ""}`;
+}
+
 export function BackendsPage() {
   const qc = useQueryClient();
   const backends = useBackends();
   const slices = useAllSlices();
-  const [adding, setAdding] = useState(false);
+  const adder = useFormDialog<never>(
+    () => "New backend",
+    (_, done) => <NewBackend onDone={done} />,
+  );
   const confirm = useConfirm();
   const askDelete = (b: Backend) => {
     const using = (slices.data?.data ?? []).filter((s) => s.backend_ids.includes(b.id)).map((s) => s.name);
@@ -113,71 +122,39 @@ export function BackendsPage() {
       },
     });
   };
+  const columns: Column<Backend>[] = [
+    { key: "name", header: "Name", cell: (b) => <RowLink to={`/backends/${b.id}`}>{b.name}</RowLink> },
+    { key: "driver", header: "Driver", cell: (b) => b.driver },
+    { key: "queues", header: "Queues", cell: (b) => `${b.paths} × ${b.lanes}` },
+    { key: "link", header: "Link capacity", cell: linkCapacity },
+    {
+      key: "health",
+      header: "Health",
+      cell: (b) => <StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} />,
+    },
+    {
+      key: "detail",
+      header: "Detail",
+      cell: (b) => b.health_detail,
+      td: { miw: 260, style: { overflowWrap: "anywhere" } },
+    },
+    {
+      key: "actions",
+      header: "Actions",
+      hiddenHeader: true,
+      cell: (b) => (
+        <RowButton label={`Delete backend ${b.name}`} danger onClick={() => askDelete(b)}>
+          Delete
+        </RowButton>
+      ),
+    },
+  ];
   return (
     <>
-      <PageTitle actions={<Button onClick={() => setAdding(true)}>New backend</Button>}>Backends</PageTitle>
-      <QueryView query={backends}>
-        {/* a health detail holds a socket path: it breaks inside the path, not one word a line (#29) */}
-        {(page) => (
-          <Table.ScrollContainer minWidth={900}>
-            <Table striped aria-label="Backends">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Name</Table.Th>
-                  <Table.Th>Driver</Table.Th>
-                  <Table.Th>Queues</Table.Th>
-                  <Table.Th>Link capacity</Table.Th>
-                  <Table.Th>Health</Table.Th>
-                  <Table.Th>Detail</Table.Th>
-                  <Table.Th>
-                    <VisuallyHidden>Actions</VisuallyHidden>
-                  </Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {page.data.map((b) => (
-                  <Table.Tr key={b.id}>
-                    <Table.Td>
-                      <Anchor component={Link} to={`/backends/${b.id}`} fw={600}>
-                        {b.name}
-                      </Anchor>
-                    </Table.Td>
-                    <Table.Td>{b.driver}</Table.Td>
-                    <Table.Td>
-                      {b.paths} × {b.lanes}
-                    </Table.Td>
-                    <Table.Td>
-                      {+(b.link_bps / 1e6).toFixed(3)} Mbit/s
-                      {Object.keys(b.port_bps).length > 0
-                        ? ` · ${Object.keys(b.port_bps).length} ${Object.keys(b.port_bps).length === 1 ? "port" : "ports"}`
-                        : ""}
-                    </Table.Td>
-                    <Table.Td>
-                      <StatusBadge kind="health" value={b.health} data-testid={`health-${b.id}`} />
-                    </Table.Td>
-                    <Table.Td miw={260} style={{ overflowWrap: "anywhere" }}>
-                      {b.health_detail}
-                    </Table.Td>
-                    <Table.Td>
-                      <Button
-                        size="compact-xs"
-                        variant="subtle"
-                        color="red"
-                        onClick={() => askDelete(b)}
-                        aria-label={`Delete backend ${b.name}`}>
-                        Delete
-                      </Button>
-                    </Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
-        )}
-      </QueryView>
-      <Dialog opened={adding} onClose={() => setAdding(false)} title="New backend">
-        {adding && <NewBackend onDone={() => setAdding(false)} />}
-      </Dialog>
+      <PageTitle actions={<Button onClick={() => adder.open("new")}>New backend</Button>}>Backends</PageTitle>
+      {/* a health detail holds a socket path: it breaks inside the path, not one word a line (#29) */}
+      <DataTable label="Backends" query={backends} rowKey={(b) => b.id} minWidth={900} columns={columns} />
+      {adder.dialog}
       {confirm.dialog}
     </>
   );

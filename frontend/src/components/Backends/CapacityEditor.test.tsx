@@ -1,25 +1,16 @@
 import { describe, expect, it, vi } from "vitest";
 import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
+import { backendRow } from "../../test/fixtures";
 import { fakeApi, jsonResponse, problemResponse, renderWithApp } from "../../test/render";
 import { capacityError, CapacityEditor, portDraftError } from "./CapacityEditor";
 
-const BACKEND = {
-  id: 4,
-  name: "edge-1",
-  driver: "p4rt",
-  health: "ok",
-  health_detail: "",
-  paths: 1,
-  lanes: 8,
-  capacity: {},
+const BACKEND = backendRow({
   options: { access_ports: { "3": 100 } },
-  created_at: "2026-11-23T09:00:00Z",
   version: 5,
   link_bps: 1e9,
   port_bps: { "3": 50e6 },
-  accept_unenforced: [],
-};
+});
 
 const REFUSAL = {
   type: "about:blank",

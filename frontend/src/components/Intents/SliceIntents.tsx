@@ -1,10 +1,11 @@
 // The intents of one slice (seed 001 Listing 1 messages and native ones, from the intent API):
 // what each matches and does, who posted it; operators delete one after a confirmation that says
 // the slice's backends are redeployed without it.
-import { Badge, Button, Code, Table, Text } from "@mantine/core";
+import { Badge, Code, Text } from "@mantine/core";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useConfirm } from "../common/Confirm";
+import { DataTable, RowButton, type Column } from "../common/DataTable";
 import { QueryView } from "../common/QueryView";
 import { Time } from "../common/time";
 
@@ -74,6 +75,15 @@ export function SliceIntents({
         );
       },
     });
+  const deleteColumn: Column<Intent> = {
+    key: "delete",
+    header: "Delete",
+    cell: (it) => (
+      <RowButton label={`Delete intent ${it.id}`} danger onClick={() => askDelete(it)}>
+        Delete
+      </RowButton>
+    ),
+  };
   return (
     <QueryView query={intents} what="intents">
       {(page) =>
@@ -84,53 +94,29 @@ export function SliceIntents({
         ) : (
           <>
             {confirm.dialog}
-            <Table.ScrollContainer minWidth={640}>
-              <Table striped aria-label="Intents">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>#</Table.Th>
-                    <Table.Th>Matches</Table.Th>
-                    <Table.Th>Action</Table.Th>
-                    <Table.Th>Format</Table.Th>
-                    <Table.Th>By</Table.Th>
-                    <Table.Th>Created</Table.Th>
-                    {canDelete && <Table.Th>Delete</Table.Th>}
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {page.data.map((it) => (
-                    <Table.Tr key={it.id}>
-                      <Table.Td>{it.id}</Table.Td>
-                      <Table.Td>
-                        <Code>{matchWords(it.match)}</Code>
-                      </Table.Td>
-                      <Table.Td>{actionWords(it.action)}</Table.Td>
-                      <Table.Td>
-                        <Badge variant="light" color="gray">
-                          {it.source_format === "listing1" ? "Listing 1" : "native"}
-                        </Badge>
-                      </Table.Td>
-                      <Table.Td>{it.owner}</Table.Td>
-                      <Table.Td>
-                        <Time value={it.created_at} />
-                      </Table.Td>
-                      {canDelete && (
-                        <Table.Td>
-                          <Button
-                            size="compact-xs"
-                            variant="subtle"
-                            color="red"
-                            onClick={() => askDelete(it)}
-                            aria-label={`Delete intent ${it.id}`}>
-                            Delete
-                          </Button>
-                        </Table.Td>
-                      )}
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+            <DataTable
+              label="Intents"
+              query={intents}
+              rowKey={(it) => it.id}
+              minWidth={640}
+              columns={[
+                { key: "id", header: "#", cell: (it) => it.id },
+                { key: "match", header: "Matches", cell: (it) => <Code>{matchWords(it.match)}</Code> },
+                { key: "action", header: "Action", cell: (it) => actionWords(it.action) },
+                {
+                  key: "format",
+                  header: "Format",
+                  cell: (it) => (
+                    <Badge variant="light" color="gray">
+                      {it.source_format === "listing1" ? "Listing 1" : "native"}
+                    </Badge>
+                  ),
+                },
+                { key: "owner", header: "By", cell: (it) => it.owner },
+                { key: "created", header: "Created", cell: (it) => <Time value={it.created_at} /> },
+                ...(canDelete ? [deleteColumn] : []),
+              ]}
+            />
             {page.count > page.data.length && (
               <Text size="xs" c="dimmed">
                 The newest {page.data.length} of {page.count} are listed.

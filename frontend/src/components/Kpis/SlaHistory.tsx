@@ -254,6 +254,7 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
         </Text>
       )}
       <DataTable
+        alignTop
         label="SLA history"
         query={history}
         params={paging}
@@ -307,6 +308,7 @@ export function SlaHistory({ sliceId, backendNames }: { sliceId: number; backend
             key: "explain",
             header: "Explain",
             hiddenHeader: true,
+            narrow: true,
             cell: (e) => (
               <Button
                 size="xs"

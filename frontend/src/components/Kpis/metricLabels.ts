@@ -1,5 +1,6 @@
 // Words and units for the API's metric names (loss_pct, delay_p99_ms …): a user reads
 // "p99 delay, lane 2 (ms)", never "delay_p99_ms lane 2".
+import { spoken } from "../common/spoken";
 
 interface MetricWords {
   name: string;
@@ -18,7 +19,7 @@ const METRICS: Record<string, MetricWords> = {
 
 /** "p99 delay" for delay_p99_ms; an unknown name with its underscores spoken as spaces. */
 export function metricName(metric: string): string {
-  return METRICS[metric]?.name ?? metric.replace(/_/g, " ");
+  return METRICS[metric]?.name ?? spoken(metric);
 }
 
 /** "ms" for delay_p99_ms; "" when unknown. */

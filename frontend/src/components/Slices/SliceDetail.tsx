@@ -1,13 +1,13 @@
 // One slice: its SLA (editable by operators), services and live KPIs.
 import { useState } from "react";
-import { Button, Group, Paper, Stack, Table, Text, Title } from "@mantine/core";
+import { Button, Group, Paper, Stack, Table, Text } from "@mantine/core";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useLocation, useNavigate, useParams } from "react-router";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
 import { useSession } from "../../auth/session";
 import { useConfirm } from "../common/Confirm";
 import { LaneStrip } from "../common/LaneStrip";
-import { PageTitle } from "../common/PageTitle";
+import { PageTitle, Section } from "../common/PageTitle";
 import { NotFound, ProblemAlert, QueryView } from "../common/QueryView";
 import { SliceIntents } from "../Intents/SliceIntents";
 import { SlaHistory } from "../Kpis/SlaHistory";
@@ -19,7 +19,7 @@ import { AdmissionDetails } from "./AdmissionDetails";
 import { AdmissionOverride, OverrideAudit, overrideHeader } from "./AdmissionOverride";
 import { SliceStatusPanel } from "./SliceStatusPanel";
 import { StateBadge } from "./StateBadge";
-import { BackendsEditor, ServicesEdit } from "./SliceEdit";
+import { BackendsEditor, ServicesEdit, ServicesTable } from "./SliceEdit";
 
 type Slice = Schemas["SlicePublic"];
 
@@ -141,25 +141,16 @@ export function SliceDetail() {
             <Text>{s.slice_type_name}</Text>
             <LaneStrip lanes={s.lanes} label={s.slice_type_name} />
           </Group>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Status per backend
-            </Title>
+          <Section title="Status per backend">
             <SliceStatusPanel sliceId={s.id} />
-          </Paper>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Live KPIs
-            </Title>
+          </Section>
+          <Section title="Live KPIs">
             <SliceKpis slice={s} />
-          </Paper>
+          </Section>
           <Paper withBorder p="md">
             <SlaHistory sliceId={s.id} backendNames={new Map(s.status.map((b) => [b.backend_id, b.backend_name]))} />
           </Paper>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              SLA
-            </Title>
+          <Section title="SLA">
             {overridden && me?.role === "operator" && <OverrideAudit objectType="slice" objectId={s.id} />}
             {me?.role === "operator" ? (
               <SlaEditor key={s.version} slice={s} canOverride onOverridden={() => setOverridden(true)} />
@@ -177,51 +168,17 @@ export function SliceDetail() {
                 </Table.Tbody>
               </Table>
             )}
-          </Paper>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Services
-            </Title>
-            {me?.role === "operator" ? (
-              <ServicesEdit slice={s} />
-            ) : (
-              <Table aria-label="Services">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Service</Table.Th>
-                    <Table.Th>Lane</Table.Th>
-                    <Table.Th>Dst ports</Table.Th>
-                    <Table.Th>DSCP</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {s.services.map((svc) => (
-                    <Table.Tr key={svc.id}>
-                      <Table.Td>{svc.name}</Table.Td>
-                      <Table.Td>{svc.lane}</Table.Td>
-                      <Table.Td>
-                        {svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}
-                      </Table.Td>
-                      <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            )}
-          </Paper>
-          <Paper withBorder p="md">
-            <Title order={2} size="h4" mb="sm">
-              Intents
-            </Title>
+          </Section>
+          <Section title="Services">
+            {me?.role === "operator" ? <ServicesEdit slice={s} /> : <ServicesTable services={s.services} />}
+          </Section>
+          <Section title="Intents">
             <SliceIntents sliceId={s.id} sliceName={s.name} canDelete={me?.role === "operator"} />
-          </Paper>
+          </Section>
           {me?.role === "operator" && (
-            <Paper withBorder p="md">
-              <Title order={2} size="h4" mb="sm">
-                Backends
-              </Title>
+            <Section title="Backends">
               <BackendsEditor key={s.version} slice={s} />
-            </Paper>
+            </Section>
           )}
         </Stack>
       )}

@@ -1,6 +1,6 @@
 // Operator edits of a deployed or draft slice: which backends it is on, and its services
 // (only the slice type's lanes can be chosen). A 412 means someone else changed the slice.
-import { useState } from "react";
+import { useState, type ReactNode } from "react";
 import { ActionIcon, Button, Checkbox, Group, NumberInput, Select, Stack, Table, TextInput } from "@mantine/core";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { api, ApiProblem, unwrap, type Schemas } from "../../api/client";
@@ -10,6 +10,51 @@ import { useBackends } from "./queries";
 import { portError, toServiceCreate, type ServiceDraft } from "./ServicesEditor";
 
 type Slice = Schemas["SlicePublic"];
+
+type Service = Slice["services"][number];
+
+/**
+ * A slice's services, one a row. The operator's copy (with ``remove``, a service's remove button)
+ * also names each service's protocol.
+ */
+export function ServicesTable({ services, remove }: { services: Service[]; remove?: (svc: Service) => ReactNode }) {
+  return (
+    <Table aria-label="Services">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Service</Table.Th>
+          <Table.Th>Lane</Table.Th>
+          <Table.Th>Dst ports</Table.Th>
+          <Table.Th>DSCP</Table.Th>
+          {remove && (
+            <>
+              <Table.Th>Protocol</Table.Th>
+              <Table.Th />
+            </>
+          )}
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {services.map((svc) => (
+          <Table.Tr key={svc.id}>
+            <Table.Td>{svc.name}</Table.Td>
+            <Table.Td>{svc.lane}</Table.Td>
+            <Table.Td>
+              {svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}
+            </Table.Td>
+            <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
+            {remove && (
+              <>
+                <Table.Td>{svc.protocol}</Table.Td>
+                <Table.Td>{remove(svc)}</Table.Td>
+              </>
+            )}
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
 
 export function BackendsEditor({ slice }: { slice: Slice }) {
   const qc = useQueryClient();
@@ -87,41 +132,19 @@ export function ServicesEdit({ slice }: { slice: Slice }) {
   return (
     <Stack>
       {(add.isError || remove.isError) && <ProblemAlert error={add.error ?? remove.error} />}
-      <Table aria-label="Services">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th>Service</Table.Th>
-            <Table.Th>Lane</Table.Th>
-            <Table.Th>Dst ports</Table.Th>
-            <Table.Th>DSCP</Table.Th>
-            <Table.Th>Protocol</Table.Th>
-            <Table.Th />
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {slice.services.map((svc) => (
-            <Table.Tr key={svc.id}>
-              <Table.Td>{svc.name}</Table.Td>
-              <Table.Td>{svc.lane}</Table.Td>
-              <Table.Td>
-                {svc.dst_ports.map((p) => (p.lo === p.hi ? p.lo : `${p.lo}–${p.hi}`)).join(", ") || "any"}
-              </Table.Td>
-              <Table.Td>{svc.dscp.join(", ") || "any"}</Table.Td>
-              <Table.Td>{svc.protocol}</Table.Td>
-              <Table.Td>
-                <ActionIcon
-                  variant="subtle"
-                  color="red"
-                  aria-label={`Remove service ${svc.name}`}
-                  loading={remove.isPending && remove.variables === svc.id}
-                  onClick={() => remove.mutate(svc.id)}>
-                  ✕
-                </ActionIcon>
-              </Table.Td>
-            </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
+      <ServicesTable
+        services={slice.services}
+        remove={(svc) => (
+          <ActionIcon
+            variant="subtle"
+            color="red"
+            aria-label={`Remove service ${svc.name}`}
+            loading={remove.isPending && remove.variables === svc.id}
+            onClick={() => remove.mutate(svc.id)}>
+            ✕
+          </ActionIcon>
+        )}
+      />
       <form
         onSubmit={(e) => {
           e.preventDefault();

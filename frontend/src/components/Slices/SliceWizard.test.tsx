@@ -4,6 +4,7 @@ import userEvent from "@testing-library/user-event";
 import { Route, Routes } from "react-router";
 import { setTokens } from "../../api/client";
 import { SessionProvider } from "../../auth/session";
+import { admissionCheck, userMe } from "../../test/fixtures";
 import { fakeApi, jsonResponse, problemResponse, renderWithApp } from "../../test/render";
 import { portError, servicesError } from "./ServicesEditor";
 import { slaError } from "./SlaFields";
@@ -11,7 +12,7 @@ import { SliceWizard, stepOfField } from "./SliceWizard";
 
 const TYPE = { id: 2, name: "Flexible Slice", lanes: [0, 2, 4, 6], use_cases: ["eMBB"], classes: 4, position: 1 };
 
-const OP = { id: 1, username: "op", role: "operator", tenant_id: null, full_name: "Op", is_active: true, version: 1 };
+const OP = userMe({ full_name: "Op" });
 
 function api(create: (req: Request) => Response = () => jsonResponse({ id: 77 }, 201)) {
   return fakeApi({
@@ -143,11 +144,9 @@ describe("SliceWizard", () => {
         { field: "sla.guaranteed_mbps", message: "guaranteed rates on backend bmv2 (100 Mbit/s): … = 110 Mbit/s" },
       ],
       admission: [
-        {
+        admissionCheck({
           backend_id: 1,
           backend_name: "bmv2",
-          capacity_bps: 100e6,
-          ok: false,
           guaranteed: {
             terms: [
               { slice_name: "a", guaranteed_bps: 60e6 },
@@ -157,11 +156,7 @@ describe("SliceWizard", () => {
             limit_bps: 100e6,
             ok: false,
           },
-          delay: [],
-          ports: [],
-          subscribers: [],
-          unpoliced: [],
-        },
+        }),
       ],
     };
     const fake = api((req) =>

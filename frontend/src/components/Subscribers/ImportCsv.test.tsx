@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { setTokens } from "../../api/client";
-import { SessionProvider } from "../../auth/session";
-import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
+import { admissionCheck, userMe } from "../../test/fixtures";
+import { fakeApi, jsonResponse, renderSignedIn } from "../../test/render";
 import { ImportCsv } from "./ImportCsv";
 
 /** The browser's XMLHttpRequest as ImportCsv uses it, answering each upload with the next canned
@@ -53,16 +53,10 @@ function fileInput(): HTMLInputElement {
 /** ImportCsv as the Subscribers page mounts it, signed in with ``role``. */
 function renderImport(role: "operator" | "integrator" = "operator") {
   const me = fakeApi({
-    "GET /api/v1/users/me": () =>
-      jsonResponse({ id: 1, username: role, role, tenant_id: null, full_name: "", is_active: true, version: 1 }),
+    "GET /api/v1/users/me": () => jsonResponse(userMe({ username: role, role })),
   });
   vi.stubGlobal("fetch", me.fetch);
-  setTokens({ access_token: "a", refresh_token: "r" });
-  renderWithApp(
-    <SessionProvider>
-      <ImportCsv />
-    </SessionProvider>,
-  );
+  renderSignedIn(<ImportCsv />);
 }
 
 const CSV = new File(["imsi,ue_ip,teids,tenant,slices\n001010000000001,10.9.0.1,1,acme,video\n"], "subs.csv", {
@@ -122,14 +116,7 @@ describe("ImportCsv", () => {
           detail: message,
           errors: [{ field: "guaranteed_bps", message }],
           admission: [
-            {
-              backend_id: 4,
-              backend_name: "edge-1",
-              capacity_bps: 100e6,
-              ok: false,
-              delay: [],
-              unpoliced: [],
-              ports: [],
+            admissionCheck({
               guaranteed: { terms: [], sum_bps: 12e6, limit_bps: 100e6, ok: true },
               subscribers: [
                 {
@@ -142,7 +129,7 @@ describe("ImportCsv", () => {
                   waived: false,
                 },
               ],
-            },
+            }),
           ],
         },
       ],

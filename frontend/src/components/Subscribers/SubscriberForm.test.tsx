@@ -2,21 +2,11 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { setTokens } from "../../api/client";
-import { SessionProvider } from "../../auth/session";
-import { fakeApi, jsonResponse, renderWithApp, type Route } from "../../test/render";
+import { admissionCheck, subscriberRow, userMe } from "../../test/fixtures";
+import { fakeApi, jsonResponse, renderSignedIn, type Route } from "../../test/render";
 import { guaranteeBps, guaranteeError, mbitText, SubscriberForm } from "./SubscriberForm";
 
-const SUB = {
-  id: 11,
-  imsi: "001010000000001",
-  ue_ip: "10.47.0.1",
-  teids: [7],
-  tenant_id: 3,
-  slice_ids: [21],
-  guaranteed_bps: 2_500_000,
-  created_at: "2026-11-23T09:00:00Z",
-  version: 4,
-};
+const SUB = subscriberRow({ guaranteed_bps: 2_500_000, version: 4 });
 const MESSAGE =
   "slice video: the guarantees of its 3 subscribers add up to 12 Mbit/s, more than its rate limit of 10 Mbit/s";
 // admission control's 409 as services/admission.py sends it for a subscriber (fields "subscriber")
@@ -28,26 +18,18 @@ const REFUSAL = {
   detail: MESSAGE,
   errors: [{ field: "guaranteed_bps", message: MESSAGE }],
   admission: [
-    {
-      backend_id: 4,
-      backend_name: "edge-1",
-      capacity_bps: 100e6,
-      ok: false,
-      delay: [],
-      unpoliced: [],
-      ports: [],
+    admissionCheck({
       guaranteed: { terms: [{ slice_name: "video", guaranteed_bps: 12e6 }], sum_bps: 12e6, limit_bps: 100e6, ok: true },
       subscribers: [
         { slice_id: 21, slice_name: "video", count: 3, sum_bps: 12e6, rate_limit_bps: 10e6, ok: false, waived: false },
       ],
-    },
+    }),
   ],
 };
 
 function api(role: "operator" | "integrator", patch: Route) {
   return fakeApi({
-    "GET /api/v1/users/me": () =>
-      jsonResponse({ id: 1, username: "op", role, tenant_id: null, full_name: "", is_active: true, version: 1 }),
+    "GET /api/v1/users/me": () => jsonResponse(userMe({ role })),
     "GET /api/v1/tenants": () => jsonResponse({ count: 1, data: [{ id: 3, name: "acme" }] }),
     "GET /api/v1/slices": () => jsonResponse({ count: 1, data: [{ id: 21, name: "video", tenant_id: 3 }] }),
     "GET /api/v1/audit": () =>
@@ -74,12 +56,7 @@ function api(role: "operator" | "integrator", patch: Route) {
 
 function renderForm(fake: ReturnType<typeof fakeApi>, onDone = vi.fn()) {
   vi.stubGlobal("fetch", fake.fetch);
-  setTokens({ access_token: "a", refresh_token: "r" });
-  renderWithApp(
-    <SessionProvider>
-      <SubscriberForm subscriber={SUB} onDone={onDone} />
-    </SessionProvider>,
-  );
+  renderSignedIn(<SubscriberForm subscriber={SUB} onDone={onDone} />);
   return onDone;
 }
 

@@ -2,50 +2,26 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { setTokens } from "../../api/client";
-import { SessionProvider } from "../../auth/session";
-import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
+import { subscriberRow, userMe } from "../../test/fixtures";
+import { fakeApi, jsonResponse, renderSignedIn } from "../../test/render";
 import { parseTeids } from "./SubscriberForm";
 import { SubscribersPage } from "./SubscribersPage";
 
-const SUB = {
-  id: 11,
-  imsi: "001010000000001",
-  ue_ip: "10.47.0.1",
-  teids: [7],
-  tenant_id: 3,
-  slice_ids: [21],
-  created_at: "2026-11-23T09:00:00Z",
-  version: 1,
-};
+const SUB = subscriberRow();
 
 function api(extra: Parameters<typeof fakeApi>[0] = {}) {
   return fakeApi({
     "GET /api/v1/subscribers": () => jsonResponse({ count: 1, data: [SUB] }),
     "GET /api/v1/tenants": () => jsonResponse({ count: 1, data: [{ id: 3, name: "acme" }] }),
     "GET /api/v1/slices": () => jsonResponse({ count: 1, data: [{ id: 21, name: "video", tenant_id: 3 }] }),
-    "GET /api/v1/users/me": () =>
-      jsonResponse({
-        id: 1,
-        username: "op",
-        role: "operator",
-        tenant_id: null,
-        full_name: "",
-        is_active: true,
-        version: 1,
-      }),
+    "GET /api/v1/users/me": () => jsonResponse(userMe()),
     ...extra,
   });
 }
 
 /** The page as the app mounts it: inside the signed-in session (the import offers operators an override). */
 function renderPage(url: string) {
-  setTokens({ access_token: "a", refresh_token: "r" });
-  renderWithApp(
-    <SessionProvider>
-      <SubscribersPage />
-    </SessionProvider>,
-    { url },
-  );
+  renderSignedIn(<SubscribersPage />, { url });
 }
 
 afterEach(() => setTokens(null));

@@ -1,18 +1,17 @@
 // Subscribers: server-side paged, sorted, searched and filtered by tenant (the browser holds one
 // page, however many rows exist); tenants and slices by name with links; add, edit, delete, and
 // delete everything the current filter selects (confirming the count and the filter in words).
-import { Anchor, Button, Group, Paper, Select, Text, TextInput, Title } from "@mantine/core";
-import { useDebouncedValue } from "@mantine/hooks";
+import { Anchor, Button, Group, Select, Text, TextInput } from "@mantine/core";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
-import { Link, useSearchParams } from "react-router";
+import { useState } from "react";
+import { Link } from "react-router";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useConfirm } from "../common/Confirm";
-import { DataTable, type Column } from "../common/DataTable";
-import { Dialog } from "../common/Dialog";
-import { PageTitle } from "../common/PageTitle";
+import { DataTable, RowActions, RowButton, type Column } from "../common/DataTable";
+import { useFormDialog } from "../common/Dialog";
+import { PageTitle, Section } from "../common/PageTitle";
 import { Time } from "../common/time";
-import { queryOf, usePageParams } from "../common/usePaged";
+import { queryOf, tablePaging, useDebouncedField, usePageParams, useUrlFilters } from "../common/usePaged";
 import { download, fetchAll, toCsv } from "./exportCsv";
 import { ImportCsv } from "./ImportCsv";
 import { useNames } from "./lookups";
@@ -30,13 +29,9 @@ export function filterWords(q: string, tenant: string | null): string {
 export function SubscribersPage() {
   const qc = useQueryClient();
   const [params, setParams] = usePageParams({ sort: "imsi" });
-  const [url, setUrl] = useSearchParams();
+  const [url, setFilter] = useUrlFilters();
   const tenantFilter = /^\d+$/.test(url.get("tenant_id") ?? "") ? Number(url.get("tenant_id")) : null;
-  const [search, setSearch] = useState(params.q);
-  const [debounced] = useDebouncedValue(search, 250);
-  useEffect(() => {
-    if (debounced !== params.q) setParams({ q: debounced, page: 1 });
-  }, [debounced]); // eslint-disable-line react-hooks/exhaustive-deps
+  const search = useDebouncedField(params.q, (q) => setParams({ q, page: 1 }));
   const query = { ...queryOf(params), ...(tenantFilter ? { tenant_id: tenantFilter } : {}) };
   const subs = useQuery({
     queryKey: ["subscribers", query],
@@ -44,7 +39,10 @@ export function SubscribersPage() {
     placeholderData: keepPreviousData,
   });
   const { tenants, tenantName, sliceName } = useNames();
-  const [editing, setEditing] = useState<Subscriber | "new" | null>(null);
+  const editor = useFormDialog<Subscriber>(
+    (s) => (s ? "Edit subscriber" : "New subscriber"),
+    (s, done) => <SubscriberForm subscriber={s} onDone={done} />,
+  );
   const [exporting, setExporting] = useState<string | null>(null);
   async function exportCsv() {
     setExporting("0 %");
@@ -64,13 +62,6 @@ export function SubscribersPage() {
     }
   }
   const confirm = useConfirm();
-  const setTenantFilter = (v: string | null) => {
-    const next = new URLSearchParams(url);
-    if (v) next.set("tenant_id", v);
-    else next.delete("tenant_id");
-    next.delete("page");
-    setUrl(next, { replace: true });
-  };
   const matching = subs.data?.count ?? 0;
   const askBulkDelete = () => {
     const tenant = tenantFilter ? (tenantName.get(tenantFilter) ?? `tenant ${tenantFilter}`) : null;
@@ -158,24 +149,16 @@ export function SubscribersPage() {
       key: "actions",
       header: "Actions",
       hiddenHeader: true,
+      narrow: true,
       cell: (s) => (
-        <Group gap={4} wrap="nowrap">
-          <Button
-            size="compact-xs"
-            variant="subtle"
-            onClick={() => setEditing(s)}
-            aria-label={`Edit subscriber ${s.imsi}`}>
+        <RowActions>
+          <RowButton label={`Edit subscriber ${s.imsi}`} onClick={() => editor.open(s)}>
             Edit
-          </Button>
-          <Button
-            size="compact-xs"
-            variant="subtle"
-            color="red"
-            onClick={() => askDelete(s)}
-            aria-label={`Delete subscriber ${s.imsi}`}>
+          </RowButton>
+          <RowButton label={`Delete subscriber ${s.imsi}`} danger onClick={() => askDelete(s)}>
             Delete
-          </Button>
-        </Group>
+          </RowButton>
+        </RowActions>
       ),
     },
   ];
@@ -192,25 +175,16 @@ export function SubscribersPage() {
               title="The subscribers the search and tenant filter select, in the import's CSV format">
               {exporting ? `Exporting … ${exporting}` : "Export CSV"}
             </Button>
-            <Button onClick={() => setEditing("new")}>Add subscriber</Button>
+            <Button onClick={() => editor.open("new")}>Add subscriber</Button>
           </Group>
         }>
         Subscribers
       </PageTitle>
-      <Paper withBorder p="md" mb="md">
-        <Title order={2} size="h4" mb="sm">
-          Import CSV
-        </Title>
+      <Section title="Import CSV" mb="md">
         <ImportCsv />
-      </Paper>
+      </Section>
       <Group align="end" mb="sm" wrap="wrap">
-        <TextInput
-          label="Search subscribers (IMSI or address)"
-          w={360}
-          maw="100%"
-          value={search}
-          onChange={(e) => setSearch(e.currentTarget.value)}
-        />
+        <TextInput label="Search subscribers (IMSI or address)" w={360} maw="100%" {...search} />
         <Select
           label="Tenant"
           placeholder="All tenants"
@@ -219,7 +193,7 @@ export function SubscribersPage() {
           maw="100%"
           data={tenants.map((t) => ({ value: String(t.id), label: t.name }))}
           value={tenantFilter ? String(tenantFilter) : null}
-          onChange={setTenantFilter}
+          onChange={(v) => setFilter("tenant_id", v)}
         />
         <Button
           variant="light"
@@ -231,13 +205,12 @@ export function SubscribersPage() {
         </Button>
       </Group>
       <DataTable
+        alignTop
         label="Subscribers"
         columns={columns}
         rowKey={(s) => s.id}
         query={subs}
-        params={params}
-        onPage={(p) => setParams({ page: p })}
-        onSort={(sort) => setParams({ sort, page: 1 })}
+        {...tablePaging(params, setParams)}
         minWidth={880}
         empty={
           params.q || tenantFilter
@@ -245,14 +218,7 @@ export function SubscribersPage() {
             : "No subscribers yet: add one or import a CSV."
         }
       />
-      <Dialog
-        opened={editing !== null}
-        onClose={() => setEditing(null)}
-        title={editing === "new" ? "New subscriber" : "Edit subscriber"}>
-        {editing !== null && (
-          <SubscriberForm subscriber={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />
-        )}
-      </Dialog>
+      {editor.dialog}
       {confirm.dialog}
     </>
   );

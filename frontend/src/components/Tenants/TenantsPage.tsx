@@ -1,16 +1,14 @@
 // Tenants: paged list with search; create, edit, and delete with a confirmation that says what
 // goes with the tenant (the API refuses while slices or subscribers depend on it, and says why).
-import { useState } from "react";
-import { Anchor, Button, Group, Table, TextInput, VisuallyHidden } from "@mantine/core";
+import { Anchor, Button, TextInput } from "@mantine/core";
 import { useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useConfirm } from "../common/Confirm";
-import { Dialog } from "../common/Dialog";
+import { DataTable, RowActions, RowButton, type Column } from "../common/DataTable";
+import { useFormDialog } from "../common/Dialog";
 import { PageTitle } from "../common/PageTitle";
-import { Pager } from "../common/Pager";
-import { QueryView } from "../common/QueryView";
-import { usePageParams } from "../common/usePaged";
+import { searchField, tablePaging, usePageParams } from "../common/usePaged";
 import { useTenants } from "./queries";
 import { TenantForm } from "./TenantForm";
 
@@ -19,7 +17,10 @@ type Tenant = Schemas["TenantPublic"];
 export function TenantsPage() {
   const [params, setParams] = usePageParams({ sort: "name" });
   const tenants = useTenants(params);
-  const [editing, setEditing] = useState<Tenant | "new" | null>(null);
+  const editor = useFormDialog<Tenant>(
+    (t) => (t ? `Edit tenant ${t.name}` : "New tenant"),
+    (t, done) => <TenantForm tenant={t} onDone={done} />,
+  );
   const qc = useQueryClient();
   const confirm = useConfirm();
   const askDelete = (t: Tenant) =>
@@ -35,84 +36,49 @@ export function TenantsPage() {
       },
     });
 
+  const columns: Column<Tenant>[] = [
+    { key: "name", header: "Name", cell: (t) => t.name, td: { fw: 600 } },
+    { key: "vni", header: "VNI", cell: (t) => t.vni },
+    { key: "vlan", header: "VLAN", cell: (t) => t.vlan ?? "—" },
+    { key: "ue_pool", header: "UE pool", cell: (t) => t.ue_pool ?? "—" },
+    { key: "contact", header: "Contact", cell: (t) => t.contact },
+    {
+      key: "actions",
+      header: "Actions",
+      hiddenHeader: true,
+      cell: (t) => (
+        <RowActions>
+          <Anchor
+            component={Link}
+            size="sm"
+            to={`/subscribers?tenant_id=${t.id}`}
+            aria-label={`Subscribers of ${t.name}`}>
+            Subscribers
+          </Anchor>
+          <RowButton label={`Edit ${t.name}`} onClick={() => editor.open(t)}>
+            Edit
+          </RowButton>
+          <RowButton label={`Delete tenant ${t.name}`} danger onClick={() => askDelete(t)}>
+            Delete
+          </RowButton>
+        </RowActions>
+      ),
+    },
+  ];
   return (
     <>
-      <PageTitle actions={<Button onClick={() => setEditing("new")}>New tenant</Button>}>Tenants</PageTitle>
-      <TextInput
-        label="Search tenants"
-        mb="sm"
-        maw={320}
-        value={params.q}
-        onChange={(e) => setParams({ q: e.currentTarget.value, page: 1 })}
+      <PageTitle actions={<Button onClick={() => editor.open("new")}>New tenant</Button>}>Tenants</PageTitle>
+      <TextInput label="Search tenants" mb="sm" maw={320} {...searchField(params, setParams)} />
+      <DataTable
+        label="Tenants"
+        query={tenants}
+        {...tablePaging(params, setParams)}
+        rowKey={(t) => t.id}
+        minWidth={720}
+        highlightOnHover
+        columns={columns}
       />
-      <QueryView query={tenants}>
-        {(page) => (
-          <>
-            <Table.ScrollContainer minWidth={720}>
-              <Table striped highlightOnHover aria-label="Tenants">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Name</Table.Th>
-                    <Table.Th>VNI</Table.Th>
-                    <Table.Th>VLAN</Table.Th>
-                    <Table.Th>UE pool</Table.Th>
-                    <Table.Th>Contact</Table.Th>
-                    <Table.Th>
-                      <VisuallyHidden>Actions</VisuallyHidden>
-                    </Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {page.data.map((t) => (
-                    <Table.Tr key={t.id}>
-                      <Table.Td fw={600}>{t.name}</Table.Td>
-                      <Table.Td>{t.vni}</Table.Td>
-                      <Table.Td>{t.vlan ?? "—"}</Table.Td>
-                      <Table.Td>{t.ue_pool ?? "—"}</Table.Td>
-                      <Table.Td>{t.contact}</Table.Td>
-                      <Table.Td>
-                        <Group gap={4} wrap="nowrap">
-                          <Anchor
-                            component={Link}
-                            size="sm"
-                            to={`/subscribers?tenant_id=${t.id}`}
-                            aria-label={`Subscribers of ${t.name}`}>
-                            Subscribers
-                          </Anchor>
-                          <Button
-                            size="compact-xs"
-                            variant="subtle"
-                            onClick={() => setEditing(t)}
-                            aria-label={`Edit ${t.name}`}>
-                            Edit
-                          </Button>
-                          <Button
-                            size="compact-xs"
-                            variant="subtle"
-                            color="red"
-                            onClick={() => askDelete(t)}
-                            aria-label={`Delete tenant ${t.name}`}>
-                            Delete
-                          </Button>
-                        </Group>
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
-            <Pager count={page.count} params={params} onPage={(p) => setParams({ page: p })} />
-          </>
-        )}
-      </QueryView>
-      <Dialog
-        opened={editing !== null}
-        onClose={() => setEditing(null)}
-        title={editing === "new" ? "New tenant" : `Edit tenant ${editing?.name ?? ""}`}>
-        {editing !== null && (
-          <TenantForm tenant={editing === "new" ? undefined : editing} onDone={() => setEditing(null)} />
-        )}
-      </Dialog>
+      {editor.dialog}
       {confirm.dialog}
     </>
   );

@@ -2,12 +2,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { setTokens } from "../../api/client";
-import { SessionProvider } from "../../auth/session";
-import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
+import { userMe } from "../../test/fixtures";
+import { fakeApi, jsonResponse, renderSignedIn } from "../../test/render";
 import { UsersPage } from "./UsersPage";
 
-const OP = { id: 1, username: "op", role: "operator", tenant_id: null, full_name: "Op", is_active: true, version: 1 };
-const RED = { id: 2, username: "red-noc", role: "tenant", tenant_id: 3, full_name: "", is_active: true, version: 4 };
+const OP = userMe({ full_name: "Op" });
+const RED = userMe({ id: 2, username: "red-noc", role: "tenant", tenant_id: 3, version: 4 });
 
 function api(extra: Parameters<typeof fakeApi>[0] = {}) {
   return fakeApi({
@@ -23,13 +23,7 @@ afterEach(() => setTokens(null));
 describe("UsersPage", () => {
   it("lists users with tenant names and never offers to disable yourself", async () => {
     vi.stubGlobal("fetch", api().fetch);
-    setTokens({ access_token: "a", refresh_token: "r" });
-    renderWithApp(
-      <SessionProvider>
-        <UsersPage />
-      </SessionProvider>,
-      { url: "/users" },
-    );
+    renderSignedIn(<UsersPage />, { url: "/users" });
     expect(await screen.findByRole("cell", { name: "mvno-red" })).toBeInTheDocument();
     expect(await screen.findByRole("button", { name: "Disable user red-noc" })).toBeInTheDocument();
     expect(screen.queryByRole("button", { name: "Disable user op" })).toBeNull();
@@ -38,13 +32,7 @@ describe("UsersPage", () => {
   it("disables only after a confirmation naming the user, sending the version read", async () => {
     const fake = api({ "PATCH /api/v1/users/2": () => jsonResponse({ ...RED, is_active: false, version: 5 }) });
     vi.stubGlobal("fetch", fake.fetch);
-    setTokens({ access_token: "a", refresh_token: "r" });
-    renderWithApp(
-      <SessionProvider>
-        <UsersPage />
-      </SessionProvider>,
-      { url: "/users" },
-    );
+    renderSignedIn(<UsersPage />, { url: "/users" });
     const user = userEvent.setup();
     await user.click(await screen.findByRole("button", { name: "Disable user red-noc" }));
     const dialog = await screen.findByRole("dialog", { name: "Disable user red-noc?" });
@@ -60,13 +48,7 @@ describe("UsersPage", () => {
   it("a new tenant user must name its tenant and a password of 10+ characters", async () => {
     const fake = api();
     vi.stubGlobal("fetch", fake.fetch);
-    setTokens({ access_token: "a", refresh_token: "r" });
-    renderWithApp(
-      <SessionProvider>
-        <UsersPage />
-      </SessionProvider>,
-      { url: "/users" },
-    );
+    renderSignedIn(<UsersPage />, { url: "/users" });
     const user = userEvent.setup();
     await user.click(await screen.findByRole("button", { name: "New user" }));
     const dialog = await screen.findByRole("dialog", { name: "New user" });

@@ -5,7 +5,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { renderWithApp } from "../../test/render";
 import { ApiProblem } from "../../api/client";
-import { ariaSort, DataTable, nextSort, type Column, type PageOf } from "./DataTable";
+import { ariaSort, DataTable, nextSort, RowActions, RowButton, type Column, type PageOf } from "./DataTable";
 import type { PageParams } from "./usePaged";
 
 interface Row {
@@ -15,7 +15,7 @@ interface Row {
 const COLUMNS: Column<Row>[] = [
   { key: "id", header: "Number", cell: (r) => r.id, sortable: true },
   { key: "name", header: "Name", cell: (r) => r.name, sortable: true },
-  { key: "actions", header: "Actions", cell: () => null, hiddenHeader: true },
+  { key: "actions", header: "Actions", cell: () => null, hiddenHeader: true, narrow: true },
 ];
 
 /** A server of 45 rows, paged and sorted like the API; ``fail`` answers with a problem. */
@@ -36,6 +36,7 @@ function Harness({ fetchPage }: { fetchPage: (p: PageParams) => Promise<PageOf<R
       onPage={(page) => setParams({ ...params, page })}
       onSort={(sort) => setParams({ ...params, sort, page: 1 })}
       empty="Nothing here yet."
+      alignTop
     />
   );
 }
@@ -69,11 +70,13 @@ describe("DataTable", () => {
     const table = screen.getByRole("table", { name: "Things" });
     expect(within(table).getByRole("status", { name: "Loading" })).toBeInTheDocument();
     expect(await within(table).findByText("thing 45")).toBeInTheDocument();
+    expect(within(table).getByText("thing 45").closest("td")).toHaveStyle({ verticalAlign: "top" });
     expect(bodyRows(table)).toHaveLength(20);
     expect(screen.getByTestId("row-count")).toHaveTextContent("45 rows");
     expect(within(table).getByRole("columnheader", { name: /Number/ })).toHaveAttribute("aria-sort", "ascending");
     // the actions column has a name for screen readers and no sort control
     expect(within(table).getByRole("columnheader", { name: "Actions" })).not.toHaveAttribute("aria-sort");
+    expect(within(table).getByRole("columnheader", { name: "Actions" })).toHaveStyle({ width: "1px" }); // narrow
 
     const user = userEvent.setup();
     within(table).getByRole("button", { name: /Name/ }).focus();
@@ -101,5 +104,50 @@ describe("DataTable", () => {
     renderWithApp(<Harness fetchPage={() => Promise.reject(problem)} />);
     expect(await screen.findByRole("alert")).toHaveTextContent("Service unavailable");
     expect(screen.queryByRole("table", { name: "Things" })).not.toBeInTheDocument();
+  });
+
+  it("shows a short list answered whole without a pager, its cells styled and its row buttons named", async () => {
+    const onDelete = vi.fn();
+    function Whole({ rows }: { rows: Row[] }) {
+      const query = useQuery({ queryKey: ["whole", rows.length], queryFn: () => Promise.resolve(rows) });
+      return (
+        <DataTable
+          label="Whole"
+          query={query}
+          rowKey={(r) => r.id}
+          columns={[
+            { key: "name", header: "Name", cell: (r) => r.name, td: { fw: 600 } },
+            {
+              key: "actions",
+              header: "Actions",
+              hiddenHeader: true,
+              cell: (r) => (
+                <RowActions>
+                  <RowButton label={`Delete ${r.name}`} danger onClick={() => onDelete(r.id)}>
+                    Delete
+                  </RowButton>
+                </RowActions>
+              ),
+            },
+          ]}
+        />
+      );
+    }
+    const { unmount } = renderWithApp(<Whole rows={ALL.slice(0, 3)} />);
+    const table = screen.getByRole("table", { name: "Whole" });
+    const cell = await within(table).findByRole("cell", { name: "thing 45" });
+    expect(bodyRows(table)).toHaveLength(3);
+    expect(cell).toHaveStyle({ verticalAlign: "middle", fontWeight: "600" }); // as a table's cells stand by default
+    expect(screen.queryByTestId("row-count")).not.toBeInTheDocument(); // no pager
+    expect(within(table).getByRole("columnheader", { name: "Actions" })).not.toHaveAttribute("style");
+    await userEvent.setup().click(within(table).getByRole("button", { name: "Delete thing 44" }));
+    expect(onDelete).toHaveBeenCalledWith(2);
+    unmount();
+
+    // no rows and no words for that: the table stays empty, as a list that is seldom empty does
+    renderWithApp(<Whole rows={[]} />);
+    const empty = screen.getByRole("table", { name: "Whole" });
+    await vi.waitFor(() => expect(empty).toHaveAttribute("aria-busy", "false"));
+    expect(bodyRows(empty)).toHaveLength(0);
   });
 });

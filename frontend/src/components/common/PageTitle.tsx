@@ -1,5 +1,5 @@
 import type { ReactNode } from "react";
-import { Group, Title } from "@mantine/core";
+import { Group, Paper, Title, type PaperProps } from "@mantine/core";
 import { textOf, useDocumentTitle } from "./documentTitle";
 
 /** The page's heading; it also names the browser tab. */
@@ -12,5 +12,17 @@ export function PageTitle({ children, actions }: { children: ReactNode; actions?
       </Title>
       {actions}
     </Group>
+  );
+}
+
+/** A titled box on a page (a slice's "Services", a backend's "Deploy"), its heading one level below the page's. */
+export function Section({ title, children, ...props }: { title: ReactNode; children: ReactNode } & PaperProps) {
+  return (
+    <Paper withBorder p="md" {...props}>
+      <Title order={2} size="h4" mb="sm">
+        {title}
+      </Title>
+      {children}
+    </Paper>
   );
 }

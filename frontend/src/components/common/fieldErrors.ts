@@ -2,6 +2,7 @@
 // that caused them: 0-based JSON paths become 1-based item numbers and field labels, database
 // constraint text becomes a sentence, pydantic prefixes are dropped.
 import type { ApiProblem, FieldError } from "../../api/problem";
+import { spoken } from "./spoken";
 
 /** Human names of the API's field names (one table for every form and the CSV import). */
 export const FIELD_LABELS: Record<string, string> = {
@@ -40,7 +41,7 @@ const CHECK_CONSTRAINTS: Record<string, string> = {
 export function labelOf(field: string, labels: Record<string, string> = FIELD_LABELS): string {
   const known = labels[field];
   if (known) return known;
-  const words = field.replace(/_/g, " ");
+  const words = spoken(field);
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
@@ -93,7 +94,7 @@ export function humanMessage(message: string, labels: Record<string, string> = F
   if (fk) return `${labelOf(fk[3] ?? fk[1] ?? "", labels)} ${fk[2] ?? ""} does not exist.`;
   // Foreign key still referenced: Key (id)=(3) is still referenced from table "slice".
   const ref = /^Key \(([^)]*)\)=\((.*)\) is still referenced from table "?([^"]*)"?\.?$/.exec(msg);
-  if (ref) return `Still in use by at least one ${(ref[3] ?? "object").replace(/_/g, " ")}; remove that first.`;
+  if (ref) return `Still in use by at least one ${spoken(ref[3] ?? "object")}; remove that first.`;
   const check = /violates check constraint "([^"]+)"/.exec(msg);
   if (check) return CHECK_CONSTRAINTS[check[1] ?? ""] ?? "This value is out of the allowed range.";
   if (/^Field required$/i.test(msg)) return "Required.";

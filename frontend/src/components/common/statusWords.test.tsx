@@ -1,27 +1,13 @@
 import { describe, expect, it, vi } from "vitest";
 import { screen } from "@testing-library/react";
+import { backendRow } from "../../test/fixtures";
 import { fakeApi, jsonResponse, renderWithApp } from "../../test/render";
 import { BackendsPage } from "../Backends/BackendsPage";
 import { OverviewPage } from "../Overview/OverviewPage";
 import { BackendBadges, StateBadge } from "../Slices/StateBadge";
 import { statusWord } from "./statusWords";
 
-const backend = (id: number, name: string, health: string) => ({
-  id,
-  name,
-  driver: "p4rt",
-  health,
-  health_detail: "",
-  paths: 1,
-  lanes: 8,
-  capacity: {},
-  options: {},
-  created_at: "2026-11-23T09:00:00Z",
-  version: 1,
-  link_bps: 1e9,
-  port_bps: {},
-  accept_unenforced: [],
-});
+const backend = (id: number, name: string, health: string) => backendRow({ id, name, health, link_bps: 1e9 });
 
 describe("status words", () => {
   it("has one word and colour per state, whatever the view", () => {

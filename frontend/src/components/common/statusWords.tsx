@@ -4,46 +4,45 @@
 // yellow waiting, green fine, grey nothing to judge. A value the mapping does not know is shown
 // as its own words, in grey — never hidden.
 import { Badge, type BadgeProps } from "@mantine/core";
+import { spoken } from "./spoken";
 
 export type StatusKind = "slice" | "sla" | "health";
 
+type Colour = "red" | "orange" | "yellow" | "green" | "gray";
+
 interface Word {
   label: string;
-  color: string;
+  color: Colour;
 }
 
-const WORDS: Record<StatusKind, Record<string, Word>> = {
+// Each state's colour. Its word is its own name spoken (out_of_sync: "out of sync"), unless LABELS
+// gives another.
+const COLOURS: Record<StatusKind, Record<string, Colour>> = {
   // deployment state of a slice (overall or on one backend)
   slice: {
-    draft: { label: "draft", color: "gray" },
-    pending: { label: "pending", color: "yellow" },
-    deployed: { label: "deployed", color: "green" },
-    degraded: { label: "degraded", color: "red" },
-    out_of_sync: { label: "out of sync", color: "orange" },
-    failed: { label: "failed", color: "red" },
-    not_deployed: { label: "not deployed", color: "gray" },
+    draft: "gray",
+    pending: "yellow",
+    deployed: "green",
+    degraded: "red",
+    out_of_sync: "orange",
+    failed: "red",
+    not_deployed: "gray",
   },
   // SLA state of a slice on a backend
-  sla: {
-    met: { label: "met", color: "green" },
-    degraded: { label: "degraded", color: "red" },
-    no_data: { label: "no data", color: "gray" },
-  },
+  sla: { met: "green", degraded: "red", no_data: "gray" },
   // a backend's health as its probes last found it
-  health: {
-    ok: { label: "ok", color: "green" },
-    healthy: { label: "ok", color: "green" },
-    degraded: { label: "degraded", color: "orange" },
-    down: { label: "down", color: "red" },
-    unreachable: { label: "down", color: "red" },
-    unknown: { label: "not probed yet", color: "gray" },
-  },
+  health: { ok: "green", healthy: "green", degraded: "orange", down: "red", unreachable: "red", unknown: "gray" },
+};
+
+// Words other than the state's name: a probe's synonyms read as one word for one state.
+const LABELS: Partial<Record<StatusKind, Record<string, string>>> = {
+  health: { healthy: "ok", unreachable: "down", unknown: "not probed yet" },
 };
 
 /** The word and colour of ``value`` as a ``kind`` of status. */
 export function statusWord(kind: StatusKind, value: string | null | undefined): Word {
   if (value == null || value === "") return { label: "unknown", color: "gray" };
-  return WORDS[kind][value] ?? { label: value.replace(/_/g, " "), color: "gray" };
+  return { label: LABELS[kind]?.[value] ?? spoken(value), color: COLOURS[kind][value] ?? "gray" };
 }
 
 /**

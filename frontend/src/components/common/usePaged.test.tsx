@@ -1,8 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { act, renderHook } from "@testing-library/react";
-import type { ReactNode } from "react";
+import type { ChangeEvent, ReactNode } from "react";
 import { MemoryRouter, useLocation } from "react-router";
-import { queryOf, usePageParams } from "./usePaged";
+import { queryOf, searchField, useDebouncedField, usePageParams, useUrlFilters } from "./usePaged";
 
 function setup(url: string, defaults = { sort: "name" }) {
   const wrapper = ({ children }: { children: ReactNode }) => (
@@ -33,5 +33,47 @@ describe("usePageParams", () => {
     expect(params.has("page")).toBe(false);
     act(() => result.current.paged[1]({ sort: "-name" }));
     expect(new URLSearchParams(result.current.location.search).get("sort")).toBe("-name");
+  });
+});
+
+const typed = (value: string) => ({ currentTarget: { value } }) as ChangeEvent<HTMLInputElement>;
+
+describe("the list's other URL state", () => {
+  it("a search field starts the list again at page 1", () => {
+    const update = vi.fn();
+    const field = searchField({ page: 3, q: "ac", sort: "name", limit: 50 }, update);
+    expect(field.value).toBe("ac");
+    field.onChange(typed("acme"));
+    expect(update).toHaveBeenCalledWith({ q: "acme", page: 1 });
+  });
+
+  it("sets and clears a filter in the URL, back at page 1, keeping the others", () => {
+    const wrapper = ({ children }: { children: ReactNode }) => (
+      <MemoryRouter initialEntries={["/slices?q=red&page=3"]}>{children}</MemoryRouter>
+    );
+    const { result } = renderHook(() => ({ filters: useUrlFilters(), location: useLocation() }), { wrapper });
+    act(() => result.current.filters[1]("state", "pending"));
+    expect(result.current.filters[0].get("state")).toBe("pending");
+    expect(result.current.location.search).toBe("?q=red&state=pending");
+    act(() => result.current.filters[1]("state", null));
+    expect(result.current.location.search).toBe("?q=red");
+  });
+
+  it("a debounced field commits once typing pauses, and not the value already in force", () => {
+    vi.useFakeTimers();
+    try {
+      const commit = vi.fn();
+      const { result } = renderHook(() => useDebouncedField("acme", commit));
+      expect(result.current.value).toBe("acme");
+      act(() => result.current.onChange(typed("acm")));
+      act(() => result.current.onChange(typed("acme-2")));
+      expect(result.current.value).toBe("acme-2");
+      expect(commit).not.toHaveBeenCalled();
+      act(() => vi.advanceTimersByTime(300));
+      expect(commit).toHaveBeenCalledTimes(1);
+      expect(commit).toHaveBeenCalledWith("acme-2");
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
