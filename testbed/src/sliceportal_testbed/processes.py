@@ -28,6 +28,7 @@ from typing import Protocol
 
 from sliceportal.core.config import get_settings
 from sliceportal.core.private_files import private_dir, write_private_file
+from sliceportal.core.processes import stop_process, unix_socket_accepts
 
 # The testbed is a development tool of the source checkout: it starts the data planes that
 # scripts/bootstrap.sh builds there (the portal itself installs without one, core/config.py).
@@ -133,13 +134,8 @@ class ManagedProcess:
         self.stop()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc)
         self.pid_file.unlink(missing_ok=True)
 
 
@@ -196,7 +192,7 @@ def netfpga_process(
     argv = [str(binary), "--socket", str(sock), "--veth-in", veth_in, "--veth-out", veth_out]
     if live_drain_bps is not None:
         argv += ["--live-drain-mbps", f"{live_drain_bps / 1e6:.6f}"]
-    return ManagedProcess("netfpga", argv, prefix, lambda: _unix_accepts(sock), str(sock))
+    return ManagedProcess("netfpga", argv, prefix, lambda: unix_socket_accepts(sock), str(sock))
 
 
 class XdpAgent(ManagedProcess):
@@ -232,7 +228,7 @@ class XdpAgent(ManagedProcess):
             json.dumps(options),
             "--replace",
         ]
-        super().__init__("xdp-agent", argv, prefix, lambda: _unix_accepts(sock), f"unix:{sock}", timeout_s=60.0)
+        super().__init__("xdp-agent", argv, prefix, lambda: unix_socket_accepts(sock), f"unix:{sock}", timeout_s=60.0)
 
     def teardown(self) -> None:
         """Stop the agent, then detach the program and remove its pins (what a stopped testbed
@@ -249,17 +245,6 @@ def _tcp_accepts(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _unix_accepts(path: Path) -> bool:
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 def _cmdline(pid: int) -> list[str]:

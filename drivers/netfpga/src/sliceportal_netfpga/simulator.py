@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sliceportal.core.processes import stop_process, unix_socket_accepts
 from sliceportal.drivers.contract import DriverError
 
 DEFAULT_BINARY = Path(__file__).resolve().parents[4] / "dataplane" / "netfpga" / "build" / "sim" / "sp_sim"
@@ -40,13 +41,7 @@ class SimProcess:
         return reply[3:]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 def start(sock: Path, *args: str, binary: Path = DEFAULT_BINARY, timeout: float = 10.0) -> SimProcess:
@@ -57,21 +52,10 @@ def start(sock: Path, *args: str, binary: Path = DEFAULT_BINARY, timeout: float 
     proc = subprocess.Popen([str(binary), "--socket", str(sock), *args], stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout
     # the socket file appears at bind(), before listen(): wait until a connection is accepted
-    while not _accepts(sock):
+    while not unix_socket_accepts(sock):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
             raise DriverError(f"sp_sim did not start: {err.strip()}")
         time.sleep(0.02)
     return SimProcess(str(sock), proc)
-
-
-def _accepts(sock: Path) -> bool:
-    if not sock.exists():
-        return False
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(str(sock))
-        except OSError:
-            return False
-    return True

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import grpc
 
+from sliceportal.core.processes import stop_process
+
 from .tls import Tls, open_channel
 
 BINARY = "simple_switch_grpc"
@@ -67,13 +69,7 @@ class SimpleSwitch:
         return self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.unlink(missing_ok=True)
 
     def __enter__(self) -> SimpleSwitch:
