@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -84,11 +85,12 @@ def decision(user: int) -> tuple[int, int, int, int]:
 # ---- register ports -----------------------------------------------------------------------
 
 
-class Registers:
+class Registers(ABC):
     """32-bit registers; 64-bit values are two words, the low one first."""
 
+    @abstractmethod
     async def read(self, addr: int) -> int:
-        raise NotImplementedError
+        """The 32-bit register at ``addr``."""
 
     async def read64(self, addr: int) -> int:
         lo = await self.read(addr)

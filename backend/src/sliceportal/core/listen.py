@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import psycopg
@@ -30,7 +31,7 @@ def libpq_url(database_url: str) -> str:
     return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-class ChannelListener:
+class ChannelListener(ABC):
     thread_name: ClassVar[str]
     # what makes it listen again; anything else ends the thread (logged)
     retry_on: ClassVar[tuple[type[BaseException], ...]] = CONNECTION_ERRORS
@@ -72,12 +73,12 @@ class ChannelListener:
 
     # -- what a subclass does --------------------------------------------------------------
 
-    def listened(self, conn: psycopg.Connection) -> None:
+    def listened(self, conn: psycopg.Connection) -> None:  # noqa: B027 (optional hook: nothing by default)
         """Called on each new connection once LISTEN is in force, before ``serve``."""
 
+    @abstractmethod
     def serve(self, conn: psycopg.Connection) -> None:
         """Handle notifications until ``stopping``; an exception of ``retry_on`` listens again."""
-        raise NotImplementedError
 
     def lost(self, exc: BaseException | None, attempt: int, wait_s: float) -> None:
         log.warning("%s: %s; listening again in %.1f s (attempt %d)", self.thread_name, exc, wait_s, attempt)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -174,7 +175,7 @@ class LoopRegistry:
 LOOPS = LoopRegistry()
 
 
-class PeriodicDuty:
+class PeriodicDuty(ABC):
     """A duty of the leader (reconciler, health probes, job resumer, KPI collector): ``run_once``
     every period in a ``SupervisedLoop`` that ``start`` makes -- not ``__init__``: an instance
     used only for ``run_once`` (tests, one-off passes) is no loop."""
@@ -185,8 +186,9 @@ class PeriodicDuty:
         self._period_s, self._registry = period_s, registry
         self._loop: SupervisedLoop | None = None
 
-    def run_once(self) -> object:  # one pass; what it returns is for direct callers, the loop drops it
-        raise NotImplementedError
+    @abstractmethod
+    def run_once(self) -> object:
+        """One pass; what it returns is for direct callers, the loop drops it."""
 
     def start(self) -> None:
         self._loop = SupervisedLoop(self.loop_name, self._period_s, self.run_once, self._registry)

@@ -115,10 +115,11 @@ class Prepared:
     caps: Capabilities
     preview: Preview
 
-    def still_holds(self, session: Session, backend: Backend, caps: Capabilities) -> bool:
+    def still_holds(self, input_key: str, backend: Backend, caps: Capabilities) -> bool:
+        """``input_key``: ``footprint_push.input_key`` read now, under the backend's lock."""
         return (
             self.backend_id == backend.id
-            and self.input_key == footprint_push.input_key(session, backend.id)
+            and self.input_key == input_key
             and self.backend_facts == _backend_facts(backend)
             and self.caps == caps
         )
@@ -724,7 +725,7 @@ def _deploy(
             admission.check(session, [backend], override=override, action="deploy", subject=backend)
             key = footprint_push.input_key(session, backend.id)  # before the compile: footprint_push.py
             caps = _capabilities(drv)
-            if prepared is not None and prepared.still_holds(session, backend, caps):
+            if prepared is not None and prepared.still_holds(key, backend, caps):
                 p = prepared.preview  # compiled by the preflight from exactly this: not again
             else:
                 p = _preview(session, backend, drv, caps)
