@@ -13,8 +13,7 @@ import os
 import shutil
 import subprocess
 from collections import Counter as Tally
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,22 +41,6 @@ def need_root() -> None:
     if os.geteuid() != 0:
         pytest.fail("this test creates veths: run it as root (CI does)")
     assert shutil.which("tcpreplay"), "tcpreplay is missing: scripts/bootstrap.sh installs it"
-
-
-@contextmanager
-def veth_pairs(*pairs: tuple[str, str]) -> Iterator[None]:
-    """Create each (a, b) veth pair, up, without IPv6 (no router solicitations of the kernel's
-    own among the frames); deleted on exit."""
-    try:
-        for a, b in pairs:
-            subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
-            for dev in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
-                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
-        yield
-    finally:
-        for a, _ in pairs:
-            subprocess.run(["ip", "link", "del", a], check=False, capture_output=True)
 
 
 def write_pcap(path: Path, pps: int) -> int:

@@ -32,7 +32,8 @@ from sqlalchemy.orm import Session
 from sliceportal_netfpga import simulator
 from sliceportal_netfpga.driver import Driver
 from sliceportal_testbed.processes import free_port
-from tests.kpi.collector_helpers import check_counted, deploy_and_replay, need_root, veth_pairs
+from sliceportal_testbed.veths import veth_pairs
+from tests.kpi.collector_helpers import check_counted, deploy_and_replay, need_root
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_root]
 

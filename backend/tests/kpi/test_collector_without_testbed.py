@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.simple_switch import start_simple_switch_grpc
 from sliceportal_testbed.processes import RunningTarget
+from sliceportal_testbed.veths import veth_pairs
 from tests.kpi.collector_helpers import (
     VLAN,
     check_counted,
@@ -31,7 +32,6 @@ from tests.kpi.collector_helpers import (
     deploy_and_replay,
     need_root,
     replay_and_collect,
-    veth_pairs,
     write_pcap,
 )
 

@@ -24,9 +24,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from sliceportal_testbed.processes import free_port
+from sliceportal_testbed.veths import veth_pairs
 from sliceportal_xdp.agent_client import AgentClient
 from sliceportal_xdp.driver import Driver
-from tests.kpi.collector_helpers import check_counted, deploy_and_replay, need_root, veth_pairs
+from tests.kpi.collector_helpers import check_counted, deploy_and_replay, need_root
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_root]
 

@@ -19,6 +19,7 @@ from sliceportal.traffic.packets import Flow, build
 from sliceportal_netfpga import simulator
 from sliceportal_netfpga.driver import Driver
 from sliceportal_netfpga.simulator import SimProcess
+from sliceportal_testbed.veths import veth_pairs
 
 NETFPGA = Path(__file__).resolve().parents[3] / "dataplane" / "netfpga"
 _VETHS = itertools.count()
@@ -55,16 +56,8 @@ def veths() -> Iterator[tuple[str, str]]:
     # again under the same name in one process has a new index ("No such device").
     tag = f"{os.getpid() % 10000}{next(_VETHS) % 100}"
     pairs = [(f"nfi{tag}a", f"nfi{tag}b"), (f"nfo{tag}a", f"nfo{tag}b")]
-    try:
-        for a, b in pairs:
-            subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
-            for n in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{n}.disable_ipv6=1"], check=False)
-                subprocess.run(["ip", "link", "set", n, "up"], check=True)
+    with veth_pairs(*pairs):
         yield pairs[0][0], pairs[1][0]
-    finally:
-        for a, _ in pairs:
-            subprocess.run(["ip", "link", "del", a], check=False, capture_output=True)
 
 
 @contextmanager

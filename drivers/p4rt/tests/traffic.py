@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +12,7 @@ from scapy.layers.inet import IP
 from scapy.utils import PcapWriter, RawPcapReader
 
 from sliceportal.traffic.packets import Flow, build
+from sliceportal_testbed.veths import veth_pairs
 
 
 @contextmanager
@@ -20,16 +20,8 @@ def veth_ports(tag: str, ports: Iterable[int]) -> Iterator[dict[int, tuple[str, 
     """One veth pair per switch port, up, IPv6 off, deleted afterwards (root): the switch
     owns ``<tag><p>s``, the test sends into / captures from ``<tag><p>t``."""
     ends = {p: (f"{tag}{p}s", f"{tag}{p}t") for p in ports}
-    try:
-        for s, t in ends.values():
-            subprocess.run(["ip", "link", "add", s, "type", "veth", "peer", "name", t], check=True)
-            for dev in (s, t):
-                subprocess.run(["ip", "link", "set", dev, "up"], check=True)
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+    with veth_pairs(*ends.values()):
         yield ends
-    finally:
-        for s, _ in ends.values():
-            subprocess.run(["ip", "link", "del", s], check=False, capture_output=True)
 
 
 def frame(flow: Flow, size: int, ect: bool = False) -> tuple[bytes, int]:
