@@ -258,7 +258,6 @@ class KpiCollector(PeriodicDuty):
         super().__init__(interval_s, registry)
         self._sessions = sessions
         self._read = read_counters
-        self.interval_s = interval_s
         self._baselines: dict[int, _Baseline] = {}
         self._in_flight: dict[int, Future[Counters | None]] = {}
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kpi-read")
@@ -274,7 +273,7 @@ class KpiCollector(PeriodicDuty):
 
     def read_all(self, backends: list[Backend]) -> dict[int, tuple[Counters, float]]:
         """backend id -> its counters and when they were taken, for those that answered within the interval."""
-        deadline = time.monotonic() + self.interval_s * 0.8
+        deadline = time.monotonic() + self._period_s * 0.8
         started: dict[int, Future[Counters | None]] = {}
         for b in backends:
             if b.id in self._in_flight and not self._in_flight[b.id].done():
