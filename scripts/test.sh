@@ -14,14 +14,15 @@ fi
 # Two lanes side by side on the two cores (conftest.py CPU_LANE): the tests that only compute
 # beside the rest; each lane's own failures fail the run, the cpu lane's report follows.
 echo "== pytest: the live lane, the cpu lane beside it"
-cpu_log=$(mktemp)
-pytest --lane cpu -p no:cacheprovider >"$cpu_log" 2>&1 &
+reports=$(mktemp -d)
+pytest --lane cpu -p no:cacheprovider --junitxml="$reports/cpu.xml" >"$reports/cpu.log" 2>&1 &
 cpu_lane=$!
-trap 'kill "$cpu_lane" 2>/dev/null || true; rm -f "$cpu_log"' EXIT
+trap 'kill "$cpu_lane" 2>/dev/null || true; rm -rf "$reports"' EXIT
 live_status=0
-pytest --lane live || live_status=$?
+pytest --lane live --junitxml="$reports/live.xml" || live_status=$?
 cpu_status=0
 wait "$cpu_lane" || cpu_status=$?
 echo "== pytest: the cpu lane"
-cat "$cpu_log"
+cat "$reports/cpu.log"
+python scripts/failures.py "$reports/live.xml" "$reports/cpu.xml"  # last, where a log's tail shows it
 ((live_status == 0 && cpu_status == 0)) || exit $((live_status ? live_status : cpu_status))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -33,3 +34,42 @@ def test_an_unknown_check_is_refused_by_name() -> None:
     r = subprocess.run(["bash", str(ROOT / "scripts" / "lint.sh"), "nope"], capture_output=True, text=True)
     assert r.returncode == 2
     assert "unknown check 'nope'" in r.stderr and "ruff" in r.stderr
+
+
+def test_the_failure_summary_names_test_line_and_message(tmp_path: Path) -> None:
+    """scripts/failures.py, which ends test.sh's log: a failing test by id, the line of its
+    own file that failed (not a library's), and its message."""
+    (tmp_path / "test_sample.py").write_text(
+        "def _check(x):\n    assert x == 2, 'x is not two'\n\n\ndef test_fails():\n    _check(1)\n\n\n"
+        "def test_passes():\n    _check(2)\n"
+    )
+    report = tmp_path / "report.xml"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            f"--junitxml={report}",
+            "test_sample.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1, run.stdout
+    summary = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "failures.py"), str(report), str(tmp_path / "absent.xml")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert summary.splitlines()[:3] == [
+        "== 1 failing tests (again, short)",
+        "FAILURE test_sample::test_fails at line 2",
+        "    AssertionError: x is not two",
+    ], summary
