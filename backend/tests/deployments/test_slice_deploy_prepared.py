@@ -47,16 +47,34 @@ def _in_force_digest(client: TestClient, op: dict[str, str], bid: int) -> Any:
     return client.get(f"/api/v1/backends/{bid}/rule-sets/{number}", headers=op).json()["digest"]
 
 
-def test_each_backend_compiles_once(
+def test_each_slice_set_compiles_once(
     client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
 ) -> None:
-    targets = [start_target(*EIGHT_QUEUES) for _ in range(2)]
+    """Three backends, two carrying only the slice and one carrying another slice too: two
+    distinct slice sets, two compiles (was two per backend: preflight, then the push; then one
+    per backend, #28 item 2)."""
+    targets = [start_target(*EIGHT_QUEUES) for _ in range(3)]
     sid, backends = _slice_on(client, op, [t.address for t in targets])
+    add_slice(
+        client,
+        op,
+        add_tenant(client, op, name="other", vni=5002, vlan=101),
+        name="other",
+        sla={"rate_limit_mbps": 8},
+        services=[{"name": "web", "lane": 0, "dst_ports": [{"lo": 80, "hi": 80}]}],
+        backend_ids=backends[2:],
+    )
     before = _compiles()
     r = client.post(f"/api/v1/slices/{sid}/deploy", headers=op)
     assert r.status_code == 200, r.text
     assert {b["status"] for b in r.json()["backends"]} == {"succeeded"}
-    assert _compiles() - before == len(backends)  # was 2 per backend: preflight, then the push
+    assert _compiles() - before == 2
+    # what each backend was given is what it compiles to alone
+    for bid in backends:
+        alone = client.get(f"/api/v1/backends/{bid}/preview", headers=op).json()
+        assert alone["version"] == _in_force_digest(client, op, bid)
+    assert _in_force_digest(client, op, backends[0]) == _in_force_digest(client, op, backends[1])
+    assert _in_force_digest(client, op, backends[2]) != _in_force_digest(client, op, backends[0])
 
 
 def test_an_edit_after_the_preflight_is_compiled_again(

@@ -75,7 +75,7 @@ def target_spec(caps: Capabilities, *, max_rules: int | None = None, miss: MissP
     return TargetSpec(
         lanes=min(caps.lanes, CATALOGUE_LANES),
         paths=caps.paths,
-        match_fields=frozenset(caps.match_fields) & FIELD_WIDTHS.keys(),
+        match_fields=frozenset(FIELD_WIDTHS.keys() & set(caps.match_fields)),
         max_rules=max_rules,
         miss=miss or MissPolicy(),
     )

@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, case, cast, func, literal, select, type_coerce, update
-from sqlalchemy.dialects.postgresql import INET
+from sqlalchemy import ColumnElement, case, func, literal, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
-from sqlalchemy.types import NullType
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from sliceportal.core.process_metrics import COMPILE_DURATION
 from sliceportal.drivers.contract import (
     Capabilities,
     CapacityError,
@@ -59,21 +56,18 @@ from sliceportal.models import (
     RuleSet,
     Slice,
     SliceState,
-    Subscriber,
-    Tenant,
 )
 from sliceportal.models.audit import record
 from sliceportal.models.queries import current_rule_set as current_rule_set  # the services' callers ask here
 from sliceportal.models.slicing import HEALTH_DOWN
-from sliceportal.models.subscribers import subscriber_slice
-from sliceportal.rules.compiler import CompileResult, compile_rules
+from sliceportal.rules.compiler import CompileResult
 from sliceportal.rules.equivalence import EquivalenceResult
 from sliceportal.rules.errors import CompileError
-from sliceportal.rules.ir import Qos, RuleIR
-from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TenantSpec
+from sliceportal.rules.ir import RuleIR
 from sliceportal.services import admission, enforcement, footprint_push, health_probe, jobs
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
+from sliceportal.services.compile_inputs import SharedCompiles
 from sliceportal.services.enforcement import Gap
 from sliceportal.services.equivalence import check_plan
 from sliceportal.services.equivalence import to_json as equivalence_json
@@ -86,10 +80,8 @@ from sliceportal.services.errors import (
     NotFoundError,
     UnavailableError,
 )
-from sliceportal.services.intent_specs import with_intents
 
 log = logging.getLogger(__name__)
-MBIT = 1_000_000
 INTERRUPTED = "interrupted"  # the error of a deployment whose worker died or lost the database
 LOCK_WAIT_S = 30.0  # how long a deploy waits for a reconcile / another deploy of the backend
 FINISH_RETRY_S = 30.0  # how long a finished push retries recording its outcome
@@ -107,13 +99,15 @@ class Preview:
 class Prepared:
     """A preview made before the backend's lock (a slice deploy's preflight) and what it was
     compiled from. The deploy under the lock takes it instead of compiling again when none of
-    that has changed since; any change (an edit bumps ``input_key``) compiles anew."""
+    that has changed since; any change (an edit bumps ``input_key``) compiles anew. ``admitted``:
+    the preflight's admission check passed on the same facts, so it need not run again."""
 
     backend_id: int
     input_key: str  # footprint_state.input_key: the backend's slices and what they compile from
-    backend_facts: tuple[Any, ...]  # the backend row's part in the compile (_backend_facts)
+    backend_facts: tuple[Any, ...]  # the backend row's part in the compile and admission (_backend_facts)
     caps: Capabilities
     preview: Preview
+    admitted: bool = False
 
     def still_holds(self, input_key: str, backend: Backend, caps: Capabilities) -> bool:
         """``input_key``: ``footprint_push.input_key`` read now, under the backend's lock."""
@@ -126,8 +120,16 @@ class Prepared:
 
 
 def _backend_facts(backend: Backend) -> tuple[Any, ...]:
-    # the driver instance (its options) and which SLA gaps the operator accepted (enforcement.py)
-    return (backend.driver, backend.options, tuple(backend.accept_unenforced or ()))
+    # the driver instance (its options), which SLA gaps the operator accepted (enforcement.py),
+    # and what admission control weighs the slices against (admission.evaluate)
+    return (
+        backend.driver,
+        backend.options,
+        tuple(backend.accept_unenforced or ()),
+        backend.link_bps,
+        backend.port_bps,
+        backend.lanes,
+    )
 
 
 @dataclass(frozen=True)
@@ -138,65 +140,6 @@ class Unchanged:
     rule_set: int  # the number of the rule set in force
     digest: str
     status: str = "unchanged"
-
-
-def _slice_spec(s: Slice, subscribers: Sequence[SubscriberSpec]) -> SliceSpec:
-    qos = Qos(
-        rate_bps=int(s.rate_limit_mbps * MBIT) if s.rate_limit_mbps else None,
-        guaranteed_bps=int(s.guaranteed_mbps * MBIT) if s.guaranteed_mbps else None,
-        burst_ms=s.max_delay_ms,
-        ecn_ms=s.ecn_delay_ms,
-    )
-    services = tuple(
-        ServiceSpec(
-            name=c.name,
-            lane=c.lane,
-            dst_ports=tuple((lo, hi) for lo, hi in c.dst_ports),
-            dscp=tuple(c.dscp),
-            protocol=None if c.protocol == "any" else c.protocol,  # type: ignore[arg-type]
-        )
-        for c in s.services
-    )
-    return SliceSpec(
-        ref=s.id,
-        name=s.name,
-        tenant_ref=s.tenant_id,
-        type_lanes=tuple(s.slice_type.lanes),
-        qos=qos,
-        services=services,
-        subscribers=tuple(subscribers),
-        path_mode=str(s.path_mode),  # type: ignore[arg-type]
-        # key on the tenant's VNI / VLAN where the target can: table slicing needs it
-        match_tunnel=True,
-    )
-
-
-def domain_specs(session: Session, backend: Backend) -> tuple[list[TenantSpec], list[SliceSpec], list[Slice]]:
-    """The compiler's input: every slice assigned to ``backend`` with its services and UEs."""
-    slices = list(session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id)).order_by(Slice.id)))
-    ids = [s.id for s in slices]
-    members: dict[int, list[SubscriberSpec]] = {i: [] for i in ids}
-    if ids:
-        # columns, not ORM objects, and the address as an integer computed by PostgreSQL
-        # (inet - inet): loading 10 k subscribers as objects and parsing their addresses took
-        # 3.5 s of a 3.8 s deploy, paid again by every backend of a fleet (bench/scale_backends.py)
-        ip = Subscriber.ue_ip.op("-", return_type=BigInteger)(cast(literal("0.0.0.0"), INET)).label("ip")
-        teids = type_coerce(Subscriber.teids, NullType()).label("teids")  # psycopg's list as is, no per-item pass
-        rows = session.execute(
-            select(subscriber_slice.c.slice_id, Subscriber.id, Subscriber.imsi, ip, teids)
-            .join(Subscriber, Subscriber.id == subscriber_slice.c.subscriber_id)
-            .where(subscriber_slice.c.slice_id.in_(ids))
-            .order_by(Subscriber.id)
-        )
-        for slice_id, ref, imsi, ue_ip, teids in rows:
-            members[slice_id].append(SubscriberSpec(ref=ref, imsi=imsi, ue_ip=int(ue_ip), teids=tuple(teids)))
-    tenant_ids = {s.tenant_id for s in slices}
-    tenants = [
-        TenantSpec(ref=t.id, name=t.name, vni=t.vni, vlan=t.vlan)
-        for t in session.scalars(select(Tenant).where(Tenant.id.in_(tenant_ids)))
-    ]
-    # per-flow intents ride along with their slices (issue #14 item 1)
-    return tenants, with_intents(session, [_slice_spec(s, members[s.id]) for s in slices]), slices
 
 
 def _refusal(exc: Exception) -> DomainError:
@@ -222,17 +165,21 @@ def _capabilities(drv: Driver) -> Capabilities:
         raise _refusal(exc) from exc
 
 
-def _preview(session: Session, backend: Backend, drv: Driver, caps: Capabilities) -> Preview:
+def _preview(
+    session: Session, backend: Backend, drv: Driver, caps: Capabilities, key: str, shared: SharedCompiles | None = None
+) -> Preview:
+    """``key``: the backend's footprint input key, read before this compile; ``shared``: compiles
+    of the same slice set for other backends of this pass (``SharedCompiles``)."""
+    shared = shared or SharedCompiles()
     try:
-        tenants, specs, slices = domain_specs(session, backend)
+        _, _, slices = shared.specs(session, backend, key)
         # capabilities decide, before compiling: no silent downgrade of an SLA (services/enforcement.py)
         found = enforcement.gaps(backend, caps, slices)
         found += enforcement.slice_intent_gaps(session, backend, caps, slices)
         enforcement.refuse_unenforceable(found)
         budget = min(caps.capacity.values()) if caps.capacity else None
-        with COMPILE_DURATION.labels(backend.driver).time():
-            compiled = compile_rules(tenants, specs, target_spec(caps, max_rules=budget))
-            plan = plan_for(drv, compiled.ir)
+        compiled = shared.compiled(session, backend, key, target_spec(caps, max_rules=budget))
+        plan = plan_for(drv, compiled.ir)
         return Preview(compiled, plan, check_plan(compiled.ir, plan, drv), tuple(found))
     except (CompileError, DriverError) as exc:
         raise _refusal(exc) from exc
@@ -243,12 +190,16 @@ def preview(session: Session, backend: Backend) -> Preview:
     return prepare(session, backend).preview
 
 
-def prepare(session: Session, backend: Backend) -> Prepared:
-    """``preview``, with what it was compiled from, for a deploy that may follow (``Prepared``)."""
+def prepare(
+    session: Session, backend: Backend, shared: SharedCompiles | None = None, *, admitted: bool = False
+) -> Prepared:
+    """``preview``, with what it was compiled from, for a deploy that may follow (``Prepared``);
+    ``admitted``: the caller's admission check of the backend passed in this session."""
     with POOL.use(session, backend) as drv:
         key = footprint_push.input_key(session, backend.id)  # before the compile, as _deploy reads it
         caps = _capabilities(drv)
-        return Prepared(backend.id, key, _backend_facts(backend), caps, _preview(session, backend, drv, caps))
+        p = _preview(session, backend, drv, caps, key, shared)
+        return Prepared(backend.id, key, _backend_facts(backend), caps, p, admitted)
 
 
 def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) -> RuleSet:
@@ -722,13 +673,13 @@ def _deploy(
         _refuse_if_down(session, backend)  # before the driver: a hung probe may hold it
         with POOL.use(session, backend) as drv:
             _ensure_up(drv, backend)
-            admission.check(session, [backend], override=override, action="deploy", subject=backend)
             key = footprint_push.input_key(session, backend.id)  # before the compile: footprint_push.py
             caps = _capabilities(drv)
-            if prepared is not None and prepared.still_holds(key, backend, caps):
-                p = prepared.preview  # compiled by the preflight from exactly this: not again
-            else:
-                p = _preview(session, backend, drv, caps)
+            holds = prepared is not None and prepared.still_holds(key, backend, caps)
+            if not (holds and prepared is not None and prepared.admitted and override is None):
+                admission.check(session, [backend], override=override, action="deploy", subject=backend)
+            # compiled by the preflight from exactly this: not again
+            p = prepared.preview if holds and prepared is not None else _preview(session, backend, drv, caps, key)
             if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
                 record(
                     session,

@@ -33,6 +33,7 @@ from sliceportal.rules.spec import IntentSpec, SliceSpec, SubscriberSpec, Target
 from sliceportal.services import deployments as svc
 from sliceportal.services import enforcement
 from sliceportal.services.backends import POOL
+from sliceportal.services.compile_inputs import domain_specs
 from sliceportal.services.errors import ConflictError, DomainError, FieldIssue, InvalidError, NotFoundError
 from sliceportal.services.intent_specs import MBIT, intent_spec
 
@@ -302,7 +303,7 @@ def _check(session: Session, s: Slice, it: Intent, tenant_scope: int | None) -> 
         # early what cannot fit the classifier capacity the backend reported
         max_rules = min(b.capacity.values()) if b.capacity else None
         try:
-            tenants, specs, _ = svc.domain_specs(session, b)
+            tenants, specs, _ = domain_specs(session, b)
         except CompileError as exc:
             raise _backend_refusal(exc, b, None, tenant_scope) from exc
         try:

@@ -15,6 +15,7 @@ when something it was compiled from changed in between (``deployments.Prepared``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from sliceportal.models import Backend, Deployment, DeploymentStatus, Slice
 from sliceportal.models.audit import Actor, set_actor
 from sliceportal.services import admission, deployments
 from sliceportal.services.admission import Override
+from sliceportal.services.compile_inputs import SharedCompiles
 from sliceportal.services.errors import DomainError, InvalidError, NotFoundError
 
 Where = Literal["new", "previous", "unchanged", "refused"]
@@ -55,12 +57,18 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
         raise InvalidError(
             f"slice {slice_.name} is assigned to no backend; assign it (backend_ids) first", field="backend_ids"
         )
-    prepared = []
     for b in backends:
         deployments._refuse_if_down(session, b)
-        if override is None:
-            admission.check(session, [b], override=None, action="deploy", subject=b)
-        prepared.append(deployments.prepare(session, b))
+    # backends with the same slices compile once (compile_inputs.SharedCompiles); each key is
+    # read before its compile, and admission reads after them all: what it admits is at least
+    # as new as every key, so a deploy whose key still holds need not check it again
+    shared = SharedCompiles()
+    prepared = [deployments.prepare(session, b, shared) for b in backends]
+    if override is None:
+        # one check for all: the slices' members and tenants are read once, and a refusal names
+        # every backend's reasons at once
+        admission.check(session, backends, override=None, action="deploy", subject=backends[0])
+        prepared = [dataclasses.replace(p, admitted=True) for p in prepared]
     session.rollback()  # admission flushes: nothing of the preflight is kept
     return prepared
 

@@ -37,12 +37,11 @@ from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, DeploymentKind, DeploymentStatus, KpiSample, RuleSet, SlaViolation
 from sliceportal.models.slicing import Slice
-from sliceportal.rules.compiler import compile_rules
 from sliceportal.rules.errors import CompileError
 from sliceportal.rules.ir import MissMode, MissPolicy
 from sliceportal.rules.spec import TargetSpec
 from sliceportal.services import footprint_state as state
-from sliceportal.services.deployments import domain_specs
+from sliceportal.services.compile_inputs import SharedCompiles
 from sliceportal.services.footprint import (
     ABSENT,
     Footprint,
@@ -177,23 +176,32 @@ def _target_from(t: dict[str, Any]) -> TargetSpec:
     )
 
 
-def _compiled_now(session: Session, backend: Backend, target: dict[str, Any]) -> dict[str, Any] | str:
+def _compiled_now(
+    session: Session, backend: Backend, target: dict[str, Any], input_key: str, shared: SharedCompiles
+) -> dict[str, Any] | str:
     """The IR compiling the configuration now would give, for ``target`` (``target_json`` of
-    the rule set in force); or why it cannot be compiled."""
+    the rule set in force); or why it cannot be compiled. ``input_key``: read before."""
     try:
-        tenants, specs, _ = domain_specs(session, backend)
-        compiled: dict[str, Any] = canonical(compile_rules(tenants, specs, _target_from(target)).ir.to_json())
+        compiled: dict[str, Any] = canonical(
+            shared.compiled(session, backend, input_key, _target_from(target)).ir.to_json()
+        )
         return compiled
     except CompileError as exc:
         return f"the configuration does not compile now: {exc}"
 
 
 def _wanted_now(
-    session: Session, backend: Backend, rule_set_id: int, target: dict[str, Any], input_key: str
+    session: Session,
+    backend: Backend,
+    rule_set_id: int,
+    target: dict[str, Any],
+    input_key: str,
+    shared: SharedCompiles,
 ) -> state.Wanted:
     """Compile the backend's configuration now (for the target of the rule set in force) and
-    keep each slice's digest: once per change of what the backend's slices compile from."""
-    compiled = _compiled_now(session, backend, target)
+    keep each slice's digest: once per change of what the backend's slices compile from, and
+    once for all the backends of a page or a refresh that carry the same slices (``shared``)."""
+    compiled = _compiled_now(session, backend, target, input_key, shared)
     if isinstance(compiled, str):
         return state.Wanted(rule_set_id, input_key, {}, compiled)
     return state.Wanted(
@@ -220,7 +228,7 @@ class _BackendFacts:
             ir = session.scalar(select(RuleSet.ir).where(RuleSet.id == self.stored.in_force.rule_set_id))
             self.held_parts = slice_parts(ir or {})
         if self.now_parts is None:
-            compiled = _compiled_now(session, self.backend, self.stored.target)
+            compiled = _compiled_now(session, self.backend, self.stored.target, self.stored.input_key, SharedCompiles())
             self.now_parts = compiled if isinstance(compiled, str) else slice_parts(compiled)
         if isinstance(self.now_parts, str):
             return [self.now_parts]
@@ -248,6 +256,7 @@ def _facts(
         )
         found = state.stored(session, ids, slice_ids)
     out = {}
+    shared = SharedCompiles()
     for b in backends:
         st = found[b.id]
         w = None
@@ -255,7 +264,7 @@ def _facts(
             w = st.wanted
             # the key was read before compiling: a change after it only leaves the row stale
             if w is None or w.rule_set_id != st.in_force.rule_set_id or w.input_key != st.input_key:
-                full = _wanted_now(session, b, st.in_force.rule_set_id, st.target, st.input_key)
+                full = _wanted_now(session, b, st.in_force.rule_set_id, st.target, st.input_key, shared)
                 state.store_wanted(session, b.id, full)
                 w = full
                 if computed is not None:
