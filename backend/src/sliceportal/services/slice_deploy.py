@@ -23,6 +23,7 @@ from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from sliceportal.core.db import BACKENDS_AT_ONCE
 from sliceportal.drivers.contract import ProgressEvent
 from sliceportal.models import Backend, Deployment, DeploymentStatus, Slice
 from sliceportal.models.audit import Actor, set_actor
@@ -32,7 +33,6 @@ from sliceportal.services.compile_inputs import SharedCompiles
 from sliceportal.services.errors import DomainError, InvalidError, NotFoundError
 
 Where = Literal["new", "previous", "unchanged", "refused"]
-FANOUT_WORKERS = 8  # backends pushed at once (core/db.engine_for: 10 + 20 pooled connections)
 
 
 @dataclass(frozen=True)
@@ -136,9 +136,7 @@ def deploy_slice(
     outcomes in its order (by backend id)."""
     if not prepared:
         return []
-    # bounded: each push holds two pooled connections (its session and the backend's advisory
-    # lock), so a thread per backend exhausted the pool at fleet size (100 backends: every
-    # push waited on a connection another held, and the request failed as "database unavailable")
-    with ThreadPoolExecutor(max_workers=min(len(prepared), FANOUT_WORKERS), thread_name_prefix="slice-deploy") as pool:
+    # bounded by the connections each push holds (core/db.BACKENDS_AT_ONCE)
+    with ThreadPoolExecutor(min(len(prepared), BACKENDS_AT_ONCE), thread_name_prefix="slice-deploy") as pool:
         futures = [pool.submit(_one, sessions, actor, p, override, progress) for p in prepared]
         return [f.result() for f in futures]
