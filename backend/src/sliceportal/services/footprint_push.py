@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Deployment, DeploymentKind, DeploymentStatus, RuleSet
@@ -40,14 +39,14 @@ def after_push(session: Session, dep: Deployment, key: str | None) -> None:
     if dep.status != DeploymentStatus.SUCCEEDED:
         return
     try:
-        ir = session.scalar(select(RuleSet.ir).where(RuleSet.id == dep.rule_set_id))
-        row = ir_footprint(dep.rule_set_id, ir or {})
-        state.store_rule_set_footprints(session, [row])
+        # the rule set the push put in force (the session holds it: not read again)
+        row = ir_footprint(dep.rule_set_id, session.get_one(RuleSet, dep.rule_set_id).ir or {})
+        wanted = None
         if key is not None and dep.kind == DeploymentKind.DEPLOY:
-            state.store_wanted(session, dep.backend_id, state.Wanted(dep.rule_set_id, key, row["digests"], ""))
+            wanted = state.Wanted(dep.rule_set_id, key, row["digests"], "")
         # the refresher's pass finds the row stale if an edit came after ``key`` was read (its own
         # NOTIFY was heard while the previous rule set was in force), or after a rollback
-        state.notify(session, CHANNEL)
+        state.store_pushed(session, row, dep.backend_id, wanted, CHANNEL)
     except Exception:  # a cache: the next read computes it
         session.rollback()
         log.warning(

@@ -149,27 +149,27 @@ def input_key(session: Session, backend_id: int) -> str:
     return str(session.scalar(_KEY, {"b": backend_id}) or "")
 
 
-def _write(session: Session, stmt: Executable) -> None:
+def _write(session: Session, *stmts: Executable) -> None:
+    """Run ``stmts`` in one transaction of their own (committed at once, whatever the caller's)."""
     bind = session.get_bind()
     if isinstance(bind, Engine):
         with bind.begin() as conn:
-            conn.execute(stmt)
+            for stmt in stmts:
+                conn.execute(stmt)
     else:  # a session on a caller's own connection: its transaction decides
-        session.execute(stmt)
+        for stmt in stmts:
+            session.execute(stmt)
 
 
-def notify(session: Session, channel: str) -> None:
-    """NOTIFY ``channel`` (on a connection of its own: sent at once, whatever the caller's transaction)."""
-    _write(session, text("SELECT pg_notify(:c, '')").bindparams(c=channel))
+def _notify(channel: str) -> Executable:
+    return text("SELECT pg_notify(:c, '')").bindparams(c=channel)
 
 
-def store_rule_set_footprints(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Store rule sets' footprints (immutable: a row already there stays)."""
-    if rows:
-        _write(session, insert(RuleSetFootprint).values(list(rows)).on_conflict_do_nothing())
+def _footprints(rows: Sequence[dict[str, Any]]) -> Executable:
+    return insert(RuleSetFootprint).values(list(rows)).on_conflict_do_nothing()
 
 
-def store_wanted(session: Session, backend_id: int, w: Wanted) -> None:
+def _wanted(backend_id: int, w: Wanted) -> Executable:
     row = {
         "backend_id": backend_id,
         "rule_set_id": w.rule_set_id,
@@ -178,11 +178,30 @@ def store_wanted(session: Session, backend_id: int, w: Wanted) -> None:
         "error": w.error,
     }
     stmt = insert(BackendFootprint).values(row)
-    _write(
-        session,
-        stmt.on_conflict_do_update(
-            index_elements=[BackendFootprint.backend_id],
-            set_={k: stmt.excluded[k] for k in ("rule_set_id", "input_key", "wanted", "error")}
-            | {"computed_at": text("now()")},
-        ),
+    return stmt.on_conflict_do_update(
+        index_elements=[BackendFootprint.backend_id],
+        set_={k: stmt.excluded[k] for k in ("rule_set_id", "input_key", "wanted", "error")}
+        | {"computed_at": text("now()")},
     )
+
+
+def notify(session: Session, channel: str) -> None:
+    """NOTIFY ``channel`` (on a connection of its own: sent at once, whatever the caller's transaction)."""
+    _write(session, _notify(channel))
+
+
+def store_rule_set_footprints(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Store rule sets' footprints (immutable: a row already there stays)."""
+    if rows:
+        _write(session, _footprints(rows))
+
+
+def store_wanted(session: Session, backend_id: int, w: Wanted) -> None:
+    _write(session, _wanted(backend_id, w))
+
+
+def store_pushed(session: Session, row: dict[str, Any], backend_id: int, w: Wanted | None, channel: str) -> None:
+    """What a completed push stores (``footprint_push.after_push``): its rule set's footprint
+    ``row``, the backend's wanted digests ``w`` when known, and a NOTIFY on ``channel``
+    (delivered when they are committed), in one transaction."""
+    _write(session, _footprints([row]), *([_wanted(backend_id, w)] if w is not None else []), _notify(channel))
