@@ -11,6 +11,7 @@ stays per backend (a driver keeps the priorities its switch holds).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from sqlalchemy import BigInteger, cast, literal, select, type_coerce
@@ -19,11 +20,14 @@ from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 
 from sliceportal.core.process_metrics import COMPILE_DURATION
+from sliceportal.drivers.contract import Driver, NativePlan
 from sliceportal.models import Backend, Slice, Subscriber, Tenant
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.compiler import CompileResult, compile_rules
-from sliceportal.rules.ir import Qos
+from sliceportal.rules.equivalence import EquivalenceResult
+from sliceportal.rules.ir import Qos, RuleIR
 from sliceportal.rules.spec import ServiceSpec, SliceSpec, SubscriberSpec, TargetSpec, TenantSpec
+from sliceportal.services.equivalence import check_plan
 from sliceportal.services.intent_specs import MBIT, with_intents
 
 DomainSpecs = tuple[list[TenantSpec], list[SliceSpec], list[Slice]]
@@ -90,7 +94,8 @@ def domain_specs(session: Session, backend: Backend) -> DomainSpecs:
 
 class SharedCompiles:
     """One pass over several backends in one session (a slice deploy's preflight, a footprint
-    refresh): each distinct slice set is read once and compiled once per target.
+    refresh): each distinct slice set is read once and compiled once per target, and each
+    distinct plan of it proven once.
 
     ``key`` is the backend's footprint input key read *before* its compile, as every caller
     reads it: what is read or compiled under a key is at least as new as the key, and a
@@ -99,6 +104,7 @@ class SharedCompiles:
     def __init__(self) -> None:
         self._specs: dict[str, DomainSpecs] = {}
         self._compiled: dict[tuple[str, TargetSpec], CompileResult] = {}
+        self._proofs: dict[tuple[str, str, str], EquivalenceResult] = {}
 
     def specs(self, session: Session, backend: Backend, key: str) -> DomainSpecs:
         if key not in self._specs:
@@ -112,3 +118,11 @@ class SharedCompiles:
             with COMPILE_DURATION.labels(backend.driver).time():
                 self._compiled[key, target] = compile_rules(tenants, specs, target)
         return self._compiled[key, target]
+
+    def proven(self, ir: RuleIR, plan: NativePlan, drv: Driver) -> EquivalenceResult:
+        """``equivalence.check_plan``, once per distinct plan of an IR: fresh backends of one
+        driver are given the same entries, and a proof holds for every copy of them."""
+        key = (plan.driver, plan.version, json.dumps(plan.tables, sort_keys=True, default=str))
+        if key not in self._proofs:
+            self._proofs[key] = check_plan(ir, plan, drv)
+        return self._proofs[key]

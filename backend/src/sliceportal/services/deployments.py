@@ -69,7 +69,6 @@ from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL, backend_lock
 from sliceportal.services.compile_inputs import SharedCompiles
 from sliceportal.services.enforcement import Gap
-from sliceportal.services.equivalence import check_plan
 from sliceportal.services.equivalence import to_json as equivalence_json
 from sliceportal.services.errors import (
     BusyError,
@@ -180,7 +179,7 @@ def _preview(
         budget = min(caps.capacity.values()) if caps.capacity else None
         compiled = shared.compiled(session, backend, key, target_spec(caps, max_rules=budget))
         plan = plan_for(drv, compiled.ir)
-        return Preview(compiled, plan, check_plan(compiled.ir, plan, drv), tuple(found))
+        return Preview(compiled, plan, shared.proven(compiled.ir, plan, drv), tuple(found))
     except (CompileError, DriverError) as exc:
         raise _refusal(exc) from exc
 
