@@ -46,6 +46,10 @@ from sliceportal_testbed.processes import free_port, start_p4runtime_target
 # An assertion waits as long as an action does (15 s, below): Playwright's 5 s default failed a
 # page that rendered in 5.5 s on a slow CI host. A passing check returns as soon as it holds.
 expect.set_options(timeout=15_000)
+# A deadline for what live traffic, the KPI collector and the SLA hold-down produce (a chart
+# moving, a violation opening): generous, since it costs nothing when met and CI runs a second
+# lane of tests beside the e2e ones on the two cores
+LIVE_S = 30
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = REPO / "frontend" / "dist"

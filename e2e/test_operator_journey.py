@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import Page, expect
 
-from e2e.conftest import OPERATOR, Stack, login, shot
+from e2e.conftest import LIVE_S, OPERATOR, Stack, login, shot
 from e2e.test_accessibility import assert_accessible
 
 
@@ -330,14 +330,14 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     expect(page.get_by_test_id("kpi-samples")).not_to_have_text("0 samples in the last 5 min")
     chart = page.get_by_test_id("chart-Throughput")
     expect(chart).not_to_have_attribute("data-last", "")
-    expect(chart).not_to_have_attribute("data-last", chart.get_attribute("data-last") or "", timeout=10_000)
+    expect(chart).not_to_have_attribute("data-last", chart.get_attribute("data-last") or "", timeout=LIVE_S * 1000)
     expect(page.get_by_role("figure", name="Delay (p99) per lane, SLA 500 ms")).to_be_visible()
     assert float(chart.get_attribute("data-last") or 0) > Y2000
     # the newest second or two, still being collected, are not shaded as "no data" (#29)
     page.wait_for_function(
         """() => [...document.querySelectorAll("[data-testid^=chart-][data-last]")].every(
         (c) => c.dataset.last === "" || c.dataset.lastGapEnd !== c.dataset.last)""",
-        timeout=5_000,
+        timeout=LIVE_S * 1000,
     )
     # times on a 24-hour clock with the zone ("since ..." per backend, the SLA history)
     stamps = page.locator("main time")
@@ -363,7 +363,7 @@ def test_operator_journey(page: Page, stack: Stack, kpi_feed: None, tmp_path: Pa
     assert saved.value.status == 200
     nav.get_by_role("link", name="Overview").click()
     violations = page.get_by_role("table", name="SLA violations")
-    expect(violations).to_contain_text("p99 delay", timeout=10_000)
+    expect(violations).to_contain_text("p99 delay", timeout=LIVE_S * 1000)
     # one violation per backend red-iot runs on (KPIs and violations are keyed by backend)
     expect(violations.get_by_role("link", name="red-iot").first).to_be_visible()
     # green-embb lost its voice service after rule set 1, which the rollback put back in

@@ -7,7 +7,7 @@ import re
 import httpx
 from playwright.sync_api import Page, expect
 
-from e2e.conftest import OPERATOR, RED, Stack, login, shot
+from e2e.conftest import LIVE_S, OPERATOR, RED, Stack, login, shot
 from e2e.test_accessibility import assert_accessible
 
 
@@ -75,10 +75,10 @@ def test_tenant_sees_only_own_slices(page: Page, stack: Stack, kpi_feed: None) -
     # time moves; the number of points stops growing once the 5-minute window is full).
     chart = cards.filter(has_text="red-embb").get_by_test_id("chart-Throughput")
     expect(chart).not_to_have_attribute("data-last", "")
-    expect(chart).not_to_have_attribute("data-last", chart.get_attribute("data-last") or "", timeout=10_000)
+    expect(chart).not_to_have_attribute("data-last", chart.get_attribute("data-last") or "", timeout=LIVE_S * 1000)
     # red-iot runs over its (tightened) delay bound: the violation is listed on its card.
     iot_card = cards.filter(has_text="red-iot")
-    expect(iot_card.get_by_role("table", name="SLA violations")).to_contain_text("p99 delay", timeout=10_000)
+    expect(iot_card.get_by_role("table", name="SLA violations")).to_contain_text("p99 delay", timeout=LIVE_S * 1000)
     # ... and only there: red-embb's bound (500 ms) holds. (Its card may list loss from another
     # journey's congestion scenario on a shared link: that happened, so it is shown.)
     expect(cards.filter(has_text="red-embb")).not_to_contain_text("p99 delay")
