@@ -218,6 +218,10 @@ class RuleIR:
     slices: tuple[SliceEntry, ...] = ()
     tenants: tuple[TenantEntry, ...] = ()
     miss: MissPolicy = field(default_factory=MissPolicy)
+    # the canonical JSON, made once: an IR shared by a fleet's backends (services/compile_inputs.py)
+    # is lowered, checked and stored once per backend, and asdict over its rules was the largest
+    # part of a deploy's Python time per backend (bench scale_backends)
+    _canonical: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for n, what in ((self.lanes, "lanes"), (self.paths, "paths")):
@@ -241,19 +245,27 @@ class RuleIR:
             return Decision(0, self.miss.lane, self.miss.rr_path, None)
         return Decision(0, fold_lane(key.dscp & 0b111, self.lanes), key.src_ip % self.paths, None)
 
-    def to_json(self) -> dict[str, object]:
-        out = asdict(self)
-        # intent_ref is written for sub-slices only: an IR without rate_limit / drop intents
-        # keeps the JSON and digest it had before sub-slices existed (no plane looks stale)
-        for s in out["slices"]:
-            if s["intent_ref"] is None:
-                del s["intent_ref"]
+    def _canonical_json(self) -> str:
+        if self._canonical is None:
+            out = asdict(self)
+            del out["_canonical"]
+            # intent_ref is written for sub-slices only: an IR without rate_limit / drop intents
+            # keeps the JSON and digest it had before sub-slices existed (no plane looks stale)
+            for s in out["slices"]:
+                if s["intent_ref"] is None:
+                    del s["intent_ref"]
+            object.__setattr__(self, "_canonical", json.dumps(out, sort_keys=True, separators=(",", ":")))
+        assert self._canonical is not None
+        return self._canonical
+
+    def to_json(self) -> dict[str, Any]:
+        """A fresh dict each call (the caller may keep or change it)."""
+        out: dict[str, Any] = json.loads(self._canonical_json())
         return out
 
     def digest(self) -> str:
         """A stable content hash: the version a data plane reports for what it holds."""
-        blob = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return hashlib.sha256(self._canonical_json().encode()).hexdigest()[:16]
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> RuleIR:

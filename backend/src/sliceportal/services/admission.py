@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, Slice, Subscriber, Tenant
 from sliceportal.models.audit import record
+from sliceportal.models.slicing import slice_backend
 from sliceportal.models.subscribers import subscriber_slice
 from sliceportal.rules.admission import Admission, PortLoad, SliceDemand, SliceVerdict, admit, port_loads
 from sliceportal.rules.ir import fold_lane
@@ -324,7 +325,21 @@ def _finite(ms: float) -> float | None:
 
 
 def assigned_slices(session: Session, backend: Backend) -> list[Slice]:
-    return list(session.scalars(select(Slice).where(Slice.backends.any(Backend.id == backend.id)).order_by(Slice.id)))
+    return slices_of(session, [backend])[backend.id]
+
+
+def slices_of(session: Session, backends: Sequence[Backend]) -> dict[int, list[Slice]]:
+    """backend id -> the slices assigned to it (by id), in one query for all of ``backends``."""
+    out: dict[int, list[Slice]] = {b.id: [] for b in backends}
+    rows = session.execute(
+        select(slice_backend.c.backend_id, Slice)
+        .join(Slice, Slice.id == slice_backend.c.slice_id)
+        .where(slice_backend.c.backend_id.in_(list(out)))
+        .order_by(Slice.id)
+    )
+    for backend_id, s in rows:
+        out[backend_id].append(s)
+    return out
 
 
 def tenant_vlans(session: Session, slices: Iterable[Slice]) -> dict[int, int | None]:
@@ -403,7 +418,7 @@ def check(
         if isinstance(obj, Slice):  # a service class added / changed by id: reload the lanes it gives
             session.expire(obj, ["services"])
     backends = list({b.id: b for b in backends}.values())
-    on = {b.id: assigned_slices(session, b) for b in backends}
+    on = slices_of(session, backends)
     everyone = [s for ss in on.values() for s in ss]
     vlans = tenant_vlans(session, everyone)
     members = subscriber_guarantees(session, everyone)
