@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, case, func, literal, select, update
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, lazyload, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
@@ -314,7 +314,14 @@ def _finish(
     row = session.execute(
         select(Deployment.status, Deployment.resumed_by).where(Deployment.id == dep_id).with_for_update()
     ).one_or_none()
-    dep = session.get(Deployment, dep_id, populate_existing=True)
+    # the row as it is now, but not its two rule sets again (joined by default: 60 KB of JSON
+    # each at 10 k subscribers, decoded for every finished push); they are in the session
+    dep = session.get(
+        Deployment,
+        dep_id,
+        populate_existing=True,
+        options=[lazyload(Deployment.rule_set), lazyload(Deployment.previous_rule_set)],
+    )
     if dep is None or row is None or row.status != DeploymentStatus.RUNNING or row.resumed_by != owner:
         session.rollback()
         return None
@@ -377,10 +384,12 @@ def _run(
     drv: Driver,
     progress: Callable[[ProgressEvent], None] | None,
     on_job: Callable[[int], None] | None = None,
+    plan: NativePlan | None = None,
 ) -> Deployment:
+    """``plan``: ``rule_set``'s plan where the caller has it (not validated again)."""
     previous = current_rule_set(session, backend.id)
     prev_plan = NativePlan.model_validate(previous.plan) if previous else None
-    new_plan = NativePlan.model_validate(rule_set.plan)
+    new_plan = plan or NativePlan.model_validate(rule_set.plan)
     diff = diff_tables(prev_plan.tables if prev_plan else {}, new_plan.tables)
     dep = Deployment(
         backend_id=backend.id,
@@ -690,7 +699,7 @@ def _deploy(
                 session.commit()
                 return Unchanged(backend.id, current.number, current.digest)
             rule_set = _store_rule_set(session, backend, p, actor)
-            dep = _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress, on_job)
+            dep = _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress, on_job, p.plan)
             footprint_push.after_push(session, dep, key)
             return dep
 
@@ -717,8 +726,8 @@ def rollback(
             _ensure_up(drv, backend)
             # the older rule set as this driver lowers it against what the plane holds now: not
             # the layout or numbering it had when it was stored
-            _as_lowered_now(session, drv, rule_set, NativePlan.model_validate(rule_set.plan))
-            dep = _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress, on_job)
+            plan = _as_lowered_now(session, drv, rule_set, NativePlan.model_validate(rule_set.plan))
+            dep = _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress, on_job, plan)
             footprint_push.after_push(session, dep, None)
             return dep
 
