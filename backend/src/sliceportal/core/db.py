@@ -29,11 +29,15 @@ LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock wait that hit lock_timeout
 # API bench's 16 clients), so a burst does not open and close overflow connections (a
 # PostgreSQL backend started per request); overflow covers the streams and control loops.
 POOL_SIZE, MAX_OVERFLOW = 20, 20
-# Backends one process drives at once (a slice deploy's fan-out, a reconcile pass): each holds
-# two pooled connections (its session and the backend's advisory lock), 16 of the 40 above. A
+# Backends one process drives at once (a slice deploy's fan-out, a reconcile pass), a thread
+# each. Each holds two pooled connections (its session and the backend's advisory lock): a
 # thread per backend exhausted the pool at 100 backends (every push waited on a connection
-# another held, and the request failed as "database unavailable").
-BACKENDS_AT_ONCE = 8
+# another held, and the request failed as "database unavailable"). Few, because what a thread
+# does between its waits is Python under one interpreter lock: at 100 local backends 4 threads
+# gave a deploy of 6.4 s and a reconcile pass of 1.8 s, 8 threads 7.1 s and 2.1 s (more CPU
+# spent switching; bench scale_backends, 2 cores). Remote backends wait longer on the network,
+# which the 4 overlap.
+BACKENDS_AT_ONCE = 4
 # A connection idle longer than this is pinged before use (a restarted database leaves every
 # pooled connection dead); one in continuous use is not (a ping is a round trip per request).
 PING_IDLE_S = 1.0

@@ -136,10 +136,16 @@ class PlanDiff(_Model):
 
 
 def _diff_table(old: Sequence[NativeEntry], new: Sequence[NativeEntry]) -> TableDiff:
-    common = Counter(_canonical(e) for e in old) & Counter(_canonical(e) for e in new)
+    # each entry's canonical text once (it was made four times per entry: a reconcile pass
+    # diffs every backend's tables, bench scale_backends)
+    old_keys, new_keys = [_canonical(e) for e in old], [_canonical(e) for e in new]
+    old_count, new_count = Counter(old_keys), Counter(new_keys)
+    if old_count == new_count:
+        return TableDiff()
+    common = old_count & new_count
     old_common, new_common = Counter(common), Counter(common)
-    old_only = [e for e in old if _take(old_common, e)]
-    new_only = [e for e in new if _take(new_common, e)]
+    old_only = [e for e, k in zip(old, old_keys, strict=True) if _take(old_common, k)]
+    new_only = [e for e, k in zip(new, new_keys, strict=True) if _take(new_common, k)]
     by_identity: dict[str, list[NativeEntry]] = {}
     for e in old_only:
         by_identity.setdefault(_identity(e), []).append(e)
@@ -155,11 +161,11 @@ def _diff_table(old: Sequence[NativeEntry], new: Sequence[NativeEntry]) -> Table
     return TableDiff(added=added, removed=removed, modified=modified)
 
 
-def _take(common: Counter[str], entry: NativeEntry) -> bool:
-    """True when ``entry`` is not one of the entries both sides hold (multiset semantics)."""
-    c = _canonical(entry)
-    if common[c] > 0:
-        common[c] -= 1
+def _take(common: Counter[str], key: str) -> bool:
+    """True when the entry of canonical text ``key`` is not one of the entries both sides hold
+    (multiset semantics)."""
+    if common[key] > 0:
+        common[key] -= 1
         return False
     return True
 

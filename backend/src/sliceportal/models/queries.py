@@ -4,7 +4,7 @@ so that asking them imports no domain operation."""
 from __future__ import annotations
 
 from sqlalchemy import select, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from sliceportal.models.deployments import Deployment, DeploymentKind, DeploymentStatus, RuleSet
 from sliceportal.models.kpi import KpiSample
@@ -18,9 +18,13 @@ def current_rule_set(session: Session, backend_id: int) -> RuleSet | None:
     A deployment still running does not count (its push may be half-way), and a reconcile
     never counts: it only re-applies this very rule set, so no reconcile can make a rule set
     current that no deployment committed.
+
+    Its IR and explanation are loaded when asked for (most callers want its number or its
+    plan; a reconcile pass reads one per backend, and decoding the IR was a third of it).
     """
     return session.scalar(
         select(RuleSet)
+        .options(defer(RuleSet.ir), defer(RuleSet.explanation))
         .join(Deployment, Deployment.rule_set_id == RuleSet.id)
         .where(
             Deployment.backend_id == backend_id,
