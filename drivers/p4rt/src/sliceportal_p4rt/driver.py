@@ -20,7 +20,9 @@ from __future__ import annotations
 import gc
 import operator
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, ClassVar, TypeVar
@@ -105,6 +107,12 @@ Port = Annotated[int, Field(ge=0, lt=1 << 9)]
 Vid = Annotated[int, Field(ge=0, le=4095)]
 
 
+# Lowerings shared by the drivers of this process (``P4RuntimeDriver._lowering``), newest last.
+_LOWERINGS: OrderedDict[tuple[Any, ...], tuple[dict[tuple[MatchKey, int], int], Tables]] = OrderedDict()
+_LOWERINGS_KEPT = 32
+_LOWERINGS_LOCK = threading.Lock()
+
+
 class Options(TlsOptions):
     model_config = ConfigDict(extra="forbid")
 
@@ -185,14 +193,9 @@ class Driver:
         there by the rule-set change only. Known from the last push or read through the open
         session (one read if connected and not yet known); unconnected, a fresh numbering."""
         check_fits(ir, self.capabilities())
-        ports = PortPlan(dict(self.opts.access_ports), tuple(self.opts.trunk_ports), self.opts.uplink_port)
-        rule_of: dict[tuple[MatchKey, int], int] = {}
         priorities, tenant_ids = self._hints()
-        tables = with_full_masks(
-            lower_ir(ir, ports, self.opts.qos_mode, self.opts.lanes, self.sizes, priorities, rule_of, tenant_ids),
-            self.widths,
-        )
         version = ir.digest()
+        rule_of, tables = self._lowering(ir, priorities, tenant_ids)
         self._lowered.pop(version, None)  # the newest lowering last: the first to go is the oldest
         self._lowered[version] = (rule_of, tables)
         while len(self._lowered) > 8:  # previews of versions never pushed
@@ -205,6 +208,43 @@ class Driver:
         with _collector_paused():
             self.codec.pre_encode(plan.tables)  # the plan's own entries: validation copied ``tables``
         return plan
+
+    def _lowering(
+        self, ir: RuleIR, priorities: dict[MatchKey, int], tenant_ids: dict[int, int]
+    ) -> tuple[dict[tuple[MatchKey, int], int], Tables]:
+        """``lower_ir`` of ``ir`` for this switch, or the same lowering another driver of this
+        process made for the same IR, options, program and hints: a slice deployed to a fleet
+        lowers once for all switches that hold the same (fresh ones hold nothing), not once
+        per switch (bench scale_backends). Shared read-only: nothing changes a lowering's
+        entries or its rule map in place."""
+        o = self.opts
+        key = (
+            ir.digest(),
+            tuple(sorted(o.access_ports.items())),
+            tuple(o.trunk_ports),
+            o.uplink_port,
+            o.qos_mode,
+            o.lanes,
+            tuple(sorted(self.sizes.items())),
+            tuple(sorted((t, tuple(sorted(w.items()))) for t, w in self.widths.items())),
+            frozenset(priorities.items()),
+            frozenset(tenant_ids.items()),
+        )
+        with _LOWERINGS_LOCK:
+            found = _LOWERINGS.get(key)
+            if found is not None:
+                _LOWERINGS.move_to_end(key)
+                return found
+        rule_of: dict[tuple[MatchKey, int], int] = {}
+        ports = PortPlan(dict(o.access_ports), tuple(o.trunk_ports), o.uplink_port)
+        tables = with_full_masks(
+            lower_ir(ir, ports, o.qos_mode, o.lanes, self.sizes, priorities, rule_of, tenant_ids), self.widths
+        )
+        with _LOWERINGS_LOCK:
+            _LOWERINGS[key] = (rule_of, tables)
+            while len(_LOWERINGS) > _LOWERINGS_KEPT:
+                _LOWERINGS.popitem(last=False)
+        return rule_of, tables
 
     def _hints(self) -> tuple[dict[MatchKey, int], dict[int, int]]:
         """What lowering keeps from the switch: classifier priorities (match -> priority) and

@@ -1,0 +1,39 @@
+"""Drivers of one process share a lowering (a slice deployed to a fleet lowers once for every
+switch that holds the same), and only when everything it depends on is the same."""
+
+from __future__ import annotations
+
+from irs import two_tenants
+
+from sliceportal.rules.ir import Qos
+from sliceportal_p4rt.driver import Driver
+from sliceportal_p4rt.lowering import PortPlan, lower_ir, with_full_masks
+
+OPTIONS = {"access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3}
+
+
+def _lowering(d: Driver, version: str) -> object:
+    return d._lowered[version][1]
+
+
+def test_switches_that_hold_nothing_share_one_lowering() -> None:
+    ir = two_tenants()
+    a, b = Driver(OPTIONS), Driver(OPTIONS)  # not connected: they hold nothing
+    pa, pb = a.lower(ir), b.lower(ir)
+    assert _lowering(a, pa.version) is _lowering(b, pb.version)  # one lowering, not two
+    # ... and it is the lowering this switch would make alone
+    alone = with_full_masks(lower_ir(ir, PortPlan({1: 100, 2: 200}, (3,), 3), "vqueue", 8, a.sizes), a.widths)
+    assert pa.tables == pb.tables == alone
+
+
+def test_other_options_or_another_ir_lower_anew() -> None:
+    """What the lowering depends on is in its key: a switch with other options, or another IR,
+    is never given a lowering made for another."""
+    policed = two_tenants(qos=Qos(rate_bps=10_000_000))
+    for options, ir in (
+        ({**OPTIONS, "qos_mode": "meter"}, policed),
+        ({**OPTIONS, "access_ports": {1: 100}}, policed),
+        ({**OPTIONS, "uplink_port": 2, "trunk_ports": [2]}, policed),
+    ):
+        assert Driver(options).lower(ir).tables != Driver(OPTIONS).lower(ir).tables, options
+    assert Driver(OPTIONS).lower(policed).tables != Driver(OPTIONS).lower(two_tenants()).tables
