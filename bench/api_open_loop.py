@@ -192,7 +192,6 @@ def main() -> None:
         "open-loop knee (lowest offered rate with p99 over 100 ms)",
         float(knee) if knee is not None else float(RATES[-1]),
         "requests/s",
-        goal="reported",
         note="the knee" if knee is not None else f"not reached up to {RATES[-1]} requests/s: this is the highest rate",
     )
     table = res.table(
