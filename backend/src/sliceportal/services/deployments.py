@@ -683,11 +683,11 @@ def _deploy(
             _ensure_up(drv, backend)
             key = footprint_push.input_key(session, backend.id)  # before the compile: footprint_push.py
             caps = _capabilities(drv)
-            holds = prepared is not None and prepared.still_holds(key, backend, caps)
-            if not (holds and prepared is not None and prepared.admitted and override is None):
+            # what the preflight made from exactly these facts is not made again
+            reuse = prepared if prepared is not None and prepared.still_holds(key, backend, caps) else None
+            if reuse is None or not reuse.admitted or override is not None:
                 admission.check(session, [backend], override=override, action="deploy", subject=backend)
-            # compiled by the preflight from exactly this: not again
-            p = prepared.preview if holds and prepared is not None else _preview(session, backend, drv, caps, key)
+            p = reuse.preview if reuse is not None else _preview(session, backend, drv, caps, key)
             if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
                 record(
                     session,

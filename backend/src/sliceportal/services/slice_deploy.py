@@ -66,7 +66,8 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
     prepared = [deployments.prepare(session, b, shared) for b in backends]
     if override is None:
         # one check for all: the slices' members and tenants are read once, and a refusal names
-        # every backend's reasons at once
+        # every backend's reasons at once (``subject`` only says whose fields a refusal names:
+        # a backend's, as when each was checked alone; nothing is audited without an override)
         admission.check(session, backends, override=None, action="deploy", subject=backends[0])
         prepared = [dataclasses.replace(p, admitted=True) for p in prepared]
     session.rollback()  # admission flushes: nothing of the preflight is kept
