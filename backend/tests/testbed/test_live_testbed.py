@@ -173,7 +173,7 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         bad = client.post("/api/v1/testbed/congestion", json={"backend_id": ids["p4rt"], "duration_s": 1}, headers=op)
         assert bad.status_code == 422 and "duration_s" in bad.text
         r = client.post(
-            "/api/v1/testbed/congestion", json={"backend_id": ids["netfpga"], "duration_s": 15, "factor": 6}, headers=op
+            "/api/v1/testbed/congestion", json={"backend_id": ids["netfpga"], "duration_s": 30, "factor": 6}, headers=op
         )
         assert r.status_code == 202, r.text
         nf_now = next(
@@ -188,18 +188,18 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
             return bool(nf["offered_bps"]) and nf["egress_capacity_bps"] == pytest.approx(nf["offered_bps"] / 6)
 
         wait_until("the NetFPGA backend's egress capacity lowered to its offered load / 6", nf_lowered, 8)
-        # the traffic loop's one-second step can lag by seconds on a loaded 2-core CI machine; the 15 s scenario
-        # leaves the 5 s window below inside it either way
+        # the traffic loop's one-second step can lag by seconds on a loaded 2-core CI machine; the 30 s scenario
+        # (ended early below) holds the window of samples the test waits for inside it either way
         # while it runs, red-embb's best-effort lane loses there (and only there: the same slice
         # on XDP does not); the order of the lanes is test_congestion_order's; once it ends
         # (the operator ends it early here; test_congestion_order lets it run out) it recovers
         started = datetime.now(UTC)
-        time.sleep(5)
-        session.expire_all()
 
-        def window_loss(backend_id: int) -> dict[int, float]:
+        def window(backend_id: int) -> dict[int, tuple[int, float]]:
+            """lane -> (samples, loss %) since the scenario settled"""
+            session.expire_all()
             rows = session.execute(
-                select(KpiSample.lane, func.sum(KpiSample.tx_packets), func.sum(KpiSample.rx_packets))
+                select(KpiSample.lane, func.count(), func.sum(KpiSample.tx_packets), func.sum(KpiSample.rx_packets))
                 .where(
                     KpiSample.slice_id == embb.id,
                     KpiSample.backend_id == backend_id,
@@ -208,7 +208,20 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
                 )
                 .group_by(KpiSample.lane)
             ).all()
-            return {lane: float(100 * (tx - rx) / tx) for lane, tx, rx in rows if tx}
+            return {lane: (n, float(100 * (tx - rx) / tx)) for lane, n, tx, rx in rows if tx}
+
+        def settled() -> bool:
+            """three seconds of samples of every lane on both backends (a deadline, not a sleep:
+            the traffic loop's steps lag on a loaded machine)"""
+            return all(
+                set(w) == {0, 2, 4, 6} and min(n for n, _ in w.values()) >= 3
+                for w in (window(ids["netfpga"]), window(ids["xdp"]))
+            )
+
+        wait_until("3 s of KPI samples of every lane on both backends", settled, 9)
+
+        def window_loss(backend_id: int) -> dict[int, float]:
+            return {lane: loss for lane, (_, loss) in window(backend_id).items()}
 
         congested, elsewhere = window_loss(ids["netfpga"]), window_loss(ids["xdp"])
         assert set(congested) == {0, 2, 4, 6} and congested[0] > 10, congested

@@ -50,6 +50,9 @@ def wire() -> Iterator[Wire]:
     subprocess.run(["ip", "netns", "add", name], check=True)
     try:
         w = Wire(name, "sptx0", "sprx0")
+        # no IPv6 on the wire: a link coming up sends its own frames (router solicitation, MLD),
+        # which a test counting every frame or every socket drop would take for its own
+        w.ip("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
         w.ip("ip", "link", "add", "name", w.tx, "type", "veth", "peer", "name", w.rx)
         for dev in (w.tx, w.rx):
             w.ip("ip", "link", "set", dev, "up")

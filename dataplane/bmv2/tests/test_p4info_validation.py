@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections.abc import Iterator
@@ -58,14 +59,20 @@ def target() -> Iterator[Target]:
     t.stop()
 
 
+# A new election id for each test's primary: the previous test's stream is cancelled on the
+# client's side, and the target may not have seen it end when the next one arbitrates (with
+# the same id it answered "Election id already exists"). All above the backups' 5.
+ELECTIONS = itertools.count(10)
+
+
 @pytest.fixture
 def primary(target: Target) -> Iterator[Client]:
-    c = Client(target.address, 10)
+    c = Client(target.address, next(ELECTIONS))
     assert c.status == code_pb2.OK
     req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
         device_id=1, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
     )
-    req.election_id.low = 10
+    req.election_id.low = c.election
     req.config.p4info.CopyFrom(INFO)
     c.stub.SetForwardingPipelineConfig(req)  # fresh, empty state per test
     yield c
@@ -185,7 +192,7 @@ def test_only_the_primary_writes(target: Target, primary: Client) -> None:
 
 def test_unsupported_atomicity_is_unimplemented(primary: Client) -> None:
     req = p4runtime_pb2.WriteRequest(device_id=1, atomicity=p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC)
-    req.election_id.low = 10
+    req.election_id.low = primary.election
     req.updates.append(port_entry())
     with pytest.raises(grpc.RpcError) as err:
         primary.stub.Write(req)
@@ -196,7 +203,7 @@ def test_a_foreign_p4info_is_refused(primary: Client) -> None:
     req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
         device_id=1, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
     )
-    req.election_id.low = 10
+    req.election_id.low = primary.election
     req.config.p4info.pkg_info.arch = "v1model"
     with pytest.raises(grpc.RpcError) as err:
         primary.stub.SetForwardingPipelineConfig(req)
