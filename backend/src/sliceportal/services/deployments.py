@@ -189,16 +189,13 @@ def preview(session: Session, backend: Backend) -> Preview:
     return prepare(session, backend).preview
 
 
-def prepare(
-    session: Session, backend: Backend, shared: SharedCompiles | None = None, *, admitted: bool = False
-) -> Prepared:
-    """``preview``, with what it was compiled from, for a deploy that may follow (``Prepared``);
-    ``admitted``: the caller's admission check of the backend passed in this session."""
+def prepare(session: Session, backend: Backend, shared: SharedCompiles | None = None) -> Prepared:
+    """``preview``, with what it was compiled from, for a deploy that may follow (``Prepared``)."""
     with POOL.use(session, backend) as drv:
         key = footprint_push.input_key(session, backend.id)  # before the compile, as _deploy reads it
         caps = _capabilities(drv)
         p = _preview(session, backend, drv, caps, key, shared)
-        return Prepared(backend.id, key, _backend_facts(backend), caps, p, admitted)
+        return Prepared(backend.id, key, _backend_facts(backend), caps, p)
 
 
 def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) -> RuleSet:

@@ -107,7 +107,7 @@ Port = Annotated[int, Field(ge=0, lt=1 << 9)]
 Vid = Annotated[int, Field(ge=0, le=4095)]
 
 
-# Lowerings shared by the drivers of this process (``P4RuntimeDriver._lowering``), newest last.
+# Lowerings shared by the drivers of this process (``Driver._lowering``), newest last.
 _LOWERINGS: OrderedDict[tuple[Any, ...], tuple[dict[tuple[MatchKey, int], int], Tables]] = OrderedDict()
 _LOWERINGS_KEPT = 32
 _LOWERINGS_LOCK = threading.Lock()
