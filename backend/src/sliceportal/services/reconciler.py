@@ -12,7 +12,6 @@ in flight is skipped for this pass (its lock is held), never compared half-writt
 from __future__ import annotations
 
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import select
@@ -36,7 +35,6 @@ class Reconciler(PeriodicDuty):
     ) -> None:
         super().__init__(interval_s, registry)
         self._sessions = sessions
-        self._lock = threading.Lock()
         self.skipped = 0  # passes over a backend skipped because a deployment held it
 
     def run_once(self) -> None:
@@ -49,22 +47,21 @@ class Reconciler(PeriodicDuty):
             return
         with ThreadPoolExecutor(min(len(ids), BACKENDS_AT_ONCE), thread_name_prefix="reconcile") as pool:
             outcomes = list(pool.map(self._one, ids))
+        self.skipped += sum(isinstance(o, BusyError) for o in outcomes)
         lost = [o for o in outcomes if isinstance(o, DBAPIError)]
         if lost:
             raise lost[0]  # the database, not a backend: the whole pass failed
 
-    def _one(self, backend_id: int) -> DBAPIError | None:
+    def _one(self, backend_id: int) -> BusyError | DBAPIError | None:
+        """Reconcile one backend; what stopped it when the pass must know (a deployment held it,
+        the database is away), else None."""
         with self._sessions() as session:
             backend = session.get(Backend, backend_id)
             if backend is None:
                 return None
             try:
                 report = reconcile(session, backend, lock_wait_s=0, periodic=True)
-            except BusyError:
-                with self._lock:
-                    self.skipped += 1
-                return None
-            except DBAPIError as exc:
+            except (BusyError, DBAPIError) as exc:
                 return exc
             except Exception:  # one broken backend must not stop the others
                 log.exception("reconcile of backend %s failed", backend.name)
