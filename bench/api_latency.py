@@ -168,11 +168,11 @@ def seed(st: Stack, subscribers: int, kpi_rows: int) -> Seeded:
         # generated inside PostgreSQL (one INSERT ... SELECT): 1 M rows in seconds, where
         # formatting them in Python for COPY takes half a minute
         conn.execute(
-            "INSERT INTO kpi_sample (slice_id, backend_id, lane, ts, interval_s, tx_packets, rx_packets, tx_bytes, "
-            "rx_bytes, throughput_bps, loss_pct, delay_mean_ms, delay_p50_ms, delay_p99_ms, jitter_ms, drops, "
-            "ecn_marks) "
-            "SELECT s, %s, lane, %s - make_interval(secs => k), 1.0, 1000, 990, 1000000, 990000, 7.92e6, 1.0, "
-            "0.5 + lane * 0.1, 0.4, 2.0, 0.1, '{\"queue_full\": 10}', 0 "
+            "INSERT INTO kpi_sample (slice_id, backend_id, lane, source, ts, interval_s, tx_packets, rx_packets, "
+            "tx_bytes, rx_bytes, throughput_bps, loss_pct, delay_mean_ms, delay_p50_ms, delay_p99_ms, jitter_ms, "
+            "drops, ecn_marks) "
+            "SELECT s, %s, lane, 'counters', %s - make_interval(secs => k), 1.0, 1000, 990, 1000000, 990000, 7.92e6, "
+            "1.0, 0.5 + lane * 0.1, 0.4, 2.0, 0.1, '{\"queue_full\": 10}', 0 "
             "FROM unnest(%s::bigint[]) s, generate_series(0, %s) lane, generate_series(0, %s - 1) k",
             (backend_id, now, slice_ids, lanes - 1, per_series),
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from sliceportal.api.errors import ApiError
+from sliceportal.api.principals import PrincipalCache, credential_key
 from sliceportal.core.config import Settings
 from sliceportal.core.secret_store import signing_secret
 from sliceportal.core.security import api_key_prefix, decode_access_token, sha256
@@ -37,9 +38,24 @@ async def get_settings(request: Request) -> Settings:
     return settings
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    with request.app.state.sessionmaker() as session:
+# Requests that only read (RFC 9110's safe methods) run on autocommit sessions (core/db.py).
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """A session for the request, opened and closed on the event loop: creating one does no
+    I/O, and closing a read's (autocommit) sends nothing, where a ``def`` dependency cost two
+    thread-pool hops a request. A write's close may roll back, a round trip: in the pool."""
+    state = request.app.state
+    reads = request.method in SAFE_METHODS
+    session = (state.read_sessionmaker if reads else state.sessionmaker)()
+    try:
         yield session
+    finally:
+        if reads:
+            session.close()
+        else:
+            await run_in_threadpool(session.close)
 
 
 _secret_lock = threading.Lock()
@@ -136,7 +152,11 @@ def _unauthorized(detail: str) -> ApiError:
     return ApiError(401, "Not authenticated", detail, headers={"WWW-Authenticate": "Bearer"})
 
 
-def _from_api_key(session: Session, secret: str) -> Principal:
+# A checked credential and until when it may be remembered (epoch seconds; api/principals.py).
+Checked = tuple[Principal, float]
+
+
+def _from_api_key(session: Session, secret: str) -> Checked:
     prefix = api_key_prefix(secret)
     key = session.scalar(select(ApiKey).where(ApiKey.prefix == prefix)) if prefix else None
     if key is None or key.revoked_at is not None or key.key_hash != sha256(secret):
@@ -147,11 +167,13 @@ def _from_api_key(session: Session, secret: str) -> Principal:
     now = datetime.now(UTC)
     # last use to the minute: a write (and a commit, flushed to disk) on every request of a
     # key would be most of what an integrator's read costs
-    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+    last_used = key.last_used_at
+    if last_used is None or now - last_used >= LAST_USED_RESOLUTION:
         session.execute(update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now))
         session.commit()
+        last_used = now
     scopes = frozenset(Scope(s) for s in key.scopes) & KEY_ROLE_SCOPES[Role(user.role)]
-    return Principal(
+    principal = Principal(
         user.id,
         user.username,
         Role(user.role),
@@ -160,9 +182,11 @@ def _from_api_key(session: Session, secret: str) -> Principal:
         f"api_key:{key.prefix}",
         key_tenant_id=key.tenant_id,
     )
+    # remembered until its next last use is due, so that the write still happens each minute
+    return principal, (last_used + LAST_USED_RESOLUTION).timestamp()
 
 
-def _from_token(session: Session, secret: str, token: str) -> Principal:
+def _from_token(session: Session, secret: str, token: str) -> Checked:
     try:
         claims = decode_access_token(token, secret)
     except jwt.PyJWTError as exc:
@@ -189,7 +213,7 @@ def _from_token(session: Session, secret: str, token: str) -> Principal:
         raise _unauthorized("session ended (logged out, password changed or expired): log in again")
     if not row.is_active:
         raise _unauthorized("user disabled or removed")
-    return Principal(
+    principal = Principal(
         row.id,
         row.username,
         Role(row.role),
@@ -198,9 +222,10 @@ def _from_token(session: Session, secret: str, token: str) -> Principal:
         "token",
         session_id=claims["sid"],
     )
+    return principal, min(float(claims["exp"]), row.expires_at.timestamp())
 
 
-def authenticate(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Principal:
+def check_credential(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Checked:
     secret = x_api_key or (token if token and api_key_prefix(token) else None)
     if secret:
         return _from_api_key(session, secret)
@@ -209,13 +234,30 @@ def authenticate(session: Session, signing_key: str, token: str | None, x_api_ke
     return _from_token(session, signing_key, token)
 
 
-def get_principal(
+def authenticate(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Principal:
+    return check_credential(session, signing_key, token, x_api_key)[0]
+
+
+async def get_principal(
+    request: Request,
     session: SessionDep,
     signing_key: SecretDep,
     token: Annotated[str | None, Depends(oauth2)],
     x_api_key: Annotated[str | None, Depends(api_key_header)] = None,
 ) -> Principal:
-    principal = authenticate(session, signing_key, token, x_api_key)
+    """The request's principal: remembered by this process (api/principals.py) or checked
+    against the database, in the thread pool since that is I/O."""
+    cache: PrincipalCache = request.app.state.principals
+    credential = x_api_key or token
+    key = credential_key(credential) if credential else None
+    remembered = cache.get(key) if key else None
+    if remembered is not None:
+        principal = remembered
+    else:
+        generation = cache.generation
+        principal, valid_until = await run_in_threadpool(check_credential, session, signing_key, token, x_api_key)
+        if key:
+            cache.put(key, principal, valid_until, generation)
     set_actor(session, Actor(principal.user_id, principal.username, principal.via))
     return principal
 

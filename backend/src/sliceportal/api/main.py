@@ -15,7 +15,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from sliceportal import __version__
-from sliceportal.api import docs, errors, lifecycle
+from sliceportal.api import docs, errors, lifecycle, principals
 from sliceportal.api.middleware import SecurityMiddleware
 from sliceportal.api.ratelimit import ExpensiveLimiter
 from sliceportal.api.responses import problem_openapi
@@ -38,7 +38,7 @@ from sliceportal.api.routes import (
 )
 from sliceportal.api.routes import testbed as testbed_routes
 from sliceportal.core.config import Settings
-from sliceportal.core.db import session_factory
+from sliceportal.core.db import autocommit_sessions, session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.notify import start_listener
 from sliceportal.services import backends as backends_service
@@ -82,6 +82,9 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
         # points ingested by any process reach this one's KPI streams (kpi/notify.py); stopped first
         app.state.kpi_listener = await asyncio.to_thread(start_listener, database_url, app.state.kpi_hub)
         app.state.on_shutdown.insert(0, app.state.kpi_listener.stop)
+        # credentials are remembered only while this process hears of changes (api/principals.py)
+        app.state.auth_listener = await asyncio.to_thread(principals.start_listener, database_url, app.state.principals)
+        app.state.on_shutdown.insert(0, app.state.auth_listener.stop)
         # the reconciler, the health prober and the testbed run in the controller process
         # (control/controller.py): any number of these workers serve the same database
         try:
@@ -106,7 +109,9 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     app.state.settings = settings
     app.state.database_url = database_url
     app.state.sessionmaker = session_factory(database_url)
+    app.state.read_sessionmaker = autocommit_sessions(app.state.sessionmaker)
     app.state.kpi_hub = KpiHub()
+    app.state.principals = principals.PrincipalCache()
     app.state.expensive_limiter = ExpensiveLimiter(settings)
     # what the process that serves the app must release last (the run command's embedded cluster)
     app.state.on_shutdown = []
