@@ -352,7 +352,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             d = ent.direct_counter_entry
             hits = self.switch.tables.read(d.table_entry)
             if not hits or hits[0][1] is None:
-                raise not_found("no such entry for the direct counter")
+                # PI: INVALID_ARGUMENT ("Cannot find match entry"), not NOT_FOUND
+                raise invalid("no such entry for the direct counter")
             self.switch.tables.set_counter(hits[0][0], hits[0][1], d.data.packet_count, d.data.byte_count)
         else:
             raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"{which} writes are not supported")
