@@ -29,7 +29,10 @@ CPU_LANE = (
     "drivers/netfpga/tests/test_table5_e2e.py",
     "drivers/netfpga/tests/test_rate_conformance.py",
 )
-CPU_LANE_EXCEPT = ("dataplane/bmv2/tests/test_live_native.py",)  # veth links and a clock
+CPU_LANE_EXCEPT = (  # veth links and a clock
+    "dataplane/bmv2/tests/test_live_native.py",
+    "dataplane/bmv2/tests/differential/",
+)
 LIVE_FIRST = (
     "backend/tests/api/",
     "backend/tests/security/",

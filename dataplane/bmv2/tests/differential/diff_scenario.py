@@ -1,0 +1,275 @@
+"""A seeded scenario for diff.p4: P4Runtime write batches (entries of every table, modified
+and deleted ones, default actions, meter configs, counter presets) and the frames to send.
+
+Everything comes from ``random.Random(seed)`` and the P4Info, so one seed is one scenario,
+replayed exactly (harness.py --seed N). Entries are valid as P4Runtime requires them
+(values within the field, masks and prefixes with no value bits outside them, ranges with
+low <= high, wildcards omitted, distinct priorities where the table needs them); keys and
+packets draw from small pools of values per field, so that most packets hit entries,
+overlapping ones too, and some miss.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass, field
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+MF = p4info_pb2.MatchField
+Update = p4runtime_pb2.Update
+
+PORTS = (1, 2, 3)  # the switch ports with a veth pair, on both switches
+ETHER_TYPE = 0x88B5  # diff.p4's TYPE_PROBE
+PROBE = struct.Struct("!IBHHIHBBBBIQH")  # diff.p4's probe_t, field by field
+KIND_TABLES, KIND_MARKER = 0, 1
+METER_CELLS = 8  # m_index values packets use: configured ones and never-configured ones
+COUNTER_CELLS = 16  # c_index values packets use
+MIN_FRAME = 64
+# diff.p4's actions by how often entries get them: each of six tables may drop (and a later
+# one forward again), so that some frames come out and some do not
+ACTION_WEIGHTS = {"fwd": 6, "set_src": 3, "drop": 1, "NoAction": 2}
+
+# Meter configs whose colors do not depend on time: rates and bursts so large that no run
+# empties a bucket (GREEN), or zero so that a bucket never holds a token (every packet is
+# beyond that rate: YELLOW past the committed one, RED past the peak one).
+BIG = 10**9
+METER_CONFIGS = {
+    "green": p4runtime_pb2.MeterConfig(cir=BIG, cburst=BIG, pir=BIG, pburst=BIG),
+    "yellow": p4runtime_pb2.MeterConfig(cir=0, cburst=0, pir=BIG, pburst=BIG),
+    "red": p4runtime_pb2.MeterConfig(cir=0, cburst=0, pir=0, pburst=0),
+}
+
+
+@dataclass(frozen=True)
+class Frame:
+    seq: int
+    port: int  # the ingress port
+    data: bytes
+
+
+@dataclass
+class Step:
+    writes: list[p4runtime_pb2.Update]  # one Write RPC
+    frames: list[Frame]  # then sent
+
+
+@dataclass
+class Scenario:
+    seed: int
+    nonce: int  # in every frame's payload: the harness counts this run's frames only
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def frames(self) -> list[Frame]:
+        return [f for step in self.steps for f in step.frames]
+
+
+def encode(value: int) -> bytes:
+    """P4Runtime's canonical bytestring: no leading zero bytes, at least one byte."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def probe_frame(seq: int, nonce: int, fields: dict[str, int], rng: random.Random) -> bytes:
+    """An Ethernet frame with diff.p4's probe header; the payload starts with the run's
+    ``nonce`` so that the harness counts only its own frames."""
+    eth = fields["dst"].to_bytes(6, "big") + fields["src"].to_bytes(6, "big") + ETHER_TYPE.to_bytes(2, "big")
+    probe = PROBE.pack(
+        seq, fields.get("kind", KIND_TABLES), fields["k_exact"], fields["k_tern"], fields["k_lpm"],
+        fields["k_range"], fields["k_opt"], fields["c_index"], fields["m_index"], 0, 0, 0, 0,
+    )  # fmt: skip
+    payload = nonce.to_bytes(4, "big") + rng.randbytes(rng.randrange(0, 48))
+    frame = eth + probe + payload
+    return frame + bytes(max(0, MIN_FRAME - len(frame)))
+
+
+def marker_frame(seq: int, nonce: int, egress: int) -> bytes:
+    """diff.p4 sends a marker straight to port ``egress``; it only reads the register."""
+    fields = dict(dst=0xFFFFFFFFFFFF, src=0x020000000001, kind=KIND_MARKER, k_exact=egress)
+    fields |= dict.fromkeys(("k_tern", "k_lpm", "k_range", "k_opt", "c_index", "m_index"), 0)
+    return probe_frame(seq, nonce, fields, random.Random(seq))
+
+
+class Generator:
+    """Entries and frames for one seed over diff.p4's P4Info."""
+
+    def __init__(self, info: p4info_pb2.P4Info, seed: int) -> None:
+        self.info = info
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.actions = {a.preamble.id: a for a in info.actions}
+        # a few values per key field, for both the entries and the packets
+        self.pools: dict[str, list[int]] = {"sm.ingress_port": list(PORTS)}
+        for t in info.tables:
+            for f in t.match_fields:
+                if f.name not in self.pools:
+                    self.pools[f.name] = [self.rng.getrandbits(f.bitwidth) for _ in range(4)]
+
+    def scenario(self, packets: int) -> Scenario:
+        """Three steps, each a Write and a third of the frames: the entries inserted; some
+        changed and default actions set (on tables, counters and registers that have
+        counted); meters configured and counters preset (overwriting counts)."""
+        sc = Scenario(self.seed, self.rng.getrandbits(32))
+        inserted: list[p4runtime_pb2.TableEntry] = []
+        for t in self.info.tables:
+            inserted += self.entries(t, self.rng.randint(3, 12))
+        writes = [
+            [self.update(Update.INSERT, te) for te in inserted],
+            self.changes(inserted),
+            self.externs(inserted),
+        ]
+        frames = [self.frame(seq, sc.nonce) for seq in range(packets)]
+        for n, batch in enumerate(writes):
+            sc.steps.append(Step(batch, frames[n * packets // 3 : (n + 1) * packets // 3]))
+        return sc
+
+    @staticmethod
+    def update(kind: int, te: p4runtime_pb2.TableEntry) -> p4runtime_pb2.Update:
+        u = p4runtime_pb2.Update(type=kind)
+        u.entity.table_entry.CopyFrom(te)
+        return u
+
+    # ---- entries ------------------------------------------------------------------------
+
+    def entries(self, t: p4info_pb2.Table, n: int) -> list[p4runtime_pb2.TableEntry]:
+        needs_priority = any(f.match_type in (MF.TERNARY, MF.RANGE, MF.OPTIONAL) for f in t.match_fields)
+        priorities = self.rng.sample(range(1, 1000), n) if needs_priority else [0] * n
+        seen: set[bytes] = set()
+        out = []
+        for priority in priorities:
+            te = p4runtime_pb2.TableEntry(table_id=t.preamble.id, priority=priority)
+            for f in t.match_fields:
+                self.match(te, f)
+            key = b"".join(m.SerializeToString(deterministic=True) for m in te.match)
+            if key in seen:  # the same key twice (at any priority) is one entry, not two
+                continue
+            seen.add(key)
+            te.action.action.CopyFrom(self.action(t))
+            out.append(te)
+        return out
+
+    def match(self, te: p4runtime_pb2.TableEntry, f: p4info_pb2.MatchField) -> None:
+        """One field of an entry's key, or nothing (a wildcard) where the kind allows it."""
+        rng, w = self.rng, f.bitwidth
+        full = (1 << w) - 1
+        v = rng.choice(self.pools[f.name])
+        if f.match_type == MF.EXACT:
+            te.match.add(field_id=f.id).exact.value = encode(v)
+        elif f.match_type == MF.OPTIONAL:
+            if rng.random() < 0.6:
+                te.match.add(field_id=f.id).optional.value = encode(v)
+        elif f.match_type == MF.TERNARY:
+            if rng.random() < 0.25:
+                return
+            mask = rng.choice([full, full ^ ((1 << rng.randrange(1, w)) - 1), rng.getrandbits(w)])
+            if mask:
+                m = te.match.add(field_id=f.id).ternary
+                m.value, m.mask = encode(v & mask), encode(mask)
+        elif f.match_type == MF.LPM:
+            plen = rng.randint(0, w)
+            if plen:  # prefix length 0 is a wildcard: omitted
+                m = te.match.add(field_id=f.id).lpm
+                m.value, m.prefix_len = encode(v & (full ^ ((1 << (w - plen)) - 1))), plen
+        elif f.match_type == MF.RANGE:
+            low = max(0, v - rng.choice([0, 1, rng.randrange(1 << (w // 2))]))
+            high = min(full, v + rng.choice([0, 1, rng.randrange(1 << (w // 2))]))
+            if (low, high) != (0, full):
+                m = te.match.add(field_id=f.id).range
+                m.low, m.high = encode(low), encode(high)
+
+    def action(self, t: p4info_pb2.Table, default: bool = False) -> p4runtime_pb2.Action:
+        """A random action of the table, with random parameters: an egress port of PORTS."""
+        scope = p4info_pb2.ActionRef.TABLE_ONLY if default else p4info_pb2.ActionRef.DEFAULT_ONLY
+        refs = [r for r in t.action_refs if r.scope != scope]
+        weights = [ACTION_WEIGHTS.get(self.actions[r.id].preamble.name.rsplit(".", 1)[-1], 1) for r in refs]
+        a = self.actions[self.rng.choices(refs, weights)[0].id]
+        msg = p4runtime_pb2.Action(action_id=a.preamble.id)
+        for p in a.params:
+            value = self.rng.choice(PORTS) if p.name == "port" else self.rng.getrandbits(p.bitwidth)
+            msg.params.add(param_id=p.id, value=encode(value))
+        return msg
+
+    def changes(self, inserted: list[p4runtime_pb2.TableEntry]) -> list[p4runtime_pb2.Update]:
+        """Entries modified (another action) or deleted, one inserted again (ALREADY_EXISTS
+        on both), and default actions: set to another action, or reset to the program's by
+        a MODIFY with no action."""
+        rng = self.rng
+        tables = {t.preamble.id: t for t in self.info.tables}
+        out = []
+        for te in rng.sample(inserted, len(inserted) // 4):
+            changed = p4runtime_pb2.TableEntry()
+            changed.CopyFrom(te)
+            if rng.random() < 0.5:
+                out.append(self.update(Update.DELETE, changed))
+            else:
+                changed.action.action.CopyFrom(self.action(tables[te.table_id]))
+                out.append(self.update(Update.MODIFY, changed))
+        out.append(self.update(Update.INSERT, rng.choice(inserted)))
+        for t in self.info.tables:
+            if rng.random() < 0.5:
+                te = p4runtime_pb2.TableEntry(table_id=t.preamble.id, is_default_action=True)
+                te.action.action.CopyFrom(self.action(t, default=True))
+                out.append(self.update(Update.MODIFY, te))
+                if rng.random() < 0.3:
+                    reset = p4runtime_pb2.TableEntry(table_id=t.preamble.id, is_default_action=True)
+                    out.append(self.update(Update.MODIFY, reset))
+        return out
+
+    def externs(self, inserted: list[p4runtime_pb2.TableEntry]) -> list[p4runtime_pb2.Update]:
+        """Meter configs on some of the cells packets use; counters preset: cells of the
+        indirect counter and the direct counters of some entries (counting adds to them)."""
+        rng = self.rng
+        out = []
+        for meter in self.info.meters:
+            for i in rng.sample(range(METER_CELLS), METER_CELLS - 2):  # two stay unconfigured
+                u = Update(type=Update.MODIFY)
+                u.entity.meter_entry.meter_id = meter.preamble.id
+                u.entity.meter_entry.index.index = i
+                u.entity.meter_entry.config.CopyFrom(METER_CONFIGS[rng.choice(list(METER_CONFIGS))])
+                out.append(u)
+        for counter in self.info.counters:
+            for i in rng.sample(range(COUNTER_CELLS), 3):
+                u = Update(type=Update.MODIFY)
+                u.entity.counter_entry.counter_id = counter.preamble.id
+                u.entity.counter_entry.index.index = i
+                u.entity.counter_entry.data.packet_count = rng.randrange(1000)
+                u.entity.counter_entry.data.byte_count = rng.randrange(100_000)
+                out.append(u)
+        direct = {d.direct_table_id for d in self.info.direct_counters}
+        candidates = [te for te in inserted if te.table_id in direct]
+        for te in rng.sample(candidates, min(2, len(candidates))):
+            u = Update(type=Update.MODIFY)
+            d = u.entity.direct_counter_entry
+            d.table_entry.table_id, d.table_entry.priority = te.table_id, te.priority
+            d.table_entry.match.extend(te.match)
+            d.data.packet_count, d.data.byte_count = rng.randrange(1000), rng.randrange(100_000)
+            out.append(u)
+        return out
+
+    # ---- frames -------------------------------------------------------------------------
+
+    def near(self, name: str, width: int) -> int:
+        """A packet's value for a key field: mostly a pool value or one close to it (LPM
+        prefixes and ranges cover those), sometimes anything."""
+        rng = self.rng
+        if rng.random() < 0.1:
+            return rng.getrandbits(width)
+        v = rng.choice(self.pools[name])
+        return v if rng.random() < 0.6 else min((1 << width) - 1, max(0, v + rng.randint(-3, 3)))
+
+    def frame(self, seq: int, nonce: int) -> Frame:
+        rng = self.rng
+        fields = {
+            "dst": self.near("hdr.ethernet.dst", 48),
+            "src": rng.getrandbits(48),
+            "k_exact": self.near("hdr.probe.k_exact", 16),
+            "k_tern": self.near("hdr.probe.k_tern", 16),
+            "k_lpm": self.near("hdr.probe.k_lpm", 32) ^ rng.getrandbits(rng.choice([0, 4, 12])),
+            "k_range": self.near("hdr.probe.k_range", 16),
+            "k_opt": self.near("hdr.probe.k_opt", 8),
+            "c_index": rng.randrange(COUNTER_CELLS),
+            "m_index": rng.randrange(METER_CELLS),
+        }
+        return Frame(seq, rng.choice(PORTS), probe_frame(seq, nonce, fields, rng))
