@@ -92,7 +92,8 @@ class Endpoint:
     r_base: int = 0
     method: str = "GET"
     body: str = ""
-    goal: bool = True  # judged against p50 <= 10 ms / p99 <= 50 ms (#16)
+    goal: bool = True  # judged against p99 <= 50 ms (#16)
+    cpu_goal_ms: float | None = None  # server CPU per request (#28: read / list page of 50 / create)
     quick: bool = True  # also measured in the quick form
 
 
@@ -185,7 +186,7 @@ def endpoints(seeded: Seeded) -> list[Endpoint]:
     deep = seeded.members_per_slice - 50
     return [
         Endpoint("health (baseline)", "/api/v1/health", goal=False),
-        Endpoint("list subscribers, page 1", "/api/v1/subscribers?limit=50&offset=0&sort=imsi"),
+        Endpoint("list subscribers, page 1", "/api/v1/subscribers?limit=50&offset=0&sort=imsi", cpu_goal_ms=2),
         Endpoint(
             "list subscribers, deep page, slice filter",
             f"/api/v1/subscribers?limit=50&offset={{r}}&sort=imsi&slice_id={s0}",
@@ -193,7 +194,11 @@ def endpoints(seeded: Seeded) -> list[Endpoint]:
             quick=False,
         ),
         Endpoint(
-            "read subscriber", "/api/v1/subscribers/{r}", range=seeded.subscribers, r_base=seeded.first_subscriber_id
+            "read subscriber",
+            "/api/v1/subscribers/{r}",
+            range=seeded.subscribers,
+            r_base=seeded.first_subscriber_id,
+            cpu_goal_ms=1,
         ),
         Endpoint("slice KPIs, current", f"/api/v1/slices/{s0}/kpis/current", goal=False),
         Endpoint("slice KPIs, last 5 min", f"/api/v1/slices/{s0}/kpis", goal=False, quick=False),
@@ -205,6 +210,7 @@ def endpoints(seeded: Seeded) -> list[Endpoint]:
             body=json.dumps(
                 {"tenant_id": seeded.tenant_id, "imsi": "{imsi}", "ue_ip": "{ip}", "teids": ["{n}"]}
             ).replace('"{n}"', "{n}"),
+            cpu_goal_ms=3,
         ),
     ]
 
@@ -350,8 +356,8 @@ def report(res: Results, measured: dict[int, dict[str, Measured]], args: argpars
             "server CPU ms/req",
             "client CPU / server CPU",
         ],
-        note="wrk (C, one thread) as the load generator; p50 <= 10 ms and p99 <= 50 ms is the goal of #16 "
-        "for list / read / create",
+        note="wrk (C, one thread) as the load generator; goals: p99 <= 50 ms for list / read / create (#16), "
+        "server CPU per request <= 1 / 2 / 3 ms for read / list / create (#28)",
     )
     for workers, by_name in measured.items():
         health = by_name.get("health (baseline)")
@@ -372,6 +378,18 @@ def report(res: Results, measured: dict[int, dict[str, Measured]], args: argpars
             ep = eps[name]
             if health is None:
                 continue
+            if ep.cpu_goal_ms is not None and workers == one:
+                # what a request costs the server, whatever else the machine runs: measured with
+                # one worker (two compete for the same two cores with the load generator)
+                res.figure(
+                    f"{name}, server CPU per request",
+                    m.server_cpu_ms,
+                    "ms",
+                    baseline=health.server_cpu_ms,
+                    baseline_name="health",
+                    goal=f"<= {ep.cpu_goal_ms:g} ms (#28)",
+                    met=m.server_cpu_ms <= ep.cpu_goal_ms,
+                )
             if ep.goal:
                 res.figure(
                     f"{name}, {workers} worker(s), p99",
@@ -382,14 +400,14 @@ def report(res: Results, measured: dict[int, dict[str, Measured]], args: argpars
                     goal="<= 50 ms",
                     met=m.at(99) <= 50,
                 )
+                # p50 with 16 clients in a closed loop is 16 requests' service time queued, not
+                # the server's speed: #28 retired its goal (<= 10 ms) for server CPU per request
                 res.figure(
                     f"{name}, {workers} worker(s), p50",
                     m.at(50),
                     "ms",
                     baseline=health.at(50),
                     baseline_name="health p50",
-                    goal="<= 10 ms",
-                    met=m.at(50) <= 10,
                 )
             elif name != "health (baseline)":
                 res.figure(
@@ -430,7 +448,6 @@ def plot(measured: dict[int, dict[str, Measured]], out: Path, args: argparse.Nam
                 linestyle="--" if name.startswith("health") else "-",
             )
         ax.axvline(50, color="grey", linewidth=0.8, linestyle=":")
-        ax.axvline(10, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xscale("log")
         ax.set_xlabel("latency (ms, log)")
         ax.set_title(f"{workers} uvicorn worker(s), {args.clients} concurrent clients")
@@ -438,7 +455,7 @@ def plot(measured: dict[int, dict[str, Measured]], out: Path, args: argparse.Nam
     axes[0][0].set_ylabel("fraction of requests")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.suptitle(
-        f"API latency CDF: {args.subscribers:,} subscribers, {args.kpi_rows:,} KPI samples (dotted: 10 / 50 ms goals)"
+        f"API latency CDF: {args.subscribers:,} subscribers, {args.kpi_rows:,} KPI samples (dotted: the 50 ms p99 goal)"
     )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -16,6 +17,7 @@ from sliceportal.kpi.retention import apply_retention
 from sliceportal.kpi.sla import HoldDown
 from sliceportal.kpi.store import ingest
 from sliceportal.models import KpiSample, SlaViolation
+from sliceportal.schemas.kpis import KpiSamplePublic
 from tests.factories import backend_row, login, red_and_blue
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -77,6 +79,25 @@ def test_range_current_and_isolation(client: TestClient, session: Session, world
     # an interval reported twice overwrites
     ingest(session, [_point(red_slice, 0, 9, loss=0.5)])
     assert session.scalar(select(func.count()).select_from(KpiSample).where(KpiSample.slice_id == red_slice)) == 20
+
+
+def test_a_range_answers_the_models_json(client: TestClient, session: Session, world: dict[str, object]) -> None:
+    """The range is written as JSON from the rows, without a model each: byte for byte what the
+    response model makes of the stored samples (nulls, drops, times with their zone included)."""
+    red_slice = world["ids"]["red"][1]  # type: ignore[index]
+    points = [_point(red_slice, lane, s, loss=lane / 3) for s in range(4) for lane in (0, 2)]
+    points[0] = points[0].model_copy(update={"delay_p50_ms": None, "drops": {"queue": 3, "policer": 1}})
+    ingest(session, points)
+    since, until = (T0 - timedelta(seconds=1)).isoformat(), (T0 + timedelta(seconds=9)).isoformat()
+    r = client.get(f"/api/v1/slices/{red_slice}/kpis", params={"since": since, "until": until}, headers=world["op"])
+    stored = session.scalars(
+        select(KpiSample)
+        .where(KpiSample.slice_id == red_slice)
+        .order_by(KpiSample.ts, KpiSample.backend_id, KpiSample.lane, KpiSample.source)
+    )
+    models = [KpiSamplePublic.model_validate(x) for x in stored]
+    assert len(models) == 8
+    assert r.content == TypeAdapter(list[KpiSamplePublic]).dump_json(models)
 
 
 def test_violations_api_is_tenant_scoped(client: TestClient, session: Session, world: dict[str, object]) -> None:

@@ -17,7 +17,7 @@ from sliceportal.models import Role
 from sliceportal.services.admission import OVERRIDE_MAX, Override
 
 
-def admission_override(
+async def admission_override(  # no I/O: no thread-pool hop (api/deps.py)
     principal: CurrentUser,
     admission_override: Annotated[
         str | None,

@@ -76,6 +76,13 @@ def get_scoped(session: Session, model: type[M], ident: int, tenant_scope: int |
     return obj
 
 
+def check_scoped(session: Session, model: type[Any], ident: int, tenant_scope: int | None, what: str) -> None:
+    """That object ``ident`` exists for this principal (404 otherwise), for routes that need
+    only that: loading it would load its eager relationships too (a slice's: three queries)."""
+    if session.scalar(scoped(select(model.id).where(model.id == ident), model, tenant_scope)) is None:
+        raise not_found(what, ident)
+
+
 def etag(response: Response, obj: Any) -> None:
     response.headers["ETag"] = f'"{obj.version}"'
 

@@ -41,7 +41,7 @@ def expensive(budget: str) -> Any:
     The principal is the request's own (FastAPI resolves it once per request), so an
     unauthenticated call is refused with 401 and not counted."""
 
-    def limit(request: Request, principal: CurrentUser) -> None:
+    async def limit(request: Request, principal: CurrentUser) -> None:  # no I/O: no thread-pool hop
         limiter: ExpensiveLimiter = request.app.state.expensive_limiter
         wait = limiter.hit(f"user:{principal.user_id}", budget)
         if wait is not None:

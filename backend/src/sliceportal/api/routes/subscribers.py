@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Header, Request, Response, UploadFile
 from fastapi.responses import JSONResponse
-from sqlalchemy import BigInteger, Row, Select, any_, bindparam, cast, func, or_, select, text
-from sqlalchemy.dialects.postgresql import ARRAY, INET
-from sqlalchemy.orm import Session, lazyload, raiseload
+from sqlalchemy import Select, cast, func, literal_column, or_, select, text
+from sqlalchemy.dialects.postgresql import INET, aggregate_order_by
+from sqlalchemy.orm import Session, lazyload
 from sqlalchemy.types import String
 
 from sliceportal.api import ratelimit
@@ -28,6 +28,7 @@ from sliceportal.api.crud import (
 )
 from sliceportal.api.deps import Reader, SessionDep, Writer, wants_async
 from sliceportal.api.errors import ApiError, not_found
+from sliceportal.api.responses import plain_json
 from sliceportal.models import ImportJob, Slice, Subscriber, Tenant
 from sliceportal.models.audit import actor_of, record, set_actor
 from sliceportal.models.subscribers import subscriber_slice
@@ -56,53 +57,44 @@ SORTABLE = {
 }
 
 
-# what a list page reads: the public fields' columns (a Row has the same attribute names)
-PUBLIC_COLUMNS = (
-    Subscriber.id,
-    Subscriber.tenant_id,
-    Subscriber.imsi,
-    Subscriber.ue_ip,
-    Subscriber.teids,
-    Subscriber.guaranteed_bps,
-    Subscriber.version,
-    Subscriber.created_at,
-)
+# What a read answers, one expression per field of SubscriberPublic in its order, in one
+# statement: the address as text (host(): without the prefix length), the slice ids from the
+# link table, ascending. A read's rows become its JSON without a model (plain_json): parsing and
+# printing addresses with ipaddress alone was a tenth of a list page's CPU.
+_PUBLIC_EXPRESSIONS: dict[str, Any] = {
+    "id": Subscriber.id,
+    "tenant_id": Subscriber.tenant_id,
+    "imsi": Subscriber.imsi,
+    "ue_ip": func.host(Subscriber.ue_ip),
+    "teids": Subscriber.teids,
+    "slice_ids": select(
+        func.coalesce(
+            func.array_agg(aggregate_order_by(subscriber_slice.c.slice_id, subscriber_slice.c.slice_id)),
+            literal_column("'{}'::bigint[]"),
+        )
+    )
+    .where(subscriber_slice.c.subscriber_id == Subscriber.id)
+    .scalar_subquery(),
+    "guaranteed_bps": Subscriber.guaranteed_bps,
+    "version": Subscriber.version,
+    "created_at": Subscriber.created_at,
+}
+PUBLIC_ROW = tuple(_PUBLIC_EXPRESSIONS[name].label(name) for name in SubscriberPublic.model_fields)
 
 
-def to_public(s: Subscriber | Row[Any], slice_ids: list[int] | None = None) -> SubscriberPublic:
-    """``slice_ids``: the memberships when read on their own (``_memberships``); otherwise
-    from the loaded ``slices``."""
+def to_public(s: Subscriber) -> SubscriberPublic:
+    """A subscriber just written, its ``slices`` loaded (reads answer from ``PUBLIC_ROW``)."""
     return SubscriberPublic(
         id=s.id,
         tenant_id=s.tenant_id,
         imsi=s.imsi,
         ue_ip=IPv4Address(str(s.ue_ip)),
         teids=list(s.teids),
-        slice_ids=slice_ids if slice_ids is not None else [x.id for x in s.slices],
+        slice_ids=[x.id for x in s.slices],
         guaranteed_bps=s.guaranteed_bps,
         version=s.version,
         created_at=s.created_at,
     )
-
-
-# Reads answer with slice *ids* only: loading ``Subscriber.slices`` would load each Slice with
-# its type, backends and services (three more queries per page, for ids the link table holds).
-WITHOUT_SLICES = raiseload(Subscriber.slices)
-
-
-def _memberships(session: Session, subscriber_ids: list[int]) -> dict[int, list[int]]:
-    """subscriber id -> its slice ids (ascending), in one query over the link table."""
-    out: dict[int, list[int]] = {i: [] for i in subscriber_ids}
-    if subscriber_ids:
-        for sub_id, slice_id in session.execute(
-            select(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)
-            # one array parameter: the same SQL text for any page, so it stays prepared
-            # (an IN list renders a new statement per page size)
-            .where(subscriber_slice.c.subscriber_id == any_(bindparam("ids", subscriber_ids, type_=ARRAY(BigInteger))))
-            .order_by(subscriber_slice.c.subscriber_id, subscriber_slice.c.slice_id)
-        ):
-            out[sub_id].append(slice_id)
-    return out
 
 
 def _lock_tenant(session: Session, tenant_id: PathId) -> None:
@@ -166,11 +158,10 @@ def _filtered(stmt: AnySelect, tenant_scope: int | None, tenant_id: int | None, 
 @router.get("", response_model=Page[SubscriberPublic])
 def list_subscribers(
     principal: Reader, session: SessionDep, params: ListQuery, tenant_id: QueryId = None, slice_id: QueryId = None
-) -> Page[SubscriberPublic]:
-    stmt = _filtered(select(*PUBLIC_COLUMNS), principal.tenant_scope, tenant_id, slice_id)
+) -> Response:
+    stmt = _filtered(select(*PUBLIC_ROW), principal.tenant_scope, tenant_id, slice_id)
     rows, count = page_rows(session, stmt, params, SORTABLE, SEARCHED)
-    members = _memberships(session, [r.id for r in rows])
-    return Page(data=[to_public(r, members[r.id]) for r in rows], count=count)
+    return plain_json({"data": [r._asdict() for r in rows], "count": count})
 
 
 @router.post(
@@ -223,20 +214,13 @@ def bulk_delete_subscribers(body: SubscriberBulkDelete, principal: Writer, sessi
 
 
 @router.get("/{subscriber_id}", response_model=SubscriberPublic)
-def read_subscriber(
-    subscriber_id: PathId, principal: Reader, session: SessionDep, response: Response
-) -> SubscriberPublic:
-    s = session.scalar(
-        scoped(
-            select(Subscriber).options(WITHOUT_SLICES).where(Subscriber.id == subscriber_id),
-            Subscriber,
-            principal.tenant_scope,
-        )
-    )
-    if s is None:
+def read_subscriber(subscriber_id: PathId, principal: Reader, session: SessionDep) -> Response:
+    row = session.execute(
+        scoped(select(*PUBLIC_ROW).where(Subscriber.id == subscriber_id), Subscriber, principal.tenant_scope)
+    ).first()
+    if row is None:
         raise not_found("subscriber", subscriber_id)
-    etag(response, s)
-    return to_public(s, _memberships(session, [s.id])[s.id])
+    return plain_json(row._asdict(), headers={"ETag": f'"{row.version}"'})
 
 
 def _admit(session: Session, s: Subscriber, override: Override | None, action: str) -> None:
