@@ -26,7 +26,8 @@ header probe_t {
     bit<8>  k_opt;
     bit<8>  c_index;   // the indirect counter's cell
     bit<8>  m_index;   // the meter's cell
-    bit<8>  color;     // written: the meter's color
+    bit<8>  color;     // written: the packet meter's color
+    bit<8>  bcolor;    // written: the byte meter's color (the same cell)
     bit<32> seen;      // written: packets seen so far on the ingress port (the register)
     bit<64> trace;     // written: each table pushes its entry's tag
     bit<16> eport;     // written in egress: the egress port
@@ -39,6 +40,7 @@ struct headers_t {
 
 struct meta_t {
     bit<8> color;
+    bit<8> bcolor;
 }
 
 parser DiffParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -63,6 +65,7 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     direct_counter(CounterType.packets_and_bytes) exact_hits;
     counter(256, CounterType.packets_and_bytes) by_index;
     meter(256, MeterType.packets) policer;
+    meter(256, MeterType.bytes) byte_policer;
     register<bit<32>>(512) seen_on_port;
 
     action fwd(bit<9> port, bit<8> tag) {
@@ -107,7 +110,7 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         key = { hdr.probe.k_range: range; }
         actions = { fwd; set_src; drop; NoAction; }
         default_action = NoAction();
-        size = 64;
+        size = 8;  // fewer than the generator may insert: a full table refuses the rest
     }
     table t_optional {
         key = {
@@ -148,6 +151,8 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
             by_index.count((bit<32>) hdr.probe.c_index);
             policer.execute_meter((bit<32>) hdr.probe.m_index, meta.color);
             hdr.probe.color = meta.color;
+            byte_policer.execute_meter((bit<32>) hdr.probe.m_index, meta.bcolor);
+            hdr.probe.bcolor = meta.bcolor;
             bit<32> seen;
             seen_on_port.read(seen, (bit<32>) sm.ingress_port);
             seen = seen + 1;

@@ -22,8 +22,9 @@ MF = p4info_pb2.MatchField
 Update = p4runtime_pb2.Update
 
 PORTS = (1, 2, 3)  # the switch ports with a veth pair, on both switches
+NO_LINK = 4  # a port some entries send to, with no link on either switch
 ETHER_TYPE = 0x88B5  # diff.p4's TYPE_PROBE
-PROBE = struct.Struct("!IBHHIHBBBBIQH")  # diff.p4's probe_t, field by field
+PROBE = struct.Struct("!IBHHIHBBBBBIQH")  # diff.p4's probe_t, field by field
 KIND_TABLES, KIND_MARKER = 0, 1
 METER_CELLS = 8  # m_index values packets use: configured ones and never-configured ones
 COUNTER_CELLS = 16  # c_index values packets use
@@ -78,7 +79,7 @@ def probe_frame(seq: int, nonce: int, fields: dict[str, int], rng: random.Random
     eth = fields["dst"].to_bytes(6, "big") + fields["src"].to_bytes(6, "big") + ETHER_TYPE.to_bytes(2, "big")
     probe = PROBE.pack(
         seq, fields.get("kind", KIND_TABLES), fields["k_exact"], fields["k_tern"], fields["k_lpm"],
-        fields["k_range"], fields["k_opt"], fields["c_index"], fields["m_index"], 0, 0, 0, 0,
+        fields["k_range"], fields["k_opt"], fields["c_index"], fields["m_index"], 0, 0, 0, 0, 0,
     )  # fmt: skip
     payload = nonce.to_bytes(4, "big") + rng.randbytes(rng.randrange(0, 48))
     frame = eth + probe + payload
@@ -180,14 +181,18 @@ class Generator:
                 m.low, m.high = encode(low), encode(high)
 
     def action(self, t: p4info_pb2.Table, default: bool = False) -> p4runtime_pb2.Action:
-        """A random action of the table, with random parameters: an egress port of PORTS."""
+        """A random action of the table, with random parameters; an egress port is mostly
+        one of PORTS."""
         scope = p4info_pb2.ActionRef.TABLE_ONLY if default else p4info_pb2.ActionRef.DEFAULT_ONLY
         refs = [r for r in t.action_refs if r.scope != scope]
         weights = [ACTION_WEIGHTS.get(self.actions[r.id].preamble.name.rsplit(".", 1)[-1], 1) for r in refs]
         a = self.actions[self.rng.choices(refs, weights)[0].id]
         msg = p4runtime_pb2.Action(action_id=a.preamble.id)
         for p in a.params:
-            value = self.rng.choice(PORTS) if p.name == "port" else self.rng.getrandbits(p.bitwidth)
+            if p.name == "port":
+                value = self.rng.choice(PORTS) if self.rng.random() < 0.95 else NO_LINK
+            else:
+                value = self.rng.getrandbits(p.bitwidth)
             msg.params.add(param_id=p.id, value=encode(value))
         return msg
 
