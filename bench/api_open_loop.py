@@ -8,7 +8,7 @@ coordinated omission). Per offered rate: p50 / p99 of the mix, what was achieved
 The stack as ``make run`` serves it: a private PostgreSQL, uvicorn with two workers on the two
 cores, real HTTP on loopback. The world: one Flexible Slice of 10 000 subscribers, and ten
 minutes of per-lane KPI samples for it (written by SQL: no data plane, no testbed -- the
-requests are what is measured). The mix, as a dashboard-heavy day looks:
+requests are what is measured), assigned to three registered backends. The mix, as a dashboard-heavy day looks:
 
 * 45 % ``GET /slices/{id}``, 25 % ``GET /slices?limit=50``,
 * 20 % ``GET /slices/{id}/kpis?lane=0`` (the last 5 minutes, 300 samples),
@@ -64,6 +64,19 @@ def world(base: str, headers: dict[str, str], pg_conn: psycopg.Connection) -> tu
     tenant.raise_for_status()
     types = httpx.get(f"{base}/api/v1/slice-types", headers=headers, params={"limit": 100}).json()["data"]
     flexible = next(t["id"] for t in types if t["name"] == "Flexible Slice")
+    # assigned to three backends, as slice_status_scale's: a slice's status is read from each
+    # one's stored state. Registered only (nothing listens there, no controller probes them):
+    # the reads are what is measured, not the data planes.
+    backends = [
+        httpx.post(
+            f"{base}/api/v1/backends",
+            headers=headers,
+            json={"name": f"edge-{i}", "driver": "p4rt", "options": {"address": f"127.0.0.1:{9 + i}"}},
+        )
+        for i in range(3)
+    ]
+    for b in backends:
+        b.raise_for_status()
     sl = httpx.post(
         f"{base}/api/v1/slices",
         headers=headers,
@@ -73,6 +86,7 @@ def world(base: str, headers: dict[str, str], pg_conn: psycopg.Connection) -> tu
             "slice_type_id": flexible,
             "sla": {"rate_limit_mbps": 100},
             "services": TABLE2_SERVICES,
+            "backend_ids": [b.json()["id"] for b in backends],
         },
     )
     sl.raise_for_status()
@@ -88,10 +102,10 @@ def world(base: str, headers: dict[str, str], pg_conn: psycopg.Connection) -> tu
     pg_conn.execute(
         "INSERT INTO kpi_sample (slice_id, backend_id, lane, source, ts, interval_s, tx_packets, rx_packets,"
         " tx_bytes, rx_bytes, throughput_bps, loss_pct, delay_p99_ms, jitter_ms, drops, ecn_marks)"
-        " SELECT %s, 1, lane, 'counters', ts, 1.0, 1000, 990, 1000000, 990000, 7920000, 1.0, 2.5, 0.3, '{}', 0"
+        " SELECT %s, %s, lane, 'counters', ts, 1.0, 1000, 990, 1000000, 990000, 7920000, 1.0, 2.5, 0.3, '{}', 0"
         " FROM generate_series(now() - interval '10 minutes', now(), interval '1 second') AS ts,"
         " generate_series(0, 6, 2) AS lane",
-        (sid,),
+        (sid, backends[0].json()["id"]),  # its traffic crosses the first
     )
     return sid, int(tenant.json()["id"])
 

@@ -180,7 +180,7 @@ def _unknown_api_paths(app: FastAPI) -> None:
         include_in_schema=False,
         methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
     )
-    def unknown(path: str, request: Request) -> None:
+    async def unknown(path: str, request: Request) -> None:  # no I/O: answered on the event loop
         allow = methods_at(request.url.path)
         if allow:
             raise errors.ApiError(

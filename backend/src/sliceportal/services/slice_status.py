@@ -370,6 +370,6 @@ def slice_statuses(
         s.id: [_deploy_state(session, s, facts[b.id], detail) for b in sorted(s.backends, key=lambda x: x.id)]
         for s in slices
     }
-    if out:
+    if any(out.values()):  # a slice on no backend has no SLA state to read
         _sla(session, out, now, no_data_after)
     return out
