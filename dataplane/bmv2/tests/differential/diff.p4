@@ -3,7 +3,7 @@
  * program and runtime default actions, a direct counter, an indirect counter and a meter
  * indexed by header fields, and a register read-modify-written per packet. Everything a
  * table, meter or register decides is written into the packet, so that the frames the two
- * switches emit reveal it. */
+ * switches emit reveal it. An egress table stamps or drops by egress port. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -30,7 +30,8 @@ header probe_t {
     bit<8>  bcolor;    // written: the byte meter's color (the same cell)
     bit<32> seen;      // written: packets seen so far on the ingress port (the register)
     bit<64> trace;     // written: each table pushes its entry's tag
-    bit<16> eport;     // written in egress: the egress port
+    bit<16> eport;     // written in egress: the egress port (^ an egress entry's stamp)
+    bit<8>  flags;     // written: hit / miss / action run of some tables
 }
 
 struct headers_t {
@@ -144,9 +145,17 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         } else {
             t_exact.apply();
             t_ternary.apply();
-            t_lpm.apply();
-            t_range.apply();
-            t_optional.apply();
+            if (t_lpm.apply().hit) {
+                hdr.probe.flags = hdr.probe.flags | 1;
+            }
+            switch (t_range.apply().action_run) {
+                fwd: { hdr.probe.flags = hdr.probe.flags | 2; }
+                drop: { hdr.probe.flags = hdr.probe.flags | 4; }
+                default: { hdr.probe.flags = hdr.probe.flags | 8; }
+            }
+            if (t_optional.apply().miss) {
+                hdr.probe.flags = hdr.probe.flags | 16;
+            }
             t_mixed.apply();
             by_index.count((bit<32>) hdr.probe.c_index);
             policer.execute_meter((bit<32>) hdr.probe.m_index, meta.color);
@@ -163,9 +172,25 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
 }
 
 control DiffEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action stamp(bit<16> v) {
+        hdr.probe.eport = hdr.probe.eport ^ v;
+    }
+    action drop_late() {
+        mark_to_drop(sm);
+    }
+    table t_egress {
+        key = {
+            sm.egress_port: exact;
+            hdr.probe.k_opt: ternary;
+        }
+        actions = { stamp; drop_late; NoAction; }
+        default_action = NoAction();
+        size = 16;
+    }
     apply {
         if (hdr.probe.isValid() && hdr.probe.kind == 0) {
             hdr.probe.eport = (bit<16>) sm.egress_port;
+            t_egress.apply();
         }
     }
 }

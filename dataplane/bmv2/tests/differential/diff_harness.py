@@ -66,7 +66,7 @@ ELECTION_IDS = itertools.count(1)
 PROBE_AT = 14  # the probe header follows Ethernet
 PROBE_FIELDS = (
     "seq", "kind", "k_exact", "k_tern", "k_lpm", "k_range", "k_opt",
-    "c_index", "m_index", "color", "bcolor", "seen", "trace", "eport",
+    "c_index", "m_index", "color", "bcolor", "seen", "trace", "eport", "flags",
 )  # fmt: skip
 
 

@@ -24,14 +24,14 @@ Update = p4runtime_pb2.Update
 PORTS = (1, 2, 3)  # the switch ports with a veth pair, on both switches
 NO_LINK = 4  # a port some entries send to, with no link on either switch
 ETHER_TYPE = 0x88B5  # diff.p4's TYPE_PROBE
-PROBE = struct.Struct("!IBHHIHBBBBBIQH")  # diff.p4's probe_t, field by field
+PROBE = struct.Struct("!IBHHIHBBBBBIQHB")  # diff.p4's probe_t, field by field
 KIND_TABLES, KIND_MARKER = 0, 1
 METER_CELLS = 8  # m_index values packets use: configured ones and never-configured ones
 COUNTER_CELLS = 16  # c_index values packets use
 MIN_FRAME = 64
 # diff.p4's actions by how often entries get them: each of six tables may drop (and a later
 # one forward again), so that some frames come out and some do not
-ACTION_WEIGHTS = {"fwd": 6, "set_src": 3, "drop": 1, "NoAction": 2}
+ACTION_WEIGHTS = {"fwd": 6, "set_src": 3, "drop": 1, "NoAction": 2, "stamp": 4, "drop_late": 1}
 
 # Meter configs whose colors do not depend on time: rates and bursts so large that no run
 # empties a bucket (GREEN), or zero so that a bucket never holds a token (every packet is
@@ -79,7 +79,7 @@ def probe_frame(seq: int, nonce: int, fields: dict[str, int], rng: random.Random
     eth = fields["dst"].to_bytes(6, "big") + fields["src"].to_bytes(6, "big") + ETHER_TYPE.to_bytes(2, "big")
     probe = PROBE.pack(
         seq, fields.get("kind", KIND_TABLES), fields["k_exact"], fields["k_tern"], fields["k_lpm"],
-        fields["k_range"], fields["k_opt"], fields["c_index"], fields["m_index"], 0, 0, 0, 0, 0,
+        fields["k_range"], fields["k_opt"], fields["c_index"], fields["m_index"], 0, 0, 0, 0, 0, 0,
     )  # fmt: skip
     payload = nonce.to_bytes(4, "big") + rng.randbytes(rng.randrange(0, 48))
     frame = eth + probe + payload
@@ -102,7 +102,7 @@ class Generator:
         self.seed = seed
         self.actions = {a.preamble.id: a for a in info.actions}
         # a few values per key field, for both the entries and the packets
-        self.pools: dict[str, list[int]] = {"sm.ingress_port": list(PORTS)}
+        self.pools: dict[str, list[int]] = {"sm.ingress_port": list(PORTS), "sm.egress_port": list(PORTS)}
         for t in info.tables:
             for f in t.match_fields:
                 if f.name not in self.pools:
@@ -138,13 +138,16 @@ class Generator:
         needs_priority = any(f.match_type in (MF.TERNARY, MF.RANGE, MF.OPTIONAL) for f in t.match_fields)
         priorities = self.rng.sample(range(1, 1000), n) if needs_priority else [0] * n
         seen: set[bytes] = set()
-        out = []
+        out: list[p4runtime_pb2.TableEntry] = []
         for priority in priorities:
             te = p4runtime_pb2.TableEntry(table_id=t.preamble.id, priority=priority)
-            for f in t.match_fields:
-                self.match(te, f)
+            if needs_priority and out and self.rng.random() < 0.15:
+                te.match.extend(self.rng.choice(out).match)  # the same key at another priority
+            else:
+                for f in t.match_fields:
+                    self.match(te, f)
             key = b"".join(m.SerializeToString(deterministic=True) for m in te.match)
-            if key in seen:  # the same key twice (at any priority) is one entry, not two
+            if key in seen and not needs_priority:  # without priorities, one key is one entry
                 continue
             seen.add(key)
             te.action.action.CopyFrom(self.action(t))
