@@ -352,7 +352,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             d = ent.direct_counter_entry
             hits = self.switch.tables.read(d.table_entry)
             if not hits or hits[0][1] is None:
-                # PI: INVALID_ARGUMENT ("Cannot find match entry"), not NOT_FOUND
+                # PI: INVALID_ARGUMENT ("Cannot map table entry to handle"), not NOT_FOUND
                 raise invalid("no such entry for the direct counter")
             self.switch.tables.set_counter(hits[0][0], hits[0][1], d.data.packet_count, d.data.byte_count)
         else:
