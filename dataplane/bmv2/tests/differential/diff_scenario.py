@@ -2,7 +2,7 @@
 and deleted ones, default actions, meter configs, counter presets) and the frames to send.
 
 Everything comes from ``random.Random(seed)`` and the P4Info, so one seed is one scenario,
-replayed exactly (harness.py --seed N). Entries are valid as P4Runtime requires them
+replayed exactly (diff_harness.py --seed N). Entries are valid as P4Runtime requires them
 (values within the field, masks and prefixes with no value bits outside them, ranges with
 low <= high, wildcards omitted, distinct priorities where the table needs them); keys and
 packets draw from small pools of values per field, so that most packets hit entries,
