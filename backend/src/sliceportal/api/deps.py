@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
+import anyio.to_thread
 import jwt
+from anyio import CancelScope, CapacityLimiter
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import APIKeyHeader, OAuth2PasswordBearer
@@ -45,7 +47,11 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """A session for the request, opened and closed on the event loop: creating one does no
     I/O, and closing a read's (autocommit) sends nothing, where a ``def`` dependency cost two
-    thread-pool hops a request. A write's close may roll back, a round trip: in the pool."""
+    thread-pool hops a request. A write's close may roll back, a round trip: in a thread, but
+    not one of the shared pool's. When every thread of that pool waits for a pooled database
+    connection, the connection this close returns would otherwise wait for a thread: a
+    deadlock until the pool's timeout (found by an open-loop load; FastAPI closes its own
+    ``def`` dependencies the same way for the same reason)."""
     state = request.app.state
     reads = request.method in SAFE_METHODS
     session = (state.read_sessionmaker if reads else state.sessionmaker)()
@@ -55,7 +61,8 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         if reads:
             session.close()
         else:
-            await run_in_threadpool(session.close)
+            with CancelScope(shield=True):
+                await anyio.to_thread.run_sync(session.close, limiter=CapacityLimiter(1))
 
 
 _secret_lock = threading.Lock()
@@ -234,6 +241,16 @@ def check_credential(session: Session, signing_key: str, token: str | None, x_ap
     return _from_token(session, signing_key, token)
 
 
+def _check_and_release(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Checked:
+    """``check_credential``, and the session's connection back to the pool before the request
+    waits for the thread of its route: a request that holds a pooled connection while it waits
+    for a thread can deadlock the worker once every thread waits for a connection."""
+    try:
+        return check_credential(session, signing_key, token, x_api_key)
+    finally:
+        session.rollback()  # nothing of the request is written yet (a key's last use commits itself)
+
+
 def authenticate(session: Session, signing_key: str, token: str | None, x_api_key: str | None) -> Principal:
     return check_credential(session, signing_key, token, x_api_key)[0]
 
@@ -255,7 +272,7 @@ async def get_principal(
         principal = remembered
     else:
         generation = cache.generation
-        principal, valid_until = await run_in_threadpool(check_credential, session, signing_key, token, x_api_key)
+        principal, valid_until = await run_in_threadpool(_check_and_release, session, signing_key, token, x_api_key)
         if key:
             cache.put(key, principal, valid_until, generation)
     set_actor(session, Actor(principal.user_id, principal.username, principal.via))

@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI, Response
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 from pydantic_core import to_json
 
 from sliceportal.api.errors import PROBLEM_JSON, Problem
@@ -63,3 +64,12 @@ def plain_json(content: Any, headers: dict[str, str] | None = None) -> Response:
     validating a model per row, which was most of such a request's CPU. The route keeps its
     ``response_model`` for the OpenAPI document; a test compares the two answers' bytes."""
     return Response(to_json(content), media_type="application/json", headers=headers)
+
+
+def model_json(model: BaseModel, headers: dict[str, str] | None = None) -> Response:
+    """A route's answer, built and validated as its response model inside the route's thread,
+    written as JSON there too. FastAPI validates a ``def`` route's returned value again in the
+    shared thread pool, after the route's thread is given back and while the request's session
+    still holds its pooled connection: under load every thread could end up waiting for a
+    connection held by a request waiting for a thread (docs/scale.md, open-loop load)."""
+    return Response(model.model_dump_json(), media_type="application/json", headers=headers)

@@ -14,6 +14,7 @@ from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, SettingsDep, Writer
 from sliceportal.api.errors import ApiError, FieldError, not_found
+from sliceportal.api.responses import model_json
 from sliceportal.core.config import Settings
 from sliceportal.models import Backend, ServiceClass, Slice, SliceType, Tenant
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
@@ -147,7 +148,7 @@ def list_slices(
     params: ListQuery,
     tenant_id: QueryId = None,
     state: Annotated[SliceSummaryState | None, Query(description="the derived summary state")] = None,
-) -> Page[SlicePublic]:
+) -> Response:
     stmt = scoped(select(Slice), Slice, principal.tenant_scope)
     if tenant_id is not None:
         stmt = stmt.where(Slice.tenant_id == tenant_id)
@@ -157,7 +158,7 @@ def list_slices(
         stmt = stmt.where(Slice.id.in_([sid for sid, st in every.items() if summary(st) == state]))
     rows, count = page(session, stmt, params, SORTABLE, [Slice.name, Slice.description])
     statuses = _statuses(session, settings, rows)
-    return Page(data=[to_public(s, statuses[s.id]) for s in rows], count=count)
+    return model_json(Page[SlicePublic](data=[to_public(s, statuses[s.id]) for s in rows], count=count))
 
 
 @router.get("/states", response_model=list[StateCount])
@@ -169,9 +170,7 @@ def slice_state_counts(principal: Reader, session: SessionDep, settings: Setting
 
 
 @router.get("/{slice_id}", response_model=SlicePublic)
-def read_slice(
-    slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep, response: Response
-) -> SlicePublic:
+def read_slice(slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep) -> Response:
     # one statement for the slice with its backends and service classes (a few rows: their
     # product), where the relationships' own select-in loads are two more
     s = (
@@ -183,8 +182,7 @@ def read_slice(
     )
     if s is None:
         raise not_found("slice", slice_id)
-    etag(response, s)
-    return _public(session, settings, s)
+    return model_json(_public(session, settings, s), headers={"ETag": f'"{s.version}"'})
 
 
 @router.get("/{slice_id}/status", response_model=SliceStatusPublic)
