@@ -2,6 +2,7 @@
 //! checksums, ingress; the caller's traffic manager; egress, update checksums, deparser.
 //! The header vector (PHV) travels with the packet from ingress to egress, as in BMv2.
 
+use crate::code::{self, Op};
 use crate::ir::{BinOp, Expr, HRef, Ir, Node, ParserOp, Prim, UnOp};
 use crate::table::{full, Entry, TableState, WriteError};
 
@@ -112,7 +113,7 @@ struct ParseError(u32);
 /// Action data this long or shorter is copied on the stack in `apply_table`.
 const INLINE_PARAMS: usize = 16;
 
-fn read_bits(data: &[u8], bit_off: usize, width: u32) -> u64 {
+pub(crate) fn read_bits(data: &[u8], bit_off: usize, width: u32) -> u64 {
     // width <= 64 and the caller checked the bytes exist
     let first = bit_off / 8;
     if width > 0 {
@@ -245,7 +246,7 @@ impl Engine {
     }
 
     /// A packet with a blank header vector: a spare one reset, or a new one.
-    fn fresh(&mut self) -> Packet {
+    pub(crate) fn fresh(&mut self) -> Packet {
         match self.spare.pop() {
             Some(mut p) => {
                 p.fields.fill(0);
@@ -491,12 +492,22 @@ impl Engine {
             Expr::Const(c) => Ok(*c),
             Expr::Field(f) => Ok(pkt.fields[*f] as i128),
             Expr::Valid(h) => Ok(pkt.valid[*h] as i128),
+            Expr::Code(c) => self.run_code(c, pkt, params, cursor),
             _ => self.eval_tree(e, pkt, params, cursor),
+        }
+    }
+
+    #[inline(always)]
+    fn run_code(&self, c: &[Op], pkt: &Packet, params: &[u64], cursor: usize) -> Result<i128, ParseError> {
+        match code::run(c, &pkt.fields, &pkt.valid, params, &pkt.data, cursor) {
+            Ok(v) => Ok(v as i128),
+            Err(code::Short) => Err(ParseError(self.ir.error_packet_too_short)),
         }
     }
 
     fn eval_tree(&self, e: &Expr, pkt: &Packet, params: &[u64], cursor: usize) -> Result<i128, ParseError> {
         Ok(match e {
+            Expr::Code(c) => self.run_code(c, pkt, params, cursor)?,
             Expr::Const(c) => *c,
             Expr::Field(f) => pkt.fields[*f] as i128,
             Expr::Valid(h) => pkt.valid[*h] as i128,
@@ -553,6 +564,11 @@ impl Engine {
                 (value(*a) == value(*b)) as i128
             }
         })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn eval_for_test(&self, e: &Expr, pkt: &Packet, params: &[u64]) -> i128 {
+        self.eval_tree(e, pkt, params, 0).unwrap_or_else(|_| panic!("no lookahead here"))
     }
 
     /// The header of `stack[i]`, None out of range.

@@ -4,6 +4,7 @@
 //! (`exec`). `ir` resolves names to indices once; `table` holds match tables; `python` is
 //! the PyO3 module the target imports (cargo feature "python").
 
+pub mod code;
 pub mod exec;
 pub mod ir;
 pub mod lanes;
@@ -283,6 +284,7 @@ pub fn engine(json: &str) -> Result<exec::Engine, LoadError> {
         serde_json::from_str(json).map_err(|e| LoadError { unsupported: vec![], detail: e.to_string() })?;
     let mut ir = ir::build(&raw).map_err(|e| LoadError { unsupported: vec![e], detail: String::new() })?;
     simplify::program(&mut ir);
+    code::program(&mut ir);
     let mut e = exec::Engine::new(ir);
     e.install_const_entries().map_err(|err| LoadError { unsupported: vec![err], detail: String::new() })?;
     Ok(e)

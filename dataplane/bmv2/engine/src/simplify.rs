@@ -88,7 +88,7 @@ pub fn bits(e: &Expr, widths: &[u32]) -> Option<u32> {
         Expr::Field(f) => widths.get(*f).copied(),
         Expr::Valid(_) => Some(1),
         Expr::Lookahead { width, .. } => Some(*width),
-        Expr::Runtime(_) | Expr::StackField { .. } | Expr::LastField { .. } => None,
+        Expr::Runtime(_) | Expr::StackField { .. } | Expr::LastField { .. } | Expr::Code(_) => None,
         Expr::StackValid { .. } | Expr::UnionValid(_) | Expr::VarbitEq(..) => Some(1),
         Expr::Un(UnOp::D2b | UnOp::Not, _) => Some(1),
         Expr::Un(UnOp::B2d, x) => bits(x, widths),

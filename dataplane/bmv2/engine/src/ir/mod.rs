@@ -48,6 +48,8 @@ pub enum Expr {
     UnionValid(usize),
     /// `a.v == b.v` of two headers' varbit fields (values compared, as BMv2's Data).
     VarbitEq(usize, usize),
+    /// The expression compiled for the place that reads it (`code::program`, after load).
+    Code(Box<[crate::code::Op]>),
 }
 
 /// A header a primitive names: a fixed one, or a stack element chosen at run time.
