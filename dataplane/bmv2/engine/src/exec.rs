@@ -1257,25 +1257,72 @@ mod tests {
 
 #[cfg(test)]
 mod speed {
-    /// Not an assertion on speed (bench/ measures): prints ns/packet for a profile run,
-    /// `cargo test --release speed -- --nocapture --ignored`.
+    //! Not assertions on speed (bench/p4_engine_cost.py measures): ns/packet for a profile
+    //! run, `cargo test --release speed -- --nocapture --ignored`.
+
+    use super::Engine;
+
+    fn table(e: &Engine, name: &str) -> usize {
+        e.ir.tables.iter().position(|t| t.name == name).expect(name)
+    }
+
+    fn entry(e: &mut Engine, t: &str, key: Vec<(u64, u64)>, priority: i64, action: &str, params: Vec<u64>) {
+        let t = table(e, t);
+        let a = *e.ir.tables[t].actions.iter().find(|a| e.ir.actions[**a].name.ends_with(action)).expect(action);
+        e.insert(t, key, priority, a, params).unwrap();
+    }
+
+    /// Access port 1 (tenant 1) forwarding to port 2.
+    fn access() -> Engine {
+        let mut e = crate::engine(include_str!("../../compiled/slicing.json")).unwrap();
+        entry(&mut e, "SlicingIngress.tenant.port_tenant", vec![(1, 511)], 0, "set_access_tenant", vec![1, 100]);
+        entry(&mut e, "SlicingIngress.fwd.tenant_forward", vec![(1, 255), (1, 511)], 0, "fwd.forward", vec![2]);
+        e
+    }
+
+    fn run(e: &mut Engine, frame: &[u8], sojourn_us: u64) {
+        let n = 200_000;
+        let (cpu, wall, sent) = e.time_loop(frame, 1, n, sojourn_us);
+        assert_eq!(sent, n);
+        println!("{cpu:.0} ns/packet CPU, {wall:.0} ns/packet wall, {:.0} packets/s", 1e9 / wall);
+    }
+
+    /// 200 B of plain UDP, no classifier entry.
     #[test]
     #[ignore]
     fn packets_per_second() {
-        let mut e = crate::engine(include_str!("../../compiled/slicing.json")).unwrap();
-        let pt = e.ir.tables.iter().position(|t| t.name == "SlicingIngress.tenant.port_tenant").unwrap();
-        let a =
-            *e.ir.tables[pt].actions.iter().find(|a| e.ir.actions[**a].name.ends_with("set_access_tenant")).unwrap();
-        e.insert(pt, vec![(1, 511)], 0, a, vec![1, 100]).unwrap();
-        let fw = e.ir.tables.iter().position(|t| t.name == "SlicingIngress.fwd.tenant_forward").unwrap();
-        let a = *e.ir.tables[fw].actions.iter().find(|a| e.ir.actions[**a].name.ends_with("fwd.forward")).unwrap();
-        e.insert(fw, vec![(1, 255), (1, 511)], 0, a, vec![2]).unwrap();
+        let mut e = access();
         let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0, 0, 186];
         f.extend([0, 1, 0, 0, 64, 17, 0, 0, 10, 1, 0, 5, 10, 9, 0, 1, 0x9c, 0x40, 0x13, 0x88, 0, 166, 0, 0]);
         f.resize(200, 0);
-        let n = 200_000;
-        let (cpu, wall, sent) = e.time_loop(&f, 1, n, 0);
-        assert_eq!(sent, n);
-        println!("{cpu:.0} ns/packet CPU, {wall:.0} ns/packet wall, {:.0} packets/s", 1e9 / wall);
+        run(&mut e, &f, 0);
+    }
+
+    /// 200 B of GTP-in-VXLAN (TEID 100) hitting a classifier entry into a slice with a
+    /// virtual queue, tagged on the way out: the bench's prioritised frame.
+    #[test]
+    #[ignore]
+    fn gtp_in_vxlan_hit() {
+        let mut e = access();
+        entry(
+            &mut e,
+            "SlicingIngress.vqueue.slice_qos",
+            vec![(1, 255)],
+            0,
+            "queue_manage",
+            vec![819, 5_000_000, 1_000_000],
+        );
+        entry(&mut e, "SlicingEgress.vlan_tag.egress_vlan", vec![(2, 511)], 0, "push_tenant_vlan", vec![]);
+        let mut key = vec![(1, 255), (0, 0), (0, 0), (1, 1), (100, 0xffff_ffff)];
+        key.resize(11, (0, 0));
+        entry(&mut e, "SlicingIngress.classifier.classifier", key, 10, "set_slice", vec![1, 3]);
+        e.commit();
+        let hex = "0200000000020200000000010800450000ba000100004011661c0a0a00010a0a0002c3e912b500a62996080000000003e9\
+                   00020000000102020000000101080045000088000100004011663a0a1400010a140002086808680074bd1030ff006400\
+                   00006445000064000100004011661e0a2d00010a3c00019c40138800503b1b";
+        let mut f: Vec<u8> =
+            (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+        f.resize(200, 0);
+        run(&mut e, &f, 3);
     }
 }
