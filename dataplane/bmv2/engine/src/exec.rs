@@ -727,6 +727,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn value(&self, e: &Expr, pkt: &Packet, params: &[u64]) -> i128 {
         // Outside the parser nothing can fail (no lookahead there).
         self.eval(e, pkt, params, pkt.payload).unwrap_or(0)
