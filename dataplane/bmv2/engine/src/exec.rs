@@ -470,10 +470,30 @@ impl Engine {
         if start + fixed + var > ctx.pkt.data.len() {
             return Err(ParseError(self.ir.error_packet_too_short));
         }
-        let mut off = start * 8;
-        for &(slot, w) in &hdr.fields {
-            ctx.pkt.fields[slot] = read_bits(&ctx.pkt.data, off, w);
-            off += w as usize;
+        let data = &ctx.pkt.data;
+        if hdr.chunks.is_empty() {
+            let mut off = start * 8;
+            for &(slot, w) in &hdr.fields {
+                ctx.pkt.fields[slot] = read_bits(data, off, w);
+                off += w as usize;
+            }
+        }
+        for c in &hdr.chunks {
+            let at = start + c.at;
+            let word = match data.get(at..at + 8) {
+                Some(w) => u64::from_be_bytes(w.try_into().expect("8 bytes")),
+                None => {
+                    // the header's last bytes end the packet: the word padded with zeros
+                    let mut b = [0u8; 8];
+                    b[..c.bytes].copy_from_slice(&data[at..at + c.bytes]);
+                    u64::from_be_bytes(b)
+                }
+            };
+            let mut used = 0;
+            for &(slot, w) in &hdr.fields[c.first..c.first + c.n] {
+                ctx.pkt.fields[slot] = if w == 0 { 0 } else { (word << used) >> (64 - w) };
+                used += w;
+            }
         }
         if vl_bits.is_some() {
             let from = start + fixed;
@@ -967,9 +987,19 @@ impl Engine {
                 continue;
             }
             let hdr = &self.ir.headers[h];
-            let mut w = BitWriter { out, acc: 0, nbits: 0 };
-            for &(slot, width) in &hdr.fields {
-                w.push(pkt.fields[slot], width);
+            if hdr.chunks.is_empty() {
+                let mut w = BitWriter { out, acc: 0, nbits: 0 };
+                for &(slot, width) in &hdr.fields {
+                    w.push(pkt.fields[slot], width);
+                }
+            }
+            for c in &hdr.chunks {
+                let mut acc = 0u64;
+                for &(slot, w) in &hdr.fields[c.first..c.first + c.n] {
+                    // a 64-bit field is its chunk's only one
+                    acc = if w >= 64 { pkt.fields[slot] } else { (acc << w) | (pkt.fields[slot] & full(w)) };
+                }
+                out.extend_from_slice(&acc.to_be_bytes()[8 - c.bytes..]);
             }
             out.extend_from_slice(&pkt.varbits[h]);
         }

@@ -124,7 +124,8 @@ impl Builder {
         if !metadata && fixed_bits % 8 != 0 {
             return Err(format!("header {name}: {fixed_bits} bits is not a whole number of bytes"));
         }
-        Ok(HeaderIr { name, metadata, fields, fixed_bits, varbit_max_bytes })
+        let chunks = if metadata { Vec::new() } else { super::chunks(&fields) };
+        Ok(HeaderIr { name, metadata, fields, fixed_bits, varbit_max_bytes, chunks })
     }
 
     /// The header stacks (into the builder) and the member headers of each header union.

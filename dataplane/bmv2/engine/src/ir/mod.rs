@@ -102,6 +102,43 @@ pub struct HeaderIr {
     pub fixed_bits: u32,
     /// A trailing varbit field: its maximum length in bytes.
     pub varbit_max_bytes: Option<u32>,
+    /// The fixed fields in runs of whole bytes of at most 64 bits, each read from the packet
+    /// and written by the deparser as one word; empty when the fields do not fall into such
+    /// runs (then field by field).
+    pub chunks: Vec<Chunk>,
+}
+
+/// A run of a header's fields: `fields[first..first + n]`, `bytes` bytes at byte `at` of the
+/// header.
+#[derive(Debug, Clone, Copy)]
+pub struct Chunk {
+    pub first: usize,
+    pub n: usize,
+    pub at: usize,
+    pub bytes: usize,
+}
+
+/// Cut `fields` (slot, width) into [`Chunk`]s, each as long as 64 bits and a byte boundary
+/// allow; none when some run of fields has no byte boundary within 64 bits.
+pub fn chunks(fields: &[(usize, u32)]) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    let (mut i, mut at) = (0, 0);
+    while i < fields.len() {
+        let (mut bits, mut cut) = (0, None);
+        for (j, &(_, w)) in fields.iter().enumerate().skip(i) {
+            if bits + w > 64 {
+                break;
+            }
+            bits += w;
+            if bits.is_multiple_of(8) {
+                cut = Some((j + 1, bits as usize / 8));
+            }
+        }
+        let Some((end, bytes)) = cut else { return Vec::new() };
+        out.push(Chunk { first: i, n: end - i, at, bytes });
+        (i, at) = (end, at + bytes);
+    }
+    out
 }
 
 #[derive(Debug, Clone)]
