@@ -22,34 +22,156 @@ pub enum Want {
     Mod,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub enum Op {
-    Const(u64),
-    Field(u32),
-    Valid(u32),
-    Param(u32),
-    Lookahead {
-        offset: u32,
-        width: u32,
-    },
-    /// y = pop, x = pop, push x op y.
-    Bin(BinOp),
-    /// x = pop, push x op the constant.
-    BinK(BinOp, u64),
-    /// x = pop, push x op the field.
-    BinF(BinOp, u32),
-    /// Logical not; `x != 0`; bitwise not; negation.
-    Not,
-    Truth,
-    BitNot,
-    Neg,
-    /// `a && b`: x = pop; x == 0: push 0 and jump (b is not evaluated, as in the tree).
-    AndJ(u32),
-    /// `a || b`: x = pop; x != 0: push 1 and jump.
-    OrJ(u32),
-    /// x = pop; x == 0: jump.
-    Jz(u32),
-    Jmp(u32),
+/// The instructions, each operator on a constant or a field an instruction of its own
+/// (`AddK`, `EqF`, ...): one dispatch per instruction, not a second one on the operator. The
+/// macro writes the enum, the constructors of the folded forms and the evaluator.
+macro_rules! instructions {
+    ($($op:ident: $k:ident, $f:ident;)*) => {
+        #[derive(Debug, Clone, Copy)]
+        pub enum Op {
+            Const(u64),
+            Field(u32),
+            Valid(u32),
+            Param(u32),
+            Lookahead { offset: u32, width: u32 },
+            /// y = pop, x = pop, push x op y.
+            Bin(BinOp),
+            $(
+                /// x = pop, push x op the constant.
+                $k(u64),
+                /// x = pop, push x op the field.
+                $f(u32),
+            )*
+            /// The operators without folded forms, on a constant or a field.
+            BinK(BinOp, u64),
+            BinF(BinOp, u32),
+            /// Logical not; `x != 0`; bitwise not; negation.
+            Not,
+            Truth,
+            BitNot,
+            Neg,
+            /// `a && b`: x = pop; x == 0: push 0 and jump (b is not evaluated, as in the tree).
+            AndJ(u32),
+            /// `a || b`: x = pop; x != 0: push 1 and jump.
+            OrJ(u32),
+            /// x = pop; x == 0: jump.
+            Jz(u32),
+            Jmp(u32),
+        }
+
+        fn with_k(op: BinOp, k: u64) -> Op {
+            match op {
+                $(BinOp::$op => Op::$k(k),)*
+                _ => Op::BinK(op, k),
+            }
+        }
+
+        fn with_f(op: BinOp, f: u32) -> Op {
+            match op {
+                $(BinOp::$op => Op::$f(f),)*
+                _ => Op::BinF(op, f),
+            }
+        }
+
+        /// Run code against a packet's header vector, the action's parameters and (parser) the
+        /// bytes after `cursor`.
+        #[inline]
+        pub fn run(
+            code: &[Op],
+            fields: &[u64],
+            valid: &[bool],
+            params: &[u64],
+            data: &[u8],
+            cursor: usize,
+        ) -> Result<u64, Short> {
+            let mut st = [0u64; DEPTH];
+            let mut sp = 0usize;
+            let mut pc = 0usize;
+            while let Some(op) = code.get(pc) {
+                pc += 1;
+                match *op {
+                    Op::Const(k) => {
+                        st[sp] = k;
+                        sp += 1;
+                    }
+                    Op::Field(f) => {
+                        st[sp] = fields[f as usize];
+                        sp += 1;
+                    }
+                    Op::Valid(h) => {
+                        st[sp] = valid[h as usize] as u64;
+                        sp += 1;
+                    }
+                    Op::Param(i) => {
+                        st[sp] = params.get(i as usize).copied().unwrap_or(0);
+                        sp += 1;
+                    }
+                    Op::Lookahead { offset, width } => {
+                        let bit = cursor * 8 + offset as usize;
+                        if bit + width as usize > data.len() * 8 {
+                            return Err(Short);
+                        }
+                        st[sp] = crate::exec::read_bits(data, bit, width);
+                        sp += 1;
+                    }
+                    Op::Bin(o) => {
+                        sp -= 1;
+                        st[sp - 1] = bin(o, st[sp - 1], st[sp]);
+                    }
+                    $(
+                        Op::$k(k) => st[sp - 1] = bin(BinOp::$op, st[sp - 1], k),
+                        Op::$f(f) => st[sp - 1] = bin(BinOp::$op, st[sp - 1], fields[f as usize]),
+                    )*
+                    Op::BinK(o, k) => st[sp - 1] = bin(o, st[sp - 1], k),
+                    Op::BinF(o, f) => st[sp - 1] = bin(o, st[sp - 1], fields[f as usize]),
+                    Op::Not => st[sp - 1] = (st[sp - 1] == 0) as u64,
+                    Op::Truth => st[sp - 1] = (st[sp - 1] != 0) as u64,
+                    Op::BitNot => st[sp - 1] = !st[sp - 1],
+                    Op::Neg => st[sp - 1] = st[sp - 1].wrapping_neg(),
+                    Op::AndJ(to) => {
+                        if st[sp - 1] == 0 {
+                            pc = to as usize;
+                        } else {
+                            sp -= 1;
+                        }
+                    }
+                    Op::OrJ(to) => {
+                        if st[sp - 1] != 0 {
+                            st[sp - 1] = 1;
+                            pc = to as usize;
+                        } else {
+                            sp -= 1;
+                        }
+                    }
+                    Op::Jz(to) => {
+                        sp -= 1;
+                        if st[sp] == 0 {
+                            pc = to as usize;
+                        }
+                    }
+                    Op::Jmp(to) => pc = to as usize,
+                }
+            }
+            Ok(st[0])
+        }
+    };
+}
+
+instructions! {
+    And: AndK, AndF;
+    Or: OrK, OrF;
+    Xor: XorK, XorF;
+    Add: AddK, AddF;
+    Sub: SubK, SubF;
+    Mul: MulK, MulF;
+    Shl: ShlK, ShlF;
+    Shr: ShrK, ShrF;
+    Eq: EqK, EqF;
+    Ne: NeK, NeF;
+    Lt: LtK, LtF;
+    Le: LeK, LeF;
+    Gt: GtK, GtF;
+    Ge: GeK, GeF;
 }
 
 /// The deepest stack code may use (the evaluator's stack lives in registers / on the stack).
@@ -85,8 +207,8 @@ impl Compiler<'_> {
     fn bin(&mut self, op: BinOp, a: &Expr, b: &Expr, wa: Want, wb: Want) -> Option<()> {
         self.expr(a, wa)?;
         match self.operand(b, wb) {
-            Some(Operand::K(k)) => self.push(Op::BinK(op, k), 0),
-            Some(Operand::F(f)) => self.push(Op::BinF(op, f), 0),
+            Some(Operand::K(k)) => self.push(with_k(op, k), 0),
+            Some(Operand::F(f)) => self.push(with_f(op, f), 0),
             None => {
                 self.expr(b, wb)?;
                 self.push(Op::Bin(op), -1)
@@ -227,84 +349,6 @@ pub fn bin(op: BinOp, x: u64, y: u64) -> u64 {
         BinOp::LOr => (x != 0 || y != 0) as u64,
         BinOp::USat => x.min(if y < 64 { (1 << y) - 1 } else { u64::MAX }),
     }
-}
-
-/// Run code against a packet's header vector, the action's parameters and (parser) the bytes
-/// after `cursor`.
-#[inline]
-pub fn run(
-    code: &[Op],
-    fields: &[u64],
-    valid: &[bool],
-    params: &[u64],
-    data: &[u8],
-    cursor: usize,
-) -> Result<u64, Short> {
-    let mut st = [0u64; DEPTH];
-    let mut sp = 0usize;
-    let mut pc = 0usize;
-    while let Some(op) = code.get(pc) {
-        pc += 1;
-        match *op {
-            Op::Const(k) => {
-                st[sp] = k;
-                sp += 1;
-            }
-            Op::Field(f) => {
-                st[sp] = fields[f as usize];
-                sp += 1;
-            }
-            Op::Valid(h) => {
-                st[sp] = valid[h as usize] as u64;
-                sp += 1;
-            }
-            Op::Param(i) => {
-                st[sp] = params.get(i as usize).copied().unwrap_or(0);
-                sp += 1;
-            }
-            Op::Lookahead { offset, width } => {
-                let bit = cursor * 8 + offset as usize;
-                if bit + width as usize > data.len() * 8 {
-                    return Err(Short);
-                }
-                st[sp] = crate::exec::read_bits(data, bit, width);
-                sp += 1;
-            }
-            Op::Bin(o) => {
-                sp -= 1;
-                st[sp - 1] = bin(o, st[sp - 1], st[sp]);
-            }
-            Op::BinK(o, k) => st[sp - 1] = bin(o, st[sp - 1], k),
-            Op::BinF(o, f) => st[sp - 1] = bin(o, st[sp - 1], fields[f as usize]),
-            Op::Not => st[sp - 1] = (st[sp - 1] == 0) as u64,
-            Op::Truth => st[sp - 1] = (st[sp - 1] != 0) as u64,
-            Op::BitNot => st[sp - 1] = !st[sp - 1],
-            Op::Neg => st[sp - 1] = st[sp - 1].wrapping_neg(),
-            Op::AndJ(to) => {
-                if st[sp - 1] == 0 {
-                    pc = to as usize;
-                } else {
-                    sp -= 1;
-                }
-            }
-            Op::OrJ(to) => {
-                if st[sp - 1] != 0 {
-                    st[sp - 1] = 1;
-                    pc = to as usize;
-                } else {
-                    sp -= 1;
-                }
-            }
-            Op::Jz(to) => {
-                sp -= 1;
-                if st[sp] == 0 {
-                    pc = to as usize;
-                }
-            }
-            Op::Jmp(to) => pc = to as usize,
-        }
-    }
-    Ok(st[0])
 }
 
 /// Compile every expression of the program whose place is known, in place.
