@@ -84,75 +84,79 @@ macro_rules! instructions {
             data: &[u8],
             cursor: usize,
         ) -> Result<u64, Short> {
+            // the top of the stack in a register, the values below it in `st`
+            let mut top = 0u64;
             let mut st = [0u64; DEPTH];
             let mut sp = 0usize;
             let mut pc = 0usize;
+            macro_rules! push {
+                ($v:expr) => {{
+                    let v = $v;
+                    st[sp] = top;
+                    sp += 1;
+                    top = v;
+                }};
+            }
+            macro_rules! pop {
+                () => {{
+                    sp -= 1;
+                    top = st[sp];
+                }};
+            }
             while let Some(op) = code.get(pc) {
                 pc += 1;
                 match *op {
-                    Op::Const(k) => {
-                        st[sp] = k;
-                        sp += 1;
-                    }
-                    Op::Field(f) => {
-                        st[sp] = fields[f as usize];
-                        sp += 1;
-                    }
-                    Op::Valid(h) => {
-                        st[sp] = valid[h as usize] as u64;
-                        sp += 1;
-                    }
-                    Op::Param(i) => {
-                        st[sp] = params.get(i as usize).copied().unwrap_or(0);
-                        sp += 1;
-                    }
+                    Op::Const(k) => push!(k),
+                    Op::Field(f) => push!(fields[f as usize]),
+                    Op::Valid(h) => push!(valid[h as usize] as u64),
+                    Op::Param(i) => push!(params.get(i as usize).copied().unwrap_or(0)),
                     Op::Lookahead { offset, width } => {
                         let bit = cursor * 8 + offset as usize;
                         if bit + width as usize > data.len() * 8 {
                             return Err(Short);
                         }
-                        st[sp] = crate::exec::read_bits(data, bit, width);
-                        sp += 1;
+                        push!(crate::exec::read_bits(data, bit, width))
                     }
                     Op::Bin(o) => {
                         sp -= 1;
-                        st[sp - 1] = bin(o, st[sp - 1], st[sp]);
+                        top = bin(o, st[sp], top);
                     }
                     $(
-                        Op::$k(k) => st[sp - 1] = bin(BinOp::$op, st[sp - 1], k),
-                        Op::$f(f) => st[sp - 1] = bin(BinOp::$op, st[sp - 1], fields[f as usize]),
+                        Op::$k(k) => top = bin(BinOp::$op, top, k),
+                        Op::$f(f) => top = bin(BinOp::$op, top, fields[f as usize]),
                     )*
-                    Op::BinK(o, k) => st[sp - 1] = bin(o, st[sp - 1], k),
-                    Op::BinF(o, f) => st[sp - 1] = bin(o, st[sp - 1], fields[f as usize]),
-                    Op::Not => st[sp - 1] = (st[sp - 1] == 0) as u64,
-                    Op::Truth => st[sp - 1] = (st[sp - 1] != 0) as u64,
-                    Op::BitNot => st[sp - 1] = !st[sp - 1],
-                    Op::Neg => st[sp - 1] = st[sp - 1].wrapping_neg(),
+                    Op::BinK(o, k) => top = bin(o, top, k),
+                    Op::BinF(o, f) => top = bin(o, top, fields[f as usize]),
+                    Op::Not => top = (top == 0) as u64,
+                    Op::Truth => top = (top != 0) as u64,
+                    Op::BitNot => top = !top,
+                    Op::Neg => top = top.wrapping_neg(),
                     Op::AndJ(to) => {
-                        if st[sp - 1] == 0 {
+                        if top == 0 {
                             pc = to as usize;
                         } else {
-                            sp -= 1;
+                            pop!();
                         }
                     }
                     Op::OrJ(to) => {
-                        if st[sp - 1] != 0 {
-                            st[sp - 1] = 1;
+                        if top != 0 {
+                            top = 1;
                             pc = to as usize;
                         } else {
-                            sp -= 1;
+                            pop!();
                         }
                     }
                     Op::Jz(to) => {
-                        sp -= 1;
-                        if st[sp] == 0 {
+                        let c = top;
+                        pop!();
+                        if c == 0 {
                             pc = to as usize;
                         }
                     }
                     Op::Jmp(to) => pc = to as usize,
                 }
             }
-            Ok(st[0])
+            Ok(top)
         }
     };
 }
