@@ -404,3 +404,27 @@ pub fn parse_hex(text: &str) -> R<i128> {
 fn arr<'a>(v: &'a Value, k: &str) -> &'a [Value] {
     v.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::chunks;
+
+    fn layout(widths: &[u32]) -> Vec<(usize, usize, usize, usize)> {
+        let fields: Vec<(usize, u32)> = widths.iter().enumerate().map(|(i, w)| (i, *w)).collect();
+        chunks(&fields).iter().map(|c| (c.first, c.n, c.at, c.bytes)).collect()
+    }
+
+    #[test]
+    fn fields_fall_into_runs_of_whole_bytes_up_to_64_bits() {
+        // IPv4: version .. frag_offset, ttl .. src_addr, dst_addr
+        assert_eq!(
+            layout(&[4, 4, 6, 2, 16, 16, 3, 13, 8, 8, 16, 32, 32]),
+            [(0, 8, 0, 8), (8, 4, 8, 8), (12, 1, 16, 4)]
+        );
+        assert_eq!(layout(&[48, 48, 16]), [(0, 1, 0, 6), (1, 2, 6, 8)]);
+        assert_eq!(layout(&[64, 0, 8]), [(0, 2, 0, 8), (2, 1, 8, 1)]);
+        // no byte boundary within 64 bits: field by field
+        assert_eq!(layout(&[4, 62, 2]), []);
+        assert_eq!(layout(&[]), []);
+    }
+}
