@@ -824,9 +824,7 @@ impl Engine {
     }
 
     fn run_action(&mut self, action: usize, params: &[u64], pkt: &mut Packet) {
-        let n = self.ir.actions[action].prims.len();
-        for i in 0..n {
-            let prim = &self.ir.actions[action].prims[i];
+        for prim in &self.ir.actions[action].prims {
             match prim {
                 Prim::Assign(dst, e) => {
                     let v = self.value(e, pkt, params);
