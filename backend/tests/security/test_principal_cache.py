@@ -6,41 +6,26 @@ and at once whenever the process does not hear the channel."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import psycopg
 from fastapi.testclient import TestClient
-from sqlalchemy import event, select, text, update
+from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from sliceportal.api.deps import Principal
 from sliceportal.api.principals import AUTH_TABLES, PrincipalCache
-from sliceportal.core.db import engine_for
 from sliceportal.core.listen import libpq_url
 from sliceportal.models import AuthSession, Role, Scope, User
+from tests.api.test_query_counts import statements
 from tests.factories import login, make_user, wait_until
 
 READ = "/api/v1/slice-types"
 NOTICE_S = 5.0  # a NOTIFY reaches the listener in milliseconds; a loaded CI machine gets slack
 
 
-@contextmanager
-def auth_lookups(db_url: str) -> Iterator[list[str]]:
-    """The statements of the app's engine that read the login session or the key of a request."""
-    seen: list[str] = []
-
-    def log(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if "FROM user_account JOIN auth_session" in statement or "FROM api_key" in statement:
-            seen.append(statement)
-
-    engine = engine_for(db_url)
-    event.listen(engine, "before_cursor_execute", log)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", log)
+def auth_lookups(seen: list[str]) -> list[str]:
+    """The statements that read a request's login session or key."""
+    return [x for x in seen if "FROM user_account JOIN auth_session" in x or "FROM api_key" in x]
 
 
 def another_process(db_url: str, statement: str) -> None:
@@ -52,10 +37,10 @@ def another_process(db_url: str, statement: str) -> None:
 def test_a_token_checked_once_is_not_looked_up_again(client: TestClient, session: Session, db_url: str) -> None:
     make_user(session, "op", Role.OPERATOR)
     op = login(client, "op")
-    with auth_lookups(db_url) as seen:
+    with statements(db_url) as seen:
         for _ in range(3):
             assert client.get(READ, headers=op).status_code == 200
-    assert len(seen) == 1, seen
+    assert len(auth_lookups(seen)) == 1, seen
 
 
 def test_another_process_ending_the_session_ends_the_token(client: TestClient, session: Session, db_url: str) -> None:
@@ -87,11 +72,11 @@ def test_without_the_channel_every_request_is_looked_up(client: TestClient, sess
     op = login(client, "op")
     assert client.get(READ, headers=op).status_code == 200
     client.app.state.auth_listener.stop()  # type: ignore[attr-defined]
-    with auth_lookups(db_url) as seen:
+    with statements(db_url) as seen:
         assert client.get(READ, headers=op).status_code == 200
         another_process(db_url, "UPDATE auth_session SET revoked_at = now()")
         assert client.get(READ, headers=op).status_code == 401  # at once: nothing remembered
-    assert len(seen) == 2
+    assert len(auth_lookups(seen)) == 2
 
 
 def _cache_with_one_entry() -> tuple[PrincipalCache, str]:
