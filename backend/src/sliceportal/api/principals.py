@@ -90,9 +90,6 @@ class PrincipalCache:
             self.generation += 1
             self._entries.clear()
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
 
 # Every cache of this process (one per app; tests build many): a commit clears them all.
 _CACHES: weakref.WeakSet[PrincipalCache] = weakref.WeakSet()
