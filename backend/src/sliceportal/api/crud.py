@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from fastapi import Response
 from sqlalchemy import ColumnElement, Select, false, func, or_, select
 from sqlalchemy.orm import QueryableAttribute, Session
+from sqlalchemy.sql.base import ExecutableOption
 
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.schemas.common import ListParams
@@ -69,8 +70,12 @@ def _paged(
     return stmt.order_by(*order).offset(params.offset).limit(params.limit), count
 
 
-def get_scoped(session: Session, model: type[M], ident: int, tenant_scope: int | None, what: str) -> M:
-    obj: M | None = session.scalar(scoped(select(model).where(model.id == ident), model, tenant_scope))  # type: ignore[attr-defined]
+def get_scoped(
+    session: Session, model: type[M], ident: int, tenant_scope: int | None, what: str, *options: ExecutableOption
+) -> M:
+    """``options``: loader options (e.g. joined loads of collections, hence ``unique()``)."""
+    stmt = scoped(select(model).options(*options).where(model.id == ident), model, tenant_scope)  # type: ignore[attr-defined]
+    obj: M | None = session.scalars(stmt).unique().first()
     if obj is None:
         raise not_found(what, ident)
     return obj

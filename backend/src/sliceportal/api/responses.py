@@ -57,19 +57,19 @@ def problem_openapi(app: FastAPI) -> dict[str, Any]:
     return spec
 
 
-def plain_json(content: Any, headers: dict[str, str] | None = None) -> Response:
+def plain_json(content: Any) -> Response:
     """An answer written as JSON straight from plain data (dicts of the columns read) by
     pydantic's core, for hot reads whose rows have their response model's types already:
     the same JSON as the model's (its serializers are the same), without building and
     validating a model per row, which was most of such a request's CPU. The route keeps its
     ``response_model`` for the OpenAPI document; a test compares the two answers' bytes."""
-    return Response(to_json(content), media_type="application/json", headers=headers)
+    return Response(to_json(content), media_type="application/json")
 
 
-def model_json(model: BaseModel, headers: dict[str, str] | None = None) -> Response:
+def model_json(model: BaseModel) -> Response:
     """A route's answer, built and validated as its response model inside the route's thread,
     written as JSON there too. FastAPI validates a ``def`` route's returned value again in the
     shared thread pool, after the route's thread is given back and while the request's session
     still holds its pooled connection: under load every thread could end up waiting for a
     connection held by a request waiting for a thread (docs/scale.md, open-loop load)."""
-    return Response(model.model_dump_json(), media_type="application/json", headers=headers)
+    return Response(model.model_dump_json(), media_type="application/json")

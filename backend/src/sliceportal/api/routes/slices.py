@@ -171,18 +171,12 @@ def slice_state_counts(principal: Reader, session: SessionDep, settings: Setting
 
 @router.get("/{slice_id}", response_model=SlicePublic)
 def read_slice(slice_id: PathId, principal: Reader, session: SessionDep, settings: SettingsDep) -> Response:
-    # one statement for the slice with its backends and service classes (a few rows: their
+    # the slice with its backends and service classes in one statement (a few rows: their
     # product), where the relationships' own select-in loads are two more
-    s = (
-        session.scalars(
-            scoped(select(Slice).options(*ONE_SLICE).where(Slice.id == slice_id), Slice, principal.tenant_scope)
-        )
-        .unique()
-        .first()
-    )
-    if s is None:
-        raise not_found("slice", slice_id)
-    return model_json(_public(session, settings, s), headers={"ETag": f'"{s.version}"'})
+    s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice", *ONE_SLICE)
+    answer = model_json(_public(session, settings, s))
+    etag(answer, s)
+    return answer
 
 
 @router.get("/{slice_id}/status", response_model=SliceStatusPublic)

@@ -221,7 +221,9 @@ def read_subscriber(subscriber_id: PathId, principal: Reader, session: SessionDe
     ).first()
     if row is None:
         raise not_found("subscriber", subscriber_id)
-    return plain_json(row._asdict(), headers={"ETag": f'"{row.version}"'})
+    answer = plain_json(row._asdict())
+    etag(answer, row)
+    return answer
 
 
 def _admit(session: Session, s: Subscriber, override: Override | None, action: str) -> None:
