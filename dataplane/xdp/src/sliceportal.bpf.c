@@ -673,13 +673,20 @@ static __always_inline int bucket_take(__u64 *tokens, __u64 *last_ns, __u64 now,
 	__u64 cap = burst * NSEC;
 	/* refilling longer than this only overflows the bucket (and the product) */
 	__u64 max_el = cap / rate + 1;
-	__u64 el = now > *last_ns ? now - *last_ns : 0;
+	/* Two CPUs read the clock before taking the lock, so `now` may be older than
+	 * *last_ns; that step refills nothing and must not move *last_ns back, or the
+	 * next step would refill the same nanoseconds twice (an over-admission that grows
+	 * with lock contention: +5 % of the rate measured on 2 busy CPUs). */
+	__u64 el = 0;
+	if (now > *last_ns) {
+		el = now - *last_ns;
+		*last_ns = now;
+	}
 	if (el > max_el)
 		el = max_el;
 	__u64 t = *tokens + el * rate;
 	if (t > cap)
 		t = cap;
-	*last_ns = now;
 	int ok = t >= need * NSEC;
 	if (ok)
 		t -= cost * NSEC;

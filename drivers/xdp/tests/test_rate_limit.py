@@ -3,7 +3,7 @@
 Packets are fed through BPF_PROG_TEST_RUN far faster than the limit (millions per
 second) from two threads at once, so two CPUs share each bucket; the bytes the slice
 let through, less the bucket depth it started with, over the measured wall time is the
-rate, and must be within 5 % of the configured one.
+rate, and must be within 5 % of the configured one, and never above it.
 
 The bucket is 300 ms deep here because each BPF_PROG_TEST_RUN call with repeat > 1
 pauses for ~25 ms while the kernel swaps its XDP dispatcher, and a loaded 2-core machine
@@ -70,6 +70,11 @@ def test_rate_limit_within_five_percent(driver: Driver, rate_bps: int) -> None:
     assert dropped > offered / 2, "the offered load must exceed the limit for the test to mean anything"
     measured_bps = (passed_bytes - burst) * 8 / elapsed
     assert abs(measured_bps - rate_bps) / rate_bps < 0.05, (measured_bps, rate_bps, offered, dropped)
+    # A token bucket's hard bound: never more than its depth plus the rate over the time
+    # (elapsed includes the threads' start and join, so the true window is shorter). Two
+    # CPUs racing for the bucket once broke it by 1-8 % (a refill step that moved its
+    # clock back); 0.5 % is for the byte rate's rounding.
+    assert measured_bps <= rate_bps * 1.005, (measured_bps, rate_bps, offered, dropped)
 
 
 def test_unlimited_slices_drop_nothing(driver: Driver) -> None:
