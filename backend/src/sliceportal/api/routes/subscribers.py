@@ -28,7 +28,7 @@ from sliceportal.api.crud import (
 )
 from sliceportal.api.deps import Reader, SessionDep, Writer, wants_async
 from sliceportal.api.errors import ApiError, not_found
-from sliceportal.api.responses import plain_json
+from sliceportal.api.responses import model_json, plain_json
 from sliceportal.models import ImportJob, Slice, Subscriber, Tenant
 from sliceportal.models.audit import actor_of, record, set_actor
 from sliceportal.models.subscribers import subscriber_slice
@@ -274,8 +274,8 @@ def _admit(session: Session, s: Subscriber, override: Override | None, action: s
 
 @router.post("", response_model=SubscriberPublic, status_code=201)
 def create_subscriber(
-    body: SubscriberCreate, principal: Writer, session: SessionDep, response: Response, override: AdmissionOverride
-) -> SubscriberPublic:
+    body: SubscriberCreate, principal: Writer, session: SessionDep, override: AdmissionOverride
+) -> Response:
     """A subscriber with ``guaranteed_bps`` joining slices runs admission control (409 with the
     computation; operators may send ``Admission-Override: <reason>``)."""
     # the tenant's lock only with TEIDs or a rate: every create of a tenant waited for it, a
@@ -300,8 +300,9 @@ def create_subscriber(
     if s.guaranteed_bps:
         _admit(session, s, override, "create")
     session.commit()
-    etag(response, s)
-    return to_public(s)
+    answer = model_json(to_public(s), status_code=201)
+    etag(answer, s)
+    return answer
 
 
 @router.patch("/{subscriber_id}", response_model=SubscriberPublic)
@@ -310,10 +311,9 @@ def update_subscriber(
     body: SubscriberUpdate,
     principal: Writer,
     session: SessionDep,
-    response: Response,
     override: AdmissionOverride,
     if_match: Annotated[str | None, Header()] = None,
-) -> SubscriberPublic:
+) -> Response:
     """A larger ``guaranteed_bps``, or a guaranteed subscriber joining a slice, runs admission control."""
     s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
     check_version(s, if_match, body.version)
@@ -329,8 +329,9 @@ def update_subscriber(
     if s.guaranteed_bps and (s.guaranteed_bps > before_bps or {x.id for x in s.slices} - before_slices):
         _admit(session, s, override, "update")
     session.commit()
-    etag(response, s)
-    return to_public(s)
+    answer = model_json(to_public(s))
+    etag(answer, s)
+    return answer
 
 
 @router.delete("/{subscriber_id}", status_code=204, responses={412: {"description": "If-Match names another version"}})
