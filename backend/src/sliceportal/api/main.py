@@ -37,6 +37,7 @@ from sliceportal.api.routes import (
     users,
 )
 from sliceportal.api.routes import testbed as testbed_routes
+from sliceportal.api.routing import session_router
 from sliceportal.core.config import Settings
 from sliceportal.core.db import autocommit_sessions, session_factory
 from sliceportal.kpi.hub import KpiHub
@@ -48,7 +49,7 @@ API_PREFIX = "/api/v1"
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX)
+    router = session_router(prefix=API_PREFIX)
     for module in (
         health,
         login,

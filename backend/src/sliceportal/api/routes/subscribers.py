@@ -8,7 +8,7 @@ import threading
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, NamedTuple
 
-from fastapi import APIRouter, File, Header, Request, Response, UploadFile
+from fastapi import File, Header, Request, Response, UploadFile
 from fastapi.responses import JSONResponse
 from sqlalchemy import ColumnElement, Select, cast, func, literal_column, or_, select, text
 from sqlalchemy.dialects.postgresql import INET, aggregate_order_by
@@ -29,6 +29,7 @@ from sliceportal.api.crud import (
 from sliceportal.api.deps import Reader, SessionDep, Writer, wants_async
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.api.responses import model_json, plain_json
+from sliceportal.api.routing import session_router
 from sliceportal.models import ImportJob, Slice, Subscriber, Tenant
 from sliceportal.models.audit import actor_of, record, set_actor
 from sliceportal.models.subscribers import subscriber_slice
@@ -47,7 +48,7 @@ from sliceportal.services.admission import Override
 from sliceportal.services.collisions import imsi_holder, imsi_lock, refuse_imsi
 
 log = logging.getLogger(__name__)
-router = APIRouter(prefix="/subscribers", tags=["subscribers"])
+router = session_router(prefix="/subscribers", tags=["subscribers"])
 SORTABLE = {
     "id": Subscriber.id,
     "imsi": Subscriber.imsi,
