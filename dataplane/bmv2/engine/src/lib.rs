@@ -11,6 +11,7 @@ pub mod lanes;
 pub mod live;
 pub mod loadgen;
 pub mod p4rt;
+pub mod profiles;
 #[cfg(feature = "python")]
 mod python;
 pub mod rawsock;
@@ -251,7 +252,7 @@ fn check(program: &Program, raw: &Value) -> Vec<String> {
     }
     for pl in &program.pipelines {
         for t in &pl.tables {
-            not_in(&mut bad, &["simple"], &t.kind, format!("table {} type (action profiles / selectors)", t.name));
+            not_in(&mut bad, &["simple", "indirect", "indirect_ws"], &t.kind, format!("table {} type", t.name));
             for k in &t.key {
                 not_in(&mut bad, MATCH_KINDS, &k.match_type, format!("table {} key {} match kind", t.name, k.name));
             }
