@@ -257,6 +257,7 @@ class Generator:
                 u.entity.counter_entry.data.byte_count = rng.randrange(100_000)
                 out.append(u)
         metered = {d.direct_table_id for d in self.info.direct_meters}
+        configured = []
         for te in inserted:
             if te.table_id in metered and rng.random() < 0.7:  # the others stay unconfigured: GREEN
                 u = Update(type=Update.MODIFY)
@@ -265,6 +266,12 @@ class Generator:
                 d.table_entry.match.extend(te.match)
                 d.config.CopyFrom(METER_CONFIGS[rng.choice(list(METER_CONFIGS))])
                 out.append(u)
+                configured.append(te)
+        if configured:
+            # deleted and inserted again: BMv2 gives the new entry the lowest free index, the
+            # old one's, and with it the old one's meter config (neither is reset)
+            te = rng.choice(configured)
+            out += [self.update(Update.DELETE, te), self.update(Update.INSERT, te)]
         direct = {d.direct_table_id for d in self.info.direct_counters}
         candidates = [te for te in inserted if te.table_id in direct]
         for te in rng.sample(candidates, min(2, len(candidates))):
@@ -384,13 +391,21 @@ class Profiles:
             in_groups = {m for weights in self.groups[pid].values() for m in weights}
             if in_groups:
                 out.append(self._member(Update.DELETE, pid, rng.choice(sorted(in_groups))))  # in use
+            free = [m for m in self.members[pid] if m not in in_groups]
+            if free:  # deleted unless an entry names it: its handle is free for the next member
+                gone = rng.choice(free)
+                out.append(self._member(Update.DELETE, pid, gone))
+                self.members[pid].remove(gone)
+            for _ in range(2):
+                mid = next(self.ids)
+                out.append(self._member(Update.INSERT, pid, mid))
+                self.members[pid].append(mid)
+            # groups re-weighted after the new members: those take the lowest free handles,
+            # copies made and purged here take and free more
             for gid in rng.sample(list(self.groups[pid]), min(2, len(self.groups[pid]))):
                 weights = self._weights(pid)
                 out.append(self._group(Update.MODIFY, pid, gid, weights))
                 self.groups[pid][gid] = weights
-            mid = next(self.ids)
-            out.append(self._member(Update.INSERT, pid, mid))
-            self.members[pid].append(mid)
             if p.with_selector and rng.random() < 0.5:
                 out.append(self._group(Update.DELETE, pid, rng.choice(list(self.groups[pid])), {}))  # maybe in use
         return out
