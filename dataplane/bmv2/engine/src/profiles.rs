@@ -8,7 +8,8 @@
 //!   sees the same handles, and groups choose the same members, as on simple_switch.
 //! - An indirect table's entry names a member or a group (its action is [`INDIRECT`], its
 //!   parameters `[kind, handle]`). A group chooses its member by the selector's hash
-//!   (crc16 of the packed selector fields, as unsigned int) modulo the group's size, the
+//!   (of the packed selector fields, as unsigned int: calculations.cpp's crc16, crc32 or
+//!   identity, ActionProfile::choose_from_group) modulo the group's size, the
 //!   member at that position of the group's members in handle order (a flat_set:
 //!   GroupMgr::get_from_hash, RandAccessUIntSet::get_nth). A member or group still
 //!   referenced (by a group, by an entry) cannot be deleted (MBR_STILL_USED /
@@ -21,7 +22,7 @@
 //!   delete: an entry inserted where a deleted one was keeps that one's configuration.
 
 use crate::exec::{Engine, MeterCell, Packet};
-use crate::ir::{Ir, NextIr, Node, ProfileIr, TableIr};
+use crate::ir::{Ir, NextIr, Node, ProfileIr, SelectorAlgo, TableIr};
 use crate::table::{full, Entry, KeyMap, WriteError};
 use std::collections::BTreeSet;
 
@@ -108,8 +109,9 @@ impl State {
     }
 }
 
-/// BMv2's crc16 (CRC-16/ARC) of the fields packed big-endian, the last byte zero-padded.
-fn selector_hash(pkt: &Packet, inputs: &[(usize, u32)]) -> u32 {
+/// BMv2's hash of the fields packed big-endian (the last byte zero-padded: BufBuilder),
+/// as the selector's `unsigned int` (hash_t) takes it.
+fn selector_hash(pkt: &Packet, algo: SelectorAlgo, inputs: &[(usize, u32)]) -> u32 {
     let mut bytes = Vec::with_capacity(16);
     let (mut acc, mut nbits) = (0u128, 0u32);
     for &(slot, width) in inputs {
@@ -124,14 +126,34 @@ fn selector_hash(pkt: &Packet, inputs: &[(usize, u32)]) -> u32 {
     if nbits > 0 {
         bytes.push((acc << (8 - nbits)) as u8);
     }
-    let mut crc: u16 = 0;
-    for b in bytes {
-        crc ^= b as u16;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xa001 } else { crc >> 1 };
+    hash(algo, &bytes)
+}
+
+fn hash(algo: SelectorAlgo, bytes: &[u8]) -> u32 {
+    match algo {
+        SelectorAlgo::Crc16 => {
+            let mut crc: u16 = 0;
+            for b in bytes {
+                crc ^= *b as u16;
+                for _ in 0..8 {
+                    crc = if crc & 1 != 0 { (crc >> 1) ^ 0xa001 } else { crc >> 1 };
+                }
+            }
+            crc as u32
         }
+        SelectorAlgo::Crc32 => {
+            let mut crc: u32 = 0xffff_ffff;
+            for b in bytes {
+                crc ^= *b as u32;
+                for _ in 0..8 {
+                    crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+                }
+            }
+            !crc
+        }
+        // a 64-bit value cut to the selector's 32 bits
+        SelectorAlgo::Identity => bytes.iter().take(8).fold(0u64, |acc, b| (acc << 8) | *b as u64) as u32,
     }
-    crc as u32
 }
 
 fn invalid(m: String) -> WriteError {
@@ -170,12 +192,13 @@ impl Engine {
                     let mut mbr = params[1] as usize;
                     if params[0] == GROUP {
                         let group = p.groups[mbr].as_ref().expect("a group an entry names exists");
-                        let inputs = self.ir.profiles[ir.profile.expect("indirect")].selector.as_deref();
+                        let selector = self.ir.profiles[ir.profile.expect("indirect")].selector.as_ref();
                         // an empty group: BMv2 runs no action (and its next node is undefined)
-                        mbr = match (group.len(), inputs) {
+                        mbr = match (group.len(), selector) {
                             (0, _) => usize::MAX,
-                            (n, Some(inputs)) => {
-                                *group.iter().nth(selector_hash(pkt, inputs) as usize % n).expect("n > 0") as usize
+                            (n, Some((algo, inputs))) => {
+                                let h = selector_hash(pkt, *algo, inputs) as usize;
+                                *group.iter().nth(h % n).expect("n > 0") as usize
                             }
                             (_, None) => *group.iter().next().expect("not empty") as usize,
                         };
@@ -438,5 +461,14 @@ mod tests {
         assert_eq!(take(&mut slots, &mut refs, 3), 0);
         assert_eq!(take(&mut slots, &mut refs, 4), 1);
         assert_eq!(take(&mut slots, &mut refs, 5), 3);
+    }
+
+    #[test]
+    fn hashes_are_the_catalogue_check_values() {
+        // the "123456789" check values of CRC-16/ARC and CRC-32/ISO-HDLC
+        assert_eq!(hash(SelectorAlgo::Crc16, b"123456789"), 0xbb3d);
+        assert_eq!(hash(SelectorAlgo::Crc32, b"123456789"), 0xcbf4_3926);
+        assert_eq!(hash(SelectorAlgo::Identity, &[1, 2, 3]), 0x01_02_03);
+        assert_eq!(hash(SelectorAlgo::Identity, &[9, 9, 9, 9, 1, 2, 3, 4, 5]), 0x0102_0304);
     }
 }

@@ -72,9 +72,11 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     register<bit<32>>(512) seen_on_port;
     direct_meter<bit<8>>(MeterType.packets) entry_policer;
     // members shared by entries; groups of members, one chosen per packet by a hash of
-    // the selector fields (crc16, as BMv2 computes it), the member at hash % group size
+    // the selector fields (as BMv2 computes it), the member at hash % group size
     action_profile(32w64) members;
     action_selector(HashAlgorithm.crc16, 32w64, 32w16) groups;
+    action_selector(HashAlgorithm.crc32, 32w64, 32w32) groups32;
+    action_selector(HashAlgorithm.identity, 32w64, 32w32) rounds;  // by seq: seq % size
 
     action fwd(bit<9> port, bit<8> tag) {
         sm.egress_spec = port;
@@ -161,6 +163,26 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         implementation = groups;
         size = 32;
     }
+    table t_select32 {
+        key = {
+            hdr.probe.k_exact: ternary;
+            hdr.ethernet.dst: selector;
+            hdr.probe.seq: selector;
+        }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = groups32;
+        size = 32;
+    }
+    table t_rounds {
+        key = {
+            hdr.probe.k_range: exact;
+            hdr.probe.k_lpm: selector;
+            hdr.probe.seq: selector;
+        }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = rounds;
+        size = 32;
+    }
     table t_dmeter {
         key = { hdr.probe.k_opt: exact; }
         actions = { metered; NoAction; }
@@ -196,6 +218,8 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
             if (t_select.apply().hit) {
                 hdr.probe.flags = hdr.probe.flags | 32;
             }
+            t_select32.apply();
+            t_rounds.apply();
             t_dmeter.apply();
             hdr.probe.dcolor = meta.dcolor;
             by_index.count((bit<32>) hdr.probe.c_index);

@@ -3,8 +3,8 @@
 //! refusal found ends the build, so the order also decides which one a program is told.
 
 use super::{
-    arr, s, short, ActionIr, ArrayIr, ChecksumIr, DirectMeterIr, HeaderIr, Ir, ProfileIr, StackIr, StdSlots, R,
-    VARBIT_INPUT,
+    arr, s, short, ActionIr, ArrayIr, ChecksumIr, DirectMeterIr, HeaderIr, Ir, ProfileIr, SelectorAlgo, StackIr,
+    StdSlots, R, VARBIT_INPUT,
 };
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -241,7 +241,7 @@ impl Builder {
     }
 
     /// The action profiles of both pipelines; a selector's hash must be one this engine
-    /// computes as BMv2 does (crc16).
+    /// computes as BMv2 does.
     fn profiles(&mut self, raw: &Value) -> R<Vec<ProfileIr>> {
         let mut out = Vec::new();
         for pl in arr(raw, "pipelines") {
@@ -250,10 +250,15 @@ impl Builder {
                 let selector = match ap.get("selector") {
                     None | Some(Value::Null) => None,
                     Some(sel) => {
-                        let algo = s(sel, "algo")?;
-                        if algo != "crc16" {
-                            return Err(format!("action selector {name}: hash algorithm {algo} (only crc16)"));
-                        }
+                        let algo = match s(sel, "algo")? {
+                            "crc16" => SelectorAlgo::Crc16,
+                            "crc32" => SelectorAlgo::Crc32,
+                            "identity" => SelectorAlgo::Identity,
+                            other => {
+                                let known = "crc16, crc32, identity";
+                                return Err(format!("action selector {name}: hash algorithm {other} (only {known})"));
+                            }
+                        };
                         let mut inputs = Vec::new();
                         for i in arr(sel, "input") {
                             if s(i, "type")? != "field" {
@@ -262,7 +267,7 @@ impl Builder {
                             let f = self.field(&i["value"]).map_err(|e| format!("action selector {name}: {e}"))?;
                             inputs.push((f, self.slot_width[f]));
                         }
-                        Some(inputs)
+                        Some((algo, inputs))
                     }
                 };
                 let max_size = ap.get("max_size").and_then(Value::as_u64).unwrap_or(0) as usize;

@@ -305,15 +305,26 @@ impl TableIr {
 }
 
 /// An action profile (the JSON's `action_profiles`), with a selector when it is an
-/// action_selector: the fields hashed (packed as BMv2's BufBuilder packs them) by crc16.
+/// action_selector: the fields hashed (packed as BMv2's BufBuilder packs them) and how.
 #[derive(Debug, Clone)]
 pub struct ProfileIr {
     pub name: String,
     pub max_size: usize,
-    pub selector: Option<Vec<(usize, u32)>>,
+    pub selector: Option<(SelectorAlgo, Vec<(usize, u32)>)>,
     /// The engine actions a member may run: those of the (first) table the profile
     /// implements, as p4c gives each table its own copy of an action.
     pub actions: Vec<usize>,
+}
+
+/// The selector hashes this engine computes as BMv2 does (src/bm_sim/calculations.cpp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectorAlgo {
+    /// CRC-16/ARC.
+    Crc16,
+    /// CRC-32 (ISO-HDLC, zlib's).
+    Crc32,
+    /// The first (at most 8) bytes as a big-endian number.
+    Identity,
 }
 
 /// A table's direct meter: counts bytes or packets; its colour goes to field `target`.
