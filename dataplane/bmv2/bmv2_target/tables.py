@@ -21,7 +21,7 @@ from p4.v1 import p4runtime_pb2
 from .engine import Engine
 from .errors import P4RTError, invalid, not_found
 from .p4info_index import P4InfoIndex
-from .profiles import MEMBER, ProfileStore
+from .profiles import MEMBER, ProfileStore, target_error
 
 MF = p4info_pb2.MatchField
 Update = p4runtime_pb2.Update
@@ -341,21 +341,27 @@ class TableStore:
         if which == "action":
             raise invalid(f"cannot provide a direct action for the indirect table {name}")
         kind, target, ref = self.profiles.resolve(table.info.implementation_id, te.action)
+        # The target's refusals (an empty group, a full table, a table keyed by selector
+        # fields only) are PI's UNKNOWN; the engine counts references as BMv2 does then.
         if utype == Update.INSERT:
             if handle is not None:
                 raise P4RTError(grpc.StatusCode.ALREADY_EXISTS, f"entry already exists in {name}")
-            if table.info.size and self.engine.entry_count(table.engine_table) >= table.info.size:
-                raise P4RTError(grpc.StatusCode.UNKNOWN, f"table {name} is full ({table.info.size})")
-            self.engine.insert_indirect(
-                table.engine_table, list(key), rank, kind, target,
-                te.priority, ref, te.metadata, te.controller_metadata,
-            )  # fmt: skip
+            try:
+                self.engine.insert_indirect(
+                    table.engine_table, list(key), rank, kind, target,
+                    te.priority, ref, te.metadata, te.controller_metadata,
+                )  # fmt: skip
+            except ValueError as e:
+                raise target_error(f"error when adding match entry to {name}: {e}") from None
         elif utype == Update.MODIFY:
             if handle is None:
                 raise not_found(f"no such entry in {name}")
-            self.engine.modify_indirect(
-                table.engine_table, handle, kind, target, ref, te.metadata, te.controller_metadata
-            )
+            try:
+                self.engine.modify_indirect(
+                    table.engine_table, handle, kind, target, ref, te.metadata, te.controller_metadata
+                )
+            except ValueError as e:
+                raise target_error(f"error when modifying match entry in {name}: {e}") from None
         else:
             raise invalid("unspecified update type")
 

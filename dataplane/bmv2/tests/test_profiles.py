@@ -196,3 +196,37 @@ def test_a_direct_meter_runs_on_a_hit_and_its_cell_outlives_the_entry(program: s
     d.e.commit()
     assert d.e.direct_meter(t, again) == (0, 0, 0, 0)
     assert d.field(DCOLOR, k_opt=9) == 2
+
+
+def test_references_are_counted_as_bmv2_counts_them(program: str) -> None:
+    # MatchTableIndirect(WS)::add_entry(_ws) refuses an empty group (EMPTY_GRP), counts the
+    # reference before the match unit adds the entry and keeps it when that fails (a table
+    # keyed by selector fields only takes no entry); modify_entry_ws releases the old
+    # reference before refusing an empty group
+    d = Diff(program)
+    p, t = d.profile("groups"), d.table("t_select")
+    m = d.member("groups", "t_select", 1)
+    empty = d.e.group_create(p)
+    with pytest.raises(ValueError, match="empty"):
+        d.e.insert_indirect(t, [(0, 0)], 1, GROUP, empty, 1, 1, b"", 0)
+    d.e.group_delete(p, empty)  # nothing names it
+    e = d.e.profile_index("DiffIngress.ecmp")
+    em = d.member("ecmp", "t_ecmp", 2)
+    with pytest.raises(ValueError, match="no match key"):
+        d.e.insert_indirect(d.table("t_ecmp"), [], 0, MEMBER, em, 0, 1, b"", 0)
+    with pytest.raises(ValueError, match="still used"):  # the refused entry's reference stays
+        d.e.member_delete(e, em)
+    g, empty = d.e.group_create(p), d.e.group_create(p)
+    d.e.group_member(p, g, m, True)
+    h = d.e.insert_indirect(t, [(0, 0)], 1, GROUP, g, 1, 1, b"", 0)
+    with pytest.raises(ValueError, match="empty"):
+        d.e.modify_indirect(t, h, GROUP, empty, 2, b"", 0)
+    d.e.group_delete(p, g)  # released by the refused modify, though the entry still names it
+    d.e.commit()
+    # BMv2 keeps a deleted group's members (GroupMgr) and a deleted member's action
+    # (action_entries) until the handle is taken again: the entry runs them
+    assert d.last_tag() == 1
+    d.e.member_delete(p, m)
+    assert d.last_tag() == 1
+    d.member("groups", "t_select", 9)  # takes m's handle: its action now
+    assert d.last_tag() == 9

@@ -32,17 +32,20 @@ pub const INDIRECT: usize = usize::MAX;
 pub const MEMBER: u64 = 0;
 pub const GROUP: u64 = 1;
 
-/// The profiles' indices of tables that implement them: each profile's actions are its
-/// first table's (p4c gives every table its own copy of an action).
+/// Each profile's actions: its table's (p4c gives every table its own copy of an action).
+/// A profile shared by tables is refused: BMv2 keeps one copy of each action per profile
+/// by name (the last table's, P4Objects::add_action_to_act_prof) and looks its next node up
+/// among the other table's copies (MatchTableAbstract::get_next_node: `next_nodes.at`),
+/// which throws unless the table branches on hit / miss.
 pub fn bind(mut profiles: Vec<ProfileIr>, tables: &mut [TableIr]) -> Result<Vec<ProfileIr>, String> {
+    let mut bound: Vec<Option<&str>> = vec![None; profiles.len()];
     for t in tables.iter() {
         if let Some(p) = t.profile {
-            if profiles[p].actions.is_empty() {
-                profiles[p].actions = t.actions.clone();
+            if let Some(first) = bound[p] {
+                return Err(format!("action profile {} shared by tables {first} and {}", profiles[p].name, t.name));
             }
-            if profiles[p].selector.is_none() && t.keys.is_empty() {
-                return Err(format!("table {}: an indirect table without a key", t.name));
-            }
+            bound[p] = Some(&t.name);
+            profiles[p].actions = t.actions.clone();
         }
     }
     Ok(profiles)
@@ -57,6 +60,11 @@ pub struct ProfileState {
     /// Groups by BMv2 handle: their member handles, in handle order.
     groups: Vec<Option<BTreeSet<u32>>>,
     group_refs: Vec<u32>,
+    /// Deleted members and groups as BMv2 still holds them until their handle is taken
+    /// again (action_entries, GroupMgr's GroupInfo are not cleared): an entry that names one
+    /// (its reference count was released early, see `modify_indirect`) runs what they held.
+    dead_members: KeyMap<u32, (usize, Vec<u64>)>,
+    dead_groups: KeyMap<u32, BTreeSet<u32>>,
 }
 
 /// BMv2's HandleMgr::get_handle: the lowest free handle.
@@ -171,6 +179,8 @@ impl Engine {
         for (i, k) in self.ir.tables[t].keys.iter().enumerate() {
             values[i] = self.value(&k.src, pkt, &[]) as u64;
         }
+        // a table keyed by selector fields only has no key here: simple_switch_grpc adds no
+        // entry to it (the target refuses), so every packet misses
         let found = if nkeys == 0 { None } else { self.tables[t].lookup(&self.ir.tables[t], &values[..nkeys]) };
         let ir = &self.ir.tables[t];
         let run = match found {
@@ -191,7 +201,8 @@ impl Engine {
                     let p = &self.ext.profiles[ir.profile.expect("an indirect table")];
                     let mut mbr = params[1] as usize;
                     if params[0] == GROUP {
-                        let group = p.groups[mbr].as_ref().expect("a group an entry names exists");
+                        let empty = BTreeSet::new();
+                        let group = p.groups[mbr].as_ref().or(p.dead_groups.get(&(mbr as u32))).unwrap_or(&empty);
                         let selector = self.ir.profiles[ir.profile.expect("indirect")].selector.as_ref();
                         // an empty group: BMv2 runs no action (and its next node is undefined)
                         mbr = match (group.len(), selector) {
@@ -203,7 +214,7 @@ impl Engine {
                             (_, None) => *group.iter().next().expect("not empty") as usize,
                         };
                     }
-                    p.members.get(mbr).and_then(|m| m.clone())
+                    p.members.get(mbr).and_then(|m| m.clone()).or_else(|| p.dead_members.get(&(mbr as u32)).cloned())
                 } else {
                     Some((action, params))
                 }
@@ -241,7 +252,10 @@ impl Engine {
         }
     }
 
-    /// An indirect table's entry naming member or group `handle` of its profile.
+    /// An indirect table's entry naming member or group `handle` of its profile, as
+    /// MatchTableIndirect(WS)::add_entry(_ws) adds it: an empty group refused (EMPTY_GRP);
+    /// the reference counted before the add, and kept when the add fails (a full table, a
+    /// table without key fields, which takes no entry here as there).
     pub fn insert_indirect(
         &mut self,
         t: usize,
@@ -251,6 +265,11 @@ impl Engine {
         handle: u32,
     ) -> Result<u64, WriteError> {
         self.check_ref(t, kind, handle)?;
+        self.check_not_empty(t, kind, handle)?;
+        self.reference(t, kind, handle, true);
+        if self.ir.tables[t].keys.is_empty() {
+            return Err(invalid(format!("{} has no match key: it takes no entry", self.ir.tables[t].name)));
+        }
         let entry = Entry {
             key,
             priority,
@@ -261,19 +280,29 @@ impl Engine {
             meta: Default::default(),
         };
         let h = self.tables[t].insert(&self.ir.tables[t], entry)?;
-        self.reference(t, kind, handle, true);
         self.entry_added(t, h);
         Ok(h)
     }
 
-    /// An indirect entry now names member or group `handle`.
+    /// An indirect entry now names member or group `handle`, as modify_entry(_ws) does it:
+    /// the old reference released first, even when the new one is then refused (an empty
+    /// group) and the entry keeps naming the old one.
     pub fn modify_indirect(&mut self, t: usize, h: u64, kind: u64, handle: u32) -> Result<(), WriteError> {
         self.check_ref(t, kind, handle)?;
-        let e = self.tables[t].entries.get_mut(&h).ok_or(WriteError::NotFound)?;
+        let e = self.tables[t].entries.get(&h).ok_or(WriteError::NotFound)?;
         let old = (e.params[0], e.params[1] as u32);
-        e.params = vec![kind, handle as u64];
-        self.reference(t, kind, handle, true);
         self.reference(t, old.0, old.1, false);
+        self.check_not_empty(t, kind, handle)?;
+        self.reference(t, kind, handle, true);
+        self.tables[t].entries.get_mut(&h).expect("checked").params = vec![kind, handle as u64];
+        Ok(())
+    }
+
+    fn check_not_empty(&self, t: usize, kind: u64, handle: u32) -> Result<(), WriteError> {
+        let p = &self.ext.profiles[self.profile_of(t)?];
+        if kind == GROUP && p.groups[handle as usize].as_ref().is_some_and(BTreeSet::is_empty) {
+            return Err(invalid(format!("group {handle} is empty")));
+        }
         Ok(())
     }
 
@@ -306,12 +335,14 @@ impl Engine {
         ok.then_some(()).ok_or_else(|| invalid(format!("no member / group handle {handle}")))
     }
 
+    /// BMv2's IndirectIndexRefCount: an unsigned int that wraps (a count released twice
+    /// leaves its member or group undeletable, as there).
     fn reference(&mut self, t: usize, kind: u64, handle: u32, up: bool) {
         let Some(p) = self.ir.tables[t].profile else { return };
         let p = &mut self.ext.profiles[p];
         let refs = if kind == GROUP { &mut p.group_refs } else { &mut p.member_refs };
         if let Some(r) = refs.get_mut(handle as usize) {
-            *r = if up { *r + 1 } else { r.saturating_sub(1) };
+            *r = if up { r.wrapping_add(1) } else { r.wrapping_sub(1) };
         }
     }
 
@@ -359,7 +390,9 @@ impl Engine {
     pub fn member_add(&mut self, p: usize, action: usize, params: Vec<u64>) -> Result<u32, WriteError> {
         self.check_member_action(p, action, &params)?;
         let s = &mut self.ext.profiles[p];
-        Ok(take(&mut s.members, &mut s.member_refs, (action, params)))
+        let h = take(&mut s.members, &mut s.member_refs, (action, params));
+        s.dead_members.remove(&h);
+        Ok(h)
     }
 
     pub fn member_modify(&mut self, p: usize, h: u32, action: usize, params: Vec<u64>) -> Result<(), WriteError> {
@@ -378,7 +411,8 @@ impl Engine {
         if s.member_refs[h as usize] > 0 {
             return Err(invalid(format!("member {h} is still used")));
         }
-        s.members[h as usize] = None;
+        let dead = s.members[h as usize].take().expect("checked");
+        s.dead_members.insert(h, dead);
         Ok(())
     }
 
@@ -387,7 +421,9 @@ impl Engine {
             return Err(invalid(format!("{} has no selector: no groups", self.ir.profiles[p].name)));
         }
         let s = &mut self.ext.profiles[p];
-        Ok(take(&mut s.groups, &mut s.group_refs, BTreeSet::new()))
+        let g = take(&mut s.groups, &mut s.group_refs, BTreeSet::new());
+        s.dead_groups.remove(&g);
+        Ok(g)
     }
 
     /// Delete a group no entry names; its members' references go with it.
@@ -399,9 +435,11 @@ impl Engine {
         if s.group_refs[g as usize] > 0 {
             return Err(invalid(format!("group {g} is still used")));
         }
-        for m in s.groups[g as usize].take().expect("checked") {
-            s.member_refs[m as usize] = s.member_refs[m as usize].saturating_sub(1);
+        let dead = s.groups[g as usize].take().expect("checked");
+        for m in &dead {
+            s.member_refs[*m as usize] = s.member_refs[*m as usize].wrapping_sub(1);
         }
+        s.dead_groups.insert(g, dead);
         Ok(())
     }
 
@@ -417,12 +455,12 @@ impl Engine {
             if !group.insert(m) {
                 return Err(WriteError::Exists);
             }
-            s.member_refs[m as usize] += 1;
+            s.member_refs[m as usize] = s.member_refs[m as usize].wrapping_add(1);
         } else {
             if !group.remove(&m) {
                 return Err(WriteError::NotFound);
             }
-            s.member_refs[m as usize] -= 1;
+            s.member_refs[m as usize] = s.member_refs[m as usize].wrapping_sub(1);
         }
         Ok(())
     }

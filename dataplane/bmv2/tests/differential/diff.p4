@@ -77,6 +77,7 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     action_selector(HashAlgorithm.crc16, 32w64, 32w16) groups;
     action_selector(HashAlgorithm.crc32, 32w64, 32w32) groups32;
     action_selector(HashAlgorithm.identity, 32w64, 32w32) rounds;  // by seq: seq % size
+    action_selector(HashAlgorithm.crc16, 32w16, 32w16) ecmp;  // its table: selector keys only
 
     action fwd(bit<9> port, bit<8> tag) {
         sm.egress_spec = port;
@@ -183,6 +184,15 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         implementation = rounds;
         size = 32;
     }
+    table t_ecmp {  // no match key: one entry (with an empty key) takes every packet
+        key = {
+            hdr.probe.k_lpm: selector;
+            hdr.probe.c_index: selector;
+        }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = ecmp;
+        size = 4;
+    }
     table t_dmeter {
         key = { hdr.probe.k_opt: exact; }
         actions = { metered; NoAction; }
@@ -220,6 +230,7 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
             }
             t_select32.apply();
             t_rounds.apply();
+            t_ecmp.apply();
             t_dmeter.apply();
             hdr.probe.dcolor = meta.dcolor;
             by_index.count((bit<32>) hdr.probe.c_index);

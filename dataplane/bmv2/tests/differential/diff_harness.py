@@ -316,7 +316,7 @@ def summary(sc: Scenario, o: Outcome) -> str:
     return (
         f"seed {sc.seed}: {updates} updates ({failed} refused), {len(sc.frames)} frames: "
         f"{len(out)} out, {len(sc.frames) - len(out)} dropped; colors {colors}, direct meter colors {dcolors}; "
-        f"{selected} out through a selector group or member"
+        f"{selected} of those out hit t_select (a group or a member)"
     )
 
 

@@ -326,6 +326,7 @@ class Profiles:
         self.table = {pid: tables[p.table_ids[0]] for pid, p in self.info.items()}
         self.members: dict[int, list[int]] = {pid: [] for pid in self.info}
         self.groups: dict[int, dict[int, dict[int, int]]] = {pid: {} for pid in self.info}  # id -> weights
+        self.empty: dict[int, list[int]] = {pid: [] for pid in self.info}  # groups left empty
         self.ids = iter(self.rng.sample(range(1, 1 << 16), 200))
 
     def _member(self, kind: int, pid: int, member_id: int) -> Update:
@@ -362,19 +363,24 @@ class Profiles:
                 gid, weights = next(self.ids), self._weights(pid)
                 out.append(self._group(Update.INSERT, pid, gid, weights))
                 self.groups[pid][gid] = weights
-            # refused on both (the group is kept, empty, as PI keeps it: never named here)
+            # refused on both; the group is kept, empty, as PI keeps it (BMv2 refuses entries
+            # naming an empty group: EMPTY_GRP)
             bad = dict.fromkeys(self.rng.sample(self.members[pid], 2), 3)
-            out.append(self._group(Update.INSERT, pid, next(self.ids), bad, max_size=4))
-            out.append(self._group(Update.INSERT, pid, next(self.ids), {self.members[pid][0]: 0}))
+            for gid, weights, max_size in ((next(self.ids), bad, 4), (next(self.ids), {self.members[pid][0]: 0}, 0)):
+                out.append(self._group(Update.INSERT, pid, gid, weights, max_size))
+                self.empty[pid].append(gid)
         return out
 
     def reference(self, pid: int) -> p4runtime_pb2.TableAction:
         """What an indirect entry names: mostly a group of a selector, else a member; now
-        and then an id nobody created (INVALID_ARGUMENT on both)."""
+        and then an id nobody created (INVALID_ARGUMENT on both) or an empty group (UNKNOWN
+        on both: the target refuses)."""
         a = p4runtime_pb2.TableAction()
         r = self.rng.random()
         if r < 0.03:
             a.action_profile_member_id = next(self.ids)
+        elif self.empty[pid] and r < 0.06:
+            a.action_profile_group_id = self.rng.choice(self.empty[pid])
         elif self.groups[pid] and r < 0.8:
             a.action_profile_group_id = self.rng.choice(list(self.groups[pid]))
         else:
