@@ -7,8 +7,8 @@ Write's answer, every frame out and everything read back afterwards must be the 
 failure names the seed and how to replay it.
 
 What the bundled target does not run -- a selector hashing by another algorithm than
-crc16, crc32 or identity -- it refuses at load, naming the construct; simple_switch_grpc
-runs those programs.
+crc16, crc32 or identity, an action profile shared by tables -- it refuses at load, naming
+the construct; simple_switch_grpc loads those programs.
 
 Root (veth pairs), p4c and simple_switch_grpc: a failure under CI=true without them.
 """
@@ -64,6 +64,7 @@ def test_same_answers_frames_and_counters(program: Program, sides: tuple[Side, S
     ("construct", "named"),
     [
         pytest.param("selector", ("action selector I.group", "hash algorithm xor16"), id="xor16 selector"),
+        pytest.param("shared_profile", ("action profile I.shared", "shared by tables"), id="shared profile"),
     ],
 )
 def test_refused_at_load_by_name(
