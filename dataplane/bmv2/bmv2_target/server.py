@@ -382,14 +382,17 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
         assert tables is not None
         if not d.HasField("table_entry"):
             raise invalid("missing table_entry field in DirectMeterEntry")
-        hits = tables.read(d.table_entry) if d.table_entry.match else []
-        if not hits or hits[0][1] is None:
+        default = d.table_entry.is_default_action
+        hits = tables.read(d.table_entry) if d.table_entry.match or default else []
+        if not hits:
             raise invalid("cannot map table entry to handle")
         table, e = hits[0]
         self._direct_meter_table(d.table_entry)
         cfg = d.config
         if d.HasField("config") and cfg.cir > cfg.pir:
             raise invalid("meter cir must not exceed pir")
+        if e is None:  # PI maps the default entry to a handle BMv2 has no meter for
+            raise P4RTError(grpc.StatusCode.UNKNOWN, "error when writing direct meter spec (default entry)")
         config = (cfg.cir, cfg.cburst, cfg.pir, cfg.pburst) if d.HasField("config") else None
         tables.engine.set_direct_meter(table.engine_table, e.handle, config)
 
@@ -482,9 +485,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             if not te.table_id:
                 raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "reading all direct meters of all tables")
             self._direct_meter_table(te)
-            for table, e in tables.read(te):
-                if e is None:
-                    continue
+            hits = tables.read(te)
+            if te.match and not hits:
+                raise invalid("cannot map table entry to handle")
+            for table, e in hits:
+                if e is None:  # as PI, which asks BMv2 for the default entry's meter
+                    raise P4RTError(grpc.StatusCode.UNKNOWN, "error when reading meter from target (default entry)")
                 out = p4runtime_pb2.Entity()
                 # as PI answers: the entry's key, and the rates when they are configured
                 full = tables.to_proto(table, e)

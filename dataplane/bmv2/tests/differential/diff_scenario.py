@@ -267,6 +267,12 @@ class Generator:
                 d.config.CopyFrom(METER_CONFIGS[rng.choice(list(METER_CONFIGS))])
                 out.append(u)
                 configured.append(te)
+        for tid in sorted(metered):  # the default entry's: BMv2 has no meter for it (UNKNOWN)
+            u = Update(type=Update.MODIFY)
+            u.entity.direct_meter_entry.table_entry.table_id = tid
+            u.entity.direct_meter_entry.table_entry.is_default_action = True
+            u.entity.direct_meter_entry.config.CopyFrom(METER_CONFIGS["red"])
+            out.append(u)
         if configured:
             # deleted and inserted again: BMv2 gives the new entry the lowest free index, the
             # old one's, and with it the old one's meter config (neither is reset)
