@@ -164,10 +164,7 @@ class ProfileStore:
                 raise invalid("group max_size cannot exceed static max_group_size (from P4Info)")
             if g.group_id in p.groups:
                 raise P4RTError(grpc.StatusCode.ALREADY_EXISTS, f"duplicate group id: {g.group_id}")
-            try:
-                h = self.engine.group_create(p.engine_profile)
-            except ValueError as e:
-                raise target_error(f"error when creating group on target: {e}") from None
+            h = self.engine.group_create(p.engine_profile)  # also without a selector, as BMv2
             p.groups[g.group_id] = Group(h, g.max_size)
             p.group_of_handle[h] = g.group_id
             # PI keeps the (empty) group when its members are refused
@@ -271,13 +268,13 @@ class ProfileStore:
 
     def read_members(self, m: p4runtime_pb2.ActionProfileMember) -> Iterator[p4runtime_pb2.Entity]:
         """Every BMv2 member, in handle order, as PI lists them: a weighted copy reads as
-        its member once more."""
+        its member once more; with a member id, that member once (an unknown one: none)."""
         for p in self._selected(m.action_profile_id):
-            if m.member_id:
-                # PI asks the target for one member, which its bmv2 target does not implement
-                raise target_error("reading one action profile member is not implemented by the target")
             action_of = {e: a for a, e in p.engine_actions.items()}
+            one = p.members.get(m.member_id) if m.member_id else None
             for h, engine_action, params in self.engine.members(p.engine_profile):
+                if m.member_id and (one is None or h != one.handles[0]):
+                    continue
                 out = p4runtime_pb2.Entity()
                 mem = out.action_profile_member
                 mem.action_profile_id, mem.member_id = p.info.preamble.id, p.member_of_handle[h]
@@ -289,9 +286,9 @@ class ProfileStore:
 
     def read_groups(self, g: p4runtime_pb2.ActionProfileGroup) -> Iterator[p4runtime_pb2.Entity]:
         for p in self._selected(g.action_profile_id):
-            if g.group_id:
-                raise target_error("reading one action profile group is not implemented by the target")
             for h, handles in self.engine.groups(p.engine_profile):
+                if g.group_id and p.group_of_handle.get(h) != g.group_id:
+                    continue
                 out = p4runtime_pb2.Entity()
                 grp = out.action_profile_group
                 gid = p.group_of_handle[h]

@@ -210,6 +210,11 @@ def test_references_are_counted_as_bmv2_counts_them(program: str) -> None:
     with pytest.raises(ValueError, match="empty"):
         d.e.insert_indirect(t, [(0, 0)], 1, GROUP, empty, 1, 1, b"", 0)
     d.e.group_delete(p, empty)  # nothing names it
+    # BMv2 makes a group in a profile without a selector; its table's `_ws` calls fail
+    mp = d.profile("members")
+    d.e.group_member(mp, d.e.group_create(mp), d.member("members", "t_profile", 3), True)
+    with pytest.raises(ValueError, match="no selector"):
+        d.e.insert_indirect(d.table("t_profile"), [(1, 0xFFFF)], 0, GROUP, 0, 0, 1, b"", 0)
     e = d.e.profile_index("DiffIngress.ecmp")
     em = d.member("ecmp", "t_ecmp", 2)
     with pytest.raises(ValueError, match="no match key"):

@@ -265,6 +265,7 @@ impl Engine {
         handle: u32,
     ) -> Result<u64, WriteError> {
         self.check_ref(t, kind, handle)?;
+        self.check_takes(t, kind)?;
         self.check_not_empty(t, kind, handle)?;
         self.reference(t, kind, handle, true);
         if self.ir.tables[t].keys.is_empty() {
@@ -289,12 +290,22 @@ impl Engine {
     /// group) and the entry keeps naming the old one.
     pub fn modify_indirect(&mut self, t: usize, h: u64, kind: u64, handle: u32) -> Result<(), WriteError> {
         self.check_ref(t, kind, handle)?;
+        self.check_takes(t, kind)?;
         let e = self.tables[t].entries.get(&h).ok_or(WriteError::NotFound)?;
         let old = (e.params[0], e.params[1] as u32);
         self.reference(t, old.0, old.1, false);
         self.check_not_empty(t, kind, handle)?;
         self.reference(t, kind, handle, true);
         self.tables[t].entries.get_mut(&h).expect("checked").params = vec![kind, handle as u64];
+        Ok(())
+    }
+
+    /// A group only in the table of a selector (BMv2's `_ws` calls on another table fail
+    /// before they count anything).
+    fn check_takes(&self, t: usize, kind: u64) -> Result<(), WriteError> {
+        if kind == GROUP && self.ir.profiles[self.profile_of(t)?].selector.is_none() {
+            return Err(invalid(format!("{} has no selector: its entries name members", self.ir.tables[t].name)));
+        }
         Ok(())
     }
 
@@ -416,10 +427,9 @@ impl Engine {
         Ok(())
     }
 
+    /// A new group (BMv2's create_group), also in a profile without a selector (BMv2 makes
+    /// it; no entry of its table can name it).
     pub fn group_create(&mut self, p: usize) -> Result<u32, WriteError> {
-        if self.ir.profiles[p].selector.is_none() {
-            return Err(invalid(format!("{} has no selector: no groups", self.ir.profiles[p].name)));
-        }
         let s = &mut self.ext.profiles[p];
         let g = take(&mut s.groups, &mut s.group_refs, BTreeSet::new());
         s.dead_groups.remove(&g);

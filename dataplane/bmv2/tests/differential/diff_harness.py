@@ -231,11 +231,17 @@ def read_state(session: Session, info: p4info_pb2.P4Info) -> dict[str, list[str]
     # No registers: simple_switch_grpc's P4Runtime server (PI) answers UNIMPLEMENTED to a
     # register read. diff.p4 writes the cell into every frame and marker instead.
     for p in info.action_profiles:
-        name = p.preamble.name
-        members = p4runtime_pb2.ActionProfileMember(action_profile_id=p.preamble.id)
-        state[f"members of {name}"] = lines(session.read([E(action_profile_member=members)]))
-        groups = p4runtime_pb2.ActionProfileGroup(action_profile_id=p.preamble.id)
-        state[f"groups of {name}"] = lines(session.read([E(action_profile_group=groups)]))
+        name, pid = p.preamble.name, p.preamble.id
+        members = session.read([E(action_profile_member=p4runtime_pb2.ActionProfileMember(action_profile_id=pid))])
+        groups = session.read([E(action_profile_group=p4runtime_pb2.ActionProfileGroup(action_profile_id=pid))])
+        state[f"members of {name}"], state[f"groups of {name}"] = lines(members), lines(groups)
+        # the first of each read alone too (PI asks the target for that one)
+        for m in members[:1]:
+            one = p4runtime_pb2.ActionProfileMember(action_profile_id=pid, member_id=m.action_profile_member.member_id)
+            state[f"member {one.member_id} of {name}"] = lines(session.read([E(action_profile_member=one)]))
+        for g in groups[:1]:
+            group = p4runtime_pb2.ActionProfileGroup(action_profile_id=pid, group_id=g.action_profile_group.group_id)
+            state[f"group {group.group_id} of {name}"] = lines(session.read([E(action_profile_group=group)]))
     for dm in info.direct_meters:
         read = E(direct_meter_entry=p4runtime_pb2.DirectMeterEntry())
         read.direct_meter_entry.table_entry.table_id = dm.direct_table_id

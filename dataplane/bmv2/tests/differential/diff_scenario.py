@@ -332,7 +332,8 @@ class Profiles:
         self.table = {pid: tables[p.table_ids[0]] for pid, p in self.info.items()}
         self.members: dict[int, list[int]] = {pid: [] for pid in self.info}
         self.groups: dict[int, dict[int, dict[int, int]]] = {pid: {} for pid in self.info}  # id -> weights
-        self.empty: dict[int, list[int]] = {pid: [] for pid in self.info}  # groups left empty
+        # groups an entry cannot name: left empty, or in a profile without a selector
+        self.unnamable: dict[int, list[int]] = {pid: [] for pid in self.info}
         self.ids = iter(self.rng.sample(range(1, 1 << 16), 200))
 
     def _member(self, kind: int, pid: int, member_id: int) -> Update:
@@ -364,6 +365,11 @@ class Profiles:
                 out.append(self._member(Update.INSERT, pid, mid))
                 self.members[pid].append(mid)
             if not p.with_selector:
+                # BMv2 makes a group in a profile without a selector too; an entry of its
+                # table that names it is refused by the target (UNKNOWN on both)
+                gid = next(self.ids)
+                out.append(self._group(Update.INSERT, pid, gid, self._weights(pid)))
+                self.unnamable[pid].append(gid)
                 continue
             for _ in range(self.rng.randint(2, 4)):
                 gid, weights = next(self.ids), self._weights(pid)
@@ -374,19 +380,19 @@ class Profiles:
             bad = dict.fromkeys(self.rng.sample(self.members[pid], 2), 3)
             for gid, weights, max_size in ((next(self.ids), bad, 4), (next(self.ids), {self.members[pid][0]: 0}, 0)):
                 out.append(self._group(Update.INSERT, pid, gid, weights, max_size))
-                self.empty[pid].append(gid)
+                self.unnamable[pid].append(gid)
         return out
 
     def reference(self, pid: int) -> p4runtime_pb2.TableAction:
         """What an indirect entry names: mostly a group of a selector, else a member; now
-        and then an id nobody created (INVALID_ARGUMENT on both) or an empty group (UNKNOWN
-        on both: the target refuses)."""
+        and then an id nobody created (INVALID_ARGUMENT on both) or a group the target
+        refuses (empty, or of a profile without a selector: UNKNOWN on both)."""
         a = p4runtime_pb2.TableAction()
         r = self.rng.random()
         if r < 0.03:
             a.action_profile_member_id = next(self.ids)
-        elif self.empty[pid] and r < 0.06:
-            a.action_profile_group_id = self.rng.choice(self.empty[pid])
+        elif self.unnamable[pid] and r < 0.06:
+            a.action_profile_group_id = self.rng.choice(self.unnamable[pid])
         elif self.groups[pid] and r < 0.8:
             a.action_profile_group_id = self.rng.choice(list(self.groups[pid]))
         else:
