@@ -256,6 +256,8 @@ class ProfileStore:
             if grp is not None:
                 return GROUP, grp.handle, action.action_profile_group_id
         elif which == "action_profile_action_set":
+            if p.members or p.groups:  # PI's ActionProfMgr: one mode per profile while it holds anything
+                raise invalid("invalid attempt to mix action selector programming modes")
             raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "one-shot action selector programming is not supported")
         raise invalid("invalid member / group id")
 

@@ -385,12 +385,17 @@ class Profiles:
 
     def reference(self, pid: int) -> p4runtime_pb2.TableAction:
         """What an indirect entry names: mostly a group of a selector, else a member; now
-        and then an id nobody created (INVALID_ARGUMENT on both) or a group the target
-        refuses (empty, or of a profile without a selector: UNKNOWN on both)."""
+        and then an id nobody created or a one-shot action set (INVALID_ARGUMENT on both),
+        or a group the target refuses (empty, or of a profile without a selector: UNKNOWN
+        on both)."""
         a = p4runtime_pb2.TableAction()
         r = self.rng.random()
         if r < 0.03:
             a.action_profile_member_id = next(self.ids)
+        elif r < 0.04:  # one-shot, in a profile programmed member by member: INVALID_ARGUMENT on both
+            a.action_profile_action_set.action_profile_actions.add(weight=1).action.CopyFrom(
+                self.gen.action(self.table[pid])
+            )
         elif self.unnamable[pid] and r < 0.06:
             a.action_profile_group_id = self.rng.choice(self.unnamable[pid])
         elif self.groups[pid] and r < 0.8:
