@@ -172,7 +172,9 @@ impl Engine {
     // ---- data plane ------------------------------------------------------------------
 
     /// A table with an action profile or a direct meter, applied as BMv2 does (see the
-    /// module's comment); the other tables take exec.rs's path.
+    /// module's comment); the other tables take exec.rs's path. Never inlined: it would
+    /// widen exec.rs's per-table path, which every other table takes.
+    #[inline(never)]
     pub(crate) fn apply_table_ext(&mut self, t: usize, pkt: &mut Packet) -> Option<Node> {
         let nkeys = self.ir.tables[t].keys.len();
         let mut values = [0u64; 32];
