@@ -71,6 +71,7 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     meter(256, MeterType.bytes) byte_policer;
     register<bit<32>>(512) seen_on_port;
     direct_meter<bit<8>>(MeterType.packets) entry_policer;
+    direct_counter(CounterType.packets_and_bytes) profile_hits;  // of an indirect table
     // members shared by entries; groups of members, one chosen per packet by a hash of
     // the selector fields (as BMv2 computes it), the member at hash % group size
     action_profile(32w64) members;
@@ -152,6 +153,7 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         key = { hdr.probe.k_exact: exact; }
         actions = { fwd; set_src; drop; NoAction; }
         implementation = members;
+        counters = profile_hits;
         size = 32;
     }
     table t_select {
