@@ -1,8 +1,9 @@
 //! The packet engine of the bundled P4Runtime target (issue #13, item 2): it loads the BMv2
 //! JSON that p4c emits, refuses at load time, with the place named, every construct outside
 //! the set it executes, and runs packets through the program as simple_switch does
-//! (`exec`). `ir` resolves names to indices once; `table` holds match tables; `python` is
-//! the PyO3 module the target imports (cargo feature "python").
+//! (`exec`). `ir` resolves names to indices once; `table` holds match tables; `profiles`
+//! runs action profiles, selectors and direct meters as BMv2 does; `python` is the PyO3
+//! module the target imports (cargo feature "python").
 
 pub mod code;
 pub mod exec;
@@ -11,6 +12,7 @@ pub mod lanes;
 pub mod live;
 pub mod loadgen;
 pub mod p4rt;
+pub mod profiles;
 #[cfg(feature = "python")]
 mod python;
 pub mod rawsock;
@@ -251,7 +253,7 @@ fn check(program: &Program, raw: &Value) -> Vec<String> {
     }
     for pl in &program.pipelines {
         for t in &pl.tables {
-            not_in(&mut bad, &["simple"], &t.kind, format!("table {} type (action profiles / selectors)", t.name));
+            not_in(&mut bad, &["simple", "indirect", "indirect_ws"], &t.kind, format!("table {} type", t.name));
             for k in &t.key {
                 not_in(&mut bad, MATCH_KINDS, &k.match_type, format!("table {} key {} match kind", t.name, k.name));
             }
