@@ -189,10 +189,14 @@ def preview(session: Session, backend: Backend) -> Preview:
     return prepare(session, backend).preview
 
 
-def prepare(session: Session, backend: Backend, shared: SharedCompiles | None = None) -> Prepared:
-    """``preview``, with what it was compiled from, for a deploy that may follow (``Prepared``)."""
+def prepare(
+    session: Session, backend: Backend, shared: SharedCompiles | None = None, key: str | None = None
+) -> Prepared:
+    """``preview``, with what it was compiled from, for a deploy that may follow (``Prepared``).
+    ``key``: the backend's footprint input key when the caller read it (before this compile)."""
     with POOL.use(session, backend) as drv:
-        key = footprint_push.input_key(session, backend.id)  # before the compile, as _deploy reads it
+        if key is None:
+            key = footprint_push.input_key(session, backend.id)  # before the compile, as _deploy reads it
         caps = _capabilities(drv)
         p = _preview(session, backend, drv, caps, key, shared)
         return Prepared(backend.id, key, _backend_facts(backend), caps, p)

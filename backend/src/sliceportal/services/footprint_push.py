@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "sliceportal_footprint"  # NOTIFYed by the generation triggers (migration 0018) and here
 input_key = state.input_key  # read it before the deploy compiles
+input_keys = state.input_keys
 
 
 def after_push(session: Session, dep: Deployment, key: str | None) -> None:
