@@ -95,11 +95,10 @@ class SlaSummary(BaseModel):
 MAX_INGEST_POINTS = 2_000  # points per request: < 1 MiB of JSON (the API's body limit), one transaction
 
 
+# A KpiPoint with stricter limits: validated once, stored as it is (building a second model
+# per point was half of a 2 000-point request's time).
 class IngestPoint(KpiPoint):
-    """One measured interval of one slice lane on one backend, from a source outside the portal.
-
-    A ``KpiPoint`` with stricter limits: validated once, stored as it is (building a second
-    model per point was half of a 2 000-point request's time)."""
+    """One measured interval of one slice lane on one backend, from a source outside the portal."""
 
     model_config = ConfigDict(extra="forbid")
     slice_id: DbId
