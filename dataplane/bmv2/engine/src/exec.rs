@@ -3,6 +3,7 @@
 //! The header vector (PHV) travels with the packet from ingress to egress, as in BMv2.
 
 use crate::code::{self, Op};
+use crate::flat::{Flat, Step};
 use crate::ir::{BinOp, Expr, HRef, Ir, Node, ParserOp, Prim, UnOp};
 use crate::table::{full, Entry, TableState, WriteError};
 
@@ -103,6 +104,14 @@ pub struct Engine {
     /// packet's header vector and frame buffer were five allocations, freed on the live
     /// path by another thread than the one that allocated them (slow in glibc's malloc).
     spare: Vec<Packet>,
+    /// The controls as flat steps (`flat`), rebuilt when a keyless table's default changes.
+    flat: Flat,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: controls walked as a node graph (`run_control`), the reference of `run_flat`.
+    static WALK_GRAPH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Packets [`Engine::spare`] keeps at most (a live port's batch is 256).
@@ -164,7 +173,10 @@ impl Engine {
         let registers = ir.registers.iter().map(|r| vec![0; r.size]).collect();
         let meters = ir.meters.iter().map(|m| vec![MeterCell::default(); m.size]).collect();
         let valid_init = ir.headers.iter().map(|h| h.metadata).collect();
-        Engine { ir, tables, counters, registers, meters, valid_init, spare: Vec::new() }
+        let mut e =
+            Engine { ir, tables, counters, registers, meters, valid_init, spare: Vec::new(), flat: Flat::default() };
+        e.flat = crate::flat::build(&e.ir, &e.tables);
+        e
     }
 
     // ---- control plane ---------------------------------------------------------------
@@ -204,6 +216,10 @@ impl Engine {
         let t = &mut self.tables[table];
         t.default_action = action;
         t.default_params = params;
+        if t.keyless() {
+            // its action is laid out in the flat controls
+            self.flat = crate::flat::build(&self.ir, &self.tables);
+        }
         Ok(())
     }
 
@@ -299,8 +315,7 @@ impl Engine {
                 pkt.fields[ce] = 1;
             }
         }
-        let init = self.ir.ingress_init;
-        self.run_control(init, &mut pkt);
+        self.run_flat(true, &mut pkt);
         if pkt.fields[std.egress_spec] == DROP_PORT {
             self.recycle(pkt);
             return None;
@@ -330,8 +345,7 @@ impl Engine {
         if let Some(f) = std.deq_timedelta {
             pkt.fields[f] = now_us.saturating_sub(pkt.enq_us) & full(32);
         }
-        let init = self.ir.egress_init;
-        self.run_control(init, &mut pkt);
+        self.run_flat(false, &mut pkt);
         let sent = pkt.fields[std.egress_spec] != DROP_PORT;
         if sent {
             self.update_checksums(&mut pkt);
@@ -753,6 +767,9 @@ impl Engine {
         self.eval(e, pkt, params, pkt.payload).unwrap_or(0)
     }
 
+    /// The node graph walked (what `run_flat` does by steps): the reference its tests
+    /// compare with.
+    #[cfg(test)]
     fn run_control(&mut self, init: Option<Node>, pkt: &mut Packet) {
         let mut node = init;
         while let Some(n) = node {
@@ -823,8 +840,84 @@ impl Engine {
         }
     }
 
+    /// A control's steps (`flat`): as [`Engine::run_control`] walks its node graph.
+    fn run_flat(&mut self, ingress: bool, pkt: &mut Packet) {
+        // taken out of the engine while it runs (the steps call methods that mutate it); put
+        // back at the end, and made anew should a panic have lost it
+        #[cfg(test)]
+        if WALK_GRAPH.with(std::cell::Cell::get) {
+            let init = if ingress { self.ir.ingress_init } else { self.ir.egress_init };
+            return self.run_control(init, pkt);
+        }
+        let mut flat = std::mem::take(&mut self.flat);
+        if flat.steps.is_empty() {
+            flat = crate::flat::build(&self.ir, &self.tables);
+        }
+        let mut pc = if ingress { flat.ingress } else { flat.egress } as usize;
+        if pkt.exit {
+            pc = 0;
+        }
+        loop {
+            match &flat.steps[pc] {
+                Step::End => break,
+                Step::SetK { dst, k } => pkt.fields[*dst as usize] = *k,
+                Step::Mov { dst, src, mask } => pkt.fields[*dst as usize] = pkt.fields[*src as usize] & mask,
+                Step::Set { dst, mask, e } => pkt.fields[*dst as usize] = self.value(e, pkt, &[]) as u64 & mask,
+                Step::Count { c, e } => {
+                    let i = self.value(e, pkt, &[]);
+                    let len = pkt.ingress_length;
+                    if let Some(cell) = usize::try_from(i).ok().and_then(|i| self.counters[*c as usize].get_mut(i)) {
+                        cell.0 += 1;
+                        cell.1 += len;
+                    }
+                }
+                Step::Prims { action, from, to, params } => {
+                    self.run_prims(*action as usize, *from as usize..*to as usize, params, pkt)
+                }
+                Step::ExitIf => {
+                    if pkt.exit {
+                        break;
+                    }
+                }
+                Step::IfValid { h, to } => {
+                    if !pkt.valid[*h as usize] {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Step::If { e, to } => {
+                    if self.value(e, pkt, &[]) == 0 {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Step::Goto(to) => {
+                    pc = *to as usize;
+                    continue;
+                }
+                Step::Table(t) => {
+                    let next = self.apply_table(*t as usize, pkt);
+                    if pkt.exit {
+                        break;
+                    }
+                    pc = flat.pc_of(next);
+                    continue;
+                }
+            }
+            pc += 1;
+        }
+        pkt.exit = false;
+        self.flat = flat;
+    }
+
     fn run_action(&mut self, action: usize, params: &[u64], pkt: &mut Packet) {
-        for prim in &self.ir.actions[action].prims {
+        let n = self.ir.actions[action].prims.len();
+        self.run_prims(action, 0..n, params, pkt);
+    }
+
+    /// Primitives `range` of an action.
+    fn run_prims(&mut self, action: usize, range: std::ops::Range<usize>, params: &[u64], pkt: &mut Packet) {
+        for prim in &self.ir.actions[action].prims[range] {
             match prim {
                 Prim::Assign(dst, e) => {
                     let v = self.value(e, pkt, params);
@@ -948,6 +1041,7 @@ impl Engine {
         !sum & 0xffff
     }
 
+    /// The sum of checksum `i` (`c`).
     fn checksum_of(&self, c: &crate::ir::ChecksumIr, pkt: &Packet) -> u64 {
         if c.has_varbit {
             self.csum16_with_varbits(pkt, &c.inputs)
@@ -1353,5 +1447,96 @@ mod speed {
             (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
         f.resize(200, 0);
         run(&mut e, &f, 3);
+    }
+}
+
+#[cfg(test)]
+mod flat_steps {
+    //! The flat controls (`flat`) against the node graph they are laid out from.
+
+    use super::{Engine, WALK_GRAPH};
+
+    fn entry(e: &mut Engine, t: &str, key: Vec<(u64, u64)>, priority: i64, action: &str, params: Vec<u64>) {
+        let t = e.ir.tables.iter().position(|x| x.name == t).expect(t);
+        let a = *e.ir.tables[t].actions.iter().find(|a| e.ir.actions[**a].name.ends_with(action)).expect(action);
+        e.insert(t, key, priority, a, params).unwrap();
+    }
+
+    /// slicing.p4 with a tenant on access port 1, a VLAN trunk on port 2, a slice with a
+    /// virtual queue and a classifier entry by TEID.
+    fn slicing() -> Engine {
+        let mut e = crate::engine(include_str!("../../compiled/slicing.json")).unwrap();
+        entry(&mut e, "SlicingIngress.tenant.port_tenant", vec![(1, 511)], 0, "set_access_tenant", vec![1, 100]);
+        entry(
+            &mut e,
+            "SlicingIngress.tenant.vlan_tenant",
+            vec![(2, 511), (1, 1), (100, 4095)],
+            0,
+            "set_vlan_tenant",
+            vec![1],
+        );
+        entry(&mut e, "SlicingIngress.fwd.tenant_forward", vec![(1, 255), (1, 511)], 0, "fwd.forward", vec![2]);
+        entry(&mut e, "SlicingIngress.fwd.tenant_forward", vec![(1, 255), (2, 511)], 0, "fwd.forward", vec![1]);
+        entry(&mut e, "SlicingIngress.vqueue.slice_qos", vec![(1, 255)], 0, "queue_manage", vec![819, 50, 10]);
+        entry(&mut e, "SlicingEgress.vlan_tag.egress_vlan", vec![(2, 511)], 0, "push_tenant_vlan", vec![]);
+        entry(&mut e, "SlicingEgress.vlan_tag.egress_vlan", vec![(1, 511)], 0, "pop_vlan", vec![]);
+        let mut key = vec![(1, 255), (0, 0), (0, 0), (1, 1), (100, 0xffff_ffff)];
+        key.resize(11, (0, 0));
+        entry(&mut e, "SlicingIngress.classifier.classifier", key, 10, "set_slice", vec![1, 3]);
+        e.commit();
+        e
+    }
+
+    /// Frames mutated at random in their first 120 bytes (where the headers are), each run
+    /// through both engines on both ports: the same frames out, the same counters and
+    /// registers.
+    #[test]
+    fn flat_steps_do_what_the_node_graph_does() {
+        let (mut flat, mut graph) = (slicing(), slicing());
+        let hex = "0200000000020200000000010800450000ba000100004011661c0a0a00010a0a0002c3e912b500a62996080000000003e9\
+                   00020000000102020000000101080045000088000100004011663a0a1400010a140002086808680074bd1030ff006400\
+                   00006445000064000100004011661e0a2d00010a3c00019c40138800503b1b";
+        let mut gtp: Vec<u8> =
+            (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+        gtp.resize(200, 0);
+        let mut plain = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0x00, 0, 100, 0x08, 0x00, 0x45, 1, 0, 186];
+        plain.extend([0, 1, 0, 0, 64, 17, 0, 0, 10, 1, 0, 5, 10, 9, 0, 1, 0x9c, 0x40, 0x13, 0x88, 0, 166, 0, 0]);
+        plain.resize(200, 0);
+        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let (mut out_f, mut out_g) = (Vec::new(), Vec::new());
+        for i in 0..20_000u64 {
+            let mut f = if i % 2 == 0 { gtp.clone() } else { plain.clone() };
+            for _ in 0..next() % 4 {
+                let at = (next() % 120) as usize;
+                f[at] ^= 1 << (next() % 8);
+            }
+            if next() % 8 == 0 {
+                f.truncate((next() % 200) as usize);
+            }
+            let port = 1 + next() % 3;
+            let now = i * 7 + next() % 5000;
+            let sojourn = [0, 1, 70_000, next() % (1 << 32)][(next() % 4) as usize];
+            let a = flat.ingress_from(&f, port, now).map(|p| flat.egress_into(p, now + sojourn, &mut out_f));
+            WALK_GRAPH.with(|w| w.set(true));
+            let b = graph.ingress_from(&f, port, now).map(|p| graph.egress_into(p, now + sojourn, &mut out_g));
+            WALK_GRAPH.with(|w| w.set(false));
+            assert_eq!(a, b, "frame {i}");
+            if a == Some(true) {
+                assert_eq!(out_f, out_g, "frame {i}");
+            }
+        }
+        assert_eq!(flat.counters, graph.counters);
+        assert_eq!(flat.registers, graph.registers);
+        let hits = |e: &Engine| {
+            e.tables.iter().map(|t| t.entries.values().map(|x| x.packets).sum::<u64>()).collect::<Vec<_>>()
+        };
+        assert_eq!(hits(&flat), hits(&graph));
+        assert!(flat.counters.iter().flatten().filter(|c| c.0 > 0).count() > 30, "the frames reach many counters");
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod code;
 pub mod exec;
+pub mod flat;
 pub mod ir;
 pub mod lanes;
 pub mod live;

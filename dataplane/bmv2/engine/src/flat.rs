@@ -1,0 +1,282 @@
+//! The ingress and egress controls as one flat list of steps, run by `Engine::run_flat`
+//! instead of walking the node graph (issue #30 item 4). p4c turns most of a control's
+//! statements into keyless tables (`tbl_*`) whose one action runs by default, and `if`s
+//! into conditionals: walking them cost a table apply (action data copied, the next node
+//! searched by action) and a primitive dispatch and an expression dispatch per statement.
+//! Here a keyless table's action is laid out in place, its action data folded into its
+//! expressions; the common primitives (stores of a constant, of a field, of an expression,
+//! counts) are steps of their own with the slot's mask precomputed; conditions are jumps.
+//! Tables with keys are applied as before (`Engine::apply_table`), the node they name next
+//! found through `table_pc`.
+//!
+//! A keyless table's action is the table's default at the time of the build: the engine
+//! rebuilds the list when a keyless table's default changes (`Engine::set_default`).
+
+use crate::code::Op;
+use crate::ir::{Expr, Ir, NextIr, Node, Prim};
+use crate::table::{full, TableState};
+
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// The end of the control (step 0; every `None` of the node graph jumps here).
+    End,
+    /// `fields[dst] = k` (k already within the slot's width).
+    SetK {
+        dst: u32,
+        k: u64,
+    },
+    /// `fields[dst] = fields[src] & mask`.
+    Mov {
+        dst: u32,
+        src: u32,
+        mask: u64,
+    },
+    /// `fields[dst] = e & mask`.
+    Set {
+        dst: u32,
+        mask: u64,
+        e: Expr,
+    },
+    /// `counters[c][e] += (1 packet, the packet's bytes)`.
+    Count {
+        c: u32,
+        e: Expr,
+    },
+    /// Primitives `from..to` of an action, run as `Engine::run_action` runs them, with the
+    /// action data they had.
+    Prims {
+        action: u32,
+        from: u32,
+        to: u32,
+        params: Box<[u64]>,
+    },
+    /// An `exit` ran in the action just done: the control ends.
+    ExitIf,
+    /// Header `h` valid: go on; else jump.
+    IfValid {
+        h: u32,
+        to: u32,
+    },
+    /// `e != 0`: go on; else jump.
+    If {
+        e: Expr,
+        to: u32,
+    },
+    Goto(u32),
+    /// A table with keys: applied, then on at the node it names.
+    Table(u32),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Flat {
+    pub steps: Vec<Step>,
+    pub ingress: u32,
+    pub egress: u32,
+    /// Where each table's and each conditional's steps start (0: not reachable).
+    pub table_pc: Vec<u32>,
+    pub cond_pc: Vec<u32>,
+}
+
+impl Flat {
+    /// The step at which `node` starts (`End` for None).
+    #[inline]
+    pub fn pc_of(&self, node: Option<Node>) -> usize {
+        match node {
+            None => 0,
+            Some(Node::Table(t)) => self.table_pc[t] as usize,
+            Some(Node::Cond(c)) => self.cond_pc[c] as usize,
+        }
+    }
+}
+
+/// Whether `e` reads action data.
+fn reads_params(e: &Expr) -> bool {
+    match e {
+        Expr::Runtime(_) => true,
+        Expr::Code(ops) => ops.iter().any(|o| matches!(o, Op::Param(_))),
+        Expr::Un(_, x) => reads_params(x),
+        Expr::Bin(_, a, b) => reads_params(a) || reads_params(b),
+        Expr::Cond(c, a, b) => reads_params(c) || reads_params(a) || reads_params(b),
+        Expr::StackField { index, .. } | Expr::StackValid { index, .. } => reads_params(index),
+        Expr::Const(_)
+        | Expr::Field(_)
+        | Expr::Valid(_)
+        | Expr::Lookahead { .. }
+        | Expr::LastField { .. }
+        | Expr::UnionValid(_)
+        | Expr::VarbitEq(..) => false,
+    }
+}
+
+/// `e` with the action data `params` in place of its reads of them (as the evaluator reads
+/// them: a missing one is 0); None when it reads them where this does not substitute.
+fn with_params(e: &Expr, params: &[u64]) -> Option<Expr> {
+    let p = |i: usize| params.get(i).copied().unwrap_or(0);
+    match e {
+        Expr::Runtime(i) => Some(Expr::Const(p(*i) as i128)),
+        Expr::Code(ops) => Some(Expr::Code(
+            ops.iter().map(|o| if let Op::Param(i) = o { Op::Const(p(*i as usize)) } else { *o }).collect(),
+        )),
+        _ if !reads_params(e) => Some(e.clone()),
+        _ => None,
+    }
+}
+
+struct Builder<'a> {
+    ir: &'a Ir,
+    tables: &'a [TableState],
+    steps: Vec<Step>,
+    /// Jumps to nodes, patched once every node has its place: (step, target node).
+    fixups: Vec<(usize, Option<Node>)>,
+    table_pc: Vec<u32>,
+    cond_pc: Vec<u32>,
+}
+
+impl Builder<'_> {
+    fn placed(&self, n: Node) -> bool {
+        match n {
+            Node::Table(t) => self.table_pc[t] != 0,
+            Node::Cond(c) => self.cond_pc[c] != 0,
+        }
+    }
+
+    /// A jump to `n`, unless `n` is laid out next (`follow`).
+    fn goto(&mut self, n: Option<Node>, follow: Option<Node>) {
+        if n.is_some() && n == follow {
+            return;
+        }
+        self.fixups.push((self.steps.len(), n));
+        self.steps.push(Step::Goto(0));
+    }
+
+    /// The steps of an action run with `params` (a keyless table's default).
+    fn action(&mut self, action: usize, params: &[u64]) {
+        let prims = &self.ir.actions[action].prims;
+        let mut i = 0;
+        while i < prims.len() {
+            if let Some(step) = self.prim(&prims[i], params) {
+                self.steps.push(step);
+                i += 1;
+                continue;
+            }
+            let from = i;
+            while i < prims.len() && self.prim(&prims[i], params).is_none() {
+                i += 1;
+            }
+            self.steps.push(Step::Prims {
+                action: action as u32,
+                from: from as u32,
+                to: i as u32,
+                params: params.into(),
+            });
+        }
+        if prims.iter().any(|p| matches!(p, Prim::Exit)) {
+            self.steps.push(Step::ExitIf);
+        }
+    }
+
+    /// The step of its own a primitive has, if any.
+    fn prim(&self, p: &Prim, params: &[u64]) -> Option<Step> {
+        match p {
+            Prim::Assign(dst, e) => {
+                let mask = full(self.ir.slot_width[*dst]);
+                let dst = *dst as u32;
+                Some(match with_params(e, params)? {
+                    Expr::Const(c) => Step::SetK { dst, k: c as u64 & mask },
+                    Expr::Field(src) => Step::Mov { dst, src: src as u32, mask },
+                    e => Step::Set { dst, mask, e },
+                })
+            }
+            Prim::Count(c, e) => Some(Step::Count { c: *c as u32, e: with_params(e, params)? }),
+            _ => None,
+        }
+    }
+
+    /// Lay out `first` and what follows it, depth first: a node's first successor right
+    /// after it, so that most edges need no jump.
+    fn control(&mut self, first: Option<Node>) {
+        let mut todo = vec![first];
+        while let Some(n) = todo.pop() {
+            let Some(n) = n else { continue };
+            if self.placed(n) {
+                continue;
+            }
+            let at = self.steps.len() as u32;
+            // successors, the one to lay out next first
+            let next: Vec<Option<Node>> = match n {
+                Node::Cond(c) => {
+                    self.cond_pc[c] = at;
+                    let cond = &self.ir.conds[c];
+                    let (t, f) = (cond.t, cond.f);
+                    self.fixups.push((self.steps.len(), f));
+                    self.steps.push(match &cond.expr {
+                        Expr::Valid(h) => Step::IfValid { h: *h as u32, to: 0 },
+                        e => Step::If { e: e.clone(), to: 0 },
+                    });
+                    let follow = t.filter(|x| !self.placed(*x));
+                    self.goto(t, follow);
+                    vec![t, f]
+                }
+                Node::Table(t) => {
+                    self.table_pc[t] = at;
+                    let ts = &self.tables[t];
+                    if ts.keyless() {
+                        let (action, params) = (ts.default_action, ts.default_params.clone());
+                        self.action(action, &params);
+                        // a keyless table never hits
+                        let after = match &self.ir.tables[t].next {
+                            NextIr::ByAction(by) => by.iter().find(|(a, _)| *a == action).and_then(|(_, n)| *n),
+                            NextIr::HitMiss(_, miss) => *miss,
+                        };
+                        let follow = after.filter(|x| !self.placed(*x));
+                        self.goto(after, follow);
+                        vec![after]
+                    } else {
+                        self.steps.push(Step::Table(t as u32));
+                        match &self.ir.tables[t].next {
+                            NextIr::ByAction(by) => by.iter().map(|(_, n)| *n).collect(),
+                            NextIr::HitMiss(h, m) => vec![*h, *m],
+                        }
+                    }
+                }
+            };
+            // the first successor popped first: laid out right after this node's steps
+            todo.extend(next.into_iter().rev());
+        }
+    }
+}
+
+/// The controls of `ir` with the tables' current default actions.
+pub fn build(ir: &Ir, tables: &[TableState]) -> Flat {
+    let mut b = Builder {
+        ir,
+        tables,
+        steps: vec![Step::End],
+        fixups: Vec::new(),
+        table_pc: vec![0; ir.tables.len()],
+        cond_pc: vec![0; ir.conds.len()],
+    };
+    let ingress = b.steps.len() as u32;
+    b.control(ir.ingress_init);
+    b.steps.push(Step::End);
+    let egress = b.steps.len() as u32;
+    b.control(ir.egress_init);
+    b.steps.push(Step::End);
+    let (table_pc, cond_pc) = (b.table_pc, b.cond_pc);
+    let mut flat = Flat { steps: b.steps, ingress, egress, table_pc, cond_pc };
+    for (at, n) in b.fixups {
+        let pc = flat.pc_of(n) as u32;
+        match &mut flat.steps[at] {
+            Step::Goto(to) | Step::IfValid { to, .. } | Step::If { to, .. } => *to = pc,
+            s => unreachable!("a jump fixed up at {s:?}"),
+        }
+    }
+    // an empty control starts at its End
+    if ir.ingress_init.is_none() {
+        flat.ingress = 0;
+    }
+    if ir.egress_init.is_none() {
+        flat.egress = 0;
+    }
+    flat
+}
