@@ -84,6 +84,30 @@ macro_rules! instructions {
             }
         }
 
+        /// Code of one instruction that needs no stack (most, once fused: `meta.x == 1`), run
+        /// where it is read: [`run`]'s call and stack set-up cost more than the instruction.
+        /// None: run the code with [`run`].
+        #[inline(always)]
+        pub fn single(code: &[Op], fields: &[u64], valid: &[bool], params: &[u64]) -> Option<u64> {
+            let [op] = code else { return None };
+            Some(match *op {
+                Op::Const(k) => k,
+                Op::Field(f) => fields[f as usize],
+                Op::Valid(h) => valid[h as usize] as u64,
+                Op::Param(i) => params.get(i as usize).copied().unwrap_or(0),
+                $(Op::$fk(f, k) => bin(BinOp::$op, fields[f as usize], k),)*
+                _ => return None,
+            })
+        }
+
+        /// The fused instruction's operator, field and constant.
+        pub fn as_fk(op: &Op) -> Option<(BinOp, u32, u64)> {
+            match *op {
+                $(Op::$fk(f, k) => Some((BinOp::$op, f, k)),)*
+                _ => None,
+            }
+        }
+
         /// Run code against a packet's header vector, the action's parameters and (parser) the
         /// bytes after `cursor`.
         #[inline]

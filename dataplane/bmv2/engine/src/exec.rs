@@ -106,6 +106,60 @@ pub struct Engine {
     spare: Vec<Packet>,
     /// The controls as flat steps (`flat`), rebuilt when a keyless table's default changes.
     flat: Flat,
+    /// Per checksum (`ir.checksums`), its inputs in runs of whole 16-bit words, if they fall
+    /// into such runs.
+    csum_runs: Vec<Option<CsumRuns>>,
+}
+
+/// A checksum's inputs cut into runs of whole 16-bit words of at most 64 bits: each run
+/// packed into one word and its 16-bit halves added at once, not bit by bit through a u128
+/// as [`Engine::csum16_of`] must when they do not fall into such runs.
+#[derive(Debug, Clone)]
+struct CsumRuns {
+    /// (slot, width, mask) of each input.
+    fields: Vec<(usize, u32, u64)>,
+    /// Where each run ends in `fields`.
+    ends: Vec<usize>,
+}
+
+impl CsumRuns {
+    fn new(inputs: &[(usize, u32)]) -> Option<CsumRuns> {
+        let mut ends = Vec::new();
+        let mut i = 0;
+        while i < inputs.len() {
+            let (mut bits, mut cut) = (0u32, None);
+            for (j, &(_, w)) in inputs.iter().enumerate().skip(i) {
+                if w == crate::ir::VARBIT_INPUT || bits + w > 64 {
+                    break;
+                }
+                bits += w;
+                if bits % 16 == 0 {
+                    cut = Some(j + 1);
+                }
+            }
+            i = cut?;
+            ends.push(i);
+        }
+        Some(CsumRuns { fields: inputs.iter().map(|&(s, w)| (s, w, full(w))).collect(), ends })
+    }
+
+    /// csum16 of the packed inputs.
+    fn sum(&self, fields: &[u64]) -> u64 {
+        let (mut sum, mut start) = (0u64, 0);
+        for &end in &self.ends {
+            let mut v = 0u64;
+            for &(slot, w, m) in &self.fields[start..end] {
+                // a 64-bit field is its run's only one
+                v = if w >= 64 { fields[slot] } else { (v << w) | (fields[slot] & m) };
+            }
+            sum += (v & 0xffff) + (v >> 16 & 0xffff) + (v >> 32 & 0xffff) + (v >> 48);
+            start = end;
+        }
+        while sum >> 16 != 0 {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !sum & 0xffff
+    }
 }
 
 #[cfg(test)]
@@ -173,8 +227,18 @@ impl Engine {
         let registers = ir.registers.iter().map(|r| vec![0; r.size]).collect();
         let meters = ir.meters.iter().map(|m| vec![MeterCell::default(); m.size]).collect();
         let valid_init = ir.headers.iter().map(|h| h.metadata).collect();
-        let mut e =
-            Engine { ir, tables, counters, registers, meters, valid_init, spare: Vec::new(), flat: Flat::default() };
+        let csum_runs = ir.checksums.iter().map(|c| CsumRuns::new(&c.inputs)).collect();
+        let mut e = Engine {
+            ir,
+            tables,
+            counters,
+            registers,
+            meters,
+            valid_init,
+            spare: Vec::new(),
+            flat: Flat::default(),
+            csum_runs,
+        };
         e.flat = crate::flat::build(&e.ir, &e.tables);
         e
     }
@@ -533,6 +597,9 @@ impl Engine {
 
     #[inline(always)]
     fn run_code(&self, c: &[Op], pkt: &Packet, params: &[u64], cursor: usize) -> Result<i128, ParseError> {
+        if let Some(v) = code::single(c, &pkt.fields, &pkt.valid, params) {
+            return Ok(v as i128);
+        }
         match code::run(c, &pkt.fields, &pkt.valid, params, &pkt.data, cursor) {
             Ok(v) => Ok(v as i128),
             Err(code::Short) => Err(ParseError(self.ir.error_packet_too_short)),
@@ -862,7 +929,23 @@ impl Engine {
                 Step::End => break,
                 Step::SetK { dst, k } => pkt.fields[*dst as usize] = *k,
                 Step::Mov { dst, src, mask } => pkt.fields[*dst as usize] = pkt.fields[*src as usize] & mask,
+                Step::SetFK { dst, f, op, k, mask } => {
+                    pkt.fields[*dst as usize] = code::bin(*op, pkt.fields[*f as usize], *k) & mask
+                }
+                Step::SetCode { dst, mask, code } => {
+                    pkt.fields[*dst as usize] = self.run_code(code, pkt, &[], pkt.payload).unwrap_or(0) as u64 & mask
+                }
                 Step::Set { dst, mask, e } => pkt.fields[*dst as usize] = self.value(e, pkt, &[]) as u64 & mask,
+                Step::CountF { c, f } => {
+                    let len = pkt.ingress_length;
+                    if let Some(cell) = usize::try_from(pkt.fields[*f as usize])
+                        .ok()
+                        .and_then(|i| self.counters[*c as usize].get_mut(i))
+                    {
+                        cell.0 += 1;
+                        cell.1 += len;
+                    }
+                }
                 Step::Count { c, e } => {
                     let i = self.value(e, pkt, &[]);
                     let len = pkt.ingress_length;
@@ -881,6 +964,18 @@ impl Engine {
                 }
                 Step::IfValid { h, to } => {
                     if !pkt.valid[*h as usize] {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Step::IfFK { f, op, k, to } => {
+                    if code::bin(*op, pkt.fields[*f as usize], *k) == 0 {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Step::IfCode { code, to } => {
+                    if self.run_code(code, pkt, &[], pkt.payload).unwrap_or(0) == 0 {
                         pc = *to as usize;
                         continue;
                     }
@@ -1042,8 +1137,10 @@ impl Engine {
     }
 
     /// The sum of checksum `i` (`c`).
-    fn checksum_of(&self, c: &crate::ir::ChecksumIr, pkt: &Packet) -> u64 {
-        if c.has_varbit {
+    fn checksum_of(&self, i: usize, c: &crate::ir::ChecksumIr, pkt: &Packet) -> u64 {
+        if let Some(runs) = &self.csum_runs[i] {
+            runs.sum(&pkt.fields)
+        } else if c.has_varbit {
             self.csum16_with_varbits(pkt, &c.inputs)
         } else {
             self.csum16_of(pkt, &c.inputs)
@@ -1056,9 +1153,9 @@ impl Engine {
 
     fn checksums_fail(&self, pkt: &Packet) -> bool {
         let mut bad = false;
-        for c in self.ir.checksums.iter().filter(|c| c.verify) {
+        for (i, c) in self.ir.checksums.iter().enumerate().filter(|(_, c)| c.verify) {
             if self.checksum_applies(c, pkt) {
-                let sum = self.checksum_of(c, pkt) & full(c.target_width);
+                let sum = self.checksum_of(i, c, pkt) & full(c.target_width);
                 bad |= sum != pkt.fields[c.target];
             }
         }
@@ -1066,9 +1163,9 @@ impl Engine {
     }
 
     fn update_checksums(&self, pkt: &mut Packet) {
-        for c in self.ir.checksums.iter().filter(|c| c.update) {
+        for (i, c) in self.ir.checksums.iter().enumerate().filter(|(_, c)| c.update) {
             if self.checksum_applies(c, pkt) {
-                pkt.fields[c.target] = self.checksum_of(c, pkt) & full(c.target_width);
+                pkt.fields[c.target] = self.checksum_of(i, c, pkt) & full(c.target_width);
             }
         }
     }
@@ -1091,7 +1188,11 @@ impl Engine {
                     // a 64-bit field is its chunk's only one
                     acc = if w >= 64 { pkt.fields[slot] } else { (acc << w) | (pkt.fields[slot] & full(w)) };
                 }
-                out.extend_from_slice(&acc.to_be_bytes()[8 - c.bytes..]);
+                // the chunk left-aligned, all 8 bytes stored and the tail cut: a store of
+                // fixed length, not a call to copy c.bytes
+                let len = out.len() + c.bytes;
+                out.extend_from_slice(&acc.wrapping_shl(64 - 8 * c.bytes as u32).to_be_bytes());
+                out.truncate(len);
             }
             out.extend_from_slice(&pkt.varbits[h]);
         }
@@ -1234,7 +1335,18 @@ mod tests {
         let mut e = access_setup();
         let mut pkt = e.fresh();
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for widths in [&[16u32, 16, 8][..], &[3, 13, 8, 7], &[48, 48, 16, 4, 4, 8, 9], &[1], &[64, 64, 5], &[8, 8, 8]] {
+        for widths in [
+            &[16u32, 16, 8][..],
+            &[3, 13, 8, 7],
+            &[48, 48, 16, 4, 4, 8, 9],
+            &[1],
+            &[64, 64, 5],
+            &[8, 8, 8],
+            // in runs of whole 16-bit words: IPv4's header less its checksum, and others
+            &[4, 4, 6, 2, 16, 16, 3, 13, 8, 8, 32, 32],
+            &[64, 16, 0, 48, 8, 8],
+            &[0, 32, 3, 13],
+        ] {
             for _ in 0..50 {
                 let inputs: Vec<(usize, u32)> = widths.iter().enumerate().map(|(i, w)| (i, *w)).collect();
                 for (slot, _) in &inputs {
@@ -1251,6 +1363,9 @@ mod tests {
                     w.push(0, pad);
                 }
                 assert_eq!(e.csum16_of(&pkt, &inputs), csum16(&bytes), "widths {widths:?}");
+                if let Some(runs) = CsumRuns::new(&inputs) {
+                    assert_eq!(runs.sum(&pkt.fields), csum16(&bytes), "widths {widths:?} in runs");
+                }
             }
         }
     }

@@ -12,8 +12,8 @@
 //! A keyless table's action is the table's default at the time of the build: the engine
 //! rebuilds the list when a keyless table's default changes (`Engine::set_default`).
 
-use crate::code::Op;
-use crate::ir::{Expr, Ir, NextIr, Node, Prim};
+use crate::code::{self, Op};
+use crate::ir::{BinOp, Expr, Ir, NextIr, Node, Prim};
 use crate::table::{full, TableState};
 
 #[derive(Debug, Clone)]
@@ -31,11 +31,31 @@ pub enum Step {
         src: u32,
         mask: u64,
     },
+    /// `fields[dst] = (fields[f] op k) & mask`: the commonest expression without the
+    /// evaluator's call.
+    SetFK {
+        dst: u32,
+        f: u32,
+        op: BinOp,
+        k: u64,
+        mask: u64,
+    },
+    /// `fields[dst] = code & mask`.
+    SetCode {
+        dst: u32,
+        mask: u64,
+        code: Box<[Op]>,
+    },
     /// `fields[dst] = e & mask`.
     Set {
         dst: u32,
         mask: u64,
         e: Expr,
+    },
+    /// `counters[c][fields[f]] += (1 packet, the packet's bytes)`.
+    CountF {
+        c: u32,
+        f: u32,
     },
     /// `counters[c][e] += (1 packet, the packet's bytes)`.
     Count {
@@ -55,6 +75,18 @@ pub enum Step {
     /// Header `h` valid: go on; else jump.
     IfValid {
         h: u32,
+        to: u32,
+    },
+    /// `fields[f] op k != 0`: go on; else jump.
+    IfFK {
+        f: u32,
+        op: BinOp,
+        k: u64,
+        to: u32,
+    },
+    /// `code != 0`: go on; else jump.
+    IfCode {
+        code: Box<[Op]>,
         to: u32,
     },
     /// `e != 0`: go on; else jump.
@@ -122,6 +154,59 @@ fn with_params(e: &Expr, params: &[u64]) -> Option<Expr> {
     }
 }
 
+/// Code `ops[a..b]` (a whole expression; its jumps absolute) cut into the operands of its
+/// top-level `&&`s, each rebased to run on its own: `x && y` compiles to `x, AndJ(b), y,
+/// Truth` with no jump out of `x` or `y`.
+fn split(ops: &[Op], a: usize, b: usize, out: &mut Vec<Vec<Op>>) {
+    let within = |from: usize, to: usize| {
+        ops[from..to].iter().all(|o| match o {
+            Op::AndJ(t) | Op::OrJ(t) | Op::Jz(t) | Op::Jmp(t) => (from..=to).contains(&(*t as usize)),
+            _ => true,
+        })
+    };
+    if b - a >= 3 && matches!(ops[b - 1], Op::Truth) {
+        if let Some(i) = (a..b).find(|&i| matches!(ops[i], Op::AndJ(t) if t as usize == b)) {
+            if within(a, i) && within(i + 1, b - 1) {
+                split(ops, a, i, out);
+                split(ops, i + 1, b - 1, out);
+                return;
+            }
+        }
+    }
+    let rebase = |o: &Op| match *o {
+        Op::AndJ(t) => Op::AndJ(t - a as u32),
+        Op::OrJ(t) => Op::OrJ(t - a as u32),
+        Op::Jz(t) => Op::Jz(t - a as u32),
+        Op::Jmp(t) => Op::Jmp(t - a as u32),
+        o => o,
+    };
+    let mut leaf: Vec<Op> = ops[a..b].iter().map(rebase).collect();
+    // a test reads `!= 0`: a final truth value is the same test (a jump to it ends the code)
+    if leaf.len() > 1 && matches!(leaf.last(), Some(Op::Truth)) {
+        leaf.pop();
+    }
+    out.push(leaf);
+}
+
+fn conjuncts(ops: &[Op]) -> Vec<Vec<Op>> {
+    let mut out = Vec::new();
+    split(ops, 0, ops.len(), &mut out);
+    out
+}
+
+/// The step that tests one operand of a condition (its jump patched later).
+fn test(ops: Vec<Op>) -> Step {
+    match ops[..] {
+        [Op::Valid(h)] => Step::IfValid { h, to: 0 },
+        [Op::Field(f)] => Step::IfFK { f, op: BinOp::Ne, k: 0, to: 0 },
+        [op] if code::as_fk(&op).is_some() => {
+            let (op, f, k) = code::as_fk(&op).expect("fused");
+            Step::IfFK { f, op, k, to: 0 }
+        }
+        _ => Step::IfCode { code: ops.into(), to: 0 },
+    }
+}
+
 struct Builder<'a> {
     ir: &'a Ir,
     tables: &'a [TableState],
@@ -184,10 +269,20 @@ impl Builder<'_> {
                 Some(match with_params(e, params)? {
                     Expr::Const(c) => Step::SetK { dst, k: c as u64 & mask },
                     Expr::Field(src) => Step::Mov { dst, src: src as u32, mask },
+                    Expr::Code(ops) => match *ops {
+                        [op] if code::as_fk(&op).is_some() => {
+                            let (op, f, k) = code::as_fk(&op)?;
+                            Step::SetFK { dst, f, op, k, mask }
+                        }
+                        _ => Step::SetCode { dst, mask, code: ops },
+                    },
                     e => Step::Set { dst, mask, e },
                 })
             }
-            Prim::Count(c, e) => Some(Step::Count { c: *c as u32, e: with_params(e, params)? }),
+            Prim::Count(c, e) => Some(match with_params(e, params)? {
+                Expr::Field(f) => Step::CountF { c: *c as u32, f: f as u32 },
+                e => Step::Count { c: *c as u32, e },
+            }),
             _ => None,
         }
     }
@@ -208,11 +303,17 @@ impl Builder<'_> {
                     self.cond_pc[c] = at;
                     let cond = &self.ir.conds[c];
                     let (t, f) = (cond.t, cond.f);
-                    self.fixups.push((self.steps.len(), f));
-                    self.steps.push(match &cond.expr {
-                        Expr::Valid(h) => Step::IfValid { h: *h as u32, to: 0 },
-                        e => Step::If { e: e.clone(), to: 0 },
-                    });
+                    // `a && b && ...`: a test per operand, each jumping to `f` (a condition
+                    // in a control has no effect beyond its value: the tests may stop early)
+                    let tests = match &cond.expr {
+                        Expr::Code(ops) => conjuncts(ops).into_iter().map(test).collect(),
+                        Expr::Valid(h) => vec![Step::IfValid { h: *h as u32, to: 0 }],
+                        e => vec![Step::If { e: e.clone(), to: 0 }],
+                    };
+                    for step in tests {
+                        self.fixups.push((self.steps.len(), f));
+                        self.steps.push(step);
+                    }
                     let follow = t.filter(|x| !self.placed(*x));
                     self.goto(t, follow);
                     vec![t, f]
@@ -267,7 +368,11 @@ pub fn build(ir: &Ir, tables: &[TableState]) -> Flat {
     for (at, n) in b.fixups {
         let pc = flat.pc_of(n) as u32;
         match &mut flat.steps[at] {
-            Step::Goto(to) | Step::IfValid { to, .. } | Step::If { to, .. } => *to = pc,
+            Step::Goto(to)
+            | Step::IfValid { to, .. }
+            | Step::IfFK { to, .. }
+            | Step::IfCode { to, .. }
+            | Step::If { to, .. } => *to = pc,
             s => unreachable!("a jump fixed up at {s:?}"),
         }
     }
@@ -279,4 +384,57 @@ pub fn build(ir: &Ir, tables: &[TableState]) -> Flat {
         flat.egress = 0;
     }
     flat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::{compile, run, Want};
+
+    /// Random conditions of `&&`, `||`, `?:`, comparisons and negations over fields: the
+    /// operands `conjuncts` cuts them into are all true exactly when the whole is.
+    #[test]
+    fn conjuncts_are_true_together_exactly_when_the_condition_is() {
+        let widths = [1u32, 4, 8, 16, 32, 64];
+        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        fn gen(next: &mut impl FnMut() -> u64, depth: u32) -> Expr {
+            let r = next();
+            let leaf = |r: u64| -> Expr {
+                let f = Box::new(Expr::Field((r >> 8) as usize % 6));
+                let ops = [BinOp::Eq, BinOp::Ne, BinOp::Lt, BinOp::Gt];
+                Expr::Bin(ops[(r >> 16) as usize % 4], f, Box::new(Expr::Const(((r >> 24) % 4) as i128)))
+            };
+            if depth == 0 || r.is_multiple_of(4) {
+                return leaf(r);
+            }
+            let mut sub = || Box::new(gen(next, depth - 1));
+            match (r >> 4) % 5 {
+                0 | 1 => Expr::Bin(BinOp::LAnd, sub(), sub()),
+                2 => Expr::Bin(BinOp::LOr, sub(), sub()),
+                3 => Expr::Cond(sub(), sub(), sub()),
+                _ => Expr::Un(crate::ir::UnOp::Not, sub()),
+            }
+        }
+        let (mut split_some, mut total) = (0, 0);
+        for _ in 0..5000 {
+            let tree = gen(&mut next, 4);
+            let Some(Expr::Code(ops)) = compile(&tree, Want::Exact, &widths) else { continue };
+            let parts = conjuncts(&ops);
+            total += 1;
+            split_some += (parts.len() > 1) as usize;
+            for _ in 0..16 {
+                let fields: Vec<u64> = widths.iter().map(|w| (next() % 4) & crate::table::full(*w)).collect();
+                let whole = run(&ops, &fields, &[], &[], &[], 0).ok().unwrap() != 0;
+                let each = parts.iter().all(|p| run(p, &fields, &[], &[], &[], 0).ok().unwrap() != 0);
+                assert_eq!(whole, each, "{ops:?} -> {parts:?}");
+            }
+        }
+        assert!(split_some * 4 > total, "{split_some} of {total} split");
+    }
 }
