@@ -108,6 +108,24 @@ macro_rules! instructions {
             }
         }
 
+        /// The operator and constant of an instruction on a constant.
+        pub fn as_k(op: &Op) -> Option<(BinOp, u64)> {
+            match *op {
+                $(Op::$k(k) => Some((BinOp::$op, k)),)*
+                Op::BinK(o, k) => Some((o, k)),
+                _ => None,
+            }
+        }
+
+        /// The operator and field of an instruction on a field.
+        pub fn as_f(op: &Op) -> Option<(BinOp, u32)> {
+            match *op {
+                $(Op::$f(f) => Some((BinOp::$op, f)),)*
+                Op::BinF(o, f) => Some((o, f)),
+                _ => None,
+            }
+        }
+
         /// Run code against a packet's header vector, the action's parameters and (parser) the
         /// bytes after `cursor`.
         #[inline]

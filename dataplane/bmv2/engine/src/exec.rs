@@ -3,7 +3,7 @@
 //! The header vector (PHV) travels with the packet from ingress to egress, as in BMv2.
 
 use crate::code::{self, Op};
-use crate::flat::{Flat, Step};
+use crate::flat::{Flat, PState, PStep, Step};
 use crate::ir::{BinOp, Expr, HRef, Ir, Node, ParserOp, Prim, UnOp};
 use crate::table::{full, Entry, TableState, WriteError};
 
@@ -109,6 +109,8 @@ pub struct Engine {
     /// Per checksum (`ir.checksums`), its inputs in runs of whole 16-bit words, if they fall
     /// into such runs.
     csum_runs: Vec<Option<CsumRuns>>,
+    /// The parser's states as steps (`flat::parser`).
+    pstates: Vec<PState>,
 }
 
 /// A checksum's inputs cut into runs of whole 16-bit words of at most 64 bits: each run
@@ -238,7 +240,9 @@ impl Engine {
             spare: Vec::new(),
             flat: Flat::default(),
             csum_runs,
+            pstates: Vec::new(),
         };
+        e.pstates = crate::flat::parser(&e.ir);
         e.flat = crate::flat::build(&e.ir, &e.tables);
         e
     }
@@ -455,58 +459,37 @@ impl Engine {
                 return Err(ParseError(0)); // cannot happen in an acyclic program; a loop ends here
             }
             let st = &self.ir.states[si];
-            for op in &st.ops {
-                match op {
-                    ParserOp::Set(dst, e) => {
-                        let v = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
-                        ctx.pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
+            let plan = &self.pstates[si];
+            for step in &plan.steps {
+                let fields = &mut ctx.pkt.fields;
+                match step {
+                    PStep::Extract(h) => self.extract(ctx, *h as usize, None)?,
+                    PStep::SetK { dst, k } => fields[*dst as usize] = *k,
+                    PStep::Mov { dst, src, mask } => fields[*dst as usize] = fields[*src as usize] & mask,
+                    PStep::SetFK { dst, f, op, k, mask } => {
+                        fields[*dst as usize] = code::bin(*op, fields[*f as usize], *k) & mask
                     }
-                    ParserOp::Extract(h) => self.extract(ctx, *h, None)?,
-                    ParserOp::ExtractStack(st) => {
-                        let n = ctx.pkt.next[*st];
-                        let h =
-                            *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
-                        self.extract(ctx, h, None)?;
-                        ctx.pkt.next[*st] = n + 1;
+                    PStep::SetCode { dst, mask, code } => {
+                        let v = self.run_code(code, ctx.pkt, &[], ctx.cursor)?;
+                        ctx.pkt.fields[*dst as usize] = v as u64 & mask;
                     }
-                    ParserOp::ExtractStackVl(st, e) => {
-                        let n = ctx.pkt.next[*st];
-                        let h =
-                            *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
-                        let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
-                        self.extract(ctx, h, Some(bits as u64 & 0xffff_ffff))?;
-                        ctx.pkt.next[*st] = n + 1;
-                    }
-                    ParserOp::Advance(e) => {
-                        // BMv2: not whole bytes is ParserInvalidArgument, past the end PacketTooShort
-                        let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
-                        if bits % 8 != 0 || bits < 0 {
-                            return Err(ParseError(self.ir.error_parser_invalid_argument));
-                        }
-                        let bytes = usize::try_from(bits / 8).unwrap_or(usize::MAX);
-                        if ctx.pkt.data.len() - ctx.cursor < bytes {
-                            return Err(ParseError(self.ir.error_packet_too_short));
-                        }
-                        ctx.cursor += bytes;
-                    }
-                    ParserOp::Prim(p) => self.phv_prim(p, &[], ctx.pkt),
-                    ParserOp::ExtractVl(h, e) => {
-                        let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
-                        self.extract(ctx, *h, Some(bits as u64 & 0xffff_ffff))?
-                    }
-                    ParserOp::Verify(cond, err) => {
-                        if self.eval(cond, ctx.pkt, &[], ctx.cursor)? == 0 {
-                            let code = self.eval(err, ctx.pkt, &[], ctx.cursor)?;
-                            return Err(ParseError(code as u32));
+                    PStep::SetSmall { dst, mask, s } => fields[*dst as usize] = s.eval(fields) & mask,
+                    PStep::VerifyF { f, err } => {
+                        if fields[*f as usize] == 0 {
+                            return Err(ParseError(*err));
                         }
                     }
+                    PStep::Op(i) => self.parser_op(ctx, &st.ops[*i as usize])?,
                 }
             }
             if st.transitions.is_empty() {
                 return Ok(());
             }
             let mut key: u128 = 0;
-            for (e, nbytes) in &st.key {
+            if let Some((f, mask)) = plan.key {
+                key = ctx.pkt.fields[f as usize] as u128 & mask;
+            }
+            for (e, nbytes) in st.key.iter().filter(|_| plan.key.is_none()) {
                 let v = self.eval(e, ctx.pkt, &[], ctx.cursor)? as u128;
                 let bits = nbytes * 8;
                 key = if bits >= 128 { v } else { (key << bits) | (v & ((1u128 << bits) - 1)) };
@@ -524,6 +507,54 @@ impl Engine {
                 return Err(ParseError(self.ir.error_no_match));
             }
             state = next;
+        }
+        Ok(())
+    }
+
+    /// A parser operation the steps (`flat::parser`) leave to the general path.
+    fn parser_op(&self, ctx: &mut Ctx, op: &ParserOp) -> Result<(), ParseError> {
+        match op {
+            ParserOp::Set(dst, e) => {
+                let v = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                ctx.pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
+            }
+            ParserOp::Extract(h) => self.extract(ctx, *h, None)?,
+            ParserOp::ExtractStack(st) => {
+                let n = ctx.pkt.next[*st];
+                let h = *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
+                self.extract(ctx, h, None)?;
+                ctx.pkt.next[*st] = n + 1;
+            }
+            ParserOp::ExtractStackVl(st, e) => {
+                let n = ctx.pkt.next[*st];
+                let h = *self.ir.stacks[*st].headers.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
+                let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                self.extract(ctx, h, Some(bits as u64 & 0xffff_ffff))?;
+                ctx.pkt.next[*st] = n + 1;
+            }
+            ParserOp::Advance(e) => {
+                // BMv2: not whole bytes is ParserInvalidArgument, past the end PacketTooShort
+                let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                if bits % 8 != 0 || bits < 0 {
+                    return Err(ParseError(self.ir.error_parser_invalid_argument));
+                }
+                let bytes = usize::try_from(bits / 8).unwrap_or(usize::MAX);
+                if ctx.pkt.data.len() - ctx.cursor < bytes {
+                    return Err(ParseError(self.ir.error_packet_too_short));
+                }
+                ctx.cursor += bytes;
+            }
+            ParserOp::Prim(p) => self.phv_prim(p, &[], ctx.pkt),
+            ParserOp::ExtractVl(h, e) => {
+                let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
+                self.extract(ctx, *h, Some(bits as u64 & 0xffff_ffff))?
+            }
+            ParserOp::Verify(cond, err) => {
+                if self.eval(cond, ctx.pkt, &[], ctx.cursor)? == 0 {
+                    let code = self.eval(err, ctx.pkt, &[], ctx.cursor)?;
+                    return Err(ParseError(code as u32));
+                }
+            }
         }
         Ok(())
     }
@@ -935,6 +966,7 @@ impl Engine {
                 Step::SetCode { dst, mask, code } => {
                     pkt.fields[*dst as usize] = self.run_code(code, pkt, &[], pkt.payload).unwrap_or(0) as u64 & mask
                 }
+                Step::SetSmall { dst, mask, s } => pkt.fields[*dst as usize] = s.eval(&pkt.fields) & mask,
                 Step::Set { dst, mask, e } => pkt.fields[*dst as usize] = self.value(e, pkt, &[]) as u64 & mask,
                 Step::CountF { c, f } => {
                     let len = pkt.ingress_length;
@@ -976,6 +1008,12 @@ impl Engine {
                 }
                 Step::IfCode { code, to } => {
                     if self.run_code(code, pkt, &[], pkt.payload).unwrap_or(0) == 0 {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Step::IfSmall { s, to } => {
+                    if s.eval(&pkt.fields) == 0 {
                         pc = *to as usize;
                         continue;
                     }

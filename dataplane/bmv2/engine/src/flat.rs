@@ -13,7 +13,7 @@
 //! rebuilds the list when a keyless table's default changes (`Engine::set_default`).
 
 use crate::code::{self, Op};
-use crate::ir::{BinOp, Expr, Ir, NextIr, Node, Prim};
+use crate::ir::{BinOp, Expr, Ir, NextIr, Node, ParserOp, Prim};
 use crate::table::{full, TableState};
 
 #[derive(Debug, Clone)]
@@ -45,6 +45,11 @@ pub enum Step {
         dst: u32,
         mask: u64,
         code: Box<[Op]>,
+    },
+    SetSmall {
+        dst: u32,
+        mask: u64,
+        s: Small,
     },
     /// `fields[dst] = e & mask`.
     Set {
@@ -89,6 +94,10 @@ pub enum Step {
         code: Box<[Op]>,
         to: u32,
     },
+    IfSmall {
+        s: Small,
+        to: u32,
+    },
     /// `e != 0`: go on; else jump.
     If {
         e: Expr,
@@ -119,6 +128,165 @@ impl Flat {
             Some(Node::Cond(c)) => self.cond_pc[c] as usize,
         }
     }
+}
+
+/// A field through operators on constants or fields, left to right:
+/// `((fields[f] op1 x1) op2 x2) ...`: code of that shape without the stack machine's call.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    f: u32,
+    /// (operator, the operand is a field, the constant or the field's slot).
+    ops: Box<[(BinOp, bool, u64)]>,
+}
+
+impl Chain {
+    fn of(ops: &[Op]) -> Option<Chain> {
+        let (first, rest) = ops.split_first()?;
+        let (f, mut v) = match *first {
+            Op::Field(f) => (f, Vec::new()),
+            op => {
+                let (o, f, k) = code::as_fk(&op)?;
+                (f, vec![(o, false, k)])
+            }
+        };
+        for op in rest {
+            v.push(match (code::as_k(op), code::as_f(op)) {
+                (Some((o, k)), _) => (o, false, k),
+                (_, Some((o, f))) => (o, true, f as u64),
+                _ => return None,
+            });
+        }
+        Some(Chain { f, ops: v.into() })
+    }
+
+    #[inline]
+    fn eval(&self, fields: &[u64]) -> u64 {
+        let mut v = fields[self.f as usize];
+        for &(op, is_field, x) in self.ops.iter() {
+            v = code::bin(op, v, if is_field { fields[x as usize] } else { x });
+        }
+        v
+    }
+}
+
+/// Code of a shape evaluated without the stack machine: a chain, or two chains and an
+/// operator (`x, y, Bin(op)`: `x op y`).
+#[derive(Debug, Clone)]
+pub enum Small {
+    Chain(Chain),
+    Bin(BinOp, Chain, Chain),
+}
+
+impl Small {
+    pub fn of(ops: &[Op]) -> Option<Small> {
+        if let Some(c) = Chain::of(ops) {
+            return Some(Small::Chain(c));
+        }
+        let (last, body) = ops.split_last()?;
+        let Op::Bin(op) = *last else { return None };
+        // the second chain starts at the last load of a field
+        let i = body.iter().rposition(|o| matches!(o, Op::Field(_)) || code::as_fk(o).is_some())?;
+        Some(Small::Bin(op, Chain::of(&body[..i])?, Chain::of(&body[i..])?))
+    }
+
+    #[inline]
+    pub fn eval(&self, fields: &[u64]) -> u64 {
+        match self {
+            Small::Chain(c) => c.eval(fields),
+            Small::Bin(op, a, b) => code::bin(*op, a.eval(fields), b.eval(fields)),
+        }
+    }
+}
+
+/// A parser state's operation, the common ones as their own steps (as a control's).
+#[derive(Debug, Clone)]
+pub enum PStep {
+    Extract(u32),
+    SetK {
+        dst: u32,
+        k: u64,
+    },
+    Mov {
+        dst: u32,
+        src: u32,
+        mask: u64,
+    },
+    SetFK {
+        dst: u32,
+        f: u32,
+        op: BinOp,
+        k: u64,
+        mask: u64,
+    },
+    SetCode {
+        dst: u32,
+        mask: u64,
+        code: Box<[Op]>,
+    },
+    SetSmall {
+        dst: u32,
+        mask: u64,
+        s: Small,
+    },
+    /// `verify(fields[f] != 0, err)`.
+    VerifyF {
+        f: u32,
+        err: u32,
+    },
+    /// The state's operation `i`, run as the parser runs any.
+    Op(u32),
+}
+
+/// A parser state's steps, and its select key when that is one field: (slot, mask).
+#[derive(Debug, Clone, Default)]
+pub struct PState {
+    pub steps: Vec<PStep>,
+    pub key: Option<(u32, u128)>,
+}
+
+/// The parser's states as steps (`ir.states` order).
+pub fn parser(ir: &Ir) -> Vec<PState> {
+    ir.states
+        .iter()
+        .map(|st| {
+            let steps = st
+                .ops
+                .iter()
+                .enumerate()
+                .map(|(i, op)| match op {
+                    ParserOp::Extract(h) => PStep::Extract(*h as u32),
+                    ParserOp::Set(dst, e) => {
+                        let mask = full(ir.slot_width[*dst]);
+                        let dst = *dst as u32;
+                        match e {
+                            Expr::Const(c) => PStep::SetK { dst, k: *c as u64 & mask },
+                            Expr::Field(src) => PStep::Mov { dst, src: *src as u32, mask },
+                            Expr::Code(ops) => match **ops {
+                                [op] if code::as_fk(&op).is_some() => {
+                                    let (op, f, k) = code::as_fk(&op).expect("fused");
+                                    PStep::SetFK { dst, f, op, k, mask }
+                                }
+                                _ => match Small::of(ops) {
+                                    Some(s) => PStep::SetSmall { dst, mask, s },
+                                    None => PStep::SetCode { dst, mask, code: ops.clone() },
+                                },
+                            },
+                            _ => PStep::Op(i as u32),
+                        }
+                    }
+                    ParserOp::Verify(Expr::Field(f), Expr::Const(err)) => {
+                        PStep::VerifyF { f: *f as u32, err: *err as u32 }
+                    }
+                    _ => PStep::Op(i as u32),
+                })
+                .collect();
+            let key = match st.key[..] {
+                [(Expr::Field(f), nbytes)] if nbytes * 8 < 128 => Some((f as u32, (1u128 << (nbytes * 8)) - 1)),
+                _ => None,
+            };
+            PState { steps, key }
+        })
+        .collect()
 }
 
 /// Whether `e` reads action data.
@@ -203,7 +371,10 @@ fn test(ops: Vec<Op>) -> Step {
             let (op, f, k) = code::as_fk(&op).expect("fused");
             Step::IfFK { f, op, k, to: 0 }
         }
-        _ => Step::IfCode { code: ops.into(), to: 0 },
+        _ => match Small::of(&ops) {
+            Some(s) => Step::IfSmall { s, to: 0 },
+            None => Step::IfCode { code: ops.into(), to: 0 },
+        },
     }
 }
 
@@ -274,7 +445,10 @@ impl Builder<'_> {
                             let (op, f, k) = code::as_fk(&op)?;
                             Step::SetFK { dst, f, op, k, mask }
                         }
-                        _ => Step::SetCode { dst, mask, code: ops },
+                        _ => match Small::of(&ops) {
+                            Some(s) => Step::SetSmall { dst, mask, s },
+                            None => Step::SetCode { dst, mask, code: ops },
+                        },
                     },
                     e => Step::Set { dst, mask, e },
                 })
@@ -372,6 +546,7 @@ pub fn build(ir: &Ir, tables: &[TableState]) -> Flat {
             | Step::IfValid { to, .. }
             | Step::IfFK { to, .. }
             | Step::IfCode { to, .. }
+            | Step::IfSmall { to, .. }
             | Step::If { to, .. } => *to = pc,
             s => unreachable!("a jump fixed up at {s:?}"),
         }
@@ -433,8 +608,76 @@ mod tests {
                 let whole = run(&ops, &fields, &[], &[], &[], 0).ok().unwrap() != 0;
                 let each = parts.iter().all(|p| run(p, &fields, &[], &[], &[], 0).ok().unwrap() != 0);
                 assert_eq!(whole, each, "{ops:?} -> {parts:?}");
+                for p in parts.iter().filter_map(|p| Some((p, Small::of(p)?))) {
+                    assert_eq!(p.1.eval(&fields), run(p.0, &fields, &[], &[], &[], 0).ok().unwrap(), "{p:?}");
+                }
             }
         }
         assert!(split_some * 4 > total, "{split_some} of {total} split");
+    }
+
+    /// Arithmetic of fields and constants: where code has a shape `Small` evaluates, it
+    /// computes what the stack machine does.
+    #[test]
+    fn small_shapes_compute_what_the_code_does() {
+        let widths = [1u32, 8, 16, 32, 48, 64];
+        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        const OPS: [BinOp; 12] = [
+            BinOp::And,
+            BinOp::Or,
+            BinOp::Xor,
+            BinOp::Add,
+            BinOp::Sub,
+            BinOp::Mul,
+            BinOp::Shl,
+            BinOp::Shr,
+            BinOp::Eq,
+            BinOp::Lt,
+            BinOp::Ge,
+            BinOp::USat,
+        ];
+        let (mut small, mut total) = (0, 0);
+        for _ in 0..20_000 {
+            let operand = |next: &mut dyn FnMut() -> u64| -> Box<Expr> {
+                let r = next();
+                Box::new(if r.is_multiple_of(3) {
+                    Expr::Const((next() >> (r % 64)) as i128)
+                } else {
+                    Expr::Field((r >> 8) as usize % 6)
+                })
+            };
+            let chain = |next: &mut dyn FnMut() -> u64| -> Expr {
+                let mut e = Expr::Field((next() >> 8) as usize % 6);
+                for _ in 0..next() % 3 {
+                    e = Expr::Bin(OPS[(next() >> 4) as usize % 12], Box::new(e), operand(next));
+                }
+                e
+            };
+            let tree = if next() % 2 == 0 {
+                chain(&mut next)
+            } else {
+                let (a, b) = (chain(&mut next), chain(&mut next));
+                Expr::Bin(OPS[(next() >> 4) as usize % 12], Box::new(a), Box::new(b))
+            };
+            let want = if next() % 2 == 0 { Want::Exact } else { Want::Mod };
+            let Some(Expr::Code(ops)) = compile(&tree, want, &widths) else { continue };
+            total += 1;
+            let Some(s) = Small::of(&ops) else { continue };
+            small += 1;
+            for _ in 0..8 {
+                let fields: Vec<u64> = widths
+                    .iter()
+                    .map(|w| [0, 1, u64::MAX, next()][(next() % 4) as usize] & crate::table::full(*w))
+                    .collect();
+                assert_eq!(s.eval(&fields), run(&ops, &fields, &[], &[], &[], 0).ok().unwrap(), "{ops:?}");
+            }
+        }
+        assert!(small * 2 > total, "{small} of {total} small");
     }
 }
