@@ -111,6 +111,8 @@ pub struct Engine {
     csum_runs: Vec<Option<CsumRuns>>,
     /// The parser's states as steps (`flat::parser`).
     pstates: Vec<PState>,
+    /// Per checksum, the tests of its condition (`flat::cond_tests`; none: always).
+    csum_tests: Vec<Vec<Step>>,
 }
 
 /// A checksum's inputs cut into runs of whole 16-bit words of at most 64 bits: each run
@@ -241,7 +243,10 @@ impl Engine {
             flat: Flat::default(),
             csum_runs,
             pstates: Vec::new(),
+            csum_tests: Vec::new(),
         };
+        e.csum_tests =
+            e.ir.checksums.iter().map(|c| c.cond.as_ref().map(crate::flat::cond_tests).unwrap_or_default()).collect();
         e.pstates = crate::flat::parser(&e.ir);
         e.flat = crate::flat::build(&e.ir, &e.tables);
         e
@@ -463,7 +468,7 @@ impl Engine {
             for step in &plan.steps {
                 let fields = &mut ctx.pkt.fields;
                 match step {
-                    PStep::Extract(h) => self.extract(ctx, *h as usize, None)?,
+                    PStep::Extract(h) => self.extract_fixed(ctx, *h as usize)?,
                     PStep::SetK { dst, k } => fields[*dst as usize] = *k,
                     PStep::Mov { dst, src, mask } => fields[*dst as usize] = fields[*src as usize] & mask,
                     PStep::SetFK { dst, f, op, k, mask } => {
@@ -579,11 +584,48 @@ impl Engine {
         if start + fixed + var > ctx.pkt.data.len() {
             return Err(ParseError(self.ir.error_packet_too_short));
         }
-        let data = &ctx.pkt.data;
+        Self::read_fields(hdr, ctx.pkt, start);
+        if vl_bits.is_some() {
+            // into the buffer the header had (no allocation once it is large enough)
+            let from = start + fixed;
+            let PacketData { varbits, data, .. } = &mut **ctx.pkt;
+            varbits[h].clear();
+            varbits[h].extend_from_slice(&data[from..from + var]);
+        }
+        self.mark_valid(ctx.pkt, h);
+        ctx.pkt.extracted_at[h] = start as i64;
+        ctx.cursor = start + fixed + var;
+        Ok(())
+    }
+
+    /// [`Engine::extract`] of a header without a varbit field, inlined into the parser's
+    /// steps (most headers are such).
+    #[inline(always)]
+    fn extract_fixed(&self, ctx: &mut Ctx, h: usize) -> Result<(), ParseError> {
+        let hdr = &self.ir.headers[h];
+        if hdr.varbit_max_bytes.is_some() {
+            return self.extract(ctx, h, None);
+        }
+        let start = ctx.cursor;
+        let fixed = (hdr.fixed_bits / 8) as usize;
+        if start + fixed > ctx.pkt.data.len() {
+            return Err(ParseError(self.ir.error_packet_too_short));
+        }
+        Self::read_fields(hdr, ctx.pkt, start);
+        self.mark_valid(ctx.pkt, h);
+        ctx.pkt.extracted_at[h] = start as i64;
+        ctx.cursor = start + fixed;
+        Ok(())
+    }
+
+    /// A header's fixed fields from the packet's bytes at `start` (known to hold them).
+    #[inline(always)]
+    fn read_fields(hdr: &crate::ir::HeaderIr, pkt: &mut PacketData, start: usize) {
+        let data = &pkt.data;
         if hdr.chunks.is_empty() {
             let mut off = start * 8;
             for &(slot, w) in &hdr.fields {
-                ctx.pkt.fields[slot] = read_bits(data, off, w);
+                pkt.fields[slot] = read_bits(data, off, w);
                 off += w as usize;
             }
         }
@@ -600,18 +642,10 @@ impl Engine {
             };
             let mut used = 0;
             for &(slot, w) in &hdr.fields[c.first..c.first + c.n] {
-                ctx.pkt.fields[slot] = if w == 0 { 0 } else { (word << used) >> (64 - w) };
+                pkt.fields[slot] = if w == 0 { 0 } else { (word << used) >> (64 - w) };
                 used += w;
             }
         }
-        if vl_bits.is_some() {
-            let from = start + fixed;
-            ctx.pkt.varbits[h] = ctx.pkt.data[from..from + var].to_vec();
-        }
-        self.mark_valid(ctx.pkt, h);
-        ctx.pkt.extracted_at[h] = start as i64;
-        ctx.cursor = start + fixed + var;
-        Ok(())
     }
 
     /// The leaves most operands are, here without a call; the rest in [`Engine::eval_tree`].
@@ -989,6 +1023,18 @@ impl Engine {
                 Step::Prims { action, from, to, params } => {
                     self.run_prims(*action as usize, *from as usize..*to as usize, params, pkt)
                 }
+                Step::RegRead { dst, r, i, mask } => {
+                    let v = self.registers[*r as usize].get(pkt.fields[*i as usize] as usize).copied().unwrap_or(0);
+                    pkt.fields[*dst as usize] = v & mask;
+                }
+                Step::RegWrite { r, i, v, mask } => {
+                    let v = pkt.fields[*v as usize] & mask;
+                    if let Some(cell) = self.registers[*r as usize].get_mut(pkt.fields[*i as usize] as usize) {
+                        *cell = v;
+                    }
+                }
+                Step::AddHeader(h) => self.add_header(pkt, *h as usize),
+                Step::RemoveHeader(h) => pkt.valid[*h as usize] = false,
                 Step::ExitIf => {
                     if pkt.exit {
                         break;
@@ -1185,14 +1231,22 @@ impl Engine {
         }
     }
 
-    fn checksum_applies(&self, c: &crate::ir::ChecksumIr, pkt: &Packet) -> bool {
-        c.cond.as_ref().is_none_or(|e| self.value(e, pkt, &[]) != 0)
+    /// Checksum `i`'s condition holds (every test of it).
+    fn checksum_applies(&self, i: usize, pkt: &Packet) -> bool {
+        self.csum_tests[i].iter().all(|t| match t {
+            Step::IfValid { h, .. } => pkt.valid[*h as usize],
+            Step::IfFK { f, op, k, .. } => code::bin(*op, pkt.fields[*f as usize], *k) != 0,
+            Step::IfSmall { s, .. } => s.eval(&pkt.fields) != 0,
+            Step::IfCode { code, .. } => self.run_code(code, pkt, &[], pkt.payload).unwrap_or(0) != 0,
+            Step::If { e, .. } => self.value(e, pkt, &[]) != 0,
+            s => unreachable!("a condition's test: {s:?}"),
+        })
     }
 
     fn checksums_fail(&self, pkt: &Packet) -> bool {
         let mut bad = false;
         for (i, c) in self.ir.checksums.iter().enumerate().filter(|(_, c)| c.verify) {
-            if self.checksum_applies(c, pkt) {
+            if self.checksum_applies(i, pkt) {
                 let sum = self.checksum_of(i, c, pkt) & full(c.target_width);
                 bad |= sum != pkt.fields[c.target];
             }
@@ -1202,7 +1256,7 @@ impl Engine {
 
     fn update_checksums(&self, pkt: &mut Packet) {
         for (i, c) in self.ir.checksums.iter().enumerate().filter(|(_, c)| c.update) {
-            if self.checksum_applies(c, pkt) {
+            if self.checksum_applies(i, pkt) {
                 pkt.fields[c.target] = self.checksum_of(i, c, pkt) & full(c.target_width);
             }
         }

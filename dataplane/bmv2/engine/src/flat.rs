@@ -75,6 +75,23 @@ pub enum Step {
         to: u32,
         params: Box<[u64]>,
     },
+    /// `fields[dst] = registers[r][fields[i]] & mask` (0 out of range).
+    RegRead {
+        dst: u32,
+        r: u32,
+        i: u32,
+        mask: u64,
+    },
+    /// `registers[r][fields[i]] = fields[v] & mask` (nothing out of range).
+    RegWrite {
+        r: u32,
+        i: u32,
+        v: u32,
+        mask: u64,
+    },
+    /// setValid / setInvalid of a fixed header.
+    AddHeader(u32),
+    RemoveHeader(u32),
     /// An `exit` ran in the action just done: the control ends.
     ExitIf,
     /// Header `h` valid: go on; else jump.
@@ -356,6 +373,15 @@ fn split(ops: &[Op], a: usize, b: usize, out: &mut Vec<Vec<Op>>) {
     out.push(leaf);
 }
 
+/// The tests of a condition, one per operand of its top-level `&&`s: it holds when all do.
+pub fn cond_tests(e: &Expr) -> Vec<Step> {
+    match e {
+        Expr::Code(ops) => conjuncts(ops).into_iter().map(test).collect(),
+        Expr::Valid(h) => vec![Step::IfValid { h: *h as u32, to: 0 }],
+        e => vec![Step::If { e: e.clone(), to: 0 }],
+    }
+}
+
 fn conjuncts(ops: &[Op]) -> Vec<Vec<Op>> {
     let mut out = Vec::new();
     split(ops, 0, ops.len(), &mut out);
@@ -453,6 +479,20 @@ impl Builder<'_> {
                     e => Step::Set { dst, mask, e },
                 })
             }
+            Prim::RegisterRead(dst, r, Expr::Field(i)) => Some(Step::RegRead {
+                dst: *dst as u32,
+                r: *r as u32,
+                i: *i as u32,
+                mask: full(self.ir.slot_width[*dst]),
+            }),
+            Prim::RegisterWrite(r, Expr::Field(i), Expr::Field(v)) => Some(Step::RegWrite {
+                r: *r as u32,
+                i: *i as u32,
+                v: *v as u32,
+                mask: full(self.ir.registers[*r].width),
+            }),
+            Prim::AddHeader(crate::ir::HRef::Fixed(h)) => Some(Step::AddHeader(*h as u32)),
+            Prim::RemoveHeader(crate::ir::HRef::Fixed(h)) => Some(Step::RemoveHeader(*h as u32)),
             Prim::Count(c, e) => Some(match with_params(e, params)? {
                 Expr::Field(f) => Step::CountF { c: *c as u32, f: f as u32 },
                 e => Step::Count { c: *c as u32, e },
@@ -479,11 +519,7 @@ impl Builder<'_> {
                     let (t, f) = (cond.t, cond.f);
                     // `a && b && ...`: a test per operand, each jumping to `f` (a condition
                     // in a control has no effect beyond its value: the tests may stop early)
-                    let tests = match &cond.expr {
-                        Expr::Code(ops) => conjuncts(ops).into_iter().map(test).collect(),
-                        Expr::Valid(h) => vec![Step::IfValid { h: *h as u32, to: 0 }],
-                        e => vec![Step::If { e: e.clone(), to: 0 }],
-                    };
+                    let tests = cond_tests(&cond.expr);
                     for step in tests {
                         self.fixups.push((self.steps.len(), f));
                         self.steps.push(step);
