@@ -479,6 +479,13 @@ impl Engine {
                         ctx.pkt.fields[*dst as usize] = v as u64 & mask;
                     }
                     PStep::SetSmall { dst, mask, s } => fields[*dst as usize] = s.eval(fields) & mask,
+                    PStep::Lookahead { dst, offset, width, mask } => {
+                        let bit = ctx.cursor * 8 + *offset as usize;
+                        if bit + *width as usize > ctx.pkt.data.len() * 8 {
+                            return Err(ParseError(self.ir.error_packet_too_short));
+                        }
+                        ctx.pkt.fields[*dst as usize] = read_bits(&ctx.pkt.data, bit, *width) & mask;
+                    }
                     PStep::VerifyF { f, err } => {
                         if fields[*f as usize] == 0 {
                             return Err(ParseError(*err));
@@ -655,6 +662,7 @@ impl Engine {
             Expr::Const(c) => Ok(*c),
             Expr::Field(f) => Ok(pkt.fields[*f] as i128),
             Expr::Valid(h) => Ok(pkt.valid[*h] as i128),
+            Expr::Runtime(i) => Ok(params.get(*i).copied().unwrap_or(0) as i128),
             Expr::Code(c) => self.run_code(c, pkt, params, cursor),
             _ => self.eval_tree(e, pkt, params, cursor),
         }

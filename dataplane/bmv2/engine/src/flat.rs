@@ -245,6 +245,13 @@ pub enum PStep {
         mask: u64,
         s: Small,
     },
+    /// `fields[dst] = lookahead(offset, width) & mask` (PacketTooShort past the end).
+    Lookahead {
+        dst: u32,
+        offset: u32,
+        width: u32,
+        mask: u64,
+    },
     /// `verify(fields[f] != 0, err)`.
     VerifyF {
         f: u32,
@@ -279,6 +286,7 @@ pub fn parser(ir: &Ir) -> Vec<PState> {
                             Expr::Const(c) => PStep::SetK { dst, k: *c as u64 & mask },
                             Expr::Field(src) => PStep::Mov { dst, src: *src as u32, mask },
                             Expr::Code(ops) => match **ops {
+                                [Op::Lookahead { offset, width }] => PStep::Lookahead { dst, offset, width, mask },
                                 [op] if code::as_fk(&op).is_some() => {
                                     let (op, f, k) = code::as_fk(&op).expect("fused");
                                     PStep::SetFK { dst, f, op, k, mask }
