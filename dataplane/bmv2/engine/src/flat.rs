@@ -166,17 +166,11 @@ impl Chain {
                 (f, vec![(o, false, k)])
             }
         };
-        for op in rest {
-            v.push(match (code::as_k(op), code::as_f(op)) {
-                (Some((o, k)), _) => (o, false, k),
-                (_, Some((o, f))) => (o, true, f as u64),
-                _ => return None,
-            });
-        }
+        v.extend(operators(rest)?);
         Some(Chain { f, ops: v.into() })
     }
 
-    #[inline]
+    #[inline(always)]
     fn eval(&self, fields: &[u64]) -> u64 {
         let mut v = fields[self.f as usize];
         for &(op, is_field, x) in self.ops.iter() {
@@ -186,12 +180,23 @@ impl Chain {
     }
 }
 
-/// Code of a shape evaluated without the stack machine: a chain, or two chains and an
-/// operator (`x, y, Bin(op)`: `x op y`).
+/// Instructions that each apply an operator with a constant or a field to the value.
+fn operators(ops: &[Op]) -> Option<Vec<(BinOp, bool, u64)>> {
+    ops.iter()
+        .map(|op| match (code::as_k(op), code::as_f(op)) {
+            (Some((o, k)), _) => Some((o, false, k)),
+            (_, Some((o, f))) => Some((o, true, f as u64)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Code of a shape evaluated without the stack machine: a chain, or two chains, an
+/// operator and operators after it (`x, y, Bin(op), AndK(m)`: `(x op y) & m`).
 #[derive(Debug, Clone)]
 pub enum Small {
     Chain(Chain),
-    Bin(BinOp, Chain, Chain),
+    Bin(BinOp, Chain, Chain, Box<[(BinOp, bool, u64)]>),
 }
 
 impl Small {
@@ -199,18 +204,24 @@ impl Small {
         if let Some(c) = Chain::of(ops) {
             return Some(Small::Chain(c));
         }
-        let (last, body) = ops.split_last()?;
-        let Op::Bin(op) = *last else { return None };
+        let at = ops.iter().rposition(|o| matches!(o, Op::Bin(_)))?;
+        let (Op::Bin(op), body, tail) = (ops[at], &ops[..at], &ops[at + 1..]) else { return None };
         // the second chain starts at the last load of a field
         let i = body.iter().rposition(|o| matches!(o, Op::Field(_)) || code::as_fk(o).is_some())?;
-        Some(Small::Bin(op, Chain::of(&body[..i])?, Chain::of(&body[i..])?))
+        Some(Small::Bin(op, Chain::of(&body[..i])?, Chain::of(&body[i..])?, operators(tail)?.into()))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn eval(&self, fields: &[u64]) -> u64 {
         match self {
             Small::Chain(c) => c.eval(fields),
-            Small::Bin(op, a, b) => code::bin(*op, a.eval(fields), b.eval(fields)),
+            Small::Bin(op, a, b, tail) => {
+                let mut v = code::bin(*op, a.eval(fields), b.eval(fields));
+                for &(op, is_field, x) in tail.iter() {
+                    v = code::bin(op, v, if is_field { fields[x as usize] } else { x });
+                }
+                v
+            }
         }
     }
 }
@@ -707,7 +718,12 @@ mod tests {
                 chain(&mut next)
             } else {
                 let (a, b) = (chain(&mut next), chain(&mut next));
-                Expr::Bin(OPS[(next() >> 4) as usize % 12], Box::new(a), Box::new(b))
+                let mut e = Expr::Bin(OPS[(next() >> 4) as usize % 12], Box::new(a), Box::new(b));
+                // operators after the two chains' (p4c's masks)
+                for _ in 0..next() % 3 {
+                    e = Expr::Bin(OPS[(next() >> 4) as usize % 12], Box::new(e), operand(&mut next));
+                }
+                e
             };
             let want = if next() % 2 == 0 { Want::Exact } else { Want::Mod };
             let Some(Expr::Code(ops)) = compile(&tree, want, &widths) else { continue };
