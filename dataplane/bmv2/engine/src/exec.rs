@@ -479,6 +479,9 @@ impl Engine {
                         ctx.pkt.fields[*dst as usize] = v as u64 & mask;
                     }
                     PStep::SetSmall { dst, mask, s } => fields[*dst as usize] = s.eval(fields) & mask,
+                    PStep::SetAll { dst, mask, all } => {
+                        fields[*dst as usize] = all.iter().all(|s| s.eval(fields) != 0) as u64 & mask
+                    }
                     PStep::Lookahead { dst, offset, width, mask } => {
                         let bit = ctx.cursor * 8 + *offset as usize;
                         if bit + *width as usize > ctx.pkt.data.len() * 8 {

@@ -256,6 +256,13 @@ pub enum PStep {
         mask: u64,
         s: Small,
     },
+    /// `fields[dst] = (a && b && ...) & mask` of small operands (slicing.p4's IPv4 length
+    /// checks: `ihl * 4 <= total_len && offset + total_len <= packet_length`).
+    SetAll {
+        dst: u32,
+        mask: u64,
+        all: Box<[Small]>,
+    },
     /// `fields[dst] = lookahead(offset, width) & mask` (PacketTooShort past the end).
     Lookahead {
         dst: u32,
@@ -302,9 +309,10 @@ pub fn parser(ir: &Ir) -> Vec<PState> {
                                     let (op, f, k) = code::as_fk(&op).expect("fused");
                                     PStep::SetFK { dst, f, op, k, mask }
                                 }
-                                _ => match Small::of(ops) {
-                                    Some(s) => PStep::SetSmall { dst, mask, s },
-                                    None => PStep::SetCode { dst, mask, code: ops.clone() },
+                                _ => match (Small::of(ops), all_small(ops)) {
+                                    (Some(s), _) => PStep::SetSmall { dst, mask, s },
+                                    (None, Some(all)) => PStep::SetAll { dst, mask, all },
+                                    (None, None) => PStep::SetCode { dst, mask, code: ops.clone() },
                                 },
                             },
                             _ => PStep::Op(i as u32),
@@ -399,6 +407,16 @@ pub fn cond_tests(e: &Expr) -> Vec<Step> {
         Expr::Valid(h) => vec![Step::IfValid { h: *h as u32, to: 0 }],
         e => vec![Step::If { e: e.clone(), to: 0 }],
     }
+}
+
+/// Code of an `&&` (its value 1 when every operand is non-zero, else 0) whose operands are
+/// all small code, as those.
+fn all_small(ops: &[Op]) -> Option<Box<[Small]>> {
+    let parts = conjuncts(ops);
+    if parts.len() < 2 {
+        return None;
+    }
+    parts.iter().map(|p| Small::of(p)).collect()
 }
 
 fn conjuncts(ops: &[Op]) -> Vec<Vec<Op>> {
@@ -663,6 +681,10 @@ mod tests {
                 let whole = run(&ops, &fields, &[], &[], &[], 0).ok().unwrap() != 0;
                 let each = parts.iter().all(|p| run(p, &fields, &[], &[], &[], 0).ok().unwrap() != 0);
                 assert_eq!(whole, each, "{ops:?} -> {parts:?}");
+                if let Some(all) = all_small(&ops) {
+                    let v = all.iter().all(|s| s.eval(&fields) != 0) as u64;
+                    assert_eq!(v, run(&ops, &fields, &[], &[], &[], 0).ok().unwrap(), "{ops:?}");
+                }
                 for p in parts.iter().filter_map(|p| Some((p, Small::of(p)?))) {
                     assert_eq!(p.1.eval(&fields), run(p.0, &fields, &[], &[], &[], 0).ok().unwrap(), "{p:?}");
                 }
