@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 import psycopg
 from _results import Results, plots_dir, quick
-from stack_common import Stack, database, serve
+from stack_common import Stack, cpu_seconds, database, serve
 
 # Per connection: a request built by ``request()`` from the endpoint's template; ``done()``
 # prints the latency distribution (µs) as JSON on the last line.
@@ -216,23 +216,6 @@ def endpoints(seeded: Seeded) -> list[Endpoint]:
             cpu_goal_ms=3,
         ),
     ]
-
-
-def cpu_seconds(pid: int) -> float:
-    """user + system CPU seconds of ``pid`` and its children that are alive (uvicorn's workers)."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    pids = [pid]
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    if children.exists():
-        pids += [int(c) for c in children.read_text().split()]
-    for p in pids:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
 
 
 def run_wrk(

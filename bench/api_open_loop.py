@@ -1,9 +1,11 @@
 """Bench: open-loop mixed load on the API, and the knee (issue #28, last row of its table).
 
 Closed-loop clients (``api_load``) slow down with the server and hide its queueing; here
-requests are *scheduled* at a fixed rate whatever the server does, and each one's latency is
-measured from the moment it was due, not from when the client got round to sending it (no
-coordinated omission). Per offered rate: p50 / p99 of the mix, what was achieved, errors.
+requests are *scheduled* at a fixed rate whatever the server does (no coordinated omission):
+vegeta (Go, built by ``scripts/bench_tools.sh``) sends each request when it is due, on as many
+connections as that takes, and times it from then. Per offered rate: p50 / p99 of the mix,
+what was achieved (successful answers per second), errors. (A Python client took a fifth to
+two thirds of a core at these rates, from the two cores the server has.)
 
 The stack as ``make run`` serves it: a private PostgreSQL, uvicorn with two workers on the two
 cores, real HTTP on loopback. The world: one Flexible Slice of 10 000 subscribers, and ten
@@ -24,12 +26,15 @@ cores (its own CPU is in the table): on this machine it is part of what the serv
 
 from __future__ import annotations
 
-import asyncio
+import base64
+import json
 import random
 import resource
-import statistics
+import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -51,11 +56,6 @@ class Step:
     p99_ms: float
     errors: int
     client_cpu_pct: float
-
-
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
 def world(base: str, headers: dict[str, str], pg_conn: psycopg.Connection) -> tuple[int, int]:
@@ -110,64 +110,81 @@ def world(base: str, headers: dict[str, str], pg_conn: psycopg.Connection) -> tu
     return sid, int(tenant.json()["id"])
 
 
-async def run_rate(base: str, headers: dict[str, str], sid: int, tenant_id: int, rate: int, seq: list[int]) -> Step:
-    rng = random.Random(rate)
-    latencies: list[float] = []
-    errors = 0
+VEGETA = Path(__file__).resolve().parents[1] / ".tools" / "bin" / "vegeta"  # scripts/bench_tools.sh
 
-    def request() -> tuple[str, str, dict[str, object] | None]:
+
+def targets(base: str, headers: dict[str, str], sid: int, tenant_id: int, rate: int, seq: list[int]) -> bytes:
+    """The mix's requests for one rate, in vegeta's JSON target format (one a line, in order)."""
+    rng = random.Random(rate)
+    auth = {name: [value] for name, value in headers.items()}
+    lines = []
+    for _ in range(int(rate * SECONDS)):
         x = rng.random()
         if x < 0.45:
-            return "GET", f"/api/v1/slices/{sid}", None
-        if x < 0.70:
-            return "GET", "/api/v1/slices?limit=50", None
-        if x < 0.90:
-            return "GET", f"/api/v1/slices/{sid}/kpis?lane=0", None
-        seq[0] += 1
-        n = seq[0]
-        return (
-            "POST",
-            "/api/v1/subscribers",
-            {"tenant_id": tenant_id, "imsi": f"00199{n:010d}", "ue_ip": f"10.250.{n // 256 % 256}.{n % 256}"},
+            t: dict[str, object] = {"method": "GET", "url": f"{base}/api/v1/slices/{sid}", "header": auth}
+        elif x < 0.70:
+            t = {"method": "GET", "url": f"{base}/api/v1/slices?limit=50", "header": auth}
+        elif x < 0.90:
+            t = {"method": "GET", "url": f"{base}/api/v1/slices/{sid}/kpis?lane=0", "header": auth}
+        else:
+            seq[0] += 1
+            n = seq[0]
+            body = {"tenant_id": tenant_id, "imsi": f"00199{n:010d}", "ue_ip": f"10.250.{n // 256 % 256}.{n % 256}"}
+            t = {
+                "method": "POST",
+                "url": f"{base}/api/v1/subscribers",
+                "header": {**auth, "Content-Type": ["application/json"]},
+                "body": base64.b64encode(json.dumps(body).encode()).decode(),
+            }
+        lines.append(json.dumps(t))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def run_rate(base: str, headers: dict[str, str], sid: int, tenant_id: int, rate: int, seq: list[int]) -> Step:
+    """One rate offered by vegeta (its pacer sends each request when it is due, on as many
+    connections as that takes) and its report."""
+    with tempfile.TemporaryDirectory(prefix="bench-vegeta-") as tmp:
+        path = Path(tmp) / "targets.json"
+        path.write_bytes(targets(base, headers, sid, tenant_id, rate, seq))
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        attack = subprocess.run(
+            [
+                str(VEGETA),
+                "attack",
+                "-format=json",
+                f"-targets={path}",
+                f"-rate={rate}/s",
+                f"-duration={SECONDS}s",
+                "-max-workers=1024",
+                "-timeout=30s",
+                "-keepalive=true",
+            ],
+            capture_output=True,
+            check=True,
         )
-
-    async def one(client: httpx.AsyncClient, due: float, method: str, url: str, body: object) -> None:
-        nonlocal errors
-        try:
-            r = await client.request(method, url, json=body, headers=headers)
-            if r.status_code >= 400:
-                errors += 1
-        except httpx.HTTPError:
-            errors += 1
-        latencies.append(time.perf_counter() - due)  # from when it was due: queueing counts
-
-    limits = httpx.Limits(max_connections=512, max_keepalive_connections=512)
-    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
-        cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-        start = time.perf_counter() + 0.05
-        n = int(rate * SECONDS)
-        tasks = []
-        for i in range(n):
-            due = start + i / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(client, due, *request())))
-        await asyncio.gather(*tasks)
-        wall = time.perf_counter() - start
-        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        wall = time.perf_counter() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        report = json.loads(
+            subprocess.run(
+                [str(VEGETA), "report", "-type=json"], input=attack.stdout, capture_output=True, check=True
+            ).stdout
+        )
+    ok = sum(n for code, n in report["status_codes"].items() if code.startswith("2"))
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     return Step(
         rate,
-        n / wall,
-        statistics.median(latencies) * 1e3,
-        pct(latencies, 99) * 1e3,
-        errors,
+        report["throughput"],
+        report["latencies"]["50th"] / 1e6,
+        report["latencies"]["99th"] / 1e6,
+        report["requests"] - ok,
         100 * cpu / wall,
     )
 
 
 def main() -> None:
+    if not VEGETA.exists():
+        raise SystemExit(f"{VEGETA} is missing: scripts/bench_tools.sh builds it (make bench runs it)")
     res = Results("api_open_loop")
     steps: list[Step] = []
     with database() as pg, serve(pg, workers=2) as st:
@@ -176,9 +193,9 @@ def main() -> None:
         ) as conn:
             sid, tenant_id = world(st.base, st.headers, conn)
         seq = [0]
-        asyncio.run(run_rate(st.base, st.headers, sid, tenant_id, RATES[0], seq))  # warm-up, not kept
+        run_rate(st.base, st.headers, sid, tenant_id, RATES[0], seq)  # warm-up, not kept
         for rate in RATES:
-            step = asyncio.run(run_rate(st.base, st.headers, sid, tenant_id, rate, seq))
+            step = run_rate(st.base, st.headers, sid, tenant_id, rate, seq)
             steps.append(step)
             print(
                 f"{rate:4d}/s offered, {step.achieved:6.1f}/s achieved: p50 {step.p50_ms:7.1f} ms, "

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "dataplane" / "bmv2"))
 from _results import Results, quick  # noqa: E402
 from bmv2_target.fleet import Fleet  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
-from stack_common import SCALE_TENANT, InProcessPortal, scale_subscribers  # noqa: E402
+from stack_common import SCALE_TENANT, InProcessPortal, cpu_seconds, machine_busy_s, scale_subscribers  # noqa: E402
 
 from sliceportal.models import Backend  # noqa: E402
 from sliceportal.services.reconciler import Reconciler  # noqa: E402
@@ -58,6 +58,21 @@ def deploy(p: InProcessPortal, sid: int, backend_ids: list[int]) -> tuple[float,
     return time.perf_counter() - t0, out["backends"]
 
 
+def cpu_split(p: InProcessPortal, fleets: list[Fleet]) -> dict[str, float]:
+    """CPU seconds so far of the portal (this process), the targets, the database, and the
+    machine (busy, and all of its cores' time): two readings around a deploy say what its
+    wall time was spent on, and whether the machine had any left."""
+    postmaster = int((p.pg.data / "postmaster.pid").read_text().split()[0])
+    busy, total = machine_busy_s()
+    return {
+        "portal": time.process_time(),
+        "targets": sum(cpu_seconds(f.proc.pid) for f in fleets),
+        "database": cpu_seconds(postmaster),
+        "machine busy": busy,
+        "machine": total,
+    }
+
+
 def reconcile_pass(p: InProcessPortal) -> float:
     t0 = time.perf_counter()
     Reconciler(p.sessions, 1.0).run_once()
@@ -74,7 +89,10 @@ def main() -> None:
         one_s, one = deploy(p, sid, ids[:1])
         assert [b["status"] for b in one] == ["succeeded"], one
         one_rc = reconcile_pass(p)
+        before = cpu_split(p, fleets)
         all_s, outcomes = deploy(p, sid, ids)
+        after = cpu_split(p, fleets)
+        spent = {k: after[k] - v for k, v in before.items()}
         statuses = {b["status"] for b in outcomes}
         new = sum(b["where"] == "new" for b in outcomes)
         all_rc = reconcile_pass(p)
@@ -120,8 +138,19 @@ def main() -> None:
     )
     for n, d, r in ((1, one_s, one_rc), (BACKENDS, all_s, all_rc)):
         table.rows.append([n, SUBSCRIBERS, entries, round(d, 2), round(r, 2), round(d / n, 3), round(1e3 * r / n, 1)])
+    cpu = res.table(
+        f"CPU seconds spent during the deploy to {BACKENDS} backends (all on this machine)",
+        ["wall s", "portal", "targets", "database", "machine busy", "machine capacity", "busy share"],
+        note="portal: this process (API, compile, the drivers' pushes); targets: the bundled P4Runtime "
+        "targets standing in for agents, which in a deployment run on their own hosts; capacity: wall x cores",
+    )
+    cpu.rows.append(
+        [round(all_s, 2)]
+        + [round(spent[k], 2) for k in ("portal", "targets", "database", "machine busy", "machine")]
+        + [round(spent["machine busy"] / spent["machine"], 2)]
+    )
     res.write()
-    for row in table.rows:
+    for row in table.rows + cpu.rows:
         print(row)
 
 

@@ -1,6 +1,8 @@
 """Slice status at scale (issue #28, first goal row): ``GET /slices?limit=50`` and
 ``GET /slices/{id}`` for a slice of 10 000 subscribers deployed on three P4Runtime backends,
-against the same requests while the same slice had 10 subscribers (same run, same database).
+with an hour of per-lane KPI samples from two sources on each (its SLA state reads the newest),
+against the same requests while the same slice had 10 subscribers and no samples (same run,
+same database).
 
 The portal in this process (its ASGI app through a TestClient, a private PostgreSQL, the real
 p4rt driver); the backends are bundled P4Runtime targets in one fleet process. One client, a
@@ -26,7 +28,7 @@ sys.path.insert(0, str(ROOT / "dataplane" / "bmv2"))
 
 from _results import Results, quick  # noqa: E402
 from bmv2_target.fleet import Fleet  # noqa: E402
-from sqlalchemy import select  # noqa: E402
+from sqlalchemy import select, text  # noqa: E402
 from stack_common import SCALE_TENANT, InProcessPortal, scale_subscribers  # noqa: E402
 
 from sliceportal.models import BackendFootprint  # noqa: E402
@@ -43,6 +45,26 @@ GOAL_MS = 20.0
 def world(p: InProcessPortal, addresses: list[str]) -> int:
     ids = p.p4rt_backends(addresses, "agent-{}", trunk_ports=[1, 2], uplink_port=2)
     return p.embb_slice(SCALE_TENANT, {"rate_limit_mbps": 1, "max_delay_ms": 50}, ids)
+
+
+def kpi_history(p: InProcessPortal, sid: int) -> int:
+    """An hour of 1 s samples, every lane, from the collector and from probes, on each of the
+    slice's backends (as a slice in service has them): a status read must not grow with it.
+    The number of samples."""
+    with p.sessions() as s:
+        n = s.execute(
+            text(
+                "INSERT INTO kpi_sample (slice_id, backend_id, lane, source, ts, interval_s, tx_packets, rx_packets,"
+                " tx_bytes, rx_bytes, throughput_bps, loss_pct, drops, ecn_marks)"
+                " SELECT :sid, sb.backend_id, lane, src, ts, 1.0, 100, 100, 80000, 80000, 640000, 0, '{}', 0"
+                " FROM slice_backend sb, generate_series(now() - interval '1 hour', now(), interval '1 second') ts,"
+                " generate_series(0, 7) lane, unnest(ARRAY['counters', 'probe']) src WHERE sb.slice_id = :sid"
+            ),
+            {"sid": sid},
+        ).rowcount
+        s.execute(text("ANALYZE kpi_sample"))
+        s.commit()
+    return n
 
 
 def deploy(p: InProcessPortal, sid: int) -> None:
@@ -94,6 +116,7 @@ def main() -> None:
         small_cold = timed(p, "/slices?limit=50", "deployed")
         small = medians(p, sid)
         p.import_subscribers(scale_subscribers(range(SMALL, LARGE)))
+        samples = kpi_history(p, sid)
         deploy(p, sid)
         large_cold = timed(p, "/slices?limit=50", "deployed")
         large = medians(p, sid)
@@ -115,7 +138,10 @@ def main() -> None:
         if p is not None:
             p.close()
         fleet.stop()
-    setup = f"one slice on {BACKENDS} p4rt backends (bundled targets), one client, median of {READS}"
+    setup = (
+        f"one slice on {BACKENDS} p4rt backends (bundled targets), one client, median of {READS}; "
+        f"the large slice also has an hour of 1 s samples per lane and source ({samples:,} rows)"
+    )
     for k, name in (("list", "GET /slices?limit=50"), ("read", "GET /slices/{id}")):
         res.figure(
             f"{name}, slice of {LARGE} subscribers",

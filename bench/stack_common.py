@@ -227,3 +227,29 @@ class InProcessPortal:
         POOL.close_all()
         self.pg.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of ``pid`` and its children that are alive (uvicorn's workers)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(c) for c in children.read_text().split()]
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def machine_busy_s() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores (/proc/stat: idle and
+    iowait are not busy); the difference of two readings says how busy the machine was."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal
+    return (total - fields[3] - fields[4]) / tick, total / tick

@@ -3,6 +3,8 @@ IMSI in two tenants) and the database's own refusals, all as field errors in wor
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -207,3 +209,40 @@ def test_import_reports_file_and_database_conflicts_in_one_pass(
         (7, "imsi", "IMSI 001010000000005 appears twice in the file"),
     ]
     assert _counts(session) == before
+
+
+def _at_once(client: TestClient, op: dict[str, str], bodies: list[dict[str, Any]]) -> list[Any]:
+    """POST every body from a thread of its own, released together."""
+    start = threading.Barrier(len(bodies))
+
+    def create(body: dict[str, Any]) -> Any:
+        start.wait()
+        return client.post("/api/v1/subscribers", json=body, headers=op)
+
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        return list(pool.map(create, bodies))
+
+
+def test_concurrent_writers_of_one_imsi_or_teid_admit_one(
+    client: TestClient, session: Session, op: dict[str, str]
+) -> None:
+    """The checks no constraint makes (an IMSI across tenants, a TEID within one) hold under
+    concurrent creates: the advisory locks are taken, in one statement, before the checks read."""
+    red = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1, ue_pool="10.45.0.0/16"), headers=op).json()
+    blue = client.post("/api/v1/tenants", json=tenant_body("blue", 2, 2, ue_pool="10.46.0.0/16"), headers=op).json()
+    same_imsi = [
+        {"tenant_id": t["id"], "imsi": "001010000000077", "ue_ip": f"10.{45 + n}.7.{i + 1}"}
+        for i in range(4)
+        for n, t in enumerate((red, blue))
+    ]
+    answers = _at_once(client, op, same_imsi)
+    assert sorted(r.status_code for r in answers) == [201] + [409] * 7, [r.text for r in answers]
+    assert all(_problem(r, 409, "imsi") for r in answers if r.status_code == 409)
+    same_teid = [
+        {"tenant_id": red["id"], "imsi": f"0010100000001{i:02d}", "ue_ip": f"10.45.8.{i + 1}", "teids": [4242]}
+        for i in range(8)
+    ]
+    answers = _at_once(client, op, same_teid)
+    assert sorted(r.status_code for r in answers) == [201] + [409] * 7, [r.text for r in answers]
+    assert all(_problem(r, 409, "teids") for r in answers if r.status_code == 409)
+    assert session.scalar(select(func.count()).select_from(Subscriber)) == 2

@@ -6,16 +6,26 @@ failed)."""
 
 from __future__ import annotations
 
+import ast
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from types import SimpleNamespace
 
 import anyio
 import anyio.to_thread
 import pytest
-from sqlalchemy import text
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import Request
 
+import sliceportal.api
 from sliceportal.api.deps import get_session
+from sliceportal.api.main import create_app
+from sliceportal.core.config import Settings
 from sliceportal.core.db import autocommit_sessions, session_factory
+from sliceportal.models import Role
+from tests.factories import login, make_user, tenant_body
 
 pytestmark = pytest.mark.anyio
 
@@ -43,3 +53,47 @@ async def test_a_session_closes_while_every_thread_is_busy(db_url: str, method: 
         limiter.release()
     assert not session.in_transaction()
     assert writes.kw["bind"].pool.checkedout() == 0
+
+
+def test_answers_validated_after_the_route_hold_no_connection(
+    db_url: str, settings: Settings, session: Session
+) -> None:
+    """One pooled connection and one thread: requests to a ``def`` route whose answer FastAPI
+    validates after it (an ORM object as a response model) all complete. Were a read's
+    connection held until its session closes, a request waiting for the thread to validate
+    would hold the connection the request in that thread waits for (until the pool's
+    timeout, then an error)."""
+    app = create_app(settings, db_url)
+    tiny = sessionmaker(create_engine(db_url, pool_size=1, max_overflow=0, pool_timeout=5), expire_on_commit=False)
+    make_user(session, "op", Role.OPERATOR)
+    with TestClient(app) as client:
+        op = login(client, "op")
+        tenant = client.post("/api/v1/tenants", json=tenant_body("red", 1, 1), headers=op).json()
+        app.state.sessionmaker, app.state.read_sessionmaker = tiny, autocommit_sessions(tiny)
+        assert client.portal is not None
+        client.portal.call(_one_thread)
+
+        def read(_: int) -> int:
+            return client.get(f"/api/v1/tenants/{tenant['id']}", headers=op).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(read, range(32)))
+    assert codes == [200] * 32
+
+
+def _one_thread() -> None:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+
+
+def test_every_router_of_the_api_is_a_session_router() -> None:
+    """The test above holds for every route only if every router makes its routes release."""
+    api = Path(sliceportal.api.__file__).parent
+    plain = [
+        f"{path.relative_to(api)}:{node.lineno}"
+        for path in sorted(api.rglob("*.py"))
+        if path.name != "routing.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and "APIRouter" in (getattr(node.func, "id", None), getattr(node.func, "attr", None))
+    ]
+    assert plain == [], f"use api.routing.session_router instead of APIRouter at {plain}"

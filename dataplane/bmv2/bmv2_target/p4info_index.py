@@ -16,12 +16,15 @@ class P4InfoIndex:
     direct_counters: dict[int, p4info_pb2.DirectCounter] = field(default_factory=dict)
     meters: dict[int, p4info_pb2.Meter] = field(default_factory=dict)
     registers: dict[int, p4info_pb2.Register] = field(default_factory=dict)
+    action_profiles: dict[int, p4info_pb2.ActionProfile] = field(default_factory=dict)
+    direct_meters: dict[int, p4info_pb2.DirectMeter] = field(default_factory=dict)
     names: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, info: p4info_pb2.P4Info) -> P4InfoIndex:
         idx = cls(info)
-        for kind in ("tables", "actions", "counters", "direct_counters", "meters", "registers"):
+        kinds = ("tables", "actions", "counters", "direct_counters", "meters", "registers", "action_profiles")
+        for kind in (*kinds, "direct_meters"):
             target = getattr(idx, kind)
             for obj in getattr(info, kind):
                 target[obj.preamble.id] = obj

@@ -320,6 +320,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
         if which == "table_entry":
             self.switch.tables.write(update.type, ent.table_entry)
             return
+        if which == "action_profile_member":
+            self.switch.tables.profiles.write_member(update.type, ent.action_profile_member)
+            return
+        if which == "action_profile_group":
+            self.switch.tables.profiles.write_group(update.type, ent.action_profile_group)
+            return
         if update.type != Update.MODIFY:
             raise invalid(f"{which} can only be modified")
         index = self.switch.index
@@ -348,6 +354,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             config = (cfg.cir, cfg.cburst, cfg.pir, cfg.pburst) if m.HasField("config") else None
             for i in self._indices(m, ext.meter_size(m.meter_id)):
                 ext.set_meter(m.meter_id, i, config)
+        elif which == "direct_meter_entry":
+            self._write_direct_meter(ent.direct_meter_entry)
         elif which == "direct_counter_entry":
             d = ent.direct_counter_entry
             hits = self.switch.tables.read(d.table_entry)
@@ -357,6 +365,36 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
             self.switch.tables.set_counter(hits[0][0], hits[0][1], d.data.packet_count, d.data.byte_count)
         else:
             raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, f"{which} writes are not supported")
+
+    def _direct_meter_table(self, te: p4runtime_pb2.TableEntry) -> Any:
+        """The table of a DirectMeterEntry's table entry, which must have a direct meter."""
+        tables, index = self.switch.tables, self.switch.index
+        assert tables is not None and index is not None
+        table = tables.table(te.table_id)
+        if not any(d.direct_table_id == te.table_id for d in index.direct_meters.values()):
+            raise invalid(f"table {table.info.preamble.name} has no direct meters")
+        return table
+
+    def _write_direct_meter(self, d: p4runtime_pb2.DirectMeterEntry) -> None:
+        """PI's order: the entry (INVALID_ARGUMENT when there is none), then the table's
+        meter, then the rates."""
+        tables = self.switch.tables
+        assert tables is not None
+        if not d.HasField("table_entry"):
+            raise invalid("missing table_entry field in DirectMeterEntry")
+        default = d.table_entry.is_default_action
+        hits = tables.read(d.table_entry) if d.table_entry.match or default else []
+        if not hits:
+            raise invalid("cannot map table entry to handle")
+        table, e = hits[0]
+        self._direct_meter_table(d.table_entry)
+        cfg = d.config
+        if d.HasField("config") and cfg.cir > cfg.pir:
+            raise invalid("meter cir must not exceed pir")
+        if e is None:  # PI maps the default entry to a handle BMv2 has no meter for
+            raise P4RTError(grpc.StatusCode.UNKNOWN, "error when writing direct meter spec (default entry)")
+        config = (cfg.cir, cfg.cburst, cfg.pir, cfg.pburst) if d.HasField("config") else None
+        tables.engine.set_direct_meter(table.engine_table, e.handle, config)
 
     @staticmethod
     def _indices(entry: Any, size: int) -> range:
@@ -438,6 +476,32 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
                         cfg = out.meter_entry.config
                         cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = config
                     yield out
+        elif which == "action_profile_member":
+            yield from tables.profiles.read_members(ent.action_profile_member)
+        elif which == "action_profile_group":
+            yield from tables.profiles.read_groups(ent.action_profile_group)
+        elif which == "direct_meter_entry":
+            te = ent.direct_meter_entry.table_entry
+            if not te.table_id:
+                raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "reading all direct meters of all tables")
+            self._direct_meter_table(te)
+            hits = tables.read(te)
+            if te.match and not hits:
+                raise invalid("cannot map table entry to handle")
+            for table, e in hits:
+                if e is None:  # as PI, which asks BMv2 for the default entry's meter
+                    raise P4RTError(grpc.StatusCode.UNKNOWN, "error when reading meter from target (default entry)")
+                out = p4runtime_pb2.Entity()
+                # as PI answers: the entry's key, and the rates when they are configured
+                full = tables.to_proto(table, e)
+                key = out.direct_meter_entry.table_entry
+                key.table_id, key.priority = full.table_id, full.priority
+                key.match.extend(full.match)
+                config = tables.engine.direct_meter(table.engine_table, e.handle)
+                if config is not None:
+                    c = out.direct_meter_entry.config
+                    c.cir, c.cburst, c.pir, c.pburst = config
+                yield out
         elif which == "direct_counter_entry":
             for table, e in tables.read(ent.direct_counter_entry.table_entry):
                 if e is None or not table.info.direct_resource_ids:

@@ -21,6 +21,7 @@ from p4.v1 import p4runtime_pb2
 from .engine import Engine
 from .errors import P4RTError, invalid, not_found
 from .p4info_index import P4InfoIndex
+from .profiles import MEMBER, ProfileStore, target_error
 
 MF = p4info_pb2.MatchField
 Update = p4runtime_pb2.Update
@@ -127,8 +128,14 @@ class TableStore:
                 table.default_action_id, table.default_params = self.initial_defaults[tid]
             if t.const_default_action_id:
                 table.default_action_id = t.const_default_action_id
+            if t.implementation_id:
+                # an indirect table misses to no action (PI cannot set its default): read
+                # back, its default entry has none
+                table.default_action_id, table.default_params = 0, ()
             self.tables[tid] = table
             self._schema(table)
+        # the members of a profile run the actions of (the first) table it implements
+        self.profiles = ProfileStore(index, engine, {tid: t.engine_actions for tid, t in self.tables.items()})
         described = {t.preamble.name for t in index.tables.values()}
         # p4c's tables for `switch` statements on values are hidden from the P4Info; their
         # keys have no name (and their entries are const): no controller writes them.
@@ -292,8 +299,12 @@ class TableStore:
                 raise not_found(f"no such entry in {table.info.preamble.name}")
             self.engine.delete(table.engine_table, handle)
             return
+        if table.info.implementation_id:
+            self._write_indirect(table, utype, te, key, rank, handle)
+            return
         if te.action.WhichOneof("type") != "action":
-            raise invalid("only direct actions are supported (no action profiles in this program)")
+            what = "'action' field must be set" if not te.HasField("action") else "an indirect action"
+            raise invalid(f"{what} for the direct table {table.info.preamble.name}")
         action_id, params = self._action(table, te.action.action, default=False)
         engine_action = table.engine_actions[action_id]
         if utype == Update.INSERT:
@@ -318,7 +329,45 @@ class TableStore:
         else:
             raise invalid("unspecified update type")
 
+    def _write_indirect(
+        self, table: Table, utype: int, te: p4runtime_pb2.TableEntry, key: Key, rank: int, handle: int | None
+    ) -> None:
+        """An entry of an indirect table: it names a member or group of the table's profile
+        (PI checks that, INVALID_ARGUMENT, before whether the entry exists)."""
+        name = table.info.preamble.name
+        which = te.action.WhichOneof("type")
+        if which is None:
+            raise invalid("'action' field must be set")
+        if which == "action":
+            raise invalid(f"cannot provide a direct action for the indirect table {name}")
+        kind, target, ref = self.profiles.resolve(table.info.implementation_id, te.action)
+        # The target's refusals (an empty group, a full table, a table keyed by selector
+        # fields only) are PI's UNKNOWN; the engine counts references as BMv2 does then.
+        if utype == Update.INSERT:
+            if handle is not None:
+                raise P4RTError(grpc.StatusCode.ALREADY_EXISTS, f"entry already exists in {name}")
+            try:
+                self.engine.insert_indirect(
+                    table.engine_table, list(key), rank, kind, target,
+                    te.priority, ref, te.metadata, te.controller_metadata,
+                )  # fmt: skip
+            except ValueError as e:
+                raise target_error(f"error when adding match entry to {name}: {e}") from None
+        elif utype == Update.MODIFY:
+            if handle is None:
+                raise not_found(f"no such entry in {name}")
+            try:
+                self.engine.modify_indirect(
+                    table.engine_table, handle, kind, target, ref, te.metadata, te.controller_metadata
+                )
+            except ValueError as e:
+                raise target_error(f"error when modifying match entry in {name}: {e}") from None
+        else:
+            raise invalid("unspecified update type")
+
     def _write_default(self, table: Table, utype: int, te: p4runtime_pb2.TableEntry) -> None:
+        if table.info.implementation_id:
+            raise invalid(f"cannot set / reset the default action of the indirect table {table.info.preamble.name}")
         if te.match or te.priority:
             raise invalid("a default entry has no match and no priority")
         if utype != Update.MODIFY:
@@ -364,7 +413,13 @@ class TableStore:
                 m.optional.value = encode(value)
             else:
                 m.lpm.value, m.lpm.prefix_len = encode(value), bin(mask).count("1")
-        self._set_action(te.action.action, e.action_id, e.params)
+        if table.info.implementation_id:  # params: (kind, BMv2 handle); action_id: the P4Runtime id
+            if e.params[0] == MEMBER:
+                te.action.action_profile_member_id = e.action_id
+            else:
+                te.action.action_profile_group_id = e.action_id
+        else:
+            self._set_action(te.action.action, e.action_id, e.params)
         return te
 
     def _set_action(self, msg: p4runtime_pb2.Action, action_id: int, params: tuple[int, ...]) -> None:

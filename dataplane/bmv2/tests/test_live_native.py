@@ -173,7 +173,9 @@ def test_the_transmit_ring_wraps_and_loses_nothing(veths: dict[int, tuple[str, s
         sent, got, _offered, _forwarded = offer_closed_loop(veths[1][1], veths[2][1], _frame(), 3000, 32, 2.0)
         status = _wait_status(target.address, lambda s: s["transmitted"] >= 3000)
         assert (sent, got) == (3000, 3000), (sent, got, status)
-        assert status["transmitted"] == 3000 and status["send_errors"] == 0, status
+        # the switch's own count may include a frame the kernel sent on a veth (it counts every
+        # frame it transmitted, not only ours): ours are counted by the receiver above
+        assert status["transmitted"] >= 3000 and status["send_errors"] == 0, status
     finally:
         d.close()
         target.stop()

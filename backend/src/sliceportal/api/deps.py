@@ -51,14 +51,17 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     not one of the shared pool's. When every thread of that pool waits for a pooled database
     connection, the connection this close returns would otherwise wait for a thread: a
     deadlock until the pool's timeout (found by an open-loop load; FastAPI closes its own
-    ``def`` dependencies the same way for the same reason)."""
+    ``def`` dependencies the same way for the same reason). A write that committed has
+    nothing left to roll back and closes on the loop."""
     state = request.app.state
     reads = request.method in SAFE_METHODS
     session = (state.read_sessionmaker if reads else state.sessionmaker)()
     try:
         yield session
     finally:
-        if reads:
+        # a session with no transaction (a read's, or a write's after its commit) holds no
+        # connection: closing it sends nothing, so no hop
+        if reads or not session.in_transaction():
             session.close()
         else:
             with CancelScope(shield=True):

@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
 
 from sliceportal.api.deps import SessionDep, SettingsDep, authenticate, get_secret
+from sliceportal.api.routing import session_router
 
 _bearer = OAuth2PasswordBearer(tokenUrl="/api/v1/login/access-token", auto_error=False)
 
@@ -32,7 +33,7 @@ INIT = """window.ui = SwaggerUIBundle({{url: "{base}/openapi.json", dom_id: "#sw
 
 
 def docs_router(base: str) -> APIRouter:
-    router = APIRouter(include_in_schema=False)
+    router = session_router(include_in_schema=False)
 
     def allowed(
         request: Request,

@@ -37,6 +37,8 @@ from sliceportal.api.routes import (
     users,
 )
 from sliceportal.api.routes import testbed as testbed_routes
+from sliceportal.api.routing import session_router
+from sliceportal.core import gc_policy
 from sliceportal.core.config import Settings
 from sliceportal.core.db import autocommit_sessions, session_factory
 from sliceportal.kpi.hub import KpiHub
@@ -48,7 +50,7 @@ API_PREFIX = "/api/v1"
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX)
+    router = session_router(prefix=API_PREFIX)
     for module in (
         health,
         login,
@@ -75,6 +77,7 @@ def api_router() -> APIRouter:
 def create_app(settings: Settings, database_url: str) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gc_policy.apply()
         await asyncio.to_thread(lifecycle.end_interrupted, app)
         # the driver plugins (grpc, protobuf, libbpf bindings) are imported before the first
         # request, not by it: on a busy host that import held the first registration ~4 s

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sliceportal.control import state
 from sliceportal.control.extensions import BackendDown, ControllerExtension, ExtensionContext, find_factory
 from sliceportal.control.leader import Identity, LeaderLease
+from sliceportal.core import gc_policy
 from sliceportal.core.config import Settings
 from sliceportal.core.db import session_factory
 from sliceportal.core.loops import LOOPS, SupervisedLoop
@@ -88,6 +89,7 @@ class Controller:
     # ---- life cycle -------------------------------------------------------------------
 
     def start(self) -> None:
+        gc_policy.apply()
         self._stop.clear()
         self._supervisor = threading.Thread(target=self._supervise, name="controller-supervisor", daemon=True)
         self._supervisor.start()

@@ -83,7 +83,10 @@ def autocommit_sessions(sessions: sessionmaker[Session]) -> sessionmaker[Session
     other. Not for writes: a transaction-scoped lock or a multi-statement change would end
     with each statement."""
     engine = sessions.kw["bind"]
-    return sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False)
+    # info: what api/routing.py looks for to give such a session's connection back early
+    return sessionmaker(
+        engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False, info={"autocommit": True}
+    )
 
 
 @contextmanager

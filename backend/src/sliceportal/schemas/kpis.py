@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from sliceportal.kpi.points import KpiPoint
 from sliceportal.schemas.common import DbId, ORMModel
 
 MAX_COUNT = (1 << 63) - 1  # BIGINT
@@ -94,8 +95,11 @@ class SlaSummary(BaseModel):
 MAX_INGEST_POINTS = 2_000  # points per request: < 1 MiB of JSON (the API's body limit), one transaction
 
 
-class IngestPoint(BaseModel):
-    """One measured interval of one slice lane on one backend, from a source outside the portal."""
+class IngestPoint(KpiPoint):
+    """One measured interval of one slice lane on one backend, from a source outside the portal.
+
+    A ``KpiPoint`` with stricter limits: validated once, stored as it is (building a second
+    model per point was half of a 2 000-point request's time)."""
 
     model_config = ConfigDict(extra="forbid")
     slice_id: DbId

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
+from typing import Any, NoReturn
 
-from sqlalchemy import cast, select, text
+from sqlalchemy import ColumnElement, ScalarSelect, cast, func, select, text
 from sqlalchemy.dialects.postgresql import CIDR
 from sqlalchemy.orm import Session
 
@@ -33,9 +34,11 @@ def lock_ue_pools(session: Session) -> None:
     session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": POOL_LOCK})
 
 
-def lock_imsi(session: Session, imsi: str) -> None:
-    """Serialise writers of one IMSI across tenants (the unique constraint is per tenant only)."""
-    session.execute(text("SELECT pg_advisory_xact_lock(:k, hashtext(:imsi))"), {"k": IMSI_LOCK, "imsi": imsi})
+def imsi_lock(imsi: str) -> ColumnElement[Any]:
+    """The expression that serialises writers of one IMSI across tenants (the unique
+    constraint is per tenant only): selected in the statement that takes a write's other
+    locks, so the locks cost one round trip."""
+    return func.pg_advisory_xact_lock(IMSI_LOCK, func.hashtext(imsi))
 
 
 def check_ue_pool(session: Session, pool: IPv4Network | None, own_tenant_id: int | None) -> None:
@@ -61,29 +64,29 @@ def imsi_in_use(imsi: str) -> str:
     return f"IMSI {imsi} is already in use; an IMSI names one UE"
 
 
-def check_imsi(
-    session: Session, imsi: str | None, own_subscriber_id: int | None, *, tenant_scope: int | None = None
-) -> None:
-    """Refuse an IMSI another subscriber already has, in any tenant (409 on ``imsi``).
+def imsi_holder(imsi: str, own_subscriber_id: int | None) -> ScalarSelect[int]:
+    """The id of another subscriber, in any tenant, that has ``imsi`` (NULL when none): a
+    subquery, so a write checks it in the same statement as its other clashes."""
+    stmt = select(Subscriber.id).where(Subscriber.imsi == imsi)
+    if own_subscriber_id is not None:
+        stmt = stmt.where(Subscriber.id != own_subscriber_id)
+    return stmt.limit(1).scalar_subquery()
+
+
+def refuse_imsi(session: Session, imsi: str, holder_id: int, *, tenant_scope: int | None = None) -> NoReturn:
+    """Refuse ``imsi``, held by subscriber ``holder_id`` (409 on ``imsi``).
 
     ``tenant_scope``: the caller sees only this tenant (a tenant-bound key); a clash with
     another tenant's subscriber is then answered without naming it."""
-    if imsi is None:
-        return
-    stmt = (
-        select(Subscriber.id, Tenant.name, Tenant.id)
-        .join(Tenant, Tenant.id == Subscriber.tenant_id)
-        .where(Subscriber.imsi == imsi)
-    )
-    if own_subscriber_id is not None:
-        stmt = stmt.where(Subscriber.id != own_subscriber_id)
-    row = session.execute(stmt.limit(1)).first()
-    if row is None:
-        return
-    if tenant_scope is not None and row[2] != tenant_scope:
+    row = session.execute(
+        select(Tenant.name, Tenant.id)
+        .join(Subscriber, Subscriber.tenant_id == Tenant.id)
+        .where(Subscriber.id == holder_id)
+    ).first()
+    if row is None or (tenant_scope is not None and row[1] != tenant_scope):
         raise ConflictError(imsi_in_use(imsi), field="imsi", title="IMSI already in use")
     raise ConflictError(
-        f"IMSI {imsi} is already subscriber {row[0]} of tenant {row[1]}; an IMSI names one UE",
+        f"IMSI {imsi} is already subscriber {holder_id} of tenant {row[0]}; an IMSI names one UE",
         field="imsi",
         title="IMSI already in use",
     )

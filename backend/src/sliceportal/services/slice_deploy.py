@@ -27,7 +27,7 @@ from sliceportal.core.db import BACKENDS_AT_ONCE
 from sliceportal.drivers.contract import ProgressEvent
 from sliceportal.models import Backend, Deployment, DeploymentStatus, Slice
 from sliceportal.models.audit import Actor, set_actor
-from sliceportal.services import admission, deployments
+from sliceportal.services import admission, deployments, footprint_push
 from sliceportal.services.admission import Override
 from sliceportal.services.compile_inputs import SharedCompiles
 from sliceportal.services.errors import DomainError, InvalidError, NotFoundError
@@ -63,7 +63,8 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
     # read before its compile, and admission reads after them all: what it admits is at least
     # as new as every key, so a deploy whose key still holds need not check it again
     shared = SharedCompiles()
-    prepared = [deployments.prepare(session, b, shared) for b in backends]
+    keys = footprint_push.input_keys(session, [b.id for b in backends])  # one statement, before every compile
+    prepared = [deployments.prepare(session, b, shared, keys[b.id]) for b in backends]
     if override is None:
         # one check for all: the slices' members and tenants are read once, and a refusal names
         # every backend's reasons at once (``subject`` only says whose fields a refusal names:

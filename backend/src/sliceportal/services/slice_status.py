@@ -31,8 +31,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, DeploymentKind, DeploymentStatus, KpiSample, RuleSet, SlaViolation
@@ -326,15 +325,23 @@ def _deploy_state(session: Session, s: Slice, f: _BackendFacts, detail: bool) ->
     return st
 
 
+_NEWEST = text(
+    "SELECT k.s, k.b, x.ts, x.interval_s FROM unnest(CAST(:s AS bigint[]), CAST(:b AS bigint[])) AS k(s, b) "
+    f"CROSS JOIN LATERAL (SELECT ts, interval_s FROM {KpiSample.__tablename__} "
+    "WHERE slice_id = k.s AND backend_id = k.b AND ts > :since ORDER BY ts DESC LIMIT 1) AS x"
+)
+
+
 def _sla(session: Session, statuses: dict[int, list[BackendStatus]], now: datetime, no_data_after: int) -> None:
     slice_ids = list(statuses)
+    pairs = [(sid, st.backend_id) for sid, entries in statuses.items() for st in entries]
+    # the newest sample of each (slice, backend) by the (slice, backend, ts) index, one probe a
+    # pair: a DISTINCT ON over the hour sorted every sample of it (every lane and source: 170 000
+    # rows and 150 ms a read for one slice on three backends with an hour of 1 s samples)
     newest = {
         (sid, bid): (ts, interval)
         for sid, bid, ts, interval in session.execute(
-            select(KpiSample.slice_id, KpiSample.backend_id, KpiSample.ts, KpiSample.interval_s)
-            .ext(distinct_on(KpiSample.slice_id, KpiSample.backend_id))
-            .where(KpiSample.slice_id.in_(slice_ids), KpiSample.ts > now - timedelta(hours=1))
-            .order_by(KpiSample.slice_id, KpiSample.backend_id, KpiSample.ts.desc())
+            _NEWEST, {"s": [p[0] for p in pairs], "b": [p[1] for p in pairs], "since": now - timedelta(hours=1)}
         )
     }
     open_by: dict[tuple[int, int], list[SlaViolation]] = defaultdict(list)

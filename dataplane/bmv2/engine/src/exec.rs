@@ -38,7 +38,7 @@ impl MeterCell {
 
     /// A colour-blind trTCM (RFC 2698) as BMv2's meters: 0 GREEN, 1 YELLOW, 2 RED;
     /// unconfigured = GREEN.
-    fn execute(&mut self, size: u64, now_us: i64) -> u64 {
+    pub(crate) fn execute(&mut self, size: u64, now_us: i64) -> u64 {
         if !self.configured {
             return 0;
         }
@@ -98,6 +98,8 @@ pub struct Engine {
     pub counters: Vec<Vec<(u64, u64)>>,
     pub registers: Vec<Vec<u64>>,
     pub meters: Vec<Vec<MeterCell>>,
+    /// Action profiles' members and groups, direct meters' cells (profiles.rs).
+    pub ext: crate::profiles::State,
     /// A new packet's validity bits: metadata headers valid, the others not.
     valid_init: Vec<bool>,
     /// Packets done with (dropped, or deparsed by egress), reused by the next ingress: a
@@ -231,6 +233,7 @@ impl Engine {
         let registers = ir.registers.iter().map(|r| vec![0; r.size]).collect();
         let meters = ir.meters.iter().map(|m| vec![MeterCell::default(); m.size]).collect();
         let valid_init = ir.headers.iter().map(|h| h.metadata).collect();
+        let ext = crate::profiles::State::new(&ir);
         let csum_runs = ir.checksums.iter().map(|c| CsumRuns::new(&c.inputs)).collect();
         let mut e = Engine {
             ir,
@@ -238,6 +241,7 @@ impl Engine {
             counters,
             registers,
             meters,
+            ext,
             valid_init,
             spare: Vec::new(),
             flat: Flat::default(),
@@ -281,7 +285,9 @@ impl Engine {
     ) -> Result<u64, WriteError> {
         self.check_action(table, action, &params)?;
         let entry = Entry { key, priority, action, params, packets: 0, bytes: 0, meta: Default::default() };
-        self.tables[table].insert(&self.ir.tables[table], entry)
+        let h = self.tables[table].insert(&self.ir.tables[table], entry)?;
+        self.entry_added(table, h);
+        Ok(h)
     }
 
     pub fn set_default(&mut self, table: usize, action: usize, params: Vec<u64>) -> Result<(), WriteError> {
@@ -905,7 +911,7 @@ impl Engine {
     }
 
     #[inline]
-    fn value(&self, e: &Expr, pkt: &Packet, params: &[u64]) -> i128 {
+    pub(crate) fn value(&self, e: &Expr, pkt: &Packet, params: &[u64]) -> i128 {
         // Outside the parser nothing can fail (no lookahead there).
         self.eval(e, pkt, params, pkt.payload).unwrap_or(0)
     }
@@ -935,6 +941,9 @@ impl Engine {
     }
 
     fn apply_table(&mut self, t: usize, pkt: &mut Packet) -> Option<Node> {
+        if self.ext.slow[t] {
+            return self.apply_table_ext(t, pkt); // indirect or with a direct meter: profiles.rs
+        }
         // The action data is copied out of the table (run_action mutably borrows the engine
         // for counters, meters and registers) onto the stack: a heap copy per table per
         // packet cost more than the action.
@@ -1100,7 +1109,7 @@ impl Engine {
         self.flat = flat;
     }
 
-    fn run_action(&mut self, action: usize, params: &[u64], pkt: &mut Packet) {
+    pub(crate) fn run_action(&mut self, action: usize, params: &[u64], pkt: &mut Packet) {
         let n = self.ir.actions[action].prims.len();
         self.run_prims(action, 0..n, params, pkt);
     }

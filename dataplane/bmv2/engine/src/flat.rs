@@ -568,7 +568,9 @@ impl Builder<'_> {
                 Node::Table(t) => {
                     self.table_pc[t] = at;
                     let ts = &self.tables[t];
-                    if ts.keyless() {
+                    // an indirect table or one with a direct meter runs through profiles.rs
+                    let plain = self.ir.tables[t].profile.is_none() && self.ir.tables[t].direct_meter.is_none();
+                    if ts.keyless() && plain {
                         let (action, params) = (ts.default_action, ts.default_params.clone());
                         self.action(action, &params);
                         // a keyless table never hits

@@ -3,8 +3,9 @@
 //! the set it executes, and runs packets through the program as simple_switch does
 //! (`exec`). `ir` resolves names to indices once; `code` compiles expressions to stack code
 //! and `flat` lays the parser and the controls out as steps, both at load, for the
-//! per-packet loop; `table` holds match tables; `python` is the PyO3 module the target
-//! imports (cargo feature "python").
+//! per-packet loop; `table` holds match tables; `profiles` runs action profiles, selectors
+//! and direct meters as BMv2 does; `python` is the PyO3 module the target imports (cargo
+//! feature "python").
 
 pub mod code;
 pub mod exec;
@@ -14,6 +15,7 @@ pub mod lanes;
 pub mod live;
 pub mod loadgen;
 pub mod p4rt;
+pub mod profiles;
 #[cfg(feature = "python")]
 mod python;
 pub mod rawsock;
@@ -254,7 +256,7 @@ fn check(program: &Program, raw: &Value) -> Vec<String> {
     }
     for pl in &program.pipelines {
         for t in &pl.tables {
-            not_in(&mut bad, &["simple"], &t.kind, format!("table {} type (action profiles / selectors)", t.name));
+            not_in(&mut bad, &["simple", "indirect", "indirect_ws"], &t.kind, format!("table {} type", t.name));
             for k in &t.key {
                 not_in(&mut bad, MATCH_KINDS, &k.match_type, format!("table {} key {} match kind", t.name, k.name));
             }

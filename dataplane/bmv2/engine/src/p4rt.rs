@@ -344,6 +344,9 @@ impl Engine {
             _ => d.priority,
         };
         let t = s.engine_table;
+        if self.ext.slow[t] {
+            return false; // indirect entries and direct meters: the full path (profiles.rs)
+        }
         let found = self.tables[t].find(&key, rank);
         if d.kind == 3 {
             // DELETE: the action (if any) is ignored, as PI does

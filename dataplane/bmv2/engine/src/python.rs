@@ -174,7 +174,7 @@ impl PyEngine {
     fn delete(&self, table: usize, handle: u64) -> PyResult<()> {
         let mut e = self.g();
         check_index(&e.ir.tables, table, "table")?;
-        e.tables[table].delete(handle).map_err(write_err)
+        e.delete_entry(table, handle).map_err(write_err)
     }
 
     fn clear(&self, table: usize) -> PyResult<()> {
@@ -348,6 +348,133 @@ impl PyEngine {
         check_index(&e.ir.tables, table, "table")?;
         let e = e.tables[table].entries.get(&handle).ok_or_else(|| write_err(WriteError::NotFound))?;
         Ok(entry_view(handle, e))
+    }
+
+    // ---- action profiles, selectors, direct meters (profiles.rs) ----
+
+    fn profile_index(&self, name: &str) -> Option<usize> {
+        let e = self.g();
+        e.ir.profiles.iter().position(|p| p.name == name)
+    }
+
+    /// The action profile of an indirect table (None: a table with actions of its own).
+    fn table_profile(&self, table: usize) -> PyResult<Option<usize>> {
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        Ok(e.ir.tables[table].profile)
+    }
+
+    fn has_direct_meter(&self, table: usize) -> PyResult<bool> {
+        let e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        Ok(e.ir.tables[table].direct_meter.is_some())
+    }
+
+    fn member_add(&self, p: usize, action: usize, params: Vec<u64>) -> PyResult<u32> {
+        let mut e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        e.member_add(p, action, params).map_err(write_err)
+    }
+
+    fn member_modify(&self, p: usize, h: u32, action: usize, params: Vec<u64>) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        e.member_modify(p, h, action, params).map_err(write_err)
+    }
+
+    fn member_delete(&self, p: usize, h: u32) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        e.member_delete(p, h).map_err(write_err)
+    }
+
+    fn group_create(&self, p: usize) -> PyResult<u32> {
+        let mut e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        e.group_create(p).map_err(write_err)
+    }
+
+    fn group_delete(&self, p: usize, g: u32) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        e.group_delete(p, g).map_err(write_err)
+    }
+
+    fn group_member(&self, p: usize, g: u32, m: u32, add: bool) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        e.group_member(p, g, m, add).map_err(write_err)
+    }
+
+    /// [(member handle, engine action, params)] in handle order.
+    fn members(&self, p: usize) -> PyResult<Vec<(u32, usize, Vec<u64>)>> {
+        let e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        Ok(e.members(p))
+    }
+
+    /// [(group handle, [member handle])] in handle order.
+    fn groups(&self, p: usize) -> PyResult<Vec<(u32, Vec<u32>)>> {
+        let e = self.g();
+        check_index(&e.ir.profiles, p, "profile")?;
+        Ok(e.groups(p))
+    }
+
+    /// An indirect table's entry naming a member (kind 0) or group (kind 1) by handle;
+    /// ``p4_ref`` is the controller's member / group id, kept for read-back.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_indirect(
+        &self,
+        table: usize,
+        key: Vec<(u64, u64)>,
+        rank: i64,
+        kind: u64,
+        handle: u32,
+        p4_priority: i64,
+        p4_ref: u32,
+        metadata: Vec<u8>,
+        controller_metadata: u64,
+    ) -> PyResult<u64> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        let h = e.insert_indirect(table, key, rank, kind, handle).map_err(write_err)?;
+        e.tables[table].entries.get_mut(&h).expect("inserted").meta =
+            EntryMeta { p4_priority, p4_action: p4_ref, metadata, controller_metadata };
+        Ok(h)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn modify_indirect(
+        &self,
+        table: usize,
+        h: u64,
+        kind: u64,
+        handle: u32,
+        p4_ref: u32,
+        metadata: Vec<u8>,
+        controller_metadata: u64,
+    ) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.modify_indirect(table, h, kind, handle).map_err(write_err)?;
+        let m = &mut e.tables[table].entries.get_mut(&h).expect("modified").meta;
+        m.p4_action = p4_ref;
+        m.metadata = metadata;
+        m.controller_metadata = controller_metadata;
+        Ok(())
+    }
+
+    fn direct_meter(&self, table: usize, h: u64) -> PyResult<Option<(u64, u64, u64, u64)>> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.direct_meter(table, h).map_err(write_err)
+    }
+
+    #[pyo3(signature = (table, h, config))]
+    fn set_direct_meter(&self, table: usize, h: u64, config: Option<(u64, u64, u64, u64)>) -> PyResult<()> {
+        let mut e = self.g();
+        check_index(&e.ir.tables, table, "table")?;
+        e.set_direct_meter(table, h, config).map_err(write_err)
     }
 
     // ---- externs ----

@@ -32,6 +32,7 @@ header probe_t {
     bit<64> trace;     // written: each table pushes its entry's tag
     bit<16> eport;     // written in egress: the egress port (^ an egress entry's stamp)
     bit<8>  flags;     // written: hit / miss / action run of some tables
+    bit<8>  dcolor;    // written: the direct meter's color (t_dmeter's entry, on a hit)
 }
 
 struct headers_t {
@@ -42,6 +43,7 @@ struct headers_t {
 struct meta_t {
     bit<8> color;
     bit<8> bcolor;
+    bit<8> dcolor;
 }
 
 parser DiffParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -68,6 +70,15 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     meter(256, MeterType.packets) policer;
     meter(256, MeterType.bytes) byte_policer;
     register<bit<32>>(512) seen_on_port;
+    direct_meter<bit<8>>(MeterType.packets) entry_policer;
+    direct_counter(CounterType.packets_and_bytes) profile_hits;  // of an indirect table
+    // members shared by entries; groups of members, one chosen per packet by a hash of
+    // the selector fields (as BMv2 computes it), the member at hash % group size
+    action_profile(32w64) members;
+    action_selector(HashAlgorithm.crc16, 32w64, 32w16) groups;
+    action_selector(HashAlgorithm.crc32, 32w64, 32w32) groups32;
+    action_selector(HashAlgorithm.identity, 32w64, 32w32) rounds;  // by seq: seq % size
+    action_selector(HashAlgorithm.crc16, 32w16, 32w16) ecmp;  // its table: selector keys only
 
     action fwd(bit<9> port, bit<8> tag) {
         sm.egress_spec = port;
@@ -79,6 +90,11 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     }
     action drop(bit<8> tag) {
         mark_to_drop(sm);
+        hdr.probe.trace = (hdr.probe.trace << 8) | (bit<64>) tag;
+    }
+
+    action metered(bit<8> tag) {
+        entry_policer.read(meta.dcolor);
         hdr.probe.trace = (hdr.probe.trace << 8) | (bit<64>) tag;
     }
 
@@ -133,6 +149,59 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         default_action = NoAction();
         size = 64;
     }
+    table t_profile {
+        key = { hdr.probe.k_exact: exact; }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = members;
+        counters = profile_hits;
+        size = 32;
+    }
+    table t_select {
+        key = {
+            hdr.probe.k_opt: ternary;
+            hdr.ethernet.src: selector;
+            hdr.probe.k_tern: selector;
+        }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = groups;
+        size = 32;
+    }
+    table t_select32 {
+        key = {
+            hdr.probe.k_exact: ternary;
+            hdr.ethernet.dst: selector;
+            hdr.probe.seq: selector;
+        }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = groups32;
+        size = 32;
+    }
+    table t_rounds {
+        key = {
+            hdr.probe.k_range: exact;
+            hdr.probe.k_lpm: selector;
+            hdr.probe.seq: selector;
+        }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = rounds;
+        size = 32;
+    }
+    table t_ecmp {  // no match key: one entry (with an empty key) takes every packet
+        key = {
+            hdr.probe.k_lpm: selector;
+            hdr.probe.c_index: selector;
+        }
+        actions = { fwd; set_src; drop; NoAction; }
+        implementation = ecmp;
+        size = 4;
+    }
+    table t_dmeter {
+        key = { hdr.probe.k_opt: exact; }
+        actions = { metered; NoAction; }
+        meters = entry_policer;
+        default_action = NoAction();
+        size = 32;
+    }
 
     apply {
         if (!hdr.probe.isValid()) {
@@ -157,6 +226,15 @@ control DiffIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
                 hdr.probe.flags = hdr.probe.flags | 16;
             }
             t_mixed.apply();
+            t_profile.apply();
+            if (t_select.apply().hit) {
+                hdr.probe.flags = hdr.probe.flags | 32;
+            }
+            t_select32.apply();
+            t_rounds.apply();
+            t_ecmp.apply();
+            t_dmeter.apply();
+            hdr.probe.dcolor = meta.dcolor;
             by_index.count((bit<32>) hdr.probe.c_index);
             policer.execute_meter((bit<32>) hdr.probe.m_index, meta.color);
             hdr.probe.color = meta.color;

@@ -66,7 +66,7 @@ ELECTION_IDS = itertools.count(1)
 PROBE_AT = 14  # the probe header follows Ethernet
 PROBE_FIELDS = (
     "seq", "kind", "k_exact", "k_tern", "k_lpm", "k_range", "k_opt",
-    "c_index", "m_index", "color", "bcolor", "seen", "trace", "eport", "flags",
+    "c_index", "m_index", "color", "bcolor", "seen", "trace", "eport", "flags", "dcolor",
 )  # fmt: skip
 
 
@@ -230,6 +230,22 @@ def read_state(session: Session, info: p4info_pb2.P4Info) -> dict[str, list[str]
         state[f"counter {c.preamble.name}"] = lines([e for e in cells if e.counter_entry.data.packet_count])
     # No registers: simple_switch_grpc's P4Runtime server (PI) answers UNIMPLEMENTED to a
     # register read. diff.p4 writes the cell into every frame and marker instead.
+    for p in info.action_profiles:
+        name, pid = p.preamble.name, p.preamble.id
+        members = session.read([E(action_profile_member=p4runtime_pb2.ActionProfileMember(action_profile_id=pid))])
+        groups = session.read([E(action_profile_group=p4runtime_pb2.ActionProfileGroup(action_profile_id=pid))])
+        state[f"members of {name}"], state[f"groups of {name}"] = lines(members), lines(groups)
+        # the first of each read alone too (PI asks the target for that one)
+        for m in members[:1]:
+            one = p4runtime_pb2.ActionProfileMember(action_profile_id=pid, member_id=m.action_profile_member.member_id)
+            state[f"member {one.member_id} of {name}"] = lines(session.read([E(action_profile_member=one)]))
+        for g in groups[:1]:
+            group = p4runtime_pb2.ActionProfileGroup(action_profile_id=pid, group_id=g.action_profile_group.group_id)
+            state[f"group {group.group_id} of {name}"] = lines(session.read([E(action_profile_group=group)]))
+    for dm in info.direct_meters:
+        read = E(direct_meter_entry=p4runtime_pb2.DirectMeterEntry())
+        read.direct_meter_entry.table_entry.table_id = dm.direct_table_id
+        state[f"direct meter {dm.preamble.name}"] = lines(session.read([read]))
     for m in info.meters:
         cells = session.read([E(meter_entry=p4runtime_pb2.MeterEntry(meter_id=m.preamble.id))])
         state[f"meter {m.preamble.name}"] = lines([e for e in cells if e.meter_entry.HasField("config")])
@@ -299,11 +315,14 @@ def summary(sc: Scenario, o: Outcome) -> str:
     """What a scenario exercised (as simple_switch_grpc answered it)."""
     out = [d for seq, frames in o.frames.items() if seq < MARKER_SEQ for d in frames]
     colors = sorted({PROBE.unpack_from(d, PROBE_AT)[9] for _, d in out})
+    dcolors = sorted({PROBE.unpack_from(d, PROBE_AT)[15] for _, d in out})
+    selected = sum(1 for _, d in out if PROBE.unpack_from(d, PROBE_AT)[14] & 32)  # t_select hit
     failed = sum(1 for _, codes in o.writes for c in codes if c)
     updates = sum(len(step.writes) for step in sc.steps)
     return (
         f"seed {sc.seed}: {updates} updates ({failed} refused), {len(sc.frames)} frames: "
-        f"{len(out)} out, {len(sc.frames) - len(out)} dropped; colors {colors}"
+        f"{len(out)} out, {len(sc.frames) - len(out)} dropped; colors {colors}, direct meter colors {dcolors}; "
+        f"{selected} of those out hit t_select (a group or a member)"
     )
 
 

@@ -1,4 +1,5 @@
-/* A table with an action selector: simple_switch_grpc runs it, the bundled target refuses it at
+/* A table with an action selector hashing by xor16: simple_switch_grpc runs it, the bundled
+ * target (which computes crc16, crc32 and identity selector hashes) refuses it at
  * load (test_generated.py::test_refused_at_load_by_name). */
 #include <core.p4>
 #include <v1model.p4>
@@ -29,7 +30,7 @@ control V(inout headers_t hdr, inout meta_t meta) {
 }
 
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    action_selector(HashAlgorithm.crc16, 16, 14) group;
+    action_selector(HashAlgorithm.xor16, 16, 14) group;
 
     action fwd(bit<9> port) {
         sm.egress_spec = port;

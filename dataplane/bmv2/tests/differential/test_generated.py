@@ -1,12 +1,14 @@
 """Generated differential tests of the bundled target against simple_switch_grpc (#30):
-diff.p4's tables of every match kind, default actions, direct and indirect counters, a
-meter and a register, with seeded random entries and frames (diff_scenario.py) sent to both
-over P4Runtime and veth pairs (diff_harness.py); every Write's answer, every frame out and
-everything read back afterwards must be the same. A failure names the seed and how to
-replay it.
+diff.p4's tables of every match kind, default actions, direct and indirect counters,
+indirect and direct meters, a register, an action profile and an action selector (members,
+weighted groups, entries naming either), with seeded random entries and frames
+(diff_scenario.py) sent to both over P4Runtime and veth pairs (diff_harness.py); every
+Write's answer, every frame out and everything read back afterwards must be the same. A
+failure names the seed and how to replay it.
 
-What the bundled target does not run -- action profiles, action selectors, direct meters
--- it refuses at load, naming the construct; simple_switch_grpc runs those programs.
+What the bundled target does not run -- a selector hashing by another algorithm than
+crc16, crc32 or identity, an action profile shared by tables -- it refuses at load, naming
+the construct; simple_switch_grpc loads those programs.
 
 Root (veth pairs), p4c and simple_switch_grpc: a failure under CI=true without them.
 """
@@ -61,9 +63,8 @@ def test_same_answers_frames_and_counters(program: Program, sides: tuple[Side, S
 @pytest.mark.parametrize(
     ("construct", "named"),
     [
-        pytest.param("profile", ("table I.t", "action profiles", "indirect"), id="action profile"),
-        pytest.param("selector", ("table I.t", "selectors", "indirect_ws"), id="action selector"),
-        pytest.param("direct_meter", ("meter I.colors", "direct meters"), id="direct meter"),
+        pytest.param("selector", ("action selector I.group", "hash algorithm xor16"), id="xor16 selector"),
+        pytest.param("shared_profile", ("action profile I.shared", "shared by tables"), id="shared profile"),
     ],
 )
 def test_refused_at_load_by_name(

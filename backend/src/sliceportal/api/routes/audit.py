@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
 from sqlalchemy import select
 
 from sliceportal.api.crud import page
 from sliceportal.api.deps import NotTenant, SessionDep
+from sliceportal.api.routing import session_router
 from sliceportal.models import AuditLog
 from sliceportal.schemas.auth import AuditEntryPublic
 from sliceportal.schemas.common import ListQuery, Page, QueryId
 
-router = APIRouter(prefix="/audit", tags=["audit"])
+router = session_router(prefix="/audit", tags=["audit"])
 SORTABLE = {"id": AuditLog.id, "ts": AuditLog.ts, "actor": AuditLog.actor, "object_type": AuditLog.object_type}
 
 

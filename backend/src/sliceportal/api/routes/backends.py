@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Header, Request, Response
+from fastapi import BackgroundTasks, Header, Request, Response
 from sqlalchemy import exists, select
 
 from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
 from sliceportal.api.deps import NotTenant, SessionDep, Writer
 from sliceportal.api.errors import ApiError
+from sliceportal.api.routing import session_router
 from sliceportal.core.redaction import keep_secrets
 from sliceportal.models import Backend, Deployment, Slice
 from sliceportal.schemas.backends import BackendCreate, BackendPublic, BackendUpdate
@@ -19,7 +20,7 @@ from sliceportal.services import admission
 from sliceportal.services.backends import POOL, describe, register
 from sliceportal.services.health_probe import probe_backend
 
-router = APIRouter(prefix="/backends", tags=["backends"])
+router = session_router(prefix="/backends", tags=["backends"])
 SORTABLE = {"id": Backend.id, "name": Backend.name, "driver": Backend.driver, "health": Backend.health}
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Request
+from fastapi import Header, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -27,6 +27,7 @@ from sliceportal.api.admission import AdmissionOverride
 from sliceportal.api.crud import get_scoped, page
 from sliceportal.api.deps import Deployer, NotTenant, Principal, SessionDep, wants_async
 from sliceportal.api.errors import ApiError, domain_problem, not_found
+from sliceportal.api.routing import session_router
 from sliceportal.models import Backend, Deployment, RuleSet, Slice
 from sliceportal.models.audit import Actor, set_actor
 from sliceportal.schemas.common import ListQuery, Page, PathId
@@ -49,8 +50,8 @@ from sliceportal.services.equivalence import to_json as equivalence_json
 from sliceportal.services.errors import DomainError
 
 log = logging.getLogger(__name__)
-router = APIRouter(prefix="/backends/{backend_id}", tags=["deployments"])
-slices = APIRouter(prefix="/slices/{slice_id}", tags=["deployments"])
+router = session_router(prefix="/backends/{backend_id}", tags=["deployments"])
+slices = session_router(prefix="/slices/{slice_id}", tags=["deployments"])
 NDJSON = "application/x-ndjson"
 
 

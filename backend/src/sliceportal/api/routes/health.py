@@ -14,7 +14,7 @@ import os
 import socket
 from datetime import datetime
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -23,11 +23,12 @@ from sqlalchemy.orm import Session
 from sliceportal import __version__
 from sliceportal.api.deps import CurrentUser
 from sliceportal.api.errors import ApiError
+from sliceportal.api.routing import session_router
 from sliceportal.control import state
 from sliceportal.core.db import engine_for
 from sliceportal.models import Role
 
-router = APIRouter(tags=["health"])
+router = session_router(tags=["health"])
 
 
 class LoopHealthPublic(BaseModel):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Response
+from fastapi import Body, Header, Response
 from sqlalchemy import select
 
 from sliceportal.api import ratelimit
 from sliceportal.api.crud import get_scoped, page, scoped
 from sliceportal.api.deps import Deployer, Principal, Reader, SessionDep
 from sliceportal.api.errors import ApiError, FieldError
+from sliceportal.api.routing import session_router
 from sliceportal.models import Deployment, Intent
 from sliceportal.rules.intents import IntentChange, IntentError, parse_intent
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
@@ -34,7 +35,7 @@ from sliceportal.schemas.intents import (
 )
 from sliceportal.services import intents as svc
 
-router = APIRouter(prefix="/intents", tags=["intents"])
+router = session_router(prefix="/intents", tags=["intents"])
 SORTABLE = {
     "id": Intent.id,
     "created_at": Intent.created_at,

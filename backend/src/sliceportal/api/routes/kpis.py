@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import AwareDatetime, TypeAdapter
 from sqlalchemy import func, or_, select
@@ -16,6 +16,7 @@ from sliceportal.api.crud import check_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, StreamReader
 from sliceportal.api.errors import ApiError, not_found
 from sliceportal.api.responses import plain_json
+from sliceportal.api.routing import session_router
 from sliceportal.kpi.bins import binned_samples
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.points import KpiPoint, Source, combine_lanes
@@ -33,7 +34,7 @@ from sliceportal.schemas.kpis import (
     SlaViolationPublic,
 )
 
-router = APIRouter(tags=["kpis"])
+router = session_router(tags=["kpis"])
 MAX_POINTS = 20_000
 MAX_EXPLAIN = 5_000
 

@@ -9,19 +9,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Cookie, Depends, Request, Response
+from fastapi import Cookie, Depends, Request, Response
 from fastapi.security import OAuth2PasswordRequestForm
 from sqlalchemy import func, select
 
 from sliceportal.api import auth_sessions, lockout
 from sliceportal.api.deps import SecretDep, SessionDep, SettingsDep, client_address
 from sliceportal.api.errors import ApiError
+from sliceportal.api.routing import session_router
 from sliceportal.core.security import DUMMY_HASH, verify_password
 from sliceportal.models import LoginAttempt, User
 from sliceportal.models.audit import Actor, record, set_actor
 from sliceportal.schemas.auth import RefreshRequest, Token
 
-router = APIRouter(prefix="/login", tags=["login"])
+router = session_router(prefix="/login", tags=["login"])
 
 # The browser keeps the refresh token where scripts cannot read it: HttpOnly, SameSite=Strict
 # (no cross-site request carries it), sent only to /api/v1/login/* (refresh and logout).

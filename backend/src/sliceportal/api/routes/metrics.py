@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -31,12 +31,13 @@ from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sliceportal.api.deps import NotTenant, SessionDep
+from sliceportal.api.routing import session_router
 from sliceportal.core import process_metrics
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import Backend, Deployment, SlaViolation, Slice, Tenant
 from sliceportal.models.queries import newest_samples
 
-router = APIRouter(tags=["kpis"])
+router = session_router(tags=["kpis"])
 API_PREFIX = "/api/v1"  # api.main's (which imports this module)
 LANE_LABELS = ("tenant", "slice", "backend", "lane", "source")
 # gauge -> (sample field, scale to base units, help)

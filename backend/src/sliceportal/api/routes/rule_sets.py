@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from sliceportal.api.crud import get_scoped
 from sliceportal.api.deps import NotTenant, SessionDep
+from sliceportal.api.routing import session_router
 from sliceportal.models import Backend
 from sliceportal.schemas.common import MAX_ID, PathId
 from sliceportal.schemas.rule_sets import (
@@ -19,7 +20,7 @@ from sliceportal.schemas.rule_sets import (
 )
 from sliceportal.services import rule_set_diff as svc
 
-router = APIRouter(prefix="/backends/{backend_id}", tags=["deployments"])
+router = session_router(prefix="/backends/{backend_id}", tags=["deployments"])
 
 
 def _public(d: svc.RuleSetDiff, limit: int) -> RuleSetDiffPublic:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
 from sqlalchemy import select
 
 from sliceportal.api.crud import page
 from sliceportal.api.deps import Reader, SessionDep
 from sliceportal.api.errors import not_found
+from sliceportal.api.routing import session_router
 from sliceportal.models import SliceType
 from sliceportal.schemas.catalogue import SliceTypePublic
 from sliceportal.schemas.common import ListQuery, Page, PathId
 
-router = APIRouter(prefix="/slice-types", tags=["slice-types"])
+router = session_router(prefix="/slice-types", tags=["slice-types"])
 SORTABLE = {
     "id": SliceType.id,
     "name": SliceType.name,

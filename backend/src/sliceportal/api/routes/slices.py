@@ -6,7 +6,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import Header, Query, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
@@ -15,6 +15,7 @@ from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped,
 from sliceportal.api.deps import Reader, SessionDep, SettingsDep, Writer
 from sliceportal.api.errors import ApiError, FieldError, not_found
 from sliceportal.api.responses import model_json
+from sliceportal.api.routing import session_router
 from sliceportal.core.config import Settings
 from sliceportal.models import Backend, ServiceClass, Slice, SliceType, Tenant
 from sliceportal.schemas.common import ListQuery, Page, PathId, QueryId
@@ -37,7 +38,7 @@ from sliceportal.services import admission
 from sliceportal.services.collisions import ServiceMatch, check_service_against, check_services_disjoint
 from sliceportal.services.slice_status import SUMMARY_ORDER, BackendStatus, slice_statuses, summary
 
-router = APIRouter(prefix="/slices", tags=["slices"])
+router = session_router(prefix="/slices", tags=["slices"])
 SORTABLE = {"id": Slice.id, "name": Slice.name, "tenant_id": Slice.tenant_id, "slice_type_id": Slice.slice_type_id}
 SLA_FIELDS = tuple(Sla.model_fields)
 

@@ -6,14 +6,14 @@ import csv
 import logging
 import threading
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
-from fastapi import APIRouter, File, Header, Request, Response, UploadFile
+from fastapi import File, Header, Request, Response, UploadFile
 from fastapi.responses import JSONResponse
-from sqlalchemy import Select, cast, func, literal_column, or_, select, text
+from sqlalchemy import ColumnElement, Select, cast, func, literal_column, or_, select, text
 from sqlalchemy.dialects.postgresql import INET, aggregate_order_by
 from sqlalchemy.orm import Session, lazyload
-from sqlalchemy.types import String
+from sqlalchemy.types import Integer, String
 
 from sliceportal.api import ratelimit
 from sliceportal.api.admission import AdmissionOverride
@@ -28,7 +28,8 @@ from sliceportal.api.crud import (
 )
 from sliceportal.api.deps import Reader, SessionDep, Writer, wants_async
 from sliceportal.api.errors import ApiError, not_found
-from sliceportal.api.responses import plain_json
+from sliceportal.api.responses import model_json, plain_json
+from sliceportal.api.routing import session_router
 from sliceportal.models import ImportJob, Slice, Subscriber, Tenant
 from sliceportal.models.audit import actor_of, record, set_actor
 from sliceportal.models.subscribers import subscriber_slice
@@ -44,10 +45,10 @@ from sliceportal.schemas.subscribers import (
 )
 from sliceportal.services import admission, import_jobs
 from sliceportal.services.admission import Override
-from sliceportal.services.collisions import check_imsi, lock_imsi
+from sliceportal.services.collisions import imsi_holder, imsi_lock, refuse_imsi
 
 log = logging.getLogger(__name__)
-router = APIRouter(prefix="/subscribers", tags=["subscribers"])
+router = session_router(prefix="/subscribers", tags=["subscribers"])
 SORTABLE = {
     "id": Subscriber.id,
     "imsi": Subscriber.imsi,
@@ -97,32 +98,70 @@ def to_public(s: Subscriber) -> SubscriberPublic:
     )
 
 
-def _lock_tenant(session: Session, tenant_id: PathId) -> None:
-    # Serialises writers of one tenant's subscribers where a check is not a constraint: TEID
-    # uniqueness, and admission of guaranteed rates.
-    session.execute(text("SELECT pg_advisory_xact_lock(7401, CAST(:t AS int))"), {"t": tenant_id})
+TENANT_LOCK = 7401  # advisory lock key space of tenants' subscriber writes
+
+
+class _Locked(NamedTuple):
+    """What a subscriber write read while taking its locks: its tenant's id and UE pool."""
+
+    id: int
+    ue_pool: str | None
+
+
+def _lock_for_write(session: Session, tenant_id: int, imsi: str | None, *, tenant: bool) -> _Locked | None:
+    """Take, in one statement, the locks a subscriber write needs where a check is not a
+    constraint — its tenant's (TEID uniqueness, admission of guaranteed rates) when ``tenant``,
+    then its IMSI's (unique across tenants) when ``imsi`` — and read the tenant. None when no
+    tenant has that id (and no lock is taken). Always in this order, so writers cannot deadlock."""
+    locks: list[ColumnElement[Any]] = (
+        [func.pg_advisory_xact_lock(TENANT_LOCK, cast(Tenant.id, Integer))] if tenant else []
+    )
+    if imsi is not None:
+        locks.append(imsi_lock(imsi))
+    row = session.execute(select(Tenant.id, cast(Tenant.ue_pool, String), *locks).where(Tenant.id == tenant_id)).first()
+    return None if row is None else _Locked(row[0], row[1])
 
 
 def _validate(
     session: Session,
-    tenant: Tenant,
+    tenant: _Locked,
     ue_ip: IPv4Address | None,
     teids: list[int] | None,
+    imsi: str | None,
     slice_ids: list[int] | None,
     own_id: int | None,
+    tenant_scope: int | None,
 ) -> list[Slice] | None:
+    """Check a write's fields against the tenant and every other subscriber (the caller holds
+    ``_lock_for_write``'s locks): the UE pool, then TEIDs and the IMSI in one statement, then
+    the slices. The slices found (None when ``slice_ids`` is None)."""
     if ue_ip is not None and tenant.ue_pool is not None and ue_ip not in IPv4Network(tenant.ue_pool):
         raise ApiError(
             422, "Validation failed", f"{ue_ip} is outside the tenant's UE pool {tenant.ue_pool}", field="ue_ip"
         )
+    clashes: list[Any] = []
     if teids:
-        clash = session.scalar(
+        teid_holder = (
             select(Subscriber.id)
             .where(Subscriber.tenant_id == tenant.id, Subscriber.teids.overlap(teids), Subscriber.id != (own_id or 0))
             .limit(1)
+            .scalar_subquery()
         )
-        if clash is not None:
-            raise ApiError(409, "Conflict", f"a TEID of {teids} is already used by subscriber {clash}", field="teids")
+        clashes.append(teid_holder.label("teids"))
+    if imsi is not None:
+        clashes.append(imsi_holder(imsi, own_id).label("imsi"))
+    held = session.execute(select(*clashes)).one()._asdict() if clashes else {}
+    if held.get("teids") is not None:
+        raise ApiError(
+            409, "Conflict", f"a TEID of {teids} is already used by subscriber {held['teids']}", field="teids"
+        )
+    found = _slices(session, tenant.id, slice_ids)
+    if imsi is not None and held["imsi"] is not None:
+        refuse_imsi(session, imsi, held["imsi"], tenant_scope=tenant_scope)
+    return found
+
+
+def _slices(session: Session, tenant_id: int, slice_ids: list[int] | None) -> list[Slice] | None:
     if slice_ids is None:
         return None
     if not slice_ids:
@@ -130,7 +169,7 @@ def _validate(
     # only the ids are used: the slices' own relationships (type, backends, services) stay unloaded
     found = list(
         session.scalars(
-            select(Slice).options(lazyload("*")).where(Slice.id.in_(slice_ids), Slice.tenant_id == tenant.id)
+            select(Slice).options(lazyload("*")).where(Slice.id.in_(slice_ids), Slice.tenant_id == tenant_id)
         )
     )
     missing = sorted(set(slice_ids) - {s.id for s in found})
@@ -236,33 +275,35 @@ def _admit(session: Session, s: Subscriber, override: Override | None, action: s
 
 @router.post("", response_model=SubscriberPublic, status_code=201)
 def create_subscriber(
-    body: SubscriberCreate, principal: Writer, session: SessionDep, response: Response, override: AdmissionOverride
-) -> SubscriberPublic:
+    body: SubscriberCreate, principal: Writer, session: SessionDep, override: AdmissionOverride
+) -> Response:
     """A subscriber with ``guaranteed_bps`` joining slices runs admission control (409 with the
     computation; operators may send ``Admission-Override: <reason>``)."""
-    tenant = session.get(Tenant, body.tenant_id)
-    if tenant is None or principal.tenant_scope not in (None, tenant.id):
+    # the tenant's lock only with TEIDs or a rate: every create of a tenant waited for it, a
+    # convoy under load (bench api_open_loop)
+    tenant = (
+        _lock_for_write(session, body.tenant_id, body.imsi, tenant=bool(body.teids or body.guaranteed_bps))
+        if principal.tenant_scope in (None, body.tenant_id)
+        else None
+    )
+    if tenant is None:
         raise ApiError(422, "Validation failed", f"tenant {body.tenant_id} does not exist", field="tenant_id")
-    if body.teids or body.guaranteed_bps:
-        # only then: every create of a tenant waited here, a convoy under load (bench api_open_loop)
-        _lock_tenant(session, tenant.id)
-    lock_imsi(session, body.imsi)
-    slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, None) or []
-    check_imsi(session, body.imsi, None, tenant_scope=principal.tenant_scope)
+    slices = _validate(session, tenant, body.ue_ip, body.teids, body.imsi, body.slice_ids, None, principal.tenant_scope)
     s = Subscriber(
         tenant_id=tenant.id,
         imsi=body.imsi,
         ue_ip=body.ue_ip,
         teids=body.teids,
-        slices=slices,
+        slices=slices or [],
         guaranteed_bps=body.guaranteed_bps,
     )
     session.add(s)
     if s.guaranteed_bps:
         _admit(session, s, override, "create")
     session.commit()
-    etag(response, s)
-    return to_public(s)
+    answer = model_json(to_public(s), status_code=201)
+    etag(answer, s)
+    return answer
 
 
 @router.patch("/{subscriber_id}", response_model=SubscriberPublic)
@@ -271,20 +312,16 @@ def update_subscriber(
     body: SubscriberUpdate,
     principal: Writer,
     session: SessionDep,
-    response: Response,
     override: AdmissionOverride,
     if_match: Annotated[str | None, Header()] = None,
-) -> SubscriberPublic:
+) -> Response:
     """A larger ``guaranteed_bps``, or a guaranteed subscriber joining a slice, runs admission control."""
     s = get_scoped(session, Subscriber, subscriber_id, principal.tenant_scope, "subscriber")
     check_version(s, if_match, body.version)
-    tenant = session.get(Tenant, s.tenant_id)
-    assert tenant is not None
-    _lock_tenant(session, tenant.id)
-    slices = _validate(session, tenant, body.ue_ip, body.teids, body.slice_ids, s.id)
-    if body.imsi is not None and body.imsi != s.imsi:
-        lock_imsi(session, body.imsi)
-        check_imsi(session, body.imsi, s.id, tenant_scope=principal.tenant_scope)
+    new_imsi = body.imsi if body.imsi is not None and body.imsi != s.imsi else None
+    tenant = _lock_for_write(session, s.tenant_id, new_imsi, tenant=True)
+    assert tenant is not None  # the subscriber's own tenant (a tenant is deleted with its subscribers)
+    slices = _validate(session, tenant, body.ue_ip, body.teids, new_imsi, body.slice_ids, s.id, principal.tenant_scope)
     before_bps, before_slices = s.guaranteed_bps or 0, {x.id for x in s.slices}
     changes = body.model_dump(exclude_unset=True, exclude={"version", "slice_ids"})
     apply_changes(s, changes, not_null=("imsi", "ue_ip", "teids"))
@@ -293,8 +330,9 @@ def update_subscriber(
     if s.guaranteed_bps and (s.guaranteed_bps > before_bps or {x.id for x in s.slices} - before_slices):
         _admit(session, s, override, "update")
     session.commit()
-    etag(response, s)
-    return to_public(s)
+    answer = model_json(to_public(s))
+    etag(answer, s)
+    return answer
 
 
 @router.delete("/{subscriber_id}", status_code=204, responses={412: {"description": "If-Match names another version"}})

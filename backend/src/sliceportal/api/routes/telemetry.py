@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage
@@ -28,12 +28,12 @@ from sqlalchemy.orm import Session
 
 from sliceportal.api.deps import CurrentUser, SessionDep, require
 from sliceportal.api.errors import ApiError, FieldError
-from sliceportal.kpi.points import KpiPoint
+from sliceportal.api.routing import session_router
 from sliceportal.kpi.store import ingest
 from sliceportal.models import Backend, Scope, Slice
 from sliceportal.schemas.kpis import MAX_INGEST_POINTS, IngestBatch, IngestResult
 
-router = APIRouter(tags=["kpis"])
+router = session_router(tags=["kpis"])
 MAX_BODY_BYTES = 1 << 20  # the API's default body limit (Settings.max_body_bytes) applies before this
 FUTURE_SLACK = timedelta(minutes=1)  # clocks differ; a point from further ahead is a mistake
 RATE_LIMIT = "300/minute"  # a probe agent posting every second, with room for a catch-up
@@ -120,8 +120,5 @@ def _store(batch: IngestBatch, tenant_scope: int | None, session: Session) -> In
             break  # enough to fix the client; the batch is refused anyway
     if errors:
         raise ApiError(422, "Validation failed", f"{len(errors)} point(s) refused; nothing was stored", errors=errors)
-    # validated above field by field (IngestPoint's limits are stricter than KpiPoint's types):
-    # built without validating each point a second time
-    stored = [KpiPoint.model_construct(**dict(p)) for p in points]
-    changed = ingest(session, stored)
-    return IngestResult(stored=len(stored), violations_changed=len(changed))
+    changed = ingest(session, points)  # IngestPoints are KpiPoints
+    return IngestResult(stored=len(points), violations_changed=len(changed))

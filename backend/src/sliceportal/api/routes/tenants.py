@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import Header, Query, Response
 from sqlalchemy import func, select
 
 from sliceportal.api.crud import apply_changes, check_delete_version, check_version, etag, get_scoped, page, scoped
 from sliceportal.api.deps import Reader, SessionDep, Writer
 from sliceportal.api.errors import ApiError
+from sliceportal.api.routing import session_router
 from sliceportal.models import Slice, Subscriber, Tenant, User
 from sliceportal.models.audit import record
 from sliceportal.schemas.common import ListQuery, Page, PathId
 from sliceportal.schemas.tenants import TenantCreate, TenantPublic, TenantUpdate
 from sliceportal.services.collisions import check_tenant_unique, lock_ue_pools
 
-router = APIRouter(prefix="/tenants", tags=["tenants"])
+router = session_router(prefix="/tenants", tags=["tenants"])
 SORTABLE = {"id": Tenant.id, "name": Tenant.name, "vni": Tenant.vni, "vlan": Tenant.vlan}
 
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
-from fastapi import APIRouter
-
 from sliceportal.api.deps import CurrentUser, SessionDep
 from sliceportal.api.errors import ApiError
+from sliceportal.api.routing import session_router
 from sliceportal.control import state
 from sliceportal.models import Role
 from sliceportal.schemas.common import PathId
 from sliceportal.schemas.testbed import CongestionCreate, CongestionStarted, TestbedState
 
-router = APIRouter(prefix="/testbed", tags=["testbed"])
+router = session_router(prefix="/testbed", tags=["testbed"])
 
 # A testbed report older than this is from a controller that is gone (it reports every 0.5 s).
 REPORT_FRESH_S = 5.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import Header, Query, Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -13,6 +13,7 @@ from sliceportal.api.auth_sessions import revoke_user_sessions
 from sliceportal.api.crud import apply_changes, check_version, etag, get_scoped, page
 from sliceportal.api.deps import KEY_ROLE_SCOPES, ROLE_SCOPES, CurrentUser, NotTenant, Principal, SessionDep
 from sliceportal.api.errors import ApiError, not_found
+from sliceportal.api.routing import session_router
 from sliceportal.core.security import hash_password, new_api_key, sha256
 from sliceportal.models import ApiKey, Role, Tenant, User
 from sliceportal.schemas.auth import (
@@ -26,8 +27,8 @@ from sliceportal.schemas.auth import (
 )
 from sliceportal.schemas.common import ListQuery, Page, PathId
 
-router = APIRouter(prefix="/users", tags=["users"])
-keys = APIRouter(prefix="/api-keys", tags=["api-keys"])
+router = session_router(prefix="/users", tags=["users"])
+keys = session_router(prefix="/api-keys", tags=["api-keys"])
 
 
 def _operator(principal: CurrentUser) -> None:

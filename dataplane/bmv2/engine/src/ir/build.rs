@@ -2,7 +2,10 @@
 //! earlier ones (actions name calculations and externs, tables name actions). The first
 //! refusal found ends the build, so the order also decides which one a program is told.
 
-use super::{arr, s, short, ActionIr, ArrayIr, ChecksumIr, HeaderIr, Ir, StackIr, StdSlots, R, VARBIT_INPUT};
+use super::{
+    arr, s, short, ActionIr, ArrayIr, ChecksumIr, DirectMeterIr, HeaderIr, Ir, ProfileIr, SelectorAlgo, StackIr,
+    StdSlots, R, VARBIT_INPUT,
+};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -21,7 +24,9 @@ pub fn build(raw: &Value) -> R<Ir> {
     let actions = b.actions(raw)?;
     let (states, init_state) = b.parser(raw)?;
     let deparse_order = b.deparser(raw)?;
-    let controls = b.pipelines(raw, &actions, &direct_counters)?;
+    let profiles = b.profiles(raw)?;
+    let mut controls = b.pipelines(raw, &actions, &direct_counters)?;
+    let profiles = crate::profiles::bind(profiles, &mut controls.tables)?;
     Ok(Ir {
         headers: b.headers,
         stacks: b.stacks,
@@ -40,6 +45,7 @@ pub fn build(raw: &Value) -> R<Ir> {
         counters,
         registers,
         meters,
+        profiles,
         checksums,
         error_packet_too_short: error_code(raw, "PacketTooShort"),
         error_no_match: error_code(raw, "NoMatch"),
@@ -63,6 +69,10 @@ pub(super) struct Builder {
     pub(super) counter_index: HashMap<String, usize>,
     pub(super) register_index: HashMap<String, usize>,
     pub(super) meter_index: HashMap<String, usize>,
+    /// Direct meters by the table they are bound to.
+    pub(super) direct_meters: HashMap<String, DirectMeterIr>,
+    /// Action profiles by name (index of `Ir::profiles`).
+    pub(super) profile_index: HashMap<String, usize>,
     pub(super) stack_index: HashMap<String, usize>,
     pub(super) union_index: HashMap<String, usize>,
     pub(super) stacks: Vec<StackIr>,
@@ -209,9 +219,6 @@ impl Builder {
         let mut meters = Vec::new();
         for m in arr(raw, "meter_arrays") {
             let name = s(m, "name")?.to_string();
-            if m.get("is_direct").and_then(Value::as_bool) == Some(true) {
-                return Err(format!("meter {name}: direct meters"));
-            }
             if m.get("rate_count").and_then(Value::as_u64) != Some(2) {
                 return Err(format!("meter {name}: only two-rate (trTCM) meters"));
             }
@@ -220,10 +227,55 @@ impl Builder {
                 "packets" => false,
                 other => return Err(format!("meter {name}: type {other}")),
             };
+            if m.get("is_direct").and_then(Value::as_bool) == Some(true) {
+                // BMv2 runs it on a table hit, not by execute_meter: the table's, not an array
+                let table = s(m, "binding").map_err(|e| format!("direct meter {name}: {e}"))?.to_string();
+                let target = self.field(&m["result_target"]).map_err(|e| format!("direct meter {name}: {e}"))?;
+                self.direct_meters.insert(table, DirectMeterIr { name, bytes, target });
+                continue;
+            }
             self.meter_index.insert(name.clone(), meters.len());
             meters.push(ArrayIr { name, size: m["size"].as_u64().unwrap_or(0) as usize, width: 2, bytes });
         }
         Ok(meters)
+    }
+
+    /// The action profiles of both pipelines; a selector's hash must be one this engine
+    /// computes as BMv2 does.
+    fn profiles(&mut self, raw: &Value) -> R<Vec<ProfileIr>> {
+        let mut out = Vec::new();
+        for pl in arr(raw, "pipelines") {
+            for ap in arr(pl, "action_profiles") {
+                let name = s(ap, "name")?.to_string();
+                let selector = match ap.get("selector") {
+                    None | Some(Value::Null) => None,
+                    Some(sel) => {
+                        let algo = match s(sel, "algo")? {
+                            "crc16" => SelectorAlgo::Crc16,
+                            "crc32" => SelectorAlgo::Crc32,
+                            "identity" => SelectorAlgo::Identity,
+                            other => {
+                                let known = "crc16, crc32, identity";
+                                return Err(format!("action selector {name}: hash algorithm {other} (only {known})"));
+                            }
+                        };
+                        let mut inputs = Vec::new();
+                        for i in arr(sel, "input") {
+                            if s(i, "type")? != "field" {
+                                return Err(format!("action selector {name}: selector input {}", short(i)));
+                            }
+                            let f = self.field(&i["value"]).map_err(|e| format!("action selector {name}: {e}"))?;
+                            inputs.push((f, self.slot_width[f]));
+                        }
+                        Some((algo, inputs))
+                    }
+                };
+                let max_size = ap.get("max_size").and_then(Value::as_u64).unwrap_or(0) as usize;
+                self.profile_index.insert(name.clone(), out.len());
+                out.push(ProfileIr { name, max_size, selector, actions: Vec::new() });
+            }
+        }
+        Ok(out)
     }
 
     /// The inputs and algorithm of each calculation, by name, for the checksums and hash

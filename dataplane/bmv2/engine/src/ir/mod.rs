@@ -268,6 +268,14 @@ pub struct TableIr {
     pub default_params: Vec<u64>,
     pub default_const: bool,
     pub direct_counter: bool,
+    /// An indirect table's action profile (index of [`Ir::profiles`]): its entries name a
+    /// member or a group of the profile instead of an action (`profiles.rs`).
+    pub profile: Option<usize>,
+    /// Where a miss goes that runs no action (BMv2's default_default_entry of an indirect
+    /// table without a default entry): `__MISS__`, else `base_default_next`.
+    pub miss_next: Option<Node>,
+    /// The table's direct meter, executed on a hit before the action (`profiles.rs`).
+    pub direct_meter: Option<DirectMeterIr>,
     /// The program's `const entries`: (key as the engine's table stores it, priority
     /// (larger wins), action, parameters), installed when the engine is built.
     pub entries: Vec<ConstEntry>,
@@ -288,9 +296,43 @@ impl TableIr {
             default_params: vec![],
             default_const: false,
             direct_counter: false,
+            profile: None,
+            miss_next: None,
+            direct_meter: None,
             entries: vec![],
         }
     }
+}
+
+/// An action profile (the JSON's `action_profiles`), with a selector when it is an
+/// action_selector: the fields hashed (packed as BMv2's BufBuilder packs them) and how.
+#[derive(Debug, Clone)]
+pub struct ProfileIr {
+    pub name: String,
+    pub max_size: usize,
+    pub selector: Option<(SelectorAlgo, Vec<(usize, u32)>)>,
+    /// The engine actions a member may run: those of the (first) table the profile
+    /// implements, as p4c gives each table its own copy of an action.
+    pub actions: Vec<usize>,
+}
+
+/// The selector hashes this engine computes as BMv2 does (src/bm_sim/calculations.cpp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectorAlgo {
+    /// CRC-16/ARC.
+    Crc16,
+    /// CRC-32 (ISO-HDLC, zlib's).
+    Crc32,
+    /// The first (at most 8) bytes as a big-endian number.
+    Identity,
+}
+
+/// A table's direct meter: counts bytes or packets; its colour goes to field `target`.
+#[derive(Debug, Clone)]
+pub struct DirectMeterIr {
+    pub name: String,
+    pub bytes: bool,
+    pub target: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -364,6 +406,7 @@ pub struct Ir {
     pub counters: Vec<ArrayIr>,
     pub registers: Vec<ArrayIr>,
     pub meters: Vec<ArrayIr>,
+    pub profiles: Vec<ProfileIr>,
     pub checksums: Vec<ChecksumIr>,
     pub error_packet_too_short: u32,
     pub error_no_match: u32,

@@ -83,10 +83,24 @@ impl Builder {
     fn table(&self, t: &Value, nodes: &Nodes, actions: &[ActionIr], direct_counters: &HashSet<String>) -> R<TableIr> {
         let name = s(t, "name")?.to_string();
         let ctx = |e: String| format!("table {name}: {e}");
-        if !arr(t, "direct_meters").is_empty() || t.get("direct_meters").is_some_and(|v| !v.is_null() && !v.is_array())
-        {
-            return Err(ctx("direct meters".into()));
+        if !arr(t, "direct_meters").is_empty() {
+            return Err(ctx("a list of direct meters".into()));
         }
+        let direct_meter = match t.get("direct_meters").and_then(Value::as_str) {
+            None => None,
+            Some(m) => match self.direct_meters.get(&name) {
+                Some(d) if d.name == m => Some(d.clone()),
+                _ => return Err(ctx(format!("direct meter {m} is not bound to this table"))),
+            },
+        };
+        let profile = match s(t, "type")? {
+            "simple" => None,
+            "indirect" | "indirect_ws" => {
+                let p = s(t, "action_profile").map_err(ctx)?;
+                Some(*self.profile_index.get(p).ok_or_else(|| ctx(format!("unknown action profile {p}")))?)
+            }
+            other => return Err(ctx(format!("table type {other}"))),
+        };
         let keys = arr(t, "key").iter().map(|k| self.table_key(k, &ctx)).collect::<R<Vec<_>>>()?;
         if keys.len() > 32 {
             return Err(ctx("more than 32 key fields".into()));
@@ -100,6 +114,11 @@ impl Builder {
             acts.push(*self.action_index.get(&id).ok_or_else(|| ctx(format!("unknown action id {id}")))?);
         }
         let next = next_nodes(t, &acts, nodes, &ctx)?;
+        let next_tables = &t["next_tables"];
+        let miss_next = match next_tables.get("__MISS__") {
+            Some(m) => nodes.get(m).map_err(ctx)?,
+            None => nodes.get(&t["base_default_next"]).map_err(ctx)?,
+        };
         let de = &t["default_entry"];
         let (default_action, default_params, default_const) = if de.is_object() {
             let id = action_id(&de["action_id"]);
@@ -119,6 +138,9 @@ impl Builder {
         Ok(TableIr {
             entries,
             direct_counter: direct_counters.contains(&name),
+            profile,
+            miss_next,
+            direct_meter,
             name,
             keys,
             max_size: t["max_size"].as_u64().unwrap_or(0) as usize,

@@ -1,4 +1,6 @@
-/* A table with a direct meter: simple_switch_grpc runs it, the bundled target refuses it at
+/* Two tables sharing an action profile: simple_switch_grpc loads it, the bundled target refuses
+ * it (BMv2 keeps one copy of each action per profile, the last table's, and looks its next
+ * node up in the other table, which throws unless that table branches on hit / miss) at
  * load (test_generated.py::test_refused_at_load_by_name). */
 #include <core.p4>
 #include <v1model.p4>
@@ -29,21 +31,30 @@ control V(inout headers_t hdr, inout meta_t meta) {
 }
 
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    direct_meter<bit<8>>(MeterType.packets) colors;
+    action_profile(16) shared;
 
     action fwd(bit<9> port) {
-        sm.egress_spec = port; colors.read(meta.color);
+        sm.egress_spec = port;
     }
     table t {
         key = {
             hdr.ethernet.dst: exact;
         }
         actions = { fwd; NoAction; }
-        meters = colors;
+        implementation = shared;
+        size = 16;
+    }
+    table u {
+        key = {
+            hdr.ethernet.src: exact;
+        }
+        actions = { fwd; NoAction; }
+        implementation = shared;
         size = 16;
     }
     apply {
         t.apply();
+        u.apply();
     }
 }
 
