@@ -106,8 +106,9 @@ pub struct Engine {
     /// packet's header vector and frame buffer were five allocations, freed on the live
     /// path by another thread than the one that allocated them (slow in glibc's malloc).
     spare: Vec<Packet>,
-    /// The controls as flat steps (`flat`), rebuilt when a keyless table's default changes.
-    flat: Flat,
+    /// The controls as flat steps (`flat`), rebuilt when a keyless table's default changes;
+    /// None while a control runs.
+    flat: Option<Box<Flat>>,
     /// Per checksum (`ir.checksums`), its inputs in runs of whole 16-bit words, if they fall
     /// into such runs.
     csum_runs: Vec<Option<CsumRuns>>,
@@ -244,7 +245,7 @@ impl Engine {
             ext,
             valid_init,
             spare: Vec::new(),
-            flat: Flat::default(),
+            flat: None,
             csum_runs,
             pstates: Vec::new(),
             csum_tests: Vec::new(),
@@ -252,7 +253,7 @@ impl Engine {
         e.csum_tests =
             e.ir.checksums.iter().map(|c| c.cond.as_ref().map(crate::flat::cond_tests).unwrap_or_default()).collect();
         e.pstates = crate::flat::parser(&e.ir);
-        e.flat = crate::flat::build(&e.ir, &e.tables);
+        e.flat = Some(Box::new(crate::flat::build(&e.ir, &e.tables)));
         e
     }
 
@@ -297,7 +298,7 @@ impl Engine {
         t.default_params = params;
         if t.keyless() {
             // its action is laid out in the flat controls
-            self.flat = crate::flat::build(&self.ir, &self.tables);
+            self.flat = Some(Box::new(crate::flat::build(&self.ir, &self.tables)));
         }
         Ok(())
     }
@@ -994,17 +995,18 @@ impl Engine {
 
     /// A control's steps (`flat`): as [`Engine::run_control`] walks its node graph.
     fn run_flat(&mut self, ingress: bool, pkt: &mut Packet) {
-        // taken out of the engine while it runs (the steps call methods that mutate it); put
-        // back at the end, and made anew should a panic have lost it
+        // taken out of the engine while it runs (the steps call methods that mutate it): a
+        // pointer moved, not the lists; put back at the end, made anew should a panic have
+        // lost it
         #[cfg(test)]
         if WALK_GRAPH.with(std::cell::Cell::get) {
             let init = if ingress { self.ir.ingress_init } else { self.ir.egress_init };
             return self.run_control(init, pkt);
         }
-        let mut flat = std::mem::take(&mut self.flat);
-        if flat.steps.is_empty() {
-            flat = crate::flat::build(&self.ir, &self.tables);
-        }
+        let flat = match self.flat.take() {
+            Some(flat) => flat,
+            None => Box::new(crate::flat::build(&self.ir, &self.tables)),
+        };
         let mut pc = if ingress { flat.ingress } else { flat.egress } as usize;
         if pkt.exit {
             pc = 0;
@@ -1106,7 +1108,7 @@ impl Engine {
             pc += 1;
         }
         pkt.exit = false;
-        self.flat = flat;
+        self.flat = Some(flat);
     }
 
     pub(crate) fn run_action(&mut self, action: usize, params: &[u64], pkt: &mut Packet) {
