@@ -26,7 +26,7 @@ pub enum Want {
 /// (`AddK`, `EqF`, ...): one dispatch per instruction, not a second one on the operator. The
 /// macro writes the enum, the constructors of the folded forms and the evaluator.
 macro_rules! instructions {
-    ($($op:ident: $k:ident, $f:ident;)*) => {
+    ($($op:ident: $k:ident, $f:ident, $fk:ident;)*) => {
         #[derive(Debug, Clone, Copy)]
         pub enum Op {
             Const(u64),
@@ -41,6 +41,9 @@ macro_rules! instructions {
                 $k(u64),
                 /// x = pop, push x op the field.
                 $f(u32),
+                /// push the field op the constant: the commonest expression (`meta.x == 1`,
+                /// `x >> 4`) in one instruction instead of two.
+                $fk(u32, u64),
             )*
             /// The operators without folded forms, on a constant or a field.
             BinK(BinOp, u64),
@@ -70,6 +73,56 @@ macro_rules! instructions {
             match op {
                 $(BinOp::$op => Op::$f(f),)*
                 _ => Op::BinF(op, f),
+            }
+        }
+
+        /// The fused `field op constant`; None for the operators without folded forms.
+        fn with_fk(op: BinOp, f: u32, k: u64) -> Option<Op> {
+            match op {
+                $(BinOp::$op => Some(Op::$fk(f, k)),)*
+                _ => None,
+            }
+        }
+
+        /// Code of one instruction that needs no stack (most, once fused: `meta.x == 1`), run
+        /// where it is read: [`run`]'s call and stack set-up cost more than the instruction.
+        /// None: run the code with [`run`].
+        #[inline(always)]
+        pub fn single(code: &[Op], fields: &[u64], valid: &[bool], params: &[u64]) -> Option<u64> {
+            let [op] = code else { return None };
+            Some(match *op {
+                Op::Const(k) => k,
+                Op::Field(f) => fields[f as usize],
+                Op::Valid(h) => valid[h as usize] as u64,
+                Op::Param(i) => params.get(i as usize).copied().unwrap_or(0),
+                $(Op::$fk(f, k) => bin(BinOp::$op, fields[f as usize], k),)*
+                _ => return None,
+            })
+        }
+
+        /// The fused instruction's operator, field and constant.
+        pub fn as_fk(op: &Op) -> Option<(BinOp, u32, u64)> {
+            match *op {
+                $(Op::$fk(f, k) => Some((BinOp::$op, f, k)),)*
+                _ => None,
+            }
+        }
+
+        /// The operator and constant of an instruction on a constant.
+        pub fn as_k(op: &Op) -> Option<(BinOp, u64)> {
+            match *op {
+                $(Op::$k(k) => Some((BinOp::$op, k)),)*
+                Op::BinK(o, k) => Some((o, k)),
+                _ => None,
+            }
+        }
+
+        /// The operator and field of an instruction on a field.
+        pub fn as_f(op: &Op) -> Option<(BinOp, u32)> {
+            match *op {
+                $(Op::$f(f) => Some((BinOp::$op, f)),)*
+                Op::BinF(o, f) => Some((o, f)),
+                _ => None,
             }
         }
 
@@ -124,6 +177,7 @@ macro_rules! instructions {
                     $(
                         Op::$k(k) => top = bin(BinOp::$op, top, k),
                         Op::$f(f) => top = bin(BinOp::$op, top, fields[f as usize]),
+                        Op::$fk(f, k) => push!(bin(BinOp::$op, fields[f as usize], k)),
                     )*
                     Op::BinK(o, k) => top = bin(o, top, k),
                     Op::BinF(o, f) => top = bin(o, top, fields[f as usize]),
@@ -162,20 +216,20 @@ macro_rules! instructions {
 }
 
 instructions! {
-    And: AndK, AndF;
-    Or: OrK, OrF;
-    Xor: XorK, XorF;
-    Add: AddK, AddF;
-    Sub: SubK, SubF;
-    Mul: MulK, MulF;
-    Shl: ShlK, ShlF;
-    Shr: ShrK, ShrF;
-    Eq: EqK, EqF;
-    Ne: NeK, NeF;
-    Lt: LtK, LtF;
-    Le: LeK, LeF;
-    Gt: GtK, GtF;
-    Ge: GeK, GeF;
+    And: AndK, AndF, FAndK;
+    Or: OrK, OrF, FOrK;
+    Xor: XorK, XorF, FXorK;
+    Add: AddK, AddF, FAddK;
+    Sub: SubK, SubF, FSubK;
+    Mul: MulK, MulF, FMulK;
+    Shl: ShlK, ShlF, FShlK;
+    Shr: ShrK, ShrF, FShrK;
+    Eq: EqK, EqF, FEqK;
+    Ne: NeK, NeF, FNeK;
+    Lt: LtK, LtF, FLtK;
+    Le: LeK, LeF, FLeK;
+    Gt: GtK, GtF, FGtK;
+    Ge: GeK, GeF, FGeK;
 }
 
 /// The deepest stack code may use (the evaluator's stack lives in registers / on the stack).
@@ -209,6 +263,11 @@ impl Compiler<'_> {
     }
 
     fn bin(&mut self, op: BinOp, a: &Expr, b: &Expr, wa: Want, wb: Want) -> Option<()> {
+        if let (Expr::Field(f), Some(Operand::K(k))) = (a, self.operand(b, wb)) {
+            if let Some(fused) = with_fk(op, *f as u32, k) {
+                return self.push(fused, 1);
+            }
+        }
         self.expr(a, wa)?;
         match self.operand(b, wb) {
             Some(Operand::K(k)) => self.push(with_k(op, k), 0),

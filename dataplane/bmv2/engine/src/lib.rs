@@ -1,12 +1,15 @@
 //! The packet engine of the bundled P4Runtime target (issue #13, item 2): it loads the BMv2
 //! JSON that p4c emits, refuses at load time, with the place named, every construct outside
 //! the set it executes, and runs packets through the program as simple_switch does
-//! (`exec`). `ir` resolves names to indices once; `table` holds match tables; `profiles`
-//! runs action profiles, selectors and direct meters as BMv2 does; `python` is the PyO3
-//! module the target imports (cargo feature "python").
+//! (`exec`). `ir` resolves names to indices once; `code` compiles expressions to stack code
+//! and `flat` lays the parser and the controls out as steps, both at load, for the
+//! per-packet loop; `table` holds match tables; `profiles` runs action profiles, selectors
+//! and direct meters as BMv2 does; `python` is the PyO3 module the target imports (cargo
+//! feature "python").
 
 pub mod code;
 pub mod exec;
+pub mod flat;
 pub mod ir;
 pub mod lanes;
 pub mod live;

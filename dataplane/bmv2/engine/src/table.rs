@@ -346,7 +346,10 @@ impl TableState {
 
     /// The handle of the entry a packet with these key values hits.
     pub fn lookup(&mut self, t: &TableIr, values: &[u64]) -> Option<u64> {
-        self.commit(t);
+        // per packet: the call only when there is something to settle
+        if self.dirty || self.index.reorder {
+            self.commit(t);
+        }
         if self.has_range {
             'entries: for h in &self.index.scan {
                 let e = &self.entries[h];
