@@ -30,6 +30,7 @@ from p4.v1 import p4runtime_pb2
 from .engine import Engine
 from .errors import P4RTError, invalid, not_found
 from .p4info_index import P4InfoIndex
+from .values import action_params
 
 Update = p4runtime_pb2.Update
 MEMBER, GROUP = 0, 1  # the kinds of an indirect entry's reference (engine/src/profiles.rs)
@@ -66,15 +67,6 @@ class Profile:
     group_of_handle: dict[int, int] = field(default_factory=dict)
 
 
-def _decode(data: bytes, bitwidth: int, what: str) -> int:
-    if not data:
-        raise invalid(f"{what}: empty bytestring")
-    value = int.from_bytes(data, "big")
-    if value >> bitwidth:
-        raise invalid(f"{what}: value {value:#x} does not fit in {bitwidth} bits")
-    return value
-
-
 class ProfileStore:
     def __init__(self, index: P4InfoIndex, engine: Engine, table_actions: dict[int, dict[int, int]]) -> None:
         """``table_actions``: per P4Info table id, its actions' engine indices."""
@@ -103,19 +95,7 @@ class ProfileStore:
             raise invalid(f"unknown action id {action.action_id}")
         if action.action_id not in p.engine_actions:
             raise invalid(f"action {a.preamble.name} is not an action of {p.info.preamble.name}")
-        by_id = {s.id: s for s in a.params}
-        values: dict[int, int] = {}
-        for prm in action.params:
-            spec = by_id.get(prm.param_id)
-            if spec is None:
-                raise invalid(f"action {a.preamble.name}: unknown parameter id {prm.param_id}")
-            if prm.param_id in values:
-                raise invalid(f"action {a.preamble.name}: parameter {spec.name} given twice")
-            values[prm.param_id] = _decode(prm.value, spec.bitwidth, f"{a.preamble.name}.{spec.name}")
-        missing = [s.name for s in a.params if s.id not in values]
-        if missing:
-            raise invalid(f"action {a.preamble.name}: missing parameters {missing}")
-        return action.action_id, tuple(values[s.id] for s in a.params)
+        return action.action_id, action_params(a, action)
 
     def write_member(self, utype: int, m: p4runtime_pb2.ActionProfileMember) -> None:
         p = self.profile(m.action_profile_id)

@@ -22,20 +22,10 @@ from .engine import Engine
 from .errors import P4RTError, invalid, not_found
 from .p4info_index import P4InfoIndex
 from .profiles import MEMBER, ProfileStore, target_error
+from .values import action_params, decode
 
 MF = p4info_pb2.MatchField
 Update = p4runtime_pb2.Update
-
-
-def decode(data: bytes, bitwidth: int, what: str) -> int:
-    """A P4Runtime bytestring as an int, rejecting what PI rejects. Leading zero bytes are
-    accepted (PI canonicalises them: 00 00 01 is port 1), only the value must fit."""
-    if not data:
-        raise invalid(f"{what}: empty bytestring")
-    value = int.from_bytes(data, "big")
-    if value >> bitwidth:
-        raise invalid(f"{what}: value {value:#x} does not fit in {bitwidth} bits")
-    return value
 
 
 def encode(value: int) -> bytes:
@@ -266,19 +256,7 @@ class TableStore:
             raise P4RTError(grpc.StatusCode.PERMISSION_DENIED, f"action {where}")
         if default and ref.scope == p4info_pb2.ActionRef.TABLE_ONLY:
             raise invalid(f"action {a.preamble.name} cannot be a default action")
-        by_id = {p.id: p for p in a.params}
-        values: dict[int, int] = {}
-        for p in action.params:
-            spec = by_id.get(p.param_id)
-            if spec is None:
-                raise invalid(f"action {a.preamble.name}: unknown parameter id {p.param_id}")
-            if p.param_id in values:
-                raise invalid(f"action {a.preamble.name}: parameter {spec.name} given twice")
-            values[p.param_id] = decode(p.value, spec.bitwidth, f"{a.preamble.name}.{spec.name}")
-        missing = [p.name for p in a.params if p.id not in values]
-        if missing:
-            raise invalid(f"action {a.preamble.name}: missing parameters {missing}")
-        return action.action_id, tuple(values[p.id] for p in a.params)
+        return action.action_id, action_params(a, action)
 
     # ---- writes -----------------------------------------------------------------
 
