@@ -480,13 +480,7 @@ mod tests {
     #[test]
     fn code_computes_what_the_tree_does() {
         let widths = [1u32, 4, 8, 16, 32, 48, 64, 64];
-        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         const BINS: [BinOp; 17] = [
             BinOp::And,
             BinOp::Or,

@@ -1731,13 +1731,7 @@ mod flat_steps {
         let mut plain = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0x00, 0, 100, 0x08, 0x00, 0x45, 1, 0, 186];
         plain.extend([0, 1, 0, 0, 64, 17, 0, 0, 10, 1, 0, 5, 10, 9, 0, 1, 0x9c, 0x40, 0x13, 0x88, 0, 166, 0, 0]);
         plain.resize(200, 0);
-        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         let (mut out_f, mut out_g) = (Vec::new(), Vec::new());
         for i in 0..20_000u64 {
             let mut f = if i % 2 == 0 { gtp.clone() } else { plain.clone() };
@@ -1745,7 +1739,7 @@ mod flat_steps {
                 let at = (next() % 120) as usize;
                 f[at] ^= 1 << (next() % 8);
             }
-            if next() % 8 == 0 {
+            if next().is_multiple_of(8) {
                 f.truncate((next() % 200) as usize);
             }
             let port = 1 + next() % 3;

@@ -646,13 +646,7 @@ mod tests {
     #[test]
     fn conjuncts_are_true_together_exactly_when_the_condition_is() {
         let widths = [1u32, 4, 8, 16, 32, 64];
-        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         fn gen(next: &mut impl FnMut() -> u64, depth: u32) -> Expr {
             let r = next();
             let leaf = |r: u64| -> Expr {
@@ -700,13 +694,7 @@ mod tests {
     #[test]
     fn small_shapes_compute_what_the_code_does() {
         let widths = [1u32, 8, 16, 32, 48, 64];
-        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         const OPS: [BinOp; 12] = [
             BinOp::And,
             BinOp::Or,
@@ -738,7 +726,7 @@ mod tests {
                 }
                 e
             };
-            let tree = if next() % 2 == 0 {
+            let tree = if next().is_multiple_of(2) {
                 chain(&mut next)
             } else {
                 let (a, b) = (chain(&mut next), chain(&mut next));
@@ -749,7 +737,7 @@ mod tests {
                 }
                 e
             };
-            let want = if next() % 2 == 0 { Want::Exact } else { Want::Mod };
+            let want = if next().is_multiple_of(2) { Want::Exact } else { Want::Mod };
             let Some(Expr::Code(ops)) = compile(&tree, want, &widths) else { continue };
             total += 1;
             let Some(s) = Small::of(&ops) else { continue };

@@ -309,6 +309,17 @@ pub fn load(json: &str) -> Result<Program, LoadError> {
     }
 }
 
+/// The tests' random cases: xorshift64 from a fixed seed, so a failing case replays.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -402,17 +402,11 @@ mod tests {
     fn incremental_index_matches_a_scan() {
         let t = ir();
         let mut s = TableState::new(&t);
-        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut live: Vec<u64> = Vec::new();
         for step in 0..20_000 {
             let r = next();
-            if live.is_empty() || r % 3 != 0 {
+            if live.is_empty() || !r.is_multiple_of(3) {
                 let m = [0u64, 0xc, 0xf][(r >> 8) as usize % 3];
                 let key = vec![((r >> 16) & m, m), ((r >> 24) & 3, 0xf)];
                 let e = Entry {
