@@ -1,7 +1,8 @@
 """The run command's live testbed end to end, on real namespaces and all three data planes:
 the demo subscribers' traffic crosses XDP, the bundled P4 target and the NetFPGA model, and
 each backend's egress meter turns what its data plane did into KPIs keyed by that backend,
-beside the samples the controller's collector reads from the same planes' own counters (#25);
+beside the samples the controller's collector reads from the same planes' own counters and
+the testbed's STAMP probes through each plane (#25);
 a slice taken out of a backend's rule set shows up there as default traffic, not as the
 slice's KPIs; the testbed API reports state and runs the congestion scenario."""
 
@@ -69,10 +70,12 @@ def test_three_planes_carry_traffic_and_kpis_follow_the_rule_set(db_url: str, se
         wait_until(
             "the counters' KPIs of every lane of red-embb, all backends", lambda: lanes_per_backend("counters"), 20
         )
+        # STAMP probes in each lane, through each plane as the slice's subscribers' frames
+        wait_until("the probes' KPIs of every lane of red-embb, all backends", lambda: lanes_per_backend("probe"), 20)
         current = client.get(f"/api/v1/slices/{embb.id}/kpis/current", headers=op).json()
-        assert {p["source"] for p in current} == {"testbed", "counters"}, current
+        assert {p["source"] for p in current} == {"testbed", "counters", "probe"}, current
         for p in current:
-            if p["source"] == "testbed":
+            if p["source"] in ("testbed", "probe"):
                 assert p["delay_p99_ms"] is not None and 0 < float(p["delay_p99_ms"]) < 2000, p
             elif p["backend_id"] == ids["xdp"]:  # the XDP program sees no queue: not measured, never 0
                 assert p["delay_p99_ms"] is None, p

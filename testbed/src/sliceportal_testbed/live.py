@@ -73,6 +73,8 @@ from sliceportal.traffic.scenarios import ScenarioFlow
 from sliceportal_testbed.congestion import LINK_HEADROOM, MECHANISM, CapError, netfpga_egress, p4_egress, xdp_egress
 from sliceportal_testbed.netns_testbed import Testbed
 from sliceportal_testbed.placement import DEFAULT_SLICE, counted_hits, expected_hits, flow_places
+from sliceportal_testbed.probes import TIMEOUT_S as PROBE_TIMEOUT_S
+from sliceportal_testbed.probes import PlaneProbes, probe_lanes
 from sliceportal_testbed.processes import (
     ManagedProcess,
     ProcessError,
@@ -154,6 +156,7 @@ class Plane:
     generation: int = 0
     sender: SenderProcess | None = None
     sending_pps: float = 0.0
+    probes: PlaneProbes | None = None  # STAMP probes of the (slice, lane)s it carries (probes.py)
     # packets sent per flow (the sender process keeps it up to date) and snapshots of it
     progress: tuple[list[int], Sequence[int]] = field(default_factory=lambda: ([], []))  # (flow ids, sent)
     sent_history: list[tuple[float, dict[int, int]]] = field(default_factory=list)
@@ -223,6 +226,7 @@ class LiveTestbed:
     error: str = ""
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _reports: queue.Queue[tuple[Plane, int, datetime, MeterReport]] = field(default_factory=queue.Queue)
+    _probe_points: queue.Queue[list[KpiPoint]] = field(default_factory=queue.Queue)
     _loops: list[SupervisedLoop] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -296,6 +300,9 @@ class LiveTestbed:
         self.running = False
 
     def _stop_plane(self, plane: Plane) -> None:
+        if plane.probes is not None:
+            plane.probes.close()
+            plane.probes = None
         if plane.sender is not None:
             plane.sender.stop()
         if plane.process is not None:
@@ -558,6 +565,7 @@ class LiveTestbed:
                     plane.places, plane.rule_set_id = places, rs_id
                     plane.expected = expected_hits(rule_set.ir if rule_set else None, plane.flows)
                     plane.placement_check = "not checked yet"
+                    self._restart_probes(plane)
                 if restart:
                     self._restart_sender(plane, pps)
 
@@ -588,6 +596,46 @@ class LiveTestbed:
         sender.start()
         plane.sender = sender
         log.info("testbed traffic to %s: %d flows at %.0f packets/s", plane.name, len(plane.flows), pps)
+
+    def _restart_probes(self, plane: Plane) -> None:
+        """Probe the (slice, lane)s the plane's rule set carries now (none: no probes)."""
+        lanes = probe_lanes(plane.flows, plane.places)
+        old = plane.probes
+        if old is not None and [(x.slice_id, x.lane, x.flow.flow) for x in old.lanes] == [
+            (x.slice_id, x.lane, x.flow.flow) for x in lanes
+        ]:
+            return
+        plane.probes = None
+        if old is not None:
+            old.close()
+        if not lanes:
+            return
+        try:
+            probes = PlaneProbes(
+                plane.ingress,
+                plane.underlay,
+                lanes,
+                plane.backend_id,
+                self._probe_points.put,
+                # a sample's probes were sent up to an interval and their timeout before it is due
+                lambda: self._forwards(plane, time.monotonic() - self.interval_s - PROBE_TIMEOUT_S),
+            )
+        except OSError as exc:
+            log.warning("testbed %s: no probes (%s)", plane.name, exc)
+            return
+        probes.start()
+        plane.probes = probes
+
+    @staticmethod
+    def _forwards(plane: Plane, since: float) -> bool:
+        """Has the plane forwarded with its rule set since ``since`` (monotonic)? A plane that is
+        down, or restarted and not yet holding its rules, has its KPIs stop, never zero samples."""
+        return (
+            plane.up
+            and not plane.restore_due
+            and plane.refilled_at <= since
+            and (plane.process is None or plane.process.alive)
+        )
 
     @staticmethod
     def _flows(session: Session, plane: Plane, first_id: int) -> list[ScenarioFlow]:
@@ -675,21 +723,19 @@ class LiveTestbed:
     # ---- measurement ------------------------------------------------------------------
 
     def _capture_step(self, plane: Plane, index: int) -> Callable[[], None]:
+        def reflect(frame: bytes, rx_ns: int) -> None:
+            probes = plane.probes  # one read: the traffic step may swap them
+            if probes is not None:
+                probes.on_frame(frame, rx_ns)
+
         def step() -> None:
             meter, sock = plane.meters[index], plane.socks[index]
             began = time.monotonic()
-            run_capture(sock, meter, duration_s=self.interval_s, stop=self._stop)
+            run_capture(sock, meter, duration_s=self.interval_s, stop=self._stop, on_foreign=reflect)
             # stamped where the interval ends: each capture point's points have their own ts
-            # a starved lane's loss counts only while its data plane forwards: one that is down (or
-            # restarted and not yet holding its rules) has its KPIs stop, never zero samples
-            # (an interval that began before its refill was confirmed is not the refilled plane's)
-            forwarding = (
-                plane.up
-                and not plane.restore_due
-                and plane.refilled_at <= began
-                and (plane.process is None or plane.process.alive)
-            )
-            if forwarding:
+            # a starved lane's loss counts only while its data plane forwards (an interval that
+            # began before its refill was confirmed is not the refilled plane's)
+            if self._forwards(plane, began):
                 report = meter.interval_report(sent_before=self._sent_before(plane))
                 self._reports.put((plane, index, datetime.now(UTC), report))
             else:
@@ -723,14 +769,18 @@ class LiveTestbed:
         return {}
 
     def _write_step(self) -> None:
-        """Store what the meters reported (one point per slice, backend, lane and interval)."""
+        """Store what the meters and the probes reported (one point per slice, backend, lane, source
+        and interval)."""
         batch: list[tuple[Plane, int, datetime, MeterReport]] = []
+        points: list[KpiPoint] = []
         with contextlib.suppress(queue.Empty):
             while len(batch) < 64:
                 batch.append(self._reports.get_nowait())
-        if not batch:
+        with contextlib.suppress(queue.Empty):
+            for _ in range(64):
+                points += self._probe_points.get_nowait()
+        if not batch and not points:
             return
-        points: list[KpiPoint] = []
         with self.sessions() as session:
             for plane, index, now, report in batch:
                 lanes = [g for g in report.lanes if g.received or g.expected]  # nothing crossed: no point

@@ -31,6 +31,21 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2  # how soon serve() notices stop
 
 
+def reply(test: SenderPacket, rx_ns: int, ttl: int, error_estimate: int = ERROR_ESTIMATE) -> ReflectorPacket:
+    """The reflected test packet of ``test`` received at ``rx_ns`` (t2) with ``ttl``; its t3 is
+    now, as late as Python allows: the residence time then covers our own work."""
+    return ReflectorPacket(
+        seq=test.seq,
+        timestamp=ntp_from_ns(time.time_ns()),
+        error_estimate=error_estimate,
+        receive_timestamp=ntp_from_ns(rx_ns),
+        sender_seq=test.seq,
+        sender_timestamp=test.timestamp,
+        sender_error_estimate=test.error_estimate,
+        sender_ttl=ttl,
+    )
+
+
 class Reflector:
     def __init__(self, bind: str = "0.0.0.0", port: int = STAMP_PORT, *, error_estimate: int = ERROR_ESTIMATE) -> None:
         self.sock = udp_socket(bind, port)
@@ -59,19 +74,9 @@ class Reflector:
                 log.debug("refused a datagram from %s: %s", got.peer, exc)
                 continue
             size = max(len(got.data), PACKET_SIZE)
-            # t3 as late as Python allows: the residence time then covers our own work
-            reply = ReflectorPacket(
-                seq=test.seq,
-                timestamp=ntp_from_ns(time.time_ns()),
-                error_estimate=self.error_estimate,
-                receive_timestamp=ntp_from_ns(got.rx_ns),
-                sender_seq=test.seq,
-                sender_timestamp=test.timestamp,
-                sender_error_estimate=test.error_estimate,
-                sender_ttl=got.ttl,
-            )
             try:
-                send_with_tos(self.sock, reply.pack(size), got.peer, got.tos & 0xFC)
+                answer = reply(test, got.rx_ns, got.ttl, self.error_estimate)
+                send_with_tos(self.sock, answer.pack(size), got.peer, got.tos & 0xFC)
             except OSError as exc:  # an unreachable peer must not stop the reflector
                 log.debug("reply to %s failed: %s", got.peer, exc)
                 continue

@@ -185,7 +185,10 @@ class Sender:
         interval_s: float = 1.0,
         timeout_s: float = 1.0,
         size: int = PACKET_SIZE,
+        transmit: Callable[[LaneFlow, bytes], None] | None = None,
     ) -> None:
+        """``transmit``: sends a lane's test packet another way than its socket (the testbed
+        wraps it into a subscriber's tunnelled frame); the replies still arrive on the socket."""
         if not flows:
             raise ProbeError("--lane: at least one lane")
         if len({f.lane for f in flows}) != len(flows):
@@ -199,6 +202,7 @@ class Sender:
         if not PACKET_SIZE <= size <= 1472:
             raise ProbeError(f"--size: {PACKET_SIZE} … 1472 octets (UDP payload)")
         self.rate_pps, self.interval_s, self.timeout_s, self.size = rate_pps, interval_s, timeout_s, size
+        self._transmit = transmit
         self.lanes: list[_Lane] = []
         try:
             for f in flows:
@@ -211,6 +215,10 @@ class Sender:
             self.close()
             raise
         self._by_fd = {lane.sock.fileno(): lane for lane in self.lanes}
+
+    def ports(self) -> dict[int, int]:
+        """Each lane's local port (where its replies arrive), by lane."""
+        return {x.flow.lane: int(x.sock.getsockname()[1]) for x in self.lanes}
 
     def close(self) -> None:
         for lane in self.lanes:
@@ -281,7 +289,11 @@ class Sender:
         # a full socket buffer, or an ICMP port unreachable from an earlier probe: the probe
         # did not leave (or left and was refused); it counts as sent and lost like any other
         with contextlib.suppress(BlockingIOError, ConnectionRefusedError):
-            lane.sock.send(SenderPacket(seq, ntp_from_ns(t1)).pack(self.size))
+            data = SenderPacket(seq, ntp_from_ns(t1)).pack(self.size)
+            if self._transmit is None:
+                lane.sock.send(data)
+            else:
+                self._transmit(lane.flow, data)
         lane.pending[seq] = (t1, interval)
         lane.intervals.setdefault(interval, _Interval()).tx += 1
         lane.sent += 1

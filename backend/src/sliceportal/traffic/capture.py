@@ -151,6 +151,7 @@ def run_capture(
     stop: threading.Event | None = None,
     interval_s: float | None = None,
     on_interval: Callable[[MeterReport], None] | None = None,
+    on_foreign: Callable[[bytes, int], None] | None = None,
 ) -> CaptureStats:
     """Read ``sock`` into ``meter`` until ``duration_s`` passes, ``idle_s`` passes without a
     frame after the first one, or ``stop`` is set. Frames we sent ourselves are skipped.
@@ -158,6 +159,8 @@ def run_capture(
     With ``interval_s`` and ``on_interval``, every ``interval_s`` the meter's
     ``interval_report`` goes to ``on_interval`` (the KPI service's per-second samples); the
     callback runs on this thread, so it must hand the report off rather than block.
+    ``on_foreign`` gets each frame the meter does not count as ours, with its kernel receive
+    time (the testbed's STAMP reflector looks for its probes among them), on this thread too.
     """
     if (interval_s is None) != (on_interval is None):
         raise ValueError("give both interval_s and on_interval, or neither")
@@ -197,7 +200,9 @@ def run_capture(
                 continue
             stats.frames += 1
             recv_ns = _kernel_time(ancdata)
-            meter.add_frame(bytes(view[:n]), recv_ns)
+            frame = bytes(view[:n])
+            if not meter.add_frame(frame, recv_ns) and on_foreign is not None:
+                on_foreign(frame, recv_ns)
         last_frame = time.monotonic()
     stats.socket_drops = socket_drops(sock)
     return stats

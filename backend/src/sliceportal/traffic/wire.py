@@ -65,8 +65,8 @@ def _gtp_inner(frame: bytes, off: int) -> int:
     return -1
 
 
-def locate(frame: bytes) -> tuple[int, int, int] | None:
-    """(flow id, sequence, send ns) of a frame we generated, else None."""
+def _innermost(frame: bytes) -> tuple[int, int] | None:
+    """(IP protocol, L4 header offset) of the innermost packet, tunnels followed, or None."""
     try:
         off = _ethernet(frame, 0)
         for _ in range(MAX_DEPTH):
@@ -86,13 +86,36 @@ def locate(frame: bytes) -> tuple[int, int, int] | None:
                 if dport == GTPU_PORT or sport == GTPU_PORT:
                     off = _gtp_inner(frame, l4 + 8)
                     continue
-                return _payload(frame, l4 + 8)
-            if proto == IPPROTO_TCP:
-                return _payload(frame, l4 + (frame[l4 + 12] >> 4) * 4)
-            return None
+            return proto, l4
     except (IndexError, struct.error):  # cut short anywhere: not a packet we can read
         return None
     return None
+
+
+def locate(frame: bytes) -> tuple[int, int, int] | None:
+    """(flow id, sequence, send ns) of a frame we generated, else None."""
+    found = _innermost(frame)
+    if found is None:
+        return None
+    proto, l4 = found
+    try:
+        if proto == IPPROTO_UDP:
+            return _payload(frame, l4 + 8)
+        if proto == IPPROTO_TCP:
+            return _payload(frame, l4 + (frame[l4 + 12] >> 4) * 4)
+    except IndexError:
+        return None
+    return None
+
+
+def innermost_udp(frame: bytes) -> tuple[int, int, int] | None:
+    """(source port, destination port, payload offset) of the innermost UDP datagram, tunnels
+    followed (what an active probe carried through a data plane), else None."""
+    found = _innermost(frame)
+    if found is None or found[0] != IPPROTO_UDP or len(frame) < found[1] + 8:
+        return None
+    sport, dport = _HH.unpack_from(frame, found[1])
+    return sport, dport, found[1] + 8
 
 
 def _payload(frame: bytes, off: int) -> tuple[int, int, int] | None:
