@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from sliceportal.models import Backend, Role
 from sliceportal.probe import cli as probe_cli
 from sliceportal.probe.post import Poster
-from sliceportal.probe.reflector import Reflector
+from sliceportal.probe.reflector import Reflector, reply
 from sliceportal.probe.sender import LaneFlow, LaneSample, Sender
 from sliceportal.probe.sockets import receive, udp_socket
 from sliceportal.probe.wire import ReflectorPacket, SenderPacket, ns_from_ntp, ntp_from_ns
@@ -171,3 +171,29 @@ def test_cli_prints_json_lines(reflector: Reflector) -> None:
     lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert lines and all(p["slice_id"] == 3 and p["backend_id"] == 4 and p["lane"] == 2 for p in lines)
     assert sum(p["tx_packets"] for p in lines) == sum(p["rx_packets"] for p in lines) > 0
+
+
+def test_a_sender_with_its_own_transmit_gets_the_replies_on_its_lane_sockets() -> None:
+    # the testbed's way (testbed/probes.py): the test packets leave another way (there, inside a
+    # subscriber's tunnelled frame), a reflector built from ``reply`` answers each lane's socket
+    far = udp_socket("127.0.0.1", 0)
+    sent: list[tuple[int, bytes]] = []
+
+    def transmit(flow: LaneFlow, data: bytes) -> None:
+        sent.append((flow.lane, data))
+        test = SenderPacket.unpack(data)
+        far.sendto(reply(test, time.time_ns(), 0).pack(len(data)), ("127.0.0.1", ports[flow.lane]))
+
+    sender = Sender(
+        far.getsockname(), [LaneFlow(2, 46), LaneFlow(6, 10)], bind="127.0.0.1", rate_pps=20, transmit=transmit
+    )
+    ports = sender.ports()
+    samples: list[LaneSample] = []
+    try:
+        totals = sender.run(samples.extend, duration_s=1.0)
+    finally:
+        sender.close()
+        far.close()
+    assert {lane for lane, _ in sent} == {2, 6}
+    assert all(t.sent == t.returned and t.sent >= 15 and t.late == 0 for t in totals), totals
+    assert samples and all(s.loss_pct == 0 and s.delay_p99_ms is not None for s in samples), samples

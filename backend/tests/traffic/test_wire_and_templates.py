@@ -13,7 +13,7 @@ from sliceportal.traffic import packets
 from sliceportal.traffic.packets import Encap, Flow
 from sliceportal.traffic.scenarios import ScenarioFlow
 from sliceportal.traffic.templates import make_template, make_templates
-from sliceportal.traffic.wire import locate
+from sliceportal.traffic.wire import innermost_udp, locate
 
 SHAPES = [(e, v, p) for e in Encap for v in (None, 42) for p in ("udp", "tcp")]
 
@@ -60,12 +60,24 @@ def test_locate_rejects_what_is_not_ours() -> None:
     assert locate(bytes(wrong_magic)) is None
 
 
+@pytest.mark.parametrize(("encap", "vlan"), [(e, v) for e in Encap for v in (None, 42)])
+def test_innermost_udp_finds_the_probe_payload_inside_the_tunnels(encap: Encap, vlan: int | None) -> None:
+    flow = _flow(encap, vlan, "udp")
+    data = bytes(range(44))
+    frame = packets.build_bytes(flow, data)
+    assert innermost_udp(frame) == (flow.src_port, flow.dst_port, len(frame) - len(data))
+    assert innermost_udp(packets.build_bytes(_flow(encap, vlan, "tcp"), data)) is None
+    # cut inside the innermost UDP header: not a datagram we can read
+    assert innermost_udp(frame[: len(frame) - len(data) - 1]) is None
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=300))
 def test_locate_never_raises_on_garbage(data: bytes) -> None:
     full = packets.build_bytes(_flow(Encap.VXLAN_GTP, None, "udp"), packets.payload(1, 2, 3, 40))
-    locate(data)
-    locate(full[: len(data)] + data)  # valid prefixes with garbage after them
+    for parse in (locate, innermost_udp):
+        parse(data)
+        parse(full[: len(data)] + data)  # valid prefixes with garbage after them
 
 
 @settings(max_examples=60, deadline=None)
