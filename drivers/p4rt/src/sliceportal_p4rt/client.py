@@ -3,11 +3,14 @@ per-update errors decoded, and reads."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import functools
-import queue
+import os
 import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -17,7 +20,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from sliceportal.drivers.contract import DriverError, UnreachableError
 
-from .tls import Tls, open_channel
+from .tls import Tls, open_aio_channel, open_channel
 from .wire import update_field
 
 
@@ -76,6 +79,34 @@ def _uint128(value: int, msg: p4runtime_pb2.Uint128) -> None:
     msg.high, msg.low = value >> 64, value & ((1 << 64) - 1)
 
 
+class _StreamLoop:
+    """The event loop every session's stream channel runs on (grpc.aio), one thread for all.
+
+    A stream read by a thread of its own through grpc's synchronous iterator wakes that thread
+    ten times a second whether anything arrived or not (``grpc._common.wait`` polls with a
+    0.1 s timeout, grpc issue 19464). A portal process keeps a session to every backend it
+    drives: with 1 000 of them idle that was half a core and every other call slowed by the
+    interpreter lock's hand-overs (``bench scale_backends``). Here an idle stream costs nothing.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            # a forked child inherits the loop but not its thread: it starts its own
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="p4rt-streams", daemon=True).start()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+
+_STREAMS = _StreamLoop()
+
+
 class Session:
     """One controller's stream to a device, joined as primary or as backup (both may read);
     ``ensure_primary`` makes it the primary before a write by outbidding the one there.
@@ -91,7 +122,11 @@ class Session:
         self.device_id, self.election_id, self.timeout = device_id, election_id, timeout_s
         self.channel = open_channel(address, tls, CHANNEL_OPTIONS)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self._outbox: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
+        self._loop = _STREAMS.get()
+        # created here, bound to the loop on its first use there (asyncio's queues bind lazily)
+        self._outbox: asyncio.Queue[p4runtime_pb2.StreamMessageRequest | None] = asyncio.Queue()
+        self._streaming: concurrent.futures.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None  # the stream's, once it runs on the loop
         # What the switch last told this stream, under ``_state``: every arbitration message
         # carries the primary's election id, and OK when that is ours.
         self._state = threading.Condition()
@@ -121,10 +156,9 @@ class Session:
             request_serializer=None,  # bytes as they are: see write()
             response_deserializer=p4runtime_pb2.WriteResponse.FromString,
         )
-        self._stream = self.stub.StreamChannel(self._requests())
-        threading.Thread(target=self._responses, daemon=True).start()
+        self._streaming = asyncio.run_coroutine_threadsafe(self._stream(address, tls), self._loop)
         with self._state:
-            self._outbox.put(self._arbitration_request())
+            self._send(self._arbitration_request())
             self._state.wait_for(lambda: self._heard or self._ended is not None, timeout=timeout_s)
             heard, ended, status = self._heard, self._ended, self._status
         if heard and status in (code_pb2.OK, code_pb2.ALREADY_EXISTS):
@@ -150,17 +184,22 @@ class Session:
         _uint128(self.election_id, req.arbitration.election_id)
         return req
 
-    def _requests(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
-        while True:
-            msg = self._outbox.get()
-            if msg is None:
-                return
+    def _send(self, msg: p4runtime_pb2.StreamMessageRequest | None) -> None:
+        """Queue a message on the stream (None: half-close it), from any thread."""
+        self._loop.call_soon_threadsafe(self._outbox.put_nowait, msg)
+
+    async def _requests(self) -> AsyncIterator[p4runtime_pb2.StreamMessageRequest]:
+        while (msg := await self._outbox.get()) is not None:
             yield msg
 
-    def _responses(self) -> None:
+    async def _stream(self, address: str, tls: Tls | None) -> None:
+        """The stream channel, on the shared loop: what the switch says of the arbitration is
+        kept under ``_state``; its end (the switch's, an error, ``close``) is ``_ended``."""
+        self._task = asyncio.current_task()
         ended: Exception = ConnectionError("the switch ended the stream")
+        channel = open_aio_channel(address, tls, CHANNEL_OPTIONS)
         try:
-            for resp in self._stream:
+            async for resp in p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel(self._requests()):
                 if resp.HasField("arbitration"):
                     arb = resp.arbitration
                     with self._state:
@@ -173,10 +212,13 @@ class Session:
                         self._state.notify_all()
         except grpc.RpcError as e:
             ended = e
+        except asyncio.CancelledError:
+            ended = ConnectionError("the session was closed")
         finally:
             with self._state:
                 self._ended, self._is_primary = ended, False
                 self._state.notify_all()
+            await channel.close()
 
     @property
     def alive(self) -> bool:
@@ -214,7 +256,7 @@ class Session:
                     raise UnreachableError(f"the stream channel ended: {self._ended}")
                 bid = writer_bid(self._primary_id)
                 self.election_id = bid
-                self._outbox.put(self._arbitration_request())
+                self._send(self._arbitration_request())
                 self._state.wait_for(functools.partial(self._answered, bid), self.timeout)
                 if self._is_primary and self._primary_id == bid and self._ended is None:
                     return
@@ -232,8 +274,19 @@ class Session:
     def close(self) -> None:
         with self._state:
             self._is_primary = False
-        self._outbox.put(None)
+        if self._streaming is not None:
+            # ended, its channel closed, before this returns: a closed session holds no connection
+            ending = asyncio.run_coroutine_threadsafe(self._end(), self._loop)
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                ending.result(timeout=self.timeout)
         self.channel.close()
+
+    async def _end(self) -> None:
+        # runs after the stream's first step (both were queued on the loop in that order)
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])
 
     def _election(self, msg: p4runtime_pb2.Uint128) -> None:
         _uint128(self.election_id, msg)

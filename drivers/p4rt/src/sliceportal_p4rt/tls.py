@@ -45,17 +45,28 @@ class Tls:
     server_name: str | None = None
 
 
-def open_channel(address: str, tls: Tls | None, options: Sequence[tuple[str, Any]] = ()) -> grpc.Channel:
-    """A gRPC channel to ``address``: plaintext when ``tls`` is None, else TLS as it says."""
-    if tls is None:
-        return grpc.insecure_channel(address, options=list(options))
+def _credentials(tls: Tls, options: Sequence[tuple[str, Any]]) -> tuple[grpc.ChannelCredentials, list[tuple[str, Any]]]:
     creds = grpc.ssl_channel_credentials(
         root_certificates=tls.ca_cert, private_key=tls.client_key, certificate_chain=tls.client_cert
     )
     opts = list(options)
     if tls.server_name:
         opts.append(("grpc.ssl_target_name_override", tls.server_name))
-    return grpc.secure_channel(address, creds, options=opts)
+    return creds, opts
+
+
+def open_channel(address: str, tls: Tls | None, options: Sequence[tuple[str, Any]] = ()) -> grpc.Channel:
+    """A gRPC channel to ``address``: plaintext when ``tls`` is None, else TLS as it says."""
+    if tls is None:
+        return grpc.insecure_channel(address, options=list(options))
+    return grpc.secure_channel(address, *_credentials(tls, options))
+
+
+def open_aio_channel(address: str, tls: Tls | None, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """The same as an asyncio channel (call it on the event loop that will use it)."""
+    if tls is None:
+        return grpc.aio.insecure_channel(address, options=list(options))
+    return grpc.aio.secure_channel(address, *_credentials(tls, options))
 
 
 def _certificates_error(pem: str) -> str | None:
