@@ -73,6 +73,21 @@ def cpu_split(p: InProcessPortal, fleets: list[Fleet]) -> dict[str, float]:
     }
 
 
+def cpu_table(res: Results, n: int, wall_s: float, spent: dict[str, float]) -> None:
+    """Where the deploy's CPU went (``cpu_split`` before and after it), and the machine's share."""
+    cpu = res.table(
+        f"CPU seconds spent during the deploy to {n} backends (all on this machine)",
+        ["wall s", "portal", "targets", "database", "machine busy", "machine capacity", "busy share"],
+        note="portal: this process (API, compile, the drivers' pushes); targets: the bundled P4Runtime "
+        "targets standing in for agents, which in a deployment run on their own hosts; capacity: wall x cores",
+    )
+    cpu.rows.append(
+        [round(wall_s, 2)]
+        + [round(spent[k], 2) for k in ("portal", "targets", "database", "machine busy", "machine")]
+        + [round(spent["machine busy"] / spent["machine"], 2)]
+    )
+
+
 def reconcile_pass(p: InProcessPortal) -> float:
     t0 = time.perf_counter()
     Reconciler(p.sessions, 1.0).run_once()
@@ -138,20 +153,11 @@ def main() -> None:
     )
     for n, d, r in ((1, one_s, one_rc), (BACKENDS, all_s, all_rc)):
         table.rows.append([n, SUBSCRIBERS, entries, round(d, 2), round(r, 2), round(d / n, 3), round(1e3 * r / n, 1)])
-    cpu = res.table(
-        f"CPU seconds spent during the deploy to {BACKENDS} backends (all on this machine)",
-        ["wall s", "portal", "targets", "database", "machine busy", "machine capacity", "busy share"],
-        note="portal: this process (API, compile, the drivers' pushes); targets: the bundled P4Runtime "
-        "targets standing in for agents, which in a deployment run on their own hosts; capacity: wall x cores",
-    )
-    cpu.rows.append(
-        [round(all_s, 2)]
-        + [round(spent[k], 2) for k in ("portal", "targets", "database", "machine busy", "machine")]
-        + [round(spent["machine busy"] / spent["machine"], 2)]
-    )
+    cpu_table(res, BACKENDS, all_s, spent)
     res.write()
-    for row in table.rows + cpu.rows:
-        print(row)
+    for t in res.tables:
+        for row in t.rows:
+            print(row)
 
 
 if __name__ == "__main__":

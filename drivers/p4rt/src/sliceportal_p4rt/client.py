@@ -10,7 +10,7 @@ import functools
 import os
 import secrets
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -188,9 +188,14 @@ class Session:
         """Queue a message on the stream (None: half-close it), from any thread."""
         self._loop.call_soon_threadsafe(self._outbox.put_nowait, msg)
 
-    async def _requests(self) -> AsyncIterator[p4runtime_pb2.StreamMessageRequest]:
-        while (msg := await self._outbox.get()) is not None:
-            yield msg
+    async def _write_queued(self, call: grpc.aio.StreamStreamCall) -> None:
+        # a task writing, not an async generator handed to grpc: one left suspended at exit
+        # (a pooled session nobody closed) was finalised while grpc's consumer still ran it
+        # a call that ended refuses writes: its end is the reader's to report (``_ended``)
+        with contextlib.suppress(grpc.RpcError, asyncio.InvalidStateError):
+            while (msg := await self._outbox.get()) is not None:
+                await call.write(msg)
+            await call.done_writing()
 
     async def _stream(self, address: str, tls: Tls | None) -> None:
         """The stream channel, on the shared loop: what the switch says of the arbitration is
@@ -198,8 +203,10 @@ class Session:
         self._task = asyncio.current_task()
         ended: Exception = ConnectionError("the switch ended the stream")
         channel = open_aio_channel(address, tls, CHANNEL_OPTIONS)
+        call = p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel()
+        writer = asyncio.create_task(self._write_queued(call))
         try:
-            async for resp in p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel(self._requests()):
+            async for resp in call:
                 if resp.HasField("arbitration"):
                     arb = resp.arbitration
                     with self._state:
@@ -218,6 +225,7 @@ class Session:
             with self._state:
                 self._ended, self._is_primary = ended, False
                 self._state.notify_all()
+            writer.cancel()
             await channel.close()
 
     @property
