@@ -607,7 +607,7 @@ class LiveTestbed:
             return
         plane.probes = None
         if old is not None:
-            old.close()
+            old.close(wait=False)  # not the traffic step's wait: its senders' last replies
         if not lanes:
             return
         try:

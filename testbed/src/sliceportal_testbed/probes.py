@@ -163,8 +163,13 @@ class PlaneProbes:
             self._reflector.sendto(answer, (LOOPBACK, found[0]))
             self.reflected += 1
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """Stop probing; the senders wait for their last replies (up to ``TIMEOUT_S``), so
+        ``wait=False`` lets that and the sockets' closing finish in the background."""
         self._stop.set()
+        if not wait:
+            threading.Thread(target=self.close, name=f"probe-{self._backend_id}-close", daemon=True).start()
+            return
         for t in self._threads:
             t.join(timeout=TIMEOUT_S + 1)
         for _, sender in self._senders:
