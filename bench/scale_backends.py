@@ -155,9 +155,7 @@ def main() -> None:
         table.rows.append([n, SUBSCRIBERS, entries, round(d, 2), round(r, 2), round(d / n, 3), round(1e3 * r / n, 1)])
     cpu_table(res, BACKENDS, all_s, spent)
     res.write()
-    for t in res.tables:
-        for row in t.rows:
-            print(row)
+    res.print_tables()
 
 
 if __name__ == "__main__":

@@ -76,9 +76,7 @@ def main() -> None:
     )
     cpu_table(res, BACKENDS, all_s, {k: after[k] - v for k, v in before.items()})
     res.write()
-    for t in res.tables:
-        for row in t.rows:
-            print(row)
+    res.print_tables()
 
 
 if __name__ == "__main__":
