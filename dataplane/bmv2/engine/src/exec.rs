@@ -508,8 +508,10 @@ impl Engine {
                 return Ok(());
             }
             let mut key: u128 = 0;
-            if let Some((f, mask)) = plan.key {
-                key = ctx.pkt.fields[f as usize] as u128 & mask;
+            if let Some(fs) = &plan.key {
+                for &(f, bits, mask) in fs.iter() {
+                    key = (key << bits) | (ctx.pkt.fields[f as usize] & mask) as u128;
+                }
             }
             for (e, nbytes) in st.key.iter().filter(|_| plan.key.is_none()) {
                 let v = self.eval(e, ctx.pkt, &[], ctx.cursor)? as u128;

@@ -279,11 +279,12 @@ pub enum PStep {
     Op(u32),
 }
 
-/// A parser state's steps, and its select key when that is one field: (slot, mask).
+/// A parser state's steps, and its select key when that is fields only: (slot, bits, mask)
+/// of each, the first in the key's highest bits.
 #[derive(Debug, Clone, Default)]
 pub struct PState {
     pub steps: Vec<PStep>,
-    pub key: Option<(u32, u128)>,
+    pub key: Option<Box<[(u32, u32, u64)]>>,
 }
 
 /// The parser's states as steps (`ir.states` order).
@@ -324,10 +325,14 @@ pub fn parser(ir: &Ir) -> Vec<PState> {
                     _ => PStep::Op(i as u32),
                 })
                 .collect();
-            let key = match st.key[..] {
-                [(Expr::Field(f), nbytes)] if nbytes * 8 < 128 => Some((f as u32, (1u128 << (nbytes * 8)) - 1)),
-                _ => None,
-            };
+            let key = st
+                .key
+                .iter()
+                .map(|(e, nbytes)| match e {
+                    Expr::Field(f) if nbytes * 8 < 128 => Some((*f as u32, nbytes * 8, full(nbytes * 8))),
+                    _ => None,
+                })
+                .collect();
             PState { steps, key }
         })
         .collect()
