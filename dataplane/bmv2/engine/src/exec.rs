@@ -959,7 +959,10 @@ impl Engine {
             let mut values = [0u64; 32];
             let nkeys = self.ir.tables[t].keys.len();
             for (i, k) in self.ir.tables[t].keys.iter().enumerate() {
-                values[i] = self.value(&k.src, pkt, &[]) as u64;
+                values[i] = match k.src {
+                    Expr::Field(f) => pkt.fields[f],
+                    ref e => self.value(e, pkt, &[]) as u64,
+                };
             }
             let ir_table = &self.ir.tables[t];
             let ts = &mut self.tables[t];

@@ -30,6 +30,10 @@ impl Hasher for KeyHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
+    fn write_u128(&mut self, n: u128) {
+        self.write_u64(n as u64);
+        self.write_u64((n >> 64) as u64);
+    }
     fn write_usize(&mut self, n: usize) {
         self.write_u64(n as u64);
     }
@@ -177,6 +181,29 @@ impl Index {
         }
     }
 
+    /// The handle of the entry that key values hit, the groups searched in their order.
+    fn search(&self, values: &[u64]) -> Option<u64> {
+        let mut best: Option<(i64, u64)> = None;
+        let mut buf = [0u64; 32];
+        for g in &self.groups {
+            if let Some((p, _)) = best {
+                if g.best < p {
+                    break;
+                }
+            }
+            for (i, m) in g.masks.iter().enumerate() {
+                buf[i] = values[i] & m;
+            }
+            if let Some(&(p, h)) = g.map.get(&buf[..g.masks.len()]) {
+                match best {
+                    Some((bp, bh)) if bp > p || (bp == p && bh < h) => {}
+                    _ => best = Some((p, h)),
+                }
+            }
+        }
+        best.map(|(_, h)| h)
+    }
+
     /// Groups by falling best priority (lookup stops at the first group below its best
     /// hit); empty groups dropped. The groups are few: this is cheap next to a rebuild.
     fn settle(&mut self) {
@@ -187,6 +214,34 @@ impl Index {
         self.groups.sort_by_key(|g| std::cmp::Reverse(g.best));
         self.by_masks = self.groups.iter().enumerate().map(|(i, g)| (g.masks.clone(), i)).collect();
         self.reorder = false;
+    }
+}
+
+/// A table of exact keys only that fit 128 bits: the entry each packed key hits, kept with
+/// every write, so that a lookup is one probe of an integer (not a search of the groups'
+/// maps by a vector). An exact write changes what its own key hits and nothing else.
+#[derive(Debug)]
+struct Exact {
+    /// (width, mask) of each key field, the first in the highest bits.
+    fields: Vec<(u32, u64)>,
+    hits: KeyMap<u128, u64>,
+}
+
+impl Exact {
+    fn new(keys: &[KeyIr]) -> Option<Exact> {
+        let exact = !keys.is_empty() && keys.iter().all(|k| k.kind == MatchKind::Exact);
+        let fits = keys.iter().map(|k| k.width).sum::<u32>() <= 128;
+        let fields = keys.iter().map(|k| (k.width, full(k.width))).collect();
+        (exact && fits).then_some(Exact { fields, hits: KeyMap::default() })
+    }
+
+    #[inline]
+    fn pack(&self, values: &[u64]) -> u128 {
+        let mut key = 0u128;
+        for (&(w, m), v) in self.fields.iter().zip(values) {
+            key = (key << w) | (v & m) as u128;
+        }
+        key
     }
 }
 
@@ -202,6 +257,7 @@ pub struct TableState {
     dirty: bool,
     has_range: bool,
     keyless: bool,
+    exact: Option<Exact>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -232,6 +288,7 @@ impl TableState {
             dirty: false,
             has_range: t.keys.iter().any(|k| k.kind == MatchKind::Range),
             keyless: t.keys.is_empty(),
+            exact: Exact::new(&t.keys),
         }
     }
 
@@ -285,6 +342,7 @@ impl TableState {
             self.dirty = true;
         } else {
             self.index.add(&entry, h);
+            self.sync_exact(&entry.key);
         }
         self.entries.insert(h, entry);
         Ok(h)
@@ -307,6 +365,7 @@ impl TableState {
             self.dirty = true;
         } else {
             self.index.remove(&e, handle);
+            self.sync_exact(&e.key);
         }
         self.by_key.remove(&(e.key, e.priority));
         Ok(())
@@ -316,6 +375,19 @@ impl TableState {
         self.entries.clear();
         self.by_key.clear();
         self.dirty = true;
+    }
+
+    /// What the key of an entry just written hits now, into [`Exact::hits`] (a dirty index
+    /// is rebuilt, and the hits with it, before the next lookup).
+    fn sync_exact(&mut self, key: &[(u64, u64)]) {
+        let Some(x) = self.exact.as_mut().filter(|_| !self.dirty) else { return };
+        let mut values = [0u64; 32];
+        let values = fill(&mut values, key.iter().map(|(v, _)| *v));
+        let packed = x.pack(values);
+        match self.index.search(values) {
+            Some(h) => x.hits.insert(packed, h),
+            None => x.hits.remove(&packed),
+        };
     }
 
     /// The index from scratch: a range table's scan order, or (after ``clear``) empty groups.
@@ -335,6 +407,15 @@ impl TableState {
         let _ = t;
         self.index = index;
         self.dirty = false;
+        if let Some(x) = &mut self.exact {
+            x.hits.clear();
+            for e in self.entries.values() {
+                let values: Vec<u64> = e.key.iter().map(|(v, _)| *v).collect();
+                if let Some(h) = self.index.search(&values) {
+                    x.hits.insert(x.pack(&values), h);
+                }
+            }
+        }
     }
 
     pub fn commit(&mut self, t: &TableIr) {
@@ -363,25 +444,10 @@ impl TableState {
             }
             return None;
         }
-        let mut best: Option<(i64, u64)> = None;
-        let mut buf = [0u64; 32];
-        for g in &self.index.groups {
-            if let Some((p, _)) = best {
-                if g.best < p {
-                    break;
-                }
-            }
-            for (i, m) in g.masks.iter().enumerate() {
-                buf[i] = values[i] & m;
-            }
-            if let Some(&(p, h)) = g.map.get(&buf[..g.masks.len()]) {
-                match best {
-                    Some((bp, bh)) if bp > p || (bp == p && bh < h) => {}
-                    _ => best = Some((p, h)),
-                }
-            }
+        if let Some(x) = &self.exact {
+            return x.hits.get(&x.pack(values)).copied();
         }
-        best.map(|(_, h)| h)
+        self.index.search(values)
     }
 }
 
@@ -390,24 +456,34 @@ mod tests {
     use super::*;
     use crate::ir::{Expr, KeyIr};
 
-    fn ir() -> TableIr {
+    fn ir(first: MatchKind) -> TableIr {
         let key = |name: &str, kind| KeyIr { name: name.into(), kind, src: Expr::Const(0), width: 4 };
-        TableIr::for_test(vec![key("a", MatchKind::Ternary), key("b", MatchKind::Exact)], 0)
+        TableIr::for_test(vec![key("a", first), key("b", MatchKind::Exact)], 0)
     }
 
     /// The incrementally kept index answers every lookup as a scan of all entries does
     /// (highest priority, then oldest), through random inserts and deletes that collide on
-    /// keys, priorities and masks; lookups interleave with the writes, as packets do.
+    /// keys, priorities and masks, and a clear halfway; lookups interleave with the writes,
+    /// as packets do. The same of an exact table (its one-probe hits).
     #[test]
     fn incremental_index_matches_a_scan() {
-        let t = ir();
+        for (first, masks) in [(MatchKind::Ternary, &[0u64, 0xc, 0xf][..]), (MatchKind::Exact, &[0xf][..])] {
+            index_matches_a_scan(ir(first), masks);
+        }
+    }
+
+    fn index_matches_a_scan(t: TableIr, masks: &[u64]) {
         let mut s = TableState::new(&t);
         let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut live: Vec<u64> = Vec::new();
         for step in 0..20_000 {
+            if step == 10_000 {
+                s.clear();
+                live.clear();
+            }
             let r = next();
             if live.is_empty() || !r.is_multiple_of(3) {
-                let m = [0u64, 0xc, 0xf][(r >> 8) as usize % 3];
+                let m = masks[(r >> 8) as usize % masks.len()];
                 let key = vec![((r >> 16) & m, m), ((r >> 24) & 3, 0xf)];
                 let e = Entry {
                     key,
