@@ -659,10 +659,8 @@ impl Engine {
                     u64::from_be_bytes(b)
                 }
             };
-            let mut used = 0;
-            for &(slot, w) in &hdr.fields[c.first..c.first + c.n] {
-                pkt.fields[slot] = if w == 0 { 0 } else { (word << used) >> (64 - w) };
-                used += w;
+            for p in &hdr.placed[c.first..c.first + c.n] {
+                pkt.fields[p.slot as usize] = (word >> p.shift) & p.mask;
             }
         }
     }
@@ -1303,14 +1301,13 @@ impl Engine {
             }
             for c in &hdr.chunks {
                 let mut acc = 0u64;
-                for &(slot, w) in &hdr.fields[c.first..c.first + c.n] {
-                    // a 64-bit field is its chunk's only one
-                    acc = if w >= 64 { pkt.fields[slot] } else { (acc << w) | (pkt.fields[slot] & full(w)) };
+                for p in &hdr.placed[c.first..c.first + c.n] {
+                    acc |= (pkt.fields[p.slot as usize] & p.mask) << p.shift;
                 }
-                // the chunk left-aligned, all 8 bytes stored and the tail cut: a store of
-                // fixed length, not a call to copy c.bytes
+                // all 8 bytes stored and the tail cut: a store of fixed length, not a call to
+                // copy c.bytes
                 let len = out.len() + c.bytes;
-                out.extend_from_slice(&acc.wrapping_shl(64 - 8 * c.bytes as u32).to_be_bytes());
+                out.extend_from_slice(&acc.to_be_bytes());
                 out.truncate(len);
             }
             out.extend_from_slice(&pkt.varbits[h]);

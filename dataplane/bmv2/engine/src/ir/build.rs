@@ -135,7 +135,8 @@ impl Builder {
             return Err(format!("header {name}: {fixed_bits} bits is not a whole number of bytes"));
         }
         let chunks = if metadata { Vec::new() } else { super::chunks(&fields) };
-        Ok(HeaderIr { name, metadata, fields, fixed_bits, varbit_max_bytes, chunks })
+        let placed = super::placed(&fields, &chunks);
+        Ok(HeaderIr { name, metadata, fields, fixed_bits, varbit_max_bytes, chunks, placed })
     }
 
     /// The header stacks (into the builder) and the member headers of each header union.

@@ -106,6 +106,18 @@ pub struct HeaderIr {
     /// and written by the deparser as one word; empty when the fields do not fall into such
     /// runs (then field by field).
     pub chunks: Vec<Chunk>,
+    /// Per field (in `fields` order) when there are chunks: where it sits in its chunk's
+    /// word.
+    pub placed: Vec<Placed>,
+}
+
+/// A field in its chunk's word, the chunk's first byte the word's highest: the field is
+/// `(word >> shift) & mask`.
+#[derive(Debug, Clone, Copy)]
+pub struct Placed {
+    pub slot: u32,
+    pub shift: u32,
+    pub mask: u64,
 }
 
 /// A run of a header's fields: `fields[first..first + n]`, `bytes` bytes at byte `at` of the
@@ -137,6 +149,21 @@ pub fn chunks(fields: &[(usize, u32)]) -> Vec<Chunk> {
         let Some((end, bytes)) = cut else { return Vec::new() };
         out.push(Chunk { first: i, n: end - i, at, bytes });
         (i, at) = (end, at + bytes);
+    }
+    out
+}
+
+/// The [`Placed`] of each field of `chunks` (none without chunks).
+pub fn placed(fields: &[(usize, u32)], chunks: &[Chunk]) -> Vec<Placed> {
+    let mut out = Vec::new();
+    for c in chunks {
+        let mut used = 0;
+        for &(slot, w) in &fields[c.first..c.first + c.n] {
+            // a field of no bits reads 0 whatever its shift: one within range
+            let shift = if w == 0 { 0 } else { 64 - used - w };
+            out.push(Placed { slot: slot as u32, shift, mask: crate::table::full(w) });
+            used += w;
+        }
     }
     out
 }
