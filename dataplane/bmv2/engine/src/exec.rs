@@ -123,7 +123,7 @@ pub struct Engine {
 /// as [`Engine::csum16_of`] must when they do not fall into such runs.
 #[derive(Debug, Clone)]
 struct CsumRuns {
-    /// (slot, width, mask) of each input.
+    /// (slot, shift, mask) of each input: its place in its run's word.
     fields: Vec<(usize, u32, u64)>,
     /// Where each run ends in `fields`.
     ends: Vec<usize>,
@@ -147,7 +147,18 @@ impl CsumRuns {
             i = cut?;
             ends.push(i);
         }
-        Some(CsumRuns { fields: inputs.iter().map(|&(s, w)| (s, w, full(w))).collect(), ends })
+        let mut fields = Vec::new();
+        let mut start = 0;
+        for &end in &ends {
+            let mut left: u32 = inputs[start..end].iter().map(|&(_, w)| w).sum();
+            for &(slot, w) in &inputs[start..end] {
+                left -= w;
+                // an input of no bits adds 0 whatever its shift: one within range
+                fields.push((slot, if w == 0 { 0 } else { left }, full(w)));
+            }
+            start = end;
+        }
+        Some(CsumRuns { fields, ends })
     }
 
     /// csum16 of the packed inputs.
@@ -155,9 +166,8 @@ impl CsumRuns {
         let (mut sum, mut start) = (0u64, 0);
         for &end in &self.ends {
             let mut v = 0u64;
-            for &(slot, w, m) in &self.fields[start..end] {
-                // a 64-bit field is its run's only one
-                v = if w >= 64 { fields[slot] } else { (v << w) | (fields[slot] & m) };
+            for &(slot, shift, m) in &self.fields[start..end] {
+                v |= (fields[slot] & m) << shift;
             }
             sum += (v & 0xffff) + (v >> 16 & 0xffff) + (v >> 32 & 0xffff) + (v >> 48);
             start = end;
