@@ -1036,6 +1036,7 @@ impl Engine {
                     pkt.fields[*dst as usize] = self.run_code(code, pkt, &[], pkt.payload).unwrap_or(0) as u64 & mask
                 }
                 Step::SetSmall { dst, mask, s } => pkt.fields[*dst as usize] = s.eval(&pkt.fields) & mask,
+                Step::SetPick { dst, mask, p } => pkt.fields[*dst as usize] = p.eval(&pkt.fields) & mask,
                 Step::Set { dst, mask, e } => pkt.fields[*dst as usize] = self.value(e, pkt, &[]) as u64 & mask,
                 Step::CountF { c, f } => {
                     let len = pkt.ingress_length;

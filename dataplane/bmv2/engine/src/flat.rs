@@ -51,6 +51,11 @@ pub enum Step {
         mask: u64,
         s: Small,
     },
+    SetPick {
+        dst: u32,
+        mask: u64,
+        p: Box<Pick>,
+    },
     /// `fields[dst] = e & mask`.
     Set {
         dst: u32,
@@ -222,6 +227,61 @@ impl Small {
                 }
                 v
             }
+        }
+    }
+}
+
+/// `c ? t : f` of small code (slicing.p4's telemetry: `sojourn > largest ? sojourn -
+/// largest : 0`), compiled as `c, Jz(f), t, Jmp(end), f`.
+#[derive(Debug, Clone)]
+pub struct Pick {
+    c: Small,
+    t: Arm,
+    f: Arm,
+}
+
+/// A value `Pick` chooses: small code or a constant (not a shape of `Small`: another
+/// variant there costs every other use of it).
+#[derive(Debug, Clone)]
+enum Arm {
+    K(u64),
+    S(Small),
+}
+
+impl Arm {
+    fn of(ops: &[Op]) -> Option<Arm> {
+        match ops {
+            [Op::Const(k)] => Some(Arm::K(*k)),
+            _ => Small::of(ops).map(Arm::S),
+        }
+    }
+
+    #[inline(always)]
+    fn eval(&self, fields: &[u64]) -> u64 {
+        match self {
+            Arm::K(k) => *k,
+            Arm::S(s) => s.eval(fields),
+        }
+    }
+}
+
+impl Pick {
+    fn of(ops: &[Op]) -> Option<Pick> {
+        let j = ops.iter().position(|o| matches!(o, Op::Jz(_)))?;
+        let Op::Jz(f) = ops[j] else { return None };
+        let f = f as usize;
+        if f < j + 2 || f > ops.len() || !matches!(ops[f - 1], Op::Jmp(end) if end as usize == ops.len()) {
+            return None;
+        }
+        Some(Pick { c: Small::of(&ops[..j])?, t: Arm::of(&ops[j + 1..f - 1])?, f: Arm::of(&ops[f..])? })
+    }
+
+    #[inline(always)]
+    pub fn eval(&self, fields: &[u64]) -> u64 {
+        if self.c.eval(fields) != 0 {
+            self.t.eval(fields)
+        } else {
+            self.f.eval(fields)
         }
     }
 }
@@ -513,9 +573,10 @@ impl Builder<'_> {
                             let (op, f, k) = code::as_fk(&op)?;
                             Step::SetFK { dst, f, op, k, mask }
                         }
-                        _ => match Small::of(&ops) {
-                            Some(s) => Step::SetSmall { dst, mask, s },
-                            None => Step::SetCode { dst, mask, code: ops },
+                        _ => match (Small::of(&ops), Pick::of(&ops)) {
+                            (Some(s), _) => Step::SetSmall { dst, mask, s },
+                            (None, Some(p)) => Step::SetPick { dst, mask, p: Box::new(p) },
+                            (None, None) => Step::SetCode { dst, mask, code: ops },
                         },
                     },
                     e => Step::Set { dst, mask, e },
@@ -692,6 +753,43 @@ mod tests {
             }
         }
         assert!(split_some * 4 > total, "{split_some} of {total} split");
+    }
+
+    /// `c ? t : f` of fields and constants: where code has the shape `Pick` evaluates, it
+    /// computes what the stack machine does.
+    #[test]
+    fn picks_compute_what_the_code_does() {
+        let widths = [1u32, 8, 16, 32, 48, 64];
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
+        const OPS: [BinOp; 6] = [BinOp::Add, BinOp::Sub, BinOp::And, BinOp::Shr, BinOp::Gt, BinOp::Eq];
+        let leaf = |r: u64| -> Expr {
+            let y = if r.is_multiple_of(2) {
+                Expr::Field((r >> 16) as usize % 6)
+            } else {
+                Expr::Const((r >> 16) as i128 % 8)
+            };
+            match r % 3 {
+                0 => Expr::Const((r >> 8) as i128 % 8),
+                _ => Expr::Bin(OPS[(r >> 4) as usize % 6], Box::new(Expr::Field((r >> 8) as usize % 6)), Box::new(y)),
+            }
+        };
+        let (mut picks, mut total) = (0, 0);
+        for _ in 0..5000 {
+            let tree = Expr::Cond(Box::new(leaf(next())), Box::new(leaf(next())), Box::new(leaf(next())));
+            let want = if next().is_multiple_of(2) { Want::Exact } else { Want::Mod };
+            let Some(Expr::Code(ops)) = compile(&tree, want, &widths) else { continue };
+            total += 1;
+            let Some(p) = Pick::of(&ops) else { continue };
+            picks += 1;
+            for _ in 0..8 {
+                let fields: Vec<u64> = widths
+                    .iter()
+                    .map(|w| [0, 1, u64::MAX, next()][(next() % 4) as usize] & crate::table::full(*w))
+                    .collect();
+                assert_eq!(p.eval(&fields), run(&ops, &fields, &[], &[], &[], 0).ok().unwrap(), "{ops:?}");
+            }
+        }
+        assert!(picks * 2 > total, "{picks} of {total} picks");
     }
 
     /// Arithmetic of fields and constants: where code has a shape `Small` evaluates, it
