@@ -1082,6 +1082,18 @@ impl Engine {
                         continue;
                     }
                 }
+                Step::IfEqK { f, k, to } => {
+                    if pkt.fields[*f as usize] != *k {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Step::IfNeK { f, k, to } => {
+                    if pkt.fields[*f as usize] == *k {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
                 Step::IfFK { f, op, k, to } => {
                     if code::bin(*op, pkt.fields[*f as usize], *k) == 0 {
                         pc = *to as usize;
@@ -1271,6 +1283,8 @@ impl Engine {
     fn checksum_applies(&self, i: usize, pkt: &Packet) -> bool {
         self.csum_tests[i].iter().all(|t| match t {
             Step::IfValid { h, .. } => pkt.valid[*h as usize],
+            Step::IfEqK { f, k, .. } => pkt.fields[*f as usize] == *k,
+            Step::IfNeK { f, k, .. } => pkt.fields[*f as usize] != *k,
             Step::IfFK { f, op, k, .. } => code::bin(*op, pkt.fields[*f as usize], *k) != 0,
             Step::IfSmall { s, .. } => s.eval(&pkt.fields) != 0,
             Step::IfCode { code, .. } => self.run_code(code, pkt, &[], pkt.payload).unwrap_or(0) != 0,

@@ -104,6 +104,18 @@ pub enum Step {
         h: u32,
         to: u32,
     },
+    /// `fields[f] == k` / `fields[f] != k`: go on; else jump (IfFK's commonest operators
+    /// without its second dispatch, on the operator).
+    IfEqK {
+        f: u32,
+        k: u64,
+        to: u32,
+    },
+    IfNeK {
+        f: u32,
+        k: u64,
+        to: u32,
+    },
     /// `fields[f] op k != 0`: go on; else jump.
     IfFK {
         f: u32,
@@ -494,11 +506,12 @@ fn conjuncts(ops: &[Op]) -> Vec<Vec<Op>> {
 fn test(ops: Vec<Op>) -> Step {
     match ops[..] {
         [Op::Valid(h)] => Step::IfValid { h, to: 0 },
-        [Op::Field(f)] => Step::IfFK { f, op: BinOp::Ne, k: 0, to: 0 },
-        [op] if code::as_fk(&op).is_some() => {
-            let (op, f, k) = code::as_fk(&op).expect("fused");
-            Step::IfFK { f, op, k, to: 0 }
-        }
+        [Op::Field(f)] => Step::IfNeK { f, k: 0, to: 0 },
+        [op] if code::as_fk(&op).is_some() => match code::as_fk(&op).expect("fused") {
+            (BinOp::Eq, f, k) => Step::IfEqK { f, k, to: 0 },
+            (BinOp::Ne, f, k) => Step::IfNeK { f, k, to: 0 },
+            (op, f, k) => Step::IfFK { f, op, k, to: 0 },
+        },
         _ => match Small::of(&ops) {
             Some(s) => Step::IfSmall { s, to: 0 },
             None => Step::IfCode { code: ops.into(), to: 0 },
@@ -685,6 +698,8 @@ pub fn build(ir: &Ir, tables: &[TableState]) -> Flat {
         match &mut flat.steps[at] {
             Step::Goto(to)
             | Step::IfValid { to, .. }
+            | Step::IfEqK { to, .. }
+            | Step::IfNeK { to, .. }
             | Step::IfFK { to, .. }
             | Step::IfCode { to, .. }
             | Step::IfSmall { to, .. }
