@@ -518,15 +518,19 @@ impl Engine {
                 return Ok(());
             }
             let mut key: u128 = 0;
-            if let Some(fs) = &plan.key {
-                for &(f, bits, mask) in fs.iter() {
-                    key = (key << bits) | (ctx.pkt.fields[f as usize] & mask) as u128;
+            match &plan.key {
+                Some(fs) => {
+                    for &(f, bits, mask) in fs.iter() {
+                        key = (key << bits) | (ctx.pkt.fields[f as usize] & mask) as u128;
+                    }
                 }
-            }
-            for (e, nbytes) in st.key.iter().filter(|_| plan.key.is_none()) {
-                let v = self.eval(e, ctx.pkt, &[], ctx.cursor)? as u128;
-                let bits = nbytes * 8;
-                key = if bits >= 128 { v } else { (key << bits) | (v & ((1u128 << bits) - 1)) };
+                None => {
+                    for (e, nbytes) in &st.key {
+                        let v = self.eval(e, ctx.pkt, &[], ctx.cursor)? as u128;
+                        let bits = nbytes * 8;
+                        key = if bits >= 128 { v } else { (key << bits) | (v & ((1u128 << bits) - 1)) };
+                    }
+                }
             }
             let mut next = None;
             let mut matched = false;
