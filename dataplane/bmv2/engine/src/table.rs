@@ -239,7 +239,8 @@ impl Exact {
     fn pack(&self, values: &[u64]) -> u128 {
         let mut key = 0u128;
         for (&(w, m), v) in self.fields.iter().zip(values) {
-            key = (key << w) | (v & m) as u128;
+            // a 128-bit field is alone (the widths fit 128 bits): nothing to shift out
+            key = key.checked_shl(w).unwrap_or(0) | (v & m) as u128;
         }
         key
     }
