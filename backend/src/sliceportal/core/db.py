@@ -19,6 +19,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from sliceportal.core import jsontext
+
 # classid of the two-key form pg_advisory_lock(int, int): keeps our locks apart from any
 # other application's on the same database
 BACKEND_LOCK_CLASS = 0x51CE
@@ -46,7 +48,13 @@ PING_IDLE_S = 1.0
 @lru_cache(maxsize=8)
 def engine_for(url: str) -> Engine:
     # connect_timeout bounds how long a request waits on a database that is down
-    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, connect_args={"connect_timeout": 3})
+    engine = create_engine(
+        url,
+        pool_size=POOL_SIZE,
+        max_overflow=MAX_OVERFLOW,
+        connect_args={"connect_timeout": 3},
+        json_serializer=jsontext.dumps,  # rule sets, plans and diffs of every deploy (core/jsontext.py)
+    )
     event.listen(engine.pool, "connect", _stamp_checkin)  # a new connection needs no ping
     event.listen(engine.pool, "checkin", _stamp_checkin)
     event.listen(engine.pool, "checkout", _ping_if_idle)
@@ -105,9 +113,10 @@ def advisory_lock(engine: Engine, key: int, *, wait_s: float, cls: int = BACKEND
     conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     got = False
     try:
-        if wait_s <= 0:
-            got = bool(conn.scalar(text("SELECT pg_try_advisory_lock(:c, :k)"), {"c": cls, "k": key}))
-        else:
+        # one round trip when the lock is free (almost always): a lock someone waits for is
+        # granted to the waiter on release, so trying first takes it from nobody
+        got = bool(conn.scalar(text("SELECT pg_try_advisory_lock(:c, :k)"), {"c": cls, "k": key}))
+        if not got and wait_s > 0:
             # A blocking wait queues in PostgreSQL's lock manager, which grants the lock to
             # the waiter on release: a deploy is never starved by a reconcile that re-tries
             # every period (try-locks fail while someone waits). lock_timeout bounds the wait.

@@ -16,7 +16,6 @@ The lead's deployment service calls, per backend:
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sliceportal.core.jsontext import canonical
 from sliceportal.drivers.contract import (
     ApplyResult,
     Capabilities,
@@ -55,13 +55,9 @@ class PlanMismatchError(DriverError):
     """The driver's ``lower`` did not produce a plan for the IR it was given."""
 
 
-def _canonical(entry: NativeEntry) -> str:
-    return json.dumps(entry, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def _identity(entry: NativeEntry) -> str:
+def _identity(entry: NativeEntry) -> bytes:
     ident = {k: entry[k] for k in IDENTITY_MEMBERS if k in entry}
-    return _canonical(ident) if ident else _canonical(entry)
+    return canonical(ident) if ident else canonical(entry)
 
 
 def target_spec(caps: Capabilities, *, max_rules: int | None = None, miss: MissPolicy | None = None) -> TargetSpec:
@@ -138,7 +134,7 @@ class PlanDiff(_Model):
 def _diff_table(old: Sequence[NativeEntry], new: Sequence[NativeEntry]) -> TableDiff:
     # each entry's canonical text once (it was made four times per entry: a reconcile pass
     # diffs every backend's tables, bench scale_backends)
-    old_keys, new_keys = [_canonical(e) for e in old], [_canonical(e) for e in new]
+    old_keys, new_keys = [canonical(e) for e in old], [canonical(e) for e in new]
     old_count, new_count = Counter(old_keys), Counter(new_keys)
     if old_count == new_count:
         return TableDiff()
@@ -146,7 +142,7 @@ def _diff_table(old: Sequence[NativeEntry], new: Sequence[NativeEntry]) -> Table
     old_common, new_common = Counter(common), Counter(common)
     old_only = [e for e, k in zip(old, old_keys, strict=True) if _take(old_common, k)]
     new_only = [e for e, k in zip(new, new_keys, strict=True) if _take(new_common, k)]
-    by_identity: dict[str, list[NativeEntry]] = {}
+    by_identity: dict[bytes, list[NativeEntry]] = {}
     for e in old_only:
         by_identity.setdefault(_identity(e), []).append(e)
     added: list[NativeEntry] = []
@@ -161,7 +157,7 @@ def _diff_table(old: Sequence[NativeEntry], new: Sequence[NativeEntry]) -> Table
     return TableDiff(added=added, removed=removed, modified=modified)
 
 
-def _take(common: Counter[str], key: str) -> bool:
+def _take(common: Counter[bytes], key: bytes) -> bool:
     """True when the entry of canonical text ``key`` is not one of the entries both sides hold
     (multiset semantics)."""
     if common[key] > 0:

@@ -11,7 +11,6 @@ stays per backend (a driver keeps the priorities its switch holds).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from sqlalchemy import BigInteger, cast, literal, select, type_coerce
@@ -19,6 +18,7 @@ from sqlalchemy.dialects.postgresql import INET
 from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 
+from sliceportal.core.jsontext import canonical
 from sliceportal.core.process_metrics import COMPILE_DURATION
 from sliceportal.drivers.contract import Driver, NativePlan
 from sliceportal.models import Backend, Slice, Subscriber, Tenant
@@ -104,7 +104,7 @@ class SharedCompiles:
     def __init__(self) -> None:
         self._specs: dict[str, DomainSpecs] = {}
         self._compiled: dict[tuple[str, TargetSpec], CompileResult] = {}
-        self._proofs: dict[tuple[str, str, str], EquivalenceResult] = {}
+        self._proofs: dict[tuple[str, str, bytes], EquivalenceResult] = {}
 
     def specs(self, session: Session, backend: Backend, key: str) -> DomainSpecs:
         if key not in self._specs:
@@ -122,7 +122,7 @@ class SharedCompiles:
     def proven(self, ir: RuleIR, plan: NativePlan, drv: Driver) -> EquivalenceResult:
         """``equivalence.check_plan``, once per distinct plan of an IR: fresh backends of one
         driver are given the same entries, and a proof holds for every copy of them."""
-        key = (plan.driver, plan.version, json.dumps(plan.tables, sort_keys=True, default=str))
+        key = (plan.driver, plan.version, canonical(plan.tables))
         if key not in self._proofs:
             self._proofs[key] = check_plan(ir, plan, drv)
         return self._proofs[key]

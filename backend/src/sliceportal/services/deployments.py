@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, func, literal, select, update
+from sqlalchemy import ColumnElement, Table, case, func, literal, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, defer, lazyload, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
@@ -283,15 +283,17 @@ def interrupt_all_orphans(sessions: sessionmaker[Session]) -> int:
 def _mark_slices_deployed(session: Session, rule_set: RuleSet) -> None:
     # Per-backend slice state is derived (services/slice_status.py); this only records that a
     # slice left the draft stage once a finished deployment carried it.
-    # A plain UPDATE, not the ORM's versioned one: deployments of one slice to several backends
-    # finish concurrently (services/slice_deploy.py), and a fact is no operator's edit (no 412).
+    # A plain UPDATE of the table, not the ORM's versioned one: deployments of one slice to
+    # several backends finish concurrently (services/slice_deploy.py), and a fact is no
+    # operator's edit (no 412). Not the ORM's bulk UPDATE either: nothing in the session needs
+    # synchronising, and its machinery was most of the statement's CPU in a fan-out.
     refs = [int(s["ref"]) for s in rule_set.ir.get("slices", []) if "ref" in s]
     if refs:
+        table: Table = Slice.__table__  # type: ignore[assignment]
         session.execute(
-            update(Slice)
-            .where(Slice.id.in_(refs), Slice.state.in_((SliceState.DRAFT, SliceState.COMPILED)))
+            update(table)
+            .where(table.c.id.in_(refs), table.c.state.in_((SliceState.DRAFT, SliceState.COMPILED)))
             .values(state=SliceState.DEPLOYED)
-            .execution_options(synchronize_session=False)
         )
 
 
@@ -311,20 +313,18 @@ def _finish(
     interrupted, or resumed, while this worker had lost the database (and with it the lock);
     that verdict, or the resumer's outcome, stands.
     """
-    # the row lock orders this write against a reconcile that declares the row interrupted
-    row = session.execute(
-        select(Deployment.status, Deployment.resumed_by).where(Deployment.id == dep_id).with_for_update()
-    ).one_or_none()
-    # the row as it is now, but not its two rule sets again (joined by default: 60 KB of JSON
-    # each at 10 k subscribers, decoded for every finished push; they are in the session) nor
-    # its diff (every entry a fresh backend was given: decoding it was 7 % of a fan-out's CPU)
+    # the row as it is now, locked: the lock orders this write against a reconcile that
+    # declares the row interrupted; not its two rule sets again (joined by default: 60 KB of
+    # JSON each at 10 k subscribers, decoded for every finished push; they are in the session)
+    # nor its diff (every entry a fresh backend was given: decoding it was 7 % of a fan-out's CPU)
     dep = session.get(
         Deployment,
         dep_id,
         populate_existing=True,
+        with_for_update=True,
         options=[lazyload(Deployment.rule_set), lazyload(Deployment.previous_rule_set), defer(Deployment.diff)],
     )
-    if dep is None or row is None or row.status != DeploymentStatus.RUNNING or row.resumed_by != owner:
+    if dep is None or dep.status != DeploymentStatus.RUNNING or dep.resumed_by != owner:
         session.rollback()
         return None
     dep.status = DeploymentStatus.SUCCEEDED if outcome.ok else DeploymentStatus.FAILED
@@ -387,9 +387,11 @@ def _run(
     progress: Callable[[ProgressEvent], None] | None,
     on_job: Callable[[int], None] | None = None,
     plan: NativePlan | None = None,
+    *,
+    previous: RuleSet | None,
 ) -> Deployment:
-    """``plan``: ``rule_set``'s plan where the caller has it (not validated again)."""
-    previous = current_rule_set(session, backend.id)
+    """``plan``: ``rule_set``'s plan where the caller has it (not validated again);
+    ``previous``: the rule set in force (``current_rule_set``), read under the backend's lock."""
     prev_plan = NativePlan.model_validate(previous.plan) if previous else None
     new_plan = plan or NativePlan.model_validate(rule_set.plan)
     diff = diff_tables(prev_plan.tables if prev_plan else {}, new_plan.tables)
@@ -497,17 +499,18 @@ def _settle_orphans(session: Session, backend: Backend) -> None:
     lock with a database blip and is still pushing: the backend is busy until it finishes or
     its heartbeat goes stale.
     """
-    interrupt_orphans(session, backend.id)
+    # one statement for both kinds (every deploy of every backend passes here; almost always
+    # nothing is running)
     running = session.execute(
-        select(Deployment.id, jobs.stale().label("stale"))
-        .where(
-            Deployment.backend_id == backend.id,
-            Deployment.status == DeploymentStatus.RUNNING,
-            Deployment.heartbeat_at.is_not(None),
-        )
+        select(Deployment.id, Deployment.heartbeat_at.is_(None).label("pre_jobs"), jobs.stale().label("stale"))
+        .where(Deployment.backend_id == backend.id, Deployment.status == DeploymentStatus.RUNNING)
         .order_by(Deployment.id)
     ).all()
-    for dep_id, is_stale in running:
+    if any(r.pre_jobs for r in running):
+        interrupt_orphans(session, backend.id)
+    for dep_id, pre_jobs, is_stale in running:
+        if pre_jobs:
+            continue
         if not is_stale:
             raise BusyError(
                 f"deployment {dep_id} of backend {backend.name} is still being pushed by its runner; "
@@ -607,13 +610,13 @@ def _locked(session: Session, backend: Backend, wait_s: float) -> Iterator[None]
         yield
 
 
-def _in_force(session: Session, backend: Backend, p: Preview) -> RuleSet | None:
-    """The rule set in force when it is exactly ``p`` and the data plane was last seen holding it.
+def _in_force(backend: Backend, p: Preview, current: RuleSet | None) -> RuleSet | None:
+    """``current`` (the rule set in force) when it is exactly ``p`` and the data plane was last
+    seen holding it.
 
     Digest and native tables both: a driver change that lowers the same IR differently is a
     change. A backend whose last read-back found drift is not "unchanged": deploying repairs it.
     """
-    current = current_rule_set(session, backend.id)
     if current is None or current.digest != p.plan.version or backend.sync_state == "out_of_sync":
         return None
     return current if current.plan == p.plan.model_dump(mode="json") else None
@@ -690,7 +693,8 @@ def _deploy(
             if reuse is None or not reuse.admitted or override is not None:
                 admission.check(session, [backend], override=override, action="deploy", subject=backend)
             p = reuse.preview if reuse is not None else _preview(session, backend, drv, caps, key)
-            if skip_unchanged and (current := _in_force(session, backend, p)) is not None:
+            previous = current_rule_set(session, backend.id)
+            if skip_unchanged and (current := _in_force(backend, p, previous)) is not None:
                 record(
                     session,
                     DeploymentKind.DEPLOY.value,
@@ -701,7 +705,18 @@ def _deploy(
                 session.commit()
                 return Unchanged(backend.id, current.number, current.digest)
             rule_set = _store_rule_set(session, backend, p, actor)
-            dep = _run(session, backend, rule_set, DeploymentKind.DEPLOY, actor, drv, progress, on_job, p.plan)
+            dep = _run(
+                session,
+                backend,
+                rule_set,
+                DeploymentKind.DEPLOY,
+                actor,
+                drv,
+                progress,
+                on_job,
+                p.plan,
+                previous=previous,
+            )
             footprint_push.after_push(session, dep, key)
             return dep
 
@@ -729,7 +744,19 @@ def rollback(
             # the older rule set as this driver lowers it against what the plane holds now: not
             # the layout or numbering it had when it was stored
             plan = _as_lowered_now(session, drv, rule_set, NativePlan.model_validate(rule_set.plan))
-            dep = _run(session, backend, rule_set, DeploymentKind.ROLLBACK, actor, drv, progress, on_job, plan)
+            previous = current_rule_set(session, backend.id)
+            dep = _run(
+                session,
+                backend,
+                rule_set,
+                DeploymentKind.ROLLBACK,
+                actor,
+                drv,
+                progress,
+                on_job,
+                plan,
+                previous=previous,
+            )
             footprint_push.after_push(session, dep, None)
             return dep
 

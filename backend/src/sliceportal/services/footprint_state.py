@@ -161,24 +161,30 @@ def input_keys(session: Session, backend_ids: Sequence[int]) -> dict[int, str]:
     return {int(b): str(key) for b, key in session.execute(_KEYS, {"b": list(backend_ids)})}
 
 
-def _write(session: Session, *stmts: Executable) -> None:
+Statement = Executable | tuple[Executable, Sequence[dict[str, Any]]]  # alone, or with its rows
+
+
+def _write(session: Session, *stmts: Statement) -> None:
     """Run ``stmts`` in one transaction of their own (committed at once, whatever the caller's)."""
     bind = session.get_bind()
+    runs = [s if isinstance(s, tuple) else (s, None) for s in stmts]
     if isinstance(bind, Engine):
         with bind.begin() as conn:
-            for stmt in stmts:
-                conn.execute(stmt)
+            for stmt, rows in runs:
+                conn.execute(stmt, rows)
     else:  # a session on a caller's own connection: its transaction decides
-        for stmt in stmts:
-            session.execute(stmt)
+        for stmt, rows in runs:
+            session.execute(stmt, rows)
 
 
 def _notify(channel: str) -> Executable:
     return text("SELECT pg_notify(:c, '')").bindparams(c=channel)
 
 
-def _footprints(rows: Sequence[dict[str, Any]]) -> Executable:
-    return insert(RuleSetFootprint).values(list(rows)).on_conflict_do_nothing()
+def _footprints(rows: Sequence[dict[str, Any]]) -> Statement:
+    # the rows as parameters, not in the statement: one cached statement whatever their number
+    # (a multi-row VALUES has no cache key, and was compiled again for every push)
+    return insert(RuleSetFootprint).on_conflict_do_nothing(), list(rows)
 
 
 def _wanted(backend_id: int, w: Wanted) -> Executable:

@@ -70,6 +70,14 @@ class EntryCodec:
             a.preamble.name: (a.preamble.id, [(p.name, p.id) for p in a.params]) for a in p4info.proto.actions
         }
         self._wire_tables = {name: (wire.table_id(tid), fields) for name, (tid, fields) in self._tables.items()}
+        # and the way back, for reading: a read-back decodes every entry twice per push
+        self._tables_by_id = {
+            t.preamble.id: (t.preamble.name, {f.id: (f.name, (1 << f.bitwidth) - 1) for f in t.match_fields})
+            for t in p4info.proto.tables
+        }
+        self._actions_by_id = {
+            a.preamble.id: (a.preamble.name, [p.name for p in a.params]) for a in p4info.proto.actions
+        }
         self._type_fields = {t: wire.update_type(t) for t in (Update.INSERT, Update.MODIFY, Update.DELETE)}
         self._field_heads: dict[tuple[int, int], bytes] = {}  # (type, entity length) -> wire.update_field_head
         self._tag_field = wire.metadata(tag)
@@ -138,31 +146,20 @@ class EntryCodec:
         return utype, wire.entry_update(utype, table_id, matches, act, priority, tag, bool(e.get("default")))
 
     def entry(self, te: p4runtime_pb2.TableEntry) -> tuple[str, NativeEntry]:
-        t = self.p4info.table_by_id(te.table_id)
-        name = t.preamble.name
-        action = self.p4info.action_by_id(te.action.action.action_id)
-        params = {
-            p.name: int.from_bytes(v.value, "big") for p, v in zip(action.params, te.action.action.params, strict=True)
-        }
+        name, fields = self._tables_by_id[te.table_id]
+        act = te.action.action
+        action, param_names = self._actions_by_id[act.action_id]
+        params = {p: int.from_bytes(v.value, "big") for p, v in zip(param_names, act.params, strict=True)}
         if te.is_default_action:
-            return name, {"default": True, "action": action.preamble.name, "params": params}
-        by_id = {f.id: f for f in t.match_fields}
+            return name, {"default": True, "action": action, "params": params}
         match: dict[str, list[int]] = {}
         for fm in te.match:
-            f = by_id[fm.field_id]
+            fname, full = fields[fm.field_id]
             if fm.HasField("exact"):
-                match[f.name] = [int.from_bytes(fm.exact.value, "big"), (1 << f.bitwidth) - 1]
+                match[fname] = [int.from_bytes(fm.exact.value, "big"), full]
             else:
-                match[f.name] = [
-                    int.from_bytes(fm.ternary.value, "big"),
-                    int.from_bytes(fm.ternary.mask, "big"),
-                ]
-        return name, {
-            "match": match,
-            "priority": te.priority,
-            "action": action.preamble.name,
-            "params": params,
-        }
+                match[fname] = [int.from_bytes(fm.ternary.value, "big"), int.from_bytes(fm.ternary.mask, "big")]
+        return name, {"match": match, "priority": te.priority, "action": action, "params": params}
 
     def read_request(self) -> list[p4runtime_pb2.Entity]:
         """Every table entry (ours are told by their metadata), the default actions a

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sliceportal.core.jsontext import canonical
 from sliceportal.drivers.contract import CapacityError, DriverError, NativeEntry
 from sliceportal.drivers.stable import longest_rising
 from sliceportal.rules.ir import FIELD_WIDTHS, MissMode, Qos, RuleIR, TenantEntry
@@ -330,10 +331,10 @@ def _fwd(tid: int, in_port: int, out_port: int) -> NativeEntry:
     return _exact({"tenant_id": tid, "ingress_port": in_port}, f"{ING}.fwd.forward", {"port": out_port})
 
 
-def entry_sort_key(e: NativeEntry) -> str:
-    import json
-
-    return json.dumps(e, sort_keys=True)
+def entry_sort_key(e: NativeEntry) -> bytes:
+    # the order json.dumps(e, sort_keys=True) gave (stored plans keep theirs): compact text
+    # of ASCII names and integers sorts as the spaced text does, at a tenth of its cost
+    return canonical(e)
 
 
 def with_full_masks(

@@ -61,17 +61,15 @@ def shipped_program() -> Program:
 
 @dataclass
 class P4Info:
-    """Name and id lookups over a P4Info, indexed once (the driver's hot path uses them)."""
+    """Name lookups over a P4Info, indexed once (the driver's hot path uses them)."""
 
     proto: p4info_pb2.P4Info
     _by_name: dict[tuple[str, str], object] = field(default_factory=dict, repr=False)
-    _by_id: dict[tuple[str, int], object] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for kind in ("tables", "actions", "counters", "direct_counters", "meters", "registers"):
             for obj in getattr(self.proto, kind):
                 self._by_name[kind, obj.preamble.name] = obj
-                self._by_id[kind, obj.preamble.id] = obj
 
     def _find(self, kind: str, name: str) -> object:
         try:
@@ -88,16 +86,6 @@ class P4Info:
         a = self._find("actions", name)
         assert isinstance(a, p4info_pb2.Action)
         return a
-
-    def action_by_id(self, action_id: int) -> p4info_pb2.Action:
-        a = self._by_id["actions", action_id]
-        assert isinstance(a, p4info_pb2.Action)
-        return a
-
-    def table_by_id(self, table_id: int) -> p4info_pb2.Table:
-        t = self._by_id["tables", table_id]
-        assert isinstance(t, p4info_pb2.Table)
-        return t
 
     def counter_id(self, name: str) -> int:
         c = self._find("counters", name)
