@@ -132,6 +132,8 @@ class PlanDiff(_Model):
 
 
 def _diff_table(old: Sequence[NativeEntry], new: Sequence[NativeEntry]) -> TableDiff:
+    if not old or not new:  # a fresh backend, a table emptied: nothing to match
+        return TableDiff(added=list(new), removed=list(old))
     # each entry's canonical text once (it was made four times per entry: a reconcile pass
     # diffs every backend's tables, bench scale_backends)
     old_keys, new_keys = [canonical(e) for e in old], [canonical(e) for e in new]
