@@ -9,6 +9,7 @@ import pytest
 from irs import two_tenants
 from p4.v1 import p4runtime_pb2
 
+from sliceportal.drivers.push import diff_tables
 from sliceportal.rules.ir import RuleIR
 from sliceportal_p4rt.client import write_request_bytes
 from sliceportal_p4rt.codec import ident
@@ -81,3 +82,24 @@ def test_diff_from_cached_identities_is_the_diff_of_copies() -> None:
     slow, _ = d._diff(copy.deepcopy(held), copy.deepcopy(want))
     assert fast == slow and {op[0] for op in fast} >= {Update.INSERT, Update.DELETE}
     assert [d.codec.frame(op) for op in fast] == [d.codec.frame(op) for op in slow]
+
+
+def test_a_read_back_is_decoded_again_only_when_its_bytes_changed() -> None:
+    """``tables_of`` keeps the last read's decoding: the same bytes give the same tables (as
+    copies a caller may change), any other read is decoded anew."""
+    d = Driver({"access_ports": {1: 100, 2: 200}, "trunk_ports": [3], "uplink_port": 3})
+    plan = d.lower(two_tenants())
+    entities = [d.codec.update(Update.INSERT, t, e).entity for t, es in plan.tables.items() for e in es]
+    first = d.codec.tables_of(entities)
+    assert diff_tables(first, plan.tables).empty  # what was written decodes to the plan
+    first["vlan_tenant_probe"] = []
+    next(lst for lst in first.values() if lst).clear()
+    again = d.codec.tables_of([copy.deepcopy(e) for e in entities])
+    assert diff_tables(again, plan.tables).empty and "vlan_tenant_probe" not in again
+    fewer = d.codec.tables_of(entities[1:])
+    assert diff_tables(fewer, plan.tables).counts() == {"added": 1, "removed": 0, "modified": 0}
+    changed = copy.deepcopy(entities)
+    te = next(e.table_entry for e in changed if e.HasField("table_entry") and len(e.table_entry.action.action.params))
+    te.action.action.params[0].value = b"\x07"
+    assert diff_tables(d.codec.tables_of(changed), plan.tables).counts()["modified"] == 1
+    assert diff_tables(d.codec.tables_of(entities), plan.tables).empty

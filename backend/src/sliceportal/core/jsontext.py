@@ -5,8 +5,8 @@ orjson where it can say it, the standard library where it cannot: orjson refuses
 beyond 64 bits and dict keys that are not strings, which ``json`` writes (the first as a
 number, the second as strings), so those values fall back rather than fail or change. A
 native entry's sorted text takes 0.3 µs instead of json's 5.4 µs, and a deploy makes some 800
-per backend (diffs before and after the push, the read-back's order). Only encoding: orjson reads an integer beyond 64 bits as a float, which a
-stored 128-bit match value must never become.
+per backend (diffs before and after the push, the read-back's order). Only encoding: orjson
+reads an integer beyond 64 bits as a float, which a stored 128-bit match value must never become.
 """
 
 from __future__ import annotations

@@ -896,7 +896,8 @@ def reconcile(
             )
             session.commit()
             return None
-        plan = NativePlan.model_validate(expected.plan)
+        stored = expected.plan
+        plan = NativePlan.model_validate(stored)
         try:
             for attempt in range(2):
                 with POOL.use(session, backend, read_back=True) as drv:
@@ -925,8 +926,9 @@ def reconcile(
             )
             session.commit()
             return None
-        # judged from what it held (the plan as re-lowered now, if it was)
-        report = _judge(session, backend.id, NativePlan.model_validate(expected.plan), report)
+        # judged from what it held (the plan as re-lowered now, if it was: _as_lowered_now stores it)
+        judged = plan if expected.plan is stored else NativePlan.model_validate(expected.plan)
+        report = _judge(session, backend.id, judged, report)
         _observed(
             session,
             backend,

@@ -85,6 +85,7 @@ class EntryCodec:
         self._encoded_ids: dict[int, tuple[NativeEntry, bytes]] = {}
         self.idents: dict[int, tuple[NativeEntry, object]] = {}
         self._last_idents: dict[int, tuple[NativeEntry, object]] = {}
+        self._last_read: tuple[bytes, dict[str, list[NativeEntry]]] = (b"\x00", {})  # no read serialises to it
 
     def update(self, utype: int, table: str, e: NativeEntry) -> p4runtime_pb2.Update:
         u = Update(type=utype)
@@ -178,6 +179,16 @@ class EntryCodec:
         return ents
 
     def tables_of(self, entities: Sequence[p4runtime_pb2.Entity]) -> dict[str, list[NativeEntry]]:
+        """The entries of a read, by table. A read the same to the byte as the last one is not
+        decoded again: a reconcile pass reads back every backend, almost always unchanged, and
+        decoding was a third of its CPU (0.05 ms to serialise 114 entries, ~1.5 ms to decode)."""
+        key = b"".join(e.SerializeToString() for e in entities)
+        last = self._last_read
+        if key != last[0]:
+            last = self._last_read = key, self._decode(entities)
+        return {k: list(v) for k, v in last[1].items()}
+
+    def _decode(self, entities: Sequence[p4runtime_pb2.Entity]) -> dict[str, list[NativeEntry]]:
         out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths}
         out[SLICE_METER] = []
         for ent in entities:
