@@ -83,3 +83,25 @@ def test_slice_with_services_and_subscribers(client: TestClient, op: dict[str, s
         f"/api/v1/slices/{s['id']}", json={"sla": {"ecn_delay_ms": 50, "max_delay_ms": 20}, "version": 1}, headers=op
     )
     assert bad.status_code == 422
+
+
+def test_a_slice_sla_patch_changes_only_the_fields_it_names(client: TestClient, op: dict[str, str]) -> None:
+    """``PATCH /slices/{id}`` with ``sla`` is a JSON merge patch: the other SLA fields stay (it
+    replaced the whole SLA, clearing them), null clears one, and the result is checked whole."""
+    t = client.post("/api/v1/tenants", json=tenant_body(), headers=op).json()["id"]
+    sla = {"guaranteed_mbps": 10, "rate_limit_mbps": 48, "max_delay_ms": 20, "ecn_delay_ms": 5, "max_loss_pct": 1}
+    body = {"name": "embb", "tenant_id": t, "slice_type_id": slice_type_id(client, op, "Flexible Slice"), "sla": sla}
+    s = client.post("/api/v1/slices", json=body, headers=op).json()
+    url = f"/api/v1/slices/{s['id']}"
+    r = client.patch(url, json={"sla": {"rate_limit_mbps": 50}, "version": s["version"]}, headers=op)
+    assert r.status_code == 200, r.text
+    assert r.json()["sla"] == sla | {"rate_limit_mbps": 50, "max_jitter_ms": None}
+    r = client.patch(url, json={"sla": {"max_loss_pct": None}, "version": r.json()["version"]}, headers=op)
+    assert r.status_code == 200 and r.json()["sla"]["max_loss_pct"] is None and r.json()["sla"]["max_delay_ms"] == 20
+    # consistent alone, not with what the slice keeps: refused, nothing changed
+    version = r.json()["version"]
+    bad = client.patch(url, json={"sla": {"guaranteed_mbps": 60}, "version": version}, headers=op)
+    assert bad.status_code == 422, bad.text
+    assert bad.json()["errors"][0]["field"] == "sla" and "rate_limit_mbps" in bad.json()["detail"]
+    after = client.get(url, headers=op).json()
+    assert after["version"] == version and after["sla"]["guaranteed_mbps"] == 10

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Header, Query, Response
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
@@ -266,14 +267,17 @@ def update_slice(
     override: AdmissionOverride,
     if_match: Annotated[str | None, Header()] = None,
 ) -> SlicePublic:
+    """Change the fields the body names. ``sla`` is merged into the slice's SLA (RFC 7396): its
+    fields the body leaves out stay, ``null`` clears one, and the SLA that results must be
+    consistent (422 naming the conflict otherwise)."""
     s = get_scoped(session, Slice, slice_id, principal.tenant_scope, "slice")
     check_version(s, if_match, body.version)
     changes = body.model_dump(exclude_unset=True, exclude={"version", "sla", "backend_ids"})
     if body.slice_type_id is not None:
         st = _slice_type(session, body.slice_type_id)
         _check_lanes(st.lanes, [(f"services.{c.id}", c.lane) for c in s.services])
-    if "sla" in body.model_fields_set and body.sla is not None:
-        changes.update(body.sla.model_dump())
+    if body.sla is not None:
+        changes.update(_merged_sla(s, body.sla))
     if body.backend_ids is not None:
         s.backends = _backends(session, body.backend_ids)
     apply_changes(s, changes, not_null=("name", "slice_type_id", "description", "path_mode"))
@@ -282,6 +286,21 @@ def update_slice(
     session.refresh(s)
     etag(response, s)
     return _public(session, settings, s)
+
+
+def _merged_sla(s: Slice, patch: Sla) -> dict[str, Any]:
+    """A PATCH's ``sla`` as a JSON merge patch (RFC 7396): the fields it names change (null
+    clears one), the others stay; the result is checked whole, as a create's is (a guaranteed
+    rate above the limit the slice keeps is refused, not stored)."""
+    merged = {f: getattr(s, f) for f in SLA_FIELDS} | patch.model_dump(exclude_unset=True)
+    try:
+        return Sla(**merged).model_dump()
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        field = ".".join(["sla", *(str(p) for p in problem["loc"])]) if problem["loc"] else "sla"
+        raise ApiError(
+            422, "Validation failed", f"with the slice's other SLA fields: {problem['msg']}", field=field
+        ) from None
 
 
 @router.delete(
