@@ -411,6 +411,8 @@ pub fn bin(op: BinOp, x: u64, y: u64) -> u64 {
         BinOp::LAnd => (x != 0 && y != 0) as u64,
         BinOp::LOr => (x != 0 || y != 0) as u64,
         BinOp::USat => x.min(if y < 64 { (1 << y) - 1 } else { u64::MAX }),
+        // signed values: `Compiler::expr` leaves these operators to the i128 tree
+        BinOp::TwoCompMod | BinOp::SatCast => unreachable!("signed operators are not compiled"),
     }
 }
 

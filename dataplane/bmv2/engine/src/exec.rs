@@ -708,6 +708,7 @@ impl Engine {
             Expr::Code(c) => self.run_code(c, pkt, params, cursor)?,
             Expr::Const(c) => *c,
             Expr::Field(f) => pkt.fields[*f] as i128,
+            Expr::SField(f, w) => sign_extend(pkt.fields[*f], *w),
             Expr::Valid(h) => pkt.valid[*h] as i128,
             Expr::Runtime(i) => params.get(*i).copied().unwrap_or(0) as i128,
             Expr::Lookahead { offset, width } => {
@@ -1417,7 +1418,28 @@ pub(crate) fn bin_op(op: BinOp, x: i128, y: i128) -> i128 {
             let max = if (0..127).contains(&y) { (1i128 << y) - 1 } else { i128::MAX };
             x.clamp(0, max)
         }
+        BinOp::SatCast => {
+            // int<y>: -2^(y-1) ..= 2^(y-1) - 1 (int<0> cannot be declared: 0 here)
+            let half = if (1..=127).contains(&y) { 1i128 << (y - 1) } else { return if y <= 0 { 0 } else { x } };
+            x.clamp(-half, half - 1)
+        }
+        BinOp::TwoCompMod => match y {
+            // x's low y bits read as a y-bit two's-complement number (i128 keeps 128 of them)
+            1..=127 => {
+                let shift = 128 - y as u32;
+                (x << shift) >> shift
+            }
+            y if y >= 128 => x,
+            _ => 0,
+        },
     }
+}
+
+/// A signed field's stored bits read as the N-bit two's-complement number they are.
+#[inline]
+pub(crate) fn sign_extend(bits: u64, width: u32) -> i128 {
+    let shift = 128 - width.clamp(1, 64);
+    ((bits as i128) << shift) >> shift
 }
 
 #[cfg(test)]
@@ -1526,6 +1548,43 @@ mod tests {
             }
         }
         assert_eq!(read_bits(&[0xab, 0xcd], 4, 8), 0xbc);
+    }
+
+    #[test]
+    fn signed_fields_read_sign_extended_at_edge_widths() {
+        assert_eq!(sign_extend(0x8, 4), -8);
+        assert_eq!(sign_extend(0x7, 4), 7);
+        assert_eq!(sign_extend(1, 1), -1);
+        assert_eq!(sign_extend(0, 1), 0);
+        assert_eq!(sign_extend(u64::MAX, 64), -1);
+        assert_eq!(sign_extend(1 << 63, 64), i64::MIN as i128);
+        assert_eq!(sign_extend((1 << 63) - 1, 64), i64::MAX as i128);
+    }
+
+    #[test]
+    fn two_comp_mod_and_sat_cast_as_bmv2_data() {
+        let m = |x: i128, w: i128| bin_op(BinOp::TwoCompMod, x, w);
+        // BMv2's own example: two_comp_mod(-129, 8) = 127
+        assert_eq!(m(-129, 8), 127);
+        assert_eq!(m(128, 8), -128);
+        assert_eq!(m(255, 8), -1);
+        assert_eq!(m(-128, 8), -128);
+        assert_eq!(m(5, 8), 5);
+        assert_eq!(m(1, 1), -1);
+        assert_eq!(m(1 << 63, 64), i64::MIN as i128);
+        assert_eq!(m(-1, 64), -1);
+        assert_eq!(m((1 << 64) + 3, 64), 3);
+        let s = |x: i128, w: i128| bin_op(BinOp::SatCast, x, w);
+        assert_eq!(s(200, 8), 127);
+        assert_eq!(s(-200, 8), -128);
+        assert_eq!(s(-128, 8), -128);
+        assert_eq!(s(127, 8), 127);
+        assert_eq!(s(1, 1), 0);
+        assert_eq!(s(-5, 1), -1);
+        assert_eq!(s(1 << 70, 64), i64::MAX as i128);
+        assert_eq!(s(-(1 << 70), 64), i64::MIN as i128);
+        // stored: the low bits of the two's complement, as Field::export_bytes
+        assert_eq!(s(-200, 8) as u64 & full(8), 0x80);
     }
 
     #[test]

@@ -421,6 +421,7 @@ fn reads_params(e: &Expr) -> bool {
         Expr::StackField { index, .. } | Expr::StackValid { index, .. } => reads_params(index),
         Expr::Const(_)
         | Expr::Field(_)
+        | Expr::SField(..)
         | Expr::Valid(_)
         | Expr::Lookahead { .. }
         | Expr::LastField { .. }

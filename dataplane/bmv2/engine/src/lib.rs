@@ -80,6 +80,8 @@ pub const EXPR_OPS: &[&str] = &[
     "dereference_header_stack",
     "access_field",
     "usat_cast",
+    "sat_cast",
+    "two_comp_mod",
 ];
 /// Calculation algorithms: csum16 (verify / update checksum), crc16 (hash).
 pub const CHECKSUM_ALGOS: &[&str] = &["csum16", "crc16"];

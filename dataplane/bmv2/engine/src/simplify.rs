@@ -89,6 +89,8 @@ pub fn bits(e: &Expr, widths: &[u32]) -> Option<u32> {
         Expr::Valid(_) => Some(1),
         Expr::Lookahead { width, .. } => Some(*width),
         Expr::Runtime(_) | Expr::StackField { .. } | Expr::LastField { .. } | Expr::Code(_) => None,
+        // sign-extended: may be negative
+        Expr::SField(..) => None,
         Expr::StackValid { .. } | Expr::UnionValid(_) | Expr::VarbitEq(..) => Some(1),
         Expr::Un(UnOp::D2b | UnOp::Not, _) => Some(1),
         Expr::Un(UnOp::B2d, x) => bits(x, widths),
@@ -115,7 +117,7 @@ pub fn bits(e: &Expr, widths: &[u32]) -> Option<u32> {
                     Expr::Const(k) if *k >= 0 => Some(x?.saturating_sub((*k).min(128) as u32)),
                     _ => None,
                 },
-                BinOp::Sub => None,
+                BinOp::Sub | BinOp::TwoCompMod | BinOp::SatCast => None,
                 BinOp::USat => match &**b {
                     Expr::Const(k) if (0..=MAX as i128).contains(k) => Some(*k as u32),
                     _ => None,

@@ -80,6 +80,8 @@ pub(super) struct Builder {
     pub(super) header_slots: Vec<Vec<usize>>,
     pub(super) calc: HashMap<String, Vec<(usize, u32)>>,
     pub(super) calc_algo: HashMap<String, String>,
+    /// The slots of signed (`int<N>`) fields: expressions read them sign-extended.
+    pub(super) signed_slots: HashSet<usize>,
 }
 
 impl Builder {
@@ -121,10 +123,16 @@ impl Builder {
             if w > 64 {
                 return Err(format!("field {name}.{fname} is {w} bits wide (this engine stores at most 64)"));
             }
-            if f.get(2).and_then(Value::as_bool) == Some(true) {
-                return Err(format!("field {name}.{fname} is signed (int<N>)"));
+            if f.get(3).and_then(Value::as_bool) == Some(true) {
+                return Err(format!("field {name}.{fname} is saturating"));
             }
             let slot = self.slot_width.len();
+            if f.get(2).and_then(Value::as_bool) == Some(true) {
+                if w == 0 {
+                    return Err(format!("field {name}.{fname} is int<0>"));
+                }
+                self.signed_slots.insert(slot);
+            }
             self.slot_width.push(w);
             self.field_slot.insert((name.clone(), fname), slot);
             fields.push((slot, w));

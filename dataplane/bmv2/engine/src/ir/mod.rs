@@ -18,6 +18,9 @@ use serde_json::Value;
 pub enum Expr {
     Const(i128),
     Field(usize),
+    /// A signed (`int<N>`) field of N bits: stored as its two's-complement bits, read
+    /// sign-extended, as BMv2's `Field::sync_value` does.
+    SField(usize, u32),
     Valid(usize),
     Runtime(usize),
     Lookahead {
@@ -90,6 +93,10 @@ pub enum BinOp {
     LOr,
     /// usat_cast(x, width): x clamped to 0 ..= 2^width - 1 (p4c's `|+|` / `|-|` on bit<N>).
     USat,
+    /// two_comp_mod(x, width): x wrapped into int<width>'s range (BMv2's Data::two_comp_mod).
+    TwoCompMod,
+    /// sat_cast(x, width): x clamped to int<width>'s range (p4c's `|+|` / `|-|` on int<N>).
+    SatCast,
 }
 
 #[derive(Debug, Clone)]

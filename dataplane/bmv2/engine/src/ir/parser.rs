@@ -94,7 +94,11 @@ impl Builder {
         let mut key = Vec::new();
         let mut key_bytes = 0;
         for k in arr(st, "transition_key") {
-            let e = self.expr(k).map_err(ctx)?;
+            let mut e = self.expr(k).map_err(ctx)?;
+            // BMv2 selects on a field's bytes: a signed one's two's-complement bits
+            if let Expr::SField(f, _) = e {
+                e = Expr::Field(f);
+            }
             let width = match &e {
                 Expr::Field(f) => self.slot_width[*f],
                 Expr::Lookahead { width, .. } => *width,

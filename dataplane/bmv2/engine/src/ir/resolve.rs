@@ -32,13 +32,19 @@ impl Builder {
                 if pair.len() == 2 && pair[1].as_str() == Some("$valid$") {
                     Expr::Valid(self.header(pair[0].as_str().unwrap_or_default())?)
                 } else {
-                    Expr::Field(self.field(val)?)
+                    let f = self.field(val)?;
+                    if self.signed_slots.contains(&f) {
+                        Expr::SField(f, self.slot_width[f])
+                    } else {
+                        Expr::Field(f)
+                    }
                 }
             }
             "stack_field" => {
                 let pair = val.as_array().filter(|a| a.len() == 2).ok_or("bad stack_field")?;
                 let stack = self.stack(pair[0].as_str().unwrap_or_default())?;
                 let offset = self.offset_in(stack, pair[1].as_str().unwrap_or_default())?;
+                self.unsigned_in(stack, offset)?;
                 Expr::LastField { stack, offset }
             }
             "hexstr" => Expr::Const(parse_hex(val.as_str().ok_or("bad hexstr")?)?),
@@ -123,10 +129,13 @@ impl Builder {
                 if offset >= self.header_slots[self.stacks[stack].headers[0]].len() {
                     return Err(format!("access_field: offset {offset} of a varbit or missing field"));
                 }
+                self.unsigned_in(stack, offset)?;
                 Expr::StackField { stack, index: Box::new(index), offset }
             }
             "?" => Expr::Cond(Box::new(self.expr(&v["cond"])?), left()?, right()?),
             "usat_cast" => bin(BinOp::USat)?,
+            "sat_cast" => bin(BinOp::SatCast)?,
+            "two_comp_mod" => bin(BinOp::TwoCompMod)?,
             other => return Err(format!("expression operator {other:?}")),
         })
     }
@@ -151,6 +160,18 @@ impl Builder {
         let slot = self.field_slot.get(&(self.stacks[stack].name.clone() + "[0]", field.to_string()));
         slot.and_then(|sl| self.header_slots[h0].iter().position(|x| x == sl))
             .ok_or_else(|| format!("unknown field {field} of stack {}", self.stacks[stack].name))
+    }
+
+    /// Stack elements are read by offset, unsigned: a signed field there is refused.
+    fn unsigned_in(&self, stack: usize, offset: usize) -> R<()> {
+        let h0 = self.stacks[stack].headers[0];
+        if self.signed_slots.contains(&self.header_slots[h0][offset]) {
+            return Err(format!(
+                "a signed (int<N>) field of stack {} read at a run-time index",
+                self.stacks[stack].name
+            ));
+        }
+        Ok(())
     }
 
     /// `dereference_header_stack(stack, index)`, under any wrapping of "expression" nodes.
@@ -230,7 +251,7 @@ impl Builder {
         let arg = |i: usize| a.get(i).ok_or_else(|| format!("{op}: missing parameter {i}"));
         Ok(match op {
             "assign" => match self.expr(arg(0)?)? {
-                Expr::Field(f) => Prim::Assign(f, self.expr(arg(1)?)?),
+                Expr::Field(f) | Expr::SField(f, _) => Prim::Assign(f, self.expr(arg(1)?)?),
                 Expr::StackField { stack, index, offset } => {
                     Prim::AssignDyn(Box::new((stack, *index, offset, self.expr(arg(1)?)?)))
                 }
