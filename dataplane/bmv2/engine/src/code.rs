@@ -450,7 +450,7 @@ pub fn program(ir: &mut Ir) {
                     c(err, Want::Mod)
                 }
                 ParserOp::Prim(p) => prim(p),
-                ParserOp::Extract(_) | ParserOp::ExtractStack(_) => {}
+                ParserOp::Extract(_) | ParserOp::ExtractStack(_) | ParserOp::SetWide(_) => {}
             }
         }
     }

@@ -2,6 +2,7 @@
 //! checksums, ingress; the caller's traffic manager; egress, update checksums, deparser.
 //! The header vector (PHV) travels with the packet from ingress to egress, as in BMv2.
 
+use crate::big::{Big, BITS as BIG_BITS};
 use crate::code::{self, Op};
 use crate::flat::{Flat, PState, PStep, Step};
 use crate::ir::{BinOp, Expr, HRef, Ir, Node, ParserOp, Prim, UnOp};
@@ -583,6 +584,11 @@ impl Engine {
                 ctx.cursor += bytes;
             }
             ParserOp::Prim(p) => self.phv_prim(p, &[], ctx.pkt),
+            ParserOp::SetWide(a) => {
+                let (first, width, e) = &**a;
+                let v = self.eval_big(e, ctx.pkt, &[], ctx.cursor)?;
+                self.assign_wide(ctx.pkt, *first, *width, &v);
+            }
             ParserOp::ExtractVl(h, e) => {
                 let bits = self.eval(e, ctx.pkt, &[], ctx.cursor)?;
                 self.extract(ctx, *h, Some(bits as u64 & 0xffff_ffff))?
@@ -755,6 +761,7 @@ impl Engine {
                 pkt.fields[self.ir.headers[h].fields[*offset].0] as i128
             }
             Expr::UnionValid(u) => self.ir.unions[*u].iter().any(|h| pkt.valid[*h]) as i128,
+            Expr::Big(_) | Expr::Wide(..) | Expr::BigConst(_) => self.eval_big(e, pkt, params, cursor)?.low_i128(),
             Expr::VarbitEq(a, b) => {
                 let value = |h: usize| {
                     let v = &pkt.varbits[h];
@@ -763,6 +770,53 @@ impl Engine {
                 (value(*a) == value(*b)) as i128
             }
         })
+    }
+
+    /// An expression over [`Big`]: what reads a field wider than 64 bits (never on the paths
+    /// of a program without one). The leaves of at most 64 bits are the narrow evaluator's.
+    fn eval_big(&self, e: &Expr, pkt: &Packet, params: &[u64], cursor: usize) -> Result<Big, ParseError> {
+        let big = |x: &Expr| self.eval_big(x, pkt, params, cursor);
+        Ok(match e {
+            Expr::Big(x) => big(x)?,
+            Expr::BigConst(b) => **b,
+            Expr::Wide(first, width) => {
+                let mut v = Big::ZERO;
+                let parts: Vec<(usize, u32)> = crate::ir::wide_parts(*first, *width).collect();
+                for (k, (slot, _)) in parts.iter().enumerate() {
+                    v.0[parts.len() - 1 - k] = pkt.fields[*slot];
+                }
+                v
+            }
+            Expr::Un(op, x) => {
+                let x = big(x)?;
+                match op {
+                    UnOp::D2b => Big::from_i128(!x.is_zero() as i128),
+                    UnOp::Not => Big::from_i128(x.is_zero() as i128),
+                    UnOp::BitNot => x.not(),
+                    UnOp::Neg => x.neg(),
+                    UnOp::B2d => x,
+                }
+            }
+            Expr::Bin(BinOp::LAnd, a, b) => Big::from_i128((!big(a)?.is_zero() && !big(b)?.is_zero()) as i128),
+            Expr::Bin(BinOp::LOr, a, b) => Big::from_i128((!big(a)?.is_zero() || !big(b)?.is_zero()) as i128),
+            Expr::Bin(op, a, b) => big_bin(*op, &big(a)?, &big(b)?),
+            Expr::Cond(c, a, b) => {
+                if !big(c)?.is_zero() {
+                    big(a)?
+                } else {
+                    big(b)?
+                }
+            }
+            leaf => Big::from_i128(self.eval_tree(leaf, pkt, params, cursor)?),
+        })
+    }
+
+    /// A wide field assigned: its parts from the value's low bits (BMv2 masks to the width).
+    fn assign_wide(&self, pkt: &mut Packet, first: usize, width: u32, v: &Big) {
+        let parts: Vec<(usize, u32)> = crate::ir::wide_parts(first, width).collect();
+        for (k, (slot, w)) in parts.iter().enumerate() {
+            pkt.fields[*slot] = v.0[parts.len() - 1 - k] & full(*w);
+        }
     }
 
     #[cfg(test)]
@@ -842,6 +896,12 @@ impl Engine {
             Prim::Assign(dst, e) => {
                 let v = self.value(e, pkt, params);
                 pkt.fields[*dst] = v as u64 & full(self.ir.slot_width[*dst]);
+            }
+            Prim::AssignWide(a) => {
+                let (first, width, e) = &**a;
+                // outside the parser nothing can fail (no lookahead there), as in `value`
+                let v = self.eval_big(e, pkt, params, pkt.payload).unwrap_or(Big::ZERO);
+                self.assign_wide(pkt, *first, *width, &v);
             }
             Prim::AssignDyn(a) => {
                 let (stack, index, offset, e) = &**a;
@@ -1431,6 +1491,65 @@ pub(crate) fn bin_op(op: BinOp, x: i128, y: i128) -> i128 {
             }
             y if y >= 128 => x,
             _ => 0,
+        },
+    }
+}
+
+/// A binary operator over [`Big`] with BMv2's (GMP's) semantics; `LAnd` / `LOr` on values
+/// already computed.
+fn big_bin(op: BinOp, x: &Big, y: &Big) -> Big {
+    let b = |v: bool| Big::from_i128(v as i128);
+    let ord = || x.cmp_signed(y);
+    match op {
+        BinOp::And => x.bits(y, |p, q| p & q),
+        BinOp::Or => x.bits(y, |p, q| p | q),
+        BinOp::Xor => x.bits(y, |p, q| p ^ q),
+        BinOp::Add => x.add(y),
+        BinOp::Sub => x.sub(y),
+        BinOp::Mul => x.mul(y),
+        // a shift by a negative amount is an assertion in BMv2; by more than the width here
+        // is 0 (or the sign), as GMP's
+        BinOp::Shl => y.small().map_or(Big::ZERO, |n| x.shl(n)),
+        BinOp::Shr => y.small().map_or_else(|| x.shr(u32::MAX), |n| x.shr(n)),
+        BinOp::Eq => b(x == y),
+        BinOp::Ne => b(x != y),
+        BinOp::Lt => b(ord().is_lt()),
+        BinOp::Le => b(ord().is_le()),
+        BinOp::Gt => b(ord().is_gt()),
+        BinOp::Ge => b(ord().is_ge()),
+        BinOp::LAnd => b(!x.is_zero() && !y.is_zero()),
+        BinOp::LOr => b(!x.is_zero() || !y.is_zero()),
+        BinOp::USat => match y.small() {
+            Some(w) if w < BIG_BITS - 1 => {
+                let max = Big::ones(w);
+                if x.is_neg() {
+                    Big::ZERO
+                } else if x.cmp_signed(&max).is_gt() {
+                    max
+                } else {
+                    *x
+                }
+            }
+            _ => *x,
+        },
+        BinOp::SatCast => match y.small() {
+            Some(0) => Big::ZERO,
+            Some(w) if w < BIG_BITS => {
+                let max = Big::ones(w - 1);
+                let min = max.not();
+                if x.cmp_signed(&max).is_gt() {
+                    max
+                } else if x.cmp_signed(&min).is_lt() {
+                    min
+                } else {
+                    *x
+                }
+            }
+            _ => *x,
+        },
+        BinOp::TwoCompMod => match y.small() {
+            Some(w) => x.sign_extend(w),
+            None => *x,
         },
     }
 }

@@ -419,6 +419,8 @@ fn reads_params(e: &Expr) -> bool {
         Expr::Bin(_, a, b) => reads_params(a) || reads_params(b),
         Expr::Cond(c, a, b) => reads_params(c) || reads_params(a) || reads_params(b),
         Expr::StackField { index, .. } | Expr::StackValid { index, .. } => reads_params(index),
+        Expr::Big(x) => reads_params(x),
+        Expr::Wide(..) | Expr::BigConst(_) => false,
         Expr::Const(_)
         | Expr::Field(_)
         | Expr::SField(..)

@@ -7,6 +7,7 @@
 //! and direct meters as BMv2 does; `python` is the PyO3 module the target imports (cargo
 //! feature "python").
 
+pub mod big;
 pub mod code;
 pub mod exec;
 pub mod flat;

@@ -40,6 +40,8 @@ pub fn program(ir: &mut Ir) {
         | Prim::Exit
         | Prim::AssignVl(..)
         | Prim::MarkToDrop => {}
+        // evaluated over Big as a whole: the i128 rules do not hold there
+        Prim::AssignWide(_) => {}
     };
     for st in &mut ir.states {
         for op in &mut st.ops {
@@ -51,7 +53,7 @@ pub fn program(ir: &mut Ir) {
                     s(e)
                 }
                 ParserOp::Prim(p) => prim(p),
-                ParserOp::Extract(_) | ParserOp::ExtractStack(_) => {}
+                ParserOp::Extract(_) | ParserOp::ExtractStack(_) | ParserOp::SetWide(_) => {}
             }
         }
         for (e, _) in &mut st.key {
@@ -91,6 +93,7 @@ pub fn bits(e: &Expr, widths: &[u32]) -> Option<u32> {
         Expr::Runtime(_) | Expr::StackField { .. } | Expr::LastField { .. } | Expr::Code(_) => None,
         // sign-extended: may be negative
         Expr::SField(..) => None,
+        Expr::Wide(..) | Expr::BigConst(_) | Expr::Big(_) => None,
         Expr::StackValid { .. } | Expr::UnionValid(_) | Expr::VarbitEq(..) => Some(1),
         Expr::Un(UnOp::D2b | UnOp::Not, _) => Some(1),
         Expr::Un(UnOp::B2d, x) => bits(x, widths),

@@ -304,6 +304,13 @@ impl TableState {
             return Err(WriteError::Invalid(format!("{} key fields, the table has {}", key.len(), keys.len())));
         }
         for (k, (v, m)) in keys.iter().zip(key) {
+            if k.width > 64 {
+                // keys are u64 here: such a table runs (it misses), but takes no entries
+                return Err(WriteError::Invalid(format!(
+                    "{}: a key field of {} bits (this target takes no entries on fields wider than 64 bits)",
+                    k.name, k.width
+                )));
+            }
             let f = full(k.width);
             match k.kind {
                 MatchKind::Range => {

@@ -82,6 +82,8 @@ pub(super) struct Builder {
     pub(super) calc_algo: HashMap<String, String>,
     /// The slots of signed (`int<N>`) fields: expressions read them sign-extended.
     pub(super) signed_slots: HashSet<usize>,
+    /// Fields wider than 64 bits: first slot -> width (see [`super::wide_parts`]).
+    pub(super) wide: HashMap<usize, u32>,
 }
 
 impl Builder {
@@ -121,7 +123,24 @@ impl Builder {
             }
             let w = f[1].as_u64().ok_or_else(|| format!("header type {tname}: bad width"))? as u32;
             if w > 64 {
-                return Err(format!("field {name}.{fname} is {w} bits wide (this engine stores at most 64)"));
+                if w > crate::big::MAX_FIELD_BITS {
+                    let most = crate::big::MAX_FIELD_BITS;
+                    return Err(format!("field {name}.{fname} is {w} bits wide (this engine stores at most {most})"));
+                }
+                if f.get(2).and_then(Value::as_bool) == Some(true) {
+                    return Err(format!("field {name}.{fname} is signed (int<N>) and {w} bits wide (at most 64)"));
+                }
+                // stored as 64-bit parts in consecutive slots, most significant first: the
+                // parser, deparser, header copies and checksums see fields of at most 64 bits
+                let first = self.slot_width.len();
+                for (slot, pw) in super::wide_parts(first, w) {
+                    self.slot_width.push(pw);
+                    fields.push((slot, pw));
+                }
+                self.wide.insert(first, w);
+                self.field_slot.insert((name.clone(), fname), first);
+                fixed_bits += w;
+                continue;
             }
             if f.get(3).and_then(Value::as_bool) == Some(true) {
                 return Err(format!("field {name}.{fname} is saturating"));
@@ -299,10 +318,7 @@ impl Builder {
                 match self.varbit_header(i) {
                     // a varbit field: its header, marked by the width VARBIT_INPUT
                     Some(h) => inputs.push((h?, VARBIT_INPUT)),
-                    None => {
-                        let f = self.field(&i["value"])?;
-                        inputs.push((f, self.slot_width[f]));
-                    }
+                    None => inputs.extend(self.field_parts(&i["value"])?),
                 }
             }
             self.calc.insert(s(c, "name")?.to_string(), inputs);

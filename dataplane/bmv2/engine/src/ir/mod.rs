@@ -53,6 +53,38 @@ pub enum Expr {
     VarbitEq(usize, usize),
     /// The expression compiled for the place that reads it (`code::program`, after load).
     Code(Box<[crate::code::Op]>),
+    /// A field wider than 64 bits: (its first slot, width). Its value lives in
+    /// [`wide_parts`] slots, the most significant first; read only inside [`Expr::Big`].
+    Wide(usize, u32),
+    /// A constant wider than 128 bits (only inside [`Expr::Big`]).
+    BigConst(Box<crate::big::Big>),
+    /// An expression that reads a wide field or constant, evaluated over [`crate::big::Big`]
+    /// as a whole (its value to a narrow place: the low 128 bits). The load-time passes
+    /// (`simplify`, `code`, `flat`) leave it as it is, so programs without wide fields
+    /// never meet it.
+    Big(Box<Expr>),
+}
+
+/// The slots of a field of `width` > 64 bits from `first`: (slot, bits), the most
+/// significant part first, every part but the first 64 bits wide (so part k is word
+/// `n - 1 - k` of the value).
+pub fn wide_parts(first: usize, width: u32) -> impl Iterator<Item = (usize, u32)> {
+    let n = width.div_ceil(64) as usize;
+    (0..n).map(move |k| (first + k, if k == 0 { width - 64 * (n as u32 - 1) } else { 64 }))
+}
+
+impl Expr {
+    /// Whether evaluating this needs [`crate::big::Big`]: it reads a wide field or constant.
+    pub fn is_wide(&self) -> bool {
+        match self {
+            Expr::Wide(..) | Expr::BigConst(_) | Expr::Big(_) => true,
+            Expr::Un(_, x) => x.is_wide(),
+            Expr::Bin(_, a, b) => a.is_wide() || b.is_wide(),
+            Expr::Cond(c, a, b) => c.is_wide() || a.is_wide() || b.is_wide(),
+            Expr::StackField { index, .. } | Expr::StackValid { index, .. } => index.is_wide(),
+            _ => false,
+        }
+    }
 }
 
 /// A header a primitive names: a fixed one, or a stack element chosen at run time.
@@ -189,6 +221,8 @@ pub enum ParserOp {
     /// An action primitive inside a parser state (header copies, setValid / setInvalid),
     /// boxed: the parser walks its ops in place.
     Prim(Box<Prim>),
+    /// A field wider than 64 bits set (first slot, width, value as [`Expr::Big`]).
+    SetWide(Box<(usize, u32, Expr)>),
 }
 
 #[derive(Debug, Clone)]
@@ -233,6 +267,9 @@ pub enum Prim {
     Exit,
     /// A varbit field copied (destination header, source header).
     AssignVl(usize, usize),
+    /// A field wider than 64 bits assigned: (first slot, width, value as [`Expr::Big`]),
+    /// boxed as the hash is.
+    AssignWide(Box<(usize, u32, Expr)>),
     /// dst = base + crc16(inputs) % size (v1model's hash with HashAlgorithm.crc16), boxed:
     /// a large variant would widen every primitive the per-packet loop walks.
     HashOffset(Box<HashIr>),

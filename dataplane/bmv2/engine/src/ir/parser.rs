@@ -35,7 +35,10 @@ impl Builder {
     fn parser_op(&self, op: &Value, ctx: &impl Fn(String) -> String) -> R<ParserOp> {
         let p = arr(op, "parameters");
         Ok(match s(op, "op")? {
-            "set" => ParserOp::Set(self.dst_field(&p[0]).map_err(ctx)?, self.expr(&p[1]).map_err(ctx)?),
+            "set" => match self.wide_dst(&p[0]) {
+                Some((f, w)) => ParserOp::SetWide(Box::new((f, w, self.big_expr(&p[1]).map_err(ctx)?))),
+                None => ParserOp::Set(self.dst_field(&p[0]).map_err(ctx)?, self.expr(&p[1]).map_err(ctx)?),
+            },
             "extract" if s(&p[0], "type")? == "stack" => {
                 let st = self.stack(p[0]["value"].as_str().unwrap_or_default()).map_err(ctx)?;
                 if self.headers[self.stacks[st].headers[0]].varbit_max_bytes.is_some() {
@@ -103,6 +106,10 @@ impl Builder {
                 Expr::Field(f) => self.slot_width[*f],
                 Expr::Lookahead { width, .. } => *width,
                 Expr::Valid(_) => 1,
+                Expr::Big(inner) => match **inner {
+                    Expr::Wide(_, w) => w,
+                    _ => return Err(ctx(format!("transition key {}", short(k)))),
+                },
                 Expr::LastField { stack, offset } => {
                     self.slot_width[self.header_slots[self.stacks[*stack].headers[0]][*offset]]
                 }

@@ -163,6 +163,14 @@ impl Builder {
         let target = &k["target"];
         let mut src = if target.as_array().and_then(|a| a.get(1)).and_then(Value::as_str) == Some("$valid$") {
             Expr::Valid(self.header(target[0].as_str().unwrap_or_default()).map_err(ctx)?)
+        } else if let Some((_, w)) = self.wide_dst(&serde_json::json!({"type": "field", "value": target})) {
+            // The engine's keys are u64: a table on a wider field takes no entries (`check_key`
+            // refuses them), so every lookup misses whatever the key; its value is not read.
+            if k.get("mask").is_some_and(|m| !m.is_null()) {
+                return Err(ctx(format!("a masked key field of {w} bits")));
+            }
+            let name = s(k, "name").unwrap_or_default().to_string();
+            return Ok(KeyIr { name, kind, src: Expr::Const(0), width: w });
         } else {
             Expr::Field(self.field(target).map_err(ctx)?)
         };

@@ -8,8 +8,41 @@ use super::{parse_hex, s, short, BinOp, Expr, HRef, Prim, UnOp, R, VARBIT_INPUT}
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// A hexstr constant: wider than 128 bits (significant digits), a [`Expr::BigConst`].
+fn hexstr(text: &str) -> R<Expr> {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, text),
+    };
+    let digits = body.trim_start_matches("0x").trim_start_matches("0X").trim_start_matches('0');
+    if digits.len() <= 32 {
+        return Ok(Expr::Const(parse_hex(text)?));
+    }
+    if digits.len() > crate::big::BITS as usize / 4 - 1 {
+        return Err(format!("a constant of {} hex digits", digits.len()));
+    }
+    let b = crate::big::Big::from_hex(digits).ok_or_else(|| format!("bad hexstr {text:?}"))?;
+    Ok(Expr::BigConst(Box::new(if neg { b.neg() } else { b })))
+}
+
 impl Builder {
+    /// A field of at most 64 bits (one slot); a wider one is refused, naming the place.
     pub(super) fn field(&self, v: &Value) -> R<usize> {
+        let slot = self.any_field(v)?;
+        match self.wide.get(&slot) {
+            Some(w) => Err(format!(
+                "field {} is {w} bits wide, used where this engine takes at most 64 (only expressions, \
+                 assignments, checksums, hashes and the parser and deparser take wider ones)",
+                v.as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("."))
+                    .unwrap_or_default()
+            )),
+            None => Ok(slot),
+        }
+    }
+
+    /// A fixed field's (first) slot, whatever its width.
+    fn any_field(&self, v: &Value) -> R<usize> {
         let pair = v.as_array().filter(|a| a.len() == 2).ok_or_else(|| format!("bad field ref {}", short(v)))?;
         let h = pair[0].as_str().unwrap_or_default().to_string();
         let f = pair[1].as_str().unwrap_or_default().to_string();
@@ -19,11 +52,41 @@ impl Builder {
         self.field_slot.get(&(h.clone(), f.clone())).copied().ok_or_else(|| format!("unknown field {h}.{f}"))
     }
 
+    /// A field as the (slot, width)s its bits are stored in, most significant first: one for
+    /// a field of at most 64 bits, its parts for a wider one. Packed in order they are the
+    /// field's bits, as BMv2 packs a calculation's inputs.
+    pub(super) fn field_parts(&self, v: &Value) -> R<Vec<(usize, u32)>> {
+        let slot = self.any_field(v)?;
+        Ok(match self.wide.get(&slot) {
+            Some(&w) => super::wide_parts(slot, w).collect(),
+            None => vec![(slot, self.slot_width[slot])],
+        })
+    }
+
+    /// A field of any width as a value: a wide one as [`Expr::Wide`].
+    fn field_value(&self, v: &Value) -> R<Expr> {
+        let f = self.any_field(v)?;
+        Ok(if let Some(&w) = self.wide.get(&f) {
+            Expr::Wide(f, w)
+        } else if self.signed_slots.contains(&f) {
+            Expr::SField(f, self.slot_width[f])
+        } else {
+            Expr::Field(f)
+        })
+    }
+
     pub(super) fn header(&self, name: &str) -> R<usize> {
         self.header_index.get(name).copied().ok_or_else(|| format!("unknown header {name}"))
     }
 
+    /// An expression for a place that reads it; one that reads a wide field or constant is
+    /// wrapped as a whole in [`Expr::Big`].
     pub(super) fn expr(&self, v: &Value) -> R<Expr> {
+        let e = self.expr_raw(v)?;
+        Ok(if e.is_wide() && !matches!(e, Expr::Big(_)) { Expr::Big(Box::new(e)) } else { e })
+    }
+
+    fn expr_raw(&self, v: &Value) -> R<Expr> {
         let kind = s(v, "type")?;
         let val = &v["value"];
         Ok(match kind {
@@ -32,12 +95,7 @@ impl Builder {
                 if pair.len() == 2 && pair[1].as_str() == Some("$valid$") {
                     Expr::Valid(self.header(pair[0].as_str().unwrap_or_default())?)
                 } else {
-                    let f = self.field(val)?;
-                    if self.signed_slots.contains(&f) {
-                        Expr::SField(f, self.slot_width[f])
-                    } else {
-                        Expr::Field(f)
-                    }
+                    self.field_value(val)?
                 }
             }
             "stack_field" => {
@@ -45,9 +103,10 @@ impl Builder {
                 let stack = self.stack(pair[0].as_str().unwrap_or_default())?;
                 let offset = self.offset_in(stack, pair[1].as_str().unwrap_or_default())?;
                 self.unsigned_in(stack, offset)?;
+                self.narrow_stack(stack)?;
                 Expr::LastField { stack, offset }
             }
-            "hexstr" => Expr::Const(parse_hex(val.as_str().ok_or("bad hexstr")?)?),
+            "hexstr" => hexstr(val.as_str().ok_or("bad hexstr")?)?,
             "bool" => Expr::Const(val.as_bool().ok_or("bad bool")? as i128),
             "runtime_data" | "local" => Expr::Runtime(val.as_u64().ok_or("bad runtime_data")? as usize),
             "lookahead" => {
@@ -63,7 +122,7 @@ impl Builder {
                 if val.get("op").is_some() {
                     self.op(val)?
                 } else {
-                    self.expr(val)?
+                    self.expr_raw(val)?
                 }
             }
             other => return Err(format!("expression operand of type {other:?}")),
@@ -72,8 +131,8 @@ impl Builder {
 
     fn op(&self, v: &Value) -> R<Expr> {
         let op = s(v, "op")?;
-        let left = || -> R<Box<Expr>> { Ok(Box::new(self.expr(&v["left"])?)) };
-        let right = || -> R<Box<Expr>> { Ok(Box::new(self.expr(&v["right"])?)) };
+        let left = || -> R<Box<Expr>> { Ok(Box::new(self.expr_raw(&v["left"])?)) };
+        let right = || -> R<Box<Expr>> { Ok(Box::new(self.expr_raw(&v["right"])?)) };
         let bin = |b: BinOp| -> R<Expr> { Ok(Expr::Bin(b, left()?, right()?)) };
         Ok(match op {
             "&" => bin(BinOp::And)?,
@@ -130,9 +189,10 @@ impl Builder {
                     return Err(format!("access_field: offset {offset} of a varbit or missing field"));
                 }
                 self.unsigned_in(stack, offset)?;
+                self.narrow_stack(stack)?;
                 Expr::StackField { stack, index: Box::new(index), offset }
             }
-            "?" => Expr::Cond(Box::new(self.expr(&v["cond"])?), left()?, right()?),
+            "?" => Expr::Cond(Box::new(self.expr_raw(&v["cond"])?), left()?, right()?),
             "usat_cast" => bin(BinOp::USat)?,
             "sat_cast" => bin(BinOp::SatCast)?,
             "two_comp_mod" => bin(BinOp::TwoCompMod)?,
@@ -168,6 +228,19 @@ impl Builder {
         if self.signed_slots.contains(&self.header_slots[h0][offset]) {
             return Err(format!(
                 "a signed (int<N>) field of stack {} read at a run-time index",
+                self.stacks[stack].name
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stack elements are read by field offset: elements with a wide field (several slots)
+    /// are refused there.
+    fn narrow_stack(&self, stack: usize) -> R<()> {
+        let h0 = self.stacks[stack].headers[0];
+        if self.header_slots[h0].iter().any(|sl| self.wide.contains_key(sl)) {
+            return Err(format!(
+                "a field of stack {} read by offset, whose elements have a field wider than 64 bits",
                 self.stacks[stack].name
             ));
         }
@@ -238,6 +311,24 @@ impl Builder {
         index.get(name).copied().ok_or_else(|| format!("unknown {kind} {name}"))
     }
 
+    /// An expression evaluated over [`crate::big::Big`] whatever it reads (the value of an
+    /// assignment to a wide field).
+    pub(super) fn big_expr(&self, v: &Value) -> R<Expr> {
+        Ok(match self.expr_raw(v)? {
+            e @ Expr::Big(_) => e,
+            e => Expr::Big(Box::new(e)),
+        })
+    }
+
+    /// A wide field an assignment writes: (first slot, width), None for any other place.
+    pub(super) fn wide_dst(&self, v: &Value) -> Option<(usize, u32)> {
+        if v.get("type").and_then(Value::as_str) != Some("field") {
+            return None;
+        }
+        let f = self.any_field(&v["value"]).ok()?;
+        self.wide.get(&f).map(|w| (f, *w))
+    }
+
     pub(super) fn dst_field(&self, v: &Value) -> R<usize> {
         if s(v, "type")? != "field" {
             return Err(format!("assignment to {} (only fields)", short(v)));
@@ -250,8 +341,9 @@ impl Builder {
         let a = p["parameters"].as_array().ok_or("primitive without parameters")?;
         let arg = |i: usize| a.get(i).ok_or_else(|| format!("{op}: missing parameter {i}"));
         Ok(match op {
-            "assign" => match self.expr(arg(0)?)? {
+            "assign" => match self.expr_raw(arg(0)?)? {
                 Expr::Field(f) | Expr::SField(f, _) => Prim::Assign(f, self.expr(arg(1)?)?),
+                Expr::Wide(f, w) => Prim::AssignWide(Box::new((f, w, self.big_expr(arg(1)?)?))),
                 Expr::StackField { stack, index, offset } => {
                     Prim::AssignDyn(Box::new((stack, *index, offset, self.expr(arg(1)?)?)))
                 }
