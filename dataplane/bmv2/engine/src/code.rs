@@ -450,7 +450,10 @@ pub fn program(ir: &mut Ir) {
                     c(err, Want::Mod)
                 }
                 ParserOp::Prim(p) => prim(p),
-                ParserOp::Extract(_) | ParserOp::ExtractStack(_) | ParserOp::SetWide(_) => {}
+                ParserOp::Extract(_)
+                | ParserOp::ExtractStack(_)
+                | ParserOp::ExtractUnionStack(..)
+                | ParserOp::SetWide(_) => {}
             }
         }
     }

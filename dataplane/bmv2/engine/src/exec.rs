@@ -584,6 +584,12 @@ impl Engine {
                 ctx.cursor += bytes;
             }
             ParserOp::Prim(p) => self.phv_prim(p, &[], ctx.pkt),
+            ParserOp::ExtractUnionStack(st, members) => {
+                let n = ctx.pkt.next[*st];
+                let h = *members.get(n).ok_or(ParseError(self.ir.error_stack_out_of_bounds))?;
+                self.extract(ctx, h, None)?;
+                ctx.pkt.next[*st] = n + 1;
+            }
             ParserOp::SetWide(a) => {
                 let (first, width, e) = &**a;
                 let v = self.eval_big(e, ctx.pkt, &[], ctx.cursor)?;

@@ -53,7 +53,10 @@ pub fn program(ir: &mut Ir) {
                     s(e)
                 }
                 ParserOp::Prim(p) => prim(p),
-                ParserOp::Extract(_) | ParserOp::ExtractStack(_) | ParserOp::SetWide(_) => {}
+                ParserOp::Extract(_)
+                | ParserOp::ExtractStack(_)
+                | ParserOp::ExtractUnionStack(..)
+                | ParserOp::SetWide(_) => {}
             }
         }
         for (e, _) in &mut st.key {

@@ -84,6 +84,9 @@ pub(super) struct Builder {
     pub(super) signed_slots: HashSet<usize>,
     /// Fields wider than 64 bits: first slot -> width (see [`super::wide_parts`]).
     pub(super) wide: HashMap<usize, u32>,
+    /// Stacks of header unions: name -> (index of their next-index `StackIr`, element
+    /// unions' names in index order).
+    pub(super) union_stacks: HashMap<String, (usize, Vec<String>)>,
 }
 
 impl Builder {
@@ -180,13 +183,31 @@ impl Builder {
             self.stacks.push(StackIr { name, headers: hs });
         }
         let mut unions = Vec::new();
+        let mut union_names = HashMap::new();
         for u in arr(raw, "header_unions") {
             let hs = members(u, "header union", &by_id)?;
             self.union_index.insert(s(u, "name")?.to_string(), unions.len());
+            if let Some(id) = u.get("id").and_then(Value::as_u64) {
+                union_names.insert(id, s(u, "name")?.to_string());
+            }
             unions.push(hs);
         }
-        if let Some(us) = arr(raw, "header_union_stacks").first() {
-            return Err(format!("header union stack {} (stacks of header unions)", s(us, "name")?));
+        // A stack of header unions: its elements are ordinary unions (`u[0]`, `u[1]`, whose
+        // members are headers `u[0].a` ...), which everything names directly; what is its
+        // own is the next index, kept as a stack's (a `StackIr` without headers). Only the
+        // parser's extract into it is executed: its name is no stack's, so every other use
+        // (push / pop, copies, `last`, run-time indices) stays refused by name.
+        for us in arr(raw, "header_union_stacks") {
+            let name = s(us, "name")?.to_string();
+            let ids =
+                us.get("header_union_ids").and_then(Value::as_array).ok_or("header union stack without unions")?;
+            let elems = ids
+                .iter()
+                .map(|id| id.as_u64().and_then(|id| union_names.get(&id).cloned()))
+                .collect::<Option<Vec<String>>>()
+                .ok_or_else(|| format!("header union stack {name}: unknown header union"))?;
+            self.union_stacks.insert(name.clone(), (self.stacks.len(), elems));
+            self.stacks.push(StackIr { name, headers: Vec::new() });
         }
         Ok(unions)
     }

@@ -221,6 +221,9 @@ pub enum ParserOp {
     /// An action primitive inside a parser state (header copies, setValid / setInvalid),
     /// boxed: the parser walks its ops in place.
     Prim(Box<Prim>),
+    /// Extract into member headers (one per element) of a stack of header unions, at its
+    /// next index (the `StackIr` of that number); StackOutOfBounds when it is full.
+    ExtractUnionStack(usize, Box<[usize]>),
     /// A field wider than 64 bits set (first slot, width, value as [`Expr::Big`]).
     SetWide(Box<(usize, u32, Expr)>),
 }

@@ -62,6 +62,20 @@ impl Builder {
                     other => return Err(ctx(format!("primitive {other:?} in a parser state"))),
                 }
             }
+            "extract" if s(&p[0], "type")? == "union_stack" => {
+                // BMv2's ParserOpExtractUnionStack: member `m` of the union at the next index
+                let v =
+                    p[0]["value"].as_array().filter(|a| a.len() == 2).ok_or_else(|| ctx("bad union_stack".into()))?;
+                let (us, m) = (v[0].as_str().unwrap_or_default(), v[1].as_str().unwrap_or_default());
+                let (st, elems) =
+                    self.union_stacks.get(us).ok_or_else(|| ctx(format!("unknown header union stack {us}")))?;
+                let hs =
+                    elems.iter().map(|u| self.header(&format!("{u}.{m}"))).collect::<R<Vec<usize>>>().map_err(ctx)?;
+                if hs.iter().any(|h| self.headers[*h].varbit_max_bytes.is_some()) {
+                    return Err(ctx("fixed extract of a varbit header".into()));
+                }
+                ParserOp::ExtractUnionStack(*st, hs.into_boxed_slice())
+            }
             "extract" => {
                 if s(&p[0], "type")? != "regular" {
                     return Err(ctx(format!("extract into {}", short(&p[0]))));
