@@ -614,20 +614,21 @@ impl Engine {
         let fixed = (hdr.fixed_bits / 8) as usize;
         let mut var = 0usize;
         if let Some(bits) = vl_bits {
-            let max = hdr.varbit_max_bytes.unwrap_or(0) as u64;
             // BMv2's extract_VL: a length that is not whole bytes is the program's bad
-            // argument (ParserInvalidArgument), checked before the header's maximum.
+            // argument (ParserInvalidArgument); then a packet too short for it
+            // (PacketTooShort) comes before a length beyond the header's maximum
+            // (HeaderTooShort)
             if bits % 8 != 0 {
                 return Err(ParseError(self.ir.error_parser_invalid_argument));
-            }
-            if bits / 8 > max {
-                return Err(ParseError(self.ir.error_header_too_short));
             }
             var = (bits / 8) as usize;
         }
         let start = ctx.cursor;
         if start + fixed + var > ctx.pkt.data.len() {
             return Err(ParseError(self.ir.error_packet_too_short));
+        }
+        if vl_bits.is_some() && var as u64 > hdr.varbit_max_bytes.unwrap_or(0) as u64 {
+            return Err(ParseError(self.ir.error_header_too_short));
         }
         Self::read_fields(hdr, ctx.pkt, start);
         if vl_bits.is_some() {

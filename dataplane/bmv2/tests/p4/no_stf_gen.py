@@ -31,8 +31,9 @@ PROGRAMS = [
     "issue3488-bmv2",
     "issue3488-1-bmv2",
     "union_stack",  # tests/p4/union_stack.p4: extracts into a stack of header unions
+    "test-parserinvalidargument-error-bmv2",  # extract_VL: PacketTooShort before HeaderTooShort
 ]
-PORTS = range(8)
+PORTS = range(16)
 FRAMES = 80
 BATCH = 40  # within simple_switch's queue depth (64): more at once are dropped there
 
