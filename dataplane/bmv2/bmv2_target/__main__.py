@@ -10,7 +10,6 @@ import threading
 from concurrent import futures
 
 import grpc
-from p4.v1 import p4runtime_pb2_grpc
 
 from .live_ports import LivePorts
 from .security import add_tls_arguments, server_credentials
@@ -56,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         futures.ThreadPoolExecutor(max_workers=8), options=[("grpc.max_receive_message_length", 64 << 20)]
     )
     servicer = P4RuntimeServicer(switch, args.device_id, Faults(args.fail_write, args.exit_on_write))
-    server.add_generic_rpc_handlers((servicer.write_handler(),))  # Write decoded by the engine
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    servicer.add_to_server(server)  # Write decoded by the engine
     server.add_generic_rpc_handlers((DataplaneService(switch).handler(),))
     live = LivePorts(switch, args.interface) if args.interface else None
     if live is not None:

@@ -17,7 +17,6 @@ import threading
 from concurrent import futures
 
 import grpc
-from p4.v1 import p4runtime_pb2_grpc
 
 from .server import DataplaneService, Faults, P4RuntimeServicer
 from .switch import Switch, SwitchConfig
@@ -33,8 +32,7 @@ def serve(count: int, priority_queues: int = 8) -> list[tuple[grpc.Server, int]]
             futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.max_receive_message_length", 64 << 20)]
         )
         servicer = P4RuntimeServicer(switch, 1, Faults(0, 0))
-        server.add_generic_rpc_handlers((servicer.write_handler(),))
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+        servicer.add_to_server(server)
         server.add_generic_rpc_handlers((DataplaneService(switch).handler(),))
         port = server.add_insecure_port("127.0.0.1:0")
         server.start()

@@ -216,17 +216,16 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[m
 
     # ---- write --------------------------------------------------------------------------
 
-    def write_handler(self) -> grpc.GenericRpcHandler:
-        """``Write`` with the request left undecoded (register before the generated
-        servicer's handler, which then serves every other method)."""
-        return grpc.method_handlers_generic_handler(
-            "p4.v1.P4Runtime",
-            {
-                "Write": grpc.unary_unary_rpc_method_handler(
-                    self.write_raw, request_deserializer=None, response_serializer=None
-                )
-            },
-        )
+    def add_to_server(self, server: grpc.Server) -> None:
+        """Serve P4Runtime on ``server``: the generated servicer's methods, then ``Write`` with
+        the request left undecoded (``write_raw``) in place of its own. Registered, not a
+        generic handler before it: the generated code (grpcio-tools >= 1.63) registers every
+        method, and a registered method is served before any generic handler, so the raw
+        Write was never reached (from 2026-11-27 every write went through protobuf and
+        ``_apply``, a quarter of the rate; tests/test_write_path.py)."""
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
+        raw = grpc.unary_unary_rpc_method_handler(self.write_raw, request_deserializer=None, response_serializer=None)
+        server.add_registered_method_handlers("p4.v1.P4Runtime", {"Write": raw})  # replaces the generated one
 
     def write_raw(self, raw: bytes, context: grpc.ServicerContext) -> bytes:
         """Write, decoded by the engine: it splits the request and applies each valid
