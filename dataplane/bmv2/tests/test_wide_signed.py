@@ -20,20 +20,21 @@ from stf import runner  # noqa: E402
 P4 = Path(__file__).resolve().parent / "p4" / "wide_signed.p4"
 
 
-@pytest.mark.needs_p4c
-def test_wide_and_signed_fields_as_simple_switch(tmp_path: Path) -> None:
-    assert runner.compile_one(P4, tmp_path) is None
+def _passes(p4: Path, stf: Path, tmp: Path) -> None:
+    """``p4`` compiled by p4c and run on the engine against ``stf`` passes (the corpus runner's way)."""
+    assert runner.compile_one(p4, tmp) is None
     w = runner.Worker()
     try:
-        job = {
-            "json": str(tmp_path / (P4.stem + ".json")),
-            "p4info": str(tmp_path / (P4.stem + ".p4info.txtpb")),
-            "stf": str(P4.with_suffix(".stf")),
-        }
+        job = {"json": str(tmp / f"{p4.stem}.json"), "p4info": str(tmp / f"{p4.stem}.p4info.txtpb"), "stf": str(stf)}
         answer = w.ask(job, timeout_s=60)
     finally:
         w.stop()
     assert answer == {"outcome": "pass", "message": ""}
+
+
+@pytest.mark.needs_p4c
+def test_wide_and_signed_fields_as_simple_switch(tmp_path: Path) -> None:
+    _passes(P4, P4.with_suffix(".stf"), tmp_path)
 
 
 @pytest.mark.needs_p4c
@@ -63,15 +64,4 @@ def test_corpus_programs_without_stf_answer_as_simple_switch(stf: Path, tmp_path
     p4 = runner.CORPUS / f"{stf.stem}.p4"
     if not p4.exists():
         p4 = P4.parent / f"{stf.stem}.p4"
-    assert runner.compile_one(p4, tmp_path) is None
-    w = runner.Worker()
-    try:
-        job = {
-            "json": str(tmp_path / (p4.stem + ".json")),
-            "p4info": str(tmp_path / (p4.stem + ".p4info.txtpb")),
-            "stf": str(stf),
-        }
-        answer = w.ask(job, timeout_s=60)
-    finally:
-        w.stop()
-    assert answer == {"outcome": "pass", "message": ""}
+    _passes(p4, stf, tmp_path)
