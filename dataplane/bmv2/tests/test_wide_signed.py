@@ -8,13 +8,21 @@ what simple_switch sent back (regenerate with tests/p4/wide_signed_stf.py)."""
 from __future__ import annotations
 
 import sys
+from concurrent import futures
 from pathlib import Path
 
+import grpc
 import pytest
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+
+from sliceportal_p4rt.client import Session, WriteFailed
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
+from bmv2_target.server import Faults, P4RuntimeServicer, load_p4info_text  # noqa: E402
+from bmv2_target.switch import Switch, SwitchConfig  # noqa: E402
 from stf import runner  # noqa: E402
 
 P4 = Path(__file__).resolve().parent / "p4" / "wide_signed.p4"
@@ -51,6 +59,37 @@ def test_a_table_on_a_128_bit_key_runs_and_refuses_entries(tmp_path: Path) -> No
     a = e.action_of(ti, actions[0])
     with pytest.raises(ValueError, match="128 bits"):
         e.insert(ti, [(1, (1 << 64) - 1)], 0, a, [])
+
+    # the same write over P4Runtime: refused by name and code for that update, not an
+    # exception that fails the whole RPC as UNKNOWN
+    info = load_p4info_text(tmp_path / f"{p4.stem}.p4info.txtpb")
+    table = next(t for t in info.tables if t.match_fields and t.match_fields[0].bitwidth == 128)
+    servicer = P4RuntimeServicer(Switch(SwitchConfig(1, 64, None)), 1, Faults(0, 0))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer.add_to_server(server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    session = Session(f"127.0.0.1:{port}", 1, 1)
+    try:
+        session.ensure_primary()
+        session.set_pipeline(info, (tmp_path / f"{p4.stem}.json").read_bytes(), cookie=1)
+        update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+        entry = update.entity.table_entry
+        entry.table_id = table.preamble.id
+        entry.match.add(field_id=table.match_fields[0].id).exact.value = (1 << 100).to_bytes(13, "big")
+        entry.action.action.action_id = table.action_refs[0].id
+        with pytest.raises(WriteFailed) as failed:
+            session.write([update])
+        assert [(e.code, e.message) for e in failed.value.errors] == [
+            (
+                code_pb2.UNIMPLEMENTED,
+                f"table {table.preamble.name}: key field {table.match_fields[0].name} is 128 bits wide "
+                "(this target takes no entries on fields wider than 64 bits)",
+            )
+        ]
+    finally:
+        session.close()
+        server.stop(None)
 
 
 NO_STF = sorted((Path(__file__).resolve().parent / "p4" / "no_stf").glob("*.stf"))
