@@ -8,5 +8,8 @@ from __future__ import annotations
 from sliceportal.api.main import create_app
 from sliceportal.core.config import get_settings
 from sliceportal.core.dsn import database_url
+from sliceportal.core.stack_dumps import dump_stacks_on_signal
+
+dump_stacks_on_signal()  # kill -USR1 <worker pid>: every thread's stack in the log
 
 app = create_app(get_settings(), database_url(start_embedded=False))

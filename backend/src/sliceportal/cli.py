@@ -19,6 +19,7 @@ from sliceportal.core.dsn import RESOLVED_ENV, database_url, embedded
 from sliceportal.core.migrate import upgrade
 from sliceportal.core.pgembed import EmbeddedPostgres
 from sliceportal.core.private_files import write_private_file
+from sliceportal.core.stack_dumps import dump_stacks_on_signal
 from sliceportal.probe import cli as probe_cli
 from sliceportal.traffic import cli as traffic_cli
 
@@ -54,6 +55,7 @@ GRACEFUL_SHUTDOWN_S = 5
 
 def _configure_logging() -> None:
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    dump_stacks_on_signal()  # kill -USR1: every thread's stack in the log (core/stack_dumps.py)
     # httpx logs every request at INFO: the drivers' calls to XDP agents (counters every second)
     # would drown the portal's own log
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     add_tls_arguments(ap)
     args = ap.parse_args(argv)
     faulthandler.enable()  # a crash in the compiled engine leaves every thread's stack in the log
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # and so does kill -USR1, on demand
     if not 1 <= args.priority_queues <= 8:
         ap.error("--priority-queues must be 1..8 (standard_metadata.priority is 3 bits)")
     try:
