@@ -148,30 +148,46 @@ def run_bundled(target: Target, ir: RuleIR, packets: Schedule, tmp: Path, **opts
     return Outcome(frames, counters)
 
 
-def assert_same(real: Outcome, bundled: Outcome) -> None:
+def difference(real: Outcome, bundled: Outcome) -> str | None:
+    """What differs between the two switches' outcomes, None if nothing."""
     for p in PORTS:
         only_real = real.frames[p] - bundled.frames[p]
         only_bundled = bundled.frames[p] - real.frames[p]
-        assert not only_real and not only_bundled, (
-            f"port {p}: {sum(only_real.values())} frames only from BMv2 "
-            f"{[f.hex() for f in list(only_real)[:3]]}, {sum(only_bundled.values())} only from the bundled "
-            f"target {[f.hex() for f in list(only_bundled)[:3]]}; lengths seen from BMv2 "
-            f"{sorted(len(f) for f in real.frames[p].elements())[:12]}"
-        )
-    assert bundled.counters == real.counters
+        if only_real or only_bundled:
+            return (
+                f"port {p}: {sum(only_real.values())} frames only from BMv2 "
+                f"{[f.hex() for f in list(only_real)[:3]]}, {sum(only_bundled.values())} only from the bundled "
+                f"target {[f.hex() for f in list(only_bundled)[:3]]}; lengths seen from BMv2 "
+                f"{sorted(len(f) for f in real.frames[p].elements())[:12]}"
+            )
+    if bundled.counters != real.counters:
+        return f"counters: BMv2 {real.counters} != bundled {bundled.counters}"
+    return None
 
 
 Compare = Callable[..., Outcome]  # (ir, packets, **driver options) -> BMv2's outcome
 
+# BMv2's policers (virtual queue, meters) refill by its wall clock, read when its thread gets to
+# a frame; the bundled target reads each frame's pcap timestamp. On a loaded machine BMv2 may
+# see a burst's frames later than sent and refill more: a burst that ends within one frame's
+# refill of the limit then passes one frame more (seen beside a busy portal). The
+# bundled target's answer holds if BMv2 gives it in any of this many runs of the same frames.
+WALL_CLOCK_RUNS = 3
+
 
 @pytest.fixture
 def compare(veths: dict[int, tuple[str, str]], start_target: Callable[..., Target], tmp_path: Path) -> Compare:
-    def run(ir: RuleIR, packets: Schedule, **opts: Any) -> Outcome:
-        real = run_real(veths, ir, packets, **opts)
+    def run(ir: RuleIR, packets: Schedule, *, wall_clock: bool = False, **opts: Any) -> Outcome:
+        """``wall_clock``: the outcome depends on when BMv2 reads its clock (policers)."""
         bundled = run_bundled(start_target("--priority-queues", "8"), ir, packets, tmp_path, **opts)
-        assert sum(sum(c.values()) for c in real.frames.values()) > 0, "BMv2 forwarded nothing"
-        assert_same(real, bundled)
-        return real
+        seen: list[str] = []
+        for _ in range(WALL_CLOCK_RUNS if wall_clock else 1):
+            real = run_real(veths, ir, packets, **opts)
+            assert sum(sum(c.values()) for c in real.frames.values()) > 0, "BMv2 forwarded nothing"
+            if (differs := difference(real, bundled)) is None:
+                return real
+            seen.append(differs)
+        raise AssertionError("\n".join(seen))
 
     return run
 
@@ -270,7 +286,7 @@ def vqueue_burst_traffic() -> Schedule:
 
 
 def test_vqueue_rates_drops_and_ecn_marks(compare: Compare) -> None:
-    limited = compare(vqueue_ir(), vqueue_burst_traffic()).counters["slices"][1]
+    limited = compare(vqueue_ir(), vqueue_burst_traffic(), wall_clock=True).counters["slices"][1]
     # Only the two VXLAN bursts carry tenant A's VNI (the others miss, to slice 0):
     # frames 4-8 of each are dropped, frame 2 (ECT) of each is marked.
     assert limited["drops"] == {"vqueue_burst": 2 * 5}
@@ -280,7 +296,7 @@ def test_vqueue_rates_drops_and_ecn_marks(compare: Compare) -> None:
 def test_meter_mode_drops_red(compare: Compare) -> None:
     """The trTCM alternative on the same bursts: PIR 12.5 kB/s with a 1625-byte burst passes
     three frames of about 500 bytes of each burst and marks the rest red (refill 25 B / 2 ms)."""
-    limited = compare(vqueue_ir(), vqueue_burst_traffic(), qos_mode="meter").counters["slices"][1]
+    limited = compare(vqueue_ir(), vqueue_burst_traffic(), qos_mode="meter", wall_clock=True).counters["slices"][1]
     assert limited["drops"] == {"meter_red": 2 * 5} and limited["packets"] == 2 * 3  # the two VXLAN bursts
 
 
@@ -303,7 +319,9 @@ def intent_drop_ir() -> RuleIR:
 def test_intent_drop_sub_slice(compare: Compare, qos_mode: str, reason: str) -> None:
     """Both switches drop exactly the intent's frames (port 5003 of each VXLAN burst) and
     count them on its sub-slice, in either policer mode."""
-    dropped = compare(intent_drop_ir(), vqueue_burst_traffic(), qos_mode=qos_mode).counters["slices"][3]
+    dropped = compare(intent_drop_ir(), vqueue_burst_traffic(), qos_mode=qos_mode, wall_clock=True).counters["slices"][
+        3
+    ]
     assert dropped["drops"] == {reason: 2} and dropped["packets"] == 0
 
 
