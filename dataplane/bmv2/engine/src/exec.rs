@@ -790,7 +790,7 @@ impl Engine {
                 let mut v = Big::ZERO;
                 let parts: Vec<(usize, u32)> = crate::ir::wide_parts(*first, *width).collect();
                 for (k, (slot, _)) in parts.iter().enumerate() {
-                    v.0[parts.len() - 1 - k] = pkt.fields[*slot];
+                    v.set_word(parts.len() - 1 - k, pkt.fields[*slot]);
                 }
                 v
             }
@@ -799,8 +799,8 @@ impl Engine {
                 match op {
                     UnOp::D2b => Big::from_i128(!x.is_zero() as i128),
                     UnOp::Not => Big::from_i128(x.is_zero() as i128),
-                    UnOp::BitNot => x.not(),
-                    UnOp::Neg => x.neg(),
+                    UnOp::BitNot => !x,
+                    UnOp::Neg => -x,
                     UnOp::B2d => x,
                 }
             }
@@ -822,7 +822,7 @@ impl Engine {
     fn assign_wide(&self, pkt: &mut Packet, first: usize, width: u32, v: &Big) {
         let parts: Vec<(usize, u32)> = crate::ir::wide_parts(first, width).collect();
         for (k, (slot, w)) in parts.iter().enumerate() {
-            pkt.fields[*slot] = v.0[parts.len() - 1 - k] & full(*w);
+            pkt.fields[*slot] = v.word(parts.len() - 1 - k) & full(*w);
         }
     }
 
@@ -1506,24 +1506,24 @@ pub(crate) fn bin_op(op: BinOp, x: i128, y: i128) -> i128 {
 /// already computed.
 fn big_bin(op: BinOp, x: &Big, y: &Big) -> Big {
     let b = |v: bool| Big::from_i128(v as i128);
-    let ord = || x.cmp_signed(y);
+    let (x, y) = (*x, *y);
     match op {
-        BinOp::And => x.bits(y, |p, q| p & q),
-        BinOp::Or => x.bits(y, |p, q| p | q),
-        BinOp::Xor => x.bits(y, |p, q| p ^ q),
-        BinOp::Add => x.add(y),
-        BinOp::Sub => x.sub(y),
-        BinOp::Mul => x.mul(y),
+        BinOp::And => x & y,
+        BinOp::Or => x | y,
+        BinOp::Xor => x ^ y,
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
         // a shift by a negative amount is an assertion in BMv2; by more than the width here
         // is 0 (or the sign), as GMP's
         BinOp::Shl => y.small().map_or(Big::ZERO, |n| x.shl(n)),
         BinOp::Shr => y.small().map_or_else(|| x.shr(u32::MAX), |n| x.shr(n)),
         BinOp::Eq => b(x == y),
         BinOp::Ne => b(x != y),
-        BinOp::Lt => b(ord().is_lt()),
-        BinOp::Le => b(ord().is_le()),
-        BinOp::Gt => b(ord().is_gt()),
-        BinOp::Ge => b(ord().is_ge()),
+        BinOp::Lt => b(x < y),
+        BinOp::Le => b(x <= y),
+        BinOp::Gt => b(x > y),
+        BinOp::Ge => b(x >= y),
         BinOp::LAnd => b(!x.is_zero() && !y.is_zero()),
         BinOp::LOr => b(!x.is_zero() || !y.is_zero()),
         BinOp::USat => match y.small() {
@@ -1531,32 +1531,23 @@ fn big_bin(op: BinOp, x: &Big, y: &Big) -> Big {
                 let max = Big::ones(w);
                 if x.is_neg() {
                     Big::ZERO
-                } else if x.cmp_signed(&max).is_gt() {
-                    max
                 } else {
-                    *x
+                    x.min(max)
                 }
             }
-            _ => *x,
+            _ => x,
         },
         BinOp::SatCast => match y.small() {
             Some(0) => Big::ZERO,
             Some(w) if w < BIG_BITS => {
                 let max = Big::ones(w - 1);
-                let min = max.not();
-                if x.cmp_signed(&max).is_gt() {
-                    max
-                } else if x.cmp_signed(&min).is_lt() {
-                    min
-                } else {
-                    *x
-                }
+                x.clamp(!max, max)
             }
-            _ => *x,
+            _ => x,
         },
         BinOp::TwoCompMod => match y.small() {
             Some(w) => x.sign_extend(w),
-            None => *x,
+            None => x,
         },
     }
 }

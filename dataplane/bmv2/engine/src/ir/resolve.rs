@@ -22,7 +22,7 @@ fn hexstr(text: &str) -> R<Expr> {
         return Err(format!("a constant of {} hex digits", digits.len()));
     }
     let b = crate::big::Big::from_hex(digits).ok_or_else(|| format!("bad hexstr {text:?}"))?;
-    Ok(Expr::BigConst(Box::new(if neg { b.neg() } else { b })))
+    Ok(Expr::BigConst(Box::new(if neg { -b } else { b })))
 }
 
 impl Builder {
