@@ -6,7 +6,9 @@
 //! wrapping arithmetic: its low bits equal GMP's for `+ - * << & | ^ ~` whatever the width,
 //! and its comparisons and arithmetic `>>` (GMP's `fdiv_q_2exp`, floor) equal GMP's while
 //! values stay within ±2^(BITS-1). Fields are at most [`MAX_FIELD_BITS`] wide, so that the
-//! product of two of them, the widest value p4c leaves unmasked, still fits.
+//! product of two of them, the widest value p4c computes before masking it to its type's
+//! width, is exact in its low [`BITS`] bits (two unsigned 384-bit maxima multiply to
+//! 2^768 - 2^385 + 1, which reads as negative: only the mask that follows reads it).
 //!
 //! The arithmetic is the `bnum` crate's (a signed integer of [`BITS`] bits whose overflow
 //! mode is "wrap" in every build profile); this module only adds what P4 needs on top of
@@ -21,7 +23,7 @@ use std::ops::{Add, BitAnd, BitOr, BitXor, Mul, Neg, Not, Sub};
 const WORDS: usize = 12;
 /// The width of a [`Big`].
 pub const BITS: u32 = WORDS as u32 * 64;
-/// The widest field this engine executes (a product of two fits in [`BITS`]).
+/// The widest field this engine executes (a product of two is exact in [`BITS`] bits).
 pub const MAX_FIELD_BITS: u32 = BITS / 2;
 
 const BYTES: usize = BITS as usize / 8;
