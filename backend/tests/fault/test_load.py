@@ -183,7 +183,7 @@ def test_the_portal_beside_cpu_hogs_kills_no_worker_and_deploys_10k(
     assert "died" not in text, [ln for ln in text.splitlines() if "died" in ln]
     # the open stream ended with the graceful shutdown's bound: nothing had to be killed
     assert "did not stop within" not in text, [ln for ln in text.splitlines() if "did not stop" in ln]
-    assert leftovers(prefix) == []
+    assert leftovers(prefix, tmp_path / "run") == []
 
 
 def _deploy_or_dump_stacks(api: httpx.Client, slice_id: int, root: int, log: Path) -> tuple[dict[str, Any], float]:

@@ -71,7 +71,13 @@ def run_dir(prefix: str) -> Path:
     """Where a testbed with this prefix keeps pid, log, token and key files and its sockets:
     a directory only the portal's user enters (0700, checked) under the portal's run
     directory (settings ``run_dir``), never a fixed name in the shared temp directory."""
-    return private_dir(Path(get_settings().run_dir) / f"testbed-{prefix.rstrip('-')}")
+    return private_dir(run_path(prefix))
+
+
+def run_path(prefix: str, base: Path | None = None) -> Path:
+    """``run_dir(prefix)``'s path under ``base`` (default: this process's settings), not
+    created: what only looks there (a check for leftovers) leaves no empty directory behind."""
+    return Path(base if base is not None else get_settings().run_dir) / f"testbed-{prefix.rstrip('-')}"
 
 
 class ManagedProcess:
@@ -263,29 +269,30 @@ def _parent(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
-def _ours(argv: list[str], prefix: str) -> bool:
+def _ours(argv: list[str], prefix: str, run: Path) -> bool:
     """A data-plane program whose interfaces or socket carry this testbed's prefix."""
     joined = " ".join(argv)
-    run = str(run_dir(prefix))
     return any(p in joined for p in DATA_PLANE_PROGRAMS) and (
-        f"@{prefix}" in joined or f" {prefix}" in joined or run in joined
+        f"@{prefix}" in joined or f" {prefix}" in joined or str(run) in joined
     )
 
 
-def leftovers(prefix: str) -> list[int]:
+def leftovers(prefix: str, run_base: Path | None = None) -> list[int]:
     """Pids of data-plane processes a crashed run with this prefix left behind: those its
-    pid files name, and orphans (parent gone: re-parented to init) with the prefix in argv."""
+    pid files name, and orphans (parent gone: re-parented to init) with the prefix in argv.
+    ``run_base``: the run directory of the portal that ran it, if not this process's."""
     found: set[int] = set()
     me = os.getpid()
-    for pid_file in run_dir(prefix).glob("*.pid"):
+    run = run_path(prefix, run_base)
+    for pid_file in run.glob("*.pid"):
         with contextlib.suppress(ValueError, OSError):
             pid = int(pid_file.read_text().split()[0])
-            if _ours(_cmdline(pid), prefix) and _parent(pid) != me:
+            if _ours(_cmdline(pid), prefix, run) and _parent(pid) != me:
                 found.add(pid)
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             pid = int(entry.name)
-            if pid != me and _parent(pid) == 1 and _ours(_cmdline(pid), prefix):
+            if pid != me and _parent(pid) == 1 and _ours(_cmdline(pid), prefix, run):
                 found.add(pid)
     return sorted(found)
 
@@ -303,6 +310,6 @@ def reap_leftovers(prefix: str) -> list[int]:
         with contextlib.suppress(ProcessLookupError):
             if Path(f"/proc/{pid}").exists():
                 os.kill(pid, signal.SIGKILL)
-    for pid_file in run_dir(prefix).glob("*.pid"):
+    for pid_file in run_path(prefix).glob("*.pid"):
         pid_file.unlink(missing_ok=True)
     return pids
