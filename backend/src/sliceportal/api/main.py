@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -37,6 +37,7 @@ from sliceportal.api.routes import (
     users,
 )
 from sliceportal.api.routes import testbed as testbed_routes
+from sliceportal.api.routing import API_PREFIX, SessionRouter, include
 from sliceportal.core import gc_policy
 from sliceportal.core.config import Settings
 from sliceportal.core.db import autocommit_sessions, session_factory
@@ -45,10 +46,8 @@ from sliceportal.kpi.notify import start_listener
 from sliceportal.services import backends as backends_service
 from sliceportal.services.backends import POOL
 
-API_PREFIX = "/api/v1"
 
-
-def api_routers() -> list[APIRouter]:
+def api_routers() -> list[SessionRouter]:
     """The API's routers, in the order their routes are tried (the first full match wins)."""
     modules = (health, login, users, slice_types, tenants, slices, subscribers, backends, deployments, intents)
     routers = [m.router for m in modules]
@@ -110,8 +109,8 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
     # (>= 0.16x) matches a request once per level of included routers and again in each
     # level's handler, so a level less is ~90-130 us less CPU a request
     for router in api_routers():
-        app.include_router(router, prefix=API_PREFIX)
-    app.include_router(metrics.router)
+        include(app, router, API_PREFIX)
+    include(app, metrics.router)
     docs.install(app, API_PREFIX)
     _unknown_api_paths(app)
     if settings.frontend_dist is not None:

@@ -31,14 +31,13 @@ from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sliceportal.api.deps import NotTenant, SessionDep
-from sliceportal.api.routing import session_router
+from sliceportal.api.routing import API_PREFIX, session_router
 from sliceportal.core import process_metrics
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.models import Backend, Deployment, SlaViolation, Slice, Tenant
 from sliceportal.models.queries import newest_samples
 
 router = session_router(tags=["kpis"])
-API_PREFIX = "/api/v1"  # api.main's (which imports this module)
 LANE_LABELS = ("tenant", "slice", "backend", "lane", "source")
 # gauge -> (sample field, scale to base units, help)
 GAUGES: dict[str, tuple[str, float, str]] = {
