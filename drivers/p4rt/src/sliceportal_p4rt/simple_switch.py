@@ -142,9 +142,12 @@ def start_simple_switch_grpc(
                 return switch
             except grpc.FutureTimeoutError:
                 if time.monotonic() > deadline:
+                    # what it said (a port it could not bind, a hang at start) goes with the log
+                    text = log.read_text(errors="replace")[-2000:]
                     switch.stop()
                     raise SimpleSwitchError(
-                        f"{binary} did not open its P4Runtime server on {switch.address} within {ready_timeout_s:.0f} s"
+                        f"{binary} did not open its P4Runtime server on {switch.address} within "
+                        f"{ready_timeout_s:.0f} s; its output: {text or '(none)'}"
                     ) from None
     finally:
         ready.cancel()
