@@ -21,12 +21,12 @@ ENTRIES = {
     "cli": "from sliceportal.cli import _configure_logging; _configure_logging()",
 }
 WAITING = """
-import threading, time
+import threading
 def a_waiting_thread() -> None:
     threading.Event().wait()
 threading.Thread(target=a_waiting_thread, daemon=True).start()
 print("ready", flush=True)
-time.sleep(60)
+threading.Event().wait()  # until the test kills it
 """
 
 

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from sliceportal.models import Backend, Slice, Subscriber
 from sliceportal.models.subscribers import subscriber_slice
-from sliceportal_testbed.processes import free_port, leftovers
+from sliceportal_testbed.processes import free_port, leftovers, parent_pid
 from tests.factories import slice_type_id, wait_until
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.slow]
@@ -228,29 +228,26 @@ def _deploy_or_dump_stacks(api: httpx.Client, slice_id: int, root: int, log: Pat
 def _catching_usr1(root: int) -> list[int]:
     """The portal's processes (``root`` and its descendants: the supervisor, uvicorn and its
     workers, the controller, the testbed's targets) that catch SIGUSR1; any other would die of it."""
-    parent: dict[int, int] = {}
-    caught: set[int] = set()
+
+    def descends(pid: int | None) -> bool:
+        while pid is not None and pid > 1:
+            if pid == root:
+                return True
+            pid = parent_pid(pid)
+        return False
+
+    found = []
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
+        if not proc.name.isdigit() or not descends(int(proc.name)):
             continue
         try:
-            stat = (proc / "stat").read_text()
             status = (proc / "status").read_text()
         except OSError:  # a process that ended
             continue
-        parent[int(proc.name)] = int(stat.rsplit(")", 1)[1].split()[1])  # state ppid ...
         mask = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), 16)
         if mask >> (signal.SIGUSR1 - 1) & 1:
-            caught.add(int(proc.name))
-
-    def descends(pid: int) -> bool:
-        while pid > 1:
-            if pid == root:
-                return True
-            pid = parent.get(pid, 0)
-        return False
-
-    return sorted(pid for pid in caught if descends(pid))
+            found.append(int(proc.name))
+    return sorted(found)
 
 
 def _hold_a_stream(api: httpx.Client, opened: threading.Event) -> None:

@@ -261,7 +261,8 @@ def _cmdline(pid: int) -> list[str]:
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
-def _parent(pid: int) -> int | None:
+def parent_pid(pid: int) -> int | None:
+    """``pid``'s parent, None when it has ended."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -287,12 +288,12 @@ def leftovers(prefix: str, run_base: Path | None = None) -> list[int]:
     for pid_file in run.glob("*.pid"):
         with contextlib.suppress(ValueError, OSError):
             pid = int(pid_file.read_text().split()[0])
-            if _ours(_cmdline(pid), prefix, run) and _parent(pid) != me:
+            if _ours(_cmdline(pid), prefix, run) and parent_pid(pid) != me:
                 found.add(pid)
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             pid = int(entry.name)
-            if pid != me and _parent(pid) == 1 and _ours(_cmdline(pid), prefix, run):
+            if pid != me and parent_pid(pid) == 1 and _ours(_cmdline(pid), prefix, run):
                 found.add(pid)
     return sorted(found)
 
