@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -92,19 +93,38 @@ def test_live_injected_loss_and_queueing_delay(wire: Wire) -> None:
 
 
 def test_live_interval_reports(wire: Wire) -> None:
-    """Per-interval reports (the KPI service's samples) add up to the whole run."""
+    """Per-interval reports (the KPI service's samples) add up to the whole run, and each
+    interval's rate is that of its own packets."""
     flows = table3(1)
     samples: list[MeterReport] = []
     meter = Meter({sf.flow_id: (sf.slice_index, sf.lane(4)) for sf in flows})
+    sent_at: list[int] = []
     with _capturing(wire, meter, 0.3, interval_s=0.5, on_interval=samples.append) as tx:
-        result = send(tx, flows, rate_pps=10_000, duration_s=2.0)
+        result = send(cast(socket.socket, _Stamping(tx, sent_at)), flows, rate_pps=10_000, duration_s=2.0)
     samples.append(meter.interval_report())  # the partial interval at the end
     assert sum(s.total.received for s in samples) == result.packets
     assert sum(s.total.lost for s in samples) == 0
-    full = [s for s in samples if s.total.received > 4000]
+    full = [i for i, s in enumerate(samples) if s.total.received > 2000]
     assert len(full) >= 3  # 2 s at 10 kpps in 0.5 s intervals: ~5000 packets each
-    for s in full[1:-1]:
-        assert s.total.rx_pps == pytest.approx(10_000, rel=0.1)
+    # The oracle is the sender's clock, not the rate it was asked for: on a loaded CI host the
+    # sender stalls now and then (seen: 8 870/s in one interval). A veth is FIFO and nothing
+    # is lost, so interval k holds the packets sent after those of intervals 0..k-1.
+    before = [sum(s.total.received for s in samples[:i]) for i in range(len(samples))]
+    for i in full[1:-1]:
+        first, n = before[i], samples[i].total.received
+        sent_rate = (n - 1) / ((sent_at[first + n - 1] - sent_at[first]) / 1e9)
+        assert samples[i].total.rx_pps == pytest.approx(sent_rate, rel=0.02)
+
+
+class _Stamping:
+    """The sender's socket, noting when each frame was handed to the kernel."""
+
+    def __init__(self, sock: socket.socket, sent_at: list[int]) -> None:
+        self._sock, self._sent_at = sock, sent_at
+
+    def send(self, frame: bytes) -> int:
+        self._sent_at.append(time.time_ns())
+        return self._sock.send(frame)
 
 
 def test_cli_streams_interval_lines_from_its_own_process(wire: Wire, tmp_path) -> None:  # type: ignore[no-untyped-def]
