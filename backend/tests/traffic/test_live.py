@@ -65,7 +65,7 @@ def test_live_rate_and_no_loss(wire: Wire) -> None:
     assert result.tx_refused == 0
     assert report.total.expected == result.packets
     assert report.total.lost == 0 and report.total.duplicates == 0 and report.total.reordered == 0
-    assert report.total.rx_pps == pytest.approx(rate, rel=0.05)
+    assert report.total.rx_pps == pytest.approx(sender_rate, rel=0.02)  # the same packets, received
     assert report.total.delay is not None
     assert 0 < report.total.delay.p50_us < 5_000  # a veth in one host: microseconds, not ms
     assert len(report.lanes) == 4 and all(g.lost == 0 for g in report.lanes)
