@@ -31,7 +31,9 @@ from bmv2_target.fleet import Fleet  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 from stack_common import SCALE_TENANT, InProcessPortal, cpu_seconds, machine_busy_s, scale_subscribers  # noqa: E402
 
+from sliceportal.core.config import Settings  # noqa: E402
 from sliceportal.models import Backend  # noqa: E402
+from sliceportal.services import fanout_pool  # noqa: E402
 from sliceportal.services.reconciler import Reconciler  # noqa: E402
 
 BACKENDS = 10 if quick() else 100
@@ -60,13 +62,15 @@ def deploy(p: InProcessPortal, sid: int, backend_ids: list[int]) -> tuple[float,
 
 
 def cpu_split(p: InProcessPortal, fleets: list[Fleet]) -> dict[str, float]:
-    """CPU seconds so far of the portal (this process), the targets, the database, and the
-    machine (busy, and all of its cores' time): two readings around a deploy say what its
-    wall time was spent on, and whether the machine had any left."""
+    """CPU seconds so far of the portal (this process and its fan-out lanes), the targets, the
+    database, and the machine (busy, and all of its cores' time): two readings around a deploy
+    say what its wall time was spent on, and whether the machine had any left."""
     postmaster = int((p.pg.data / "postmaster.pid").read_text().split()[0])
     busy, total = machine_busy_s()
+    lanes = sum(cpu_seconds(pid) for pid in fanout_pool.running_pids())
     return {
-        "portal": time.process_time(),
+        "portal": time.process_time() + lanes,
+        "lanes": lanes,
         "targets": sum(cpu_seconds(f.proc.pid) for f in fleets),
         "database": cpu_seconds(postmaster),
         "machine busy": busy,
@@ -74,19 +78,33 @@ def cpu_split(p: InProcessPortal, fleets: list[Fleet]) -> dict[str, float]:
     }
 
 
-def cpu_table(res: Results, n: int, wall_s: float, spent: dict[str, float]) -> None:
-    """Where the deploy's CPU went (``cpu_split`` before and after it), and the machine's share."""
+def cpu_table(res: Results, n: int, deploys: list[tuple[str, float, dict[str, float]]]) -> None:
+    """Where each deploy's CPU went (``cpu_split`` before and after it: (which, wall s, spent)),
+    and the machine's share."""
     cpu = res.table(
-        f"CPU seconds spent during the deploy to {n} backends (all on this machine)",
-        ["wall s", "portal", "targets", "database", "machine busy", "machine capacity", "busy share"],
-        note="portal: this process (API, compile, the drivers' pushes); targets: the bundled P4Runtime "
+        f"CPU seconds spent during the deploys to {n} backends (all on this machine)",
+        [
+            "deploy",
+            "wall s",
+            "portal",
+            "of it lanes",
+            "targets",
+            "database",
+            "machine busy",
+            "machine capacity",
+            "busy share",
+        ],
+        note="portal: this process (API, compile, the drivers' pushes) and its fan-out lanes "
+        "(services/fanout_pool.py: processes of their own, used from "
+        f"{Settings.model_fields['fanout_min_backends'].default} backends on); targets: the bundled P4Runtime "
         "targets standing in for agents, which in a deployment run on their own hosts; capacity: wall x cores",
     )
-    cpu.rows.append(
-        [round(wall_s, 2)]
-        + [round(spent[k], 2) for k in ("portal", "targets", "database", "machine busy", "machine")]
-        + [round(spent["machine busy"] / spent["machine"], 2)]
-    )
+    for which, wall_s, spent in deploys:
+        cpu.rows.append(
+            [which, round(wall_s, 2)]
+            + [round(spent[k], 2) for k in ("portal", "lanes", "targets", "database", "machine busy", "machine")]
+            + [round(spent["machine busy"] / spent["machine"], 2)]
+        )
 
 
 def reconcile_pass(p: InProcessPortal) -> float:
@@ -110,10 +128,30 @@ class FanOut:
     in_sync: int
     entries: int  # native entries a backend holds
     idle_cpu: float | None  # the portal's CPU s/s while nothing runs, when asked for
+    again_s: float  # the deploy to all N after an edit (one more subscriber)
+    again_outcomes: list[dict[str, Any]]
+    spent_again: dict[str, float]
 
     @property
     def new(self) -> int:
         return sum(b["where"] == "new" for b in self.outcomes)
+
+    @property
+    def cpu_rows(self) -> list[tuple[str, float, dict[str, float]]]:
+        return [("first", self.all_s, self.spent), ("after an edit", self.again_s, self.spent_again)]
+
+
+def redeploy_figure(res: Results, n: int, m: FanOut) -> None:
+    res.figure(
+        f"slice deploy fan-out to {n} backends after an edit",
+        m.again_s,
+        "s",
+        baseline=m.one_s,
+        baseline_name="the first deploy to 1 backend, same run",
+        note="one more subscriber, then the same deploy: every driver session (and lane, when used) is up, "
+        f"as for every deploy after a portal process's first; "
+        f"{sum(b['where'] == 'new' for b in m.again_outcomes)} backends got the new rule set",
+    )
 
 
 def fan_out(n: int, idle_s: float | None = None) -> FanOut:
@@ -133,6 +171,12 @@ def fan_out(n: int, idle_s: float | None = None) -> FanOut:
         all_s, outcomes = deploy(p, sid, ids)
         after = cpu_split(p, fleets)
         all_rc = reconcile_pass(p)
+        # an edit, then the same fan-out again: the lanes (services/fanout_pool.py) and every
+        # driver session are up, as for every deploy after a portal process's first
+        p.import_subscribers(scale_subscribers(range(SUBSCRIBERS, SUBSCRIBERS + 1)))
+        before_again = cpu_split(p, fleets)
+        again_s, again = deploy(p, sid, ids)
+        after_again = cpu_split(p, fleets)
         idle = None
         if idle_s is not None:
             c0, w0 = time.process_time(), time.perf_counter()
@@ -146,7 +190,10 @@ def fan_out(n: int, idle_s: float | None = None) -> FanOut:
         for f in fleets:
             f.stop()
     spent = {k: after[k] - v for k, v in before.items()}
-    return FanOut(set_up_s, one_s, one_rc, all_s, all_rc, outcomes, spent, in_sync, entries, idle)
+    spent_again = {k: after_again[k] - v for k, v in before_again.items()}
+    return FanOut(
+        set_up_s, one_s, one_rc, all_s, all_rc, outcomes, spent, in_sync, entries, idle, again_s, again, spent_again
+    )
 
 
 def main() -> None:
@@ -188,7 +235,8 @@ def main() -> None:
     )
     for n, d, r in ((1, m.one_s, m.one_rc_s), (BACKENDS, m.all_s, m.all_rc_s)):
         table.rows.append([n, SUBSCRIBERS, m.entries, round(d, 2), round(r, 2), round(d / n, 3), round(1e3 * r / n, 1)])
-    cpu_table(res, BACKENDS, m.all_s, m.spent)
+    redeploy_figure(res, BACKENDS, m)
+    cpu_table(res, BACKENDS, m.cpu_rows)
     res.write()
     res.print_tables()
 

@@ -1,11 +1,14 @@
 """Deploying one slice fans out to every backend it is assigned to (#14 item 5): in parallel,
 each under its own lock, streamed per backend, and every backend ends on the new rule set,
 its previous one (a failed push rolled back) or unchanged -- the result and the slice's
-status say which. Against two bundled P4Runtime targets over gRPC, one of which fails a write."""
+status say which. Against two bundled P4Runtime targets over gRPC, one of which fails a write.
+Every test runs twice: pushed from the request's own threads, and from two lanes (processes of
+their own, services/fanout_pool.py), which the settings' default keeps for hundreds of backends."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -13,10 +16,22 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from sliceportal.core.config import Settings, random_secret
 from sliceportal_testbed.processes import BMV2_DIR, RunningTarget
 from tests.factories import add_backend, embb_slice
 
 EIGHT_QUEUES = ("--priority-queues", "8")
+
+
+@pytest.fixture(params=["threads", "lanes"])
+def settings(request: pytest.FixtureRequest) -> Settings:
+    spread = {"fanout_processes": 2, "fanout_min_backends": 1} if request.param == "lanes" else {"fanout_processes": 1}
+    return Settings(secret_key=random_secret(), login_max_failures=3, reconcile_interval_s=0, **spread)
+
+
+def _runners(client: TestClient, op: dict[str, str], bid: int) -> list[str]:
+    """The processes (host:pid) that pushed the backend's deployments, newest first."""
+    return [d["runner"] for d in client.get(f"/api/v1/backends/{bid}/deployments", headers=op).json()["data"]]
 
 
 def _backend(client: TestClient, op: dict[str, str], name: str, address: str) -> int:
@@ -42,7 +57,7 @@ def _change(client: TestClient, op: dict[str, str], sid: int, lane: int) -> None
 
 
 def test_fan_out_new_unchanged_and_streamed(
-    client: TestClient, op: dict[str, str], start_target: Callable[..., RunningTarget]
+    client: TestClient, op: dict[str, str], settings: Settings, start_target: Callable[..., RunningTarget]
 ) -> None:
     a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
     b = _backend(client, op, "bmv2-b", start_target(*EIGHT_QUEUES).address)
@@ -65,6 +80,13 @@ def test_fan_out_new_unchanged_and_streamed(
     assert events[-1]["event"] == "result" and events[-1]["ok"] is True
     assert {e["backend_id"] for e in events if e["event"] == "progress"} == {a, b}
     assert {x["backend_name"]: x["rule_set"] for x in events[-1]["backends"]} == {"bmv2-a": 2, "bmv2-b": 2}
+    # where the pushes ran: this process, or a lane per backend, the same one each time
+    pids = {bid: {int(r.rsplit(":", 1)[1]) for r in _runners(client, op, bid)} for bid in (a, b)}
+    if settings.fanout_processes == 1:
+        assert pids == {a: {os.getpid()}, b: {os.getpid()}}
+    else:
+        assert all(len(p) == 1 and os.getpid() not in p for p in pids.values()), pids
+        assert pids[a] != pids[b]  # consecutive ids, two lanes
 
 
 def test_a_failing_backend_stays_on_its_previous_rule_set(

@@ -28,8 +28,11 @@ def serve(count: int, priority_queues: int = 8) -> list[tuple[grpc.Server, int]]
     servers = []
     for _ in range(count):
         switch = Switch(SwitchConfig(priority_queues, 64, None))
+        # a thread per open stream (each portal process that drives the switch holds one) plus
+        # the unary calls: as ``python -m bmv2_target`` serves one; with 2, a second process's
+        # session left no thread for its first call
         server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.max_receive_message_length", 64 << 20)]
+            futures.ThreadPoolExecutor(max_workers=8), options=[("grpc.max_receive_message_length", 64 << 20)]
         )
         servicer = P4RuntimeServicer(switch, 1, Faults(0, 0))
         servicer.add_to_server(server)

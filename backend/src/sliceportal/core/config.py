@@ -126,6 +126,19 @@ class Settings(BaseSettings):
         "the machine has cores, with a controller process beside them; 1: one process serving the "
         "API with the controller in it",
     )
+    fanout_processes: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="processes (lanes) a slice deploy to many backends pushes from (services/fanout_pool.py); "
+        "0: as many as the machine has cores; 1: the deploying process's own threads only",
+    )
+    fanout_min_backends: int = Field(
+        256,
+        ge=1,
+        description="backends a slice deploy needs before it uses lanes: below this, starting them and their "
+        "own driver sessions cost more than they save (docs/scale.md; lower it on hosts with many cores)",
+    )
     testbed: bool = Field(False, description="the controller runs the emulated testbed with live traffic (run command)")
     testbed_rate_pps: float = Field(2000.0, gt=0, description="packets/s the testbed's subscribers send")
     testbed_prefix: str = Field("sp-run-", pattern=r"^[a-z0-9-]{1,8}$", description="namespace name prefix")

@@ -16,21 +16,21 @@ when something it was compiled from changed in between (``deployments.Prepared``
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from sliceportal.core.db import BACKENDS_AT_ONCE
+from sliceportal.core.db import BACKENDS_AT_ONCE, session_factory
 from sliceportal.drivers.contract import ProgressEvent
 from sliceportal.models import Backend, Deployment, DeploymentStatus, Slice
 from sliceportal.models.audit import Actor, set_actor
-from sliceportal.services import admission, deployments, footprint_push
+from sliceportal.services import admission, deployments, fanout_pool, footprint_push
 from sliceportal.services.admission import Override
 from sliceportal.services.compile_inputs import SharedCompiles
-from sliceportal.services.errors import DomainError, InvalidError, NotFoundError
+from sliceportal.services.errors import DomainError, InvalidError, NotFoundError, UnavailableError
 
 Where = Literal["new", "previous", "unchanged", "refused"]
 
@@ -133,12 +133,66 @@ def deploy_slice(
     *,
     override: Override | None = None,
     progress: ProgressFn | None = None,
+    lanes: fanout_pool.Lanes = fanout_pool.NO_LANES,
 ) -> list[BackendOutcome]:
-    """Deploy every backend ``preflight`` prepared at once (one thread and one session each);
-    outcomes in its order (by backend id)."""
+    """Deploy every backend ``preflight`` prepared at once (a thread and a session each), in
+    this process or, when there are enough of them, spread over ``lanes`` (the ``fanout_*``
+    settings); outcomes in its order (by backend id)."""
     if not prepared:
         return []
+    if lanes.used_for(len(prepared)):
+        return _in_lanes(sessions, actor, prepared, override, progress, lanes.count)
+    return _in_threads(sessions, actor, prepared, override, progress)
+
+
+def _in_threads(
+    sessions: sessionmaker[Session],
+    actor: Actor,
+    prepared: Sequence[deployments.Prepared],
+    override: Override | None,
+    progress: ProgressFn | None,
+) -> list[BackendOutcome]:
     # bounded by the connections each push holds (core/db.BACKENDS_AT_ONCE)
     with ThreadPoolExecutor(min(len(prepared), BACKENDS_AT_ONCE), thread_name_prefix="slice-deploy") as pool:
         futures = [pool.submit(_one, sessions, actor, p, override, progress) for p in prepared]
         return [f.result() for f in futures]
+
+
+def _in_lanes(
+    sessions: sessionmaker[Session],
+    actor: Actor,
+    prepared: list[deployments.Prepared],
+    override: Override | None,
+    progress: ProgressFn | None,
+    lanes: int,
+) -> list[BackendOutcome]:
+    pool = fanout_pool.pool(lanes, preload=[__name__])
+    by_lane: dict[int, list[deployments.Prepared]] = {}
+    for p in prepared:
+        by_lane.setdefault(pool.lane_of(p.backend_id), []).append(p)
+    # one piece of work per lane: pickled at once, the backends' shared compile (SharedCompiles)
+    # and plan travel once, not once per backend
+    url = sessions.kw["bind"].url.render_as_string(hide_password=False)
+    work = [(lane, (url, actor, chunk, override, progress is not None)) for lane, chunk in by_lane.items()]
+    on_event = (lambda e: progress(e[0], e[1])) if progress is not None else None
+    try:
+        results = pool.run(_deploy_in_lane, work, on_event)
+    except fanout_pool.LaneDied as exc:
+        raise UnavailableError(
+            f"{exc}; the pushes it had begun are finished by the controller (see each backend's deployments)"
+        ) from exc
+    outcome = {o.backend_id: o for chunk in results for o in chunk}
+    return [outcome[p.backend_id] for p in prepared]
+
+
+def _deploy_in_lane(
+    url: str,
+    actor: Actor,
+    prepared: list[deployments.Prepared],
+    override: Override | None,
+    with_progress: bool,
+    emit: fanout_pool.Emit,
+) -> list[BackendOutcome]:
+    """A lane's part of a fan-out (``fanout_pool``): as ``_in_threads``, on the lane's own pool."""
+    progress: ProgressFn | None = (lambda backend_id, e: emit((backend_id, e))) if with_progress else None
+    return _in_threads(session_factory(url), actor, prepared, override, progress)

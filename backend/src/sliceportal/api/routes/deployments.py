@@ -44,7 +44,7 @@ from sliceportal.schemas.deployments import (
     TableUsagePublic,
 )
 from sliceportal.services import deployments as svc
-from sliceportal.services import slice_deploy
+from sliceportal.services import fanout_pool, slice_deploy
 from sliceportal.services.admission import Override
 from sliceportal.services.equivalence import to_json as equivalence_json
 from sliceportal.services.errors import DomainError
@@ -422,14 +422,20 @@ def deploy_slice(
     session.close()  # each backend's worker has a session of its own
     actor = Actor(principal.user_id, principal.username, principal.via)
     sessions = request.app.state.sessionmaker
+    settings = request.app.state.settings
+    lanes = fanout_pool.Lanes(settings.fanout_processes, settings.fanout_min_backends)
     if not (accept and NDJSON in accept):
-        return _slice_result(slice_id, slice_deploy.deploy_slice(sessions, actor, prepared, override=override))
+        return _slice_result(
+            slice_id, slice_deploy.deploy_slice(sessions, actor, prepared, override=override, lanes=lanes)
+        )
 
     def run(emit: Emit) -> dict[str, Any]:
         def progress(backend_id: int, e: object) -> None:
             emit({"event": "progress", "backend_id": backend_id, **e.model_dump()})  # type: ignore[attr-defined]
 
-        outcomes = slice_deploy.deploy_slice(sessions, actor, prepared, override=override, progress=progress)
+        outcomes = slice_deploy.deploy_slice(
+            sessions, actor, prepared, override=override, progress=progress, lanes=lanes
+        )
         return _slice_result(slice_id, outcomes).model_dump(mode="json")
 
     return _ndjson(f"deploy-slice-{slice_id}", run)
