@@ -179,9 +179,9 @@ def fan_out(n: int, idle_s: float | None = None) -> FanOut:
         after_again = cpu_split(p, fleets)
         idle = None
         if idle_s is not None:
-            c0, w0 = time.process_time(), time.perf_counter()
+            c0, w0 = cpu_split(p, fleets)["portal"], time.perf_counter()
             time.sleep(idle_s)
-            idle = (time.process_time() - c0) / (time.perf_counter() - w0)
+            idle = (cpu_split(p, fleets)["portal"] - c0) / (time.perf_counter() - w0)
         with p.sessions() as s:
             in_sync = s.scalar(select(func.count()).select_from(Backend).where(Backend.sync_state == "in_sync")) or 0
         entries = sum(len(v) for v in p.call("GET", f"/backends/{ids[0]}/rule-sets/1")["plan"]["tables"].values())

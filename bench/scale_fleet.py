@@ -45,7 +45,8 @@ def main() -> None:
         f"portal CPU while idle, sessions to {BACKENDS} backends open",
         m.idle_cpu,
         "s/s",
-        note=f"process CPU seconds per second over {IDLE_S:g} s after the reconcile pass, nothing running "
+        note=f"CPU seconds per second of the portal process and its lanes over {IDLE_S:g} s after the "
+        "reconcile pass, nothing running "
         "(docs/bmv2.md, 'One thread for every stream')",
     )
     redeploy_figure(res, BACKENDS, m)

@@ -223,7 +223,7 @@ class InProcessPortal:
     def close(self) -> None:
         from sliceportal.services.backends import POOL
 
-        self.client.__exit__(None, None, None)
+        self.client.__exit__(None, None, None)  # the app's shutdown ends its fan-out lanes
         POOL.close_all()
         self.pg.stop()
         shutil.rmtree(self.root, ignore_errors=True)

@@ -44,6 +44,7 @@ from sliceportal.core.db import autocommit_sessions, session_factory
 from sliceportal.kpi.hub import KpiHub
 from sliceportal.kpi.notify import start_listener
 from sliceportal.services import backends as backends_service
+from sliceportal.services import fanout_pool
 from sliceportal.services.backends import POOL
 
 
@@ -76,6 +77,7 @@ def create_app(settings: Settings, database_url: str) -> FastAPI:
             yield
         finally:
             POOL.close_all()
+            fanout_pool.shutdown()
             for hook in app.state.on_shutdown:
                 hook()
 

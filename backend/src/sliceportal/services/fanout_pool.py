@@ -196,6 +196,15 @@ def running_pids() -> list[int]:
     return _POOL.pids() if _POOL is not None else []
 
 
+def shutdown() -> None:
+    """End this process's lanes (their driver sessions with them), when it stops serving."""
+    global _POOL
+    with _POOL_LOCK:
+        old, _POOL = _POOL, None
+    if old is not None:
+        old.shutdown()
+
+
 # ---- in the lane process ----
 
 _EVENTS: SimpleQueue[tuple[int, Any, bool]] | None = None
