@@ -8,13 +8,14 @@ a process of its own with its own database pool and driver sessions.
 - **A backend always goes to the same lane** (its id modulo the lanes): the lane's driver
   session to it (a P4Runtime stream with mastership, what it last applied) is opened once and
   reused by every later fan-out, as the deploying process reuses its own (``backends.POOL``).
-- **Lanes start on first use and stay**: what a lane runs is imported once, by the
-  ``forkserver`` it is forked from and costs memory only while idle. A smaller fan-out stays in
-  the deploying process's threads (``Lanes.min_items``, the ``fanout_min_backends`` setting):
-  lanes start, and open driver sessions of their own, at a cost. On this 2-core machine (where
-  the bench's targets and database share the cores) lanes made a deploy to 1 000 backends
-  27 s instead of 37 s, and one to 100 backends 4.0 s instead of 2.1 s the first time (2.5-2.9
-  against 2.2-3.2 s once started).
+- **Lanes start on first use and stay** (idle, they cost memory only); what a lane runs is
+  imported once, by the ``forkserver`` the lanes are forked from. A lane takes one fan-out's
+  part at a time: a second fan-out from the same process queues behind it. A smaller fan-out
+  stays in the deploying process's threads (``Lanes.min_items``, the ``fanout_min_backends``
+  setting): lanes start, and open driver sessions of their own, at a cost. On this 2-core
+  machine (where the bench's targets and database share the cores) lanes made a deploy to
+  1 000 backends 27 s instead of 37 s, and one to 100 backends 4.0 s instead of 2.1 s the
+  first time (2.5-2.9 against 2.2-3.2 s once started).
 - **Progress** events travel back on one queue, tagged with their fan-out's token; a lane
   ends each piece of work with a marker after its last event, so the caller has every event
   before it returns.
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import itertools
+import logging
 import multiprocessing
 import os
 import signal
@@ -43,6 +45,7 @@ from typing import Any, TypeVar
 
 from sliceportal.core import gc_policy, stack_dumps
 
+log = logging.getLogger(__name__)
 EVENTS_DRAIN_S = 30.0  # how long a caller waits for a lane's last events after its result
 
 T = TypeVar("T")
@@ -173,7 +176,10 @@ class FanoutPool:
                 if listening.lanes_left == 0:
                     listening.done.set()
             elif listening.on_event is not None:
-                listening.on_event(event)
+                try:
+                    listening.on_event(event)
+                except Exception:  # a caller's callback must not stop the events of every other
+                    log.exception("fan-out progress callback failed")
 
 
 _POOL: FanoutPool | None = None
