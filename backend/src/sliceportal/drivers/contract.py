@@ -263,7 +263,7 @@ def check_fits(ir: RuleIR, caps: Capabilities) -> None:
             f"{caps.driver} data plane has {caps.paths} x {caps.lanes}",
             hint="recompile for this backend",
         )
-    for rule in ir.rules:
-        for name, _ in rule.match.items():
-            if name not in caps.match_fields:
-                raise UnsupportedMatchError(name, caps.driver)
+    if ir.matched_fields().difference(caps.match_fields):
+        # the first such field in rule order, as a rule-by-rule check would name it
+        name = next(n for r in ir.rules for n, _ in r.match.items() if n not in caps.match_fields)
+        raise UnsupportedMatchError(name, caps.driver)

@@ -222,6 +222,7 @@ class RuleIR:
     # is lowered, checked and stored once per backend, and asdict over its rules was the largest
     # part of a deploy's Python time per backend (bench scale_backends)
     _canonical: str | None = field(default=None, init=False, repr=False, compare=False)
+    _matched: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for n, what in ((self.lanes, "lanes"), (self.paths, "paths")):
@@ -248,7 +249,7 @@ class RuleIR:
     def _canonical_json(self) -> str:
         if self._canonical is None:
             out = asdict(self)
-            del out["_canonical"]
+            del out["_canonical"], out["_matched"]
             # intent_ref is written for sub-slices only: an IR without rate_limit / drop intents
             # keeps the JSON and digest it had before sub-slices existed (no plane looks stale)
             for s in out["slices"]:
@@ -257,6 +258,14 @@ class RuleIR:
             object.__setattr__(self, "_canonical", json.dumps(out, sort_keys=True, separators=(",", ":")))
         assert self._canonical is not None
         return self._canonical
+
+    def matched_fields(self) -> frozenset[str]:
+        """Every field some rule matches on, found once: each backend of a fleet checks an IR
+        it shares against its capabilities (``drivers.contract.check_fits``)."""
+        if self._matched is None:
+            object.__setattr__(self, "_matched", frozenset(name for r in self.rules for name, _ in r.match.items()))
+        assert self._matched is not None
+        return self._matched
 
     def to_json(self) -> dict[str, Any]:
         """A fresh dict each call (the caller may keep or change it)."""
