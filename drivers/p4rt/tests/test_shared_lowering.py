@@ -6,6 +6,7 @@ from __future__ import annotations
 from irs import two_tenants
 
 from sliceportal.rules.ir import Qos
+from sliceportal_p4rt.codec import Update
 from sliceportal_p4rt.driver import Driver
 from sliceportal_p4rt.lowering import PortPlan, lower_ir, with_full_masks
 
@@ -24,6 +25,17 @@ def test_switches_that_hold_nothing_share_one_lowering() -> None:
     # ... and it is the lowering this switch would make alone
     alone = with_full_masks(lower_ir(ir, PortPlan({1: 100, 2: 200}, (3,), 3), "vqueue", 8, a.sizes), a.widths)
     assert pa.tables == pb.tables == alone
+    # the plan and its wire bytes too, for switches with the same owner tag; another tag's
+    # bytes differ (the tag is in every entry), so its plan is its own
+    assert pa is pb
+    other = Driver({**OPTIONS, "owner": "another-portal"})
+    po = other.lower(ir)
+    assert po is not pa and po.tables == pa.tables
+    table = next(t for t, es in pa.tables.items() if any("match" in e for e in es))
+    i = next(i for i, e in enumerate(pa.tables[table]) if "match" in e)
+    mine = a.codec.pre_encoded((Update.INSERT, table, pa.tables[table][i], None))
+    theirs = other.codec.pre_encoded((Update.INSERT, table, po.tables[table][i], None))
+    assert mine is not None and theirs is not None and mine != theirs and b"another-portal" in theirs
 
 
 def test_other_options_or_another_ir_lower_anew() -> None:

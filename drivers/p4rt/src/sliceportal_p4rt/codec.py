@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2
 
@@ -50,6 +51,15 @@ def _match_field(field_id: int, exact: bool, value: int, mask: int) -> bytes:
 @functools.lru_cache(maxsize=1 << 12)
 def _action_field(action_id: int, params: tuple[tuple[int, int], ...]) -> bytes:
     return wire.table_action_field(wire.action(action_id, [(pid, _enc(v)) for pid, v in params]))
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A plan's entries as wire bytes (``EntryCodec.encode_plan``); read-only once made."""
+
+    by_ident: dict[tuple[str, object], tuple[NativeEntry, bytes]]  # (table, P4Runtime identity)
+    by_object: dict[int, tuple[NativeEntry, bytes]]  # by the entry object's id
+    idents: dict[int, tuple[NativeEntry, object]]  # entry object's id -> (entry, identity)
 
 
 class EntryCodec:
@@ -265,6 +275,11 @@ class EntryCodec:
         """Build the plan's entries as wire bytes now (P4Runtime identity -> (entry, bytes)), so
         that a push of this plan (or of a copy read back from the database) only looks them
         up. The last lowering's only: a preview of another version replaces them."""
+        self.adopt(self.encode_plan(tables))
+
+    def encode_plan(self, tables: Mapping[str, list[NativeEntry]]) -> Encoded:
+        """``pre_encode``'s bytes without keeping them: for a plan several switches share (any
+        codec of the same P4Info and owner tag can ``adopt`` them)."""
         encoded: dict[tuple[str, object], tuple[NativeEntry, bytes]] = {}
         idents: dict[int, tuple[NativeEntry, object]] = {}
         for table, entries in tables.items():
@@ -275,13 +290,16 @@ class EntryCodec:
                     key = ident(e)
                     idents[id(e)] = (e, key)
                     encoded[table, key] = (e, self.entity(table, e))
-        self._encoded = encoded
-        # the same by the entry object (kept alive here, so its id is its own): no identity to
-        # compute for a push of this very plan into an empty table
-        self._encoded_ids = {id(hit[0]): hit for hit in self._encoded.values()}
+        # the same by the entry object (kept alive by the map, so its id is its own): no
+        # identity to compute for a push of this very plan into an empty table
+        return Encoded(encoded, {id(hit[0]): hit for hit in encoded.values()}, idents)
+
+    def adopt(self, plan: Encoded) -> None:
+        """Make ``plan`` (``encode_plan``) the last lowering's bytes."""
+        self._encoded, self._encoded_ids = plan.by_ident, plan.by_object
         # identities by entry object, of this lowering and the one before (usually what the
         # switch holds when this one is pushed: the diff's other side)
-        self.idents, self._last_idents = self._last_idents | idents, idents
+        self.idents, self._last_idents = self._last_idents | plan.idents, plan.idents
 
     def ident_of(self, e: NativeEntry) -> object:
         """``ident(e)``, known without recomputing for an entry of the last two lowerings."""

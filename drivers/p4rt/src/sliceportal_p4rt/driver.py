@@ -54,7 +54,7 @@ from sliceportal.rules.ir import RuleIR
 
 from . import telemetry, wire
 from .client import WRITE_FLOOR, ElectionIdInUse, Session, WriteCall, WriteFailed, read_once
-from .codec import EntryCodec, Op
+from .codec import Encoded, EntryCodec, Op
 from .counters import read_counters
 from .lowering import MatchKey, PortPlan, lower_ir, match_key, with_full_masks
 from .p4info import (
@@ -107,8 +107,10 @@ Port = Annotated[int, Field(ge=0, lt=1 << 9)]
 Vid = Annotated[int, Field(ge=0, le=4095)]
 
 
-# Lowerings shared by the drivers of this process (``Driver._lowering``), newest last.
+# Lowerings shared by the drivers of this process (``Driver._lowering``), newest last; and the
+# plans made of them with their wire bytes, per owner tag (``Driver.lower``).
 _LOWERINGS: OrderedDict[tuple[Any, ...], tuple[dict[tuple[MatchKey, int], int], Tables]] = OrderedDict()
+_PLANS: OrderedDict[tuple[Any, ...], tuple[NativePlan, Encoded]] = OrderedDict()
 _LOWERINGS_KEPT = 32
 _LOWERINGS_LOCK = threading.Lock()
 
@@ -195,28 +197,41 @@ class Driver:
         check_fits(ir, self.capabilities())
         priorities, tenant_ids = self._hints()
         version = ir.digest()
-        rule_of, tables = self._lowering(ir, priorities, tenant_ids)
+        key, (rule_of, tables) = self._lowering(ir, priorities, tenant_ids)
         self._lowered.pop(version, None)  # the newest lowering last: the first to go is the oldest
         self._lowered[version] = (rule_of, tables)
         while len(self._lowered) > 8:  # previews of versions never pushed
             del self._lowered[next(iter(self._lowered))]
-        usage = {
-            name: TableUsage(used=sum(1 for e in lst if not e.get("default")), capacity=self.sizes[name])
-            for name, lst in tables.items()
-        }
-        plan = NativePlan(driver=self.name, version=version, tables=tables, usage=usage)
-        with _collector_paused():
-            self.codec.pre_encode(plan.tables)  # the plan's own entries: validation copied ``tables``
-        return plan
+        # the plan and its wire bytes, made once for every switch of the same lowering and owner
+        # tag (the P4Info is the shipped program's): validating and encoding a plan of a
+        # fleet's shared IR for each switch was a tenth of a deploy's CPU a backend
+        shared_key = (*key, self.tag)
+        with _LOWERINGS_LOCK:
+            shared = _PLANS.get(shared_key)
+        if shared is None:
+            usage = {
+                name: TableUsage(used=sum(1 for e in lst if not e.get("default")), capacity=self.sizes[name])
+                for name, lst in tables.items()
+            }
+            plan = NativePlan(driver=self.name, version=version, tables=tables, usage=usage)
+            with _collector_paused():
+                encoded = self.codec.encode_plan(plan.tables)  # the plan's own entries: validation copied ``tables``
+            shared = (plan, encoded)
+            with _LOWERINGS_LOCK:
+                _PLANS[shared_key] = shared
+                while len(_PLANS) > _LOWERINGS_KEPT:
+                    _PLANS.popitem(last=False)
+        self.codec.adopt(shared[1])
+        return shared[0]
 
     def _lowering(
         self, ir: RuleIR, priorities: dict[MatchKey, int], tenant_ids: dict[int, int]
-    ) -> tuple[dict[tuple[MatchKey, int], int], Tables]:
+    ) -> tuple[tuple[Any, ...], tuple[dict[tuple[MatchKey, int], int], Tables]]:
         """``lower_ir`` of ``ir`` for this switch, or the same lowering another driver of this
         process made for the same IR, options, program and hints: a slice deployed to a fleet
         lowers once for all switches that hold the same (fresh ones hold nothing), not once
         per switch (bench scale_backends). Shared read-only: nothing changes a lowering's
-        entries or its rule map in place."""
+        entries or its rule map in place. With the key it is shared under."""
         o = self.opts
         key = (
             ir.digest(),
@@ -234,7 +249,7 @@ class Driver:
             found = _LOWERINGS.get(key)
             if found is not None:
                 _LOWERINGS.move_to_end(key)
-                return found
+                return key, found
         rule_of: dict[tuple[MatchKey, int], int] = {}
         ports = PortPlan(dict(o.access_ports), tuple(o.trunk_ports), o.uplink_port)
         tables = with_full_masks(
@@ -244,7 +259,7 @@ class Driver:
             _LOWERINGS[key] = (rule_of, tables)
             while len(_LOWERINGS) > _LOWERINGS_KEPT:
                 _LOWERINGS.popitem(last=False)
-        return rule_of, tables
+        return key, (rule_of, tables)
 
     def _hints(self) -> tuple[dict[MatchKey, int], dict[int, int]]:
         """What lowering keeps from the switch: classifier priorities (match -> priority) and
