@@ -115,6 +115,23 @@ _LOWERINGS_KEPT = 32
 _LOWERINGS_LOCK = threading.Lock()
 
 
+def _shared(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...]) -> Any:
+    """What ``cache`` holds under ``key`` (now its newest), or None."""
+    with _LOWERINGS_LOCK:
+        found = cache.get(key)
+        if found is not None:
+            cache.move_to_end(key)
+        return found
+
+
+def _share(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
+    """Keep ``value`` under ``key``, the oldest going beyond ``_LOWERINGS_KEPT``."""
+    with _LOWERINGS_LOCK:
+        cache[key] = value
+        while len(cache) > _LOWERINGS_KEPT:
+            cache.popitem(last=False)
+
+
 class Options(TlsOptions):
     model_config = ConfigDict(extra="forbid")
 
@@ -203,11 +220,10 @@ class Driver:
         while len(self._lowered) > 8:  # previews of versions never pushed
             del self._lowered[next(iter(self._lowered))]
         # the plan and its wire bytes, made once for every switch of the same lowering and owner
-        # tag (the P4Info is the shipped program's): validating and encoding a plan of a
-        # fleet's shared IR for each switch was a tenth of a deploy's CPU a backend
+        # tag (the P4Info is the shipped program's), not validated and encoded again for each
+        # switch of a fleet (one plan object for all; no deploy time measurably saved: docs/scale.md)
         shared_key = (*key, self.tag)
-        with _LOWERINGS_LOCK:
-            shared = _PLANS.get(shared_key)
+        shared: tuple[NativePlan, Encoded] | None = _shared(_PLANS, shared_key)
         if shared is None:
             usage = {
                 name: TableUsage(used=sum(1 for e in lst if not e.get("default")), capacity=self.sizes[name])
@@ -217,10 +233,7 @@ class Driver:
             with _collector_paused():
                 encoded = self.codec.encode_plan(plan.tables)  # the plan's own entries: validation copied ``tables``
             shared = (plan, encoded)
-            with _LOWERINGS_LOCK:
-                _PLANS[shared_key] = shared
-                while len(_PLANS) > _LOWERINGS_KEPT:
-                    _PLANS.popitem(last=False)
+            _share(_PLANS, shared_key, shared)
         self.codec.adopt(shared[1])
         return shared[0]
 
@@ -245,20 +258,15 @@ class Driver:
             frozenset(priorities.items()),
             frozenset(tenant_ids.items()),
         )
-        with _LOWERINGS_LOCK:
-            found = _LOWERINGS.get(key)
-            if found is not None:
-                _LOWERINGS.move_to_end(key)
-                return key, found
+        found: tuple[dict[tuple[MatchKey, int], int], Tables] | None = _shared(_LOWERINGS, key)
+        if found is not None:
+            return key, found
         rule_of: dict[tuple[MatchKey, int], int] = {}
         ports = PortPlan(dict(o.access_ports), tuple(o.trunk_ports), o.uplink_port)
         tables = with_full_masks(
             lower_ir(ir, ports, o.qos_mode, o.lanes, self.sizes, priorities, rule_of, tenant_ids), self.widths
         )
-        with _LOWERINGS_LOCK:
-            _LOWERINGS[key] = (rule_of, tables)
-            while len(_LOWERINGS) > _LOWERINGS_KEPT:
-                _LOWERINGS.popitem(last=False)
+        _share(_LOWERINGS, key, (rule_of, tables))
         return key, (rule_of, tables)
 
     def _hints(self) -> tuple[dict[MatchKey, int], dict[int, int]]:
