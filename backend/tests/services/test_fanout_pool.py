@@ -5,6 +5,7 @@ started anew. Real processes (forkserver), no database."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -64,6 +65,23 @@ def test_a_lane_that_dies_is_named_and_started_anew(pool: FanoutPool) -> None:
     # the dead lane starts again on next use; the other one is the same process
     after = pool.run(_pids_and_events, _split(pool, [0, 1]), None)
     assert after[0] == before[0] and after[1] != before[1]
+
+
+def _readers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "fanout-events"}
+
+
+def test_shutdown_ends_the_lanes_and_their_reader_and_the_pool_starts_again(pool: FanoutPool) -> None:
+    before = _readers()
+    first = pool.run(_pids_and_events, _split(pool, [0, 1]), None)
+    (reader,) = _readers() - before  # this pool's
+    pool.shutdown()
+    assert pool.pids() == []
+    reader.join(10)
+    assert not reader.is_alive()
+    events: list[Any] = []
+    again = pool.run(_pids_and_events, _split(pool, [0, 1]), events.append)
+    assert len(events) == 100 and {pid for c in again for _, pid in c}.isdisjoint({pid for c in first for _, pid in c})
 
 
 def test_lanes_are_used_only_from_their_threshold() -> None:

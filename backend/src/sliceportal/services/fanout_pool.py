@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 from sliceportal.core import gc_policy, stack_dumps
 
 log = logging.getLogger(__name__)
+_STOP = 0  # the token that ends the events' reader (a fan-out's tokens start at 1)
 EVENTS_DRAIN_S = 30.0  # how long a caller waits for a lane's last events after its result
 
 T = TypeVar("T")
@@ -140,11 +141,15 @@ class FanoutPool:
         return [pid for e in executors for pid in (e._processes or {})]  # no public accessor
 
     def shutdown(self) -> None:
+        """End the lanes, and the thread reading their events (started again on next use)."""
         with self._lock:
             executors, self._executors = self._executors, [None] * self.lanes
+            events, self._events = self._events, None
         for e in executors:
             if e is not None:
                 e.shutdown(wait=True, cancel_futures=True)
+        if events is not None:
+            events.put((_STOP, None, True))
 
     def _executor(self, lane: int) -> ProcessPoolExecutor:
         """The lane's process (started now if it is not running); the caller holds ``_lock``."""
@@ -167,6 +172,9 @@ class FanoutPool:
     def _read_events(self, events: SimpleQueue[tuple[int, Any, bool]]) -> None:
         while True:
             token, event, last = events.get()
+            if token == _STOP:  # its lanes ended (shutdown): nothing more comes on this queue
+                events.close()
+                return
             with self._lock:
                 listening = self._listening.get(token)
             if listening is None:  # its caller gave up (a lane died): nobody to tell
