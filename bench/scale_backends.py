@@ -61,15 +61,24 @@ def deploy(p: InProcessPortal, sid: int, backend_ids: list[int]) -> tuple[float,
     return time.perf_counter() - t0, out["backends"]
 
 
+def lanes_cpu() -> float:
+    return sum(cpu_seconds(pid) for pid in fanout_pool.running_pids())
+
+
+def portal_cpu() -> float:
+    """CPU seconds so far of this process and its fan-out lanes (services/fanout_pool.py)."""
+    return time.process_time() + lanes_cpu()
+
+
 def cpu_split(p: InProcessPortal, fleets: list[Fleet]) -> dict[str, float]:
     """CPU seconds so far of the portal (this process and its fan-out lanes), the targets, the
     database, and the machine (busy, and all of its cores' time): two readings around a deploy
     say what its wall time was spent on, and whether the machine had any left."""
     postmaster = int((p.pg.data / "postmaster.pid").read_text().split()[0])
     busy, total = machine_busy_s()
-    lanes = sum(cpu_seconds(pid) for pid in fanout_pool.running_pids())
+    lanes = lanes_cpu()
     return {
-        "portal": time.process_time() + lanes,
+        "portal": time.process_time() + lanes,  # portal_cpu(), the lanes read once
         "lanes": lanes,
         "targets": sum(cpu_seconds(f.proc.pid) for f in fleets),
         "database": cpu_seconds(postmaster),
@@ -107,6 +116,16 @@ def cpu_table(res: Results, n: int, deploys: list[tuple[str, float, dict[str, fl
         )
 
 
+def measured_deploy(
+    p: InProcessPortal, sid: int, backend_ids: list[int], fleets: list[Fleet]
+) -> tuple[float, list[dict[str, Any]], dict[str, float]]:
+    """``deploy``, and where its CPU went (``cpu_split``'s keys, spent during it)."""
+    before = cpu_split(p, fleets)
+    wall_s, outcomes = deploy(p, sid, backend_ids)
+    after = cpu_split(p, fleets)
+    return wall_s, outcomes, {k: after[k] - v for k, v in before.items()}
+
+
 def reconcile_pass(p: InProcessPortal) -> float:
     t0 = time.perf_counter()
     Reconciler(p.sessions, 1.0).run_once()
@@ -134,11 +153,16 @@ class FanOut:
 
     @property
     def new(self) -> int:
-        return sum(b["where"] == "new" for b in self.outcomes)
+        return _new(self.outcomes)
 
     @property
     def cpu_rows(self) -> list[tuple[str, float, dict[str, float]]]:
         return [("first", self.all_s, self.spent), ("after an edit", self.again_s, self.spent_again)]
+
+
+def _new(outcomes: list[dict[str, Any]]) -> int:
+    """Backends a slice deploy's outcomes put on the new rule set."""
+    return sum(b["where"] == "new" for b in outcomes)
 
 
 def redeploy_figure(res: Results, n: int, m: FanOut) -> None:
@@ -150,7 +174,7 @@ def redeploy_figure(res: Results, n: int, m: FanOut) -> None:
         baseline_name="the first deploy to 1 backend, same run",
         note="one more subscriber, then the same deploy: every driver session (and lane, when used) is up, "
         f"as for every deploy after a portal process's first; "
-        f"{sum(b['where'] == 'new' for b in m.again_outcomes)} backends got the new rule set",
+        f"{_new(m.again_outcomes)} backends got the new rule set",
     )
 
 
@@ -167,21 +191,17 @@ def fan_out(n: int, idle_s: float | None = None) -> FanOut:
         one_s, one = deploy(p, sid, ids[:1])
         assert [b["status"] for b in one] == ["succeeded"], one
         one_rc = reconcile_pass(p)
-        before = cpu_split(p, fleets)
-        all_s, outcomes = deploy(p, sid, ids)
-        after = cpu_split(p, fleets)
+        all_s, outcomes, spent = measured_deploy(p, sid, ids, fleets)
         all_rc = reconcile_pass(p)
         # an edit, then the same fan-out again: the lanes (services/fanout_pool.py) and every
         # driver session are up, as for every deploy after a portal process's first
         p.import_subscribers(scale_subscribers(range(SUBSCRIBERS, SUBSCRIBERS + 1)))
-        before_again = cpu_split(p, fleets)
-        again_s, again = deploy(p, sid, ids)
-        after_again = cpu_split(p, fleets)
+        again_s, again, spent_again = measured_deploy(p, sid, ids, fleets)
         idle = None
         if idle_s is not None:
-            c0, w0 = cpu_split(p, fleets)["portal"], time.perf_counter()
+            c0, w0 = portal_cpu(), time.perf_counter()
             time.sleep(idle_s)
-            idle = (cpu_split(p, fleets)["portal"] - c0) / (time.perf_counter() - w0)
+            idle = (portal_cpu() - c0) / (time.perf_counter() - w0)
         with p.sessions() as s:
             in_sync = s.scalar(select(func.count()).select_from(Backend).where(Backend.sync_state == "in_sync")) or 0
         entries = sum(len(v) for v in p.call("GET", f"/backends/{ids[0]}/rule-sets/1")["plan"]["tables"].values())
@@ -189,8 +209,6 @@ def fan_out(n: int, idle_s: float | None = None) -> FanOut:
         p.close()
         for f in fleets:
             f.stop()
-    spent = {k: after[k] - v for k, v in before.items()}
-    spent_again = {k: after_again[k] - v for k, v in before_again.items()}
     return FanOut(
         set_up_s, one_s, one_rc, all_s, all_rc, outcomes, spent, in_sync, entries, idle, again_s, again, spent_again
     )
