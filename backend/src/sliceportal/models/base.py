@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import BigInteger, DateTime, Integer, MetaData, func
+from sqlalchemy import BigInteger, ColumnElement, DateTime, Integer, MetaData, Text, cast, func, literal
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 
 # Stable constraint names: problem+json maps IntegrityErrors back to fields through them.
@@ -21,6 +22,13 @@ NAMING = {
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map: ClassVar[dict[Any, Any]] = {int: Integer, datetime: DateTime(timezone=True)}
+
+
+def json_document(text: str) -> ColumnElement[Any]:
+    """A JSON document already in text, as a value for a ``JSONB`` column: stored as it is,
+    not parsed into Python objects to be encoded again. The ORM expires the attribute it is
+    given to (it is read back from the row if asked for)."""
+    return cast(literal(text, Text()), JSONB)
 
 
 class IdMixin:

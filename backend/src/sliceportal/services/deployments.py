@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, case, func, literal, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, case, func, literal, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, defer, lazyload, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
@@ -58,6 +58,7 @@ from sliceportal.models import (
     SliceState,
 )
 from sliceportal.models.audit import record
+from sliceportal.models.base import json_document
 from sliceportal.models.queries import current_rule_set as current_rule_set  # the services' callers ask here
 from sliceportal.models.slicing import HEALTH_DOWN
 from sliceportal.rules.compiler import CompileResult
@@ -216,8 +217,10 @@ def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) 
         backend_id=backend.id,
         number=number,
         digest=p.plan.version,
-        ir=p.compiled.ir.to_json(),
-        plan=p.plan.model_dump(mode="json"),
+        # as text made once (the IR is a fleet's shared compile; pydantic writes the plan's):
+        # neither is made into Python objects to be encoded again, once a backend
+        ir=json_document(p.compiled.ir.json_text()),
+        plan=json_document(p.plan.model_dump_json()),
         explanation=explanation,
         created_by=actor,
     )
@@ -280,14 +283,14 @@ def interrupt_all_orphans(sessions: sessionmaker[Session]) -> int:
     return count
 
 
-def _mark_slices_deployed(session: Session, rule_set: RuleSet) -> None:
+def _mark_slices_deployed(session: Session, slices: list[dict[str, Any]]) -> None:
     # Per-backend slice state is derived (services/slice_status.py); this only records that a
     # slice left the draft stage once a finished deployment carried it.
     # A plain UPDATE of the table, not the ORM's versioned one: deployments of one slice to
     # several backends finish concurrently (services/slice_deploy.py), and a fact is no
     # operator's edit (no 412). Not the ORM's bulk UPDATE either: nothing in the session needs
     # synchronising, and its machinery was most of the statement's CPU in a fan-out.
-    refs = [int(s["ref"]) for s in rule_set.ir.get("slices", []) if "ref" in s]
+    refs = [int(s["ref"]) for s in slices if "ref" in s]
     if refs:
         table: Table = Slice.__table__  # type: ignore[assignment]
         session.execute(
@@ -295,6 +298,30 @@ def _mark_slices_deployed(session: Session, rule_set: RuleSet) -> None:
             .where(table.c.id.in_(refs), table.c.state.in_((SliceState.DRAFT, SliceState.COMPILED)))
             .values(state=SliceState.DEPLOYED)
         )
+
+
+# what a finished push records of its rule set: not the whole row (its IR and plan, decoded for
+# every backend of a fan-out, were a tenth of its CPU a backend)
+_NUMBER_AND_SLICES = select(RuleSet.number, RuleSet.ir["slices"]).where(RuleSet.id == bindparam("id"))
+_DEPLOYMENTS: Table = Deployment.__table__  # type: ignore[assignment]
+# the outcome, written only while the row is still running and still this caller's: one
+# statement, built once (it was a locking read and the ORM's flush, for every backend of a fan-out)
+_FINISH = (
+    update(_DEPLOYMENTS)
+    .where(
+        _DEPLOYMENTS.c.id == bindparam("dep_id"),
+        _DEPLOYMENTS.c.status == DeploymentStatus.RUNNING,
+        _DEPLOYMENTS.c.resumed_by == bindparam("owner"),
+    )
+    .values(
+        status=bindparam("status"),
+        error=bindparam("error"),
+        rolled_back=bindparam("rolled_back"),
+        finished_at=bindparam("finished_at"),
+        duration_s=bindparam("duration_s"),
+    )
+    .returning(_DEPLOYMENTS.c.id)
+)
 
 
 def _finish(
@@ -313,42 +340,45 @@ def _finish(
     interrupted, or resumed, while this worker had lost the database (and with it the lock);
     that verdict, or the resumer's outcome, stands.
     """
-    # the row as it is now, locked: the lock orders this write against a reconcile that
-    # declares the row interrupted; not its two rule sets again (joined by default: 60 KB of
-    # JSON each at 10 k subscribers, decoded for every finished push; they are in the session)
-    # nor its diff (every entry a fresh backend was given: decoding it was 7 % of a fan-out's CPU)
-    dep = session.get(
-        Deployment,
-        dep_id,
-        populate_existing=True,
-        with_for_update=True,
-        options=[lazyload(Deployment.rule_set), lazyload(Deployment.previous_rule_set), defer(Deployment.diff)],
-    )
-    if dep is None or dep.status != DeploymentStatus.RUNNING or dep.resumed_by != owner:
+    facts: dict[str, Any] = {
+        "status": DeploymentStatus.SUCCEEDED if outcome.ok else DeploymentStatus.FAILED,
+        "error": "" if outcome.ok else f"{outcome.error}{'; ' + outcome.hint if outcome.hint else ''}",
+        "rolled_back": outcome.rolled_back,
+        "finished_at": datetime.now(UTC),
+        "duration_s": outcome.duration_s,
+    }
+    # the UPDATE takes the row's lock, which orders it against a reconcile that declares the row
+    # interrupted; a row that one changed first no longer matches (READ COMMITTED re-checks it)
+    if session.execute(_FINISH, {"dep_id": dep_id, "owner": owner, **facts}).first() is None:
         session.rollback()
         return None
-    dep.status = DeploymentStatus.SUCCEEDED if outcome.ok else DeploymentStatus.FAILED
-    dep.error = "" if outcome.ok else f"{outcome.error}{'; ' + outcome.hint if outcome.hint else ''}"
-    dep.rolled_back = outcome.rolled_back
-    dep.finished_at = datetime.now(UTC)
-    dep.duration_s = outcome.duration_s
-    rule_set = session.get_one(RuleSet, rule_set_id)
+    number, slices = session.execute(_NUMBER_AND_SLICES, {"id": rule_set_id}).one()
     if outcome.ok:
-        _mark_slices_deployed(session, rule_set)
+        _mark_slices_deployed(session, slices or [])
     record(
         session,
         kind.value,
         "backend",
         backend_id,
         after={
-            "deployment": dep.id,
-            "rule_set": rule_set.number,
-            "status": dep.status.value,
+            "deployment": dep_id,
+            "rule_set": number,
+            "status": facts["status"].value,
             "diff": dict(outcome.diff),
-            "error": dep.error,
+            "error": facts["error"],
         },
     )
     session.commit()
+    # the session's own object when it has it (no statement), with the outcome as committed; not
+    # its two rule sets (joined by default: 60 KB of JSON each at 10 k subscribers) nor its diff
+    dep = session.get(
+        Deployment,
+        dep_id,
+        options=[lazyload(Deployment.rule_set), lazyload(Deployment.previous_rule_set), defer(Deployment.diff)],
+    )
+    assert dep is not None
+    for name, value in facts.items():
+        set_committed_value(dep, name, value)
     return dep
 
 
@@ -717,7 +747,7 @@ def _deploy(
                 p.plan,
                 previous=previous,
             )
-            footprint_push.after_push(session, dep, key)
+            footprint_push.after_push(session, dep, key, p.compiled.ir)
             return dep
 
 

@@ -22,11 +22,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from sliceportal.models import Deployment, DeploymentKind, DeploymentStatus, RuleSet
+from sliceportal.rules.ir import RuleIR
 from sliceportal.services import footprint_state as state
 from sliceportal.services.footprint import ir_footprint
 
@@ -46,28 +48,35 @@ _BY_DIGEST_MAX = 16
 _by_digest_lock = threading.Lock()
 
 
-def _footprint(rs: RuleSet) -> dict[str, Any]:
+def _footprint(rule_set_id: int, digest: str, ir: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The footprint row of rule set ``rule_set_id`` (``digest``), its IR asked for (``ir``)
+    only when no rule set of the same digest has had it worked out."""
     with _by_digest_lock:
-        known = _BY_DIGEST.get(rs.digest)
+        known = _BY_DIGEST.get(digest)
     if known is None:
-        known = ir_footprint(rs.id, rs.ir or {})
-        if not rs.ir:  # a row without its IR names nothing to share
+        doc = ir()
+        known = ir_footprint(rule_set_id, doc)
+        if not doc:  # a row without its IR names nothing to share
             return known
         with _by_digest_lock:
-            _BY_DIGEST[rs.digest] = known
+            _BY_DIGEST[digest] = known
             while len(_BY_DIGEST) > _BY_DIGEST_MAX:
                 _BY_DIGEST.popitem(last=False)
-    return {**known, "rule_set_id": rs.id}
+    return {**known, "rule_set_id": rule_set_id}
 
 
-def after_push(session: Session, dep: Deployment, key: str | None) -> None:
+def after_push(session: Session, dep: Deployment, key: str | None, ir: RuleIR | None = None) -> None:
     """Store what a finished push ``dep`` left in force (nothing when it failed). ``key``: the
-    deploy's ``input_key`` read before it compiled; None for a rollback (not compiled now)."""
+    deploy's ``input_key`` read before it compiled; None for a rollback (not compiled now).
+    ``ir``: the IR of its rule set when the caller has it (the rule set is then not read)."""
     if dep.status != DeploymentStatus.SUCCEEDED:
         return
     try:
-        # the rule set the push put in force (the session holds it: not read again)
-        row = _footprint(session.get_one(RuleSet, dep.rule_set_id))
+        if ir is not None:  # the rule set's digest is its IR's (drivers.push.plan_for checks it)
+            row = _footprint(dep.rule_set_id, ir.digest(), ir.to_json)
+        else:
+            rs = session.get_one(RuleSet, dep.rule_set_id)
+            row = _footprint(rs.id, rs.digest, lambda: rs.ir or {})
         wanted = None
         if key is not None and dep.kind == DeploymentKind.DEPLOY:
             wanted = state.Wanted(dep.rule_set_id, key, row["digests"], "")
