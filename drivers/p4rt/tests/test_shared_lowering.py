@@ -49,3 +49,18 @@ def test_other_options_or_another_ir_lower_anew() -> None:
     ):
         assert Driver(options).lower(ir).tables != Driver(OPTIONS).lower(ir).tables, options
     assert Driver(OPTIONS).lower(policed).tables != Driver(OPTIONS).lower(two_tenants()).tables
+
+
+def test_switches_that_read_back_the_same_entries_decode_them_once(start_target) -> None:
+    """A fleet's read-backs after one push are the same entries: decoded once a process
+    (codec._DECODED), each switch's reading still its own and equal to what it holds."""
+    ir = two_tenants()
+    a, b = (Driver({**OPTIONS, "address": start_target().address, "timeout_s": 5}) for _ in range(2))
+    for d in (a, b):
+        d.apply(d.lower(ir), lambda e: None)
+    ta, tb = (d.codec.tables_of(d._connect().read(d.codec.read_request())) for d in (a, b))
+    assert ta == tb == a.lower(ir).tables == b.read_state().tables
+    entry = next(e for es in ta.values() for e in es if "match" in e)
+    assert any(e is entry for es in tb.values() for e in es)  # the same object: one decode
+    a.close()
+    b.close()

@@ -10,6 +10,7 @@ pushes and counters are the driver's.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,13 @@ from sliceportal.drivers.contract import NativeEntry
 from . import wire
 from .lowering import entry_sort_key
 from .p4info import ING, SLICE_METER, P4Info
+
+# Table entries as read back, by their bytes, for every codec of one P4Info in this process:
+# the backends of a fleet read back the same entries after the same push, decoded once here
+# instead of once a backend (decoding was a tenth of a fan-out's CPU a backend; bench
+# scale_backends). Entries are shared, as every read's are: nobody changes one in place.
+_DECODED: dict[tuple[bytes, bytes], tuple[str, NativeEntry]] = {}
+_DECODED_MAX = 50_000  # entries; emptied when full (a fleet's reads refill it at once)
 
 Update = p4runtime_pb2.Update
 FieldMatch = p4runtime_pb2.FieldMatch
@@ -96,6 +104,7 @@ class EntryCodec:
         self.idents: dict[int, tuple[NativeEntry, object]] = {}
         self._last_idents: dict[int, tuple[NativeEntry, object]] = {}
         self._last_read: tuple[bytes, dict[str, list[NativeEntry]]] = (b"\x00", {})  # no read serialises to it
+        self._scope = hashlib.sha256(p4info.proto.SerializeToString(deterministic=True)).digest()  # for _DECODED
 
     def update(self, utype: int, table: str, e: NativeEntry) -> p4runtime_pb2.Update:
         u = Update(type=utype)
@@ -192,16 +201,26 @@ class EntryCodec:
         """The entries of a read, by table. A read the same to the byte as the last one is not
         decoded again: a reconcile pass reads back every backend, almost always unchanged, and
         decoding was a third of its CPU (0.05 ms to serialise 114 entries, ~1.5 ms to decode)."""
-        key = b"".join(e.SerializeToString() for e in entities)
+        raw = [e.SerializeToString() for e in entities]
+        key = b"".join(raw)
         last = self._last_read
         if key != last[0]:
-            last = self._last_read = key, self._decode(entities)
+            last = self._last_read = key, self._decode(entities, raw)
         return {k: list(v) for k, v in last[1].items()}
 
-    def _decode(self, entities: Sequence[p4runtime_pb2.Entity]) -> dict[str, list[NativeEntry]]:
+    def _entry_of(self, te: p4runtime_pb2.TableEntry, raw: bytes) -> tuple[str, NativeEntry]:
+        """``entry``, decoded once a process for every codec of this P4Info (``_DECODED``)."""
+        hit = _DECODED.get((self._scope, raw))
+        if hit is None:
+            if len(_DECODED) >= _DECODED_MAX:
+                _DECODED.clear()
+            hit = _DECODED[self._scope, raw] = self.entry(te)
+        return hit
+
+    def _decode(self, entities: Sequence[p4runtime_pb2.Entity], raw: Sequence[bytes]) -> dict[str, list[NativeEntry]]:
         out: dict[str, list[NativeEntry]] = {n: [] for n in self.widths}
         out[SLICE_METER] = []
-        for ent in entities:
+        for ent, ent_raw in zip(entities, raw, strict=True):
             if ent.HasField("meter_entry"):
                 m = ent.meter_entry
                 if m.HasField("config") and m.config.pir:
@@ -217,12 +236,12 @@ class EntryCodec:
                 continue
             te = ent.table_entry
             if te.is_default_action:
-                name, e = self.entry(te)
+                name, e = self._entry_of(te, ent_raw)
                 # The program's own default (miss_fixed(0)) is not ours to report.
                 if not (e["action"] == f"{ING}.classifier.miss_fixed" and e["params"] == {"lane": 0}):
                     out[name].append(e)
             elif te.metadata == self.tag:
-                name, e = self.entry(te)
+                name, e = self._entry_of(te, ent_raw)
                 out[name].append(e)
         return {k: sorted(v, key=entry_sort_key) for k, v in out.items()}
 

@@ -388,7 +388,9 @@ class Driver:
         self._version = self._version_of(tables)
         if self._version is not None and self._version in self._lowered:
             self._rule_of = self._lowered[self._version][0]  # counters() map rules of what is there
-        return DataPlaneState(version=self._version, tables=tables)
+        # not validated again: the codec made these entries (validating copied every one of them,
+        # twice a push)
+        return DataPlaneState.model_construct(version=self._version, tables=tables)
 
     def held_state(self) -> DataPlaneState | None:
         """What the switch holds of ours without reading it, while this session has stayed the
@@ -398,7 +400,7 @@ class Driver:
             return None
         assert self._held is not None
         tables = {k: list(v) for k, v in self._held.items()}
-        return DataPlaneState(version=self._version_of(tables), tables=tables)
+        return DataPlaneState.model_construct(version=self._version_of(tables), tables=tables)
 
     def _version_of(self, tables: Tables) -> str | None:
         if not any(tables.values()):
