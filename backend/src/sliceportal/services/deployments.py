@@ -324,6 +324,9 @@ _FINISH = (
 )
 
 
+_WRITTEN_ELSEWHERE = ["heartbeat_at", "progress", "resumed_by", "updated_at"]
+
+
 def _finish(
     session: Session,
     dep_id: int,
@@ -379,6 +382,9 @@ def _finish(
     assert dep is not None
     for name, value in facts.items():
         set_committed_value(dep, name, value)
+    # what others wrote to the row meanwhile (the heartbeat's thread, a resumer, the UPDATE's
+    # clock) is read when asked for (an API answer), not before
+    session.expire(dep, _WRITTEN_ELSEWHERE)
     return dep
 
 
