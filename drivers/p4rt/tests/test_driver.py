@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import grpc
@@ -20,7 +19,6 @@ from sliceportal.drivers.contract import (
     PushError,
     UnreachableError,
 )
-from sliceportal.drivers.push import push
 from sliceportal.rules.ir import Action, Match, Rule, RuleIR, SliceEntry, Ternary
 from sliceportal_p4rt.driver import Driver as P4rtDriver
 from sliceportal_p4rt.p4info import CLASSIFIER
@@ -217,10 +215,17 @@ def test_unreachable_and_bad_options_are_typed_errors() -> None:
     assert TENANT_B.vlan == 200
 
 
-def _foreign_delete(address: str, d: P4rtDriver, entry: dict) -> None:
-    """Another controller deletes one of our classifier entries: primary while it writes, so
-    its election id is above the one our driver took to write (client.WRITE_FLOOR and up)."""
-    ch = grpc.insecure_channel(address)
+def test_a_push_after_a_drift_seen_by_read_back_repairs_it(target) -> None:
+    """The driver diffs against what it last wrote, not a read-back; a read-back (the
+    reconciler's, the push framework's before each push) that finds the switch changed is
+    what it diffs against next: a hand-deleted entry of ours is written again."""
+    d = driver(target.address)
+    plan = d.lower(two_tenants())
+    d.apply(plan, lambda e: None)
+    ours = next(e for e in plan.tables[CLASSIFIER] if not e.get("default"))
+    # another controller deletes one of our entries: primary while it writes, so its election
+    # id is above the one our driver took to write (client.WRITE_FLOOR and up)
+    ch = grpc.insecure_channel(target.address)
     stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
     arb = p4runtime_pb2.StreamMessageRequest()
     arb.arbitration.device_id = 1
@@ -236,89 +241,15 @@ def _foreign_delete(address: str, d: P4rtDriver, entry: dict) -> None:
     w = p4runtime_pb2.WriteRequest(device_id=1)
     w.election_id.high = 99
     w.updates.add(type=p4runtime_pb2.Update.DELETE).entity.table_entry.CopyFrom(
-        d.codec.update(p4runtime_pb2.Update.DELETE, CLASSIFIER, entry).entity.table_entry
+        d.codec.update(p4runtime_pb2.Update.DELETE, CLASSIFIER, ours).entity.table_entry
     )
     stub.Write(w)
     hold.set()
     stream.cancel()
     ch.close()
-
-
-def test_a_push_after_a_drift_seen_by_read_back_repairs_it(target) -> None:
-    """The driver diffs against what it last wrote, not a read-back; a read-back (the
-    reconciler's, the push framework's before each push) that finds the switch changed is
-    what it diffs against next: a hand-deleted entry of ours is written again."""
-    d = driver(target.address)
-    plan = d.lower(two_tenants())
-    d.apply(plan, lambda e: None)
-    ours = next(e for e in plan.tables[CLASSIFIER] if not e.get("default"))
-    _foreign_delete(target.address, d, ours)
     state = d.read_state()  # the drift is seen ...
     assert ours not in state.tables[CLASSIFIER]
     again = d.apply(plan, lambda e: None)  # ... and the next push repairs exactly it
     assert (again.added, again.removed, again.modified) == (1, 0, 0)
     assert d.read_state().tables == plan.tables
-    d.close()
-
-
-def _reads(d: P4rtDriver) -> list[object]:
-    """The Read RPCs the driver's session sends from now on (a spy on its ``read``)."""
-    s = d._connect()
-    sent: list[object] = []
-    read = s.read
-
-    def counted(request):
-        sent.append(request)
-        return read(request)
-
-    s.read = counted  # type: ignore[method-assign]
-    return sent
-
-
-def test_a_push_in_the_primary_term_of_the_last_diffs_against_what_it_holds(target) -> None:
-    """contract.HeldStateKeeper: while the driver's session has stayed the primary, nothing
-    else wrote, so a push reads the switch only to verify what it wrote."""
-    d = driver(target.address)
-    ir = two_tenants()
-    assert push(d, d.lower(ir)).ok
-    smaller = RuleIR(lanes=ir.lanes, paths=1, rules=ir.rules[:2], slices=ir.slices, tenants=ir.tenants)
-    reads = _reads(d)
-    out = push(d, d.lower(smaller))
-    assert out.ok and out.verified and out.diff == {"added": 0, "removed": 2, "modified": 0}
-    assert len(reads) == 1  # the read-back that verified it; none before it
-    assert d.read_state().tables == d.lower(smaller).tables
-    d.close()
-
-
-def test_a_push_reads_first_once_another_controller_was_primary(target) -> None:
-    d = driver(target.address)
-    plan = d.lower(two_tenants())
-    assert push(d, plan).ok
-    assert d.held_state() is not None
-    ours = next(e for e in plan.tables[CLASSIFIER] if not e.get("default"))
-    _foreign_delete(target.address, d, ours)
-    # the switch tells our session it is no longer the primary: what it holds is unknown now
-    deadline = time.monotonic() + 10
-    while d.held_state() is not None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert d.held_state() is None
-    reads = _reads(d)
-    out = push(d, plan)  # the same plan: the read before it finds the entry missing, and writes it
-    assert out.ok and out.verified and out.diff == {"added": 1, "removed": 0, "modified": 0}
-    # before it (as a backup), again once it is the primary (another controller may have written
-    # in between: Driver.apply), and the read-back that verifies it
-    assert len(reads) == 3
-    assert d.read_state().tables == plan.tables
-    d.close()
-
-
-def test_already_up_to_date_is_a_read_backs_answer(target) -> None:
-    d = driver(target.address)
-    plan = d.lower(two_tenants())
-    assert push(d, plan).ok
-    reads = _reads(d)
-    out = push(d, plan)  # what it holds says nothing is to write: the switch confirms it
-    assert out.ok and out.verified and out.result is not None and out.result.added == 0
-    assert [e.message for e in out.events][-1] == "already up to date"
-    assert len(reads) == 1
     d.close()

@@ -40,7 +40,6 @@ from sliceportal.drivers.contract import (
     Counters,
     Driver,
     GeometryError,
-    HeldStateKeeper,
     LaneCounters,
     ProgressEvent,
 )
@@ -231,19 +230,6 @@ class DriverConformance:
         assert outcome.ok and outcome.verified, outcome.error
         assert outcome.version_after == plan.version
         assert push(driver, plan).diff == {"added": 0, "removed": 0, "modified": 0}
-
-    def test_a_held_state_it_vouches_for_is_what_a_read_finds(self, driver: Driver, ir_factory: IrFactory) -> None:
-        """The optional ``HeldStateKeeper``: what it vouches for after each apply (None is always
-        allowed) is what the data plane holds, version included."""
-        if not isinstance(driver, HeldStateKeeper):
-            pytest.skip(f"the {driver.name} driver keeps no held state (optional)")
-        for plan in (plan_for(driver, ir_factory(1)), plan_for(driver, ir_factory(3))):
-            driver.apply(plan, lambda _: None)
-            held = driver.held_state()
-            if held is not None:
-                state = driver.read_state()
-                assert held.version == state.version == plan.version
-                assert diff_tables(held.tables, state.tables).empty, diff_tables(held.tables, state.tables).counts()
 
     def test_counters_are_monotonic(
         self, driver: Driver, ir_factory: IrFactory, traffic: Callable[[], None] | None

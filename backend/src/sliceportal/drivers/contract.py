@@ -255,20 +255,6 @@ def ternary_view_of(driver: object, plan: NativePlan) -> TernaryView | None:
     return driver.ternary_view(plan) if isinstance(driver, TernaryViewer) else None
 
 
-@runtime_checkable
-class HeldStateKeeper(Protocol):
-    """Optional: a driver that can say what its data plane holds without asking it.
-
-    ``held_state`` answers only when the driver can vouch for it: nothing else can have
-    written since it last read or wrote the tables (a P4Runtime session that has stayed the
-    primary in one term: only the primary writes). Else None, and ``read_state`` asks. A push
-    diffs against it instead of reading everything back first (``drivers.push.push``); the
-    read-back that verifies a push, and a reconcile's read, still ask the data plane.
-    """
-
-    def held_state(self) -> DataPlaneState | None: ...
-
-
 def check_fits(ir: RuleIR, caps: Capabilities) -> None:
     """Shared pre-write checks every ``lower`` starts with: geometry and match fields."""
     if (ir.lanes, ir.paths) != (caps.lanes, caps.paths):

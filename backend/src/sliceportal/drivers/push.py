@@ -32,7 +32,6 @@ from sliceportal.drivers.contract import (
     DataPlaneState,
     Driver,
     DriverError,
-    HeldStateKeeper,
     NativeEntry,
     NativePlan,
     ProgressCallback,
@@ -237,7 +236,7 @@ def push(
         return PushOutcome(**base, **kw, duration_s=time.monotonic() - started, events=events)
 
     try:
-        before = _state_before(driver, plan)
+        before = driver.read_state()
     except DriverError as e:
         # Nothing was written, so there is nothing to roll back.
         return done(ok=False, previous_version=None, version_after=None, error=f"before any write: {e}", hint=e.hint)
@@ -327,16 +326,6 @@ class ReconcileReport(_Model):
     repaired: bool = False
     outcome: PushOutcome | None = None
     error: str | None = None
-
-
-def _state_before(driver: Driver, plan: NativePlan) -> DataPlaneState:
-    """What the data plane holds before a push: what the driver vouches for (``HeldStateKeeper``:
-    a read of every table less per push), else a read-back. "Already up to date" is always a
-    read-back's answer: a push that writes nothing claims a verified state."""
-    held = driver.held_state() if isinstance(driver, HeldStateKeeper) else None
-    if held is not None and not _holds(held, plan, diff_tables(held.tables, plan.tables)):
-        return held
-    return driver.read_state()
 
 
 def _holds(state: DataPlaneState, plan: NativePlan, diff: PlanDiff) -> bool:

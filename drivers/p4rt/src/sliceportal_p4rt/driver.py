@@ -392,16 +392,6 @@ class Driver:
         # twice a push)
         return DataPlaneState.model_construct(version=self._version, tables=tables)
 
-    def held_state(self) -> DataPlaneState | None:
-        """What the switch holds of ours without reading it, while this session has stayed the
-        primary in the term it last read or wrote it (no other controller can have written;
-        contract.HeldStateKeeper); None otherwise."""
-        if not self._held_valid():
-            return None
-        assert self._held is not None
-        tables = {k: list(v) for k, v in self._held.items()}
-        return DataPlaneState.model_construct(version=self._version_of(tables), tables=tables)
-
     def _version_of(self, tables: Tables) -> str | None:
         if not any(tables.values()):
             return None
