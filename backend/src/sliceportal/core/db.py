@@ -103,6 +103,12 @@ def session_scope(url: str) -> Iterator[Session]:
         yield session
 
 
+# parsed once (``text`` parses its parameters each time it is built: every push takes a lock)
+_TRY_LOCK = text("SELECT pg_try_advisory_lock(:c, :k)")
+_LOCK = text("SELECT pg_advisory_lock(:c, :k)")
+_UNLOCK = text("SELECT pg_advisory_unlock(:c, :k)")
+
+
 @contextmanager
 def advisory_lock(engine: Engine, key: int, *, wait_s: float, cls: int = BACKEND_LOCK_CLASS) -> Iterator[bool]:
     """Hold the session-level advisory lock ``(cls, key)`` for the block; yields whether it was got.
@@ -115,14 +121,14 @@ def advisory_lock(engine: Engine, key: int, *, wait_s: float, cls: int = BACKEND
     try:
         # one round trip when the lock is free (almost always): a lock someone waits for is
         # granted to the waiter on release, so trying first takes it from nobody
-        got = bool(conn.scalar(text("SELECT pg_try_advisory_lock(:c, :k)"), {"c": cls, "k": key}))
+        got = bool(conn.scalar(_TRY_LOCK, {"c": cls, "k": key}))
         if not got and wait_s > 0:
             # A blocking wait queues in PostgreSQL's lock manager, which grants the lock to
             # the waiter on release: a deploy is never starved by a reconcile that re-tries
             # every period (try-locks fail while someone waits). lock_timeout bounds the wait.
             conn.execute(text(f"SET lock_timeout = '{int(wait_s * 1000)}ms'"))
             try:
-                conn.execute(text("SELECT pg_advisory_lock(:c, :k)"), {"c": cls, "k": key})
+                conn.execute(_LOCK, {"c": cls, "k": key})
                 got = True
             except OperationalError as exc:
                 if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
@@ -132,7 +138,7 @@ def advisory_lock(engine: Engine, key: int, *, wait_s: float, cls: int = BACKEND
     finally:
         if got:
             try:
-                conn.execute(text("SELECT pg_advisory_unlock(:c, :k)"), {"c": cls, "k": key})
+                conn.execute(_UNLOCK, {"c": cls, "k": key})
             except DBAPIError:
                 # the connection died with the database: the server already dropped the lock
                 conn.invalidate()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Index, String, event, func, insert, inspect
+from sqlalchemy import BigInteger, Index, String, Table, event, func, insert, inspect
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -59,6 +59,12 @@ def _tenant_of(obj: Any) -> int | None:
     return getattr(obj, col, None) if col else None
 
 
+# Built once, run with each row as parameters: a statement built per call costs its
+# construction and cache key on every audited change (a fan-out writes one per backend).
+_TABLE: Table = AuditLog.__table__  # type: ignore[assignment]
+_INSERT = insert(_TABLE)
+
+
 def record(
     session: Session,
     action: str,
@@ -71,17 +77,18 @@ def record(
     """Log an action that is not a plain row change (deploy, import, login ...)."""
     actor = actor_of(session)
     session.execute(
-        insert(AuditLog).values(
-            actor_id=actor.user_id,
-            actor=actor.name,
-            via=actor.via,
-            action=action,
-            object_type=object_type,
-            object_id=object_id,
-            tenant_id=tenant_id,
-            before=before,
-            after=after,
-        )
+        _INSERT,
+        {
+            "actor_id": actor.user_id,
+            "actor": actor.name,
+            "via": actor.via,
+            "action": action,
+            "object_type": object_type,
+            "object_id": object_id,
+            "tenant_id": tenant_id,
+            "before": before,
+            "after": after,
+        },
     )
 
 
@@ -134,4 +141,4 @@ def _write_audit(session: Session, _ctx: Any) -> None:
         if isinstance(obj, AuditedMixin):
             add("delete", obj, pending.get(id(obj)), None)
     if rows:
-        session.connection().execute(insert(AuditLog), rows)
+        session.connection().execute(_INSERT, rows)

@@ -17,6 +17,7 @@ half-written data plane, and never compares it with a rule set a running push re
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, bindparam, case, func, literal, select, update
+from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, literal, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, defer, lazyload, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
@@ -203,8 +204,11 @@ def prepare(
         return Prepared(backend.id, key, _backend_facts(backend), caps, p)
 
 
+_LAST_NUMBER = select(func.max(RuleSet.number)).where(RuleSet.backend_id == bindparam("backend_id"))  # built once
+
+
 def _store_rule_set(session: Session, backend: Backend, p: Preview, actor: str) -> RuleSet:
-    number = (session.scalar(select(func.max(RuleSet.number)).where(RuleSet.backend_id == backend.id)) or 0) + 1
+    number = (session.scalar(_LAST_NUMBER, {"backend_id": backend.id}) or 0) + 1
     explanation = {
         "flows": p.compiled.flows,
         "rules_before": p.compiled.rules_before,
@@ -283,6 +287,18 @@ def interrupt_all_orphans(sessions: sessionmaker[Session]) -> int:
     return count
 
 
+_SLICES: Table = Slice.__table__  # type: ignore[assignment]
+# built once (a statement built per call costs its construction and cache key, per backend)
+_MARK_DEPLOYED = (
+    update(_SLICES)
+    .where(
+        _SLICES.c.id.in_(bindparam("refs", expanding=True)),
+        _SLICES.c.state.in_((SliceState.DRAFT, SliceState.COMPILED)),
+    )
+    .values(state=SliceState.DEPLOYED)
+)
+
+
 def _mark_slices_deployed(session: Session, slices: list[dict[str, Any]]) -> None:
     # Per-backend slice state is derived (services/slice_status.py); this only records that a
     # slice left the draft stage once a finished deployment carried it.
@@ -292,12 +308,7 @@ def _mark_slices_deployed(session: Session, slices: list[dict[str, Any]]) -> Non
     # synchronising, and its machinery was most of the statement's CPU in a fan-out.
     refs = [int(s["ref"]) for s in slices if "ref" in s]
     if refs:
-        table: Table = Slice.__table__  # type: ignore[assignment]
-        session.execute(
-            update(table)
-            .where(table.c.id.in_(refs), table.c.state.in_((SliceState.DRAFT, SliceState.COMPILED)))
-            .values(state=SliceState.DEPLOYED)
-        )
+        session.execute(_MARK_DEPLOYED, {"refs": refs})
 
 
 # what a finished push records of its rule set: not the whole row (its IR and plan, decoded for
@@ -527,6 +538,17 @@ def resume(session: Session, backend: Backend, dep_id: int, by: str) -> Deployme
         return _finish_retrying(session, dep_id, rule_set_id, kind, backend.id, outcome, by)
 
 
+@functools.cache
+def _running(stale_s: float) -> Select[int, bool, bool]:
+    """A backend's running rows, built once per staleness (every push runs it, and building
+    a statement costs about as much as running it)."""
+    return (
+        select(Deployment.id, Deployment.heartbeat_at.is_(None).label("pre_jobs"), jobs.stale(stale_s).label("stale"))
+        .where(Deployment.backend_id == bindparam("backend_id"), Deployment.status == DeploymentStatus.RUNNING)
+        .order_by(Deployment.id)
+    )
+
+
 def _settle_orphans(session: Session, backend: Backend) -> None:
     """Whatever a dead process left ``running`` on this backend; the caller holds its lock.
 
@@ -537,11 +559,7 @@ def _settle_orphans(session: Session, backend: Backend) -> None:
     """
     # one statement for both kinds (every deploy of every backend passes here; almost always
     # nothing is running)
-    running = session.execute(
-        select(Deployment.id, Deployment.heartbeat_at.is_(None).label("pre_jobs"), jobs.stale().label("stale"))
-        .where(Deployment.backend_id == backend.id, Deployment.status == DeploymentStatus.RUNNING)
-        .order_by(Deployment.id)
-    ).all()
+    running = session.execute(_running(jobs.STALE_S), {"backend_id": backend.id}).all()
     if any(r.pre_jobs for r in running):
         interrupt_orphans(session, backend.id)
     for dep_id, pre_jobs, is_stale in running:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Executable, String, bindparam, text
+from sqlalchemy import Engine, Executable, String, Table, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger
@@ -161,46 +161,52 @@ def input_keys(session: Session, backend_ids: Sequence[int]) -> dict[int, str]:
     return {int(b): str(key) for b, key in session.execute(_KEYS, {"b": list(backend_ids)})}
 
 
-Statement = Executable | tuple[Executable, Sequence[dict[str, Any]]]  # alone, or with its rows
+# A statement and its parameters: one row, or rows. Every statement here is built once and
+# run with its rows as parameters: building one (its construction and cache key) cost as much
+# as running it, on every push of a fan-out; a multi-row VALUES has no cache key at all.
+Statement = tuple[Executable, dict[str, Any] | Sequence[dict[str, Any]]]
 
 
 def _write(session: Session, *stmts: Statement) -> None:
     """Run ``stmts`` in one transaction of their own (committed at once, whatever the caller's)."""
     bind = session.get_bind()
-    runs = [s if isinstance(s, tuple) else (s, None) for s in stmts]
     if isinstance(bind, Engine):
         with bind.begin() as conn:
-            for stmt, rows in runs:
+            for stmt, rows in stmts:
                 conn.execute(stmt, rows)
     else:  # a session on a caller's own connection: its transaction decides
-        for stmt, rows in runs:
+        for stmt, rows in stmts:
             session.execute(stmt, rows)
 
 
-def _notify(channel: str) -> Executable:
-    return text("SELECT pg_notify(:c, '')").bindparams(c=channel)
+_NOTIFY = text("SELECT pg_notify(:c, '')")
+_RULE_SET_FOOTPRINTS: Table = RuleSetFootprint.__table__  # type: ignore[assignment]
+_INSERT_FOOTPRINTS = insert(_RULE_SET_FOOTPRINTS).on_conflict_do_nothing()
+_BACKEND_FOOTPRINTS: Table = BackendFootprint.__table__  # type: ignore[assignment]
+_insert_wanted = insert(_BACKEND_FOOTPRINTS)
+_UPSERT_WANTED = _insert_wanted.on_conflict_do_update(
+    index_elements=[_BACKEND_FOOTPRINTS.c.backend_id],
+    set_={k: _insert_wanted.excluded[k] for k in ("rule_set_id", "input_key", "wanted", "error")}
+    | {"computed_at": text("now()")},
+)
+
+
+def _notify(channel: str) -> Statement:
+    return _NOTIFY, {"c": channel}
 
 
 def _footprints(rows: Sequence[dict[str, Any]]) -> Statement:
-    # the rows as parameters, not in the statement: one cached statement whatever their number
-    # (a multi-row VALUES has no cache key, and was compiled again for every push)
-    return insert(RuleSetFootprint).on_conflict_do_nothing(), list(rows)
+    return _INSERT_FOOTPRINTS, list(rows)
 
 
-def _wanted(backend_id: int, w: Wanted) -> Executable:
-    row = {
+def _wanted_row(backend_id: int, w: Wanted) -> dict[str, Any]:
+    return {
         "backend_id": backend_id,
         "rule_set_id": w.rule_set_id,
         "input_key": w.input_key,
         "wanted": w.wanted,
         "error": w.error,
     }
-    stmt = insert(BackendFootprint).values(row)
-    return stmt.on_conflict_do_update(
-        index_elements=[BackendFootprint.backend_id],
-        set_={k: stmt.excluded[k] for k in ("rule_set_id", "input_key", "wanted", "error")}
-        | {"computed_at": text("now()")},
-    )
 
 
 def notify(session: Session, channel: str) -> None:
@@ -214,12 +220,16 @@ def store_rule_set_footprints(session: Session, rows: Sequence[dict[str, Any]]) 
         _write(session, _footprints(rows))
 
 
-def store_wanted(session: Session, backend_id: int, w: Wanted) -> None:
-    _write(session, _wanted(backend_id, w))
+def store_wanted(session: Session, wanted: dict[int, Wanted]) -> None:
+    """Store each backend's wanted digests, in one statement (a page or a refresh of a fleet
+    computes them for many backends at once)."""
+    if wanted:
+        _write(session, (_UPSERT_WANTED, [_wanted_row(b, w) for b, w in wanted.items()]))
 
 
 def store_pushed(session: Session, row: dict[str, Any], backend_id: int, w: Wanted | None, channel: str) -> None:
     """What a completed push stores (``footprint_push.after_push``): its rule set's footprint
     ``row``, the backend's wanted digests ``w`` when known, and a NOTIFY on ``channel``
     (delivered when they are committed), in one transaction."""
-    _write(session, _footprints([row]), *([_wanted(backend_id, w)] if w is not None else []), _notify(channel))
+    wanted: list[Statement] = [(_UPSERT_WANTED, _wanted_row(backend_id, w))] if w is not None else []
+    _write(session, _footprints([row]), *wanted, _notify(channel))

@@ -256,6 +256,7 @@ def _facts(
         found = state.stored(session, ids, slice_ids)
     out = {}
     shared = SharedCompiles()
+    fresh: dict[int, state.Wanted] = {}
     for b in backends:
         st = found[b.id]
         w = None
@@ -263,12 +264,11 @@ def _facts(
             w = st.wanted
             # the key was read before compiling: a change after it only leaves the row stale
             if w is None or w.rule_set_id != st.in_force.rule_set_id or w.input_key != st.input_key:
-                full = _wanted_now(session, b, st.in_force.rule_set_id, st.target, st.input_key, shared)
-                state.store_wanted(session, b.id, full)
-                w = full
+                w = fresh[b.id] = _wanted_now(session, b, st.in_force.rule_set_id, st.target, st.input_key, shared)
                 if computed is not None:
                     computed.append(b.id)
         out[b.id] = _BackendFacts(b, st, w)
+    state.store_wanted(session, fresh)
     return out
 
 
