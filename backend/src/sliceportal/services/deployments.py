@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, literal, select, update
+from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, inspect, literal, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, defer, lazyload, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
@@ -393,10 +393,25 @@ def _finish(
     assert dep is not None
     for name, value in facts.items():
         set_committed_value(dep, name, value)
+    inspect(dep).info[_NUMBER] = number  # what a fan-out answers (``finished_number``), not read again
     # what others wrote to the row meanwhile (the heartbeat's thread, a resumer, the UPDATE's
     # clock) is read when asked for (an API answer), not before
     session.expire(dep, _WRITTEN_ELSEWHERE)
     return dep
+
+
+_NUMBER = "rule_set_number"
+
+
+def finished_number(session: Session, dep: Deployment) -> int:
+    """The number of the rule set of ``dep``, finished in this session: as ``_finish`` read it,
+    else its number alone (``dep.rule_set_number`` loads the whole rule set, whose IR and plan
+    were stored from text and are not in the session)."""
+    number = inspect(dep).info.get(_NUMBER)
+    if number is None:
+        number = session.scalar(select(RuleSet.number).where(RuleSet.id == dep.rule_set_id))
+    assert number is not None
+    return int(number)
 
 
 def _finish_retrying(

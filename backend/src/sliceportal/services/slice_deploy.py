@@ -21,12 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.core.db import BACKENDS_AT_ONCE, session_factory
 from sliceportal.drivers.contract import ProgressEvent
-from sliceportal.models import Backend, Deployment, DeploymentStatus, RuleSet, Slice
+from sliceportal.models import Backend, Deployment, DeploymentStatus, Slice
 from sliceportal.models.audit import Actor, set_actor
 from sliceportal.services import admission, deployments, fanout_pool, footprint_push
 from sliceportal.services.admission import Override
@@ -112,11 +111,7 @@ def _one(
 
 def _outcome(session: Session, backend_id: int, name: str, dep: Deployment) -> BackendOutcome:
     if dep.status == DeploymentStatus.SUCCEEDED:
-        # its number alone: ``dep.rule_set_number`` loads the whole rule set, whose IR and plan
-        # were stored from text (``deployments._store_rule_set``) and are not in the session
-        number = session.scalar(select(RuleSet.number).where(RuleSet.id == dep.rule_set_id))
-        assert number is not None
-        return BackendOutcome(backend_id, name, "new", "succeeded", number, dep.id)
+        return BackendOutcome(backend_id, name, "new", "succeeded", deployments.finished_number(session, dep), dep.id)
     current = deployments.current_rule_set(session, backend_id)
     # the driver restored the previous rule set (rolled_back); if even that failed the
     # reconcile loop repairs it to the rule set in force, which is still the previous one
