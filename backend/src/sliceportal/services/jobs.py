@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from types import TracebackType
@@ -64,8 +65,10 @@ class Heartbeat:
     """Renews a running job's heartbeat (and its latest progress) until the block ends.
 
     Its own thread and sessions: the push holds the caller's session (and the backend's lock
-    on it) for its whole duration. A beat that fails (the database away) is retried at the
-    next one; the job is not stopped for it.
+    on it) for its whole duration. The thread starts once the job has run for one period
+    (``_Waker``): most pushes end sooner, and a thread started and joined for each backend of a
+    fan-out was CPU of its own. A beat that fails (the database away) is retried at the next
+    one; the job is not stopped for it.
     """
 
     def __init__(
@@ -76,20 +79,20 @@ class Heartbeat:
         model: JobModel = Deployment,
     ) -> None:
         self._sessions, self._id, self._forward, self._model = sessions, deployment_id, forward, model
-        self._latest: dict[str, object] | None = None
+        self._latest: ProgressEvent | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"job-heartbeat-{deployment_id}", daemon=True)
 
     def progress(self, event: ProgressEvent) -> None:
         """The push's progress callback: kept for the next beat, and passed on."""
-        self._latest = event.model_dump(mode="json")
+        self._latest = event
         if self._forward is not None:
             self._forward(event)
 
     def beat(self) -> None:
         values: dict[str, object] = {"heartbeat_at": func.clock_timestamp()}
         if self._latest is not None:
-            values["progress"] = self._latest
+            values["progress"] = self._latest.model_dump(mode="json")
         with self._sessions() as session:
             model = self._model
             session.execute(
@@ -98,7 +101,8 @@ class Heartbeat:
             session.commit()
 
     def _run(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
+        # started one period after the job (``_Waker``): a beat is due at once
+        while not self._stop.is_set():
             try:
                 self.beat()
             except DBAPIError as exc:
@@ -110,16 +114,58 @@ class Heartbeat:
                 )
             except Exception:  # a beat must never end the thread while the push goes on
                 log.exception("job %d: heartbeat failed", self._id)
+            self._stop.wait(HEARTBEAT_S)
+
+    def wake(self) -> None:
+        """Start beating (``_Waker``, once the job has run for one period)."""
+        self._thread.start()
 
     def __enter__(self) -> Self:
-        self._thread.start()
+        _WAKER.schedule(self)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._stop.set()
-        self._thread.join(timeout=HEARTBEAT_S + 5)
+        if _WAKER.started(self):
+            self._thread.join(timeout=HEARTBEAT_S + 5)
+
+
+class _Waker:
+    """One thread for the process that starts each job's heartbeat thread once the job has run
+    for ``HEARTBEAT_S``; a job that ends before is never given one."""
+
+    def __init__(self) -> None:
+        self._due: dict[Heartbeat, float] = {}
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, hb: Heartbeat) -> None:
+        with self._cond:
+            self._due[hb] = time.monotonic() + HEARTBEAT_S
+            if self._thread is None or not self._thread.is_alive():  # none yet, or a fork's child
+                self._thread = threading.Thread(target=self._run, name="job-heartbeat-waker", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def started(self, hb: Heartbeat) -> bool:
+        """Take ``hb`` off the schedule; whether its thread was started (then it is to be joined)."""
+        with self._cond:
+            return self._due.pop(hb, None) is None
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for hb in [hb for hb, at in self._due.items() if at <= now]:
+                    # under the lock: ``started`` never sees a job off the schedule and not started
+                    del self._due[hb]
+                    hb.wake()
+                self._cond.wait(min(self._due.values(), default=now + 3600) - now)
+
+
+_WAKER = _Waker()
 
 
 class JobResumer(PeriodicDuty):
