@@ -253,3 +253,37 @@ def test_a_push_after_a_drift_seen_by_read_back_repairs_it(target) -> None:
     assert (again.added, again.removed, again.modified) == (1, 0, 0)
     assert d.read_state().tables == plan.tables
     d.close()
+
+
+def _reads(d: P4rtDriver) -> list[object]:
+    """The Read RPCs the driver's session sends from now on (a spy on its ``read``)."""
+    s = d._connect()
+    sent: list[object] = []
+    read = s.read
+
+    def counted(request: object) -> object:
+        sent.append(request)
+        return read(request)
+
+    s.read = counted  # type: ignore[method-assign,assignment]
+    return sent
+
+
+def test_prefetch_reads_what_lowering_keeps_once(target) -> None:
+    """contract.LoweringPrefetcher: a connected driver that holds nothing reads the switch when
+    asked, and its next lowering reads nothing; once it holds the tables, prefetch reads nothing."""
+    first = driver(target.address)
+    plan = first.lower(two_tenants())
+    first.apply(plan, lambda e: None)
+    first.close()
+    d = driver(target.address)  # a fresh process's driver: the switch holds what another pushed
+    d._connect()
+    reads = _reads(d)
+    d.prefetch()
+    assert len(reads) == 1
+    again = d.lower(two_tenants())
+    assert len(reads) == 1  # lowering found the priorities it keeps in what prefetch read
+    assert again.tables == plan.tables
+    d.prefetch()
+    assert len(reads) == 1
+    d.close()

@@ -255,6 +255,19 @@ def ternary_view_of(driver: object, plan: NativePlan) -> TernaryView | None:
     return driver.ternary_view(plan) if isinstance(driver, TernaryViewer) else None
 
 
+@runtime_checkable
+class LoweringPrefetcher(Protocol):
+    """Optional: a driver whose ``lower`` reads its data plane (what it keeps from there: the
+    priorities a P4 switch holds) reads it ahead when asked, so that a fan-out's preflight
+    reads every backend at once rather than one after another as it lowers for each.
+
+    ``prefetch`` never raises and need not read: a failed or skipped read is ``lower``'s to
+    make (and report) as it would without it.
+    """
+
+    def prefetch(self) -> None: ...
+
+
 def check_fits(ir: RuleIR, caps: Capabilities) -> None:
     """Shared pre-write checks every ``lower`` starts with: geometry and match fields."""
     if (ir.lanes, ir.paths) != (caps.lanes, caps.paths):

@@ -24,11 +24,12 @@ from typing import Literal
 from sqlalchemy.orm import Session, sessionmaker
 
 from sliceportal.core.db import BACKENDS_AT_ONCE, session_factory
-from sliceportal.drivers.contract import ProgressEvent
+from sliceportal.drivers.contract import LoweringPrefetcher, ProgressEvent
 from sliceportal.models import Backend, Deployment, DeploymentStatus, Slice
 from sliceportal.models.audit import Actor, set_actor
 from sliceportal.services import admission, deployments, fanout_pool, footprint_push
 from sliceportal.services.admission import Override
+from sliceportal.services.backends import POOL
 from sliceportal.services.compile_inputs import SharedCompiles
 from sliceportal.services.errors import DomainError, InvalidError, NotFoundError, UnavailableError
 
@@ -62,6 +63,7 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
     # backends with the same slices compile once (compile_inputs.SharedCompiles); each key is
     # read before its compile, and admission reads after them all: what it admits is at least
     # as new as every key, so a deploy whose key still holds need not check it again
+    _prefetch(session, backends)
     shared = SharedCompiles()
     keys = footprint_push.input_keys(session, [b.id for b in backends])  # one statement, before every compile
     prepared = [deployments.prepare(session, b, shared, keys[b.id]) for b in backends]
@@ -73,6 +75,22 @@ def preflight(session: Session, slice_: Slice, override: Override | None) -> lis
         prepared = [dataclasses.replace(p, admitted=True) for p in prepared]
     session.rollback()  # admission flushes: nothing of the preflight is kept
     return prepared
+
+
+def _prefetch(session: Session, backends: Sequence[Backend]) -> None:
+    """What lowering reads from each data plane (``LoweringPrefetcher``: the priorities a P4
+    switch holds, unknown to a process's driver before its first push there), read from
+    ``BACKENDS_AT_ONCE`` of them at a time: the preflight lowers for one backend after
+    another, and its reads, one after another, were a first deploy's wait before any push."""
+
+    def one(backend: Backend) -> None:
+        with POOL.use(session, backend) as drv:  # the session only names the database here
+            if isinstance(drv, LoweringPrefetcher):
+                drv.prefetch()
+
+    if len(backends) > 1:
+        with ThreadPoolExecutor(min(len(backends), BACKENDS_AT_ONCE), thread_name_prefix="prefetch") as pool:
+            list(pool.map(one, backends))
 
 
 def _one(

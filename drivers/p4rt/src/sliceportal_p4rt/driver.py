@@ -269,6 +269,18 @@ class Driver:
         _share(_LOWERINGS, key, (rule_of, tables))
         return key, (rule_of, tables)
 
+    def prefetch(self) -> None:
+        """Read what ``lower`` keeps from the switch now, through the open session, unless it is
+        known (optional contract: LoweringPrefetcher): a fan-out's preflight reads every switch
+        at once; lowering then finds it held. A failure is left to ``lower`` to meet again."""
+        s = self._session
+        if s is None or self._held_valid():
+            return
+        try:
+            self._read_tables(s)
+        except grpc.RpcError:
+            return
+
     def _hints(self) -> tuple[dict[MatchKey, int], dict[int, int]]:
         """What lowering keeps from the switch: classifier priorities (match -> priority) and
         tenant ids (VLAN ID -> id)."""
