@@ -20,11 +20,11 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, inspect, literal, select, update
 from sqlalchemy.exc import DBAPIError
@@ -299,21 +299,30 @@ _MARK_DEPLOYED = (
 )
 
 
-def _mark_slices_deployed(session: Session, slices: list[dict[str, Any]]) -> None:
+def _mark_slices_deployed(session: Session, refs: Sequence[int]) -> None:
     # Per-backend slice state is derived (services/slice_status.py); this only records that a
     # slice left the draft stage once a finished deployment carried it.
     # A plain UPDATE of the table, not the ORM's versioned one: deployments of one slice to
     # several backends finish concurrently (services/slice_deploy.py), and a fact is no
     # operator's edit (no 412). Not the ORM's bulk UPDATE either: nothing in the session needs
     # synchronising, and its machinery was most of the statement's CPU in a fan-out.
-    refs = [int(s["ref"]) for s in slices if "ref" in s]
     if refs:
-        session.execute(_MARK_DEPLOYED, {"refs": refs})
+        session.execute(_MARK_DEPLOYED, {"refs": list(refs)})
 
 
 # what a finished push records of its rule set: not the whole row (its IR and plan, decoded for
 # every backend of a fan-out, were a tenth of its CPU a backend)
 _NUMBER_AND_SLICES = select(RuleSet.number, RuleSet.ir["slices"]).where(RuleSet.id == bindparam("id"))
+
+
+class _RuleSetFacts(NamedTuple):
+    """What a finished push records of its rule set, when the pusher has it at hand (a deploy
+    made it): else read (``_NUMBER_AND_SLICES``)."""
+
+    number: int
+    slice_refs: Sequence[int]
+
+
 _DEPLOYMENTS: Table = Deployment.__table__  # type: ignore[assignment]
 # the outcome, written only while the row is still running and still this caller's: one
 # statement, built once (it was a locking read and the ORM's flush, for every backend of a fan-out)
@@ -346,6 +355,7 @@ def _finish(
     backend_id: int,
     outcome: PushOutcome,
     owner: str = "",
+    facts_of_rule_set: _RuleSetFacts | None = None,
 ) -> Deployment | None:
     """Write the outcome, its slice states and its audit row in one transaction.
 
@@ -366,9 +376,12 @@ def _finish(
     if session.execute(_FINISH, {"dep_id": dep_id, "owner": owner, **facts}).first() is None:
         session.rollback()
         return None
-    number, slices = session.execute(_NUMBER_AND_SLICES, {"id": rule_set_id}).one()
+    if facts_of_rule_set is None:
+        number, slices = session.execute(_NUMBER_AND_SLICES, {"id": rule_set_id}).one()
+        facts_of_rule_set = _RuleSetFacts(number, [int(x["ref"]) for x in slices or [] if "ref" in x])
+    number = facts_of_rule_set.number
     if outcome.ok:
-        _mark_slices_deployed(session, slices or [])
+        _mark_slices_deployed(session, facts_of_rule_set.slice_refs)
     record(
         session,
         kind.value,
@@ -422,6 +435,7 @@ def _finish_retrying(
     backend_id: int,
     outcome: PushOutcome,
     owner: str = "",
+    facts_of_rule_set: _RuleSetFacts | None = None,
 ) -> Deployment:
     # The push is done on the wire; losing its record to a database blip would leave the
     # row running. Retry while the database comes back (bounded), then give up loudly.
@@ -433,7 +447,7 @@ def _finish_retrying(
         before_sleep=lambda _: session.rollback(),
     ):
         with attempt:
-            dep = _finish(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
+            dep = _finish(session, dep_id, rule_set_id, kind, backend_id, outcome, owner, facts_of_rule_set)
     if dep is None:
         dep = session.get_one(Deployment, dep_id, populate_existing=True)
     return dep
@@ -451,9 +465,11 @@ def _run(
     plan: NativePlan | None = None,
     *,
     previous: RuleSet | None,
+    slice_refs: Sequence[int] | None = None,
 ) -> Deployment:
     """``plan``: ``rule_set``'s plan where the caller has it (not validated again);
-    ``previous``: the rule set in force (``current_rule_set``), read under the backend's lock."""
+    ``previous``: the rule set in force (``current_rule_set``), read under the backend's lock;
+    ``slice_refs``: the slices ``rule_set`` carries, where the caller has its IR."""
     prev_plan = NativePlan.model_validate(previous.plan) if previous else None
     new_plan = plan or NativePlan.model_validate(rule_set.plan)
     diff = diff_tables(prev_plan.tables if prev_plan else {}, new_plan.tables)
@@ -472,7 +488,10 @@ def _run(
     dep_id, rule_set_id, backend_id = dep.id, rule_set.id, backend.id
     if on_job is not None:
         on_job(dep_id)
-    return _push_job(session, dep_id, rule_set_id, kind, backend_id, drv, new_plan, prev_plan, progress)
+    known = _RuleSetFacts(rule_set.number, slice_refs) if slice_refs is not None else None
+    return _push_job(
+        session, dep_id, rule_set_id, kind, backend_id, drv, new_plan, prev_plan, progress, facts_of_rule_set=known
+    )
 
 
 def _push_job(
@@ -487,10 +506,11 @@ def _push_job(
     progress: Callable[[ProgressEvent], None] | None,
     prefix: str = "",
     owner: str = "",
+    facts_of_rule_set: _RuleSetFacts | None = None,
 ) -> Deployment:
     """Push a job's rule set with its heartbeat renewed, and record the outcome once (``owner``:
     "" for the job's runner, the resumer's name when resumed)."""
-    with jobs.Heartbeat(sessionmaker(bind=session.get_bind()), dep_id, progress) as beat:
+    with jobs.Heartbeat(session.get_bind(), dep_id, progress) as beat:
         try:
             outcome: PushOutcome = push(drv, new_plan, beat.progress, previous=prev_plan)
         except Exception as exc:  # push reports driver failures itself; anything else still ends the row
@@ -502,11 +522,11 @@ def _push_job(
                 version_after=None,
                 error=f"{prefix or INTERRUPTED + ': '}{type(exc).__name__}: {exc}",
             )
-            _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
+            _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome, owner, facts_of_rule_set)
             raise
     if not outcome.ok and prefix:
         outcome = outcome.model_copy(update={"error": f"{prefix}{outcome.error}"})
-    return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome, owner)
+    return _finish_retrying(session, dep_id, rule_set_id, kind, backend_id, outcome, owner, facts_of_rule_set)
 
 
 def resume(session: Session, backend: Backend, dep_id: int, by: str) -> Deployment | None:
@@ -785,6 +805,7 @@ def _deploy(
                 on_job,
                 p.plan,
                 previous=previous,
+                slice_refs=[x.ref for x in p.compiled.ir.slices],
             )
             footprint_push.after_push(session, dep, key, p.compiled.ir)
             return dep

@@ -119,7 +119,7 @@ def _import(
     audit: dict[str, object] = {"job": job_id}
     if resumed_by:
         audit["resumed_by"] = resumed_by
-    with jobs.Heartbeat(sessionmaker(bind=session.get_bind()), job_id, model=ImportJob):
+    with jobs.Heartbeat(session.get_bind(), job_id, model=ImportJob):
         text_lines = lines(data)
         try:
             return import_csv(

@@ -25,7 +25,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, func, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -73,12 +73,15 @@ class Heartbeat:
 
     def __init__(
         self,
-        sessions: sessionmaker[Session],
+        bind: Engine | Connection,
         deployment_id: int,
         forward: Callable[[ProgressEvent], None] | None = None,
         model: JobModel = Deployment,
     ) -> None:
-        self._sessions, self._id, self._forward, self._model = sessions, deployment_id, forward, model
+        # sessions of its own on the job's database, made when it first beats (a sessionmaker
+        # is a class made at run time: not one for every push of a fan-out)
+        self._bind, self._id, self._forward, self._model = bind, deployment_id, forward, model
+        self._sessions: sessionmaker[Session] | None = None
         self._latest: ProgressEvent | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"job-heartbeat-{deployment_id}", daemon=True)
@@ -93,6 +96,8 @@ class Heartbeat:
         values: dict[str, object] = {"heartbeat_at": func.clock_timestamp()}
         if self._latest is not None:
             values["progress"] = self._latest.model_dump(mode="json")
+        if self._sessions is None:
+            self._sessions = sessionmaker(bind=self._bind)
         with self._sessions() as session:
             model = self._model
             session.execute(
