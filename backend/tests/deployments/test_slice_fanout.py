@@ -7,6 +7,7 @@ their own, services/fanout_pool.py), which the settings' default keeps for hundr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -17,6 +18,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from sliceportal.core.config import Settings, random_secret
+from sliceportal.models import Slice
+from sliceportal.models.audit import Actor
+from sliceportal.services import slice_deploy
 from sliceportal_testbed.processes import BMV2_DIR, RunningTarget
 from tests.factories import add_backend, embb_slice
 
@@ -164,3 +168,21 @@ def test_a_slice_on_a_fleet_deploys_to_every_backend(client: TestClient, op: dic
         ]
     finally:
         fleet.stop()
+
+
+def test_a_backend_gone_after_the_preflight_is_refused_alone(
+    client: TestClient, op: dict[str, str], settings: Settings, start_target: Callable[..., RunningTarget]
+) -> None:
+    """A fan-out reads each backend's row once, under its lock: one that is gone by then (its
+    row deleted after the preflight) is refused by name; the others are pushed."""
+    a = _backend(client, op, "bmv2-a", start_target(*EIGHT_QUEUES).address)
+    sid = embb_slice(client, op, [a], 8)
+    sessions = client.app.state.sessionmaker  # type: ignore[attr-defined]
+    with sessions() as s:
+        prepared = slice_deploy.preflight(s, s.get_one(Slice, sid), None)
+    gone = dataclasses.replace(prepared[0], backend_id=a + 1000, backend_name="gone")
+    outcomes = slice_deploy.deploy_slice(sessions, Actor(None, "test"), [*prepared, gone])
+    by_id = {o.backend_id: o for o in outcomes}
+    assert (by_id[a].where, by_id[a].status) == ("new", "succeeded")
+    assert (by_id[a + 1000].status, by_id[a + 1000].backend_name) == ("refused", "gone")
+    assert "does not exist" in by_id[a + 1000].error

@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, inspect, literal, select, update
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, defer, lazyload, sessionmaker
+from sqlalchemy.exc import DBAPIError, InvalidRequestError
+from sqlalchemy.orm import Session, defer, lazyload, make_transient_to_detached, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
@@ -104,6 +104,7 @@ class Prepared:
     the preflight's admission check passed on the same facts, so it need not run again."""
 
     backend_id: int
+    backend_name: str  # as the preflight read it (what a fan-out's outcome names it by)
     input_key: str  # footprint_state.input_key: the backend's slices and what they compile from
     backend_facts: tuple[Any, ...]  # the backend row's part in the compile and admission (_backend_facts)
     caps: Capabilities
@@ -201,7 +202,7 @@ def prepare(
             key = footprint_push.input_key(session, backend.id)  # before the compile, as _deploy reads it
         caps = _capabilities(drv)
         p = _preview(session, backend, drv, caps, key, shared)
-        return Prepared(backend.id, key, _backend_facts(backend), caps, p)
+        return Prepared(backend.id, backend.name, key, _backend_facts(backend), caps, p)
 
 
 _LAST_NUMBER = select(func.max(RuleSet.number)).where(RuleSet.backend_id == bindparam("backend_id"))  # built once
@@ -687,14 +688,28 @@ def _ensure_up(drv: Driver, backend: Backend) -> None:
         time.sleep(0.5)
 
 
+def unread(session: Session, backend_id: int) -> Backend:
+    """The session's object for backend ``backend_id``, its row not read yet: a push reads it
+    once it holds the backend's lock (``_locked``). For a fan-out's pushes, whose preflight read
+    every backend moments before: one read of the row fewer a backend."""
+    backend = Backend(id=backend_id)
+    make_transient_to_detached(backend)
+    session.add(backend)
+    return backend
+
+
 @contextmanager
 def _locked(session: Session, backend: Backend, wait_s: float) -> Iterator[None]:
-    with backend_lock(session, backend.id, wait_s=wait_s) as got:
+    backend_id = backend.id  # a refresh that finds no row expires even the id
+    with backend_lock(session, backend_id, wait_s=wait_s) as got:
         if not got:
             raise BusyError(
                 f"another deployment or reconcile of backend {backend.name} is in progress; retry when it has finished"
             )
-        session.refresh(backend)  # as it is now that we hold it (health, sync facts, options)
+        try:
+            session.refresh(backend)  # as it is now that we hold it (health, sync facts, options)
+        except InvalidRequestError as exc:  # its row went away (``unread``: never read before)
+            raise NotFoundError(f"backend {backend_id} does not exist") from exc
         _settle_orphans(session, backend)
         yield
 
@@ -770,7 +785,8 @@ def _deploy(
     on_job: Callable[[int], None] | None = None,
     prepared: Prepared | None = None,
 ) -> Deployment | Unchanged:
-    _refuse_if_down(session, backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
+    if prepared is None:  # a preflight refused it moments ago (slice_deploy.preflight)
+        _refuse_if_down(session, backend)  # before waiting for the lock: a reconcile may be stuck on the dead plane
     with _locked(session, backend, lock_wait_s):
         _refuse_if_down(session, backend)  # before the driver: a hung probe may hold it
         with POOL.use(session, backend) as drv:

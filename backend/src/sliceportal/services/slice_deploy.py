@@ -31,7 +31,7 @@ from sliceportal.services import admission, deployments, fanout_pool, footprint_
 from sliceportal.services.admission import Override
 from sliceportal.services.backends import POOL
 from sliceportal.services.compile_inputs import SharedCompiles
-from sliceportal.services.errors import DomainError, InvalidError, NotFoundError, UnavailableError
+from sliceportal.services.errors import DomainError, InvalidError, UnavailableError
 
 Where = Literal["new", "previous", "unchanged", "refused"]
 
@@ -100,13 +100,10 @@ def _one(
     override: Override | None,
     progress: ProgressFn | None,
 ) -> BackendOutcome:
-    backend_id = prepared.backend_id
+    backend_id, name = prepared.backend_id, prepared.backend_name
     with sessions() as session:
         set_actor(session, actor)
-        backend = session.get(Backend, backend_id)
-        if backend is None:
-            raise NotFoundError(f"backend {backend_id} does not exist")
-        name = backend.name
+        backend = deployments.unread(session, backend_id)  # read under its lock
         try:
             dep = deployments.deploy_changes(
                 session,
